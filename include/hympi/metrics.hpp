@@ -1,0 +1,76 @@
+#pragma once
+// Named phase timers with communication vs computation accounting, reduced over ranks.
+#include <mpi.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace hympi {
+
+/// What a phase spends its time on; decides whether it counts as comm_s or comp_s.
+enum class PhaseKind { computation, communication, other };
+
+std::string to_string(PhaseKind kind);
+
+/// min/avg/max over ranks of one phase's time.
+struct PhaseStats {
+  std::string name;
+  PhaseKind kind = PhaseKind::other;
+  double min_s = 0, avg_s = 0, max_s = 0;
+};
+
+/// A run's metrics reduced over all ranks.
+struct MetricsSummary {
+  std::vector<PhaseStats> phases;
+  double comm_s = 0;       ///< communication time, average over ranks
+  double comp_s = 0;       ///< computation time, average over ranks
+  double imbalance = 1;    ///< max/avg over ranks of computation time (1 = perfectly balanced)
+  double max_rss_mib = 0;  ///< peak resident memory of the largest rank
+  double node_rss_mib = 0; ///< peak resident memory summed over the ranks of a node, largest node
+  /// As JSON (phases keyed by name).
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// Accumulates wall time per named phase on one rank.
+class Metrics {
+ public:
+  /// Stops its phase's timer when it goes out of scope.
+  class Scope {
+   public:
+    Scope(Metrics& metrics, std::string name, PhaseKind kind);
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    ~Scope();
+
+   private:
+    Metrics& metrics_;
+    std::string name_;
+    PhaseKind kind_;
+    double start_;
+  };
+
+  /// Times the enclosing scope as phase `name`.
+  [[nodiscard]] Scope time(std::string name, PhaseKind kind) { return Scope(*this, std::move(name), kind); }
+  /// Adds `seconds` to phase `name`; a phase keeps the kind it was first given.
+  void add(const std::string& name, PhaseKind kind, double seconds);
+  /// Accumulated seconds of one phase (0 if never timed).
+  [[nodiscard]] double seconds(const std::string& name) const;
+  /// Sum over phases of one kind.
+  [[nodiscard]] double total(PhaseKind kind) const;
+  /// Reduces over `world` and sums memory within `node` (collective over world).
+  [[nodiscard]] MetricsSummary reduce(MPI_Comm world, MPI_Comm node) const;
+
+ private:
+  struct Phase {
+    PhaseKind kind;
+    double seconds;
+  };
+  std::map<std::string, Phase> phases_;
+};
+
+/// Peak resident set size of this process in MiB (getrusage's VmHWM).
+double max_rss_mib();
+
+}  // namespace hympi

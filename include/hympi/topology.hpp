@@ -1,0 +1,111 @@
+#pragma once
+// The node's hierarchy as hwloc sees it: packages, NUMA domains, caches, cores, PUs.
+#include <hwloc.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace hympi {
+
+/// Owns an hwloc bitmap (a cpuset).
+class Bitmap {
+ public:
+  /// An empty set.
+  Bitmap();
+  /// A copy of `set` (hwloc keeps ownership of the original).
+  explicit Bitmap(hwloc_const_bitmap_t set);
+  Bitmap(const Bitmap& other);
+  Bitmap& operator=(const Bitmap& other);
+  Bitmap(Bitmap&& other) noexcept;
+  Bitmap& operator=(Bitmap&& other) noexcept;
+  ~Bitmap();
+
+  [[nodiscard]] hwloc_bitmap_t get() const noexcept { return set_; }
+  /// Number of indexes set.
+  [[nodiscard]] int weight() const;
+  [[nodiscard]] bool contains(unsigned index) const;
+  [[nodiscard]] bool includes(const Bitmap& other) const;
+  [[nodiscard]] bool intersects(const Bitmap& other) const;
+  [[nodiscard]] bool operator==(const Bitmap& other) const;
+  /// Adds every index of `other`.
+  void add(const Bitmap& other);
+  /// hwloc list syntax, e.g. "0-3,8".
+  [[nodiscard]] std::string to_list() const;
+
+ private:
+  hwloc_bitmap_t set_;
+};
+
+/// Size and count of one cache level.
+struct CacheInfo {
+  int level = 0;
+  std::uint64_t size_bytes = 0;
+  int count = 0;
+};
+
+/// Where one PU sits in the hierarchy (logical indexes, as lstopo numbers them).
+struct PuLocation {
+  int pu_os = -1;
+  int pu = -1;
+  int core = -1;
+  int numa = -1;
+  int package = -1;
+};
+
+/// Loaded hwloc topology (this machine, an XML file or a synthetic description).
+///
+/// Throws TopologyError when hwloc cannot load or parse the source.
+class Topology {
+ public:
+  /// The machine this process runs on.
+  static Topology this_machine();
+  /// A topology recorded with `lstopo file.xml`.
+  static Topology from_xml_file(const std::string& path);
+  /// A synthetic description such as "pack:2 numa:2 core:4 pu:2".
+  static Topology from_synthetic(const std::string& description);
+  /// "this", "synthetic:<description>" or the path of an XML file.
+  static Topology from_spec(const std::string& spec);
+
+  Topology(const Topology&) = delete;
+  Topology& operator=(const Topology&) = delete;
+  Topology(Topology&& other) noexcept;
+  Topology& operator=(Topology&& other) noexcept;
+  ~Topology();
+
+  [[nodiscard]] hwloc_topology_t get() const noexcept { return topo_; }
+  /// True when this topology describes the running machine, so binding can be applied.
+  [[nodiscard]] bool is_this_system() const;
+  [[nodiscard]] int packages() const;
+  [[nodiscard]] int numa_nodes() const;
+  [[nodiscard]] int cores() const;
+  [[nodiscard]] int pus() const;
+  /// Data/unified caches from L1 up, one entry per level.
+  [[nodiscard]] std::vector<CacheInfo> caches() const;
+  /// Total bytes of the last-level caches (STREAM sizes its arrays from this).
+  [[nodiscard]] std::uint64_t last_level_cache_bytes() const;
+  /// The PUs of core `index` (logical); throws InvalidArgument when out of range.
+  [[nodiscard]] Bitmap core_set(int index) const;
+  [[nodiscard]] Bitmap numa_set(int index) const;
+  [[nodiscard]] Bitmap package_set(int index) const;
+  /// The whole machine's PUs.
+  [[nodiscard]] Bitmap machine_set() const;
+  /// Package (logical index) of core `index`.
+  [[nodiscard]] int package_of_core(int index) const;
+  /// Locates a PU given its OS index; throws TopologyError if there is no such PU.
+  [[nodiscard]] PuLocation locate_pu(unsigned os_index) const;
+  /// Counts and caches as JSON (what `hympi info` prints).
+  [[nodiscard]] nlohmann::json summary() const;
+  /// Short stable hash of the summary, to tell machines apart in results.
+  [[nodiscard]] std::string hash() const;
+  /// The topology exported as hwloc XML.
+  [[nodiscard]] std::string to_xml() const;
+
+ private:
+  explicit Topology(hwloc_topology_t topo) noexcept : topo_(topo) {}
+  [[nodiscard]] Bitmap set_of(hwloc_obj_type_t type, int index, const char* what) const;
+  hwloc_topology_t topo_ = nullptr;
+};
+
+}  // namespace hympi

@@ -1,0 +1,185 @@
+#include "hympi/rb3d.hpp"
+
+#include <omp.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "hympi/cart.hpp"
+#include "hympi/error.hpp"
+#include "hympi/exact_sum.hpp"
+#include "hympi/grid3d.hpp"
+#include "hympi/halo.hpp"
+
+namespace hympi {
+
+void Rb3dOptions::validate(int ranks) const {
+  for (int d = 0; d < 3; ++d)
+    if (global[d] < 1) throw InvalidArgument("grid size must be >= 1, got " + std::to_string(global[d]));
+  if (iterations < 1) throw InvalidArgument("iterations must be >= 1, got " + std::to_string(iterations));
+  if (!(omega > 0.0 && omega < 2.0)) throw InvalidArgument("omega must be in (0, 2), got " + std::to_string(omega));
+  if (residual_every < 1)
+    throw InvalidArgument("residual interval must be >= 1, got " + std::to_string(residual_every));
+  if (!(tolerance >= 0.0)) throw InvalidArgument("tolerance must be >= 0, got " + std::to_string(tolerance));
+  // One spacing h for all axes keeps the 7-point weights equal; a cube is what the scheme solves.
+  if (global[1] != global[0] || global[2] != global[0])
+    throw InvalidArgument("rb3d needs a cubic grid (nx = ny = nz), got " + std::to_string(global[0]) + "x" +
+                          std::to_string(global[1]) + "x" + std::to_string(global[2]));
+  const long cells = global[0] * global[1] * global[2];
+  if (ranks > cells)
+    throw InvalidArgument(std::to_string(ranks) + " ranks exceed the " + std::to_string(cells) + " grid cells");
+  (void)choose_process_grid(ranks, global, dims);  // throws when no block layout fits
+}
+
+nlohmann::json Rb3dOptions::to_json() const {
+  return {{"global", global}, {"iterations", iterations}, {"omega", omega}, {"residual_every", residual_every},
+          {"tolerance", tolerance}};
+}
+
+double rb3d_flops_per_point(double omega) { return omega == 1.0 ? 7.0 : 10.0; }
+
+namespace {
+
+struct Problem {
+  CartDecomposition cart;
+  Grid3D<double> u, hf;  // hf = h^2 f (the scheme uses equal spacing, checked below)
+  double h;
+};
+
+/// Updates the points of one colour; the result of each point depends only on the other
+/// colour, so every ordering, thread count and decomposition yields the same bits.
+template <bool Sor>
+void sweep(Grid3D<double>& u, const Grid3D<double>& hf, int colour, double omega) {
+  const auto n = u.extent();
+  const long sy = u.stride_y(), sz = u.stride_z();
+  const long parity0 = u.box().low[0] + u.box().low[1] + u.box().low[2];
+  double* p = u.data().data();
+  const double* f = hf.data().data();
+  constexpr double sixth = 1.0 / 6.0;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j) {
+      const long i0 = (colour + parity0 + j + k) & 1;  // first i of this colour in the row
+      const long row = u.index(0, j, k);
+      for (long i = i0; i < n[0]; i += 2) {
+        const long x = row + i;
+        const double gs = (f[x] + p[x - 1] + p[x + 1] + p[x - sy] + p[x + sy] + p[x - sz] + p[x + sz]) * sixth;
+        if constexpr (Sor)
+          p[x] = p[x] + omega * (gs - p[x]);
+        else
+          p[x] = gs;
+      }
+    }
+}
+
+double residual_norm(const Grid3D<double>& u, const Grid3D<double>& hf, double h, MPI_Comm comm, long points) {
+  const auto n = u.extent();
+  const long sy = u.stride_y(), sz = u.stride_z();
+  const double* p = u.data().data();
+  const double* f = hf.data().data();
+  const double inv_h2 = 1.0 / (h * h);
+  ExactSum total;
+#pragma omp parallel
+  {
+    ExactSum mine;
+#pragma omp for collapse(2) schedule(static)
+    for (long k = 0; k < n[2]; ++k)
+      for (long j = 0; j < n[1]; ++j) {
+        const long row = u.index(0, j, k);
+        for (long i = 0; i < n[0]; ++i) {
+          const long x = row + i;
+          const double r =
+              (f[x] - (6.0 * p[x] - p[x - 1] - p[x + 1] - p[x - sy] - p[x + sy] - p[x - sz] - p[x + sz])) * inv_h2;
+          mine.add(r * r);
+        }
+      }
+#pragma omp critical(hympi_rb3d_residual)
+    total.merge(mine);
+  }
+  total.allreduce(comm);
+  return std::sqrt(total.value() / static_cast<double>(points));
+}
+
+}  // namespace
+
+Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metrics) {
+  int ranks = 1;
+  HYMPI_MPI(MPI_Comm_size(comm, &ranks));
+  options.validate(ranks);
+  CartDecomposition cart(comm, {options.global, {false, false, false}, options.dims});
+  Grid3D<double> u(cart.local_box(), 1), hf(cart.local_box(), 1);
+  const double h = 1.0 / static_cast<double>(options.global[0] + 1);
+  const double pi = std::numbers::pi;
+  const auto n = u.extent();
+  const auto exact = [&](long gi, long gj, long gk) {
+    return std::sin(pi * h * static_cast<double>(gi + 1)) * std::sin(pi * h * static_cast<double>(gj + 1)) *
+           std::sin(pi * h * static_cast<double>(gk + 1));
+  };
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i)
+        hf(i, j, k) = h * h * 3.0 * pi * pi * exact(u.global(0, i), u.global(1, j), u.global(2, k));
+
+  HaloExchange halo(cart, u, HaloPattern::faces);
+  const long points = options.global[0] * options.global[1] * options.global[2];
+  Rb3dResult result;
+  result.dims = cart.dims();
+  const auto measure_residual = [&] {
+    {
+      auto t = metrics.time("residual_halo", PhaseKind::communication);
+      halo.exchange(u);
+    }
+    auto t = metrics.time("residual", PhaseKind::computation);
+    result.residuals.push_back(residual_norm(u, hf, h, cart.comm(), points));
+  };
+  measure_residual();
+  const double r0 = result.residuals.front();
+
+  HYMPI_MPI(MPI_Barrier(cart.comm()));
+  const double t0 = MPI_Wtime();
+  const bool sor = options.omega != 1.0;
+  int it = 0;
+  while (it < options.iterations) {
+    for (int colour = 0; colour < 2; ++colour) {
+      {
+        auto t = metrics.time("halo", PhaseKind::communication);
+        halo.exchange(u);
+      }
+      auto t = metrics.time("sweep", PhaseKind::computation);
+      if (sor)
+        sweep<true>(u, hf, colour, options.omega);
+      else
+        sweep<false>(u, hf, colour, options.omega);
+    }
+    ++it;
+    if (it % options.residual_every == 0 || it == options.iterations) {
+      measure_residual();
+      if (options.tolerance > 0 && result.residuals.back() <= options.tolerance * r0) break;
+    }
+  }
+  const double local_time = MPI_Wtime() - t0;
+  HYMPI_MPI(MPI_Allreduce(&local_time, &result.time_s, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+  result.iterations = it;
+  result.flops = rb3d_flops_per_point(options.omega) * static_cast<double>(points) * it;
+
+  double local_error = 0.0, peak = 0.0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(max : local_error, peak)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) {
+        const double e = exact(u.global(0, i), u.global(1, j), u.global(2, k));
+        local_error = std::max(local_error, std::abs(u(i, j, k) - e));
+        peak = std::max(peak, std::abs(e));
+      }
+  HYMPI_MPI(MPI_Allreduce(&local_error, &result.max_error, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+  double global_peak = 0.0;
+  HYMPI_MPI(MPI_Allreduce(&peak, &global_peak, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+  // The sine is an eigenvector of the 7-point operator: the discrete solution is the exact one
+  // scaled by pi^2 / lambda_h, lambda_h = (4/h^2) sin^2(pi h / 2), so its error is known exactly.
+  const double lambda_h = 4.0 / (h * h) * std::pow(std::sin(pi * h / 2.0), 2);
+  result.discretisation_error = (pi * pi / lambda_h - 1.0) * global_peak;
+  return result;
+}
+
+}  // namespace hympi
