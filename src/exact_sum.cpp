@@ -80,11 +80,17 @@ double ExactSum::value() const {
   if (invalid_ != 0) return std::numeric_limits<double>::quiet_NaN();
   ExactSum n = *this;
   n.normalize();
+  // Digits of a negative sum are a borrow chain up to the top digit: convert the magnitude.
+  const bool negative = n.digits_[kDigits - 1] < 0;
+  if (negative) {
+    for (auto& d : n.digits_) d = -d;
+    n.normalize();
+  }
   // Canonical digits after normalisation make this rounding a function of the exact sum only.
   double out = 0.0;
   for (int i = kDigits - 1; i >= 0; --i)
     if (n.digits_[i] != 0) out += std::ldexp(static_cast<double>(n.digits_[i]), 32 * i - 1074);
-  return out;
+  return negative ? -out : out;
 }
 
 }  // namespace hympi

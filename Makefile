@@ -1,0 +1,55 @@
+# hympi: `make demo` and `make test` bootstrap a bare Debian machine (as root) and run.
+SHELL := /bin/bash
+BUILD ?= build
+VENV ?= .venv
+STAMPS := .stamps
+PYTHON ?= python3
+# Open MPI refuses root without these; harmless elsewhere.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+export OMPI_MCA_rmaps_base_oversubscribe := 1
+
+.PHONY: all deps build venv demo test test-cpp test-python bench clean
+
+all: build venv
+
+$(STAMPS)/system: scripts/bootstrap-system.sh
+	@mkdir -p $(STAMPS)
+	./scripts/bootstrap-system.sh
+	@touch $@
+
+deps: $(STAMPS)/system
+
+$(BUILD)/build.ninja: $(STAMPS)/system CMakeLists.txt
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+build: $(BUILD)/build.ninja
+	cmake --build $(BUILD)
+
+$(VENV)/.installed: $(STAMPS)/system pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	@touch $@
+
+venv: $(VENV)/.installed
+
+demo: build venv
+	$(VENV)/bin/hympi info
+	$(VENV)/bin/hympi affinity --ranks 2 --threads 1 --bind core --check
+	$(VENV)/bin/hympi run stream --ranks 1 --threads 2
+	$(VENV)/bin/hympi run rb3d --ranks 2 --threads 1 -- -n 96 --iterations 40
+
+test-cpp: build
+	cd $(BUILD) && ctest --output-on-failure -j2 --timeout 300
+
+test-python: build venv
+	$(VENV)/bin/python -m pytest -q tests/python
+
+test: test-cpp test-python
+
+bench: build venv
+	$(VENV)/bin/python bench/rb3d/run.py
+
+clean:
+	rm -rf $(BUILD) $(VENV) $(STAMPS)

@@ -1,0 +1,59 @@
+"""The hympi command line: subcommands dispatched from a table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from types import ModuleType
+
+from hympi import __version__
+from hympi.cli import affinity, info, run
+from hympi.errors import HympiError, UsageError
+
+# One module per subcommand; each has add_parser(subparsers) and main(args) -> int.
+COMMANDS: dict[str, ModuleType] = {"run": run, "affinity": affinity, "info": info}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with exit code 2 and one line on bad input (its default prints usage too)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every subcommand registered."""
+    parser = _Parser(prog="hympi", description="Hybrid MPI + OpenMP layouts, measured and explained.")
+    parser.add_argument("--version", action="version", version=f"hympi {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for name, module in COMMANDS.items():
+        module.add_parser(sub, name)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `hympi` script; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    app_args: list[str] = []
+    if "--" in argv:  # everything after -- belongs to the app
+        split = argv.index("--")
+        argv, app_args = argv[:split], argv[split + 1:]
+    try:
+        args = build_parser().parse_args(argv)
+        args.app_args = app_args
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
+    except UsageError as exc:
+        print(f"hympi: error: {exc}", file=sys.stderr)
+        return 2
+    except HympiError as exc:
+        print(f"hympi: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("hympi: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

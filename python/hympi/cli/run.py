@@ -1,0 +1,66 @@
+"""hympi run APP: launch one app with a ranks x threads layout and show its result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from hympi.apps import APPS, get_app
+from hympi.cli.common import add_layout_options, layout_spec
+from hympi.launch.mpirun import RunOutcome, launch
+from hympi.result import PREFIX
+
+
+def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+    """Registers `hympi run`."""
+    p = sub.add_parser(name, help="run one app", description="Run an app: hympi run APP [options] [-- app args]")
+    p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
+    add_layout_options(p)
+    p.add_argument("--json", action="store_true", help="print the result record as JSON")
+    p.set_defaults(handler=main)
+
+
+def result_table(record: dict) -> Table:
+    """The fields people compare across layouts, one per row (fits any terminal width)."""
+    table = Table(title=f"{record.get('app')} {record.get('problem', '')}", show_header=False)
+    rows = [("layout", f"{record.get('ranks')} ranks x {record.get('threads')} threads"),
+            ("binding", f"{record.get('bind')} ({record.get('dist')})"),
+            ("time", f"{record.get('time_s', 0):.4g} s"),
+            ("rate", f"{record.get('rate', 0):.4g} {record.get('rate_unit', '')}"),
+            ("comm / comp", f"{record.get('comm_s', 0):.3g} s / {record.get('comp_s', 0):.3g} s"),
+            ("imbalance (max/avg)", f"{record.get('imbalance', 1):.3f}"),
+            ("peak memory", f"{record.get('max_rss_mib', 0):.1f} MiB/rank, {record.get('node_rss_mib', 0):.1f} MiB/node"),
+            ("verified", "yes" if record.get("verified") else "NO")]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def report(outcome: RunOutcome, as_json: bool) -> int:
+    """Prints the outcome of a launch; returns the exit code."""
+    if as_json:
+        print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
+    else:
+        for line in outcome.stdout.splitlines():
+            if not line.startswith(PREFIX):
+                print(line)
+        if outcome.record is not None:
+            Console().print(result_table(outcome.record))
+    if outcome.status != "ok":
+        why = {"timeout": "timed out", "unverified": "verification failed"}.get(outcome.status, "failed")
+        print(f"hympi: error: run {why} (exit code {outcome.returncode})", file=sys.stderr)
+        if outcome.status == "failed" and outcome.stderr.strip():
+            print(outcome.stderr_tail(), file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    """Validates, launches and reports one run."""
+    app = get_app(args.app)
+    spec = layout_spec(args, app.binary, args.app_args)
+    return report(launch(spec, timeout=args.timeout), args.json)

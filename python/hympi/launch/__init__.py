@@ -1,0 +1,1 @@
+"""Building and running launch commands (mpirun/mpiexec locally; Slurm comes later)."""

@@ -1,0 +1,178 @@
+"""Launching an app with the local MPI launcher, with a timeout and a parsed result."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from hympi.errors import HympiFatal, UsageError
+from hympi.paths import binary
+from hympi.result import parse_result
+
+BIND_POLICIES = ("none", "core", "numa", "package")
+DISTRIBUTIONS = ("compact", "scatter")
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One run: which app, the ranks x threads layout, binding and the app's own arguments."""
+
+    app_binary: str
+    ranks: int
+    threads: int
+    bind: str = "core"
+    dist: str = "compact"
+    app_args: tuple[str, ...] = ()
+    oversubscribe: bool = False
+    env: tuple[tuple[str, str], ...] = ()
+    rankfile: str | None = None
+
+    def app_env(self) -> dict[str, str]:
+        """Variables every rank needs: thread count and hympi's binding settings."""
+        env = {"OMP_NUM_THREADS": str(self.threads), "HYMPI_BIND": self.bind, "HYMPI_DIST": self.dist}
+        env.update(dict(self.env))
+        return env
+
+
+@dataclass
+class RunOutcome:
+    """What one launch produced; status is ok, failed, timeout or unverified."""
+
+    status: str
+    returncode: int | None
+    seconds: float
+    command: list[str]
+    stdout: str = ""
+    stderr: str = ""
+    record: dict | None = field(default=None)
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        """The last lines of stderr, for records and messages."""
+        return "\n".join(self.stderr.splitlines()[-lines:])
+
+
+def launcher_path() -> str:
+    """The MPI launcher: $HYMPI_MPIRUN, else mpirun or mpiexec on PATH."""
+    override = os.environ.get("HYMPI_MPIRUN")
+    if override:
+        return override
+    for name in ("mpirun", "mpiexec"):
+        found = shutil.which(name)
+        if found:
+            return found
+    raise HympiFatal("no MPI launcher found (install Open MPI or MPICH, or set HYMPI_MPIRUN)")
+
+
+@lru_cache(maxsize=4)
+def mpi_flavor(launcher: str) -> str:
+    """'openmpi' or 'mpich', from the launcher's --version banner."""
+    env_flavor = os.environ.get("HYMPI_MPI_FLAVOR")
+    if env_flavor:
+        return env_flavor
+    try:
+        out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise HympiFatal(f"cannot run MPI launcher {launcher}: {exc}") from exc
+    text = out.stdout + out.stderr
+    return "mpich" if ("HYDRA" in text or "MPICH" in text) else "openmpi"
+
+
+def check_layout(spec: LaunchSpec, pus: int) -> None:
+    """Rejects impossible layouts before anything is launched (raises UsageError)."""
+    if spec.ranks < 1:
+        raise UsageError(f"--ranks must be >= 1, got {spec.ranks}")
+    if spec.threads < 1:
+        raise UsageError(f"--threads must be >= 1, got {spec.threads}")
+    if spec.bind not in BIND_POLICIES:
+        raise UsageError(f"unknown binding '{spec.bind}' (expected {', '.join(BIND_POLICIES)})")
+    if spec.dist not in DISTRIBUTIONS:
+        raise UsageError(f"unknown distribution '{spec.dist}' (expected {', '.join(DISTRIBUTIONS)})")
+    if spec.ranks * spec.threads > pus and not spec.oversubscribe:
+        raise UsageError(f"{spec.ranks} ranks x {spec.threads} threads = {spec.ranks * spec.threads} exceeds the "
+                         f"{pus} PUs of this machine (pass --oversubscribe to run anyway)")
+
+
+def build_command(spec: LaunchSpec, launcher: str | None = None, flavor: str | None = None) -> list[str]:
+    """The launcher's argument list for `spec` (never a shell string)."""
+    launcher = launcher or launcher_path()
+    flavor = flavor or mpi_flavor(launcher)
+    app = str(binary(spec.app_binary))
+    if flavor == "mpich":
+        cmd = [launcher, "-n", str(spec.ranks)]
+        cmd += ["-bind-to", "none"]  # hympi binds ranks and threads itself, with hwloc
+        for key, value in spec.app_env().items():
+            cmd += ["-genv", key, value]
+        return cmd + [app, *spec.app_args]
+    cmd = [launcher]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    cmd += ["-np", str(spec.ranks)]
+    if spec.rankfile:
+        cmd += ["--rankfile", spec.rankfile]
+    else:
+        cmd += ["--bind-to", "none"]  # hympi binds ranks and threads itself, with hwloc
+    # Open MPI counts one slot per core and refuses more ranks; check_layout already vetted the layout.
+    cmd.append("--oversubscribe")
+    for key, value in spec.app_env().items():
+        cmd += ["-x", f"{key}={value}"]
+    return cmd + [app, *spec.app_args]
+
+
+def validate_with_app(spec: LaunchSpec) -> None:
+    """Asks the app itself whether its arguments suit the layout, without MPI (raises UsageError)."""
+    cmd = [str(binary(spec.app_binary)), "--validate-ranks", str(spec.ranks), *spec.app_args]
+    env = {**os.environ, **spec.app_env()}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, check=False)
+    if proc.returncode == 2:
+        lines = proc.stderr.strip().splitlines() or [f"invalid arguments for {spec.app_binary}"]
+        raise UsageError(lines[-1].split(": error: ", 1)[-1])
+    if proc.returncode != 0:
+        raise HympiFatal(f"{spec.app_binary} --validate-ranks failed: {proc.stderr.strip()}")
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Ends a launcher and every rank it started (they share its process group)."""
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | None = None) -> RunOutcome:
+    """Runs a launch command; a run past `timeout` seconds is killed and reported as 'timeout'."""
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})}, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        stdout, stderr = proc.communicate()
+        return RunOutcome("timeout", None, time.monotonic() - start, cmd, stdout, stderr, parse_result(stdout))
+    except BaseException:
+        _kill_group(proc)  # Ctrl-C: leave no ranks behind
+        raise
+    record = parse_result(stdout)
+    if proc.returncode == 0 and record is not None:
+        status = "ok" if record.get("verified", False) else "unverified"
+    elif record is not None and record.get("verified") is False:
+        status = "unverified"
+    else:
+        status = "failed"
+    return RunOutcome(status, proc.returncode, time.monotonic() - start, cmd, stdout, stderr, record)
+
+
+def launch(spec: LaunchSpec, timeout: float | None = None) -> RunOutcome:
+    """Builds the command for `spec` and runs it."""
+    return run_command(build_command(spec), timeout)

@@ -1,0 +1,43 @@
+"""The machine's topology, as hwloc reports it through hympi-info."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+
+from hympi.errors import HympiFatal, UsageError
+from hympi.paths import binary
+
+
+@dataclass(frozen=True)
+class MachineSummary:
+    """Counts of one machine's hierarchy levels plus its caches."""
+
+    packages: int
+    numa_nodes: int
+    cores: int
+    pus: int
+    caches: tuple[tuple[int, int, int], ...]  # (level, size_bytes, count)
+    hash: str
+    raw: str  # the JSON hympi-info printed
+
+    def as_dict(self) -> dict:
+        """The summary as hympi-info printed it."""
+        return json.loads(self.raw)
+
+
+@lru_cache(maxsize=8)
+def machine_summary(spec: str = "this") -> MachineSummary:
+    """Topology summary of `spec` ('this', 'synthetic:...', or an hwloc XML path)."""
+    cmd = [str(binary("hympi-info")), "--json", "--topology", spec]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    if proc.returncode == 2:
+        raise UsageError(proc.stderr.strip().removeprefix("hympi-info: error: "))
+    if proc.returncode != 0:
+        raise HympiFatal(f"hympi-info failed: {proc.stderr.strip()}")
+    data = json.loads(proc.stdout)
+    caches = tuple((c["level"], c["size_bytes"], c["count"]) for c in data["caches"])
+    return MachineSummary(data["packages"], data["numa_nodes"], data["cores"], data["pus"], caches, data["hash"],
+                          proc.stdout.strip())

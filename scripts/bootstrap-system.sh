@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hympi builds and tests with; installs only what is missing.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  openmpi-bin libopenmpi-dev libhwloc-dev hwloc
+  libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
+  python3 python3-venv python3-pip
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "bootstrap: missing packages ${missing[*]}; run as root or install them" >&2
+    exit 1
+  fi
+  echo "bootstrap: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,38 @@
+"""Shared fixtures: run the hympi CLI in-process or as a subprocess, with this machine's MPI settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+
+
+def hympi(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs `hympi ARGS` as a user would, returning the completed process."""
+    cmd = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
+                          check=False)
+
+
+def hympi_json(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:
+    """Runs `hympi ... --json` and parses its record."""
+    proc = hympi(*args, env=env)
+    return proc.returncode, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def fake_launcher(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An MPI launcher that only records that it was called, to prove nothing was launched."""
+    marker = tmp_path / "launched"
+    script = tmp_path / "mpirun"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\nexit 0\n")
+    script.chmod(0o755)
+    return {"HYMPI_MPIRUN": str(script), "HYMPI_MPI_FLAVOR": "openmpi"}, marker

@@ -1,0 +1,115 @@
+"""`hympi run`, `hympi affinity`, `hympi info` end to end, bad input included."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import hympi, hympi_json
+
+RESULT_FIELDS = {"app", "problem", "ranks", "threads", "bind", "time_s", "rate", "rate_unit", "verified", "comm_s",
+                 "comp_s", "imbalance", "max_rss_mib", "node_rss_mib", "hosts", "mpi_library", "threads_level",
+                 "timestamp", "placement"}
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "nosuchapp"], "nosuchapp"),
+        (["run", "rb3d", "--bind", "socket"], "socket"),
+        (["run", "rb3d", "--dist", "spread"], "spread"),
+        (["run", "rb3d", "--ranks", "0"], "0"),
+        (["run", "rb3d", "--threads", "-2"], "-2"),
+        (["run", "rb3d", "--threads", "64"], "64"),
+        (["run", "rb3d", "--ranks", "9", "--oversubscribe", "--", "-n", "2"], "9 ranks"),
+        (["run", "rb3d", "--", "-n", "0"], "0"),
+        (["run", "rb3d", "--", "-n", "8", "--omega", "2.5"], "2.5"),
+        (["run", "rb3d", "--", "--verify", "maybe"], "maybe"),
+        (["run", "stream", "--", "--repeats", "1"], "1"),
+        (["run", "rb3d", "--virtual-nodes", "0"], "0"),
+        (["info", "--topology", "synthetic:pack:zero"], "pack:zero"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_and_nothing_launched(args, needle, fake_launcher):
+    env, marker = fake_launcher
+    proc = hympi(*args, env=env)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert needle in lines[0]
+    assert not marker.exists(), "a launcher was started for bad input"
+
+
+def test_rb3d_residuals_identical_across_layouts():
+    histories = {}
+    for ranks, threads in ((1, 1), (1, 2), (2, 1), (4, 1)):
+        code, rec = hympi_json("run", "rb3d", "--ranks", str(ranks), "--threads", str(threads), "--oversubscribe",
+                               "--json", "--", "-n", "20", "--iterations", "10", "--residual-every", "2")
+        assert code == 0
+        assert RESULT_FIELDS <= rec.keys()
+        assert rec["verified"] is True
+        assert rec["ranks"] == ranks and rec["threads"] == threads
+        assert len(rec["placement"]) == ranks * threads
+        histories[(ranks, threads)] = rec["metrics"]["residuals"]
+    reference = histories[(1, 1)]
+    assert len(reference) == 6
+    for layout, history in histories.items():
+        assert history == reference, f"layout {layout} differs from one rank"
+
+
+def test_rb3d_exact_verification_fails_when_not_converged():
+    code, rec = hympi_json("run", "rb3d", "--json", "--", "-n", "16", "--iterations", "3", "--verify", "exact")
+    assert code == 1
+    assert rec["verified"] is False
+
+
+def test_rb3d_exact_verification_passes_when_converged():
+    code, rec = hympi_json("run", "rb3d", "--ranks", "2", "--json", "--", "-n", "15", "--omega", "1.7",
+                           "--iterations", "400", "--tolerance", "1e-11", "--verify", "exact")
+    assert code == 0 and rec["verified"] is True
+    assert rec["metrics"]["max_error"] == pytest.approx(rec["metrics"]["discretisation_error"], rel=0.01)
+
+
+def test_affinity_check_core_binding_gives_each_rank_its_core():
+    code, rec = hympi_json("affinity", "--ranks", "2", "--bind", "core", "--check", "--json")
+    assert code == 0 and rec["verified"] is True
+    cores = sorted(row["core"] for row in rec["placement"])
+    assert cores == [0, 1]
+    assert all(row["bound"] == row["intended"] for row in rec["placement"])
+
+
+def test_affinity_table_is_printed():
+    proc = hympi("affinity", "--ranks", "2", "--bind", "none")
+    assert proc.returncode == 0, proc.stderr
+    assert "rank" in proc.stdout and "package" in proc.stdout
+    assert "placement check: PASSED" in proc.stdout
+
+
+def test_virtual_nodes_split_the_machine():
+    code, rec = hympi_json("affinity", "--ranks", "4", "--oversubscribe", "--virtual-nodes", "2", "--json")
+    assert code == 0
+    assert rec["nodes"] == 2
+    assert len(rec["hosts"]) == 2
+    assert rec["hosts"][0].endswith("/vn0") and rec["hosts"][1].endswith("/vn1")
+
+
+def test_stream_reports_verified_bandwidth():
+    code, rec = hympi_json("run", "stream", "--threads", "2", "--json", "--", "--elements", "300000",
+                           "--repeats", "3")
+    assert code == 0 and rec["verified"] is True
+    assert rec["rate_unit"] == "GB/s" and rec["rate"] > 0
+    assert rec["metrics"]["triad_GBps"] == rec["rate"]
+
+
+def test_info_json_matches_hwloc_counts():
+    proc = hympi("info", "--json", "--topology", "synthetic:pack:2 numa:2 core:4 pu:2")
+    assert proc.returncode == 0
+    data = json.loads(proc.stdout)
+    assert (data["packages"], data["numa_nodes"], data["cores"], data["pus"]) == (2, 4, 16, 32)
+
+
+def test_run_prints_table_and_app_report():
+    proc = hympi("run", "rb3d", "--", "-n", "12", "--iterations", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert "verification (reference): PASSED" in proc.stdout
+    assert "GFLOP/s" in proc.stdout
