@@ -35,10 +35,8 @@ $(VENV)/.installed: $(STAMPS)/system pyproject.toml
 venv: $(VENV)/.installed
 
 demo: build venv
-	$(VENV)/bin/hympi info
-	$(VENV)/bin/hympi affinity --ranks 2 --threads 1 --bind core --check
-	$(VENV)/bin/hympi run stream --ranks 1 --threads 2
-	$(VENV)/bin/hympi run rb3d --ranks 2 --threads 1 -- -n 96 --iterations 40
+	$(VENV)/bin/hympi study --quick --out hympi-report --db hympi-results.db
+	@echo "report: $(CURDIR)/hympi-report/index.html (open it in a browser; raw data: $(VENV)/bin/hympi export --format csv)"
 
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j2 --timeout 300

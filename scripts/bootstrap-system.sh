@@ -3,9 +3,10 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
-  openmpi-bin libopenmpi-dev libhwloc-dev hwloc
+  openmpi-bin libopenmpi-dev libhwloc-dev hwloc gfortran
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
   python3 python3-venv python3-pip
+  chromium  # headless, for the report test (tests/python/test_report.py)
 )
 missing=()
 for p in "${packages[@]}"; do

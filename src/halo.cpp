@@ -18,26 +18,47 @@ namespace {
 
 int direction_id(const std::array<int, 3>& o) { return (o[0] + 1) + 3 * (o[1] + 1) + 9 * (o[2] + 1); }
 
-/// Copies between a box of the grid and a contiguous buffer, x fastest.
+/// Copies row (j, k) of `box` between the grid and its buffer, x fastest.
 template <bool ToBuffer>
-void copy_box(Grid3D<double>& grid, const Box3& box, std::vector<double>& buffer) {
+inline void copy_row(double* base, const Grid3D<double>& grid, const Box3& box, double* buf, long j, long k) {
   const auto n = box.size();
-  const long ny = n[1], nz = n[2], nx = n[0];
+  double* row = base + grid.index(box.low[0], box.low[1] + j, box.low[2] + k);
+  double* b = buf + (k * n[1] + j) * n[0];
+  for (long i = 0; i < n[0]; ++i) {
+    if constexpr (ToBuffer)
+      b[i] = row[i];
+    else
+      row[i] = b[i];
+  }
+}
+
+/// Copies every link's box between the grid and the link's buffer. Outside a parallel region
+/// all links share one team (one fork/join per exchange, not one per neighbour: up to 26);
+/// inside one (a communication thread) the calling thread copies alone.
+template <bool ToBuffer, class Links>
+void copy_links(Grid3D<double>& grid, Links& links) {
+  if (links.empty()) return;
   double* base = grid.data().data();
-  double* buf = buffer.data();
-  const bool nested = omp_in_parallel() != 0;
-#pragma omp parallel for collapse(2) schedule(static) if (!nested)
-  for (long k = 0; k < nz; ++k)
-    for (long j = 0; j < ny; ++j) {
-      double* row = base + grid.index(box.low[0], box.low[1] + j, box.low[2] + k);
-      double* b = buf + (k * ny + j) * nx;
-      for (long i = 0; i < nx; ++i) {
-        if constexpr (ToBuffer)
-          b[i] = row[i];
-        else
-          row[i] = b[i];
-      }
+  if (omp_in_parallel() != 0) {
+    for (auto& link : links) {
+      const Box3& box = ToBuffer ? link.send_box : link.recv_box;
+      double* buf = ToBuffer ? link.send_buffer.data() : link.recv_buffer.data();
+      const auto n = box.size();
+      for (long k = 0; k < n[2]; ++k)
+        for (long j = 0; j < n[1]; ++j) copy_row<ToBuffer>(base, grid, box, buf, j, k);
     }
+    return;
+  }
+#pragma omp parallel
+  for (auto& link : links) {
+    const Box3& box = ToBuffer ? link.send_box : link.recv_box;
+    double* buf = ToBuffer ? link.send_buffer.data() : link.recv_buffer.data();
+    const auto n = box.size();
+    // Links touch disjoint memory, so threads move on to the next link without waiting.
+#pragma omp for collapse(2) schedule(static) nowait
+    for (long k = 0; k < n[2]; ++k)
+      for (long j = 0; j < n[1]; ++j) copy_row<ToBuffer>(base, grid, box, buf, j, k);
+  }
 }
 
 }  // namespace
@@ -97,7 +118,7 @@ HaloExchange::~HaloExchange() {
 
 void HaloExchange::begin(Grid3D<double>& grid) {
   if (active_) throw Error("HaloExchange::begin called twice without end");
-  for (Link& link : links_) copy_box<true>(grid, link.send_box, link.send_buffer);
+  copy_links<true>(grid, links_);
   if (!requests_.empty()) HYMPI_MPI(MPI_Startall(static_cast<int>(requests_.size()), requests_.data()));
   active_ = true;
 }
@@ -107,7 +128,7 @@ void HaloExchange::end(Grid3D<double>& grid) {
   if (!requests_.empty())
     HYMPI_MPI(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
   active_ = false;
-  for (Link& link : links_) copy_box<false>(grid, link.recv_box, link.recv_buffer);
+  copy_links<false>(grid, links_);
 }
 
 std::size_t HaloExchange::bytes_sent() const {

@@ -13,7 +13,9 @@
 
 namespace hympi {
 
-void Rb3dOptions::validate(int ranks) const {
+void Rb3dOptions::validate(int ranks) const { validate(ranks, omp_get_max_threads()); }
+
+void Rb3dOptions::validate(int ranks, int threads) const {
   for (int d = 0; d < 3; ++d)
     if (global[d] < 1) throw InvalidArgument("grid size must be >= 1, got " + std::to_string(global[d]));
   if (iterations < 1) throw InvalidArgument("iterations must be >= 1, got " + std::to_string(iterations));
@@ -29,11 +31,12 @@ void Rb3dOptions::validate(int ranks) const {
   if (ranks > cells)
     throw InvalidArgument(std::to_string(ranks) + " ranks exceed the " + std::to_string(cells) + " grid cells");
   (void)choose_process_grid(ranks, global, dims);  // throws when no block layout fits
+  overlap.validate(threads);
 }
 
 nlohmann::json Rb3dOptions::to_json() const {
   return {{"global", global}, {"iterations", iterations}, {"omega", omega}, {"residual_every", residual_every},
-          {"tolerance", tolerance}};
+          {"tolerance", tolerance}, {"overlap", overlap.to_json()}};
 }
 
 double rb3d_flops_per_point(double omega) { return omega == 1.0 ? 7.0 : 10.0; }
@@ -46,22 +49,22 @@ struct Problem {
   double h;
 };
 
-/// Updates the points of one colour; the result of each point depends only on the other
-/// colour, so every ordering, thread count and decomposition yields the same bits.
+/// Updates the points of one colour in box `b` (local coordinates); the result of each point
+/// depends only on the other colour, so every ordering, tiling, overlap strategy, thread count
+/// and decomposition yields the same bits.
 template <bool Sor>
-void sweep(Grid3D<double>& u, const Grid3D<double>& hf, int colour, double omega) {
-  const auto n = u.extent();
+void sweep_box(Grid3D<double>& u, const Grid3D<double>& hf, int colour, double omega, const Box3& b) {
   const long sy = u.stride_y(), sz = u.stride_z();
   const long parity0 = u.box().low[0] + u.box().low[1] + u.box().low[2];
   double* p = u.data().data();
   const double* f = hf.data().data();
   constexpr double sixth = 1.0 / 6.0;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (long k = 0; k < n[2]; ++k)
-    for (long j = 0; j < n[1]; ++j) {
-      const long i0 = (colour + parity0 + j + k) & 1;  // first i of this colour in the row
+  for (long k = b.low[2]; k < b.high[2]; ++k)
+    for (long j = b.low[1]; j < b.high[1]; ++j) {
+      // First i >= b.low[0] of this colour in the row.
+      const long i0 = b.low[0] + ((colour + parity0 + j + k + b.low[0]) & 1);
       const long row = u.index(0, j, k);
-      for (long i = i0; i < n[0]; i += 2) {
+      for (long i = i0; i < b.high[0]; i += 2) {
         const long x = row + i;
         const double gs = (f[x] + p[x - 1] + p[x + 1] + p[x - sy] + p[x + sy] + p[x - sz] + p[x + sz]) * sixth;
         if constexpr (Sor)
@@ -121,7 +124,8 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
       for (long i = 0; i < n[0]; ++i)
         hf(i, j, k) = h * h * 3.0 * pi * pi * exact(u.global(0, i), u.global(1, j), u.global(2, k));
 
-  HaloExchange halo(cart, u, HaloPattern::faces);
+  OverlapDriver driver(cart, u, HaloPattern::faces, 1, options.overlap);
+  HaloExchange& halo = driver.halo();
   const long points = options.global[0] * options.global[1] * options.global[2];
   Rb3dResult result;
   result.dims = cart.dims();
@@ -140,17 +144,18 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
   const double t0 = MPI_Wtime();
   const bool sor = options.omega != 1.0;
   int it = 0;
+  OverlapTimes sweeps;
   while (it < options.iterations) {
     for (int colour = 0; colour < 2; ++colour) {
-      {
-        auto t = metrics.time("halo", PhaseKind::communication);
-        halo.exchange(u);
-      }
-      auto t = metrics.time("sweep", PhaseKind::computation);
+      OverlapTimes t;
       if (sor)
-        sweep<true>(u, hf, colour, options.omega);
+        t = driver.apply(u, [&](const Box3& b) { sweep_box<true>(u, hf, colour, options.omega, b); });
       else
-        sweep<false>(u, hf, colour, options.omega);
+        t = driver.apply(u, [&](const Box3& b) { sweep_box<false>(u, hf, colour, options.omega, b); });
+      // Under split/commthread the two overlap: comm_s + comp_s exceeds the elapsed time.
+      metrics.add("halo", PhaseKind::communication, t.comm_s);
+      metrics.add("sweep", PhaseKind::computation, t.comp_s);
+      sweeps += t;
     }
     ++it;
     if (it % options.residual_every == 0 || it == options.iterations) {
@@ -161,6 +166,13 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
   const double local_time = MPI_Wtime() - t0;
   HYMPI_MPI(MPI_Allreduce(&local_time, &result.time_s, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
   result.iterations = it;
+  result.sweeps = 2 * it;
+  {
+    std::array<double, 3> mine{sweeps.wall_s, sweeps.comm_s, sweeps.comp_s}, sum{};
+    HYMPI_MPI(MPI_Allreduce(mine.data(), sum.data(), 3, MPI_DOUBLE, MPI_SUM, cart.comm()));
+    const double r = cart.size();
+    result.sweep_times = {sum[0] / r, sum[1] / r, sum[2] / r};
+  }
   result.flops = rb3d_flops_per_point(options.omega) * static_cast<double>(points) * it;
 
   double local_error = 0.0, peak = 0.0;

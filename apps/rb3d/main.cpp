@@ -17,20 +17,18 @@ class Rb3dApp final : public hympi::AppDefinition {
     cli.add_option("--omega", options_.omega, "relaxation factor (1 = Gauss-Seidel)")->capture_default_str();
     cli.add_option("--residual-every", options_.residual_every, "residual norm interval")->capture_default_str();
     cli.add_option("--tolerance", options_.tolerance, "stop at residual/initial <= this (0: run all iterations)");
-    cli.add_option("--dims", options_.dims, "process grid px py pz (0 = automatic)")->expected(3);
+    // A vector, not the std::array itself: CLI11 multiplies an array's size by expected(3).
+    cli.add_option("--dims", dims_, "process grid px py pz (0 = automatic)")->expected(3);
+    cli.add_option("--strategy", strategy_, "halo/sweep overlap: bulk, split or commthread")->capture_default_str();
+    tile_option_ = cli.add_option("--tile", tile_, "cache-block size tx ty tz (default: untiled rows)")->expected(3);
     cli.add_option("--verify", verify_, "reference: residuals equal a one-rank solve bit for bit; "
                                         "exact: error equals the scheme's discretisation error; none")
         ->check(CLI::IsMember({"reference", "exact", "none"}))
         ->capture_default_str();
   }
-  void validate(const hympi::Layout& layout) const override {
-    auto o = options_;
-    o.global = {n_, n_, n_};
-    o.validate(layout.ranks);
-  }
+  void validate(const hympi::Layout& layout) const override { options().validate(layout.ranks, layout.threads); }
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
-    auto o = options_;
-    o.global = {n_, n_, n_};
+    const auto o = options();
     const auto res = hympi::solve_rb3d(ctx.env.world(), o, ctx.metrics);
     const bool root = ctx.env.rank() == 0;
 
@@ -43,6 +41,7 @@ class Rb3dApp final : public hympi::AppDefinition {
         hympi::Metrics scratch;
         auto ref_options = o;
         ref_options.dims = {0, 0, 0};
+        ref_options.overlap = {};  // the reference is the plain bulk, untiled sweep
         const auto ref = hympi::solve_rb3d(MPI_COMM_SELF, ref_options, scratch);
         same = ref.residuals == res.residuals ? 1 : 0;
       }
@@ -52,12 +51,27 @@ class Rb3dApp final : public hympi::AppDefinition {
       verified = res.max_error <= 1.05 * res.discretisation_error && res.max_error >= 0.95 * res.discretisation_error;
     }
     const double gflops = res.flops / res.time_s * 1e-9;
+    nlohmann::json model = nullptr;
+    if (o.overlap.strategy == hympi::OverlapStrategy::bulk && ctx.env.threads() >= 2) {
+      // Per colour sweep (exchange + sweep), so runs of different lengths compare.
+      const double s = res.sweeps;
+      model = hympi::model_comm_thread({res.sweep_times.wall_s / s, res.sweep_times.comm_s / s,
+                                        res.sweep_times.comp_s / s},
+                                       ctx.env.threads())
+                  .to_json();
+    }
     if (root) {
       std::cout << std::setprecision(6) << "rb3d " << n_ << "^3 on " << res.dims[0] << "x" << res.dims[1] << "x"
                 << res.dims[2] << " ranks x " << ctx.env.threads() << " threads, omega " << o.omega << "\n"
                 << "  iterations " << res.iterations << ", time " << res.time_s << " s, " << gflops << " GFLOP/s\n"
                 << "  residual " << res.residuals.front() << " -> " << res.residuals.back() << "\n"
-                << "  max error " << res.max_error << " (discretisation error " << res.discretisation_error << ")\n"
+                << "  sweeps (" << hympi::to_string(o.overlap.strategy) << "): t_comm " << res.sweep_times.comm_s
+                << " s, t_comp " << res.sweep_times.comp_s << " s, elapsed " << res.sweep_times.wall_s << " s\n";
+      if (!model.is_null())
+        std::cout << "  seed-003 model: C = " << model["C"].get<double>() << ", P = " << ctx.env.threads()
+                  << ": commthread predicted " << model["predicted_s"].get<double>() << " s per sweep (bulk "
+                  << res.sweep_times.wall_s / res.sweeps << " s)\n";
+      std::cout << "  max error " << res.max_error << " (discretisation error " << res.discretisation_error << ")\n"
                 << "  verification (" << how << "): " << (verified ? "PASSED" : (how == "none" ? "SKIPPED" : "FAILED"))
                 << std::endl;
     }
@@ -76,13 +90,34 @@ class Rb3dApp final : public hympi::AppDefinition {
                  {"flops", res.flops},
                  {"bytes_per_point_iteration", hympi::kRb3dBytesPerPoint},
                  {"flops_per_point_iteration", hympi::rb3d_flops_per_point(o.omega)},
+                 {"strategy", hympi::to_string(o.overlap.strategy)},
+                 {"tile", o.overlap.to_json()["tile"]},
+                 {"sweeps", res.sweeps},
+                 {"sweep_per_s", res.sweep_times.wall_s / res.sweeps},
+                 {"t_comm_s", res.sweep_times.comm_s},
+                 {"t_comp_s", res.sweep_times.comp_s},
+                 {"commthread_model", model},
                  {"verify", verify_},
                  {"options", o.to_json()}};
     return r;
   }
 
  private:
+  /// The options as given, strings parsed (throws InvalidArgument naming a bad value).
+  hympi::Rb3dOptions options() const {
+    auto o = options_;
+    o.global = {n_, n_, n_};
+    o.overlap.strategy = hympi::parse_overlap_strategy(strategy_);
+    if (tile_option_ != nullptr && tile_option_->count() > 0) o.overlap.tile = {tile_[0], tile_[1], tile_[2]};
+    if (!dims_.empty()) o.dims = {dims_[0], dims_[1], dims_[2]};
+    return o;
+  }
+
   long n_ = 64;
+  std::string strategy_ = "bulk";
+  std::vector<long> tile_;
+  std::vector<int> dims_;
+  CLI::Option* tile_option_ = nullptr;
   hympi::Rb3dOptions options_;
   std::string verify_ = "reference";
 };

@@ -8,11 +8,13 @@ from collections.abc import Callable
 from types import ModuleType
 
 from hympi import __version__
-from hympi.cli import affinity, info, run
+from hympi.cli import affinity, export, info, place, profile, report, run, study, sweep
 from hympi.errors import HympiError, UsageError
 
 # One module per subcommand; each has add_parser(subparsers) and main(args) -> int.
-COMMANDS: dict[str, ModuleType] = {"run": run, "affinity": affinity, "info": info}
+COMMANDS: dict[str, ModuleType] = {"run": run, "affinity": affinity, "info": info, "profile": profile,
+                                   "place": place,
+                                   "sweep": sweep, "study": study, "report": report, "export": export}
 
 
 class _Parser(argparse.ArgumentParser):

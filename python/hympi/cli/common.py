@@ -6,6 +6,7 @@ import argparse
 
 from hympi.errors import UsageError
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, LaunchSpec, check_layout, validate_with_app
+from hympi.place.rankfile import check_rankfile
 from hympi.topology import machine_summary
 
 
@@ -29,8 +30,18 @@ def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) 
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError(f"--timeout must be > 0, got {args.timeout}")
     env = (("HYMPI_VIRTUAL_NODES", str(args.virtual_nodes)),)
-    spec = LaunchSpec(app_binary, args.ranks, args.threads, args.bind, args.dist, tuple(app_args),
+    bind = args.bind
+    if args.rankfile:
+        # mpirun binds every rank where the rankfile says; the app must not rebind it (HYMPI_BIND=none).
+        check_rankfile(args.rankfile, args.ranks)
+        bind = "none"
+    spec = LaunchSpec(app_binary, args.ranks, args.threads, bind, args.dist, tuple(app_args),
                       args.oversubscribe, env, args.rankfile)
     check_layout(spec, machine_summary().pus)
     validate_with_app(spec)
     return spec
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    """--db PATH: the SQLite results database (default ./hympi-results.db)."""
+    parser.add_argument("--db", default="hympi-results.db", help="results database (default ./hympi-results.db)")

@@ -12,6 +12,8 @@ from rich.table import Table
 from hympi.apps import APPS, get_app
 from hympi.cli.common import add_layout_options, layout_spec
 from hympi.launch.mpirun import RunOutcome, launch
+from hympi.place.rankfile import placement_problems
+from hympi.place.tree import Machine, load_node_tree
 from hympi.result import PREFIX
 
 
@@ -63,4 +65,13 @@ def main(args: argparse.Namespace) -> int:
     """Validates, launches and reports one run."""
     app = get_app(args.app)
     spec = layout_spec(args, app.binary, args.app_args)
-    return report(launch(spec, timeout=args.timeout), args.json)
+    outcome = launch(spec, timeout=args.timeout)
+    code = report(outcome, args.json)
+    if args.rankfile and outcome.record is not None and outcome.record.get("placement"):
+        # The rankfile took effect only if every rank really runs on its slot's PUs.
+        problems = placement_problems(outcome.record["placement"], args.rankfile, Machine(load_node_tree("this"), 1))
+        for problem in problems:
+            print(f"rankfile problem: {problem}", file=sys.stderr)
+        print(f"rankfile check: {'FAILED' if problems else 'PASSED'}", file=sys.stderr)
+        code = code or (1 if problems else 0)
+    return code

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -82,6 +85,21 @@ def mpi_flavor(launcher: str) -> str:
     return "mpich" if ("HYDRA" in text or "MPICH" in text) else "openmpi"
 
 
+def launcher_version(launcher: str) -> str:
+    """First line of the launcher's --version banner (e.g. 'mpirun (Open MPI) 4.1.4'), or 'unknown'."""
+    try:
+        out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    lines = (out.stdout + out.stderr).strip().splitlines()
+    return lines[0].strip() if lines else "unknown"
+
+
+def format_command(cmd: list[str]) -> str:
+    """A launch command as a person could paste it into a POSIX shell (display only; never executed)."""
+    return shlex.join(cmd)
+
+
 def check_layout(spec: LaunchSpec, pus: int) -> None:
     """Rejects impossible layouts before anything is launched (raises UsageError)."""
     if spec.ranks < 1:
@@ -149,11 +167,35 @@ def _kill_group(proc: subprocess.Popen) -> None:
             continue
 
 
+def _load_prctl() -> Callable[..., int] | None:
+    """libc's prctl on Linux (loaded here, in the parent, so the child needs no import or lock), else None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when hympi dies, even by SIGKILL, so no launch outlives a sweep."""
+    if _PRCTL is not None:
+        _PRCTL(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG = 1
+
+
 def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | None = None) -> RunOutcome:
     """Runs a launch command; a run past `timeout` seconds is killed and reported as 'timeout'."""
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})}, start_new_session=True)
+                            env={**os.environ, **(env or {})}, start_new_session=True,
+                            # Only a preloaded libc call runs in the child: no imports, no Python-level locks,
+                            # so rich's refresh thread cannot deadlock it.
+                            preexec_fn=_die_with_parent if _PRCTL is not None else None)  # noqa: PLW1509
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Halo exchange and overlap: spmv3d and rb3d per strategy against the STREAM-triad roofline.
+
+Usage: .venv/bin/python bench/halo/run.py [--n 256] [--layouts 1x2,2x1] [--repeat 3] [--output FILE]
+
+For every layout R x T: STREAM triad with that layout, then
+  * hympi-spmv3d (27-point stencil, n^3, repeated SpMV) with --strategy bulk, split, commthread,
+    and the assembled CSR operator with bulk (on csr-n^3); ratio = achieved GB/s / triad GB/s, where the
+    achieved bytes are the compulsory ones in STREAM's convention (x read + y written = 16 B per
+    point for the stencil; CSR adds 12 B per nonzero and 8 B per row);
+  * hympi-rb3d (n^3) with the same strategies, its colour sweeps counted at 24 B per point
+    (u and f read, u written) and 3.5 flops per point;
+  * seed 003's model: the bulk run's C = t_comm / (t_comm + t_comp) gives the predicted
+    commthread time P (1 - C) / (P - 1) x t_bulk, printed next to the measured commthread time;
+  * seed 001's problems, 40x40x3 and 120x120x3 per node (one node here), t_comm and t_comp per
+    SpMV in the bulk strategy.
+commthread needs 2 threads per rank: at T = 1 the app must reject it (exit 2), which is checked.
+The VM this was written on changes its memory bandwidth by 3x from one run to the next (other
+tenants), so every application run is paired with a STREAM run of the same layout just before
+it, the ratio is taken per pair, and the median over --repeat pairs is reported (with the median
+triad and the median GB/s). Every run verifies its result (exact product, rb3d residuals equal to
+a one-rank solve).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from hympi.errors import UsageError
+from hympi.launch.mpirun import LaunchSpec, format_command, launch, validate_with_app
+
+STRATEGIES = ("bulk", "split", "commthread")
+
+
+def run_verified(spec: LaunchSpec) -> dict:
+    """One verified run's record (exits loudly on a failure)."""
+    outcome = launch(spec, timeout=900)
+    if outcome.status != "ok" or outcome.record is None:
+        sys.exit(f"bench: {format_command(outcome.command)}: {outcome.status}\n{outcome.stderr_tail()}")
+    return outcome.record
+
+
+def paired(spec: LaunchSpec, repeat: int, gbps: Callable[[dict], float]) -> dict:
+    """Median over `repeat` (STREAM, app) pairs of the app's GB/s / triad GB/s, plus the median run."""
+    stream_spec = LaunchSpec("hympi-stream", spec.ranks, spec.threads, app_args=("--repeats", "5"))
+    pairs = []
+    for _ in range(repeat):
+        triad = run_verified(stream_spec)["rate"]
+        record = run_verified(spec)
+        pairs.append((gbps(record) / triad, triad, record))
+    pairs.sort(key=lambda p: p[0])
+    ratio, _, record = pairs[len(pairs) // 2]
+    return {
+        "ratio": ratio,
+        "ratio_min": pairs[0][0],
+        "ratio_max": pairs[-1][0],
+        "triad_GBps": statistics.median(p[1] for p in pairs),
+        "record": record,
+        "command": format_command([spec.app_binary, *spec.app_args]),
+    }
+
+
+def rejected(spec: LaunchSpec) -> bool:
+    """Whether the app refuses `spec` as bad input (exit 2) before launching."""
+    try:
+        validate_with_app(spec)
+    except UsageError:
+        return True
+    return False
+
+
+def main() -> int:
+    """Runs the benchmark; prints markdown tables and one JSON line per measurement."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=256, help="grid points per axis for spmv3d and rb3d")
+    parser.add_argument("--csr-n", type=int, default=128, help="grid points per axis for CSR (27 nonzeros per row)")
+    parser.add_argument("--reps", type=int, default=20, help="SpMV repetitions per run")
+    parser.add_argument("--iterations", type=int, default=20, help="rb3d iterations per run")
+    parser.add_argument("--layouts", default="1x2,2x1")
+    parser.add_argument("--repeat", type=int, default=3, help="(STREAM, app) pairs per configuration")
+    parser.add_argument("--output", type=Path, help="also write the JSON lines here")
+    args = parser.parse_args()
+    points = float(args.n) ** 3
+    common = ("--reps", str(args.reps), "--cg-iterations", "0", "--verify", "exact")
+    n = str(args.n)
+    csr_n = str(args.csr_n)
+
+    def spmv_gbps(rec: dict) -> float:
+        return float(rec["metrics"]["spmv_GBps"])
+
+    def rb3d_gbps(rec: dict) -> float:
+        return 24.0 * points / rec["metrics"]["sweep_per_s"] * 1e-9
+
+    configs: list[tuple[str, str, str, tuple[str, ...], Callable[[dict], float]]] = []
+    for strategy in STRATEGIES:
+        configs.append(("spmv3d", "stencil", strategy, ("--global", n, n, n, *common), spmv_gbps))
+    for strategy in STRATEGIES:
+        rb3d_args = ("-n", n, "--iterations", str(args.iterations), "--residual-every", str(args.iterations))
+        configs.append(("rb3d", "7-point", strategy, rb3d_args, rb3d_gbps))
+    configs.append(
+        (
+            "spmv3d",
+            f"csr ({csr_n}^3)",
+            "bulk",
+            ("--global", csr_n, csr_n, csr_n, *common, "--operator", "csr"),
+            spmv_gbps,
+        )
+    )
+    rows: list[dict] = []
+    seed_rows: list[dict] = []
+    for layout in args.layouts.split(","):
+        ranks, threads = (int(x) for x in layout.split("x"))
+        bulk_model: dict[str, dict] = {}
+        for app, operator, strategy, app_args, gbps in configs:
+            binary = f"hympi-{app}"
+            spec = LaunchSpec(binary, ranks, threads, app_args=(*app_args, "--strategy", strategy))
+            row: dict = {"layout": layout, "app": app, "operator": operator, "strategy": strategy}
+            if threads < 2 and strategy == "commthread":
+                row["result"] = "rejected (exit 2)" if rejected(spec) else "NOT REJECTED"
+                rows.append(row)
+                continue
+            p = paired(spec, args.repeat, gbps)
+            rec = p.pop("record")
+            m = rec["metrics"]
+            per_s = m["spmv_per_apply_s"] if app == "spmv3d" else m["sweep_per_s"]
+            flops_per_s = rec["rate"] if app == "spmv3d" else m["flops_per_point_iteration"] / 2 * points / per_s * 1e-9
+            row.update(p)
+            row.update(
+                {
+                    "GFLOPs": flops_per_s,
+                    "GBps": gbps(rec),
+                    "per_s": per_s,
+                    "t_comm_s": m["t_comm_s"],
+                    "t_comp_s": m["t_comp_s"],
+                }
+            )
+            if strategy == "bulk" and m.get("commthread_model") and operator != f"csr ({csr_n}^3)":
+                bulk_model[app] = m["commthread_model"]
+            if strategy == "commthread" and app in bulk_model:
+                row["model_predicted_s"] = bulk_model[app]["predicted_s"]
+                row["model_C"] = bulk_model[app]["C"]
+            rows.append(row)
+        for size in ((40, 40, 3), (120, 120, 3)):
+            seed_args = ("--global", *map(str, size), "--reps", "500", "--cg-iterations", "0", "--verify", "exact")
+            rec = run_verified(LaunchSpec("hympi-spmv3d", ranks, threads, app_args=seed_args))
+            reps = rec["metrics"]["spmv_reps"]
+            seed_rows.append(
+                {
+                    "layout": layout,
+                    "problem": "x".join(map(str, size)),
+                    "t_comm_ms": rec["metrics"]["t_comm_s"] / reps * 1e3,
+                    "t_comp_ms": rec["metrics"]["t_comp_s"] / reps * 1e3,
+                    "total_ms": rec["metrics"]["spmv_per_apply_s"] * 1e3,
+                    "GFLOPs": rec["rate"],
+                }
+            )
+
+    print(
+        "| layout | app | operator | strategy | GFLOP/s | GB/s | triad GB/s | ratio (min..max) | t per apply/sweep "
+        "| t_comm | t_comp | commthread: modelled vs measured |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        if "result" in r:
+            print(f"| {r['layout']} | {r['app']} | {r['operator']} | {r['strategy']} | {r['result']} | | | | | | | |")
+            continue
+        model_text = ""
+        if "model_predicted_s" in r:
+            model_text = f"C = {r['model_C']:.3f}: {r['model_predicted_s'] * 1e3:.2f} ms vs {r['per_s'] * 1e3:.2f} ms"
+        print(
+            f"| {r['layout']} | {r['app']} | {r['operator']} | {r['strategy']} | {r['GFLOPs']:.2f} | "
+            f"{r['GBps']:.2f} | {r['triad_GBps']:.2f} | {r['ratio']:.2f} ({r['ratio_min']:.2f}..{r['ratio_max']:.2f}) "
+            f"| {r['per_s'] * 1e3:.2f} ms | {r['t_comm_s']:.4f} s | {r['t_comp_s']:.4f} s | {model_text} |"
+        )
+    print()
+    print("| layout | problem (per node) | t_comm ms | t_comp ms | total ms | GFLOP/s |")
+    print("|---|---|---|---|---|---|")
+    for r in seed_rows:
+        print(
+            f"| {r['layout']} | {r['problem']} | {r['t_comm_ms']:.4f} | {r['t_comp_ms']:.4f} | "
+            f"{r['total_ms']:.4f} | {r['GFLOPs']:.2f} |"
+        )
+    lines = [json.dumps(r) for r in rows + seed_rows]
+    for line in lines:
+        print(line)
+    if args.output:
+        args.output.write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# NPB-MZ benchmark: hympi's C++ port against the NPB3.4-MZ MPI+OpenMP Fortran reference, same
+# machine, same layouts, same run. Builds the reference outside the repository (in $WORK).
+#
+#   bench/npb-mz/run.sh [--classes "A B"] [--layouts "1x2 2x1"] [--benchmarks "bt-mz sp-mz lu-mz"]
+#                       [--repeat N]
+#
+# Each case runs the reference and hympi alternately N times (default 2); the table keeps every
+# run and the summary the best Mop/s of each, so a noisy neighbour hurts both sides alike.
+#
+# Environment: BUILD (hympi build dir, default <repo>/build), WORK (default /tmp/hympi-npb-mz),
+# NPB_REF_GIT (bare git dir of github:LLNL/NPB; cloned from GitHub when absent).
+# Output: one line per run in $WORK/results.tsv and a summary table on stdout.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$repo/build}
+WORK=${WORK:-/tmp/hympi-npb-mz}
+NPB_REF_GIT=${NPB_REF_GIT:-/work/.mirror/LLNL+NPB/repo}
+classes="A"
+layouts="1x2 2x1"
+benchmarks="bt-mz sp-mz lu-mz"
+repeat=2
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --classes) classes=$2; shift 2 ;;
+    --layouts) layouts=$2; shift 2 ;;
+    --benchmarks) benchmarks=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+
+mkdir -p "$WORK"
+mpirun_flags=(--oversubscribe --bind-to none)
+if mpirun --version 2>/dev/null | grep -q "Open MPI"; then mpirun_flags+=(--allow-run-as-root); fi
+
+# --- the Fortran reference -------------------------------------------------------------------
+if ! command -v gfortran >/dev/null || ! command -v mpif90 >/dev/null; then
+  echo "installing gfortran" >&2
+  apt-get install -y gfortran >/dev/null
+fi
+ref=$WORK/NPB3.4-MZ-MPI
+if [[ ! -d $ref ]]; then
+  if [[ -d $NPB_REF_GIT ]]; then
+    git --git-dir="$NPB_REF_GIT" archive HEAD NPB3.4-MZ/NPB3.4-MZ-MPI | tar -x -C "$WORK" --strip-components=1
+  else
+    git clone --depth 1 https://github.com/LLNL/NPB "$WORK/NPB-git"
+    cp -r "$WORK/NPB-git/NPB3.4-MZ/NPB3.4-MZ-MPI" "$ref"
+  fi
+fi
+# Same optimisation level as hympi's Release build (-O3 -march=native); gfortran >= 10 needs
+# -fallow-argument-mismatch for the reference's untyped MPI buffers.
+sed -e 's/^FFLAGS.*/FFLAGS = -O3 -march=native -fopenmp -fallow-argument-mismatch/' -e 's/^CFLAGS.*/CFLAGS = -O3 -march=native -fopenmp/' \
+  "$ref/config/make.def.template" > "$ref/config/make.def"
+mkdir -p "$ref/bin"  # git archive drops the empty bin/ the Makefiles link into
+for c in $classes; do
+  for b in $benchmarks; do
+    exe=$ref/bin/${b}.$c.x
+    if [[ ! -x $exe ]]; then
+      echo "building reference $b class $c" >&2
+      (cd "$ref" && nice make "${b%%-mz}-mz" CLASS="$c" >"$WORK/build-$b-$c.log" 2>&1) ||
+        { echo "reference build failed, see $WORK/build-$b-$c.log" >&2; exit 1; }
+    fi
+  done
+done
+
+# --- hympi ------------------------------------------------------------------------------------
+if [[ ! -x $BUILD/bin/hympi-bt-mz ]]; then
+  cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+nice ninja -C "$BUILD" hympi-bt-mz hympi-sp-mz hympi-lu-mz >/dev/null
+
+# --- runs: ours and theirs back to back for every case ----------------------------------------
+results=$WORK/results.tsv
+printf "benchmark\tclass\tlayout\timpl\trun\tseconds\tmops\tverified\n" > "$results"
+extract() {  # file -> "seconds mops verified"
+  awk '/Time in seconds/ {t=$NF} /Mop\/s total/ {m=$NF} /Verification    =/ {v=$NF} END {print t, m, v}' "$1"
+}
+for c in $classes; do
+  for b in $benchmarks; do
+    for l in $layouts; do
+      np=${l%x*}
+      nt=${l#*x}
+      for ((run = 1; run <= repeat; ++run)); do
+        log_ref=$WORK/run-ref-$b-$c-$l-$run.log
+        log_our=$WORK/run-hympi-$b-$c-$l-$run.log
+        (cd "$WORK" && OMP_NUM_THREADS=$nt nice mpirun "${mpirun_flags[@]}" -np "$np" "$ref/bin/$b.$c.x") \
+          >"$log_ref" 2>&1 || true
+        OMP_NUM_THREADS=$nt HYMPI_BIND=none nice mpirun "${mpirun_flags[@]}" -np "$np" "$BUILD/bin/hympi-$b" \
+          --class "$c" >"$log_our" 2>&1 || true
+        read -r t m v < <(extract "$log_ref")
+        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$b" "$c" "$l" fortran "$run" "$t" "$m" "$v" >> "$results"
+        read -r t m v < <(extract "$log_our")
+        printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$b" "$c" "$l" hympi "$run" "$t" "$m" "$v" >> "$results"
+      done
+    done
+  done
+done
+column -t -s $'\t' "$results"
+echo
+echo "best Mop/s per case (ratio = hympi / fortran):"
+awk -F'\t' 'NR > 1 { k = $1 " " $2 " " $3; if ($7 > best[k, $4]) best[k, $4] = $7; keys[k] = 1 }
+  END { for (k in keys) printf "%-22s fortran %10.2f  hympi %10.2f  ratio %5.2f\n", k, best[k, "fortran"],
+        best[k, "hympi"], best[k, "hympi"] / best[k, "fortran"] }' "$results" | sort

@@ -1,0 +1,53 @@
+#pragma once
+// LU-MZ zone solver: symmetric successive over-relaxation (SSOR) of the implicit Navier-Stokes
+// system, with a lower and an upper block-triangular sweep per iteration.
+#include "hympi/npb/cfd.hpp"
+#include "hympi/npb/zone_solver.hpp"
+
+#include <vector>
+
+namespace hympi::npb {
+
+/// Constants of LU's setcoeff (mesh spacing of an average zone) plus dt and omega.
+struct LuConstants {
+  CfdConstants cfd;  ///< for the exact-solution coefficients only
+  double dxi, deta, dzeta;
+  double tx1, tx2, tx3, ty1, ty2, ty3, tz1, tz2, tz3;
+  double dx[5], dy[5], dz[5];
+  double dssp, dt, omega;
+  double c1, c2, c3, c4, c5;
+  /// Constants for the global mesh `g`, time step `dt` and relaxation factor `omega`.
+  [[nodiscard]] static LuConstants make(const ZoneGeometry& g, double dt, double omega);
+};
+
+/// One LU-MZ zone. Throws InvalidArgument when a zone dimension is below 6 points.
+class LuZone final : public ZoneSolver {
+ public:
+  /// `c` must outlive the zone.
+  LuZone(const LuConstants& c, const ZoneDims& dims);
+  void initialize() override;
+  void step() override;
+  [[nodiscard]] double* field() override { return u_.data(); }
+  void finish_timed() override;
+  [[nodiscard]] ZoneNorms norms() override;
+  void perturb(double delta) override;
+
+ private:
+  void set_boundary();
+  void set_interior();
+  void compute_forcing();
+  void compute_rhs();
+  void compute_rhs_body();  // orphaned worksharing loops; call inside a parallel region
+  void ssor();
+  [[nodiscard]] double surface_integral() const;
+
+  const LuConstants& c_;
+  ZoneDims d_;
+  std::vector<double> u_, rsd_, frct_, qs_, rho_i_;
+  std::vector<double> a_, b_, c_blk_, d_blk_;  // one k-plane of 5x5 blocks, [ny][nxmax][25]
+  std::vector<double> tv_;                     // [ny][nxmax][5]
+  std::array<double, 5> rsdnm_{};
+  bool forcing_ready_ = false;
+};
+
+}  // namespace hympi::npb

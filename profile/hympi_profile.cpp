@@ -1,0 +1,663 @@
+// libhympi-profile: a PMPI interposition library that records, per pair of MPI_COMM_WORLD ranks,
+// the bytes and messages of point-to-point traffic, plus per-rank collective calls, and writes
+// them as one JSON matrix file when the program calls MPI_Finalize.
+//
+// Use: LD_PRELOAD=libhympi-profile.so HYMPI_PROFILE_OUT=profile.json mpirun ... (or `hympi
+// profile -- CMD`). Works on programs built without it, in C, C++ and Fortran (mpif.h / use mpi).
+//
+// What counts: the *sender* records every message it starts (blocking, nonblocking, persistent
+// at each MPI_Start, the send half of MPI_Sendrecv), so row i of the matrix is what rank i sent.
+// Destinations are translated to MPI_COMM_WORLD ranks (sub- and inter-communicators included);
+// MPI_PROC_NULL is skipped. Collectives are not folded into the matrix (their real traffic
+// depends on the algorithm the MPI library picks) but listed separately: calls and send-buffer
+// bytes per rank and per collective.
+//
+// Fortran: Open MPI's mpif.h bindings (mpi_send_ ...) call PMPI_Send directly, so a C-only PMPI
+// layer never sees Fortran traffic. The Fortran symbols are therefore intercepted too and
+// forwarded to the library's own pmpi_*_ entry points, looked up at call time with dlsym (a C
+// program never loads the Fortran bindings, so they cannot be linked in).
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+// Collectives we list; the order is the order of the JSON output.
+enum Collective : int {
+  kBarrier,
+  kBcast,
+  kReduce,
+  kAllreduce,
+  kGather,
+  kGatherv,
+  kScatter,
+  kScatterv,
+  kAllgather,
+  kAllgatherv,
+  kAlltoall,
+  kAlltoallv,
+  kReduceScatter,
+  kReduceScatterBlock,
+  kScan,
+  kExscan,
+  kNumCollectives
+};
+constexpr const char* kCollectiveNames[kNumCollectives] = {
+    "MPI_Barrier",  "MPI_Bcast",     "MPI_Reduce",    "MPI_Allreduce",        "MPI_Gather", "MPI_Gatherv",
+    "MPI_Scatter",  "MPI_Scatterv",  "MPI_Allgather", "MPI_Allgatherv",       "MPI_Alltoall", "MPI_Alltoallv",
+    "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan"};
+
+struct Persistent {
+  int dest = MPI_PROC_NULL;  // world rank
+  std::uint64_t bytes = 0;
+};
+
+struct State {
+  std::mutex mutex;  // MPI_THREAD_MULTIPLE programs may send from several threads
+  bool ready = false;
+  bool written = false;
+  int rank = 0, size = 0;
+  std::vector<std::uint64_t> bytes, messages;  // this rank's row
+  std::uint64_t coll_calls[kNumCollectives] = {};
+  std::uint64_t coll_bytes[kNumCollectives] = {};
+  std::unordered_map<MPI_Request, Persistent> persistent;
+  // Group-rank -> world-rank tables of the communicators seen, dropped when one is freed.
+  std::unordered_map<MPI_Comm, std::vector<int>> translation;
+};
+
+State& state() {
+  static State s;  // never destroyed before MPI_Finalize: function-local static
+  return s;
+}
+
+// Must be called with the mutex held and after MPI_Init.
+void ensure_ready(State& s) {
+  if (s.ready) return;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
+  PMPI_Comm_size(MPI_COMM_WORLD, &s.size);
+  s.bytes.assign(static_cast<std::size_t>(s.size), 0);
+  s.messages.assign(static_cast<std::size_t>(s.size), 0);
+  s.ready = true;
+}
+
+std::uint64_t type_bytes(MPI_Datatype type, std::uint64_t count) {
+  MPI_Count size = 0;
+  if (type == MPI_DATATYPE_NULL || PMPI_Type_size_x(type, &size) != MPI_SUCCESS || size < 0) return 0;
+  return count * static_cast<std::uint64_t>(size);
+}
+
+// World rank of `rank` in `comm` (remote group for inter-communicators), or -1.
+int world_rank(State& s, MPI_Comm comm, int rank) {
+  if (rank == MPI_PROC_NULL || rank < 0) return -1;
+  if (comm == MPI_COMM_WORLD) return rank < s.size ? rank : -1;
+  auto it = s.translation.find(comm);
+  if (it == s.translation.end()) {
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    if ((inter ? PMPI_Comm_remote_group(comm, &group) : PMPI_Comm_group(comm, &group)) != MPI_SUCCESS) return -1;
+    PMPI_Comm_group(MPI_COMM_WORLD, &world);
+    int n = 0;
+    PMPI_Group_size(group, &n);
+    std::vector<int> local(static_cast<std::size_t>(n)), global(static_cast<std::size_t>(n), -1);
+    for (int i = 0; i < n; ++i) local[static_cast<std::size_t>(i)] = i;
+    PMPI_Group_translate_ranks(group, n, local.data(), world, global.data());
+    PMPI_Group_free(&group);
+    PMPI_Group_free(&world);
+    for (int& g : global)
+      if (g == MPI_UNDEFINED) g = -1;  // a process outside MPI_COMM_WORLD (dynamic processes)
+    it = s.translation.emplace(comm, std::move(global)).first;
+  }
+  return rank < static_cast<int>(it->second.size()) ? it->second[static_cast<std::size_t>(rank)] : -1;
+}
+
+void record_send(int dest, MPI_Comm comm, std::uint64_t count, MPI_Datatype type) {
+  if (dest == MPI_PROC_NULL) return;
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  ensure_ready(s);
+  const int w = world_rank(s, comm, dest);
+  if (w < 0) return;
+  s.bytes[static_cast<std::size_t>(w)] += type_bytes(type, count);
+  s.messages[static_cast<std::size_t>(w)] += 1;
+}
+
+void record_persistent(MPI_Request request, int dest, MPI_Comm comm, std::uint64_t count, MPI_Datatype type) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  ensure_ready(s);
+  const int w = dest == MPI_PROC_NULL ? -1 : world_rank(s, comm, dest);
+  s.persistent[request] = {w, type_bytes(type, count)};
+}
+
+void record_start(MPI_Request request) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.persistent.find(request);
+  if (it == s.persistent.end() || it->second.dest < 0) return;  // a receive, or to MPI_PROC_NULL
+  ensure_ready(s);
+  s.bytes[static_cast<std::size_t>(it->second.dest)] += it->second.bytes;
+  s.messages[static_cast<std::size_t>(it->second.dest)] += 1;
+}
+
+void forget_request(MPI_Request request) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.persistent.erase(request);
+}
+
+void forget_comm(MPI_Comm comm) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.translation.erase(comm);  // the handle may be reused for a different communicator
+}
+
+void record_collective(Collective which, std::uint64_t bytes) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  ensure_ready(s);
+  s.coll_calls[which] += 1;
+  s.coll_bytes[which] += bytes;
+}
+
+int comm_size(MPI_Comm comm) {
+  int n = 0;
+  int inter = 0;
+  PMPI_Comm_test_inter(comm, &inter);
+  if (inter) PMPI_Comm_remote_size(comm, &n);
+  else PMPI_Comm_size(comm, &n);
+  return n;
+}
+
+int comm_rank(MPI_Comm comm) {
+  int r = 0;
+  PMPI_Comm_rank(comm, &r);
+  return r;
+}
+
+std::uint64_t sum_counts(const int* counts, int n) {
+  std::uint64_t total = 0;
+  for (int i = 0; i < n && counts != nullptr; ++i) total += static_cast<std::uint64_t>(counts[i]);
+  return total;
+}
+
+void write_matrix(FILE* f, const char* key, const std::vector<std::uint64_t>& all, int n) {
+  std::fprintf(f, "  \"%s\": [\n", key);
+  for (int i = 0; i < n; ++i) {
+    std::fprintf(f, "    [");
+    for (int j = 0; j < n; ++j)
+      std::fprintf(f, "%s%llu", j ? ", " : "",
+                   static_cast<unsigned long long>(all[static_cast<std::size_t>(i) * n + j]));
+    std::fprintf(f, "]%s\n", i + 1 < n ? "," : "");
+  }
+  std::fprintf(f, "  ],\n");
+}
+
+void write_uint_list(FILE* f, const std::vector<std::uint64_t>& all, int stride, int index, int n) {
+  std::fprintf(f, "[");
+  for (int r = 0; r < n; ++r)
+    std::fprintf(f, "%s%llu", r ? ", " : "",
+                 static_cast<unsigned long long>(all[static_cast<std::size_t>(r) * stride + index]));
+  std::fprintf(f, "]");
+}
+
+std::string json_escape(const char* text) {
+  std::string out;
+  for (const char* p = text; *p != '\0'; ++p) {
+    if (*p == '"' || *p == '\\') out += '\\';
+    if (static_cast<unsigned char>(*p) < 0x20) continue;
+    out += *p;
+  }
+  return out;
+}
+
+// Gathers every row on rank 0 of MPI_COMM_WORLD and writes the file (collective; before
+// PMPI_Finalize, while the world communicator still works).
+void dump() {
+  State& s = state();
+  std::vector<std::uint64_t> row, all_rows, counts, all_counts;
+  {
+    std::lock_guard lock(s.mutex);
+    if (s.written) return;
+    s.written = true;
+    ensure_ready(s);
+    row.reserve(2 * static_cast<std::size_t>(s.size));
+    row.insert(row.end(), s.bytes.begin(), s.bytes.end());
+    row.insert(row.end(), s.messages.begin(), s.messages.end());
+    for (int c = 0; c < kNumCollectives; ++c) {
+      counts.push_back(s.coll_calls[c]);
+      counts.push_back(s.coll_bytes[c]);
+    }
+  }
+  const int n = s.size;
+  if (s.rank == 0) {
+    all_rows.resize(row.size() * static_cast<std::size_t>(n));
+    all_counts.resize(counts.size() * static_cast<std::size_t>(n));
+  }
+  PMPI_Gather(row.data(), static_cast<int>(row.size()), MPI_UINT64_T, all_rows.data(), static_cast<int>(row.size()),
+              MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  PMPI_Gather(counts.data(), static_cast<int>(counts.size()), MPI_UINT64_T, all_counts.data(),
+              static_cast<int>(counts.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  if (s.rank != 0) return;
+
+  std::vector<std::uint64_t> bytes(static_cast<std::size_t>(n) * n), messages(bytes.size());
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      const std::size_t base = static_cast<std::size_t>(i) * 2 * n;
+      bytes[static_cast<std::size_t>(i) * n + j] = all_rows[base + j];
+      messages[static_cast<std::size_t>(i) * n + j] = all_rows[base + n + j];
+    }
+  const char* env = std::getenv("HYMPI_PROFILE_OUT");
+  const std::string path = env != nullptr && *env != '\0' ? env : "hympi-profile.json";
+  const std::string tmp = path + ".tmp";  // rename at the end: readers never see half a file
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "libhympi-profile: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
+    return;
+  }
+  char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  PMPI_Get_library_version(library, &length);
+  std::string first_line(library);
+  first_line = first_line.substr(0, first_line.find_first_of("\n,"));
+  std::fprintf(f, "{\n  \"format\": \"hympi-profile\",\n  \"version\": 1,\n  \"ranks\": %d,\n", n);
+  std::fprintf(f, "  \"mpi_library\": \"%s\",\n", json_escape(first_line.c_str()).c_str());
+  std::fprintf(f, "  \"units\": {\"bytes\": \"B sent by row rank to column rank\", \"messages\": \"count\"},\n");
+  write_matrix(f, "bytes", bytes, n);
+  write_matrix(f, "messages", messages, n);
+  std::fprintf(f, "  \"collectives\": {\n");
+  bool first = true;
+  for (int c = 0; c < kNumCollectives; ++c) {
+    std::uint64_t total = 0;
+    for (int r = 0; r < n; ++r) total += all_counts[static_cast<std::size_t>(r) * 2 * kNumCollectives + 2 * c];
+    if (total == 0) continue;  // list only what the program used
+    std::fprintf(f, "%s    \"%s\": {\"calls\": ", first ? "" : ",\n", kCollectiveNames[c]);
+    write_uint_list(f, all_counts, 2 * kNumCollectives, 2 * c, n);
+    std::fprintf(f, ", \"send_bytes\": ");
+    write_uint_list(f, all_counts, 2 * kNumCollectives, 2 * c + 1, n);
+    std::fprintf(f, "}");
+    first = false;
+  }
+  std::fprintf(f, "%s  }\n}\n", first ? "" : "\n");
+  const bool ok = std::fclose(f) == 0;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
+    std::fprintf(stderr, "libhympi-profile: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+}
+
+// Fortran entry points of the MPI library, found at call time (see the file comment).
+template <class Fn>
+Fn fortran_pmpi(const char* name) {
+  void* sym = dlsym(RTLD_DEFAULT, name);
+  if (sym == nullptr) {
+    std::fprintf(stderr, "libhympi-profile: MPI Fortran symbol %s not found\n", name);
+    std::abort();
+  }
+  return reinterpret_cast<Fn>(sym);
+}
+
+}  // namespace
+
+// ---- C bindings -------------------------------------------------------------------------------
+extern "C" {
+
+#define HYMPI_SEND_C(NAME)                                                                            \
+  int MPI_##NAME(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {     \
+    record_send(dest, comm, static_cast<std::uint64_t>(count), type);                                   \
+    return PMPI_##NAME(buf, count, type, dest, tag, comm);                                              \
+  }
+HYMPI_SEND_C(Send)
+HYMPI_SEND_C(Bsend)
+HYMPI_SEND_C(Ssend)
+HYMPI_SEND_C(Rsend)
+
+#define HYMPI_ISEND_C(NAME)                                                                                      \
+  int MPI_##NAME(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) { \
+    record_send(dest, comm, static_cast<std::uint64_t>(count), type);                                              \
+    return PMPI_##NAME(buf, count, type, dest, tag, comm, req);                                                    \
+  }
+HYMPI_ISEND_C(Isend)
+HYMPI_ISEND_C(Ibsend)
+HYMPI_ISEND_C(Issend)
+HYMPI_ISEND_C(Irsend)
+
+#define HYMPI_SEND_INIT_C(NAME)                                                                                  \
+  int MPI_##NAME(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) { \
+    const int rc = PMPI_##NAME(buf, count, type, dest, tag, comm, req);                                            \
+    if (rc == MPI_SUCCESS) record_persistent(*req, dest, comm, static_cast<std::uint64_t>(count), type);           \
+    return rc;                                                                                                     \
+  }
+HYMPI_SEND_INIT_C(Send_init)
+HYMPI_SEND_INIT_C(Bsend_init)
+HYMPI_SEND_INIT_C(Ssend_init)
+HYMPI_SEND_INIT_C(Rsend_init)
+
+int MPI_Start(MPI_Request* request) {
+  record_start(*request);
+  return PMPI_Start(request);
+}
+
+int MPI_Startall(int count, MPI_Request requests[]) {
+  for (int i = 0; i < count; ++i) record_start(requests[i]);
+  return PMPI_Startall(count, requests);
+}
+
+int MPI_Request_free(MPI_Request* request) {
+  forget_request(*request);
+  return PMPI_Request_free(request);
+}
+
+int MPI_Comm_free(MPI_Comm* comm) {
+  forget_comm(*comm);
+  return PMPI_Comm_free(comm);
+}
+
+int MPI_Comm_disconnect(MPI_Comm* comm) {
+  forget_comm(*comm);
+  return PMPI_Comm_disconnect(comm);
+}
+
+int MPI_Sendrecv(const void* sbuf, int scount, MPI_Datatype stype, int dest, int stag, void* rbuf, int rcount,
+                 MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Status* status) {
+  record_send(dest, comm, static_cast<std::uint64_t>(scount), stype);
+  return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status);
+}
+
+int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int stag, int source, int rtag,
+                         MPI_Comm comm, MPI_Status* status) {
+  record_send(dest, comm, static_cast<std::uint64_t>(count), type);
+  return PMPI_Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, status);
+}
+
+int MPI_Barrier(MPI_Comm comm) {
+  record_collective(kBarrier, 0);
+  return PMPI_Barrier(comm);
+}
+
+int MPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  record_collective(kBcast, comm_rank(comm) == root ? type_bytes(type, static_cast<std::uint64_t>(count)) : 0);
+  return PMPI_Bcast(buf, count, type, root, comm);
+}
+
+int MPI_Reduce(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+  record_collective(kReduce, type_bytes(type, static_cast<std::uint64_t>(count)));
+  return PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
+}
+
+int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  record_collective(kAllreduce, type_bytes(type, static_cast<std::uint64_t>(count)));
+  return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
+}
+
+int MPI_Scan(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  record_collective(kScan, type_bytes(type, static_cast<std::uint64_t>(count)));
+  return PMPI_Scan(sbuf, rbuf, count, type, op, comm);
+}
+
+int MPI_Exscan(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  record_collective(kExscan, type_bytes(type, static_cast<std::uint64_t>(count)));
+  return PMPI_Exscan(sbuf, rbuf, count, type, op, comm);
+}
+
+int MPI_Gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype, int root,
+               MPI_Comm comm) {
+  // MPI_IN_PLACE at the root: the root's contribution is already in place, rcount x rtype of it.
+  record_collective(kGather, sbuf == MPI_IN_PLACE ? type_bytes(rtype, static_cast<std::uint64_t>(rcount))
+                                                  : type_bytes(stype, static_cast<std::uint64_t>(scount)));
+  return PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+}
+
+int MPI_Gatherv(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, const int rcounts[], const int displs[],
+                MPI_Datatype rtype, int root, MPI_Comm comm) {
+  const std::uint64_t mine = sbuf == MPI_IN_PLACE
+                                 ? type_bytes(rtype, static_cast<std::uint64_t>(rcounts[comm_rank(comm)]))
+                                 : type_bytes(stype, static_cast<std::uint64_t>(scount));
+  record_collective(kGatherv, mine);
+  return PMPI_Gatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm);
+}
+
+int MPI_Scatter(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype, int root,
+                MPI_Comm comm) {
+  const bool is_root = comm_rank(comm) == root;
+  record_collective(kScatter, is_root ? type_bytes(stype, static_cast<std::uint64_t>(scount) * comm_size(comm)) : 0);
+  return PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+}
+
+int MPI_Scatterv(const void* sbuf, const int scounts[], const int displs[], MPI_Datatype stype, void* rbuf, int rcount,
+                 MPI_Datatype rtype, int root, MPI_Comm comm) {
+  const bool is_root = comm_rank(comm) == root;
+  record_collective(kScatterv, is_root ? type_bytes(stype, sum_counts(scounts, comm_size(comm))) : 0);
+  return PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
+}
+
+int MPI_Allgather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype,
+                  MPI_Comm comm) {
+  record_collective(kAllgather, sbuf == MPI_IN_PLACE ? type_bytes(rtype, static_cast<std::uint64_t>(rcount))
+                                                     : type_bytes(stype, static_cast<std::uint64_t>(scount)));
+  return PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+}
+
+int MPI_Allgatherv(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, const int rcounts[],
+                   const int displs[], MPI_Datatype rtype, MPI_Comm comm) {
+  const std::uint64_t mine = sbuf == MPI_IN_PLACE
+                                 ? type_bytes(rtype, static_cast<std::uint64_t>(rcounts[comm_rank(comm)]))
+                                 : type_bytes(stype, static_cast<std::uint64_t>(scount));
+  record_collective(kAllgatherv, mine);
+  return PMPI_Allgatherv(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm);
+}
+
+int MPI_Alltoall(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype,
+                 MPI_Comm comm) {
+  const std::uint64_t n = static_cast<std::uint64_t>(comm_size(comm));
+  record_collective(kAlltoall, sbuf == MPI_IN_PLACE ? type_bytes(rtype, static_cast<std::uint64_t>(rcount) * n)
+                                                    : type_bytes(stype, static_cast<std::uint64_t>(scount) * n));
+  return PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+}
+
+int MPI_Alltoallv(const void* sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void* rbuf,
+                  const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm) {
+  const int n = comm_size(comm);
+  record_collective(kAlltoallv, sbuf == MPI_IN_PLACE ? type_bytes(rtype, sum_counts(rcounts, n))
+                                                     : type_bytes(stype, sum_counts(scounts, n)));
+  return PMPI_Alltoallv(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm);
+}
+
+int MPI_Reduce_scatter(const void* sbuf, void* rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op,
+                       MPI_Comm comm) {
+  record_collective(kReduceScatter, type_bytes(type, sum_counts(rcounts, comm_size(comm))));
+  return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm);
+}
+
+int MPI_Reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  record_collective(kReduceScatterBlock,
+                    type_bytes(type, static_cast<std::uint64_t>(rcount) * static_cast<std::uint64_t>(comm_size(comm))));
+  return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, type, op, comm);
+}
+
+int MPI_Finalize() {
+  dump();
+  return PMPI_Finalize();
+}
+
+// ---- Fortran bindings (mpif.h and `use mpi`; gfortran's trailing-underscore names) ------------
+// Arguments are passed through untouched to the MPI library's pmpi_*_ twin; only counts, types,
+// ranks and communicators are converted (f2c) to record the message.
+using F = MPI_Fint;
+
+#define HYMPI_SEND_F(lower)                                                                             \
+  void mpi_##lower##_(void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* ierr) {                 \
+    using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*);                                                  \
+    static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                               \
+    record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), MPI_Type_f2c(*type));    \
+    next(buf, count, type, dest, tag, comm, ierr);                                                       \
+  }
+HYMPI_SEND_F(send)
+HYMPI_SEND_F(bsend)
+HYMPI_SEND_F(ssend)
+HYMPI_SEND_F(rsend)
+
+#define HYMPI_ISEND_F(lower)                                                                            \
+  void mpi_##lower##_(void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* req, F* ierr) {         \
+    using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*, F*);                                              \
+    static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                               \
+    record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), MPI_Type_f2c(*type));    \
+    next(buf, count, type, dest, tag, comm, req, ierr);                                                  \
+  }
+HYMPI_ISEND_F(isend)
+HYMPI_ISEND_F(ibsend)
+HYMPI_ISEND_F(issend)
+HYMPI_ISEND_F(irsend)
+
+#define HYMPI_SEND_INIT_F(lower)                                                                          \
+  void mpi_##lower##_(void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* req, F* ierr) {           \
+    using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*, F*);                                                \
+    static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                                 \
+    next(buf, count, type, dest, tag, comm, req, ierr);                                                    \
+    if (*ierr == MPI_SUCCESS)                                                                              \
+      record_persistent(MPI_Request_f2c(*req), *dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), \
+                        MPI_Type_f2c(*type));                                                              \
+  }
+HYMPI_SEND_INIT_F(send_init)
+HYMPI_SEND_INIT_F(bsend_init)
+HYMPI_SEND_INIT_F(ssend_init)
+HYMPI_SEND_INIT_F(rsend_init)
+
+void mpi_start_(F* req, F* ierr) {
+  using Fn = void (*)(F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_start_");
+  record_start(MPI_Request_f2c(*req));
+  next(req, ierr);
+}
+
+void mpi_startall_(F* count, F* reqs, F* ierr) {
+  using Fn = void (*)(F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_startall_");
+  for (F i = 0; i < *count; ++i) record_start(MPI_Request_f2c(reqs[i]));
+  next(count, reqs, ierr);
+}
+
+void mpi_request_free_(F* req, F* ierr) {
+  using Fn = void (*)(F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_request_free_");
+  forget_request(MPI_Request_f2c(*req));
+  next(req, ierr);
+}
+
+void mpi_comm_free_(F* comm, F* ierr) {
+  using Fn = void (*)(F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_comm_free_");
+  forget_comm(MPI_Comm_f2c(*comm));
+  next(comm, ierr);
+}
+
+void mpi_sendrecv_(void* sbuf, F* scount, F* stype, F* dest, F* stag, void* rbuf, F* rcount, F* rtype, F* source,
+                   F* rtag, F* comm, F* status, F* ierr) {
+  using Fn = void (*)(void*, F*, F*, F*, F*, void*, F*, F*, F*, F*, F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_sendrecv_");
+  record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*scount), MPI_Type_f2c(*stype));
+  next(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status, ierr);
+}
+
+void mpi_sendrecv_replace_(void* buf, F* count, F* type, F* dest, F* stag, F* source, F* rtag, F* comm, F* status,
+                           F* ierr) {
+  using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*, F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_sendrecv_replace_");
+  record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), MPI_Type_f2c(*type));
+  next(buf, count, type, dest, stag, source, rtag, comm, status, ierr);
+}
+
+// Fortran collectives: counted with the send-buffer size their arguments declare (Fortran's
+// MPI_IN_PLACE is a common-block address we cannot recognise portably, so it is not special-cased).
+void mpi_barrier_(F* comm, F* ierr) {
+  using Fn = void (*)(F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_barrier_");
+  record_collective(kBarrier, 0);
+  next(comm, ierr);
+}
+
+void mpi_bcast_(void* buf, F* count, F* type, F* root, F* comm, F* ierr) {
+  using Fn = void (*)(void*, F*, F*, F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_bcast_");
+  const bool is_root = comm_rank(MPI_Comm_f2c(*comm)) == *root;
+  record_collective(kBcast, is_root ? type_bytes(MPI_Type_f2c(*type), static_cast<std::uint64_t>(*count)) : 0);
+  next(buf, count, type, root, comm, ierr);
+}
+
+void mpi_reduce_(void* sbuf, void* rbuf, F* count, F* type, F* op, F* root, F* comm, F* ierr) {
+  using Fn = void (*)(void*, void*, F*, F*, F*, F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_reduce_");
+  record_collective(kReduce, type_bytes(MPI_Type_f2c(*type), static_cast<std::uint64_t>(*count)));
+  next(sbuf, rbuf, count, type, op, root, comm, ierr);
+}
+
+#define HYMPI_REDUCE_ALL_F(lower, which)                                                                   \
+  void mpi_##lower##_(void* sbuf, void* rbuf, F* count, F* type, F* op, F* comm, F* ierr) {                 \
+    using Fn = void (*)(void*, void*, F*, F*, F*, F*, F*);                                                  \
+    static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                                  \
+    record_collective(which, type_bytes(MPI_Type_f2c(*type), static_cast<std::uint64_t>(*count)));          \
+    next(sbuf, rbuf, count, type, op, comm, ierr);                                                          \
+  }
+HYMPI_REDUCE_ALL_F(allreduce, kAllreduce)
+HYMPI_REDUCE_ALL_F(scan, kScan)
+HYMPI_REDUCE_ALL_F(exscan, kExscan)
+
+void mpi_gather_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* root, F* comm, F* ierr) {
+  using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_gather_");
+  record_collective(kGather, type_bytes(MPI_Type_f2c(*stype), static_cast<std::uint64_t>(*scount)));
+  next(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr);
+}
+
+void mpi_scatter_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* root, F* comm, F* ierr) {
+  using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_scatter_");
+  const MPI_Comm c = MPI_Comm_f2c(*comm);
+  const bool is_root = comm_rank(c) == *root;
+  record_collective(kScatter, is_root ? type_bytes(MPI_Type_f2c(*stype),
+                                                   static_cast<std::uint64_t>(*scount) * comm_size(c))
+                                      : 0);
+  next(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr);
+}
+
+void mpi_allgather_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* comm, F* ierr) {
+  using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_allgather_");
+  record_collective(kAllgather, type_bytes(MPI_Type_f2c(*stype), static_cast<std::uint64_t>(*scount)));
+  next(sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr);
+}
+
+void mpi_alltoall_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* comm, F* ierr) {
+  using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_alltoall_");
+  const std::uint64_t n = static_cast<std::uint64_t>(comm_size(MPI_Comm_f2c(*comm)));
+  record_collective(kAlltoall, type_bytes(MPI_Type_f2c(*stype), static_cast<std::uint64_t>(*scount) * n));
+  next(sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr);
+}
+
+void mpi_alltoallv_(void* sbuf, F* scounts, F* sdispls, F* stype, void* rbuf, F* rcounts, F* rdispls, F* rtype,
+                    F* comm, F* ierr) {
+  using Fn = void (*)(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_alltoallv_");
+  const int n = comm_size(MPI_Comm_f2c(*comm));
+  std::uint64_t total = 0;
+  for (int i = 0; i < n; ++i) total += static_cast<std::uint64_t>(scounts[i]);
+  record_collective(kAlltoallv, type_bytes(MPI_Type_f2c(*stype), total));
+  next(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, ierr);
+}
+
+void mpi_finalize_(F* ierr) {
+  using Fn = void (*)(F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_finalize_");
+  dump();
+  next(ierr);
+}
+
+}  // extern "C"

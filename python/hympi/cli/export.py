@@ -1,0 +1,47 @@
+"""hympi export: the raw runs of the results database as CSV or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hympi.cli.common import add_db_option
+from hympi.errors import UsageError
+from hympi.export import rows, to_csv, to_json
+from hympi.store import Store
+
+
+def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+    """Registers `hympi export`."""
+    p = sub.add_parser(name, help="raw runs as CSV or JSON", description="Export every stored run as CSV or JSON.")
+    p.add_argument("--format", default="csv", help="csv or json (default csv)")
+    add_db_option(p)
+    p.add_argument("--sweep", type=int, action="append", default=None, metavar="ID", help="only this sweep (repeatable)")
+    p.add_argument("--output", "-o", default=None, metavar="FILE", help="write here instead of standard output")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Writes the export to standard output or --output."""
+    if args.format not in ("csv", "json"):
+        raise UsageError(f"--format must be csv or json, got '{args.format}'")
+    if args.output is not None:
+        parent = Path(args.output).resolve().parent
+        if not parent.is_dir():
+            raise UsageError(f"cannot write {args.output}: directory {parent} does not exist")
+    with Store.open(args.db, create=False) as store:
+        if args.sweep:
+            for sweep_id in args.sweep:
+                store.sweep(sweep_id)  # UsageError for an unknown id
+        data = rows(store, args.sweep)
+    text = to_csv(data) if args.format == "csv" else to_json(data)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {args.output} ({exc.strerror or exc})") from None
+    print(f"wrote {len(data)} runs to {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,54 @@
+"""hympi profile [--out FILE] -- CMD ...: the point-to-point traffic matrix of any MPI program."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.table import Table
+
+from hympi.errors import HympiError, UsageError
+from hympi.profile import Profile, plan_profile, run_profile
+
+
+def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+    """Registers `hympi profile`."""
+    p = sub.add_parser(name, help="record who sends how much to whom in any MPI program",
+                       description="Run CMD (e.g. mpirun -np 4 ./a.out) with libhympi-profile.so preloaded; "
+                                   "write the rank x rank bytes/messages matrix when it calls MPI_Finalize.")
+    p.add_argument("--out", default="hympi-profile.json", help="matrix file to write (default hympi-profile.json)")
+    p.add_argument("--timeout", type=float, default=None, help="kill the program after this many seconds")
+    p.add_argument("--quiet", action="store_true", help="do not echo the program's output")
+    p.set_defaults(handler=main)
+
+
+def summary_table(profile: Profile) -> Table:
+    """Totals and the heaviest pairs."""
+    total = sum(map(sum, profile.bytes))
+    msgs = sum(map(sum, profile.messages))
+    table = Table(title=f"point-to-point traffic, {profile.ranks} ranks: {total} B in {msgs} messages")
+    for col in ("from", "to", "bytes", "messages", "share"):
+        table.add_column(col, justify="right")
+    for i, j, b, m in profile.top_pairs(8):
+        table.add_row(str(i), str(j), str(b), str(m), f"{100.0 * b / total:.1f}%")
+    return table
+
+
+def main(args: argparse.Namespace) -> int:
+    """Runs the program under the profiler and reports the matrix."""
+    if args.timeout is not None and args.timeout <= 0:
+        raise UsageError(f"--timeout must be > 0, got {args.timeout}")
+    plan = plan_profile(args.app_args, args.out)
+    outcome, profile = run_profile(plan, args.timeout)
+    if not args.quiet:
+        sys.stdout.write(outcome.stdout)
+        sys.stderr.write(outcome.stderr)
+    if outcome.returncode != 0:
+        why = "timed out" if outcome.status == "timeout" else f"exit code {outcome.returncode}"
+        raise HympiError(f"profiled command failed ({why}): {' '.join(plan.command)}")
+    if profile is None:
+        raise HympiError(f"no profile written to {plan.out}: the command ran no MPI program to MPI_Finalize")
+    Console(stderr=True).print(summary_table(profile))
+    print(f"profile written to {profile.path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,39 @@
+"""hympi report: static HTML (index.html + PNG plots) from the results database."""
+
+from __future__ import annotations
+
+import argparse
+
+from hympi.cli.common import add_db_option
+from hympi.report import ensure_out_dir, write_report
+from hympi.store import Store
+
+
+def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+    """Registers `hympi report`."""
+    p = sub.add_parser(name, help="HTML report of the results database",
+                       description="Write DIR/index.html with plots, tables and a recommendation per app.")
+    add_db_option(p)
+    p.add_argument("--out", default="hympi-report", help="output directory (default ./hympi-report)")
+    p.add_argument("--sweep", type=int, action="append", default=None, metavar="ID",
+                   help="only this sweep (repeatable; default: every run)")
+    p.add_argument("--study", type=int, default=None, metavar="ID", help="only the sweeps of this study, with its notes")
+    p.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Writes the report and prints where it is."""
+    out = ensure_out_dir(args.out)
+    with Store.open(args.db, create=False) as store:
+        sweep_ids = args.sweep
+        notes: tuple[str, ...] = ()
+        if sweep_ids:
+            for sweep_id in sweep_ids:
+                store.sweep(sweep_id)  # UsageError for an unknown id
+        if args.study is not None:
+            study = store.study(args.study)
+            sweep_ids = (sweep_ids or []) + [s.id for s in store.study_sweeps(study.id)]
+            notes = study.notes
+        index = write_report(store, out, sweep_ids, notes, title="hympi report")
+    print(f"report: {index.resolve()}")
+    return 0

@@ -1,0 +1,56 @@
+"""Raw data out of the results store: one row per run, as CSV or JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from hympi.store import Store
+
+# Flat columns of the CSV export; the JSON export adds the full HYMPI_RESULT record and the environment.
+COLUMNS = ("run_id", "sweep_id", "machine_id", "hostname", "topology_hash", "mpi_library", "compiler", "app", "problem",
+           "ranks", "threads", "bind", "dist", "repeat", "app_args", "status", "returncode", "wall_s", "rate",
+           "rate_unit", "time_s", "comm_s", "comp_s", "imbalance", "max_rss_mib", "node_rss_mib", "verified",
+           "started_at", "finished_at", "command", "stderr_tail")
+
+
+def rows(store: Store, sweep_ids: list[int] | None = None) -> list[dict]:
+    """Every run (of the given sweeps) joined with its machine, as dicts with COLUMNS plus 'env' and 'result'."""
+    machine_of = {s.id: s.machine_id for s in store.sweeps()}
+    machines = {}
+    out = []
+    for run in store.runs(sweep_ids):
+        machine_id = machine_of[run.sweep_id]
+        if machine_id not in machines:
+            machines[machine_id] = store.machine(machine_id)
+        m = machines[machine_id]
+        out.append({"run_id": run.id, "sweep_id": run.sweep_id, "machine_id": machine_id, "hostname": m.hostname,
+                    "topology_hash": m.topology_hash, "mpi_library": m.mpi_library, "compiler": m.compiler,
+                    "app": run.app, "problem": run.problem, "ranks": run.ranks, "threads": run.threads,
+                    "bind": run.bind, "dist": run.dist, "repeat": run.repeat, "app_args": " ".join(run.app_args),
+                    "status": run.status, "returncode": run.returncode, "wall_s": run.wall_s,
+                    "rate": run.value("rate"), "rate_unit": run.record.get("rate_unit") if run.record else None,
+                    "time_s": run.value("time_s"), "comm_s": run.value("comm_s"), "comp_s": run.value("comp_s"),
+                    "imbalance": run.value("imbalance"), "max_rss_mib": run.value("max_rss_mib"),
+                    "node_rss_mib": run.value("node_rss_mib"),
+                    "verified": run.record.get("verified") if run.record else None,
+                    "started_at": run.started_at, "finished_at": run.finished_at,
+                    "command": json.dumps(list(run.command)), "stderr_tail": run.stderr_tail,
+                    "env": dict(run.env), "result": run.record})
+    return out
+
+
+def to_csv(data: list[dict]) -> str:
+    """CSV text with a header row of COLUMNS."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in data:
+        writer.writerow({k: "" if row[k] is None else row[k] for k in COLUMNS})
+    return buf.getvalue()
+
+
+def to_json(data: list[dict]) -> str:
+    """JSON text: a list of run objects (the command as a list, the result record in full)."""
+    return json.dumps([{**row, "command": json.loads(row["command"])} for row in data], indent=1, sort_keys=True) + "\n"

@@ -1,0 +1,89 @@
+"""Launching under Slurm: srun commands inside an allocation, or an sbatch script that runs the sweep there."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from dataclasses import dataclass
+
+from hympi.errors import UsageError
+from hympi.launch.mpirun import LaunchSpec
+from hympi.paths import binary
+
+
+def in_allocation() -> bool:
+    """True inside a Slurm job (salloc, sbatch), where srun can start job steps."""
+    return bool(os.environ.get("SLURM_JOB_ID"))
+
+
+def srun_path() -> str:
+    """The srun to use: $HYMPI_SRUN, else srun on PATH, else plain 'srun' (for scripts run elsewhere)."""
+    return os.environ.get("HYMPI_SRUN") or shutil.which("srun") or "srun"
+
+
+def allocation_cpus() -> int | None:
+    """CPUs the current allocation grants (tasks x cpus per task), or None outside one."""
+    if not in_allocation():
+        return None
+    tasks = os.environ.get("SLURM_NTASKS") or os.environ.get("SLURM_NPROCS")
+    per_task = os.environ.get("SLURM_CPUS_PER_TASK", "1")
+    try:
+        return int(tasks) * int(per_task) if tasks else None
+    except ValueError:
+        return None
+
+
+def build_srun_command(spec: LaunchSpec, srun: str | None = None) -> list[str]:
+    """The srun argument list for `spec`: one task per rank, threads as CPUs per task, hympi binds itself."""
+    env = spec.app_env()
+    for key, value in env.items():
+        if "," in value or "=" in key:
+            raise UsageError(f"cannot pass {key}={value!r} through srun --export (it contains a comma)")
+    cmd = [srun or srun_path(), "--ntasks", str(spec.ranks), "--cpus-per-task", str(spec.threads),
+           "--cpu-bind=none",  # hympi binds ranks and threads itself, with hwloc
+           "--kill-on-bad-exit=1",
+           "--export=" + ",".join(["ALL", *(f"{k}={v}" for k, v in env.items())])]
+    if spec.oversubscribe:
+        cmd.append("--overcommit")
+    return cmd + [str(binary(spec.app_binary)), *spec.app_args]
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """What the sbatch script asks for and the sweep command it runs inside the allocation."""
+
+    job_name: str
+    ntasks: int
+    cpus_per_task: int
+    time_limit_s: float | None
+    workdir: str
+    sweep_command: tuple[str, ...]
+    nodes: int = 1
+
+
+def _time_limit(seconds: float) -> str:
+    """Seconds as Slurm's D-HH:MM:SS."""
+    total = int(seconds + 59) // 60 * 60
+    days, rest = divmod(total, 86400)
+    hours, rest = divmod(rest, 3600)
+    return f"{days}-{hours:02d}:{rest // 60:02d}:00"
+
+
+def sbatch_script(req: BatchRequest) -> str:
+    """The text of an sbatch script that re-runs the same sweep (with --resume) inside the allocation."""
+    lines = ["#!/bin/bash",
+             f"#SBATCH --job-name={req.job_name}",
+             f"#SBATCH --nodes={req.nodes}",
+             f"#SBATCH --ntasks={req.ntasks}",
+             f"#SBATCH --cpus-per-task={req.cpus_per_task}",
+             f"#SBATCH --output={req.job_name}-%j.out"]
+    if req.time_limit_s is not None:
+        lines.append(f"#SBATCH --time={_time_limit(req.time_limit_s)}")
+    lines += ["# Written by 'hympi sweep --launcher slurm': inside the allocation hympi starts every layout with srun",
+              "# and records it in the results database; resubmitting resumes without repeating finished runs.",
+              "set -euo pipefail",
+              f"cd {shlex.quote(req.workdir)}",
+              "exec " + shlex.join(list(req.sweep_command)),
+              ""]
+    return "\n".join(lines)

@@ -1,0 +1,109 @@
+"""Rankfiles: Open MPI's `rank N=host slot=P:C`, the MPICH/Hydra equivalent, and reading them back."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hympi.errors import UsageError
+from hympi.place.tree import Machine, Slot
+
+
+def write_openmpi_rankfile(machine: Machine, slots: Sequence[Slot], hosts: Sequence[str]) -> str:
+    """`rank r=host slot=package:core-in-package` lines (logical indexes, as Open MPI's rankfile reads them)."""
+    lines = []
+    for rank, slot in enumerate(slots):
+        core = machine.tree.cores[slot.core]
+        lines.append(f"rank {rank}={hosts[slot.node]} slot={core.package}:{core.core_in_package}")
+    return "\n".join(lines) + "\n"
+
+
+def write_hydra(machine: Machine, slots: Sequence[Slot], hosts: Sequence[str], rankfile_name: str) -> str:
+    """A Hydra host file (one `host:1` line per rank, in rank order) and the -bind-to user: list to use with it.
+
+    Hydra binds the k-th process of every host to the k-th entry of one list, so the map is exact
+    only when all nodes use the same core sequence; otherwise the per-node lists are given as comments.
+    """
+    per_node: dict[int, list[str]] = {}
+    for slot in slots:
+        pus = sorted(machine.tree.cores[slot.core].pus)
+        per_node.setdefault(slot.node, []).append("+".join(str(p) for p in pus))
+    lists = {",".join(v) for v in per_node.values()}
+    head = [f"# MPICH/Hydra equivalent of {rankfile_name}: one line per rank, in rank order.",
+            f"# mpiexec -f {rankfile_name}.hydra -n {len(slots)} -bind-to user:{min(lists)} ./app"]
+    if len(lists) > 1:
+        head.append("# nodes use different core sequences; Hydra's user binding takes one list for all hosts:")
+        head += [f"#   {hosts[node]}: -bind-to user:{','.join(v)}" for node, v in sorted(per_node.items())]
+    return "\n".join(head + [f"{hosts[s.node]}:1" for s in slots]) + "\n"
+
+
+@dataclass(frozen=True)
+class RankfileEntry:
+    """One `rank N=host slot=P:C` line."""
+
+    rank: int
+    host: str
+    package: int
+    core: int
+
+
+_LINE = re.compile(r"^rank\s+(\d+)\s*=\s*(\S+)\s+slot\s*=\s*(\d+):(\d+)\s*$")
+
+
+def read_rankfile(path: str | Path) -> list[RankfileEntry]:
+    """Parses the `slot=P:C` rankfiles hympi place writes; raises UsageError naming a bad line."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read rankfile '{path}': {exc.strerror}") from None
+    entries = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = _LINE.match(line)
+        if m is None:
+            raise UsageError(f"rankfile {path} line {number} is not 'rank N=host slot=P:C': '{line}'")
+        entries.append(RankfileEntry(int(m[1]), m[2], int(m[3]), int(m[4])))
+    return entries
+
+
+def expected_sets(machine: Machine, entries: Sequence[RankfileEntry]) -> dict[int, frozenset[int]]:
+    """The PU set (OS indexes) each rank of a rankfile should be bound to, on this node's tree."""
+    out = {}
+    for e in entries:
+        core = next((c for c in machine.tree.cores if c.package == e.package and c.core_in_package == e.core), None)
+        if core is None:
+            raise UsageError(f"rankfile slot {e.package}:{e.core} of rank {e.rank} does not exist on this machine")
+        out[e.rank] = core.pus
+    return out
+
+
+def check_rankfile(path: str | Path, ranks: int) -> list[RankfileEntry]:
+    """A rankfile for `ranks` ranks: every rank 0..ranks-1 exactly once (raises UsageError otherwise)."""
+    entries = read_rankfile(path)
+    seen = sorted(e.rank for e in entries)
+    if seen != list(range(ranks)):
+        raise UsageError(f"rankfile {path} places ranks {seen[:8]}{'...' if len(seen) > 8 else ''}, "
+                         f"expected exactly 0..{ranks - 1}")
+    return entries
+
+
+def placement_problems(rows: Sequence[dict], path: str | Path, machine: Machine) -> list[str]:
+    """Where the observed placement (HYMPI_RESULT 'placement' rows) differs from the rankfile's slots."""
+    from hympi.place.tree import parse_cpu_list
+
+    expected = expected_sets(machine, read_rankfile(path))
+    problems = []
+    for row in rows:
+        want = expected.get(int(row["rank"]))
+        if want is None:
+            problems.append(f"rank {row['rank']} is not in rankfile {path}")
+            continue
+        bound = parse_cpu_list(str(row.get("bound", "")))
+        if bound != want or int(row.get("pu", -1)) not in want:
+            problems.append(f"rank {row['rank']} thread {row['thread']} is bound to {row.get('bound')} and ran on "
+                            f"PU {row.get('pu')}, rankfile says PUs {','.join(map(str, sorted(want)))}")
+    return problems

@@ -1,0 +1,172 @@
+"""The machine as a tree of cores (from hwloc XML), replicated over nodes, with tree distances."""
+
+from __future__ import annotations
+
+import subprocess
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from functools import lru_cache
+
+from hympi.errors import HympiFatal, UsageError
+from hympi.paths import binary
+
+# hwloc 1.x names for the same objects.
+_ALIASES = {"Socket": "Package"}
+
+
+def parse_cpuset(text: str) -> frozenset[int]:
+    """hwloc's XML bitmap ('0x000000ff' or comma-separated 32-bit words, most significant first)."""
+    value = 0
+    for word in text.split(","):
+        word = word.strip().removeprefix("0x")
+        if not word or "f...f" in word:
+            raise UsageError(f"unsupported infinite cpuset '{text}' in topology XML")
+        value = (value << 32) | int(word, 16)
+    return frozenset(i for i in range(value.bit_length()) if value >> i & 1)
+
+
+def parse_cpu_list(text: str) -> frozenset[int]:
+    """hwloc list syntax ('0-3,8'), as hympi-affinity prints bound sets."""
+    out: set[int] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class Core:
+    """One core of a node: logical index, its package and NUMA domain, its PUs (OS indexes)."""
+
+    index: int
+    package: int
+    core_in_package: int
+    numa: int
+    pus: frozenset[int]
+    path: tuple[frozenset[int], ...]  # distinct cpusets from the machine down to this core
+
+
+@dataclass(frozen=True)
+class NodeTree:
+    """The cores of one node with the hierarchy above them."""
+
+    cores: tuple[Core, ...]
+    packages: int
+    numa_nodes: int
+    spec: str
+
+    @property
+    def height(self) -> int:
+        """Levels from the node root down to a core (the largest distance inside the node)."""
+        return max(len(c.path) for c in self.cores) - 1
+
+    def children(self, prefix: tuple[frozenset[int], ...], cores: tuple[int, ...]) -> list[tuple[int, ...]]:
+        """Cores under `prefix`, grouped by the next level down (in logical order)."""
+        depth = len(prefix)
+        groups: dict[frozenset[int], list[int]] = {}
+        for c in cores:
+            path = self.cores[c].path
+            key = path[depth] if depth < len(path) else path[-1]
+            groups.setdefault(key, []).append(c)
+        return [tuple(g) for g in groups.values()]
+
+
+def _walk(elem: ET.Element, ancestors: list[tuple[str, frozenset[int]]], out: list) -> None:
+    """Depth-first: records (ancestors, type, cpuset) of every Core (or PU where there are no cores)."""
+    kind = _ALIASES.get(elem.get("type", ""), elem.get("type", ""))
+    cpuset_text = elem.get("cpuset")
+    here = ancestors
+    if cpuset_text is not None and kind not in ("NUMANode", "MemCache", "Bridge", "PCIDev", "OSDev", "Misc"):
+        here = ancestors + [(kind, parse_cpuset(cpuset_text))]
+        out.append((here, kind))
+    for child in elem.findall("object"):
+        _walk(child, here, out)
+
+
+def parse_topology_xml(xml_text: str, spec: str = "") -> NodeTree:
+    """Builds the core tree of one node from hwloc XML; raises UsageError for unusable XML."""
+    try:
+        root = ET.fromstring(xml_text)
+    except ET.ParseError as exc:
+        raise UsageError(f"topology {spec or 'XML'} is not valid XML: {exc}") from None
+    top = root.find("object")
+    if top is None:
+        raise UsageError(f"topology {spec or 'XML'} has no objects")
+    objects: list = []
+    _walk(top, [], objects)
+    leaf_kind = "Core" if any(k == "Core" for _, k in objects) else "PU"
+    numa_sets = [parse_cpuset(e.get("cpuset", "0x0")) for e in root.iter("object") if e.get("type") == "NUMANode"]
+    packages = [chain[-1][1] for chain, k in objects if k == "Package"]
+    cores = []
+    per_package: dict[int, int] = {}
+    for chain, kind in objects:
+        if kind != leaf_kind:
+            continue
+        cpus = chain[-1][1]
+        path: list[frozenset[int]] = []
+        for _, cs in chain:
+            if not path or cs != path[-1]:
+                path.append(cs)  # identical cpusets (core = its L1 = its L2) are one level
+        pkg = next((i for i, p in enumerate(packages) if cpus <= p), 0)
+        numa = next((i for i, s in enumerate(numa_sets) if cpus <= s), 0)
+        cores.append(Core(len(cores), pkg, per_package.get(pkg, 0), numa, cpus, tuple(path)))
+        per_package[pkg] = per_package.get(pkg, 0) + 1
+    if not cores:
+        raise UsageError(f"topology {spec or 'XML'} has no cores")
+    return NodeTree(tuple(cores), max(len(packages), 1), max(len(numa_sets), 1), spec)
+
+
+@lru_cache(maxsize=16)
+def load_node_tree(spec: str = "this") -> NodeTree:
+    """The core tree of 'this', 'synthetic:...' or an XML file, loaded and checked by hwloc (hympi-info)."""
+    cmd = [str(binary("hympi-info")), "--xml", "--topology", spec]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    if proc.returncode == 2:
+        raise UsageError(proc.stderr.strip().removeprefix("hympi-info: error: "))
+    if proc.returncode != 0:
+        raise HympiFatal(f"hympi-info failed: {proc.stderr.strip()}")
+    return parse_topology_xml(proc.stdout, spec)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one rank goes: a node and a core (logical index) on it."""
+
+    node: int
+    core: int
+
+
+@dataclass(frozen=True)
+class Machine:
+    """`nodes` copies of one node tree under a network root."""
+
+    tree: NodeTree
+    nodes: int
+
+    @property
+    def cores_per_node(self) -> int:
+        """Cores of one node."""
+        return len(self.tree.cores)
+
+    def distance(self, a: Slot, b: Slot) -> int:
+        """Hops from a core up to the lowest common ancestor: 0 same core .. height+1 across nodes."""
+        if a.node != b.node:
+            return self.tree.height + 1
+        pa, pb = self.tree.cores[a.core].path, self.tree.cores[b.core].path
+        common = 0
+        for x, y in zip(pa, pb):
+            if x != y:
+                break
+            common += 1
+        return max(len(pa), len(pb)) - common
+
+    def level(self, a: Slot, b: Slot) -> str:
+        """'inter-node', 'inter-package' or 'intra-package' (seed 002's intra-node ratio splits these)."""
+        if a.node != b.node:
+            return "inter-node"
+        if self.tree.cores[a.core].package != self.tree.cores[b.core].package:
+            return "inter-package"
+        return "intra-package"

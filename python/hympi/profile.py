@@ -1,0 +1,94 @@
+"""Profiling any MPI program: run it under libhympi-profile.so and read the traffic matrix it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from hympi.errors import HympiError, HympiFatal, UsageError
+from hympi.launch.mpirun import RunOutcome, mpi_flavor, run_command
+from hympi.paths import bin_dir
+
+LAUNCHERS = ("mpirun", "mpiexec", "orterun")
+
+
+def _as_int_matrix(rows: list) -> tuple[tuple[int, ...], ...]:
+    """A JSON list of lists as a tuple matrix of ints."""
+    return tuple(tuple(int(x) for x in r) for r in rows)
+
+
+def library_path() -> Path:
+    """libhympi-profile.so: $HYMPI_PROFILE_LIB, else next to the build's bin directory (build/lib)."""
+    env = os.environ.get("HYMPI_PROFILE_LIB")
+    path = Path(env) if env else bin_dir().parent / "lib" / "libhympi-profile.so"
+    if not path.is_file():
+        raise HympiFatal(f"profiling library {path} not found (run 'make' first, or set HYMPI_PROFILE_LIB)")
+    return path
+
+
+@dataclass(frozen=True)
+class ProfilePlan:
+    """The command to run and the environment that makes every MPI rank load the profiler."""
+
+    command: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    out: Path
+
+
+def plan_profile(command: list[str], out: str | Path, library: Path | None = None) -> ProfilePlan:
+    """Adds LD_PRELOAD and HYMPI_PROFILE_OUT; an Open MPI launcher also gets -x so remote ranks see them."""
+    if not command:
+        raise UsageError("no command to profile (usage: hympi profile [--out FILE] -- CMD ...)")
+    lib = library or library_path()
+    out_path = Path(out).resolve()
+    preload = os.environ.get("LD_PRELOAD", "")
+    env = (("LD_PRELOAD", f"{lib}:{preload}" if preload else str(lib)), ("HYMPI_PROFILE_OUT", str(out_path)))
+    cmd = list(command)
+    if Path(cmd[0]).name in LAUNCHERS and mpi_flavor(cmd[0]) == "openmpi":
+        # Local ranks inherit the launcher's environment; -x also forwards it to other nodes.
+        cmd[1:1] = ["-x", "LD_PRELOAD", "-x", "HYMPI_PROFILE_OUT"]
+    return ProfilePlan(tuple(cmd), env, out_path)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A traffic profile as libhympi-profile wrote it."""
+
+    ranks: int
+    bytes: tuple[tuple[int, ...], ...]
+    messages: tuple[tuple[int, ...], ...]
+    collectives: dict
+    mpi_library: str
+    path: Path
+
+    def top_pairs(self, count: int = 5) -> list[tuple[int, int, int, int]]:
+        """The heaviest (src, dst, bytes, messages) pairs, largest first."""
+        pairs = [(i, j, b, self.messages[i][j]) for i, row in enumerate(self.bytes) for j, b in enumerate(row) if b]
+        return sorted(pairs, key=lambda p: (-p[2], p[0], p[1]))[:count]
+
+
+def read_profile(path: str | Path) -> Profile:
+    """Parses a hympi-profile JSON file; raises HympiError if it is not one."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise HympiError(f"cannot read profile {p}: {exc}") from None
+    if data.get("format") != "hympi-profile":
+        raise HympiError(f"{p} is not a hympi profile (format={data.get('format')!r})")
+    n = int(data["ranks"])
+    b, m = _as_int_matrix(data["bytes"]), _as_int_matrix(data["messages"])
+    if len(b) != n or any(len(r) != n for r in b) or len(m) != n:
+        raise HympiError(f"profile {p} matrix is not {n} x {n}")
+    return Profile(n, b, m, data.get("collectives", {}), data.get("mpi_library", ""), p)
+
+
+def run_profile(plan: ProfilePlan, timeout: float | None = None) -> tuple[RunOutcome, Profile | None]:
+    """Runs the planned command; the profile is None when the program wrote none (no MPI_Finalize)."""
+    if plan.out.exists():
+        plan.out.unlink()  # never report a stale profile as this run's
+    outcome = run_command(list(plan.command), timeout, dict(plan.env))
+    profile = read_profile(plan.out) if plan.out.exists() else None
+    return outcome, profile

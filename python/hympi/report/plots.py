@@ -1,0 +1,150 @@
+"""The report's figures (matplotlib, Agg backend): rate vs threads, memory per layout, comm vs comp, and
+ping-pong bandwidth vs message size per level of the communication hierarchy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+from hympi.report.analysis import AppGroup, LayoutStats
+from hympi.report.hierarchy import HierarchyProbe
+
+_STYLES = ("-", "--", ":", "-.")
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    """Writes a figure as PNG and closes it."""
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _ok(group: AppGroup) -> list[LayoutStats]:
+    """Layouts with at least one ok run."""
+    return [s for s in group.layouts if s.rate_median is not None]
+
+
+def rate_vs_threads(group: AppGroup, path: Path) -> Path:
+    """Median rate vs OpenMP threads per rank, one line per core count (and binding), min-max as error bars."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    layouts = _ok(group)
+    binds = sorted({s.bind for s in layouts})
+    lines: dict[tuple[int, str], list[LayoutStats]] = {}
+    for s in layouts:
+        lines.setdefault((s.cores, s.bind), []).append(s)
+    for (cores, bind), members in sorted(lines.items()):
+        members.sort(key=lambda s: s.threads)
+        x = [s.threads for s in members]
+        y = [s.rate_median or 0.0 for s in members]
+        low = [y_i - (s.rate_min or y_i) for s, y_i in zip(members, y)]
+        high = [(s.rate_max or y_i) - y_i for s, y_i in zip(members, y)]
+        label = f"{cores} core{'s' if cores != 1 else ''}" + (f", bind {bind}" if len(binds) > 1 else "")
+        ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=4, linestyle=_STYLES[binds.index(bind) % 4],
+                    label=label)
+        for s, xi, yi in zip(members, x, y):
+            ax.annotate(s.label, (xi, yi), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    threads = sorted({s.threads for s in layouts})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(threads or [1])
+    ax.set_xticklabels([str(t) for t in threads] or ["1"])
+    ax.set_xlabel("OpenMP threads per MPI rank (ranks = cores / threads)")
+    ax.set_ylabel(f"rate ({group.rate_unit})" if group.rate_unit else "rate")
+    ax.set_title(f"{group.app} {group.problem}: rate per layout (median, min-max)")
+    top = max((s.rate_max or s.rate_median or 0.0) for s in layouts) if layouts else 0.0
+    ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
+    ax.grid(True, alpha=0.3)
+    if layouts:
+        ax.legend(fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no successful runs", ha="center", va="center", transform=ax.transAxes)
+    return _save(fig, path)
+
+
+def memory(group: AppGroup, path: Path) -> Path:
+    """Peak memory per process and per core for every layout (two panels)."""
+    layouts = [s for s in group.layouts if s.rss_per_process_mib is not None]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.8))
+    labels = [f"{s.label}\n{s.bind}" for s in layouts]
+    left.bar(labels, [s.rss_per_process_mib or 0.0 for s in layouts], color="#4c72b0")
+    left.set_title("peak memory per process")
+    left.set_ylabel("MiB")
+    right.bar(labels, [s.rss_per_core_mib or 0.0 for s in layouts], color="#dd8452")
+    right.set_title("memory per core (node total / cores)")
+    right.set_ylabel("MiB")
+    for ax in (left, right):
+        ax.set_xlabel("ranks x threads")
+        ax.grid(True, axis="y", alpha=0.3)
+        if not layouts:
+            ax.text(0.5, 0.5, "no successful runs", ha="center", va="center", transform=ax.transAxes)
+    fig.suptitle(f"{group.app} {group.problem}: memory per layout")
+    return _save(fig, path)
+
+
+def comm_comp(group: AppGroup, path: Path) -> Path:
+    """Median communication and computation seconds per layout, stacked."""
+    layouts = [s for s in group.layouts if s.comm_median is not None and s.comp_median is not None]
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    labels = [f"{s.label}\n{s.bind}" for s in layouts]
+    comp = [s.comp_median or 0.0 for s in layouts]
+    comm = [s.comm_median or 0.0 for s in layouts]
+    ax.bar(labels, comp, label="computation", color="#55a868")
+    ax.bar(labels, comm, bottom=comp, label="communication", color="#c44e52")
+    ax.set_ylabel("seconds (median)")
+    ax.set_xlabel("ranks x threads")
+    ax.set_title(f"{group.app} {group.problem}: communication vs computation")
+    ax.grid(True, axis="y", alpha=0.3)
+    if not layouts:
+        ax.text(0.5, 0.5, "no successful runs", ha="center", va="center", transform=ax.transAxes)
+    elif not any(c + m > 0 for c, m in zip(comp, comm)):
+        ax.set_ylim(0, 1)
+        ax.text(0.5, 0.5, f"{group.app} does not split its time into\ncommunication and computation",
+                ha="center", va="center", transform=ax.transAxes)
+    else:
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _bytes_label(value: float) -> str:
+    """A message size for an axis tick: '512 B', '4 KiB', '1 MiB'."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if value >= scale:
+            return f"{value / scale:g} {unit}"
+    return f"{value:g} B"
+
+
+def bandwidth_vs_size(probe: HierarchyProbe, path: Path) -> Path:
+    """Ping-pong bandwidth vs message size, log-log, one line per level (fit in the label, model dashed)."""
+    fig, ax = plt.subplots(figsize=(6.8, 4.4))
+    drawn = 0
+    for i, curve in enumerate(probe.levels):
+        points = [(s, b) for s, b in zip(curve.sizes, curve.bandwidth_mbs) if s > 0 and b > 0]
+        if not points:
+            continue
+        colour = f"C{i % 10}"
+        label = (f"{curve.level} (ranks {curve.pair[0]},{curve.pair[1]}): "
+                 f"\u03b1 {curve.alpha_us:.3g} \u00b5s, \u03b2 {curve.beta_mbs:.4g} MB/s")
+        ax.plot([s for s, _ in points], [b for _, b in points], marker="o", markersize=3, color=colour, label=label)
+        if curve.beta_mbs > 0:  # the Hockney model t = alpha + s / beta, as bandwidth s / t
+            sizes = [s for s, _ in points]
+            model = [s / (curve.alpha_us + s / curve.beta_mbs) for s in sizes]  # bytes/us = MB/s
+            ax.plot(sizes, model, linestyle="--", linewidth=0.8, color=colour, alpha=0.7)
+        drawn += 1
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: _bytes_label(v)))
+    ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("bandwidth (MB/s, one way)")
+    ax.set_title(f"ping-pong, {probe.describe()}: bandwidth per level (dashed: alpha-beta fit)", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    if drawn:
+        ax.legend(fontsize=7, loc="upper left")
+    else:
+        ax.text(0.5, 0.5, "no bandwidth samples", ha="center", va="center", transform=ax.transAxes)
+    return _save(fig, path)

@@ -1,0 +1,316 @@
+"""The results store: one SQLite file (WAL mode) holding machines, sweeps, studies and every run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+
+from hympi.errors import UsageError
+from hympi.store.schema import current_version, migrate
+
+DEFAULT_DB = "hympi-results.db"
+RUN_STATUSES = ("ok", "failed", "timeout", "unverified")
+
+
+def now_utc() -> str:
+    """The current time as an ISO 8601 UTC string (seconds)."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def params_key(params: dict) -> str:
+    """Canonical text of a sweep's parameters: equal parameters give equal keys."""
+    return json.dumps(params, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Where runs happened: host, topology, MPI library and compiler."""
+
+    id: int
+    hostname: str
+    topology_hash: str
+    mpi_library: str
+    compiler: str
+    summary: dict = field(hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One sweep: an app, its layouts x repeats, and whether it finished."""
+
+    id: int
+    machine_id: int
+    app: str
+    params: dict = field(hash=False, compare=False)
+    total: int = 0
+    status: str = "running"
+    created_at: str = ""
+    finished_at: str | None = None
+    study_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Study:
+    """One `hympi study`: the sweeps it ran and the notes it left (apps skipped and why)."""
+
+    id: int
+    machine_id: int
+    quick: bool
+    out_dir: str
+    notes: tuple[str, ...]
+    created_at: str
+    finished_at: str | None
+
+
+@dataclass(frozen=True)
+class Run:
+    """One launch of one layout: its configuration, status and the app's HYMPI_RESULT record."""
+
+    sweep_id: int
+    app: str
+    ranks: int
+    threads: int
+    bind: str
+    dist: str
+    repeat: int
+    app_args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    command: tuple[str, ...]
+    status: str
+    returncode: int | None
+    wall_s: float
+    record: dict | None = field(default=None, hash=False, compare=False)
+    stderr_tail: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+    id: int | None = None
+
+    def key(self) -> tuple[int, int, str, int]:
+        """The sweep item this run is: (ranks, threads, bind, repeat)."""
+        return (self.ranks, self.threads, self.bind, self.repeat)
+
+    def value(self, name: str) -> float | None:
+        """A numeric field of the result record (rate, time_s, comm_s, ...), None if absent."""
+        if self.record is None:
+            return None
+        value = self.record.get(name)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    @property
+    def problem(self) -> str:
+        """The problem the app reported (e.g. '64^3'), or '' when the run produced no record."""
+        return str(self.record.get("problem", "")) if self.record else ""
+
+
+class Store:
+    """An open results database; every write is its own transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], create: bool = True) -> Store:
+        """Opens (and if `create`, creates) the database at `path`; raises UsageError if it is not usable."""
+        db = Path(path)
+        if db.is_dir():
+            raise UsageError(f"database path {db} is a directory")
+        if not db.exists():
+            if not create:
+                raise UsageError(f"no results database at {db} (run 'hympi sweep' or 'hympi study' first)")
+            parent = db.parent if str(db.parent) else Path(".")
+            if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+                raise UsageError(f"cannot create database {db}: directory {parent} is missing or not writable")
+        elif not os.access(db, os.R_OK):
+            raise UsageError(f"cannot read database {db}")
+        try:
+            conn = sqlite3.connect(str(db), isolation_level=None, timeout=30.0)
+        except sqlite3.Error as exc:
+            raise UsageError(f"cannot open database {db}: {exc}") from None
+        try:
+            version = current_version(conn, str(db))  # reads only: a foreign or newer file stays untouched
+            if db.exists() and version > 0 and not os.access(db, os.W_OK):
+                raise UsageError(f"database {db} is not writable")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA busy_timeout = 30000")
+            migrate(conn, version, now_utc())
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, db)
+
+    def close(self) -> None:
+        """Closes the connection (WAL content is checkpointed by SQLite)."""
+        self.conn.close()
+
+    def __enter__(self) -> Store:  # noqa: PYI034 - Store is not subclassed
+        """The store itself, closed on leaving the block."""
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        """Closes the store."""
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def schema_version(self) -> int:
+        """The highest migration applied to this database."""
+        return int(self.conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0])
+
+    # machines -----------------------------------------------------------------------------------------------
+    def ensure_machine(self, hostname: str, topology_hash: str, mpi_library: str, compiler: str,
+                       summary: dict) -> Machine:
+        """The machine row for these properties, inserted if new."""
+        with self.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO machines (hostname, topology_hash, mpi_library, compiler, summary_json,"
+                         " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                         (hostname, topology_hash, mpi_library, compiler, json.dumps(summary, sort_keys=True),
+                          now_utc()))
+        row = self.conn.execute("SELECT id FROM machines WHERE hostname = ? AND topology_hash = ? AND mpi_library = ?"
+                                " AND compiler = ?", (hostname, topology_hash, mpi_library, compiler)).fetchone()
+        return self.machine(int(row[0]))
+
+    def machine(self, machine_id: int) -> Machine:
+        """The machine with this id."""
+        row = self.conn.execute("SELECT id, hostname, topology_hash, mpi_library, compiler, summary_json FROM machines "
+                                "WHERE id = ?", (machine_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"no machine {machine_id} in {self.path}")
+        return Machine(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
+
+    # sweeps -------------------------------------------------------------------------------------------------
+    _SWEEP_COLUMNS = "id, machine_id, app, params_json, total, status, created_at, finished_at, study_id"
+
+    @staticmethod
+    def _sweep(row: tuple) -> Sweep:
+        """A Sweep from a row of _SWEEP_COLUMNS."""
+        return Sweep(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], row[7], row[8])
+
+    def create_sweep(self, machine_id: int, app: str, params: dict, total: int, study_id: int | None = None) -> Sweep:
+        """Records a new sweep in state 'running'."""
+        with self.transaction() as conn:
+            cur = conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, created_at,"
+                               " study_id) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
+                               (machine_id, app, params_key(params), json.dumps(params, sort_keys=True), total,
+                                now_utc(), study_id))
+            sweep_id = int(cur.lastrowid or 0)
+        return self.sweep(sweep_id)
+
+    def sweep(self, sweep_id: int) -> Sweep:
+        """The sweep with this id; UsageError if there is none."""
+        row = self.conn.execute(f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"no sweep {sweep_id} in {self.path}")
+        return self._sweep(row)
+
+    def sweeps(self) -> list[Sweep]:
+        """Every sweep, oldest first."""
+        return [self._sweep(r) for r in self.conn.execute(f"SELECT {self._SWEEP_COLUMNS} FROM sweeps ORDER BY id")]
+
+    def latest_unfinished(self, params: dict) -> Sweep | None:
+        """The newest sweep with exactly these parameters that has not finished, if any."""
+        row = self.conn.execute(f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE params_key = ? AND status != "
+                                "'finished' ORDER BY id DESC LIMIT 1", (params_key(params),)).fetchone()
+        return self._sweep(row) if row else None
+
+    def set_sweep_status(self, sweep_id: int, status: str) -> None:
+        """Marks a sweep running, interrupted or finished."""
+        finished = now_utc() if status == "finished" else None
+        with self.transaction() as conn:
+            conn.execute("UPDATE sweeps SET status = ?, finished_at = ? WHERE id = ?", (status, finished, sweep_id))
+
+    def attach_sweep(self, sweep_id: int, study_id: int) -> None:
+        """Counts a (resumed) sweep as part of a study."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE sweeps SET study_id = ? WHERE id = ?", (study_id, sweep_id))
+
+    # runs ---------------------------------------------------------------------------------------------------
+    def add_run(self, run: Run) -> int:
+        """Stores one run in its own transaction; returns its id."""
+        if run.status not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {RUN_STATUSES}, got {run.status!r}")
+        with self.transaction() as conn:
+            cur = conn.execute(
+                "INSERT INTO runs (sweep_id, app, problem, ranks, threads, bind, dist, repeat, app_args_json, env_json,"
+                " command_json, status, returncode, wall_s, rate, rate_unit, time_s, comm_s, comp_s, imbalance,"
+                " max_rss_mib, node_rss_mib, result_json, stderr_tail, started_at, finished_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run.sweep_id, run.app, run.problem or None, run.ranks, run.threads, run.bind, run.dist, run.repeat,
+                 json.dumps(list(run.app_args)), json.dumps(dict(run.env), sort_keys=True),
+                 json.dumps(list(run.command)), run.status, run.returncode, run.wall_s, run.value("rate"),
+                 run.record.get("rate_unit") if run.record else None, run.value("time_s"), run.value("comm_s"),
+                 run.value("comp_s"), run.value("imbalance"), run.value("max_rss_mib"), run.value("node_rss_mib"),
+                 json.dumps(run.record, sort_keys=True) if run.record is not None else None, run.stderr_tail,
+                 run.started_at or now_utc(), run.finished_at or now_utc()))
+            return int(cur.lastrowid or 0)
+
+    def done_keys(self, sweep_id: int) -> set[tuple[int, int, str, int]]:
+        """The (ranks, threads, bind, repeat) items of a sweep that already have a recorded run."""
+        rows = self.conn.execute("SELECT ranks, threads, bind, repeat FROM runs WHERE sweep_id = ?", (sweep_id,))
+        return {(r[0], r[1], r[2], r[3]) for r in rows}
+
+    def runs(self, sweep_ids: list[int] | None = None) -> list[Run]:
+        """Every run (of the given sweeps, if any), in the order they were recorded."""
+        sql = ("SELECT sweep_id, app, ranks, threads, bind, dist, repeat, app_args_json, env_json, command_json, status,"
+               " returncode, wall_s, result_json, stderr_tail, started_at, finished_at, id FROM runs")
+        params: list[int] = []
+        if sweep_ids is not None:
+            sql += f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})"
+            params = list(sweep_ids)
+        out = []
+        for r in self.conn.execute(sql + " ORDER BY id", params):
+            out.append(Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])),
+                           tuple(sorted(json.loads(r[8]).items())), tuple(json.loads(r[9])), r[10], r[11], r[12],
+                           json.loads(r[13]) if r[13] else None, r[14], r[15], r[16], r[17]))
+        return out
+
+    # studies ------------------------------------------------------------------------------------------------
+    def create_study(self, machine_id: int, quick: bool, out_dir: str) -> int:
+        """Records the start of a study; returns its id."""
+        with self.transaction() as conn:
+            cur = conn.execute("INSERT INTO studies (machine_id, quick, out_dir, created_at) VALUES (?, ?, ?, ?)",
+                               (machine_id, int(quick), out_dir, now_utc()))
+            return int(cur.lastrowid or 0)
+
+    def add_study_note(self, study_id: int, note: str) -> None:
+        """Appends a note (an app skipped and why) to a study."""
+        with self.transaction() as conn:
+            row = conn.execute("SELECT notes_json FROM studies WHERE id = ?", (study_id,)).fetchone()
+            notes = json.loads(row[0]) + [note]
+            conn.execute("UPDATE studies SET notes_json = ? WHERE id = ?", (json.dumps(notes), study_id))
+
+    def finish_study(self, study_id: int) -> None:
+        """Marks a study finished."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE studies SET finished_at = ? WHERE id = ?", (now_utc(), study_id))
+
+    def study(self, study_id: int) -> Study:
+        """The study with this id; UsageError if there is none."""
+        row = self.conn.execute("SELECT id, machine_id, quick, out_dir, notes_json, created_at, finished_at FROM studies"
+                                " WHERE id = ?", (study_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"no study {study_id} in {self.path}")
+        return Study(row[0], row[1], bool(row[2]), row[3], tuple(json.loads(row[4])), row[5], row[6])
+
+    def study_sweeps(self, study_id: int) -> list[Sweep]:
+        """The sweeps a study ran, in order."""
+        return [self._sweep(r) for r in self.conn.execute(
+            f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE study_id = ? ORDER BY id", (study_id,))]

@@ -1,0 +1,142 @@
+"""The results database's schema: an ordered list of migrations and the checks that a file is ours."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from hympi.errors import UsageError
+
+# PRAGMA application_id marks a SQLite file as a hympi results database ("HYMP" in ASCII).
+APPLICATION_ID = 0x48594D50
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One schema step: the version it produces and the SQL that gets there from the one before."""
+
+    version: int
+    description: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "machines, sweeps and runs", """
+        CREATE TABLE machines (
+            id INTEGER PRIMARY KEY,
+            hostname TEXT NOT NULL,
+            topology_hash TEXT NOT NULL,
+            mpi_library TEXT NOT NULL,
+            compiler TEXT NOT NULL,
+            summary_json TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (hostname, topology_hash, mpi_library, compiler)
+        );
+        CREATE TABLE sweeps (
+            id INTEGER PRIMARY KEY,
+            machine_id INTEGER NOT NULL REFERENCES machines(id),
+            app TEXT NOT NULL,
+            params_key TEXT NOT NULL,
+            params_json TEXT NOT NULL,
+            total INTEGER NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('running', 'interrupted', 'finished')),
+            created_at TEXT NOT NULL,
+            finished_at TEXT
+        );
+        CREATE INDEX sweeps_params ON sweeps (params_key, status);
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+            app TEXT NOT NULL,
+            problem TEXT,
+            ranks INTEGER NOT NULL,
+            threads INTEGER NOT NULL,
+            bind TEXT NOT NULL,
+            dist TEXT NOT NULL,
+            repeat INTEGER NOT NULL,
+            app_args_json TEXT NOT NULL,
+            env_json TEXT NOT NULL,
+            command_json TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unverified')),
+            returncode INTEGER,
+            wall_s REAL NOT NULL,
+            rate REAL,
+            rate_unit TEXT,
+            time_s REAL,
+            comm_s REAL,
+            comp_s REAL,
+            imbalance REAL,
+            max_rss_mib REAL,
+            node_rss_mib REAL,
+            result_json TEXT,
+            stderr_tail TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            finished_at TEXT NOT NULL,
+            UNIQUE (sweep_id, ranks, threads, bind, repeat)
+        );
+        CREATE INDEX runs_app ON runs (app, ranks, threads, bind);
+    """),
+    Migration(2, "studies group sweeps and keep notes (apps skipped, why)", """
+        CREATE TABLE studies (
+            id INTEGER PRIMARY KEY,
+            machine_id INTEGER NOT NULL REFERENCES machines(id),
+            quick INTEGER NOT NULL,
+            out_dir TEXT NOT NULL,
+            notes_json TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL,
+            finished_at TEXT
+        );
+        ALTER TABLE sweeps ADD COLUMN study_id INTEGER REFERENCES studies(id);
+    """),
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+
+def current_version(conn: sqlite3.Connection, path: str) -> int:
+    """The schema version of an open database: 0 for a new empty file; raises UsageError if it is not ours."""
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as exc:
+        raise UsageError(f"{path} is not a hympi results database ({exc})") from None
+    if app_id == 0 and not tables:
+        return 0
+    if app_id != APPLICATION_ID or "schema_version" not in tables:
+        raise UsageError(f"{path} is not a hympi results database (it has other tables or another application id)")
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    version = int(row[0] or 0)
+    if version > SCHEMA_VERSION:
+        raise UsageError(f"{path} has schema version {version}, newer than this hympi understands ({SCHEMA_VERSION}); "
+                         "upgrade hympi")
+    return version
+
+
+def migrate(conn: sqlite3.Connection, from_version: int, now: str) -> int:
+    """Applies every migration after `from_version`, each in its own transaction; returns the new version."""
+    if from_version == 0:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, description TEXT NOT "
+                     "NULL, applied_at TEXT NOT NULL)")
+        conn.execute("COMMIT")
+    for migration in MIGRATIONS:
+        if migration.version <= from_version:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(migration.sql):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
+                         (migration.version, migration.description, now))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        from_version = migration.version
+    return from_version
+
+
+def _statements(sql: str) -> list[str]:
+    """Splits a migration's SQL into statements (they contain no semicolons inside literals)."""
+    return [part.strip() for part in sql.split(";") if part.strip()]

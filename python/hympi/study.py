@@ -1,0 +1,204 @@
+"""hympi study: characterise this machine (topology, STREAM, layout sweeps of every built app, the ping-pong
+hierarchy probe) and report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from hympi.apps import get_app
+from hympi.errors import HympiFatal, UsageError
+from hympi.paths import binary
+from hympi.report import write_report
+from hympi.store import Machine, Store
+from hympi.sweep import SweepParams, open_sweep, plan, record_machine, run_sweep, validate_layouts
+from hympi.topology import MachineSummary
+
+
+@dataclass(frozen=True)
+class StudyApp:
+    """An app the study sweeps, with its problem size in quick and full mode."""
+
+    name: str
+    quick_args: tuple[str, ...]
+    full_args: tuple[str, ...]
+
+
+# Problem sizes: quick mode keeps each run around a second on a small machine; full mode is a real measurement.
+STUDY_APPS: tuple[StudyApp, ...] = (
+    StudyApp("stream", ("--repeats", "3"), ("--repeats", "10")),
+    StudyApp("rb3d", ("-n", "64", "--iterations", "30"), ("-n", "160", "--iterations", "100")),
+    StudyApp("spmv3d", ("--global", "48", "48", "48", "--reps", "20"), ("--global", "128", "128", "128", "--reps", "100")),
+    StudyApp("bt-mz", ("--class", "S"), ("--class", "W")),
+    StudyApp("sp-mz", ("--class", "S"), ("--class", "W")),
+    StudyApp("lu-mz", ("--class", "S"), ("--class", "W")),
+)
+
+# The ping-pong hierarchy probe: latency and bandwidth per level (shared cache .. network), not a layout sweep.
+PINGPONG = "pingpong"
+# Quick keeps both probe runs around a second each on a small machine; full is the app's own default measurement.
+PINGPONG_QUICK_ARGS: tuple[str, ...] = ("--iterations", "200", "--max-bytes", str(1 << 20),
+                                        "--multi-bytes", str(1 << 18))
+PINGPONG_FULL_ARGS: tuple[str, ...] = ("--iterations", "1000", "--max-bytes", str(4 << 20),
+                                       "--multi-bytes", str(1 << 20))
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """One launch of the ping-pong probe: ranks (1 thread each) spread over `virtual_nodes` pretend nodes."""
+
+    ranks: int
+    virtual_nodes: int
+
+
+def pingpong_runs(cores: int) -> tuple[ProbeRun, ...]:
+    """Inside the node on min(cores, 4) ranks (at least 2), then 4 ranks on 2 virtual nodes for the network level."""
+    return (ProbeRun(max(2, min(cores, 4)), 1), ProbeRun(4, 2))
+
+
+def study_layouts(cores: int, quick: bool) -> tuple[tuple[int, int], ...]:
+    """Every ranks x threads split of each core count studied: 1 and all cores (quick), or also powers of two."""
+    counts = {1, cores}
+    if not quick:
+        c = 2
+        while c < cores:
+            counts.add(c)
+            c *= 2
+    return tuple((c // t, t) for c in sorted(counts) for t in range(1, c + 1) if c % t == 0)
+
+
+def stream_elements(summary: MachineSummary, max_ranks: int) -> int:
+    """STREAM's rule (arrays >= 4x the last-level cache per rank), capped so all ranks use <= 1/4 of memory."""
+    llc = max((size * count for level, size, count in summary.caches if level == max(c[0] for c in summary.caches)),
+              default=8 * 2**20)
+    elements = max(4 * llc // 8, 2_000_000)
+    memory = summary.as_dict().get("memory_bytes") or 0
+    if memory:
+        elements = min(elements, memory // 4 // (3 * 8 * max_ranks))
+    return int(max(elements, 100_000))
+
+
+def app_args(app: StudyApp, quick: bool, summary: MachineSummary, max_ranks: int) -> tuple[str, ...]:
+    """The app arguments the study uses on this machine."""
+    args = app.quick_args if quick else app.full_args
+    if app.name == "stream":
+        args = ("--elements", str(stream_elements(summary, max_ranks)), *args)
+    return args
+
+
+@dataclass(frozen=True)
+class StudyOptions:
+    """What `hympi study` was asked for."""
+
+    quick: bool
+    out_dir: Path
+    db: Path
+    apps: tuple[str, ...]
+    repeat: int
+    timeout: float
+    resume: bool
+
+
+def default_apps() -> tuple[str, ...]:
+    """Every app the study knows, STREAM first, the ping-pong probe last."""
+    return (*(a.name for a in STUDY_APPS), PINGPONG)
+
+
+def check_apps(names: tuple[str, ...]) -> None:
+    """Rejects app names the study does not know (UsageError)."""
+    known = default_apps()
+    for name in names:
+        get_app(name)
+        if name not in known:
+            raise UsageError(f"the study does not sweep '{name}' (it sweeps {', '.join(known)})")
+
+
+def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
+              say: Callable[[str], None] | None = None) -> Path:
+    """Sweeps every built app over the layouts that fill the cores, records notes for the ones skipped, reports."""
+    say = say or (lambda text: console.print(text, highlight=False))
+    layouts = study_layouts(summary.cores, options.quick)
+    max_ranks = max(r for r, _ in layouts)
+    caches = ", ".join(f"L{lvl} {cnt}x{size // 1024} KiB" for lvl, size, cnt in summary.caches)
+    say(f"[bold]topology[/bold]: {summary.packages} package(s), {summary.numa_nodes} NUMA domain(s), "
+        f"{summary.cores} cores, {summary.pus} PUs; {caches}")
+    say(f"layouts: {', '.join(f'{r}x{t}' for r, t in layouts)}; {options.repeat} repeat(s); "
+        f"{'quick' if options.quick else 'full'} problem sizes")
+    with Store.open(options.db) as store:
+        machine = record_machine(store, summary, "mpirun")
+        study_id = store.create_study(machine.id, options.quick, str(options.out_dir))
+        sweep_ids: list[int] = []
+        for app in (a for a in STUDY_APPS if a.name in options.apps):
+            spec = get_app(app.name)
+            try:
+                binary(spec.binary)
+            except HympiFatal:
+                note = f"{app.name}: skipped, {spec.binary} is not built yet"
+                store.add_study_note(study_id, note)
+                say(f"[yellow]{note}[/yellow]")
+                continue
+            params = SweepParams(app.name, layouts, ("core",), "compact", options.repeat,
+                                 app_args(app, options.quick, summary, max_ranks), options.timeout)
+            the_plan = plan(params, summary.pus)
+            try:
+                validate_layouts(params, the_plan.items)
+            except (UsageError, HympiFatal) as exc:
+                note = f"{app.name}: skipped, it rejected '{' '.join(params.app_args)}': {exc}"
+                store.add_study_note(study_id, note)
+                say(f"[yellow]{note}[/yellow]")
+                continue
+            sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), options.resume, study_id)
+            say(f"[bold]{app.name}[/bold] ({spec.description}): sweep {sweep.id}"
+                f"{' resumed' if resumed else ''}, {len(the_plan.items)} runs, args {' '.join(params.app_args)}")
+            run_sweep(store, sweep, params, the_plan.items, console)
+            sweep_ids.append(sweep.id)
+        if PINGPONG in options.apps:
+            sweep_ids += run_pingpong_probe(store, machine, study_id, options, summary, console, say)
+        store.finish_study(study_id)
+        study = store.study(study_id)
+        say("writing the report")
+        return write_report(store, options.out_dir, sweep_ids, study.notes,
+                            title=f"hympi study of {machine.hostname}" + (" (quick)" if options.quick else ""))
+
+
+def run_pingpong_probe(store: Store, machine: Machine, study_id: int, options: StudyOptions, summary: MachineSummary,
+                       console: Console, say: Callable[[str], None]) -> list[int]:
+    """Runs the ping-pong probe (one sweep per ProbeRun, recorded like any run); notes a missing binary or failure."""
+    spec = get_app(PINGPONG)
+    try:
+        binary(spec.binary)
+    except HympiFatal:
+        note = f"{PINGPONG}: skipped, {spec.binary} is not built yet"
+        store.add_study_note(study_id, note)
+        say(f"[yellow]{note}[/yellow]")
+        return []
+    args = PINGPONG_QUICK_ARGS if options.quick else PINGPONG_FULL_ARGS
+    sweep_ids: list[int] = []
+    for probe in pingpong_runs(summary.cores):
+        # A 1-core machine, or the 4-rank virtual-node run on fewer PUs, shares cores: still shows the levels.
+        params = SweepParams(PINGPONG, ((probe.ranks, 1),), ("core",), "compact", 1, args, options.timeout,
+                             oversubscribe=probe.ranks > summary.pus, virtual_nodes=probe.virtual_nodes)
+        the_plan = plan(params, summary.pus)
+        where = f"{probe.ranks} ranks" + (f" on {probe.virtual_nodes} virtual nodes" if probe.virtual_nodes > 1 else "")
+        try:
+            validate_layouts(params, the_plan.items)
+        except (UsageError, HympiFatal) as exc:
+            note = f"{PINGPONG}: {where} skipped, it rejected '{' '.join(args)}': {exc}"
+            store.add_study_note(study_id, note)
+            say(f"[yellow]{note}[/yellow]")
+            continue
+        sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), options.resume, study_id)
+        say(f"[bold]{PINGPONG}[/bold] ({spec.description}): sweep {sweep.id}{' resumed' if resumed else ''}, "
+            f"{where}, args {' '.join(args)}")
+        result = run_sweep(store, sweep, params, the_plan.items, console)
+        sweep_ids.append(sweep.id)
+        bad = {status: n for status, n in result.statuses.items() if status != "ok"}
+        if bad:
+            note = (f"{PINGPONG}: the run with {where} ended {', '.join(bad)}; its level is missing from the "
+                    "communication hierarchy (stderr tail under All runs)")
+            store.add_study_note(study_id, note)
+            say(f"[yellow]{note}[/yellow]")
+    return sweep_ids

@@ -1,0 +1,697 @@
+#include "hympi/npb/lu.hpp"
+
+#include "hympi/error.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <thread>
+#include <type_traits>
+
+namespace hympi::npb {
+
+LuConstants LuConstants::make(const ZoneGeometry& g, double dt, double omega) {
+  LuConstants c{};
+  c.cfd = CfdConstants::make(g, dt);
+  c.dxi = 1.0 / (double(g.gx_size) / double(g.x_zones) - 1);
+  c.deta = 1.0 / (double(g.gy_size) / double(g.y_zones) - 1);
+  c.dzeta = 1.0 / double(g.gz_size - 1);
+  c.tx1 = 1.0 / (c.dxi * c.dxi);
+  c.tx2 = 1.0 / (2.0 * c.dxi);
+  c.tx3 = 1.0 / c.dxi;
+  c.ty1 = 1.0 / (c.deta * c.deta);
+  c.ty2 = 1.0 / (2.0 * c.deta);
+  c.ty3 = 1.0 / c.deta;
+  c.tz1 = 1.0 / (c.dzeta * c.dzeta);
+  c.tz2 = 1.0 / (2.0 * c.dzeta);
+  c.tz3 = 1.0 / c.dzeta;
+#pragma GCC unroll 5
+  for (int m = 0; m < 5; ++m) {
+    c.dx[m] = 0.75;
+    c.dy[m] = 0.75;
+    c.dz[m] = 1.0;
+  }
+  c.dssp = std::max({c.dx[0], c.dy[0], c.dz[0]}) / 4.0;
+  c.dt = dt;
+  c.omega = omega;
+  c.c1 = 1.4;
+  c.c2 = 0.4;
+  c.c3 = 0.1;
+  c.c4 = 1.0;
+  c.c5 = 1.4;
+  return c;
+}
+
+namespace {
+
+inline double dissipation(const double* v, std::ptrdiff_t s, int p, int n) {
+  if (p == 1) return 5.0 * v[0] - 4.0 * v[s] + v[2 * s];
+  if (p == 2) return -4.0 * v[-s] + 6.0 * v[0] - 4.0 * v[s] + v[2 * s];
+  if (p == n - 3) return v[-2 * s] - 4.0 * v[-s] + 6.0 * v[0] - 4.0 * v[s];
+  if (p == n - 2) return v[-2 * s] - 4.0 * v[-s] + 5.0 * v[0];
+  return v[-2 * s] - 4.0 * v[-s] + 6.0 * v[0] - 4.0 * v[s] + v[2 * s];
+}
+
+// Gathered line for the right-hand side: 5-vectors, 1/rho and the kinetic energy.
+struct LuLine {
+  std::vector<double> u, rho, q, f;
+  void resize(int n) {
+    const auto sn = static_cast<std::size_t>(n);
+    if (rho.size() >= sn) return;
+    u.resize(5 * sn);
+    rho.resize(sn);
+    q.resize(sn);
+    f.resize(5 * sn);
+  }
+};
+
+// Adds the flux differences, viscous terms and dissipation along axis A of one line of n points
+// (source `src`, stride ss in doubles between points) to `out` (stride os). Used both for the
+// residual (src = u, with 1/rho and kinetic energy precomputed at stride ps) and the forcing
+// (src = exact solution, rho_in == nullptr: both computed here).
+template <int A>
+void lu_line(const LuConstants& c, int n, const double* src, std::ptrdiff_t ss, const double* rho_in,
+             const double* q_in, std::ptrdiff_t ps, double* out, std::ptrdiff_t os) {
+  thread_local LuLine w;
+  w.resize(n);
+  double* u = w.u.data();
+  double* f = w.f.data();
+  for (int p = 0; p < n; ++p) {
+#pragma GCC unroll 5
+    for (int m = 0; m < 5; ++m) u[5 * p + m] = src[p * ss + m];
+    if (rho_in != nullptr) {
+      w.rho[p] = rho_in[p * ps];
+      w.q[p] = q_in[p * ps];
+    } else {
+      w.rho[p] = 1.0 / u[5 * p];
+      w.q[p] = 0.5 * (u[5 * p + 1] * u[5 * p + 1] + u[5 * p + 2] * u[5 * p + 2] + u[5 * p + 3] * u[5 * p + 3]) *
+               w.rho[p];
+    }
+  }
+  double t1, t2, t3;
+  const double* dd;
+  if constexpr (A == 1) {
+    t1 = c.tx1; t2 = c.tx2; t3 = c.tx3; dd = c.dx;
+  } else if constexpr (A == 2) {
+    t1 = c.ty1; t2 = c.ty2; t3 = c.ty3; dd = c.dy;
+  } else {
+    t1 = c.tz1; t2 = c.tz2; t3 = c.tz3; dd = c.dz;
+  }
+  // Inviscid fluxes: central difference.
+  for (int p = 0; p < n; ++p) {
+    const double* v = u + 5 * p;
+    const double ua = v[A] * w.rho[p];
+    f[5 * p] = v[A];
+#pragma GCC unroll 5
+    for (int m = 1; m < 4; ++m) f[5 * p + m] = v[m] * ua;
+    f[5 * p + A] += c.c2 * (v[4] - w.q[p]);
+    f[5 * p + 4] = (c.c1 * v[4] - c.c2 * w.q[p]) * ua;
+  }
+  for (int p = 1; p < n - 1; ++p) {
+    double* o = out + p * os;
+#pragma GCC unroll 5
+    for (int m = 0; m < 5; ++m) o[m] -= t2 * (f[5 * (p + 1) + m] - f[5 * (p - 1) + m]);
+  }
+  // Viscous fluxes at the half points p-1/2.
+  for (int p = 1; p < n; ++p) {
+    const double ri = w.rho[p], rm = w.rho[p - 1];
+    const double* vi = u + 5 * p;
+    const double* vm = u + 5 * (p - 1);
+    const double u2i = ri * vi[1], u3i = ri * vi[2], u4i = ri * vi[3], u5i = ri * vi[4];
+    const double u2m = rm * vm[1], u3m = rm * vm[2], u4m = rm * vm[3], u5m = rm * vm[4];
+    const double ui[4] = {0.0, u2i, u3i, u4i};
+    const double um[4] = {0.0, u2m, u3m, u4m};
+#pragma GCC unroll 5
+    for (int m = 1; m < 4; ++m) {
+      f[5 * p + m] = m == A ? (4.0 / 3.0) * t3 * (ui[m] - um[m]) : t3 * (ui[m] - um[m]);
+    }
+    f[5 * p + 4] = 0.5 * (1.0 - c.c1 * c.c5) * t3 *
+                       ((u2i * u2i + u3i * u3i + u4i * u4i) - (u2m * u2m + u3m * u3m + u4m * u4m)) +
+                   (1.0 / 6.0) * t3 * (ui[A] * ui[A] - um[A] * um[A]) + c.c1 * c.c5 * t3 * (u5i - u5m);
+  }
+  for (int p = 1; p < n - 1; ++p) {
+    double* o = out + p * os;
+    const double* vm = u + 5 * (p - 1);
+    const double* v = u + 5 * p;
+    const double* vp = u + 5 * (p + 1);
+    o[0] += dd[0] * t1 * (vm[0] - 2.0 * v[0] + vp[0]);
+#pragma GCC unroll 5
+    for (int m = 1; m < 5; ++m) {
+      o[m] += t3 * c.c3 * c.c4 * (f[5 * (p + 1) + m] - f[5 * p + m]) + dd[m] * t1 * (vm[m] - 2.0 * v[m] + vp[m]);
+    }
+  }
+  for (int p = 1; p < n - 1; ++p) {
+    double* o = out + p * os;
+#pragma GCC unroll 5
+    for (int m = 0; m < 5; ++m) o[m] -= c.dssp * dissipation(u + 5 * p + m, 5, p, n);
+  }
+}
+
+// Static block of rows q in [0, count) for thread t of nth, as OpenMP's static schedule makes it.
+inline void row_block(int count, int t, int nth, int& lo, int& hi) {
+  const int chunk = count / nth;
+  const int rest = count % nth;
+  lo = t * chunk + std::min(t, rest);
+  hi = lo + chunk + (t < rest ? 1 : 0);
+}
+
+// Waits until `flag` reaches `value`. The wait is normally one plane's worth of work, so spin
+// (with a pause hint) and keep the core: yielding early hands it to whatever else is runnable
+// for a whole time slice. Only a very long wait (oversubscribed cores) yields.
+inline void wait_for(const std::atomic<int>& flag, int value) {
+  long spins = 0;
+  while (flag.load(std::memory_order_acquire) < value) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (++spins > (1L << 18)) {
+      std::this_thread::yield();
+      spins = 0;
+    }
+  }
+}
+
+// Solves T x = tv in place for a 5x5 block by Gaussian elimination without pivoting.
+[[gnu::always_inline]] inline void block_solve(const double* dblk, double* tv) {
+  double t[5][5];
+#pragma GCC unroll 5
+  for (int a = 0; a < 5; ++a) {
+#pragma GCC unroll 5
+    for (int b = 0; b < 5; ++b) t[a][b] = dblk[5 * a + b];
+  }
+#pragma GCC unroll 5
+  for (int p = 0; p < 4; ++p) {
+    const double tmp1 = 1.0 / t[p][p];
+#pragma GCC unroll 5
+    for (int row = p + 1; row < 5; ++row) {
+      const double tmp = tmp1 * t[row][p];
+#pragma GCC unroll 5
+      for (int q = p + 1; q < 5; ++q) t[row][q] -= tmp * t[p][q];
+      tv[row] -= tv[p] * tmp;
+    }
+  }
+  for (int p = 4; p >= 0; --p) {
+    double v = tv[p];
+#pragma GCC unroll 5
+    for (int q = p + 1; q < 5; ++q) v -= t[p][q] * tv[q];
+    tv[p] = v / t[p][p];
+  }
+}
+
+// Constants of the SSOR blocks.
+struct JacConstants {
+  double c1, c2, c34, r43, c1345;
+};
+
+// One off-diagonal block of LU's jacld/jacu for axis A at a neighbour point with state u:
+// s2 * (inviscid flux Jacobian) - dtt1 * (viscous flux Jacobian) - dtt1 * dd on the diagonal,
+// with s2 = -dt*t2 (lower) or +dt*t2 (upper) and dtt1 = dt*t1. Written out entry by entry (the
+// structural zeros included) so it compiles to straight-line code.
+template <int A>
+[[gnu::always_inline]] inline void jac_block(const double* u, double rho, double sq, double s2, double dtt1,
+                                             const double* dd, const JacConstants& k, double* o) {
+  constexpr int T1 = A == 1 ? 2 : 1;
+  constexpr int T2 = A == 3 ? 2 : 3;
+  const double tmp1 = rho, tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
+  const double q = sq * tmp1;
+  const double uA = u[A];
+  const double cA = k.r43 * k.c34, cT = k.c34;
+  const double coef[4] = {0.0, A == 1 ? cA : cT, A == 2 ? cA : cT, A == 3 ? cA : cT};
+  o[0] = -dtt1 * dd[0];
+  o[A] = s2;
+  o[T1] = 0.0;
+  o[T2] = 0.0;
+  o[4] = 0.0;
+  o[5 * A] = s2 * (-(uA * uA * tmp2) + k.c2 * q) - dtt1 * (-cA * tmp2 * uA);
+  o[5 * A + A] = s2 * ((2.0 - k.c2) * uA * tmp1) - dtt1 * (cA * tmp1) - dtt1 * dd[A];
+  o[5 * A + T1] = s2 * (-k.c2 * u[T1] * tmp1);
+  o[5 * A + T2] = s2 * (-k.c2 * u[T2] * tmp1);
+  o[5 * A + 4] = s2 * k.c2;
+  auto tangential = [&](auto tc, auto oc) {
+    constexpr int T = decltype(tc)::value;
+    constexpr int O = decltype(oc)::value;
+    const double uT = u[T];
+    o[5 * T] = s2 * (-(uT * uA) * tmp2) - dtt1 * (-cT * tmp2 * uT);
+    o[5 * T + A] = s2 * (uT * tmp1);
+    o[5 * T + T] = s2 * (uA * tmp1) - dtt1 * (cT * tmp1) - dtt1 * dd[T];
+    o[5 * T + O] = 0.0;
+    o[5 * T + 4] = 0.0;
+  };
+  tangential(std::integral_constant<int, T1>{}, std::integral_constant<int, T2>{});
+  tangential(std::integral_constant<int, T2>{}, std::integral_constant<int, T1>{});
+  o[20] = s2 * ((k.c2 * 2.0 * sq - k.c1 * u[4]) * (uA * tmp2)) -
+          dtt1 * (-(coef[1] - k.c1345) * tmp3 * (u[1] * u[1]) - (coef[2] - k.c1345) * tmp3 * (u[2] * u[2]) -
+                  (coef[3] - k.c1345) * tmp3 * (u[3] * u[3]) - k.c1345 * tmp2 * u[4]);
+  o[20 + A] = s2 * (k.c1 * u[4] * tmp1 - k.c2 * (uA * uA * tmp2 + q)) - dtt1 * ((cA - k.c1345) * tmp2 * uA);
+  o[20 + T1] = s2 * (-k.c2 * (u[T1] * uA) * tmp2) - dtt1 * ((cT - k.c1345) * tmp2 * u[T1]);
+  o[20 + T2] = s2 * (-k.c2 * (u[T2] * uA) * tmp2) - dtt1 * ((cT - k.c1345) * tmp2 * u[T2]);
+  o[24] = s2 * (k.c1 * uA * tmp1) - dtt1 * (k.c1345 * tmp1) - dtt1 * dd[4];
+}
+
+}  // namespace
+
+LuZone::LuZone(const LuConstants& c, const ZoneDims& dims)
+    : c_(c),
+      d_(dims),
+      u_(dims.size5(), 0.0),
+      rsd_(dims.size5(), 0.0),
+      frct_(dims.size5(), 0.0),
+      qs_(dims.size1(), 0.0),
+      rho_i_(dims.size1(), 0.0),
+      a_(25 * std::size_t(dims.nxmax) * dims.ny, 0.0),
+      b_(a_.size(), 0.0),
+      c_blk_(a_.size(), 0.0),
+      d_blk_(a_.size(), 0.0),
+      tv_(5 * std::size_t(dims.nxmax) * dims.ny, 0.0) {
+  if (dims.nx < 6 || dims.ny < 6 || dims.nz < 6) {
+    throw InvalidArgument("LU-MZ zone " + std::to_string(dims.nx) + "x" + std::to_string(dims.ny) + "x" +
+                          std::to_string(dims.nz) + " is below 6 points in some direction");
+  }
+}
+
+void LuZone::set_boundary() {
+  const ZoneDims& d = d_;
+  // LU's exact solution uses zone-local coordinates in [0, 1].
+  auto exact = [&](int i, int j, int k, double* out) {
+    c_.cfd.exact_solution(double(i) / (d.nx - 1), double(j) / (d.ny - 1), double(k) / (d.nz - 1), out);
+  };
+  double* u = u_.data();
+  for (int j = 0; j < d.ny; ++j) {
+    for (int i = 0; i < d.nx; ++i) {
+      exact(i, j, 0, u + 5 * d.at(i, j, 0));
+      exact(i, j, d.nz - 1, u + 5 * d.at(i, j, d.nz - 1));
+    }
+  }
+  for (int k = 0; k < d.nz; ++k) {
+    for (int i = 0; i < d.nx; ++i) {
+      exact(i, 0, k, u + 5 * d.at(i, 0, k));
+      exact(i, d.ny - 1, k, u + 5 * d.at(i, d.ny - 1, k));
+    }
+  }
+  for (int k = 0; k < d.nz; ++k) {
+    for (int j = 0; j < d.ny; ++j) {
+      exact(0, j, k, u + 5 * d.at(0, j, k));
+      exact(d.nx - 1, j, k, u + 5 * d.at(d.nx - 1, j, k));
+    }
+  }
+}
+
+void LuZone::set_interior() {
+  const ZoneDims& d = d_;
+  auto exact = [&](int i, int j, int k, double* out) {
+    c_.cfd.exact_solution(double(i) / (d.nx - 1), double(j) / (d.ny - 1), double(k) / (d.nz - 1), out);
+  };
+  double* u = u_.data();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int k = 1; k < d.nz - 1; ++k) {
+    for (int j = 1; j < d.ny - 1; ++j) {
+      const double zeta = double(k) / (d.nz - 1);
+      const double eta = double(j) / (d.ny - 1);
+      for (int i = 1; i < d.nx - 1; ++i) {
+        const double xi = double(i) / (d.nx - 1);
+        double e1[5], en[5], f1[5], fn[5], g1[5], gn[5];
+        exact(0, j, k, e1);
+        exact(d.nx - 1, j, k, en);
+        exact(i, 0, k, f1);
+        exact(i, d.ny - 1, k, fn);
+        exact(i, j, 0, g1);
+        exact(i, j, d.nz - 1, gn);
+        double* p = u + 5 * d.at(i, j, k);
+#pragma GCC unroll 5
+        for (int m = 0; m < 5; ++m) {
+          const double pxi = (1.0 - xi) * e1[m] + xi * en[m];
+          const double peta = (1.0 - eta) * f1[m] + eta * fn[m];
+          const double pzeta = (1.0 - zeta) * g1[m] + zeta * gn[m];
+          p[m] = pxi + peta + pzeta - pxi * peta - peta * pzeta - pzeta * pxi + pxi * peta * pzeta;
+        }
+      }
+    }
+  }
+}
+
+void LuZone::compute_forcing() {
+  const ZoneDims& d = d_;
+  std::vector<double> exact(d.size5(), 0.0);
+  for (int k = 0; k < d.nz; ++k) {
+    for (int j = 0; j < d.ny; ++j) {
+      for (int i = 0; i < d.nx; ++i) {
+        c_.cfd.exact_solution(double(i) / (d.nx - 1), double(j) / (d.ny - 1), double(k) / (d.nz - 1),
+                              exact.data() + 5 * d.at(i, j, k));
+      }
+    }
+  }
+  std::fill(frct_.begin(), frct_.end(), 0.0);
+  const double* e = exact.data();
+  double* f = frct_.data();
+  const std::ptrdiff_t sy = 5 * std::ptrdiff_t(d.nxmax), sz = sy * d.ny;
+#pragma omp parallel
+  {
+#pragma omp for collapse(2) schedule(static)
+    for (int k = 1; k < d.nz - 1; ++k) {
+      for (int j = 1; j < d.ny - 1; ++j) {
+        const std::size_t p = 5 * d.at(0, j, k);
+        lu_line<1>(c_, d.nx, e + p, 5, nullptr, nullptr, 0, f + p, 5);
+      }
+    }
+#pragma omp for collapse(2) schedule(static)
+    for (int k = 1; k < d.nz - 1; ++k) {
+      for (int i = 1; i < d.nx - 1; ++i) {
+        const std::size_t p = 5 * d.at(i, 0, k);
+        lu_line<2>(c_, d.ny, e + p, sy, nullptr, nullptr, 0, f + p, sy);
+      }
+    }
+#pragma omp for collapse(2) schedule(static)
+    for (int j = 1; j < d.ny - 1; ++j) {
+      for (int i = 1; i < d.nx - 1; ++i) {
+        const std::size_t p = 5 * d.at(i, j, 0);
+        lu_line<3>(c_, d.nz, e + p, sz, nullptr, nullptr, 0, f + p, sz);
+      }
+    }
+  }
+}
+
+void LuZone::compute_rhs() {
+#pragma omp parallel
+  compute_rhs_body();
+}
+
+void LuZone::compute_rhs_body() {
+  const ZoneDims& d = d_;
+  const double* u = u_.data();
+  double* rsd = rsd_.data();
+  const double* frct = frct_.data();
+  double* rho = rho_i_.data();
+  double* qs = qs_.data();
+  const std::ptrdiff_t sy = 5 * std::ptrdiff_t(d.nxmax), sz = sy * d.ny;
+  {
+#pragma omp for collapse(2) schedule(static)
+    for (int k = 0; k < d.nz; ++k) {
+      for (int j = 0; j < d.ny; ++j) {
+        for (int i = 0; i < d.nx; ++i) {
+          const std::size_t p = d.at(i, j, k);
+          const double* v = u + 5 * p;
+#pragma GCC unroll 5
+          for (int m = 0; m < 5; ++m) rsd[5 * p + m] = -frct[5 * p + m];
+          const double tmp = 1.0 / v[0];
+          rho[p] = tmp;
+          qs[p] = 0.5 * (v[1] * v[1] + v[2] * v[2] + v[3] * v[3]) * tmp;
+        }
+      }
+    }
+#pragma omp for collapse(2) schedule(static)
+    for (int k = 1; k < d.nz - 1; ++k) {
+      for (int j = 1; j < d.ny - 1; ++j) {
+        const std::size_t p = d.at(0, j, k);
+        lu_line<1>(c_, d.nx, u + 5 * p, 5, rho + p, qs + p, 1, rsd + 5 * p, 5);
+      }
+    }
+#pragma omp for collapse(2) schedule(static)
+    for (int k = 1; k < d.nz - 1; ++k) {
+      for (int i = 1; i < d.nx - 1; ++i) {
+        const std::size_t p = d.at(i, 0, k);
+        lu_line<2>(c_, d.ny, u + 5 * p, sy, rho + p, qs + p, d.nxmax, rsd + 5 * p, sy);
+      }
+    }
+#pragma omp for collapse(2) schedule(static)
+    for (int j = 1; j < d.ny - 1; ++j) {
+      for (int i = 1; i < d.nx - 1; ++i) {
+        const std::size_t p = d.at(i, j, 0);
+        lu_line<3>(c_, d.nz, u + 5 * p, sz, rho + p, qs + p, std::ptrdiff_t(d.nxmax) * d.ny, rsd + 5 * p, sz);
+      }
+    }
+  }
+}
+
+void LuZone::initialize() {
+  set_boundary();
+  set_interior();
+  if (!forcing_ready_) {
+    compute_forcing();
+    forcing_ready_ = true;
+  }
+  compute_rhs();
+}
+
+void LuZone::step() { ssor(); }
+
+void LuZone::ssor() {
+  const ZoneDims& d = d_;
+  const LuConstants& c = c_;
+  const int rows = d.ny - 2;
+  const int nthreads = omp_get_max_threads();
+  // Progress of each thread through the k planes: a thread may solve its rows of plane k once
+  // the thread owning the rows before it has finished that plane (the reference's sync_left).
+  auto progress = std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(nthreads));
+  double* v = rsd_.data();
+  const double* u = u_.data();
+  const double* rho = rho_i_.data();
+  const double* qs = qs_.data();
+  const double dt = c.dt;
+  const double dt2 = dt * 2.0;
+  const double r43 = 4.0 / 3.0;
+  const double c34 = c.c3 * c.c4;
+  const double c1345 = c.c1 * c.c3 * c.c4 * c.c5;
+  const double sx = c.tx1 * r43 + c.ty1 + c.tz1;
+  const double sy = c.tx1 + c.ty1 * r43 + c.tz1;
+  const double sz = c.tx1 + c.ty1 + c.tz1 * r43;
+  const double ssum[4] = {0.0, sx, sy, sz};
+  const double g[4] = {0.0, c.tx1 * (r43 * c34 - c1345) + c.ty1 * (c34 - c1345) + c.tz1 * (c34 - c1345),
+                       c.tx1 * (c34 - c1345) + c.ty1 * (r43 * c34 - c1345) + c.tz1 * (c34 - c1345),
+                       c.tx1 * (c34 - c1345) + c.ty1 * (c34 - c1345) + c.tz1 * (r43 * c34 - c1345)};
+  const double tsum = c.tx1 + c.ty1 + c.tz1;
+  double diag[5];
+#pragma GCC unroll 5
+  for (int m = 0; m < 5; ++m) diag[m] = c.tx1 * c.dx[m] + c.ty1 * c.dy[m] + c.tz1 * c.dz[m];
+  const std::size_t plane5 = 5 * std::size_t(d.nxmax) * d.ny;
+  const std::size_t row5 = 5 * std::size_t(d.nxmax);
+
+  // Diagonal block of point p (the same in both sweeps).
+  auto diagonal = [&](std::size_t p, double* D) {
+    const double* w = u + 5 * p;
+    const double tmp1 = rho[p], tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
+    D[0] = 1.0 + dt2 * diag[0];
+    D[1] = D[2] = D[3] = D[4] = 0.0;
+    D[7] = D[8] = D[9] = D[11] = D[13] = D[14] = D[16] = D[17] = D[19] = 0.0;
+#pragma GCC unroll 5
+    for (int m = 1; m < 4; ++m) {
+      D[5 * m] = -dt2 * ssum[m] * c34 * tmp2 * w[m];
+      D[5 * m + m] = 1.0 + dt2 * c34 * tmp1 * ssum[m] + dt2 * diag[m];
+      D[20 + m] = dt2 * tmp2 * w[m] * g[m];
+    }
+    D[20] = -dt2 * ((g[1] * (w[1] * w[1]) + g[2] * (w[2] * w[2]) + g[3] * (w[3] * w[3])) * tmp3 +
+                    tsum * c1345 * tmp2 * w[4]);
+    D[24] = 1.0 + dt2 * tsum * c1345 * tmp1 + dt2 * diag[4];
+  };
+  const JacConstants jk{c.c1, c.c2, c34, r43, c1345};
+  const double dtx1 = dt * c.tx1, dty1 = dt * c.ty1, dtz1 = dt * c.tz1;
+  const double dtx2 = dt * c.tx2, dty2 = dt * c.ty2, dtz2 = dt * c.tz2;
+
+#pragma omp parallel
+  {
+    const int nth = omp_get_num_threads();
+    const int t = omp_get_thread_num();
+    int lo = 0, hi = 0;
+    row_block(rows, t, nth, lo, hi);
+#pragma omp for collapse(2) schedule(static)
+    for (int k = 1; k < d.nz - 1; ++k) {
+      for (int j = 1; j < d.ny - 1; ++j) {
+        double* r = v + 5 * d.at(1, j, k);
+        for (int i = 0; i < 5 * (d.nx - 2); ++i) r[i] *= dt;
+      }
+    }
+    progress[t].store(0, std::memory_order_relaxed);
+#pragma omp barrier
+    // Lower-triangular sweep, planes k ascending, rows ascending, points ascending.
+    for (int k = 1; k < d.nz - 1; ++k) {
+      for (int q = lo; q < hi; ++q) {
+        const int j = 1 + q;
+        for (int i = 1; i < d.nx - 1; ++i) {
+          const std::size_t p = d.at(i, j, k);
+          const std::size_t b = 25 * (std::size_t(j) * d.nxmax + i);
+          diagonal(p, &d_blk_[b]);
+          { const std::size_t n = d.at(i, j, k - 1); jac_block<3>(u + 5 * n, rho[n], qs[n], -dtz2, dtz1, c.dz, jk, &a_[b]); }
+          { const std::size_t n = d.at(i, j - 1, k); jac_block<2>(u + 5 * n, rho[n], qs[n], -dty2, dty1, c.dy, jk, &b_[b]); }
+          { const std::size_t n = d.at(i - 1, j, k); jac_block<1>(u + 5 * n, rho[n], qs[n], -dtx2, dtx1, c.dx, jk, &c_blk_[b]); }
+          double* x = v + 5 * p;
+          const double* xz = x - plane5;
+          const double* lz = &a_[b];
+#pragma GCC unroll 5
+          for (int m = 0; m < 5; ++m) {
+            x[m] -= c.omega * (lz[5 * m] * xz[0] + lz[5 * m + 1] * xz[1] + lz[5 * m + 2] * xz[2] +
+                               lz[5 * m + 3] * xz[3] + lz[5 * m + 4] * xz[4]);
+          }
+        }
+      }
+      if (t > 0) wait_for(progress[t - 1], k);
+      for (int q = lo; q < hi; ++q) {
+        const int j = 1 + q;
+        for (int i = 1; i < d.nx - 1; ++i) {
+          const std::size_t p = d.at(i, j, k);
+          const std::size_t b = 25 * (std::size_t(j) * d.nxmax + i);
+          double* x = v + 5 * p;
+          const double* xy = x - row5;
+          const double* xx = x - 5;
+          const double* ly = &b_[b];
+          const double* lx = &c_blk_[b];
+          double tv[5];
+#pragma GCC unroll 5
+          for (int m = 0; m < 5; ++m) {
+            double s = 0.0;
+#pragma GCC unroll 5
+            for (int n = 0; n < 5; ++n) s += ly[5 * m + n] * xy[n] + lx[5 * m + n] * xx[n];
+            tv[m] = x[m] - c.omega * s;
+          }
+          block_solve(&d_blk_[b], tv);
+#pragma GCC unroll 5
+          for (int m = 0; m < 5; ++m) x[m] = tv[m];
+        }
+      }
+      progress[t].store(k, std::memory_order_release);
+    }
+#pragma omp barrier
+    progress[t].store(0, std::memory_order_relaxed);
+#pragma omp barrier
+    // Upper-triangular sweep, everything descending; thread 0 owns the highest rows.
+    int step = 0;
+    for (int k = d.nz - 2; k >= 1; --k) {
+      ++step;
+      for (int q = lo; q < hi; ++q) {
+        const int j = d.ny - 2 - q;
+        for (int i = d.nx - 2; i >= 1; --i) {
+          const std::size_t p = d.at(i, j, k);
+          const std::size_t b = 25 * (std::size_t(j) * d.nxmax + i);
+          diagonal(p, &d_blk_[b]);
+          { const std::size_t n = d.at(i + 1, j, k); jac_block<1>(u + 5 * n, rho[n], qs[n], dtx2, dtx1, c.dx, jk, &a_[b]); }
+          { const std::size_t n = d.at(i, j + 1, k); jac_block<2>(u + 5 * n, rho[n], qs[n], dty2, dty1, c.dy, jk, &b_[b]); }
+          { const std::size_t n = d.at(i, j, k + 1); jac_block<3>(u + 5 * n, rho[n], qs[n], dtz2, dtz1, c.dz, jk, &c_blk_[b]); }
+          const double* x = v + 5 * p;
+          const double* xz = x + plane5;
+          const double* uz = &c_blk_[b];
+          double* tv = &tv_[5 * (std::size_t(j) * d.nxmax + i)];
+#pragma GCC unroll 5
+          for (int m = 0; m < 5; ++m) {
+            tv[m] = c.omega * (uz[5 * m] * xz[0] + uz[5 * m + 1] * xz[1] + uz[5 * m + 2] * xz[2] +
+                               uz[5 * m + 3] * xz[3] + uz[5 * m + 4] * xz[4]);
+          }
+        }
+      }
+      if (t > 0) wait_for(progress[t - 1], step);
+      for (int q = lo; q < hi; ++q) {
+        const int j = d.ny - 2 - q;
+        for (int i = d.nx - 2; i >= 1; --i) {
+          const std::size_t p = d.at(i, j, k);
+          const std::size_t b = 25 * (std::size_t(j) * d.nxmax + i);
+          double* x = v + 5 * p;
+          const double* xy = x + row5;
+          const double* xx = x + 5;
+          const double* uy = &b_[b];
+          const double* ux = &a_[b];
+          double* tv = &tv_[5 * (std::size_t(j) * d.nxmax + i)];
+#pragma GCC unroll 5
+          for (int m = 0; m < 5; ++m) {
+            double s = 0.0;
+#pragma GCC unroll 5
+            for (int n = 0; n < 5; ++n) s += uy[5 * m + n] * xy[n] + ux[5 * m + n] * xx[n];
+            tv[m] += c.omega * s;
+          }
+          block_solve(&d_blk_[b], tv);
+#pragma GCC unroll 5
+          for (int m = 0; m < 5; ++m) x[m] -= tv[m];
+        }
+      }
+      progress[t].store(step, std::memory_order_release);
+    }
+#pragma omp barrier
+    const double tmp = 1.0 / (c.omega * (2.0 - c.omega));
+#pragma omp for collapse(2) schedule(static)
+    for (int k = 1; k < d.nz - 1; ++k) {
+      for (int j = 1; j < d.ny - 1; ++j) {
+        const std::size_t p = 5 * d.at(1, j, k);
+        for (int i = 0; i < 5 * (d.nx - 2); ++i) u_[p + i] += tmp * v[p + i];
+      }
+    }
+    // The new residual in the same parallel region: one fork/join per step instead of two.
+    compute_rhs_body();
+  }
+}
+
+void LuZone::finish_timed() {
+  const ZoneDims& d = d_;
+  std::array<double, 5> sum{};
+  for (int k = 1; k < d.nz - 1; ++k) {
+    for (int j = 1; j < d.ny - 1; ++j) {
+      for (int i = 1; i < d.nx - 1; ++i) {
+        const double* r = rsd_.data() + 5 * d.at(i, j, k);
+#pragma GCC unroll 5
+        for (int m = 0; m < 5; ++m) sum[m] += r[m] * r[m];
+      }
+    }
+  }
+#pragma GCC unroll 5
+  for (int m = 0; m < 5; ++m) rsdnm_[m] = std::sqrt(sum[m] / (double(d.nz - 2) * double(d.ny - 2) * double(d.nx - 2)));
+}
+
+double LuZone::surface_integral() const {
+  const ZoneDims& d = d_;
+  const double c2 = c_.c2;
+  auto phi = [&](int i, int j, int k) {
+    const double* w = u_.data() + 5 * d.at(i, j, k);
+    return c2 * (w[4] - 0.5 * (w[1] * w[1] + w[2] * w[2] + w[3] * w[3]) / w[0]);
+  };
+  // Each face sum is a trapezoid rule over the cells of two opposite planes (NPB pintgr).
+  double frc1 = 0.0;
+  for (int j = 1; j <= d.ny - 4; ++j) {
+    for (int i = 1; i <= d.nx - 3; ++i) {
+      frc1 += phi(i, j, 2) + phi(i + 1, j, 2) + phi(i, j + 1, 2) + phi(i + 1, j + 1, 2) + phi(i, j, d.nz - 2) +
+              phi(i + 1, j, d.nz - 2) + phi(i, j + 1, d.nz - 2) + phi(i + 1, j + 1, d.nz - 2);
+    }
+  }
+  frc1 *= c_.dxi * c_.deta;
+  double frc2 = 0.0;
+  for (int k = 2; k <= d.nz - 3; ++k) {
+    for (int i = 1; i <= d.nx - 3; ++i) {
+      frc2 += phi(i, 1, k) + phi(i + 1, 1, k) + phi(i, 1, k + 1) + phi(i + 1, 1, k + 1) + phi(i, d.ny - 3, k) +
+              phi(i + 1, d.ny - 3, k) + phi(i, d.ny - 3, k + 1) + phi(i + 1, d.ny - 3, k + 1);
+    }
+  }
+  frc2 *= c_.dxi * c_.dzeta;
+  double frc3 = 0.0;
+  for (int k = 2; k <= d.nz - 3; ++k) {
+    for (int j = 1; j <= d.ny - 4; ++j) {
+      frc3 += phi(1, j, k) + phi(1, j + 1, k) + phi(1, j, k + 1) + phi(1, j + 1, k + 1) + phi(d.nx - 2, j, k) +
+              phi(d.nx - 2, j + 1, k) + phi(d.nx - 2, j, k + 1) + phi(d.nx - 2, j + 1, k + 1);
+    }
+  }
+  frc3 *= c_.deta * c_.dzeta;
+  return 0.25 * (frc1 + frc2 + frc3);
+}
+
+ZoneNorms LuZone::norms() {
+  const ZoneDims& d = d_;
+  ZoneNorms n;
+  n.residual = rsdnm_;
+  for (int k = 1; k < d.nz - 1; ++k) {
+    for (int j = 1; j < d.ny - 1; ++j) {
+      for (int i = 1; i < d.nx - 1; ++i) {
+        double ex[5];
+        c_.cfd.exact_solution(double(i) / (d.nx - 1), double(j) / (d.ny - 1), double(k) / (d.nz - 1), ex);
+        const double* w = u_.data() + 5 * d.at(i, j, k);
+#pragma GCC unroll 5
+        for (int m = 0; m < 5; ++m) {
+          const double e = ex[m] - w[m];
+          n.error[m] += e * e;
+        }
+      }
+    }
+  }
+  for (auto& e : n.error) e = std::sqrt(e / (double(d.nz - 2) * (d.ny - 2) * (d.nx - 2)));
+  n.surface = surface_integral();
+  return n;
+}
+
+void LuZone::perturb(double delta) { u_[5 * d_.at(d_.nx / 2, d_.ny / 2, d_.nz / 2) + 4] += delta; }
+
+}  // namespace hympi::npb

@@ -1,0 +1,557 @@
+#include "hympi/spmv3d.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#if defined(__AVX__) && defined(__FMA__)
+#include <immintrin.h>
+#define HYMPI_SPMV_STREAM 1
+#endif
+
+#include "hympi/error.hpp"
+#include "hympi/exact_sum.hpp"
+
+namespace hympi {
+
+std::string to_string(SpmvOperator op) { return op == SpmvOperator::stencil ? "stencil" : "csr"; }
+
+std::string to_string(StreamingStores mode) {
+  return mode == StreamingStores::automatic ? "auto" : (mode == StreamingStores::on ? "on" : "off");
+}
+
+StreamingStores parse_streaming_stores(const std::string& text) {
+  if (text == "auto") return StreamingStores::automatic;
+  if (text == "on") return StreamingStores::on;
+  if (text == "off") return StreamingStores::off;
+  throw InvalidArgument("unknown streaming-stores mode '" + text + "' (expected auto, on or off)");
+}
+
+SpmvOperator parse_spmv_operator(const std::string& text) {
+  if (text == "stencil") return SpmvOperator::stencil;
+  if (text == "csr") return SpmvOperator::csr;
+  throw InvalidArgument("unknown operator '" + text + "' (expected stencil or csr)");
+}
+
+namespace {
+
+constexpr const char* kAxis[3] = {"x", "y", "z"};
+
+std::string grid_text(const std::array<long, 3>& g) {
+  return std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]);
+}
+
+/// Number of in-grid points among {g-1, g, g+1} on an axis of n points.
+long span3(long g, long n) { return 1 + (g > 0 ? 1 : 0) + (g < n - 1 ? 1 : 0); }
+
+}  // namespace
+
+std::array<int, 3> process_grid_for_local(int ranks, const std::array<long, 3>& local,
+                                          const std::array<int, 3>& fixed) {
+  if (ranks < 1) throw InvalidArgument("number of ranks must be >= 1, got " + std::to_string(ranks));
+  std::array<int, 3> best{0, 0, 0};
+  double best_area = std::numeric_limits<double>::infinity();
+  for (int px = 1; px <= ranks; ++px) {
+    if (ranks % px != 0 || (fixed[0] > 0 && px != fixed[0])) continue;
+    for (int py = 1; py <= ranks / px; ++py) {
+      if ((ranks / px) % py != 0 || (fixed[1] > 0 && py != fixed[1])) continue;
+      const int pz = ranks / px / py;
+      if (fixed[2] > 0 && pz != fixed[2]) continue;
+      const std::array<int, 3> p{px, py, pz};
+      std::array<double, 3> g{};
+      for (int d = 0; d < 3; ++d) g[d] = static_cast<double>(local[d]) * p[d];
+      const double area = (px - 1) * g[1] * g[2] + (py - 1) * g[0] * g[2] + (pz - 1) * g[0] * g[1];
+      if (area < best_area) {
+        best_area = area;
+        best = p;
+      }
+    }
+  }
+  if (best[0] == 0)
+    throw InvalidArgument("no process grid of " + std::to_string(ranks) + " ranks matches --dims " +
+                          std::to_string(fixed[0]) + " " + std::to_string(fixed[1]) + " " + std::to_string(fixed[2]));
+  return best;
+}
+
+double spmv3d_nonzeros(const std::array<long, 3>& global) {
+  double nnz = 1;
+  for (long n : global) nnz *= static_cast<double>(3 * n - 2);
+  return nnz;
+}
+
+std::pair<std::array<long, 3>, std::array<int, 3>> Spmv3dOptions::resolve(int ranks) const {
+  const bool local = per_rank[0] > 0 || per_rank[1] > 0 || per_rank[2] > 0;
+  for (int d = 0; d < 3; ++d) {
+    if (dims[d] < 0) throw InvalidArgument("process grid entries must be >= 0, got " + std::to_string(dims[d]));
+    if (local && per_rank[d] < 1)
+      throw InvalidArgument("per-rank grid size must be >= 1 on every axis, got " + grid_text(per_rank));
+    if (!local && global[d] < 1)
+      throw InvalidArgument("grid size must be >= 1 on every axis, got " + grid_text(global));
+  }
+  if (!local) return {global, choose_process_grid(ranks, global, dims)};
+  const auto p = process_grid_for_local(ranks, per_rank, dims);
+  return {{per_rank[0] * p[0], per_rank[1] * p[1], per_rank[2] * p[2]}, p};
+}
+
+void Spmv3dOptions::validate(int ranks, int threads) const {
+  if (ghost < 1) throw InvalidArgument("ghost width must be >= 1, got " + std::to_string(ghost));
+  if (spmv_reps < 1) throw InvalidArgument("SpMV repetitions must be >= 1, got " + std::to_string(spmv_reps));
+  if (cg_iterations < 0) throw InvalidArgument("CG iterations must be >= 0, got " + std::to_string(cg_iterations));
+  if (!(cg_tolerance > 0.0 && cg_tolerance < 1.0))
+    throw InvalidArgument("CG tolerance must be in (0, 1), got " + std::to_string(cg_tolerance));
+  overlap.validate(threads);
+  const auto [g, p] = resolve(ranks);
+  for (int d = 0; d < 3; ++d) {
+    const long smallest = g[d] / p[d];
+    if (ghost > smallest)
+      throw InvalidArgument("ghost width " + std::to_string(ghost) + " is larger than the smallest local block (" +
+                            std::to_string(smallest) + " points on axis " + kAxis[d] + " of the " + grid_text(g) +
+                            " grid over " + std::to_string(p[0]) + "x" + std::to_string(p[1]) + "x" +
+                            std::to_string(p[2]) + " ranks)");
+  }
+  if (op == SpmvOperator::csr) {
+    double padded = 1;
+    for (int d = 0; d < 3; ++d) padded *= static_cast<double>((g[d] + p[d] - 1) / p[d] + 2 * ghost);
+    if (padded >= static_cast<double>(std::numeric_limits<std::int32_t>::max()))
+      throw InvalidArgument("local block of " + std::to_string(static_cast<long>(padded)) +
+                            " points is too large for 32-bit CSR column indexes");
+  }
+}
+
+void Spmv3dOptions::validate(int ranks) const { validate(ranks, omp_get_max_threads()); }
+
+nlohmann::json Spmv3dOptions::to_json() const {
+  return {{"global", global},         {"per_rank", per_rank},         {"dims", dims},
+          {"ghost", ghost},           {"operator", to_string(op)},    {"overlap", overlap.to_json()},
+          {"spmv_reps", spmv_reps},   {"cg_iterations", cg_iterations}, {"cg_tolerance", cg_tolerance},
+          {"streaming_stores", to_string(streaming_stores)}};
+}
+
+// --- operator -----------------------------------------------------------------------------
+
+Operator27::Operator27(const CartDecomposition& cart, const Spmv3dOptions& options)
+    : cart_(cart),
+      ghost_(options.ghost),
+      op_(options.op),
+      driver_(cart, Grid3D<double>(cart.local_box(), options.ghost), HaloPattern::full, 1, options.overlap) {
+  const double y_bytes = 8.0 * static_cast<double>(cart.local_box().count());
+  streaming_ = options.streaming_stores == StreamingStores::on ||
+               (options.streaming_stores == StreamingStores::automatic && y_bytes >= kSpmv3dStreamingBytes);
+#ifndef HYMPI_SPMV_STREAM
+  streaming_ = false;  // no AVX+FMA: plain stores
+#endif
+  if (op_ != SpmvOperator::csr) return;
+  const Box3& box = cart.local_box();
+  const auto n = box.size();
+  const auto& global = cart.global();
+  const long rows = n[0] * n[1] * n[2];
+  // Row lengths are known in closed form, so the prefix sum needs no pass over the matrix.
+  row_start_.reset(new std::int64_t[static_cast<std::size_t>(rows + 1)]);
+  std::int64_t offset = 0;
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j) {
+      const long cyz = span3(box.low[1] + j, global[1]) * span3(box.low[2] + k, global[2]);
+      for (long i = 0; i < n[0]; ++i) {
+        row_start_[static_cast<std::size_t>((k * n[1] + j) * n[0] + i)] = offset;
+        offset += cyz * span3(box.low[0] + i, global[0]);
+      }
+    }
+  row_start_[static_cast<std::size_t>(rows)] = offset;
+  nonzeros_ = static_cast<std::size_t>(offset);
+  columns_.reset(new std::int32_t[nonzeros_]);
+  values_.reset(new double[nonzeros_]);
+  const long g = ghost_;
+  const long sy = n[0] + 2 * g, sz = sy * (n[1] + 2 * g);
+  const auto index = [&](long i, long j, long k) { return (i + g) + sy * (j + g) + sz * (k + g); };
+  std::int64_t* start = row_start_.get();
+  std::int32_t* cols = columns_.get();
+  double* vals = values_.get();
+  // Same static row schedule as the kernels, so each thread first-touches the rows it reads.
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) {
+        std::int64_t e = start[(k * n[1] + j) * n[0] + i];
+        // Neighbours in (dz, dy, dx) order, then the diagonal.
+        for (int dz = -1; dz <= 1; ++dz)
+          for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+              if (dx == 0 && dy == 0 && dz == 0) continue;
+              const long gi = box.low[0] + i + dx, gj = box.low[1] + j + dy, gk = box.low[2] + k + dz;
+              if (gi < 0 || gi >= global[0] || gj < 0 || gj >= global[1] || gk < 0 || gk >= global[2]) continue;
+              cols[e] = static_cast<std::int32_t>(index(i + dx, j + dy, k + dz));
+              vals[e] = -1.0;
+              ++e;
+            }
+        cols[e] = static_cast<std::int32_t>(index(i, j, k));
+        vals[e] = 26.0;
+      }
+}
+
+double Operator27::bytes_per_apply() const {
+  const double points = static_cast<double>(cart_.local_box().count());
+  // x read and y written once (write-allocate not counted, as in STREAM).
+  double bytes = 16.0 * points;
+  if (op_ == SpmvOperator::csr)
+    bytes += static_cast<double>(nonzeros_) * (sizeof(double) + sizeof(std::int32_t)) +
+             (points + 1) * sizeof(std::int64_t);
+  return bytes;
+}
+
+namespace {
+
+// The stencil's value at a point, the same bits in every code path below: with the column sum
+//   col(i) = (((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))) + r8   (the 9 rows at x = i)
+// y(i) = fma(27, x(i), -((col(i - 1) + col(i)) + col(i + 1))) = 27 x - (3x3x3 box sum), rounded
+// once at the end (explicit fma: the rounding must not depend on the compiler's contraction
+// choices). Each value is a fixed expression of x, whatever box computes it: same bits for
+// every tile, strategy and layout.
+
+/// col(i) of the 9 rows.
+inline double column_sum(const double* const r[9], long i) {
+  return (((r[0][i] + r[1][i]) + (r[2][i] + r[3][i])) + ((r[4][i] + r[5][i]) + (r[6][i] + r[7][i]))) + r[8][i];
+}
+
+#if defined(__AVX512F__)
+/// col(i .. i+7), lanes outside `mask` zero (their loads are suppressed, so they may lie past
+/// the allocation).
+inline __m512d column_sum8(const double* const r[9], long i, __mmask8 mask) {
+  const auto load = [&](int q) { return _mm512_maskz_loadu_pd(mask, r[q] + i); };
+  const __m512d a = _mm512_add_pd(load(0), load(1)), b = _mm512_add_pd(load(2), load(3));
+  const __m512d c = _mm512_add_pd(load(4), load(5)), d = _mm512_add_pd(load(6), load(7));
+  return _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(a, b), _mm512_add_pd(c, d)), load(8));
+}
+
+/// The first `n` lanes (0 <= n, clipped at 8).
+inline __mmask8 first_lanes(long n) {
+  return n >= 8 ? static_cast<__mmask8>(0xff) : (n <= 0 ? static_cast<__mmask8>(0) : static_cast<__mmask8>((1u << n) - 1));
+}
+#endif
+
+/// y(0 .. len-1) of one row: `r` are the 9 rows of x (dz, dy in -1..1, z outer) at the row's
+/// first point, read at -1 .. len; `out` is y at that point.
+///
+/// One pass: each column sum is computed once (9 loads per point, not 27) and kept in
+/// registers; its neighbours come from lane shifts, not from a buffer that a second loop
+/// re-reads. With AVX-512 this ran ~10-15 % faster than the two-loop version on the
+/// memory-bound 256^3 problem of docs/performance.md (the kernel is cheap enough to hide
+/// behind the memory traffic). `streaming` writes y with non-temporal stores.
+void stencil27_row(const double* const r[9], double* out, long len, bool streaming) {
+#if defined(__AVX512F__)
+  long i = 0;
+  if (streaming) {
+    // Scalar head up to the first 64-byte boundary of y: streamed stores must be aligned.
+    const long head = static_cast<long>(((64 - (reinterpret_cast<std::uintptr_t>(out) & 63)) & 63) / sizeof(double));
+    for (; i < head && i < len; ++i)
+      out[i] = std::fma(27.0, r[4][i], -((column_sum(r, i - 1) + column_sum(r, i)) + column_sum(r, i + 1)));
+    if (i >= len) return;
+  }
+  const __m512d c27 = _mm512_set1_pd(27.0);
+  __m512d prev = column_sum8(r, i - 8, 0x80);           // lane 7: col(i - 1)
+  __m512d cur = column_sum8(r, i, first_lanes(len - i + 1));  // col(i .. min(i + 7, len))
+  // maskz with all lanes: the same instruction as alignr, without GCC 12's false
+  // maybe-uninitialized warning on the plain intrinsic.
+  for (; i < len; i += 8) {
+    const long rem = len - i;
+    const __m512d next = column_sum8(r, i + 8, first_lanes(rem - 7));  // up to col(len)
+    const __m512d left = _mm512_castsi512_pd(_mm512_maskz_alignr_epi64(0xff, _mm512_castpd_si512(cur), _mm512_castpd_si512(prev), 7));
+    const __m512d right = _mm512_castsi512_pd(_mm512_maskz_alignr_epi64(0xff, _mm512_castpd_si512(next), _mm512_castpd_si512(cur), 1));
+    const __m512d sum = _mm512_add_pd(_mm512_add_pd(left, cur), right);
+    // fmsub(27, x, s) rounds once, exactly like fma(27, x, -s).
+    if (rem >= 8) {
+      const __m512d value = _mm512_fmsub_pd(c27, _mm512_loadu_pd(r[4] + i), sum);
+      if (streaming)
+        _mm512_stream_pd(out + i, value);
+      else
+        _mm512_storeu_pd(out + i, value);
+    } else {
+      const __mmask8 m = first_lanes(rem);
+      _mm512_mask_storeu_pd(out + i, m, _mm512_fmsub_pd(c27, _mm512_maskz_loadu_pd(m, r[4] + i), sum));
+    }
+    prev = cur;
+    cur = next;
+  }
+#else
+  // Portable: column sums of a chunk into a buffer, then the sliding 3-wide sum.
+  constexpr long kChunk = 256;
+  double col[kChunk + 2];
+  for (long i0 = 0; i0 < len; i0 += kChunk) {
+    const long m = std::min(kChunk, len - i0);
+#pragma omp simd
+    for (long t = -1; t <= m; ++t) col[t + 1] = column_sum(r, i0 + t);
+    double* o = out + i0;
+    long t = 0;
+#ifdef HYMPI_SPMV_STREAM
+    if (streaming) {
+      for (; t < m && (reinterpret_cast<std::uintptr_t>(o + t) & 31) != 0; ++t)
+        o[t] = std::fma(27.0, r[4][i0 + t], -((col[t] + col[t + 1]) + col[t + 2]));
+      const __m256d c27 = _mm256_set1_pd(27.0);
+      for (; t + 4 <= m; t += 4) {
+        const __m256d sum = _mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(col + t), _mm256_loadu_pd(col + t + 1)),
+                                          _mm256_loadu_pd(col + t + 2));
+        _mm256_stream_pd(o + t, _mm256_fmsub_pd(c27, _mm256_loadu_pd(r[4] + i0 + t), sum));
+      }
+    }
+#endif
+#pragma omp simd
+    for (long u = t; u < m; ++u) o[u] = std::fma(27.0, r[4][i0 + u], -((col[u] + col[u + 1]) + col[u + 2]));
+  }
+#endif
+}
+
+}  // namespace
+
+OverlapTimes Operator27::apply(Grid3D<double>& x, Grid3D<double>& y) {
+  const double* xp = x.data().data();
+  double* yp = y.data().data();
+  const long sy = x.stride_y(), sz = x.stride_z();
+  if (op_ == SpmvOperator::stencil) {
+    const bool streaming = streaming_;
+    const auto kernel = [&, xp, yp, sy, sz, streaming](const Box3& b) {
+      for (long k = b.low[2]; k < b.high[2]; ++k)
+        for (long j = b.low[1]; j < b.high[1]; ++j) {
+          const long c = x.index(b.low[0], j, k);
+          const double* const rows[9] = {xp + c - sz - sy, xp + c - sz, xp + c - sz + sy,
+                                         xp + c - sy,      xp + c,      xp + c + sy,
+                                         xp + c + sz - sy, xp + c + sz, xp + c + sz + sy};
+          stencil27_row(rows, yp + c, b.high[0] - b.low[0], streaming);
+        }
+#ifdef HYMPI_SPMV_STREAM
+      // Streamed stores are weakly ordered: fence before another thread may read y.
+      if (streaming) _mm_sfence();
+#endif
+    };
+    return driver_.apply(x, kernel);
+  }
+  const std::int64_t* start = row_start_.get();
+  const std::int32_t* cols = columns_.get();
+  const double* vals = values_.get();
+  const auto n = cart_.local_box().size();
+  const auto kernel = [&, xp, yp, start, cols, vals](const Box3& b) {
+    for (long k = b.low[2]; k < b.high[2]; ++k)
+      for (long j = b.low[1]; j < b.high[1]; ++j) {
+        const long row0 = (k * n[1] + j) * n[0];
+        double* out = yp + x.index(0, j, k);
+        for (long i = b.low[0]; i < b.high[0]; ++i) {
+          double acc = 0.0;
+          // Explicit fma: the rounding must not depend on the compiler's contraction choices.
+          for (std::int64_t e = start[row0 + i]; e < start[row0 + i + 1]; ++e) acc = std::fma(vals[e], xp[cols[e]], acc);
+          out[i] = acc;
+        }
+      }
+  };
+  return driver_.apply(x, kernel);
+}
+
+// --- verification helpers -----------------------------------------------------------------
+
+namespace {
+long global_id(const std::array<long, 3>& global, long gi, long gj, long gk) {
+  return 1 + gi + global[0] * (gj + global[1] * gk);
+}
+}  // namespace
+
+void spmv3d_fill_ids(const CartDecomposition& cart, Grid3D<double>& x) {
+  const auto n = x.extent();
+  const auto& global = cart.global();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i)
+        x(i, j, k) = static_cast<double>(global_id(global, x.global(0, i), x.global(1, j), x.global(2, k)));
+}
+
+long spmv3d_count_mismatches(const CartDecomposition& cart, const Grid3D<double>& y) {
+  const auto n = y.extent();
+  const auto& global = cart.global();
+  long bad = 0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : bad)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) {
+        const long gi = y.global(0, i), gj = y.global(1, j), gk = y.global(2, k);
+        // Integers below 2^53 make the expected product exact in doubles as well.
+        long expected = 27 * global_id(global, gi, gj, gk);
+        for (long c = gk - 1; c <= gk + 1; ++c)
+          for (long b = gj - 1; b <= gj + 1; ++b)
+            for (long a = gi - 1; a <= gi + 1; ++a)
+              if (a >= 0 && a < global[0] && b >= 0 && b < global[1] && c >= 0 && c < global[2])
+                expected -= global_id(global, a, b, c);
+        if (y(i, j, k) != static_cast<double>(expected)) ++bad;
+      }
+  long total = 0;
+  HYMPI_MPI(MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, cart.comm()));
+  return total;
+}
+
+// --- CG -----------------------------------------------------------------------------------
+
+namespace {
+
+/// Sum over owned points of a[p] * b[p], exactly: the same bits for every layout (collective).
+double dot(const Grid3D<double>& a, const Grid3D<double>& b, MPI_Comm comm, Metrics& metrics) {
+  const auto n = a.extent();
+  const double* pa = a.data().data();
+  const double* pb = b.data().data();
+  ExactSum total;
+  {
+    auto t = metrics.time("cg_dot", PhaseKind::computation);
+#pragma omp parallel
+    {
+      ExactSum mine;
+#pragma omp for collapse(2) schedule(static)
+      for (long k = 0; k < n[2]; ++k)
+        for (long j = 0; j < n[1]; ++j) {
+          const long row = a.index(0, j, k);
+          for (long i = 0; i < n[0]; ++i) mine.add(pa[row + i] * pb[row + i]);
+        }
+#pragma omp critical(hympi_spmv3d_dot)
+      total.merge(mine);
+    }
+  }
+  auto t = metrics.time("cg_allreduce", PhaseKind::communication);
+  total.allreduce(comm);
+  return total.value();
+}
+
+/// Calls f(row_offset, length) for every owned row, static schedule.
+template <class F>
+void for_rows(const Grid3D<double>& g, F&& f) {
+  const auto n = g.extent();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j) f(g.index(0, j, k), n[0]);
+}
+
+/// The manufactured solution: smooth, but no eigenvector, so CG has real work to do.
+double manufactured(long gi, long gj, long gk) {
+  return 1.0 + 0.5 * std::sin(0.3 * static_cast<double>(gi) + 0.7 * static_cast<double>(gj) +
+                              1.1 * static_cast<double>(gk));
+}
+
+}  // namespace
+
+Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& metrics) {
+  int ranks = 1;
+  HYMPI_MPI(MPI_Comm_size(comm, &ranks));
+  options.validate(ranks);
+  const auto [global, dims] = options.resolve(ranks);
+  CartDecomposition cart(comm, {global, {false, false, false}, dims});
+  Operator27 op(cart, options);
+  Spmv3dResult result;
+  result.global = global;
+  result.dims = cart.dims();
+  result.nonzeros = spmv3d_nonzeros(global);
+  result.streaming_stores = op.streaming_stores();
+
+  // Repeated SpMV on x = ids: the product is exact in doubles and checked point by point.
+  {
+    auto x = op.make_vector();
+    auto y = op.make_vector();
+    spmv3d_fill_ids(cart, x);
+    op.apply(x, y);  // warm-up: page faults of the buffers, first MPI connections
+    HYMPI_MPI(MPI_Barrier(cart.comm()));
+    OverlapTimes local;
+    const double t0 = MPI_Wtime();
+    for (int r = 0; r < options.spmv_reps; ++r) local += op.apply(x, y);
+    const double elapsed = MPI_Wtime() - t0;
+    metrics.add("spmv_halo", PhaseKind::communication, local.comm_s);
+    metrics.add("spmv_compute", PhaseKind::computation, local.comp_s);
+    HYMPI_MPI(MPI_Allreduce(&elapsed, &result.spmv_time_s, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+    std::array<double, 3> mine{local.wall_s, local.comm_s, local.comp_s}, sum{};
+    HYMPI_MPI(MPI_Allreduce(mine.data(), sum.data(), 3, MPI_DOUBLE, MPI_SUM, cart.comm()));
+    result.spmv_times = {sum[0] / ranks, sum[1] / ranks, sum[2] / ranks};
+    result.spmv_flops = 2.0 * result.nonzeros * options.spmv_reps;
+    double bytes = op.bytes_per_apply() * options.spmv_reps;
+    HYMPI_MPI(MPI_Allreduce(&bytes, &result.spmv_bytes, 1, MPI_DOUBLE, MPI_SUM, cart.comm()));
+    result.spmv_mismatches = spmv3d_count_mismatches(cart, y);
+  }
+  if (options.cg_iterations == 0) return result;
+
+  // CG on A x = b with b = A x*, from x = 0.
+  auto xs = op.make_vector();
+  auto b = op.make_vector();
+  {
+    const auto n = xs.extent();
+#pragma omp parallel for collapse(2) schedule(static)
+    for (long k = 0; k < n[2]; ++k)
+      for (long j = 0; j < n[1]; ++j)
+        for (long i = 0; i < n[0]; ++i) xs(i, j, k) = manufactured(xs.global(0, i), xs.global(1, j), xs.global(2, k));
+    op.apply(xs, b);
+  }
+  auto x = op.make_vector();
+  auto r = op.make_vector();
+  auto p = op.make_vector();
+  auto q = op.make_vector();
+  double* px = x.data().data();
+  double* pr = r.data().data();
+  double* pp = p.data().data();
+  double* pq = q.data().data();
+  const double* pb = b.data().data();
+  for_rows(r, [&](long o, long len) {
+    for (long i = o; i < o + len; ++i) pr[i] = pp[i] = pb[i];
+  });
+  HYMPI_MPI(MPI_Barrier(cart.comm()));
+  const double t0 = MPI_Wtime();
+  double rr = dot(r, r, cart.comm(), metrics);
+  const double r0 = std::sqrt(rr);
+  result.cg_residuals.push_back(r0);
+  OverlapTimes spmv;
+  int it = 0;
+  while (it < options.cg_iterations) {
+    spmv += op.apply(p, q);
+    const double alpha = rr / dot(p, q, cart.comm(), metrics);
+    {
+      auto t = metrics.time("cg_update", PhaseKind::computation);
+      // Explicit fma: the same rounding whatever the compiler would contract.
+      for_rows(x, [&](long o, long len) {
+        for (long i = o; i < o + len; ++i) {
+          px[i] = std::fma(alpha, pp[i], px[i]);
+          pr[i] = std::fma(-alpha, pq[i], pr[i]);
+        }
+      });
+    }
+    const double rr_new = dot(r, r, cart.comm(), metrics);
+    ++it;
+    result.cg_residuals.push_back(std::sqrt(rr_new));
+    if (std::sqrt(rr_new) <= options.cg_tolerance * r0) {
+      result.cg_converged = true;
+      break;
+    }
+    const double beta = rr_new / rr;
+    rr = rr_new;
+    auto t = metrics.time("cg_update", PhaseKind::computation);
+    for_rows(p, [&](long o, long len) {
+      for (long i = o; i < o + len; ++i) pp[i] = std::fma(beta, pp[i], pr[i]);
+    });
+  }
+  const double elapsed = MPI_Wtime() - t0;
+  metrics.add("cg_halo", PhaseKind::communication, spmv.comm_s);
+  metrics.add("cg_spmv", PhaseKind::computation, spmv.comp_s);
+  HYMPI_MPI(MPI_Allreduce(&elapsed, &result.cg_time_s, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+  result.cg_iterations = it;
+  const double n_points = static_cast<double>(global[0] * global[1] * global[2]);
+  // Per iteration: SpMV, two dots and three fused updates (2 flops per point each).
+  result.cg_flops = it * (2.0 * result.nonzeros + 10.0 * n_points);
+
+  double err = 0, peak = 0;
+  {
+    const auto n = x.extent();
+#pragma omp parallel for collapse(2) schedule(static) reduction(max : err, peak)
+    for (long k = 0; k < n[2]; ++k)
+      for (long j = 0; j < n[1]; ++j)
+        for (long i = 0; i < n[0]; ++i) {
+          err = std::max(err, std::abs(x(i, j, k) - xs(i, j, k)));
+          peak = std::max(peak, std::abs(xs(i, j, k)));
+        }
+  }
+  std::array<double, 2> mine{err, peak}, all{};
+  HYMPI_MPI(MPI_Allreduce(mine.data(), all.data(), 2, MPI_DOUBLE, MPI_MAX, cart.comm()));
+  result.cg_max_error = all[0] / all[1];
+  return result;
+}
+
+}  // namespace hympi

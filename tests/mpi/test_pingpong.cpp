@@ -1,0 +1,159 @@
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <set>
+
+#include "hympi/error.hpp"
+#include "hympi/pingpong.hpp"
+
+namespace {
+
+hympi::Bitmap pu_set(const hympi::Topology& topo, unsigned os) {
+  hympi::Bitmap b;
+  hwloc_bitmap_only(b.get(), os);
+  (void)topo;
+  return b;
+}
+
+}  // namespace
+
+TEST(PingPong, ClassifiesCacheLevelsOnSyntheticTopology) {
+  const auto topo = hympi::Topology::from_synthetic("pack:2 numa:2 l3:1 l2:2 core:2 pu:2");
+  using L = hympi::CommLevel;
+  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 0)), L::pu);
+  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 1)), L::core);
+  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 2)), L::l2);
+  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 4)), L::l3);
+  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 8)), L::package);  // other NUMA, own L3
+  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 16)), L::node);
+  // A whole-core binding against another core of the same L2.
+  EXPECT_EQ(hympi::classify_sets(topo, topo.core_set(0), topo.core_set(1)), L::l2);
+}
+
+TEST(PingPong, ClassifiesNumaAndPackageWithoutCaches) {
+  const auto topo = hympi::Topology::from_synthetic("pack:2 numa:2 core:2 pu:1");
+  using L = hympi::CommLevel;
+  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 1)), L::numa);
+  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 2)), L::package);
+  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 3), pu_set(topo, 4)), L::node);
+  EXPECT_THROW(hympi::classify_sets(topo, hympi::Bitmap(), pu_set(topo, 1)), hympi::TopologyError);
+}
+
+TEST(PingPong, LevelNamesRoundTrip) {
+  for (auto level : hympi::kCommLevels) EXPECT_EQ(hympi::parse_comm_level(hympi::to_string(level)), level);
+  EXPECT_THROW(hympi::parse_comm_level("socket"), hympi::InvalidArgument);
+}
+
+TEST(PingPong, MessageCheckCatchesCorruptionAndStaleTrips) {
+  for (std::size_t bytes : {1UL, 3UL, 4UL, 100UL, 4096UL}) {
+    std::vector<std::uint8_t> m(bytes);
+    hympi::fill_pingpong_message(m, 17);
+    EXPECT_TRUE(hympi::check_pingpong_message(m, 17));
+    m[bytes - 1] ^= 1U;
+    EXPECT_FALSE(hympi::check_pingpong_message(m, 17)) << bytes;
+    m[bytes - 1] ^= 1U;
+    if (bytes >= 4) {
+      EXPECT_FALSE(hympi::check_pingpong_message(m, 16)) << "stale trip accepted";
+    }
+  }
+}
+
+TEST(PingPong, SizesAndRoundTrips) {
+  const auto sizes = hympi::message_sizes(std::size_t{4} << 20);
+  ASSERT_EQ(sizes.size(), 24U);  // 0, 1, 2, ..., 4 MiB
+  EXPECT_EQ(sizes.front(), 0U);
+  EXPECT_EQ(sizes[1], 1U);
+  EXPECT_EQ(sizes.back(), std::size_t{4} << 20);
+  const auto odd = hympi::message_sizes(1000);
+  EXPECT_EQ(odd.back(), 1000U);
+  EXPECT_EQ(odd[odd.size() - 2], 512U);
+  EXPECT_EQ(hympi::round_trips(65536, 1000), 1000);
+  EXPECT_EQ(hympi::round_trips(131072, 1000), 500);
+  EXPECT_EQ(hympi::round_trips(std::size_t{1} << 30, 1000), 4);
+  hympi::PingPongOptions bad;
+  bad.iterations = 0;
+  EXPECT_THROW(bad.validate(), hympi::InvalidArgument);
+}
+
+TEST(PingPong, FitRecoversAlphaBetaExactly) {
+  const double alpha = 2.5e-6, beta = 5e9;
+  std::vector<hympi::PingPongSample> samples;
+  for (std::size_t s : hympi::message_sizes(1 << 20)) samples.push_back({s, 10, alpha + static_cast<double>(s) / beta});
+  const auto fit = hympi::fit_alpha_beta(samples);
+  EXPECT_NEAR(fit.alpha_s, alpha, alpha * 1e-9);
+  EXPECT_NEAR(fit.beta_bytes_per_s, beta, beta * 1e-9);
+  EXPECT_THROW(hympi::fit_alpha_beta(std::span(samples).first(1)), hympi::InvalidArgument);
+}
+
+TEST(PingPong, DisjointPairsAreDisjointAndAtTheLevel) {
+  using L = hympi::CommLevel;
+  // 4 ranks, two nodes {0,1} {2,3}: 0-1 and 2-3 share a node, the rest cross the network.
+  const std::vector<L> levels = {L::pu,      L::node,    L::network, L::network, L::node,    L::pu,
+                                 L::network, L::network, L::network, L::network, L::pu,      L::node,
+                                 L::network, L::network, L::node,    L::pu};
+  const auto net = hympi::disjoint_pairs(levels, 4, L::network);
+  ASSERT_EQ(net.size(), 2U);
+  EXPECT_EQ(net[0], std::make_pair(0, 2));
+  EXPECT_EQ(net[1], std::make_pair(1, 3));
+  EXPECT_EQ(hympi::disjoint_pairs(levels, 4, L::node).size(), 2U);
+  EXPECT_TRUE(hympi::disjoint_pairs(levels, 4, L::l3).empty());
+  EXPECT_THROW(hympi::disjoint_pairs(levels, 3, L::node), hympi::InvalidArgument);
+}
+
+TEST(PingPong, PairLevelsAndProbeOverMpi) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const auto topo = hympi::Topology::this_machine();
+  // Pretend bindings and nodes: rank r on core r mod cores, two ranks per (virtual) node.
+  const int cores = topo.cores();
+  const auto binding = topo.core_set(rank % cores);
+  const int node = rank / 2;
+  const auto levels = hympi::pair_levels(MPI_COMM_WORLD, topo, node, binding);
+  const auto n = static_cast<std::size_t>(size);
+  ASSERT_EQ(levels.size(), n * n);
+  for (int a = 0; a < size; ++a)
+    for (int b = 0; b < size; ++b) {
+      const auto l = levels[static_cast<std::size_t>(a) * n + static_cast<std::size_t>(b)];
+      EXPECT_EQ(l, levels[static_cast<std::size_t>(b) * n + static_cast<std::size_t>(a)]);
+      if (a / 2 != b / 2) {
+        EXPECT_EQ(l, hympi::CommLevel::network) << a << "," << b;
+      } else if (a % cores == b % cores) {
+        EXPECT_LE(l, hympi::CommLevel::core) << a << "," << b;
+      } else {
+        EXPECT_GT(l, hympi::CommLevel::core) << a << "," << b;
+      }
+    }
+  hympi::PingPongOptions options;
+  options.iterations = 5;
+  options.max_bytes = 4096;
+  options.multi_bytes = 2048;
+  const auto result = hympi::run_pingpong(MPI_COMM_WORLD, levels, options);
+  EXPECT_TRUE(result.verified);
+  std::set<hympi::CommLevel> expected;
+  for (int a = 0; a < size; ++a)
+    for (int b = a + 1; b < size; ++b) expected.insert(levels[static_cast<std::size_t>(a) * n + static_cast<std::size_t>(b)]);
+  ASSERT_EQ(result.levels.size(), expected.size());
+  for (const auto& l : result.levels) {
+    EXPECT_TRUE(expected.count(l.level));
+    ASSERT_EQ(l.samples.size(), hympi::message_sizes(4096).size());
+    for (const auto& s : l.samples) {
+      EXPECT_GT(s.half_round_trip_s, 0) << "rank " << rank << " level " << hympi::to_string(l.level);
+      EXPECT_EQ(s.round_trips, 5);
+    }
+  }
+  // Multi-pair rows appear only where two disjoint pairs exist (4 ranks: the network level).
+  for (const auto& m : result.multi) {
+    EXPECT_GE(m.pairs, 1);
+    EXPECT_GT(m.aggregate_mbs, 0);
+    EXPECT_LE(m.per_pair_min_mbs, m.per_pair_max_mbs);
+    EXPECT_NEAR(m.aggregate_mbs, m.pairs == 1 ? m.per_pair_max_mbs : m.aggregate_mbs, 1e-9);
+  }
+  if (size == 4) {
+    EXPECT_FALSE(result.multi.empty());
+  }
+  const auto j = result.to_json();
+  EXPECT_TRUE(j["verified"].get<bool>());
+  EXPECT_EQ(j["levels"].size(), expected.size());
+}

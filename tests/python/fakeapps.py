@@ -1,0 +1,136 @@
+"""A deliberately misbehaving app and stand-in launchers, for sweep tests that must fail, hang or be killed."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The app: behaves per layout as its arguments say (--fail-at 1x2 --hang-at 2x1 --unverified-at 1x1 --sleep S).
+# Its rate is 10 * ranks + threads, so tests know which layout is best. Every real launch (not --validate-ranks)
+# appends "RxT" to $FAKE_LOG, so tests can count launches.
+FAKE_APP = r'''#!PYTHON
+import json, os, sys, time
+args = sys.argv[1:]
+if "--validate-ranks" in args:
+    if "--reject" in args:
+        print("hympi-rb3d: error: --reject is not an option", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(0)
+def opt(name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+ranks = int(os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("FAKE_RANKS") or 1)
+rank = int(os.environ.get("OMPI_COMM_WORLD_RANK") or 0)
+threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
+layout = f"{ranks}x{threads}"
+if rank == 0 and os.environ.get("FAKE_LOG"):
+    with open(os.environ["FAKE_LOG"], "a") as log:
+        log.write(layout + "\n")
+time.sleep(float(opt("--sleep", "0")))
+if layout == opt("--hang-at"):
+    if os.environ.get("FAKE_PIDS"):
+        with open(os.environ["FAKE_PIDS"], "a") as f:
+            f.write(f"{os.getpid()}\n")
+    print("hanging on purpose", file=sys.stderr, flush=True)
+    time.sleep(3600)
+if layout == opt("--fail-at"):
+    print(f"fake app: deliberate failure at {layout}", file=sys.stderr)
+    sys.exit(3)
+verified = layout != opt("--unverified-at")
+if rank == 0:
+    record = {"app": "rb3d", "problem": "fake", "ranks": ranks, "threads": threads,
+              "bind": os.environ.get("HYMPI_BIND"), "dist": os.environ.get("HYMPI_DIST"), "time_s": 1.0,
+              "rate": 10.0 * ranks + threads, "rate_unit": "GFLOP/s", "verified": verified, "comm_s": 0.1 * ranks,
+              "comp_s": 1.0 / threads, "imbalance": 1.0, "max_rss_mib": 10.0 + ranks, "node_rss_mib": 10.0 * ranks,
+              "nodes": 1}
+    print("HYMPI_RESULT " + json.dumps(record), flush=True)
+sys.exit(0 if verified else 1)
+'''
+
+# An Open MPI look-alike: takes build_command's flags (-np N, -x K=V) and execs the app as rank 0 of N.
+FAKE_MPIRUN = r'''#!PYTHON
+import os, sys
+args = sys.argv[1:]
+env = dict(os.environ)
+i = 0
+while i < len(args) and args[i].startswith("-"):
+    flag = args[i]
+    if flag == "-np":
+        env["FAKE_RANKS"] = args[i + 1]; i += 2
+    elif flag == "-x":
+        key, value = args[i + 1].split("=", 1); env[key] = value; i += 2
+    elif flag in ("--bind-to", "--rankfile"):
+        i += 2
+    else:
+        i += 1
+os.execve(args[i], args[i:], env)
+'''
+
+# An srun look-alike: --ntasks N, --export=ALL,K=V,..., then the app.
+FAKE_SRUN = r'''#!PYTHON
+import os, sys
+args = sys.argv[1:]
+env = dict(os.environ)
+i = 0
+while i < len(args) and args[i].startswith("-"):
+    flag = args[i]
+    if flag == "--ntasks":
+        env["FAKE_RANKS"] = args[i + 1]; i += 2
+    elif flag == "--cpus-per-task":
+        i += 2
+    elif flag.startswith("--export="):
+        for item in flag.split("=", 1)[1].split(",")[1:]:
+            key, value = item.split("=", 1); env[key] = value
+        i += 1
+    else:
+        i += 1
+with open(os.environ["FAKE_SRUN_LOG"], "a") as log:
+    log.write(" ".join(sys.argv) + "\n")
+os.execve(args[i], args[i:], env)
+'''
+
+
+def _script(path: Path, text: str) -> Path:
+    """Writes an executable script run by this Python."""
+    path.write_text(text.replace("PYTHON", sys.executable, 1))
+    path.chmod(0o755)
+    return path
+
+
+def fake_bin_dir(tmp: Path, with_launchers: bool = True) -> dict[str, str]:
+    """A bin dir whose hympi-rb3d is the fake app (hympi-info is the real one); returns the env to use it."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    _script(bin_dir / "hympi-rb3d", FAKE_APP)
+    info = bin_dir / "hympi-info"
+    if not info.exists():
+        info.symlink_to(REPO / "build" / "bin" / "hympi-info")
+    env = {"HYMPI_BIN_DIR": str(bin_dir), "FAKE_LOG": str(tmp / "launches.log"), "FAKE_PIDS": str(tmp / "pids")}
+    if with_launchers:
+        env["HYMPI_MPIRUN"] = str(_script(tmp / "mpirun", FAKE_MPIRUN))
+        env["HYMPI_MPI_FLAVOR"] = "openmpi"
+    return env
+
+
+def fake_srun(tmp: Path) -> dict[str, str]:
+    """Env that makes hympi use the srun look-alike, inside a pretend 2-CPU allocation."""
+    return {"HYMPI_SRUN": str(_script(tmp / "srun", FAKE_SRUN)), "FAKE_SRUN_LOG": str(tmp / "srun.log"),
+            "SLURM_JOB_ID": "4242", "SLURM_NTASKS": "2", "SLURM_CPUS_PER_TASK": "1"}
+
+
+def launches(env: dict[str, str]) -> list[str]:
+    """Layouts the fake app was launched with, in order."""
+    log = Path(env["FAKE_LOG"])
+    return log.read_text().split() if log.exists() else []
+
+
+def pid_alive(pid: int) -> bool:
+    """True if a process with this id exists (and is not a zombie we can see)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")

@@ -1,0 +1,47 @@
+"""hympi export: every stored run, as CSV or JSON, with its machine and full record."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from conftest import hympi
+from fakeapps import fake_bin_dir
+
+from hympi.export import COLUMNS
+
+
+def test_csv_and_json_hold_every_run_with_its_status_and_record(tmp_path: Path):
+    env = fake_bin_dir(tmp_path)
+    db = tmp_path / "r.db"
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--repeat", "2", "--db", str(db), "--",
+                 "--fail-at", "1x2", env=env)
+    assert proc.returncode == 1, proc.stderr  # 1x2 fails on purpose
+
+    out = hympi("export", "--db", str(db), env=env)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert tuple(rows[0].keys()) == COLUMNS
+    assert len(rows) == 6
+    by_layout = {(r["ranks"], r["threads"], r["repeat"]): r for r in rows}
+    assert by_layout[("2", "1", "2")]["status"] == "ok" and float(by_layout[("2", "1", "2")]["rate"]) == 21.0
+    failed = by_layout[("1", "2", "1")]
+    assert failed["status"] == "failed" and failed["rate"] == "" and failed["returncode"] == "3"
+    assert "deliberate failure" in failed["stderr_tail"]
+    assert json.loads(failed["command"])[-3:] == [str(tmp_path / "bin" / "hympi-rb3d"), "--fail-at", "1x2"]
+    assert {r["hostname"] for r in rows} and all(r["topology_hash"] for r in rows)
+
+    target = tmp_path / "runs.json"
+    out = hympi("export", "--db", str(db), "--format", "json", "--sweep", "1", "-o", str(target), env=env)
+    assert out.returncode == 0 and "wrote 6 runs" in out.stderr
+    data = json.loads(target.read_text())
+    assert len(data) == 6
+    ok = next(r for r in data if r["status"] == "ok")
+    assert ok["result"]["rate"] == ok["rate"] and ok["env"]["OMP_NUM_THREADS"] == str(ok["threads"])
+    assert isinstance(ok["command"], list)
+
+    assert hympi("export", "--db", str(db), "--sweep", "5", env=env).returncode == 2
+    assert hympi("export", "--db", str(tmp_path / "none.db"), env=env).returncode == 2
+    assert not (tmp_path / "none.db").exists()

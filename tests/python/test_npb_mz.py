@@ -1,0 +1,59 @@
+"""NPB-MZ apps end to end through `hympi run`: verified classes, the NPB report, bad input, and a
+perturbed run that must fail verification."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import hympi, hympi_json
+
+
+@pytest.mark.parametrize("bench", ["bt-mz", "sp-mz", "lu-mz"])
+def test_class_w_verifies_on_two_ranks(bench):
+    code, rec = hympi_json("run", bench, "--ranks", "2", "--threads", "1", "--oversubscribe", "--json",
+                           "--", "--class", "W")
+    assert code == 0, rec
+    assert rec["verified"] is True
+    assert rec["problem"] == "class W"
+    assert rec["rate_unit"] == "Mop/s" and rec["rate"] > 0
+    ver = rec["metrics"]["verification"]
+    assert ver["passed"] and ver["dt_ok"] and ver["niter_ok"]
+    assert max(ver["xcr_diff"] + ver["xce_diff"]) <= rec["metrics"]["class"]["epsilon"]
+    ranks = rec["metrics"]["partition"]["ranks"]
+    assert sorted(z for r in ranks for z in r["zones"]) == list(range(16))
+
+
+def test_npb_report_on_stdout():
+    proc = hympi("run", "sp-mz", "--ranks", "1", "--threads", "2", "--oversubscribe", "--", "--class", "S")
+    assert proc.returncode == 0, proc.stderr
+    for needle in ("SP-MZ Benchmark Completed.", "Class           =                        S",
+                   "Iterations      =", "Time in seconds =", "Mop/s total     =", "Mop/s/process   =",
+                   "Verification    =               SUCCESSFUL", "Verification Successful"):
+        assert needle in proc.stdout, needle
+
+
+@pytest.mark.parametrize("bench", ["bt-mz", "lu-mz"])
+def test_perturbed_final_state_fails_verification(bench):
+    code, rec = hympi_json("run", bench, "--ranks", "2", "--oversubscribe", "--json",
+                           "--", "--class", "S", "--perturb", "0.1")
+    assert code != 0
+    assert rec.get("verified") is False or rec.get("status") == "unverified"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "bt-mz", "--", "--class", "Z"], "'Z'"),
+        (["run", "lu-mz", "--ranks", "17", "--oversubscribe", "--", "--class", "S"], "17"),
+        (["run", "sp-mz", "--ranks", "5", "--oversubscribe", "--", "--class", "S"], "5 ranks"),
+        (["run", "sp-mz", "--threads", "0", "--", "--class", "S"], "0"),
+        (["run", "bt-mz", "--", "--class", "S", "--packing", "random"], "random"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args, needle, fake_launcher):
+    env, marker = fake_launcher
+    proc = hympi(*args, env=env)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert needle in lines[0]
+    assert not marker.exists()

@@ -1,0 +1,186 @@
+"""`hympi place`: matrices, tree model, mapping quality (vs round-robin and brute force), rankfiles, bad input."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from conftest import REPO, hympi
+
+import hympi.place.mapping as mapping
+from hympi.place import place
+from hympi.place.matrix import CommMatrix, halo3d, read_matrix, ring, write_matrix
+from hympi.place.rankfile import expected_sets, placement_problems, read_rankfile, write_openmpi_rankfile
+from hympi.place.tree import Machine, Slot, load_node_tree, parse_cpu_list, parse_cpuset
+
+TOPOS = REPO / "tests" / "data" / "topologies"
+TWO_BY_FOUR = "synthetic:pack:2 core:4 pu:1"  # one node: 2 packages x 4 cores
+
+
+def random_matrix(n: int, seed: int) -> CommMatrix:
+    """A sparse random traffic matrix (fixed seed)."""
+    rnd = random.Random(seed)
+    v = [[float(rnd.randint(1, 100)) if i != j and rnd.random() < 0.4 else 0.0 for j in range(n)] for i in range(n)]
+    return CommMatrix(tuple(tuple(r) for r in v), f"random({n}, {seed})")
+
+
+def test_cpuset_parsers():
+    assert parse_cpuset("0x000000f0") == frozenset({4, 5, 6, 7})
+    assert parse_cpuset("0x00000001,0x00000003") == frozenset({0, 1, 32})
+    assert parse_cpu_list("0-2,8") == frozenset({0, 1, 2, 8})
+
+
+def test_tree_distances_on_synthetic_topology():
+    m = Machine(load_node_tree("synthetic:pack:2 l3:1 l2:2 core:2 pu:2"), 2)
+    assert m.cores_per_node == 8
+    # core 0 vs: same L2 (core 1), same L3 (core 2), other package (core 4), other node.
+    d = [m.distance(Slot(0, 0), Slot(0, c)) for c in (0, 1, 2, 4)]
+    assert d == [0, 1, 2, 3]
+    assert m.distance(Slot(0, 0), Slot(1, 0)) == 4
+    assert m.level(Slot(0, 0), Slot(0, 4)) == "inter-package"
+    assert m.level(Slot(0, 1), Slot(0, 3)) == "intra-package"
+
+
+def test_recorded_xml_topologies_load():
+    tree = load_node_tree(str(TOPOS / "dual-epyc-like.xml"))
+    assert len(tree.cores) == 64 and tree.packages == 2 and tree.numa_nodes == 8
+    smt = load_node_tree(str(TOPOS / "two-socket-smt.xml"))
+    assert len(smt.cores) == 8 and all(len(c.pus) == 2 for c in smt.cores)
+
+
+@pytest.mark.parametrize("matrix", [ring(16), halo3d((4, 2, 2))], ids=["ring", "halo3d"])
+def test_beats_round_robin_off_node_share(matrix):
+    report = place(matrix, TWO_BY_FOUR, nodes=2)
+    by_name = {p.name: (c, s) for p, c, s in zip(report.placements, report.costs, report.shares)}
+    rr_cost, rr_share = by_name["round-robin"]
+    tm_cost, tm_share = by_name["tree-map"]
+    assert tm_share["inter-node"] < rr_share["inter-node"]
+    assert tm_cost < rr_cost
+    assert tm_cost <= by_name["block"][0]
+    # A ring cut into two arcs crosses the network twice: 2 of 16 links.
+    if matrix.source.startswith("ring"):
+        assert tm_share["inter-node"] == pytest.approx(2 / 16)
+
+
+SMALL_CASES = [
+    ("synthetic:pack:2 core:2 pu:1", 2),
+    ("synthetic:pack:2 l3:1 l2:2 core:1 pu:1", 2),
+    ("synthetic:pack:2 core:4 pu:1", 1),
+]
+
+
+@pytest.mark.parametrize(("spec", "nodes"), SMALL_CASES)
+@pytest.mark.parametrize("exact_limit", [mapping.EXACT_LIMIT, 0], ids=["exact-splits", "greedy-splits"])
+def test_optimal_where_brute_force_is_possible(spec, nodes, exact_limit, monkeypatch):
+    monkeypatch.setattr(mapping, "EXACT_LIMIT", exact_limit)
+    machine = Machine(load_node_tree(spec), nodes)
+    for matrix in (ring(8), halo3d((2, 2, 2)), random_matrix(8, 1), random_matrix(8, 2), random_matrix(8, 3)):
+        placement = mapping.tree_map(machine, matrix, 8 // nodes)
+        assert len(set(placement.slots)) == len(placement.slots), "two ranks on one core"
+        got = mapping.cost(machine, matrix.symmetric(), placement.slots)
+        assert got == pytest.approx(mapping.brute_force(machine, matrix)), matrix.source
+
+
+def test_matrix_text_round_trip(tmp_path):
+    path = tmp_path / "m.txt"
+    write_matrix(halo3d((2, 2, 1)), path, comment="2x2 halo")
+    assert read_matrix(path).volume == halo3d((2, 2, 1)).volume
+
+
+def test_rankfile_and_hydra_files(tmp_path):
+    out = tmp_path / "rf"
+    proc = hympi("place", "--matrix", str(write_ring(tmp_path, 8)), "--topology", TWO_BY_FOUR, "--nodes", "2",
+                 "--hosts", "a,b", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    entries = read_rankfile(out)
+    assert [e.rank for e in entries] == list(range(8))
+    assert {e.host for e in entries} == {"a", "b"}
+    machine = Machine(load_node_tree(TWO_BY_FOUR), 2)
+    sets = expected_sets(machine, entries)
+    assert len({(e.host, frozenset(sets[e.rank])) for e in entries}) == 8  # distinct cores
+    hydra = Path(f"{out}.hydra").read_text().splitlines()
+    assert [line for line in hydra if not line.startswith("#")] == [f"{e.host}:1" for e in entries]
+    assert any("-bind-to user:" in line for line in hydra)
+
+
+def write_ring(tmp_path: Path, n: int) -> Path:
+    """A ring matrix file."""
+    path = tmp_path / f"ring{n}.txt"
+    write_matrix(ring(n), path)
+    return path
+
+
+def test_rankfile_placement_is_checked():
+    machine = Machine(load_node_tree(str(TOPOS / "ci-vm-2core.xml")), 1)
+    rows_ok = [{"rank": 0, "thread": 0, "pu": 1, "bound": "1"}, {"rank": 1, "thread": 0, "pu": 0, "bound": "0"}]
+    text = write_openmpi_rankfile(machine, [Slot(0, 1), Slot(0, 0)], ["vm"])
+    assert text == "rank 0=vm slot=0:1\nrank 1=vm slot=0:0\n"
+    path = REPO / "build" / "test-rankfile-swap"
+    path.write_text(text)
+    try:
+        assert placement_problems(rows_ok, path, machine) == []
+        rows_bad = [{**rows_ok[0], "bound": "0-1"}, {**rows_ok[1], "pu": 1, "bound": "0"}]
+        problems = placement_problems(rows_bad, path, machine)
+        assert len(problems) == 2 and "rank 0" in problems[0] and "rank 1" in problems[1]
+    finally:
+        path.unlink()
+
+
+def test_rankfile_takes_effect_end_to_end(tmp_path):
+    """hympi place on this machine -> hympi run affinity --rankfile: every rank on its slot's PUs."""
+    matrix = tmp_path / "pair.txt"
+    matrix.write_text("0 5\n5 0\n")
+    rf = tmp_path / "rf"
+    assert hympi("place", "--matrix", str(matrix), "--out", str(rf)).returncode == 0
+    # Swap the two slots so the check cannot pass by rank r landing on core r by default.
+    lines = rf.read_text().splitlines()
+    swapped = [lines[0].rsplit("slot=", 1)[0] + "slot=" + lines[1].rsplit("slot=", 1)[1],
+               lines[1].rsplit("slot=", 1)[0] + "slot=" + lines[0].rsplit("slot=", 1)[1]]
+    rf.write_text("\n".join(swapped) + "\n")
+    proc = hympi("run", "affinity", "--ranks", "2", "--rankfile", str(rf), "--json", "--", "--check")
+    assert proc.returncode == 0, proc.stderr
+    assert "rankfile check: PASSED" in proc.stderr
+    rec = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert rec["bind"] == "none"  # the app must not rebind what mpirun bound
+    by_rank = {row["rank"]: row["core"] for row in rec["placement"]}
+    assert by_rank == {0: 1, 1: 0}
+
+
+@pytest.mark.parametrize(
+    ("content", "extra", "needle"),
+    [
+        ("0 1 2\n1 0 1\n", [], "not square"),
+        ("0 -1\n1 0\n", [], "-1"),
+        ("0 x\n1 0\n", [], "'x'"),
+        ("0 nan\n1 0\n", [], "nan"),
+        ("", [], "empty"),
+        ("0 1 1\n1 0 1\n1 1 0\n", ["--topology", "synthetic:pack:1 core:2 pu:1"], "3 ranks"),
+        ("0 1\n1 0\n", ["--topology", "synthetic:pack:1 core:2 pu:1", "--nodes", "2", "--ranks-per-node", "3"], "3"),
+        ("0 1\n1 0\n", ["--topology", "/nonexistent/machine.xml"], "/nonexistent/machine.xml"),
+        ("0 1\n1 0\n", ["--topology", "synthetic:pack:zero"], "pack:zero"),
+        ("0 1\n1 0\n", ["--nodes", "0"], "0"),
+        ("0 1\n1 0\n", ["--fill", "sideways"], "sideways"),
+        ("0 1\n1 0\n", ["--nodes", "2", "--hosts", "a"], "a"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path, content, extra, needle):
+    matrix = tmp_path / "m.txt"
+    matrix.write_text(content)
+    proc = hympi("place", "--matrix", str(matrix), *extra)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert needle in lines[0]
+
+
+def test_unreadable_matrix_and_bad_xml(tmp_path):
+    proc = hympi("place", "--matrix", str(tmp_path / "missing.txt"))
+    assert proc.returncode == 2 and "missing.txt" in proc.stderr
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<topology><object type=")
+    matrix = tmp_path / "m.txt"
+    matrix.write_text("0 1\n1 0\n")
+    proc = hympi("place", "--matrix", str(matrix), "--topology", str(bad))
+    assert proc.returncode == 2 and "bad.xml" in proc.stderr

@@ -1,0 +1,318 @@
+"""The report: recommendation arithmetic, and the real page opened in headless Chromium (plots shown, no errors)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+import websocket
+from conftest import hympi
+from fakeapps import REPO
+from hympi.report.analysis import group_runs, recommend
+from hympi.store import Run, Store
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--remote-debugging-port=0", "--remote-allow-origins=*", "--window-size=1280,2000"]
+
+
+def _run(ranks: int, threads: int, repeat: int, rate: float | None, status: str = "ok") -> Run:
+    record = None if rate is None else {"rate": rate, "rate_unit": "GFLOP/s", "problem": "64^3", "verified": True,
+                                        "comm_s": 0.1, "comp_s": 1.0, "max_rss_mib": 20.0, "node_rss_mib": 40.0}
+    return Run(1, "rb3d", ranks, threads, "core", "compact", repeat, ("-n", "64"), (), ("mpirun",), status,
+               0 if status == "ok" else 1, 1.0, record)
+
+
+def test_recommendation_uses_median_rates_and_ratios():
+    runs = [_run(2, 1, rep, rate) for rep, rate in ((1, 13.1), (2, 13.0), (3, 99.0))]  # median 13.1, one outlier
+    runs += [_run(1, 2, rep, rate) for rep, rate in ((1, 12.0), (2, 12.1), (3, 11.9))]
+    runs += [_run(1, 1, rep, rate) for rep, rate in ((1, 10.0), (2, 9.0), (3, 11.0))]
+    runs += [_run(1, 2, 4, None, status="timeout")]
+    (group,) = group_runs(runs, {1: 1})
+    text = recommend(group)
+    assert text.startswith("best: 2 ranks x 1 thread, bind core (13.1 GFLOP/s median of 3): 1.31x the worst "
+                           "layout (1x1, bind core)")
+    assert "hybrid 1x2 is 0.92x of it" in text  # 12.0 / 13.1
+    assert "noise" not in text  # 2x1's slowest repeat (13.0) beats 1x2's fastest (12.1)
+    assert text.endswith("Not ok: 1x2: 1 timeout.")
+
+
+def test_recommendation_when_fewer_cores_win_and_when_threads_win():
+    runs = [_run(1, 1, 1, 10.0), _run(2, 1, 1, 6.0), _run(1, 2, 1, 5.0)]
+    text = recommend(group_runs(runs, {1: 1})[0])
+    assert text.startswith("best: 1 rank x 1 thread")
+    assert "the best layout on all 2 cores, 2x1, is only 0.60x of it: more cores do not pay off" in text
+    assert text.endswith("; hybrid 1x2 is 0.83x of 2x1.")  # 5.0 / 6.0, the layout question on all cores
+    runs = [_run(1, 2, 1, 8.0), _run(2, 1, 1, 4.0)]
+    text = recommend(group_runs(runs, {1: 1})[0])
+    assert "best: 1 rank x 2 threads" in text and "2.00x the worst" in text and "pure MPI 2x1 is 0.50x of it" in text
+    assert "noise" not in text
+    runs = [_run(1, 2, 1, 8.0), _run(1, 2, 2, 6.0), _run(2, 1, 1, 7.0), _run(2, 1, 2, 6.5)]
+    text = recommend(group_runs(runs, {1: 1})[0])
+    assert "best: 1 rank x 2 threads" in text and "pure MPI 2x1 is 0.96x of it" in text  # 6.75 / 7.0
+    assert "The repeats of 1x2 and 2x1 overlap (min-max), so the difference between them is within run-to-run " \
+           "noise" in text
+    assert "nothing to recommend" in recommend(group_runs([_run(1, 1, 1, None, "failed")], {1: 1})[0])
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.fail("chromium is not installed: run scripts/bootstrap-system.sh (Debian package 'chromium')")
+
+
+class Page:
+    """A headless Chromium tab driven over the DevTools protocol, collecting console errors."""
+
+    def __init__(self, ws: websocket.WebSocket) -> None:
+        self.ws = ws
+        self.next_id = 0
+        self.events: list[dict] = []
+
+    def call(self, method: str, **params: object) -> dict:
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv())
+            if msg.get("id") == self.next_id:
+                assert "error" not in msg, msg
+                return msg.get("result", {})
+            self.events.append(msg)
+
+    def wait_event(self, method: str, seconds: float = 30.0) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if any(e.get("method") == method for e in self.events):
+                return
+            self.ws.settimeout(max(0.1, deadline - time.monotonic()))
+            self.events.append(json.loads(self.ws.recv()))
+        raise AssertionError(f"no {method} within {seconds} s")
+
+    def open(self, url: str) -> None:
+        self.events.clear()
+        self.call("Page.navigate", url=url)
+        self.wait_event("Page.loadEventFired")
+        self.call("Runtime.evaluate", expression="new Promise(r => setTimeout(r, 300))", awaitPromise=True)
+
+    def errors(self) -> list[str]:
+        """Console errors, uncaught exceptions and failed loads reported since the last open()."""
+        out = []
+        for e in self.events:
+            p = e.get("params", {})
+            if e.get("method") == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                out.append(" ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
+            elif e.get("method") == "Runtime.exceptionThrown":
+                out.append(p["exceptionDetails"].get("text", "exception"))
+            elif e.get("method") == "Log.entryAdded" and p["entry"]["level"] == "error":
+                out.append(p["entry"]["text"])
+        return out
+
+    def evaluate(self, expression: str) -> object:
+        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"]["value"]
+
+
+@pytest.fixture(scope="module")
+def page() -> Iterator[Page]:
+    profile = Path(tempfile.mkdtemp(prefix="hympi-chromium-"))
+    proc = subprocess.Popen([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.exists() and port_file.read_text().strip()) and time.monotonic() < deadline:
+            assert proc.poll() is None, "chromium exited at start-up"
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
+            targets = json.load(resp)
+        url = next(t["webSocketDebuggerUrl"] for t in targets if t["type"] == "page")
+        ws = websocket.create_connection(url, timeout=30, suppress_origin=True)
+        tab = Page(ws)
+        for domain in ("Page", "Runtime", "Log"):
+            tab.call(f"{domain}.enable")
+        yield tab
+        ws.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def _image_stats(png: bytes | Path) -> tuple[int, int, float]:
+    """Width, height and pixel standard deviation (0 for a blank image)."""
+    if isinstance(png, Path):
+        img = mpimg.imread(png)
+    else:
+        tmp = Path(tempfile.mkstemp(suffix=".png")[1])
+        tmp.write_bytes(png)
+        img = mpimg.imread(tmp)
+        tmp.unlink()
+    return img.shape[1], img.shape[0], float(np.std(img[..., :3]))
+
+
+def test_the_checker_sees_broken_images_and_console_errors(page: Page, tmp_path: Path):
+    """Negative control: a page with a missing image and a console error must be caught."""
+    bad = tmp_path / "bad.html"
+    bad.write_text("<!DOCTYPE html><html><body><img src='missing.png'>"
+                   "<script>console.error('deliberate error')</script></body></html>")
+    page.open(bad.as_uri())
+    assert any("deliberate error" in e for e in page.errors())
+    assert page.evaluate("Array.from(document.images).map(i => i.naturalWidth)") == [0]
+
+
+def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: Page, tmp_path: Path):
+    db = tmp_path / "r.db"
+    out = tmp_path / "report"
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--repeat", "2", "--db", str(db),
+                 "--", "-n", "16", "--iterations", "4", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = hympi("report", "--db", str(db), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    index = out / "index.html"
+    assert proc.stdout.strip() == f"report: {index.resolve()}"
+    pngs = sorted(out.glob("*.png"))
+    assert len(pngs) == 3
+    for png in pngs:  # real pictures, not empty files or blank canvases
+        width, height, spread = _image_stats(png)
+        assert width > 300 and height > 200 and spread > 0.05, png
+
+    page.open(index.as_uri())
+    assert page.errors() == []
+    images = page.evaluate("Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, "
+                           "i.naturalWidth, i.naturalHeight])")
+    assert sorted(src for src, *_ in images) == sorted(p.name for p in pngs)
+    assert all(done and w > 300 and h > 200 for _, done, w, h in images), images
+    text = page.evaluate("document.body.innerText")
+    assert "Machine" in text and "MPI library" in text and "Open MPI" in text
+    assert "best: " in text and "x the worst layout" in text
+    rows = page.evaluate("document.querySelectorAll('#runs ~ table tr').length")
+    assert rows == 1 + 6  # header + 3 layouts x 2 repeats
+    shot = base64.b64decode(page.call("Page.captureScreenshot", format="png")["data"])
+    width, height, spread = _image_stats(shot)
+    assert width >= 1000 and spread > 0.05
+
+
+def _cells(page: Page, table: str) -> list[list[str]]:
+    """The text of every data row of the tables matching CSS selector `table`."""
+    return page.evaluate(f"Array.from(document.querySelectorAll('{table} tr')).filter(r => r.querySelector('td'))"
+                         ".map(r => Array.from(r.cells).map(c => c.innerText.trim()))")
+
+
+def test_report_shows_the_communication_hierarchy_of_a_real_pingpong_run(page: Page, tmp_path: Path):
+    """A real 4-rank ping-pong on 2 virtual nodes: its levels, fit and multi-pair table appear as recorded."""
+    db = tmp_path / "p.db"
+    out = tmp_path / "report"
+    proc = hympi("sweep", "pingpong", "--ranks", "4", "--oversubscribe", "--virtual-nodes", "2", "--db", str(db),
+                 "--", "--iterations", "20", "--max-bytes", "16384", "--multi-bytes", "4096", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        (run,) = store.runs()
+    metrics = run.record["metrics"]
+    levels = metrics["levels"]
+    assert "network" in levels and len(levels) >= 2  # inside a virtual node and across the two
+    proc = hympi("report", "--db", str(db), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    png = out / f"pingpong-m1-r{run.id}-bandwidth.png"
+    assert sorted(p.name for p in out.glob("*.png")) == [png.name]  # no rate/memory plots for a probe
+    width, height, spread = _image_stats(png)
+    assert width > 300 and height > 200 and spread > 0.05
+
+    page.open((out / "index.html").as_uri())
+    assert page.errors() == []
+    assert page.evaluate("Array.from(document.images).map(i => [i.getAttribute('src'), i.naturalWidth > 300])") \
+        == [[png.name, True]]
+    assert page.evaluate("document.querySelector('#hierarchy').innerText") == "Communication hierarchy"
+    rows = _cells(page, "table.levels")
+    order = ["pu", "core", "l2", "l3", "numa", "package", "node", "network"]
+    assert [r[0] for r in rows] == sorted(levels, key=order.index)  # nearest level first, every level once
+    for level, pair, pairs_at, zero, alpha, beta, peak in rows:
+        data = levels[level]
+        assert pair == f"{data['pair'][0]},{data['pair'][1]}" and int(pairs_at) == data["pairs_at_level"]
+        assert data["bytes"][0] == 0 and float(zero) == pytest.approx(data["latency_us"][0], rel=1e-2)
+        assert float(alpha) == pytest.approx(data["alpha_us"], rel=1e-2)
+        assert float(beta) == pytest.approx(data["beta_mbs"], rel=1e-3)
+        assert float(peak) == pytest.approx(max(data["bandwidth_mbs"]), rel=1e-3)
+    multi = _cells(page, "table.multi-pair")
+    want = sorted(((m["level"], m["pairs"], m["aggregate_mbs"]) for m in metrics["multi"]),
+                  key=lambda m: (order.index(m[0]), m[1]))
+    assert [(r[0], int(r[1])) for r in multi] == [(level, pairs) for level, pairs, _ in want]  # nearest first
+    assert [float(r[5]) for r in multi] == pytest.approx([agg for _, _, agg in want], rel=1e-3)
+    assert ("network", 2) in [(r[0], int(r[1])) for r in multi]  # 4 ranks on 2 nodes: 2 network pairs at once
+    text = page.evaluate("document.body.innerText")
+    assert "4 ranks on 2 virtual nodes (run 1)" in text
+    assert "x the worst layout" not in text  # the probe is not an app group with a layout recommendation
+
+
+def test_study_skips_missing_apps_with_a_note_and_reports(page: Page, tmp_path: Path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("hympi-info", "hympi-rb3d", "hympi-stream", "hympi-affinity", "hympi-pingpong"):
+        (bin_dir / name).symlink_to(REPO / "build" / "bin" / name)
+    out = tmp_path / "study"
+    db = tmp_path / "s.db"
+    start = time.monotonic()
+    proc = hympi("study", "--quick", "--apps", "rb3d,spmv3d,pingpong", "--repeat", "1", "--out", str(out), "--db",
+                 str(db), env={"HYMPI_BIN_DIR": str(bin_dir)}, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert time.monotonic() - start < 120
+    assert proc.stdout.strip().splitlines()[-1] == f"report: {(out / 'index.html').resolve()}"
+    with Store.open(db, create=False) as store:
+        runs = store.runs()
+        study = store.study(1)
+        sweeps = store.study_sweeps(1)
+    rb3d = [r for r in runs if r.app == "rb3d"]
+    assert sorted((r.ranks, r.threads) for r in rb3d) == [(1, 1), (1, 2), (2, 1)]
+    assert all(r.status == "ok" for r in rb3d)
+    # The probe: 2 ranks inside the node (this machine has 2 cores), then 4 ranks on 2 virtual nodes.
+    probes = [r for r in runs if r.app == "pingpong"]
+    assert [(r.ranks, r.threads, r.status) for r in probes] == [(2, 1, "ok"), (4, 1, "ok")]
+    assert [s.params["virtual_nodes"] for s in sweeps if s.app == "pingpong"] == [1, 2]
+    assert "network" in probes[1].record["metrics"]["levels"]
+    assert ("HYMPI_VIRTUAL_NODES", "2") in probes[1].env
+    assert study.notes == ("spmv3d: skipped, hympi-spmv3d is not built yet",)
+    page.open((out / "index.html").as_uri())
+    assert page.errors() == []
+    assert "spmv3d: skipped, hympi-spmv3d is not built yet" in page.evaluate("document.body.innerText")
+    assert page.evaluate("Array.from(document.images).every(i => i.naturalWidth > 0)") is True
+    assert page.evaluate("document.querySelectorAll('#hierarchy').length") == 1
+    assert page.evaluate("document.querySelectorAll('#summary + ul a[href=\"#hierarchy\"]').length") == 1
+    tables = page.evaluate("Array.from(document.querySelectorAll('table.levels')).map(t => "
+                           "Array.from(t.querySelectorAll('tr[data-level]')).map(r => r.dataset.level))")
+    order = ["pu", "core", "l2", "l3", "numa", "package", "node", "network"]
+    assert tables == [sorted(r.record["metrics"]["levels"], key=order.index) for r in probes]
+    images = page.evaluate("Array.from(document.querySelectorAll('#hierarchy ~ figure img')).map(i => "
+                           "i.getAttribute('src'))")
+    assert images == [f"pingpong-m1-r{r.id}-bandwidth.png" for r in probes]
+
+
+def test_study_notes_a_missing_pingpong_binary(tmp_path: Path):
+    """Only the probe asked for and its binary absent: a note, no sweep, and the study still writes its report."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "hympi-info").symlink_to(REPO / "build" / "bin" / "hympi-info")
+    db = tmp_path / "s.db"
+    proc = hympi("study", "--quick", "--apps", "pingpong", "--out", str(tmp_path / "study"), "--db", str(db),
+                 env={"HYMPI_BIN_DIR": str(bin_dir)}, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        assert store.study(1).notes == ("pingpong: skipped, hympi-pingpong is not built yet",)
+        assert store.runs() == [] and store.study_sweeps(1) == []
+    assert "pingpong: skipped, hympi-pingpong is not built yet" in (tmp_path / "study" / "index.html").read_text()

@@ -1,0 +1,97 @@
+"""The Slurm launcher: srun argument lists, the sbatch script, and a sweep run through srun in an allocation."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import hympi
+from fakeapps import fake_bin_dir, fake_srun, launches
+from hympi.errors import UsageError
+from hympi.launch.mpirun import LaunchSpec
+from hympi.launch.slurm import BatchRequest, build_srun_command, sbatch_script
+from hympi.store import Store
+
+
+def _no_slurm() -> dict[str, str]:
+    """The environment outside any allocation."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+
+
+def test_srun_command_is_an_argument_list_with_the_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("HYMPI_BIN_DIR", fake_bin_dir(tmp_path)["HYMPI_BIN_DIR"])
+    spec = LaunchSpec("hympi-rb3d", 4, 2, "numa", "scatter", ("-n", "32"), False, (("HYMPI_VIRTUAL_NODES", "1"),))
+    cmd = build_srun_command(spec, srun="/opt/slurm/bin/srun")
+    assert cmd[0] == "/opt/slurm/bin/srun"
+    assert cmd[cmd.index("--ntasks") + 1] == "4" and cmd[cmd.index("--cpus-per-task") + 1] == "2"
+    assert "--cpu-bind=none" in cmd and "--overcommit" not in cmd
+    export = next(a for a in cmd if a.startswith("--export="))
+    assert export.split("=", 1)[1].split(",") == ["ALL", "OMP_NUM_THREADS=2", "HYMPI_BIND=numa", "HYMPI_DIST=scatter",
+                                                  "HYMPI_VIRTUAL_NODES=1"]
+    assert cmd[-3].endswith("hympi-rb3d") and cmd[-2:] == ["-n", "32"]
+    over = build_srun_command(LaunchSpec("hympi-rb3d", 8, 1, oversubscribe=True), srun="srun")
+    assert "--overcommit" in over
+    with pytest.raises(UsageError, match="comma"):
+        build_srun_command(LaunchSpec("hympi-rb3d", 1, 1, env=(("HYMPI_X", "a,b"),)), srun="srun")
+
+
+def test_sbatch_script_requests_the_largest_layout_and_resumes_the_sweep():
+    req = BatchRequest("hympi-sweep-rb3d", 4, 2, 3725.0, "/work/dir with space",
+                       ("/venv/bin/hympi", "sweep", "rb3d", "--ranks", "1,2,4", "--launcher", "slurm", "--resume"))
+    text = sbatch_script(req)
+    lines = text.splitlines()
+    assert lines[0] == "#!/bin/bash"
+    assert "#SBATCH --ntasks=4" in lines and "#SBATCH --cpus-per-task=2" in lines
+    assert "#SBATCH --time=0-01:03:00" in lines  # 3725 s rounded up to whole minutes
+    assert "cd '/work/dir with space'" in lines
+    assert lines[-1] == "exec /venv/bin/hympi sweep rb3d --ranks 1,2,4 --launcher slurm --resume"
+    check = subprocess.run(["bash", "-n"], input=text, text=True, capture_output=True, check=False)
+    assert check.returncode == 0, check.stderr
+
+
+def test_outside_an_allocation_the_sweep_becomes_an_sbatch_script(tmp_path: Path):
+    env = {**_no_slurm(), **fake_bin_dir(tmp_path)}
+    db = tmp_path / "r.db"
+    script = tmp_path / "job.sbatch"
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--repeat", "2", "--launcher", "slurm",
+                 "--db", str(db), "--dry-run", "--", "-n", "16", env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("#!/bin/bash") and "#SBATCH --ntasks=2" in out
+    srun_lines = [line for line in out.splitlines() if line.split(" ", 1)[0].endswith("srun")]
+    assert len(srun_lines) == 8  # 4 layouts (no local PU limit applies to an allocation) x 2 repeats
+    assert all(shlex.split(line)[-3:] == [str(tmp_path / "bin" / "hympi-rb3d"), "-n", "16"] for line in srun_lines)
+    assert not db.exists()
+
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--launcher", "slurm", "--db", str(db),
+                 "--sbatch", str(script), "--", "-n", "16", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert f"sbatch {script}" in proc.stdout
+    body = script.read_text()
+    exec_line = shlex.split(body.strip().splitlines()[-1])
+    assert exec_line[0] == "exec" and exec_line[2:4] == ["sweep", "rb3d"]
+    assert exec_line[exec_line.index("--db") + 1] == str(db.resolve())
+    assert "--resume" in exec_line and exec_line[exec_line.index("--launcher") + 1] == "slurm"
+    assert exec_line[-3:] == ["--", "-n", "16"]
+    assert os.access(script, os.X_OK)
+    assert not db.exists() and not launches(env)
+
+
+def test_inside_an_allocation_the_sweep_runs_every_layout_with_srun(tmp_path: Path):
+    env = {**_no_slurm(), **fake_bin_dir(tmp_path), **fake_srun(tmp_path)}
+    db = tmp_path / "r.db"
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--launcher", "slurm", "--db", str(db),
+                 "--", "--fail-at", "1x2", env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # 1x2 fails on purpose
+    assert "skipping 2x2" in proc.stderr  # the allocation has 2 CPUs (SLURM_NTASKS x SLURM_CPUS_PER_TASK)
+    srun_log = (tmp_path / "srun.log").read_text().splitlines()
+    assert len(srun_log) == 3 and all("--cpu-bind=none" in line for line in srun_log)
+    with Store.open(db, create=False) as store:
+        runs = {(r.ranks, r.threads): r for r in store.runs()}
+    assert {k: r.status for k, r in runs.items()} == {(1, 1): "ok", (1, 2): "failed", (2, 1): "ok"}
+    assert runs[(2, 1)].command[0] == env["HYMPI_SRUN"]
+    assert runs[(2, 1)].record["rate"] == 21.0  # the fake app saw 2 tasks from srun --ntasks
+    assert sorted(launches(env)) == ["1x1", "1x2", "2x1"]

@@ -1,0 +1,155 @@
+"""The results store: schema and migrations, WAL, refusing foreign or newer files, one transaction per run."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from hympi.errors import UsageError
+from hympi.store import APPLICATION_ID, SCHEMA_VERSION, Run, Store, schema
+
+_RECORD = {"rate": 1.5, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": True}
+
+
+def _run(sweep_id: int, ranks: int = 1, threads: int = 1, repeat: int = 1, status: str = "ok",
+         record: dict | None = _RECORD) -> Run:
+    return Run(sweep_id, "rb3d", ranks, threads, "core", "compact", repeat, ("-n", "8"), (("OMP_NUM_THREADS", "1"),),
+               ("mpirun", "-np", str(ranks)), status, 0, 0.25, record, "", "2026-01-01T00:00:00Z",
+               "2026-01-01T00:00:01Z")
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store.open(tmp_path / "r.db")
+    yield s
+    s.close()
+
+
+def _sweep(s: Store) -> int:
+    machine = s.ensure_machine("host", "abc", "Open MPI 4", "g++ 12", {"cores": 2})
+    return s.create_sweep(machine.id, "rb3d", {"app": "rb3d", "n": 1}, 4).id
+
+
+def test_new_database_is_versioned_wal_and_marked_ours(store: Store):
+    assert store.schema_version() == SCHEMA_VERSION
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    versions = [r[0] for r in store.conn.execute("SELECT version FROM schema_version ORDER BY version")]
+    assert versions == list(range(1, SCHEMA_VERSION + 1))
+
+
+def test_run_round_trip_and_done_keys(store: Store):
+    sweep_id = _sweep(store)
+    first = store.add_run(_run(sweep_id, 2, 1, 1))
+    store.add_run(_run(sweep_id, 1, 2, 1, status="failed", record=None))
+    runs = store.runs([sweep_id])
+    assert runs[0].id == first
+    assert runs[0].record == {"rate": 1.5, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": True}
+    assert runs[0].app_args == ("-n", "8") and runs[0].command == ("mpirun", "-np", "2")
+    assert runs[1].status == "failed" and runs[1].record is None
+    assert store.done_keys(sweep_id) == {(2, 1, "core", 1), (1, 2, "core", 1)}
+    row = store.conn.execute("SELECT rate, problem FROM runs WHERE id = ?", (first,)).fetchone()
+    assert row == (1.5, "8^3")
+
+
+def test_a_sweep_item_is_stored_once(store: Store):
+    sweep_id = _sweep(store)
+    store.add_run(_run(sweep_id, 2, 1, 1))
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_run(_run(sweep_id, 2, 1, 1))
+    assert len(store.runs([sweep_id])) == 1
+    with pytest.raises(ValueError, match="bogus"):
+        store.add_run(_run(sweep_id, 4, 1, 1, status="bogus"))
+
+
+def test_failed_transaction_leaves_nothing(store: Store):
+    sweep_id = _sweep(store)
+    with pytest.raises(RuntimeError), store.transaction() as conn:
+        conn.execute("UPDATE sweeps SET status = 'finished' WHERE id = ?", (sweep_id,))
+        raise RuntimeError("crash in the middle")
+    assert store.sweep(sweep_id).status == "running"
+
+
+def test_committed_runs_are_visible_to_another_connection_at_once(store: Store, tmp_path: Path):
+    sweep_id = _sweep(store)
+    store.add_run(_run(sweep_id))
+    other = sqlite3.connect(tmp_path / "r.db")
+    assert other.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 1
+    other.close()
+
+
+def test_resume_finds_the_latest_unfinished_sweep_with_equal_parameters(store: Store):
+    machine = store.ensure_machine("host", "abc", "mpi", "cc", {})
+    assert store.ensure_machine("host", "abc", "mpi", "cc", {}).id == machine.id
+    a = store.create_sweep(machine.id, "rb3d", {"x": 1, "y": [1, 2]}, 2)
+    b = store.create_sweep(machine.id, "rb3d", {"y": [1, 2], "x": 1}, 2)  # same parameters, other key order
+    store.create_sweep(machine.id, "rb3d", {"x": 2, "y": [1, 2]}, 2)
+    assert store.latest_unfinished({"x": 1, "y": [1, 2]}).id == b.id
+    store.set_sweep_status(b.id, "finished")
+    assert store.latest_unfinished({"x": 1, "y": [1, 2]}).id == a.id
+    store.set_sweep_status(a.id, "interrupted")
+    assert store.latest_unfinished({"x": 1, "y": [1, 2]}).id == a.id
+    assert store.sweep(b.id).finished_at is not None
+
+
+def test_study_notes(store: Store):
+    machine = store.ensure_machine("host", "abc", "mpi", "cc", {})
+    study_id = store.create_study(machine.id, True, "out")
+    store.add_study_note(study_id, "spmv3d: skipped")
+    store.add_study_note(study_id, "lu-mz: skipped")
+    sweep = store.create_sweep(machine.id, "rb3d", {}, 1, study_id)
+    assert store.study(study_id).notes == ("spmv3d: skipped", "lu-mz: skipped")
+    assert [s.id for s in store.study_sweeps(study_id)] == [sweep.id]
+
+
+def test_migration_from_version_1_keeps_the_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "old.db"
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
+    with Store.open(path) as old:
+        assert old.schema_version() == 1
+        machine = old.ensure_machine("h", "t", "m", "c", {})
+        cur = old.conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, "
+                               "created_at) VALUES (?, 'rb3d', '{}', '{}', 1, 'finished', 'now')", (machine.id,))
+        old.add_run(_run(int(cur.lastrowid)))
+    monkeypatch.undo()
+    with Store.open(path) as new:
+        assert new.schema_version() == SCHEMA_VERSION
+        assert len(new.runs()) == 1
+        assert new.sweeps()[0].study_id is None
+        new.create_study(1, False, "x")  # the table migration 2 added
+
+
+@pytest.mark.parametrize("kind", ["text", "foreign", "newer"])
+def test_files_that_are_not_ours_are_refused_untouched(tmp_path: Path, kind: str):
+    path = tmp_path / "x.db"
+    if kind == "text":
+        path.write_text("these are my notes, not a database\n" * 100)
+    elif kind == "foreign":
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE customers (id INTEGER, name TEXT)")
+        conn.commit()
+        conn.close()
+    else:
+        with Store.open(path) as s:
+            s.conn.execute("INSERT INTO schema_version VALUES (?, 'from the future', 'later')", (SCHEMA_VERSION + 1,))
+    before = _digest(path)
+    files_before = sorted(p.name for p in tmp_path.iterdir())
+    expected = "newer than this hympi" if kind == "newer" else "not a hympi results database"
+    with pytest.raises(UsageError, match=expected):
+        Store.open(path)
+    assert _digest(path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == files_before
+
+
+def test_missing_database_is_not_created_for_reading(tmp_path: Path):
+    with pytest.raises(UsageError, match="no results database"):
+        Store.open(tmp_path / "none.db", create=False)
+    assert not (tmp_path / "none.db").exists()
+    with pytest.raises(UsageError, match="not writable|missing"):
+        Store.open(tmp_path / "no" / "such" / "dir.db")
