@@ -225,9 +225,17 @@ inline __m512d column_sum8(const double* const r[9], long i, __mmask8 mask) {
   return _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(a, b), _mm512_add_pd(c, d)), load(8));
 }
 
-/// The first `n` lanes (0 <= n, clipped at 8).
+/// The first `n` lanes (clipped to 0 .. 8).
 inline __mmask8 first_lanes(long n) {
-  return n >= 8 ? static_cast<__mmask8>(0xff) : (n <= 0 ? static_cast<__mmask8>(0) : static_cast<__mmask8>((1u << n) - 1));
+  if (n >= 8) return static_cast<__mmask8>(0xff);
+  return n <= 0 ? static_cast<__mmask8>(0) : static_cast<__mmask8>((1u << n) - 1);
+}
+
+/// Lanes Shift .. Shift+7 of the 16-lane concatenation (hi:lo). maskz with all lanes is the
+/// same instruction as plain alignr, without GCC 12's false maybe-uninitialized warning.
+template <int Shift>
+inline __m512d align_lanes(__m512d hi, __m512d lo) {
+  return _mm512_castsi512_pd(_mm512_maskz_alignr_epi64(0xff, _mm512_castpd_si512(hi), _mm512_castpd_si512(lo), Shift));
 }
 #endif
 
@@ -244,22 +252,20 @@ void stencil27_row(const double* const r[9], double* out, long len, bool streami
   long i = 0;
   if (streaming) {
     // Scalar head up to the first 64-byte boundary of y: streamed stores must be aligned.
-    const long head = static_cast<long>(((64 - (reinterpret_cast<std::uintptr_t>(out) & 63)) & 63) / sizeof(double));
+    const auto misaligned = reinterpret_cast<std::uintptr_t>(out) & 63;
+    const long head = static_cast<long>(((64 - misaligned) & 63) / sizeof(double));
     for (; i < head && i < len; ++i)
       out[i] = std::fma(27.0, r[4][i], -((column_sum(r, i - 1) + column_sum(r, i)) + column_sum(r, i + 1)));
     if (i >= len) return;
   }
   const __m512d c27 = _mm512_set1_pd(27.0);
-  __m512d prev = column_sum8(r, i - 8, 0x80);           // lane 7: col(i - 1)
+  __m512d prev = column_sum8(r, i - 8, 0x80);                 // lane 7: col(i - 1)
   __m512d cur = column_sum8(r, i, first_lanes(len - i + 1));  // col(i .. min(i + 7, len))
-  // maskz with all lanes: the same instruction as alignr, without GCC 12's false
-  // maybe-uninitialized warning on the plain intrinsic.
   for (; i < len; i += 8) {
     const long rem = len - i;
     const __m512d next = column_sum8(r, i + 8, first_lanes(rem - 7));  // up to col(len)
-    const __m512d left = _mm512_castsi512_pd(_mm512_maskz_alignr_epi64(0xff, _mm512_castpd_si512(cur), _mm512_castpd_si512(prev), 7));
-    const __m512d right = _mm512_castsi512_pd(_mm512_maskz_alignr_epi64(0xff, _mm512_castpd_si512(next), _mm512_castpd_si512(cur), 1));
-    const __m512d sum = _mm512_add_pd(_mm512_add_pd(left, cur), right);
+    // (col(p - 1) + col(p)) + col(p + 1) for p = i .. i + 7.
+    const __m512d sum = _mm512_add_pd(_mm512_add_pd(align_lanes<7>(cur, prev), cur), align_lanes<1>(next, cur));
     // fmsub(27, x, s) rounds once, exactly like fma(27, x, -s).
     if (rem >= 8) {
       const __m512d value = _mm512_fmsub_pd(c27, _mm512_loadu_pd(r[4] + i), sum);
