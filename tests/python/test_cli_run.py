@@ -28,6 +28,8 @@ RESULT_FIELDS = {"app", "problem", "ranks", "threads", "bind", "time_s", "rate",
         (["run", "stream", "--", "--repeats", "1"], "1"),
         (["run", "rb3d", "--virtual-nodes", "0"], "0"),
         (["info", "--topology", "synthetic:pack:zero"], "pack:zero"),
+        (["run", "rb3d", "--rank", "2"], "--rank"),
+        (["info", "--ranks", "2"], "--ranks"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_launched(args, needle, fake_launcher):
@@ -113,3 +115,10 @@ def test_run_prints_table_and_app_report():
     assert proc.returncode == 0, proc.stderr
     assert "verification (reference): PASSED" in proc.stdout
     assert "GFLOP/s" in proc.stdout
+
+
+def test_app_options_pass_through_without_double_dash():
+    # hympi -n is --ranks (as for mpirun); the app sees only options hympi does not know.
+    code, rec = hympi_json("run", "rb3d", "--json", "--n", "10", "--iterations", "3")
+    assert code == 0
+    assert rec["problem"] == "10^3" and rec["metrics"]["iterations"] == 3

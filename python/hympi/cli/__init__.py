@@ -42,8 +42,11 @@ def main(argv: list[str] | None = None) -> int:
         split = argv.index("--")
         argv, app_args = argv[:split], argv[split + 1:]
     try:
-        args = build_parser().parse_args(argv)
-        args.app_args = app_args
+        args, unknown = build_parser().parse_known_args(argv)
+        if unknown and not getattr(args, "forwards_unknown", False):
+            raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
+        # `hympi run bt-mz --class W`: options hympi does not know are the app's (the app validates them).
+        args.app_args = unknown + app_args
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except UsageError as exc:

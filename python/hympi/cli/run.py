@@ -19,11 +19,11 @@ from hympi.result import PREFIX
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
     """Registers `hympi run`."""
-    p = sub.add_parser(name, help="run one app", description="Run an app: hympi run APP [options] [-- app args]")
+    p = sub.add_parser(name, help="run one app", description="Run an app: hympi run APP [options] [app options] [-- app args]")
     p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
     add_layout_options(p)
     p.add_argument("--json", action="store_true", help="print the result record as JSON")
-    p.set_defaults(handler=main)
+    p.set_defaults(handler=main, forwards_unknown=True)
 
 
 def result_table(record: dict) -> Table:
