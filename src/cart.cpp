@@ -13,6 +13,24 @@ std::string grid_text(const std::array<long, 3>& g) {
 }
 }  // namespace
 
+std::vector<std::array<int, 3>> process_grid_factorisations(int ranks, const std::array<int, 3>& fixed) {
+  std::vector<std::array<int, 3>> out;
+  for (int px = 1; px <= ranks; ++px) {
+    if (ranks % px != 0 || (fixed[0] > 0 && px != fixed[0])) continue;
+    for (int py = 1; py <= ranks / px; ++py) {
+      if ((ranks / px) % py != 0 || (fixed[1] > 0 && py != fixed[1])) continue;
+      const int pz = ranks / px / py;
+      if (fixed[2] > 0 && pz != fixed[2]) continue;
+      out.push_back({px, py, pz});
+    }
+  }
+  return out;
+}
+
+double internal_face_area(const std::array<int, 3>& p, const std::array<double, 3>& g) {
+  return (p[0] - 1) * g[1] * g[2] + (p[1] - 1) * g[0] * g[2] + (p[2] - 1) * g[0] * g[1];
+}
+
 std::array<int, 3> choose_process_grid(int ranks, const std::array<long, 3>& global, const std::array<int, 3>& fixed) {
   if (ranks < 1) throw InvalidArgument("number of ranks must be >= 1, got " + std::to_string(ranks));
   for (int d = 0; d < 3; ++d) {
@@ -21,21 +39,14 @@ std::array<int, 3> choose_process_grid(int ranks, const std::array<long, 3>& glo
   }
   std::array<int, 3> best{0, 0, 0};
   double best_area = std::numeric_limits<double>::infinity();
-  for (int px = 1; px <= ranks; ++px) {
-    if (ranks % px != 0 || (fixed[0] > 0 && px != fixed[0])) continue;
-    for (int py = 1; py <= ranks / px; ++py) {
-      if ((ranks / px) % py != 0 || (fixed[1] > 0 && py != fixed[1])) continue;
-      const int pz = ranks / px / py;
-      if (fixed[2] > 0 && pz != fixed[2]) continue;
-      const std::array<int, 3> p{px, py, pz};
-      if (p[0] > global[0] || p[1] > global[1] || p[2] > global[2]) continue;
-      const auto g = [&](int d) { return static_cast<double>(global[d]); };
-      const double area = (px - 1) * g(1) * g(2) + (py - 1) * g(0) * g(2) + (pz - 1) * g(0) * g(1);
-      // Strict < keeps the first minimum in loop order: the fewest splits of x, then y.
-      if (area < best_area) {
-        best_area = area;
-        best = p;
-      }
+  for (const auto& p : process_grid_factorisations(ranks, fixed)) {
+    if (p[0] > global[0] || p[1] > global[1] || p[2] > global[2]) continue;
+    const double area = internal_face_area(
+        p, {static_cast<double>(global[0]), static_cast<double>(global[1]), static_cast<double>(global[2])});
+    // Strict < keeps the first minimum in loop order: the fewest splits of x, then y.
+    if (area < best_area) {
+      best_area = area;
+      best = p;
     }
   }
   if (best[0] == 0)

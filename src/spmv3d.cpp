@@ -54,20 +54,13 @@ std::array<int, 3> process_grid_for_local(int ranks, const std::array<long, 3>& 
   if (ranks < 1) throw InvalidArgument("number of ranks must be >= 1, got " + std::to_string(ranks));
   std::array<int, 3> best{0, 0, 0};
   double best_area = std::numeric_limits<double>::infinity();
-  for (int px = 1; px <= ranks; ++px) {
-    if (ranks % px != 0 || (fixed[0] > 0 && px != fixed[0])) continue;
-    for (int py = 1; py <= ranks / px; ++py) {
-      if ((ranks / px) % py != 0 || (fixed[1] > 0 && py != fixed[1])) continue;
-      const int pz = ranks / px / py;
-      if (fixed[2] > 0 && pz != fixed[2]) continue;
-      const std::array<int, 3> p{px, py, pz};
-      std::array<double, 3> g{};
-      for (int d = 0; d < 3; ++d) g[d] = static_cast<double>(local[d]) * p[d];
-      const double area = (px - 1) * g[1] * g[2] + (py - 1) * g[0] * g[2] + (pz - 1) * g[0] * g[1];
-      if (area < best_area) {
-        best_area = area;
-        best = p;
-      }
+  for (const auto& p : process_grid_factorisations(ranks, fixed)) {
+    std::array<double, 3> g{};
+    for (int d = 0; d < 3; ++d) g[d] = static_cast<double>(local[d]) * p[d];
+    const double area = internal_face_area(p, g);
+    if (area < best_area) {
+      best_area = area;
+      best = p;
     }
   }
   if (best[0] == 0)

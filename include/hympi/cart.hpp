@@ -3,11 +3,18 @@
 #include <mpi.h>
 
 #include <array>
+#include <vector>
 
 #include "hympi/box.hpp"
 #include "hympi/comm.hpp"
 
 namespace hympi {
+
+/// Every factorisation ranks = px*py*pz that keeps the `fixed` entries (> 0), px then py increasing.
+std::vector<std::array<int, 3>> process_grid_factorisations(int ranks, const std::array<int, 3>& fixed);
+
+/// Internal face area of process grid `p` over a grid of `points` per axis: what halo traffic scales with.
+double internal_face_area(const std::array<int, 3>& p, const std::array<double, 3>& points);
 
 /// Picks a process grid for `ranks` over a grid of `global` points: every factorisation
 /// ranks = px*py*pz with p[d] <= global[d] is considered and the one with the least internal
