@@ -92,20 +92,7 @@ void bt_line(const CfdConstants& c, int n, const double* u, const double* rho, c
 
 }  // namespace
 
-BtZone::BtZone(const CfdConstants& c, const ZoneDims& dims) : c_(c), f_(dims, false) {
-  if (dims.nx < 6 || dims.ny < 6 || dims.nz < 6) {
-    throw InvalidArgument("BT-MZ zone " + std::to_string(dims.nx) + "x" + std::to_string(dims.ny) + "x" +
-                          std::to_string(dims.nz) + " is below 6 points in some direction");
-  }
-}
-
-void BtZone::initialize() {
-  if (!forcing_ready_) {
-    exact_rhs(c_, f_);
-    forcing_ready_ = true;
-  }
-  initialize_field(c_, f_);
-}
+BtZone::BtZone(const CfdConstants& c, const ZoneDims& dims) : CfdZone(c, dims, false, "BT-MZ") {}
 
 void BtZone::step() {
   const ZoneDims d = f_.d;
@@ -143,20 +130,6 @@ void BtZone::step() {
     }
     add(f_);
   }
-}
-
-ZoneNorms BtZone::norms() {
-  ZoneNorms n;
-  n.error = error_norm(c_, f_);
-  compute_rhs(c_, f_);
-  n.residual = rhs_norm(f_);
-  for (auto& r : n.residual) r /= c_.dt;
-  return n;
-}
-
-void BtZone::perturb(double delta) {
-  const ZoneDims& d = f_.d;
-  f_.u[5 * d.at(d.nx / 2, d.ny / 2, d.nz / 2) + 4] += delta;
 }
 
 }  // namespace hympi::npb

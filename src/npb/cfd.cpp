@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "hympi/error.hpp"
 
 namespace hympi::npb {
 
@@ -496,6 +499,37 @@ std::array<double, 5> rhs_norm(const CfdZoneFields& f) {
   }
   for (auto& r : rms) r = std::sqrt(r / (double(d.nz - 2) * double(d.ny - 2) * double(d.nx - 2)));
   return rms;
+}
+
+CfdZone::CfdZone(const CfdConstants& c, const ZoneDims& dims, bool with_speed, const char* benchmark)
+    : c_(c), f_(dims, with_speed) {
+  if (dims.nx < 6 || dims.ny < 6 || dims.nz < 6) {
+    throw InvalidArgument(std::string(benchmark) + " zone " + std::to_string(dims.nx) + "x" +
+                          std::to_string(dims.ny) + "x" + std::to_string(dims.nz) +
+                          " is below 6 points in some direction");
+  }
+}
+
+void CfdZone::initialize() {
+  if (!forcing_ready_) {
+    exact_rhs(c_, f_);
+    forcing_ready_ = true;
+  }
+  initialize_field(c_, f_);
+}
+
+ZoneNorms CfdZone::norms() {
+  ZoneNorms n;
+  n.error = error_norm(c_, f_);
+  compute_rhs(c_, f_);
+  n.residual = rhs_norm(f_);
+  for (auto& r : n.residual) r /= c_.dt;
+  return n;
+}
+
+void CfdZone::perturb(double delta) {
+  const ZoneDims& d = f_.d;
+  f_.u[5 * d.at(d.nx / 2, d.ny / 2, d.nz / 2) + 4] += delta;
 }
 
 }  // namespace hympi::npb

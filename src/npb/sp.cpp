@@ -157,20 +157,7 @@ void sp_line(const CfdConstants& c, int dir, int n, const double* rho, const dou
 
 }  // namespace
 
-SpZone::SpZone(const CfdConstants& c, const ZoneDims& dims) : c_(c), f_(dims, true) {
-  if (dims.nx < 6 || dims.ny < 6 || dims.nz < 6) {
-    throw InvalidArgument("SP-MZ zone " + std::to_string(dims.nx) + "x" + std::to_string(dims.ny) + "x" +
-                          std::to_string(dims.nz) + " is below 6 points in some direction");
-  }
-}
-
-void SpZone::initialize() {
-  if (!forcing_ready_) {
-    exact_rhs(c_, f_);
-    forcing_ready_ = true;
-  }
-  initialize_field(c_, f_);
-}
+SpZone::SpZone(const CfdConstants& c, const ZoneDims& dims) : CfdZone(c, dims, true, "SP-MZ") {}
 
 void SpZone::step() {
   const ZoneDims d = f_.d;
@@ -273,20 +260,6 @@ void SpZone::step() {
       }
     }
   }
-}
-
-ZoneNorms SpZone::norms() {
-  ZoneNorms n;
-  n.error = error_norm(c_, f_);
-  compute_rhs(c_, f_);
-  n.residual = rhs_norm(f_);
-  for (auto& r : n.residual) r /= c_.dt;
-  return n;
-}
-
-void SpZone::perturb(double delta) {
-  const ZoneDims& d = f_.d;
-  f_.u[5 * d.at(d.nx / 2, d.ny / 2, d.nz / 2) + 4] += delta;
 }
 
 }  // namespace hympi::npb

@@ -10,22 +10,13 @@
 #include "hympi/error.hpp"
 #include "hympi/overlap.hpp"
 #include "hympi/rb3d.hpp"
+#include "omp_threads.hpp"
 
 using namespace hympi;
 
 namespace {
 
-/// Restores the OpenMP thread count on scope exit (MPI tests start with OMP_NUM_THREADS=1).
-class Threads {
- public:
-  explicit Threads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~Threads() { omp_set_num_threads(saved_); }
-  Threads(const Threads&) = delete;
-  Threads& operator=(const Threads&) = delete;
-
- private:
-  int saved_;
-};
+using hympi::test::Threads;
 
 struct Case {
   std::array<long, 3> global;

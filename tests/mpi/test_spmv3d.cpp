@@ -8,21 +8,13 @@
 
 #include "hympi/error.hpp"
 #include "hympi/spmv3d.hpp"
+#include "omp_threads.hpp"
 
 using namespace hympi;
 
 namespace {
 
-class Threads {
- public:
-  explicit Threads(int n) : saved_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~Threads() { omp_set_num_threads(saved_); }
-  Threads(const Threads&) = delete;
-  Threads& operator=(const Threads&) = delete;
-
- private:
-  int saved_;
-};
+using hympi::test::Threads;
 
 int world_size() {
   int size = 1;

@@ -2,6 +2,7 @@
 // Pieces BT-MZ and SP-MZ share: the constants of set_constants, the exact solution, the initial
 // field, the forcing term, the explicit right-hand side and the two verification norms.
 // Zone fields are [nz][ny][nxmax][5] (5-component) or [nz][ny][nxmax] (scalar), nxmax odd.
+#include "hympi/npb/zone_solver.hpp"
 #include "hympi/zone_layout.hpp"
 
 #include <array>
@@ -76,5 +77,24 @@ void add(CfdZoneFields& f);
 std::array<double, 5> error_norm(const CfdConstants& c, const CfdZoneFields& f);
 /// Per-component RMS of rhs over interior points.
 std::array<double, 5> rhs_norm(const CfdZoneFields& f);
+
+/// What a BT-MZ and an SP-MZ zone share: fields, initialisation, norms and perturbation; the
+/// subclass supplies the ADI step. Throws InvalidArgument when a dimension is below 6 points.
+class CfdZone : public ZoneSolver {
+ public:
+  void initialize() override;
+  [[nodiscard]] double* field() override { return f_.u.data(); }
+  [[nodiscard]] ZoneNorms norms() override;
+  void perturb(double delta) override;
+
+ protected:
+  /// `c` must outlive the zone; `benchmark` names it in errors ("BT-MZ").
+  CfdZone(const CfdConstants& c, const ZoneDims& dims, bool with_speed, const char* benchmark);
+  const CfdConstants& c_;
+  CfdZoneFields f_;
+
+ private:
+  bool forcing_ready_ = false;
+};
 
 }  // namespace hympi::npb

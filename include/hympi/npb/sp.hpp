@@ -1,25 +1,15 @@
 #pragma once
 // SP-MZ zone solver: Beam-Warming ADI with scalar pentadiagonal systems after diagonalisation.
 #include "hympi/npb/cfd.hpp"
-#include "hympi/npb/zone_solver.hpp"
 
 namespace hympi::npb {
 
 /// One SP-MZ zone. Throws InvalidArgument when a zone dimension is below 6 points.
-class SpZone final : public ZoneSolver {
+class SpZone final : public CfdZone {
  public:
   /// `c` must outlive the zone.
   SpZone(const CfdConstants& c, const ZoneDims& dims);
-  void initialize() override;
   void step() override;
-  [[nodiscard]] double* field() override { return f_.u.data(); }
-  [[nodiscard]] ZoneNorms norms() override;
-  void perturb(double delta) override;
-
- private:
-  const CfdConstants& c_;
-  CfdZoneFields f_;
-  bool forcing_ready_ = false;
 };
 
 }  // namespace hympi::npb
