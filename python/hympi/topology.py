@@ -28,16 +28,22 @@ class MachineSummary:
         return json.loads(self.raw)
 
 
-@lru_cache(maxsize=8)
-def machine_summary(spec: str = "this") -> MachineSummary:
-    """Topology summary of `spec` ('this', 'synthetic:...', or an hwloc XML path)."""
-    cmd = [str(binary("hympi-info")), "--json", "--topology", spec]
+def run_hympi_info(spec: str, output: str) -> str:
+    """stdout of `hympi-info --<output> --topology SPEC` ('json' or 'xml'); bad specs raise UsageError."""
+    cmd = [str(binary("hympi-info")), f"--{output}", "--topology", spec]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
     if proc.returncode == 2:
         raise UsageError(proc.stderr.strip().removeprefix("hympi-info: error: "))
     if proc.returncode != 0:
         raise HympiFatal(f"hympi-info failed: {proc.stderr.strip()}")
-    data = json.loads(proc.stdout)
+    return proc.stdout
+
+
+@lru_cache(maxsize=8)
+def machine_summary(spec: str = "this") -> MachineSummary:
+    """Topology summary of `spec` ('this', 'synthetic:...', or an hwloc XML path)."""
+    raw = run_hympi_info(spec, "json")
+    data = json.loads(raw)
     caches = tuple((c["level"], c["size_bytes"], c["count"]) for c in data["caches"])
     return MachineSummary(data["packages"], data["numa_nodes"], data["cores"], data["pus"], caches, data["hash"],
-                          proc.stdout.strip())
+                          raw.strip())

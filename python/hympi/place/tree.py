@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hympi.errors import HympiFatal, UsageError
-from hympi.paths import binary
+from hympi.errors import UsageError
+from hympi.topology import run_hympi_info
 
 # hwloc 1.x names for the same objects.
 _ALIASES = {"Socket": "Package"}
@@ -122,13 +121,7 @@ def parse_topology_xml(xml_text: str, spec: str = "") -> NodeTree:
 @lru_cache(maxsize=16)
 def load_node_tree(spec: str = "this") -> NodeTree:
     """The core tree of 'this', 'synthetic:...' or an XML file, loaded and checked by hwloc (hympi-info)."""
-    cmd = [str(binary("hympi-info")), "--xml", "--topology", spec]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
-    if proc.returncode == 2:
-        raise UsageError(proc.stderr.strip().removeprefix("hympi-info: error: "))
-    if proc.returncode != 0:
-        raise HympiFatal(f"hympi-info failed: {proc.stderr.strip()}")
-    return parse_topology_xml(proc.stdout, spec)
+    return parse_topology_xml(run_hympi_info(spec, "xml"), spec)
 
 
 @dataclass(frozen=True)
