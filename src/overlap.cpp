@@ -57,8 +57,9 @@ std::vector<Box3> tile_box(const Box3& box, const std::optional<std::array<long,
   std::vector<Box3> items;
   if (box.empty()) return items;
   const auto n = box.size();
-  // Untiled work is handed out in rows: fine enough for load balance, long enough to vectorise.
-  const std::array<long, 3> t = tile ? *tile : std::array<long, 3>{n[0], 1, 1};
+  // Untiled work is handed out in rows of two consecutive planes: fine enough for load
+  // balance, long enough to vectorise, and a stencil can share the planes both rows read.
+  const std::array<long, 3> t = tile ? *tile : std::array<long, 3>{n[0], 1, 2};
   for (int d = 0; d < 3; ++d)
     if (t[d] < 1) throw InvalidArgument("tile size must be >= 1, got " + std::to_string(t[d]));
   for (long z = box.low[2]; z < box.high[2]; z += t[2])

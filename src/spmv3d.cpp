@@ -106,10 +106,11 @@ void Spmv3dOptions::validate(int ranks, int threads) const {
                             std::to_string(p[2]) + " ranks)");
   }
   if (op == SpmvOperator::csr) {
-    double padded = 1;
-    for (int d = 0; d < 3; ++d) padded *= static_cast<double>((g[d] + p[d] - 1) / p[d] + 2 * ghost);
-    if (padded >= static_cast<double>(std::numeric_limits<std::int32_t>::max()))
-      throw InvalidArgument("local block of " + std::to_string(static_cast<long>(padded)) +
+    std::array<long, 3> largest{};
+    for (int d = 0; d < 3; ++d) largest[d] = (g[d] + p[d] - 1) / p[d];
+    const GridLayout layout(largest, ghost, sizeof(double));
+    if (layout.size >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+      throw InvalidArgument("local block of " + std::to_string(layout.size) +
                             " points is too large for 32-bit CSR column indexes");
   }
 }
@@ -156,9 +157,7 @@ Operator27::Operator27(const CartDecomposition& cart, const Spmv3dOptions& optio
   nonzeros_ = static_cast<std::size_t>(offset);
   columns_.reset(new std::int32_t[nonzeros_]);
   values_.reset(new double[nonzeros_]);
-  const long g = ghost_;
-  const long sy = n[0] + 2 * g, sz = sy * (n[1] + 2 * g);
-  const auto index = [&](long i, long j, long k) { return (i + g) + sy * (j + g) + sz * (k + g); };
+  const GridLayout layout(n, ghost_, sizeof(double));  // the vectors' layout: columns are their indexes
   std::int64_t* start = row_start_.get();
   std::int32_t* cols = columns_.get();
   double* vals = values_.get();
@@ -175,11 +174,11 @@ Operator27::Operator27(const CartDecomposition& cart, const Spmv3dOptions& optio
               if (dx == 0 && dy == 0 && dz == 0) continue;
               const long gi = box.low[0] + i + dx, gj = box.low[1] + j + dy, gk = box.low[2] + k + dz;
               if (gi < 0 || gi >= global[0] || gj < 0 || gj >= global[1] || gk < 0 || gk >= global[2]) continue;
-              cols[e] = static_cast<std::int32_t>(index(i + dx, j + dy, k + dz));
+              cols[e] = static_cast<std::int32_t>(layout.index(i + dx, j + dy, k + dz));
               vals[e] = -1.0;
               ++e;
             }
-        cols[e] = static_cast<std::int32_t>(index(i, j, k));
+        cols[e] = static_cast<std::int32_t>(layout.index(i, j, k));
         vals[e] = 26.0;
       }
 }
@@ -209,13 +208,19 @@ inline double column_sum(const double* const r[9], long i) {
 }
 
 #if defined(__AVX512F__)
+/// The column sums of 8 points from their 9 rows, v[q] = row q at those points.
+inline __m512d column_sum8(const __m512d* v) {
+  const __m512d a = _mm512_add_pd(v[0], v[1]), b = _mm512_add_pd(v[2], v[3]);
+  const __m512d c = _mm512_add_pd(v[4], v[5]), d = _mm512_add_pd(v[6], v[7]);
+  return _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(a, b), _mm512_add_pd(c, d)), v[8]);
+}
+
 /// col(i .. i+7), lanes outside `mask` zero (their loads are suppressed, so they may lie past
 /// the allocation).
 inline __m512d column_sum8(const double* const r[9], long i, __mmask8 mask) {
-  const auto load = [&](int q) { return _mm512_maskz_loadu_pd(mask, r[q] + i); };
-  const __m512d a = _mm512_add_pd(load(0), load(1)), b = _mm512_add_pd(load(2), load(3));
-  const __m512d c = _mm512_add_pd(load(4), load(5)), d = _mm512_add_pd(load(6), load(7));
-  return _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(a, b), _mm512_add_pd(c, d)), load(8));
+  __m512d v[9];
+  for (int q = 0; q < 9; ++q) v[q] = _mm512_maskz_loadu_pd(mask, r[q] + i);
+  return column_sum8(v);
 }
 
 /// The first `n` lanes (clipped to 0 .. 8).
@@ -230,6 +235,16 @@ template <int Shift>
 inline __m512d align_lanes(__m512d hi, __m512d lo) {
   return _mm512_castsi512_pd(_mm512_maskz_alignr_epi64(0xff, _mm512_castpd_si512(hi), _mm512_castpd_si512(lo), Shift));
 }
+
+/// (col(p - 1) + col(p)) + col(p + 1) for the 8 points of `cur`, from the column sums of the
+/// vectors before and after it.
+inline __m512d box_sum8(__m512d prev, __m512d cur, __m512d next) {
+  return _mm512_add_pd(_mm512_add_pd(align_lanes<7>(cur, prev), cur), align_lanes<1>(next, cur));
+}
+#endif
+
+#if !defined(__AVX512F__)
+void stencil27_row_portable(const double* const r[9], double* out, long len, bool streaming);
 #endif
 
 /// y(0 .. len-1) of one row: `r` are the 9 rows of x (dz, dy in -1..1, z outer) at the row's
@@ -257,8 +272,7 @@ void stencil27_row(const double* const r[9], double* out, long len, bool streami
   for (; i < len; i += 8) {
     const long rem = len - i;
     const __m512d next = column_sum8(r, i + 8, first_lanes(rem - 7));  // up to col(len)
-    // (col(p - 1) + col(p)) + col(p + 1) for p = i .. i + 7.
-    const __m512d sum = _mm512_add_pd(_mm512_add_pd(align_lanes<7>(cur, prev), cur), align_lanes<1>(next, cur));
+    const __m512d sum = box_sum8(prev, cur, next);
     // fmsub(27, x, s) rounds once, exactly like fma(27, x, -s).
     if (rem >= 8) {
       const __m512d value = _mm512_fmsub_pd(c27, _mm512_loadu_pd(r[4] + i), sum);
@@ -274,6 +288,83 @@ void stencil27_row(const double* const r[9], double* out, long len, bool streami
     cur = next;
   }
 #else
+  stencil27_row_portable(r, out, len, streaming);
+#endif
+}
+
+/// The rows at (j, k) and (j, k + 1) of y, from `x` at the first point of the (j, k) row
+/// (strides sy, sz). The two rows read 12 rows of x, not 18: planes k and k + 1 are loaded
+/// once for both. That halves the on-chip traffic from the plane cache, which is what held
+/// the one-row kernel to ~0.55 of the triad bound on the 256^3 problem (docs/performance.md).
+/// Same expression per point as stencil27_row, so the same bits. `streaming` writes y with
+/// non-temporal stores where both rows start on a cache line (Grid3D aligns untiled rows).
+void stencil27_row_pair(const double* x, long sy, long sz, double* out, long len, bool streaming) {
+#if defined(__AVX512F__)
+  // Past the row's end this touches the next row (or, at the block's end, nothing that faults).
+  constexpr std::uintptr_t kPrefetchBytes = 1024;
+  const double* r[12];  // r[3 * (dz + 1) + (dy + 1)], dz in -1 .. 2
+  for (int dz = -1; dz <= 2; ++dz)
+    for (int dy = -1; dy <= 1; ++dy) r[3 * (dz + 1) + dy + 1] = x + dz * sz + dy * sy;
+  const double* const* lower = r;      // planes k - 1 .. k + 1
+  const double* const* upper = r + 3;  // planes k .. k + 2
+  double* const out_upper = out + sz;
+  const bool aligned =
+      streaming && ((reinterpret_cast<std::uintptr_t>(out) | reinterpret_cast<std::uintptr_t>(out_upper)) & 63) == 0;
+  const __m512d c27 = _mm512_set1_pd(27.0);
+  __m512d prev_lo = column_sum8(lower, -8, 0x80), cur_lo = column_sum8(lower, 0, first_lanes(len + 1));
+  __m512d prev_up = column_sum8(upper, -8, 0x80), cur_up = column_sum8(upper, 0, first_lanes(len + 1));
+  long i = 0;
+  // Full vectors while col(i + 8 .. i + 15) lies inside the row and its right ghost.
+  for (; i + 16 <= len; i += 8) {
+    // Plane k + 2 is the one coming from memory (the others were read by the previous pair):
+    // prefetching it 16 lines ahead gained ~5 % on the 256^3 product (docs/performance.md).
+    for (int q = 9; q < 12; ++q)
+      _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(r[q] + i) + kPrefetchBytes),
+                   _MM_HINT_T0);
+    __m512d v[12];
+    for (int q = 0; q < 12; ++q) v[q] = _mm512_loadu_pd(r[q] + i + 8);
+    const __m512d next_lo = column_sum8(v), next_up = column_sum8(v + 3);
+    const __m512d sum_lo = box_sum8(prev_lo, cur_lo, next_lo);
+    const __m512d sum_up = box_sum8(prev_up, cur_up, next_up);
+    const __m512d value_lo = _mm512_fmsub_pd(c27, _mm512_loadu_pd(r[4] + i), sum_lo);
+    const __m512d value_up = _mm512_fmsub_pd(c27, _mm512_loadu_pd(r[7] + i), sum_up);
+    if (aligned) {
+      _mm512_stream_pd(out + i, value_lo);
+      _mm512_stream_pd(out_upper + i, value_up);
+    } else {
+      _mm512_storeu_pd(out + i, value_lo);
+      _mm512_storeu_pd(out_upper + i, value_up);
+    }
+    prev_lo = cur_lo;
+    cur_lo = next_lo;
+    prev_up = cur_up;
+    cur_up = next_up;
+  }
+  for (; i < len; i += 8) {
+    const long rem = len - i;
+    const __mmask8 m = first_lanes(rem), m_next = first_lanes(rem - 7);
+    const __m512d next_lo = column_sum8(lower, i + 8, m_next), next_up = column_sum8(upper, i + 8, m_next);
+    const __m512d sum_lo = box_sum8(prev_lo, cur_lo, next_lo);
+    const __m512d sum_up = box_sum8(prev_up, cur_up, next_up);
+    _mm512_mask_storeu_pd(out + i, m, _mm512_fmsub_pd(c27, _mm512_maskz_loadu_pd(m, r[4] + i), sum_lo));
+    _mm512_mask_storeu_pd(out_upper + i, m, _mm512_fmsub_pd(c27, _mm512_maskz_loadu_pd(m, r[7] + i), sum_up));
+    prev_lo = cur_lo;
+    cur_lo = next_lo;
+    prev_up = cur_up;
+    cur_up = next_up;
+  }
+#else
+  for (long plane = 0; plane < 2; ++plane) {
+    const double* c = x + plane * sz;
+    const double* const rows[9] = {c - sz - sy, c - sz, c - sz + sy, c - sy, c, c + sy, c + sz - sy, c + sz, c + sz + sy};
+    stencil27_row_portable(rows, out + plane * sz, len, streaming);
+  }
+#endif
+}
+
+#if !defined(__AVX512F__)
+/// stencil27_row without AVX-512.
+void stencil27_row_portable(const double* const r[9], double* out, long len, bool streaming) {
   // Portable: column sums of a chunk into a buffer, then the sliding 3-wide sum.
   constexpr long kChunk = 256;
   double col[kChunk + 2];
@@ -298,8 +389,8 @@ void stencil27_row(const double* const r[9], double* out, long len, bool streami
 #pragma omp simd
     for (long u = t; u < m; ++u) o[u] = std::fma(27.0, r[4][i0 + u], -((col[u] + col[u + 1]) + col[u + 2]));
   }
-#endif
 }
+#endif
 
 }  // namespace
 
@@ -310,13 +401,18 @@ OverlapTimes Operator27::apply(Grid3D<double>& x, Grid3D<double>& y) {
   if (op_ == SpmvOperator::stencil) {
     const bool streaming = streaming_;
     const auto kernel = [&, xp, yp, sy, sz, streaming](const Box3& b) {
-      for (long k = b.low[2]; k < b.high[2]; ++k)
+      const long len = b.high[0] - b.low[0];
+      for (long k = b.low[2]; k < b.high[2]; k += 2)
         for (long j = b.low[1]; j < b.high[1]; ++j) {
           const long c = x.index(b.low[0], j, k);
-          const double* const rows[9] = {xp + c - sz - sy, xp + c - sz, xp + c - sz + sy,
-                                         xp + c - sy,      xp + c,      xp + c + sy,
-                                         xp + c + sz - sy, xp + c + sz, xp + c + sz + sy};
-          stencil27_row(rows, yp + c, b.high[0] - b.low[0], streaming);
+          if (k + 1 < b.high[2]) {
+            stencil27_row_pair(xp + c, sy, sz, yp + c, len, streaming);
+          } else {
+            const double* const rows[9] = {xp + c - sz - sy, xp + c - sz, xp + c - sz + sy,
+                                           xp + c - sy,      xp + c,      xp + c + sy,
+                                           xp + c + sz - sy, xp + c + sz, xp + c + sz + sy};
+            stencil27_row(rows, yp + c, len, streaming);
+          }
         }
 #ifdef HYMPI_SPMV_STREAM
       // Streamed stores are weakly ordered: fence before another thread may read y.

@@ -157,7 +157,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
   std::vector<int> dims_;
   std::string operator_ = "stencil";
   std::string strategy_ = "bulk";
-  std::string streaming_ = "off";
+  std::string streaming_ = "auto";
   std::string verify_ = "reference";
   CLI::Option* tile_option_ = nullptr;
 };

@@ -3,12 +3,39 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <span>
+#include <type_traits>
 
 #include "hympi/box.hpp"
 #include "hympi/error.hpp"
 
 namespace hympi {
+
+/// Where the points of a block with ghost layers lie in memory. Every row's first owned point
+/// starts a 64-byte cache line: rows are padded to whole lines and `lead` elements precede the
+/// grid, so vector kernels load rows aligned and can stream them with aligned stores. Code that
+/// precomputes addresses (CSR column indexes) uses the same layout as Grid3D.
+struct GridLayout {
+  static constexpr std::size_t kLineBytes = 64;
+  /// Layout of `extent` owned points per axis with `ghost` layers of `element_bytes` elements.
+  GridLayout(const std::array<long, 3>& extent, int ghost_layers, std::size_t element_bytes) : ghost(ghost_layers) {
+    const long line = kLineBytes % element_bytes == 0 ? static_cast<long>(kLineBytes / element_bytes) : 1;
+    for (int d = 0; d < 3; ++d) padded[d] = extent[d] + 2L * ghost;
+    stride_y = (padded[0] + line - 1) / line * line;
+    stride_z = stride_y * padded[1];
+    lead = (line - ghost % line) % line;
+    size = static_cast<std::size_t>(lead + stride_z * padded[2]);
+  }
+  /// Linear index of local point (i, j, k), -ghost <= i, j, k < extent + ghost.
+  [[nodiscard]] long index(long i, long j, long k) const {
+    return lead + (i + ghost) + stride_y * (j + ghost) + stride_z * (k + ghost);
+  }
+  int ghost;
+  std::array<long, 3> padded{};  ///< points per axis including ghosts
+  long stride_y = 0, stride_z = 0, lead = 0;
+  std::size_t size = 0;  ///< elements of storage
+};
 
 /// Local block of a global grid plus `ghost` layers on every side; x is the fastest axis.
 ///
@@ -20,18 +47,14 @@ class Grid3D {
  public:
   /// Allocates the block `box` (global indexes) with `ghost` layers; throws InvalidArgument
   /// for an empty box or a negative ghost width.
-  Grid3D(const Box3& box, int ghost) : box_(box), ghost_(ghost) {
-    if (box.empty()) throw InvalidArgument("grid block is empty");
-    if (ghost < 0) throw InvalidArgument("ghost width must be >= 0, got " + std::to_string(ghost));
-    const auto n = box.size();
-    for (int d = 0; d < 3; ++d) padded_[d] = n[d] + 2L * ghost;
-    stride_y_ = padded_[0];
-    stride_z_ = padded_[0] * padded_[1];
-    size_ = static_cast<std::size_t>(stride_z_ * padded_[2]);
-    data_.reset(new T[size_]);  // default-initialised: untouched until the loop below
+  Grid3D(const Box3& box, int ghost) : box_(box), layout_(checked_layout(box, ghost)) {
+    // Untouched until the loop below.
+    data_.reset(static_cast<T*>(::operator new[](layout_.size * sizeof(T), std::align_val_t{GridLayout::kLineBytes})));
     T* p = data_.get();
-    const long planes = padded_[2];
-    const long plane = stride_z_;
+    for (long i = 0; i < layout_.lead; ++i) p[i] = T{};
+    p += layout_.lead;
+    const long planes = layout_.padded[2];
+    const long plane = layout_.stride_z;
 #pragma omp parallel for schedule(static)
     for (long k = 0; k < planes; ++k)
       for (long i = 0; i < plane; ++i) p[k * plane + i] = T{};
@@ -39,31 +62,36 @@ class Grid3D {
 
   /// Owned points per axis.
   [[nodiscard]] std::array<long, 3> extent() const { return box_.size(); }
-  /// Points per axis including ghosts.
-  [[nodiscard]] const std::array<long, 3>& padded() const { return padded_; }
+  /// Points per axis including ghosts (strides may be larger: rows are padded).
+  [[nodiscard]] const std::array<long, 3>& padded() const { return layout_.padded; }
   [[nodiscard]] const Box3& box() const { return box_; }
-  [[nodiscard]] int ghost() const { return ghost_; }
-  [[nodiscard]] long stride_y() const { return stride_y_; }
-  [[nodiscard]] long stride_z() const { return stride_z_; }
+  [[nodiscard]] int ghost() const { return layout_.ghost; }
+  [[nodiscard]] long stride_y() const { return layout_.stride_y; }
+  [[nodiscard]] long stride_z() const { return layout_.stride_z; }
+  [[nodiscard]] const GridLayout& layout() const { return layout_; }
   /// Linear index of local point (i, j, k).
-  [[nodiscard]] long index(long i, long j, long k) const {
-    return (i + ghost_) + stride_y_ * (j + ghost_) + stride_z_ * (k + ghost_);
-  }
+  [[nodiscard]] long index(long i, long j, long k) const { return layout_.index(i, j, k); }
   T& operator()(long i, long j, long k) { return data_[static_cast<std::size_t>(index(i, j, k))]; }
   const T& operator()(long i, long j, long k) const { return data_[static_cast<std::size_t>(index(i, j, k))]; }
   /// Global index of local coordinate `local` on axis d.
   [[nodiscard]] long global(int d, long local) const { return box_.low[static_cast<std::size_t>(d)] + local; }
-  /// All storage, ghosts included.
-  [[nodiscard]] std::span<T> data() { return {data_.get(), size_}; }
-  [[nodiscard]] std::span<const T> data() const { return {data_.get(), size_}; }
+  /// All storage, ghosts and row padding included (address points with index()).
+  [[nodiscard]] std::span<T> data() { return {data_.get(), layout_.size}; }
+  [[nodiscard]] std::span<const T> data() const { return {data_.get(), layout_.size}; }
 
  private:
+  static_assert(std::is_trivial_v<T>, "Grid3D stores trivial types (its storage is raw aligned memory)");
+  struct AlignedDelete {
+    void operator()(T* p) const { ::operator delete[](p, std::align_val_t{GridLayout::kLineBytes}); }
+  };
+  static GridLayout checked_layout(const Box3& box, int ghost) {
+    if (box.empty()) throw InvalidArgument("grid block is empty");
+    if (ghost < 0) throw InvalidArgument("ghost width must be >= 0, got " + std::to_string(ghost));
+    return GridLayout(box.size(), ghost, sizeof(T));
+  }
   Box3 box_;
-  int ghost_;
-  std::array<long, 3> padded_{};
-  long stride_y_ = 0, stride_z_ = 0;
-  std::size_t size_ = 0;
-  std::unique_ptr<T[]> data_;
+  GridLayout layout_;
+  std::unique_ptr<T[], AlignedDelete> data_;
 };
 
 }  // namespace hympi

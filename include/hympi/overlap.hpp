@@ -38,7 +38,7 @@ OverlapStrategy parse_overlap_strategy(const std::string& text);
 /// Strategy and cache blocking of one stencil sweep.
 struct OverlapOptions {
   OverlapStrategy strategy = OverlapStrategy::bulk;
-  /// Cache-block edge per axis (x, y, z); empty: untiled, work is handed out row by row.
+  /// Cache-block edge per axis (x, y, z); empty: untiled, work is handed out as x-rows in pairs of z-planes.
   std::optional<std::array<long, 3>> tile;
   /// Throws InvalidArgument for a tile edge < 1, or comm_thread with fewer than 2 threads.
   void validate(int threads) const;

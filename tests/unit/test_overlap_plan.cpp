@@ -104,9 +104,14 @@ TEST(OverlapPlan, TilesCoverTheBoxOnceAndRespectTheTileSize) {
     for (const Box3& b : tiles)
       for (int d = 0; d < 3; ++d) EXPECT_LE(b.size()[d], t[d]);
   }
+  // Untiled: x-rows in pairs of z-planes, the last plane alone when the count is odd.
   const auto rows = tile_box(box, std::nullopt);
-  EXPECT_EQ(rows.size(), 7u * 6u);
-  for (const Box3& b : rows) EXPECT_EQ(b.size(), (std::array<long, 3>{11, 1, 1}));
+  EXPECT_EQ(rows.size(), 7u * 3u);
+  for (const Box3& b : rows) EXPECT_EQ(b.size(), (std::array<long, 3>{11, 1, 2}));
+  const auto odd = tile_box(Box3{{0, 0, 0}, {5, 2, 3}}, std::nullopt);
+  ASSERT_EQ(odd.size(), 4u);
+  EXPECT_EQ(odd[0].size(), (std::array<long, 3>{5, 1, 2}));
+  EXPECT_EQ(odd[3].size(), (std::array<long, 3>{5, 1, 1}));
   EXPECT_THROW(tile_box(box, std::array<long, 3>{0, 1, 1}), InvalidArgument);
 }
 
