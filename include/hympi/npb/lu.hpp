@@ -44,7 +44,9 @@ class LuZone final : public ZoneSolver {
   const LuConstants& c_;
   ZoneDims d_;
   std::vector<double> u_, rsd_, frct_, qs_, rho_i_;
-  std::vector<double> a_, b_, c_blk_, d_blk_;  // one k-plane of 5x5 blocks, [ny][nxmax][25]
+  // One k-plane of 5x5 blocks, [ny][nxmax][25]: the x and y neighbour blocks and the diagonal
+  // (the z block is used where it is built).
+  std::vector<double> x_blk_, y_blk_, d_blk_;
   std::vector<double> tv_;                     // [ny][nxmax][5]
   std::array<double, 5> rsdnm_{};
   bool forcing_ready_ = false;
