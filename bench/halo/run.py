@@ -2,6 +2,7 @@
 """Halo exchange and overlap: spmv3d and rb3d per strategy against the STREAM-triad roofline.
 
 Usage: .venv/bin/python bench/halo/run.py [--n 256] [--layouts 1x2,2x1] [--repeat 3] [--output FILE]
+                                          [--parts spmv3d,rb3d,csr,seed] [--strategies bulk,split,commthread]
 
 For every layout R x T: STREAM triad with that layout, then
   * hympi-spmv3d (27-point stencil, n^3, repeated SpMV) with --strategy bulk, split, commthread,
@@ -35,6 +36,17 @@ from hympi.errors import UsageError
 from hympi.launch.mpirun import LaunchSpec, format_command, launch, validate_with_app
 
 STRATEGIES = ("bulk", "split", "commthread")
+PARTS = ("spmv3d", "rb3d", "csr", "seed")
+
+
+def parse_subset(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
+    """The comma-separated names in `text`; exits 2 naming the first one not in `allowed`."""
+    names = [name for name in text.split(",") if name]
+    for name in names:
+        if name not in allowed:
+            print(f"bench: {option}: unknown value '{name}' (choose from {', '.join(allowed)})", file=sys.stderr)
+            sys.exit(2)
+    return names
 
 
 def run_verified(spec: LaunchSpec) -> dict:
@@ -84,7 +96,11 @@ def main() -> int:
     parser.add_argument("--layouts", default="1x2,2x1")
     parser.add_argument("--repeat", type=int, default=3, help="(STREAM, app) pairs per configuration")
     parser.add_argument("--output", type=Path, help="also write the JSON lines here")
+    parser.add_argument("--parts", default=",".join(PARTS), help="which measurements, of " + ",".join(PARTS))
+    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="strategies for spmv3d and rb3d")
     args = parser.parse_args()
+    parts = parse_subset(args.parts, PARTS, "--parts")
+    strategies = parse_subset(args.strategies, STRATEGIES, "--strategies")
     points = float(args.n) ** 3
     common = ("--reps", str(args.reps), "--cg-iterations", "0", "--verify", "exact")
     n = str(args.n)
@@ -97,20 +113,21 @@ def main() -> int:
         return 24.0 * points / rec["metrics"]["sweep_per_s"] * 1e-9
 
     configs: list[tuple[str, str, str, tuple[str, ...], Callable[[dict], float]]] = []
-    for strategy in STRATEGIES:
+    for strategy in strategies if "spmv3d" in parts else ():
         configs.append(("spmv3d", "stencil", strategy, ("--global", n, n, n, *common), spmv_gbps))
-    for strategy in STRATEGIES:
+    for strategy in strategies if "rb3d" in parts else ():
         rb3d_args = ("-n", n, "--iterations", str(args.iterations), "--residual-every", str(args.iterations))
         configs.append(("rb3d", "7-point", strategy, rb3d_args, rb3d_gbps))
-    configs.append(
-        (
-            "spmv3d",
-            f"csr ({csr_n}^3)",
-            "bulk",
-            ("--global", csr_n, csr_n, csr_n, *common, "--operator", "csr"),
-            spmv_gbps,
+    if "csr" in parts:
+        configs.append(
+            (
+                "spmv3d",
+                f"csr ({csr_n}^3)",
+                "bulk",
+                ("--global", csr_n, csr_n, csr_n, *common, "--operator", "csr"),
+                spmv_gbps,
+            )
         )
-    )
     rows: list[dict] = []
     seed_rows: list[dict] = []
     for layout in args.layouts.split(","):
@@ -145,7 +162,7 @@ def main() -> int:
                 row["model_predicted_s"] = bulk_model[app]["predicted_s"]
                 row["model_C"] = bulk_model[app]["C"]
             rows.append(row)
-        for size in ((40, 40, 3), (120, 120, 3)):
+        for size in ((40, 40, 3), (120, 120, 3)) if "seed" in parts else ():
             seed_args = ("--global", *map(str, size), "--reps", "500", "--cg-iterations", "0", "--verify", "exact")
             rec = run_verified(LaunchSpec("hympi-spmv3d", ranks, threads, app_args=seed_args))
             reps = rec["metrics"]["spmv_reps"]

@@ -9,7 +9,10 @@
 # run and the summary the best Mop/s of each, so a noisy neighbour hurts both sides alike.
 #
 # Environment: BUILD (hympi build dir, default <repo>/build), WORK (default /tmp/hympi-npb-mz),
-# NPB_REF_GIT (bare git dir of github:LLNL/NPB; cloned from GitHub when absent).
+# NPB_REF_SRC (an unpacked NPB3.4-MZ-MPI folder, for machines without git access), else
+# NPB_REF_GIT (bare git dir of github:LLNL/NPB; cloned from GitHub when absent);
+# NPB_REF_BIN (a folder of <benchmark>.<class>.x that this script built on another machine of
+# the same architecture, for a machine without gfortran; only missing binaries are built).
 # Output: one line per run in $WORK/results.tsv and a summary table on stdout.
 set -euo pipefail
 
@@ -36,40 +39,60 @@ mpirun_flags=(--oversubscribe --bind-to none)
 if mpirun --version 2>/dev/null | grep -q "Open MPI"; then mpirun_flags+=(--allow-run-as-root); fi
 
 # --- the Fortran reference -------------------------------------------------------------------
-if ! command -v gfortran >/dev/null || ! command -v mpif90 >/dev/null; then
+ref=$WORK/NPB3.4-MZ-MPI
+if [[ -n ${NPB_REF_BIN:-} ]]; then
+  mkdir -p "$ref/bin"
+  cp "$NPB_REF_BIN"/*.x "$ref/bin/"
+fi
+missing=0
+for c in $classes; do
+  for b in $benchmarks; do [[ -x $ref/bin/${b}.$c.x ]] || missing=1; done
+done
+if ((missing)) && { ! command -v gfortran >/dev/null || ! command -v mpif90 >/dev/null; }; then
   echo "installing gfortran" >&2
   apt-get install -y gfortran >/dev/null
 fi
-ref=$WORK/NPB3.4-MZ-MPI
-if [[ ! -d $ref ]]; then
-  if [[ -d $NPB_REF_GIT ]]; then
-    git --git-dir="$NPB_REF_GIT" archive HEAD NPB3.4-MZ/NPB3.4-MZ-MPI | tar -x -C "$WORK" --strip-components=1
-  else
-    git clone --depth 1 https://github.com/LLNL/NPB "$WORK/NPB-git"
-    cp -r "$WORK/NPB-git/NPB3.4-MZ/NPB3.4-MZ-MPI" "$ref"
-  fi
-fi
-# Same optimisation level as hympi's Release build (-O3 -march=native); gfortran >= 10 needs
-# -fallow-argument-mismatch for the reference's untyped MPI buffers.
-sed -e 's/^FFLAGS.*/FFLAGS = -O3 -march=native -fopenmp -fallow-argument-mismatch/' -e 's/^CFLAGS.*/CFLAGS = -O3 -march=native -fopenmp/' \
-  "$ref/config/make.def.template" > "$ref/config/make.def"
-mkdir -p "$ref/bin"  # git archive drops the empty bin/ the Makefiles link into
-for c in $classes; do
-  for b in $benchmarks; do
-    exe=$ref/bin/${b}.$c.x
-    if [[ ! -x $exe ]]; then
-      echo "building reference $b class $c" >&2
-      (cd "$ref" && nice make "${b%%-mz}-mz" CLASS="$c" >"$WORK/build-$b-$c.log" 2>&1) ||
-        { echo "reference build failed, see $WORK/build-$b-$c.log" >&2; exit 1; }
+if ((missing)); then
+  if [[ ! -d $ref/config ]]; then
+    if [[ -n ${NPB_REF_SRC:-} ]]; then
+      cp -r "$NPB_REF_SRC" "$ref"
+    elif [[ -d $NPB_REF_GIT ]]; then
+      git --git-dir="$NPB_REF_GIT" archive HEAD NPB3.4-MZ/NPB3.4-MZ-MPI | tar -x -C "$WORK" --strip-components=1
+    else
+      git clone --depth 1 https://github.com/LLNL/NPB "$WORK/NPB-git"
+      cp -r "$WORK/NPB-git/NPB3.4-MZ/NPB3.4-MZ-MPI" "$ref"
     fi
+  fi
+  # Same optimisation level as hympi's Release build (-O3 -march=native); gfortran >= 10 needs
+  # -fallow-argument-mismatch for the reference's untyped MPI buffers.
+  sed -e 's/^FFLAGS.*/FFLAGS = -O3 -march=native -fopenmp -fallow-argument-mismatch/' -e 's/^CFLAGS.*/CFLAGS = -O3 -march=native -fopenmp/' \
+    "$ref/config/make.def.template" > "$ref/config/make.def"
+  mkdir -p "$ref/bin"  # git archive drops the empty bin/ the Makefiles link into
+  # One copy of the tree per benchmark, built in parallel: the benchmarks share common/ objects,
+  # so a parallel make in one tree would race on them.
+  for b in $benchmarks; do
+    (
+      tree=$WORK/build-tree-$b
+      [[ -d $tree ]] || cp -r "$ref" "$tree"
+      cp "$ref/config/make.def" "$tree/config/make.def"
+      for c in $classes; do
+        exe=$ref/bin/${b}.$c.x
+        [[ -x $exe ]] && continue
+        echo "building reference $b class $c" >&2
+        (cd "$tree" && nice make "$b" CLASS="$c" >"$WORK/build-$b-$c.log" 2>&1 && cp "bin/${b}.$c.x" "$exe") ||
+          { echo "reference build failed, see $WORK/build-$b-$c.log" >&2; exit 1; }
+      done
+    ) &
   done
-done
+  for job in $(jobs -p); do wait "$job" || exit 1; done
+fi
 
 # --- hympi ------------------------------------------------------------------------------------
 if [[ ! -x $BUILD/bin/hympi-bt-mz ]]; then
   cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-nice ninja -C "$BUILD" hympi-bt-mz hympi-sp-mz hympi-lu-mz >/dev/null
+# A BUILD without build.ninja holds apps built on another machine by `make build`: used as they are.
+if [[ -f $BUILD/build.ninja ]]; then nice ninja -C "$BUILD" hympi-bt-mz hympi-sp-mz hympi-lu-mz >/dev/null; fi
 
 # --- runs: ours and theirs back to back for every case ----------------------------------------
 results=$WORK/results.tsv
