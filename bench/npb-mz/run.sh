@@ -9,6 +9,7 @@
 # run and the summary the best Mop/s of each, so a noisy neighbour hurts both sides alike.
 #
 # Environment: BUILD (hympi build dir, default <repo>/build), WORK (default /tmp/hympi-npb-mz),
+# MARCH (-march= for both implementations, default native; a CPU name builds for other nodes),
 # NPB_REF_SRC (an unpacked NPB3.4-MZ-MPI folder, for machines without git access), else
 # NPB_REF_GIT (bare git dir of github:LLNL/NPB; cloned from GitHub when absent);
 # NPB_REF_BIN (a folder of <benchmark>.<class>.x that this script built on another machine of
@@ -19,6 +20,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$repo/build}
 WORK=${WORK:-/tmp/hympi-npb-mz}
+MARCH=${MARCH:-native}
 NPB_REF_GIT=${NPB_REF_GIT:-/work/.mirror/LLNL+NPB/repo}
 classes="A"
 layouts="1x2 2x1"
@@ -63,9 +65,9 @@ if ((missing)); then
       cp -r "$WORK/NPB-git/NPB3.4-MZ/NPB3.4-MZ-MPI" "$ref"
     fi
   fi
-  # Same optimisation level as hympi's Release build (-O3 -march=native); gfortran >= 10 needs
+  # Same optimisation level as hympi's Release build (-O3 -march=$MARCH); gfortran >= 10 needs
   # -fallow-argument-mismatch for the reference's untyped MPI buffers.
-  sed -e 's/^FFLAGS.*/FFLAGS = -O3 -march=native -fopenmp -fallow-argument-mismatch/' -e 's/^CFLAGS.*/CFLAGS = -O3 -march=native -fopenmp/' \
+  sed -e "s/^FFLAGS.*/FFLAGS = -O3 -march=$MARCH -fopenmp -fallow-argument-mismatch/" -e "s/^CFLAGS.*/CFLAGS = -O3 -march=$MARCH -fopenmp/" \
     "$ref/config/make.def.template" > "$ref/config/make.def"
   mkdir -p "$ref/bin"  # git archive drops the empty bin/ the Makefiles link into
   # One copy of the tree per benchmark, built in parallel: the benchmarks share common/ objects,
@@ -89,7 +91,7 @@ fi
 
 # --- hympi ------------------------------------------------------------------------------------
 if [[ ! -x $BUILD/bin/hympi-bt-mz ]]; then
-  cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHYMPI_MARCH="$MARCH" >/dev/null
 fi
 # A BUILD without build.ninja holds apps built on another machine by `make build`: used as they are.
 if [[ -f $BUILD/build.ninja ]]; then nice ninja -C "$BUILD" hympi-bt-mz hympi-sp-mz hympi-lu-mz >/dev/null; fi
