@@ -72,6 +72,7 @@ def paired(spec: LaunchSpec, repeat: int, gbps: Callable[[dict], float]) -> dict
         "ratio_min": pairs[0][0],
         "ratio_max": pairs[-1][0],
         "triad_GBps": statistics.median(p[1] for p in pairs),
+        "pair_ratios": [p[0] for p in pairs],
         "record": record,
         "command": format_command([spec.app_binary, *spec.app_args]),
     }
@@ -87,7 +88,7 @@ def rejected(spec: LaunchSpec) -> bool:
 
 
 def main() -> int:
-    """Runs the benchmark; prints markdown tables and one JSON line per measurement."""
+    """Runs the benchmark; one JSON line per measurement on stderr (and --output) as it completes, then markdown tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=256, help="grid points per axis for spmv3d and rb3d")
     parser.add_argument("--csr-n", type=int, default=128, help="grid points per axis for CSR (27 nonzeros per row)")
@@ -95,7 +96,7 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=20, help="rb3d iterations per run")
     parser.add_argument("--layouts", default="1x2,2x1")
     parser.add_argument("--repeat", type=int, default=3, help="(STREAM, app) pairs per configuration")
-    parser.add_argument("--output", type=Path, help="also write the JSON lines here")
+    parser.add_argument("--output", type=Path, help="also write the JSON lines here, each as soon as it is measured")
     parser.add_argument("--parts", default=",".join(PARTS), help="which measurements, of " + ",".join(PARTS))
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="strategies for spmv3d and rb3d")
     args = parser.parse_args()
@@ -130,6 +131,17 @@ def main() -> int:
         )
     rows: list[dict] = []
     seed_rows: list[dict] = []
+    if args.output:
+        args.output.write_text("")
+
+    def record_row(row: dict, into: list[dict]) -> None:
+        """Keep `row` and append it to --output at once, so a run cut short keeps what it measured."""
+        into.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        if args.output:
+            with args.output.open("a") as out:
+                out.write(json.dumps(row) + "\n")
+
     for layout in args.layouts.split(","):
         ranks, threads = (int(x) for x in layout.split("x"))
         bulk_model: dict[str, dict] = {}
@@ -139,7 +151,7 @@ def main() -> int:
             row: dict = {"layout": layout, "app": app, "operator": operator, "strategy": strategy}
             if threads < 2 and strategy == "commthread":
                 row["result"] = "rejected (exit 2)" if rejected(spec) else "NOT REJECTED"
-                rows.append(row)
+                record_row(row, rows)
                 continue
             p = paired(spec, args.repeat, gbps)
             rec = p.pop("record")
@@ -161,12 +173,12 @@ def main() -> int:
             if strategy == "commthread" and app in bulk_model:
                 row["model_predicted_s"] = bulk_model[app]["predicted_s"]
                 row["model_C"] = bulk_model[app]["C"]
-            rows.append(row)
+            record_row(row, rows)
         for size in ((40, 40, 3), (120, 120, 3)) if "seed" in parts else ():
             seed_args = ("--global", *map(str, size), "--reps", "500", "--cg-iterations", "0", "--verify", "exact")
             rec = run_verified(LaunchSpec("hympi-spmv3d", ranks, threads, app_args=seed_args))
             reps = rec["metrics"]["spmv_reps"]
-            seed_rows.append(
+            record_row(
                 {
                     "layout": layout,
                     "problem": "x".join(map(str, size)),
@@ -174,7 +186,8 @@ def main() -> int:
                     "t_comp_ms": rec["metrics"]["t_comp_s"] / reps * 1e3,
                     "total_ms": rec["metrics"]["spmv_per_apply_s"] * 1e3,
                     "GFLOPs": rec["rate"],
-                }
+                },
+                seed_rows,
             )
 
     print(
@@ -202,11 +215,6 @@ def main() -> int:
             f"| {r['layout']} | {r['problem']} | {r['t_comm_ms']:.4f} | {r['t_comp_ms']:.4f} | "
             f"{r['total_ms']:.4f} | {r['GFLOPs']:.2f} |"
         )
-    lines = [json.dumps(r) for r in rows + seed_rows]
-    for line in lines:
-        print(line)
-    if args.output:
-        args.output.write_text("\n".join(lines) + "\n")
     return 0
 
 

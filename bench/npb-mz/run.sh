@@ -13,7 +13,8 @@
 # NPB_REF_SRC (an unpacked NPB3.4-MZ-MPI folder, for machines without git access), else
 # NPB_REF_GIT (bare git dir of github:LLNL/NPB; cloned from GitHub when absent);
 # NPB_REF_BIN (a folder of <benchmark>.<class>.x that this script built on another machine of
-# the same architecture, for a machine without gfortran; only missing binaries are built).
+# the same architecture, for a machine without gfortran; only missing binaries are built),
+# RUN_TIMEOUT (seconds before a run is killed and recorded without Mop/s, default 1800).
 # Output: one line per run in $WORK/results.tsv and a summary table on stdout.
 set -euo pipefail
 
@@ -21,6 +22,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$repo/build}
 WORK=${WORK:-/tmp/hympi-npb-mz}
 MARCH=${MARCH:-native}
+RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
 NPB_REF_GIT=${NPB_REF_GIT:-/work/.mirror/LLNL+NPB/repo}
 classes="A"
 layouts="1x2 2x1"
@@ -35,6 +37,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --repeat must be a positive integer, got '$repeat'" >&2; exit 2; }
 
 mkdir -p "$WORK"
 mpirun_flags=(--oversubscribe --bind-to none)
@@ -110,9 +113,9 @@ for c in $classes; do
       for ((run = 1; run <= repeat; ++run)); do
         log_ref=$WORK/run-ref-$b-$c-$l-$run.log
         log_our=$WORK/run-hympi-$b-$c-$l-$run.log
-        (cd "$WORK" && OMP_NUM_THREADS=$nt nice mpirun "${mpirun_flags[@]}" -np "$np" "$ref/bin/$b.$c.x") \
+        (cd "$WORK" && OMP_NUM_THREADS=$nt nice timeout "$RUN_TIMEOUT" mpirun "${mpirun_flags[@]}" -np "$np" "$ref/bin/$b.$c.x") \
           >"$log_ref" 2>&1 || true
-        OMP_NUM_THREADS=$nt HYMPI_BIND=none nice mpirun "${mpirun_flags[@]}" -np "$np" "$BUILD/bin/hympi-$b" \
+        OMP_NUM_THREADS=$nt HYMPI_BIND=none nice timeout "$RUN_TIMEOUT" mpirun "${mpirun_flags[@]}" -np "$np" "$BUILD/bin/hympi-$b" \
           --class "$c" >"$log_our" 2>&1 || true
         read -r t m v < <(extract "$log_ref")
         printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n" "$b" "$c" "$l" fortran "$run" "$t" "$m" "$v" >> "$results"
@@ -122,7 +125,7 @@ for c in $classes; do
     done
   done
 done
-column -t -s $'\t' "$results"
+if command -v column >/dev/null; then column -t -s $'\t' "$results"; else cat "$results"; fi
 echo
 echo "best Mop/s per case (ratio = hympi / fortran):"
 awk -F'\t' 'NR > 1 { k = $1 " " $2 " " $3; if ($7 > best[k, $4]) best[k, $4] = $7; keys[k] = 1 }
