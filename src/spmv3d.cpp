@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <limits>
 
-#if defined(__AVX__) && defined(__FMA__)
+// The stencil's row kernels are vectorised by hand for AVX-512 and for AVX2 + FMA (lane shifts
+// and masked loads that compilers do not generate from the scalar loop); other targets run that loop.
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
-#define HYMPI_SPMV_STREAM 1
+#define HYMPI_SPMV_SIMD 1
 #endif
 
 #include "hympi/error.hpp"
@@ -134,8 +136,8 @@ Operator27::Operator27(const CartDecomposition& cart, const Spmv3dOptions& optio
   const double y_bytes = 8.0 * static_cast<double>(cart.local_box().count());
   streaming_ = options.streaming_stores == StreamingStores::on ||
                (options.streaming_stores == StreamingStores::automatic && y_bytes >= kSpmv3dStreamingBytes);
-#ifndef HYMPI_SPMV_STREAM
-  streaming_ = false;  // no AVX+FMA: plain stores
+#ifndef HYMPI_SPMV_SIMD
+  streaming_ = false;  // no vector kernel: plain stores
 #endif
   if (op_ != SpmvOperator::csr) return;
   const Box3& box = cart.local_box();
@@ -200,51 +202,115 @@ namespace {
 // y(i) = fma(27, x(i), -((col(i - 1) + col(i)) + col(i + 1))) = 27 x - (3x3x3 box sum), rounded
 // once at the end (explicit fma: the rounding must not depend on the compiler's contraction
 // choices). Each value is a fixed expression of x, whatever box computes it: same bits for
-// every tile, strategy and layout.
+// every tile, strategy and layout, and for every instruction set below.
 
 /// col(i) of the 9 rows.
 inline double column_sum(const double* const r[9], long i) {
   return (((r[0][i] + r[1][i]) + (r[2][i] + r[3][i])) + ((r[4][i] + r[5][i]) + (r[6][i] + r[7][i]))) + r[8][i];
 }
 
+/// y at point i of a row, scalar.
+inline double stencil27_point(const double* const r[9], long i) {
+  return std::fma(27.0, r[4][i], -((column_sum(r, i - 1) + column_sum(r, i)) + column_sum(r, i + 1)));
+}
+
 #if defined(__AVX512F__)
-/// The column sums of 8 points from their 9 rows, v[q] = row q at those points.
-inline __m512d column_sum8(const __m512d* v) {
-  const __m512d a = _mm512_add_pd(v[0], v[1]), b = _mm512_add_pd(v[2], v[3]);
-  const __m512d c = _mm512_add_pd(v[4], v[5]), d = _mm512_add_pd(v[6], v[7]);
-  return _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(a, b), _mm512_add_pd(c, d)), v[8]);
-}
+/// The vector operations the row kernels need, on 8 lanes of AVX-512.
+struct Simd {
+  using Vec = __m512d;
+  using Mask = __mmask8;
+  static constexpr long kLanes = 8;
 
-/// col(i .. i+7), lanes outside `mask` zero (their loads are suppressed, so they may lie past
-/// the allocation).
-inline __m512d column_sum8(const double* const r[9], long i, __mmask8 mask) {
-  __m512d v[9];
-  for (int q = 0; q < 9; ++q) v[q] = _mm512_maskz_loadu_pd(mask, r[q] + i);
-  return column_sum8(v);
-}
+  /// The first `n` lanes (clipped to 0 .. kLanes).
+  static Mask first_lanes(long n) {
+    if (n >= 8) return static_cast<Mask>(0xff);
+    return n <= 0 ? static_cast<Mask>(0) : static_cast<Mask>((1u << n) - 1);
+  }
+  /// The last lane only.
+  static Mask last_lane() { return static_cast<Mask>(0x80); }
+  static Vec load(const double* p) { return _mm512_loadu_pd(p); }
+  /// Lanes outside `m` are zero and not loaded, so they may lie past the allocation.
+  static Vec load(const double* p, Mask m) { return _mm512_maskz_loadu_pd(m, p); }
+  static Vec add(Vec a, Vec b) { return _mm512_add_pd(a, b); }
+  static Vec splat(double v) { return _mm512_set1_pd(v); }
+  /// a * b - c, rounded once, exactly like fma(a, b, -c).
+  static Vec fmsub(Vec a, Vec b, Vec c) { return _mm512_fmsub_pd(a, b, c); }
+  static void store(double* p, Vec v) { _mm512_storeu_pd(p, v); }
+  static void store(double* p, Vec v, Mask m) { _mm512_mask_storeu_pd(p, m, v); }
+  /// Non-temporal store; `p` must be 64-byte aligned.
+  static void stream(double* p, Vec v) { _mm512_stream_pd(p, v); }
+  /// (prev[7], cur[0 .. 6]): the left neighbours of cur's lanes. maskz with all lanes is the
+  /// same instruction as plain alignr, without GCC 12's false maybe-uninitialized warning.
+  static Vec shift_in_prev(Vec prev, Vec cur) { return align<7>(cur, prev); }
+  /// (cur[1 .. 7], next[0]): the right neighbours of cur's lanes.
+  static Vec shift_in_next(Vec cur, Vec next) { return align<1>(next, cur); }
 
-/// The first `n` lanes (clipped to 0 .. 8).
-inline __mmask8 first_lanes(long n) {
-  if (n >= 8) return static_cast<__mmask8>(0xff);
-  return n <= 0 ? static_cast<__mmask8>(0) : static_cast<__mmask8>((1u << n) - 1);
-}
+ private:
+  /// Lanes Shift .. Shift + 7 of the 16-lane concatenation (hi:lo).
+  template <int Shift>
+  static Vec align(Vec hi, Vec lo) {
+    return _mm512_castsi512_pd(
+        _mm512_maskz_alignr_epi64(0xff, _mm512_castpd_si512(hi), _mm512_castpd_si512(lo), Shift));
+  }
+};
+#elif defined(__AVX2__) && defined(__FMA__)
+/// The vector operations the row kernels need, on 4 lanes of AVX2 (+ FMA).
+struct Simd {
+  using Vec = __m256d;
+  using Mask = __m256i;
+  static constexpr long kLanes = 4;
 
-/// Lanes Shift .. Shift+7 of the 16-lane concatenation (hi:lo). maskz with all lanes is the
-/// same instruction as plain alignr, without GCC 12's false maybe-uninitialized warning.
-template <int Shift>
-inline __m512d align_lanes(__m512d hi, __m512d lo) {
-  return _mm512_castsi512_pd(_mm512_maskz_alignr_epi64(0xff, _mm512_castpd_si512(hi), _mm512_castpd_si512(lo), Shift));
-}
+  /// The first `n` lanes (clipped to 0 .. kLanes): lane q is set where n > q.
+  static Mask first_lanes(long n) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_set_epi64x(3, 2, 1, 0)); }
+  /// The last lane only.
+  static Mask last_lane() { return _mm256_set_epi64x(-1, 0, 0, 0); }
+  static Vec load(const double* p) { return _mm256_loadu_pd(p); }
+  /// Lanes outside `m` are zero and not loaded, so they may lie past the allocation.
+  static Vec load(const double* p, Mask m) { return _mm256_maskload_pd(p, m); }
+  static Vec add(Vec a, Vec b) { return _mm256_add_pd(a, b); }
+  static Vec splat(double v) { return _mm256_set1_pd(v); }
+  /// a * b - c, rounded once, exactly like fma(a, b, -c).
+  static Vec fmsub(Vec a, Vec b, Vec c) { return _mm256_fmsub_pd(a, b, c); }
+  static void store(double* p, Vec v) { _mm256_storeu_pd(p, v); }
+  static void store(double* p, Vec v, Mask m) { _mm256_maskstore_pd(p, m, v); }
+  /// Non-temporal store; `p` must be 32-byte aligned.
+  static void stream(double* p, Vec v) { _mm256_stream_pd(p, v); }
+  /// (prev[3], cur[0 .. 2]): the left neighbours of cur's lanes.
+  static Vec shift_in_prev(Vec prev, Vec cur) { return _mm256_shuffle_pd(straddle(prev, cur), cur, 0b0101); }
+  /// (cur[1 .. 3], next[0]): the right neighbours of cur's lanes.
+  static Vec shift_in_next(Vec cur, Vec next) { return _mm256_shuffle_pd(cur, straddle(cur, next), 0b0101); }
 
-/// (col(p - 1) + col(p)) + col(p + 1) for the 8 points of `cur`, from the column sums of the
-/// vectors before and after it.
-inline __m512d box_sum8(__m512d prev, __m512d cur, __m512d next) {
-  return _mm512_add_pd(_mm512_add_pd(align_lanes<7>(cur, prev), cur), align_lanes<1>(next, cur));
-}
+ private:
+  /// (a[2], a[3], b[0], b[1]): the one lane-crossing step of both shifts, shared by the two
+  /// shifts at the same vector boundary (the compiler merges them), the rest is in-lane.
+  static Vec straddle(Vec a, Vec b) { return _mm256_permute2f128_pd(a, b, 0x21); }
+};
 #endif
 
-#if !defined(__AVX512F__)
-void stencil27_row_portable(const double* const r[9], double* out, long len, bool streaming);
+#ifdef HYMPI_SPMV_SIMD
+using Vec = Simd::Vec;
+using Mask = Simd::Mask;
+constexpr long kLanes = Simd::kLanes;
+
+/// The column sums of kLanes points from their 9 rows, v[q] = row q at those points.
+inline Vec column_sums(const Vec* v) {
+  const Vec a = Simd::add(v[0], v[1]), b = Simd::add(v[2], v[3]);
+  const Vec c = Simd::add(v[4], v[5]), d = Simd::add(v[6], v[7]);
+  return Simd::add(Simd::add(Simd::add(a, b), Simd::add(c, d)), v[8]);
+}
+
+/// col(i .. i + kLanes - 1), lanes outside `mask` zero.
+inline Vec column_sums(const double* const r[9], long i, Mask mask) {
+  Vec v[9];
+  for (int q = 0; q < 9; ++q) v[q] = Simd::load(r[q] + i, mask);
+  return column_sums(v);
+}
+
+/// (col(p - 1) + col(p)) + col(p + 1) for the points of `cur`, from the column sums of the
+/// vectors before and after it.
+inline Vec box_sums(Vec prev, Vec cur, Vec next) {
+  return Simd::add(Simd::add(Simd::shift_in_prev(prev, cur), cur), Simd::shift_in_next(cur, next));
+}
 #endif
 
 /// y(0 .. len-1) of one row: `r` are the 9 rows of x (dz, dy in -1..1, z outer) at the row's
@@ -256,39 +322,39 @@ void stencil27_row_portable(const double* const r[9], double* out, long len, boo
 /// memory-bound 256^3 problem of docs/performance.md (the kernel is cheap enough to hide
 /// behind the memory traffic). `streaming` writes y with non-temporal stores.
 void stencil27_row(const double* const r[9], double* out, long len, bool streaming) {
-#if defined(__AVX512F__)
+#ifdef HYMPI_SPMV_SIMD
   long i = 0;
   if (streaming) {
     // Scalar head up to the first 64-byte boundary of y: streamed stores must be aligned.
     const auto misaligned = reinterpret_cast<std::uintptr_t>(out) & 63;
     const long head = static_cast<long>(((64 - misaligned) & 63) / sizeof(double));
-    for (; i < head && i < len; ++i)
-      out[i] = std::fma(27.0, r[4][i], -((column_sum(r, i - 1) + column_sum(r, i)) + column_sum(r, i + 1)));
+    for (; i < head && i < len; ++i) out[i] = stencil27_point(r, i);
     if (i >= len) return;
   }
-  const __m512d c27 = _mm512_set1_pd(27.0);
-  __m512d prev = column_sum8(r, i - 8, 0x80);                 // lane 7: col(i - 1)
-  __m512d cur = column_sum8(r, i, first_lanes(len - i + 1));  // col(i .. min(i + 7, len))
-  for (; i < len; i += 8) {
+  const Vec c27 = Simd::splat(27.0);
+  Vec prev = column_sums(r, i - kLanes, Simd::last_lane());       // last lane: col(i - 1)
+  Vec cur = column_sums(r, i, Simd::first_lanes(len - i + 1));  // col(i .. min(i + kLanes - 1, len))
+  for (; i < len; i += kLanes) {
     const long rem = len - i;
-    const __m512d next = column_sum8(r, i + 8, first_lanes(rem - 7));  // up to col(len)
-    const __m512d sum = box_sum8(prev, cur, next);
-    // fmsub(27, x, s) rounds once, exactly like fma(27, x, -s).
-    if (rem >= 8) {
-      const __m512d value = _mm512_fmsub_pd(c27, _mm512_loadu_pd(r[4] + i), sum);
+    const Vec next = column_sums(r, i + kLanes, Simd::first_lanes(rem - kLanes + 1));  // up to col(len)
+    const Vec sum = box_sums(prev, cur, next);
+    if (rem >= kLanes) {
+      const Vec value = Simd::fmsub(c27, Simd::load(r[4] + i), sum);
       if (streaming)
-        _mm512_stream_pd(out + i, value);
+        Simd::stream(out + i, value);
       else
-        _mm512_storeu_pd(out + i, value);
+        Simd::store(out + i, value);
     } else {
-      const __mmask8 m = first_lanes(rem);
-      _mm512_mask_storeu_pd(out + i, m, _mm512_fmsub_pd(c27, _mm512_maskz_loadu_pd(m, r[4] + i), sum));
+      const Mask m = Simd::first_lanes(rem);
+      Simd::store(out + i, Simd::fmsub(c27, Simd::load(r[4] + i, m), sum), m);
     }
     prev = cur;
     cur = next;
   }
 #else
-  stencil27_row_portable(r, out, len, streaming);
+  (void)streaming;  // no vector path: plain stores
+#pragma omp simd
+  for (long i = 0; i < len; ++i) out[i] = stencil27_point(r, i);
 #endif
 }
 
@@ -299,7 +365,7 @@ void stencil27_row(const double* const r[9], double* out, long len, bool streami
 /// Same expression per point as stencil27_row, so the same bits. `streaming` writes y with
 /// non-temporal stores where both rows start on a cache line (Grid3D aligns untiled rows).
 void stencil27_row_pair(const double* x, long sy, long sz, double* out, long len, bool streaming) {
-#if defined(__AVX512F__)
+#ifdef HYMPI_SPMV_SIMD
   // Past the row's end this touches the next row (or, at the block's end, nothing that faults).
   constexpr std::uintptr_t kPrefetchBytes = 1024;
   const double* r[12];  // r[3 * (dz + 1) + (dy + 1)], dz in -1 .. 2
@@ -310,44 +376,53 @@ void stencil27_row_pair(const double* x, long sy, long sz, double* out, long len
   double* const out_upper = out + sz;
   const bool aligned =
       streaming && ((reinterpret_cast<std::uintptr_t>(out) | reinterpret_cast<std::uintptr_t>(out_upper)) & 63) == 0;
-  const __m512d c27 = _mm512_set1_pd(27.0);
-  __m512d prev_lo = column_sum8(lower, -8, 0x80), cur_lo = column_sum8(lower, 0, first_lanes(len + 1));
-  __m512d prev_up = column_sum8(upper, -8, 0x80), cur_up = column_sum8(upper, 0, first_lanes(len + 1));
+  const Vec c27 = Simd::splat(27.0);
+  Vec prev_lo = column_sums(lower, -kLanes, Simd::last_lane());
+  Vec cur_lo = column_sums(lower, 0, Simd::first_lanes(len + 1));
+  Vec prev_up = column_sums(upper, -kLanes, Simd::last_lane());
+  Vec cur_up = column_sums(upper, 0, Simd::first_lanes(len + 1));
   long i = 0;
-  // Full vectors while col(i + 8 .. i + 15) lies inside the row and its right ghost.
-  for (; i + 16 <= len; i += 8) {
+  // A cache line of each row per step, so that streamed stores fill whole lines back to back
+  // (AVX2's half-line streamed stores, interleaved between the rows, ran at half the speed of
+  // plain stores on Zen 3). Full vectors while the last column sums needed, up to
+  // col(i + kLine + kLanes - 1), lie inside the row and its right ghost.
+  constexpr long kLine = 64 / sizeof(double);
+  for (; i + kLine + kLanes <= len; i += kLine) {
     // Plane k + 2 is the one coming from memory (the others were read by the previous pair):
     // prefetching it 16 lines ahead gained ~5 % on the 256^3 product (docs/performance.md).
     for (int q = 9; q < 12; ++q)
       _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(r[q] + i) + kPrefetchBytes),
                    _MM_HINT_T0);
-    __m512d v[12];
-    for (int q = 0; q < 12; ++q) v[q] = _mm512_loadu_pd(r[q] + i + 8);
-    const __m512d next_lo = column_sum8(v), next_up = column_sum8(v + 3);
-    const __m512d sum_lo = box_sum8(prev_lo, cur_lo, next_lo);
-    const __m512d sum_up = box_sum8(prev_up, cur_up, next_up);
-    const __m512d value_lo = _mm512_fmsub_pd(c27, _mm512_loadu_pd(r[4] + i), sum_lo);
-    const __m512d value_up = _mm512_fmsub_pd(c27, _mm512_loadu_pd(r[7] + i), sum_up);
-    if (aligned) {
-      _mm512_stream_pd(out + i, value_lo);
-      _mm512_stream_pd(out_upper + i, value_up);
-    } else {
-      _mm512_storeu_pd(out + i, value_lo);
-      _mm512_storeu_pd(out_upper + i, value_up);
+    Vec value_lo[kLine / kLanes], value_up[kLine / kLanes];
+    for (long u = 0; u < kLine / kLanes; ++u) {
+      const long p = i + u * kLanes;
+      Vec v[12];
+      for (int q = 0; q < 12; ++q) v[q] = Simd::load(r[q] + p + kLanes);
+      const Vec next_lo = column_sums(v), next_up = column_sums(v + 3);
+      value_lo[u] = Simd::fmsub(c27, Simd::load(r[4] + p), box_sums(prev_lo, cur_lo, next_lo));
+      value_up[u] = Simd::fmsub(c27, Simd::load(r[7] + p), box_sums(prev_up, cur_up, next_up));
+      prev_lo = cur_lo;
+      cur_lo = next_lo;
+      prev_up = cur_up;
+      cur_up = next_up;
     }
-    prev_lo = cur_lo;
-    cur_lo = next_lo;
-    prev_up = cur_up;
-    cur_up = next_up;
+    const auto put_line = [aligned](double* line, const Vec* values) {
+      for (long u = 0; u < kLine / kLanes; ++u) {
+        if (aligned)
+          Simd::stream(line + u * kLanes, values[u]);
+        else
+          Simd::store(line + u * kLanes, values[u]);
+      }
+    };
+    put_line(out + i, value_lo);
+    put_line(out_upper + i, value_up);
   }
-  for (; i < len; i += 8) {
+  for (; i < len; i += kLanes) {
     const long rem = len - i;
-    const __mmask8 m = first_lanes(rem), m_next = first_lanes(rem - 7);
-    const __m512d next_lo = column_sum8(lower, i + 8, m_next), next_up = column_sum8(upper, i + 8, m_next);
-    const __m512d sum_lo = box_sum8(prev_lo, cur_lo, next_lo);
-    const __m512d sum_up = box_sum8(prev_up, cur_up, next_up);
-    _mm512_mask_storeu_pd(out + i, m, _mm512_fmsub_pd(c27, _mm512_maskz_loadu_pd(m, r[4] + i), sum_lo));
-    _mm512_mask_storeu_pd(out_upper + i, m, _mm512_fmsub_pd(c27, _mm512_maskz_loadu_pd(m, r[7] + i), sum_up));
+    const Mask m = Simd::first_lanes(rem), m_next = Simd::first_lanes(rem - kLanes + 1);
+    const Vec next_lo = column_sums(lower, i + kLanes, m_next), next_up = column_sums(upper, i + kLanes, m_next);
+    Simd::store(out + i, Simd::fmsub(c27, Simd::load(r[4] + i, m), box_sums(prev_lo, cur_lo, next_lo)), m);
+    Simd::store(out_upper + i, Simd::fmsub(c27, Simd::load(r[7] + i, m), box_sums(prev_up, cur_up, next_up)), m);
     prev_lo = cur_lo;
     cur_lo = next_lo;
     prev_up = cur_up;
@@ -357,40 +432,10 @@ void stencil27_row_pair(const double* x, long sy, long sz, double* out, long len
   for (long plane = 0; plane < 2; ++plane) {
     const double* c = x + plane * sz;
     const double* const rows[9] = {c - sz - sy, c - sz, c - sz + sy, c - sy, c, c + sy, c + sz - sy, c + sz, c + sz + sy};
-    stencil27_row_portable(rows, out + plane * sz, len, streaming);
+    stencil27_row(rows, out + plane * sz, len, streaming);
   }
 #endif
 }
-
-#if !defined(__AVX512F__)
-/// stencil27_row without AVX-512.
-void stencil27_row_portable(const double* const r[9], double* out, long len, bool streaming) {
-  // Portable: column sums of a chunk into a buffer, then the sliding 3-wide sum.
-  constexpr long kChunk = 256;
-  double col[kChunk + 2];
-  for (long i0 = 0; i0 < len; i0 += kChunk) {
-    const long m = std::min(kChunk, len - i0);
-#pragma omp simd
-    for (long t = -1; t <= m; ++t) col[t + 1] = column_sum(r, i0 + t);
-    double* o = out + i0;
-    long t = 0;
-#ifdef HYMPI_SPMV_STREAM
-    if (streaming) {
-      for (; t < m && (reinterpret_cast<std::uintptr_t>(o + t) & 31) != 0; ++t)
-        o[t] = std::fma(27.0, r[4][i0 + t], -((col[t] + col[t + 1]) + col[t + 2]));
-      const __m256d c27 = _mm256_set1_pd(27.0);
-      for (; t + 4 <= m; t += 4) {
-        const __m256d sum = _mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(col + t), _mm256_loadu_pd(col + t + 1)),
-                                          _mm256_loadu_pd(col + t + 2));
-        _mm256_stream_pd(o + t, _mm256_fmsub_pd(c27, _mm256_loadu_pd(r[4] + i0 + t), sum));
-      }
-    }
-#endif
-#pragma omp simd
-    for (long u = t; u < m; ++u) o[u] = std::fma(27.0, r[4][i0 + u], -((col[u] + col[u + 1]) + col[u + 2]));
-  }
-}
-#endif
 
 }  // namespace
 
@@ -414,7 +459,7 @@ OverlapTimes Operator27::apply(Grid3D<double>& x, Grid3D<double>& y) {
             stencil27_row(rows, yp + c, len, streaming);
           }
         }
-#ifdef HYMPI_SPMV_STREAM
+#ifdef HYMPI_SPMV_SIMD
       // Streamed stores are weakly ordered: fence before another thread may read y.
       if (streaming) _mm_sfence();
 #endif
