@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <memory>
 
 #include "hympi/error.hpp"
+#include "hympi/memory.hpp"
 
 namespace hympi {
 
@@ -27,8 +27,9 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options) {
   int ranks = 1;
   HYMPI_MPI(MPI_Comm_size(comm, &ranks));
   const auto n = static_cast<long>(options.elements);
-  std::unique_ptr<double[]> a_store(new double[options.elements]), b_store(new double[options.elements]),
-      c_store(new double[options.elements]);
+  const auto a_store = make_untouched_array<double>(options.elements);
+  const auto b_store = make_untouched_array<double>(options.elements);
+  const auto c_store = make_untouched_array<double>(options.elements);
   double* a = a_store.get();
   double* b = b_store.get();
   double* c = c_store.get();

@@ -2,13 +2,11 @@
 // A rank's block of a global 3D grid, with ghost layers, first-touch allocated.
 #include <array>
 #include <cstddef>
-#include <memory>
-#include <new>
 #include <span>
-#include <type_traits>
 
 #include "hympi/box.hpp"
 #include "hympi/error.hpp"
+#include "hympi/memory.hpp"
 
 namespace hympi {
 
@@ -44,12 +42,13 @@ struct GridLayout {
 /// NUMA node each thread's planes live in its own domain.
 template <class T>
 class Grid3D {
+  static_assert(GridLayout::kLineBytes <= kUntouchedAlignment, "rows are aligned relative to the storage");
+
  public:
   /// Allocates the block `box` (global indexes) with `ghost` layers; throws InvalidArgument
   /// for an empty box or a negative ghost width.
-  Grid3D(const Box3& box, int ghost) : box_(box), layout_(checked_layout(box, ghost)) {
-    // Untouched until the loop below.
-    data_.reset(static_cast<T*>(::operator new[](layout_.size * sizeof(T), std::align_val_t{GridLayout::kLineBytes})));
+  Grid3D(const Box3& box, int ghost)
+      : box_(box), layout_(checked_layout(box, ghost)), data_(make_untouched_array<T>(layout_.size)) {
     T* p = data_.get();
     for (long i = 0; i < layout_.lead; ++i) p[i] = T{};
     p += layout_.lead;
@@ -80,10 +79,6 @@ class Grid3D {
   [[nodiscard]] std::span<const T> data() const { return {data_.get(), layout_.size}; }
 
  private:
-  static_assert(std::is_trivial_v<T>, "Grid3D stores trivial types (its storage is raw aligned memory)");
-  struct AlignedDelete {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t{GridLayout::kLineBytes}); }
-  };
   static GridLayout checked_layout(const Box3& box, int ghost) {
     if (box.empty()) throw InvalidArgument("grid block is empty");
     if (ghost < 0) throw InvalidArgument("ghost width must be >= 0, got " + std::to_string(ghost));
@@ -91,7 +86,7 @@ class Grid3D {
   }
   Box3 box_;
   GridLayout layout_;
-  std::unique_ptr<T[], AlignedDelete> data_;
+  UntouchedArray<T> data_;
 };
 
 }  // namespace hympi

@@ -1,4 +1,5 @@
-// Grid3D's memory layout: cache-line aligned rows, every point addressed once, inside storage.
+// Grid3D's memory layout: cache-line aligned rows, every point addressed once, inside storage;
+// large blocks on huge pages.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -43,4 +44,14 @@ TEST(Grid3D, StartsZeroedAndRejectsBadShapes) {
   for (double v : grid.data()) EXPECT_EQ(v, 0.0);
   EXPECT_THROW(Grid3D<double>(Box3{{0, 0, 0}, {0, 4, 3}}, 1), InvalidArgument);
   EXPECT_THROW(Grid3D<double>(Box3{{0, 0, 0}, {5, 4, 3}}, -1), InvalidArgument);
+}
+
+TEST(Grid3D, LargeBlocksStartOnAHugePage) {
+  Grid3D<double> grid(Box3{{0, 0, 0}, {128, 128, 66}}, 1);  // 8.8 MB of storage
+  ASSERT_GE(grid.data().size_bytes(), kHugePageMinBytes);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(grid.data().data()) % (std::uintptr_t{2} << 20), 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(&grid(0, 127, 65)) % GridLayout::kLineBytes, 0u);
+  EXPECT_EQ(grid(127, 127, 65), 0.0);
+  const auto small = make_untouched_array<double>(1000);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.get()) % kUntouchedAlignment, 0u);
 }
