@@ -352,9 +352,18 @@ void stencil27_row(const double* const r[9], double* out, long len, bool streami
     cur = next;
   }
 #else
-  (void)streaming;  // no vector path: plain stores
+  // No vector kernel: a chunk's column sums into a buffer (each computed once, not three times),
+  // then the sliding 3-wide sum; plain stores.
+  (void)streaming;
+  constexpr long kChunk = 256;
+  double col[kChunk + 2];
+  for (long i0 = 0; i0 < len; i0 += kChunk) {
+    const long m = std::min(kChunk, len - i0);
 #pragma omp simd
-  for (long i = 0; i < len; ++i) out[i] = stencil27_point(r, i);
+    for (long t = -1; t <= m; ++t) col[t + 1] = column_sum(r, i0 + t);
+#pragma omp simd
+    for (long t = 0; t < m; ++t) out[i0 + t] = std::fma(27.0, r[4][i0 + t], -((col[t] + col[t + 1]) + col[t + 2]));
+  }
 #endif
 }
 
