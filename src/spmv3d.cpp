@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -214,6 +215,12 @@ inline double stencil27_point(const double* const r[9], long i) {
   return std::fma(27.0, r[4][i], -((column_sum(r, i - 1) + column_sum(r, i)) + column_sum(r, i + 1)));
 }
 
+/// The 9 rows of x around the row starting at `c` (dz, dy in -1..1, z outer; strides sy, sz),
+/// in the order the kernels take them.
+inline std::array<const double*, 9> rows_around(const double* c, long sy, long sz) {
+  return {c - sz - sy, c - sz, c - sz + sy, c - sy, c, c + sy, c + sz - sy, c + sz, c + sz + sy};
+}
+
 #if defined(__AVX512F__)
 /// The vector operations the row kernels need, on 8 lanes of AVX-512.
 struct Simd {
@@ -397,8 +404,9 @@ void stencil27_row_pair(const double* x, long sy, long sz, double* out, long len
   // col(i + kLine + kLanes - 1), lie inside the row and its right ghost.
   constexpr long kLine = 64 / sizeof(double);
   for (; i + kLine + kLanes <= len; i += kLine) {
-    // Plane k + 2 is the one coming from memory (the others were read by the previous pair):
-    // prefetching it 16 lines ahead gained ~5 % on the 256^3 product (docs/performance.md).
+    // Planes k + 1 and k + 2 come from memory (k - 1 and k from the cache, read by the pair
+    // below). Prefetching plane k + 2 16 lines ahead gained ~5 % on the 256^3 product on
+    // Sapphire Rapids; on Zen 3 every prefetch variant measured within noise (docs/performance.md).
     for (int q = 9; q < 12; ++q)
       _mm_prefetch(reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(r[q] + i) + kPrefetchBytes),
                    _MM_HINT_T0);
@@ -438,11 +446,8 @@ void stencil27_row_pair(const double* x, long sy, long sz, double* out, long len
     cur_up = next_up;
   }
 #else
-  for (long plane = 0; plane < 2; ++plane) {
-    const double* c = x + plane * sz;
-    const double* const rows[9] = {c - sz - sy, c - sz, c - sz + sy, c - sy, c, c + sy, c + sz - sy, c + sz, c + sz + sy};
-    stencil27_row(rows, out + plane * sz, len, streaming);
-  }
+  for (long plane = 0; plane < 2; ++plane)
+    stencil27_row(rows_around(x + plane * sz, sy, sz).data(), out + plane * sz, len, streaming);
 #endif
 }
 
@@ -462,10 +467,7 @@ OverlapTimes Operator27::apply(Grid3D<double>& x, Grid3D<double>& y) {
           if (k + 1 < b.high[2]) {
             stencil27_row_pair(xp + c, sy, sz, yp + c, len, streaming);
           } else {
-            const double* const rows[9] = {xp + c - sz - sy, xp + c - sz, xp + c - sz + sy,
-                                           xp + c - sy,      xp + c,      xp + c + sy,
-                                           xp + c + sz - sy, xp + c + sz, xp + c + sz + sy};
-            stencil27_row(rows, yp + c, len, streaming);
+            stencil27_row(rows_around(xp + c, sy, sz).data(), yp + c, len, streaming);
           }
         }
 #ifdef HYMPI_SPMV_SIMD
