@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from hympi.errors import UsageError
 from hympi.launch.mpirun import LaunchSpec, format_command, launch, validate_with_app
@@ -39,14 +41,32 @@ STRATEGIES = ("bulk", "split", "commthread")
 PARTS = ("spmv3d", "rb3d", "csr", "seed")
 
 
+def reject(option: str, message: str) -> NoReturn:
+    """Exits 2 with one line naming the option and what is wrong with its value."""
+    print(f"bench: {option}: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def parse_subset(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
     """The comma-separated names in `text`; exits 2 naming the first one not in `allowed`."""
     names = [name for name in text.split(",") if name]
     for name in names:
         if name not in allowed:
-            print(f"bench: {option}: unknown value '{name}' (choose from {', '.join(allowed)})", file=sys.stderr)
-            sys.exit(2)
+            reject(option, f"unknown value '{name}' (choose from {', '.join(allowed)})")
     return names
+
+
+def parse_layouts(text: str) -> list[tuple[str, int, int]]:
+    """(layout, ranks, threads) for each comma-separated RANKSxTHREADS; exits 2 naming a bad one."""
+    layouts = []
+    for layout in (name for name in text.split(",") if name):
+        match = re.fullmatch(r"([1-9][0-9]*)x([1-9][0-9]*)", layout)
+        if match is None:
+            reject("--layouts", f"'{layout}' is not RANKSxTHREADS with positive counts (e.g. 1x2)")
+        layouts.append((layout, int(match.group(1)), int(match.group(2))))
+    if not layouts:
+        reject("--layouts", "no layout given")
+    return layouts
 
 
 def run_verified(spec: LaunchSpec) -> dict:
@@ -100,6 +120,10 @@ def main() -> int:
     parser.add_argument("--parts", default=",".join(PARTS), help="which measurements, of " + ",".join(PARTS))
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="strategies for spmv3d and rb3d")
     args = parser.parse_args()
+    for option in ("n", "csr_n", "reps", "iterations", "repeat"):
+        if getattr(args, option) < 1:
+            reject("--" + option.replace("_", "-"), f"must be >= 1, got {getattr(args, option)}")
+    layouts = parse_layouts(args.layouts)
     parts = parse_subset(args.parts, PARTS, "--parts")
     strategies = parse_subset(args.strategies, STRATEGIES, "--strategies")
     points = float(args.n) ** 3
@@ -142,8 +166,7 @@ def main() -> int:
             with args.output.open("a") as out:
                 out.write(json.dumps(row) + "\n")
 
-    for layout in args.layouts.split(","):
-        ranks, threads = (int(x) for x in layout.split("x"))
+    for layout, ranks, threads in layouts:
         bulk_model: dict[str, dict] = {}
         for app, operator, strategy, app_args, gbps in configs:
             binary = f"hympi-{app}"

@@ -38,6 +38,10 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --repeat must be a positive integer, got '$repeat'" >&2; exit 2; }
+[[ $RUN_TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: RUN_TIMEOUT must be a positive number of seconds, got '$RUN_TIMEOUT'" >&2; exit 2; }
+if command -v c++ >/dev/null && ! c++ -march="$MARCH" -x c++ -E - </dev/null >/dev/null 2>&1; then
+  echo "run.sh: MARCH='$MARCH' is not a CPU the compiler knows (-march=)" >&2; exit 2
+fi
 
 mkdir -p "$WORK"
 mpirun_flags=(--oversubscribe --bind-to none)
