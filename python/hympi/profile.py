@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,9 +39,15 @@ class ProfilePlan:
 
 
 def plan_profile(command: list[str], out: str | Path, library: Path | None = None) -> ProfilePlan:
-    """Adds LD_PRELOAD and HYMPI_PROFILE_OUT; an Open MPI launcher also gets -x so remote ranks see them."""
+    """Adds LD_PRELOAD and HYMPI_PROFILE_OUT; an Open MPI launcher also gets -x so remote ranks see them.
+
+    Raises UsageError when there is no command or its program is not found or not executable.
+    """
     if not command:
         raise UsageError("no command to profile (usage: hympi profile [--out FILE] -- CMD ...)")
+    if shutil.which(command[0]) is None:
+        # Popen would raise FileNotFoundError (or PermissionError) only after the plan was made.
+        raise UsageError(f"command '{command[0]}' not found or not executable")
     lib = library or library_path()
     out_path = Path(out).resolve()
     preload = os.environ.get("LD_PRELOAD", "")

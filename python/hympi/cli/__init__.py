@@ -16,6 +16,10 @@ COMMANDS: dict[str, ModuleType] = {"run": run, "affinity": affinity, "info": inf
                                    "place": place,
                                    "sweep": sweep, "study": study, "report": report, "export": export}
 
+# What follows `--` for the subcommands that take it, shown in their usage line; the others refuse it.
+TRAILERS: dict[str, str] = {"run": "[-- APP-ARGS]", "affinity": "[-- APP-ARGS]", "sweep": "[-- APP-ARGS]",
+                            "study": "", "profile": "-- COMMAND [ARG ...]"}
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse with exit code 2 and one line on bad input (its default prints usage too)."""
@@ -31,6 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, module in COMMANDS.items():
         module.add_parser(sub, name)
+        trailer = TRAILERS.get(name)
+        if trailer:
+            command = sub.choices[name]
+            # argparse cannot show arguments it does not parse; append the `--` part to its own usage line.
+            command.usage = command.format_usage().removeprefix("usage: ").rstrip() + " " + trailer
     return parser
 
 
@@ -47,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
         # `hympi run bt-mz --class W`: options hympi does not know are the app's (the app validates them).
         args.app_args = unknown + app_args
+        if app_args and args.command not in TRAILERS:
+            raise UsageError(f"hympi {args.command} takes no arguments after --, got '{' '.join(app_args)}'")
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except UsageError as exc:

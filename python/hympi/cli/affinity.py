@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hympi.cli.common import add_layout_options, layout_spec
+from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, print_app_help
 from hympi.cli.run import report
 from hympi.launch.mpirun import launch
 
@@ -22,6 +22,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Launches hympi-affinity with the layout and prints its table."""
+    if asks_for_help(args.app_args):
+        return print_app_help("hympi-affinity")
     app_args = ["--check"] if args.check else []
     spec = layout_spec(args, "hympi-affinity", app_args + list(args.app_args))
-    return report(launch(spec, timeout=args.timeout), args.json)
+    return report(launch(spec, timeout=args.timeout), args.json, args.timeout)

@@ -3,43 +3,98 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from hympi.errors import UsageError
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, LaunchSpec, check_layout, validate_with_app
-from hympi.place.rankfile import check_rankfile
+from hympi.paths import binary
+from hympi.place.rankfile import check_rankfile_fits
 from hympi.topology import machine_summary
+
+HELP_FLAGS = ("-h", "--help")
+
+
+def seconds(text: str) -> float:
+    """argparse type of --timeout: a finite number of seconds > 0 (nan, inf, 0 and negatives are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got '{text}'")
+    return value
 
 
 def add_layout_options(parser: argparse.ArgumentParser) -> None:
     """--ranks, --threads, --bind, --dist, --oversubscribe, --virtual-nodes, --timeout."""
-    parser.add_argument("--ranks", "-n", type=int, default=1, help="MPI ranks (default 1)")
-    parser.add_argument("--threads", "-t", type=int, default=1, help="OpenMP threads per rank (default 1)")
+    parser.add_argument("--ranks", "-n", "-np", type=int, default=1, metavar="R",
+                        help="MPI ranks (default 1)")
+    parser.add_argument("--threads", "-t", type=int, default=1, metavar="T", help="OpenMP threads per rank (default 1)")
     parser.add_argument("--bind", default="core", help=f"binding: {', '.join(BIND_POLICIES)} (default core)")
     parser.add_argument("--dist", default="compact", help=f"distribution: {', '.join(DISTRIBUTIONS)}")
     parser.add_argument("--oversubscribe", action="store_true", help="allow ranks x threads > PUs")
-    parser.add_argument("--virtual-nodes", type=int, default=1,
-                        help="split this machine into N pretend nodes (HYMPI_VIRTUAL_NODES)")
-    parser.add_argument("--timeout", type=float, default=None, help="kill the run after this many seconds")
-    parser.add_argument("--rankfile", default=None, help="Open MPI rankfile to place ranks with")
+    parser.add_argument("--virtual-nodes", type=int, default=1, metavar="N",
+                        help="split this machine into N pretend nodes (HYMPI_VIRTUAL_NODES; needs >= N ranks)")
+    parser.add_argument("--timeout", type=seconds, default=None, metavar="S",
+                        help="kill the run after S seconds")
+    parser.add_argument("--rankfile", default=None, metavar="FILE", help="Open MPI rankfile to place ranks with")
 
 
 def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) -> LaunchSpec:
     """A checked LaunchSpec from parsed options; raises UsageError before anything is launched."""
     if args.virtual_nodes < 1:
         raise UsageError(f"--virtual-nodes must be >= 1, got {args.virtual_nodes}")
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError(f"--timeout must be > 0, got {args.timeout}")
+    if args.ranks >= 1 and args.ranks < args.virtual_nodes:
+        # Each pretend node needs a rank; fewer ranks would silently give fewer nodes than asked for.
+        raise UsageError(f"--virtual-nodes {args.virtual_nodes} needs at least {args.virtual_nodes} ranks, "
+                         f"got --ranks {args.ranks}")
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout}")
     env = (("HYMPI_VIRTUAL_NODES", str(args.virtual_nodes)),)
     bind = args.bind
     if args.rankfile:
         # mpirun binds every rank where the rankfile says; the app must not rebind it (HYMPI_BIND=none).
-        check_rankfile(args.rankfile, args.ranks)
+        # Every slot and host is checked here, because mpirun reports a bad one only as ORTE noise.
+        check_rankfile_fits(args.rankfile, args.ranks)
         bind = "none"
     spec = LaunchSpec(app_binary, args.ranks, args.threads, bind, args.dist, tuple(app_args),
                       args.oversubscribe, env, args.rankfile)
     check_layout(spec, machine_summary().pus)
     validate_with_app(spec)
     return spec
+
+
+def asks_for_help(app_args: list[str]) -> bool:
+    """True when the app's arguments ask for its help text (-h or --help)."""
+    return any(arg in HELP_FLAGS for arg in app_args)
+
+
+def print_app_help(app_binary: str) -> int:
+    """Prints the app's own --help (run directly, no MPI launch); returns hympi's exit code (0, or 1 on failure)."""
+    proc = subprocess.run([str(binary(app_binary)), "--help"], capture_output=True, text=True, timeout=60,
+                          check=False, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    sys.stdout.write(proc.stdout)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr)
+        return 1
+    return 0
+
+
+def check_output_file(path: str, option: str) -> Path:
+    """An output file hympi may create or replace; raises UsageError (nothing written) otherwise."""
+    out = Path(path)
+    parent = out.resolve().parent
+    if out.is_dir():
+        raise UsageError(f"{option} {path} is a directory, not a file")
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
+        raise UsageError(f"{option} {path} is not writable")
+    return out
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:

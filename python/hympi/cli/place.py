@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from hympi.cli.common import check_output_file
 from hympi.errors import UsageError
 from hympi.place import PlacementReport, place
 from hympi.place.mapping import FILLS
@@ -57,6 +58,9 @@ def comparison_table(report: PlacementReport) -> Table:
 
 def main(args: argparse.Namespace) -> int:
     """Reads the matrix and topology, maps, compares, writes rankfiles."""
+    if args.out:
+        check_output_file(args.out, "--out")
+        check_output_file(f"{args.out}.hydra", "--out")  # its MPICH twin is written beside it
     matrix = read_matrix(args.matrix)
     hosts = host_names(args.hosts, args.nodes)
     report = place(matrix, args.topology, args.nodes, args.ranks_per_node, args.fill)
@@ -64,8 +68,11 @@ def main(args: argparse.Namespace) -> int:
     rankfile = write_openmpi_rankfile(report.machine, best.slots, hosts)
     if args.out:
         out = Path(args.out)
-        out.write_text(rankfile)
-        Path(f"{out}.hydra").write_text(write_hydra(report.machine, best.slots, hosts, out.name))
+        try:
+            out.write_text(rankfile)
+            Path(f"{out}.hydra").write_text(write_hydra(report.machine, best.slots, hosts, out.name))
+        except OSError as exc:
+            raise UsageError(f"cannot write --out {args.out} ({exc.strerror or exc})") from None
     if args.json:
         print(json.dumps({**report.as_dict(), "rankfile": args.out, "hosts": hosts}))
         return 0

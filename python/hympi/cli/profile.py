@@ -8,7 +8,8 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from hympi.errors import HympiError, UsageError
+from hympi.cli.common import check_output_file, seconds
+from hympi.errors import HympiError
 from hympi.profile import Profile, plan_profile, run_profile
 
 
@@ -18,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
                        description="Run CMD (e.g. mpirun -np 4 ./a.out) with libhympi-profile.so preloaded; "
                                    "write the rank x rank bytes/messages matrix when it calls MPI_Finalize.")
     p.add_argument("--out", default="hympi-profile.json", help="matrix file to write (default hympi-profile.json)")
-    p.add_argument("--timeout", type=float, default=None, help="kill the program after this many seconds")
+    p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="kill the program after S seconds")
     p.add_argument("--quiet", action="store_true", help="do not echo the program's output")
     p.set_defaults(handler=main)
 
@@ -37,15 +38,15 @@ def summary_table(profile: Profile) -> Table:
 
 def main(args: argparse.Namespace) -> int:
     """Runs the program under the profiler and reports the matrix."""
-    if args.timeout is not None and args.timeout <= 0:
-        raise UsageError(f"--timeout must be > 0, got {args.timeout}")
-    plan = plan_profile(args.app_args, args.out)
+    out = check_output_file(args.out, "--out")  # before the program runs, not after
+    plan = plan_profile(args.app_args, out)
     outcome, profile = run_profile(plan, args.timeout)
     if not args.quiet:
         sys.stdout.write(outcome.stdout)
         sys.stderr.write(outcome.stderr)
     if outcome.returncode != 0:
-        why = "timed out" if outcome.status == "timeout" else f"exit code {outcome.returncode}"
+        why = (f"timed out after {args.timeout:g} s and was killed" if outcome.status == "timeout"
+               else f"exit code {outcome.returncode}")
         raise HympiError(f"profiled command failed ({why}): {' '.join(plan.command)}")
     if profile is None:
         raise HympiError(f"no profile written to {plan.out}: the command ran no MPI program to MPI_Finalize")

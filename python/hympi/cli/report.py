@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Writes the report and prints where it is."""
-    out = ensure_out_dir(args.out)
+    # The database and the ids are checked first, so bad input leaves no empty output directory behind.
     with Store.open(args.db, create=False) as store:
         sweep_ids = args.sweep
         notes: tuple[str, ...] = ()
@@ -34,6 +34,7 @@ def main(args: argparse.Namespace) -> int:
             study = store.study(args.study)
             sweep_ids = (sweep_ids or []) + [s.id for s in store.study_sweeps(study.id)]
             notes = study.notes
+        out = ensure_out_dir(args.out)
         index = write_report(store, out, sweep_ids, notes, title="hympi report")
     print(f"report: {index.resolve()}")
     return 0

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hympi.apps import APPS, get_app
-from hympi.cli.common import add_layout_options, layout_spec
+from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, print_app_help
 from hympi.launch.mpirun import RunOutcome, launch
 from hympi.place.rankfile import placement_problems
 from hympi.place.tree import Machine, load_node_tree
@@ -19,7 +19,9 @@ from hympi.result import PREFIX
 
 def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
     """Registers `hympi run`."""
-    p = sub.add_parser(name, help="run one app", description="Run an app: hympi run APP [options] [app options] [-- app args]")
+    p = sub.add_parser(name, help="run one app",
+                       description="Run an app: hympi run APP [options] [app options] [-- APP-ARGS]; "
+                                   "hympi run APP -- --help shows the app's own options")
     p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
     add_layout_options(p)
     p.add_argument("--json", action="store_true", help="print the result record as JSON")
@@ -42,8 +44,19 @@ def result_table(record: dict) -> Table:
     return table
 
 
-def report(outcome: RunOutcome, as_json: bool) -> int:
-    """Prints the outcome of a launch; returns the exit code."""
+def failure_message(outcome: RunOutcome, timeout: float | None) -> str:
+    """Why a run that is not 'ok' failed, in one line."""
+    if outcome.status == "timeout":
+        return f"run timed out after {timeout:g} s and was killed" if timeout else "run timed out and was killed"
+    if outcome.status == "unverified":
+        return f"run failed verification (exit code {outcome.returncode})"
+    if outcome.returncode == 0:
+        return f"run exited with code 0 but printed no {PREFIX.strip()} line"
+    return f"run failed (exit code {outcome.returncode})"
+
+
+def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> int:
+    """Prints the outcome of a launch; returns the exit code (0 ok, 1 failed, timed out or unverified)."""
     if as_json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     else:
@@ -53,8 +66,7 @@ def report(outcome: RunOutcome, as_json: bool) -> int:
         if outcome.record is not None:
             Console().print(result_table(outcome.record))
     if outcome.status != "ok":
-        why = {"timeout": "timed out", "unverified": "verification failed"}.get(outcome.status, "failed")
-        print(f"hympi: error: run {why} (exit code {outcome.returncode})", file=sys.stderr)
+        print(f"hympi: error: {failure_message(outcome, timeout)}", file=sys.stderr)
         if outcome.status == "failed" and outcome.stderr.strip():
             print(outcome.stderr_tail(), file=sys.stderr)
         return 1
@@ -64,9 +76,11 @@ def report(outcome: RunOutcome, as_json: bool) -> int:
 def main(args: argparse.Namespace) -> int:
     """Validates, launches and reports one run."""
     app = get_app(args.app)
+    if asks_for_help(args.app_args):
+        return print_app_help(app.binary)  # the help needs no layout and no launch
     spec = layout_spec(args, app.binary, args.app_args)
     outcome = launch(spec, timeout=args.timeout)
-    code = report(outcome, args.json)
+    code = report(outcome, args.json, args.timeout)
     if args.rankfile and outcome.record is not None and outcome.record.get("placement"):
         # The rankfile took effect only if every rank really runs on its slot's PUs.
         problems = placement_problems(outcome.record["placement"], args.rankfile, Machine(load_node_tree("this"), 1))

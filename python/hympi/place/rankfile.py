@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from hympi.errors import UsageError
-from hympi.place.tree import Machine, Slot
+from hympi.place.tree import Machine, Slot, load_node_tree
 
 
 def write_openmpi_rankfile(machine: Machine, slots: Sequence[Slot], hosts: Sequence[str]) -> str:
@@ -76,7 +78,8 @@ def expected_sets(machine: Machine, entries: Sequence[RankfileEntry]) -> dict[in
     for e in entries:
         core = next((c for c in machine.tree.cores if c.package == e.package and c.core_in_package == e.core), None)
         if core is None:
-            raise UsageError(f"rankfile slot {e.package}:{e.core} of rank {e.rank} does not exist on this machine")
+            raise UsageError(f"rankfile slot={e.package}:{e.core} of rank {e.rank} does not exist on this machine "
+                             f"({machine.tree.packages} package(s), {len(machine.tree.cores)} cores)")
         out[e.rank] = core.pus
     return out
 
@@ -88,6 +91,35 @@ def check_rankfile(path: str | Path, ranks: int) -> list[RankfileEntry]:
     if seen != list(range(ranks)):
         raise UsageError(f"rankfile {path} places ranks {seen[:8]}{'...' if len(seen) > 8 else ''}, "
                          f"expected exactly 0..{ranks - 1}")
+    return entries
+
+
+# Set by the resource managers and hostfile options that give mpirun hosts besides this one.
+_ALLOCATION_VARS = ("SLURM_JOB_NODELIST", "PBS_NODEFILE", "LSB_HOSTS", "OMPI_MCA_orte_default_hostfile",
+                    "OMPI_MCA_prte_default_hostfile")
+
+
+def local_host_names() -> frozenset[str]:
+    """The names by which a rankfile may address this machine."""
+    name = socket.gethostname()
+    return frozenset({name, name.split(".", 1)[0], socket.getfqdn(), "localhost", "127.0.0.1"})
+
+
+def check_rankfile_fits(path: str | Path, ranks: int, machine: Machine | None = None) -> list[RankfileEntry]:
+    """check_rankfile, plus: every slot exists on this machine's tree and every host is this one.
+
+    Other hosts are accepted only inside an allocation or with a default hostfile (then every node is
+    assumed to look like this one). Raises UsageError naming the first bad slot or host.
+    """
+    entries = check_rankfile(path, ranks)
+    machine = machine or Machine(load_node_tree("this"), 1)
+    expected_sets(machine, entries)  # UsageError for a package or core this machine does not have
+    if not any(os.environ.get(var) for var in _ALLOCATION_VARS):
+        names = local_host_names()
+        for e in entries:
+            if e.host not in names:
+                raise UsageError(f"rankfile {path}: host '{e.host}' of rank {e.rank} is not this machine "
+                                 f"({socket.gethostname()}) and no allocation or hostfile names other hosts")
     return entries
 
 
