@@ -12,7 +12,15 @@ from conftest import REPO, hympi
 import hympi.place.mapping as mapping
 from hympi.place import place
 from hympi.place.matrix import CommMatrix, halo3d, read_matrix, ring, write_matrix
-from hympi.place.rankfile import expected_sets, placement_problems, read_rankfile, write_openmpi_rankfile
+from hympi.errors import UsageError
+from hympi.place.rankfile import (
+    check_rankfile_fits,
+    expected_sets,
+    local_host_names,
+    placement_problems,
+    read_rankfile,
+    write_openmpi_rankfile,
+)
 from hympi.place.tree import Machine, Slot, load_node_tree, parse_cpu_list, parse_cpuset
 
 TOPOS = REPO / "tests" / "data" / "topologies"
@@ -112,20 +120,44 @@ def write_ring(tmp_path: Path, n: int) -> Path:
     return path
 
 
-def test_rankfile_placement_is_checked():
+def test_rankfile_placement_is_checked(tmp_path):
     machine = Machine(load_node_tree(str(TOPOS / "ci-vm-2core.xml")), 1)
     rows_ok = [{"rank": 0, "thread": 0, "pu": 1, "bound": "1"}, {"rank": 1, "thread": 0, "pu": 0, "bound": "0"}]
     text = write_openmpi_rankfile(machine, [Slot(0, 1), Slot(0, 0)], ["vm"])
     assert text == "rank 0=vm slot=0:1\nrank 1=vm slot=0:0\n"
-    path = REPO / "build" / "test-rankfile-swap"
+    path = tmp_path / "test-rankfile-swap"
     path.write_text(text)
-    try:
-        assert placement_problems(rows_ok, path, machine) == []
-        rows_bad = [{**rows_ok[0], "bound": "0-1"}, {**rows_ok[1], "pu": 1, "bound": "0"}]
-        problems = placement_problems(rows_bad, path, machine)
-        assert len(problems) == 2 and "rank 0" in problems[0] and "rank 1" in problems[1]
-    finally:
-        path.unlink()
+    assert placement_problems(rows_ok, path, machine) == []
+    rows_bad = [{**rows_ok[0], "bound": "0-1"}, {**rows_ok[1], "pu": 1, "bound": "0"}]
+    problems = placement_problems(rows_bad, path, machine)
+    assert len(problems) == 2 and "rank 0" in problems[0] and "rank 1" in problems[1]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("rank 0={host} slot=0:0\nrank 1={host} slot=0:2\n", "slot=0:2"),  # the 2-core VM has cores 0:0, 0:1
+        ("rank 0={host} slot=1:0\nrank 1={host} slot=0:0\n", "slot=1:0"),  # and one package
+        ("rank 0={host} slot=0:0\nrank 1=elsewhere slot=0:1\n", "elsewhere"),
+        ("rank 0={host} slot=0:0\n", "0..1"),
+    ],
+)
+def test_rankfile_must_fit_the_machine(tmp_path, monkeypatch, text, needle):
+    for var in ("SLURM_JOB_NODELIST", "PBS_NODEFILE", "LSB_HOSTS", "OMPI_MCA_orte_default_hostfile",
+                "OMPI_MCA_prte_default_hostfile"):
+        monkeypatch.delenv(var, raising=False)
+    machine = Machine(load_node_tree(str(TOPOS / "ci-vm-2core.xml")), 1)
+    path = tmp_path / "rf"
+    host = sorted(local_host_names())[0]
+    path.write_text(text.format(host=host))
+    with pytest.raises(UsageError, match=needle):
+        check_rankfile_fits(path, 2, machine)
+    path.write_text(f"rank 0={host} slot=0:1\nrank 1=localhost slot=0:0\n")
+    assert [e.core for e in check_rankfile_fits(path, 2, machine)] == [1, 0]
+    # Inside an allocation other hosts are allowed (their nodes are assumed to look like this one).
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-2]")
+    path.write_text("rank 0=n1 slot=0:1\nrank 1=n2 slot=0:1\n")
+    assert [e.host for e in check_rankfile_fits(path, 2, machine)] == ["n1", "n2"]
 
 
 def test_rankfile_takes_effect_end_to_end(tmp_path):
