@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import shutil
@@ -189,7 +190,13 @@ def _die_with_parent() -> None:
 
 
 def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | None = None) -> RunOutcome:
-    """Runs a launch command; a run past `timeout` seconds is killed and reported as 'timeout'."""
+    """Runs a launch command; a run past `timeout` seconds is killed and reported as 'timeout'.
+
+    Raises UsageError, before anything starts, for a timeout that is not a finite number > 0.
+    """
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        # subprocess would fail on nan or inf only after the launcher had started.
+        raise UsageError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})}, start_new_session=True,
