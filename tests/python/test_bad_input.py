@@ -209,7 +209,7 @@ def test_exit_0_without_a_record_is_explained(fake_launcher):
     assert "failed (exit code 0)" not in proc.stderr
 
 
-@pytest.mark.parametrize("command", ["info", "place --matrix m.txt", "report", "export"])
+@pytest.mark.parametrize("command", ["info", "place --matrix m.txt", "report", "export", "study"])
 def test_commands_without_app_args_refuse_them(command, fake_launcher):
     env, marker = fake_launcher
     proc = hympi(*command.split(), "--", "stray", env=env)

@@ -18,7 +18,7 @@ COMMANDS: dict[str, ModuleType] = {"run": run, "affinity": affinity, "info": inf
 
 # What follows `--` for the subcommands that take it, shown in their usage line; the others refuse it.
 TRAILERS: dict[str, str] = {"run": "[-- APP-ARGS]", "affinity": "[-- APP-ARGS]", "sweep": "[-- APP-ARGS]",
-                            "study": "", "profile": "-- COMMAND [ARG ...]"}
+                            "profile": "-- COMMAND [ARG ...]"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,11 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name, module in COMMANDS.items():
         module.add_parser(sub, name)
-        trailer = TRAILERS.get(name)
-        if trailer:
+        if name in TRAILERS:
             command = sub.choices[name]
             # argparse cannot show arguments it does not parse; append the `--` part to its own usage line.
-            command.usage = command.format_usage().removeprefix("usage: ").rstrip() + " " + trailer
+            command.usage = command.format_usage().removeprefix("usage: ").rstrip() + " " + TRAILERS[name]
     return parser
 
 
