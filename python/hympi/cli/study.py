@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from hympi.cli.common import add_db_option, seconds
+from hympi.cli.common import add_db_option
 from hympi.errors import UsageError
 from hympi.report import ensure_out_dir
 from hympi.study import StudyOptions, check_apps, default_apps, run_study
@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
     add_db_option(p)
     p.add_argument("--apps", default=",".join(default_apps()), help="comma-separated subset of the apps to sweep (and pingpong, the hierarchy probe)")
     p.add_argument("--repeat", type=int, default=None, help="runs per layout (default 3 quick, 5 full)")
-    p.add_argument("--timeout", type=seconds, default=None, help="seconds per run (default 120 quick, 1800 full)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per run (default 120 quick, 1800 full)")
     p.add_argument("--resume", action="store_true", help="continue interrupted sweeps of an earlier study")
     p.set_defaults(handler=main)
 
