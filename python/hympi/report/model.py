@@ -189,7 +189,7 @@ def fit_model(group: AppGroup, machine_cores: int | None = None) -> ModelFit:
         errors = [abs(float(design([k])[0] @ coef) - v) / v for k, v in times.items()]
         error, kind = statistics.mean(errors), "in-sample"
         if len(times) == MIN_LAYOUTS:
-            notes.append("3 layouts for 3 terms: the fit passes through them, so the in-sample error says nothing "
+            notes.append("3 layouts for 3 terms: the fit can pass through them, so the in-sample error says little "
                          "about the predictions")
     cores = {r * t for r, t in times} | ({machine_cores} if machine_cores and machine_cores > 0 else set())
     wanted = sorted(set(times) | {s for c in cores for s in _splits(c) if _predictable(s, comm, sync)},
