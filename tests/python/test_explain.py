@@ -174,9 +174,15 @@ def test_report_page_has_why_breakdown_and_model_and_no_chart_for_stream(tmp_pat
     assert not re.search(r"stream[^']*comm-comp\.png", page)  # no <img> for a chart that was not drawn
     assert page.count("<b>Why.</b>") == 2  # one per app
     assert page.count("<table class='breakdown'>") == 2 and page.count("<table class='model'>") == 2
-    assert "Against the runner-up: 2x1 wins because 1x2 loses" in page
-    assert "Against the worst: 2x1 wins because 1x1 loses" in page
+    assert "<li>against the runner-up: 2x1 wins because 1x2 loses" in page
+    assert "<li>against the worst: 2x1 wins because 1x1 loses" in page
     assert "In-sample error of the time" in page
+    model = page.split("<table class='model'>")[1].split("</table>")[0]
+    # rb3d on a 4-core machine: 1x1, 2x1, 1x2 measured, the other splits of 2 and 4 cores predicted
+    assert re.findall(r"<tr class='(\w+)'><td>(\w+)</td>", model) == [
+        ("measured", "1x1"), ("measured", "2x1"), ("measured", "1x2"), ("predicted", "4x1"), ("predicted", "2x2"),
+        ("predicted", "1x4")]
+    assert "<td>1x1</td><td>3</td><td>3</td><td>+0.0</td>" in model
     summary = page.split("<h2 id='summary'>Summary</h2><ul>")[1].split("</ul>")[0]
     assert summary.count("<li>") == 2  # still one line per app
     row = re.search(r"<table class='breakdown'>.*?<tr><td>2x1</td>(.*?)</tr>", page).group(1)

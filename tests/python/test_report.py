@@ -216,7 +216,7 @@ def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: P
     text = page.evaluate("document.body.innerText")
     assert "Machine" in text and "MPI library" in text and "Open MPI" in text
     assert "best: " in text and "x the worst layout" in text
-    assert "Why. Against the runner-up: " in text and "Against the worst: " in text
+    assert "Why." in text and "against the runner-up: " in text and "against the worst: " in text
     assert [r[0] for r in _cells(page, "table.breakdown")] == ["1x1", "2x1", "1x2"]
     assert "error of the time" in text or "too few to fit" in text
     if not fits:

@@ -24,7 +24,8 @@ th { background: #f3f3f3; } td.l, th.l { text-align: left; }
 .note { background: #fff8e6; border-left: 4px solid #d29922; padding: 0.4em 1em; margin: 0.4em 0; }
 figure { display: inline-block; margin: 0.5em 1em 0.5em 0; } img { max-width: 100%; border: 1px solid #eee; }
 details pre { white-space: pre-wrap; font-size: 0.85em; max-width: 40em; text-align: left; }
-.muted { color: #666; font-size: 0.9em; } .why { margin: 0.5em 0 0 0; } tr.predicted td { color: #555; }
+.muted { color: #666; font-size: 0.9em; } .why { margin: 0.5em 0 0 0; } .why ul { margin: 0.2em 0; }
+table.breakdown td { white-space: nowrap; } tr.predicted td { color: #555; }
 caption { text-align: left; font-size: 0.9em; color: #444; max-width: 60em; }
 """
 
@@ -116,6 +117,14 @@ def _breakdown_table(breakdowns: tuple[Breakdown, ...]) -> str:
     return f"<table class='breakdown'><caption>{caption}</caption>{head}{''.join(rows)}</table>{note}"
 
 
+def _pct_cell(share: float | None) -> str:
+    """A relative error as a signed percentage ('+1.2'; never '-0.0'); '-' when absent."""
+    if share is None:
+        return "-"
+    text = f"{100 * share:+.1f}"
+    return "+0.0" if text == "-0.0" else text
+
+
 def _model_table(fit: ModelFit) -> str:
     """Measured vs predicted rate per layout, and the model's error ('' without a fit)."""
     if fit.coefficients is None:
@@ -126,9 +135,9 @@ def _model_table(fit: ModelFit) -> str:
     rows = []
     for r in fit.rows:
         cells = (f"<td>{r.label}</td><td>{_num(r.measured) if r.measured is not None else 'not run'}</td>"
-                 f"<td>{_num(r.predicted)}</td><td>{_num(None if r.error is None else 100 * r.error, '+.1f')}</td>")
+                 f"<td>{_num(r.predicted)}</td><td>{_pct_cell(r.error)}</td>")
         if loo:
-            cells += f"<td>{_num(None if r.loo_error is None else 100 * r.loo_error, '+.1f')}</td>"
+            cells += f"<td>{_pct_cell(r.loo_error)}</td>"
         kind = "measured" if r.measured is not None else "predicted"
         rows.append(f"<tr class='{kind}'>{cells}</tr>")
     unit = f" in {escape(fit.unit)}" if fit.unit else ""
@@ -138,14 +147,14 @@ def _model_table(fit: ModelFit) -> str:
 
 
 def _why(breakdowns: tuple[Breakdown, ...]) -> str:
-    """The 'Why' paragraph: the best layout against the runner-up and against the worst ('' with one layout)."""
+    """The 'Why' list: the best layout against the runner-up and against the worst ('' with one layout)."""
     order = ranked(breakdowns)
     if len(order) < 2:
         return ""
-    parts = [f"<b>Why.</b> Against the runner-up: {escape(reason(order[0], order[1]))}"]
+    items = [f"<li>against the runner-up: {escape(reason(order[0], order[1]))}</li>"]
     if len(order) > 2:
-        parts.append(f" Against the worst: {escape(reason(order[0], order[-1]))}")
-    return f"<p class='why'>{''.join(parts)}</p>"
+        items.append(f"<li>against the worst: {escape(reason(order[0], order[-1]))}</li>")
+    return f"<div class='why'><b>Why.</b><ul>{''.join(items)}</ul></div>"
 
 
 def _group_section(group: AppGroup, figures: GroupFigures, anchor: str, host: str | None,
