@@ -36,29 +36,32 @@ def _layout(breakdowns: tuple[Breakdown, ...], label: str) -> Breakdown:
     return found
 
 
-def test_imbalance_that_costs_the_slower_layout_is_named_and_warmups_are_ignored():
-    # Same work in both: 1x2 takes 0.70 s, 2x1 takes 1.00 s; 2x1's slowest rank computes 1.5x the average, and the
-    # other rank waits 0.31 s for it inside its halo exchange (comm 0.33 s).
+@pytest.mark.parametrize(("fast", "slow"), [((1, 2), (2, 1)), ((2, 1), (1, 2))])
+def test_imbalance_that_costs_the_slower_layout_is_named_and_warmups_are_ignored(fast, slow):
+    # Same work in both: the fast layout takes 0.70 s, the slow one 1.00 s; the slow one's slowest computes 1.5x the
+    # average (ranks, or an uneven zone loop over threads), and the others wait 0.31 s for it inside the halo
+    # exchange (comm 0.33 s).
     runs = []
     for rep in (1, 2, 3):
-        runs.append(_run(1, 2, rep, 10.0, time_s=0.70, comp=0.62, comm=0.05))
-        runs.append(_run(2, 1, rep, 7.0, time_s=1.00, comp=0.62, comm=0.33, imbalance=1.5))
-    runs.append(_run(2, 1, 0, 100.0, time_s=0.07, comp=0.06, comm=0.001))  # a warm-up that would win everything
+        runs.append(_run(*fast, rep, 10.0, time_s=0.70, comp=0.62, comm=0.05))
+        runs.append(_run(*slow, rep, 7.0, time_s=1.00, comp=0.62, comm=0.33, imbalance=1.5))
+    runs.append(_run(*slow, 0, 100.0, time_s=0.07, comp=0.06, comm=0.001))  # a warm-up that would win everything
     (group,) = group_runs(runs, {1: 1})
     bds = explain(group)
-    slow, fast = _layout(bds, "2x1"), _layout(bds, "1x2")
-    assert slow.runs == 3 and slow.rate == 7.0 and slow.time_s == 1.0  # the warm-up is not a repeat
-    assert slow.imbalance_loss_s == pytest.approx(0.31)
-    assert slow.other_s == pytest.approx(0.05) and slow.overlap_s == 0.0
-    terms = slow.terms()
+    f, s = (f"{r}x{t}" for r, t in (fast, slow))
+    loser, winner = _layout(bds, s), _layout(bds, f)
+    assert loser.runs == 3 and loser.rate == 7.0 and loser.time_s == 1.0  # the warm-up is not a repeat
+    assert loser.imbalance_loss_s == pytest.approx(0.31)
+    assert loser.other_s == pytest.approx(0.05) and loser.overlap_s == 0.0
+    terms = loser.terms()
     assert terms is not None and sum(terms.values()) == pytest.approx(1.0)
     assert terms["imbalance"] == pytest.approx(0.31) and terms["communication"] == pytest.approx(0.02)
-    assert [b.label for b in ranked(bds)] == ["1x2", "2x1"]
-    text = reason(fast, slow)
-    assert text.startswith("1x2 wins because 2x1 loses 31 % of its time to load imbalance (its slowest rank "
+    assert [b.label for b in ranked(bds)] == [f, s]
+    text = reason(winner, loser)
+    assert text.startswith(f"{f} wins because {s} loses 31 % of its time to load imbalance (its slowest rank "
                            "computes 1.50x the average)"), text
     assert "computation" not in text.split(";")[0]  # computation is equal: it is not the reason
-    assert reason(slow, fast) == text  # the faster layout is explained whichever comes first
+    assert reason(loser, winner) == text  # the faster layout is explained whichever comes first
 
 
 def test_communication_that_dominates_is_named_with_its_largest_phase():
