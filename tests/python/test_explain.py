@@ -103,6 +103,31 @@ def test_thread_and_parallel_efficiency_and_a_computation_reason():
     assert "1x1 loses" in text and "to computation on 1 core (2x1 uses 2)" in text, text
 
 
+def test_more_cores_that_compute_slower_are_named_with_their_thread_efficiency():
+    # A busy machine: 1x2 computes slower on two cores than 1x1 on one, with 1x1 the only one-thread reference.
+    runs = [_run(1, 1, 1, 10.0, time_s=1.0, comp=0.99), _run(1, 2, 1, 4.0, time_s=2.5, comp=2.45)]
+    bds = explain(group_runs(runs, {1: 1})[0])
+    text = reason(_layout(bds, "1x1"), _layout(bds, "1x2"))
+    assert text.startswith("1x1 wins because 1x2 loses 58 % of its time to computation on 2 cores with 2 threads "
+                           "per rank (1x1 uses 1; thread efficiency 0.20)"), text
+    assert "communication" not in text  # neither communicates: no remark about it
+
+
+def test_an_app_that_computes_only_gets_no_phase_chart(tmp_path: Path):
+    from hympi.report import plots
+
+    runs = [_run(r, t, rep, rate, time_s=0.4, comp=0.4, app="stream")
+            for rep in (1, 2) for r, t, rate in ((1, 1, 9.0), (2, 1, 9.3), (1, 2, 7.5))]
+    group = group_runs(runs, {1: 1})[0]
+    bds = explain(group, group)
+    assert all(b.has_phases and b.terms() is not None for b in bds)
+    assert plots.comm_comp(group, bds, tmp_path / "x.png") is None and not (tmp_path / "x.png").exists()
+    runs = [r if (r.ranks, r.threads) != (2, 1) else _run(2, 1, r.repeat, 9.3, time_s=0.4, comp=0.35, comm=0.04,
+                                                          app="stream") for r in runs]
+    group = group_runs(runs, {1: 1})[0]
+    assert plots.comm_comp(group, explain(group), tmp_path / "x.png") == tmp_path / "x.png"  # some communication
+
+
 def _stream_runs(sweep: int = 2) -> list[Run]:
     """STREAM triad per layout: 1x1 10, 2x1 20, 1x2 16 GB/s (and a warm-up far off)."""
     out = [_run(1, 1, 0, 1000.0, time_s=0.1, app="stream", sweep=sweep)]

@@ -183,7 +183,7 @@ def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: P
     db = tmp_path / "r.db"
     out = tmp_path / "report"
     proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--repeat", "2", "--db", str(db),
-                 "--", "-n", "16", "--iterations", "4", timeout=120)
+                 "--", "--size", "16", "--iterations", "4", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = hympi("report", "--db", str(db), "--out", str(out))
     assert proc.returncode == 0, proc.stderr

@@ -247,14 +247,16 @@ def _phrases(better: Breakdown, worse: Breakdown, w: str, b: str) -> dict[str, C
     """How each term is named for the slower layout `worse` against `better`."""
 
     def computation() -> str:
+        where, why = [], []
         if worse.cores != better.cores:
-            return f"computation on {_plural(worse.cores, 'core')} ({b} uses {better.cores})"
+            where.append(f"on {_plural(worse.cores, 'core')}")
+            why.append(f"{b} uses {better.cores}")
         if worse.threads != better.threads:
-            text = f"computation with {_plural(worse.threads, 'thread')} per rank"
-            if worse.threads > 1 and worse.thread_efficiency is not None:
-                text += f" (thread efficiency {worse.thread_efficiency:.2f})"
-            return text
-        return "computation"
+            where.append(f"with {_plural(worse.threads, 'thread')} per rank")
+        if worse.threads > 1 and worse.thread_efficiency is not None:
+            why.append(f"thread efficiency {worse.thread_efficiency:.2f}")
+        text = " ".join(["computation", *where])
+        return f"{text} ({'; '.join(why)})" if why else text
 
     def communication() -> str:
         return f"communication (mostly {worse.top_comm_phase})" if worse.top_comm_phase else "communication"
@@ -334,8 +336,9 @@ def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None) -
     if delta[saving] < 0 and -delta[saving] >= 0.25 * delta[top]:
         text += f", although it spends {_pct(-delta[saving])} less on {phrases[saving]()}"
     comm_share = (better.comm_s or 0.0) / better.time_s if better.time_s else 0.0
-    what = f"communication (mostly {better.top_comm_phase})" if better.top_comm_phase else "communication"
-    text += f"; {what} is {_pct(comm_share)} of {b}'s run"
+    if comm_share >= 0.0005:  # a layout that communicates nothing (one rank, STREAM) gets no such remark
+        what = f"communication (mostly {better.top_comm_phase})" if better.top_comm_phase else "communication"
+        text += f"; {what} is {_pct(comm_share)} of {b}'s run"
     overlap = better.overlap_s or 0.0
     if overlap > 0 and better.comm_s:
         text += f", of which {_pct(overlap / better.comm_s)} is hidden behind computation"

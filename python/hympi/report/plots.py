@@ -92,9 +92,9 @@ def memory(group: AppGroup, path: Path) -> Path:
 def comm_comp(group: AppGroup, breakdowns: tuple[Breakdown, ...], path: Path) -> Path | None:
     """Each layout's timed region for the same work (fastest layout = 1), stacked as computation, exposed
     communication and unaccounted time, with the imbalance loss as a hatched bar beside it; writes nothing and
-    returns None when no layout recorded phases (STREAM)."""
+    returns None when no layout recorded communication (STREAM: no phases, or its kernel as the only one)."""
     layouts = [b for b in breakdowns if b.rate and b.terms() is not None]
-    if not layouts:
+    if not any(b.comm_s for b in layouts):  # nothing recorded, or computation only: nothing to split
         return None
     fastest = max(b.rate or 0.0 for b in breakdowns)  # of every layout, drawn or not
     scale = [fastest / (b.rate or fastest) for b in layouts]  # time for the fastest layout's work, relative
