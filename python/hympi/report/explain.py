@@ -195,7 +195,7 @@ def explain(group: AppGroup, stream: AppGroup | None = None) -> tuple[Breakdown,
     """
     by_layout = _by_layout(group.runs)
     rates = {k: v for k, v in ((k, _median(rs, "rate")) for k, rs in by_layout.items()) if v is not None}
-    triad = stream_rates(stream)
+    triad = stream_rates(stream) if stream is not group else {}  # STREAM against itself would always say 1.00
     out = []
     for s in group.layouts:
         key = (s.ranks, s.threads, s.bind)

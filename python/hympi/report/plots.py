@@ -120,15 +120,13 @@ def comm_comp(group: AppGroup, breakdowns: tuple[Breakdown, ...], path: Path) ->
     ax.set_xticklabels([f"{b.label}\n{b.bind}" for b in layouts])
     ax.set_xlim(-0.7, max(len(layouts), 3) - 0.3)
     skipped = [b.label for b in breakdowns if b.rate and b not in layouts]
-    if skipped:
-        ax.text(0.99, 0.97, f"not drawn (phases missing or beyond the timed region): {', '.join(skipped)}",
-                ha="right", va="top", fontsize=7, transform=ax.transAxes)
+    note = f"\nnot drawn (phases missing or beyond the timed region): {', '.join(skipped)}" if skipped else ""
     ax.set_ylabel("time for the same work\n(fastest layout = 1)")
-    ax.set_xlabel("ranks x threads")
+    ax.set_xlabel(f"ranks x threads{note}")
     ax.set_title(f"{group.app} {group.problem}: where the timed region goes (medians)")
-    ax.set_ylim(0, max(c + m + o for c, m, o in zip(comp, comm, other)) * 1.3)
+    ax.set_ylim(0, max(c + m + o for c, m, o in zip(comp, comm, other)) * 1.5)  # room for the legend
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", ncol=2, bbox_to_anchor=(0.0, 0.92))
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
     return _save(fig, path)
 
 
