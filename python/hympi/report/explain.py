@@ -321,7 +321,7 @@ def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None) -
                    f"{silent[0]} recorded no computation and communication phases")
         else:
             why = "no timed region (time_s) was recorded"
-        text = (f"{lead}: {w} needs {t_w / t_b:.2f}x the time for the same work, but {why}, so the runs cannot say "
+        text = (f"{lead}; {w} needs {t_w / t_b:.2f}x the time for the same work, but {why}, so the runs cannot say "
                 "where the time goes")
         return f"{text}; {bandwidth}." if bandwidth else f"{text}."
     delta = {k: (tw[k] * t_w - tb[k] * t_b) / t_w for k in tw}  # shares of the slower layout's time
