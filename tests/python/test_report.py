@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import tempfile
 import time
@@ -182,14 +183,26 @@ def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: P
     db = tmp_path / "r.db"
     out = tmp_path / "report"
     proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--repeat", "2", "--db", str(db),
-                 "--", "-n", "16", "--iterations", "4", timeout=120)
+                 "--", "--size", "16", "--iterations", "4", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = hympi("report", "--db", str(db), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     index = out / "index.html"
     assert proc.stdout.strip() == f"report: {index.resolve()}"
     pngs = sorted(out.glob("*.png"))
-    assert len(pngs) == 3
+    names = {p.name.rsplit("-", 1)[-1] if not p.name.endswith("comm-comp.png") else "comm-comp.png" for p in pngs}
+    assert names in ({"rate.png", "memory.png", "comm-comp.png"}, {"rate.png", "memory.png"})
+    with Store.open(db, create=False) as store:
+        by_layout: dict[tuple[int, int], list[Run]] = {}
+        for r in store.runs():
+            if r.repeat != 0:
+                by_layout.setdefault((r.ranks, r.threads), []).append(r)
+    # The phase chart is drawn when some layout's median phases fit in its median timed region (apps built before
+    # the timed region covered the phases record comp_s > time_s: then no chart, and the page says why).
+    med = {k: [statistics.median(r.value(f) or 0.0 for r in rs) for f in ("comp_s", "comm_s", "time_s")]
+           for k, rs in by_layout.items()}
+    fits = any(max(comp, comm) <= 1.02 * time for comp, comm, time in med.values())
+    assert ("comm-comp.png" in names) == fits
     for png in pngs:  # real pictures, not empty files or blank canvases
         width, height, spread = _image_stats(png)
         assert width > 300 and height > 200 and spread > 0.05, png
@@ -203,6 +216,11 @@ def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: P
     text = page.evaluate("document.body.innerText")
     assert "Machine" in text and "MPI library" in text and "Open MPI" in text
     assert "best: " in text and "x the worst layout" in text
+    assert "Why." in text and "against the runner-up: " in text and "against the worst: " in text
+    assert [r[0] for r in _cells(page, "table.breakdown")] == ["1x1", "2x1", "1x2"]
+    assert "error of the time" in text or "too few to fit" in text
+    if not fits:
+        assert "computation or communication exceeds the timed region" in text
     rows = page.evaluate("document.querySelectorAll('#runs ~ table tr').length")
     assert rows == 1 + 6  # header + 3 layouts x 2 repeats
     shot = base64.b64decode(page.call("Page.captureScreenshot", format="png")["data"])

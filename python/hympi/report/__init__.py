@@ -10,7 +10,7 @@ from pathlib import Path
 from hympi.errors import UsageError
 from hympi.report.analysis import AppGroup, group_runs, recommend
 from hympi.report.hierarchy import PINGPONG_APP, hierarchy_probes
-from hympi.report.html import GroupFigures, render
+from hympi.report.html import GroupFigures, explain_groups, render
 from hympi.store import Store, now_utc
 
 __all__ = ["AppGroup", "ensure_out_dir", "group_runs", "recommend", "write_report"]
@@ -45,18 +45,21 @@ def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None
     failed_probes = sum(1 for r in runs if r.app == PINGPONG_APP and r.status != "ok")
     from hympi.report import plots  # matplotlib takes a second to import: only when a report is written
 
+    explained = explain_groups(groups, machines)
     figures: dict[str, GroupFigures] = {}
     for group in groups:
-        names = GroupFigures(f"{group.slug}-rate.png", f"{group.slug}-memory.png", f"{group.slug}-comm-comp.png")
-        plots.rate_vs_threads(group, out_dir / names.rate)
-        plots.memory(group, out_dir / names.memory)
-        plots.comm_comp(group, out_dir / names.comm_comp)
-        figures[group.slug] = names
+        rate, mem, split = (f"{group.slug}-{kind}.png" for kind in ("rate", "memory", "comm-comp"))
+        plots.rate_vs_threads(group, out_dir / rate)
+        plots.memory(group, out_dir / mem)
+        # An app that records no phases (STREAM) gets no chart at all, not an empty one.
+        drawn = plots.comm_comp(group, explained[group.slug][0], out_dir / split)
+        figures[group.slug] = GroupFigures(rate, mem, split if drawn is not None else None)
     probe_figures: dict[str, str] = {}
     for probe in probes:
         probe_figures[probe.slug] = f"{probe.slug}-bandwidth.png"
         plots.bandwidth_vs_size(probe, out_dir / probe_figures[probe.slug])
-    page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes)
+    page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes,
+                  explained)
     index = out_dir / "index.html"
     tmp = out_dir / ".index.html.tmp"
     tmp.write_text(page, encoding="utf-8")

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from html import escape
 
 from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend
+from hympi.report.explain import Breakdown, explain, pick_stream, ranked, reason
 from hympi.report.hierarchy import HierarchyProbe, level_rank
+from hympi.report.model import ModelFit, describe, fit_model
 from hympi.store import Machine, Run
 
 _CSS = """
@@ -22,17 +24,23 @@ th { background: #f3f3f3; } td.l, th.l { text-align: left; }
 .note { background: #fff8e6; border-left: 4px solid #d29922; padding: 0.4em 1em; margin: 0.4em 0; }
 figure { display: inline-block; margin: 0.5em 1em 0.5em 0; } img { max-width: 100%; border: 1px solid #eee; }
 details pre { white-space: pre-wrap; font-size: 0.85em; max-width: 40em; text-align: left; }
-.muted { color: #666; font-size: 0.9em; }
+.muted { color: #666; font-size: 0.9em; } .why { margin: 0.5em 0 0 0; } .why ul { margin: 0.2em 0; }
+table.breakdown td { white-space: nowrap; } tr.predicted td { color: #555; }
+caption { text-align: left; font-size: 0.9em; color: #444; max-width: 60em; }
 """
+
+
+Explained = dict[str, tuple[tuple[Breakdown, ...], ModelFit]]
+"""Per group slug: the breakdown of each layout and the fitted model."""
 
 
 @dataclass(frozen=True)
 class GroupFigures:
-    """File names (relative to index.html) of one group's plots."""
+    """File names (relative to index.html) of one group's plots; comm_comp is None for an app without phases."""
 
     rate: str
     memory: str
-    comm_comp: str
+    comm_comp: str | None = None
 
 
 def _num(value: float | None, fmt: str = ".4g") -> str:
@@ -76,19 +84,102 @@ def _layout_table(group: AppGroup) -> str:
     return f"<table><caption>per layout, over repeats{unit}</caption>{head}{''.join(rows)}</table>"
 
 
-def _group_section(group: AppGroup, figures: GroupFigures, anchor: str, host: str | None) -> str:
-    """One app configuration: recommendation, three plots and the per-layout table."""
+def _share(part: float | None, whole: float | None) -> str:
+    """'0.512 (62 %)': seconds and their share of the region; '-' when absent."""
+    if part is None:
+        return "-"
+    return f"{part:.4g} ({100 * part / whole:.0f} %)" if whole else f"{part:.4g}"
+
+
+def _breakdown_table(breakdowns: tuple[Breakdown, ...]) -> str:
+    """Per layout: the timed region split into its terms, bandwidth share of STREAM and efficiencies."""
+    head = ("<tr><th>layout</th><th>bind</th><th>timed runs</th><th>time s</th><th>comp s</th><th>comm s</th>"
+            "<th>overlap s</th><th>other s</th><th>imbalance loss s</th><th>kernel GB/s</th><th>STREAM GB/s</th>"
+            "<th>bandwidth share</th><th>thread eff.</th><th>parallel eff.</th></tr>")
+    rows = []
+    for b in breakdowns:
+        share = b.bandwidth_share
+        rows.append(f"<tr><td>{b.label}</td><td>{escape(b.bind)}</td><td>{b.runs}</td><td>{_num(b.time_s)}</td>"
+                    f"<td>{_share(b.comp_s, b.time_s)}</td><td>{_share(b.comm_s, b.time_s)}</td>"
+                    f"<td>{_share(b.overlap_s, b.time_s)}</td><td>{_share(b.other_s, b.time_s)}</td>"
+                    f"<td>{_share(b.imbalance_loss_s, b.time_s)}</td><td>{_num(b.kernel_gbs)}</td>"
+                    f"<td>{_num(b.stream_gbs)}</td><td>{'n/a' if share is None else format(share, '.2f')}</td>"
+                    f"<td>{_num(b.thread_efficiency, '.2f')}</td><td>{_num(b.parallel_efficiency, '.2f')}</td></tr>")
+    caption = ("where the timed region goes (medians over the timed repeats; warm-ups excluded): overlap = "
+               "communication hidden behind computation, other = time outside the recorded phases, imbalance loss "
+               "= time the average rank waits for the slowest one's computation (part of comm or other); bandwidth "
+               "share = kernel GB/s over STREAM triad of the same layout; thread eff. = rate / (threads x rate of "
+               "R x 1); parallel eff. = rate / (cores x rate of 1x1)")
+    mixed = [b.label for b in breakdowns if not b.consistent]
+    note = (f"<div class='note'>{escape(', '.join(mixed))}: computation or communication exceeds the timed region, "
+            "so these phases cover more than the rate and time do (records of an older app version); they are not "
+            "split into overlap and other, and no reason is drawn from them.</div>" if mixed else "")
+    return f"<table class='breakdown'><caption>{caption}</caption>{head}{''.join(rows)}</table>{note}"
+
+
+def _pct_cell(share: float | None) -> str:
+    """A relative error as a signed percentage ('+1.2'; never '-0.0'); '-' when absent."""
+    if share is None:
+        return "-"
+    text = f"{100 * share:+.1f}"
+    return "+0.0" if text == "-0.0" else text
+
+
+def _model_table(fit: ModelFit) -> str:
+    """Measured vs predicted rate per layout, and the model's error ('' without a fit)."""
+    if fit.coefficients is None:
+        return ""
+    loo = fit.error_kind == "leave-one-out"
+    head = ("<tr><th>layout</th><th>measured</th><th>predicted</th><th>error</th>"
+            + ("<th>error left out</th>" if loo else "") + "</tr>")
+    rows = []
+    for r in fit.rows:
+        cells = (f"<td>{r.label}</td><td>{_num(r.measured) if r.measured is not None else 'not run'}</td>"
+                 f"<td>{_num(r.predicted)}</td><td>{_pct_cell(r.error)}</td>")
+        if loo:
+            cells += f"<td>{_pct_cell(r.loo_error)}</td>"
+        kind = "measured" if r.measured is not None else "predicted"
+        rows.append(f"<tr class='{kind}'>{cells}</tr>")
+    unit = f" in {escape(fit.unit)}" if fit.unit else ""
+    caption = (f"model vs measured (rate{unit}; error = relative error of the predicted time, %; "
+               f"bind {escape(fit.bind)})")
+    return f"<table class='model'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+
+
+def _why(breakdowns: tuple[Breakdown, ...]) -> str:
+    """The 'Why' list: the best layout against the runner-up and against the worst ('' with one layout)."""
+    order = ranked(breakdowns)
+    if len(order) < 2:
+        return ""
+    items = [f"<li>against the runner-up: {escape(reason(order[0], order[1]))}</li>"]
+    if len(order) > 2:
+        items.append(f"<li>against the worst: {escape(reason(order[0], order[-1]))}</li>")
+    return f"<div class='why'><b>Why.</b><ul>{''.join(items)}</ul></div>"
+
+
+def _group_section(group: AppGroup, figures: GroupFigures, anchor: str, host: str | None,
+                   breakdowns: tuple[Breakdown, ...], fit: ModelFit) -> str:
+    """One app configuration: recommendation and why, plots, the per-layout tables and the model."""
     args = " ".join(group.app_args) or "(defaults)"
     where = f" on {escape(host)}" if host else ""
     title = f"{escape(group.app)} {escape(group.problem)}{where}"
-    imgs = "".join(f"<figure><img src='{escape(src)}' alt='{escape(alt)}'></figure>"
-                   for src, alt in ((figures.rate, f"{group.app}: rate vs threads per rank"),
-                                    (figures.memory, f"{group.app}: memory per process and per core"),
-                                    (figures.comm_comp, f"{group.app}: communication vs computation")))
+    plots = [(figures.rate, f"{group.app}: rate vs threads per rank"),
+             (figures.memory, f"{group.app}: memory per process and per core")]
+    if figures.comm_comp:
+        plots.append((figures.comm_comp, f"{group.app}: where the timed region goes"))
+    imgs = "".join(f"<figure><img src='{escape(src)}' alt='{escape(alt)}'></figure>" for src, alt in plots)
     return (f"<h2 id='{anchor}'>{title}</h2>"
             f"<p class='muted'>app arguments: <code>{escape(args)}</code>; {len(group.runs)} runs</p>"
-            f"<div class='rec'><b>Recommendation.</b> {escape(recommend(group))}</div>"
-            f"{imgs}{_layout_table(group)}")
+            f"<div class='rec'><b>Recommendation.</b> {escape(recommend(group))}{_why(breakdowns)}</div>"
+            f"{imgs}{_layout_table(group)}{_breakdown_table(breakdowns)}"
+            f"<p class='model-note'>{escape(describe(fit))}</p>{_model_table(fit)}")
+
+
+def explain_groups(groups: list[AppGroup], machines: list[Machine]) -> Explained:
+    """Per group slug: its breakdowns (against the STREAM of its machine) and its fitted model."""
+    cores = {m.id: int(m.summary.get("cores") or 0) for m in machines}
+    return {g.slug: (explain(g, pick_stream(g, groups)), fit_model(g, cores.get(g.machine_id) or None))
+            for g in groups}
 
 
 def _level_table(probe: HierarchyProbe) -> str:
@@ -170,8 +261,8 @@ def _runs_table(runs: list[Run]) -> str:
 def render(title: str, generated: str, machines: list[Machine], groups: list[AppGroup],
            figures: dict[str, GroupFigures], runs: list[Run], notes: tuple[str, ...],
            probes: list[HierarchyProbe] | None = None, probe_figures: dict[str, str] | None = None,
-           failed_probes: int = 0) -> str:
-    """The whole page as a string."""
+           failed_probes: int = 0, explained: Explained | None = None) -> str:
+    """The whole page as a string; `explained` (from explain_groups) is computed here when not given."""
     probes = probes or []
     hosts = {m.id: m.hostname for m in machines}
     multi = len(machines) > 1
@@ -183,8 +274,9 @@ def render(title: str, generated: str, machines: list[Machine], groups: list[App
         toc += (f"<li><a href='#hierarchy'>Communication hierarchy</a>: ping-pong latency and bandwidth per level "
                 f"({escape(', '.join(levels) or 'no successful run')})</li>")
     notes_html = "".join(f"<div class='note'>{escape(n)}</div>" for n in notes)
-    sections = "".join(_group_section(g, figures[g.slug], f"g{i}", hosts.get(g.machine_id) if multi else None)
-                       for i, g in enumerate(groups))
+    explained = explain_groups(groups, machines) if explained is None else explained
+    sections = "".join(_group_section(g, figures[g.slug], f"g{i}", hosts.get(g.machine_id) if multi else None,
+                                      *explained[g.slug]) for i, g in enumerate(groups))
     empty = "" if groups or hierarchy else "<p class='note'>No runs recorded yet.</p>"
     meta = json.dumps({"runs": len(runs), "groups": len(groups)})
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"

@@ -1,5 +1,6 @@
-"""The report's figures (matplotlib, Agg backend): rate vs threads, memory per layout, comm vs comp, and
-ping-pong bandwidth vs message size per level of the communication hierarchy."""
+"""The report's figures (matplotlib, Agg backend): rate vs threads, memory per layout, where the timed region goes
+(computation, communication, other, imbalance), and ping-pong bandwidth vs message size per level of the
+communication hierarchy."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from hympi.report.analysis import AppGroup, LayoutStats
+from hympi.report.explain import Breakdown
 from hympi.report.hierarchy import HierarchyProbe
 
 _STYLES = ("-", "--", ":", "-.")
@@ -87,27 +89,44 @@ def memory(group: AppGroup, path: Path) -> Path:
     return _save(fig, path)
 
 
-def comm_comp(group: AppGroup, path: Path) -> Path:
-    """Median communication and computation seconds per layout, stacked."""
-    layouts = [s for s in group.layouts if s.comm_median is not None and s.comp_median is not None]
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    labels = [f"{s.label}\n{s.bind}" for s in layouts]
-    comp = [s.comp_median or 0.0 for s in layouts]
-    comm = [s.comm_median or 0.0 for s in layouts]
-    ax.bar(labels, comp, label="computation", color="#55a868")
-    ax.bar(labels, comm, bottom=comp, label="communication", color="#c44e52")
-    ax.set_ylabel("seconds (median)")
-    ax.set_xlabel("ranks x threads")
-    ax.set_title(f"{group.app} {group.problem}: communication vs computation")
+def comm_comp(group: AppGroup, breakdowns: tuple[Breakdown, ...], path: Path) -> Path | None:
+    """Each layout's timed region for the same work (fastest layout = 1), stacked as computation, exposed
+    communication and unaccounted time, with the imbalance loss as a hatched bar beside it; writes nothing and
+    returns None when no layout recorded communication (STREAM: no phases, or its kernel as the only one)."""
+    layouts = [b for b in breakdowns if b.rate and b.terms() is not None]
+    if not any(b.comm_s for b in layouts):  # nothing recorded, or computation only: nothing to split
+        return None
+    fastest = max(b.rate or 0.0 for b in breakdowns)  # of every layout, drawn or not
+    scale = [fastest / (b.rate or fastest) for b in layouts]  # time for the fastest layout's work, relative
+
+    def share(b: Breakdown, what: str) -> float:
+        time = b.time_s or 1.0
+        return {"comp": (b.comp_s or 0.0), "comm": max(0.0, (b.comm_s or 0.0) - (b.overlap_s or 0.0)),
+                "other": b.other_s or 0.0, "loss": b.imbalance_loss_s or 0.0}[what] / time
+    fig, ax = plt.subplots(figsize=(6.8, 3.9))
+    x = list(range(len(layouts)))
+    comp = [share(b, "comp") * k for b, k in zip(layouts, scale)]
+    comm = [share(b, "comm") * k for b, k in zip(layouts, scale)]
+    other = [share(b, "other") * k for b, k in zip(layouts, scale)]
+    loss = [share(b, "loss") * k for b, k in zip(layouts, scale)]
+    width = 0.6
+    ax.bar(x, comp, width, label="computation", color="#55a868")
+    ax.bar(x, comm, width, bottom=comp, label="communication (not overlapped)", color="#c44e52")
+    ax.bar(x, other, width, bottom=[c + m for c, m in zip(comp, comm)], label="other (unaccounted)", color="#8c8c8c")
+    if any(v > 0 for v in loss):
+        ax.bar([i + width / 2 + 0.08 for i in x], loss, 0.14, label="imbalance loss (part of the above)",
+               color="none", edgecolor="#4c72b0", hatch="///")
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{b.label}\n{b.bind}" for b in layouts])
+    ax.set_xlim(-0.7, max(len(layouts), 3) - 0.3)
+    skipped = [b.label for b in breakdowns if b.rate and b not in layouts]
+    note = f"\nnot drawn (phases missing or beyond the timed region): {', '.join(skipped)}" if skipped else ""
+    ax.set_ylabel("time for the same work\n(fastest layout = 1)")
+    ax.set_xlabel(f"ranks x threads{note}")
+    ax.set_title(f"{group.app} {group.problem}: where the timed region goes (medians)")
+    ax.set_ylim(0, max(c + m + o for c, m, o in zip(comp, comm, other)) * 1.5)  # room for the legend
     ax.grid(True, axis="y", alpha=0.3)
-    if not layouts:
-        ax.text(0.5, 0.5, "no successful runs", ha="center", va="center", transform=ax.transAxes)
-    elif not any(c + m > 0 for c, m in zip(comp, comm)):
-        ax.set_ylim(0, 1)
-        ax.text(0.5, 0.5, f"{group.app} does not split its time into\ncommunication and computation",
-                ha="center", va="center", transform=ax.transAxes)
-    else:
-        ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
     return _save(fig, path)
 
 

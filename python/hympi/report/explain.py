@@ -1,0 +1,345 @@
+"""Why one layout beats another: per layout, the timed region split into computation, communication (and
+overlap), load imbalance and unaccounted time, the kernel's share of the STREAM bandwidth of the same layout, and
+thread and parallel efficiency; and a sentence naming the term that makes the difference between two layouts.
+
+Everything comes from the ok, timed runs of an AppGroup (warm-up runs, repeat 0, are ignored), medians over repeats.
+Layouts may run different numbers of iterations (apps scale them to a minimum kernel time), so comparisons between
+layouts are made for the same amount of work: a layout's time per unit of work is 1 / rate, and each term is its
+share of time_s times that.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from hympi.report.analysis import AppGroup
+from hympi.store import Run
+
+MEMORY_BOUND = 0.8
+"""A layout whose kernel moves at least this share of the STREAM triad bandwidth of its own layout is memory-bound."""
+
+STREAM_APP = "stream"
+
+PHASE_SLACK = 0.02
+"""comp_s and comm_s are averages over ranks and time_s the maximum, so neither can exceed time_s beyond timer noise;
+one that does comes from phases that cover more than the timed region (records of older app versions)."""
+
+LayoutKey = tuple[int, int, str]
+
+
+def timed_ok(runs: Iterable[Run]) -> list[Run]:
+    """The ok runs that count: warm-up runs (repeat 0) are discarded."""
+    return [r for r in runs if r.status == "ok" and r.repeat != 0]
+
+
+def _median(runs: list[Run], name: str) -> float | None:
+    """Median of field `name` over `runs`, None when no run recorded it."""
+    values = [v for v in (r.value(name) for r in runs) if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _by_layout(runs: Iterable[Run]) -> dict[LayoutKey, list[Run]]:
+    """The timed ok runs keyed by (ranks, threads, bind)."""
+    out: dict[LayoutKey, list[Run]] = {}
+    for run in timed_ok(runs):
+        out.setdefault((run.ranks, run.threads, run.bind), []).append(run)
+    return out
+
+
+def _phases(run: Run) -> dict[str, dict]:
+    """The run's phase table ({} when absent or malformed)."""
+    phases = (run.record or {}).get("phases")
+    return phases if isinstance(phases, dict) else {}
+
+
+def _top_comm_phase(runs: list[Run]) -> str | None:
+    """The communication phase with the most time summed over `runs`, None when no run recorded one."""
+    totals: dict[str, float] = {}
+    for run in runs:
+        for name, phase in _phases(run).items():
+            if isinstance(phase, dict) and phase.get("kind") == "communication":
+                avg = phase.get("avg_s")
+                if isinstance(avg, (int, float)):
+                    totals[name] = totals.get(name, 0.0) + float(avg)
+    best = max(totals.items(), key=lambda kv: kv[1], default=None)
+    return best[0] if best is not None and best[1] > 0 else None
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """One layout's timed region, explained: medians over its ok timed runs (None where nothing was recorded)."""
+
+    ranks: int
+    threads: int
+    bind: str
+    runs: int
+    rate: float | None
+    rate_min: float | None
+    rate_max: float | None
+    time_s: float | None
+    comp_s: float | None
+    comm_s: float | None
+    imbalance: float | None
+    has_phases: bool
+    top_comm_phase: str | None
+    kernel_gbs: float | None
+    stream_gbs: float | None
+    thread_efficiency: float | None
+    parallel_efficiency: float | None
+
+    @property
+    def cores(self) -> int:
+        """ranks x threads."""
+        return self.ranks * self.threads
+
+    @property
+    def label(self) -> str:
+        """'2x1'."""
+        return f"{self.ranks}x{self.threads}"
+
+    @property
+    def consistent(self) -> bool:
+        """False when computation or communication alone exceeds the timed region: the phases then cover more
+        than the region the rate and time_s cover, and the split would be wrong."""
+        if self.time_s is None or self.comp_s is None or self.comm_s is None:
+            return True
+        return max(self.comp_s, self.comm_s) <= self.time_s * (1.0 + PHASE_SLACK)
+
+    @property
+    def _timed(self) -> bool:
+        """True when the phases and the region's time are both known and agree, so the split adds up."""
+        return (self.has_phases and self.time_s is not None and self.comp_s is not None and self.comm_s is not None
+                and self.consistent)
+
+    @property
+    def overlap_s(self) -> float | None:
+        """Communication hidden behind computation: comp + comm - time when positive, else 0."""
+        if not self._timed:
+            return None
+        assert self.time_s is not None and self.comp_s is not None and self.comm_s is not None
+        return max(0.0, self.comp_s + self.comm_s - self.time_s)
+
+    @property
+    def other_s(self) -> float | None:
+        """Time of the region outside the recorded phases: time - comp - comm when positive, else 0."""
+        if not self._timed:
+            return None
+        assert self.time_s is not None and self.comp_s is not None and self.comm_s is not None
+        return max(0.0, self.time_s - self.comp_s - self.comm_s)
+
+    @property
+    def imbalance_loss_s(self) -> float | None:
+        """Time the average rank waits for the slowest one's computation: comp_s x (imbalance - 1)."""
+        if not self.has_phases or self.comp_s is None or self.imbalance is None:
+            return None
+        return max(0.0, self.comp_s * (self.imbalance - 1.0))
+
+    @property
+    def bandwidth_share(self) -> float | None:
+        """kernel GB/s over the STREAM triad GB/s of the same layout; None when either was not measured."""
+        if self.kernel_gbs is None or not self.stream_gbs:
+            return None
+        return self.kernel_gbs / self.stream_gbs
+
+    def terms(self) -> dict[str, float] | None:
+        """The region as shares of time_s that add up to 1: computation, imbalance, communication, other.
+
+        Waiting for the slowest rank happens inside the others' communication calls (or at the end of the region),
+        so the imbalance loss is taken out of the exposed communication first, then out of the unaccounted time.
+        None when the layout recorded no phases or no time.
+        """
+        if not self._timed or not self.time_s:
+            return None
+        assert self.comp_s is not None and self.comm_s is not None
+        overlap, other, loss = self.overlap_s or 0.0, self.other_s or 0.0, self.imbalance_loss_s or 0.0
+        exposed = max(0.0, self.comm_s - overlap)
+        comp = min(self.comp_s, self.time_s)
+        from_comm = min(loss, exposed)
+        from_other = min(loss - from_comm, other)
+        t = self.time_s
+        return {"computation": comp / t, "imbalance": (from_comm + from_other) / t,
+                "communication": (exposed - from_comm) / t, "other": (other - from_other) / t}
+
+
+def _efficiency(rate: float | None, ref: float | None, factor: int) -> float | None:
+    """rate / (factor x ref), None when a rate is missing."""
+    return rate / (factor * ref) if rate is not None and ref else None
+
+
+def _rate_of(rates: dict[LayoutKey, float], ranks: int, threads: int, bind: str) -> float | None:
+    """The median rate of (ranks, threads) with this binding, else the best of that split over the bindings."""
+    if (ranks, threads, bind) in rates:
+        return rates[(ranks, threads, bind)]
+    others = [v for (r, t, _), v in rates.items() if (r, t) == (ranks, threads)]
+    return max(others) if others else None
+
+
+def stream_rates(stream: AppGroup | None) -> dict[LayoutKey, float]:
+    """Median STREAM triad rate (GB/s) per layout of a STREAM group ({} without one)."""
+    if stream is None:
+        return {}
+    out = {}
+    for key, runs in _by_layout(stream.runs).items():
+        rate = _median(runs, "rate")
+        if rate is not None:
+            out[key] = rate
+    return out
+
+
+def explain(group: AppGroup, stream: AppGroup | None = None) -> tuple[Breakdown, ...]:
+    """One Breakdown per layout of `group`, in the group's order; `stream` is the STREAM group of the same machine.
+
+    Layouts without an ok timed run get a Breakdown whose measures are all None. Never raises on missing fields.
+    """
+    by_layout = _by_layout(group.runs)
+    rates = {k: v for k, v in ((k, _median(rs, "rate")) for k, rs in by_layout.items()) if v is not None}
+    triad = stream_rates(stream) if stream is not group else {}  # STREAM against itself would always say 1.00
+    out = []
+    for s in group.layouts:
+        key = (s.ranks, s.threads, s.bind)
+        runs = by_layout.get(key, [])
+        rate = rates.get(key)
+        comp, comm = _median(runs, "comp_s"), _median(runs, "comm_s")
+        has_phases = any(_phases(r) for r in runs) or bool((comp or 0.0) + (comm or 0.0) > 0)
+        all_rates = [v for v in (r.value("rate") for r in runs) if v is not None]
+        one_thread = _rate_of(rates, s.ranks, 1, s.bind)
+        serial = _rate_of(rates, 1, 1, s.bind)
+        out.append(Breakdown(
+            s.ranks, s.threads, s.bind, len(runs), rate, min(all_rates, default=None), max(all_rates, default=None),
+            _median(runs, "time_s"), comp if has_phases else None, comm if has_phases else None,
+            _median(runs, "imbalance") if has_phases else None, has_phases, _top_comm_phase(runs),
+            _median(runs, "kernel_gbs"), _rate_of(triad, s.ranks, s.threads, s.bind) if triad else None,
+            _efficiency(rate, one_thread, s.threads) if s.threads > 1 else None,
+            _efficiency(rate, serial, s.cores) if s.cores > 1 else None))
+    return tuple(out)
+
+
+def pick_stream(group: AppGroup, groups: Iterable[AppGroup]) -> AppGroup | None:
+    """The STREAM group measured on `group`'s machine (the one with most timed ok runs), None if STREAM did not run."""
+    candidates = [g for g in groups if g.app == STREAM_APP and g.machine_id == group.machine_id]
+    return max(candidates, key=lambda g: len(timed_ok(g.runs)), default=None)
+
+
+def ranked(breakdowns: Iterable[Breakdown]) -> list[Breakdown]:
+    """The layouts with a rate, fastest (highest median rate) first."""
+    return sorted((b for b in breakdowns if b.rate is not None), key=lambda b: b.rate or 0.0, reverse=True)
+
+
+def _pct(share: float) -> str:
+    """0.2213 -> '22 %' (one decimal below 10 %)."""
+    value = 100.0 * share
+    return f"{value:.1f} %" if abs(value) < 9.95 else f"{value:.0f} %"
+
+
+def _plural(n: int, word: str) -> str:
+    """'1 thread', '2 threads'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _name(b: Breakdown, other: Breakdown) -> str:
+    """The layout's label, with its binding when the two layouts differ only there or in it."""
+    return f"{b.label} (bind {b.bind})" if b.bind != other.bind else b.label
+
+
+def _phrases(better: Breakdown, worse: Breakdown, w: str, b: str) -> dict[str, Callable[[], str]]:
+    """How each term is named for the slower layout `worse` against `better`."""
+
+    def computation() -> str:
+        where, why = [], []
+        if worse.cores != better.cores:
+            where.append(f"on {_plural(worse.cores, 'core')}")
+            why.append(f"{b} uses {better.cores}")
+        if worse.threads != better.threads:
+            where.append(f"with {_plural(worse.threads, 'thread')} per rank")
+        if worse.threads > 1 and worse.thread_efficiency is not None:
+            why.append(f"thread efficiency {worse.thread_efficiency:.2f}")
+        text = " ".join(["computation", *where])
+        return f"{text} ({'; '.join(why)})" if why else text
+
+    def communication() -> str:
+        return f"communication (mostly {worse.top_comm_phase})" if worse.top_comm_phase else "communication"
+
+    def imbalance() -> str:
+        if worse.imbalance is not None and worse.imbalance > 1.0:
+            return f"load imbalance (its slowest rank computes {worse.imbalance:.2f}x the average)"
+        return "load imbalance"
+
+    return {"computation": computation, "communication": communication, "imbalance": imbalance,
+            "other": lambda: "time outside the recorded phases (unaccounted)"}
+
+
+def _bandwidth_note(better: Breakdown, worse: Breakdown, b: str, w: str) -> str:
+    """'both are memory-bound (...)' or the two bandwidth shares, '' when STREAM or kernel GB/s is missing."""
+    sb, sw = better.bandwidth_share, worse.bandwidth_share
+    if sb is None or sw is None:
+        return ""
+    if sb >= MEMORY_BOUND and sw >= MEMORY_BOUND:
+        text = (f"both are memory-bound (bandwidth share {sb:.2f} and {sw:.2f} of STREAM on their own layout), so "
+                f"their speed follows the bandwidth each layout gets: STREAM reaches {better.stream_gbs:.3g} GB/s "
+                f"with {b} and {worse.stream_gbs:.3g} GB/s with {w}")
+        return text
+    return f"bandwidth share of STREAM on their own layout: {b} {sb:.2f}, {w} {sw:.2f}"
+
+
+def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None) -> str:
+    """A sentence naming the term (computation, communication, imbalance, unaccounted) that makes most of the time
+    difference between two layouts, from what they recorded; says so when the data cannot tell.
+
+    `separated` says whether the statistics separated the two layouts; None = judge by the repeats' min-max overlap.
+    The faster layout is explained whichever order the two come in.
+    """
+    if better.rate is None or worse.rate is None:
+        missing = better if better.rate is None else worse
+        return f"{missing.label} has no verified timed run, so there is nothing to explain."
+    if worse.rate > better.rate:
+        better, worse = worse, better
+    b, w = _name(better, worse), _name(worse, better)
+    assert better.rate is not None and worse.rate is not None
+    if worse.rate == better.rate:
+        return f"{b} and {w} ran at the same median rate: there is no difference to explain."
+    t_b, t_w = 1.0 / better.rate, 1.0 / worse.rate  # time per unit of work
+    gap = (t_w - t_b) / t_w  # the share of the slower layout's time it would save running as fast as the better
+    if separated is None:
+        separated = not (better.rate_min is not None and worse.rate_max is not None
+                         and worse.rate_max >= better.rate_min)
+    lead = (f"{b} wins" if separated else
+            f"{b} and {w} are within run-to-run noise of each other (their repeats overlap), so this only describes "
+            f"the {_pct(gap)} difference of the medians: {b} is ahead")
+    bandwidth = _bandwidth_note(better, worse, b, w)
+    tb, tw = better.terms(), worse.terms()
+    if tb is None or tw is None:
+        mixed = [x for x in (better, worse) if not x.consistent]
+        silent = [x.label for x in (better, worse) if not x.has_phases]
+        if mixed:
+            x = mixed[0]
+            why = (f"the phases of {x.label} (computation {x.comp_s:.3g} s, communication {x.comm_s:.3g} s) exceed "
+                   f"its timed region ({x.time_s:.3g} s): they cover more than the rate does")
+        elif silent:
+            why = ("neither layout recorded computation and communication phases" if len(silent) == 2 else
+                   f"{silent[0]} recorded no computation and communication phases")
+        else:
+            why = "no timed region (time_s) was recorded"
+        text = (f"{lead}; {w} needs {t_w / t_b:.2f}x the time for the same work, but {why}, so the runs cannot say "
+                "where the time goes")
+        return f"{text}; {bandwidth}." if bandwidth else f"{text}."
+    delta = {k: (tw[k] * t_w - tb[k] * t_b) / t_w for k in tw}  # shares of the slower layout's time
+    order = sorted(delta, key=lambda k: delta[k], reverse=True)
+    phrases = _phrases(better, worse, w, b)
+    top = order[0]
+    text = f"{lead} because {w} loses {_pct(delta[top])} of its time to {phrases[top]()}"
+    second = order[1]
+    if delta[second] > 0.01 and delta[second] >= 0.5 * delta[top]:
+        text += f" and {_pct(delta[second])} to {phrases[second]()}"
+    saving = order[-1]
+    if delta[saving] < 0 and -delta[saving] >= 0.25 * delta[top]:
+        text += f", although it spends {_pct(-delta[saving])} less on {phrases[saving]()}"
+    comm_share = (better.comm_s or 0.0) / better.time_s if better.time_s else 0.0
+    if comm_share >= 0.0005:  # a layout that communicates nothing (one rank, STREAM) gets no such remark
+        what = f"communication (mostly {better.top_comm_phase})" if better.top_comm_phase else "communication"
+        text += f"; {what} is {_pct(comm_share)} of {b}'s run"
+    overlap = better.overlap_s or 0.0
+    if overlap > 0 and better.comm_s:
+        text += f", of which {_pct(overlap / better.comm_s)} is hidden behind computation"
+    return f"{text}; {bandwidth}." if bandwidth else f"{text}."

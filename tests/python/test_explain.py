@@ -1,0 +1,222 @@
+"""The report's explanations on synthetic runs: time split, imbalance, bandwidth share, efficiencies and reasons."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hympi.report import write_report
+from hympi.report.analysis import group_runs
+from hympi.report.explain import Breakdown, explain, pick_stream, ranked, reason
+from hympi.store import Run, Store
+
+
+def _run(ranks: int, threads: int, repeat: int, rate: float, time_s: float | None = None, comp: float = 0.0,
+         comm: float = 0.0, imbalance: float = 1.0, app: str = "rb3d", bind: str = "core",
+         kernel_gbs: float | None = None, sweep: int = 1) -> Run:
+    """An ok run whose record carries the given measures; phases only when comp or comm is set."""
+    record: dict = {"rate": rate, "rate_unit": "GB/s" if app == "stream" else "GFLOP/s", "problem": "64^3",
+                    "verified": True, "comp_s": comp, "comm_s": comm, "imbalance": imbalance,
+                    "max_rss_mib": 20.0, "node_rss_mib": 40.0,
+                    "phases": ({"sweep": {"kind": "computation", "avg_s": comp, "min_s": comp, "max_s": comp},
+                                "halo": {"kind": "communication", "avg_s": comm * 0.8, "min_s": 0, "max_s": comm},
+                                "norm": {"kind": "communication", "avg_s": comm * 0.2, "min_s": 0, "max_s": comm}}
+                               if comp or comm else {})}
+    if time_s is not None:
+        record["time_s"] = time_s
+    if kernel_gbs is not None:
+        record["kernel_gbs"] = kernel_gbs
+    return Run(sweep, app, ranks, threads, bind, "compact", repeat, ("--size", "64"), (), ("mpirun",), "ok", 0, 1.0,
+               record)
+
+
+def _layout(breakdowns: tuple[Breakdown, ...], label: str) -> Breakdown:
+    (found,) = [b for b in breakdowns if b.label == label]
+    return found
+
+
+@pytest.mark.parametrize(("fast", "slow"), [((1, 2), (2, 1)), ((2, 1), (1, 2))])
+def test_imbalance_that_costs_the_slower_layout_is_named_and_warmups_are_ignored(fast, slow):
+    # Same work in both: the fast layout takes 0.70 s, the slow one 1.00 s; the slow one's slowest computes 1.5x the
+    # average (ranks, or an uneven zone loop over threads), and the others wait 0.31 s for it inside the halo
+    # exchange (comm 0.33 s).
+    runs = []
+    for rep in (1, 2, 3):
+        runs.append(_run(*fast, rep, 10.0, time_s=0.70, comp=0.62, comm=0.05))
+        runs.append(_run(*slow, rep, 7.0, time_s=1.00, comp=0.62, comm=0.33, imbalance=1.5))
+    runs.append(_run(*slow, 0, 100.0, time_s=0.07, comp=0.06, comm=0.001))  # a warm-up that would win everything
+    (group,) = group_runs(runs, {1: 1})
+    bds = explain(group)
+    f, s = (f"{r}x{t}" for r, t in (fast, slow))
+    loser, winner = _layout(bds, s), _layout(bds, f)
+    assert loser.runs == 3 and loser.rate == 7.0 and loser.time_s == 1.0  # the warm-up is not a repeat
+    assert loser.imbalance_loss_s == pytest.approx(0.31)
+    assert loser.other_s == pytest.approx(0.05) and loser.overlap_s == 0.0
+    terms = loser.terms()
+    assert terms is not None and sum(terms.values()) == pytest.approx(1.0)
+    assert terms["imbalance"] == pytest.approx(0.31) and terms["communication"] == pytest.approx(0.02)
+    assert [b.label for b in ranked(bds)] == [f, s]
+    text = reason(winner, loser)
+    assert text.startswith(f"{f} wins because {s} loses 31 % of its time to load imbalance (its slowest rank "
+                           "computes 1.50x the average)"), text
+    assert "computation" not in text.split(";")[0]  # computation is equal: it is not the reason
+    assert reason(loser, winner) == text  # the faster layout is explained whichever comes first
+
+
+def test_communication_that_dominates_is_named_with_its_largest_phase():
+    runs = []
+    for rep in (1, 2):
+        runs.append(_run(2, 2, rep, 16.0, time_s=1.0, comp=0.9, comm=0.05))
+        runs.append(_run(4, 1, rep, 10.0, time_s=1.6, comp=0.9, comm=0.67))
+    bds = explain(group_runs(runs, {1: 1})[0])
+    text = reason(_layout(bds, "2x2"), _layout(bds, "4x1"))
+    # (0.67 - 0.05) s of 4x1's 1.6 s is communication; halo is 80 % of it.
+    assert text.startswith("2x2 wins because 4x1 loses 39 % of its time to communication (mostly halo);"), text
+    assert "communication (mostly halo) is 5.0 % of 2x2's run" in text
+
+
+def test_overlap_and_noise_are_said():
+    runs = [_run(2, 1, 1, 12.0, time_s=1.0, comp=0.8, comm=0.4), _run(2, 1, 2, 10.0, time_s=1.0, comp=0.8, comm=0.4),
+            _run(1, 2, 1, 11.0, time_s=1.2, comp=1.1, comm=0.02), _run(1, 2, 2, 9.0, time_s=1.2, comp=1.1, comm=0.02)]
+    bds = explain(group_runs(runs, {1: 1})[0])
+    fast, slow = _layout(bds, "2x1"), _layout(bds, "1x2")
+    assert fast.overlap_s == pytest.approx(0.2) and fast.other_s == 0.0
+    text = reason(fast, slow)
+    assert "of which 50 % is hidden behind computation" in text
+    assert text.startswith("2x1 and 1x2 are within run-to-run noise of each other (their repeats overlap)"), text
+    assert reason(fast, slow, separated=True).startswith("2x1 wins because 1x2 loses")
+
+
+def test_thread_and_parallel_efficiency_and_a_computation_reason():
+    runs = [_run(1, 1, 1, 10.0, time_s=2.0, comp=1.95, comm=0.0),
+            _run(2, 1, 1, 18.0, time_s=1.0, comp=0.9, comm=0.05),
+            _run(1, 2, 1, 15.0, time_s=1.2, comp=1.15, comm=0.01)]
+    bds = explain(group_runs(runs, {1: 1})[0])
+    assert _layout(bds, "1x2").thread_efficiency == pytest.approx(0.75)  # 15 / (2 x 10)
+    assert _layout(bds, "2x1").thread_efficiency is None  # one thread: nothing to compare
+    assert _layout(bds, "2x1").parallel_efficiency == pytest.approx(0.9)  # 18 / (2 x 10)
+    assert _layout(bds, "1x1").parallel_efficiency is None
+    text = reason(_layout(bds, "2x1"), _layout(bds, "1x2"))
+    assert "1x2 loses" in text and "to computation with 2 threads per rank (thread efficiency 0.75)" in text, text
+    text = reason(_layout(bds, "2x1"), _layout(bds, "1x1"))
+    assert "1x1 loses" in text and "to computation on 1 core (2x1 uses 2)" in text, text
+
+
+def test_more_cores_that_compute_slower_are_named_with_their_thread_efficiency():
+    # A busy machine: 1x2 computes slower on two cores than 1x1 on one, with 1x1 the only one-thread reference.
+    runs = [_run(1, 1, 1, 10.0, time_s=1.0, comp=0.99), _run(1, 2, 1, 4.0, time_s=2.5, comp=2.45)]
+    bds = explain(group_runs(runs, {1: 1})[0])
+    text = reason(_layout(bds, "1x1"), _layout(bds, "1x2"))
+    assert text.startswith("1x1 wins because 1x2 loses 58 % of its time to computation on 2 cores with 2 threads "
+                           "per rank (1x1 uses 1; thread efficiency 0.20)"), text
+    assert "communication" not in text  # neither communicates: no remark about it
+
+
+def test_an_app_that_computes_only_gets_no_phase_chart(tmp_path: Path):
+    from hympi.report import plots
+
+    runs = [_run(r, t, rep, rate, time_s=0.4, comp=0.4, app="stream")
+            for rep in (1, 2) for r, t, rate in ((1, 1, 9.0), (2, 1, 9.3), (1, 2, 7.5))]
+    group = group_runs(runs, {1: 1})[0]
+    bds = explain(group, group)
+    assert all(b.has_phases and b.terms() is not None for b in bds)
+    assert plots.comm_comp(group, bds, tmp_path / "x.png") is None and not (tmp_path / "x.png").exists()
+    runs = [r if (r.ranks, r.threads) != (2, 1) else _run(2, 1, r.repeat, 9.3, time_s=0.4, comp=0.35, comm=0.04,
+                                                          app="stream") for r in runs]
+    group = group_runs(runs, {1: 1})[0]
+    assert plots.comm_comp(group, explain(group), tmp_path / "x.png") == tmp_path / "x.png"  # some communication
+
+
+def _stream_runs(sweep: int = 2) -> list[Run]:
+    """STREAM triad per layout: 1x1 10, 2x1 20, 1x2 16 GB/s (and a warm-up far off)."""
+    out = [_run(1, 1, 0, 1000.0, time_s=0.1, app="stream", sweep=sweep)]
+    for rep in (1, 2):
+        out += [_run(1, 1, rep, 10.0, time_s=0.1, app="stream", sweep=sweep),
+                _run(2, 1, rep, 20.0, time_s=0.1, app="stream", sweep=sweep),
+                _run(1, 2, rep, 16.0, time_s=0.1, app="stream", sweep=sweep)]
+    return out
+
+
+def test_bandwidth_share_is_against_the_stream_of_the_same_layout():
+    app = [_run(1, 1, 1, 3.0, time_s=1.0, comp=0.98, comm=0.0, kernel_gbs=9.0),
+           _run(2, 1, 1, 6.0, time_s=0.5, comp=0.45, comm=0.03, kernel_gbs=18.0),
+           _run(1, 2, 1, 4.8, time_s=0.625, comp=0.6, comm=0.0, kernel_gbs=14.4)]
+    groups = group_runs(app + _stream_runs(), {1: 1, 2: 1})
+    rb3d, stream = (g for g in groups if g.app == "rb3d"), pick_stream(groups[0], groups)
+    (rb3d,) = rb3d
+    assert stream is not None and stream.app == "stream"
+    bds = explain(rb3d, stream)
+    for label, triad in (("1x1", 10.0), ("2x1", 20.0), ("1x2", 16.0)):
+        b = _layout(bds, label)
+        assert b.stream_gbs == triad and b.bandwidth_share == pytest.approx(0.9), label
+    text = reason(_layout(bds, "2x1"), _layout(bds, "1x2"))
+    assert "both are memory-bound (bandwidth share 0.90 and 0.90 of STREAM on their own layout)" in text
+    assert "STREAM reaches 20 GB/s with 2x1 and 16 GB/s with 1x2" in text
+    assert all(b.bandwidth_share is None for b in explain(rb3d))  # no STREAM: n/a, not a guess
+    other_machine = group_runs(app + _stream_runs(), {1: 1, 2: 2})
+    assert pick_stream(other_machine[0], other_machine) is None  # STREAM of another machine does not count
+
+
+def test_no_phases_and_phases_beyond_the_timed_region_are_said_not_explained():
+    runs = [_run(2, 1, 1, 20.0, time_s=0.1), _run(1, 1, 1, 10.0, time_s=0.2)]
+    bds = explain(group_runs(runs, {1: 1})[0])
+    assert all(not b.has_phases and b.terms() is None and b.other_s is None for b in bds)
+    text = reason(_layout(bds, "2x1"), _layout(bds, "1x1"))
+    assert text == ("2x1 wins; 1x1 needs 2.00x the time for the same work, but neither layout recorded computation "
+                    "and communication phases, so the runs cannot say where the time goes.")
+    assert "loses" not in text
+    runs = [_run(2, 1, 1, 20.0, time_s=0.1, comp=0.3, comm=0.01), _run(1, 1, 1, 10.0, time_s=0.2, comp=0.19)]
+    bds = explain(group_runs(runs, {1: 1})[0])
+    assert not _layout(bds, "2x1").consistent and _layout(bds, "1x1").consistent
+    text = reason(_layout(bds, "2x1"), _layout(bds, "1x1"))
+    assert "the phases of 2x1 (computation 0.3 s, communication 0.01 s) exceed its timed region (0.1 s)" in text
+
+
+def _store(tmp_path: Path, runs: list[Run]) -> Store:
+    store = Store.open(tmp_path / "r.db")
+    machine = store.ensure_machine("host", "abc", "Open MPI 4", "g++ 12", {"cores": 4, "pus": 4})
+    for sweep_id in sorted({r.sweep_id for r in runs}):
+        app = next(r.app for r in runs if r.sweep_id == sweep_id)
+        assert store.create_sweep(machine.id, app, {}, 0).id == sweep_id
+    for run in runs:
+        store.add_run(run)
+    return store
+
+
+def test_report_page_has_why_breakdown_and_model_and_no_chart_for_stream(tmp_path: Path):
+    app = []
+    for rep in (1, 2, 3):
+        app += [_run(1, 1, rep, 3.0, time_s=1.0, comp=0.98, comm=0.0, kernel_gbs=9.0),
+                _run(2, 1, rep, 6.0, time_s=0.5, comp=0.45, comm=0.03, imbalance=1.06, kernel_gbs=18.0),
+                _run(1, 2, rep, 4.8, time_s=0.625, comp=0.6, comm=0.0, kernel_gbs=14.4)]
+    out = tmp_path / "out"
+    out.mkdir()
+    with _store(tmp_path, app + _stream_runs()) as store:
+        index = write_report(store, out)
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert [p for p in pngs if p.startswith("stream")] == sorted(
+        p for p in pngs if p.startswith("stream") and not p.endswith("comm-comp.png"))
+    assert len([p for p in pngs if p.endswith("comm-comp.png")]) == 1  # rb3d's only
+    assert len(pngs) == 5
+    page = index.read_text()
+    assert not re.search(r"stream[^']*comm-comp\.png", page)  # no <img> for a chart that was not drawn
+    assert page.count("<b>Why.</b>") == 2  # one per app
+    assert page.count("<table class='breakdown'>") == 2 and page.count("<table class='model'>") == 2
+    assert "<li>against the runner-up: 2x1 wins because 1x2 loses" in page
+    assert "<li>against the worst: 2x1 wins because 1x1 loses" in page
+    assert "In-sample error of the time" in page
+    model = page.split("<table class='model'>")[1].split("</table>")[0]
+    # rb3d on a 4-core machine: 1x1, 2x1, 1x2 measured, the other splits of 2 and 4 cores predicted
+    assert re.findall(r"<tr class='(\w+)'><td>(\w+)</td>", model) == [
+        ("measured", "1x1"), ("measured", "2x1"), ("measured", "1x2"), ("predicted", "4x1"), ("predicted", "2x2"),
+        ("predicted", "1x4")]
+    assert "<td>1x1</td><td>3</td><td>3</td><td>+0.0</td>" in model
+    summary = page.split("<h2 id='summary'>Summary</h2><ul>")[1].split("</ul>")[0]
+    assert summary.count("<li>") == 2  # still one line per app
+    row = re.search(r"<table class='breakdown'>.*?<tr><td>2x1</td>(.*?)</tr>", page).group(1)
+    cells = re.findall(r"<td>(.*?)</td>", row)
+    # bind, runs, time, comp, comm, overlap, other, imbalance loss, kernel, STREAM, share, thread eff, parallel eff
+    assert cells[:9] == ["core", "3", "0.5", "0.45 (90 %)", "0.03 (6 %)", "0 (0 %)", "0.02 (4 %)",
+                         "0.027 (5 %)", "18"]
+    assert cells[9:] == ["20", "0.90", "-", "1.00"]
