@@ -135,10 +135,16 @@ Environment::Environment(int& argc, char**& argv, const EnvironmentOptions& opti
       // The OpenMP runtime alone would start one thread per PU in every rank, so the ranks of a
       // node would pile onto the same cores. Choose per machine, then agree on the smallest, so
       // every rank runs the same count (apps validate and report one layout).
-      const int cores = Topology::this_machine().cores();
-      int mine = machine_default_threads(cores, machine_size_, virtual_nodes_);
+      int mine = 0;  // 0: this rank could not count its cores; every rank must still reach the reduction
+      std::string why = "another rank could not count its cores for the default thread count";
+      try {
+        mine = machine_default_threads(Topology::this_machine().cores(), machine_size_, virtual_nodes_);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
       int agreed = mine;
       HYMPI_MPI(MPI_Allreduce(&mine, &agreed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+      if (agreed < 1) throw TopologyError(why);
       omp_set_num_threads(agreed);
       threads_default_ = true;
     }
