@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -38,6 +40,13 @@ Distribution parse_distribution(const std::string& text) {
   for (Distribution d : {Distribution::compact, Distribution::scatter})
     if (to_string(d) == text) return d;
   throw InvalidArgument("unknown distribution '" + text + "' (expected compact or scatter)");
+}
+
+bool oversubscribe_from_env() {
+  const char* text = std::getenv("HYMPI_OVERSUBSCRIBE");
+  if (text == nullptr || *text == '\0' || std::strcmp(text, "0") == 0) return false;
+  if (std::strcmp(text, "1") == 0) return true;
+  throw InvalidArgument(std::string("HYMPI_OVERSUBSCRIBE must be 0 or 1, got '") + text + "'");
 }
 
 namespace {
@@ -229,6 +238,85 @@ std::vector<std::string> check_placement(const std::vector<ThreadPlacement>& row
   }
   return problems;
 }
+
+namespace {
+std::string who(const ThreadPlacement& r) {
+  return "rank " + std::to_string(r.rank) + " thread " + std::to_string(r.thread);
+}
+
+Bitmap parse_bound_set(const ThreadPlacement& r) {
+  Bitmap set;
+  if (hwloc_bitmap_list_sscanf(set.get(), r.bound_set.c_str()) < 0 || hwloc_bitmap_iszero(set.get()) ||
+      hwloc_bitmap_weight(set.get()) < 0)
+    throw InvalidArgument(who(r) + " has bound set '" + r.bound_set + "', not a finite non-empty PU list");
+  return set;
+}
+}  // namespace
+
+PuSharing assess_pu_sharing(const std::vector<ThreadPlacement>& rows, int pus_per_machine) {
+  std::map<std::string, std::vector<const ThreadPlacement*>> by_machine;
+  for (const auto& r : rows) by_machine[r.machine].push_back(&r);
+  PuSharing out;
+  std::vector<std::string> notes;
+  for (const auto& [machine, threads] : by_machine) {
+    struct Item {
+      const ThreadPlacement* row;
+      Bitmap set;
+      int weight;
+    };
+    std::vector<Item> items;
+    for (const ThreadPlacement* r : threads) {
+      Bitmap set = parse_bound_set(*r);
+      const int weight = set.weight();
+      items.push_back({r, std::move(set), weight});
+    }
+    // Most constrained first, so a free thread never takes the PU a pinned one must have.
+    std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.weight < b.weight; });
+    std::map<unsigned, std::vector<const ThreadPlacement*>> on_pu;
+    for (const Item& item : items) {
+      unsigned best = 0;
+      std::size_t best_load = std::numeric_limits<std::size_t>::max();
+      for (int pu = hwloc_bitmap_first(item.set.get()); pu >= 0; pu = hwloc_bitmap_next(item.set.get(), pu)) {
+        const auto it = on_pu.find(static_cast<unsigned>(pu));
+        const std::size_t load = it == on_pu.end() ? 0 : it->second.size();
+        if (load < best_load) {
+          best = static_cast<unsigned>(pu);
+          best_load = load;
+        }
+      }
+      on_pu[best].push_back(item.row);
+    }
+    std::vector<std::string> shared;
+    for (const auto& [pu, owners] : on_pu) {
+      if (owners.size() < 2) continue;
+      ++out.shared_pus;
+      std::string text = "PU " + std::to_string(pu) + " (";
+      for (std::size_t i = 0; i < owners.size(); ++i) text += (i > 0 ? ", " : "") + who(*owners[i]);
+      shared.push_back(text + ")");
+    }
+    const int count = static_cast<int>(threads.size());
+    const bool too_many = pus_per_machine > 0 && count > pus_per_machine;
+    if (shared.empty() && !too_many) continue;
+    out.oversubscribed = true;
+    std::set<int> ranks;
+    for (const ThreadPlacement* r : threads) ranks.insert(r->rank);
+    std::string note = machine + ": " + std::to_string(count) + " threads of " + std::to_string(ranks.size()) +
+                       " ranks";
+    if (pus_per_machine > 0) note += " on " + std::to_string(pus_per_machine) + " PUs";
+    if (!shared.empty()) {
+      // A long job could list hundreds of PUs; the first few name the pattern, the count the size.
+      constexpr std::size_t kListed = 4;
+      note += "; " + std::to_string(shared.size()) + " PU(s) carry more than one thread: ";
+      for (std::size_t i = 0; i < std::min(shared.size(), kListed); ++i) note += (i > 0 ? ", " : "") + shared[i];
+      if (shared.size() > kListed) note += ", ...";
+    }
+    notes.push_back(note);
+  }
+  for (std::size_t i = 0; i < notes.size(); ++i) out.summary += (i > 0 ? "; " : "") + notes[i];
+  return out;
+}
+
+int count_shared_pus(const std::vector<ThreadPlacement>& rows) { return assess_pu_sharing(rows, 0).shared_pus; }
 
 std::string format_placement_table(const std::vector<ThreadPlacement>& rows) {
   std::ostringstream os;

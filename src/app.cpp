@@ -24,6 +24,12 @@ std::string physical_host() {
   return name;
 }
 
+/// Threads per rank that `ranks` ranks on this machine would run: what Environment would choose.
+int validation_threads(int ranks) {
+  if (omp_threads_explicit()) return omp_get_max_threads();
+  return machine_default_threads(Topology::this_machine().cores(), ranks, virtual_nodes_from_env());
+}
+
 /// Binds as asked and verifies every thread really got its intended set.
 std::vector<ThreadPlacement> place_threads(const Environment& env, const Topology& topology,
                                            const AffinityOptions& affinity) {
@@ -63,6 +69,11 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOption
     const Topology topology = Topology::this_machine();
     const auto mine = place_threads(*env, topology, affinity);
     const auto placement = gather_placement(env->world(), mine);
+    // Threads sharing a PU take turns by scheduler ticks: every timing is then wrong, so say so.
+    const PuSharing sharing = root ? assess_pu_sharing(placement, topology.pus()) : PuSharing{};
+    if (sharing.oversubscribed)
+      std::cerr << prog << ": warning: oversubscribed" << (affinity.oversubscribe ? " (as asked)" : "") << ": "
+                << sharing.summary << std::endl;
     if (root && print_placement) std::cout << format_placement_table(placement) << std::flush;
 
     Metrics metrics;
@@ -73,6 +84,9 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOption
     const auto hosts = env->hosts();
     if (root) {
       nlohmann::json line = record.to_json();
+      line.update({{"threads_default", env->threads_default()},
+                   {"oversubscribed", sharing.oversubscribed},
+                   {"shared_pus", sharing.shared_pus}});
       line.update({{"ranks", env->size()},
                    {"threads", env->threads()},
                    {"bind", to_string(affinity.bind)},
@@ -119,6 +133,8 @@ int run_app(int argc, char** argv, AppDefinition& app) {
   cli.add_option("--dist", dist, "rank distribution: compact or scatter (env HYMPI_DIST)")->capture_default_str();
   cli.add_flag("--placement", print_placement, "print where every rank and thread runs");
   cli.add_flag("--allow-unverified", allow_unverified, "exit 0 even when verification fails");
+  bool oversubscribe = false;
+  cli.add_flag("--oversubscribe", oversubscribe, "accept threads sharing PUs (env HYMPI_OVERSUBSCRIBE=1)");
   cli.add_option("--validate-ranks", validate_ranks, "only check the options for this many ranks, without MPI");
   app.add_options(cli);
   try {
@@ -132,16 +148,19 @@ int run_app(int argc, char** argv, AppDefinition& app) {
   }
   AffinityOptions affinity;
   try {
-    affinity = {parse_bind_policy(bind), parse_distribution(dist)};
+    affinity = {parse_bind_policy(bind), parse_distribution(dist), oversubscribe || oversubscribe_from_env()};
     if (cli.count("--validate-ranks") > 0) {
       if (validate_ranks < 1)
         throw InvalidArgument("--validate-ranks must be >= 1, got " + std::to_string(validate_ranks));
-      app.validate({validate_ranks, omp_get_max_threads()});
+      app.validate({validate_ranks, validation_threads(validate_ranks)});
       return 0;
     }
   } catch (const InvalidArgument& e) {
     std::cerr << prog << ": error: " << e.what() << "\n";
     return 2;
+  } catch (const std::exception& e) {
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return 1;
   }
   return run_with_mpi(argc, argv, app, affinity, print_placement, !allow_unverified);
 }

@@ -2,12 +2,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 
 #include "hympi/error.hpp"
+#include "hympi/topology.hpp"
 
 namespace hympi {
 
@@ -61,6 +63,28 @@ int virtual_nodes_from_env() {
   return value;
 }
 
+int default_threads(int cores_per_node, int ranks_per_node) {
+  if (cores_per_node < 1 || ranks_per_node < 1)
+    throw InvalidArgument("cannot share " + std::to_string(cores_per_node) + " cores among " +
+                          std::to_string(ranks_per_node) + " ranks");
+  return std::max(1, cores_per_node / ranks_per_node);
+}
+
+int machine_default_threads(int machine_cores, int machine_ranks, int virtual_nodes) {
+  if (machine_cores < 1) throw InvalidArgument("cores per machine must be >= 1, got " + std::to_string(machine_cores));
+  if (machine_ranks < 1) throw InvalidArgument("ranks per machine must be >= 1, got " + std::to_string(machine_ranks));
+  if (virtual_nodes < 1) throw InvalidArgument("virtual nodes must be >= 1, got " + std::to_string(virtual_nodes));
+  const int nodes = std::min(virtual_nodes, machine_ranks);
+  // More virtual nodes than cores leaves a node less than a core: it still counts as one.
+  const int cores = std::max(1, machine_cores / nodes);
+  return default_threads(cores, (machine_ranks + nodes - 1) / nodes);
+}
+
+bool omp_threads_explicit() {
+  const char* text = std::getenv("OMP_NUM_THREADS");
+  return text != nullptr && *text != '\0';
+}
+
 Environment::Environment(int& argc, char**& argv, const EnvironmentOptions& options) {
   // Validate before MPI_Init so a bad value never leaves MPI half-initialised.
   virtual_nodes_ = options.virtual_nodes > 0 ? options.virtual_nodes : virtual_nodes_from_env();
@@ -107,6 +131,23 @@ Environment::Environment(int& argc, char**& argv, const EnvironmentOptions& opti
     mpi_library_ = version;
     mpi_library_ = mpi_library_.substr(0, mpi_library_.find_first_of("\n,"));
 
+    if (!omp_threads_explicit()) {
+      // The OpenMP runtime alone would start one thread per PU in every rank, so the ranks of a
+      // node would pile onto the same cores. Choose per machine, then agree on the smallest, so
+      // every rank runs the same count (apps validate and report one layout).
+      int mine = 0;  // 0: this rank could not count its cores; every rank must still reach the reduction
+      std::string why = "another rank could not count its cores for the default thread count";
+      try {
+        mine = machine_default_threads(Topology::this_machine().cores(), machine_size_, virtual_nodes_);
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+      int agreed = mine;
+      HYMPI_MPI(MPI_Allreduce(&mine, &agreed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+      if (agreed < 1) throw TopologyError(why);
+      omp_set_num_threads(agreed);
+      threads_default_ = true;
+    }
     threads_ = omp_get_max_threads();
   } catch (...) {
     node_ = Comm();

@@ -10,7 +10,9 @@ class AffinityApp final : public hympi::AppDefinition {
   std::string name() const override { return "affinity"; }
   std::string description() const override { return "Placement table of every rank and OpenMP thread"; }
   void add_options(CLI::App& cli) override {
-    cli.add_flag("--check", check_, "exit 1 if a thread runs outside its set or shares a core under core binding");
+    cli.add_flag("--check", check_,
+                 "exit 1 if a thread runs outside its set, shares a core under core binding, or threads share "
+                 "PUs without --oversubscribe");
   }
   bool verification_required() const override { return check_; }
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
@@ -20,7 +22,12 @@ class AffinityApp final : public hympi::AppDefinition {
     r.rate_unit = "threads";
     if (ctx.env.rank() == 0) {
       const int cores = ctx.topology.cores();
-      const auto problems = hympi::check_placement(ctx.placement, ctx.affinity.bind, cores);
+      auto problems = hympi::check_placement(ctx.placement, ctx.affinity.bind, cores);
+      // Shared PUs make every measurement a scheduler artefact: only a user who asked for it gets a pass.
+      const auto sharing = hympi::assess_pu_sharing(ctx.placement, ctx.topology.pus());
+      if (sharing.oversubscribed && !ctx.affinity.oversubscribe)
+        problems.push_back("oversubscribed: " + sharing.summary +
+                           " (pass --oversubscribe or set HYMPI_OVERSUBSCRIBE=1 if this is intended)");
       std::cout << hympi::format_placement_table(ctx.placement);
       for (const auto& p : problems) std::cout << "placement problem: " << p << "\n";
       std::cout << (problems.empty() ? "placement check: PASSED" : "placement check: FAILED") << std::endl;

@@ -22,11 +22,16 @@ BindPolicy parse_bind_policy(const std::string& text);
 /// Parses "compact|scatter"; throws InvalidArgument naming the value otherwise.
 Distribution parse_distribution(const std::string& text);
 
-/// Binding options of a run (HYMPI_BIND / HYMPI_DIST or --bind / --dist).
+/// Binding options of a run (HYMPI_BIND / HYMPI_DIST / HYMPI_OVERSUBSCRIBE or --bind / --dist / --oversubscribe).
 struct AffinityOptions {
   BindPolicy bind = BindPolicy::core;
   Distribution distribution = Distribution::compact;
+  /// The user asked for threads to share PUs, so the placement check accepts it (still warned about).
+  bool oversubscribe = false;
 };
+
+/// Reads HYMPI_OVERSUBSCRIBE: unset, empty or "0" is false, "1" true; throws InvalidArgument naming any other value.
+bool oversubscribe_from_env();
 
 /// The cpusets a rank and each of its threads are meant to run on.
 struct PlacementPlan {
@@ -75,6 +80,27 @@ std::vector<ThreadPlacement> gather_placement(MPI_Comm comm, const std::vector<T
 /// set; under core binding with ranks*threads <= cores per machine, two threads on one core.
 std::vector<std::string> check_placement(const std::vector<ThreadPlacement>& rows, BindPolicy bind,
                                          int cores_per_machine);
+
+/// How the job's threads fill the PUs of each machine (see assess_pu_sharing).
+struct PuSharing {
+  int shared_pus = 0;           ///< PUs that carry more than one thread, over all machines
+  bool oversubscribed = false;  ///< a PU is shared, or a machine runs more threads than it has PUs
+  std::string summary;          ///< one line naming the machine(s), counts and shared PUs; empty if not oversubscribed
+};
+
+/// Which PUs carry more than one thread of the job, from every thread's bound set.
+///
+/// Rule: per machine, each thread is put on the least-loaded PU of the cpuset the OS reports it
+/// bound to (lowest OS index on ties), threads with the smallest sets first. A thread pinned to
+/// one PU lands there; a thread free over a core, NUMA domain, package or the whole machine (bind
+/// none) lands wherever the fair scheduler would spread it. Because hwloc's sets are nested or
+/// disjoint, this filling shares a PU only where sharing cannot be avoided. A machine also counts
+/// as oversubscribed when it runs more threads than `pus_per_machine` (0: skip that check).
+/// Throws InvalidArgument naming a bound set that is empty, infinite or not an hwloc list.
+PuSharing assess_pu_sharing(const std::vector<ThreadPlacement>& rows, int pus_per_machine);
+
+/// Number of PUs that carry more than one thread (assess_pu_sharing's shared_pus); throws as it does.
+int count_shared_pus(const std::vector<ThreadPlacement>& rows);
 
 /// Placement rows as a fixed-width table (the xthi question, answered).
 std::string format_placement_table(const std::vector<ThreadPlacement>& rows);

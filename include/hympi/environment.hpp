@@ -17,6 +17,19 @@ std::string to_string(ThreadLevel level);
 /// Parses "single|funneled|serialized|multiple"; throws InvalidArgument otherwise.
 ThreadLevel parse_thread_level(const std::string& text);
 
+/// Threads per rank when nothing fixes the count: max(1, cores_per_node / ranks_per_node), so the
+/// ranks of a node together start one thread per core. Throws InvalidArgument when either is < 1.
+int default_threads(int cores_per_node, int ranks_per_node);
+
+/// default_threads() for `machine_ranks` ranks on a machine of `machine_cores` cores split into
+/// min(virtual_nodes, machine_ranks) contiguous virtual nodes, as Environment splits it: each node
+/// gets machine_cores / nodes cores and at most ceil(machine_ranks / nodes) ranks.
+/// Throws InvalidArgument when a count is < 1.
+int machine_default_threads(int machine_cores, int machine_ranks, int virtual_nodes);
+
+/// True when OMP_NUM_THREADS is set to something non-empty (the user fixed the thread count).
+bool omp_threads_explicit();
+
 /// Options of Environment; defaults suit loop-level OpenMP with MPI calls outside parallel regions.
 struct EnvironmentOptions {
   ThreadLevel thread_level = ThreadLevel::funneled;
@@ -24,10 +37,12 @@ struct EnvironmentOptions {
   int virtual_nodes = 0;
 };
 
-/// Initialises MPI (and finalises it on destruction) and describes where this process runs.
+/// Initialises MPI (and finalises it on destruction), chooses the OpenMP thread count when
+/// OMP_NUM_THREADS is unset, and describes where this process runs.
 ///
 /// Throws MpiError if MPI cannot provide the requested thread level, InvalidArgument if the
-/// virtual node count is not a positive integer.
+/// virtual node count is not a positive integer, TopologyError if hwloc cannot count the cores
+/// for the default thread count.
 class Environment {
  public:
   /// Calls MPI_Init_thread; sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so HYMPI_MPI sees errors.
@@ -52,8 +67,11 @@ class Environment {
   /// Rank within the physical machine: what affinity uses to pick cores.
   [[nodiscard]] int machine_rank() const noexcept { return machine_rank_; }
   [[nodiscard]] int machine_size() const noexcept { return machine_size_; }
-  /// OpenMP threads per rank (omp_get_max_threads()).
+  /// OpenMP threads per rank (omp_get_max_threads(), after the default below was applied).
   [[nodiscard]] int threads() const noexcept { return threads_; }
+  /// True when OMP_NUM_THREADS was unset, so the constructor chose machine_default_threads() (the
+  /// minimum over all machines, so every rank runs the same count) and called omp_set_num_threads.
+  [[nodiscard]] bool threads_default() const noexcept { return threads_default_; }
   [[nodiscard]] ThreadLevel thread_level() const noexcept { return provided_; }
   /// Host name, with "/vnN" appended when virtual nodes split the machine.
   [[nodiscard]] const std::string& host() const noexcept { return host_; }
@@ -69,6 +87,7 @@ class Environment {
   int machine_rank_ = 0, machine_size_ = 1;
   int node_rank_ = 0, node_size_ = 1, node_id_ = 0, num_nodes_ = 1;
   int threads_ = 1;
+  bool threads_default_ = false;
   int virtual_nodes_ = 1;
   ThreadLevel provided_ = ThreadLevel::single;
   std::string host_, mpi_library_;

@@ -37,8 +37,9 @@ class LaunchSpec:
     rankfile: str | None = None
 
     def app_env(self) -> dict[str, str]:
-        """Variables every rank needs: thread count and hympi's binding settings."""
+        """Variables every rank needs: thread count, hympi's binding settings and oversubscription consent."""
         env = {"OMP_NUM_THREADS": str(self.threads), "HYMPI_BIND": self.bind, "HYMPI_DIST": self.dist}
+        env.update({"HYMPI_OVERSUBSCRIBE": "1"} if self.oversubscribe else {})  # the apps' placement check allows it
         env.update(dict(self.env))
         return env
 
