@@ -157,6 +157,8 @@ def compare(a: Sample, b: Sample, confidence: float = DEFAULT_CONFIDENCE) -> Com
     refused = refusal(a, b)
     if refused is not None:
         return refused
+    if b.label < a.label:  # one resampling per pair, whichever order it is asked in
+        a, b = b, a
     ratio, low, high = ratio_ci(a.rates, b.rates, confidence)
     fewest = min(len(a.rates), len(b.rates))
     if (low > 1.0 or high < 1.0) and fewest >= MIN_SEPARATE:
