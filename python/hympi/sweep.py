@@ -61,6 +61,8 @@ AUTO_MIN_REPEAT = 3
 DEFAULT_MAX_REPEAT = 10
 WARMUP_REPEAT = 0
 SEED_LIMIT = 2**32
+# Probes time many round trips inside one run with their own arguments: no warm-up run, no minimum time.
+PROBES = ("pingpong",)
 # Variables that change how a run behaves; recorded with every run.
 _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "HYMPI_", "OMPI_MCA_", "MPICH_", "I_MPI_", "UCX_", "FI_")
 

@@ -21,6 +21,7 @@ from hympi.sweep import (
     DEFAULT_MAX_REPEAT,
     DEFAULT_TIMEOUT_S,
     LAUNCHERS,
+    PROBES,
     SweepInterrupted,
     SweepParams,
     batch_request,
@@ -108,7 +109,8 @@ def add_measurement_options(p: argparse.ArgumentParser, repeat_help: str, min_ti
     p.add_argument("--min-time", default=None, metavar="S", help=min_time_help)
     p.add_argument("--seed", default=None, metavar="N",
                    help="seed of the randomised run order (default: drawn at random; recorded with the sweep)")
-    p.add_argument("--no-warmup", action="store_true", help="skip the uncounted warm-up run per layout")
+    p.add_argument("--no-warmup", action="store_true",
+                   help=f"skip the uncounted warm-up run per layout (never done for {', '.join(PROBES)})")
 
 
 def measurement(args: argparse.Namespace, default_repeat: int, default_min_time_s: float,
@@ -161,10 +163,11 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
     threads = parse_int_list("--threads", args.threads)
     binds = parse_choice_list("--bind", args.bind, BIND_POLICIES)
     timeout = parse_seconds("--timeout", args.timeout, False)
-    repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, 1, default_min_time())
+    probe = args.app in PROBES
+    repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, 1, 0.0 if probe else default_min_time())
     params = SweepParams(args.app, cross_layouts(ranks, threads), binds, args.dist, repeat, tuple(args.app_args),
                          timeout, args.oversubscribe, args.virtual_nodes, args.launcher, min_time, seed,
-                         not args.no_warmup, auto, max_repeat, confidence)
+                         not (args.no_warmup or probe), auto, max_repeat, confidence)
     params.check()
     return params
 
