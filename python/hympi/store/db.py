@@ -250,9 +250,9 @@ class Store:
         --resume matches on."""
         pid = os.getpid()
         with self.transaction() as conn:
-            cur = conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, created_at,"
-                               " study_id, owner_host, owner_pid, owner_start) VALUES (?, ?, ?, ?, ?, 'running', ?, ?,"
-                               " ?, ?, ?)",
+            cur = conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, "
+                               "created_at, study_id, owner_host, owner_pid, owner_start) "
+                               "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
                                (machine_id, app, params_key(identity if identity is not None else params),
                                 json.dumps(params, sort_keys=True), total, now_utc(), study_id, socket.gethostname(),
                                 pid, process_start(pid)))
