@@ -298,7 +298,7 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
                     f"with.{failures}")
         counts = ", ".join(f"{s.label}: {len(s.rates)}" for s in with_rates)
         return (f"No layout has the {MIN_SAMPLES} ok runs a comparison needs ({counts} ok); repeat the sweep with "
-                f"--repeat 3 or more before choosing.{failures}")
+                f"--repeat auto (or 4 or more) before choosing.{failures}")
     names = {name: s for s, name in labels(group).items()}
     most = max(s.cores for s in group.layouts if len(s.rates) >= MIN_SAMPLES)
     what = f"{chosen.rate_median:.4g}{unit} median of {len(chosen.rates)}"
