@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import sqlite3
@@ -324,3 +325,30 @@ def test_a_database_that_is_not_ours_is_refused_untouched(tmp_path: Path, kind: 
         assert ("newer than this hympi" if kind == "newer" else "not a hympi results database") in proc.stderr
         assert _digest(db) == before
     assert not launches(env)
+
+
+def test_a_version_2_database_migrates_and_its_running_sweep_without_owner_counts_as_stale(tmp_path: Path):
+    from hympi.store.schema import APPLICATION_ID, MIGRATIONS
+
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL, "
+                 "applied_at TEXT NOT NULL)")
+    for migration in MIGRATIONS[:2]:  # the schema hympi had before sweeps recorded their owner
+        conn.executescript(migration.sql)
+        conn.execute("INSERT INTO schema_version VALUES (?, ?, 'then')", (migration.version, migration.description))
+    conn.execute("INSERT INTO machines VALUES (1, 'h', 't', 'm', 'c', '{}', 'then')")
+    old = {"app": "rb3d", "layouts": [[1, 1]], "binds": ["core"], "dist": "compact", "repeat": 2, "app_args": [],
+           "timeout": 60.0, "oversubscribe": False, "virtual_nodes": 1, "launcher": "mpirun"}
+    conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, created_at) "
+                 "VALUES (1, 'rb3d', 'k', ?, 2, 'running', 'then')", (json.dumps(old),))
+    conn.close()
+    with Store.open(db) as store:
+        assert store.schema_version() == 3
+        (sweep,) = store.sweeps()
+        assert sweep.owner_pid is None and SweepParams.from_dict(sweep.params).warmup is False
+        assert store.mark_stale_interrupted() == [sweep.id]
+        assert store.sweep(sweep.id).status == "interrupted"
+        mine = store.create_sweep(1, "rb3d", old, 1)  # owned by this (live) process: not stale
+        assert store.mark_stale_interrupted() == [] and store.sweep(mine.id).status == "running"
