@@ -12,6 +12,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -65,6 +66,10 @@ def test_recommendation_when_fewer_cores_win_and_when_nothing_separates():
     assert text.startswith("No layout is separated from the rest at the top; recommended: 2 ranks x 1 thread")
     assert "2x1 and 1x2 are indistinguishable here (CI " in text and "choose 2x1 for its fewer threads per rank" in text
     assert "fastest" not in text and "Best" not in text  # no ranking inside the noise
+    lean = [replace(r, record={**r.record, "node_rss_mib": 20.0}) if r.ranks == 1 else r for r in runs]
+    text = recommend(group_runs(lean, {1: 1})[0])  # now 1x2, the lower median, is chosen for its memory ...
+    assert "recommended: 1 rank x 2 threads" in text and "1x2 and 2x1 are indistinguishable here" in text
+    assert "choose 1x2 for its lower memory per node" in text  # ... and its pair with the top median is stated
     text = recommend(group_runs([_run(1, 1, 1, 10.0), _run(2, 1, 1, 6.0)], {1: 1})[0])
     assert text.startswith("No layout has the 2 ok runs a comparison needs")
     assert "nothing to recommend" in recommend(group_runs([_run(1, 1, 1, None, "failed")], {1: 1})[0])

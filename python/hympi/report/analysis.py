@@ -230,7 +230,7 @@ def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
     ranked = sorted(usable, key=lambda s: s.rate_median or 0.0, reverse=True)
     if len(top) == 1 and len(ranked) > 1:
         state("runner-up", ranked[1])
-    for other in top[1:]:
+    for other in top:  # every other contender, including the top median when the tie-break chose another
         state("indistinguishable", other)
     state("worst", ranked[-1])
     found = _counterpart(chosen, usable)
