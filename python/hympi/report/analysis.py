@@ -232,7 +232,8 @@ def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
         state("runner-up", ranked[1])
     for other in top:  # every other contender, including the top median when the tie-break chose another
         state("indistinguishable", other)
-    state("worst", ranked[-1])
+    if ranked[-1] not in top:  # a contender is inside the noise of the best: not "the worst"
+        state("worst", ranked[-1])
     found = _counterpart(chosen, usable)
     if found is not None:
         state(found[1], found[0])
