@@ -39,11 +39,12 @@ STUDY_APPS: tuple[StudyApp, ...] = (
 )
 
 # Measurement protocol per mode: minimum seconds of each run's timed region, and the --repeat auto budget (rounds).
-# Quick: 6 apps x 3 layouts on a 2-core machine = 18 warm-ups + 54 measured runs of ~0.5 s kernel time (plus
-# start-up) before any extra round, at most 3 extra rounds: about 2-4 minutes, under the 5 minutes promised.
+# Quick: 6 apps x 3 layouts on a 2-core machine = 18 warm-ups + 72 measured runs of ~0.5 s kernel time (plus
+# start-up) in the 4 rounds a verdict needs, at most 1 more round: measured 3-4 minutes on a busy 2-core VM, under
+# the 5 minutes promised (docs/study.md).
 QUICK_MIN_TIME_S = 0.5
 FULL_MIN_TIME_S = 1.0
-QUICK_MAX_REPEAT = 6
+QUICK_MAX_REPEAT = 5
 FULL_MAX_REPEAT = 10
 
 # The ping-pong hierarchy probe: latency and bandwidth per level (shared cache .. network), not a layout sweep.
