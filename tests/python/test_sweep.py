@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -17,8 +19,10 @@ import pytest
 from conftest import hympi
 from fakeapps import fake_bin_dir, launches, pid_alive
 from hympi.errors import UsageError
+from hympi.launch.mpirun import RunOutcome
 from hympi.store import Store
-from hympi.sweep import SweepParams, cross_layouts, parse_choice_list, parse_int_list, plan
+from hympi.sweep import SweepParams, cross_layouts, open_sweep, parse_choice_list, parse_int_list, plan, run_sweep
+from rich.console import Console
 
 
 def _statuses(db: Path) -> dict[tuple[int, int, int], str]:
@@ -352,3 +356,53 @@ def test_a_version_2_database_migrates_and_its_running_sweep_without_owner_count
         assert store.sweep(sweep.id).status == "interrupted"
         mine = store.create_sweep(1, "rb3d", old, 1)  # owned by this (live) process: not stale
         assert store.mark_stale_interrupted() == [] and store.sweep(mine.id).status == "running"
+
+
+class _NoisyRunner:
+    """An in-process launcher: the rate of each launch from its layout and how often that layout ran before;
+    raises KeyboardInterrupt at launch number `stop_at` (that launch is not counted, as a killed run)."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.counts: dict[str, int] = {}
+        self.launched = 0
+        self.stop_at = stop_at
+
+    def __call__(self, cmd: list[str], timeout: float) -> RunOutcome:
+        self.launched += 1
+        if self.launched == self.stop_at:
+            raise KeyboardInterrupt
+        ranks = int(cmd[cmd.index("-np") + 1])
+        threads = int(next(a.split("=")[1] for a in cmd if a.startswith("OMP_NUM_THREADS=")))
+        layout = f"{ranks}x{threads}"
+        seen = self.counts.get(layout, 0)
+        self.counts[layout] = seen + 1
+        rate = {"1x1": 1.0, "2x1": 1.15, "1x2": 1.1}[layout] * (1 + random.Random(f"{layout}:{seen}").uniform(-.3, .3))
+        record = {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p", "node_rss_mib": 10.0 * ranks}
+        return RunOutcome("ok", 0, 0.0, cmd, "", "", record)
+
+
+def _auto_sweep(db: Path, runner: _NoisyRunner, resume: bool) -> tuple[list[tuple], str | None]:
+    params = SweepParams("rb3d", cross_layouts((1, 2), (1, 2)), repeat=3, auto=True, max_repeat=12, seed=9,
+                         min_time=0.0)
+    the_plan = plan(params, cpu_limit=2)
+    quiet = Console(file=io.StringIO())
+    with Store.open(db) as store:
+        machine = store.ensure_machine("h", "t", "m", "c", {})
+        sweep, _ = open_sweep(store, machine, params, len(the_plan.items), resume)
+        run_sweep(store, sweep, params, the_plan.items, quiet, runner)
+        runs = [(r.key(), r.value("rate")) for r in store.runs()]
+        return sorted(runs), store.sweep(sweep.id).note
+
+
+def test_an_interrupted_auto_sweep_resumes_to_the_same_rounds_and_decision(tmp_path: Path, monkeypatch):
+    for key, value in fake_bin_dir(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    whole, note = _auto_sweep(tmp_path / "a.db", _NoisyRunner(), resume=False)
+    assert note is not None and note.startswith("--repeat auto:")
+    assert max(key[3] for key, _ in whole) > 4  # it needed extra rounds, so the interruption falls inside them
+    runner = _NoisyRunner(stop_at=len(whole) - 3)
+    with pytest.raises(KeyboardInterrupt):
+        _auto_sweep(tmp_path / "b.db", runner, resume=False)
+    runner.stop_at = None
+    resumed, resumed_note = _auto_sweep(tmp_path / "b.db", runner, resume=True)
+    assert resumed == whole and resumed_note == note  # same rounds, same layouts per round, same verdict
