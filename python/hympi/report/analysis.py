@@ -147,7 +147,7 @@ def _sample(s: LayoutStats, label: str) -> Sample:
 
 @dataclass(frozen=True)
 class Statement:
-    """One 'A vs B' sentence of a recommendation: why the pair is stated (topics: runner-up, hybrid, ...), the verdict."""
+    """One 'A vs B' sentence of a recommendation: why the pair is stated (topics) and the verdict."""
 
     topics: tuple[str, ...]
     result: Comparison | Refusal
