@@ -1,8 +1,17 @@
-"""Sweeps: the cross product of layouts x bindings x repeats, each run recorded, resumable after interruption."""
+"""Sweeps: the cross product of layouts x bindings x repeats, each run recorded, resumable after interruption.
+
+Measurement protocol: every layout first runs once as a warm-up (repeat number 0: recorded, never counted), then
+the measured rounds 1..repeat follow; each round runs every layout once, in an order shuffled by a generator seeded
+with (seed, round), so load drift hits every layout alike and a resumed sweep keeps its order. With --repeat auto,
+more rounds of the layouts still inside the noise of the best follow until the best is separated from the
+runner-up at the chosen confidence or the --max-repeat budget is spent.
+"""
 
 from __future__ import annotations
 
+import math
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -13,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+import numpy as np
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -39,11 +49,20 @@ from hympi.launch.mpirun import (
     validate_with_app,
 )
 from hympi.paths import REPO_ROOT
+from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compare, contenders
 from hympi.store import Machine, Run, Store, Sweep, now_utc
 from hympi.topology import MachineSummary
 
 LAUNCHERS = ("mpirun", "slurm")
 DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_MIN_TIME_S = 1.0
+# --repeat auto: the measured rounds every layout gets before the first decision, and the default budget.
+AUTO_MIN_REPEAT = 3
+DEFAULT_MAX_REPEAT = 10
+WARMUP_REPEAT = 0
+SEED_LIMIT = 2**32
+# Probes time many round trips inside one run with their own arguments: no warm-up run, no minimum time.
+PROBES = ("pingpong",)
 # Variables that change how a run behaves; recorded with every run.
 _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "HYMPI_", "OMPI_MCA_", "MPICH_", "I_MPI_", "UCX_", "FI_")
 
@@ -85,9 +104,33 @@ def cross_layouts(ranks: tuple[int, ...], threads: tuple[int, ...]) -> tuple[tup
     return tuple((r, t) for r in ranks for t in threads)
 
 
+def default_min_time() -> float:
+    """The --min-time default: $HYMPI_MIN_TIME when set (the apps' own default source), else 1 s; UsageError if the
+    variable is not a number >= 0."""
+    text = os.environ.get("HYMPI_MIN_TIME")
+    if text is None or text.strip() == "":
+        return DEFAULT_MIN_TIME_S
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"HYMPI_MIN_TIME: '{text}' is not a number of seconds") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise UsageError(f"HYMPI_MIN_TIME must be a finite number of seconds >= 0, got {text}")
+    return value
+
+
+def random_seed() -> int:
+    """A fresh seed for the run order (recorded with the sweep, so a resumed sweep keeps its order)."""
+    return secrets.randbelow(SEED_LIMIT)
+
+
 @dataclass(frozen=True)
 class SweepParams:
-    """Everything that defines a sweep; equal parameters identify the sweep to resume."""
+    """Everything that defines a sweep; equal parameters (except the seed) identify the sweep to resume.
+
+    `repeat` is the number of measured rounds (with `auto`, the rounds before the first decision); `warmup` adds the
+    uncounted round 0; `min_time` (s, 0 = off) is exported to the app as HYMPI_MIN_TIME; `seed` shuffles the order.
+    """
 
     app: str
     layouts: tuple[tuple[int, int], ...]
@@ -99,19 +142,37 @@ class SweepParams:
     oversubscribe: bool = False
     virtual_nodes: int = 1
     launcher: str = "mpirun"
+    min_time: float = DEFAULT_MIN_TIME_S
+    seed: int = 0
+    warmup: bool = True
+    auto: bool = False
+    max_repeat: int = DEFAULT_MAX_REPEAT
+    confidence: float = DEFAULT_CONFIDENCE
 
     def as_dict(self) -> dict:
         """JSON-ready form, stored with the sweep."""
         return {"app": self.app, "layouts": [list(x) for x in self.layouts], "binds": list(self.binds),
                 "dist": self.dist, "repeat": self.repeat, "app_args": list(self.app_args), "timeout": self.timeout,
-                "oversubscribe": self.oversubscribe, "virtual_nodes": self.virtual_nodes, "launcher": self.launcher}
+                "oversubscribe": self.oversubscribe, "virtual_nodes": self.virtual_nodes, "launcher": self.launcher,
+                "min_time": self.min_time, "seed": self.seed, "warmup": self.warmup, "auto": self.auto,
+                "max_repeat": self.max_repeat, "confidence": self.confidence}
+
+    def identity(self) -> dict:
+        """What `--resume` matches on: every parameter except the seed (drawn anew by each command line)."""
+        data = self.as_dict()
+        del data["seed"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> SweepParams:
-        """The inverse of as_dict."""
+        """The inverse of as_dict; a sweep recorded before a key existed gets the behaviour it ran with (no warm-up,
+        no minimum time, fixed repeats, seed 0)."""
         return cls(data["app"], tuple((int(r), int(t)) for r, t in data["layouts"]), tuple(data["binds"]),
                    data["dist"], int(data["repeat"]), tuple(data["app_args"]), float(data["timeout"]),
-                   bool(data["oversubscribe"]), int(data["virtual_nodes"]), data["launcher"])
+                   bool(data["oversubscribe"]), int(data["virtual_nodes"]), data["launcher"],
+                   float(data.get("min_time", 0.0)), int(data.get("seed", 0)), bool(data.get("warmup", False)),
+                   bool(data.get("auto", False)), int(data.get("max_repeat", data["repeat"])),
+                   float(data.get("confidence", DEFAULT_CONFIDENCE)))
 
     def check(self) -> None:
         """Rejects bad values (UsageError, one line naming the value) before anything runs."""
@@ -130,17 +191,30 @@ class SweepParams:
             raise UsageError(f"unknown distribution '{self.dist}' (expected {', '.join(DISTRIBUTIONS)})")
         if self.repeat < 1:
             raise UsageError(f"--repeat must be >= 1, got {self.repeat}")
-        if not self.timeout > 0:
-            raise UsageError(f"--timeout must be > 0, got {self.timeout}")
+        if not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise UsageError(f"--timeout must be a finite number of seconds > 0, got {self.timeout:g}")
+        if not (math.isfinite(self.min_time) and self.min_time >= 0):
+            raise UsageError(f"--min-time must be a finite number of seconds >= 0, got {self.min_time:g}")
+        if not 0 <= self.seed < SEED_LIMIT:
+            raise UsageError(f"--seed must be between 0 and {SEED_LIMIT - 1}, got {self.seed}")
+        if self.auto and self.max_repeat < self.repeat:
+            raise UsageError(f"--max-repeat {self.max_repeat} is below the {self.repeat} rounds --repeat auto "
+                             "always runs")
+        if not 0.5 <= self.confidence < 1.0:
+            raise UsageError(f"--confidence must be in [0.5, 1), got {self.confidence:g}")
         if self.virtual_nodes < 1:
             raise UsageError(f"--virtual-nodes must be >= 1, got {self.virtual_nodes}")
+        fewest = min(self.layouts, key=lambda x: x[0])
+        if self.virtual_nodes > fewest[0]:
+            raise UsageError(f"--virtual-nodes {self.virtual_nodes}: layout {fewest[0]}x{fewest[1]} has only "
+                             f"{fewest[0]} rank(s), and every virtual node needs at least one")
         if self.launcher not in LAUNCHERS:
             raise UsageError(f"unknown launcher '{self.launcher}' (expected {', '.join(LAUNCHERS)})")
 
     def spec(self, ranks: int, threads: int, bind: str) -> LaunchSpec:
-        """The launch of one layout."""
+        """The launch of one layout (HYMPI_MIN_TIME tells the app how long its timed region must last)."""
         return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, self.app_args, self.oversubscribe,
-                          (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)),))
+                          (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")))
 
 
 @dataclass(frozen=True)
@@ -163,14 +237,22 @@ class SweepItem:
 
 @dataclass(frozen=True)
 class Plan:
-    """The items of a sweep and the layouts left out because they would oversubscribe."""
+    """The items of a sweep (warm-ups, then the measured rounds) and the layouts left out (would oversubscribe)."""
 
     items: tuple[SweepItem, ...]
     skipped: tuple[tuple[int, int], ...]
+    layouts: tuple[tuple[int, int, str], ...] = ()
+
+
+def round_order(seed: int, round_no: int, layouts: tuple[tuple[int, int, str], ...]) -> list[tuple[int, int, str]]:
+    """The layouts of one round in the order they run: a permutation drawn from a generator seeded (seed, round)."""
+    rng = np.random.default_rng([seed, round_no])
+    return [layouts[i] for i in rng.permutation(len(layouts))]
 
 
 def plan(params: SweepParams, cpu_limit: int | None) -> Plan:
-    """Items in run order (repeats outermost, so drift spreads over every layout); skips oversubscribing layouts."""
+    """Warm-up round 0 (if any), then rounds 1..repeat, each every layout once in a seeded random order (so drift
+    spreads over every layout); skips oversubscribing layouts."""
     keep = []
     skipped = []
     for ranks, threads in params.layouts:
@@ -178,9 +260,11 @@ def plan(params: SweepParams, cpu_limit: int | None) -> Plan:
             skipped.append((ranks, threads))
         else:
             keep.append((ranks, threads))
-    items = tuple(SweepItem(r, t, b, rep) for rep in range(1, params.repeat + 1) for b in params.binds
-                  for r, t in keep)
-    return Plan(items, tuple(skipped))
+    layouts = tuple((r, t, b) for b in params.binds for r, t in keep)
+    first = WARMUP_REPEAT if params.warmup else 1
+    items = tuple(SweepItem(r, t, b, rep) for rep in range(first, params.repeat + 1)
+                  for r, t, b in round_order(params.seed, rep, layouts))
+    return Plan(items, tuple(skipped), layouts)
 
 
 def cpu_limit(params: SweepParams, summary: MachineSummary) -> int | None:
@@ -246,14 +330,26 @@ def record_machine(store: Store, summary: MachineSummary, launcher: str) -> Mach
 
 
 class SweepInterrupted(KeyboardInterrupt):
-    """The sweep was stopped by SIGINT or SIGTERM; finished runs are stored, `--resume` continues."""
+    """The sweep was stopped by a signal (SIGTERM); finished runs are stored, `--resume` continues.
+
+    `exit_code` is the shell's convention for death by that signal (143 for SIGTERM).
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number."""
+        return 128 + self.signum
 
 
 @contextmanager
 def _terminate_as_interrupt() -> Iterator[None]:
     """Turns SIGTERM into SweepInterrupted so the running launch is killed and the sweep marked interrupted."""
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise SweepInterrupted(f"signal {signum}")
+        raise SweepInterrupted(signum)
     try:
         previous = signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread: leave signals alone
@@ -266,6 +362,15 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 @dataclass(frozen=True)
+class AutoOutcome:
+    """How `--repeat auto` ended: after how many measured rounds, and whether the best was separated."""
+
+    rounds: int
+    separated: bool
+    text: str
+
+
+@dataclass(frozen=True)
 class SweepResult:
     """What one call of run_sweep did."""
 
@@ -273,23 +378,39 @@ class SweepResult:
     ran: int
     already_done: int
     statuses: dict[str, int]
+    auto: AutoOutcome | None = None
 
 
 def open_sweep(store: Store, machine: Machine, params: SweepParams, total: int, resume: bool | int,
                study_id: int | None = None) -> tuple[Sweep, bool]:
-    """The sweep to run: the latest unfinished one with equal parameters (or the given id) when resuming, else new."""
+    """The sweep to run: the latest unfinished one with equal parameters (or the given id) when resuming, else new.
+
+    Resuming first marks sweeps whose owner process died (SIGKILL) interrupted; a sweep whose owner still runs is
+    refused (UsageError). Run a resumed sweep with SweepParams.from_dict(sweep.params): its seed is the recorded one.
+    """
+    if resume is not False:
+        store.mark_stale_interrupted()
     if isinstance(resume, int) and not isinstance(resume, bool):
         sweep = store.sweep(resume)
         if sweep.app != params.app:
             raise UsageError(f"sweep {resume} is a sweep of {sweep.app}, not {params.app}")
+        _refuse_if_owned(sweep)
         return sweep, True
     if resume:
-        found = store.latest_unfinished(params.as_dict())
+        found = store.latest_unfinished(params.identity())
         if found is not None:
+            _refuse_if_owned(found)
             if study_id is not None:
                 store.attach_sweep(found.id, study_id)
             return store.sweep(found.id), True
-    return store.create_sweep(machine.id, params.app, params.as_dict(), total, study_id), False
+    return store.create_sweep(machine.id, params.app, params.as_dict(), total, study_id, params.identity()), False
+
+
+def _refuse_if_owned(sweep: Sweep) -> None:
+    """UsageError when another live process is running this sweep."""
+    if sweep.status == "running":
+        raise UsageError(f"sweep {sweep.id} is still running (pid {sweep.owner_pid} on {sweep.owner_host}); "
+                         "wait for it or stop it first")
 
 
 def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: RunOutcome, started: str) -> Run:
@@ -306,38 +427,117 @@ def _line(item: SweepItem, run: Run) -> str:
     what = f"{rate:.4g} {run.record.get('rate_unit', '')}" if rate is not None and run.record else ""
     tail = run.stderr_tail.strip().splitlines()[-1:] if run.status in ("failed", "timeout") else []
     why = f" [dim]{tail[0][:100]}[/dim]" if tail else ""
-    return f"  {item.label():<18} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}"
+    label = item.label() + (" warm-up" if item.repeat == WARMUP_REPEAT else "")
+    return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}"
+
+
+def layout_name(layout: tuple[int, int, str]) -> str:
+    """'2x1 core'."""
+    return f"{layout[0]}x{layout[1]} {layout[2]}"
+
+
+def measured_samples(runs: list[Run], layouts: tuple[tuple[int, int, str], ...], before_round: int,
+                     ) -> list[Sample]:
+    """Per layout, the ok rates of measured rounds 1 .. before_round-1 (warm-ups and later rounds left out)."""
+    rates: dict[tuple[int, int, str], list[float]] = {x: [] for x in layouts}
+    for run in runs:
+        key = (run.ranks, run.threads, run.bind)
+        rate = run.value("rate")
+        if key in rates and 1 <= run.repeat < before_round and run.status == "ok" and rate is not None and rate > 0 \
+                and math.isfinite(rate):
+            rates[key].append(rate)
+    return [Sample(layout_name(x), tuple(rates[x]), x[1], x[0] * x[1]) for x in layouts]
+
+
+def still_open(params: SweepParams, layouts: tuple[tuple[int, int, str], ...], runs: list[Run], round_no: int,
+               ) -> tuple[tuple[int, int, str], ...]:
+    """The layouts --repeat auto runs again in `round_no`: the best median and every layout not separated from it,
+    judged on rounds before `round_no` only (so a resumed sweep decides the same); () when the best is separated.
+    A layout with no ok run at all is not run again (more repeats cannot make it comparable)."""
+    samples = measured_samples(runs, layouts, round_no)
+    by_name = {layout_name(x): x for x in layouts}
+    hopeful = [s for s in samples if s.rates]
+    top = contenders(hopeful, params.confidence)
+    if len(top) <= 1:
+        return ()
+    return tuple(by_name[s.label] for s in top)
+
+
+def _auto_text(params: SweepParams, layouts: tuple[tuple[int, int, str], ...], runs: list[Run], rounds: int,
+               separated: bool) -> str:
+    """The sentence that records how --repeat auto ended."""
+    samples = [s for s in measured_samples(runs, layouts, rounds + 1) if len(s.rates) >= MIN_SAMPLES]
+    if len(samples) < 2:
+        return (f"--repeat auto: after {rounds} round(s) fewer than two layouts have {MIN_SAMPLES} ok runs; "
+                "nothing to separate")
+    ranked = sorted(samples, key=lambda s: s.median, reverse=True)
+    verdict = compare(ranked[0], ranked[1], params.confidence)
+    detail = verdict.sentence()
+    if separated:
+        return f"--repeat auto: the best is separated from the runner-up after {rounds} round(s): {detail}"
+    return (f"--repeat auto: budget of {params.max_repeat} round(s) spent without separating the best from the "
+            f"runner-up: {detail}")
 
 
 def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[SweepItem, ...],
               console: Console | None = None,
               runner: Callable[[list[str], float], RunOutcome] | None = None) -> SweepResult:
-    """Runs every item not yet recorded for `sweep`, storing each run in its own transaction."""
+    """Runs every item not yet recorded for `sweep`, storing each run in its own transaction; with params.auto,
+    then adds rounds of the layouts still in the noise of the best (see still_open) up to params.max_repeat."""
     console = console or Console()
     runner = runner or (lambda cmd, timeout: run_command(cmd, timeout))
     done = store.done_keys(sweep.id)
     todo = [item for item in items if item.key() not in done]
     statuses: dict[str, int] = {}
-    store.set_sweep_status(sweep.id, "running")
+    ran = 0
+    layouts = tuple(dict.fromkeys((i.ranks, i.threads, i.bind) for i in items))
+    store.claim_sweep(sweep.id)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    auto: AutoOutcome | None = None
     try:
         with _terminate_as_interrupt(), Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task(f"sweep {sweep.id} {params.app}", total=len(todo))
-            for item in todo:
-                progress.update(task, description=f"sweep {sweep.id} {params.app} {item.label()}")
-                started = now_utc()
-                outcome = runner(command_for(params, item), params.timeout)
-                run = _outcome_run(sweep.id, params, item, outcome, started)
-                store.add_run(run)
-                statuses[run.status] = statuses.get(run.status, 0) + 1
-                progress.console.print(_line(item, run), highlight=False)
-                progress.advance(task)
+
+            def run_items(batch: list[SweepItem]) -> None:
+                nonlocal ran
+                for item in batch:
+                    progress.update(task, description=f"sweep {sweep.id} {params.app} {item.label()}")
+                    started = now_utc()
+                    outcome = runner(command_for(params, item), params.timeout)
+                    run = _outcome_run(sweep.id, params, item, outcome, started)
+                    store.add_run(run)
+                    ran += 1
+                    statuses[run.status] = statuses.get(run.status, 0) + 1
+                    progress.console.print(_line(item, run), highlight=False)
+                    progress.advance(task)
+
+            run_items(todo)
+            if params.auto and layouts:
+                rounds = params.repeat
+                separated = False
+                while True:
+                    runs = store.runs([sweep.id])
+                    open_layouts = still_open(params, layouts, runs, rounds + 1)
+                    if not open_layouts:
+                        separated = True
+                        break
+                    if rounds >= params.max_repeat:
+                        break
+                    rounds += 1
+                    batch = [SweepItem(r, t, b, rounds) for r, t, b in round_order(params.seed, rounds, open_layouts)]
+                    batch = [i for i in batch if i.key() not in done]
+                    progress.update(task, total=(progress.tasks[0].total or 0) + len(batch))
+                    run_items(batch)
+                runs = store.runs([sweep.id])
+                auto = AutoOutcome(rounds, separated, _auto_text(params, layouts, runs, rounds, separated))
+                store.set_sweep_note(sweep.id, auto.text)
+                store.set_sweep_total(sweep.id, len(runs))
     except BaseException:
         store.set_sweep_status(sweep.id, "interrupted")
         raise
     store.set_sweep_status(sweep.id, "finished")
-    return SweepResult(store.sweep(sweep.id), len(todo), len(items) - len(todo), statuses)
+    return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto)
 
 
 def sbatch_command(params: SweepParams, db: Path) -> list[str]:
@@ -347,9 +547,12 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
     head = [str(exe)] if exe.is_file() else [sys.executable, "-c", inline]
     ranks = sorted({r for r, _ in params.layouts})
     threads = sorted({t for _, t in params.layouts})
+    repeat = ["--repeat", "auto", "--max-repeat", str(params.max_repeat), "--confidence", f"{params.confidence:g}"] \
+        if params.auto else ["--repeat", str(params.repeat)]
     cmd = head + ["sweep", params.app, "--ranks", ",".join(map(str, ranks)), "--threads", ",".join(map(str, threads)),
-                  "--bind", ",".join(params.binds), "--dist", params.dist, "--repeat", str(params.repeat),
+                  "--bind", ",".join(params.binds), "--dist", params.dist, *repeat,
                   "--timeout", f"{params.timeout:g}", "--virtual-nodes", str(params.virtual_nodes),
+                  "--min-time", f"{params.min_time:g}", "--seed", str(params.seed),
                   "--db", str(db.resolve()), "--launcher", "slurm", "--resume"]
     if params.oversubscribe:
         cmd.append("--oversubscribe")
@@ -362,6 +565,7 @@ def batch_request(params: SweepParams, db: Path, items: int) -> slurm.BatchReque
     """The allocation a sweep needs (its largest layout) and the command that runs it there."""
     ntasks = max(r for r, _ in params.layouts)
     cpus = max(t for _, t in params.layouts)
-    limit = items * params.timeout + 300.0
+    rounds = params.max_repeat if params.auto else params.repeat
+    limit = items * params.timeout * max(1.0, rounds / params.repeat) + 300.0
     return slurm.BatchRequest(f"hympi-sweep-{params.app}", ntasks, cpus, limit, str(Path.cwd()),
                               tuple(sbatch_command(params, db)))

@@ -13,6 +13,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+# Apps and sweeps take their minimum kernel time from here: 0 keeps the tests' runs as short as their arguments say.
+os.environ.setdefault("HYMPI_MIN_TIME", "0")
 
 
 def hympi(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -9,10 +9,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 # The app: behaves per layout as its arguments say (--fail-at 1x2 --hang-at 2x1 --unverified-at 1x1 --sleep S).
-# Its rate is 10 * ranks + threads, so tests know which layout is best. Every real launch (not --validate-ranks)
-# appends "RxT" to $FAKE_LOG, so tests can count launches.
+# Its rate is 10 * ranks + threads, so tests know which layout is best, unless --rates 1x1=1.0,2x1=1.3 gives the
+# true rate per layout and --noise 0.4 multiplies it by a uniform factor in [0.6, 1.4]: drawn from
+# $FAKE_NOISE_SEED, the layout and how often that layout ran before (so every run differs, and a test that fixes the
+# seed gets the same noise again). Every real launch (not --validate-ranks) appends "RxT" to $FAKE_LOG, so tests can
+# count launches. The record carries min_time_s from $HYMPI_MIN_TIME, as the real apps do.
 FAKE_APP = r'''#!PYTHON
-import json, os, sys, time
+import json, os, random, sys, time
 args = sys.argv[1:]
 if "--validate-ranks" in args:
     if "--reject" in args:
@@ -25,9 +28,20 @@ ranks = int(os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("FAKE_RANKS
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK") or 0)
 threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
 layout = f"{ranks}x{threads}"
+runs_before = 0
 if rank == 0 and os.environ.get("FAKE_LOG"):
+    if os.path.exists(os.environ["FAKE_LOG"]):
+        with open(os.environ["FAKE_LOG"]) as log:
+            runs_before = log.read().split().count(layout)
     with open(os.environ["FAKE_LOG"], "a") as log:
         log.write(layout + "\n")
+rate = 10.0 * ranks + threads
+if opt("--rates"):
+    rate = dict((k, float(v)) for k, v in (item.split("=") for item in opt("--rates").split(",")))[layout]
+noise = float(opt("--noise", "0"))
+if noise:
+    draw = random.Random(f"{os.environ.get('FAKE_NOISE_SEED', '0')}:{layout}:{runs_before}")
+    rate *= 1.0 + draw.uniform(-noise, noise)
 time.sleep(float(opt("--sleep", "0")))
 if layout == opt("--hang-at"):
     if os.environ.get("FAKE_PIDS"):
@@ -42,7 +56,8 @@ verified = layout != opt("--unverified-at")
 if rank == 0:
     record = {"app": "rb3d", "problem": "fake", "ranks": ranks, "threads": threads,
               "bind": os.environ.get("HYMPI_BIND"), "dist": os.environ.get("HYMPI_DIST"), "time_s": 1.0,
-              "rate": 10.0 * ranks + threads, "rate_unit": "GFLOP/s", "verified": verified, "comm_s": 0.1 * ranks,
+              "rate": rate, "rate_unit": "GFLOP/s", "min_time_s": float(os.environ.get("HYMPI_MIN_TIME", "1")),
+              "verified": verified, "comm_s": 0.1 * ranks,
               "comp_s": 1.0 / threads, "imbalance": 1.0, "max_rss_mib": 10.0 + ranks, "node_rss_mib": 10.0 * ranks,
               "nodes": 1}
     print("HYMPI_RESULT " + json.dumps(record), flush=True)
@@ -106,7 +121,8 @@ def fake_bin_dir(tmp: Path, with_launchers: bool = True) -> dict[str, str]:
     _script(bin_dir / "hympi-rb3d", FAKE_APP)
     info = bin_dir / "hympi-info"
     if not info.exists():
-        info.symlink_to(REPO / "build" / "bin" / "hympi-info")
+        built = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")  # the real apps the tests run
+        info.symlink_to(built / "hympi-info")
     env = {"HYMPI_BIN_DIR": str(bin_dir), "FAKE_LOG": str(tmp / "launches.log"), "FAKE_PIDS": str(tmp / "pids")}
     if with_launchers:
         env["HYMPI_MPIRUN"] = str(_script(tmp / "mpirun", FAKE_MPIRUN))

@@ -16,8 +16,8 @@ from hympi.export import COLUMNS
 def test_csv_and_json_hold_every_run_with_its_status_and_record(tmp_path: Path):
     env = fake_bin_dir(tmp_path)
     db = tmp_path / "r.db"
-    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--repeat", "2", "--db", str(db), "--",
-                 "--fail-at", "1x2", env=env)
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--repeat", "2", "--no-warmup", "--db",
+                 str(db), "--", "--fail-at", "1x2", env=env)
     assert proc.returncode == 1, proc.stderr  # 1x2 fails on purpose
 
     out = hympi("export", "--db", str(db), env=env)

@@ -13,6 +13,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -36,35 +37,42 @@ def _run(ranks: int, threads: int, repeat: int, rate: float | None, status: str 
                0 if status == "ok" else 1, 1.0, record)
 
 
-def test_recommendation_uses_median_rates_and_ratios():
-    runs = [_run(2, 1, rep, rate) for rep, rate in ((1, 13.1), (2, 13.0), (3, 99.0))]  # median 13.1, one outlier
-    runs += [_run(1, 2, rep, rate) for rep, rate in ((1, 12.0), (2, 12.1), (3, 11.9))]
-    runs += [_run(1, 1, rep, rate) for rep, rate in ((1, 10.0), (2, 9.0), (3, 11.0))]
-    runs += [_run(1, 2, 4, None, status="timeout")]
+def test_recommendation_uses_median_rates_and_confidence_intervals():
+    runs = [_run(2, 1, 0, 50.0)]  # the warm-up: recorded, never counted
+    runs += [_run(2, 1, rep, rate) for rep, rate in enumerate((13.1, 13.0, 99.0, 13.2, 13.05), 1)]  # one outlier
+    runs += [_run(1, 2, rep, rate) for rep, rate in enumerate((12.0, 12.1, 11.9, 12.05, 11.95), 1)]
+    runs += [_run(1, 1, rep, rate) for rep, rate in enumerate((10.0, 9.0, 11.0, 10.5, 9.5), 1)]
+    runs += [_run(1, 2, 6, None, status="timeout")]
     (group,) = group_runs(runs, {1: 1})
     text = recommend(group)
-    assert text.startswith("best: 2 ranks x 1 thread, bind core (13.1 GFLOP/s median of 3): 1.31x the worst "
-                           "layout (1x1, bind core)")
-    assert "hybrid 1x2 is 0.92x of it" in text  # 12.0 / 13.1
-    assert "noise" not in text  # 2x1's slowest repeat (13.0) beats 1x2's fastest (12.1)
+    assert text.startswith("Best: 2 ranks x 1 thread, bind core (13.1 GFLOP/s median of 5). 2x1 is fastest "
+                           "(1.09x 1x2, 95 % CI ")  # 13.1 / 12.0
+    assert "1x2 is also the best hybrid layout on as many cores" in text
+    assert "Against the worst layout: 2x1 is 1.31x 1x1 (95 % CI " in text  # 13.1 / 10.0
     assert text.endswith("Not ok: 1x2: 1 timeout.")
+    assert [s.warmups for s in group.layouts if s.label == "2x1"] == [1]
 
 
-def test_recommendation_when_fewer_cores_win_and_when_threads_win():
-    runs = [_run(1, 1, 1, 10.0), _run(2, 1, 1, 6.0), _run(1, 2, 1, 5.0)]
+def test_recommendation_when_fewer_cores_win_and_when_nothing_separates():
+    runs = [_run(1, 1, rep, 10.0 + 0.1 * rep) for rep in range(1, 5)]
+    runs += [_run(2, 1, rep, 6.0 + 0.1 * rep) for rep in range(1, 5)]
+    runs += [_run(1, 2, rep, 5.0 + 0.1 * rep) for rep in range(1, 5)]
     text = recommend(group_runs(runs, {1: 1})[0])
-    assert text.startswith("best: 1 rank x 1 thread")
-    assert "the best layout on all 2 cores, 2x1, is only 0.60x of it: more cores do not pay off" in text
-    assert text.endswith("; hybrid 1x2 is 0.83x of 2x1.")  # 5.0 / 6.0, the layout question on all cores
-    runs = [_run(1, 2, 1, 8.0), _run(2, 1, 1, 4.0)]
+    assert text.startswith("Best: 1 rank x 1 thread")
+    assert "2x1 is also the best median on all 2 cores: more cores do not pay off for this problem" in text
+    assert "On all 2 cores, against the best hybrid layout: 2x1 is 1.19x 1x2 (95 % CI " in text  # 6.25 / 5.25
+    runs = [_run(1, 2, rep, rate) for rep, rate in enumerate((8.0, 6.0, 7.0, 6.5), 1)]
+    runs += [_run(2, 1, rep, rate) for rep, rate in enumerate((7.0, 6.5, 6.8, 7.1), 1)]
     text = recommend(group_runs(runs, {1: 1})[0])
-    assert "best: 1 rank x 2 threads" in text and "2.00x the worst" in text and "pure MPI 2x1 is 0.50x of it" in text
-    assert "noise" not in text
-    runs = [_run(1, 2, 1, 8.0), _run(1, 2, 2, 6.0), _run(2, 1, 1, 7.0), _run(2, 1, 2, 6.5)]
-    text = recommend(group_runs(runs, {1: 1})[0])
-    assert "best: 1 rank x 2 threads" in text and "pure MPI 2x1 is 0.96x of it" in text  # 6.75 / 7.0
-    assert "The repeats of 1x2 and 2x1 overlap (min-max), so the difference between them is within run-to-run " \
-           "noise" in text
+    assert text.startswith("No layout is separated from the rest at the top; recommended: 2 ranks x 1 thread")
+    assert "2x1 and 1x2 are indistinguishable here (CI " in text and "choose 2x1 for its fewer threads per rank" in text
+    assert "fastest" not in text and "Best" not in text  # no ranking inside the noise
+    lean = [replace(r, record={**r.record, "node_rss_mib": 20.0}) if r.ranks == 1 else r for r in runs]
+    text = recommend(group_runs(lean, {1: 1})[0])  # now 1x2, the lower median, is chosen for its memory ...
+    assert "recommended: 1 rank x 2 threads" in text and "1x2 and 2x1 are indistinguishable here" in text
+    assert "choose 1x2 for its lower memory per node" in text  # ... and its pair with the top median is stated
+    text = recommend(group_runs([_run(1, 1, 1, 10.0), _run(2, 1, 1, 6.0)], {1: 1})[0])
+    assert text.startswith("No layout has the 2 ok runs a comparison needs")
     assert "nothing to recommend" in recommend(group_runs([_run(1, 1, 1, None, "failed")], {1: 1})[0])
 
 
@@ -215,14 +223,14 @@ def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: P
     assert all(done and w > 300 and h > 200 for _, done, w, h in images), images
     text = page.evaluate("document.body.innerText")
     assert "Machine" in text and "MPI library" in text and "Open MPI" in text
-    assert "best: " in text and "x the worst layout" in text
+    assert "Recommendation." in text and "cannot be separated with 2 runs (CI " in text  # 2 repeats: no verdict
     assert "Why." in text and "against the runner-up: " in text and "against the worst: " in text
     assert [r[0] for r in _cells(page, "table.breakdown")] == ["1x1", "2x1", "1x2"]
     assert "error of the time" in text or "too few to fit" in text
     if not fits:
         assert "computation or communication exceeds the timed region" in text
     rows = page.evaluate("document.querySelectorAll('#runs ~ table tr').length")
-    assert rows == 1 + 6  # header + 3 layouts x 2 repeats
+    assert rows == 1 + 9  # header + 3 layouts x (warm-up + 2 repeats)
     shot = base64.b64decode(page.call("Page.captureScreenshot", format="png")["data"])
     width, height, spread = _image_stats(shot)
     assert width >= 1000 and spread > 0.05
@@ -276,7 +284,7 @@ def test_report_shows_the_communication_hierarchy_of_a_real_pingpong_run(page: P
     assert ("network", 2) in [(r[0], int(r[1])) for r in multi]  # 4 ranks on 2 nodes: 2 network pairs at once
     text = page.evaluate("document.body.innerText")
     assert "4 ranks on 2 virtual nodes (run 1)" in text
-    assert "x the worst layout" not in text  # the probe is not an app group with a layout recommendation
+    assert "the worst layout" not in text  # the probe is not an app group with a layout recommendation
 
 
 def test_study_skips_missing_apps_with_a_note_and_reports(page: Page, tmp_path: Path):
@@ -297,7 +305,8 @@ def test_study_skips_missing_apps_with_a_note_and_reports(page: Page, tmp_path: 
         study = store.study(1)
         sweeps = store.study_sweeps(1)
     rb3d = [r for r in runs if r.app == "rb3d"]
-    assert sorted((r.ranks, r.threads) for r in rb3d) == [(1, 1), (1, 2), (2, 1)]
+    assert sorted((r.ranks, r.threads, r.repeat) for r in rb3d) == [(1, 1, 0), (1, 1, 1), (1, 2, 0), (1, 2, 1),
+                                                                    (2, 1, 0), (2, 1, 1)]  # warm-up + 1 each
     assert all(r.status == "ok" for r in rb3d)
     # The probe: 2 ranks inside the node (this machine has 2 cores), then 4 ranks on 2 virtual nodes.
     probes = [r for r in runs if r.app == "pingpong"]

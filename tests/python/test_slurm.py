@@ -62,7 +62,7 @@ def test_outside_an_allocation_the_sweep_becomes_an_sbatch_script(tmp_path: Path
     out = proc.stdout
     assert out.startswith("#!/bin/bash") and "#SBATCH --ntasks=2" in out
     srun_lines = [line for line in out.splitlines() if line.split(" ", 1)[0].endswith("srun")]
-    assert len(srun_lines) == 8  # 4 layouts (no local PU limit applies to an allocation) x 2 repeats
+    assert len(srun_lines) == 12  # 4 layouts (no local PU limit applies to an allocation) x (warm-up + 2 repeats)
     assert all(shlex.split(line)[-3:] == [str(tmp_path / "bin" / "hympi-rb3d"), "-n", "16"] for line in srun_lines)
     assert not db.exists()
 
@@ -83,8 +83,8 @@ def test_outside_an_allocation_the_sweep_becomes_an_sbatch_script(tmp_path: Path
 def test_inside_an_allocation_the_sweep_runs_every_layout_with_srun(tmp_path: Path):
     env = {**_no_slurm(), **fake_bin_dir(tmp_path), **fake_srun(tmp_path)}
     db = tmp_path / "r.db"
-    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--launcher", "slurm", "--db", str(db),
-                 "--", "--fail-at", "1x2", env=env)
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--launcher", "slurm", "--no-warmup",
+                 "--db", str(db), "--", "--fail-at", "1x2", env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # 1x2 fails on purpose
     assert "skipping 2x2" in proc.stderr  # the allocation has 2 CPUs (SLURM_NTASKS x SLURM_CPUS_PER_TASK)
     srun_log = (tmp_path / "srun.log").read_text().splitlines()

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import json
 import os
+import random
 import signal
 import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from conftest import hympi
 from fakeapps import fake_bin_dir, launches, pid_alive
 from hympi.errors import UsageError
+from hympi.launch.mpirun import RunOutcome
 from hympi.store import Store
-from hympi.sweep import SweepParams, cross_layouts, parse_choice_list, parse_int_list, plan
+from hympi.sweep import SweepParams, cross_layouts, open_sweep, parse_choice_list, parse_int_list, plan, run_sweep
+from rich.console import Console
 
 
 def _statuses(db: Path) -> dict[tuple[int, int, int], str]:
@@ -37,15 +43,37 @@ def test_lists_parse_and_deduplicate():
         parse_choice_list("--bind", "core,socket", ("none", "core"))
 
 
-def test_plan_skips_oversubscription_and_interleaves_repeats():
-    params = SweepParams("rb3d", cross_layouts((1, 2, 4), (1, 2)), ("core", "none"), repeat=2)
+def test_plan_warms_up_then_shuffles_every_round_with_the_recorded_seed():
+    params = SweepParams("rb3d", cross_layouts((1, 2, 4), (1, 2)), ("core", "none"), repeat=3, seed=7)
     p = plan(params, cpu_limit=2)
     assert set(p.skipped) == {(2, 2), (4, 1), (4, 2)}
-    assert [i.key() for i in p.items[:6]] == [(1, 1, "core", 1), (1, 2, "core", 1), (2, 1, "core", 1),
-                                              (1, 1, "none", 1), (1, 2, "none", 1), (2, 1, "none", 1)]
-    assert len(p.items) == 12 and p.items[-1].key() == (2, 1, "none", 2)
-    everything = plan(SweepParams("rb3d", params.layouts, oversubscribe=True), cpu_limit=2)
+    layouts = {(r, t, b) for r, t in ((1, 1), (1, 2), (2, 1)) for b in ("core", "none")}
+    assert len(p.items) == 4 * 6
+    rounds = [p.items[i * 6:(i + 1) * 6] for i in range(4)]
+    for number, items in enumerate(rounds):  # round 0 is the warm-up, then rounds 1..3: every layout once each
+        assert {i.repeat for i in items} == {number}
+        assert {(i.ranks, i.threads, i.bind) for i in items} == layouts
+    orders = {tuple((i.ranks, i.threads, i.bind) for i in items) for items in rounds}
+    assert len(orders) > 1  # each round shuffled anew
+    assert plan(params, cpu_limit=2) == p  # the recorded seed gives the same order again (resume)
+    other = plan(replace(params, seed=8), cpu_limit=2)
+    assert other.items != p.items and sorted(i.key() for i in other.items) == sorted(i.key() for i in p.items)
+    cold = plan(replace(params, warmup=False), cpu_limit=2)
+    assert len(cold.items) == 18 and min(i.repeat for i in cold.items) == 1
+    everything = plan(SweepParams("rb3d", params.layouts, oversubscribe=True, warmup=False), cpu_limit=2)
     assert not everything.skipped and len(everything.items) == 6
+
+
+def test_params_round_trip_and_old_rows_get_the_behaviour_they_ran_with():
+    params = SweepParams("rb3d", ((1, 1), (2, 1)), repeat=3, min_time=0.5, seed=42, auto=True, max_repeat=7,
+                         confidence=0.9)
+    assert SweepParams.from_dict(params.as_dict()) == params
+    assert "seed" not in params.identity() and params.identity()["min_time"] == 0.5
+    old = {"app": "rb3d", "layouts": [[1, 1]], "binds": ["core"], "dist": "compact", "repeat": 2, "app_args": [],
+           "timeout": 60.0, "oversubscribe": False, "virtual_nodes": 1, "launcher": "mpirun"}
+    legacy = SweepParams.from_dict(old)
+    assert (legacy.min_time, legacy.warmup, legacy.auto, legacy.seed, legacy.max_repeat) == (0.0, False, False, 0, 2)
+    assert dict(params.spec(2, 1, "core").env)["HYMPI_MIN_TIME"] == "0.5"
 
 
 def test_failed_hung_and_unverified_runs_are_recorded_and_the_sweep_goes_on(tmp_path: Path):
@@ -53,8 +81,8 @@ def test_failed_hung_and_unverified_runs_are_recorded_and_the_sweep_goes_on(tmp_
     env = fake_bin_dir(tmp_path, with_launchers=False)
     db = tmp_path / "r.db"
     start = time.monotonic()
-    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--timeout", "6", "--db", str(db),
-                 "--", "--fail-at", "1x2", "--hang-at", "2x1", "--unverified-at", "1x1", env=env, timeout=120)
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--timeout", "6", "--no-warmup", "--db",
+                 str(db), "--", "--fail-at", "1x2", "--hang-at", "2x1", "--unverified-at", "1x1", env=env, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert time.monotonic() - start < 60
     assert _statuses(db) == {(1, 1, 1): "unverified", (1, 2, 1): "failed", (2, 1, 1): "timeout"}
@@ -101,28 +129,37 @@ def _sweep_process(args: list[str], env: dict[str, str]) -> subprocess.Popen:
                             env={**os.environ, **env}, start_new_session=True)
 
 
-@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGKILL-then-resume", "SIGTERM"])
 def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path: Path, how: str):
+    """SIGKILL leaves the row running: `hympi report` (SIGKILL) or the resume itself (SIGKILL-then-resume; a sweep
+    still marked running with a live owner would be refused) marks it interrupted. SIGTERM exits 143."""
     env = fake_bin_dir(tmp_path)
     db = tmp_path / "r.db"
     args = ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--repeat", "4", "--db", str(db), "--",
             "--sleep", "0.15"]
     proc = _sweep_process(args, env)
     _wait_for_runs(db, 4, proc)
-    if how == "SIGKILL":
+    if how.startswith("SIGKILL"):
         os.kill(proc.pid, signal.SIGKILL)  # no clean-up at all; the launch in flight must still die with it
         proc.wait(timeout=10)
         time.sleep(1.0)  # longer than one run: an orphaned launch would log itself by now
-    else:
+        with Store.open(db, create=False) as store:
+            assert store.sweeps()[0].status == "running"  # nobody was left to say otherwise ...
+    if how == "SIGKILL":
+        report = hympi("report", "--db", str(db), "--out", str(tmp_path / "rep"), env=env)
+        assert report.returncode == 0, report.stderr
+        assert "sweep 1 was left running by a process that no longer exists; marked interrupted" in report.stderr
+    elif how == "SIGTERM":
         proc.send_signal(signal.SIGTERM)  # hympi alone, as a batch system would
         _, err = proc.communicate(timeout=30)
-        assert proc.returncode == 130, err
+        assert proc.returncode == 143, err  # 128 + SIGTERM, as if the signal had killed it
         assert "--resume" in err
     with Store.open(db, create=False) as store:
         before = {r.key(): (r.id, r.started_at, r.wall_s) for r in store.runs()}
         sweep = store.sweeps()[0]
-        assert sweep.status == ("running" if how == "SIGKILL" else "interrupted")
-    assert 4 <= len(before) < 12
+        # ... until the report looked (SIGKILL) or the signal handler ran (SIGTERM)
+        assert sweep.status == ("running" if how == "SIGKILL-then-resume" else "interrupted")
+    assert 4 <= len(before) < 15
     launched_before = len(launches(env))
     assert launched_before in (len(before), len(before) + 1)  # at most the run in flight was lost
 
@@ -134,12 +171,12 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path: Path, how: 
         assert [s.id for s in store.sweeps()] == [sweep.id]  # no second sweep
         assert store.sweeps()[0].status == "finished"
     keys = [r.key() for r in runs]
-    assert len(keys) == len(set(keys)) == 12  # all 3 layouts x 4 repeats, none twice
-    assert set(keys) == {(r, t, "core", rep) for r, t in ((1, 1), (1, 2), (2, 1)) for rep in range(1, 5)}
+    assert len(keys) == len(set(keys)) == 15  # all 3 layouts x (1 warm-up + 4 repeats), none twice
+    assert set(keys) == {(r, t, "core", rep) for r, t in ((1, 1), (1, 2), (2, 1)) for rep in range(0, 5)}
     for run in runs:
         if run.key() in before:  # nothing finished was repeated or rewritten
             assert (run.id, run.started_at, run.wall_s) == before[run.key()]
-    assert len(launches(env)) - launched_before == 12 - len(before)
+    assert len(launches(env)) - launched_before == 15 - len(before)
 
     again = hympi(*args[:-3], "--resume", "--", "--sleep", "0.15", env=env, timeout=60)
     assert again.returncode == 0
@@ -159,7 +196,7 @@ def test_resume_by_id_uses_the_recorded_parameters(tmp_path: Path):
     resumed = hympi("sweep", "rb3d", "--db", str(db), "--resume", "1", env=env)
     assert resumed.returncode == 0, resumed.stderr
     with Store.open(db, create=False) as store:
-        assert len(store.runs()) == 6 and len(store.sweeps()) == 1
+        assert len(store.runs()) == 8 and len(store.sweeps()) == 1  # 2 layouts x (warm-up + 3)
     wrong = hympi("sweep", "stream", "--db", str(db), "--resume", "1", env=env)
     assert wrong.returncode == 2 and "sweep 1 is a sweep of rb3d" in wrong.stderr
     missing = hympi("sweep", "rb3d", "--db", str(db), "--resume", "9", env=env)
@@ -170,14 +207,47 @@ def test_dry_run_prints_the_exact_commands_and_records_nothing(tmp_path: Path):
     env = fake_bin_dir(tmp_path)
     db = tmp_path / "r.db"
     proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--bind", "core,none", "--db", str(db),
-                 "--dry-run", "--", "-n", "16", env=env)
+                 "--min-time", "0.25", "--seed", "5", "--dry-run", "--", "--size", "16", env=env)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 6  # 3 layouts that fit 2 PUs x 2 bindings
+    assert len(lines) == 12 and len(set(lines)) == 6  # (3 layouts that fit 2 PUs x 2 bindings) x (warm-up + 1)
+    assert lines[:6] != lines[6:]  # the warm-up round and the measured round run in their own random orders
     assert lines[0].split()[0] == env["HYMPI_MPIRUN"]
     assert ("--allow-run-as-root" in lines[0].split()) == (os.geteuid() == 0)
-    assert "-np 2" in lines[2] and "HYMPI_BIND=none" in lines[5] and lines[0].endswith("hympi-rb3d -n 16")
+    assert all("-x HYMPI_MIN_TIME=0.25" in line and line.endswith("hympi-rb3d --size 16") for line in lines)
+    assert sum("-np 2" in line for line in lines) == 4 and sum("HYMPI_BIND=none" in line for line in lines) == 6
+    again = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--bind", "core,none", "--db", str(db),
+                  "--min-time", "0.25", "--seed", "5", "--dry-run", "--", "--size", "16", env=env)
+    assert again.stdout == proc.stdout  # the seed fixes the order
     assert not db.exists() and not launches(env)
+
+
+def test_resume_by_id_refuses_other_app_arguments_naming_both(tmp_path: Path):
+    env = fake_bin_dir(tmp_path)
+    db = tmp_path / "r.db"
+    first = hympi("sweep", "rb3d", "--ranks", "1,2", "--db", str(db), "--", "--sleep", "0", env=env)
+    assert first.returncode == 0, first.stderr
+    before, launched = _digest(db), len(launches(env))
+    proc = hympi("sweep", "rb3d", "--db", str(db), "--resume", "1", "--", "--sleep", "0.5", env=env)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.strip().splitlines()
+    assert "'--sleep 0'" in line and "'--sleep 0.5'" in line
+    assert _digest(db) == before and len(launches(env)) == launched
+
+
+def test_a_live_sweep_is_not_resumed_twice(tmp_path: Path):
+    env = fake_bin_dir(tmp_path)
+    db = tmp_path / "r.db"
+    args = ["sweep", "rb3d", "--ranks", "1,2", "--repeat", "4", "--db", str(db), "--", "--sleep", "0.3"]
+    proc = _sweep_process(args, env)
+    try:
+        _wait_for_runs(db, 1, proc)
+        second = hympi("sweep", "rb3d", "--db", str(db), "--resume", "1", env=env)
+        assert second.returncode == 2 and f"pid {proc.pid}" in second.stderr, second.stderr
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    assert proc.returncode == 143
 
 
 def _digest(path: Path) -> str:
@@ -195,7 +265,21 @@ def _digest(path: Path) -> str:
         (["sweep", "rb3d", "--bind", ""], "--bind"),
         (["sweep", "rb3d", "--dist", "spread"], "spread"),
         (["sweep", "rb3d", "--repeat", "0"], "0"),
+        (["sweep", "rb3d", "--repeat", "some"], "'some'"),
+        (["sweep", "rb3d", "--repeat", "auto", "--max-repeat", "2"], "2"),
+        (["sweep", "rb3d", "--max-repeat", "5"], "--max-repeat 5"),
+        (["sweep", "rb3d", "--repeat", "auto", "--confidence", "1.5"], "1.5"),
         (["sweep", "rb3d", "--timeout", "-5"], "-5"),
+        (["sweep", "rb3d", "--timeout", "-1"], "-1"),
+        (["sweep", "rb3d", "--timeout", "0"], "got 0"),
+        (["sweep", "rb3d", "--timeout", "nan"], "nan"),
+        (["sweep", "rb3d", "--timeout", "inf"], "inf"),
+        (["sweep", "rb3d", "--min-time", "-1"], "-1"),
+        (["sweep", "rb3d", "--min-time", "nan"], "nan"),
+        (["sweep", "rb3d", "--seed", "-1"], "-1"),
+        (["sweep", "rb3d", "--seed", "x"], "'x'"),
+        (["sweep", "rb3d", "--virtual-nodes", "5", "--ranks", "2"], "--virtual-nodes 5"),
+        (["sweep", "rb3d", "--virtual-nodes", "2", "--ranks", "1,2"], "layout 1x1"),
         (["sweep", "rb3d", "--launcher", "pbs"], "pbs"),
         (["sweep", "nosuchapp"], "nosuchapp"),
         (["sweep", "rb3d", "--ranks", "8", "--threads", "8"], "--oversubscribe"),
@@ -205,6 +289,9 @@ def _digest(path: Path) -> str:
         (["export", "--format", "xml"], "xml"),
         (["study", "--apps", "rb3d,doom"], "doom"),
         (["study", "--repeat", "0"], "0"),
+        (["study", "--timeout", "nan"], "nan"),
+        (["study", "--min-time", "inf"], "inf"),
+        (["study", "--seed", "-1"], "-1"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_the_database_untouched(tmp_path: Path, args, needle):
@@ -246,3 +333,80 @@ def test_a_database_that_is_not_ours_is_refused_untouched(tmp_path: Path, kind: 
         assert ("newer than this hympi" if kind == "newer" else "not a hympi results database") in proc.stderr
         assert _digest(db) == before
     assert not launches(env)
+
+
+def test_a_version_2_database_migrates_and_its_running_sweep_without_owner_counts_as_stale(tmp_path: Path):
+    from hympi.store.schema import APPLICATION_ID, MIGRATIONS
+
+    db = tmp_path / "old.db"
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL, "
+                 "applied_at TEXT NOT NULL)")
+    for migration in MIGRATIONS[:2]:  # the schema hympi had before sweeps recorded their owner
+        conn.executescript(migration.sql)
+        conn.execute("INSERT INTO schema_version VALUES (?, ?, 'then')", (migration.version, migration.description))
+    conn.execute("INSERT INTO machines VALUES (1, 'h', 't', 'm', 'c', '{}', 'then')")
+    old = {"app": "rb3d", "layouts": [[1, 1]], "binds": ["core"], "dist": "compact", "repeat": 2, "app_args": [],
+           "timeout": 60.0, "oversubscribe": False, "virtual_nodes": 1, "launcher": "mpirun"}
+    conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, created_at) "
+                 "VALUES (1, 'rb3d', 'k', ?, 2, 'running', 'then')", (json.dumps(old),))
+    conn.close()
+    with Store.open(db) as store:
+        assert store.schema_version() == 3
+        (sweep,) = store.sweeps()
+        assert sweep.owner_pid is None and SweepParams.from_dict(sweep.params).warmup is False
+        assert store.mark_stale_interrupted() == [sweep.id]
+        assert store.sweep(sweep.id).status == "interrupted"
+        mine = store.create_sweep(1, "rb3d", old, 1)  # owned by this (live) process: not stale
+        assert store.mark_stale_interrupted() == [] and store.sweep(mine.id).status == "running"
+
+
+class _NoisyRunner:
+    """An in-process launcher: the rate of each launch from its layout and how often that layout ran before;
+    raises KeyboardInterrupt at launch number `stop_at` (that launch is not counted, as a killed run)."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.counts: dict[str, int] = {}
+        self.launched = 0
+        self.stop_at = stop_at
+
+    def __call__(self, cmd: list[str], timeout: float) -> RunOutcome:
+        self.launched += 1
+        if self.launched == self.stop_at:
+            raise KeyboardInterrupt
+        ranks = int(cmd[cmd.index("-np") + 1])
+        threads = int(next(a.split("=")[1] for a in cmd if a.startswith("OMP_NUM_THREADS=")))
+        layout = f"{ranks}x{threads}"
+        seen = self.counts.get(layout, 0)
+        self.counts[layout] = seen + 1
+        rate = {"1x1": 1.0, "2x1": 1.15, "1x2": 1.1}[layout] * (1 + random.Random(f"{layout}:{seen}").uniform(-.3, .3))
+        record = {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p", "node_rss_mib": 10.0 * ranks}
+        return RunOutcome("ok", 0, 0.0, cmd, "", "", record)
+
+
+def _auto_sweep(db: Path, runner: _NoisyRunner, resume: bool) -> tuple[list[tuple], str | None]:
+    params = SweepParams("rb3d", cross_layouts((1, 2), (1, 2)), repeat=3, auto=True, max_repeat=12, seed=9,
+                         min_time=0.0)
+    the_plan = plan(params, cpu_limit=2)
+    quiet = Console(file=io.StringIO())
+    with Store.open(db) as store:
+        machine = store.ensure_machine("h", "t", "m", "c", {})
+        sweep, _ = open_sweep(store, machine, params, len(the_plan.items), resume)
+        run_sweep(store, sweep, params, the_plan.items, quiet, runner)
+        runs = [(r.key(), r.value("rate")) for r in store.runs()]
+        return sorted(runs), store.sweep(sweep.id).note
+
+
+def test_an_interrupted_auto_sweep_resumes_to_the_same_rounds_and_decision(tmp_path: Path, monkeypatch):
+    for key, value in fake_bin_dir(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    whole, note = _auto_sweep(tmp_path / "a.db", _NoisyRunner(), resume=False)
+    assert note is not None and note.startswith("--repeat auto:")
+    assert max(key[3] for key, _ in whole) > 4  # it needed extra rounds, so the interruption falls inside them
+    runner = _NoisyRunner(stop_at=len(whole) - 3)
+    with pytest.raises(KeyboardInterrupt):
+        _auto_sweep(tmp_path / "b.db", runner, resume=False)
+    runner.stop_at = None
+    resumed, resumed_note = _auto_sweep(tmp_path / "b.db", runner, resume=True)
+    assert resumed == whole and resumed_note == note  # same rounds, same layouts per round, same verdict

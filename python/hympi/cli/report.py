@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from hympi.cli.common import add_db_option
 from hympi.report import ensure_out_dir, write_report
@@ -25,6 +26,9 @@ def main(args: argparse.Namespace) -> int:
     """Writes the report and prints where it is."""
     # The database and the ids are checked first, so bad input leaves no empty output directory behind.
     with Store.open(args.db, create=False) as store:
+        for stale in store.mark_stale_interrupted():  # its hympi died (SIGKILL): say so instead of 'running'
+            print(f"hympi: sweep {stale} was left running by a process that no longer exists; marked interrupted "
+                  f"(continue it with hympi sweep ... --resume {stale})", file=sys.stderr)
         sweep_ids = args.sweep
         notes: tuple[str, ...] = ()
         if sweep_ids:

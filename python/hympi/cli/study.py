@@ -3,15 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 from rich.console import Console
 
 from hympi.cli.common import add_db_option
+from hympi.cli.sweep import add_measurement_options, measurement, parse_seconds
 from hympi.errors import UsageError
 from hympi.report import ensure_out_dir
-from hympi.study import StudyOptions, check_apps, default_apps, run_study
-from hympi.sweep import parse_choice_list
+from hympi.study import (
+    FULL_MAX_REPEAT,
+    FULL_MIN_TIME_S,
+    QUICK_MAX_REPEAT,
+    QUICK_MIN_TIME_S,
+    StudyOptions,
+    check_apps,
+    default_apps,
+    run_study,
+)
+from hympi.sweep import AUTO_MIN_REPEAT, SweepInterrupted, default_min_time, parse_choice_list
 from hympi.topology import machine_summary
 
 
@@ -25,8 +37,12 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
     p.add_argument("--out", default="hympi-report", help="report directory (default ./hympi-report)")
     add_db_option(p)
     p.add_argument("--apps", default=",".join(default_apps()), help="comma-separated subset of the apps to sweep (and pingpong, the hierarchy probe)")
-    p.add_argument("--repeat", type=int, default=None, help="runs per layout (default 3 quick, 5 full)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per run (default 120 quick, 1800 full)")
+    add_measurement_options(p, f"measured runs per layout, or auto (the default): {AUTO_MIN_REPEAT} rounds, then more "
+                               "rounds of the layouts still in the noise of the best, up to --max-repeat "
+                               f"(default {QUICK_MAX_REPEAT} quick, {FULL_MAX_REPEAT} full)",
+                            f"minimum seconds of each run's timed region (default $HYMPI_MIN_TIME, else "
+                            f"{QUICK_MIN_TIME_S:g} quick, {FULL_MIN_TIME_S:g} full; 0 = off)")
+    p.add_argument("--timeout", default=None, help="seconds per run (default 120 quick, 1800 full)")
     p.add_argument("--resume", action="store_true", help="continue interrupted sweeps of an earlier study")
     p.set_defaults(handler=main)
 
@@ -35,16 +51,24 @@ def main(args: argparse.Namespace) -> int:
     """Checks the options, runs the study and prints where the report is."""
     apps = parse_choice_list("--apps", args.apps, default_apps())
     check_apps(apps)
-    repeat = args.repeat if args.repeat is not None else (3 if args.quick else 5)
-    timeout = args.timeout if args.timeout is not None else (120.0 if args.quick else 1800.0)
-    if repeat < 1:
-        raise UsageError(f"--repeat must be >= 1, got {repeat}")
-    if not timeout > 0:
-        raise UsageError(f"--timeout must be > 0, got {timeout}")
+    timeout = parse_seconds("--timeout", args.timeout, False) if args.timeout is not None else \
+        (120.0 if args.quick else 1800.0)
+    if args.repeat is None:
+        args.repeat = "auto"
+    if args.max_repeat is None and args.repeat == "auto":
+        args.max_repeat = QUICK_MAX_REPEAT if args.quick else FULL_MAX_REPEAT
+    env_min_time = default_min_time() if "HYMPI_MIN_TIME" in os.environ else None
+    min_default = env_min_time if env_min_time is not None else (QUICK_MIN_TIME_S if args.quick else FULL_MIN_TIME_S)
+    repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, AUTO_MIN_REPEAT, min_default)
     if args.app_args:
         raise UsageError(f"hympi study takes no app arguments, got '{' '.join(args.app_args)}'")
     out = ensure_out_dir(args.out)
-    options = StudyOptions(args.quick, out, Path(args.db), apps, repeat, timeout, args.resume)
-    index = run_study(options, machine_summary(), Console())
+    options = StudyOptions(args.quick, out, Path(args.db), apps, repeat, timeout, args.resume, min_time, auto,
+                           max_repeat, confidence, seed, not args.no_warmup)
+    try:
+        index = run_study(options, machine_summary(), Console())
+    except SweepInterrupted as exc:
+        print(f"hympi: study stopped by signal {exc.signum}; continue with hympi study --resume", file=sys.stderr)
+        return exc.exit_code
     print(f"report: {index.resolve()}")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -16,8 +17,12 @@ from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, format_command
 from hympi.report.analysis import group_runs, recommend
 from hympi.store import Store
 from hympi.sweep import (
+    AUTO_MIN_REPEAT,
+    DEFAULT_MAX_REPEAT,
     DEFAULT_TIMEOUT_S,
     LAUNCHERS,
+    PROBES,
+    SweepInterrupted,
     SweepParams,
     batch_request,
     command_for,
@@ -27,9 +32,11 @@ from hympi.sweep import (
     parse_choice_list,
     parse_int_list,
     plan,
+    random_seed,
     record_machine,
     run_sweep,
     validate_layouts,
+    default_min_time,
 )
 from hympi.topology import machine_summary
 
@@ -45,6 +52,83 @@ def _resume_value(text: str) -> int:
     return value
 
 
+def parse_repeat(text: str) -> tuple[int, bool]:
+    """--repeat N or auto -> (measured rounds, auto); UsageError naming the value otherwise."""
+    if text.strip() == "auto":
+        return AUTO_MIN_REPEAT, True
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--repeat: '{text}' is neither a number of runs nor 'auto'") from None
+    if value < 1:
+        raise UsageError(f"--repeat must be >= 1 (or auto), got {value}")
+    return value, False
+
+
+def parse_seconds(option: str, text: str, allow_zero: bool) -> float:
+    """A finite number of seconds (> 0, or >= 0 with allow_zero); UsageError naming the value otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{option}: '{text}' is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise UsageError(f"{option} must be a finite number of seconds {bound}, got {text}")
+    return value
+
+
+def parse_seed(text: str) -> int:
+    """--seed N: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"--seed: '{text}' is not an integer") from None
+    if value < 0:
+        raise UsageError(f"--seed must be >= 0, got {value}")
+    return value
+
+
+def parse_confidence(text: str) -> float:
+    """--confidence C: a level in [0.5, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"--confidence: '{text}' is not a number") from None
+    if not (math.isfinite(value) and 0.5 <= value < 1.0):
+        raise UsageError(f"--confidence must be in [0.5, 1) (e.g. 0.95), got {text}")
+    return value
+
+
+def add_measurement_options(p: argparse.ArgumentParser, repeat_help: str, min_time_help: str) -> None:
+    """--repeat N|auto, --max-repeat, --confidence, --min-time, --seed, --no-warmup (sweep and study)."""
+    p.add_argument("--repeat", default=None, help=repeat_help)
+    p.add_argument("--max-repeat", type=int, default=None, metavar="N",
+                   help=f"--repeat auto: at most N measured rounds (default {DEFAULT_MAX_REPEAT})")
+    p.add_argument("--confidence", default="0.95",
+                   help="--repeat auto and the verdicts: confidence level of the intervals (default 0.95)")
+    p.add_argument("--min-time", default=None, metavar="S", help=min_time_help)
+    p.add_argument("--seed", default=None, metavar="N",
+                   help="seed of the randomised run order (default: drawn at random; recorded with the sweep)")
+    p.add_argument("--no-warmup", action="store_true",
+                   help=f"skip the uncounted warm-up run per layout (never done for {', '.join(PROBES)})")
+
+
+def measurement(args: argparse.Namespace, default_repeat: int, default_min_time_s: float,
+                ) -> tuple[int, bool, int, float, float, int]:
+    """(repeat, auto, max_repeat, confidence, min_time, seed) from the options; UsageError on bad input."""
+    repeat, auto = parse_repeat(args.repeat) if args.repeat is not None else (default_repeat, False)
+    if args.max_repeat is not None and not auto:
+        raise UsageError(f"--max-repeat {args.max_repeat} applies only with --repeat auto")
+    max_repeat = args.max_repeat if args.max_repeat is not None else max(DEFAULT_MAX_REPEAT, repeat)
+    if auto and max_repeat < AUTO_MIN_REPEAT:
+        raise UsageError(f"--max-repeat must be >= {AUTO_MIN_REPEAT} (the rounds --repeat auto always runs), "
+                         f"got {max_repeat}")
+    confidence = parse_confidence(args.confidence)
+    min_time = parse_seconds("--min-time", args.min_time, True) if args.min_time is not None else default_min_time_s
+    seed = parse_seed(args.seed) if args.seed is not None else random_seed()
+    return repeat, auto, max_repeat, confidence, min_time, seed
+
+
 def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
     """Registers `hympi sweep`."""
     p = sub.add_parser(name, help="sweep layouts of one app into the results database",
@@ -55,8 +139,11 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
     p.add_argument("--threads", "-t", default="1", help="comma-separated OpenMP threads per rank (default 1)")
     p.add_argument("--bind", default="core", help=f"comma-separated bindings from {', '.join(BIND_POLICIES)}")
     p.add_argument("--dist", default="compact", help=f"distribution: {', '.join(DISTRIBUTIONS)}")
-    p.add_argument("--repeat", type=int, default=1, help="runs per layout (default 1)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+    add_measurement_options(p, "measured runs per layout, or auto: 3, then more rounds of the layouts still in the "
+                               "noise of the best until it is separated or --max-repeat is spent (default 1)",
+                            "minimum seconds of each run's timed region; apps scale their iterations to reach it "
+                            "(default $HYMPI_MIN_TIME or 1; 0 = off)")
+    p.add_argument("--timeout", default=str(DEFAULT_TIMEOUT_S),
                    help=f"seconds before a run is killed and recorded as timeout (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--oversubscribe", action="store_true", help="also run layouts with ranks x threads > PUs")
     p.add_argument("--virtual-nodes", type=int, default=1, help="split this machine into N pretend nodes")
@@ -75,8 +162,12 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
     ranks = parse_int_list("--ranks", args.ranks)
     threads = parse_int_list("--threads", args.threads)
     binds = parse_choice_list("--bind", args.bind, BIND_POLICIES)
-    params = SweepParams(args.app, cross_layouts(ranks, threads), binds, args.dist, args.repeat, tuple(args.app_args),
-                         args.timeout, args.oversubscribe, args.virtual_nodes, args.launcher)
+    timeout = parse_seconds("--timeout", args.timeout, False)
+    probe = args.app in PROBES
+    repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, 1, 0.0 if probe else default_min_time())
+    params = SweepParams(args.app, cross_layouts(ranks, threads), binds, args.dist, repeat, tuple(args.app_args),
+                         timeout, args.oversubscribe, args.virtual_nodes, args.launcher, min_time, seed,
+                         not (args.no_warmup or probe), auto, max_repeat, confidence)
     params.check()
     return params
 
@@ -91,7 +182,11 @@ def main(args: argparse.Namespace) -> int:
             recorded = existing.sweep(resume)
         if recorded.app != params.app:
             raise UsageError(f"sweep {resume} is a sweep of {recorded.app}, not {params.app}")
-        params = SweepParams.from_dict(recorded.params)
+        kept = SweepParams.from_dict(recorded.params)
+        if args.app_args and tuple(args.app_args) != kept.app_args:
+            raise UsageError(f"--resume {resume}: sweep {resume} ran with app arguments '{' '.join(kept.app_args)}', "
+                             f"not '{' '.join(args.app_args)}'; start a new sweep to change them")
+        params = kept
     summary = machine_summary()
     the_plan = plan(params, cpu_limit(params, summary))
     if not the_plan.items:
@@ -127,20 +222,33 @@ def main(args: argparse.Namespace) -> int:
     try:
         machine = record_machine(store, summary, params.launcher)
         sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), resume)
+        if resumed:  # the recorded parameters (seed included) decide the order of what is left
+            params = SweepParams.from_dict(sweep.params)
+            the_plan = plan(params, cpu_limit(params, summary))
         done = len(store.done_keys(sweep.id))
         verb = "resuming" if resumed else "starting"
-        console.print(f"{verb} sweep {sweep.id}: {params.app}, {len(the_plan.items)} runs "
-                      f"({done} already recorded) -> {args.db}", highlight=False)
+        warm = len(the_plan.layouts) if params.warmup else 0
+        rounds = f"{params.repeat}..{params.max_repeat} rounds (--repeat auto)" if params.auto else \
+            f"{params.repeat} round(s)"
+        console.print(f"{verb} sweep {sweep.id}: {params.app}, {len(the_plan.items)} runs ({warm} warm-up, "
+                      f"{rounds}, order seed {params.seed}, min time {params.min_time:g} s; {done} already recorded) "
+                      f"-> {args.db}", highlight=False)
         result = run_sweep(store, sweep, params, the_plan.items, console)
         runs = store.runs([sweep.id])
         counts = ", ".join(f"{n} {status}" for status, n in sorted(result.statuses.items())) or "nothing to run"
         console.print(f"sweep {sweep.id} finished: {counts}", highlight=False)
+        if result.auto is not None:
+            console.print(result.auto.text, highlight=False)
         for group in group_runs(runs, {sweep.id: machine.id}):
-            console.print(f"{group.app} {group.problem}: {recommend(group)}", highlight=False)
+            console.print(f"{group.app} {group.problem}: {recommend(group, params.confidence)}", highlight=False)
         console.print(f"results: {args.db} (hympi report --db {args.db}; hympi export --db {args.db})",
                       highlight=False)
         failed = sum(1 for r in runs if r.status != "ok")
         return 1 if failed else 0
+    except SweepInterrupted as exc:  # SIGTERM: the batch system's stop; exit as a process killed by it would
+        print(f"hympi: sweep stopped by signal {exc.signum}; finished runs are in {args.db}; continue with --resume",
+              file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print(f"hympi: sweep interrupted; finished runs are in {args.db}; continue with --resume", file=sys.stderr)
         raise

@@ -1,4 +1,8 @@
-"""Statistics per layout and the plain-language recommendation, computed from the stored runs."""
+"""Statistics per layout and the plain-language recommendation, computed from the stored runs.
+
+Warm-up runs (repeat number 0) are kept in AppGroup.runs for the record but enter no statistic; every 'A vs B'
+sentence comes from hympi.report.compare (ratio of medians with a bootstrap confidence interval).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,28 @@ import hashlib
 import statistics
 from dataclasses import dataclass
 
+from hympi.report.compare import (
+    DEFAULT_CONFIDENCE,
+    MIN_SAMPLES,
+    Comparison,
+    Refusal,
+    Sample,
+    compare,
+    contenders,
+    is_finite_positive,
+    tie_break,
+)
 from hympi.store import Run
+
+WARMUP_REPEAT = 0
 
 
 @dataclass(frozen=True)
 class LayoutStats:
-    """Every run of one (ranks, threads, bind) layout of one app configuration, summarised."""
+    """Every measured run of one (ranks, threads, bind) layout of one app configuration, summarised.
+
+    `runs`, `ok` and every statistic leave the warm-up runs out; `warmups` counts them and `rates` holds the ok rates.
+    """
 
     ranks: int
     threads: int
@@ -29,6 +49,8 @@ class LayoutStats:
     rss_per_process_mib: float | None
     rss_per_core_mib: float | None
     rss_per_node_mib: float | None
+    rates: tuple[float, ...] = ()
+    warmups: int = 0
 
     @property
     def cores(self) -> int:
@@ -78,8 +100,10 @@ def _values(runs: list[Run], name: str) -> list[float]:
 
 
 def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run]) -> LayoutStats:
-    """Min/median/max rate and medians of time, comm, comp and memory over the ok runs of one layout."""
-    rates = _values(runs, "rate")
+    """Min/median/max rate and medians of time, comm, comp and memory over the ok measured runs of one layout."""
+    warmups = sum(1 for r in runs if r.repeat == WARMUP_REPEAT)
+    runs = [r for r in runs if r.repeat != WARMUP_REPEAT]
+    rates = [v for v in _values(runs, "rate") if is_finite_positive(v)]
     statuses: dict[str, int] = {}
     for run in runs:
         statuses[run.status] = statuses.get(run.status, 0) + 1
@@ -94,7 +118,7 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run]) -> Layout
                        _median(_values(runs, "time_s")), _median(_values(runs, "comm_s")),
                        _median(_values(runs, "comp_s")), _median(_values(runs, "imbalance")),
                        _median(_values(runs, "max_rss_mib")), _median(per_core),
-                       _median(_values(runs, "node_rss_mib")))
+                       _median(_values(runs, "node_rss_mib")), tuple(rates), warmups)
 
 
 def group_runs(runs: list[Run], machine_of_sweep: dict[int, int]) -> list[AppGroup]:
@@ -116,58 +140,185 @@ def group_runs(runs: list[Run], machine_of_sweep: dict[int, int]) -> list[AppGro
     return out
 
 
-def _ratio(a: float, b: float) -> str:
-    """a/b as '1.31x'."""
-    return f"{a / b:.2f}x" if b > 0 else "inf x"
+def _sample(s: LayoutStats, label: str) -> Sample:
+    """The comparison input of one layout: its ok rates and what the tie-break needs."""
+    return Sample(label, s.rates, s.threads, s.cores, s.rss_per_node_mib)
 
 
-def _other_kind(ref: LayoutStats, ranked: list[LayoutStats], name: str) -> str:
-    """'; hybrid 1x2 is 0.92x of it': the best layout of the other kind (threads or not) on as many cores as `ref`."""
-    same_cores = [s for s in ranked if s.cores == ref.cores and s is not ref]
-    if ref.threads == 1:
-        other, kind = [s for s in same_cores if s.threads > 1], "hybrid"
-    else:
-        other, kind = [s for s in same_cores if s.threads == 1], "pure MPI"
-    if not other or other[0].rate_median is None or ref.rate_median is None:
-        return ""
-    return f"; {kind} {other[0].label} is {_ratio(other[0].rate_median, ref.rate_median)} of {name}"
+@dataclass(frozen=True)
+class Statement:
+    """One 'A vs B' sentence of a recommendation: why the pair is stated (topics) and the verdict."""
+
+    topics: tuple[str, ...]
+    result: Comparison | Refusal
+
+    @property
+    def topic(self) -> str:
+        """The first reason this pair is stated."""
+        return self.topics[0]
 
 
-def recommend(group: AppGroup) -> str:
-    """A plain-language recommendation from the median rate per layout, with ratios between layouts."""
-    ranked = sorted((s for s in group.layouts if s.rate_median is not None),
-                    key=lambda s: s.rate_median or 0.0, reverse=True)
+@dataclass(frozen=True)
+class Verdict:
+    """The structured recommendation of one app group: the layout to use and every comparison that backs it.
+
+    `recommended` is None when no layout has the MIN_SAMPLES ok runs a comparison needs. `contenders` are the
+    layouts not separated from the fastest median (one: the best is separated from the runner-up).
+    """
+
+    recommended: LayoutStats | None
+    contenders: tuple[LayoutStats, ...]
+    statements: tuple[Statement, ...]
+    confidence: float
+
+
+def labels(group: AppGroup) -> dict[LayoutStats, str]:
+    """'2x1' per layout, or '2x1 core' when the group has several bindings."""
+    binds = {s.bind for s in group.layouts}
+    return {s: s.label if len(binds) == 1 else f"{s.label} {s.bind}" for s in group.layouts}
+
+
+def pair(group: AppGroup, a: LayoutStats, b: LayoutStats, confidence: float = DEFAULT_CONFIDENCE,
+         ) -> Comparison | Refusal:
+    """The verdict on layouts a vs b of a group (ratio of medians, bootstrap CI; see hympi.report.compare)."""
+    names = labels(group)
+    return compare(_sample(a, names[a]), _sample(b, names[b]), confidence)
+
+
+def all_pairs(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> tuple[Comparison | Refusal, ...]:
+    """The verdict on every pair of layouts of a group, in layout order."""
+    layouts = group.layouts
+    return tuple(pair(group, a, b, confidence) for i, a in enumerate(layouts) for b in layouts[i + 1:])
+
+
+def _counterpart(ref: LayoutStats, layouts: list[LayoutStats]) -> tuple[LayoutStats, str] | None:
+    """The best-median layout of the other kind (hybrid vs pure MPI) on as many cores as `ref`, and the kind."""
+    same = [s for s in layouts if s.cores == ref.cores and s is not ref and s.rate_median is not None]
+    kind = "hybrid" if ref.threads == 1 else "pure MPI"
+    other = [s for s in same if (s.threads > 1) == (ref.threads == 1)]
+    if not other:
+        return None
+    return max(other, key=lambda s: s.rate_median or 0.0), kind
+
+
+def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
+    """Which layout to use and the comparisons behind it; never ranks two layouts whose CI contains 1."""
+    names = labels(group)
+    usable = [s for s in group.layouts if len(s.rates) >= MIN_SAMPLES]
+    if not usable:
+        return Verdict(None, (), (), confidence)
+    samples = {names[s]: s for s in usable}
+    top = [samples[c.label] for c in contenders([_sample(s, names[s]) for s in usable], confidence)]
+    chosen = top[0]
+    for other in top[1:]:  # among layouts the data cannot order, the tie-break (memory, threads, cores) decides
+        winner = tie_break(_sample(chosen, names[chosen]), _sample(other, names[other]))[0]
+        chosen = chosen if winner.label == names[chosen] else other
+    statements: list[Statement] = []
+    said: dict[frozenset[LayoutStats], int] = {}
+
+    def state(topic: str, other: LayoutStats, ref: LayoutStats = chosen) -> None:
+        key = frozenset((ref, other))
+        if other is ref:
+            return
+        if key in said:  # the same pair for a second reason: one sentence that names both
+            old = statements[said[key]]
+            statements[said[key]] = Statement((*old.topics, topic), old.result)
+            return
+        said[key] = len(statements)
+        statements.append(Statement((topic,), pair(group, ref, other, confidence)))
+
+    ranked = sorted(usable, key=lambda s: s.rate_median or 0.0, reverse=True)
+    if len(top) == 1 and len(ranked) > 1:
+        state("runner-up", ranked[1])
+    for other in top:  # every other contender, including the top median when the tie-break chose another
+        state("indistinguishable", other)
+    if ranked[-1] not in top:  # a contender is inside the noise of the best: not "the worst"
+        state("worst", ranked[-1])
+    found = _counterpart(chosen, usable)
+    if found is not None:
+        state(found[1], found[0])
+    most = max(s.cores for s in usable)
+    if chosen.cores < most:
+        on_all = max((s for s in usable if s.cores == most), key=lambda s: s.rate_median or 0.0)
+        state("all cores", on_all)
+        found = _counterpart(on_all, usable)
+        if found is not None:
+            state(f"{found[1]} on all cores", found[0], on_all)
+    for s in group.layouts:
+        if 0 < s.ok and len(s.rates) < MIN_SAMPLES:
+            state("too few runs", s)
+    return Verdict(chosen, tuple(top), tuple(statements), confidence)
+
+
+def _sentence(statement: Statement, names: dict[str, LayoutStats], most: int, skip_first: bool = False) -> str:
+    """One statement as text: why the pair is compared, then the verdict (skip_first: the verdict is said already)."""
+    result = statement.result
+    text = "" if skip_first else result.sentence()
+    notes = []
+    for topic in statement.topics:
+        if topic == "worst":
+            notes.append("the worst layout")
+        elif topic in ("hybrid", "pure MPI"):
+            notes.append(f"the best {topic} layout on as many cores")
+        elif topic == "all cores":
+            note = f"the best median on all {most} cores"
+            if isinstance(result, Comparison) and result.separated and names[result.better].cores < most:
+                note += ": more cores do not pay off for this problem on this machine"
+            notes.append(note)
+        elif topic.endswith("on all cores"):
+            notes.append(f"on all {most} cores, the {topic.split(' on ')[0]} layout")
+    if not notes:
+        return text
+    if len(statement.topics) == 1 and statement.topic.endswith("on all cores"):
+        return f"on all {most} cores, against the best {statement.topic.split(' on ')[0]} layout: {text}"
+    other = [name for name in (getattr(result, "worse", None), getattr(result, "better", None),
+                               getattr(result, "second", None)) if name]
+    about = f"against {'; '.join(notes)}"
+    if skip_first:
+        return f"{other[0] if other else 'it'} is also {'; '.join(notes)}"
+    return f"{about}: {text}"
+
+
+def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
+    """A plain-language recommendation: the layout to use and every 'A vs B' verdict with its confidence interval."""
     failed = [s for s in group.layouts if s.ok < s.runs]
     failures = ""
     if failed:
         parts = [f"{s.label}: {', '.join(f'{n} {st}' for st, n in s.statuses if st != 'ok')}" for s in failed]
         failures = f" Not ok: {'; '.join(parts)}."
-    if not ranked:
+    with_rates = [s for s in group.layouts if s.rate_median is not None]
+    if not with_rates:
         return f"No layout of {group.app} produced a verified result, so there is nothing to recommend.{failures}"
-    best = ranked[0]
-    assert best.rate_median is not None
     unit = f" {group.rate_unit}" if group.rate_unit else ""
-    if len(ranked) == 1:
-        return (f"only {best.describe()} ran successfully ({best.rate_median:.4g}{unit}); nothing to compare it "
-                f"with.{failures}")
-    worst = ranked[-1]
-    assert worst.rate_median is not None
-    text = (f"best: {best.describe()} ({best.rate_median:.4g}{unit} median of {best.ok}): "
-            f"{_ratio(best.rate_median, worst.rate_median)} the worst layout ({worst.label}, bind {worst.bind})")
-    text += _other_kind(best, ranked, "it")
-    most = max(s.cores for s in ranked)
-    if best.cores < most:
-        top = next(s for s in ranked if s.cores == most)
-        assert top.rate_median is not None
-        text += (f"; the best layout on all {most} cores, {top.label}, is only "
-                 f"{_ratio(top.rate_median, best.rate_median)} of it: more cores do not pay off for this problem on "
-                 "this machine")
-        text += _other_kind(top, ranked, top.label)
-    runner_up = ranked[1]
-    if runner_up.rate_max is not None and best.rate_min is not None and runner_up.rate_max >= best.rate_min:
-        text += (f". The repeats of {best.label} and {runner_up.label} overlap (min-max), so the difference "
-                 "between them is within run-to-run noise")
-    return text + "." + failures
+    result = verdict(group, confidence)
+    chosen = result.recommended
+    if chosen is None:
+        if len(with_rates) == 1:
+            only = with_rates[0]
+            return (f"only {only.describe()} ran successfully ({only.rate_median:.4g}{unit}); nothing to compare it "
+                    f"with.{failures}")
+        counts = ", ".join(f"{s.label}: {len(s.rates)}" for s in with_rates)
+        return (f"No layout has the {MIN_SAMPLES} ok runs a comparison needs ({counts} ok); repeat the sweep with "
+                f"--repeat auto (or 4 or more) before choosing.{failures}")
+    names = {name: s for s, name in labels(group).items()}
+    most = max(s.cores for s in group.layouts if len(s.rates) >= MIN_SAMPLES)
+    what = f"{chosen.rate_median:.4g}{unit} median of {len(chosen.rates)}"
+    statements = list(result.statements)
+    if len(result.contenders) == 1 and statements and statements[0].topic == "runner-up" \
+            and isinstance(statements[0].result, Comparison):
+        first_statement = statements.pop(0)
+        first = first_statement.result
+        assert isinstance(first, Comparison)
+        head = (f"best: {chosen.describe()} ({what}). {first.better} is fastest ({first.ratio:.2f}x {first.worse}, "
+                f"{first.ci_text()})")
+        if len(first_statement.topics) > 1:
+            head += ". " + _sentence(first_statement, names, most, skip_first=True)
+    elif len(result.contenders) == 1:
+        head = f"best: {chosen.describe()} ({what}), the only layout with {MIN_SAMPLES} or more ok runs"
+    else:
+        head = f"no layout is separated from the rest at the top; recommended: {chosen.describe()} ({what})"
+    sentences = [head] + [_sentence(st, names, most) for st in statements]
+    return ". ".join(t[:1].upper() + t[1:] for t in sentences) + "." + failures
 
 
 def best_stream_bandwidth(groups: list[AppGroup]) -> tuple[float, str, str] | None:

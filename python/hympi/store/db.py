@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,39 @@ RUN_STATUSES = ("ok", "failed", "timeout", "unverified")
 def now_utc() -> str:
     """The current time as an ISO 8601 UTC string (seconds)."""
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of process `pid` in clock ticks since boot (/proc), or None where it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ", field 3 is fields[0]; starttime is field 22
+    return fields[19] if len(fields) > 19 else None
+
+
+def owner_alive(host: str | None, pid: int | None, start: str | None) -> bool:
+    """Whether the process that owns a sweep still runs: same pid alive with the same start time (a reused pid is
+    another process). A sweep owned by another host counts as alive (this host cannot tell); no owner is dead."""
+    if pid is None or host is None:
+        return False
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by another user
+    now = process_start(pid)
+    if now is not None and start is not None and now != start:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def params_key(params: dict) -> str:
@@ -54,6 +88,10 @@ class Sweep:
     created_at: str = ""
     finished_at: str | None = None
     study_id: int | None = None
+    owner_host: str | None = None
+    owner_pid: int | None = None
+    owner_start: str | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -197,22 +235,57 @@ class Store:
         return Machine(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
 
     # sweeps -------------------------------------------------------------------------------------------------
-    _SWEEP_COLUMNS = "id, machine_id, app, params_json, total, status, created_at, finished_at, study_id"
+    _SWEEP_COLUMNS = ("id, machine_id, app, params_json, total, status, created_at, finished_at, study_id, "
+                      "owner_host, owner_pid, owner_start, note")
 
     @staticmethod
     def _sweep(row: tuple) -> Sweep:
         """A Sweep from a row of _SWEEP_COLUMNS."""
-        return Sweep(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], row[7], row[8])
+        return Sweep(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], row[7], row[8], row[9],
+                     row[10], row[11], row[12])
 
-    def create_sweep(self, machine_id: int, app: str, params: dict, total: int, study_id: int | None = None) -> Sweep:
-        """Records a new sweep in state 'running'."""
+    def create_sweep(self, machine_id: int, app: str, params: dict, total: int, study_id: int | None = None,
+                     identity: dict | None = None) -> Sweep:
+        """Records a new sweep in state 'running', owned by this process; `identity` (default `params`) is what
+        --resume matches on."""
+        pid = os.getpid()
         with self.transaction() as conn:
-            cur = conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, created_at,"
-                               " study_id) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
-                               (machine_id, app, params_key(params), json.dumps(params, sort_keys=True), total,
-                                now_utc(), study_id))
+            cur = conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, "
+                               "created_at, study_id, owner_host, owner_pid, owner_start) "
+                               "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                               (machine_id, app, params_key(identity if identity is not None else params),
+                                json.dumps(params, sort_keys=True), total, now_utc(), study_id, socket.gethostname(),
+                                pid, process_start(pid)))
             sweep_id = int(cur.lastrowid or 0)
         return self.sweep(sweep_id)
+
+    def claim_sweep(self, sweep_id: int) -> None:
+        """Marks a sweep running and owned by this process (so a later reader can tell when it died)."""
+        pid = os.getpid()
+        with self.transaction() as conn:
+            conn.execute("UPDATE sweeps SET status = 'running', finished_at = NULL, owner_host = ?, owner_pid = ?, "
+                         "owner_start = ? WHERE id = ?", (socket.gethostname(), pid, process_start(pid), sweep_id))
+
+    def mark_stale_interrupted(self) -> list[int]:
+        """Marks 'running' sweeps whose owner process is gone (killed with SIGKILL, a crashed node) interrupted;
+        returns their ids."""
+        stale = [s.id for s in self.sweeps() if s.status == "running"
+                 and not owner_alive(s.owner_host, s.owner_pid, s.owner_start)]
+        for sweep_id in stale:
+            with self.transaction() as conn:
+                conn.execute("UPDATE sweeps SET status = 'interrupted' WHERE id = ? AND status = 'running'",
+                             (sweep_id,))
+        return stale
+
+    def set_sweep_note(self, sweep_id: int, note: str) -> None:
+        """Records what the sweep decided (e.g. how --repeat auto ended)."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE sweeps SET note = ? WHERE id = ?", (note, sweep_id))
+
+    def set_sweep_total(self, sweep_id: int, total: int) -> None:
+        """Updates the planned number of runs (--repeat auto adds rounds)."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE sweeps SET total = ? WHERE id = ?", (total, sweep_id))
 
     def sweep(self, sweep_id: int) -> Sweep:
         """The sweep with this id; UsageError if there is none."""

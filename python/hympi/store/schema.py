@@ -88,6 +88,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         ALTER TABLE sweeps ADD COLUMN study_id INTEGER REFERENCES studies(id);
     """),
+    Migration(3, "sweeps record their owner process (stale 'running' rows) and what --repeat auto decided", """
+        ALTER TABLE sweeps ADD COLUMN owner_host TEXT;
+        ALTER TABLE sweeps ADD COLUMN owner_pid INTEGER;
+        ALTER TABLE sweeps ADD COLUMN owner_start TEXT;
+        ALTER TABLE sweeps ADD COLUMN note TEXT;
+    """),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -1,0 +1,197 @@
+"""Is layout A faster than layout B here? The ratio of median rates with a bootstrap confidence interval.
+
+Method (also in docs/study.md, "How layouts are compared"): for two layouts with rate samples a and b (the ok,
+non-warm-up runs), the point estimate is median(a) / median(b). Its confidence interval is a percentile bootstrap:
+`RESAMPLES` times, draw len(a) rates from a and len(b) rates from b with replacement, independently, and take the
+ratio of the two medians; the interval is the (1-c)/2 and (1+c)/2 quantiles of those ratios for confidence c.
+The random generator is numpy's PCG64 with a fixed seed (`BOOTSTRAP_SEED`), so the same runs always give the same
+interval and the same report. Two layouts are *separated* when the interval excludes 1; otherwise they are
+*indistinguishable here* and neither is ranked above the other: one is chosen by `TIE_BREAKS` instead
+(lower memory per node, then fewer threads per rank, then fewer cores). A layout with fewer than `MIN_SAMPLES`
+ok runs cannot be compared at all, and a pair is never called separated while a side has fewer than
+`MIN_SEPARATE` runs: with 3 runs against 3 the bootstrap interval of a median is too narrow (equal layouts come
+out "separated" about 10 % of the time at 95 %; a rank test cannot go below p = 0.1 there), from 4 on it holds its
+level (measured: 2-5 % for equal layouts with +-40 % noise).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+RESAMPLES = 2000
+BOOTSTRAP_SEED = 20231113
+MIN_SAMPLES = 2
+MIN_SEPARATE = 4
+DEFAULT_CONFIDENCE = 0.95
+# Memory per node differing by less than this fraction is not a reason to prefer a layout.
+MEMORY_MARGIN = 0.05
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The rates of one layout, with what the tie-break needs: 'RxT' label, threads, cores, memory per node."""
+
+    label: str
+    rates: tuple[float, ...]
+    threads: int
+    cores: int
+    memory_per_node_mib: float | None = None
+
+    @property
+    def median(self) -> float:
+        """Median rate; raises ValueError for no rates."""
+        if not self.rates:
+            raise ValueError(f"{self.label} has no rates")
+        return float(np.median(self.rates))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """better vs worse: ratio of median rates (better / worse) and its confidence interval [low, high].
+
+    When `separated` is False the interval contains 1, `better` is only the tie-break's choice and `reason` says
+    which criterion chose it ('lower memory per node', 'fewer threads per rank', 'fewer cores' or 'either').
+    """
+
+    better: str
+    worse: str
+    ratio: float
+    low: float
+    high: float
+    separated: bool
+    confidence: float = DEFAULT_CONFIDENCE
+    reason: str = ""
+    fewest: int = MIN_SEPARATE
+
+    def ci_text(self) -> str:
+        """'95 % CI 1.22-1.40'."""
+        return f"{round(self.confidence * 100):g} % CI {self.low:.2f}-{self.high:.2f}"
+
+    def sentence(self) -> str:
+        """'2x1 is 1.31x 1x2 (95 % CI 1.22-1.40)' or '2x1 and 1x2 are indistinguishable here (CI ...); choose ...'."""
+        if self.separated:
+            return f"{self.better} is {self.ratio:.2f}x {self.worse} ({self.ci_text()})"
+        if self.fewest < MIN_SEPARATE:
+            return (f"{self.better} and {self.worse} cannot be separated with {self.fewest} runs (CI {self.low:.2f}-"
+                    f"{self.high:.2f}; a verdict needs {MIN_SEPARATE} per layout); choose {self.better} "
+                    f"{self.reason_text()}")
+        return (f"{self.better} and {self.worse} are indistinguishable here (CI {self.low:.2f}-{self.high:.2f}); "
+                f"choose {self.better} {self.reason_text()}")
+
+    def reason_text(self) -> str:
+        """'for its lower memory per node' (or 'either will do' when no criterion decides)."""
+        return "(either will do)" if self.reason == "either" else f"for its {self.reason}"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A pair that cannot be compared: the layout(s) with fewer than MIN_SAMPLES ok runs."""
+
+    first: str
+    second: str
+    why: str
+
+    def sentence(self) -> str:
+        """'1x2 and 2x1 cannot be compared: 1x2 has 1 ok run (need 2)'."""
+        return f"{self.first} and {self.second} cannot be compared: {self.why}"
+
+
+def ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
+             resamples: int = RESAMPLES) -> tuple[float, float, float]:
+    """(median(a)/median(b), low, high) by percentile bootstrap; ValueError for < MIN_SAMPLES values or rates <= 0."""
+    if len(a) < MIN_SAMPLES or len(b) < MIN_SAMPLES:
+        raise ValueError(f"need at least {MIN_SAMPLES} rates on each side, got {len(a)} and {len(b)}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    xa = np.asarray(a, dtype=float)
+    xb = np.asarray(b, dtype=float)
+    if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(xb))) or np.any(xa <= 0) or np.any(xb <= 0):
+        raise ValueError("rates must be finite and > 0")
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    ma = np.median(rng.choice(xa, size=(resamples, xa.size), replace=True), axis=1)
+    mb = np.median(rng.choice(xb, size=(resamples, xb.size), replace=True), axis=1)
+    ratios = ma / mb
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+    return float(np.median(xa) / np.median(xb)), float(low), float(high)
+
+
+def _memory_differs(a: Sample, b: Sample) -> bool:
+    """True when both memories are known and differ by more than MEMORY_MARGIN of the larger."""
+    if a.memory_per_node_mib is None or b.memory_per_node_mib is None:
+        return False
+    big = max(a.memory_per_node_mib, b.memory_per_node_mib)
+    return big > 0 and abs(a.memory_per_node_mib - b.memory_per_node_mib) > MEMORY_MARGIN * big
+
+
+def tie_break(a: Sample, b: Sample) -> tuple[Sample, Sample, str]:
+    """(chosen, other, criterion) for two layouts the data cannot tell apart: memory, then threads, then cores."""
+    if _memory_differs(a, b):
+        assert a.memory_per_node_mib is not None and b.memory_per_node_mib is not None
+        first, second = (a, b) if a.memory_per_node_mib < b.memory_per_node_mib else (b, a)
+        return first, second, "lower memory per node"
+    if a.threads != b.threads:
+        first, second = (a, b) if a.threads < b.threads else (b, a)
+        return first, second, "fewer threads per rank"
+    if a.cores != b.cores:
+        first, second = (a, b) if a.cores < b.cores else (b, a)
+        return first, second, "fewer cores"
+    return a, b, "either"
+
+
+def refusal(a: Sample, b: Sample) -> Refusal | None:
+    """Why a and b cannot be compared (too few ok runs), or None when they can."""
+    short = [s for s in (a, b) if len(s.rates) < MIN_SAMPLES]
+    if not short:
+        return None
+    why = "; ".join(f"{s.label} has {len(s.rates)} ok run{'s' if len(s.rates) != 1 else ''}" for s in short)
+    return Refusal(a.label, b.label, f"{why} (need {MIN_SAMPLES})")
+
+
+def compare(a: Sample, b: Sample, confidence: float = DEFAULT_CONFIDENCE) -> Comparison | Refusal:
+    """The verdict on a vs b: separated (better = higher median) or indistinguishable (better = tie-break)."""
+    refused = refusal(a, b)
+    if refused is not None:
+        return refused
+    if b.label < a.label:  # one resampling per pair, whichever order it is asked in
+        a, b = b, a
+    ratio, low, high = ratio_ci(a.rates, b.rates, confidence)
+    fewest = min(len(a.rates), len(b.rates))
+    if (low > 1.0 or high < 1.0) and fewest >= MIN_SEPARATE:
+        if ratio >= 1.0:
+            return Comparison(a.label, b.label, ratio, low, high, True, confidence, "", fewest)
+        return Comparison(b.label, a.label, 1.0 / ratio, 1.0 / high, 1.0 / low, True, confidence, "", fewest)
+    chosen, _, reason = tie_break(a, b)
+    if chosen is a:
+        return Comparison(a.label, b.label, ratio, low, high, False, confidence, reason, fewest)
+    return Comparison(b.label, a.label, 1.0 / ratio, 1.0 / high, 1.0 / low, False, confidence, reason, fewest)
+
+
+def contenders(samples: Sequence[Sample], confidence: float = DEFAULT_CONFIDENCE) -> tuple[Sample, ...]:
+    """The layout with the highest median plus every layout not separated from it (comparable ones only).
+
+    A single contender means the best is separated from the runner-up; layouts with too few runs are included,
+    since they cannot be ruled out.
+    """
+    usable = [s for s in samples if len(s.rates) >= MIN_SAMPLES]
+    unusable = [s for s in samples if len(s.rates) < MIN_SAMPLES]
+    if not usable:
+        return tuple(unusable)
+    best = max(usable, key=lambda s: s.median)
+    out = [best]
+    for other in usable:
+        if other is best:
+            continue
+        verdict = compare(best, other, confidence)
+        if isinstance(verdict, Comparison) and not verdict.separated:
+            out.append(other)
+    return tuple(out + unusable)
+
+
+def is_finite_positive(value: float) -> bool:
+    """True for a finite number > 0 (a usable rate)."""
+    return math.isfinite(value) and value > 0

@@ -1,0 +1,78 @@
+"""compare.py: the bootstrap interval covers a known ratio, equal samples are not separated, tiny samples refuse,
+the tie-break says its criterion, and the same data always give the same interval."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hympi.report.compare import MIN_SEPARATE, Comparison, Refusal, Sample, compare, contenders, ratio_ci, tie_break
+
+
+def _noisy(rate: float, n: int, seed: int, noise: float = 0.1) -> tuple[float, ...]:
+    rng = np.random.default_rng(seed)
+    return tuple(float(x) for x in rate * (1.0 + rng.uniform(-noise, noise, n)))
+
+
+def test_a_known_ratio_lands_in_the_interval_and_is_separated():
+    a = Sample("2x1", _noisy(13.0, 12, 1), 1, 2, 40.0)
+    b = Sample("1x2", _noisy(10.0, 12, 2), 2, 2, 20.0)
+    result = compare(a, b)
+    assert isinstance(result, Comparison)
+    assert result.separated and result.better == "2x1" and result.worse == "1x2"
+    assert result.low <= 1.3 <= result.high and result.low > 1.0
+    assert result.sentence().startswith(f"2x1 is {result.ratio:.2f}x 1x2 (95 % CI {result.low:.2f}-")
+    flipped = compare(b, a)  # the order of the arguments does not change the verdict
+    assert isinstance(flipped, Comparison) and flipped.better == "2x1"
+    assert flipped.ratio == pytest.approx(result.ratio) and flipped.low == pytest.approx(result.low)
+
+
+def test_equal_samples_give_an_interval_containing_one_and_the_tie_break_decides():
+    rates = _noisy(10.0, 8, 3, noise=0.4)
+    a = Sample("2x1", rates, 1, 2, 40.0)
+    b = Sample("1x2", tuple(reversed(rates)), 2, 2, 20.0)
+    result = compare(a, b)
+    assert isinstance(result, Comparison) and not result.separated
+    assert result.low <= 1.0 <= result.high
+    assert result.better == "1x2" and result.reason == "lower memory per node"  # 20 MiB < 40 MiB
+    assert result.sentence() == (f"1x2 and 2x1 are indistinguishable here (CI {result.low:.2f}-{result.high:.2f}); "
+                                 "choose 1x2 for its lower memory per node")
+
+
+def test_tie_break_order_memory_then_threads_then_cores():
+    a = Sample("2x1", (1.0,), 1, 2, 40.0)
+    b = Sample("1x2", (1.0,), 2, 2, 39.0)  # within 5 %: memory does not decide
+    assert tie_break(a, b)[0] is a and tie_break(a, b)[2] == "fewer threads per rank"
+    c = Sample("1x1", (1.0,), 1, 1, None)
+    assert tie_break(a, c)[0] is c and tie_break(a, c)[2] == "fewer cores"
+    assert tie_break(a, a)[2] == "either"
+
+
+def test_tiny_samples_refuse_and_three_runs_never_separate():
+    one = Sample("1x1", (5.0,), 1, 1)
+    many = Sample("2x1", (9.0, 9.1, 8.9, 9.2), 1, 2)
+    refused = compare(one, many)
+    assert isinstance(refused, Refusal)
+    assert refused.sentence() == "1x1 and 2x1 cannot be compared: 1x1 has 1 ok run (need 2)"
+    with pytest.raises(ValueError, match="at least 2"):
+        ratio_ci([1.0], [1.0, 2.0])
+    three = compare(Sample("a", (10.0, 10.1, 9.9), 1, 1), Sample("b", (5.0, 5.1, 4.9), 1, 1))
+    assert isinstance(three, Comparison) and not three.separated and three.fewest == 3 < MIN_SEPARATE
+    assert "cannot be separated with 3 runs" in three.sentence()
+
+
+def test_the_interval_is_deterministic_and_follows_the_confidence():
+    a, b = _noisy(11.0, 9, 4, 0.3), _noisy(10.0, 9, 5, 0.3)
+    assert ratio_ci(a, b) == ratio_ci(a, b)
+    _, low95, high95 = ratio_ci(a, b, 0.95)
+    _, low80, high80 = ratio_ci(a, b, 0.80)
+    assert low95 <= low80 <= high80 <= high95
+    with pytest.raises(ValueError, match="> 0"):
+        ratio_ci([1.0, -1.0], [1.0, 2.0])
+
+
+def test_contenders_are_the_best_and_everything_in_its_noise():
+    best = Sample("3x1", _noisy(13.0, 10, 6), 1, 3)
+    close = Sample("1x3", _noisy(12.9, 10, 7), 3, 3)
+    far = Sample("1x1", _noisy(5.0, 10, 8), 1, 1)
+    assert {s.label for s in contenders([best, close, far])} == {"3x1", "1x3"}
+    assert [s.label for s in contenders([best, far])] == ["3x1"]
