@@ -186,7 +186,7 @@ def _store(tmp_path: Path, runs: list[Run]) -> Store:
 
 def test_report_page_has_why_breakdown_and_model_and_no_chart_for_stream(tmp_path: Path):
     app = []
-    for rep in (1, 2, 3):
+    for rep in (1, 2, 3, 4):  # four repeats: the least the comparison separates layouts with
         app += [_run(1, 1, rep, 3.0, time_s=1.0, comp=0.98, comm=0.0, kernel_gbs=9.0),
                 _run(2, 1, rep, 6.0, time_s=0.5, comp=0.45, comm=0.03, imbalance=1.06, kernel_gbs=18.0),
                 _run(1, 2, rep, 4.8, time_s=0.625, comp=0.6, comm=0.0, kernel_gbs=14.4)]
@@ -203,8 +203,8 @@ def test_report_page_has_why_breakdown_and_model_and_no_chart_for_stream(tmp_pat
     assert not re.search(r"stream[^']*comm-comp\.png", page)  # no <img> for a chart that was not drawn
     assert page.count("<b>Why.</b>") == 2  # one per app
     assert page.count("<table class='breakdown'>") == 2 and page.count("<table class='model'>") == 2
-    assert "<li>against the runner-up: 2x1 wins because 1x2 loses" in page
-    assert "<li>against the worst: 2x1 wins because 1x1 loses" in page
+    assert "<li>2x1 against the runner-up (1x2): 2x1 wins because 1x2 loses" in page
+    assert "<li>2x1 against the worst (1x1): 2x1 wins because 1x1 loses" in page
     assert "In-sample error of the time" in page
     model = page.split("<table class='model'>")[1].split("</table>")[0]
     # rb3d on a 4-core machine: 1x1, 2x1, 1x2 measured, the other splits of 2 and 4 cores predicted
@@ -217,6 +217,6 @@ def test_report_page_has_why_breakdown_and_model_and_no_chart_for_stream(tmp_pat
     row = re.search(r"<table class='breakdown'>.*?<tr><td>2x1</td>(.*?)</tr>", page).group(1)
     cells = re.findall(r"<td>(.*?)</td>", row)
     # bind, runs, time, comp, comm, overlap, other, imbalance loss, kernel, STREAM, share, thread eff, parallel eff
-    assert cells[:9] == ["core", "3", "0.5", "0.45 (90 %)", "0.03 (6 %)", "0 (0 %)", "0.02 (4 %)",
+    assert cells[:9] == ["core", "4", "0.5", "0.45 (90 %)", "0.03 (6 %)", "0 (0 %)", "0.02 (4 %)",
                          "0.027 (5 %)", "18"]
     assert cells[9:] == ["20", "0.90", "-", "1.00"]

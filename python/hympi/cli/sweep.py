@@ -15,6 +15,7 @@ from hympi.errors import UsageError
 from hympi.launch import slurm
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, format_command
 from hympi.report.analysis import group_runs, recommend
+from hympi.report.explain import explain, verdict_reasons
 from hympi.store import Store
 from hympi.sweep import (
     AUTO_MIN_REPEAT,
@@ -241,6 +242,8 @@ def main(args: argparse.Namespace) -> int:
             console.print(result.auto.text, highlight=False)
         for group in group_runs(runs, {sweep.id: machine.id}):
             console.print(f"{group.app} {group.problem}: {recommend(group, params.confidence)}", highlight=False)
+            for line in verdict_reasons(group, explain(group), params.confidence):
+                console.print(f"  why: {line}", highlight=False)
         console.print(f"results: {args.db} (hympi report --db {args.db}; hympi export --db {args.db})",
                       highlight=False)
         failed = sum(1 for r in runs if r.status != "ok")

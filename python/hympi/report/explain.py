@@ -14,7 +14,8 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from hympi.report.analysis import AppGroup
+from hympi.report.analysis import AppGroup, labels, verdict
+from hympi.report.compare import DEFAULT_CONFIDENCE, Comparison
 from hympi.store import Run
 
 MEMORY_BOUND = 0.8
@@ -301,11 +302,13 @@ def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None) -
         return f"{b} and {w} ran at the same median rate: there is no difference to explain."
     t_b, t_w = 1.0 / better.rate, 1.0 / worse.rate  # time per unit of work
     gap = (t_w - t_b) / t_w  # the share of the slower layout's time it would save running as fast as the better
+    noise = "the confidence interval of their ratio contains 1"
     if separated is None:
+        noise = "their repeats overlap"
         separated = not (better.rate_min is not None and worse.rate_max is not None
                          and worse.rate_max >= better.rate_min)
     lead = (f"{b} wins" if separated else
-            f"{b} and {w} are within run-to-run noise of each other (their repeats overlap), so this only describes "
+            f"{b} and {w} are within run-to-run noise of each other ({noise}), so this only describes "
             f"the {_pct(gap)} difference of the medians: {b} is ahead")
     bandwidth = _bandwidth_note(better, worse, b, w)
     tb, tw = better.terms(), worse.terms()
@@ -343,3 +346,26 @@ def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None) -
     if overlap > 0 and better.comm_s:
         text += f", of which {_pct(overlap / better.comm_s)} is hidden behind computation"
     return f"{text}; {bandwidth}." if bandwidth else f"{text}."
+
+
+_TOPICS = {"runner-up": "the runner-up", "indistinguishable": "a layout inside the noise", "worst": "the worst"}
+
+
+def verdict_reasons(group: AppGroup, breakdowns: tuple[Breakdown, ...],
+                    confidence: float = DEFAULT_CONFIDENCE) -> list[str]:
+    """One 'why' line per 'A vs B' verdict of the group's recommendation, noisy or not as its confidence interval
+    says; empty when nothing was compared (never fails on missing data: reason() says what is missing)."""
+    by_layout = {(b.ranks, b.threads, b.bind): b for b in breakdowns}
+    by_name = {name: by_layout.get((s.ranks, s.threads, s.bind)) for s, name in labels(group).items()}
+    lines = []
+    for statement in verdict(group, confidence).statements:
+        result = statement.result
+        if not isinstance(result, Comparison):
+            continue
+        better, worse = by_name.get(result.better), by_name.get(result.worse)
+        if better is None or worse is None:
+            continue
+        about = _TOPICS.get(statement.topic, statement.topic)
+        lines.append(f"{result.better} against {about} ({result.worse}): "
+                     f"{reason(better, worse, separated=result.separated)}")
+    return lines

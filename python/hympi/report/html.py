@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from html import escape
 
 from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend
-from hympi.report.explain import Breakdown, explain, pick_stream, ranked, reason
+from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import ModelFit, describe, fit_model
 from hympi.store import Machine, Run
@@ -146,15 +146,10 @@ def _model_table(fit: ModelFit) -> str:
     return f"<table class='model'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
 
 
-def _why(breakdowns: tuple[Breakdown, ...]) -> str:
-    """The 'Why' list: the best layout against the runner-up and against the worst ('' with one layout)."""
-    order = ranked(breakdowns)
-    if len(order) < 2:
-        return ""
-    items = [f"<li>against the runner-up: {escape(reason(order[0], order[1]))}</li>"]
-    if len(order) > 2:
-        items.append(f"<li>against the worst: {escape(reason(order[0], order[-1]))}</li>")
-    return f"<div class='why'><b>Why.</b><ul>{''.join(items)}</ul></div>"
+def _why(group: AppGroup, breakdowns: tuple[Breakdown, ...]) -> str:
+    """The 'Why' list: one reason per 'A vs B' verdict of the recommendation ('' when nothing was compared)."""
+    items = "".join(f"<li>{escape(line)}</li>" for line in verdict_reasons(group, breakdowns))
+    return f"<div class='why'><b>Why.</b><ul>{items}</ul></div>" if items else ""
 
 
 def _group_section(group: AppGroup, figures: GroupFigures, anchor: str, host: str | None,
@@ -170,7 +165,7 @@ def _group_section(group: AppGroup, figures: GroupFigures, anchor: str, host: st
     imgs = "".join(f"<figure><img src='{escape(src)}' alt='{escape(alt)}'></figure>" for src, alt in plots)
     return (f"<h2 id='{anchor}'>{title}</h2>"
             f"<p class='muted'>app arguments: <code>{escape(args)}</code>; {len(group.runs)} runs</p>"
-            f"<div class='rec'><b>Recommendation.</b> {escape(recommend(group))}{_why(breakdowns)}</div>"
+            f"<div class='rec'><b>Recommendation.</b> {escape(recommend(group))}{_why(group, breakdowns)}</div>"
             f"{imgs}{_layout_table(group)}{_breakdown_table(breakdowns)}"
             f"<p class='model-note'>{escape(describe(fit))}</p>{_model_table(fit)}")
 
