@@ -30,7 +30,7 @@ class StudyApp:
 # Problem sizes: quick mode keeps each run around a second on a small machine; full mode is a real measurement.
 STUDY_APPS: tuple[StudyApp, ...] = (
     StudyApp("stream", ("--repeats", "3"), ("--repeats", "10")),
-    StudyApp("rb3d", ("-n", "64", "--iterations", "30"), ("-n", "160", "--iterations", "100")),
+    StudyApp("rb3d", ("--size", "64", "--iterations", "30"), ("--size", "160", "--iterations", "100")),
     StudyApp("spmv3d", ("--global", "48", "48", "48", "--reps", "20"), ("--global", "128", "128", "128", "--reps", "100")),
     StudyApp("bt-mz", ("--class", "S"), ("--class", "W")),
     StudyApp("sp-mz", ("--class", "S"), ("--class", "W")),

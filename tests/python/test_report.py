@@ -31,7 +31,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 def _run(ranks: int, threads: int, repeat: int, rate: float | None, status: str = "ok") -> Run:
     record = None if rate is None else {"rate": rate, "rate_unit": "GFLOP/s", "problem": "64^3", "verified": True,
                                         "comm_s": 0.1, "comp_s": 1.0, "max_rss_mib": 20.0, "node_rss_mib": 40.0}
-    return Run(1, "rb3d", ranks, threads, "core", "compact", repeat, ("-n", "64"), (), ("mpirun",), status,
+    return Run(1, "rb3d", ranks, threads, "core", "compact", repeat, ("--size", "64"), (), ("mpirun",), status,
                0 if status == "ok" else 1, 1.0, record)
 
 
@@ -182,7 +182,7 @@ def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: P
     db = tmp_path / "r.db"
     out = tmp_path / "report"
     proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--repeat", "2", "--db", str(db),
-                 "--", "-n", "16", "--iterations", "4", timeout=120)
+                 "--", "--size", "16", "--iterations", "4", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = hympi("report", "--db", str(db), "--out", str(out))
     assert proc.returncode == 0, proc.stderr

@@ -170,13 +170,13 @@ def test_dry_run_prints_the_exact_commands_and_records_nothing(tmp_path: Path):
     env = fake_bin_dir(tmp_path)
     db = tmp_path / "r.db"
     proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--bind", "core,none", "--db", str(db),
-                 "--dry-run", "--", "-n", "16", env=env)
+                 "--dry-run", "--", "--size", "16", env=env)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert len(lines) == 6  # 3 layouts that fit 2 PUs x 2 bindings
     assert lines[0].split()[0] == env["HYMPI_MPIRUN"]
     assert ("--allow-run-as-root" in lines[0].split()) == (os.geteuid() == 0)
-    assert "-np 2" in lines[2] and "HYMPI_BIND=none" in lines[5] and lines[0].endswith("hympi-rb3d -n 16")
+    assert "-np 2" in lines[2] and "HYMPI_BIND=none" in lines[5] and lines[0].endswith("hympi-rb3d --size 16")
     assert not db.exists() and not launches(env)
 
 
