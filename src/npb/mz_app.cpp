@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 namespace hympi::npb {
 
@@ -132,6 +133,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
   const double min_time_s = fixed ? 0.0 : ctx.min_time_s;
   MzResult r;
   double total_s = 0.0, exchange_s = 0.0, ops = 0.0;
+  std::vector<double> repetition_s;
   int repetitions = 0;
   bool all_verified = true;
   do {
@@ -140,6 +142,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
     ctx.metrics.add("zone_solve", PhaseKind::computation, r.local_seconds - r.local_exchange_seconds);
     ctx.metrics.add("zone_exchange", PhaseKind::communication, r.local_exchange_seconds);
     total_s += r.seconds;
+    repetition_s.push_back(r.seconds);
     exchange_s += r.exchange_seconds;
     ops += r.mops * r.seconds;  // Mop of this repetition
     all_verified = all_verified && r.verification.passed;
@@ -173,6 +176,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
                                {"mops_per_thread", r.mops / partition.total_threads()},
                                {"iterations", r.niter},
                                {"repetitions", repetitions},
+                               {"repetition_s", repetition_s},
                                {"exchange_s", r.exchange_seconds},
                                {"class", p.to_json()},
                                {"zones", layout.to_json()},
