@@ -100,7 +100,9 @@ def test_stream_reports_verified_bandwidth():
                            "--repeats", "3")
     assert code == 0 and rec["verified"] is True
     assert rec["rate_unit"] == "GB/s" and rec["rate"] > 0
-    assert rec["metrics"]["triad_GBps"] == rec["rate"]
+    # The rate covers every timed triad (time_s); the best pass (STREAM's rule) is in metrics.
+    assert rec["metrics"]["triad_mean_GBps"] == rec["rate"]
+    assert rec["metrics"]["triad_GBps"] >= rec["rate"]
 
 
 def test_info_json_matches_hwloc_counts():
