@@ -134,6 +134,7 @@ int run_app(int argc, char** argv, AppDefinition& app) {
   cli.add_option("--min-time", min_time_text,
                  "seconds of timed kernel work to reach by repeating the kernel, unless the app's count is given "
                  "(0: no minimum; env HYMPI_MIN_TIME)")
+      ->type_name("SECONDS")
       ->capture_default_str();
   cli.add_option("--validate-ranks", validate_ranks, "only check the options for this many ranks, without MPI");
   app.add_options(cli);
