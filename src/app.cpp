@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -30,6 +31,16 @@ int validation_threads(int ranks) {
   return machine_default_threads(Topology::this_machine().cores(), ranks, virtual_nodes_from_env());
 }
 
+/// Seconds of `text` (from option or variable `source`); throws InvalidArgument naming the value
+/// unless it is a finite number >= 0.
+double parse_min_time(const std::string& text, const std::string& source) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0.0)
+    throw InvalidArgument(source + " must be a number of seconds >= 0, got " + text);
+  return value;
+}
+
 /// Binds as asked and verifies every thread really got its intended set.
 std::vector<ThreadPlacement> place_threads(const Environment& env, const Topology& topology,
                                            const AffinityOptions& affinity) {
@@ -45,7 +56,7 @@ std::vector<ThreadPlacement> place_threads(const Environment& env, const Topolog
 }
 
 int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOptions& affinity, bool print_placement,
-                 bool require_verified) {
+                 bool require_verified, double min_time_s) {
   const std::string prog = "hympi-" + app.name();
   std::optional<Environment> env;
   try {
@@ -77,7 +88,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOption
     if (root && print_placement) std::cout << format_placement_table(placement) << std::flush;
 
     Metrics metrics;
-    AppContext context{*env, topology, metrics, affinity, placement};
+    AppContext context{*env, topology, metrics, affinity, placement, min_time_s};
     HYMPI_MPI(MPI_Barrier(env->world()));
     ResultRecord record = app.run(context);
     const MetricsSummary summary = metrics.reduce(env->world(), env->node().get());
@@ -129,12 +140,18 @@ int run_app(int argc, char** argv, AppDefinition& app) {
   int validate_ranks = 0;
   bool print_placement = false;
   bool allow_unverified = false;
+  std::string min_time_text = env_or("HYMPI_MIN_TIME", "1.0");
   cli.add_option("--bind", bind, "binding: none, core, numa or package (env HYMPI_BIND)")->capture_default_str();
   cli.add_option("--dist", dist, "rank distribution: compact or scatter (env HYMPI_DIST)")->capture_default_str();
   cli.add_flag("--placement", print_placement, "print where every rank and thread runs");
   cli.add_flag("--allow-unverified", allow_unverified, "exit 0 even when verification fails");
   bool oversubscribe = false;
   cli.add_flag("--oversubscribe", oversubscribe, "accept threads sharing PUs (env HYMPI_OVERSUBSCRIBE=1)");
+  cli.add_option("--min-time", min_time_text,
+                 "seconds of timed kernel work to reach by repeating the kernel, unless the app's count is given "
+                 "(0: no minimum; env HYMPI_MIN_TIME)")
+      ->type_name("SECONDS")
+      ->capture_default_str();
   cli.add_option("--validate-ranks", validate_ranks, "only check the options for this many ranks, without MPI");
   app.add_options(cli);
   try {
@@ -147,8 +164,10 @@ int run_app(int argc, char** argv, AppDefinition& app) {
     return 2;
   }
   AffinityOptions affinity;
+  double min_time_s = 0.0;
   try {
     affinity = {parse_bind_policy(bind), parse_distribution(dist), oversubscribe || oversubscribe_from_env()};
+    min_time_s = parse_min_time(min_time_text, cli.count("--min-time") > 0 ? "--min-time" : "HYMPI_MIN_TIME");
     if (cli.count("--validate-ranks") > 0) {
       if (validate_ranks < 1)
         throw InvalidArgument("--validate-ranks must be >= 1, got " + std::to_string(validate_ranks));
@@ -162,7 +181,7 @@ int run_app(int argc, char** argv, AppDefinition& app) {
     std::cerr << prog << ": error: " << e.what() << "\n";
     return 1;
   }
-  return run_with_mpi(argc, argv, app, affinity, print_placement, !allow_unverified);
+  return run_with_mpi(argc, argv, app, affinity, print_placement, !allow_unverified, min_time_s);
 }
 
 }  // namespace hympi

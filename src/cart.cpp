@@ -11,6 +11,26 @@ namespace {
 std::string grid_text(const std::array<long, 3>& g) {
   return std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]);
 }
+
+/// Why no factorisation of `ranks` keeps the `fixed` entries: the fixed product is not the rank
+/// count (all fixed) or does not divide it.
+std::string fixed_dims_mismatch(int ranks, const std::array<int, 3>& fixed) {
+  long product = 1;
+  bool all_fixed = true;
+  for (int f : fixed) {
+    if (f > 0) product *= f;
+    all_fixed = all_fixed && f > 0;
+  }
+  const std::string dims =
+      "process grid (--dims) " + std::to_string(fixed[0]) + " " + std::to_string(fixed[1]) + " " +
+      std::to_string(fixed[2]);
+  if (all_fixed)
+    return dims + " has " + std::to_string(fixed[0]) + " x " + std::to_string(fixed[1]) + " x " +
+           std::to_string(fixed[2]) + " = " + std::to_string(product) + " ranks, but the run has " +
+           std::to_string(ranks);
+  return dims + ": the fixed entries' product " + std::to_string(product) + " does not divide the " +
+         std::to_string(ranks) + " ranks of the run";
+}
 }  // namespace
 
 std::vector<std::array<int, 3>> process_grid_factorisations(int ranks, const std::array<int, 3>& fixed) {
@@ -37,9 +57,11 @@ std::array<int, 3> choose_process_grid(int ranks, const std::array<long, 3>& glo
     if (global[d] < 1) throw InvalidArgument("grid size must be >= 1 in every axis, got " + grid_text(global));
     if (fixed[d] < 0) throw InvalidArgument("process grid entries must be >= 0, got " + std::to_string(fixed[d]));
   }
+  const auto candidates = process_grid_factorisations(ranks, fixed);
+  if (candidates.empty()) throw InvalidArgument(fixed_dims_mismatch(ranks, fixed));
   std::array<int, 3> best{0, 0, 0};
   double best_area = std::numeric_limits<double>::infinity();
-  for (const auto& p : process_grid_factorisations(ranks, fixed)) {
+  for (const auto& p : candidates) {
     if (p[0] > global[0] || p[1] > global[1] || p[2] > global[2]) continue;
     const double area = internal_face_area(
         p, {static_cast<double>(global[0]), static_cast<double>(global[1]), static_cast<double>(global[2])});

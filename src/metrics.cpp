@@ -3,6 +3,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "hympi/error.hpp"
 
@@ -37,6 +39,20 @@ double Metrics::total(PhaseKind kind) const {
   for (const auto& [name, phase] : phases_)
     if (phase.kind == kind) sum += phase.seconds;
   return sum;
+}
+
+long repetitions_for_min_time(long done, double elapsed_s, double min_time_s, long cap) {
+  if (done < 1 || cap < done)
+    throw InvalidArgument("repetitions done must be in [1, " + std::to_string(cap) + "], got " + std::to_string(done));
+  if (!std::isfinite(elapsed_s) || elapsed_s < 0 || !std::isfinite(min_time_s) || min_time_s < 0)
+    throw InvalidArgument("times must be finite and >= 0, got elapsed " + std::to_string(elapsed_s) + " s, minimum " +
+                          std::to_string(min_time_s) + " s");
+  if (elapsed_s >= min_time_s) return done;
+  const double grow_cap = 100.0 * static_cast<double>(done);
+  const double wanted =
+      elapsed_s > 0 ? std::ceil(static_cast<double>(done) * min_time_s / elapsed_s * 1.05) : grow_cap;
+  const double target = std::clamp(wanted, static_cast<double>(done + 1), grow_cap);
+  return std::min(static_cast<long>(target), cap);
 }
 
 double max_rss_mib() {

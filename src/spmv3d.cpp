@@ -66,9 +66,16 @@ std::array<int, 3> process_grid_for_local(int ranks, const std::array<long, 3>& 
       best = p;
     }
   }
-  if (best[0] == 0)
-    throw InvalidArgument("no process grid of " + std::to_string(ranks) + " ranks matches --dims " +
-                          std::to_string(fixed[0]) + " " + std::to_string(fixed[1]) + " " + std::to_string(fixed[2]));
+  if (best[0] == 0) {
+    // Only the fixed entries can exclude every factorisation: say what their product is.
+    long product = 1;
+    for (int f : fixed) product *= f > 0 ? f : 1;
+    const bool all_fixed = fixed[0] > 0 && fixed[1] > 0 && fixed[2] > 0;
+    throw InvalidArgument("process grid (--dims) " + std::to_string(fixed[0]) + " " + std::to_string(fixed[1]) + " " +
+                          std::to_string(fixed[2]) + (all_fixed ? " has " : ": the fixed entries' product ") +
+                          std::to_string(product) + (all_fixed ? " ranks, but the run has " : " does not divide the ") +
+                          std::to_string(ranks) + (all_fixed ? "" : " ranks of the run"));
+  }
   return best;
 }
 
@@ -95,6 +102,8 @@ std::pair<std::array<long, 3>, std::array<int, 3>> Spmv3dOptions::resolve(int ra
 void Spmv3dOptions::validate(int ranks, int threads) const {
   if (ghost < 1) throw InvalidArgument("ghost width must be >= 1, got " + std::to_string(ghost));
   if (spmv_reps < 1) throw InvalidArgument("SpMV repetitions must be >= 1, got " + std::to_string(spmv_reps));
+  if (!(min_time_s >= 0.0 && std::isfinite(min_time_s)))
+    throw InvalidArgument("minimum time must be a number of seconds >= 0, got " + std::to_string(min_time_s));
   if (cg_iterations < 0) throw InvalidArgument("CG iterations must be >= 0, got " + std::to_string(cg_iterations));
   if (!(cg_tolerance > 0.0 && cg_tolerance < 1.0))
     throw InvalidArgument("CG tolerance must be in (0, 1), got " + std::to_string(cg_tolerance));
@@ -124,7 +133,7 @@ nlohmann::json Spmv3dOptions::to_json() const {
   return {{"global", global},         {"per_rank", per_rank},         {"dims", dims},
           {"ghost", ghost},           {"operator", to_string(op)},    {"overlap", overlap.to_json()},
           {"spmv_reps", spmv_reps},   {"cg_iterations", cg_iterations}, {"cg_tolerance", cg_tolerance},
-          {"streaming_stores", to_string(streaming_stores)}};
+          {"streaming_stores", to_string(streaming_stores)}, {"min_time_s", min_time_s}};
 }
 
 // --- operator -----------------------------------------------------------------------------
@@ -586,6 +595,10 @@ double manufactured(long gi, long gj, long gk) {
 }  // namespace
 
 Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& metrics) {
+  return run_spmv3d(comm, options, metrics, metrics);
+}
+
+Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& spmv_metrics, Metrics& cg_metrics) {
   int ranks = 1;
   HYMPI_MPI(MPI_Comm_size(comm, &ranks));
   options.validate(ranks);
@@ -606,17 +619,30 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& me
     op.apply(x, y);  // warm-up: page faults of the buffers, first MPI connections
     HYMPI_MPI(MPI_Barrier(cart.comm()));
     OverlapTimes local;
+    constexpr long kMaxReps = std::numeric_limits<int>::max() / 2;
+    int target = options.spmv_reps;
+    int done = 0;
     const double t0 = MPI_Wtime();
-    for (int r = 0; r < options.spmv_reps; ++r) local += op.apply(x, y);
+    while (done < target) {
+      for (; done < target; ++done) local += op.apply(x, y);
+      if (options.min_time_s > 0) {
+        // The slowest rank's time decides, so every rank computes the same new target.
+        const double so_far = MPI_Wtime() - t0;
+        double slowest = 0;
+        HYMPI_MPI(MPI_Allreduce(&so_far, &slowest, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+        target = static_cast<int>(repetitions_for_min_time(done, slowest, options.min_time_s, kMaxReps));
+      }
+    }
     const double elapsed = MPI_Wtime() - t0;
-    metrics.add("spmv_halo", PhaseKind::communication, local.comm_s);
-    metrics.add("spmv_compute", PhaseKind::computation, local.comp_s);
+    spmv_metrics.add("spmv_halo", PhaseKind::communication, local.comm_s);
+    spmv_metrics.add("spmv_compute", PhaseKind::computation, local.comp_s);
     HYMPI_MPI(MPI_Allreduce(&elapsed, &result.spmv_time_s, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
     std::array<double, 3> mine{local.wall_s, local.comm_s, local.comp_s}, sum{};
     HYMPI_MPI(MPI_Allreduce(mine.data(), sum.data(), 3, MPI_DOUBLE, MPI_SUM, cart.comm()));
     result.spmv_times = {sum[0] / ranks, sum[1] / ranks, sum[2] / ranks};
-    result.spmv_flops = 2.0 * result.nonzeros * options.spmv_reps;
-    double bytes = op.bytes_per_apply() * options.spmv_reps;
+    result.spmv_reps = done;
+    result.spmv_flops = 2.0 * result.nonzeros * done;
+    double bytes = op.bytes_per_apply() * done;
     HYMPI_MPI(MPI_Allreduce(&bytes, &result.spmv_bytes, 1, MPI_DOUBLE, MPI_SUM, cart.comm()));
     result.spmv_mismatches = spmv3d_count_mismatches(cart, y);
   }
@@ -647,16 +673,16 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& me
   });
   HYMPI_MPI(MPI_Barrier(cart.comm()));
   const double t0 = MPI_Wtime();
-  double rr = dot(r, r, cart.comm(), metrics);
+  double rr = dot(r, r, cart.comm(), cg_metrics);
   const double r0 = std::sqrt(rr);
   result.cg_residuals.push_back(r0);
   OverlapTimes spmv;
   int it = 0;
   while (it < options.cg_iterations) {
     spmv += op.apply(p, q);
-    const double alpha = rr / dot(p, q, cart.comm(), metrics);
+    const double alpha = rr / dot(p, q, cart.comm(), cg_metrics);
     {
-      auto t = metrics.time("cg_update", PhaseKind::computation);
+      auto t = cg_metrics.time("cg_update", PhaseKind::computation);
       // Explicit fma: the same rounding whatever the compiler would contract.
       for_rows(x, [&](long o, long len) {
         for (long i = o; i < o + len; ++i) {
@@ -665,7 +691,7 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& me
         }
       });
     }
-    const double rr_new = dot(r, r, cart.comm(), metrics);
+    const double rr_new = dot(r, r, cart.comm(), cg_metrics);
     ++it;
     result.cg_residuals.push_back(std::sqrt(rr_new));
     if (std::sqrt(rr_new) <= options.cg_tolerance * r0) {
@@ -674,14 +700,14 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& me
     }
     const double beta = rr_new / rr;
     rr = rr_new;
-    auto t = metrics.time("cg_update", PhaseKind::computation);
+    auto t = cg_metrics.time("cg_update", PhaseKind::computation);
     for_rows(p, [&](long o, long len) {
       for (long i = o; i < o + len; ++i) pp[i] = std::fma(beta, pp[i], pr[i]);
     });
   }
   const double elapsed = MPI_Wtime() - t0;
-  metrics.add("cg_halo", PhaseKind::communication, spmv.comm_s);
-  metrics.add("cg_spmv", PhaseKind::computation, spmv.comp_s);
+  cg_metrics.add("cg_halo", PhaseKind::communication, spmv.comm_s);
+  cg_metrics.add("cg_spmv", PhaseKind::computation, spmv.comp_s);
   HYMPI_MPI(MPI_Allreduce(&elapsed, &result.cg_time_s, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
   result.cg_iterations = it;
   const double n_points = static_cast<double>(global[0] * global[1] * global[2]);

@@ -27,7 +27,10 @@ class Spmv3dApp final : public hympi::AppDefinition {
     cli.add_option("--streaming-stores", streaming_,
                    "stencil writes y bypassing the caches: auto (when y exceeds 32 MiB per rank), on, off")
         ->capture_default_str();
-    cli.add_option("--reps", options_.spmv_reps, "timed SpMV repetitions")->capture_default_str();
+    reps_option_ = cli.add_option("--reps", options_.spmv_reps,
+                                  "timed SpMV repetitions; default: at least this many, more until --min-time is "
+                                  "reached")
+                       ->capture_default_str();
     cli.add_option("--cg-iterations", options_.cg_iterations, "CG iteration limit (0: no solve)")
         ->capture_default_str();
     cli.add_option("--cg-tolerance", options_.cg_tolerance, "CG stops at ||r||/||r0|| <= this")
@@ -41,8 +44,14 @@ class Spmv3dApp final : public hympi::AppDefinition {
   void validate(const hympi::Layout& layout) const override { options().validate(layout.ranks, layout.threads); }
 
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
-    const auto o = options();
-    const auto res = hympi::run_spmv3d(ctx.env.world(), o, ctx.metrics);
+    auto o = options();
+    const bool fixed = reps_option_->count() > 0;
+    if (!fixed) o.min_time_s = ctx.min_time_s;
+    // The run's phases are those of the timed products, the region rate and time_s cover; CG's
+    // are kept apart and reported under cg_phases.
+    hympi::Metrics cg_metrics;
+    const auto res = hympi::run_spmv3d(ctx.env.world(), o, ctx.metrics, cg_metrics);
+    const hympi::MetricsSummary cg_summary = cg_metrics.reduce(ctx.env.world(), ctx.env.node().get());
     const bool root = ctx.env.rank() == 0;
     const bool cg = o.cg_iterations > 0;
 
@@ -64,6 +73,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
           ref.ghost = 1;
           ref.overlap = {};
           ref.spmv_reps = 1;
+          ref.min_time_s = 0.0;
           same = hympi::run_spmv3d(MPI_COMM_SELF, ref, scratch).cg_residuals == res.cg_residuals ? 1 : 0;
         }
         HYMPI_MPI(MPI_Bcast(&same, 1, MPI_INT, 0, ctx.env.world()));
@@ -78,8 +88,8 @@ class Spmv3dApp final : public hympi::AppDefinition {
     nlohmann::json model = nullptr;
     if (o.overlap.strategy == hympi::OverlapStrategy::bulk && threads >= 2) {
       // Per SpMV, so runs with different --reps compare.
-      hympi::OverlapTimes per{res.spmv_times.wall_s / o.spmv_reps, res.spmv_times.comm_s / o.spmv_reps,
-                              res.spmv_times.comp_s / o.spmv_reps};
+      hympi::OverlapTimes per{res.spmv_times.wall_s / res.spmv_reps, res.spmv_times.comm_s / res.spmv_reps,
+                              res.spmv_times.comp_s / res.spmv_reps};
       model = hympi::model_comm_thread(per, threads).to_json();
     }
     const std::string grid =
@@ -88,7 +98,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
       std::cout << std::setprecision(4) << "spmv3d " << grid << " (" << hympi::to_string(o.op) << ", "
                 << hympi::to_string(o.overlap.strategy) << ") on " << res.dims[0] << "x" << res.dims[1] << "x"
                 << res.dims[2] << " ranks x " << threads << " threads\n"
-                << "  SpMV x" << o.spmv_reps << ": " << res.spmv_time_s << " s (t_comm " << res.spmv_times.comm_s
+                << "  SpMV x" << res.spmv_reps << ": " << res.spmv_time_s << " s (t_comm " << res.spmv_times.comm_s
                 << " s, t_comp " << res.spmv_times.comp_s << " s), " << gflops << " GFLOP/s, "
                 << res.spmv_mismatches << " wrong points\n";
       if (cg)
@@ -98,7 +108,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
       if (!model.is_null())
         std::cout << "  seed-003 model: C = " << model["C"].get<double>() << ", P = " << threads
                   << ": commthread predicted " << model["predicted_s"].get<double>() << " s per SpMV (bulk "
-                  << res.spmv_times.wall_s / o.spmv_reps << " s)\n";
+                  << res.spmv_times.wall_s / res.spmv_reps << " s)\n";
       std::cout << "  verification (" << verify_ << "): "
                 << (verify_ == "none" ? "SKIPPED" : (verified ? "PASSED" : "FAILED")) << std::endl;
     }
@@ -109,6 +119,12 @@ class Spmv3dApp final : public hympi::AppDefinition {
     r.rate = gflops;
     r.rate_unit = "GFLOP/s";
     r.verified = verified;
+    r.timed_repetitions = res.spmv_reps;
+    r.repetitions_fixed = fixed;
+    r.min_time_s = ctx.min_time_s;
+    // Operator27::bytes_per_apply: stencil x read and y written once (16 B per point), CSR also the
+    // values, column indexes and row starts; no write-allocate (STREAM's convention).
+    r.bytes_moved = res.spmv_bytes;
     r.metrics = {{"process_grid", res.dims},
                  {"global", res.global},
                  {"operator", hympi::to_string(o.op)},
@@ -116,9 +132,9 @@ class Spmv3dApp final : public hympi::AppDefinition {
                  {"tile", o.overlap.to_json()["tile"]},
                  {"nonzeros", res.nonzeros},
                  {"streaming_stores", res.streaming_stores},
-                 {"spmv_reps", o.spmv_reps},
+                 {"spmv_reps", res.spmv_reps},
                  {"spmv_time_s", res.spmv_time_s},
-                 {"spmv_per_apply_s", res.spmv_time_s / o.spmv_reps},
+                 {"spmv_per_apply_s", res.spmv_time_s / res.spmv_reps},
                  {"t_comm_s", res.spmv_times.comm_s},
                  {"t_comp_s", res.spmv_times.comp_s},
                  {"spmv_flops", res.spmv_flops},
@@ -132,6 +148,9 @@ class Spmv3dApp final : public hympi::AppDefinition {
                  {"cg_time_s", res.cg_time_s},
                  {"cg_GFLOPps", cg_gflops},
                  {"cg_max_error", res.cg_max_error},
+                 {"cg_phases", cg_summary.to_json()},
+                 {"cg_comm_s", cg_summary.comm_s},
+                 {"cg_comp_s", cg_summary.comp_s},
                  {"commthread_model", model},
                  {"verify", verify_},
                  {"options", o.to_json()}};
@@ -160,6 +179,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
   std::string streaming_ = "auto";
   std::string verify_ = "reference";
   CLI::Option* tile_option_ = nullptr;
+  CLI::Option* reps_option_ = nullptr;
 };
 
 }  // namespace

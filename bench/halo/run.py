@@ -141,7 +141,7 @@ def main() -> int:
     for strategy in strategies if "spmv3d" in parts else ():
         configs.append(("spmv3d", "stencil", strategy, ("--global", n, n, n, *common), spmv_gbps))
     for strategy in strategies if "rb3d" in parts else ():
-        rb3d_args = ("-n", n, "--iterations", str(args.iterations), "--residual-every", str(args.iterations))
+        rb3d_args = ("--size", n, "--iterations", str(args.iterations), "--residual-every", str(args.iterations))
         configs.append(("rb3d", "7-point", strategy, rb3d_args, rb3d_gbps))
     if "csr" in parts:
         configs.append(

@@ -42,7 +42,7 @@ def main() -> int:
         ranks, threads = (int(x) for x in layout.split("x"))
         stream = best(LaunchSpec("hympi-stream", ranks, threads, app_args=("--repeats", "10")), args.repeat, "rate")
         rb3d = best(LaunchSpec("hympi-rb3d", ranks, threads,
-                               app_args=("-n", str(args.n), "--iterations", str(args.iterations),
+                               app_args=("--size", str(args.n), "--iterations", str(args.iterations),
                                          "--residual-every", str(args.iterations))), args.repeat, "rate")
         m = rb3d["metrics"]
         bound = stream["rate"] * m["flops_per_point_iteration"] / m["bytes_per_point_iteration"]

@@ -27,6 +27,9 @@ struct AppContext {
   AffinityOptions affinity;
   /// Every rank's and thread's observed placement (complete on rank 0, empty elsewhere).
   const std::vector<ThreadPlacement>& placement;
+  /// Seconds of timed kernel work an app should reach by repeating its kernel, unless the user
+  /// fixed the repetitions (--min-time, env HYMPI_MIN_TIME, default 1; 0 = no minimum).
+  double min_time_s = 0.0;
 };
 
 /// One reference application: options, validation and the measured, verified run.
@@ -53,6 +56,7 @@ class AppDefinition {
 /// rank 0. Returns the process exit code: 0 ok, 1 runtime failure or failed verification
 /// (with --require-verified, the default), 2 bad input. `--validate-ranks N` only validates
 /// the options for N ranks, without MPI, so launchers can reject bad input before launching.
+/// A `--min-time` (or HYMPI_MIN_TIME) that is negative or not a finite number is bad input.
 int run_app(int argc, char** argv, AppDefinition& app);
 
 }  // namespace hympi

@@ -70,6 +70,13 @@ class Metrics {
   std::map<std::string, Phase> phases_;
 };
 
+/// How many repetitions a timed loop should have done in total so that it lasts `min_time_s`,
+/// after `done` repetitions took `elapsed_s` (pass the max over ranks, so every rank agrees):
+/// `done` once elapsed_s >= min_time_s, else an extrapolation with 5 % margin, at least done + 1,
+/// at most 100 x done (a short, noisy first measure must not overshoot wildly) and at most `cap`.
+/// Throws InvalidArgument for done < 1, cap < done or a negative or non-finite time.
+long repetitions_for_min_time(long done, double elapsed_s, double min_time_s, long cap);
+
 /// Peak resident set size of this process in MiB (getrusage's VmHWM).
 double max_rss_mib();
 

@@ -1,6 +1,7 @@
 #pragma once
 // The one line every app ends with: HYMPI_RESULT {json}.
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace hympi {
@@ -14,7 +15,14 @@ struct ResultRecord {
   std::string rate_unit;    ///< e.g. "GFLOP/s", "GB/s", "Mop/s"
   bool verified = false;    ///< the app's own verification passed
   nlohmann::json metrics = nlohmann::json::object();  ///< app-specific values, with units in the key
-  /// The app-level fields as JSON.
+  // How long the timed region ran, for apps that repeat their kernel to reach --min-time.
+  int timed_repetitions = 0;       ///< iterations/repeats in the timed region (0: not reported)
+  bool repetitions_fixed = false;  ///< the user fixed the count, so min_time_s did not scale it
+  double min_time_s = 0;           ///< the minimum kernel time asked for (0: none)
+  /// Modelled memory traffic of the timed region summed over ranks (absent: no model).
+  std::optional<double> bytes_moved;
+  /// The app-level fields as JSON; the repetition fields only when timed_repetitions > 0, and
+  /// bytes_moved with kernel_gbs = bytes_moved / time_s / 1e9 only when a traffic model is set.
   [[nodiscard]] nlohmann::json to_json() const;
 };
 

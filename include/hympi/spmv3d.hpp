@@ -47,7 +47,8 @@ struct Spmv3dOptions {
   int ghost = 1;                          ///< ghost width (the stencil needs 1; wider is allowed)
   SpmvOperator op = SpmvOperator::stencil;
   OverlapOptions overlap;
-  int spmv_reps = 20;           ///< timed y = A x products
+  int spmv_reps = 20;           ///< timed y = A x products; the least with min_time_s
+  double min_time_s = 0.0;      ///< positive: more products until they have lasted this many seconds
   int cg_iterations = 500;      ///< CG iteration limit; 0 skips the solve
   double cg_tolerance = 1e-10;  ///< stop at ||r|| / ||r0|| <= this
   /// Stencil only, never changes results. Streaming saves y's read-for-ownership: with
@@ -119,10 +120,11 @@ struct Spmv3dResult {
   double nonzeros = 0;
   bool streaming_stores = false;
   // Repeated SpMV.
+  int spmv_reps = 0;           ///< products timed (spmv_reps of the options, or more to reach min_time_s)
   double spmv_time_s = 0;      ///< all reps, max over ranks
   OverlapTimes spmv_times;     ///< all reps, average over ranks
   double spmv_flops = 0;       ///< 2 * nonzeros * reps
-  double spmv_bytes = 0;       ///< compulsory traffic of all reps, all ranks
+  double spmv_bytes = 0;       ///< compulsory traffic of all reps, all ranks (Operator27::bytes_per_apply)
   long spmv_mismatches = -1;   ///< owned points where y != A x_id exactly (0 = correct)
   // CG.
   std::vector<double> cg_residuals;  ///< ||r_k||, bitwise identical for every layout and strategy
@@ -133,7 +135,12 @@ struct Spmv3dResult {
   double cg_flops = 0;
 };
 
-/// Runs repeated SpMV and CG on `comm` (collective); phases go to `metrics`.
+/// Runs repeated SpMV and CG on `comm` (collective): the phases of the timed products go to
+/// `spmv_metrics` ("spmv_halo", "spmv_compute"), those of the timed CG loop to `cg_metrics`
+/// ("cg_halo", "cg_spmv", "cg_dot", "cg_allreduce", "cg_update"). Throws InvalidArgument for
+/// options that do not validate on this communicator.
+Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& spmv_metrics, Metrics& cg_metrics);
+/// run_spmv3d with both regions' phases in one `metrics`.
 Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& metrics);
 
 /// Largest CG error (relative to max |x*|) verification accepts.

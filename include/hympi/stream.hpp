@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 
 namespace hympi {
@@ -10,15 +11,23 @@ namespace hympi {
 /// Options of the bandwidth probe.
 struct StreamOptions {
   std::size_t elements = 0;  ///< doubles per array per rank; 0 = sized from the caches
-  int repeats = 10;          ///< timed repetitions; the best one counts (STREAM rule)
+  int repeats = 10;          ///< passes of the four kernels, the first untimed (warms caches and TLBs)
+  /// Positive: more passes until the timed triads have lasted this many seconds in all.
+  double min_time_s = 0.0;
 };
 
-/// Aggregate bandwidth of all ranks, in GB/s (1e9 bytes), best of the repetitions.
+/// Aggregate bandwidth of all ranks, in GB/s (1e9 bytes).
 struct StreamResult {
   std::size_t elements = 0;
+  /// Best pass of each kernel (STREAM's rule).
   double copy_gbs = 0, scale_gbs = 0, add_gbs = 0, triad_gbs = 0;
-  double triad_time_s = 0;  ///< best triad time
-  bool verified = false;    ///< final array contents match the recurrences (STREAM's check)
+  double triad_time_s = 0;       ///< best triad time
+  int timed_repeats = 0;         ///< passes timed (all but the first)
+  double triad_total_s = 0;      ///< triad time summed over the timed passes (each the slowest rank's)
+  double triad_bytes = 0;        ///< triad traffic of the timed passes, all ranks (24 B per element)
+  double triad_mean_gbs = 0;     ///< triad_bytes / triad_total_s: the bandwidth of the whole timed region
+  double local_triad_s = 0;      ///< this rank's own triad time, summed over the timed passes
+  bool verified = false;         ///< final array contents match the recurrences (STREAM's check)
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
@@ -26,9 +35,13 @@ struct StreamResult {
 /// last-level caches (STREAM's rule), at least 1 Mi doubles.
 std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on_node);
 
+/// Throws InvalidArgument naming the size when the three arrays of `elements` doubles of each of
+/// `ranks_on_node` ranks need more than `memory_bytes` (the machine's memory).
+void check_stream_memory(std::size_t elements, int ranks_on_node, std::uint64_t memory_bytes);
+
 /// Runs copy/scale/add/triad on every rank of `comm` at once (collective).
 /// Arrays are first touched by the threads that use them. Throws InvalidArgument for
-/// repeats < 2 or elements < 1.
+/// repeats < 2, elements < 1 or a negative or non-finite min_time_s.
 StreamResult run_stream(MPI_Comm comm, const StreamOptions& options);
 
 }  // namespace hympi

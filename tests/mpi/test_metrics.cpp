@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cmath>
+
+#include "hympi/error.hpp"
 #include "hympi/metrics.hpp"
 
 using namespace hympi;
@@ -41,4 +44,23 @@ TEST(Metrics, ScopeTimesAndMemoryGrows) {
   const double before = max_rss_mib();
   std::vector<char> block(64 << 20, 1);
   EXPECT_GE(max_rss_mib(), before + 60.0) << "peak RSS did not see a 64 MiB touched block";
+}
+
+TEST(Metrics, RepetitionsForMinTimeExtrapolateWithinBounds) {
+  // Reached: no more repetitions.
+  EXPECT_EQ(repetitions_for_min_time(50, 1.2, 1.0, 1000000), 50);
+  EXPECT_EQ(repetitions_for_min_time(50, 0.3, 0.0, 1000000), 50);
+  // 10 took 0.1 s, 1 s wanted: 100 with 5 % margin.
+  EXPECT_EQ(repetitions_for_min_time(10, 0.1, 1.0, 1000000), 105);
+  // Almost there: the margin still adds 5 %.
+  EXPECT_EQ(repetitions_for_min_time(1000, 0.99999999, 1.0, 1000000), 1051);
+  // One that took almost the minimum: still one more.
+  EXPECT_EQ(repetitions_for_min_time(1, 0.99, 1.0, 1000000), 2);
+  // A tiny first measure grows at most 100x per step; zero time too; never past the cap.
+  EXPECT_EQ(repetitions_for_min_time(2, 1e-9, 1.0, 1000000), 200);
+  EXPECT_EQ(repetitions_for_min_time(2, 0.0, 1.0, 1000000), 200);
+  EXPECT_EQ(repetitions_for_min_time(10, 0.001, 1.0, 500), 500);
+  EXPECT_THROW((void)repetitions_for_min_time(0, 0.1, 1.0, 10), InvalidArgument);
+  EXPECT_THROW((void)repetitions_for_min_time(5, -1.0, 1.0, 10), InvalidArgument);
+  EXPECT_THROW((void)repetitions_for_min_time(5, 0.1, std::nan(""), 10), InvalidArgument);
 }

@@ -22,6 +22,35 @@ TEST(Rb3d, ResidualHistoryEqualsOneRankBitForBit) {
   }
 }
 
+TEST(Rb3d, MinTimeExtendsTheLoopAndAFixedCountReproducesIt) {
+  Rb3dOptions o;
+  o.global = {12, 12, 12};
+  o.iterations = 7;  // not a multiple of residual_every: the chunk's end must not add a residual
+  o.residual_every = 3;
+  Metrics first;
+  // Relative to what the first chunk takes here: the test machine may be loaded.
+  o.min_time_s = 4.0 * solve_rb3d(MPI_COMM_WORLD, o, first).time_s + 0.02;
+  Metrics m;
+  const auto timed = solve_rb3d(MPI_COMM_WORLD, o, m);
+  EXPECT_GE(timed.time_s, o.min_time_s);
+  EXPECT_GT(timed.iterations, o.iterations);
+  // Residuals at every third iteration, after the last one, and the initial one.
+  const std::size_t expected = 1 + static_cast<std::size_t>(timed.iterations / 3) + (timed.iterations % 3 != 0 ? 1u : 0u);
+  EXPECT_EQ(timed.residuals.size(), expected);
+  // Every rank agreed on the count, so a fixed-count solve on one rank gives the same history.
+  auto fixed = o;
+  fixed.iterations = timed.iterations;
+  fixed.min_time_s = 0.0;
+  Metrics scratch;
+  const auto single = solve_rb3d(MPI_COMM_SELF, fixed, scratch);
+  EXPECT_EQ(single.iterations, timed.iterations);
+  EXPECT_EQ(single.residuals, timed.residuals);
+  // The phases are the loop's only: they fit into its time (bulk, no overlap).
+  const double phases = m.total(PhaseKind::computation) + m.total(PhaseKind::communication);
+  EXPECT_LE(phases, timed.time_s);
+  EXPECT_DOUBLE_EQ(timed.bytes, kRb3dBytesPerPoint * 12 * 12 * 12 * timed.iterations);
+}
+
 TEST(Rb3d, ManufacturedSolutionConvergesAtSecondOrder) {
   double errors[2];
   const long sizes[2] = {15, 31};
@@ -57,5 +86,8 @@ TEST(Rb3d, OptionsAreValidated) {
   EXPECT_THROW(o.validate(1), InvalidArgument);
   o.omega = 1.0;
   o.iterations = 0;
+  EXPECT_THROW(o.validate(1), InvalidArgument);
+  o.iterations = 1;
+  o.min_time_s = -1.0;
   EXPECT_THROW(o.validate(1), InvalidArgument);
 }

@@ -167,6 +167,30 @@ TEST(Spmv3d, PerRankSizeScalesWithTheProcessGrid) {
   EXPECT_THROW(process_grid_for_local(4, {40, 40, 3}, {3, 0, 0}), InvalidArgument);
 }
 
+TEST(Spmv3d, MinTimeAddsProductsAndKeepsCgPhasesApart) {
+  Spmv3dOptions o;
+  o.global = {16, 16, 16};
+  o.spmv_reps = 3;
+  o.cg_iterations = 5;
+  Metrics first;
+  const auto exact = run_spmv3d(MPI_COMM_WORLD, o, first);
+  EXPECT_EQ(exact.spmv_reps, 3);  // without a minimum the count is exact
+  // Relative to what 3 products take here: the test machine may be loaded.
+  o.min_time_s = 4.0 * exact.spmv_time_s + 0.02;
+  Metrics spmv, cg;
+  const auto r = run_spmv3d(MPI_COMM_WORLD, o, spmv, cg);
+  EXPECT_GE(r.spmv_time_s, o.min_time_s);
+  EXPECT_GT(r.spmv_reps, o.spmv_reps);
+  EXPECT_EQ(r.spmv_mismatches, 0);
+  EXPECT_DOUBLE_EQ(r.spmv_flops, 2.0 * r.nonzeros * r.spmv_reps);
+  EXPECT_DOUBLE_EQ(r.spmv_bytes, 16.0 * 16 * 16 * 16 * r.spmv_reps);  // stencil: x read, y written
+  // The products' phases fit into their own time; CG's went to the other sink only.
+  EXPECT_LE(spmv.total(PhaseKind::computation) + spmv.total(PhaseKind::communication), r.spmv_time_s);
+  EXPECT_EQ(spmv.seconds("cg_spmv"), 0.0);
+  EXPECT_EQ(cg.seconds("spmv_compute"), 0.0);
+  EXPECT_GT(cg.seconds("cg_spmv"), 0.0);
+}
+
 TEST(Spmv3d, BadInputIsRejectedNamingTheValue) {
   Spmv3dOptions o;
   o.global = {8, 8, 8};

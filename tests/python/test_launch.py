@@ -12,14 +12,14 @@ from hympi.errors import UsageError
 
 
 def test_openmpi_command_binds_nothing_and_exports_layout():
-    spec = LaunchSpec("hympi-rb3d", 4, 2, "numa", "scatter", ("-n", "32"), True)
+    spec = LaunchSpec("hympi-rb3d", 4, 2, "numa", "scatter", ("--size", "32"), True)
     cmd = build_command(spec, launcher="/usr/bin/mpirun", flavor="openmpi")
     assert cmd[0] == "/usr/bin/mpirun"
     assert cmd[cmd.index("-np") + 1] == "4"
     assert cmd[cmd.index("--bind-to") + 1] == "none"
     assert "--oversubscribe" in cmd
     assert "OMP_NUM_THREADS=2" in cmd and "HYMPI_BIND=numa" in cmd and "HYMPI_DIST=scatter" in cmd
-    assert cmd[-3].endswith("hympi-rb3d") and cmd[-2:] == ["-n", "32"]
+    assert cmd[-3].endswith("hympi-rb3d") and cmd[-2:] == ["--size", "32"]
     assert ("--allow-run-as-root" in cmd) == (os.geteuid() == 0)
 
 

@@ -33,7 +33,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 def _run(ranks: int, threads: int, repeat: int, rate: float | None, status: str = "ok") -> Run:
     record = None if rate is None else {"rate": rate, "rate_unit": "GFLOP/s", "problem": "64^3", "verified": True,
                                         "comm_s": 0.1, "comp_s": 1.0, "max_rss_mib": 20.0, "node_rss_mib": 40.0}
-    return Run(1, "rb3d", ranks, threads, "core", "compact", repeat, ("-n", "64"), (), ("mpirun",), status,
+    return Run(1, "rb3d", ranks, threads, "core", "compact", repeat, ("--size", "64"), (), ("mpirun",), status,
                0 if status == "ok" else 1, 1.0, record)
 
 

@@ -23,7 +23,7 @@ def _no_slurm() -> dict[str, str]:
 
 def test_srun_command_is_an_argument_list_with_the_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HYMPI_BIN_DIR", fake_bin_dir(tmp_path)["HYMPI_BIN_DIR"])
-    spec = LaunchSpec("hympi-rb3d", 4, 2, "numa", "scatter", ("-n", "32"), False, (("HYMPI_VIRTUAL_NODES", "1"),))
+    spec = LaunchSpec("hympi-rb3d", 4, 2, "numa", "scatter", ("--size", "32"), False, (("HYMPI_VIRTUAL_NODES", "1"),))
     cmd = build_srun_command(spec, srun="/opt/slurm/bin/srun")
     assert cmd[0] == "/opt/slurm/bin/srun"
     assert cmd[cmd.index("--ntasks") + 1] == "4" and cmd[cmd.index("--cpus-per-task") + 1] == "2"
@@ -31,7 +31,7 @@ def test_srun_command_is_an_argument_list_with_the_layout(tmp_path: Path, monkey
     export = next(a for a in cmd if a.startswith("--export="))
     assert export.split("=", 1)[1].split(",") == ["ALL", "OMP_NUM_THREADS=2", "HYMPI_BIND=numa", "HYMPI_DIST=scatter",
                                                   "HYMPI_VIRTUAL_NODES=1"]
-    assert cmd[-3].endswith("hympi-rb3d") and cmd[-2:] == ["-n", "32"]
+    assert cmd[-3].endswith("hympi-rb3d") and cmd[-2:] == ["--size", "32"]
     over = build_srun_command(LaunchSpec("hympi-rb3d", 8, 1, oversubscribe=True), srun="srun")
     assert "--overcommit" in over
     with pytest.raises(UsageError, match="comma"):
@@ -57,17 +57,17 @@ def test_outside_an_allocation_the_sweep_becomes_an_sbatch_script(tmp_path: Path
     db = tmp_path / "r.db"
     script = tmp_path / "job.sbatch"
     proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--repeat", "2", "--launcher", "slurm",
-                 "--db", str(db), "--dry-run", "--", "-n", "16", env=env)
+                 "--db", str(db), "--dry-run", "--", "--size", "16", env=env)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.startswith("#!/bin/bash") and "#SBATCH --ntasks=2" in out
     srun_lines = [line for line in out.splitlines() if line.split(" ", 1)[0].endswith("srun")]
     assert len(srun_lines) == 12  # 4 layouts (no local PU limit applies to an allocation) x (warm-up + 2 repeats)
-    assert all(shlex.split(line)[-3:] == [str(tmp_path / "bin" / "hympi-rb3d"), "-n", "16"] for line in srun_lines)
+    assert all(shlex.split(line)[-3:] == [str(tmp_path / "bin" / "hympi-rb3d"), "--size", "16"] for line in srun_lines)
     assert not db.exists()
 
     proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--launcher", "slurm", "--db", str(db),
-                 "--sbatch", str(script), "--", "-n", "16", env=env)
+                 "--sbatch", str(script), "--", "--size", "16", env=env)
     assert proc.returncode == 0, proc.stderr
     assert f"sbatch {script}" in proc.stdout
     body = script.read_text()
@@ -75,7 +75,7 @@ def test_outside_an_allocation_the_sweep_becomes_an_sbatch_script(tmp_path: Path
     assert exec_line[0] == "exec" and exec_line[2:4] == ["sweep", "rb3d"]
     assert exec_line[exec_line.index("--db") + 1] == str(db.resolve())
     assert "--resume" in exec_line and exec_line[exec_line.index("--launcher") + 1] == "slurm"
-    assert exec_line[-3:] == ["--", "-n", "16"]
+    assert exec_line[-3:] == ["--", "--size", "16"]
     assert os.access(script, os.X_OK)
     assert not db.exists() and not launches(env)
 

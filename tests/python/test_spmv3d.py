@@ -113,7 +113,7 @@ def test_rb3d_residuals_are_identical_for_every_strategy_and_layout():
                 "hympi-rb3d",
                 ranks,
                 threads,
-                "-n",
+                "--size",
                 "11",
                 "--iterations",
                 "6",

@@ -15,7 +15,7 @@ _RECORD = {"rate": 1.5, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": Tr
 
 def _run(sweep_id: int, ranks: int = 1, threads: int = 1, repeat: int = 1, status: str = "ok",
          record: dict | None = _RECORD) -> Run:
-    return Run(sweep_id, "rb3d", ranks, threads, "core", "compact", repeat, ("-n", "8"), (("OMP_NUM_THREADS", "1"),),
+    return Run(sweep_id, "rb3d", ranks, threads, "core", "compact", repeat, ("--size", "8"), (("OMP_NUM_THREADS", "1"),),
                ("mpirun", "-np", str(ranks)), status, 0, 0.25, record, "", "2026-01-01T00:00:00Z",
                "2026-01-01T00:00:01Z")
 
@@ -51,7 +51,7 @@ def test_run_round_trip_and_done_keys(store: Store):
     runs = store.runs([sweep_id])
     assert runs[0].id == first
     assert runs[0].record == {"rate": 1.5, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": True}
-    assert runs[0].app_args == ("-n", "8") and runs[0].command == ("mpirun", "-np", "2")
+    assert runs[0].app_args == ("--size", "8") and runs[0].command == ("mpirun", "-np", "2")
     assert runs[1].status == "failed" and runs[1].record is None
     assert store.done_keys(sweep_id) == {(2, 1, "core", 1), (1, 2, "core", 1)}
     row = store.conn.execute("SELECT rate, problem FROM runs WHERE id = ?", (first,)).fetchone()

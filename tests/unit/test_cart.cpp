@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "hympi/cart.hpp"
 #include "hympi/error.hpp"
 
@@ -22,6 +24,28 @@ TEST(Cart, TooManyRanksOrBadSizesAreRejected) {
   EXPECT_THROW(choose_process_grid(2, {0, 4, 4}), InvalidArgument);
   EXPECT_THROW(choose_process_grid(0, {4, 4, 4}), InvalidArgument);
   EXPECT_THROW(choose_process_grid(4, {8, 8, 8}, {3, 0, 0}), InvalidArgument);
+}
+
+/// The message of the InvalidArgument `f` throws ("" if none).
+template <class F>
+std::string message_of(F&& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Cart, FixedDimsThatCannotMatchTheRanksSaySo) {
+  // 3 x 1 x 1 = 3 ranks on a run of 2: the product is the reason, not the grid's size.
+  const std::string all = message_of([] { (void)choose_process_grid(2, {64, 64, 64}, {3, 1, 1}); });
+  EXPECT_NE(all.find("3 x 1 x 1 = 3 ranks, but the run has 2"), std::string::npos) << all;
+  const std::string part = message_of([] { (void)choose_process_grid(4, {8, 8, 8}, {3, 0, 0}); });
+  EXPECT_NE(part.find("product 3 does not divide the 4 ranks"), std::string::npos) << part;
+  // A grid too small for the ranks keeps its own explanation.
+  const std::string small = message_of([] { (void)choose_process_grid(9, {2, 2, 2}); });
+  EXPECT_NE(small.find("without empty blocks"), std::string::npos) << small;
 }
 
 TEST(Cart, BlocksTileTheGridWithRemainderFirst) {

@@ -19,6 +19,8 @@ class MzApp final : public AppDefinition {
   void add_options(CLI::App& cli) override;
   /// Rejects an unknown class, more ranks than zones and thread counts below 1 (exit 2).
   void validate(const Layout& layout) const override;
+  /// Runs the benchmark, repeated whole until its timed loops reach context.min_time_s (unless
+  /// --iterations was given); verified only if every repetition verified.
   ResultRecord run(AppContext& context) override;
 
  private:
@@ -33,6 +35,7 @@ class MzApp final : public AppDefinition {
   double split_tolerance_ = 0.05;
   std::vector<int> split_table_;
   std::string data_file_;
+  CLI::Option* iterations_option_ = nullptr;
 };
 
 }  // namespace hympi::npb
