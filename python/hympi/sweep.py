@@ -14,6 +14,7 @@ import os
 import secrets
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -440,13 +441,19 @@ def measured_samples(runs: list[Run], layouts: tuple[tuple[int, int, str], ...],
                      ) -> list[Sample]:
     """Per layout, the ok rates of measured rounds 1 .. before_round-1 (warm-ups and later rounds left out)."""
     rates: dict[tuple[int, int, str], list[float]] = {x: [] for x in layouts}
+    memory: dict[tuple[int, int, str], list[float]] = {x: [] for x in layouts}
     for run in runs:
         key = (run.ranks, run.threads, run.bind)
         rate = run.value("rate")
         if key in rates and 1 <= run.repeat < before_round and run.status == "ok" and rate is not None and rate > 0 \
                 and math.isfinite(rate):
             rates[key].append(rate)
-    return [Sample(layout_name(x), tuple(rates[x]), x[1], x[0] * x[1]) for x in layouts]
+            node = run.value("node_rss_mib")
+            if node is not None:
+                memory[key].append(node)
+    # The same memory the report's tie-break uses, so the sweep's stopping note and the report choose alike.
+    return [Sample(layout_name(x), tuple(rates[x]), x[1], x[0] * x[1],
+                   statistics.median(memory[x]) if memory[x] else None) for x in layouts]
 
 
 def still_open(params: SweepParams, layouts: tuple[tuple[int, int, str], ...], runs: list[Run], round_no: int,
