@@ -18,15 +18,24 @@ from hympi.topology import machine_summary
 HELP_FLAGS = ("-h", "--help")
 
 
-def seconds(text: str) -> float:
-    """argparse type of --timeout: a finite number of seconds > 0 (nan, inf, 0 and negatives are refused)."""
+def parse_seconds(option: str, text: str, allow_zero: bool) -> float:
+    """A finite number of seconds (> 0, or >= 0 with allow_zero); UsageError naming the value otherwise."""
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got '{text}'")
+        raise UsageError(f"{option}: '{text}' is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise UsageError(f"{option} must be a finite number of seconds {bound}, got {text}")
     return value
+
+
+def seconds(text: str) -> float:
+    """argparse type of --timeout: a finite number of seconds > 0 (nan, inf, 0 and negatives are refused)."""
+    try:
+        return parse_seconds("--timeout", text, allow_zero=False)
+    except UsageError:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got '{text}'") from None
 
 
 def add_layout_options(parser: argparse.ArgumentParser) -> None:

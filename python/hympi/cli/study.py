@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from hympi.cli.common import add_db_option
-from hympi.cli.sweep import add_measurement_options, measurement, parse_seconds
+from hympi.cli.common import add_db_option, parse_seconds
+from hympi.cli.sweep import add_measurement_options, measurement
 from hympi.errors import UsageError
 from hympi.report import ensure_out_dir
 from hympi.study import (

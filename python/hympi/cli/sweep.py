@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from hympi.apps import APPS
-from hympi.cli.common import add_db_option
+from hympi.cli.common import add_db_option, parse_seconds
 from hympi.errors import UsageError
 from hympi.launch import slurm
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, format_command
@@ -64,18 +64,6 @@ def parse_repeat(text: str) -> tuple[int, bool]:
     if value < 1:
         raise UsageError(f"--repeat must be >= 1 (or auto), got {value}")
     return value, False
-
-
-def parse_seconds(option: str, text: str, allow_zero: bool) -> float:
-    """A finite number of seconds (> 0, or >= 0 with allow_zero); UsageError naming the value otherwise."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{option}: '{text}' is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise UsageError(f"{option} must be a finite number of seconds {bound}, got {text}")
-    return value
 
 
 def parse_seed(text: str) -> int:
