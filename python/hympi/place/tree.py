@@ -99,7 +99,7 @@ def parse_topology_xml(xml_text: str, spec: str = "") -> NodeTree:
     leaf_kind = "Core" if any(k == "Core" for _, k in objects) else "PU"
     numa_sets = [parse_cpuset(e.get("cpuset", "0x0")) for e in root.iter("object") if e.get("type") == "NUMANode"]
     packages = [chain[-1][1] for chain, k in objects if k == "Package"]
-    cores = []
+    cores: list[Core] = []
     per_package: dict[int, int] = {}
     for chain, kind in objects:
         if kind != leaf_kind:
