@@ -52,26 +52,36 @@ std::vector<std::pair<int, int>> disjoint_pairs(std::span<const CommLevel> level
 
 /// Fills a ping-pong message: a size-dependent byte pattern with round-trip number `trip`
 /// stamped in its first 4 bytes (when it has them), so a stale buffer cannot pass the check.
+/// Cannot fail.
 void fill_pingpong_message(std::span<std::uint8_t> message, std::uint32_t trip);
-/// True when `message` is exactly what fill_pingpong_message wrote for `trip`.
+/// True when `message` is exactly what fill_pingpong_message wrote for `trip`; false, never a
+/// throw, for anything else.
 bool check_pingpong_message(std::span<const std::uint8_t> message, std::uint32_t trip);
 
-/// Options of the probe.
+/// Options of the probe. The counts follow osu_latency: up to 8 KiB `iterations` round trips
+/// after 100 warm-up ones, above 8 KiB `large_iterations` after 10 warm-up ones.
 struct PingPongOptions {
   std::size_t max_bytes = std::size_t{4} << 20;  ///< largest message; sizes are 0, 1, 2, 4, ... max
-  int iterations = 1000;                          ///< round trips for messages <= 64 KiB (fewer above)
+  int iterations = 1000;                          ///< round trips for messages <= 8 KiB
+  int large_iterations = 0;                       ///< round trips above 8 KiB; 0: iterations / 10 (at least 4)
   bool multi = true;                              ///< also run 1, 2, 4, ... pairs at once
   std::size_t multi_bytes = std::size_t{1} << 20;  ///< message size of multi-pair bandwidth
-  /// Throws InvalidArgument for iterations < 1, max_bytes > 1 GiB or multi_bytes < 1.
+  /// Throws InvalidArgument for iterations < 1, large_iterations < 0, or max_bytes or
+  /// multi_bytes outside 1 B .. 1 GiB.
   void validate() const;
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
 /// Message sizes probed: 0 and the powers of two up to max_bytes (max_bytes itself included).
+/// Cannot fail.
 std::vector<std::size_t> message_sizes(std::size_t max_bytes);
 
-/// Round trips for one size: `iterations` up to 64 KiB, then scaled down (at least 4).
-int round_trips(std::size_t bytes, int iterations);
+/// Timed round trips for one size: `iterations` up to 8 KiB, above it `large_iterations`, or
+/// when that is 0, iterations / 10 (osu_latency's ratio, at least 4). Cannot fail.
+int round_trips(std::size_t bytes, int iterations, int large_iterations = 0);
+/// Untimed warm-up round trips before one size: 100 up to 8 KiB, 10 above (as osu_latency).
+/// Cannot fail.
+int warmup_trips(std::size_t bytes);
 
 /// One message size between one pair.
 struct PingPongSample {
@@ -120,8 +130,12 @@ struct PingPongResult {
 };
 
 /// Runs the probe over `comm` (collective): one pair per level present, then multi-pair mode.
-/// `levels` comes from pair_levels. Every message is checked: the pong side returns what it got,
-/// and after each size both sides compare the full buffer with the expected pattern.
+/// `levels` comes from pair_levels. Every message is checked, outside the timed region: each
+/// side compares every message it receives with the pattern and trip number, between round
+/// trips, while the ping side's clock is stopped. The two message buffers of a rank are
+/// allocated and touched once, at the largest size, and reused for every size. Throws
+/// InvalidArgument for bad options or a level matrix of the wrong size, MpiError when an MPI
+/// call fails, std::bad_alloc when the buffers do not fit.
 PingPongResult run_pingpong(MPI_Comm comm, std::span<const CommLevel> levels, const PingPongOptions& options);
 
 }  // namespace hympi

@@ -46,13 +46,18 @@ TEST(PingPong, LevelNamesRoundTrip) {
 }
 
 TEST(PingPong, MessageCheckCatchesCorruptionAndStaleTrips) {
-  for (std::size_t bytes : {1UL, 3UL, 4UL, 100UL, 4096UL}) {
+  // Sizes around the 4 KiB block the check compares with, so every chunk boundary is covered.
+  for (std::size_t bytes : {1UL, 3UL, 4UL, 5UL, 100UL, 4095UL, 4096UL, 4097UL, 12289UL}) {
     std::vector<std::uint8_t> m(bytes);
     hympi::fill_pingpong_message(m, 17);
     EXPECT_TRUE(hympi::check_pingpong_message(m, 17));
     m[bytes - 1] ^= 1U;
     EXPECT_FALSE(hympi::check_pingpong_message(m, 17)) << bytes;
     m[bytes - 1] ^= 1U;
+    m[bytes / 2] ^= 0x80U;
+    EXPECT_FALSE(hympi::check_pingpong_message(m, 17)) << bytes << " middle";
+    m[bytes / 2] ^= 0x80U;
+    EXPECT_TRUE(hympi::check_pingpong_message(m, 17)) << bytes;
     if (bytes >= 4) {
       EXPECT_FALSE(hympi::check_pingpong_message(m, 16)) << "stale trip accepted";
     }
@@ -68,12 +73,25 @@ TEST(PingPong, SizesAndRoundTrips) {
   const auto odd = hympi::message_sizes(1000);
   EXPECT_EQ(odd.back(), 1000U);
   EXPECT_EQ(odd[odd.size() - 2], 512U);
-  EXPECT_EQ(hympi::round_trips(65536, 1000), 1000);
-  EXPECT_EQ(hympi::round_trips(131072, 1000), 500);
-  EXPECT_EQ(hympi::round_trips(std::size_t{1} << 30, 1000), 4);
+  // osu_latency's counts: all iterations (100 warm-up) up to 8 KiB, a tenth (10 warm-up) above.
+  EXPECT_EQ(hympi::round_trips(8192, 10000), 10000);
+  EXPECT_EQ(hympi::round_trips(8193, 10000), 1000);
+  EXPECT_EQ(hympi::round_trips(std::size_t{1} << 30, 10), 4);
+  EXPECT_EQ(hympi::round_trips(65536, 10000, 7), 7);
+  EXPECT_EQ(hympi::round_trips(4096, 10000, 7), 10000);
+  EXPECT_EQ(hympi::warmup_trips(0), 100);
+  EXPECT_EQ(hympi::warmup_trips(8192), 100);
+  EXPECT_EQ(hympi::warmup_trips(16384), 10);
   hympi::PingPongOptions bad;
   bad.iterations = 0;
   EXPECT_THROW(bad.validate(), hympi::InvalidArgument);
+  bad = {};
+  bad.max_bytes = 0;
+  EXPECT_THROW(bad.validate(), hympi::InvalidArgument);
+  bad = {};
+  bad.large_iterations = -1;
+  EXPECT_THROW(bad.validate(), hympi::InvalidArgument);
+  EXPECT_NO_THROW(hympi::PingPongOptions{}.validate());
 }
 
 TEST(PingPong, FitRecoversAlphaBetaExactly) {
@@ -127,7 +145,8 @@ TEST(PingPong, PairLevelsAndProbeOverMpi) {
     }
   hympi::PingPongOptions options;
   options.iterations = 5;
-  options.max_bytes = 4096;
+  options.large_iterations = 3;
+  options.max_bytes = 20000;  // past 8 KiB (the large-message counts) and not a power of two
   options.multi_bytes = 2048;
   const auto result = hympi::run_pingpong(MPI_COMM_WORLD, levels, options);
   EXPECT_TRUE(result.verified);
@@ -137,10 +156,11 @@ TEST(PingPong, PairLevelsAndProbeOverMpi) {
   ASSERT_EQ(result.levels.size(), expected.size());
   for (const auto& l : result.levels) {
     EXPECT_TRUE(expected.count(l.level));
-    ASSERT_EQ(l.samples.size(), hympi::message_sizes(4096).size());
+    ASSERT_EQ(l.samples.size(), hympi::message_sizes(20000).size());
+    EXPECT_EQ(l.samples.back().bytes, 20000U);
     for (const auto& s : l.samples) {
       EXPECT_GT(s.half_round_trip_s, 0) << "rank " << rank << " level " << hympi::to_string(l.level);
-      EXPECT_EQ(s.round_trips, 5);
+      EXPECT_EQ(s.round_trips, s.bytes <= 8192 ? 5 : 3) << s.bytes;
     }
   }
   // Multi-pair rows appear only where two disjoint pairs exist (4 ranks: the network level).
