@@ -40,6 +40,27 @@ std::array<std::uint8_t, kPatternBlock> pattern_block(std::size_t bytes) {
   return block;
 }
 
+/// True when `message` holds the pattern of its size (`block`, from pattern_block) with `trip`
+/// in its first 4 bytes. memcmp against one block runs at memory speed, not a byte a cycle, so
+/// checking every message of 4 MiB costs less than sending it.
+bool matches_pattern(std::span<const std::uint8_t> message, std::uint32_t trip,
+                     const std::array<std::uint8_t, kPatternBlock>& block) {
+  const std::size_t bytes = message.size();
+  std::size_t k = 0;
+  if (bytes >= sizeof trip) {
+    std::uint32_t got = 0;
+    std::memcpy(&got, message.data(), sizeof got);
+    if (got != trip) return false;
+    k = sizeof trip;
+  }
+  for (std::size_t base = 0; base < bytes; base += kPatternBlock) {
+    const std::size_t end = std::min(bytes, base + kPatternBlock);
+    if (std::memcmp(message.data() + base + k, block.data() + k, end - base - k) != 0) return false;
+    k = 0;
+  }
+  return true;
+}
+
 /// Page-aligned message buffer (as OSU allocates its own): one allocation for every size, so
 /// no size pays for fresh pages or lands differently on them.
 struct PageDelete {
@@ -66,10 +87,11 @@ void stamp(std::span<std::uint8_t> message, std::uint32_t trip) {
   if (message.size() >= sizeof trip) std::memcpy(message.data(), &trip, sizeof trip);
 }
 
-/// Checks a received message, then spoils its first byte so that a message that never arrives
-/// next trip cannot pass as one that did.
-bool check_and_spoil(std::span<std::uint8_t> message, std::uint32_t trip) {
-  const bool good = check_pingpong_message(message, trip);
+/// Checks a received message against its size's pattern `block`, then spoils its first byte so
+/// that a message that never arrives next trip cannot pass as one that did.
+bool check_and_spoil(std::span<std::uint8_t> message, std::uint32_t trip,
+                     const std::array<std::uint8_t, kPatternBlock>& block) {
+  const bool good = matches_pattern(message, trip, block);
   if (!message.empty()) message[0] = static_cast<std::uint8_t>(~message[0]);
   return good;
 }
@@ -91,6 +113,9 @@ double ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, int ski
   const int total = skip + reps;
   const std::span<std::uint8_t> send(buf.send.get(), bytes), recv(buf.recv.get(), bytes);
   fill_pingpong_message(send, 1);
+  // Once per size: anything done between trips stretches the loop, and on a loaded machine a
+  // longer loop is preempted more often, inside the timed part too.
+  const auto block = pattern_block(bytes);
   if (me == a) {
     double elapsed = 0;
     for (int trip = 1; trip <= total; ++trip) {
@@ -101,7 +126,7 @@ double ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, int ski
       HYMPI_MPI(MPI_Recv(recv.data(), count, MPI_BYTE, b, kTag, comm, MPI_STATUS_IGNORE));
       const double stop = MPI_Wtime();
       if (trip > skip) elapsed += stop - start;
-      if (!check_and_spoil(recv, t)) ok = false;
+      if (!check_and_spoil(recv, t, block)) ok = false;
     }
     return elapsed / (2.0 * reps);
   }
@@ -109,7 +134,7 @@ double ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, int ski
     const auto t = static_cast<std::uint32_t>(trip);
     HYMPI_MPI(MPI_Recv(recv.data(), count, MPI_BYTE, a, kTag, comm, MPI_STATUS_IGNORE));
     HYMPI_MPI(MPI_Send(send.data(), count, MPI_BYTE, a, kTag, comm));
-    if (!check_and_spoil(recv, t)) ok = false;
+    if (!check_and_spoil(recv, t, block)) ok = false;
     stamp(send, t + 1);  // ready for the next trip, so nothing runs between receive and send
   }
   return 0;
@@ -134,23 +159,7 @@ void fill_pingpong_message(std::span<std::uint8_t> message, std::uint32_t trip) 
 }
 
 bool check_pingpong_message(std::span<const std::uint8_t> message, std::uint32_t trip) {
-  const std::size_t bytes = message.size();
-  std::size_t k = 0;
-  if (bytes >= sizeof trip) {
-    std::uint32_t got = 0;
-    std::memcpy(&got, message.data(), sizeof got);
-    if (got != trip) return false;
-    k = sizeof trip;
-  }
-  // memcmp against one block of the pattern: the check runs at memory speed, not a byte a cycle,
-  // so checking every message of 4 MiB costs less than sending it.
-  const auto block = pattern_block(bytes);
-  for (std::size_t base = 0; base < bytes; base += kPatternBlock) {
-    const std::size_t end = std::min(bytes, base + kPatternBlock);
-    if (std::memcmp(message.data() + base + k, block.data() + k, end - base - k) != 0) return false;
-    k = 0;
-  }
-  return true;
+  return matches_pattern(message, trip, pattern_block(message.size()));
 }
 
 std::string to_string(CommLevel level) {
