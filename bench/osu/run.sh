@@ -9,7 +9,8 @@
 # hympi binding itself (core, compact; mpirun --bind-to none), both with osu_latency's counts
 # (10000 round trips after 100 warm-up up to 8 KiB, 1000 after 10 above). The summary keeps the
 # best (smallest) time of each per size, as a noisy neighbour only ever adds time, and prints the
-# ratio hympi / OSU; a size passes when the ratio is within 1 +- T (default 0.10).
+# ratio hympi / OSU; a size passes when the ratio is within 1 +- T (default 0.10). The spread
+# columns (slowest / fastest run of each) show how much noise the verdict sits in.
 #
 # Environment: BUILD (hympi build dir, default <repo>/build), WORK (default /tmp/hympi-osu),
 # OSU_SRC (an unpacked osu-micro-benchmarks source folder), else OSU_GIT (bare git dir of an OSU
@@ -121,19 +122,22 @@ summary=$WORK/summary.tsv
 # Best (smallest) time of each implementation per size, sorted by size, then the verdict.
 awk -F'\t' -v tol="$tolerance" '
   NR > 1 { k = $3 + 0; sizes[k] = 1
-           if (!((k, $1) in best) || $4 + 0 < best[k, $1]) best[k, $1] = $4 + 0 }
+           if (!((k, $1) in best) || $4 + 0 < best[k, $1]) best[k, $1] = $4 + 0
+           if (!((k, $1) in worst) || $4 + 0 > worst[k, $1]) worst[k, $1] = $4 + 0 }
   END {
     for (k in sizes) {
-      if (!((k, "osu") in best) || !((k, "hympi") in best) || best[k, "osu"] <= 0) {
-        printf "%d\t-\t-\t-\tmissing\n", k; continue
+      if (!((k, "osu") in best) || !((k, "hympi") in best) || best[k, "osu"] <= 0 || best[k, "hympi"] <= 0) {
+        printf "%d\t-\t-\t-\tmissing\t-\t-\n", k; continue
       }
       ratio = best[k, "hympi"] / best[k, "osu"]
-      printf "%d\t%.2f\t%.2f\t%.3f\t%s\n", k, best[k, "osu"], best[k, "hympi"], ratio,
-        (ratio >= 1 - tol && ratio <= 1 + tol) ? "yes" : "NO"
+      # spread = slowest / fastest run of one implementation: the noise the verdict sits in.
+      printf "%d\t%.2f\t%.2f\t%.3f\t%s\t%.2f\t%.2f\n", k, best[k, "osu"], best[k, "hympi"], ratio,
+        (ratio >= 1 - tol && ratio <= 1 + tol) ? "yes" : "NO", worst[k, "osu"] / best[k, "osu"],
+        worst[k, "hympi"] / best[k, "hympi"]
     }
   }' "$results" | sort -n -k1,1 > "$summary.rows"
 {
-  printf "bytes\tosu_us\thympi_us\tratio\twithin_%s\n" "$tolerance"
+  printf "bytes\tosu_us\thympi_us\tratio\twithin_%s\tosu_spread\thympi_spread\n" "$tolerance"
   cat "$summary.rows"
 } > "$summary"
 rm -f "$summary.rows"
