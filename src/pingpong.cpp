@@ -28,6 +28,9 @@ constexpr int kSetWidth = 1024;
 // The pattern repeats every 256 bytes, so one block of it is the reference for every chunk.
 constexpr std::size_t kPatternBlock = 4096;
 constexpr std::size_t kPageBytes = 4096;
+// Round trips of the validation pass per size: more than one, so a message left over from the
+// trip before (a stale buffer) is told apart by its trip number.
+constexpr std::uint32_t kCheckedTrips = 3;
 
 std::uint8_t pattern_byte(std::size_t bytes, std::size_t k) {
   return static_cast<std::uint8_t>((k * 131U + bytes * 7U + 11U) & 0xFFU);
@@ -96,48 +99,79 @@ bool check_and_spoil(std::span<std::uint8_t> message, std::uint32_t trip,
   return good;
 }
 
-/// One pair's ping-pong of `bytes`: `skip` warm-up round trips, then `reps` timed ones. Returns
-/// the one-way time on the ping rank (`a`), 0 elsewhere; `ok` becomes false on a corrupted message.
-///
-/// Both sides send from their own buffer, which the peer only reads (as in osu_latency), and
-/// check every message they receive against the pattern and its trip number. The checks happen
-/// while the ping rank's clock is stopped: it times each round trip from its send to the end of
-/// its receive and sums them, so checking adds no time, only the clock reads (~20 ns a trip).
-/// The pong rank checks after it has answered, while the ping rank checks its own message.
-double ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, int skip, int reps, MessageBuffers& buf,
-                 bool& ok) {
-  if (me != a && me != b) return 0;
+/// Throws InvalidArgument when `bytes` does not fit the buffers.
+void require_capacity(std::size_t bytes, const MessageBuffers& buf) {
   if (bytes > buf.capacity) throw InvalidArgument("message of " + std::to_string(bytes) + " B exceeds the " +
                                                   std::to_string(buf.capacity) + " B buffers");
+}
+
+/// One pair's timed ping-pong of `bytes`, as osu_latency runs it: `skip` warm-up round trips,
+/// then `reps` round trips between one clock read before and one after, with nothing else in
+/// the loop (no per-trip clock, no checks: at 0 B a round trip is ~0.3 us, and anything added
+/// to it is measured). Both sides send from their own buffer, which the peer only reads.
+/// Returns the one-way time on the ping rank (`a`), 0 elsewhere. Throws MpiError or
+/// InvalidArgument (message larger than the buffers).
+double timed_ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, int skip, int reps,
+                       MessageBuffers& buf) {
+  if (me != a && me != b) return 0;
+  require_capacity(bytes, buf);
   const int count = static_cast<int>(bytes);
-  const int total = skip + reps;
-  const std::span<std::uint8_t> send(buf.send.get(), bytes), recv(buf.recv.get(), bytes);
-  fill_pingpong_message(send, 1);
-  // Once per size: anything done between trips stretches the loop, and on a loaded machine a
-  // longer loop is preempted more often, inside the timed part too.
-  const auto block = pattern_block(bytes);
+  std::uint8_t* send = buf.send.get();
+  std::uint8_t* recv = buf.recv.get();
   if (me == a) {
-    double elapsed = 0;
-    for (int trip = 1; trip <= total; ++trip) {
-      const auto t = static_cast<std::uint32_t>(trip);
-      stamp(send, t);
-      const double start = MPI_Wtime();
-      HYMPI_MPI(MPI_Send(send.data(), count, MPI_BYTE, b, kTag, comm));
-      HYMPI_MPI(MPI_Recv(recv.data(), count, MPI_BYTE, b, kTag, comm, MPI_STATUS_IGNORE));
-      const double stop = MPI_Wtime();
-      if (trip > skip) elapsed += stop - start;
-      if (!check_and_spoil(recv, t, block)) ok = false;
+    for (int trip = 0; trip < skip; ++trip) {
+      HYMPI_MPI(MPI_Send(send, count, MPI_BYTE, b, kTag, comm));
+      HYMPI_MPI(MPI_Recv(recv, count, MPI_BYTE, b, kTag, comm, MPI_STATUS_IGNORE));
     }
-    return elapsed / (2.0 * reps);
+    const double start = MPI_Wtime();
+    for (int trip = 0; trip < reps; ++trip) {
+      HYMPI_MPI(MPI_Send(send, count, MPI_BYTE, b, kTag, comm));
+      HYMPI_MPI(MPI_Recv(recv, count, MPI_BYTE, b, kTag, comm, MPI_STATUS_IGNORE));
+    }
+    return (MPI_Wtime() - start) / (2.0 * reps);
   }
-  for (int trip = 1; trip <= total; ++trip) {
-    const auto t = static_cast<std::uint32_t>(trip);
-    HYMPI_MPI(MPI_Recv(recv.data(), count, MPI_BYTE, a, kTag, comm, MPI_STATUS_IGNORE));
-    HYMPI_MPI(MPI_Send(send.data(), count, MPI_BYTE, a, kTag, comm));
-    if (!check_and_spoil(recv, t, block)) ok = false;
-    stamp(send, t + 1);  // ready for the next trip, so nothing runs between receive and send
+  for (int trip = 0; trip < skip + reps; ++trip) {
+    HYMPI_MPI(MPI_Recv(recv, count, MPI_BYTE, a, kTag, comm, MPI_STATUS_IGNORE));
+    HYMPI_MPI(MPI_Send(send, count, MPI_BYTE, a, kTag, comm));
   }
   return 0;
+}
+
+/// One pair's untimed validation pass of `bytes` (OSU's -c, kept out of the timing):
+/// kCheckedTrips round trips, each message carrying the size's pattern and its trip number;
+/// both sides check every message they receive and spoil it, so a corrupted, stale or missing
+/// message fails. Returns false on any bad message, true on the other ranks. Throws MpiError or
+/// InvalidArgument (message larger than the buffers).
+bool checked_ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, MessageBuffers& buf) {
+  if (me != a && me != b) return true;
+  require_capacity(bytes, buf);
+  const int count = static_cast<int>(bytes);
+  const std::span<std::uint8_t> send(buf.send.get(), bytes), recv(buf.recv.get(), bytes);
+  const auto block = pattern_block(bytes);
+  fill_pingpong_message(send, 0);
+  bool ok = true;
+  const int peer = me == a ? b : a;
+  for (std::uint32_t trip = 1; trip <= kCheckedTrips; ++trip) {
+    stamp(send, trip);
+    if (me == a) {
+      HYMPI_MPI(MPI_Send(send.data(), count, MPI_BYTE, peer, kTag, comm));
+      HYMPI_MPI(MPI_Recv(recv.data(), count, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE));
+    } else {
+      HYMPI_MPI(MPI_Recv(recv.data(), count, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE));
+      HYMPI_MPI(MPI_Send(send.data(), count, MPI_BYTE, peer, kTag, comm));
+    }
+    if (!check_and_spoil(recv, trip, block)) ok = false;
+  }
+  return ok;
+}
+
+/// Timed ping-pong, then its untimed validation pass; `ok` becomes false on a bad message.
+/// Returns what timed_ping_pong returns; throws what it throws.
+double ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, int skip, int reps, MessageBuffers& buf,
+                 bool& ok) {
+  const double t = timed_ping_pong(comm, me, a, b, bytes, skip, reps, buf);
+  if (!checked_ping_pong(comm, me, a, b, bytes, buf)) ok = false;
+  return t;
 }
 
 /// Every rank's value, on every rank.

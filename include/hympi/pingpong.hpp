@@ -120,7 +120,8 @@ struct MultiPairResult {
   double aggregate_mbs = 0;     ///< sum over pairs
 };
 
-/// Everything the probe measured; `verified` is false if any message arrived corrupted.
+/// Everything the probe measured; `verified` is false if any message of a validation pass arrived
+/// corrupted, stale or not at all.
 struct PingPongResult {
   std::vector<LevelResult> levels;
   std::vector<MultiPairResult> multi;
@@ -130,9 +131,11 @@ struct PingPongResult {
 };
 
 /// Runs the probe over `comm` (collective): one pair per level present, then multi-pair mode.
-/// `levels` comes from pair_levels. Every message is checked, outside the timed region: each
-/// side compares every message it receives with the pattern and trip number, between round
-/// trips, while the ping side's clock is stopped. The two message buffers of a rank are
+/// `levels` comes from pair_levels. Each size is timed as osu_latency times it: warm-up round
+/// trips, then one clock read before and one after a batch of round trips with nothing else in
+/// the loop. Contents are checked in an untimed validation pass per size (as OSU's -c): a few
+/// round trips of trip-numbered patterns, every message of which both sides check, so a
+/// corrupted, stale or missing message makes `verified` false. The two message buffers of a rank are
 /// allocated and touched once, at the largest size, and reused for every size. Throws
 /// InvalidArgument for bad options or a level matrix of the wrong size, MpiError when an MPI
 /// call fails, std::bad_alloc when the buffers do not fit.
