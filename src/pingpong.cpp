@@ -16,7 +16,7 @@
 namespace hympi {
 
 namespace {
-constexpr int kTag = 7411;
+constexpr int kTag = kPingPongTag;
 // OSU's osu_latency counts: above 8 KiB a message takes long enough that a tenth of the round
 // trips (and of the warm-up) gives the same precision in a tenth of the time.
 constexpr std::size_t kLargeBytes = 8 * 1024;
@@ -28,9 +28,7 @@ constexpr int kSetWidth = 1024;
 // The pattern repeats every 256 bytes, so one block of it is the reference for every chunk.
 constexpr std::size_t kPatternBlock = 4096;
 constexpr std::size_t kPageBytes = 4096;
-// Round trips of the validation pass per size: more than one, so a message left over from the
-// trip before (a stale buffer) is told apart by its trip number.
-constexpr std::uint32_t kCheckedTrips = 3;
+constexpr std::uint32_t kCheckedTrips = kPingPongCheckedTrips;
 
 std::uint8_t pattern_byte(std::size_t bytes, std::size_t k) {
   return static_cast<std::uint8_t>((k * 131U + bytes * 7U + 11U) & 0xFFU);
@@ -194,6 +192,17 @@ void fill_pingpong_message(std::span<std::uint8_t> message, std::uint32_t trip) 
 
 bool check_pingpong_message(std::span<const std::uint8_t> message, std::uint32_t trip) {
   return matches_pattern(message, trip, pattern_block(message.size()));
+}
+
+bool validate_pingpong_pair(MPI_Comm comm, int a, int b, std::size_t bytes) {
+  int me = 0;
+  HYMPI_MPI(MPI_Comm_rank(comm, &me));
+  if (me != a && me != b) return true;
+  MessageBuffers buf;
+  buf.capacity = bytes;
+  buf.send = touched_buffer(bytes, 0);
+  buf.recv = touched_buffer(bytes, 0xFF);
+  return checked_ping_pong(comm, me, a, b, bytes, buf);
 }
 
 std::string to_string(CommLevel level) {

@@ -58,6 +58,19 @@ void fill_pingpong_message(std::span<std::uint8_t> message, std::uint32_t trip);
 /// throw, for anything else.
 bool check_pingpong_message(std::span<const std::uint8_t> message, std::uint32_t trip);
 
+/// MPI tag of every probe message.
+inline constexpr int kPingPongTag = 7411;
+/// Round trips of the untimed validation pass per size: more than one, so a message left over
+/// from the trip before (a stale buffer) is told apart by its trip number.
+inline constexpr std::uint32_t kPingPongCheckedTrips = 3;
+
+/// The untimed validation pass of one pair at `bytes` (called by ranks `a` and `b` of `comm`
+/// only): kPingPongCheckedTrips round trips of fill_pingpong_message(trip) messages, `a` sending
+/// first; each side checks every message it receives. Returns false on a corrupted, stale or
+/// missing message, true otherwise (and on ranks other than a and b). Throws MpiError when an
+/// MPI call fails, std::bad_alloc when the buffers do not fit.
+bool validate_pingpong_pair(MPI_Comm comm, int a, int b, std::size_t bytes);
+
 /// Options of the probe. The counts follow osu_latency: up to 8 KiB `iterations` round trips
 /// after 100 warm-up ones, above 8 KiB `large_iterations` after 10 warm-up ones.
 struct PingPongOptions {

@@ -2,7 +2,10 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdint>
 #include <set>
+#include <span>
+#include <vector>
 
 #include "hympi/error.hpp"
 #include "hympi/pingpong.hpp"
@@ -61,6 +64,58 @@ TEST(PingPong, MessageCheckCatchesCorruptionAndStaleTrips) {
     if (bytes >= 4) {
       EXPECT_FALSE(hympi::check_pingpong_message(m, 16)) << "stale trip accepted";
     }
+  }
+}
+
+namespace {
+
+/// Rank 1's side of the validation pass, answering rank 0 with what `reply(trip)` builds.
+template <class Reply>
+void answer_validation(std::size_t bytes, Reply reply) {
+  std::vector<std::uint8_t> in(bytes), out(bytes);
+  for (std::uint32_t trip = 1; trip <= hympi::kPingPongCheckedTrips; ++trip) {
+    MPI_Recv(in.data(), static_cast<int>(bytes), MPI_BYTE, 0, hympi::kPingPongTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    reply(trip, out);
+    MPI_Send(out.data(), static_cast<int>(bytes), MPI_BYTE, 0, hympi::kPingPongTag, MPI_COMM_WORLD);
+  }
+}
+
+}  // namespace
+
+TEST(PingPong, ValidationPassFailsOnCorruptOrStaleMessages) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2) GTEST_SKIP() << "needs two ranks";
+  for (std::size_t bytes : {1UL, 64UL, 5000UL}) {
+    // Both sides honest: passes on both.
+    if (rank <= 1) {
+      EXPECT_TRUE(hympi::validate_pingpong_pair(MPI_COMM_WORLD, 0, 1, bytes)) << bytes;
+    }
+    // Rank 1 corrupts the second reply: rank 0 must notice.
+    if (rank == 0) {
+      EXPECT_FALSE(hympi::validate_pingpong_pair(MPI_COMM_WORLD, 0, 1, bytes)) << bytes << " corrupt";
+    } else if (rank == 1) {
+      answer_validation(bytes, [](std::uint32_t trip, std::span<std::uint8_t> m) {
+        hympi::fill_pingpong_message(m, trip);
+        if (trip == 2) m[m.size() - 1] ^= 1U;
+      });
+    }
+    // Rank 1 sends the first trip's message every time (a stale buffer): rank 0 must notice
+    // where the message holds a trip number.
+    if (rank == 0) {
+      const bool good = hympi::validate_pingpong_pair(MPI_COMM_WORLD, 0, 1, bytes);
+      if (bytes >= 4) {
+        EXPECT_FALSE(good) << bytes << " stale";
+      }
+    } else if (rank == 1) {
+      answer_validation(bytes, [](std::uint32_t, std::span<std::uint8_t> m) { hympi::fill_pingpong_message(m, 1); });
+    }
+    // Ranks outside the pair take no part and pass.
+    if (rank > 1) {
+      EXPECT_TRUE(hympi::validate_pingpong_pair(MPI_COMM_WORLD, 0, 1, bytes));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
   }
 }
 
@@ -149,6 +204,7 @@ TEST(PingPong, PairLevelsAndProbeOverMpi) {
   options.max_bytes = 20000;  // past 8 KiB (the large-message counts) and not a power of two
   options.multi_bytes = 2048;
   const auto result = hympi::run_pingpong(MPI_COMM_WORLD, levels, options);
+  // Every size's validation pass came through intact, on every level and in multi-pair mode.
   EXPECT_TRUE(result.verified);
   std::set<hympi::CommLevel> expected;
   for (int a = 0; a < size; ++a)
