@@ -3,9 +3,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <set>
 
 #include "hympi/error.hpp"
@@ -13,44 +16,160 @@
 namespace hympi {
 
 namespace {
-constexpr int kTag = 7411;
-constexpr int kWarmup = 2;                         // untimed round trips: first-touch, eager/rendezvous setup
-constexpr std::size_t kFullRepsBytes = 64 * 1024;  // messages up to this size run all iterations
+constexpr int kTag = kPingPongTag;
+// OSU's osu_latency counts: above 8 KiB a message takes long enough that a tenth of the round
+// trips (and of the warm-up) gives the same precision in a tenth of the time.
+constexpr std::size_t kLargeBytes = 8 * 1024;
+constexpr int kSkipSmall = 100;
+constexpr int kSkipLarge = 10;
 constexpr int kMinReps = 4;
 constexpr int kNameWidth = 256;
 constexpr int kSetWidth = 1024;
+// The pattern repeats every 256 bytes, so one block of it is the reference for every chunk.
+constexpr std::size_t kPatternBlock = 4096;
+constexpr std::size_t kPageBytes = 4096;
+constexpr std::uint32_t kCheckedTrips = kPingPongCheckedTrips;
 
 std::uint8_t pattern_byte(std::size_t bytes, std::size_t k) {
   return static_cast<std::uint8_t>((k * 131U + bytes * 7U + 11U) & 0xFFU);
 }
 
-/// One pair's ping-pong of `bytes`, `reps` timed round trips. Returns the one-way time on the
-/// ping rank (`a`), 0 elsewhere; `ok` becomes false on a corrupted message.
-double ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, int reps, bool& ok) {
+/// The pattern of a `bytes` message from offset 0, kPatternBlock bytes long.
+std::array<std::uint8_t, kPatternBlock> pattern_block(std::size_t bytes) {
+  std::array<std::uint8_t, kPatternBlock> block{};
+  for (std::size_t k = 0; k < kPatternBlock; ++k) block[k] = pattern_byte(bytes, k);
+  return block;
+}
+
+/// True when `message` holds the pattern of its size (`block`, from pattern_block) with `trip`
+/// in its first 4 bytes. memcmp against one block runs at memory speed, not a byte a cycle, so
+/// checking every message of 4 MiB costs less than sending it.
+bool matches_pattern(std::span<const std::uint8_t> message, std::uint32_t trip,
+                     const std::array<std::uint8_t, kPatternBlock>& block) {
+  const std::size_t bytes = message.size();
+  std::size_t k = 0;
+  if (bytes >= sizeof trip) {
+    std::uint32_t got = 0;
+    std::memcpy(&got, message.data(), sizeof got);
+    if (got != trip) return false;
+    k = sizeof trip;
+  }
+  for (std::size_t base = 0; base < bytes; base += kPatternBlock) {
+    const std::size_t end = std::min(bytes, base + kPatternBlock);
+    if (std::memcmp(message.data() + base + k, block.data() + k, end - base - k) != 0) return false;
+    k = 0;
+  }
+  return true;
+}
+
+/// Page-aligned message buffer (as OSU allocates its own): one allocation for every size, so
+/// no size pays for fresh pages or lands differently on them.
+struct PageDelete {
+  void operator()(std::uint8_t* p) const noexcept { ::operator delete[](p, std::align_val_t{kPageBytes}); }
+};
+using PageBuffer = std::unique_ptr<std::uint8_t[], PageDelete>;
+
+/// `bytes` (at least 1) of page-aligned memory, every page written once. Throws std::bad_alloc.
+PageBuffer touched_buffer(std::size_t bytes, std::uint8_t value) {
+  const std::size_t n = std::max<std::size_t>(bytes, 1);
+  PageBuffer p(static_cast<std::uint8_t*>(::operator new[](n, std::align_val_t{kPageBytes})));
+  std::memset(p.get(), value, n);
+  return p;
+}
+
+/// The two buffers of one rank, allocated once at the largest size the probe sends.
+struct MessageBuffers {
+  std::size_t capacity = 0;
+  PageBuffer send, recv;
+};
+
+/// Writes the trip number into the first 4 bytes of a message that has them.
+void stamp(std::span<std::uint8_t> message, std::uint32_t trip) {
+  if (message.size() >= sizeof trip) std::memcpy(message.data(), &trip, sizeof trip);
+}
+
+/// Checks a received message against its size's pattern `block`, then spoils its first byte so
+/// that a message that never arrives next trip cannot pass as one that did.
+bool check_and_spoil(std::span<std::uint8_t> message, std::uint32_t trip,
+                     const std::array<std::uint8_t, kPatternBlock>& block) {
+  const bool good = matches_pattern(message, trip, block);
+  if (!message.empty()) message[0] = static_cast<std::uint8_t>(~message[0]);
+  return good;
+}
+
+/// Throws InvalidArgument when `bytes` does not fit the buffers.
+void require_capacity(std::size_t bytes, const MessageBuffers& buf) {
+  if (bytes > buf.capacity) throw InvalidArgument("message of " + std::to_string(bytes) + " B exceeds the " +
+                                                  std::to_string(buf.capacity) + " B buffers");
+}
+
+/// One pair's timed ping-pong of `bytes`, as osu_latency runs it: `skip` warm-up round trips,
+/// then `reps` round trips between one clock read before and one after, with nothing else in
+/// the loop (no per-trip clock, no checks: at 0 B a round trip is ~0.3 us, and anything added
+/// to it is measured). Both sides send from their own buffer, which the peer only reads.
+/// Returns the one-way time on the ping rank (`a`), 0 elsewhere. Throws MpiError or
+/// InvalidArgument (message larger than the buffers).
+double timed_ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, int skip, int reps,
+                       MessageBuffers& buf) {
   if (me != a && me != b) return 0;
+  require_capacity(bytes, buf);
   const int count = static_cast<int>(bytes);
-  const int total = kWarmup + reps;
-  std::vector<std::uint8_t> send(std::max<std::size_t>(bytes, 1)), recv(std::max<std::size_t>(bytes, 1), 0xFF);
-  double start = 0;
+  std::uint8_t* send = buf.send.get();
+  std::uint8_t* recv = buf.recv.get();
   if (me == a) {
-    for (int trip = 1; trip <= total; ++trip) {
-      if (trip == kWarmup + 1) start = MPI_Wtime();
-      // Restamping costs 4 bytes of stores per trip; refilling the pattern happens only once.
-      if (trip == 1) fill_pingpong_message({send.data(), bytes}, 1);
-      else if (bytes >= 4) std::memcpy(send.data(), &trip, 4);
-      HYMPI_MPI(MPI_Send(send.data(), count, MPI_BYTE, b, kTag, comm));
-      HYMPI_MPI(MPI_Recv(recv.data(), count, MPI_BYTE, b, kTag, comm, MPI_STATUS_IGNORE));
+    for (int trip = 0; trip < skip; ++trip) {
+      HYMPI_MPI(MPI_Send(send, count, MPI_BYTE, b, kTag, comm));
+      HYMPI_MPI(MPI_Recv(recv, count, MPI_BYTE, b, kTag, comm, MPI_STATUS_IGNORE));
     }
-    const double elapsed = MPI_Wtime() - start;
-    ok = ok && check_pingpong_message({recv.data(), bytes}, static_cast<std::uint32_t>(total));
-    return elapsed / (2.0 * reps);
+    const double start = MPI_Wtime();
+    for (int trip = 0; trip < reps; ++trip) {
+      HYMPI_MPI(MPI_Send(send, count, MPI_BYTE, b, kTag, comm));
+      HYMPI_MPI(MPI_Recv(recv, count, MPI_BYTE, b, kTag, comm, MPI_STATUS_IGNORE));
+    }
+    return (MPI_Wtime() - start) / (2.0 * reps);
   }
-  for (int trip = 1; trip <= total; ++trip) {
-    HYMPI_MPI(MPI_Recv(recv.data(), count, MPI_BYTE, a, kTag, comm, MPI_STATUS_IGNORE));
-    HYMPI_MPI(MPI_Send(recv.data(), count, MPI_BYTE, a, kTag, comm));
+  for (int trip = 0; trip < skip + reps; ++trip) {
+    HYMPI_MPI(MPI_Recv(recv, count, MPI_BYTE, a, kTag, comm, MPI_STATUS_IGNORE));
+    HYMPI_MPI(MPI_Send(send, count, MPI_BYTE, a, kTag, comm));
   }
-  ok = ok && check_pingpong_message({recv.data(), bytes}, static_cast<std::uint32_t>(total));
   return 0;
+}
+
+/// One pair's untimed validation pass of `bytes` (OSU's -c, kept out of the timing):
+/// kCheckedTrips round trips, each message carrying the size's pattern and its trip number;
+/// both sides check every message they receive and spoil it, so a corrupted, stale or missing
+/// message fails. Returns false on any bad message, true on the other ranks. Throws MpiError or
+/// InvalidArgument (message larger than the buffers).
+bool checked_ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, MessageBuffers& buf) {
+  if (me != a && me != b) return true;
+  require_capacity(bytes, buf);
+  const int count = static_cast<int>(bytes);
+  const std::span<std::uint8_t> send(buf.send.get(), bytes), recv(buf.recv.get(), bytes);
+  const auto block = pattern_block(bytes);
+  fill_pingpong_message(send, 0);
+  bool ok = true;
+  const int peer = me == a ? b : a;
+  for (std::uint32_t trip = 1; trip <= kCheckedTrips; ++trip) {
+    stamp(send, trip);
+    if (me == a) {
+      HYMPI_MPI(MPI_Send(send.data(), count, MPI_BYTE, peer, kTag, comm));
+      HYMPI_MPI(MPI_Recv(recv.data(), count, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE));
+    } else {
+      HYMPI_MPI(MPI_Recv(recv.data(), count, MPI_BYTE, peer, kTag, comm, MPI_STATUS_IGNORE));
+      HYMPI_MPI(MPI_Send(send.data(), count, MPI_BYTE, peer, kTag, comm));
+    }
+    if (!check_and_spoil(recv, trip, block)) ok = false;
+  }
+  return ok;
+}
+
+/// Timed ping-pong, then its untimed validation pass; `ok` becomes false on a bad message.
+/// Returns what timed_ping_pong returns; throws what it throws.
+double ping_pong(MPI_Comm comm, int me, int a, int b, std::size_t bytes, int skip, int reps, MessageBuffers& buf,
+                 bool& ok) {
+  const double t = timed_ping_pong(comm, me, a, b, bytes, skip, reps, buf);
+  if (!checked_ping_pong(comm, me, a, b, bytes, buf)) ok = false;
+  return t;
 }
 
 /// Every rank's value, on every rank.
@@ -65,22 +184,25 @@ bool is_cache(hwloc_obj_type_t type) { return hwloc_obj_type_is_cache(type) != 0
 
 void fill_pingpong_message(std::span<std::uint8_t> message, std::uint32_t trip) {
   const std::size_t bytes = message.size();
-  for (std::size_t k = 0; k < bytes; ++k) message[k] = pattern_byte(bytes, k);
-  if (bytes >= sizeof trip) std::memcpy(message.data(), &trip, sizeof trip);
+  const auto block = pattern_block(bytes);
+  for (std::size_t k = 0; k < bytes; k += kPatternBlock)
+    std::memcpy(message.data() + k, block.data(), std::min(kPatternBlock, bytes - k));
+  stamp(message, trip);
 }
 
 bool check_pingpong_message(std::span<const std::uint8_t> message, std::uint32_t trip) {
-  const std::size_t bytes = message.size();
-  std::size_t k = 0;
-  if (bytes >= sizeof trip) {
-    std::uint32_t got = 0;
-    std::memcpy(&got, message.data(), sizeof got);
-    if (got != trip) return false;
-    k = sizeof trip;
-  }
-  for (; k < bytes; ++k)
-    if (message[k] != pattern_byte(bytes, k)) return false;
-  return true;
+  return matches_pattern(message, trip, pattern_block(message.size()));
+}
+
+bool validate_pingpong_pair(MPI_Comm comm, int a, int b, std::size_t bytes) {
+  int me = 0;
+  HYMPI_MPI(MPI_Comm_rank(comm, &me));
+  if (me != a && me != b) return true;
+  MessageBuffers buf;
+  buf.capacity = bytes;
+  buf.send = touched_buffer(bytes, 0);
+  buf.recv = touched_buffer(bytes, 0xFF);
+  return checked_ping_pong(comm, me, a, b, bytes, buf);
 }
 
 std::string to_string(CommLevel level) {
@@ -190,14 +312,21 @@ std::vector<std::pair<int, int>> disjoint_pairs(std::span<const CommLevel> level
 
 void PingPongOptions::validate() const {
   if (iterations < 1) throw InvalidArgument("--iterations must be >= 1, got " + std::to_string(iterations));
-  if (max_bytes > (std::size_t{1} << 30))
-    throw InvalidArgument("--max-bytes must be <= 1 GiB, got " + std::to_string(max_bytes));
+  if (large_iterations < 0)
+    throw InvalidArgument("--large-iterations must be >= 1, got " + std::to_string(large_iterations));
+  if (max_bytes < 1 || max_bytes > (std::size_t{1} << 30))
+    throw InvalidArgument("--max-bytes must be 1 .. 1 GiB, got " + std::to_string(max_bytes));
   if (multi_bytes < 1 || multi_bytes > (std::size_t{1} << 30))
     throw InvalidArgument("--multi-bytes must be 1 .. 1 GiB, got " + std::to_string(multi_bytes));
 }
 
 nlohmann::json PingPongOptions::to_json() const {
-  return {{"max_bytes", max_bytes}, {"iterations", iterations}, {"multi", multi}, {"multi_bytes", multi_bytes}};
+  return {{"max_bytes", max_bytes},
+          {"iterations", iterations},
+          {"large_iterations", round_trips(kLargeBytes + 1, iterations, large_iterations)},
+          {"warmup_trips", {kSkipSmall, kSkipLarge}},
+          {"multi", multi},
+          {"multi_bytes", multi_bytes}};
 }
 
 std::vector<std::size_t> message_sizes(std::size_t max_bytes) {
@@ -207,11 +336,12 @@ std::vector<std::size_t> message_sizes(std::size_t max_bytes) {
   return out;
 }
 
-int round_trips(std::size_t bytes, int iterations) {
-  if (bytes <= kFullRepsBytes) return iterations;
-  const double scaled = static_cast<double>(iterations) * static_cast<double>(kFullRepsBytes) / static_cast<double>(bytes);
-  return std::max(kMinReps, static_cast<int>(scaled));
+int round_trips(std::size_t bytes, int iterations, int large_iterations) {
+  if (bytes <= kLargeBytes) return iterations;
+  return large_iterations > 0 ? large_iterations : std::max(kMinReps, iterations / 10);
 }
+
+int warmup_trips(std::size_t bytes) { return bytes <= kLargeBytes ? kSkipSmall : kSkipLarge; }
 
 double PingPongSample::bandwidth_mbs() const {
   return half_round_trip_s > 0 ? static_cast<double>(bytes) / half_round_trip_s / 1e6 : 0;
@@ -285,6 +415,10 @@ PingPongResult run_pingpong(MPI_Comm comm, std::span<const CommLevel> levels, co
   bool ok = true;
   const double t0 = MPI_Wtime();
   const auto sizes = message_sizes(options.max_bytes);
+  MessageBuffers buf;
+  buf.capacity = std::max(options.max_bytes, options.multi ? options.multi_bytes : 0);
+  buf.send = touched_buffer(buf.capacity, 0);
+  buf.recv = touched_buffer(buf.capacity, 0xFF);
 
   for (CommLevel level : kCommLevels) {
     LevelResult lr;
@@ -299,10 +433,10 @@ PingPongResult run_pingpong(MPI_Comm comm, std::span<const CommLevel> levels, co
         }
     if (!found) continue;
     for (std::size_t bytes : sizes) {
-      const int reps = round_trips(bytes, options.iterations);
+      const int reps = round_trips(bytes, options.iterations, options.large_iterations);
       // The barrier keeps every other rank quiet while the pair measures.
       HYMPI_MPI(MPI_Barrier(comm));
-      const double t = ping_pong(comm, me, lr.rank_a, lr.rank_b, bytes, reps, ok);
+      const double t = ping_pong(comm, me, lr.rank_a, lr.rank_b, bytes, warmup_trips(bytes), reps, buf, ok);
       double shared = t;
       HYMPI_MPI(MPI_Bcast(&shared, 1, MPI_DOUBLE, lr.rank_a, comm));
       lr.samples.push_back({bytes, reps, shared});
@@ -323,10 +457,11 @@ PingPongResult run_pingpong(MPI_Comm comm, std::span<const CommLevel> levels, co
         for (std::size_t p = 0; p < k; ++p)
           if (pairs[p].first == me || pairs[p].second == me) a = pairs[p].first, b = pairs[p].second;
         HYMPI_MPI(MPI_Barrier(comm));
-        const double lat = a >= 0 ? ping_pong(comm, me, a, b, 0, options.iterations, ok) : 0;
+        const double lat = a >= 0 ? ping_pong(comm, me, a, b, 0, warmup_trips(0), options.iterations, buf, ok) : 0;
         HYMPI_MPI(MPI_Barrier(comm));
-        const int reps = round_trips(options.multi_bytes, options.iterations);
-        const double t = a >= 0 ? ping_pong(comm, me, a, b, options.multi_bytes, reps, ok) : 0;
+        const std::size_t mb = options.multi_bytes;
+        const int reps = round_trips(mb, options.iterations, options.large_iterations);
+        const double t = a >= 0 ? ping_pong(comm, me, a, b, mb, warmup_trips(mb), reps, buf, ok) : 0;
         const auto lats = allgather(comm, me == a ? lat : -1, size);
         const auto times = allgather(comm, me == a ? t : -1, size);
         double lat_sum = 0;

@@ -52,26 +52,49 @@ std::vector<std::pair<int, int>> disjoint_pairs(std::span<const CommLevel> level
 
 /// Fills a ping-pong message: a size-dependent byte pattern with round-trip number `trip`
 /// stamped in its first 4 bytes (when it has them), so a stale buffer cannot pass the check.
+/// Cannot fail.
 void fill_pingpong_message(std::span<std::uint8_t> message, std::uint32_t trip);
-/// True when `message` is exactly what fill_pingpong_message wrote for `trip`.
+/// True when `message` is exactly what fill_pingpong_message wrote for `trip`; false, never a
+/// throw, for anything else.
 bool check_pingpong_message(std::span<const std::uint8_t> message, std::uint32_t trip);
 
-/// Options of the probe.
+/// MPI tag of every probe message.
+inline constexpr int kPingPongTag = 7411;
+/// Round trips of the untimed validation pass per size: more than one, so a message left over
+/// from the trip before (a stale buffer) is told apart by its trip number.
+inline constexpr std::uint32_t kPingPongCheckedTrips = 3;
+
+/// The untimed validation pass of one pair at `bytes` (called by ranks `a` and `b` of `comm`
+/// only): kPingPongCheckedTrips round trips of fill_pingpong_message(trip) messages, `a` sending
+/// first; each side checks every message it receives. Returns false on a corrupted, stale or
+/// missing message, true otherwise (and on ranks other than a and b). Throws MpiError when an
+/// MPI call fails, std::bad_alloc when the buffers do not fit.
+bool validate_pingpong_pair(MPI_Comm comm, int a, int b, std::size_t bytes);
+
+/// Options of the probe. The counts follow osu_latency: up to 8 KiB `iterations` round trips
+/// after 100 warm-up ones, above 8 KiB `large_iterations` after 10 warm-up ones.
 struct PingPongOptions {
   std::size_t max_bytes = std::size_t{4} << 20;  ///< largest message; sizes are 0, 1, 2, 4, ... max
-  int iterations = 1000;                          ///< round trips for messages <= 64 KiB (fewer above)
+  int iterations = 1000;                          ///< round trips for messages <= 8 KiB
+  int large_iterations = 0;                       ///< round trips above 8 KiB; 0: iterations / 10 (at least 4)
   bool multi = true;                              ///< also run 1, 2, 4, ... pairs at once
   std::size_t multi_bytes = std::size_t{1} << 20;  ///< message size of multi-pair bandwidth
-  /// Throws InvalidArgument for iterations < 1, max_bytes > 1 GiB or multi_bytes < 1.
+  /// Throws InvalidArgument for iterations < 1, large_iterations < 0, or max_bytes or
+  /// multi_bytes outside 1 B .. 1 GiB.
   void validate() const;
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
 /// Message sizes probed: 0 and the powers of two up to max_bytes (max_bytes itself included).
+/// Cannot fail.
 std::vector<std::size_t> message_sizes(std::size_t max_bytes);
 
-/// Round trips for one size: `iterations` up to 64 KiB, then scaled down (at least 4).
-int round_trips(std::size_t bytes, int iterations);
+/// Timed round trips for one size: `iterations` up to 8 KiB, above it `large_iterations`, or
+/// when that is 0, iterations / 10 (osu_latency's ratio, at least 4). Cannot fail.
+int round_trips(std::size_t bytes, int iterations, int large_iterations = 0);
+/// Untimed warm-up round trips before one size: 100 up to 8 KiB, 10 above (as osu_latency).
+/// Cannot fail.
+int warmup_trips(std::size_t bytes);
 
 /// One message size between one pair.
 struct PingPongSample {
@@ -110,7 +133,8 @@ struct MultiPairResult {
   double aggregate_mbs = 0;     ///< sum over pairs
 };
 
-/// Everything the probe measured; `verified` is false if any message arrived corrupted.
+/// Everything the probe measured; `verified` is false if any message of a validation pass arrived
+/// corrupted, stale or not at all.
 struct PingPongResult {
   std::vector<LevelResult> levels;
   std::vector<MultiPairResult> multi;
@@ -120,8 +144,14 @@ struct PingPongResult {
 };
 
 /// Runs the probe over `comm` (collective): one pair per level present, then multi-pair mode.
-/// `levels` comes from pair_levels. Every message is checked: the pong side returns what it got,
-/// and after each size both sides compare the full buffer with the expected pattern.
+/// `levels` comes from pair_levels. Each size is timed as osu_latency times it: warm-up round
+/// trips, then one clock read before and one after a batch of round trips with nothing else in
+/// the loop. Contents are checked in an untimed validation pass per size (as OSU's -c): a few
+/// round trips of trip-numbered patterns, every message of which both sides check, so a
+/// corrupted, stale or missing message makes `verified` false. The two message buffers of a rank are
+/// allocated and touched once, at the largest size, and reused for every size. Throws
+/// InvalidArgument for bad options or a level matrix of the wrong size, MpiError when an MPI
+/// call fails, std::bad_alloc when the buffers do not fit.
 PingPongResult run_pingpong(MPI_Comm comm, std::span<const CommLevel> levels, const PingPongOptions& options);
 
 }  // namespace hympi

@@ -2,7 +2,10 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdint>
 #include <set>
+#include <span>
+#include <vector>
 
 #include "hympi/error.hpp"
 #include "hympi/pingpong.hpp"
@@ -46,16 +49,73 @@ TEST(PingPong, LevelNamesRoundTrip) {
 }
 
 TEST(PingPong, MessageCheckCatchesCorruptionAndStaleTrips) {
-  for (std::size_t bytes : {1UL, 3UL, 4UL, 100UL, 4096UL}) {
+  // Sizes around the 4 KiB block the check compares with, so every chunk boundary is covered.
+  for (std::size_t bytes : {1UL, 3UL, 4UL, 5UL, 100UL, 4095UL, 4096UL, 4097UL, 12289UL}) {
     std::vector<std::uint8_t> m(bytes);
     hympi::fill_pingpong_message(m, 17);
     EXPECT_TRUE(hympi::check_pingpong_message(m, 17));
     m[bytes - 1] ^= 1U;
     EXPECT_FALSE(hympi::check_pingpong_message(m, 17)) << bytes;
     m[bytes - 1] ^= 1U;
+    m[bytes / 2] ^= 0x80U;
+    EXPECT_FALSE(hympi::check_pingpong_message(m, 17)) << bytes << " middle";
+    m[bytes / 2] ^= 0x80U;
+    EXPECT_TRUE(hympi::check_pingpong_message(m, 17)) << bytes;
     if (bytes >= 4) {
       EXPECT_FALSE(hympi::check_pingpong_message(m, 16)) << "stale trip accepted";
     }
+  }
+}
+
+namespace {
+
+/// Rank 1's side of the validation pass, answering rank 0 with what `reply(trip)` builds.
+template <class Reply>
+void answer_validation(std::size_t bytes, Reply reply) {
+  std::vector<std::uint8_t> in(bytes), out(bytes);
+  for (std::uint32_t trip = 1; trip <= hympi::kPingPongCheckedTrips; ++trip) {
+    MPI_Recv(in.data(), static_cast<int>(bytes), MPI_BYTE, 0, hympi::kPingPongTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    reply(trip, out);
+    MPI_Send(out.data(), static_cast<int>(bytes), MPI_BYTE, 0, hympi::kPingPongTag, MPI_COMM_WORLD);
+  }
+}
+
+}  // namespace
+
+TEST(PingPong, ValidationPassFailsOnCorruptOrStaleMessages) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2) GTEST_SKIP() << "needs two ranks";
+  for (std::size_t bytes : {1UL, 64UL, 5000UL}) {
+    // Both sides honest: passes on both.
+    if (rank <= 1) {
+      EXPECT_TRUE(hympi::validate_pingpong_pair(MPI_COMM_WORLD, 0, 1, bytes)) << bytes;
+    }
+    // Rank 1 corrupts the second reply: rank 0 must notice.
+    if (rank == 0) {
+      EXPECT_FALSE(hympi::validate_pingpong_pair(MPI_COMM_WORLD, 0, 1, bytes)) << bytes << " corrupt";
+    } else if (rank == 1) {
+      answer_validation(bytes, [](std::uint32_t trip, std::span<std::uint8_t> m) {
+        hympi::fill_pingpong_message(m, trip);
+        if (trip == 2) m[m.size() - 1] ^= 1U;
+      });
+    }
+    // Rank 1 sends the first trip's message every time (a stale buffer): rank 0 must notice
+    // where the message holds a trip number.
+    if (rank == 0) {
+      const bool good = hympi::validate_pingpong_pair(MPI_COMM_WORLD, 0, 1, bytes);
+      if (bytes >= 4) {
+        EXPECT_FALSE(good) << bytes << " stale";
+      }
+    } else if (rank == 1) {
+      answer_validation(bytes, [](std::uint32_t, std::span<std::uint8_t> m) { hympi::fill_pingpong_message(m, 1); });
+    }
+    // Ranks outside the pair take no part and pass.
+    if (rank > 1) {
+      EXPECT_TRUE(hympi::validate_pingpong_pair(MPI_COMM_WORLD, 0, 1, bytes));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
   }
 }
 
@@ -68,12 +128,25 @@ TEST(PingPong, SizesAndRoundTrips) {
   const auto odd = hympi::message_sizes(1000);
   EXPECT_EQ(odd.back(), 1000U);
   EXPECT_EQ(odd[odd.size() - 2], 512U);
-  EXPECT_EQ(hympi::round_trips(65536, 1000), 1000);
-  EXPECT_EQ(hympi::round_trips(131072, 1000), 500);
-  EXPECT_EQ(hympi::round_trips(std::size_t{1} << 30, 1000), 4);
+  // osu_latency's counts: all iterations (100 warm-up) up to 8 KiB, a tenth (10 warm-up) above.
+  EXPECT_EQ(hympi::round_trips(8192, 10000), 10000);
+  EXPECT_EQ(hympi::round_trips(8193, 10000), 1000);
+  EXPECT_EQ(hympi::round_trips(std::size_t{1} << 30, 10), 4);
+  EXPECT_EQ(hympi::round_trips(65536, 10000, 7), 7);
+  EXPECT_EQ(hympi::round_trips(4096, 10000, 7), 10000);
+  EXPECT_EQ(hympi::warmup_trips(0), 100);
+  EXPECT_EQ(hympi::warmup_trips(8192), 100);
+  EXPECT_EQ(hympi::warmup_trips(16384), 10);
   hympi::PingPongOptions bad;
   bad.iterations = 0;
   EXPECT_THROW(bad.validate(), hympi::InvalidArgument);
+  bad = {};
+  bad.max_bytes = 0;
+  EXPECT_THROW(bad.validate(), hympi::InvalidArgument);
+  bad = {};
+  bad.large_iterations = -1;
+  EXPECT_THROW(bad.validate(), hympi::InvalidArgument);
+  EXPECT_NO_THROW(hympi::PingPongOptions{}.validate());
 }
 
 TEST(PingPong, FitRecoversAlphaBetaExactly) {
@@ -127,9 +200,11 @@ TEST(PingPong, PairLevelsAndProbeOverMpi) {
     }
   hympi::PingPongOptions options;
   options.iterations = 5;
-  options.max_bytes = 4096;
+  options.large_iterations = 3;
+  options.max_bytes = 20000;  // past 8 KiB (the large-message counts) and not a power of two
   options.multi_bytes = 2048;
   const auto result = hympi::run_pingpong(MPI_COMM_WORLD, levels, options);
+  // Every size's validation pass came through intact, on every level and in multi-pair mode.
   EXPECT_TRUE(result.verified);
   std::set<hympi::CommLevel> expected;
   for (int a = 0; a < size; ++a)
@@ -137,10 +212,11 @@ TEST(PingPong, PairLevelsAndProbeOverMpi) {
   ASSERT_EQ(result.levels.size(), expected.size());
   for (const auto& l : result.levels) {
     EXPECT_TRUE(expected.count(l.level));
-    ASSERT_EQ(l.samples.size(), hympi::message_sizes(4096).size());
+    ASSERT_EQ(l.samples.size(), hympi::message_sizes(20000).size());
+    EXPECT_EQ(l.samples.back().bytes, 20000U);
     for (const auto& s : l.samples) {
       EXPECT_GT(s.half_round_trip_s, 0) << "rank " << rank << " level " << hympi::to_string(l.level);
-      EXPECT_EQ(s.round_trips, 5);
+      EXPECT_EQ(s.round_trips, s.bytes <= 8192 ? 5 : 3) << s.bytes;
     }
   }
   // Multi-pair rows appear only where two disjoint pairs exist (4 ranks: the network level).
