@@ -343,3 +343,22 @@ def test_study_notes_a_missing_pingpong_binary(tmp_path: Path):
         assert store.study(1).notes == ("pingpong: skipped, hympi-pingpong is not built yet",)
         assert store.runs() == [] and store.study_sweeps(1) == []
     assert "pingpong: skipped, hympi-pingpong is not built yet" in (tmp_path / "study" / "index.html").read_text()
+
+
+def test_a_tie_break_in_a_side_pair_never_contradicts_the_recommended_layout():
+    # STREAM rates of a real quick study: 2x1 and 1x2 inside each other's noise, 1x2 chosen for its memory;
+    # 1x1 is inside 1x2's noise but not 2x1's, so its pair with 1x2 must not say "choose 1x1".
+    rates = {(1, 1): (14.84, 15.80, 16.07, 16.36), (1, 2): (15.16, 19.04, 16.42, 20.98, 20.89),
+             (2, 1): (19.15, 21.02, 20.12, 21.21, 22.76)}
+    runs = []
+    for (ranks, threads), values in rates.items():
+        for rep, rate in enumerate(values, 1):
+            run = _run(ranks, threads, rep, rate)
+            assert run.record is not None
+            run.record["node_rss_mib"] = 399.0 * ranks
+            runs.append(run)
+    (group,) = group_runs(runs, {1: 1})
+    text = recommend(group)
+    assert "recommended: 1 rank x 2 threads" in text, text
+    assert "1x1 and 1x2 are indistinguishable here" in text and "choose 1x1" not in text, text
+    assert "choose 1x2 for its lower memory per node" in text, text

@@ -250,10 +250,14 @@ def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
     return Verdict(chosen, tuple(top), tuple(statements), confidence)
 
 
-def _sentence(statement: Statement, names: dict[str, LayoutStats], most: int, skip_first: bool = False) -> str:
+def _sentence(statement: Statement, names: dict[str, LayoutStats], most: int, skip_first: bool = False,
+              chosen: str = "") -> str:
     """One statement as text: why the pair is compared, then the verdict (skip_first: the verdict is said already)."""
     result = statement.result
-    text = "" if skip_first else result.sentence()
+    # A tie-break's "choose X" only where X is the recommended layout: in a pair stated for another reason
+    # (e.g. against the worst), the noise can make it pick a layout the recommendation did not choose.
+    choose = not isinstance(result, Comparison) or not chosen or result.better == chosen
+    text = "" if skip_first else (result.sentence(choose) if isinstance(result, Comparison) else result.sentence())
     notes = []
     for topic in statement.topics:
         if topic == "worst":
@@ -317,7 +321,8 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
         head = f"best: {chosen.describe()} ({what}), the only layout with {MIN_SAMPLES} or more ok runs"
     else:
         head = f"no layout is separated from the rest at the top; recommended: {chosen.describe()} ({what})"
-    sentences = [head] + [_sentence(st, names, most) for st in statements]
+    chosen_name = next(name for name, s in names.items() if s is chosen)
+    sentences = [head] + [_sentence(st, names, most, chosen=chosen_name) for st in statements]
     return ". ".join(t[:1].upper() + t[1:] for t in sentences) + "." + failures
 
 

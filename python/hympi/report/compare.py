@@ -71,16 +71,16 @@ class Comparison:
         """'95 % CI 1.22-1.40'."""
         return f"{round(self.confidence * 100):g} % CI {self.low:.2f}-{self.high:.2f}"
 
-    def sentence(self) -> str:
-        """'2x1 is 1.31x 1x2 (95 % CI 1.22-1.40)' or '2x1 and 1x2 are indistinguishable here (CI ...); choose ...'."""
+    def sentence(self, choose: bool = True) -> str:
+        """'2x1 is 1.31x 1x2 (95 % CI 1.22-1.40)' or '2x1 and 1x2 are indistinguishable here (CI ...); choose ...'
+        (choose=False leaves the tie-break's choice out, for a pair whose choice the recommendation does not make)."""
         if self.separated:
             return f"{self.better} is {self.ratio:.2f}x {self.worse} ({self.ci_text()})"
+        pick = f"; choose {self.better} {self.reason_text()}" if choose else ""
         if self.fewest < MIN_SEPARATE:
             return (f"{self.better} and {self.worse} cannot be separated with {self.fewest} runs (CI {self.low:.2f}-"
-                    f"{self.high:.2f}; a verdict needs {MIN_SEPARATE} per layout); choose {self.better} "
-                    f"{self.reason_text()}")
-        return (f"{self.better} and {self.worse} are indistinguishable here (CI {self.low:.2f}-{self.high:.2f}); "
-                f"choose {self.better} {self.reason_text()}")
+                    f"{self.high:.2f}; a verdict needs {MIN_SEPARATE} per layout){pick}")
+        return f"{self.better} and {self.worse} are indistinguishable here (CI {self.low:.2f}-{self.high:.2f}){pick}"
 
     def reason_text(self) -> str:
         """'for its lower memory per node' (or 'either will do' when no criterion decides)."""
