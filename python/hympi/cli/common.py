@@ -30,6 +30,17 @@ def parse_seconds(option: str, text: str, allow_zero: bool) -> float:
     return value
 
 
+def parse_integer(option: str, text: str, minimum: int, what: str = "an integer") -> int:
+    """An integer >= minimum; UsageError naming `option` and the value otherwise ('what' says what was expected)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{option}: '{text}' is not {what}") from None
+    if value < minimum:
+        raise UsageError(f"{option} must be >= {minimum}, got {value}")
+    return value
+
+
 def seconds(text: str) -> float:
     """argparse type of --timeout: a finite number of seconds > 0 (nan, inf, 0 and negatives are refused)."""
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from hympi.apps import APPS
-from hympi.cli.common import add_db_option, parse_seconds
+from hympi.cli.common import add_db_option, parse_integer, parse_seconds
 from hympi.errors import UsageError
 from hympi.launch import slurm
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, format_command
@@ -44,37 +44,19 @@ from hympi.topology import machine_summary
 
 def _resume_value(text: str) -> int:
     """--resume ID: a positive sweep id."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"--resume: '{text}' is not a sweep id") from None
-    if value < 1:
-        raise UsageError(f"--resume: sweep id must be >= 1, got {value}")
-    return value
+    return parse_integer("--resume", text, 1, "a sweep id")
 
 
 def parse_repeat(text: str) -> tuple[int, bool]:
     """--repeat N or auto -> (measured rounds, auto); UsageError naming the value otherwise."""
     if text.strip() == "auto":
         return AUTO_MIN_REPEAT, True
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"--repeat: '{text}' is neither a number of runs nor 'auto'") from None
-    if value < 1:
-        raise UsageError(f"--repeat must be >= 1 (or auto), got {value}")
-    return value, False
+    return parse_integer("--repeat", text, 1, "a number of runs or 'auto'"), False
 
 
 def parse_seed(text: str) -> int:
     """--seed N: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"--seed: '{text}' is not an integer") from None
-    if value < 0:
-        raise UsageError(f"--seed must be >= 0, got {value}")
-    return value
+    return parse_integer("--seed", text, 0)
 
 
 def parse_confidence(text: str) -> float:
