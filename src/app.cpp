@@ -97,8 +97,8 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOption
       nlohmann::json line = record.to_json();
       line.update({{"threads_default", env->threads_default()},
                    {"oversubscribed", sharing.oversubscribed},
-                   {"shared_pus", sharing.shared_pus}});
-      line.update({{"ranks", env->size()},
+                   {"shared_pus", sharing.shared_pus},
+                   {"ranks", env->size()},
                    {"threads", env->threads()},
                    {"bind", to_string(affinity.bind)},
                    {"dist", to_string(affinity.distribution)},
