@@ -51,7 +51,7 @@ from hympi.launch.mpirun import (
 )
 from hympi.paths import REPO_ROOT
 from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compare, contenders
-from hympi.store import Machine, Run, Store, Sweep, now_utc
+from hympi.store import WARMUP_REPEAT, Machine, Run, Store, Sweep, now_utc
 from hympi.topology import MachineSummary
 
 LAUNCHERS = ("mpirun", "slurm")
@@ -60,7 +60,6 @@ DEFAULT_MIN_TIME_S = 1.0
 # --repeat auto: the measured rounds every layout gets before the first decision, and the default budget.
 AUTO_MIN_REPEAT = 3
 DEFAULT_MAX_REPEAT = 10
-WARMUP_REPEAT = 0
 SEED_LIMIT = 2**32
 # Probes time many round trips inside one run with their own arguments: no warm-up run, no minimum time.
 PROBES = ("pingpong",)

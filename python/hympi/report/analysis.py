@@ -21,9 +21,7 @@ from hympi.report.compare import (
     is_finite_positive,
     tie_break,
 )
-from hympi.store import Run
-
-WARMUP_REPEAT = 0
+from hympi.store import WARMUP_REPEAT, Run
 
 
 @dataclass(frozen=True)

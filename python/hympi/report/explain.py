@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from hympi.report.analysis import AppGroup, labels, verdict
 from hympi.report.compare import DEFAULT_CONFIDENCE, Comparison
-from hympi.store import Run
+from hympi.store import WARMUP_REPEAT, Run
 
 MEMORY_BOUND = 0.8
 """A layout whose kernel moves at least this share of the STREAM triad bandwidth of its own layout is memory-bound."""
@@ -32,7 +32,7 @@ LayoutKey = tuple[int, int, str]
 
 def timed_ok(runs: Iterable[Run]) -> list[Run]:
     """The ok runs that count: warm-up runs (repeat 0) are discarded."""
-    return [r for r in runs if r.status == "ok" and r.repeat != 0]
+    return [r for r in runs if r.status == "ok" and r.repeat != WARMUP_REPEAT]
 
 
 def _median(runs: list[Run], name: str) -> float | None:
@@ -181,12 +181,7 @@ def stream_rates(stream: AppGroup | None) -> dict[LayoutKey, float]:
     """Median STREAM triad rate (GB/s) per layout of a STREAM group ({} without one)."""
     if stream is None:
         return {}
-    out = {}
-    for key, runs in _by_layout(stream.runs).items():
-        rate = _median(runs, "rate")
-        if rate is not None:
-            out[key] = rate
-    return out
+    return {(s.ranks, s.threads, s.bind): s.rate_median for s in stream.layouts if s.rate_median is not None}
 
 
 def explain(group: AppGroup, stream: AppGroup | None = None) -> tuple[Breakdown, ...]:
@@ -194,26 +189,26 @@ def explain(group: AppGroup, stream: AppGroup | None = None) -> tuple[Breakdown,
 
     Layouts without an ok timed run get a Breakdown whose measures are all None. Never raises on missing fields.
     """
+    # The rate and phase medians are the group's LayoutStats (same ok, non-warm-up runs); the runs themselves only
+    # for what LayoutStats does not keep: whether phases were recorded, the main communication phase, kernel GB/s.
     by_layout = _by_layout(group.runs)
-    rates = {k: v for k, v in ((k, _median(rs, "rate")) for k, rs in by_layout.items()) if v is not None}
+    rates = {(s.ranks, s.threads, s.bind): s.rate_median for s in group.layouts if s.rate_median is not None}
     triad = stream_rates(stream) if stream is not group else {}  # STREAM against itself would always say 1.00
     out = []
     for s in group.layouts:
         key = (s.ranks, s.threads, s.bind)
         runs = by_layout.get(key, [])
-        rate = rates.get(key)
-        comp, comm = _median(runs, "comp_s"), _median(runs, "comm_s")
+        comp, comm = s.comp_median, s.comm_median
         has_phases = any(_phases(r) for r in runs) or bool((comp or 0.0) + (comm or 0.0) > 0)
-        all_rates = [v for v in (r.value("rate") for r in runs) if v is not None]
         one_thread = _rate_of(rates, s.ranks, 1, s.bind)
         serial = _rate_of(rates, 1, 1, s.bind)
         out.append(Breakdown(
-            s.ranks, s.threads, s.bind, len(runs), rate, min(all_rates, default=None), max(all_rates, default=None),
-            _median(runs, "time_s"), comp if has_phases else None, comm if has_phases else None,
-            _median(runs, "imbalance") if has_phases else None, has_phases, _top_comm_phase(runs),
+            s.ranks, s.threads, s.bind, s.ok, s.rate_median, s.rate_min, s.rate_max,
+            s.time_median, comp if has_phases else None, comm if has_phases else None,
+            s.imbalance_median if has_phases else None, has_phases, _top_comm_phase(runs),
             _median(runs, "kernel_gbs"), _rate_of(triad, s.ranks, s.threads, s.bind) if triad else None,
-            _efficiency(rate, one_thread, s.threads) if s.threads > 1 else None,
-            _efficiency(rate, serial, s.cores) if s.cores > 1 else None))
+            _efficiency(s.rate_median, one_thread, s.threads) if s.threads > 1 else None,
+            _efficiency(s.rate_median, serial, s.cores) if s.cores > 1 else None))
     return tuple(out)
 
 

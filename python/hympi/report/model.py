@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from hympi.report.analysis import AppGroup
-from hympi.report.explain import timed_ok
 
 TERMS = ("t_comp", "t_comm", "t_sync")
 MIN_LAYOUTS = 3
@@ -135,9 +134,9 @@ def _splits(cores: int) -> list[tuple[int, int]]:
 def _pick_bind(group: AppGroup) -> str | None:
     """The binding with the most distinct measured (ranks, threads) layouts (ties: alphabetical)."""
     seen: dict[str, set[tuple[int, int]]] = {}
-    for run in timed_ok(group.runs):
-        if run.value("rate"):
-            seen.setdefault(run.bind, set()).add((run.ranks, run.threads))
+    for s in group.layouts:
+        if s.rate_median is not None:
+            seen.setdefault(s.bind, set()).add((s.ranks, s.threads))
     if not seen:
         return None
     return sorted(seen, key=lambda b: (-len(seen[b]), b))[0]
@@ -150,12 +149,9 @@ def fit_model(group: AppGroup, machine_cores: int | None = None) -> ModelFit:
     unit = group.rate_unit
     if bind is None:
         return ModelFit("", unit, None, (), None, "", "no layout produced a rate, so there is nothing to fit")
-    rates: dict[tuple[int, int], list[float]] = {}
-    for run in timed_ok(group.runs):
-        rate = run.value("rate")
-        if run.bind == bind and rate is not None and rate > 0:
-            rates.setdefault((run.ranks, run.threads), []).append(rate)
-    measured = {k: statistics.median(v) for k, v in rates.items()}
+    # The group's LayoutStats already hold each layout's median over its ok, non-warm-up runs.
+    measured = {(s.ranks, s.threads): s.rate_median for s in group.layouts
+                if s.bind == bind and s.rate_median is not None}
     times = {k: 1.0 / v for k, v in measured.items()}
     if len(times) < MIN_LAYOUTS:
         names = ", ".join(f"{r}x{t}" for r, t in sorted(times))

@@ -1,7 +1,18 @@
 """The SQLite results store: schema with migrations, machines, sweeps, studies and runs."""
 
-from hympi.store.db import DEFAULT_DB, RUN_STATUSES, Machine, Run, Store, Study, Sweep, now_utc, params_key
+from hympi.store.db import (
+    DEFAULT_DB,
+    RUN_STATUSES,
+    WARMUP_REPEAT,
+    Machine,
+    Run,
+    Store,
+    Study,
+    Sweep,
+    now_utc,
+    params_key,
+)
 from hympi.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["APPLICATION_ID", "DEFAULT_DB", "MIGRATIONS", "RUN_STATUSES", "SCHEMA_VERSION", "Machine", "Run", "Store",
-           "Study", "Sweep", "now_utc", "params_key"]
+           "Study", "Sweep", "WARMUP_REPEAT", "now_utc", "params_key"]

@@ -18,6 +18,8 @@ from hympi.store.schema import current_version, migrate
 
 DEFAULT_DB = "hympi-results.db"
 RUN_STATUSES = ("ok", "failed", "timeout", "unverified")
+# The repeat number of a warm-up run: recorded like any run, never counted in a statistic.
+WARMUP_REPEAT = 0
 
 
 def now_utc() -> str:
