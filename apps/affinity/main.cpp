@@ -1,7 +1,7 @@
 // hympi-affinity: where every rank and thread really runs, and whether that is what was asked.
 #include <iostream>
 
-#include "hympi/app.hpp"
+#include "hympi/app/app.hpp"
 
 namespace {
 

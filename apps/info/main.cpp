@@ -2,8 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
-#include "hympi/error.hpp"
-#include "hympi/topology.hpp"
+#include "hympi/core/error.hpp"
+#include "hympi/core/topology.hpp"
 
 int main(int argc, char** argv) {
   CLI::App cli{"Topology summary of this machine, an hwloc XML file or a synthetic description", "hympi-info"};

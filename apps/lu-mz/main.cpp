@@ -1,5 +1,5 @@
 // hympi-lu-mz: NPB LU-MZ (MPI across zones, OpenMP inside zones), verified against NPB3.4-MZ.
-#include "hympi/npb/mz_app.hpp"
+#include "mz_app.hpp"
 
 int main(int argc, char** argv) {
   hympi::npb::MzApp app(hympi::npb::Benchmark::lu);

@@ -2,8 +2,8 @@
 #include <iomanip>
 #include <iostream>
 
-#include "hympi/app.hpp"
-#include "hympi/pingpong.hpp"
+#include "hympi/app/app.hpp"
+#include "hympi/pingpong/pingpong.hpp"
 
 namespace {
 

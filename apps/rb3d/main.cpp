@@ -2,8 +2,8 @@
 #include <iomanip>
 #include <iostream>
 
-#include "hympi/app.hpp"
-#include "hympi/rb3d.hpp"
+#include "hympi/app/app.hpp"
+#include "hympi/rb3d/rb3d.hpp"
 
 namespace {
 

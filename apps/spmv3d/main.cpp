@@ -2,8 +2,8 @@
 #include <iomanip>
 #include <iostream>
 
-#include "hympi/app.hpp"
-#include "hympi/spmv3d.hpp"
+#include "hympi/app/app.hpp"
+#include "hympi/spmv3d/spmv3d.hpp"
 
 namespace {
 

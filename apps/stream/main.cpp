@@ -5,8 +5,8 @@
 #include <iostream>
 #include <string>
 
-#include "hympi/app.hpp"
-#include "hympi/stream.hpp"
+#include "hympi/app/app.hpp"
+#include "hympi/stream/stream.hpp"
 
 namespace {
 

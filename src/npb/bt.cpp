@@ -1,6 +1,6 @@
 #include "hympi/npb/bt.hpp"
 
-#include "hympi/error.hpp"
+#include "hympi/core/error.hpp"
 #include "hympi/npb/jacobian.hpp"
 
 #include <vector>

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "hympi/error.hpp"
+#include "hympi/core/error.hpp"
 
 namespace hympi::npb {
 

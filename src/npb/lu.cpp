@@ -1,6 +1,6 @@
 #include "hympi/npb/lu.hpp"
 
-#include "hympi/error.hpp"
+#include "hympi/core/error.hpp"
 
 #include <omp.h>
 

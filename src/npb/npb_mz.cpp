@@ -1,10 +1,10 @@
 #include "hympi/npb/npb_mz.hpp"
 
-#include "hympi/error.hpp"
+#include "hympi/core/error.hpp"
 #include "hympi/npb/bt.hpp"
 #include "hympi/npb/lu.hpp"
 #include "hympi/npb/sp.hpp"
-#include "hympi/zone_exchange.hpp"
+#include "hympi/npb/zone_exchange.hpp"
 
 #include <omp.h>
 

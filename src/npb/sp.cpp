@@ -1,6 +1,6 @@
 #include "hympi/npb/sp.hpp"
 
-#include "hympi/error.hpp"
+#include "hympi/core/error.hpp"
 
 #include <algorithm>
 #include <cmath>

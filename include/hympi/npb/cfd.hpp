@@ -3,7 +3,7 @@
 // field, the forcing term, the explicit right-hand side and the two verification norms.
 // Zone fields are [nz][ny][nxmax][5] (5-component) or [nz][ny][nxmax] (scalar), nxmax odd.
 #include "hympi/npb/zone_solver.hpp"
-#include "hympi/zone_layout.hpp"
+#include "hympi/npb/zone_layout.hpp"
 
 #include <array>
 #include <cstddef>

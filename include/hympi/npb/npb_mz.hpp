@@ -2,8 +2,8 @@
 // The NPB-MZ driver: class parameters and reference values from the data file, the time-step
 // loop over the zones of this rank with the boundary exchange between steps, the reference
 // verification rule, Mop/s by the reference formulas, and the NPB-style report.
-#include "hympi/zone_layout.hpp"
-#include "hympi/zone_partition.hpp"
+#include "hympi/npb/zone_layout.hpp"
+#include "hympi/npb/zone_partition.hpp"
 
 #include <mpi.h>
 #include <nlohmann/json.hpp>

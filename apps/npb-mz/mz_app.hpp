@@ -1,0 +1,41 @@
+#pragma once
+// The app shared by hympi-bt-mz, hympi-sp-mz and hympi-lu-mz: options, validation, the run, the
+// NPB-style report on rank 0 and the result record.
+#include "hympi/app/app.hpp"
+#include "hympi/npb/npb_mz.hpp"
+
+#include <string>
+#include <vector>
+
+namespace hympi::npb {
+
+/// One NPB-MZ benchmark as a hympi app.
+class MzApp final : public AppDefinition {
+ public:
+  /// The app for benchmark `b`.
+  explicit MzApp(Benchmark b) : benchmark_(b) {}
+  [[nodiscard]] std::string name() const override { return to_string(benchmark_); }
+  [[nodiscard]] std::string description() const override;
+  void add_options(CLI::App& cli) override;
+  /// Rejects an unknown class, more ranks than zones and thread counts below 1 (exit 2).
+  void validate(const Layout& layout) const override;
+  /// Runs the benchmark, repeated whole until its timed loops reach context.min_time_s (unless
+  /// --iterations was given); verified only if every repetition verified.
+  ResultRecord run(AppContext& context) override;
+
+ private:
+  Benchmark benchmark_;
+  std::string problem_class_ = "S";
+  std::string packing_ = "npb";
+  bool balance_threads_ = false;
+  int max_threads_ = 0;
+  int iterations_ = 0;
+  double perturb_ = 0.0;
+  bool split_report_ = false;
+  double split_tolerance_ = 0.05;
+  std::vector<int> split_table_;
+  std::string data_file_;
+  CLI::Option* iterations_option_ = nullptr;
+};
+
+}  // namespace hympi::npb

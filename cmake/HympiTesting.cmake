@@ -1,0 +1,45 @@
+# Test helpers shared by every layer's tests/ folder: each layer declares its own tests next to
+# its sources with these two functions.
+find_package(GTest REQUIRED)
+
+# MPI launcher flags for this machine: oversubscribed, unbound (apps bind themselves), root ok.
+set(HYMPI_MPIEXEC_FLAGS --oversubscribe --bind-to none)
+if(MPIEXEC_EXECUTABLE MATCHES "mpirun|mpiexec")
+  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpi_version ERROR_QUIET)
+  if(_mpi_version MATCHES "Open MPI|OpenRTE")
+    list(APPEND HYMPI_MPIEXEC_FLAGS --allow-run-as-root)
+  endif()
+endif()
+set(HYMPI_TEST_DATA_DIR ${PROJECT_SOURCE_DIR}/tests/data)
+set(HYMPI_TEST_SUPPORT_DIR ${PROJECT_SOURCE_DIR}/tests/support)
+
+# The MPI-aware GoogleTest main, compiled once for every MPI test binary.
+add_library(hympi_gtest_mpi_main OBJECT ${HYMPI_TEST_SUPPORT_DIR}/gtest_mpi_main.cpp)
+target_link_libraries(hympi_gtest_mpi_main PRIVATE MPI::MPI_CXX OpenMP::OpenMP_CXX GTest::gtest hympi_warnings)
+
+# hympi_add_unit_test(<name> LIBS <targets>... SOURCES <sources>...): GoogleTest binary run as
+# one serial process.
+function(hympi_add_unit_test name)
+  cmake_parse_arguments(ARG "" "" "LIBS;SOURCES" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main hympi_warnings)
+  target_include_directories(${name} PRIVATE ${HYMPI_TEST_SUPPORT_DIR})
+  target_compile_definitions(${name} PRIVATE HYMPI_TEST_DATA="${HYMPI_TEST_DATA_DIR}")
+  add_test(NAME unit.${name} COMMAND ${name})
+  set_tests_properties(unit.${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2")
+endfunction()
+
+# hympi_add_mpi_test(<name> LIBS <targets>... RANKS <n>... SOURCES <sources>...): one CTest entry
+# per rank count.
+function(hympi_add_mpi_test name)
+  cmake_parse_arguments(ARG "" "" "LIBS;RANKS;SOURCES" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:hympi_gtest_mpi_main>)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest hympi_warnings)
+  target_include_directories(${name} PRIVATE ${HYMPI_TEST_SUPPORT_DIR})
+  target_compile_definitions(${name} PRIVATE HYMPI_TEST_DATA="${HYMPI_TEST_DATA_DIR}")
+  foreach(np IN LISTS ARG_RANKS)
+    add_test(NAME mpi.${name}.np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${HYMPI_MPIEXEC_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${np} $<TARGET_FILE:${name}>)
+    set_tests_properties(mpi.${name}.np${np} PROPERTIES TIMEOUT 300 PROCESSORS ${np} ENVIRONMENT "OMP_NUM_THREADS=1")
+  endforeach()
+endfunction()

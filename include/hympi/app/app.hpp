@@ -1,0 +1,62 @@
+#pragma once
+// The frame every reference app runs in: options, MPI start-up, binding, errors, result line.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "hympi/core/affinity.hpp"
+#include "hympi/core/environment.hpp"
+#include "hympi/core/error.hpp"
+#include "hympi/core/metrics.hpp"
+#include "hympi/core/result.hpp"
+#include "hympi/core/topology.hpp"
+
+namespace hympi {
+
+/// The ranks x threads layout an app is asked to run with.
+struct Layout {
+  int ranks = 1;
+  int threads = 1;
+};
+
+/// What an app's run() gets: its environment, the machine, a metrics sink and the placement.
+struct AppContext {
+  Environment& env;
+  const Topology& topology;
+  Metrics& metrics;
+  AffinityOptions affinity;
+  /// Every rank's and thread's observed placement (complete on rank 0, empty elsewhere).
+  const std::vector<ThreadPlacement>& placement;
+  /// Seconds of timed kernel work an app should reach by repeating its kernel, unless the user
+  /// fixed the repetitions (--min-time, env HYMPI_MIN_TIME, default 1; 0 = no minimum).
+  double min_time_s = 0.0;
+};
+
+/// One reference application: options, validation and the measured, verified run.
+class AppDefinition {
+ public:
+  virtual ~AppDefinition() = default;
+  /// Short name, e.g. "rb3d"; the binary is hympi-<name>.
+  [[nodiscard]] virtual std::string name() const = 0;
+  /// One line for --help.
+  [[nodiscard]] virtual std::string description() const = 0;
+  /// Declares the app's own options on `cli`.
+  virtual void add_options(CLI::App& cli) = 0;
+  /// Throws InvalidArgument naming the bad value if the options do not suit `layout`.
+  virtual void validate(const Layout& layout) const { (void)layout; }
+  /// MPI thread support the app needs.
+  [[nodiscard]] virtual ThreadLevel thread_level() const { return ThreadLevel::funneled; }
+  /// Whether failed verification makes the process exit 1 (apps that only report may say no).
+  [[nodiscard]] virtual bool verification_required() const { return true; }
+  /// Runs, verifies and returns what was measured (collective over env.world()).
+  virtual ResultRecord run(AppContext& context) = 0;
+};
+
+/// Parses options, initialises MPI, binds, validates, runs `app` and prints HYMPI_RESULT on
+/// rank 0. Returns the process exit code: 0 ok, 1 runtime failure or failed verification
+/// (with --require-verified, the default), 2 bad input. `--validate-ranks N` only validates
+/// the options for N ranks, without MPI, so launchers can reject bad input before launching.
+/// A `--min-time` (or HYMPI_MIN_TIME) that is negative or not a finite number is bad input.
+int run_app(int argc, char** argv, AppDefinition& app);
+
+}  // namespace hympi

@@ -1,0 +1,99 @@
+#pragma once
+// MPI + OpenMP start-up: thread level, node-local communicators, virtual nodes.
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "hympi/core/comm.hpp"
+
+namespace hympi {
+
+/// MPI thread support levels, in increasing order.
+enum class ThreadLevel { single, funneled, serialized, multiple };
+
+/// Name of a thread level ("funneled", ...).
+std::string to_string(ThreadLevel level);
+/// Parses "single|funneled|serialized|multiple"; throws InvalidArgument otherwise.
+ThreadLevel parse_thread_level(const std::string& text);
+
+/// Threads per rank when nothing fixes the count: max(1, cores_per_node / ranks_per_node), so the
+/// ranks of a node together start one thread per core. Throws InvalidArgument when either is < 1.
+int default_threads(int cores_per_node, int ranks_per_node);
+
+/// default_threads() for `machine_ranks` ranks on a machine of `machine_cores` cores split into
+/// min(virtual_nodes, machine_ranks) contiguous virtual nodes, as Environment splits it: each node
+/// gets machine_cores / nodes cores and at most ceil(machine_ranks / nodes) ranks.
+/// Throws InvalidArgument when a count is < 1.
+int machine_default_threads(int machine_cores, int machine_ranks, int virtual_nodes);
+
+/// True when OMP_NUM_THREADS is set to something non-empty (the user fixed the thread count).
+bool omp_threads_explicit();
+
+/// Options of Environment; defaults suit loop-level OpenMP with MPI calls outside parallel regions.
+struct EnvironmentOptions {
+  ThreadLevel thread_level = ThreadLevel::funneled;
+  /// Pretend each physical node is this many nodes (0: read HYMPI_VIRTUAL_NODES, default 1).
+  int virtual_nodes = 0;
+};
+
+/// Initialises MPI (and finalises it on destruction), chooses the OpenMP thread count when
+/// OMP_NUM_THREADS is unset, and describes where this process runs.
+///
+/// Throws MpiError if MPI cannot provide the requested thread level, InvalidArgument if the
+/// virtual node count is not a positive integer, TopologyError if hwloc cannot count the cores
+/// for the default thread count.
+class Environment {
+ public:
+  /// Calls MPI_Init_thread; sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so HYMPI_MPI sees errors.
+  Environment(int& argc, char**& argv, const EnvironmentOptions& options = {});
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+  ~Environment();
+
+  /// MPI_COMM_WORLD.
+  [[nodiscard]] MPI_Comm world() const noexcept { return MPI_COMM_WORLD; }
+  [[nodiscard]] int rank() const noexcept { return rank_; }
+  [[nodiscard]] int size() const noexcept { return size_; }
+  /// Ranks of this (possibly virtual) node.
+  [[nodiscard]] const Comm& node() const noexcept { return node_; }
+  /// Ranks sharing this physical machine (shared-memory domain), regardless of virtual nodes.
+  [[nodiscard]] const Comm& machine() const noexcept { return machine_; }
+  /// Index of this (virtual) node, 0 .. num_nodes()-1, in order of the nodes' lowest world rank.
+  [[nodiscard]] int node_id() const noexcept { return node_id_; }
+  [[nodiscard]] int num_nodes() const noexcept { return num_nodes_; }
+  [[nodiscard]] int node_rank() const noexcept { return node_rank_; }
+  [[nodiscard]] int node_size() const noexcept { return node_size_; }
+  /// Rank within the physical machine: what affinity uses to pick cores.
+  [[nodiscard]] int machine_rank() const noexcept { return machine_rank_; }
+  [[nodiscard]] int machine_size() const noexcept { return machine_size_; }
+  /// OpenMP threads per rank (omp_get_max_threads(), after the default below was applied).
+  [[nodiscard]] int threads() const noexcept { return threads_; }
+  /// True when OMP_NUM_THREADS was unset, so the constructor chose machine_default_threads() (the
+  /// minimum over all machines, so every rank runs the same count) and called omp_set_num_threads.
+  [[nodiscard]] bool threads_default() const noexcept { return threads_default_; }
+  [[nodiscard]] ThreadLevel thread_level() const noexcept { return provided_; }
+  /// Host name, with "/vnN" appended when virtual nodes split the machine.
+  [[nodiscard]] const std::string& host() const noexcept { return host_; }
+  /// First line of MPI_Get_library_version.
+  [[nodiscard]] const std::string& mpi_library() const noexcept { return mpi_library_; }
+  /// Distinct host names over all ranks, in node order (collective).
+  [[nodiscard]] std::vector<std::string> hosts() const;
+  [[nodiscard]] int virtual_nodes() const noexcept { return virtual_nodes_; }
+
+ private:
+  int rank_ = 0, size_ = 1;
+  Comm machine_, node_;
+  int machine_rank_ = 0, machine_size_ = 1;
+  int node_rank_ = 0, node_size_ = 1, node_id_ = 0, num_nodes_ = 1;
+  int threads_ = 1;
+  bool threads_default_ = false;
+  int virtual_nodes_ = 1;
+  ThreadLevel provided_ = ThreadLevel::single;
+  std::string host_, mpi_library_;
+};
+
+/// Reads HYMPI_VIRTUAL_NODES (default 1); throws InvalidArgument for a non-positive value.
+int virtual_nodes_from_env();
+
+}  // namespace hympi

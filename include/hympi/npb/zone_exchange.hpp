@@ -1,0 +1,74 @@
+#pragma once
+// Zone boundary exchange (NPB-MZ exch_qbc): every zone sends its first interior plane next to each
+// x/y face to the neighbour across it, which stores it in its boundary plane. Zones on the same
+// rank copy directly; zones on other ranks go in one aggregated message per rank pair.
+#include "hympi/npb/zone_layout.hpp"
+#include "hympi/npb/zone_partition.hpp"
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace hympi {
+
+/// Exchanges zone boundary planes. Fields are stored per zone as [nz][ny][padded_nx(nx)][ncomp]
+/// doubles, one pointer per zone of this rank in partition.zones_of(rank) order.
+class ZoneExchange {
+ public:
+  /// Plans the copies and messages of this rank; `comm` must have partition.num_ranks() ranks and
+  /// `layout` must outlive the exchange.
+  /// Throws InvalidArgument on a size mismatch and MpiError when an MPI call fails.
+  ZoneExchange(const ZoneLayout& layout, const ZonePartition& partition, MPI_Comm comm, int ncomp = 5);
+  ZoneExchange(const ZoneExchange&) = delete;
+  ZoneExchange& operator=(const ZoneExchange&) = delete;
+  ~ZoneExchange();
+
+  /// Packs and posts the inter-rank messages, then does the intra-rank copies.
+  void begin(std::span<double* const> fields);
+  /// Waits for the messages and unpacks them into the receiving zones' boundary planes.
+  void end(std::span<double* const> fields);
+  /// begin() then end().
+  void exchange(std::span<double* const> fields) {
+    begin(fields);
+    end(fields);
+  }
+
+  /// Doubles this rank sends per exchange to other ranks.
+  [[nodiscard]] std::size_t doubles_sent() const noexcept;
+  /// Doubles copied between zones of this rank per exchange.
+  [[nodiscard]] std::size_t doubles_copied() const noexcept { return copied_; }
+  /// Number of ranks this rank exchanges messages with.
+  [[nodiscard]] int peers() const noexcept { return static_cast<int>(links_.size()); }
+
+ private:
+  // One face plane travelling from a zone of the sender to the neighbour's boundary.
+  struct Segment {
+    int zone;  // global id of the zone the data lives in (source on send, target on receive)
+    ZoneFace face;
+    bool out;  // true: read interior plane; false: write boundary plane
+  };
+  struct Link {
+    int peer;
+    std::vector<Segment> send;
+    std::vector<Segment> recv;
+    std::vector<double> send_buf;
+    std::vector<double> recv_buf;
+  };
+
+  [[nodiscard]] std::size_t face_doubles(int zone, ZoneFace face) const;
+  void copy_face(double* field, int zone, ZoneFace face, bool out, double* buf, bool to_buf) const;
+
+  const ZoneLayout& layout_;
+  MPI_Comm comm_;
+  int rank_;
+  int ncomp_;
+  std::vector<int> local_index_;  // global zone id -> position in fields, -1 if not ours
+  std::vector<Link> links_;
+  std::vector<std::pair<int, ZoneFace>> intra_;  // (source zone, face) copied within this rank
+  std::vector<MPI_Request> requests_;
+  std::size_t copied_ = 0;
+};
+
+}  // namespace hympi

@@ -1,0 +1,66 @@
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+
+#include "hympi/core/error.hpp"
+#include "hympi/core/metrics.hpp"
+
+using namespace hympi;
+
+TEST(Metrics, ReduceGivesMinAvgMaxAndImbalance) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  Metrics m;
+  m.add("compute", PhaseKind::computation, rank + 1.0);
+  m.add("exchange", PhaseKind::communication, 0.5);
+  m.add("exchange", PhaseKind::communication, 0.5);
+  EXPECT_DOUBLE_EQ(m.seconds("exchange"), 1.0);
+  EXPECT_DOUBLE_EQ(m.total(PhaseKind::computation), rank + 1.0);
+  const auto s = m.reduce(MPI_COMM_WORLD, MPI_COMM_WORLD);
+  ASSERT_EQ(s.phases.size(), 2u);
+  EXPECT_EQ(s.phases[0].name, "compute");
+  EXPECT_DOUBLE_EQ(s.phases[0].min_s, 1.0);
+  EXPECT_DOUBLE_EQ(s.phases[0].max_s, size);
+  EXPECT_DOUBLE_EQ(s.phases[0].avg_s, (size + 1) / 2.0);
+  EXPECT_DOUBLE_EQ(s.comp_s, (size + 1) / 2.0);
+  EXPECT_DOUBLE_EQ(s.comm_s, 1.0);
+  EXPECT_DOUBLE_EQ(s.imbalance, size / ((size + 1) / 2.0));
+  EXPECT_GT(s.max_rss_mib, 1.0);
+  EXPECT_GE(s.node_rss_mib, s.max_rss_mib);
+  EXPECT_LE(s.node_rss_mib, size * s.max_rss_mib);
+  EXPECT_EQ(s.to_json()["compute"]["kind"], "computation");
+}
+
+TEST(Metrics, ScopeTimesAndMemoryGrows) {
+  Metrics m;
+  {
+    auto t = m.time("work", PhaseKind::computation);
+    volatile double x = 0;
+    for (int i = 0; i < 100000; ++i) x = x + 1;
+  }
+  EXPECT_GT(m.seconds("work"), 0.0);
+  const double before = max_rss_mib();
+  std::vector<char> block(64 << 20, 1);
+  EXPECT_GE(max_rss_mib(), before + 60.0) << "peak RSS did not see a 64 MiB touched block";
+}
+
+TEST(Metrics, RepetitionsForMinTimeExtrapolateWithinBounds) {
+  // Reached: no more repetitions.
+  EXPECT_EQ(repetitions_for_min_time(50, 1.2, 1.0, 1000000), 50);
+  EXPECT_EQ(repetitions_for_min_time(50, 0.3, 0.0, 1000000), 50);
+  // 10 took 0.1 s, 1 s wanted: 100 with 5 % margin.
+  EXPECT_EQ(repetitions_for_min_time(10, 0.1, 1.0, 1000000), 105);
+  // Almost there: the margin still adds 5 %.
+  EXPECT_EQ(repetitions_for_min_time(1000, 0.99999999, 1.0, 1000000), 1051);
+  // One that took almost the minimum: still one more.
+  EXPECT_EQ(repetitions_for_min_time(1, 0.99, 1.0, 1000000), 2);
+  // A tiny first measure grows at most 100x per step; zero time too; never past the cap.
+  EXPECT_EQ(repetitions_for_min_time(2, 1e-9, 1.0, 1000000), 200);
+  EXPECT_EQ(repetitions_for_min_time(2, 0.0, 1.0, 1000000), 200);
+  EXPECT_EQ(repetitions_for_min_time(10, 0.001, 1.0, 500), 500);
+  EXPECT_THROW((void)repetitions_for_min_time(0, 0.1, 1.0, 10), InvalidArgument);
+  EXPECT_THROW((void)repetitions_for_min_time(5, -1.0, 1.0, 10), InvalidArgument);
+  EXPECT_THROW((void)repetitions_for_min_time(5, 0.1, std::nan(""), 10), InvalidArgument);
+}

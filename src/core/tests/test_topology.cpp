@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "hympi/core/error.hpp"
+#include "hympi/core/topology.hpp"
+
+using hympi::Topology;
+
+TEST(Topology, SyntheticCounts) {
+  const auto t = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  EXPECT_EQ(t.packages(), 2);
+  EXPECT_EQ(t.numa_nodes(), 4);
+  EXPECT_EQ(t.cores(), 16);
+  EXPECT_EQ(t.pus(), 32);
+  EXPECT_FALSE(t.is_this_system());
+  EXPECT_EQ(t.core_set(3).weight(), 2);
+  EXPECT_EQ(t.numa_set(1).weight(), 8);
+  EXPECT_EQ(t.package_set(1).weight(), 16);
+  EXPECT_EQ(t.package_of_core(9), 1);
+}
+
+TEST(Topology, SyntheticCaches) {
+  const auto t = Topology::from_synthetic("pack:2 l3:1 core:4 l1d:1 pu:1");
+  const auto caches = t.caches();
+  ASSERT_EQ(caches.size(), 2u);
+  EXPECT_EQ(caches[0].level, 1);
+  EXPECT_EQ(caches[0].count, 8);
+  EXPECT_EQ(caches[1].level, 3);
+  EXPECT_EQ(caches[1].count, 2);
+  EXPECT_EQ(t.last_level_cache_bytes(), 2 * caches[1].size_bytes);
+}
+
+TEST(Topology, LocatePu) {
+  const auto t = Topology::from_synthetic("pack:2 numa:2 core:2 pu:2");
+  // PU 13 = package 1, second NUMA domain of it (numa 3), core 6, second PU of that core.
+  const auto loc = t.locate_pu(13);
+  EXPECT_EQ(loc.package, 1);
+  EXPECT_EQ(loc.numa, 3);
+  EXPECT_EQ(loc.core, 6);
+  EXPECT_EQ(loc.pu, 13);
+  EXPECT_THROW((void)t.locate_pu(64), hympi::TopologyError);
+}
+
+TEST(Topology, XmlRoundTripKeepsShapeAndHash) {
+  const auto t = Topology::from_synthetic("pack:2 numa:1 core:3 pu:2");
+  const std::string path = testing::TempDir() + "hympi_topo.xml";
+  std::ofstream(path) << t.to_xml();
+  const auto u = Topology::from_spec(path);
+  EXPECT_EQ(u.cores(), 6);
+  EXPECT_EQ(u.pus(), 12);
+  EXPECT_EQ(u.hash(), t.hash());
+  std::remove(path.c_str());
+  EXPECT_NE(Topology::from_synthetic("pack:1 core:6 pu:2").hash(), t.hash());
+}
+
+TEST(Topology, RecordedMachine) {
+  const auto t = Topology::from_xml_file(HYMPI_TEST_DATA "/topologies/dual-epyc-like.xml");
+  EXPECT_EQ(t.packages(), 2);
+  EXPECT_EQ(t.numa_nodes(), 8);
+  EXPECT_EQ(t.cores(), 64);
+}
+
+TEST(Topology, BadSourcesThrow) {
+  EXPECT_THROW(Topology::from_synthetic("pack:two"), hympi::TopologyError);
+  EXPECT_THROW(Topology::from_spec("/nonexistent/topology.xml"), hympi::TopologyError);
+  const auto t = Topology::from_synthetic("pack:1 core:2 pu:1");
+  EXPECT_THROW((void)t.core_set(2), hympi::InvalidArgument);
+}
+
+TEST(Topology, ThisMachineHasCores) {
+  const auto t = Topology::this_machine();
+  EXPECT_TRUE(t.is_this_system());
+  EXPECT_GE(t.cores(), 1);
+  EXPECT_GE(t.pus(), t.cores());
+  EXPECT_EQ(t.machine_set().weight(), t.pus());
+}

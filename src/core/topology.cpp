@@ -1,0 +1,229 @@
+#include "hympi/core/topology.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <iomanip>
+#include <map>
+#include <sstream>
+#include <utility>
+
+#include "hympi/core/error.hpp"
+
+namespace hympi {
+
+// ---- Bitmap ----------------------------------------------------------------------------------
+Bitmap::Bitmap() : set_(hwloc_bitmap_alloc()) {
+  if (set_ == nullptr) throw std::bad_alloc();
+}
+Bitmap::Bitmap(hwloc_const_bitmap_t set) : set_(hwloc_bitmap_dup(set)) {
+  if (set_ == nullptr) throw std::bad_alloc();
+}
+Bitmap::Bitmap(const Bitmap& other) : Bitmap(static_cast<hwloc_const_bitmap_t>(other.set_)) {}
+Bitmap& Bitmap::operator=(const Bitmap& other) {
+  if (this != &other) hwloc_bitmap_copy(set_, other.set_);
+  return *this;
+}
+Bitmap::Bitmap(Bitmap&& other) noexcept : set_(std::exchange(other.set_, nullptr)) {}
+Bitmap& Bitmap::operator=(Bitmap&& other) noexcept {
+  std::swap(set_, other.set_);
+  return *this;
+}
+Bitmap::~Bitmap() {
+  if (set_ != nullptr) hwloc_bitmap_free(set_);
+}
+int Bitmap::weight() const { return hwloc_bitmap_weight(set_); }
+bool Bitmap::contains(unsigned index) const { return hwloc_bitmap_isset(set_, index) != 0; }
+bool Bitmap::includes(const Bitmap& other) const { return hwloc_bitmap_isincluded(other.set_, set_) != 0; }
+bool Bitmap::intersects(const Bitmap& other) const { return hwloc_bitmap_intersects(set_, other.set_) != 0; }
+bool Bitmap::operator==(const Bitmap& other) const { return hwloc_bitmap_isequal(set_, other.set_) != 0; }
+void Bitmap::add(const Bitmap& other) { hwloc_bitmap_or(set_, set_, other.set_); }
+std::string Bitmap::to_list() const {
+  char* text = nullptr;
+  if (hwloc_bitmap_list_asprintf(&text, set_) < 0) throw std::bad_alloc();
+  std::string out(text);
+  std::free(text);
+  return out;
+}
+
+// ---- Topology --------------------------------------------------------------------------------
+namespace {
+hwloc_topology_t init_topology() {
+  hwloc_topology_t topo = nullptr;
+  if (hwloc_topology_init(&topo) < 0)
+    throw TopologyError(std::string("hwloc_topology_init failed: ") + std::strerror(errno));
+  // Caches are filtered out by default for some types; keep them all, we report them.
+  hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);
+  return topo;
+}
+
+hwloc_topology_t finish_load(hwloc_topology_t topo, const std::string& what) {
+  if (hwloc_topology_load(topo) < 0) {
+    const int err = errno;
+    hwloc_topology_destroy(topo);
+    throw TopologyError("cannot load topology from " + what + ": " + std::strerror(err));
+  }
+  return topo;
+}
+}  // namespace
+
+Topology Topology::this_machine() { return Topology(finish_load(init_topology(), "this machine")); }
+
+Topology Topology::from_xml_file(const std::string& path) {
+  hwloc_topology_t topo = init_topology();
+  if (hwloc_topology_set_xml(topo, path.c_str()) < 0) {
+    const int err = errno;
+    hwloc_topology_destroy(topo);
+    throw TopologyError("cannot read hwloc XML '" + path + "': " + std::strerror(err));
+  }
+  return Topology(finish_load(topo, "XML '" + path + "'"));
+}
+
+Topology Topology::from_synthetic(const std::string& description) {
+  hwloc_topology_t topo = init_topology();
+  if (hwloc_topology_set_synthetic(topo, description.c_str()) < 0) {
+    hwloc_topology_destroy(topo);
+    throw TopologyError("invalid synthetic topology '" + description + "'");
+  }
+  return Topology(finish_load(topo, "synthetic '" + description + "'"));
+}
+
+Topology Topology::from_spec(const std::string& spec) {
+  if (spec.empty() || spec == "this") return this_machine();
+  constexpr std::string_view prefix = "synthetic:";
+  if (spec.starts_with(prefix)) return from_synthetic(spec.substr(prefix.size()));
+  return from_xml_file(spec);
+}
+
+Topology::Topology(Topology&& other) noexcept : topo_(std::exchange(other.topo_, nullptr)) {}
+Topology& Topology::operator=(Topology&& other) noexcept {
+  std::swap(topo_, other.topo_);
+  return *this;
+}
+Topology::~Topology() {
+  if (topo_ != nullptr) hwloc_topology_destroy(topo_);
+}
+
+bool Topology::is_this_system() const { return hwloc_topology_is_thissystem(topo_) != 0; }
+
+namespace {
+int count_or_one(hwloc_topology_t topo, hwloc_obj_type_t type) {
+  const int n = hwloc_get_nbobjs_by_type(topo, type);
+  return n > 0 ? n : 1;  // A machine without Package objects still has one package.
+}
+}  // namespace
+
+int Topology::packages() const { return count_or_one(topo_, HWLOC_OBJ_PACKAGE); }
+int Topology::numa_nodes() const { return count_or_one(topo_, HWLOC_OBJ_NUMANODE); }
+int Topology::cores() const { return count_or_one(topo_, HWLOC_OBJ_CORE); }
+int Topology::pus() const { return count_or_one(topo_, HWLOC_OBJ_PU); }
+
+std::vector<CacheInfo> Topology::caches() const {
+  std::map<int, CacheInfo> by_level;
+  const hwloc_obj_type_t types[] = {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE,
+                                    HWLOC_OBJ_L4CACHE, HWLOC_OBJ_L5CACHE};
+  for (hwloc_obj_type_t type : types) {
+    const int n = hwloc_get_nbobjs_by_type(topo_, type);
+    for (int i = 0; i < n; ++i) {
+      hwloc_obj_t obj = hwloc_get_obj_by_type(topo_, type, static_cast<unsigned>(i));
+      if (obj->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION) continue;
+      CacheInfo& info = by_level[static_cast<int>(obj->attr->cache.depth)];
+      info.level = static_cast<int>(obj->attr->cache.depth);
+      info.size_bytes = obj->attr->cache.size;
+      ++info.count;
+    }
+  }
+  std::vector<CacheInfo> out;
+  for (const auto& [level, info] : by_level) out.push_back(info);
+  return out;
+}
+
+std::uint64_t Topology::last_level_cache_bytes() const {
+  const auto levels = caches();
+  if (levels.empty()) return 0;
+  return levels.back().size_bytes * static_cast<std::uint64_t>(levels.back().count);
+}
+
+Bitmap Topology::set_of(hwloc_obj_type_t type, int index, const char* what) const {
+  const int n = hwloc_get_nbobjs_by_type(topo_, type);
+  if (n == 0 && index == 0) return machine_set();
+  if (index < 0 || index >= n)
+    throw InvalidArgument(std::string(what) + " index " + std::to_string(index) + " out of range 0.." +
+                          std::to_string(n - 1));
+  return Bitmap(hwloc_get_obj_by_type(topo_, type, static_cast<unsigned>(index))->cpuset);
+}
+
+Bitmap Topology::core_set(int index) const { return set_of(HWLOC_OBJ_CORE, index, "core"); }
+Bitmap Topology::numa_set(int index) const { return set_of(HWLOC_OBJ_NUMANODE, index, "NUMA node"); }
+Bitmap Topology::package_set(int index) const { return set_of(HWLOC_OBJ_PACKAGE, index, "package"); }
+Bitmap Topology::machine_set() const { return Bitmap(hwloc_topology_get_topology_cpuset(topo_)); }
+
+int Topology::package_of_core(int index) const {
+  hwloc_obj_t core = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_CORE, static_cast<unsigned>(index));
+  if (core == nullptr) throw InvalidArgument("core index " + std::to_string(index) + " out of range");
+  hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, core);
+  return pkg != nullptr ? static_cast<int>(pkg->logical_index) : 0;
+}
+
+PuLocation Topology::locate_pu(unsigned os_index) const {
+  hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo_, os_index);
+  if (pu == nullptr) throw TopologyError("no PU with OS index " + std::to_string(os_index));
+  PuLocation loc;
+  loc.pu_os = static_cast<int>(os_index);
+  loc.pu = static_cast<int>(pu->logical_index);
+  hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(topo_, HWLOC_OBJ_CORE, pu);
+  loc.core = core != nullptr ? static_cast<int>(core->logical_index) : loc.pu;
+  hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, pu);
+  loc.package = pkg != nullptr ? static_cast<int>(pkg->logical_index) : 0;
+  loc.numa = 0;
+  const int numas = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE);
+  for (int i = 0; i < numas; ++i) {
+    hwloc_obj_t numa = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+    if (hwloc_bitmap_isset(numa->cpuset, os_index)) {
+      loc.numa = i;
+      break;
+    }
+  }
+  return loc;
+}
+
+nlohmann::json Topology::summary() const {
+  nlohmann::json caches_json = nlohmann::json::array();
+  for (const CacheInfo& c : caches())
+    caches_json.push_back({{"level", c.level}, {"size_bytes", c.size_bytes}, {"count", c.count}});
+  hwloc_obj_t root = hwloc_get_root_obj(topo_);
+  const char* arch = hwloc_obj_get_info_by_name(root, "Architecture");
+  return {{"packages", packages()},
+          {"numa_nodes", numa_nodes()},
+          {"cores", cores()},
+          {"pus", pus()},
+          {"caches", caches_json},
+          {"memory_bytes", root->total_memory},
+          {"architecture", arch != nullptr ? arch : ""},
+          {"this_system", is_this_system()}};
+}
+
+std::string Topology::hash() const {
+  nlohmann::json s = summary();
+  s.erase("this_system");
+  s.erase("memory_bytes");
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a: stable across runs and compilers.
+  for (unsigned char c : s.dump()) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  std::ostringstream os;
+  os << std::hex << std::setw(16) << std::setfill('0') << h;
+  return os.str();
+}
+
+std::string Topology::to_xml() const {
+  char* buffer = nullptr;
+  int length = 0;
+  if (hwloc_topology_export_xmlbuffer(topo_, &buffer, &length, 0) < 0)
+    throw TopologyError(std::string("cannot export topology as XML: ") + std::strerror(errno));
+  std::string out(buffer, static_cast<std::size_t>(length > 0 ? length - 1 : 0));
+  hwloc_free_xmlbuffer(topo_, buffer);
+  return out;
+}
+
+}  // namespace hympi

@@ -1,0 +1,163 @@
+#include "hympi/stream/stream.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+
+#include "hympi/core/error.hpp"
+#include "hympi/core/memory.hpp"
+#include "hympi/core/metrics.hpp"
+
+namespace hympi {
+
+nlohmann::json StreamResult::to_json() const {
+  return {{"elements", elements},
+          {"copy_GBps", copy_gbs},
+          {"scale_GBps", scale_gbs},
+          {"add_GBps", add_gbs},
+          {"triad_GBps", triad_gbs},
+          {"triad_best_s", triad_time_s},
+          {"triad_mean_GBps", triad_mean_gbs},
+          {"triad_total_s", triad_total_s},
+          {"timed_repeats", timed_repeats},
+          {"verified", verified}};
+}
+
+std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on_node) {
+  const std::size_t total = 4 * last_level_cache_bytes / sizeof(double);
+  return std::max<std::size_t>(total / static_cast<std::size_t>(std::max(ranks_on_node, 1)) + 1, 1 << 20);
+}
+
+void check_stream_memory(std::size_t elements, int ranks_on_node, std::uint64_t memory_bytes) {
+  // In doubles: elements * 24 * ranks can overflow 64 bits for a mistyped size.
+  const double need = 3.0 * sizeof(double) * static_cast<double>(elements) * std::max(ranks_on_node, 1);
+  if (need > static_cast<double>(memory_bytes)) {
+    char gib[96];
+    std::snprintf(gib, sizeof gib, " rank(s) on this machine = %.1f GiB, more than its %.1f GiB of memory",
+                  need / (1 << 30), static_cast<double>(memory_bytes) / (1 << 30));
+    throw InvalidArgument("--elements " + std::to_string(elements) + " needs 3 arrays x 8 B x " +
+                          std::to_string(elements) + " x " + std::to_string(std::max(ranks_on_node, 1)) + gib);
+  }
+}
+
+StreamResult run_stream(MPI_Comm comm, const StreamOptions& options) {
+  if (options.repeats < 2) throw InvalidArgument("STREAM repeats must be >= 2, got " + std::to_string(options.repeats));
+  if (options.elements < 1) throw InvalidArgument("STREAM elements must be >= 1, got 0");
+  if (!(options.min_time_s >= 0.0 && std::isfinite(options.min_time_s)))
+    throw InvalidArgument("minimum time must be a number of seconds >= 0, got " + std::to_string(options.min_time_s));
+  int ranks = 1;
+  HYMPI_MPI(MPI_Comm_size(comm, &ranks));
+  const auto n = static_cast<long>(options.elements);
+  const auto a_store = make_untouched_array<double>(options.elements);
+  const auto b_store = make_untouched_array<double>(options.elements);
+  const auto c_store = make_untouched_array<double>(options.elements);
+  double* a = a_store.get();
+  double* b = b_store.get();
+  double* c = c_store.get();
+  const auto fill = [&] {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) {
+      a[i] = 1.0;
+      b[i] = 2.0;
+      c[i] = 0.0;
+    }
+  };
+  fill();
+  const double scalar = 3.0;
+  // STREAM's check: replay the recurrences of `passes` passes on scalars and compare every element.
+  const auto deviation = [&](int passes) {
+    double ea = 1.0, eb = 2.0, ec = 0.0;
+    for (int pass = 0; pass < passes; ++pass) {
+      ec = ea;
+      eb = scalar * ec;
+      ec = ea + eb;
+      ea = eb + scalar * ec;
+    }
+    double worst = 0.0;
+#pragma omp parallel for schedule(static) reduction(max : worst)
+    for (long i = 0; i < n; ++i)
+      worst = std::max({worst, std::abs(a[i] - ea) / ea, std::abs(b[i] - eb) / eb, std::abs(c[i] - ec) / ec});
+    return worst;
+  };
+  // a grows 15x per pass and would overflow after ~260 passes, which --min-time can ask for: every
+  // this many passes the arrays are checked and refilled, outside the timed kernels.
+  constexpr int kPassesPerFill = 50;
+  int since_fill = 0;
+  double worst = 0.0;
+  // Bytes moved per element as STREAM counts them (no write-allocate traffic).
+  const double bytes[4] = {16.0 * n, 16.0 * n, 24.0 * n, 24.0 * n};
+  double best[4];
+  std::fill(std::begin(best), std::end(best), std::numeric_limits<double>::infinity());
+  constexpr long kMaxRepeats = std::numeric_limits<int>::max() / 2;
+  int target = options.repeats;
+  int rep = 0;
+  double triad_total = 0.0, local_triad = 0.0;
+  while (rep < target) {
+    if (since_fill == kPassesPerFill) {
+      worst = std::max(worst, deviation(since_fill));
+      fill();
+      since_fill = 0;
+    }
+    double t[4];
+    for (int kernel = 0; kernel < 4; ++kernel) {
+      HYMPI_MPI(MPI_Barrier(comm));
+      const double t0 = MPI_Wtime();
+      switch (kernel) {
+        case 0:
+#pragma omp parallel for schedule(static)
+          for (long i = 0; i < n; ++i) c[i] = a[i];
+          break;
+        case 1:
+#pragma omp parallel for schedule(static)
+          for (long i = 0; i < n; ++i) b[i] = scalar * c[i];
+          break;
+        case 2:
+#pragma omp parallel for schedule(static)
+          for (long i = 0; i < n; ++i) c[i] = a[i] + b[i];
+          break;
+        default:
+#pragma omp parallel for schedule(static)
+          for (long i = 0; i < n; ++i) a[i] = b[i] + scalar * c[i];
+          break;
+      }
+      t[kernel] = MPI_Wtime() - t0;
+    }
+    double slowest[4];
+    HYMPI_MPI(MPI_Allreduce(t, slowest, 4, MPI_DOUBLE, MPI_MAX, comm));
+    if (rep > 0) {  // the first pass warms caches and TLBs, as in STREAM
+      for (int k = 0; k < 4; ++k) best[k] = std::min(best[k], slowest[k]);
+      triad_total += slowest[3];
+      local_triad += t[3];
+    }
+    ++rep;
+    ++since_fill;
+    // slowest[] is the same on every rank, so every rank takes the same decision.
+    if (rep == target && options.min_time_s > 0)
+      target = static_cast<int>(repetitions_for_min_time(rep - 1, triad_total, options.min_time_s, kMaxRepeats)) + 1;
+  }
+  StreamResult r;
+  r.elements = options.elements;
+  const double gb = 1e-9 * ranks;
+  r.copy_gbs = gb * bytes[0] / best[0];
+  r.scale_gbs = gb * bytes[1] / best[1];
+  r.add_gbs = gb * bytes[2] / best[2];
+  r.triad_gbs = gb * bytes[3] / best[3];
+  r.triad_time_s = best[3];
+  r.timed_repeats = rep - 1;
+  r.triad_total_s = triad_total;
+  r.triad_bytes = bytes[3] * ranks * (rep - 1);
+  r.triad_mean_gbs = r.triad_bytes / triad_total * 1e-9;
+  r.local_triad_s = local_triad;
+
+  worst = std::max(worst, deviation(since_fill));
+  int ok = worst <= 1e-13 ? 1 : 0, all_ok = 0;
+  HYMPI_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
+  r.verified = all_ok == 1;
+  return r;
+}
+
+}  // namespace hympi
