@@ -7,12 +7,12 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import REPO, hympi
 
 import hympi.place.mapping as mapping
+from conftest import REPO, hympi
+from hympi.errors import UsageError
 from hympi.place import place
 from hympi.place.matrix import CommMatrix, halo3d, read_matrix, ring, write_matrix
-from hympi.errors import UsageError
 from hympi.place.rankfile import (
     check_rankfile_fits,
     expected_sets,
@@ -61,7 +61,7 @@ def test_recorded_xml_topologies_load():
 @pytest.mark.parametrize("matrix", [ring(16), halo3d((4, 2, 2))], ids=["ring", "halo3d"])
 def test_beats_round_robin_off_node_share(matrix):
     report = place(matrix, TWO_BY_FOUR, nodes=2)
-    by_name = {p.name: (c, s) for p, c, s in zip(report.placements, report.costs, report.shares)}
+    by_name = {p.name: (c, s) for p, c, s in zip(report.placements, report.costs, report.shares, strict=True)}
     rr_cost, rr_share = by_name["round-robin"]
     tm_cost, tm_share = by_name["tree-map"]
     assert tm_share["inter-node"] < rr_share["inter-node"]

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from hympi.errors import UsageError
+from hympi.jsontypes import JsonObject
 from hympi.place.mapping import Placement, block, check_fit, cost, round_robin, shares, tree_map
 from hympi.place.matrix import CommMatrix
 from hympi.place.tree import Machine, load_node_tree
@@ -25,12 +26,12 @@ class PlacementReport:
         """The computed (tree-map) placement."""
         return next(p for p in self.placements if p.name == "tree-map")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> JsonObject:
         """JSON-ready summary."""
         return {"nodes": self.machine.nodes, "ranks_per_node": self.per_node,
                 "cores_per_node": self.machine.cores_per_node, "topology": self.machine.tree.spec,
                 "mappings": {p.name: {"cost": c, "shares": s, "slots": [[x.node, x.core] for x in p.slots]}
-                             for p, c, s in zip(self.placements, self.costs, self.shares)}}
+                             for p, c, s in zip(self.placements, self.costs, self.shares, strict=True)}}
 
 
 def place(matrix: CommMatrix, topology: str = "this", nodes: int = 1, per_node: int | None = None,

@@ -109,7 +109,7 @@ def split_counts(n: int, capacities: Sequence[int], fill: str) -> list[int]:
         return out
     total = sum(capacities)
     exact = [n * c / total for c in capacities]
-    out = [min(math.floor(e), c) for e, c in zip(exact, capacities)]
+    out = [min(math.floor(e), c) for e, c in zip(exact, capacities, strict=True)]
     # Largest remainder first; ties to the earlier child, so the split is deterministic.
     order = sorted(range(len(capacities)), key=lambda k: (-(exact[k] - out[k]), k))
     left = n - sum(out)
@@ -143,14 +143,14 @@ def _exact_partition(ranks: list[int], sizes: list[int], weights: Weights) -> li
     def rec(left: list[int], k: int, acc: list[list[int]]) -> None:
         nonlocal best
         if k == len(sizes) - 1:
-            groups = acc + [left]
+            groups = [*acc, left]
             c = _cut(weights, groups)
             if best is None or c < best[0] - 1e-12:
                 best = (c, [list(g) for g in groups])
             return
         for combo in itertools.combinations(left, sizes[k]):
             chosen = set(combo)
-            rec([r for r in left if r not in chosen], k + 1, acc + [list(combo)])
+            rec([r for r in left if r not in chosen], k + 1, [*acc, list(combo)])
 
     rec(list(ranks), 0, [])
     assert best is not None
@@ -228,8 +228,8 @@ def partition(ranks: list[int], sizes: list[int], weights: Weights) -> list[list
     return partition(left, sizes[:half], weights) + partition(right, sizes[half:], weights)
 
 
-def _map_subtree(machine: Machine, node: int, prefix: tuple, cores: tuple[int, ...], ranks: list[int],
-                 weights: Weights, fill: str, out: dict[int, Slot]) -> None:
+def _map_subtree(machine: Machine, node: int, prefix: tuple[frozenset[int], ...], cores: tuple[int, ...],
+                 ranks: list[int], weights: Weights, fill: str, out: dict[int, Slot]) -> None:
     """Recursively places `ranks` on `cores` (a subtree of one node) following the tree."""
     if not ranks:
         return
@@ -246,7 +246,7 @@ def _map_subtree(machine: Machine, node: int, prefix: tuple, cores: tuple[int, .
         children = machine.tree.children(prefix, cores)
     sizes = split_counts(len(ranks), [len(c) for c in children], fill)
     groups = partition(ranks, sizes, weights)
-    for child, group in zip(children, groups):
+    for child, group in zip(children, groups, strict=True):
         child_prefix = machine.tree.cores[child[0]].path[: len(prefix) + 1]
         _map_subtree(machine, node, child_prefix, child, group, weights, fill, out)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hympi.errors import UsageError
+from hympi.jsontypes import JsonObject
 from hympi.place.tree import Machine, Slot, load_node_tree
 
 
@@ -61,8 +62,8 @@ def read_rankfile(path: str | Path) -> list[RankfileEntry]:
     except OSError as exc:
         raise UsageError(f"cannot read rankfile '{path}': {exc.strerror}") from None
     entries = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         m = _LINE.match(line)
@@ -123,7 +124,7 @@ def check_rankfile_fits(path: str | Path, ranks: int, machine: Machine | None = 
     return entries
 
 
-def placement_problems(rows: Sequence[dict], path: str | Path, machine: Machine) -> list[str]:
+def placement_problems(rows: Sequence[JsonObject], path: str | Path, machine: Machine) -> list[str]:
     """Where the observed placement (HYMPI_RESULT 'placement' rows) differs from the rankfile's slots."""
     from hympi.place.tree import parse_cpu_list
 

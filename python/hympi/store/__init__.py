@@ -14,5 +14,18 @@ from hympi.store.db import (
 )
 from hympi.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["APPLICATION_ID", "DEFAULT_DB", "MIGRATIONS", "RUN_STATUSES", "SCHEMA_VERSION", "Machine", "Run", "Store",
-           "Study", "Sweep", "WARMUP_REPEAT", "now_utc", "params_key"]
+__all__ = [
+    "APPLICATION_ID",
+    "DEFAULT_DB",
+    "MIGRATIONS",
+    "RUN_STATUSES",
+    "SCHEMA_VERSION",
+    "WARMUP_REPEAT",
+    "Machine",
+    "Run",
+    "Store",
+    "Study",
+    "Sweep",
+    "now_utc",
+    "params_key",
+]
