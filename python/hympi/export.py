@@ -8,7 +8,7 @@ import json
 from typing import TypedDict
 
 from hympi.jsontypes import JsonObject
-from hympi.store import Machine, Store
+from hympi.store import MachineRecord, Store
 
 
 class CsvRow(TypedDict):
@@ -60,7 +60,7 @@ COLUMNS: tuple[str, ...] = tuple(CsvRow.__annotations__)
 def rows(store: Store, sweep_ids: list[int] | None = None) -> list[ExportRow]:
     """Every run (of the given sweeps) joined with its machine, as dicts with COLUMNS plus 'env' and 'result'."""
     machine_of = {s.id: s.machine_id for s in store.sweeps()}
-    machines: dict[int, Machine] = {}
+    machines: dict[int, MachineRecord] = {}
     out: list[ExportRow] = []
     for run in store.runs(sweep_ids):
         machine_id = machine_of[run.sweep_id]

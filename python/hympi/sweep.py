@@ -52,7 +52,7 @@ from hympi.launch.mpirun import (
 )
 from hympi.paths import REPO_ROOT
 from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compare, contenders
-from hympi.store import WARMUP_REPEAT, Machine, Run, Store, Sweep, now_utc
+from hympi.store import WARMUP_REPEAT, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.topology import MachineSummary
 
 LAUNCHERS = ("mpirun", "slurm")
@@ -325,7 +325,7 @@ def mpi_library(launcher: str) -> str:
         return "unknown"
 
 
-def record_machine(store: Store, summary: MachineSummary, launcher: str) -> Machine:
+def record_machine(store: Store, summary: MachineSummary, launcher: str) -> MachineRecord:
     """This machine's row in the store (topology, MPI library, compiler)."""
     return store.ensure_machine(socket.gethostname(), summary.hash, mpi_library(launcher), compiler_version(),
                                 summary.as_dict())
@@ -383,7 +383,7 @@ class SweepResult:
     auto: AutoOutcome | None = None
 
 
-def open_sweep(store: Store, machine: Machine, params: SweepParams, total: int, resume: bool | int,
+def open_sweep(store: Store, machine: MachineRecord, params: SweepParams, total: int, resume: bool | int,
                study_id: int | None = None) -> tuple[Sweep, bool]:
     """The sweep to run: the latest unfinished one with equal parameters (or the given id) when resuming, else new.
 

@@ -47,7 +47,7 @@ def host_names(hosts: str | None, nodes: int) -> list[str]:
 
 def comparison_table(report: PlacementReport) -> Table:
     """Cost and traffic shares of each mapping."""
-    m = report.machine
+    m = report.cluster
     table = Table(title=f"{m.nodes} node(s) x {m.cores_per_node} cores, {report.per_node} ranks/node")
     for col in ("mapping", "cost (vol x hops)", "inter-node", "inter-package", "intra-package"):
         table.add_column(col, justify="right")
@@ -66,12 +66,12 @@ def main(args: argparse.Namespace) -> int:
     hosts = host_names(args.hosts, args.nodes)
     report = place(matrix, args.topology, args.nodes, args.ranks_per_node, args.fill)
     best = report.best()
-    rankfile = write_openmpi_rankfile(report.machine, best.slots, hosts)
+    rankfile = write_openmpi_rankfile(report.cluster, best.slots, hosts)
     if args.out:
         out = Path(args.out)
         try:
             out.write_text(rankfile)
-            Path(f"{out}.hydra").write_text(write_hydra(report.machine, best.slots, hosts, out.name))
+            Path(f"{out}.hydra").write_text(write_hydra(report.cluster, best.slots, hosts, out.name))
         except OSError as exc:
             raise UsageError(f"cannot write --out {args.out} ({exc.strerror or exc})") from None
     if args.json:

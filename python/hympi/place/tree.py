@@ -135,8 +135,8 @@ class Slot:
 
 
 @dataclass(frozen=True)
-class Machine:
-    """`nodes` copies of one node tree under a network root."""
+class ClusterTree:
+    """The hardware tree ranks are placed on: `nodes` copies of one node tree under a network root."""
 
     tree: NodeTree
     nodes: int

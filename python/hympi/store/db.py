@@ -68,8 +68,8 @@ def params_key(params: JsonObject) -> str:
 
 
 @dataclass(frozen=True)
-class Machine:
-    """Where runs happened: host, topology, MPI library and compiler."""
+class MachineRecord:
+    """Where runs happened, as stored (a row of the machines table): host, topology, MPI library and compiler."""
 
     id: int
     hostname: str
@@ -219,7 +219,7 @@ class Store:
 
     # machines -----------------------------------------------------------------------------------------------
     def ensure_machine(self, hostname: str, topology_hash: str, mpi_library: str, compiler: str,
-                       summary: JsonObject) -> Machine:
+                       summary: JsonObject) -> MachineRecord:
         """The machine row for these properties, inserted if new."""
         with self.transaction() as conn:
             conn.execute("INSERT OR IGNORE INTO machines (hostname, topology_hash, mpi_library, compiler, summary_json,"
@@ -230,13 +230,13 @@ class Store:
                                 " AND compiler = ?", (hostname, topology_hash, mpi_library, compiler)).fetchone()
         return self.machine(int(row[0]))
 
-    def machine(self, machine_id: int) -> Machine:
+    def machine(self, machine_id: int) -> MachineRecord:
         """The machine with this id."""
         row = self.conn.execute("SELECT id, hostname, topology_hash, mpi_library, compiler, summary_json FROM machines "
                                 "WHERE id = ?", (machine_id,)).fetchone()
         if row is None:
             raise UsageError(f"no machine {machine_id} in {self.path}")
-        return Machine(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
+        return MachineRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
 
     # sweeps -------------------------------------------------------------------------------------------------
     _SWEEP_COLUMNS = ("id, machine_id, app, params_json, total, status, created_at, finished_at, study_id, "
