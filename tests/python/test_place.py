@@ -14,10 +14,10 @@ from hympi.errors import UsageError
 from hympi.place import place
 from hympi.place.matrix import CommMatrix, halo3d, read_matrix, ring, write_matrix
 from hympi.place.rankfile import (
+    binding_problems,
     check_rankfile_fits,
     expected_sets,
     local_host_names,
-    placement_problems,
     read_rankfile,
     write_openmpi_rankfile,
 )
@@ -120,16 +120,16 @@ def write_ring(tmp_path: Path, n: int) -> Path:
     return path
 
 
-def test_rankfile_placement_is_checked(tmp_path):
+def test_rankfile_binding_is_checked(tmp_path):
     cluster = ClusterTree(load_node_tree(str(TOPOS / "ci-vm-2core.xml")), 1)
     rows_ok = [{"rank": 0, "thread": 0, "pu": 1, "bound": "1"}, {"rank": 1, "thread": 0, "pu": 0, "bound": "0"}]
     text = write_openmpi_rankfile(cluster, [Slot(0, 1), Slot(0, 0)], ["vm"])
     assert text == "rank 0=vm slot=0:1\nrank 1=vm slot=0:0\n"
     path = tmp_path / "test-rankfile-swap"
     path.write_text(text)
-    assert placement_problems(rows_ok, path, cluster) == []
+    assert binding_problems(rows_ok, path, cluster) == []
     rows_bad = [{**rows_ok[0], "bound": "0-1"}, {**rows_ok[1], "pu": 1, "bound": "0"}]
-    problems = placement_problems(rows_bad, path, cluster)
+    problems = binding_problems(rows_bad, path, cluster)
     assert len(problems) == 2 and "rank 0" in problems[0] and "rank 1" in problems[1]
 
 

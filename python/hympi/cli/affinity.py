@@ -12,7 +12,7 @@ from hympi.launch.mpirun import launch
 
 def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi affinity`."""
-    p = sub.add_parser(name, help="placement table of a layout",
+    p = sub.add_parser(name, help="binding table of a layout",
                        description="Show where each rank and thread runs (host, PU, core, NUMA, package).")
     add_layout_options(p)
     p.add_argument("--check", action="store_true",

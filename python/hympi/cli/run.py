@@ -14,7 +14,7 @@ from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, pri
 from hympi.cli.parser import Subparsers
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import RunOutcome, launch
-from hympi.place.rankfile import placement_problems
+from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.result import PREFIX
 
@@ -87,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
     if args.rankfile and outcome.record is not None and outcome.record.get("placement"):
         # The rankfile took effect only if every rank really runs on its slot's PUs.
         this_node = ClusterTree(load_node_tree("this"), 1)
-        problems = placement_problems(outcome.record["placement"], args.rankfile, this_node)
+        problems = binding_problems(outcome.record["placement"], args.rankfile, this_node)
         for problem in problems:
             print(f"rankfile problem: {problem}", file=sys.stderr)
         print(f"rankfile check: {'FAILED' if problems else 'PASSED'}", file=sys.stderr)

@@ -124,8 +124,8 @@ def check_rankfile_fits(path: str | Path, ranks: int, cluster: ClusterTree | Non
     return entries
 
 
-def placement_problems(rows: Sequence[JsonObject], path: str | Path, cluster: ClusterTree) -> list[str]:
-    """Where the observed placement (HYMPI_RESULT 'placement' rows) differs from the rankfile's slots."""
+def binding_problems(rows: Sequence[JsonObject], path: str | Path, cluster: ClusterTree) -> list[str]:
+    """Where the observed thread bindings (the HYMPI_RESULT 'placement' rows) differ from the rankfile's slots."""
     from hympi.place.tree import parse_cpu_list
 
     expected = expected_sets(cluster, read_rankfile(path))
