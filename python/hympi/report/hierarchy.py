@@ -28,7 +28,8 @@ class LevelCurve:
     @property
     def zero_byte_latency_us(self) -> float | None:
         """The measured one-way time of an empty message, None if 0 B was not probed."""
-        return next((t for s, t in zip(self.sizes, self.latency_us, strict=True) if s == 0), None)
+        # not strict: a record may carry sizes without the matching times (_floats reads a malformed list as empty)
+        return next((t for s, t in zip(self.sizes, self.latency_us, strict=False) if s == 0), None)
 
     @property
     def peak_mbs(self) -> float | None:

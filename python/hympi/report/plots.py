@@ -144,7 +144,8 @@ def bandwidth_vs_size(probe: HierarchyProbe, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.8, 4.4))
     drawn = 0
     for i, curve in enumerate(probe.levels):
-        points = [(s, b) for s, b in zip(curve.sizes, curve.bandwidth_mbs, strict=True) if s > 0 and b > 0]
+        # not strict: a curve without bandwidths (malformed record) draws nothing rather than failing the report
+        points = [(s, b) for s, b in zip(curve.sizes, curve.bandwidth_mbs, strict=False) if s > 0 and b > 0]
         if not points:
             continue
         colour = f"C{i % 10}"
