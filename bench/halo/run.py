@@ -108,7 +108,8 @@ def rejected(spec: LaunchSpec) -> bool:
 
 
 def main() -> int:
-    """Runs the benchmark; one JSON line per measurement on stderr (and --output) as it completes, then markdown tables."""
+    """Runs the benchmark; one JSON line per measurement on stderr (and --output) as it completes, then markdown
+    tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=256, help="grid points per axis for spmv3d and rb3d")
     parser.add_argument("--csr-n", type=int, default=128, help="grid points per axis for CSR (27 nonzeros per row)")

@@ -45,14 +45,15 @@ def main() -> int:
                 best[name] = dict(level)
                 continue
             b = best[name]
-            b["latency_us"] = [min(x, y) for x, y in zip(b["latency_us"], level["latency_us"])]
+            b["latency_us"] = [min(x, y) for x, y in zip(b["latency_us"], level["latency_us"], strict=True)]
     for name, level in best.items():
-        level["bandwidth_mbs"] = [s / t if t > 0 else 0.0 for s, t in zip(level["bytes"], level["latency_us"])]
+        level["bandwidth_mbs"] = [s / t if t > 0 else 0.0
+                                  for s, t in zip(level["bytes"], level["latency_us"], strict=True)]
         print(f"\n### level `{name}` (ranks {level['pair'][0]},{level['pair'][1]}; alpha {level['alpha_us']:.2f} us, "
               f"beta {level['beta_mbs']:.0f} MB/s in the last run's fit)\n")
         print("| bytes | one-way us | MB/s |")
         print("|---|---|---|")
-        for s, t, bw in zip(level["bytes"], level["latency_us"], level["bandwidth_mbs"]):
+        for s, t, bw in zip(level["bytes"], level["latency_us"], level["bandwidth_mbs"], strict=True):
             if s in SHOW or s == level["bytes"][-1]:
                 print(f"| {s} | {t:.2f} | {bw:.0f} |")
     multi = record["metrics"]["multi"]

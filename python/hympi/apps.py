@@ -19,7 +19,7 @@ class AppSpec:
 APPS: dict[str, AppSpec] = {
     spec.name: spec
     for spec in (
-        AppSpec("affinity", "hympi-affinity", "placement of every rank and thread"),
+        AppSpec("affinity", "hympi-affinity", "binding of every rank and thread"),
         AppSpec("stream", "hympi-stream", "STREAM memory bandwidth (the roofline bound)"),
         AppSpec("rb3d", "hympi-rb3d", "3D Poisson, red-black Gauss-Seidel"),
         AppSpec("spmv3d", "hympi-spmv3d", "27-point SpMV and CG on a 3D grid"),

@@ -5,21 +5,63 @@ from __future__ import annotations
 import csv
 import io
 import json
+from typing import TypedDict
 
-from hympi.store import Store
-
-# Flat columns of the CSV export; the JSON export adds the full HYMPI_RESULT record and the environment.
-COLUMNS = ("run_id", "sweep_id", "machine_id", "hostname", "topology_hash", "mpi_library", "compiler", "app", "problem",
-           "ranks", "threads", "bind", "dist", "repeat", "app_args", "status", "returncode", "wall_s", "rate",
-           "rate_unit", "time_s", "comm_s", "comp_s", "imbalance", "max_rss_mib", "node_rss_mib", "verified",
-           "started_at", "finished_at", "command", "stderr_tail")
+from hympi.jsontypes import JsonObject
+from hympi.store import MachineRecord, Store
 
 
-def rows(store: Store, sweep_ids: list[int] | None = None) -> list[dict]:
+class CsvRow(TypedDict):
+    """One run joined with its machine: the flat columns of the CSV export, in order."""
+
+    run_id: int | None
+    sweep_id: int
+    machine_id: int
+    hostname: str
+    topology_hash: str
+    mpi_library: str
+    compiler: str
+    app: str
+    problem: str
+    ranks: int
+    threads: int
+    bind: str
+    dist: str
+    repeat: int
+    app_args: str  # space-separated
+    status: str
+    returncode: int | None
+    wall_s: float
+    rate: float | None
+    rate_unit: str | None
+    time_s: float | None
+    comm_s: float | None
+    comp_s: float | None
+    imbalance: float | None
+    max_rss_mib: float | None
+    node_rss_mib: float | None
+    verified: bool | None
+    started_at: str
+    finished_at: str
+    command: str  # a JSON list
+    stderr_tail: str
+
+
+class ExportRow(CsvRow):
+    """A CSV row plus what only the JSON export holds: the environment and the full HYMPI_RESULT record."""
+
+    env: dict[str, str]
+    result: JsonObject | None
+
+
+COLUMNS: tuple[str, ...] = tuple(CsvRow.__annotations__)
+
+
+def rows(store: Store, sweep_ids: list[int] | None = None) -> list[ExportRow]:
     """Every run (of the given sweeps) joined with its machine, as dicts with COLUMNS plus 'env' and 'result'."""
     machine_of = {s.id: s.machine_id for s in store.sweeps()}
-    machines = {}
-    out = []
+    machines: dict[int, MachineRecord] = {}
+    out: list[ExportRow] = []
     for run in store.runs(sweep_ids):
         machine_id = machine_of[run.sweep_id]
         if machine_id not in machines:
@@ -41,16 +83,16 @@ def rows(store: Store, sweep_ids: list[int] | None = None) -> list[dict]:
     return out
 
 
-def to_csv(data: list[dict]) -> str:
+def to_csv(data: list[ExportRow]) -> str:
     """CSV text with a header row of COLUMNS."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in data:
-        writer.writerow({k: "" if row[k] is None else row[k] for k in COLUMNS})
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})  # extras are ignored
     return buf.getvalue()
 
 
-def to_json(data: list[dict]) -> str:
+def to_json(data: list[ExportRow]) -> str:
     """JSON text: a list of run objects (the command as a list, the result record in full)."""
     return json.dumps([{**row, "command": json.loads(row["command"])} for row in data], indent=1, sort_keys=True) + "\n"

@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import SupportsInt
 
 from hympi.errors import HympiError, HympiFatal, UsageError
+from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import RunOutcome, mpi_flavor, run_command
 from hympi.paths import bin_dir
 
 LAUNCHERS = ("mpirun", "mpiexec", "orterun")
 
 
-def _as_int_matrix(rows: list) -> tuple[tuple[int, ...], ...]:
+def _as_int_matrix(rows: Iterable[Iterable[SupportsInt]]) -> tuple[tuple[int, ...], ...]:
     """A JSON list of lists as a tuple matrix of ints."""
     return tuple(tuple(int(x) for x in r) for r in rows)
 
@@ -66,7 +69,7 @@ class Profile:
     ranks: int
     bytes: tuple[tuple[int, ...], ...]
     messages: tuple[tuple[int, ...], ...]
-    collectives: dict
+    collectives: JsonObject  # name -> {'calls': [per rank], 'send_bytes': [per rank]}, as written
     mpi_library: str
     path: Path
 

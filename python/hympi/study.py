@@ -13,7 +13,7 @@ from hympi.apps import get_app
 from hympi.errors import HympiFatal, UsageError
 from hympi.paths import binary
 from hympi.report import write_report
-from hympi.store import Machine, Store
+from hympi.store import MachineRecord, Store
 from hympi.sweep import SweepParams, open_sweep, plan, record_machine, run_sweep, validate_layouts
 from hympi.topology import MachineSummary
 
@@ -191,8 +191,8 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
                             title=f"hympi study of {machine.hostname}" + (" (quick)" if options.quick else ""))
 
 
-def run_pingpong_probe(store: Store, machine: Machine, study_id: int, options: StudyOptions, summary: MachineSummary,
-                       console: Console, say: Callable[[str], None]) -> list[int]:
+def run_pingpong_probe(store: Store, machine: MachineRecord, study_id: int, options: StudyOptions,
+                       summary: MachineSummary, console: Console, say: Callable[[str], None]) -> list[int]:
     """Runs the ping-pong probe (one sweep per ProbeRun, recorded like any run); notes a missing binary or failure."""
     spec = get_app(PINGPONG)
     try:

@@ -37,6 +37,7 @@ from rich.progress import (
 
 from hympi.apps import get_app
 from hympi.errors import UsageError
+from hympi.jsontypes import JsonObject
 from hympi.launch import slurm
 from hympi.launch.mpirun import (
     BIND_POLICIES,
@@ -51,7 +52,7 @@ from hympi.launch.mpirun import (
 )
 from hympi.paths import REPO_ROOT
 from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compare, contenders
-from hympi.store import WARMUP_REPEAT, Machine, Run, Store, Sweep, now_utc
+from hympi.store import WARMUP_REPEAT, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.topology import MachineSummary
 
 LAUNCHERS = ("mpirun", "slurm")
@@ -149,7 +150,7 @@ class SweepParams:
     max_repeat: int = DEFAULT_MAX_REPEAT
     confidence: float = DEFAULT_CONFIDENCE
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> JsonObject:
         """JSON-ready form, stored with the sweep."""
         return {"app": self.app, "layouts": [list(x) for x in self.layouts], "binds": list(self.binds),
                 "dist": self.dist, "repeat": self.repeat, "app_args": list(self.app_args), "timeout": self.timeout,
@@ -157,21 +158,22 @@ class SweepParams:
                 "min_time": self.min_time, "seed": self.seed, "warmup": self.warmup, "auto": self.auto,
                 "max_repeat": self.max_repeat, "confidence": self.confidence}
 
-    def identity(self) -> dict:
+    def identity(self) -> JsonObject:
         """What `--resume` matches on: every parameter except the seed (drawn anew by each command line)."""
         data = self.as_dict()
         del data["seed"]
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> SweepParams:
+    def from_dict(cls, data: JsonObject) -> SweepParams:
         """The inverse of as_dict; a sweep recorded before a key existed gets the behaviour it ran with (no warm-up,
         no minimum time, fixed repeats, seed 0)."""
         return cls(data["app"], tuple((int(r), int(t)) for r, t in data["layouts"]), tuple(data["binds"]),
                    data["dist"], int(data["repeat"]), tuple(data["app_args"]), float(data["timeout"]),
                    bool(data["oversubscribe"]), int(data["virtual_nodes"]), data["launcher"],
                    float(data.get("min_time", 0.0)), int(data.get("seed", 0)), bool(data.get("warmup", False)),
-                   bool(data.get("auto", False)), int(data.get("max_repeat", data["repeat"])),
+                   bool(data.get("auto", False)),
+                   int(data["max_repeat"] if "max_repeat" in data else data["repeat"]),
                    float(data.get("confidence", DEFAULT_CONFIDENCE)))
 
     def check(self) -> None:
@@ -323,7 +325,7 @@ def mpi_library(launcher: str) -> str:
         return "unknown"
 
 
-def record_machine(store: Store, summary: MachineSummary, launcher: str) -> Machine:
+def record_machine(store: Store, summary: MachineSummary, launcher: str) -> MachineRecord:
     """This machine's row in the store (topology, MPI library, compiler)."""
     return store.ensure_machine(socket.gethostname(), summary.hash, mpi_library(launcher), compiler_version(),
                                 summary.as_dict())
@@ -381,7 +383,7 @@ class SweepResult:
     auto: AutoOutcome | None = None
 
 
-def open_sweep(store: Store, machine: Machine, params: SweepParams, total: int, resume: bool | int,
+def open_sweep(store: Store, machine: MachineRecord, params: SweepParams, total: int, resume: bool | int,
                study_id: int | None = None) -> tuple[Sweep, bool]:
     """The sweep to run: the latest unfinished one with equal parameters (or the given id) when resuming, else new.
 
@@ -491,7 +493,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     """Runs every item not yet recorded for `sweep`, storing each run in its own transaction; with params.auto,
     then adds rounds of the layouts still in the noise of the best (see still_open) up to params.max_repeat."""
     console = console or Console()
-    runner = runner or (lambda cmd, timeout: run_command(cmd, timeout))
+    runner = runner or run_command
     done = store.done_keys(sweep.id)
     todo = [item for item in items if item.key() not in done]
     statuses: dict[str, int] = {}
@@ -555,11 +557,11 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
     threads = sorted({t for _, t in params.layouts})
     repeat = ["--repeat", "auto", "--max-repeat", str(params.max_repeat), "--confidence", f"{params.confidence:g}"] \
         if params.auto else ["--repeat", str(params.repeat)]
-    cmd = head + ["sweep", params.app, "--ranks", ",".join(map(str, ranks)), "--threads", ",".join(map(str, threads)),
-                  "--bind", ",".join(params.binds), "--dist", params.dist, *repeat,
-                  "--timeout", f"{params.timeout:g}", "--virtual-nodes", str(params.virtual_nodes),
-                  "--min-time", f"{params.min_time:g}", "--seed", str(params.seed),
-                  "--db", str(db.resolve()), "--launcher", "slurm", "--resume"]
+    cmd = [*head, "sweep", params.app, "--ranks", ",".join(map(str, ranks)), "--threads", ",".join(map(str, threads)),
+           "--bind", ",".join(params.binds), "--dist", params.dist, *repeat,
+           "--timeout", f"{params.timeout:g}", "--virtual-nodes", str(params.virtual_nodes),
+           "--min-time", f"{params.min_time:g}", "--seed", str(params.seed),
+           "--db", str(db.resolve()), "--launcher", "slurm", "--resume"]
     if params.oversubscribe:
         cmd.append("--oversubscribe")
     if params.app_args:

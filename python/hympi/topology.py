@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from hympi.errors import HympiFatal, UsageError
+from hympi.jsontypes import JsonObject
 from hympi.paths import binary
 
 
@@ -23,9 +24,10 @@ class MachineSummary:
     hash: str
     raw: str  # the JSON hympi-info printed
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> JsonObject:
         """The summary as hympi-info printed it."""
-        return json.loads(self.raw)
+        data: JsonObject = json.loads(self.raw)  # an object: machine_summary read its fields
+        return data
 
 
 def run_hympi_info(spec: str, output: str) -> str:

@@ -10,15 +10,15 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO, hympi
 from fakeapps import FAKE_APP, FAKE_MPIRUN
-
 from hympi.cli import build_parser
 from hympi.launch.mpirun import LaunchSpec, build_command
 from hympi.place.rankfile import _ALLOCATION_VARS
 
 # No resource manager or hostfile: only this machine's names are valid rankfile hosts.
-NO_ALLOCATION = {var: "" for var in _ALLOCATION_VARS}
+NO_ALLOCATION = dict.fromkeys(_ALLOCATION_VARS, "")
 
 
 def assert_usage_error(proc, needle: str) -> None:
@@ -211,7 +211,7 @@ def test_exit_0_without_a_record_is_explained(fake_launcher):
 
 @pytest.mark.parametrize("command", ["info", "place --matrix m.txt", "report", "export", "study"])
 def test_commands_without_app_args_refuse_them(command, fake_launcher):
-    env, marker = fake_launcher
+    env, _marker = fake_launcher
     proc = hympi(*command.split(), "--", "stray", env=env)
     assert_usage_error(proc, "stray")
 

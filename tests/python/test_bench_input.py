@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_halo_bench_rejects_bad_values(tmp_path, args, needle):
     output = tmp_path / "rows.jsonl"
     proc = subprocess.run([sys.executable, str(REPO / "bench/halo/run.py"), *args, "--output", str(output)],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
@@ -45,7 +45,8 @@ def test_halo_bench_rejects_bad_values(tmp_path, args, needle):
 def test_npb_bench_rejects_bad_values(tmp_path, args, env, needle):
     work = tmp_path / "work"
     proc = subprocess.run(["bash", str(REPO / "bench/npb-mz/run.sh"), *args],
-                          env={**os.environ, "WORK": str(work), **env}, capture_output=True, text=True, timeout=60)
+                          env={**os.environ, "WORK": str(work), **env}, capture_output=True, text=True, timeout=60,
+                          check=False)
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from hympi.report.compare import MIN_SEPARATE, Comparison, Refusal, Sample, compare, contenders, ratio_ci, tie_break
 
 

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from hympi.report import write_report
 from hympi.report.analysis import group_runs
 from hympi.report.explain import Breakdown, explain, pick_stream, ranked, reason

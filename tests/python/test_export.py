@@ -9,7 +9,6 @@ from pathlib import Path
 
 from conftest import hympi
 from fakeapps import fake_bin_dir
-
 from hympi.export import COLUMNS
 
 

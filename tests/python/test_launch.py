@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from hympi.launch.mpirun import LaunchSpec, build_command, check_layout, run_command
 from hympi.errors import UsageError
+from hympi.launch.mpirun import LaunchSpec, build_command, check_layout, run_command
 
 
 def test_openmpi_command_binds_nothing_and_exports_layout():

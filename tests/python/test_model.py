@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+
 from hympi.report.analysis import group_runs
 from hympi.report.model import describe, f_ranks, fit_model, g_threads, nnls
 from hympi.store import Run

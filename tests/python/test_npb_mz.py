@@ -4,6 +4,7 @@ perturbed run that must fail verification."""
 from __future__ import annotations
 
 import pytest
+
 from conftest import hympi, hympi_json
 
 

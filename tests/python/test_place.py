@@ -7,21 +7,21 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import REPO, hympi
 
 import hympi.place.mapping as mapping
+from conftest import REPO, hympi
+from hympi.errors import UsageError
 from hympi.place import place
 from hympi.place.matrix import CommMatrix, halo3d, read_matrix, ring, write_matrix
-from hympi.errors import UsageError
 from hympi.place.rankfile import (
+    binding_problems,
     check_rankfile_fits,
     expected_sets,
     local_host_names,
-    placement_problems,
     read_rankfile,
     write_openmpi_rankfile,
 )
-from hympi.place.tree import Machine, Slot, load_node_tree, parse_cpu_list, parse_cpuset
+from hympi.place.tree import ClusterTree, Slot, load_node_tree, parse_cpu_list, parse_cpuset
 
 TOPOS = REPO / "tests" / "data" / "topologies"
 TWO_BY_FOUR = "synthetic:pack:2 core:4 pu:1"  # one node: 2 packages x 4 cores
@@ -41,7 +41,7 @@ def test_cpuset_parsers():
 
 
 def test_tree_distances_on_synthetic_topology():
-    m = Machine(load_node_tree("synthetic:pack:2 l3:1 l2:2 core:2 pu:2"), 2)
+    m = ClusterTree(load_node_tree("synthetic:pack:2 l3:1 l2:2 core:2 pu:2"), 2)
     assert m.cores_per_node == 8
     # core 0 vs: same L2 (core 1), same L3 (core 2), other package (core 4), other node.
     d = [m.distance(Slot(0, 0), Slot(0, c)) for c in (0, 1, 2, 4)]
@@ -61,7 +61,7 @@ def test_recorded_xml_topologies_load():
 @pytest.mark.parametrize("matrix", [ring(16), halo3d((4, 2, 2))], ids=["ring", "halo3d"])
 def test_beats_round_robin_off_node_share(matrix):
     report = place(matrix, TWO_BY_FOUR, nodes=2)
-    by_name = {p.name: (c, s) for p, c, s in zip(report.placements, report.costs, report.shares)}
+    by_name = {p.name: (c, s) for p, c, s in zip(report.placements, report.costs, report.shares, strict=True)}
     rr_cost, rr_share = by_name["round-robin"]
     tm_cost, tm_share = by_name["tree-map"]
     assert tm_share["inter-node"] < rr_share["inter-node"]
@@ -83,12 +83,12 @@ SMALL_CASES = [
 @pytest.mark.parametrize("exact_limit", [mapping.EXACT_LIMIT, 0], ids=["exact-splits", "greedy-splits"])
 def test_optimal_where_brute_force_is_possible(spec, nodes, exact_limit, monkeypatch):
     monkeypatch.setattr(mapping, "EXACT_LIMIT", exact_limit)
-    machine = Machine(load_node_tree(spec), nodes)
+    cluster = ClusterTree(load_node_tree(spec), nodes)
     for matrix in (ring(8), halo3d((2, 2, 2)), random_matrix(8, 1), random_matrix(8, 2), random_matrix(8, 3)):
-        placement = mapping.tree_map(machine, matrix, 8 // nodes)
+        placement = mapping.tree_map(cluster, matrix, 8 // nodes)
         assert len(set(placement.slots)) == len(placement.slots), "two ranks on one core"
-        got = mapping.cost(machine, matrix.symmetric(), placement.slots)
-        assert got == pytest.approx(mapping.brute_force(machine, matrix)), matrix.source
+        got = mapping.cost(cluster, matrix.symmetric(), placement.slots)
+        assert got == pytest.approx(mapping.brute_force(cluster, matrix)), matrix.source
 
 
 def test_matrix_text_round_trip(tmp_path):
@@ -105,8 +105,8 @@ def test_rankfile_and_hydra_files(tmp_path):
     entries = read_rankfile(out)
     assert [e.rank for e in entries] == list(range(8))
     assert {e.host for e in entries} == {"a", "b"}
-    machine = Machine(load_node_tree(TWO_BY_FOUR), 2)
-    sets = expected_sets(machine, entries)
+    cluster = ClusterTree(load_node_tree(TWO_BY_FOUR), 2)
+    sets = expected_sets(cluster, entries)
     assert len({(e.host, frozenset(sets[e.rank])) for e in entries}) == 8  # distinct cores
     hydra = Path(f"{out}.hydra").read_text().splitlines()
     assert [line for line in hydra if not line.startswith("#")] == [f"{e.host}:1" for e in entries]
@@ -120,16 +120,16 @@ def write_ring(tmp_path: Path, n: int) -> Path:
     return path
 
 
-def test_rankfile_placement_is_checked(tmp_path):
-    machine = Machine(load_node_tree(str(TOPOS / "ci-vm-2core.xml")), 1)
+def test_rankfile_binding_is_checked(tmp_path):
+    cluster = ClusterTree(load_node_tree(str(TOPOS / "ci-vm-2core.xml")), 1)
     rows_ok = [{"rank": 0, "thread": 0, "pu": 1, "bound": "1"}, {"rank": 1, "thread": 0, "pu": 0, "bound": "0"}]
-    text = write_openmpi_rankfile(machine, [Slot(0, 1), Slot(0, 0)], ["vm"])
+    text = write_openmpi_rankfile(cluster, [Slot(0, 1), Slot(0, 0)], ["vm"])
     assert text == "rank 0=vm slot=0:1\nrank 1=vm slot=0:0\n"
     path = tmp_path / "test-rankfile-swap"
     path.write_text(text)
-    assert placement_problems(rows_ok, path, machine) == []
+    assert binding_problems(rows_ok, path, cluster) == []
     rows_bad = [{**rows_ok[0], "bound": "0-1"}, {**rows_ok[1], "pu": 1, "bound": "0"}]
-    problems = placement_problems(rows_bad, path, machine)
+    problems = binding_problems(rows_bad, path, cluster)
     assert len(problems) == 2 and "rank 0" in problems[0] and "rank 1" in problems[1]
 
 
@@ -146,18 +146,18 @@ def test_rankfile_must_fit_the_machine(tmp_path, monkeypatch, text, needle):
     for var in ("SLURM_JOB_NODELIST", "PBS_NODEFILE", "LSB_HOSTS", "OMPI_MCA_orte_default_hostfile",
                 "OMPI_MCA_prte_default_hostfile"):
         monkeypatch.delenv(var, raising=False)
-    machine = Machine(load_node_tree(str(TOPOS / "ci-vm-2core.xml")), 1)
+    cluster = ClusterTree(load_node_tree(str(TOPOS / "ci-vm-2core.xml")), 1)
     path = tmp_path / "rf"
     host = sorted(local_host_names())[0]
     path.write_text(text.format(host=host))
     with pytest.raises(UsageError, match=needle):
-        check_rankfile_fits(path, 2, machine)
+        check_rankfile_fits(path, 2, cluster)
     path.write_text(f"rank 0={host} slot=0:1\nrank 1=localhost slot=0:0\n")
-    assert [e.core for e in check_rankfile_fits(path, 2, machine)] == [1, 0]
+    assert [e.core for e in check_rankfile_fits(path, 2, cluster)] == [1, 0]
     # Inside an allocation other hosts are allowed (their nodes are assumed to look like this one).
     monkeypatch.setenv("SLURM_JOB_NODELIST", "n[1-2]")
     path.write_text("rank 0=n1 slot=0:1\nrank 1=n2 slot=0:1\n")
-    assert [e.host for e in check_rankfile_fits(path, 2, machine)] == ["n1", "n2"]
+    assert [e.host for e in check_rankfile_fits(path, 2, cluster)] == ["n1", "n2"]
 
 
 def test_rankfile_takes_effect_end_to_end(tmp_path):

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import REPO, hympi
 
 PATTERN = REPO / "tests" / "data" / "profile"

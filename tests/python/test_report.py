@@ -20,6 +20,7 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 import websocket
+
 from conftest import hympi
 from fakeapps import REPO
 from hympi.report.analysis import group_runs, recommend

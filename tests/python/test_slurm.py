@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import hympi
 from fakeapps import fake_bin_dir, fake_srun, launches
 from hympi.errors import UsageError

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from hympi.errors import UsageError
 from hympi.store import APPLICATION_ID, SCHEMA_VERSION, Run, Store, schema
 
@@ -15,9 +16,9 @@ _RECORD = {"rate": 1.5, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": Tr
 
 def _run(sweep_id: int, ranks: int = 1, threads: int = 1, repeat: int = 1, status: str = "ok",
          record: dict | None = _RECORD) -> Run:
-    return Run(sweep_id, "rb3d", ranks, threads, "core", "compact", repeat, ("--size", "8"), (("OMP_NUM_THREADS", "1"),),
-               ("mpirun", "-np", str(ranks)), status, 0, 0.25, record, "", "2026-01-01T00:00:00Z",
-               "2026-01-01T00:00:01Z")
+    return Run(sweep_id, "rb3d", ranks, threads, "core", "compact", repeat, ("--size", "8"),
+               (("OMP_NUM_THREADS", "1"),), ("mpirun", "-np", str(ranks)), status, 0, 0.25, record, "",
+               "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z")
 
 
 def _digest(path: Path) -> str:
@@ -151,5 +152,5 @@ def test_missing_database_is_not_created_for_reading(tmp_path: Path):
     with pytest.raises(UsageError, match="no results database"):
         Store.open(tmp_path / "none.db", create=False)
     assert not (tmp_path / "none.db").exists()
-    with pytest.raises(UsageError, match="not writable|missing"):
+    with pytest.raises(UsageError, match=r"not writable|missing"):
         Store.open(tmp_path / "no" / "such" / "dir.db")

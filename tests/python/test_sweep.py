@@ -16,13 +16,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+
 from conftest import hympi
 from fakeapps import fake_bin_dir, launches, pid_alive
 from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome
 from hympi.store import Store
 from hympi.sweep import SweepParams, cross_layouts, open_sweep, parse_choice_list, parse_int_list, plan, run_sweep
-from rich.console import Console
 
 
 def _statuses(db: Path) -> dict[tuple[int, int, int], str]:
@@ -172,7 +173,7 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path: Path, how: 
         assert store.sweeps()[0].status == "finished"
     keys = [r.key() for r in runs]
     assert len(keys) == len(set(keys)) == 15  # all 3 layouts x (1 warm-up + 4 repeats), none twice
-    assert set(keys) == {(r, t, "core", rep) for r, t in ((1, 1), (1, 2), (2, 1)) for rep in range(0, 5)}
+    assert set(keys) == {(r, t, "core", rep) for r, t in ((1, 1), (1, 2), (2, 1)) for rep in range(5)}
     for run in runs:
         if run.key() in before:  # nothing finished was repeated or rewritten
             assert (run.id, run.started_at, run.wall_s) == before[run.key()]

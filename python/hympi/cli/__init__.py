@@ -5,34 +5,38 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from types import ModuleType
+from typing import Protocol
 
 from hympi import __version__
 from hympi.cli import affinity, export, info, place, profile, report, run, study, sweep
+from hympi.cli.parser import Parser, Subparsers
 from hympi.errors import HympiError, UsageError
 
-# One module per subcommand; each has add_parser(subparsers) and main(args) -> int.
-COMMANDS: dict[str, ModuleType] = {"run": run, "affinity": affinity, "info": info, "profile": profile,
-                                   "place": place,
-                                   "sweep": sweep, "study": study, "report": report, "export": export}
+
+class Command(Protocol):
+    """What a subcommand module provides."""
+
+    def add_parser(self, sub: Subparsers, name: str) -> None:
+        """Registers the subcommand's parser under `name`, with `handler` set to its main."""
+
+    def main(self, args: argparse.Namespace) -> int:
+        """Runs the subcommand; returns the exit code."""
+
+
+# One module per subcommand.
+COMMANDS: dict[str, Command] = {"run": run, "affinity": affinity, "info": info, "profile": profile, "place": place,
+                                "sweep": sweep, "study": study, "report": report, "export": export}
 
 # What follows `--` for the subcommands that take it, shown in their usage line; the others refuse it.
 TRAILERS: dict[str, str] = {"run": "[-- APP-ARGS]", "affinity": "[-- APP-ARGS]", "sweep": "[-- APP-ARGS]",
                             "profile": "-- COMMAND [ARG ...]"}
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with exit code 2 and one line on bad input (its default prints usage too)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand registered."""
-    parser = _Parser(prog="hympi", description="Hybrid MPI + OpenMP layouts, measured and explained.")
+    parser = Parser(prog="hympi", description="Hybrid MPI + OpenMP layouts, measured and explained.")
     parser.add_argument("--version", action="version", version=f"hympi {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, module in COMMANDS.items():
         module.add_parser(sub, name)
         if name in TRAILERS:

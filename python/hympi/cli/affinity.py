@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 
 from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, print_app_help
+from hympi.cli.parser import Subparsers
 from hympi.cli.run import report
 from hympi.launch.mpirun import launch
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi affinity`."""
-    p = sub.add_parser(name, help="placement table of a layout",
+    p = sub.add_parser(name, help="binding table of a layout",
                        description="Show where each rank and thread runs (host, PU, core, NUMA, package).")
     add_layout_options(p)
     p.add_argument("--check", action="store_true",

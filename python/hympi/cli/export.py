@@ -7,17 +7,19 @@ import sys
 from pathlib import Path
 
 from hympi.cli.common import add_db_option
+from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.export import rows, to_csv, to_json
 from hympi.store import Store
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi export`."""
     p = sub.add_parser(name, help="raw runs as CSV or JSON", description="Export every stored run as CSV or JSON.")
     p.add_argument("--format", default="csv", help="csv or json (default csv)")
     add_db_option(p)
-    p.add_argument("--sweep", type=int, action="append", default=None, metavar="ID", help="only this sweep (repeatable)")
+    p.add_argument("--sweep", type=int, action="append", default=None, metavar="ID",
+                   help="only this sweep (repeatable)")
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write here instead of standard output")
     p.set_defaults(handler=main)
 

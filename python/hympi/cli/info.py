@@ -8,11 +8,12 @@ import json
 from rich.console import Console
 from rich.table import Table
 
+from hympi.cli.parser import Subparsers
 from hympi.launch.mpirun import launcher_path, mpi_flavor
 from hympi.topology import machine_summary
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi info`."""
     p = sub.add_parser(name, help="topology summary", description="Topology of this machine (hwloc).")
     p.add_argument("--topology", default="this", help="this | synthetic:<description> | <file.xml>")

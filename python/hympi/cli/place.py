@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hympi.cli.common import check_output_file
+from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.place import PlacementReport, place
 from hympi.place.mapping import FILLS
@@ -18,7 +19,7 @@ from hympi.place.matrix import read_matrix
 from hympi.place.rankfile import write_hydra, write_openmpi_rankfile
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi place`."""
     p = sub.add_parser(name, help="map ranks to cores from a communication matrix",
                        description="Map ranks to cores so heavy talkers share caches, packages and nodes; "
@@ -46,11 +47,11 @@ def host_names(hosts: str | None, nodes: int) -> list[str]:
 
 def comparison_table(report: PlacementReport) -> Table:
     """Cost and traffic shares of each mapping."""
-    m = report.machine
+    m = report.cluster
     table = Table(title=f"{m.nodes} node(s) x {m.cores_per_node} cores, {report.per_node} ranks/node")
     for col in ("mapping", "cost (vol x hops)", "inter-node", "inter-package", "intra-package"):
         table.add_column(col, justify="right")
-    for p, c, s in zip(report.placements, report.costs, report.shares):
+    for p, c, s in zip(report.placements, report.costs, report.shares, strict=True):
         table.add_row(p.name, f"{c:.4g}", f"{100 * s['inter-node']:.1f}%", f"{100 * s['inter-package']:.1f}%",
                       f"{100 * s['intra-package']:.1f}%")
     return table
@@ -65,12 +66,12 @@ def main(args: argparse.Namespace) -> int:
     hosts = host_names(args.hosts, args.nodes)
     report = place(matrix, args.topology, args.nodes, args.ranks_per_node, args.fill)
     best = report.best()
-    rankfile = write_openmpi_rankfile(report.machine, best.slots, hosts)
+    rankfile = write_openmpi_rankfile(report.cluster, best.slots, hosts)
     if args.out:
         out = Path(args.out)
         try:
             out.write_text(rankfile)
-            Path(f"{out}.hydra").write_text(write_hydra(report.machine, best.slots, hosts, out.name))
+            Path(f"{out}.hydra").write_text(write_hydra(report.cluster, best.slots, hosts, out.name))
         except OSError as exc:
             raise UsageError(f"cannot write --out {args.out} ({exc.strerror or exc})") from None
     if args.json:

@@ -9,11 +9,12 @@ from rich.console import Console
 from rich.table import Table
 
 from hympi.cli.common import check_output_file, seconds
+from hympi.cli.parser import Subparsers
 from hympi.errors import HympiError
 from hympi.profile import Profile, plan_profile, run_profile
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi profile`."""
     p = sub.add_parser(name, help="record who sends how much to whom in any MPI program",
                        description="Run CMD (e.g. mpirun -np 4 ./a.out) with libhympi-profile.so preloaded; "

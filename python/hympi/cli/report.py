@@ -6,11 +6,12 @@ import argparse
 import sys
 
 from hympi.cli.common import add_db_option
+from hympi.cli.parser import Subparsers
 from hympi.report import ensure_out_dir, write_report
 from hympi.store import Store
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi report`."""
     p = sub.add_parser(name, help="HTML report of the results database",
                        description="Write DIR/index.html with plots, tables and a recommendation per app.")
@@ -18,7 +19,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
     p.add_argument("--out", default="hympi-report", help="output directory (default ./hympi-report)")
     p.add_argument("--sweep", type=int, action="append", default=None, metavar="ID",
                    help="only this sweep (repeatable; default: every run)")
-    p.add_argument("--study", type=int, default=None, metavar="ID", help="only the sweeps of this study, with its notes")
+    p.add_argument("--study", type=int, default=None, metavar="ID",
+                   help="only the sweeps of this study, with its notes")
     p.set_defaults(handler=main)
 
 

@@ -11,13 +11,15 @@ from rich.table import Table
 
 from hympi.apps import APPS, get_app
 from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, print_app_help
+from hympi.cli.parser import Subparsers
+from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import RunOutcome, launch
-from hympi.place.rankfile import placement_problems
-from hympi.place.tree import Machine, load_node_tree
+from hympi.place.rankfile import binding_problems
+from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.result import PREFIX
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi run`."""
     p = sub.add_parser(name, help="run one app",
                        description="Run an app: hympi run APP [options] [app options] [-- APP-ARGS]; "
@@ -28,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
     p.set_defaults(handler=main, forwards_unknown=True)
 
 
-def result_table(record: dict) -> Table:
+def result_table(record: JsonObject) -> Table:
     """The fields people compare across layouts, one per row (fits any terminal width)."""
     table = Table(title=f"{record.get('app')} {record.get('problem', '')}", show_header=False)
     rows = [("layout", f"{record.get('ranks')} ranks x {record.get('threads')} threads"),
@@ -37,7 +39,8 @@ def result_table(record: dict) -> Table:
             ("rate", f"{record.get('rate', 0):.4g} {record.get('rate_unit', '')}"),
             ("comm / comp", f"{record.get('comm_s', 0):.3g} s / {record.get('comp_s', 0):.3g} s"),
             ("imbalance (max/avg)", f"{record.get('imbalance', 1):.3f}"),
-            ("peak memory", f"{record.get('max_rss_mib', 0):.1f} MiB/rank, {record.get('node_rss_mib', 0):.1f} MiB/node"),
+            ("peak memory",
+             f"{record.get('max_rss_mib', 0):.1f} MiB/rank, {record.get('node_rss_mib', 0):.1f} MiB/node"),
             ("verified", "yes" if record.get("verified") else "NO")]
     for name, value in rows:
         table.add_row(name, value)
@@ -83,7 +86,8 @@ def main(args: argparse.Namespace) -> int:
     code = report(outcome, args.json, args.timeout)
     if args.rankfile and outcome.record is not None and outcome.record.get("placement"):
         # The rankfile took effect only if every rank really runs on its slot's PUs.
-        problems = placement_problems(outcome.record["placement"], args.rankfile, Machine(load_node_tree("this"), 1))
+        this_node = ClusterTree(load_node_tree("this"), 1)
+        problems = binding_problems(outcome.record["placement"], args.rankfile, this_node)
         for problem in problems:
             print(f"rankfile problem: {problem}", file=sys.stderr)
         print(f"rankfile check: {'FAILED' if problems else 'PASSED'}", file=sys.stderr)

@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from hympi.cli.common import add_db_option, parse_seconds
+from hympi.cli.parser import Subparsers
 from hympi.cli.sweep import add_measurement_options, measurement
 from hympi.errors import UsageError
 from hympi.report import ensure_out_dir
@@ -27,7 +28,7 @@ from hympi.sweep import AUTO_MIN_REPEAT, SweepInterrupted, default_min_time, par
 from hympi.topology import machine_summary
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi study`."""
     p = sub.add_parser(name, help="characterise this machine and write the report",
                        description="Topology, STREAM, then sweeps of every built app over the layouts that fill the "
@@ -36,7 +37,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
     p.add_argument("--quick", action="store_true", help="small problems, finishes in minutes on a small machine")
     p.add_argument("--out", default="hympi-report", help="report directory (default ./hympi-report)")
     add_db_option(p)
-    p.add_argument("--apps", default=",".join(default_apps()), help="comma-separated subset of the apps to sweep (and pingpong, the hierarchy probe)")
+    p.add_argument("--apps", default=",".join(default_apps()),
+                   help="comma-separated subset of the apps to sweep (and pingpong, the hierarchy probe)")
     add_measurement_options(p, f"measured runs per layout, or auto (the default): {AUTO_MIN_REPEAT} rounds, then more "
                                "rounds of the layouts still in the noise of the best, up to --max-repeat "
                                f"(default {QUICK_MAX_REPEAT} quick, {FULL_MAX_REPEAT} full)",

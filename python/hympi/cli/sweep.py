@@ -11,6 +11,7 @@ from rich.console import Console
 
 from hympi.apps import APPS
 from hympi.cli.common import add_db_option, parse_integer, parse_seconds
+from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.launch import slurm
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, format_command
@@ -29,6 +30,7 @@ from hympi.sweep import (
     command_for,
     cpu_limit,
     cross_layouts,
+    default_min_time,
     open_sweep,
     parse_choice_list,
     parse_int_list,
@@ -37,7 +39,6 @@ from hympi.sweep import (
     record_machine,
     run_sweep,
     validate_layouts,
-    default_min_time,
 )
 from hympi.topology import machine_summary
 
@@ -100,7 +101,7 @@ def measurement(args: argparse.Namespace, default_repeat: int, default_min_time_
     return repeat, auto, max_repeat, confidence, min_time, seed
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
+def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi sweep`."""
     p = sub.add_parser(name, help="sweep layouts of one app into the results database",
                        description="Run APP for every ranks x threads x binding layout, --repeat times each, and "
@@ -123,7 +124,8 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
                    help="continue the latest unfinished sweep with the same parameters (or sweep ID)")
     p.add_argument("--launcher", default="mpirun", help=f"{' or '.join(LAUNCHERS)} (default mpirun)")
     p.add_argument("--sbatch", default=None, metavar="PATH",
-                   help="slurm outside an allocation: where to write the sbatch script (default hympi-sweep-APP.sbatch)")
+                   help="slurm outside an allocation: where to write the sbatch script "
+                        "(default hympi-sweep-APP.sbatch)")
     p.add_argument("--dry-run", action="store_true", help="print the launch commands; run and record nothing")
     p.set_defaults(handler=main)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from hympi.errors import HympiFatal, UsageError
+from hympi.jsontypes import JsonObject
 from hympi.paths import binary
 from hympi.result import parse_result
 
@@ -39,7 +40,7 @@ class LaunchSpec:
     def app_env(self) -> dict[str, str]:
         """Variables every rank needs: thread count, hympi's binding settings and oversubscription consent."""
         env = {"OMP_NUM_THREADS": str(self.threads), "HYMPI_BIND": self.bind, "HYMPI_DIST": self.dist}
-        env.update({"HYMPI_OVERSUBSCRIBE": "1"} if self.oversubscribe else {})  # the apps' placement check allows it
+        env.update({"HYMPI_OVERSUBSCRIBE": "1"} if self.oversubscribe else {})  # the apps' binding check allows it
         env.update(dict(self.env))
         return env
 
@@ -54,7 +55,7 @@ class RunOutcome:
     command: list[str]
     stdout: str = ""
     stderr: str = ""
-    record: dict | None = field(default=None)
+    record: JsonObject | None = field(default=None)
 
     def stderr_tail(self, lines: int = 20) -> str:
         """The last lines of stderr, for records and messages."""
@@ -127,7 +128,7 @@ def build_command(spec: LaunchSpec, launcher: str | None = None, flavor: str | N
         cmd += ["-bind-to", "none"]  # hympi binds ranks and threads itself, with hwloc
         for key, value in spec.app_env().items():
             cmd += ["-genv", key, value]
-        return cmd + [app, *spec.app_args]
+        return [*cmd, app, *spec.app_args]
     cmd = [launcher]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
@@ -140,7 +141,7 @@ def build_command(spec: LaunchSpec, launcher: str | None = None, flavor: str | N
     cmd.append("--oversubscribe")
     for key, value in spec.app_env().items():
         cmd += ["-x", f"{key}={value}"]
-    return cmd + [app, *spec.app_args]
+    return [*cmd, app, *spec.app_args]
 
 
 def validate_with_app(spec: LaunchSpec) -> None:
@@ -155,7 +156,7 @@ def validate_with_app(spec: LaunchSpec) -> None:
         raise HympiFatal(f"{spec.app_binary} --validate-ranks failed: {proc.stderr.strip()}")
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[str]) -> None:
     """Ends a launcher and every rank it started (they share its process group)."""
     for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
         try:
@@ -176,7 +177,7 @@ def _load_prctl() -> Callable[..., int] | None:
     try:
         import ctypes
 
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
         return None
 

@@ -46,7 +46,7 @@ def build_srun_command(spec: LaunchSpec, srun: str | None = None) -> list[str]:
            "--export=" + ",".join(["ALL", *(f"{k}={v}" for k, v in env.items())])]
     if spec.oversubscribe:
         cmd.append("--overcommit")
-    return cmd + [str(binary(spec.app_binary)), *spec.app_args]
+    return [*cmd, str(binary(spec.app_binary)), *spec.app_args]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from hympi.errors import UsageError
 from hympi.place.matrix import CommMatrix
-from hympi.place.tree import Machine, Slot
+from hympi.place.tree import ClusterTree, Slot
 
 EXACT_LIMIT = 20000  # enumerate a split exactly when it has at most this many candidate partitions
 GLOBAL_LIMIT = 96  # global swap refinement up to this many ranks (O(n^3) per pass)
@@ -48,54 +48,54 @@ def node_counts(ranks: int, nodes: int, per_node: int) -> list[int]:
     return counts
 
 
-def check_fit(machine: Machine, ranks: int, per_node: int) -> None:
+def check_fit(cluster: ClusterTree, ranks: int, per_node: int) -> None:
     """Raises UsageError when the ranks do not fit the nodes and cores."""
-    cores = machine.cores_per_node
+    cores = cluster.cores_per_node
     if per_node < 1:
         raise UsageError(f"--ranks-per-node must be >= 1, got {per_node}")
     if per_node > cores:
         raise UsageError(f"--ranks-per-node {per_node} exceeds the {cores} cores of a node")
-    if ranks > machine.nodes * per_node:
-        raise UsageError(f"matrix has {ranks} ranks but {machine.nodes} nodes x {per_node} ranks per node "
-                         f"= {machine.nodes * per_node} ({machine.nodes} x {cores} cores) cannot hold them")
+    if ranks > cluster.nodes * per_node:
+        raise UsageError(f"matrix has {ranks} ranks but {cluster.nodes} nodes x {per_node} ranks per node "
+                         f"= {cluster.nodes * per_node} ({cluster.nodes} x {cores} cores) cannot hold them")
 
 
-def round_robin(machine: Machine, ranks: int, per_node: int) -> Placement:
+def round_robin(cluster: ClusterTree, ranks: int, per_node: int) -> Placement:
     """Rank r on node r mod N, cores in order (mpirun --map-by node)."""
-    counts = node_counts(ranks, machine.nodes, per_node)
-    used = [0] * machine.nodes
+    counts = node_counts(ranks, cluster.nodes, per_node)
+    used = [0] * cluster.nodes
     slots = []
     node = 0
     for _ in range(ranks):
         while used[node] >= counts[node]:
-            node = (node + 1) % machine.nodes
+            node = (node + 1) % cluster.nodes
         slots.append(Slot(node, used[node]))
         used[node] += 1
-        node = (node + 1) % machine.nodes
+        node = (node + 1) % cluster.nodes
     return Placement("round-robin", tuple(slots))
 
 
-def block(machine: Machine, ranks: int, per_node: int) -> Placement:
+def block(cluster: ClusterTree, ranks: int, per_node: int) -> Placement:
     """Consecutive ranks fill a node's cores in order, then the next node (mpirun --map-by core)."""
     slots = [Slot(r // per_node, r % per_node) for r in range(ranks)]
     return Placement("block", tuple(slots))
 
 
-def cost(machine: Machine, weights: Weights, slots: Sequence[Slot]) -> float:
+def cost(cluster: ClusterTree, weights: Weights, slots: Sequence[Slot]) -> float:
     """sum over rank pairs i<j of (v_ij + v_ji) x distance(slot_i, slot_j)."""
     n = len(slots)
-    return sum(weights[i][j] * machine.distance(slots[i], slots[j]) for i in range(n) for j in range(i + 1, n)
+    return sum(weights[i][j] * cluster.distance(slots[i], slots[j]) for i in range(n) for j in range(i + 1, n)
                if weights[i][j])
 
 
-def shares(machine: Machine, matrix: CommMatrix, slots: Sequence[Slot]) -> dict[str, float]:
+def shares(cluster: ClusterTree, matrix: CommMatrix, slots: Sequence[Slot]) -> dict[str, float]:
     """Fraction of the off-diagonal volume that is inter-node, inter-package and intra-package."""
     out = {"inter-node": 0.0, "inter-package": 0.0, "intra-package": 0.0}
     total = matrix.total()
     for i, row in enumerate(matrix.volume):
         for j, v in enumerate(row):
             if i != j and v:
-                out[machine.level(slots[i], slots[j])] += v
+                out[cluster.level(slots[i], slots[j])] += v
     return {k: (v / total if total else 0.0) for k, v in out.items()}
 
 
@@ -109,7 +109,7 @@ def split_counts(n: int, capacities: Sequence[int], fill: str) -> list[int]:
         return out
     total = sum(capacities)
     exact = [n * c / total for c in capacities]
-    out = [min(math.floor(e), c) for e, c in zip(exact, capacities)]
+    out = [min(math.floor(e), c) for e, c in zip(exact, capacities, strict=True)]
     # Largest remainder first; ties to the earlier child, so the split is deterministic.
     order = sorted(range(len(capacities)), key=lambda k: (-(exact[k] - out[k]), k))
     left = n - sum(out)
@@ -143,14 +143,14 @@ def _exact_partition(ranks: list[int], sizes: list[int], weights: Weights) -> li
     def rec(left: list[int], k: int, acc: list[list[int]]) -> None:
         nonlocal best
         if k == len(sizes) - 1:
-            groups = acc + [left]
+            groups = [*acc, left]
             c = _cut(weights, groups)
             if best is None or c < best[0] - 1e-12:
                 best = (c, [list(g) for g in groups])
             return
         for combo in itertools.combinations(left, sizes[k]):
             chosen = set(combo)
-            rec([r for r in left if r not in chosen], k + 1, acc + [list(combo)])
+            rec([r for r in left if r not in chosen], k + 1, [*acc, list(combo)])
 
     rec(list(ranks), 0, [])
     assert best is not None
@@ -228,8 +228,8 @@ def partition(ranks: list[int], sizes: list[int], weights: Weights) -> list[list
     return partition(left, sizes[:half], weights) + partition(right, sizes[half:], weights)
 
 
-def _map_subtree(machine: Machine, node: int, prefix: tuple, cores: tuple[int, ...], ranks: list[int],
-                 weights: Weights, fill: str, out: dict[int, Slot]) -> None:
+def _map_subtree(cluster: ClusterTree, node: int, prefix: tuple[frozenset[int], ...], cores: tuple[int, ...],
+                 ranks: list[int], weights: Weights, fill: str, out: dict[int, Slot]) -> None:
     """Recursively places `ranks` on `cores` (a subtree of one node) following the tree."""
     if not ranks:
         return
@@ -237,21 +237,21 @@ def _map_subtree(machine: Machine, node: int, prefix: tuple, cores: tuple[int, .
         assert len(ranks) == 1
         out[ranks[0]] = Slot(node, cores[0])
         return
-    children = machine.tree.children(prefix, cores)
+    children = cluster.tree.children(prefix, cores)
     while len(children) == 1:  # a level that does not branch here
-        deeper = machine.tree.cores[children[0][0]].path[: len(prefix) + 1]
+        deeper = cluster.tree.cores[children[0][0]].path[: len(prefix) + 1]
         if deeper == prefix:
             raise AssertionError(f"cores {cores} share one cpuset path")
         prefix = deeper
-        children = machine.tree.children(prefix, cores)
+        children = cluster.tree.children(prefix, cores)
     sizes = split_counts(len(ranks), [len(c) for c in children], fill)
     groups = partition(ranks, sizes, weights)
-    for child, group in zip(children, groups):
-        child_prefix = machine.tree.cores[child[0]].path[: len(prefix) + 1]
-        _map_subtree(machine, node, child_prefix, child, group, weights, fill, out)
+    for child, group in zip(children, groups, strict=True):
+        child_prefix = cluster.tree.cores[child[0]].path[: len(prefix) + 1]
+        _map_subtree(cluster, node, child_prefix, child, group, weights, fill, out)
 
 
-def _global_refine(machine: Machine, weights: Weights, slots: list[Slot], max_passes: int = 10) -> list[Slot]:
+def _global_refine(cluster: ClusterTree, weights: Weights, slots: list[Slot], max_passes: int = 10) -> list[Slot]:
     """Swaps pairs of ranks anywhere while the total cost drops (first-improvement local search)."""
     n = len(slots)
     for _ in range(max_passes):
@@ -265,7 +265,7 @@ def _global_refine(machine: Machine, weights: Weights, slots: list[Slot], max_pa
                 if m in (i, j):
                     continue
                 sm = slots[m]
-                delta += (weights[i][m] - weights[j][m]) * (machine.distance(sj, sm) - machine.distance(si, sm))
+                delta += (weights[i][m] - weights[j][m]) * (cluster.distance(sj, sm) - cluster.distance(si, sm))
             if delta < -1e-9:
                 slots[i], slots[j] = sj, si
                 improved = True
@@ -274,33 +274,33 @@ def _global_refine(machine: Machine, weights: Weights, slots: list[Slot], max_pa
     return slots
 
 
-def tree_map(machine: Machine, matrix: CommMatrix, per_node: int, fill: str = "compact") -> Placement:
+def tree_map(cluster: ClusterTree, matrix: CommMatrix, per_node: int, fill: str = "compact") -> Placement:
     """The computed placement: recursive partitioning along the tree, then global swap refinement."""
     if fill not in FILLS:
         raise UsageError(f"unknown fill '{fill}' (expected {', '.join(FILLS)})")
     n = matrix.ranks
-    check_fit(machine, n, per_node)
+    check_fit(cluster, n, per_node)
     weights = matrix.symmetric()
-    counts = node_counts(n, machine.nodes, per_node)
-    groups = partition(list(range(n)), counts, weights) if machine.nodes > 1 else [list(range(n))]
+    counts = node_counts(n, cluster.nodes, per_node)
+    groups = partition(list(range(n)), counts, weights) if cluster.nodes > 1 else [list(range(n))]
     out: dict[int, Slot] = {}
-    all_cores = tuple(range(machine.cores_per_node))
+    all_cores = tuple(range(cluster.cores_per_node))
     for node, group in enumerate(groups):
-        root = machine.tree.cores[0].path[:1]
-        _map_subtree(machine, node, root, all_cores, group, weights, fill, out)
+        root = cluster.tree.cores[0].path[:1]
+        _map_subtree(cluster, node, root, all_cores, group, weights, fill, out)
     slots = [out[r] for r in range(n)]
     if n <= GLOBAL_LIMIT:
-        slots = _global_refine(machine, weights, slots)
+        slots = _global_refine(cluster, weights, slots)
     return Placement("tree-map", tuple(slots))
 
 
-def brute_force(machine: Machine, matrix: CommMatrix) -> float:
+def brute_force(cluster: ClusterTree, matrix: CommMatrix) -> float:
     """Minimum cost over every assignment of the ranks to distinct cores (tiny cases only: tests)."""
     weights = matrix.symmetric()
-    every = [Slot(node, c) for node in range(machine.nodes) for c in range(machine.cores_per_node)]
+    every = [Slot(node, c) for node in range(cluster.nodes) for c in range(cluster.cores_per_node)]
     if math.perm(len(every), matrix.ranks) > 2_000_000:
         raise UsageError(f"brute force over {len(every)} cores for {matrix.ranks} ranks is too large")
-    d = [[machine.distance(a, b) for b in every] for a in every]
+    d = [[cluster.distance(a, b) for b in every] for a in every]
     pairs = [(i, j, weights[i][j]) for i in range(matrix.ranks) for j in range(i + 1, matrix.ranks) if weights[i][j]]
     return min(sum(w * d[p[i]][p[j]] for i, j, w in pairs)
                for p in itertools.permutations(range(len(every)), matrix.ranks))

@@ -78,8 +78,8 @@ def read_matrix(path: str | Path) -> CommMatrix:
             raise UsageError(f"matrix '{path}': 'bytes' must be a list of rows")
         return parse_rows([[str(x) for x in r] for r in rows], str(path))
     rows = []
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].replace(",", " ").strip()
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].replace(",", " ").strip()
         if line:
             rows.append(line.split())
     return parse_rows(rows, str(path))

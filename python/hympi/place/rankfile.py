@@ -10,19 +10,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hympi.errors import UsageError
-from hympi.place.tree import Machine, Slot, load_node_tree
+from hympi.jsontypes import JsonObject
+from hympi.place.tree import ClusterTree, Slot, load_node_tree
 
 
-def write_openmpi_rankfile(machine: Machine, slots: Sequence[Slot], hosts: Sequence[str]) -> str:
+def write_openmpi_rankfile(cluster: ClusterTree, slots: Sequence[Slot], hosts: Sequence[str]) -> str:
     """`rank r=host slot=package:core-in-package` lines (logical indexes, as Open MPI's rankfile reads them)."""
     lines = []
     for rank, slot in enumerate(slots):
-        core = machine.tree.cores[slot.core]
+        core = cluster.tree.cores[slot.core]
         lines.append(f"rank {rank}={hosts[slot.node]} slot={core.package}:{core.core_in_package}")
     return "\n".join(lines) + "\n"
 
 
-def write_hydra(machine: Machine, slots: Sequence[Slot], hosts: Sequence[str], rankfile_name: str) -> str:
+def write_hydra(cluster: ClusterTree, slots: Sequence[Slot], hosts: Sequence[str], rankfile_name: str) -> str:
     """A Hydra host file (one `host:1` line per rank, in rank order) and the -bind-to user: list to use with it.
 
     Hydra binds the k-th process of every host to the k-th entry of one list, so the map is exact
@@ -30,7 +31,7 @@ def write_hydra(machine: Machine, slots: Sequence[Slot], hosts: Sequence[str], r
     """
     per_node: dict[int, list[str]] = {}
     for slot in slots:
-        pus = sorted(machine.tree.cores[slot.core].pus)
+        pus = sorted(cluster.tree.cores[slot.core].pus)
         per_node.setdefault(slot.node, []).append("+".join(str(p) for p in pus))
     lists = {",".join(v) for v in per_node.values()}
     head = [f"# MPICH/Hydra equivalent of {rankfile_name}: one line per rank, in rank order.",
@@ -61,8 +62,8 @@ def read_rankfile(path: str | Path) -> list[RankfileEntry]:
     except OSError as exc:
         raise UsageError(f"cannot read rankfile '{path}': {exc.strerror}") from None
     entries = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
         if not line:
             continue
         m = _LINE.match(line)
@@ -72,14 +73,14 @@ def read_rankfile(path: str | Path) -> list[RankfileEntry]:
     return entries
 
 
-def expected_sets(machine: Machine, entries: Sequence[RankfileEntry]) -> dict[int, frozenset[int]]:
+def expected_sets(cluster: ClusterTree, entries: Sequence[RankfileEntry]) -> dict[int, frozenset[int]]:
     """The PU set (OS indexes) each rank of a rankfile should be bound to, on this node's tree."""
     out = {}
     for e in entries:
-        core = next((c for c in machine.tree.cores if c.package == e.package and c.core_in_package == e.core), None)
+        core = next((c for c in cluster.tree.cores if c.package == e.package and c.core_in_package == e.core), None)
         if core is None:
             raise UsageError(f"rankfile slot={e.package}:{e.core} of rank {e.rank} does not exist on this machine "
-                             f"({machine.tree.packages} package(s), {len(machine.tree.cores)} cores)")
+                             f"({cluster.tree.packages} package(s), {len(cluster.tree.cores)} cores)")
         out[e.rank] = core.pus
     return out
 
@@ -105,15 +106,15 @@ def local_host_names() -> frozenset[str]:
     return frozenset({name, name.split(".", 1)[0], socket.getfqdn(), "localhost", "127.0.0.1"})
 
 
-def check_rankfile_fits(path: str | Path, ranks: int, machine: Machine | None = None) -> list[RankfileEntry]:
+def check_rankfile_fits(path: str | Path, ranks: int, cluster: ClusterTree | None = None) -> list[RankfileEntry]:
     """check_rankfile, plus: every slot exists on this machine's tree and every host is this one.
 
     Other hosts are accepted only inside an allocation or with a default hostfile (then every node is
     assumed to look like this one). Raises UsageError naming the first bad slot or host.
     """
     entries = check_rankfile(path, ranks)
-    machine = machine or Machine(load_node_tree("this"), 1)
-    expected_sets(machine, entries)  # UsageError for a package or core this machine does not have
+    cluster = cluster or ClusterTree(load_node_tree("this"), 1)
+    expected_sets(cluster, entries)  # UsageError for a package or core this machine does not have
     if not any(os.environ.get(var) for var in _ALLOCATION_VARS):
         names = local_host_names()
         for e in entries:
@@ -123,11 +124,11 @@ def check_rankfile_fits(path: str | Path, ranks: int, machine: Machine | None = 
     return entries
 
 
-def placement_problems(rows: Sequence[dict], path: str | Path, machine: Machine) -> list[str]:
-    """Where the observed placement (HYMPI_RESULT 'placement' rows) differs from the rankfile's slots."""
+def binding_problems(rows: Sequence[JsonObject], path: str | Path, cluster: ClusterTree) -> list[str]:
+    """Where the observed thread bindings (the HYMPI_RESULT 'placement' rows) differ from the rankfile's slots."""
     from hympi.place.tree import parse_cpu_list
 
-    expected = expected_sets(machine, read_rankfile(path))
+    expected = expected_sets(cluster, read_rankfile(path))
     problems = []
     for row in rows:
         want = expected.get(int(row["rank"]))

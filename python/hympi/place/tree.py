@@ -11,13 +11,15 @@ from hympi.topology import run_hympi_info
 
 # hwloc 1.x names for the same objects.
 _ALIASES = {"Socket": "Package"}
+# The (type, cpuset) of every object from the machine root down to one object.
+_Chain = list[tuple[str, frozenset[int]]]
 
 
 def parse_cpuset(text: str) -> frozenset[int]:
     """hwloc's XML bitmap ('0x000000ff' or comma-separated 32-bit words, most significant first)."""
     value = 0
-    for word in text.split(","):
-        word = word.strip().removeprefix("0x")
+    for raw in text.split(","):
+        word = raw.strip().removeprefix("0x")
         if not word or "f...f" in word:
             raise UsageError(f"unsupported infinite cpuset '{text}' in topology XML")
         value = (value << 32) | int(word, 16)
@@ -27,8 +29,8 @@ def parse_cpuset(text: str) -> frozenset[int]:
 def parse_cpu_list(text: str) -> frozenset[int]:
     """hwloc list syntax ('0-3,8'), as hympi-affinity prints bound sets."""
     out: set[int] = set()
-    for part in text.split(","):
-        part = part.strip()
+    for raw in text.split(","):
+        part = raw.strip()
         if not part:
             continue
         lo, _, hi = part.partition("-")
@@ -73,13 +75,13 @@ class NodeTree:
         return [tuple(g) for g in groups.values()]
 
 
-def _walk(elem: ET.Element, ancestors: list[tuple[str, frozenset[int]]], out: list) -> None:
+def _walk(elem: ET.Element, ancestors: _Chain, out: list[tuple[_Chain, str]]) -> None:
     """Depth-first: records (ancestors, type, cpuset) of every Core (or PU where there are no cores)."""
     kind = _ALIASES.get(elem.get("type", ""), elem.get("type", ""))
     cpuset_text = elem.get("cpuset")
     here = ancestors
     if cpuset_text is not None and kind not in ("NUMANode", "MemCache", "Bridge", "PCIDev", "OSDev", "Misc"):
-        here = ancestors + [(kind, parse_cpuset(cpuset_text))]
+        here = [*ancestors, (kind, parse_cpuset(cpuset_text))]
         out.append((here, kind))
     for child in elem.findall("object"):
         _walk(child, here, out)
@@ -94,7 +96,7 @@ def parse_topology_xml(xml_text: str, spec: str = "") -> NodeTree:
     top = root.find("object")
     if top is None:
         raise UsageError(f"topology {spec or 'XML'} has no objects")
-    objects: list = []
+    objects: list[tuple[_Chain, str]] = []
     _walk(top, [], objects)
     leaf_kind = "Core" if any(k == "Core" for _, k in objects) else "PU"
     numa_sets = [parse_cpuset(e.get("cpuset", "0x0")) for e in root.iter("object") if e.get("type") == "NUMANode"]
@@ -133,8 +135,8 @@ class Slot:
 
 
 @dataclass(frozen=True)
-class Machine:
-    """`nodes` copies of one node tree under a network root."""
+class ClusterTree:
+    """The hardware tree ranks are placed on: `nodes` copies of one node tree under a network root."""
 
     tree: NodeTree
     nodes: int
@@ -150,7 +152,7 @@ class Machine:
             return self.tree.height + 1
         pa, pb = self.tree.cores[a.core].path, self.tree.cores[b.core].path
         common = 0
-        for x, y in zip(pa, pb):
+        for x, y in zip(pa, pb, strict=False):
             if x != y:
                 break
             common += 1

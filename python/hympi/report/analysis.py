@@ -243,7 +243,7 @@ def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
         if found is not None:
             state(f"{found[1]} on all cores", found[0], on_all)
     for s in group.layouts:
-        if 0 < s.ok and len(s.rates) < MIN_SAMPLES:
+        if s.ok > 0 and len(s.rates) < MIN_SAMPLES:
             state("too few runs", s)
     return Verdict(chosen, tuple(top), tuple(statements), confidence)
 

@@ -49,7 +49,7 @@ def _by_layout(runs: Iterable[Run]) -> dict[LayoutKey, list[Run]]:
     return out
 
 
-def _phases(run: Run) -> dict[str, dict]:
+def _phases(run: Run) -> dict[str, object]:
     """The run's phase table ({} when absent or malformed)."""
     phases = (run.record or {}).get("phases")
     return phases if isinstance(phases, dict) else {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hympi.jsontypes import JsonObject
 from hympi.store import Run
 
 PINGPONG_APP = "pingpong"
@@ -27,7 +28,8 @@ class LevelCurve:
     @property
     def zero_byte_latency_us(self) -> float | None:
         """The measured one-way time of an empty message, None if 0 B was not probed."""
-        return next((t for s, t in zip(self.sizes, self.latency_us) if s == 0), None)
+        # not strict: a record may carry sizes without the matching times (_floats reads a malformed list as empty)
+        return next((t for s, t in zip(self.sizes, self.latency_us, strict=False) if s == 0), None)
 
     @property
     def peak_mbs(self) -> float | None:
@@ -78,7 +80,7 @@ def _floats(values: object) -> tuple[float, ...]:
     return tuple(float(v) for v in values) if isinstance(values, list) else ()
 
 
-def _curve(name: str, data: dict) -> LevelCurve:
+def _curve(name: str, data: JsonObject) -> LevelCurve:
     """One entry of metrics['levels'] (as hympi-pingpong writes it) as a LevelCurve."""
     pair = data.get("pair") or [0, 0]
     return LevelCurve(name, (int(pair[0]), int(pair[1])), int(data.get("pairs_at_level", 0)),

@@ -10,7 +10,7 @@ from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend
 from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import ModelFit, describe, fit_model
-from hympi.store import Machine, Run
+from hympi.store import MachineRecord, Run
 
 _CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
@@ -48,7 +48,7 @@ def _num(value: float | None, fmt: str = ".4g") -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def _machine_section(machines: list[Machine], groups: list[AppGroup]) -> str:
+def _machine_section(machines: list[MachineRecord], groups: list[AppGroup]) -> str:
     """Topology, MPI library, compiler and STREAM bandwidth of every machine in the report."""
     parts = ["<h2 id='machine'>Machine</h2>"]
     for m in machines:
@@ -170,7 +170,7 @@ def _group_section(group: AppGroup, figures: GroupFigures, anchor: str, host: st
             f"<p class='model-note'>{escape(describe(fit))}</p>{_model_table(fit)}")
 
 
-def explain_groups(groups: list[AppGroup], machines: list[Machine]) -> Explained:
+def explain_groups(groups: list[AppGroup], machines: list[MachineRecord]) -> Explained:
     """Per group slug: its breakdowns (against the STREAM of its machine) and its fitted model."""
     cores = {m.id: int(m.summary.get("cores") or 0) for m in machines}
     return {g.slug: (explain(g, pick_stream(g, groups)), fit_model(g, cores.get(g.machine_id) or None))
@@ -206,7 +206,7 @@ def _multi_table(probe: HierarchyProbe) -> str:
 
 
 def _hierarchy_section(probes: list[HierarchyProbe], figures: dict[str, str], failed: int,
-                       machines: list[Machine]) -> str:
+                       machines: list[MachineRecord]) -> str:
     """Ping-pong latency and bandwidth per level of the communication hierarchy ('' without ping-pong runs)."""
     if not probes and not failed:
         return ""
@@ -253,7 +253,7 @@ def _runs_table(runs: list[Run]) -> str:
     return f"<h2 id='runs'>All runs</h2><table>{head}{''.join(rows)}</table>"
 
 
-def render(title: str, generated: str, machines: list[Machine], groups: list[AppGroup],
+def render(title: str, generated: str, machines: list[MachineRecord], groups: list[AppGroup],
            figures: dict[str, GroupFigures], runs: list[Run], notes: tuple[str, ...],
            probes: list[HierarchyProbe] | None = None, probe_figures: dict[str, str] | None = None,
            failed_probes: int = 0, explained: Explained | None = None) -> str:

@@ -20,11 +20,14 @@ import statistics
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from hympi.report.analysis import AppGroup
 
 TERMS = ("t_comp", "t_comm", "t_sync")
 MIN_LAYOUTS = 3
+
+FloatArray = npt.NDArray[np.float64]
 
 
 def f_ranks(ranks: int) -> float:
@@ -37,17 +40,17 @@ def g_threads(threads: int) -> float:
     return 0.0 if threads <= 1 else 1.0 + math.log2(threads)
 
 
-def design(layouts: list[tuple[int, int]]) -> np.ndarray:
+def design(layouts: list[tuple[int, int]]) -> FloatArray:
     """The model's columns [1/cores, f(R), g(T)] for each (ranks, threads)."""
     return np.array([[1.0 / (r * t), f_ranks(r), g_threads(t)] for r, t in layouts], dtype=float).reshape(-1, 3)
 
 
-def nnls(a: np.ndarray, y: np.ndarray, max_iter: int = 100) -> np.ndarray:
+def nnls(a: FloatArray, y: FloatArray, max_iter: int = 100) -> FloatArray:
     """min ||a x - y|| subject to x >= 0 (Lawson-Hanson active set); raises ValueError on mismatched shapes."""
     m, n = a.shape
     if y.shape != (m,):
         raise ValueError(f"nnls: {m} rows but {y.shape} right-hand side")
-    scale = np.linalg.norm(a, axis=0)
+    scale: FloatArray = np.linalg.norm(a, axis=0)
     scale[scale == 0] = 1.0
     a = a / scale  # unit columns, so one tolerance fits every term
     tol = 1e-12 * max(1.0, float(np.linalg.norm(y)))
@@ -115,7 +118,7 @@ def _identified(layouts: list[tuple[int, int]]) -> tuple[bool, bool]:
     return any(r > 1 for r, _ in layouts), any(t > 1 for _, t in layouts)
 
 
-def _fit(points: dict[tuple[int, int], float]) -> np.ndarray:
+def _fit(points: dict[tuple[int, int], float]) -> FloatArray:
     """NNLS coefficients for measured times per (ranks, threads)."""
     keys = sorted(points)
     return nnls(design(keys), np.array([points[k] for k in keys]))

@@ -45,12 +45,12 @@ def rate_vs_threads(group: AppGroup, path: Path) -> Path:
         members.sort(key=lambda s: s.threads)
         x = [s.threads for s in members]
         y = [s.rate_median or 0.0 for s in members]
-        low = [y_i - (s.rate_min or y_i) for s, y_i in zip(members, y)]
-        high = [(s.rate_max or y_i) - y_i for s, y_i in zip(members, y)]
+        low = [y_i - (s.rate_min or y_i) for s, y_i in zip(members, y, strict=True)]
+        high = [(s.rate_max or y_i) - y_i for s, y_i in zip(members, y, strict=True)]
         label = f"{cores} core{'s' if cores != 1 else ''}" + (f", bind {bind}" if len(binds) > 1 else "")
         ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=4, linestyle=_STYLES[binds.index(bind) % 4],
                     label=label)
-        for s, xi, yi in zip(members, x, y):
+        for s, xi, yi in zip(members, x, y, strict=True):
             ax.annotate(s.label, (xi, yi), textcoords="offset points", xytext=(5, 5), fontsize=8)
     threads = sorted({s.threads for s in layouts})
     ax.set_xscale("log", base=2)
@@ -105,14 +105,15 @@ def comm_comp(group: AppGroup, breakdowns: tuple[Breakdown, ...], path: Path) ->
                 "other": b.other_s or 0.0, "loss": b.imbalance_loss_s or 0.0}[what] / time
     fig, ax = plt.subplots(figsize=(6.8, 3.9))
     x = list(range(len(layouts)))
-    comp = [share(b, "comp") * k for b, k in zip(layouts, scale)]
-    comm = [share(b, "comm") * k for b, k in zip(layouts, scale)]
-    other = [share(b, "other") * k for b, k in zip(layouts, scale)]
-    loss = [share(b, "loss") * k for b, k in zip(layouts, scale)]
+    comp = [share(b, "comp") * k for b, k in zip(layouts, scale, strict=True)]
+    comm = [share(b, "comm") * k for b, k in zip(layouts, scale, strict=True)]
+    other = [share(b, "other") * k for b, k in zip(layouts, scale, strict=True)]
+    loss = [share(b, "loss") * k for b, k in zip(layouts, scale, strict=True)]
     width = 0.6
     ax.bar(x, comp, width, label="computation", color="#55a868")
     ax.bar(x, comm, width, bottom=comp, label="communication (not overlapped)", color="#c44e52")
-    ax.bar(x, other, width, bottom=[c + m for c, m in zip(comp, comm)], label="other (unaccounted)", color="#8c8c8c")
+    ax.bar(x, other, width, bottom=[c + m for c, m in zip(comp, comm, strict=True)], label="other (unaccounted)",
+           color="#8c8c8c")
     if any(v > 0 for v in loss):
         ax.bar([i + width / 2 + 0.08 for i in x], loss, 0.14, label="imbalance loss (part of the above)",
                color="none", edgecolor="#4c72b0", hatch="///")
@@ -124,7 +125,7 @@ def comm_comp(group: AppGroup, breakdowns: tuple[Breakdown, ...], path: Path) ->
     ax.set_ylabel("time for the same work\n(fastest layout = 1)")
     ax.set_xlabel(f"ranks x threads{note}")
     ax.set_title(f"{group.app} {group.problem}: where the timed region goes (medians)")
-    ax.set_ylim(0, max(c + m + o for c, m, o in zip(comp, comm, other)) * 1.5)  # room for the legend
+    ax.set_ylim(0, max(c + m + o for c, m, o in zip(comp, comm, other, strict=True)) * 1.5)  # room for the legend
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", ncol=2)
     return _save(fig, path)
@@ -143,7 +144,8 @@ def bandwidth_vs_size(probe: HierarchyProbe, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.8, 4.4))
     drawn = 0
     for i, curve in enumerate(probe.levels):
-        points = [(s, b) for s, b in zip(curve.sizes, curve.bandwidth_mbs) if s > 0 and b > 0]
+        # not strict: a curve without bandwidths (malformed record) draws nothing rather than failing the report
+        points = [(s, b) for s, b in zip(curve.sizes, curve.bandwidth_mbs, strict=False) if s > 0 and b > 0]
         if not points:
             continue
         colour = f"C{i % 10}"

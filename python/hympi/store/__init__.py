@@ -4,7 +4,7 @@ from hympi.store.db import (
     DEFAULT_DB,
     RUN_STATUSES,
     WARMUP_REPEAT,
-    Machine,
+    MachineRecord,
     Run,
     Store,
     Study,
@@ -14,5 +14,18 @@ from hympi.store.db import (
 )
 from hympi.store.schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["APPLICATION_ID", "DEFAULT_DB", "MIGRATIONS", "RUN_STATUSES", "SCHEMA_VERSION", "Machine", "Run", "Store",
-           "Study", "Sweep", "WARMUP_REPEAT", "now_utc", "params_key"]
+__all__ = [
+    "APPLICATION_ID",
+    "DEFAULT_DB",
+    "MIGRATIONS",
+    "RUN_STATUSES",
+    "SCHEMA_VERSION",
+    "WARMUP_REPEAT",
+    "MachineRecord",
+    "Run",
+    "Store",
+    "Study",
+    "Sweep",
+    "now_utc",
+    "params_key",
+]

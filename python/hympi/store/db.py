@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from hympi.errors import UsageError
+from hympi.jsontypes import JsonObject
 from hympi.store.schema import current_version, migrate
 
 DEFAULT_DB = "hympi-results.db"
@@ -60,21 +62,21 @@ def owner_alive(host: str | None, pid: int | None, start: str | None) -> bool:
         return True
 
 
-def params_key(params: dict) -> str:
+def params_key(params: JsonObject) -> str:
     """Canonical text of a sweep's parameters: equal parameters give equal keys."""
     return json.dumps(params, sort_keys=True, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
-class Machine:
-    """Where runs happened: host, topology, MPI library and compiler."""
+class MachineRecord:
+    """Where runs happened, as stored (a row of the machines table): host, topology, MPI library and compiler."""
 
     id: int
     hostname: str
     topology_hash: str
     mpi_library: str
     compiler: str
-    summary: dict = field(hash=False, compare=False)
+    summary: JsonObject = field(hash=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ class Sweep:
     id: int
     machine_id: int
     app: str
-    params: dict = field(hash=False, compare=False)
+    params: JsonObject = field(hash=False, compare=False)
     total: int = 0
     status: str = "running"
     created_at: str = ""
@@ -126,7 +128,7 @@ class Run:
     status: str
     returncode: int | None
     wall_s: float
-    record: dict | None = field(default=None, hash=False, compare=False)
+    record: JsonObject | None = field(default=None, hash=False, compare=False)
     stderr_tail: str = ""
     started_at: str = ""
     finished_at: str = ""
@@ -191,7 +193,7 @@ class Store:
         """Closes the connection (WAL content is checkpointed by SQLite)."""
         self.conn.close()
 
-    def __enter__(self) -> Store:  # noqa: PYI034 - Store is not subclassed
+    def __enter__(self) -> Store:
         """The store itself, closed on leaving the block."""
         return self
 
@@ -217,7 +219,7 @@ class Store:
 
     # machines -----------------------------------------------------------------------------------------------
     def ensure_machine(self, hostname: str, topology_hash: str, mpi_library: str, compiler: str,
-                       summary: dict) -> Machine:
+                       summary: JsonObject) -> MachineRecord:
         """The machine row for these properties, inserted if new."""
         with self.transaction() as conn:
             conn.execute("INSERT OR IGNORE INTO machines (hostname, topology_hash, mpi_library, compiler, summary_json,"
@@ -228,26 +230,26 @@ class Store:
                                 " AND compiler = ?", (hostname, topology_hash, mpi_library, compiler)).fetchone()
         return self.machine(int(row[0]))
 
-    def machine(self, machine_id: int) -> Machine:
+    def machine(self, machine_id: int) -> MachineRecord:
         """The machine with this id."""
         row = self.conn.execute("SELECT id, hostname, topology_hash, mpi_library, compiler, summary_json FROM machines "
                                 "WHERE id = ?", (machine_id,)).fetchone()
         if row is None:
             raise UsageError(f"no machine {machine_id} in {self.path}")
-        return Machine(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
+        return MachineRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
 
     # sweeps -------------------------------------------------------------------------------------------------
     _SWEEP_COLUMNS = ("id, machine_id, app, params_json, total, status, created_at, finished_at, study_id, "
                       "owner_host, owner_pid, owner_start, note")
 
     @staticmethod
-    def _sweep(row: tuple) -> Sweep:
+    def _sweep(row: tuple[Any, ...]) -> Sweep:
         """A Sweep from a row of _SWEEP_COLUMNS."""
         return Sweep(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], row[7], row[8], row[9],
                      row[10], row[11], row[12])
 
-    def create_sweep(self, machine_id: int, app: str, params: dict, total: int, study_id: int | None = None,
-                     identity: dict | None = None) -> Sweep:
+    def create_sweep(self, machine_id: int, app: str, params: JsonObject, total: int,
+                     study_id: int | None = None, identity: JsonObject | None = None) -> Sweep:
         """Records a new sweep in state 'running', owned by this process; `identity` (default `params`) is what
         --resume matches on."""
         pid = os.getpid()
@@ -300,7 +302,7 @@ class Store:
         """Every sweep, oldest first."""
         return [self._sweep(r) for r in self.conn.execute(f"SELECT {self._SWEEP_COLUMNS} FROM sweeps ORDER BY id")]
 
-    def latest_unfinished(self, params: dict) -> Sweep | None:
+    def latest_unfinished(self, params: JsonObject) -> Sweep | None:
         """The newest sweep with exactly these parameters that has not finished, if any."""
         row = self.conn.execute(f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE params_key = ? AND status != "
                                 "'finished' ORDER BY id DESC LIMIT 1", (params_key(params),)).fetchone()
@@ -344,8 +346,8 @@ class Store:
 
     def runs(self, sweep_ids: list[int] | None = None) -> list[Run]:
         """Every run (of the given sweeps, if any), in the order they were recorded."""
-        sql = ("SELECT sweep_id, app, ranks, threads, bind, dist, repeat, app_args_json, env_json, command_json, status,"
-               " returncode, wall_s, result_json, stderr_tail, started_at, finished_at, id FROM runs")
+        sql = ("SELECT sweep_id, app, ranks, threads, bind, dist, repeat, app_args_json, env_json, command_json,"
+               " status, returncode, wall_s, result_json, stderr_tail, started_at, finished_at, id FROM runs")
         params: list[int] = []
         if sweep_ids is not None:
             sql += f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})"
@@ -369,7 +371,7 @@ class Store:
         """Appends a note (an app skipped and why) to a study."""
         with self.transaction() as conn:
             row = conn.execute("SELECT notes_json FROM studies WHERE id = ?", (study_id,)).fetchone()
-            notes = json.loads(row[0]) + [note]
+            notes = [*json.loads(row[0]), note]
             conn.execute("UPDATE studies SET notes_json = ? WHERE id = ?", (json.dumps(notes), study_id))
 
     def finish_study(self, study_id: int) -> None:
@@ -379,8 +381,8 @@ class Store:
 
     def study(self, study_id: int) -> Study:
         """The study with this id; UsageError if there is none."""
-        row = self.conn.execute("SELECT id, machine_id, quick, out_dir, notes_json, created_at, finished_at FROM studies"
-                                " WHERE id = ?", (study_id,)).fetchone()
+        row = self.conn.execute("SELECT id, machine_id, quick, out_dir, notes_json, created_at, finished_at"
+                                " FROM studies WHERE id = ?", (study_id,)).fetchone()
         if row is None:
             raise UsageError(f"no study {study_id} in {self.path}")
         return Study(row[0], row[1], bool(row[2]), row[3], tuple(json.loads(row[4])), row[5], row[6])
