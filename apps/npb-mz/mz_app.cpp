@@ -44,7 +44,7 @@ void MzApp::validate(const Layout& layout) const {
   const std::string path = data_file_.empty() ? verification_file_path() : data_file_;
   const auto data = load_json_file(path);
   const ClassParams p = load_class_params(data, benchmark_, problem_class_);
-  const ZoneLayout zones(p.geometry);
+  const ZoneGrid zones(p.geometry);
   if (layout.ranks > zones.num_zones()) {
     throw InvalidArgument(std::to_string(layout.ranks) + " ranks exceed the " + std::to_string(zones.num_zones()) +
                           " zones of " + to_string(benchmark_) + " class " + problem_class_);
@@ -71,15 +71,15 @@ namespace {
 
 // Seed 000's Table 3 for this class: how many points splitting for N groups costs, and how well
 // whole zones (NPB bin packing) and split blocks (LPT) balance N ranks.
-void print_split_table(std::ostream& os, const ZoneLayout& layout, const std::vector<int>& groups, double tol) {
+void print_split_table(std::ostream& os, const ZoneGrid& grid, const std::vector<int>& groups, double tol) {
   char line[200];
-  os << " Zone splitting (" << layout.num_zones() << " zones, " << static_cast<long long>(layout.total_points())
+  os << " Zone splitting (" << grid.num_zones() << " zones, " << static_cast<long long>(grid.total_points())
      << " points; tolerance " << tol << "):\n";
   os << "   groups  blocks  total points (M)  extra %  imbalance split  imbalance whole zones\n";
   for (int n : groups) {
-    const ZoneSplit s = split_zones(layout, n, tol);
+    const ZoneSplit s = split_zones(grid, n, tol);
     std::string whole = "-";
-    if (n <= layout.num_zones()) whole = std::to_string(ZonePartition(layout, n).imbalance());
+    if (n <= grid.num_zones()) whole = std::to_string(ZonePartition(grid, n).imbalance());
     std::snprintf(line, sizeof line, "   %6d  %6zu  %16.3f  %7.2f  %15.3f  %s\n", n, s.blocks.size(),
                   s.total_points / 1e6, 100.0 * s.extra_fraction(), s.imbalance, whole.c_str());
     os << line;
@@ -92,7 +92,7 @@ void print_split_table(std::ostream& os, const ZoneLayout& layout, const std::ve
 ResultRecord MzApp::run(AppContext& ctx) {
   const std::string path = data_file_.empty() ? verification_file_path() : data_file_;
   const ClassParams p = load_class_params(load_json_file(path), benchmark_, problem_class_);
-  const ZoneLayout layout(p.geometry);
+  const ZoneGrid grid(p.geometry);
   const int nranks = ctx.env.size();
   const int rank = ctx.env.rank();
 
@@ -101,7 +101,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
   po.threads_per_rank = ctx.env.threads();
   po.balance_threads = balance_threads_;
   po.max_threads = max_threads_;
-  const ZonePartition partition(layout, nranks, po);
+  const ZonePartition partition(grid, nranks, po);
 
   MzOptions mo;
   mo.niter = iterations_;
@@ -116,7 +116,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
   }
   ZoneSplit split;
   if (split_report_) {
-    split = split_zones(layout, nranks, split_tolerance_);
+    split = split_zones(grid, nranks, split_tolerance_);
     if (rank == 0) {
       std::cout << " Zone splitting for " << nranks << " ranks: " << split.blocks.size() << " blocks ("
                 << split.splits << " cuts), " << static_cast<long long>(split.total_points) << " points vs "
@@ -125,7 +125,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
     }
   }
 
-  if (!split_table_.empty() && rank == 0) print_split_table(std::cout, layout, split_table_, split_tolerance_);
+  if (!split_table_.empty() && rank == 0) print_split_table(std::cout, grid, split_table_, split_tolerance_);
   // The class fixes the iterations (verification needs them), so --min-time repeats the whole
   // benchmark: initialise, time the loop, verify; every repetition must verify. r.seconds is the
   // slowest rank's, the same on all ranks, so all take the same decision.
@@ -137,7 +137,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
   int repetitions = 0;
   bool all_verified = true;
   do {
-    r = run_mz(p, layout, partition, ctx.env.world(), mo, log);
+    r = run_mz(p, grid, partition, ctx.env.world(), mo, log);
     // This rank's own times, so the framework's imbalance sees rank differences.
     ctx.metrics.add("zone_solve", PhaseKind::computation, r.local_seconds - r.local_exchange_seconds);
     ctx.metrics.add("zone_exchange", PhaseKind::communication, r.local_exchange_seconds);
@@ -179,7 +179,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
                                {"repetition_s", repetition_s},
                                {"exchange_s", r.exchange_seconds},
                                {"class", p.to_json()},
-                               {"zones", layout.to_json()},
+                               {"zones", grid.to_json()},
                                {"partition", partition.to_json()},
                                {"verification", r.verification.to_json()},
                                {"run_options", mo.to_json()}};

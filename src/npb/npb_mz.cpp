@@ -112,8 +112,8 @@ ClassParams load_class_params(const nlohmann::json& data, Benchmark b, const std
   ClassParams p;
   p.benchmark = b;
   p.problem_class = problem_class;
-  const ZoneLayout layout = ZoneLayout::from_json(data, name, problem_class);
-  p.geometry = layout.geometry();
+  const ZoneGrid grid = ZoneGrid::from_json(data, name, problem_class);
+  p.geometry = grid.geometry();
   p.niter = c.contains("niter") ? c.at("niter").get<int>() : c.at("itmax").get<int>();
   p.dt = c.at("dt").get<double>();
   p.has_reference = c.contains("xcrref") && c.contains("xceref");
@@ -205,10 +205,10 @@ nlohmann::json Verification::to_json() const {
   return j;
 }
 
-double mops_total(const ClassParams& p, const ZoneLayout& layout, int niter, double seconds) {
+double mops_total(const ClassParams& p, const ZoneGrid& grid, int niter, double seconds) {
   if (seconds <= 0.0) return 0.0;
   double sum = 0.0;
-  for (const auto& z : layout.zones()) {
+  for (const auto& z : grid.zones()) {
     const double n3 = double(z.nx) * z.ny * z.nz;
     double navg, nsur;
     if (p.mops.single_precision_average) {
@@ -229,7 +229,7 @@ nlohmann::json MzOptions::to_json() const {
   return nlohmann::json{{"niter", niter}, {"perturb", perturb}};
 }
 
-MzResult run_mz(const ClassParams& p, const ZoneLayout& layout, const ZonePartition& partition, MPI_Comm comm,
+MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm,
                 const MzOptions& options, std::ostream* log) {
   int rank = 0;
   int size = 0;
@@ -246,7 +246,7 @@ MzResult run_mz(const ClassParams& p, const ZoneLayout& layout, const ZonePartit
   const LuConstants luc = LuConstants::make(p.geometry, p.dt, kLuOmega);
   std::vector<std::unique_ptr<ZoneSolver>> zones;
   for (int id : partition.zones_of(rank)) {
-    const ZoneDims dims = ZoneDims::of(layout.zone(id));
+    const ZoneDims dims = ZoneDims::of(grid.zone(id));
     switch (p.benchmark) {
       case Benchmark::bt: zones.push_back(std::make_unique<BtZone>(cfd, dims)); break;
       case Benchmark::sp: zones.push_back(std::make_unique<SpZone>(cfd, dims)); break;
@@ -255,7 +255,7 @@ MzResult run_mz(const ClassParams& p, const ZoneLayout& layout, const ZonePartit
   }
   std::vector<double*> fields;
   for (auto& z : zones) fields.push_back(z->field());
-  ZoneExchange exchange(layout, partition, comm, 5);
+  ZoneExchange exchange(grid, partition, comm, 5);
 
   for (auto& z : zones) z->initialize();
   // One untimed step touches every page and code path, then the fields start over (as NPB).
@@ -307,7 +307,7 @@ MzResult run_mz(const ClassParams& p, const ZoneLayout& layout, const ZonePartit
     xce[m] = global[5 + m];
   }
   r.verification = verify(p, niter, p.dt, xcr, xce, global[10]);
-  r.mops = mops_total(p, layout, niter, r.seconds);
+  r.mops = mops_total(p, grid, niter, r.seconds);
   return r;
 }
 

@@ -12,8 +12,8 @@ constexpr std::array<ZoneFace, 4> kFaces{ZoneFace::west, ZoneFace::east, ZoneFac
 constexpr int kTag = 4242;
 }  // namespace
 
-ZoneExchange::ZoneExchange(const ZoneLayout& layout, const ZonePartition& partition, MPI_Comm comm, int ncomp)
-    : layout_(layout), comm_(comm), ncomp_(ncomp) {
+ZoneExchange::ZoneExchange(const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm, int ncomp)
+    : grid_(grid), comm_(comm), ncomp_(ncomp) {
   int size = 0;
   HYMPI_MPI(MPI_Comm_rank(comm, &rank_));
   HYMPI_MPI(MPI_Comm_size(comm, &size));
@@ -22,7 +22,7 @@ ZoneExchange::ZoneExchange(const ZoneLayout& layout, const ZonePartition& partit
                           std::to_string(partition.num_ranks()));
   }
   if (ncomp < 1) throw InvalidArgument("components per point " + std::to_string(ncomp) + " must be >= 1");
-  local_index_.assign(static_cast<std::size_t>(layout.num_zones()), -1);
+  local_index_.assign(static_cast<std::size_t>(grid.num_zones()), -1);
   const auto& mine = partition.zones_of(rank_);
   for (std::size_t i = 0; i < mine.size(); ++i) local_index_[mine[i]] = static_cast<int>(i);
 
@@ -32,12 +32,12 @@ ZoneExchange::ZoneExchange(const ZoneLayout& layout, const ZonePartition& partit
     // Both sides list segments in the sender's zone order, so no headers travel with the data.
     for (int z : mine) {
       for (ZoneFace f : kFaces) {
-        if (partition.owner(layout.zone(z).next(f)) == peer) link.send.push_back({z, f, true});
+        if (partition.owner(grid.zone(z).next(f)) == peer) link.send.push_back({z, f, true});
       }
     }
     for (int z : partition.zones_of(peer)) {
       for (ZoneFace f : kFaces) {
-        const int target = layout.zone(z).next(f);
+        const int target = grid.zone(z).next(f);
         if (partition.owner(target) == rank_) link.recv.push_back({target, opposite(f), false});
       }
     }
@@ -52,7 +52,7 @@ ZoneExchange::ZoneExchange(const ZoneLayout& layout, const ZonePartition& partit
   }
   for (int z : mine) {
     for (ZoneFace f : kFaces) {
-      if (partition.owner(layout.zone(z).next(f)) == rank_) {
+      if (partition.owner(grid.zone(z).next(f)) == rank_) {
         intra_.emplace_back(z, f);
         copied_ += face_doubles(z, f);
       }
@@ -72,7 +72,7 @@ ZoneExchange::~ZoneExchange() {
 }
 
 std::size_t ZoneExchange::face_doubles(int zone, ZoneFace face) const {
-  const Zone& z = layout_.zone(zone);
+  const Zone& z = grid_.zone(zone);
   const bool xface = face == ZoneFace::west || face == ZoneFace::east;
   return static_cast<std::size_t>(xface ? z.ny - 2 : z.nx - 2) * (z.nz - 2) * ncomp_;
 }
@@ -84,7 +84,7 @@ std::size_t ZoneExchange::doubles_sent() const noexcept {
 }
 
 void ZoneExchange::copy_face(double* field, int zone, ZoneFace face, bool out, double* buf, bool to_buf) const {
-  const Zone& z = layout_.zone(zone);
+  const Zone& z = grid_.zone(zone);
   const std::size_t pitch = static_cast<std::size_t>(padded_nx(z.nx)) * ncomp_;
   const std::size_t plane = pitch * z.ny;
   const int nc = ncomp_;
@@ -149,7 +149,7 @@ void ZoneExchange::begin(std::span<double* const> fields) {
   // planes, the order of the copies does not matter, even for a zone that is its own neighbour.
   std::vector<double> stage;
   for (const auto& [zone, face] : intra_) {
-    const int target = layout_.zone(zone).next(face);
+    const int target = grid_.zone(zone).next(face);
     stage.resize(face_doubles(zone, face));
     copy_face(field_of(zone), zone, face, true, stage.data(), true);
     copy_face(field_of(target), target, opposite(face), false, stage.data(), false);

@@ -2,7 +2,7 @@
 // The NPB-MZ driver: class parameters and reference values from the data file, the time-step
 // loop over the zones of this rank with the boundary exchange between steps, the reference
 // verification rule, Mop/s by the reference formulas, and the NPB-style report.
-#include "hympi/npb/zone_layout.hpp"
+#include "hympi/npb/zone_grid.hpp"
 #include "hympi/npb/zone_partition.hpp"
 
 #include <mpi.h>
@@ -74,8 +74,8 @@ struct Verification {
 [[nodiscard]] Verification verify(const ClassParams& p, int niter, double dt, const std::array<double, 5>& xcr,
                                   const std::array<double, 5>& xce, double xci);
 
-/// Reference Mop/s for `niter` iterations over all zones of `layout` in `seconds`.
-[[nodiscard]] double mops_total(const ClassParams& p, const ZoneLayout& layout, int niter, double seconds);
+/// Reference Mop/s for `niter` iterations over all zones of `grid` in `seconds`.
+[[nodiscard]] double mops_total(const ClassParams& p, const ZoneGrid& grid, int niter, double seconds);
 
 /// Run options of the driver.
 struct MzOptions {
@@ -100,7 +100,7 @@ struct MzResult {
 /// Runs the benchmark on `comm` (one rank per partition rank); sets this rank's OpenMP thread
 /// count to partition.threads(rank).
 /// Throws InvalidArgument when the communicator size does not match the partition.
-[[nodiscard]] MzResult run_mz(const ClassParams& p, const ZoneLayout& layout, const ZonePartition& partition,
+[[nodiscard]] MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition& partition,
                               MPI_Comm comm, const MzOptions& options, std::ostream* log);
 
 /// The NPB-style header printed before the run (benchmark, zones, mesh, iterations, dt, ranks).

@@ -2,7 +2,7 @@
 // Zone boundary exchange (NPB-MZ exch_qbc): every zone sends its first interior plane next to each
 // x/y face to the neighbour across it, which stores it in its boundary plane. Zones on the same
 // rank copy directly; zones on other ranks go in one aggregated message per rank pair.
-#include "hympi/npb/zone_layout.hpp"
+#include "hympi/npb/zone_grid.hpp"
 #include "hympi/npb/zone_partition.hpp"
 
 #include <mpi.h>
@@ -18,9 +18,9 @@ namespace hympi {
 class ZoneExchange {
  public:
   /// Plans the copies and messages of this rank; `comm` must have partition.num_ranks() ranks and
-  /// `layout` must outlive the exchange.
+  /// `grid` must outlive the exchange.
   /// Throws InvalidArgument on a size mismatch and MpiError when an MPI call fails.
-  ZoneExchange(const ZoneLayout& layout, const ZonePartition& partition, MPI_Comm comm, int ncomp = 5);
+  ZoneExchange(const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm, int ncomp = 5);
   ZoneExchange(const ZoneExchange&) = delete;
   ZoneExchange& operator=(const ZoneExchange&) = delete;
   ~ZoneExchange();
@@ -60,7 +60,7 @@ class ZoneExchange {
   [[nodiscard]] std::size_t face_doubles(int zone, ZoneFace face) const;
   void copy_face(double* field, int zone, ZoneFace face, bool out, double* buf, bool to_buf) const;
 
-  const ZoneLayout& layout_;
+  const ZoneGrid& grid_;
   MPI_Comm comm_;
   int rank_;
   int ncomp_;
