@@ -58,16 +58,10 @@ ZoneExchange::ZoneExchange(const ZoneGrid& grid, const ZonePartition& partition,
       }
     }
   }
-  requests_.reserve(2 * links_.size());
-}
-
-ZoneExchange::~ZoneExchange() {
-  // A pending exchange at destruction means an exception unwound past end(); do not leak requests.
-  for (auto& r : requests_) {
-    if (r != MPI_REQUEST_NULL) {
-      MPI_Cancel(&r);
-      MPI_Request_free(&r);
-    }
+  // Buffers are final now, so the persistent requests can point into them.
+  for (Link& l : links_) {
+    if (!l.recv_buf.empty()) receives_.add_receive(l.recv_buf, l.peer, kTag, comm_);
+    if (!l.send_buf.empty()) sends_.add_send(l.send_buf, l.peer, kTag, comm_);
   }
 }
 
@@ -126,13 +120,10 @@ void ZoneExchange::begin(std::span<double* const> fields) {
     }
     return fields[static_cast<std::size_t>(li)];
   };
-  requests_.clear();
-  for (auto& l : links_) {
-    if (l.recv_buf.empty()) continue;
-    MPI_Request r;
-    HYMPI_MPI(MPI_Irecv(l.recv_buf.data(), static_cast<int>(l.recv_buf.size()), MPI_DOUBLE, l.peer, kTag, comm_, &r));
-    requests_.push_back(r);
-  }
+  // Checked before packing: the send buffers of an active exchange are still in flight. (Only
+  // the receives are active when a previous begin() threw while packing.)
+  if (receives_.active() || sends_.active()) throw Error("ZoneExchange::begin called twice without end");
+  receives_.start();
   for (auto& l : links_) {
     if (l.send_buf.empty()) continue;
     double* pos = l.send_buf.data();
@@ -140,10 +131,8 @@ void ZoneExchange::begin(std::span<double* const> fields) {
       copy_face(field_of(s.zone), s.zone, s.face, true, pos, true);
       pos += face_doubles(s.zone, s.face);
     }
-    MPI_Request r;
-    HYMPI_MPI(MPI_Isend(l.send_buf.data(), static_cast<int>(l.send_buf.size()), MPI_DOUBLE, l.peer, kTag, comm_, &r));
-    requests_.push_back(r);
   }
+  sends_.start();
   // Intra-rank faces go straight from the source zone's interior plane to the target's boundary
   // plane through one face-sized staging buffer; since sources are interior and targets boundary
   // planes, the order of the copies does not matter, even for a zone that is its own neighbour.
@@ -157,10 +146,9 @@ void ZoneExchange::begin(std::span<double* const> fields) {
 }
 
 void ZoneExchange::end(std::span<double* const> fields) {
-  if (!requests_.empty()) {
-    HYMPI_MPI(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
-  }
-  requests_.clear();
+  if (!sends_.active()) throw Error("ZoneExchange::end called without begin");
+  receives_.wait();
+  sends_.wait();
   for (auto& l : links_) {
     double* pos = l.recv_buf.data();
     for (const auto& s : l.recv) {
