@@ -1,11 +1,7 @@
 #include "mz_app.hpp"
 
-#include <omp.h>
-
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <sstream>
 #include <vector>
 
 namespace hympi::npb {
@@ -41,10 +37,8 @@ void MzApp::add_options(CLI::App& cli) {
 }
 
 void MzApp::validate(const Layout& layout) const {
-  const std::string path = data_file_.empty() ? verification_file_path() : data_file_;
-  const auto data = load_json_file(path);
-  const ClassParams p = load_class_params(data, benchmark_, problem_class_);
-  const ZoneLayout zones(p.geometry);
+  const ClassParams p = load_class_params(benchmark_, problem_class_, data_file_);
+  const ZoneGrid zones(p.geometry);
   if (layout.ranks > zones.num_zones()) {
     throw InvalidArgument(std::to_string(layout.ranks) + " ranks exceed the " + std::to_string(zones.num_zones()) +
                           " zones of " + to_string(benchmark_) + " class " + problem_class_);
@@ -67,32 +61,9 @@ void MzApp::validate(const Layout& layout) const {
   }
 }
 
-namespace {
-
-// Seed 000's Table 3 for this class: how many points splitting for N groups costs, and how well
-// whole zones (NPB bin packing) and split blocks (LPT) balance N ranks.
-void print_split_table(std::ostream& os, const ZoneLayout& layout, const std::vector<int>& groups, double tol) {
-  char line[200];
-  os << " Zone splitting (" << layout.num_zones() << " zones, " << static_cast<long long>(layout.total_points())
-     << " points; tolerance " << tol << "):\n";
-  os << "   groups  blocks  total points (M)  extra %  imbalance split  imbalance whole zones\n";
-  for (int n : groups) {
-    const ZoneSplit s = split_zones(layout, n, tol);
-    std::string whole = "-";
-    if (n <= layout.num_zones()) whole = std::to_string(ZonePartition(layout, n).imbalance());
-    std::snprintf(line, sizeof line, "   %6d  %6zu  %16.3f  %7.2f  %15.3f  %s\n", n, s.blocks.size(),
-                  s.total_points / 1e6, 100.0 * s.extra_fraction(), s.imbalance, whole.c_str());
-    os << line;
-  }
-  os << "\n";
-}
-
-}  // namespace
-
 ResultRecord MzApp::run(AppContext& ctx) {
-  const std::string path = data_file_.empty() ? verification_file_path() : data_file_;
-  const ClassParams p = load_class_params(load_json_file(path), benchmark_, problem_class_);
-  const ZoneLayout layout(p.geometry);
+  const ClassParams p = load_class_params(benchmark_, problem_class_, data_file_);
+  const ZoneGrid grid(p.geometry);
   const int nranks = ctx.env.size();
   const int rank = ctx.env.rank();
 
@@ -101,62 +72,33 @@ ResultRecord MzApp::run(AppContext& ctx) {
   po.threads_per_rank = ctx.env.threads();
   po.balance_threads = balance_threads_;
   po.max_threads = max_threads_;
-  const ZonePartition partition(layout, nranks, po);
+  const ZonePartition partition(grid, nranks, po);
 
   MzOptions mo;
   mo.niter = iterations_;
   mo.perturb = perturb_;
-  std::ostream* log = rank == 0 ? &std::cout : nullptr;
-  const int niter = iterations_ > 0 ? iterations_ : p.niter;
-  if (rank == 0) {
-    print_header(std::cout, p, niter, nranks, partition.total_threads());
-    std::cout << " Zone-rank map (" << to_string(po.method) << " packing, load imbalance "
-              << partition.imbalance() << ", calculated speedup " << partition.speedup() << "):\n"
-              << partition << "\n";
-  }
   ZoneSplit split;
-  if (split_report_) {
-    split = split_zones(layout, nranks, split_tolerance_);
-    if (rank == 0) {
-      std::cout << " Zone splitting for " << nranks << " ranks: " << split.blocks.size() << " blocks ("
-                << split.splits << " cuts), " << static_cast<long long>(split.total_points) << " points vs "
-                << static_cast<long long>(split.original_points) << " unsplit (+" << 100.0 * split.extra_fraction()
-                << "%), LPT imbalance " << split.imbalance << " (the solver runs on unsplit zones)\n\n";
-    }
+  if (split_report_) split = split_zones(grid, nranks, split_tolerance_);
+  if (rank == 0) {
+    print_header(std::cout, p, iterations_ > 0 ? iterations_ : p.niter, nranks, partition.total_threads());
+    print_partition(std::cout, partition);
+    if (split_report_) print_split_summary(std::cout, split);
+    if (!split_table_.empty()) print_split_table(std::cout, grid, split_table_, split_tolerance_);
   }
 
-  if (!split_table_.empty() && rank == 0) print_split_table(std::cout, layout, split_table_, split_tolerance_);
-  // The class fixes the iterations (verification needs them), so --min-time repeats the whole
-  // benchmark: initialise, time the loop, verify; every repetition must verify. r.seconds is the
-  // slowest rank's, the same on all ranks, so all take the same decision.
+  // --iterations fixes the run (it cannot verify); otherwise repeat to reach --min-time.
   const bool fixed = iterations_option_->count() > 0;
   const double min_time_s = fixed ? 0.0 : ctx.min_time_s;
-  MzResult r;
-  double total_s = 0.0, exchange_s = 0.0, ops = 0.0;
-  std::vector<double> repetition_s;
-  int repetitions = 0;
-  bool all_verified = true;
-  do {
-    r = run_mz(p, layout, partition, ctx.env.world(), mo, log);
-    // This rank's own times, so the framework's imbalance sees rank differences.
+  const MzSeries series =
+      run_mz_series(p, grid, partition, ctx.env.world(), mo, min_time_s, rank == 0 ? &std::cout : nullptr);
+  // This rank's own times, so the framework's imbalance sees rank differences.
+  for (const MzResult& r : series.runs) {
     ctx.metrics.add("zone_solve", PhaseKind::computation, r.local_seconds - r.local_exchange_seconds);
     ctx.metrics.add("zone_exchange", PhaseKind::communication, r.local_exchange_seconds);
-    total_s += r.seconds;
-    repetition_s.push_back(r.seconds);
-    exchange_s += r.exchange_seconds;
-    ops += r.mops * r.seconds;  // Mop of this repetition
-    all_verified = all_verified && r.verification.passed;
-    ++repetitions;
-    mo.progress = false;  // one set of " Time step" lines is enough
-  } while (total_s < min_time_s && all_verified);
-  r.seconds = total_s;
-  r.exchange_seconds = exchange_s;
-  r.mops = total_s > 0.0 ? ops / total_s : 0.0;
+  }
+  const MzResult& r = series.total;
   if (rank == 0) {
-    if (repetitions > 1)
-      std::cout << " Repeated " << repetitions << " times to reach --min-time " << min_time_s << " s; "
-                << (all_verified ? "every repetition verified" : "a repetition FAILED verification")
-                << "; time and Mop/s below are over all repetitions\n";
+    print_repetitions(std::cout, series, min_time_s);
     print_report(std::cout, p, r, nranks, partition.total_threads());
   }
 
@@ -167,19 +109,19 @@ ResultRecord MzApp::run(AppContext& ctx) {
   rec.rate = r.mops;
   rec.rate_unit = "Mop/s";
   // The last repetition's verification block is printed; a failure of any counts.
-  rec.verified = all_verified;
-  rec.timed_repetitions = repetitions;
+  rec.verified = series.all_verified;
+  rec.timed_repetitions = static_cast<int>(series.runs.size());
   rec.repetitions_fixed = fixed;
   rec.min_time_s = ctx.min_time_s;
   rec.metrics = nlohmann::json{{"mops_total", r.mops},
                                {"mops_per_process", r.mops / nranks},
                                {"mops_per_thread", r.mops / partition.total_threads()},
                                {"iterations", r.niter},
-                               {"repetitions", repetitions},
-                               {"repetition_s", repetition_s},
+                               {"repetitions", series.runs.size()},
+                               {"repetition_s", series.repetition_seconds()},
                                {"exchange_s", r.exchange_seconds},
                                {"class", p.to_json()},
-                               {"zones", layout.to_json()},
+                               {"zones", grid.to_json()},
                                {"partition", partition.to_json()},
                                {"verification", r.verification.to_json()},
                                {"run_options", mo.to_json()}};

@@ -95,39 +95,24 @@ HaloExchange::HaloExchange(const CartDecomposition& cart, const Grid3D<double>& 
         links_.push_back(std::move(link));
       }
   // Buffers are final now, so the persistent requests can point into them.
-  requests_.resize(2 * links_.size());
-  for (std::size_t l = 0; l < links_.size(); ++l) {
-    Link& link = links_[l];
+  for (Link& link : links_) {
     // The peer at o sends us what it sends in direction -o: tag by the sender's direction.
     const std::array<int, 3> back{-link.offset[0], -link.offset[1], -link.offset[2]};
-    HYMPI_MPI(MPI_Recv_init(link.recv_buffer.data(), static_cast<int>(link.recv_buffer.size()), MPI_DOUBLE, link.peer,
-                            direction_id(back), cart.comm(), &requests_[2 * l]));
-    HYMPI_MPI(MPI_Send_init(link.send_buffer.data(), static_cast<int>(link.send_buffer.size()), MPI_DOUBLE, link.peer,
-                            direction_id(link.offset), cart.comm(), &requests_[2 * l + 1]));
+    requests_.add_receive(link.recv_buffer, link.peer, direction_id(back), cart.comm());
+    requests_.add_send(link.send_buffer, link.peer, direction_id(link.offset), cart.comm());
   }
 }
 
-HaloExchange::~HaloExchange() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;
-  if (active_) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
-  for (auto& r : requests_)
-    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
-}
-
 void HaloExchange::begin(Grid3D<double>& grid) {
-  if (active_) throw Error("HaloExchange::begin called twice without end");
+  // Checked before packing: the send buffers of an active exchange are still in flight.
+  if (requests_.active()) throw Error("HaloExchange::begin called twice without end");
   copy_links<true>(grid, links_);
-  if (!requests_.empty()) HYMPI_MPI(MPI_Startall(static_cast<int>(requests_.size()), requests_.data()));
-  active_ = true;
+  requests_.start();
 }
 
 void HaloExchange::end(Grid3D<double>& grid) {
-  if (!active_) throw Error("HaloExchange::end called without begin");
-  if (!requests_.empty())
-    HYMPI_MPI(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
-  active_ = false;
+  if (!requests_.active()) throw Error("HaloExchange::end called without begin");
+  requests_.wait();
   copy_links<false>(grid, links_);
 }
 

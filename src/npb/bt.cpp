@@ -46,9 +46,9 @@ void bt_line(const CfdConstants& c, int n, const double* u, const double* rho, c
     for (int m = 0; m < 5; ++m) r[5 * p + m] = rhs[p * rs + m];
   }
   Block F[3], N[3];
-  auto jac = [&](int p, int slot) {
-    flux_jacobians<A>(u + 5 * p * ps, rho[p * ps], qs[p * ps], sq[p * ps], c.c1, c.c2, c.c3c4, c.con43, c.c1345,
-                      F[slot], N[slot]);
+  const JacobianConstants k{c.c1, c.c2, c.c3c4, c.con43, c.c1345};
+  auto jac = [&](int p, int slot) __attribute__((always_inline)) {
+    flux_jacobians<A>(u + 5 * p * ps, rho[p * ps], qs[p * ps], sq[p * ps], k, F[slot], N[slot]);
   };
   jac(0, 0);
   jac(1, 1);

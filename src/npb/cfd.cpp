@@ -5,6 +5,7 @@
 #include <string>
 
 #include "hympi/core/error.hpp"
+#include "hympi/npb/dissipation.hpp"
 
 namespace hympi::npb {
 
@@ -180,48 +181,30 @@ void initialize_field(const CfdConstants& c, CfdZoneFields& f) {
 
 namespace {
 
-// The fourth-difference dissipation stencil at position p of a line of n points (p in [1, n-2]),
-// with the one-sided forms next to the boundaries. Requires n >= 6 as the reference does.
-inline double dissipation(const double* v, std::ptrdiff_t s, int p, int n) {
-  if (p == 1) return 5.0 * v[0] - 4.0 * v[s] + v[2 * s];
-  if (p == 2) return -4.0 * v[-s] + 6.0 * v[0] - 4.0 * v[s] + v[2 * s];
-  if (p == n - 3) return v[-2 * s] - 4.0 * v[-s] + 6.0 * v[0] - 4.0 * v[s];
-  if (p == n - 2) return v[-2 * s] - 4.0 * v[-s] + 5.0 * v[0];
-  return v[-2 * s] - 4.0 * v[-s] + 6.0 * v[0] - 4.0 * v[s] + v[2 * s];
-}
-
 // Dissipation along a whole row of interior points (i = 1..nx-2, all five components) for the
-// stencil position p of n along the axis with stride s: the case is the same for the entire row
+// stencil position p of n along the axis with stride s: the form is the same for the entire row
 // in y and z, and in x it is split into runs, so every loop below is a straight vectorisable sweep.
 inline void row_dissipation(double* r, const double* u, std::ptrdiff_t s, int p, int n, int nx, double dssp) {
   const int lo = 5;
   const int hi = 5 * (nx - 1);
-  if (p == 1) {
-    for (int q = lo; q < hi; ++q) r[q] -= dssp * (5.0 * u[q] - 4.0 * u[q + s] + u[q + 2 * s]);
-  } else if (p == 2) {
-    for (int q = lo; q < hi; ++q) r[q] -= dssp * (-4.0 * u[q - s] + 6.0 * u[q] - 4.0 * u[q + s] + u[q + 2 * s]);
-  } else if (p == n - 3) {
-    for (int q = lo; q < hi; ++q) r[q] -= dssp * (u[q - 2 * s] - 4.0 * u[q - s] + 6.0 * u[q] - 4.0 * u[q + s]);
-  } else if (p == n - 2) {
-    for (int q = lo; q < hi; ++q) r[q] -= dssp * (u[q - 2 * s] - 4.0 * u[q - s] + 5.0 * u[q]);
-  } else {
-    for (int q = lo; q < hi; ++q) {
-      r[q] -= dssp * (u[q - 2 * s] - 4.0 * u[q - s] + 6.0 * u[q] - 4.0 * u[q + s] + u[q + 2 * s]);
-    }
+  switch (dissipation_form(p, n)) {
+    case DissipationForm::first: subtract_dissipation<DissipationForm::first>(r, u, s, lo, hi, dssp); break;
+    case DissipationForm::second: subtract_dissipation<DissipationForm::second>(r, u, s, lo, hi, dssp); break;
+    case DissipationForm::second_last:
+      subtract_dissipation<DissipationForm::second_last>(r, u, s, lo, hi, dssp);
+      break;
+    case DissipationForm::last: subtract_dissipation<DissipationForm::last>(r, u, s, lo, hi, dssp); break;
+    case DissipationForm::interior: subtract_dissipation<DissipationForm::interior>(r, u, s, lo, hi, dssp); break;
   }
 }
 
 // x-direction dissipation of one row: runs of points with the same one-sided or central form.
 inline void x_dissipation(double* r, const double* u, int nx, double dssp) {
-  for (int q = 5; q < 10; ++q) r[q] -= dssp * (5.0 * u[q] - 4.0 * u[q + 5] + u[q + 10]);
-  for (int q = 10; q < 15; ++q) r[q] -= dssp * (-4.0 * u[q - 5] + 6.0 * u[q] - 4.0 * u[q + 5] + u[q + 10]);
-  for (int q = 15; q < 5 * (nx - 3); ++q) {
-    r[q] -= dssp * (u[q - 10] - 4.0 * u[q - 5] + 6.0 * u[q] - 4.0 * u[q + 5] + u[q + 10]);
-  }
-  for (int q = 5 * (nx - 3); q < 5 * (nx - 2); ++q) {
-    r[q] -= dssp * (u[q - 10] - 4.0 * u[q - 5] + 6.0 * u[q] - 4.0 * u[q + 5]);
-  }
-  for (int q = 5 * (nx - 2); q < 5 * (nx - 1); ++q) r[q] -= dssp * (u[q - 10] - 4.0 * u[q - 5] + 5.0 * u[q]);
+  subtract_dissipation<DissipationForm::first>(r, u, 5, 5, 10, dssp);
+  subtract_dissipation<DissipationForm::second>(r, u, 5, 10, 15, dssp);
+  subtract_dissipation<DissipationForm::interior>(r, u, 5, 15, 5 * (nx - 3), dssp);
+  subtract_dissipation<DissipationForm::second_last>(r, u, 5, 5 * (nx - 3), 5 * (nx - 2), dssp);
+  subtract_dissipation<DissipationForm::last>(r, u, 5, 5 * (nx - 2), 5 * (nx - 1), dssp);
 }
 
 // One line of the forcing computation along a direction: `ue` holds the exact solution on the

@@ -1,6 +1,8 @@
 #include "hympi/npb/lu.hpp"
 
 #include "hympi/core/error.hpp"
+#include "hympi/npb/dissipation.hpp"
+#include "hympi/npb/jacobian.hpp"
 
 #include <omp.h>
 
@@ -46,14 +48,6 @@ LuConstants LuConstants::make(const ZoneGeometry& g, double dt, double omega) {
 }
 
 namespace {
-
-inline double dissipation(const double* v, std::ptrdiff_t s, int p, int n) {
-  if (p == 1) return 5.0 * v[0] - 4.0 * v[s] + v[2 * s];
-  if (p == 2) return -4.0 * v[-s] + 6.0 * v[0] - 4.0 * v[s] + v[2 * s];
-  if (p == n - 3) return v[-2 * s] - 4.0 * v[-s] + 6.0 * v[0] - 4.0 * v[s];
-  if (p == n - 2) return v[-2 * s] - 4.0 * v[-s] + 5.0 * v[0];
-  return v[-2 * s] - 4.0 * v[-s] + 6.0 * v[0] - 4.0 * v[s] + v[2 * s];
-}
 
 // Gathered line for the right-hand side: 5-vectors, 1/rho and the kinetic energy.
 struct LuLine {
@@ -236,54 +230,27 @@ inline void wait_for(const std::atomic<int>& flag, int value) {
   }
 }
 
-// Constants of the SSOR blocks.
-struct JacConstants {
-  double c1, c2, c34, r43, c1345;
-};
-
-// One off-diagonal block of LU's jacld/jacu for axis A at a neighbour point with state u:
-// s2 * (inviscid flux Jacobian) - dtt1 * (viscous flux Jacobian) - dtt1 * dd on the diagonal,
-// with s2 = -dt*t2 (lower) or +dt*t2 (upper) and dtt1 = dt*t1. Written out entry by entry (the
-// structural zeros included) so it compiles to straight-line code.
+// One off-diagonal block of LU's jacld/jacu for axis A at a neighbour point with state u, 1/rho
+// and kinetic energy sq: s2 * F - dtt1 * N - dtt1 * dd on the diagonal, with s2 = -dt*t2 (lower)
+// or +dt*t2 (upper) and dtt1 = dt*t1. The structural zeros of F and N cost no flop here.
 template <int A>
 [[gnu::always_inline]] inline void jac_block(const double* u, double rho, double sq, double s2, double dtt1,
-                                             const double* dd, const JacConstants& k, double* o) {
-  constexpr int T1 = A == 1 ? 2 : 1;
-  constexpr int T2 = A == 3 ? 2 : 3;
-  const double tmp1 = rho, tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
-  const double q = sq * tmp1;
-  const double uA = u[A];
-  const double cA = k.r43 * k.c34, cT = k.c34;
-  const double coef[4] = {0.0, A == 1 ? cA : cT, A == 2 ? cA : cT, A == 3 ? cA : cT};
-  o[0] = -dtt1 * dd[0];
-  o[A] = s2;
-  o[T1] = 0.0;
-  o[T2] = 0.0;
-  o[4] = 0.0;
-  o[5 * A] = s2 * (-(uA * uA * tmp2) + k.c2 * q) - dtt1 * (-cA * tmp2 * uA);
-  o[5 * A + A] = s2 * ((2.0 - k.c2) * uA * tmp1) - dtt1 * (cA * tmp1) - dtt1 * dd[A];
-  o[5 * A + T1] = s2 * (-k.c2 * u[T1] * tmp1);
-  o[5 * A + T2] = s2 * (-k.c2 * u[T2] * tmp1);
-  o[5 * A + 4] = s2 * k.c2;
-  auto tangential = [&](auto tc, auto oc) {
-    constexpr int T = decltype(tc)::value;
-    constexpr int O = decltype(oc)::value;
-    const double uT = u[T];
-    o[5 * T] = s2 * (-(uT * uA) * tmp2) - dtt1 * (-cT * tmp2 * uT);
-    o[5 * T + A] = s2 * (uT * tmp1);
-    o[5 * T + T] = s2 * (uA * tmp1) - dtt1 * (cT * tmp1) - dtt1 * dd[T];
-    o[5 * T + O] = 0.0;
-    o[5 * T + 4] = 0.0;
+                                             const double* dd, const JacobianConstants& k, double* o) {
+  auto put = [&](auto m, auto n, auto f, auto nv) __attribute__((always_inline)) {
+    constexpr int M = decltype(m)::value;
+    constexpr int N = decltype(n)::value;
+    double v;
+    if constexpr (std::is_same_v<decltype(f), Zero>) {
+      static_assert(std::is_same_v<decltype(nv), Zero>, "a viscous term without an inviscid one");
+      v = M == N ? -dtt1 * dd[M] : 0.0;
+    } else {
+      v = s2 * f;
+      if constexpr (!std::is_same_v<decltype(nv), Zero>) v = v - dtt1 * nv;
+      if constexpr (M == N) v = v - dtt1 * dd[M];
+    }
+    o[5 * M + N] = v;
   };
-  tangential(std::integral_constant<int, T1>{}, std::integral_constant<int, T2>{});
-  tangential(std::integral_constant<int, T2>{}, std::integral_constant<int, T1>{});
-  o[20] = s2 * ((k.c2 * 2.0 * sq - k.c1 * u[4]) * (uA * tmp2)) -
-          dtt1 * (-(coef[1] - k.c1345) * tmp3 * (u[1] * u[1]) - (coef[2] - k.c1345) * tmp3 * (u[2] * u[2]) -
-                  (coef[3] - k.c1345) * tmp3 * (u[3] * u[3]) - k.c1345 * tmp2 * u[4]);
-  o[20 + A] = s2 * (k.c1 * u[4] * tmp1 - k.c2 * (uA * uA * tmp2 + q)) - dtt1 * ((cA - k.c1345) * tmp2 * uA);
-  o[20 + T1] = s2 * (-k.c2 * (u[T1] * uA) * tmp2) - dtt1 * ((cT - k.c1345) * tmp2 * u[T1]);
-  o[20 + T2] = s2 * (-k.c2 * (u[T2] * uA) * tmp2) - dtt1 * ((cT - k.c1345) * tmp2 * u[T2]);
-  o[24] = s2 * (k.c1 * uA * tmp1) - dtt1 * (k.c1345 * tmp1) - dtt1 * dd[4];
+  flux_jacobian_entries<A>(u, rho, sq * rho, sq, k, put);
 }
 
 }  // namespace
@@ -519,7 +486,7 @@ void LuZone::ssor() {
                     tsum * c1345 * tmp2 * w[4]);
     D[24] = 1.0 + dt2 * tsum * c1345 * tmp1 + dt2 * diag[4];
   };
-  const JacConstants jk{c.c1, c.c2, c34, r43, c1345};
+  const JacobianConstants jk{c.c1, c.c2, c34, r43, c1345};
   const double dtx1 = dt * c.tx1, dty1 = dt * c.ty1, dtz1 = dt * c.tz1;
   const double dtx2 = dt * c.tx2, dty2 = dt * c.ty2, dtz2 = dt * c.tz2;
 

@@ -12,8 +12,8 @@ constexpr std::array<ZoneFace, 4> kFaces{ZoneFace::west, ZoneFace::east, ZoneFac
 constexpr int kTag = 4242;
 }  // namespace
 
-ZoneExchange::ZoneExchange(const ZoneLayout& layout, const ZonePartition& partition, MPI_Comm comm, int ncomp)
-    : layout_(layout), comm_(comm), ncomp_(ncomp) {
+ZoneExchange::ZoneExchange(const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm, int ncomp)
+    : grid_(grid), comm_(comm), ncomp_(ncomp) {
   int size = 0;
   HYMPI_MPI(MPI_Comm_rank(comm, &rank_));
   HYMPI_MPI(MPI_Comm_size(comm, &size));
@@ -22,7 +22,7 @@ ZoneExchange::ZoneExchange(const ZoneLayout& layout, const ZonePartition& partit
                           std::to_string(partition.num_ranks()));
   }
   if (ncomp < 1) throw InvalidArgument("components per point " + std::to_string(ncomp) + " must be >= 1");
-  local_index_.assign(static_cast<std::size_t>(layout.num_zones()), -1);
+  local_index_.assign(static_cast<std::size_t>(grid.num_zones()), -1);
   const auto& mine = partition.zones_of(rank_);
   for (std::size_t i = 0; i < mine.size(); ++i) local_index_[mine[i]] = static_cast<int>(i);
 
@@ -32,12 +32,12 @@ ZoneExchange::ZoneExchange(const ZoneLayout& layout, const ZonePartition& partit
     // Both sides list segments in the sender's zone order, so no headers travel with the data.
     for (int z : mine) {
       for (ZoneFace f : kFaces) {
-        if (partition.owner(layout.zone(z).next(f)) == peer) link.send.push_back({z, f, true});
+        if (partition.owner(grid.zone(z).next(f)) == peer) link.send.push_back({z, f, true});
       }
     }
     for (int z : partition.zones_of(peer)) {
       for (ZoneFace f : kFaces) {
-        const int target = layout.zone(z).next(f);
+        const int target = grid.zone(z).next(f);
         if (partition.owner(target) == rank_) link.recv.push_back({target, opposite(f), false});
       }
     }
@@ -52,27 +52,21 @@ ZoneExchange::ZoneExchange(const ZoneLayout& layout, const ZonePartition& partit
   }
   for (int z : mine) {
     for (ZoneFace f : kFaces) {
-      if (partition.owner(layout.zone(z).next(f)) == rank_) {
+      if (partition.owner(grid.zone(z).next(f)) == rank_) {
         intra_.emplace_back(z, f);
         copied_ += face_doubles(z, f);
       }
     }
   }
-  requests_.reserve(2 * links_.size());
-}
-
-ZoneExchange::~ZoneExchange() {
-  // A pending exchange at destruction means an exception unwound past end(); do not leak requests.
-  for (auto& r : requests_) {
-    if (r != MPI_REQUEST_NULL) {
-      MPI_Cancel(&r);
-      MPI_Request_free(&r);
-    }
+  // Buffers are final now, so the persistent requests can point into them.
+  for (Link& l : links_) {
+    if (!l.recv_buf.empty()) receives_.add_receive(l.recv_buf, l.peer, kTag, comm_);
+    if (!l.send_buf.empty()) sends_.add_send(l.send_buf, l.peer, kTag, comm_);
   }
 }
 
 std::size_t ZoneExchange::face_doubles(int zone, ZoneFace face) const {
-  const Zone& z = layout_.zone(zone);
+  const Zone& z = grid_.zone(zone);
   const bool xface = face == ZoneFace::west || face == ZoneFace::east;
   return static_cast<std::size_t>(xface ? z.ny - 2 : z.nx - 2) * (z.nz - 2) * ncomp_;
 }
@@ -84,7 +78,7 @@ std::size_t ZoneExchange::doubles_sent() const noexcept {
 }
 
 void ZoneExchange::copy_face(double* field, int zone, ZoneFace face, bool out, double* buf, bool to_buf) const {
-  const Zone& z = layout_.zone(zone);
+  const Zone& z = grid_.zone(zone);
   const std::size_t pitch = static_cast<std::size_t>(padded_nx(z.nx)) * ncomp_;
   const std::size_t plane = pitch * z.ny;
   const int nc = ncomp_;
@@ -126,13 +120,10 @@ void ZoneExchange::begin(std::span<double* const> fields) {
     }
     return fields[static_cast<std::size_t>(li)];
   };
-  requests_.clear();
-  for (auto& l : links_) {
-    if (l.recv_buf.empty()) continue;
-    MPI_Request r;
-    HYMPI_MPI(MPI_Irecv(l.recv_buf.data(), static_cast<int>(l.recv_buf.size()), MPI_DOUBLE, l.peer, kTag, comm_, &r));
-    requests_.push_back(r);
-  }
+  // Checked before packing: the send buffers of an active exchange are still in flight. (Only
+  // the receives are active when a previous begin() threw while packing.)
+  if (receives_.active() || sends_.active()) throw Error("ZoneExchange::begin called twice without end");
+  receives_.start();
   for (auto& l : links_) {
     if (l.send_buf.empty()) continue;
     double* pos = l.send_buf.data();
@@ -140,16 +131,14 @@ void ZoneExchange::begin(std::span<double* const> fields) {
       copy_face(field_of(s.zone), s.zone, s.face, true, pos, true);
       pos += face_doubles(s.zone, s.face);
     }
-    MPI_Request r;
-    HYMPI_MPI(MPI_Isend(l.send_buf.data(), static_cast<int>(l.send_buf.size()), MPI_DOUBLE, l.peer, kTag, comm_, &r));
-    requests_.push_back(r);
   }
+  sends_.start();
   // Intra-rank faces go straight from the source zone's interior plane to the target's boundary
   // plane through one face-sized staging buffer; since sources are interior and targets boundary
   // planes, the order of the copies does not matter, even for a zone that is its own neighbour.
   std::vector<double> stage;
   for (const auto& [zone, face] : intra_) {
-    const int target = layout_.zone(zone).next(face);
+    const int target = grid_.zone(zone).next(face);
     stage.resize(face_doubles(zone, face));
     copy_face(field_of(zone), zone, face, true, stage.data(), true);
     copy_face(field_of(target), target, opposite(face), false, stage.data(), false);
@@ -157,10 +146,9 @@ void ZoneExchange::begin(std::span<double* const> fields) {
 }
 
 void ZoneExchange::end(std::span<double* const> fields) {
-  if (!requests_.empty()) {
-    HYMPI_MPI(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
-  }
-  requests_.clear();
+  if (!sends_.active()) throw Error("ZoneExchange::end called without begin");
+  receives_.wait();
+  sends_.wait();
   for (auto& l : links_) {
     double* pos = l.recv_buf.data();
     for (const auto& s : l.recv) {

@@ -50,12 +50,12 @@ std::vector<int> pack_lpt(const std::vector<double>& weights, int nranks) {
   return owner;
 }
 
-ZonePartition::ZonePartition(const ZoneLayout& layout, int nranks, const ZonePartitionOptions& options)
+ZonePartition::ZonePartition(const ZoneGrid& grid, int nranks, const ZonePartitionOptions& options)
     : nranks_(nranks), options_(options) {
   if (nranks < 1) throw InvalidArgument("number of ranks " + std::to_string(nranks) + " must be >= 1");
-  if (nranks > layout.num_zones()) {
+  if (nranks > grid.num_zones()) {
     throw InvalidArgument("number of ranks " + std::to_string(nranks) + " exceeds the number of zones " +
-                          std::to_string(layout.num_zones()));
+                          std::to_string(grid.num_zones()));
   }
   if (options.threads_per_rank < 1) {
     throw InvalidArgument("threads per rank " + std::to_string(options.threads_per_rank) + " must be >= 1");
@@ -64,15 +64,15 @@ ZonePartition::ZonePartition(const ZoneLayout& layout, int nranks, const ZonePar
     throw InvalidArgument("max threads " + std::to_string(options.max_threads) +
                           " must be 0 or >= threads per rank");
   }
-  for (const auto& z : layout.zones()) weight_.push_back(z.points());
+  for (const auto& z : grid.zones()) weight_.push_back(z.points());
   if (options.method == PackingMethod::npb) {
-    pack_npb(layout);
+    pack_npb(grid);
   } else {
     owner_ = pack_lpt(weight_, nranks);
   }
   zones_of_.assign(static_cast<std::size_t>(nranks), {});
   load_.assign(static_cast<std::size_t>(nranks), 0.0);
-  for (int z = 0; z < layout.num_zones(); ++z) {
+  for (int z = 0; z < grid.num_zones(); ++z) {
     zones_of_[owner_[z]].push_back(z);
     load_[owner_[z]] += weight_[z];
   }
@@ -80,8 +80,8 @@ ZonePartition::ZonePartition(const ZoneLayout& layout, int nranks, const ZonePar
   if (options.balance_threads && nranks > 1 && options.threads_per_rank * nranks > nranks) balance_threads();
 }
 
-void ZonePartition::pack_npb(const ZoneLayout& layout) {
-  const int n = layout.num_zones();
+void ZonePartition::pack_npb(const ZoneGrid& grid) {
+  const int n = grid.num_zones();
   // Selection sort, descending, exactly as map_zones does it: equal zones end up in the
   // reference's order, which decides which of them lands where.
   std::vector<int> order(static_cast<std::size_t>(n));
@@ -101,7 +101,7 @@ void ZonePartition::pack_npb(const ZoneLayout& layout) {
   std::vector<double> load(static_cast<std::size_t>(nranks_), 0.0);
   // Face length a zone shares with zones already on `rank`: the message volume a placement saves.
   auto shared_faces = [&](int zone, int rank) {
-    const Zone& z = layout.zone(zone);
+    const Zone& z = grid.zone(zone);
     int index = 0;
     if (owner_[z.next(ZoneFace::west)] == rank) index += z.ny;
     if (owner_[z.next(ZoneFace::east)] == rank) index += z.ny;
@@ -219,13 +219,13 @@ nlohmann::json ZoneSplit::to_json() const {
                         {"imbalance", imbalance}};
 }
 
-ZoneSplit split_zones(const ZoneLayout& layout, int nranks, double tolerance) {
+ZoneSplit split_zones(const ZoneGrid& grid, int nranks, double tolerance) {
   if (nranks < 1) throw InvalidArgument("number of ranks " + std::to_string(nranks) + " must be >= 1");
   if (!(tolerance >= 0.0)) throw InvalidArgument("split tolerance " + std::to_string(tolerance) + " must be >= 0");
   ZoneSplit out;
   out.nranks = nranks;
-  for (const auto& z : layout.zones()) out.blocks.push_back(ZoneBlock{z.id, 0, 0, z.nx, z.ny, z.nz});
-  out.original_points = layout.total_points();
+  for (const auto& z : grid.zones()) out.blocks.push_back(ZoneBlock{z.id, 0, 0, z.nx, z.ny, z.nz});
+  out.original_points = grid.total_points();
   auto total = [&] {
     double t = 0.0;
     for (const auto& b : out.blocks) t += b.points();

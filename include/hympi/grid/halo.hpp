@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "hympi/core/requests.hpp"
 #include "hympi/grid/cart.hpp"
 #include "hympi/grid/grid3d.hpp"
 
@@ -30,11 +31,12 @@ class HaloExchange {
   HaloExchange(const CartDecomposition& cart, const Grid3D<double>& grid, HaloPattern pattern);
   HaloExchange(const HaloExchange&) = delete;
   HaloExchange& operator=(const HaloExchange&) = delete;
-  ~HaloExchange();
 
   /// Packs the owned boundary of `grid` and starts all sends and receives.
+  /// Throws Error when the previous begin() has not been ended, MpiError when MPI fails.
   void begin(Grid3D<double>& grid);
   /// Waits for all messages and unpacks them into the ghost layers of `grid`.
+  /// Throws Error without a begin(), MpiError when MPI fails.
   void end(Grid3D<double>& grid);
   /// begin() then end().
   void exchange(Grid3D<double>& grid) {
@@ -55,8 +57,7 @@ class HaloExchange {
     std::vector<double> send_buffer, recv_buffer;
   };
   std::vector<Link> links_;
-  std::vector<MPI_Request> requests_;
-  bool active_ = false;
+  PersistentRequests requests_;  // after links_: destroyed first, while the buffers still exist
 };
 
 }  // namespace hympi

@@ -3,7 +3,7 @@
 // field, the forcing term, the explicit right-hand side and the two verification norms.
 // Zone fields are [nz][ny][nxmax][5] (5-component) or [nz][ny][nxmax] (scalar), nxmax odd.
 #include "hympi/npb/zone_solver.hpp"
-#include "hympi/npb/zone_layout.hpp"
+#include "hympi/npb/zone_grid.hpp"
 
 #include <array>
 #include <cstddef>
@@ -17,7 +17,7 @@ struct ZoneDims {
   int ny = 0;
   int nz = 0;
   int nxmax = 0;
-  /// Dims of a layout zone (pitch padded_nx(nx)).
+  /// Dims of a zone of the grid (pitch padded_nx(nx)).
   [[nodiscard]] static ZoneDims of(const Zone& z) noexcept { return {z.nx, z.ny, z.nz, padded_nx(z.nx)}; }
   /// Points of a scalar field, padding included.
   [[nodiscard]] std::size_t size1() const noexcept { return std::size_t(nxmax) * ny * nz; }

@@ -1,62 +1,92 @@
 #pragma once
-// Loops carry unroll hints: with the axis a template argument, full unrolling folds the zero
-// entries away, which is what makes these as fast as the reference's written-out blocks.
-// Flux Jacobians of the compressible Navier-Stokes equations along one axis, as BT's x/y/z_solve
-// and LU's jacld/jacu build them: F = d(inviscid flux)/du, N = d(viscous flux)/du.
+// Flux Jacobians of the compressible Navier-Stokes equations along one axis, written once for
+// BT's x/y/z_solve and LU's jacld/jacu: F = d(inviscid flux)/du, N = d(viscous flux)/du; and the
+// 5x5 block operations of BT's line solves. Everything is always inlined and the block loops carry
+// unroll hints: with the axis a template argument the zero entries fold away, which is what makes
+// these as fast as the reference's written-out blocks.
+#include <type_traits>
+
 namespace hympi::npb {
 
 /// 5x5 row-major block.
 using Block = double[5][5];
 
-/// Fills F and N at one point for axis A (1=x, 2=y, 3=z: u[A] is the normal momentum).
-/// `rho` = 1/u[0], `q` = kinetic energy per volume / rho (BT's qs), `square` = kinetic energy.
-template <int A>
-[[gnu::always_inline]] inline void flux_jacobians(const double* u, double rho, double q, double square, double c1, double c2,
-                           double c3c4, double con43, double c1345, Block& F, Block& N) {
+/// A structurally zero entry of a flux Jacobian. It is a type, not 0.0, so a consumer that
+/// combines F and N (LU's jacld/jacu) drops the terms of zero entries at compile time.
+struct Zero {};
+
+/// The gas constants the flux Jacobians use (BT: c3c4, con43; LU: c3*c4, 4/3).
+struct JacobianConstants {
+  double c1, c2, c3c4, con43, c1345;
+};
+
+/// Calls put(m, n, f, nv) once for every entry (m, n) of the flux Jacobians F (inviscid) and N
+/// (viscous) at one point for axis A (1=x, 2=y, 3=z: u[A] is the normal momentum); m and n are
+/// std::integral_constant<int, ...>, f and nv a double or Zero. `rho` = 1/u[0], `q` = kinetic
+/// energy per volume / rho (BT's qs), `square` = kinetic energy per volume.
+template <int A, class Put>
+[[gnu::always_inline]] inline void flux_jacobian_entries(const double* u, double rho, double q, double square,
+                                                         const JacobianConstants& k, Put&& put) {
+  using I0 = std::integral_constant<int, 0>;
+  using IA = std::integral_constant<int, A>;
+  using I4 = std::integral_constant<int, 4>;
+  // The two tangential momenta.
+  using IT1 = std::integral_constant<int, A == 1 ? 2 : 1>;
+  using IT2 = std::integral_constant<int, A == 3 ? 2 : 3>;
+  constexpr Zero z{};
   const double tmp1 = rho;
   const double tmp2 = tmp1 * tmp1;
   const double tmp3 = tmp1 * tmp2;
   const double un = u[A];
-  #pragma GCC unroll 5
-  for (int n = 0; n < 5; ++n) {
-    F[0][n] = 0.0;
-    N[0][n] = 0.0;
-  }
-  F[0][A] = 1.0;
-  double coef[4];
-  #pragma GCC unroll 5
-  for (int m = 1; m < 4; ++m) {
-    coef[m] = m == A ? con43 * c3c4 : c3c4;
-    #pragma GCC unroll 5
-    for (int n = 0; n < 5; ++n) {
-      F[m][n] = 0.0;
-      N[m][n] = 0.0;
-    }
-    if (m == A) {
-      F[m][0] = -(un * un * tmp2) + c2 * q;
-      F[m][m] = (2.0 - c2) * un * tmp1;
-      #pragma GCC unroll 5
-      for (int t = 1; t < 4; ++t) {
-        if (t != A) F[m][t] = -c2 * u[t] * tmp1;
-      }
-      F[m][4] = c2;
-    } else {
-      F[m][0] = -(u[m] * un) * tmp2;
-      F[m][m] = un * tmp1;
-      F[m][A] = u[m] * tmp1;
-    }
-    N[m][0] = -coef[m] * tmp2 * u[m];
-    N[m][m] = coef[m] * tmp1;
-  }
-  F[4][0] = (c2 * 2.0 * square - c1 * u[4]) * (un * tmp2);
-  #pragma GCC unroll 5
-  for (int t = 1; t < 4; ++t) F[4][t] = t == A ? c1 * u[4] * tmp1 - c2 * (un * un * tmp2 + q) : -c2 * (u[t] * un) * tmp2;
-  F[4][4] = c1 * un * tmp1;
-  N[4][0] = -(coef[1] - c1345) * tmp3 * (u[1] * u[1]) - (coef[2] - c1345) * tmp3 * (u[2] * u[2]) -
-            (coef[3] - c1345) * tmp3 * (u[3] * u[3]) - c1345 * tmp2 * u[4];
-  #pragma GCC unroll 5
-  for (int t = 1; t < 4; ++t) N[4][t] = (coef[t] - c1345) * tmp2 * u[t];
-  N[4][4] = c1345 * tmp1;
+  const double cA = k.con43 * k.c3c4;
+  const double cT = k.c3c4;
+  const double coef[4] = {0.0, A == 1 ? cA : cT, A == 2 ? cA : cT, A == 3 ? cA : cT};
+  // Mass: its flux is the normal momentum.
+  put(I0{}, I0{}, z, z);
+  put(I0{}, IA{}, 1.0, z);
+  put(I0{}, IT1{}, z, z);
+  put(I0{}, IT2{}, z, z);
+  put(I0{}, I4{}, z, z);
+  // Normal momentum.
+  put(IA{}, I0{}, -(un * un * tmp2) + k.c2 * q, -cA * tmp2 * un);
+  put(IA{}, IA{}, (2.0 - k.c2) * un * tmp1, cA * tmp1);
+  put(IA{}, IT1{}, -k.c2 * u[IT1::value] * tmp1, z);
+  put(IA{}, IT2{}, -k.c2 * u[IT2::value] * tmp1, z);
+  put(IA{}, I4{}, k.c2, z);
+  // Tangential momentum T (the other one is O).
+  auto tangential = [&](auto t, auto o) __attribute__((always_inline)) {
+    const double ut = u[decltype(t)::value];
+    put(t, I0{}, -(ut * un) * tmp2, -cT * tmp2 * ut);
+    put(t, IA{}, ut * tmp1, z);
+    put(t, t, un * tmp1, cT * tmp1);
+    put(t, o, z, z);
+    put(t, I4{}, z, z);
+  };
+  tangential(IT1{}, IT2{});
+  tangential(IT2{}, IT1{});
+  // Energy.
+  put(I4{}, I0{}, (k.c2 * 2.0 * square - k.c1 * u[4]) * (un * tmp2),
+      -(coef[1] - k.c1345) * tmp3 * (u[1] * u[1]) - (coef[2] - k.c1345) * tmp3 * (u[2] * u[2]) -
+          (coef[3] - k.c1345) * tmp3 * (u[3] * u[3]) - k.c1345 * tmp2 * u[4]);
+  put(I4{}, IA{}, k.c1 * u[4] * tmp1 - k.c2 * (un * un * tmp2 + q), (cA - k.c1345) * tmp2 * un);
+  put(I4{}, IT1{}, -k.c2 * (u[IT1::value] * un) * tmp2, (cT - k.c1345) * tmp2 * u[IT1::value]);
+  put(I4{}, IT2{}, -k.c2 * (u[IT2::value] * un) * tmp2, (cT - k.c1345) * tmp2 * u[IT2::value]);
+  put(I4{}, I4{}, k.c1 * un * tmp1, k.c1345 * tmp1);
+}
+
+/// A Jacobian entry as a number: a structural zero is 0.0.
+[[gnu::always_inline]] inline double entry_value(double v) { return v; }
+[[gnu::always_inline]] inline double entry_value(Zero) { return 0.0; }
+
+/// Fills F and N at one point for axis A, as BT's x/y/z_solve use them (see flux_jacobian_entries).
+template <int A>
+[[gnu::always_inline]] inline void flux_jacobians(const double* u, double rho, double q, double square,
+                                                  const JacobianConstants& k, Block& F, Block& N) {
+  auto put = [&](auto m, auto n, auto f, auto nv) __attribute__((always_inline)) {
+    F[decltype(m)::value][decltype(n)::value] = entry_value(f);
+    N[decltype(m)::value][decltype(n)::value] = entry_value(nv);
+  };
+  flux_jacobian_entries<A>(u, rho, q, square, k, put);
 }
 
 /// b -= A v.
@@ -97,25 +127,6 @@ template <int A>
       for (int q = p + 1; q < 5; ++q) B[row][q] -= coeff * B[p][q];
       #pragma GCC unroll 5
       for (int q = 0; q < 5; ++q) C[row][q] -= coeff * C[p][q];
-      r[row] -= coeff * r[p];
-    }
-  }
-}
-
-/// Gauss-Jordan without pivoting: r <- B^-1 r (B is destroyed).
-[[gnu::always_inline]] inline void binvrhs(Block& B, double* r) {
-  #pragma GCC unroll 5
-  for (int p = 0; p < 5; ++p) {
-    const double pivot = 1.0 / B[p][p];
-    #pragma GCC unroll 5
-    for (int q = p + 1; q < 5; ++q) B[p][q] *= pivot;
-    r[p] *= pivot;
-    #pragma GCC unroll 5
-    for (int row = 0; row < 5; ++row) {
-      if (row == p) continue;
-      const double coeff = B[row][p];
-      #pragma GCC unroll 5
-      for (int q = p + 1; q < 5; ++q) B[row][q] -= coeff * B[p][q];
       r[row] -= coeff * r[p];
     }
   }

@@ -2,7 +2,8 @@
 // Zone boundary exchange (NPB-MZ exch_qbc): every zone sends its first interior plane next to each
 // x/y face to the neighbour across it, which stores it in its boundary plane. Zones on the same
 // rank copy directly; zones on other ranks go in one aggregated message per rank pair.
-#include "hympi/npb/zone_layout.hpp"
+#include "hympi/core/requests.hpp"
+#include "hympi/npb/zone_grid.hpp"
 #include "hympi/npb/zone_partition.hpp"
 
 #include <mpi.h>
@@ -18,16 +19,18 @@ namespace hympi {
 class ZoneExchange {
  public:
   /// Plans the copies and messages of this rank; `comm` must have partition.num_ranks() ranks and
-  /// `layout` must outlive the exchange.
+  /// `grid` must outlive the exchange.
   /// Throws InvalidArgument on a size mismatch and MpiError when an MPI call fails.
-  ZoneExchange(const ZoneLayout& layout, const ZonePartition& partition, MPI_Comm comm, int ncomp = 5);
+  ZoneExchange(const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm, int ncomp = 5);
   ZoneExchange(const ZoneExchange&) = delete;
   ZoneExchange& operator=(const ZoneExchange&) = delete;
-  ~ZoneExchange();
 
-  /// Packs and posts the inter-rank messages, then does the intra-rank copies.
+  /// Starts the receives, packs and starts the inter-rank sends, then does the intra-rank copies.
+  /// Throws InvalidArgument when a zone of this rank has no field, Error when the previous
+  /// begin() has not been ended, MpiError when MPI fails.
   void begin(std::span<double* const> fields);
   /// Waits for the messages and unpacks them into the receiving zones' boundary planes.
+  /// Throws Error without a begin(), MpiError when MPI fails.
   void end(std::span<double* const> fields);
   /// begin() then end().
   void exchange(std::span<double* const> fields) {
@@ -60,14 +63,17 @@ class ZoneExchange {
   [[nodiscard]] std::size_t face_doubles(int zone, ZoneFace face) const;
   void copy_face(double* field, int zone, ZoneFace face, bool out, double* buf, bool to_buf) const;
 
-  const ZoneLayout& layout_;
+  const ZoneGrid& grid_;
   MPI_Comm comm_;
   int rank_;
   int ncomp_;
   std::vector<int> local_index_;  // global zone id -> position in fields, -1 if not ours
   std::vector<Link> links_;
   std::vector<std::pair<int, ZoneFace>> intra_;  // (source zone, face) copied within this rank
-  std::vector<MPI_Request> requests_;
+  // After links_, whose buffers they point into: destroyed first. Receives are started before
+  // the sends are packed, so peers' messages can land while this rank packs.
+  PersistentRequests receives_;
+  PersistentRequests sends_;
   std::size_t copied_ = 0;
 };
 

@@ -3,7 +3,7 @@
 // emptiest rank, preferring zones that share faces with that rank) and can give loaded ranks
 // more OpenMP threads; OVERFLOW instead splits big zones so that more ranks can be balanced,
 // at the price of extra overlap points (Jin et al. 2011, sections 3.1, 3.2, Table 3).
-#include "hympi/npb/zone_layout.hpp"
+#include "hympi/npb/zone_grid.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -44,9 +44,9 @@ struct ZonePartitionOptions {
 /// A map of zones to ranks and threads to ranks, with the load balance it achieves.
 class ZonePartition {
  public:
-  /// Maps `layout` onto `nranks` ranks. Throws InvalidArgument when nranks is < 1 or larger than
+  /// Maps `grid` onto `nranks` ranks. Throws InvalidArgument when nranks is < 1 or larger than
   /// the number of zones, or when the thread options are out of range.
-  ZonePartition(const ZoneLayout& layout, int nranks, const ZonePartitionOptions& options = {});
+  ZonePartition(const ZoneGrid& grid, int nranks, const ZonePartitionOptions& options = {});
 
   [[nodiscard]] int num_ranks() const noexcept { return nranks_; }
   [[nodiscard]] const ZonePartitionOptions& options() const noexcept { return options_; }
@@ -69,7 +69,7 @@ class ZonePartition {
   [[nodiscard]] nlohmann::json to_json() const;
 
  private:
-  void pack_npb(const ZoneLayout& layout);
+  void pack_npb(const ZoneGrid& grid);
   void balance_threads();
 
   int nranks_;
@@ -114,6 +114,6 @@ struct ZoneSplit {
 /// plane of boundary points per side, as zones overlap by one point) until no block exceeds the
 /// mean per rank by more than `tolerance` or the largest block is too thin to cut.
 /// Throws InvalidArgument for nranks < 1 or a negative tolerance.
-[[nodiscard]] ZoneSplit split_zones(const ZoneLayout& layout, int nranks, double tolerance = 0.05);
+[[nodiscard]] ZoneSplit split_zones(const ZoneGrid& grid, int nranks, double tolerance = 0.05);
 
 }  // namespace hympi

@@ -29,18 +29,18 @@ std::size_t at(const hympi::Zone& z, int i, int j, int k, int m) {
 }
 
 void check(const hympi::ZoneGeometry& g, hympi::PackingMethod method) {
-  const hympi::ZoneLayout layout(g);
+  const hympi::ZoneGrid grid(g);
   const int nranks = world_size();
-  if (nranks > layout.num_zones()) GTEST_SKIP() << "fewer zones than ranks";
+  if (nranks > grid.num_zones()) GTEST_SKIP() << "fewer zones than ranks";
   hympi::ZonePartitionOptions o;
   o.method = method;
-  const hympi::ZonePartition part(layout, nranks, o);
+  const hympi::ZonePartition part(grid, nranks, o);
   const auto& mine = part.zones_of(world_rank());
   constexpr double sentinel = -7.0;
   std::vector<std::vector<double>> store;
   std::vector<double*> fields;
   for (int id : mine) {
-    const auto& z = layout.zone(id);
+    const auto& z = grid.zone(id);
     store.emplace_back(std::size_t(hympi::padded_nx(z.nx)) * z.ny * z.nz * kComp, sentinel);
     auto& f = store.back();
     for (int k = 1; k < z.nz - 1; ++k)
@@ -49,16 +49,16 @@ void check(const hympi::ZoneGeometry& g, hympi::PackingMethod method) {
           for (int m = 0; m < kComp; ++m) f[at(z, i, j, k, m)] = tag(id, i, j, k, m);
     fields.push_back(f.data());
   }
-  hympi::ZoneExchange ex(layout, part, MPI_COMM_WORLD, kComp);
+  hympi::ZoneExchange ex(grid, part, MPI_COMM_WORLD, kComp);
   ex.exchange(fields);
   ex.exchange(fields);  // a second round must leave the same state (interior untouched)
   for (std::size_t li = 0; li < mine.size(); ++li) {
-    const auto& z = layout.zone(mine[li]);
+    const auto& z = grid.zone(mine[li]);
     const auto& f = store[li];
-    const auto& w = layout.zone(z.next(hympi::ZoneFace::west));
-    const auto& e = layout.zone(z.next(hympi::ZoneFace::east));
-    const auto& s = layout.zone(z.next(hympi::ZoneFace::south));
-    const auto& n = layout.zone(z.next(hympi::ZoneFace::north));
+    const auto& w = grid.zone(z.next(hympi::ZoneFace::west));
+    const auto& e = grid.zone(z.next(hympi::ZoneFace::east));
+    const auto& s = grid.zone(z.next(hympi::ZoneFace::south));
+    const auto& n = grid.zone(z.next(hympi::ZoneFace::north));
     for (int k = 0; k < z.nz; ++k) {
       for (int j = 0; j < z.ny; ++j) {
         for (int i = 0; i < z.nx; ++i) {
@@ -81,7 +81,7 @@ void check(const hympi::ZoneGeometry& g, hympi::PackingMethod method) {
   // Volume accounting: what leaves this rank plus what stays equals all its faces.
   std::size_t faces = 0;
   for (int id : mine) {
-    const auto& z = layout.zone(id);
+    const auto& z = grid.zone(id);
     faces += 2 * std::size_t(z.ny - 2) * (z.nz - 2) * kComp + 2 * std::size_t(z.nx - 2) * (z.nz - 2) * kComp;
   }
   EXPECT_EQ(ex.doubles_sent() + ex.doubles_copied(), faces);

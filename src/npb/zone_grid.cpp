@@ -1,4 +1,4 @@
-#include "hympi/npb/zone_layout.hpp"
+#include "hympi/npb/zone_grid.hpp"
 
 #include "hympi/core/error.hpp"
 
@@ -33,7 +33,7 @@ std::vector<int> interval_sizes(int zones, int global, double ratio) {
 
 }  // namespace
 
-ZoneLayout::ZoneLayout(const ZoneGeometry& g) : geometry_(g) {
+ZoneGrid::ZoneGrid(const ZoneGeometry& g) : geometry_(g) {
   if (g.x_zones < 1 || g.y_zones < 1) {
     throw InvalidArgument("zone grid " + std::to_string(g.x_zones) + "x" + std::to_string(g.y_zones) +
                           " must be at least 1x1");
@@ -74,7 +74,7 @@ ZoneLayout::ZoneLayout(const ZoneGeometry& g) : geometry_(g) {
   }
 }
 
-ZoneLayout ZoneLayout::from_json(const nlohmann::json& data, const std::string& benchmark,
+ZoneGrid ZoneGrid::from_json(const nlohmann::json& data, const std::string& benchmark,
                                  const std::string& problem_class) {
   if (!data.contains(benchmark)) throw InvalidArgument("unknown benchmark '" + benchmark + "'");
   const auto& b = data.at(benchmark);
@@ -89,23 +89,23 @@ ZoneLayout ZoneLayout::from_json(const nlohmann::json& data, const std::string& 
   g.gy_size = c.at("gy_size").get<int>();
   g.gz_size = c.at("gz_size").get<int>();
   g.ratio = c.at("zone_size_ratio").get<double>();
-  return ZoneLayout(g);
+  return ZoneGrid(g);
 }
 
-const Zone& ZoneLayout::zone(int id) const {
+const Zone& ZoneGrid::zone(int id) const {
   if (id < 0 || id >= num_zones()) {
     throw InvalidArgument("zone id " + std::to_string(id) + " outside [0, " + std::to_string(num_zones()) + ")");
   }
   return zones_[static_cast<std::size_t>(id)];
 }
 
-double ZoneLayout::total_points() const noexcept {
+double ZoneGrid::total_points() const noexcept {
   double sum = 0.0;
   for (const auto& z : zones_) sum += z.points();
   return sum;
 }
 
-double ZoneLayout::size_spread() const noexcept {
+double ZoneGrid::size_spread() const noexcept {
   double lo = zones_.front().points();
   double hi = lo;
   for (const auto& z : zones_) {
@@ -115,7 +115,7 @@ double ZoneLayout::size_spread() const noexcept {
   return hi / lo;
 }
 
-nlohmann::json ZoneLayout::to_json() const {
+nlohmann::json ZoneGrid::to_json() const {
   return nlohmann::json{{"x_zones", geometry_.x_zones},   {"y_zones", geometry_.y_zones},
                         {"gx_size", geometry_.gx_size},   {"gy_size", geometry_.gy_size},
                         {"gz_size", geometry_.gz_size},   {"zone_size_ratio", geometry_.ratio},
@@ -123,8 +123,8 @@ nlohmann::json ZoneLayout::to_json() const {
                         {"total_points", total_points()}, {"size_spread", size_spread()}};
 }
 
-std::ostream& operator<<(std::ostream& os, const ZoneLayout& layout) {
-  const auto& g = layout.geometry();
+std::ostream& operator<<(std::ostream& os, const ZoneGrid& grid) {
+  const auto& g = grid.geometry();
   return os << g.x_zones << " x " << g.y_zones << " zones, " << g.gx_size << " x " << g.gy_size << " x "
             << g.gz_size << " mesh";
 }

@@ -56,14 +56,14 @@ struct Zone {
 [[nodiscard]] constexpr int padded_nx(int nx) noexcept { return nx + 1 - nx % 2; }
 
 /// The zones of one NPB-MZ class. Throws InvalidArgument for non-positive or inconsistent sizes.
-class ZoneLayout {
+class ZoneGrid {
  public:
   /// Cuts the mesh the way the reference zone_setup does (geometric stretching when ratio != 1).
-  explicit ZoneLayout(const ZoneGeometry& geometry);
+  explicit ZoneGrid(const ZoneGeometry& geometry);
 
   /// Reads geometry for `benchmark` ("bt-mz", "sp-mz", "lu-mz") and class from a verification
   /// file's JSON; throws InvalidArgument naming the class when it is not there.
-  [[nodiscard]] static ZoneLayout from_json(const nlohmann::json& data, const std::string& benchmark,
+  [[nodiscard]] static ZoneGrid from_json(const nlohmann::json& data, const std::string& benchmark,
                                             const std::string& problem_class);
 
   [[nodiscard]] const ZoneGeometry& geometry() const noexcept { return geometry_; }
@@ -90,6 +90,6 @@ class ZoneLayout {
 };
 
 /// Prints "X x Y zones, gx x gy x gz mesh".
-std::ostream& operator<<(std::ostream& os, const ZoneLayout& layout);
+std::ostream& operator<<(std::ostream& os, const ZoneGrid& grid);
 
 }  // namespace hympi

@@ -1,0 +1,52 @@
+#pragma once
+// What the data file (data/npb-mz/verification.json) says about one NPB-MZ benchmark class: the
+// mesh, iterations, time step, reference norms and the Mop/s formula.
+#include "hympi/npb/mops.hpp"
+#include "hympi/npb/zone_grid.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <string>
+
+namespace hympi::npb {
+
+/// The three NPB-MZ benchmarks.
+enum class Benchmark { bt, sp, lu };
+
+/// Parses "bt-mz", "sp-mz" or "lu-mz" (also without "-mz"); throws InvalidArgument otherwise.
+[[nodiscard]] Benchmark parse_benchmark(const std::string& name);
+/// "bt-mz", "sp-mz" or "lu-mz".
+[[nodiscard]] std::string to_string(Benchmark b);
+
+/// Everything the data file says about one benchmark class.
+struct ClassParams {
+  Benchmark benchmark = Benchmark::sp;
+  std::string problem_class;
+  ZoneGeometry geometry;
+  int niter = 0;
+  double dt = 0.0;
+  bool has_reference = false;
+  int niter_ref = 0;
+  double dt_ref = 0.0;
+  double epsilon = 1e-8;
+  std::array<double, 5> xcr_ref{};
+  std::array<double, 5> xce_ref{};
+  double xci_ref = 0.0;  ///< LU only
+  MopsFormula mops;
+  /// Parameters as JSON, for result records.
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// Path of the verification file: $HYMPI_DATA_DIR/npb-mz/verification.json, else the build's data dir.
+[[nodiscard]] std::string verification_file_path();
+/// Reads and parses a JSON file; throws Error naming the path when it cannot.
+[[nodiscard]] nlohmann::json load_json_file(const std::string& path);
+/// Class parameters; throws InvalidArgument naming the class when the file lacks it.
+[[nodiscard]] ClassParams load_class_params(const nlohmann::json& data, Benchmark b, const std::string& problem_class);
+/// Class parameters from `data_file` (empty: verification_file_path()); throws Error naming the
+/// path when it cannot be read, InvalidArgument naming the class when the file lacks it.
+[[nodiscard]] ClassParams load_class_params(Benchmark b, const std::string& problem_class,
+                                            const std::string& data_file = "");
+
+}  // namespace hympi::npb

@@ -1,0 +1,98 @@
+#include "hympi/npb/class_params.hpp"
+
+#include "hympi/core/error.hpp"
+
+#include <cstdlib>
+#include <fstream>
+
+#ifndef HYMPI_DATA_DIR
+#define HYMPI_DATA_DIR "data"
+#endif
+
+namespace hympi::npb {
+
+Benchmark parse_benchmark(const std::string& name) {
+  if (name == "bt-mz" || name == "bt") return Benchmark::bt;
+  if (name == "sp-mz" || name == "sp") return Benchmark::sp;
+  if (name == "lu-mz" || name == "lu") return Benchmark::lu;
+  throw InvalidArgument("unknown benchmark '" + name + "' (expected bt-mz, sp-mz or lu-mz)");
+}
+
+std::string to_string(Benchmark b) {
+  switch (b) {
+    case Benchmark::bt: return "bt-mz";
+    case Benchmark::sp: return "sp-mz";
+    case Benchmark::lu: return "lu-mz";
+  }
+  return "?";
+}
+
+nlohmann::json ClassParams::to_json() const {
+  return nlohmann::json{{"benchmark", to_string(benchmark)},
+                        {"class", problem_class},
+                        {"niter", niter},
+                        {"dt", dt},
+                        {"x_zones", geometry.x_zones},
+                        {"y_zones", geometry.y_zones},
+                        {"gx_size", geometry.gx_size},
+                        {"gy_size", geometry.gy_size},
+                        {"gz_size", geometry.gz_size},
+                        {"epsilon", epsilon},
+                        {"reference_available", has_reference}};
+}
+
+std::string verification_file_path() {
+  const char* env = std::getenv("HYMPI_DATA_DIR");
+  const std::string dir = (env != nullptr && *env != '\0') ? env : HYMPI_DATA_DIR;
+  return dir + "/npb-mz/verification.json";
+}
+
+nlohmann::json load_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot open data file " + path);
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error("cannot parse data file " + path + ": " + e.what());
+  }
+}
+
+ClassParams load_class_params(const nlohmann::json& data, Benchmark b, const std::string& problem_class) {
+  const std::string name = to_string(b);
+  if (!data.contains(name)) throw Error("data file has no section for " + name);
+  const auto& section = data.at(name);
+  if (problem_class.empty() || problem_class[0] == '_' || !section.contains(problem_class)) {
+    std::string known;
+    for (auto it = section.begin(); it != section.end(); ++it) {
+      if (!it.key().empty() && it.key()[0] != '_') known += (known.empty() ? "" : ",") + it.key();
+    }
+    throw InvalidArgument("unknown class '" + problem_class + "' for " + name + " (known: " + known + ")");
+  }
+  const auto& c = section.at(problem_class);
+  ClassParams p;
+  p.benchmark = b;
+  p.problem_class = problem_class;
+  p.geometry = ZoneGrid::from_json(data, name, problem_class).geometry();
+  p.niter = c.contains("niter") ? c.at("niter").get<int>() : c.at("itmax").get<int>();
+  p.dt = c.at("dt").get<double>();
+  p.has_reference = c.contains("xcrref") && c.contains("xceref");
+  if (p.has_reference) {
+    p.niter_ref = c.at("verify_iterations_ref").get<int>();
+    p.dt_ref = c.at("verify_dtref").get<double>();
+    p.epsilon = c.value("epsilon", data.at("_meta").value("epsilon", 1e-8));
+    for (int m = 0; m < 5; ++m) {
+      p.xcr_ref[m] = c.at("xcrref").at(m).get<double>();
+      p.xce_ref[m] = c.at("xceref").at(m).get<double>();
+    }
+    if (b == Benchmark::lu) p.xci_ref = c.at("xciref").get<double>();
+  }
+  p.mops = MopsFormula::parse(section.at("_mops_formula").at("per_zone_per_iter").get<std::string>(),
+                              b != Benchmark::lu);
+  return p;
+}
+
+ClassParams load_class_params(Benchmark b, const std::string& problem_class, const std::string& data_file) {
+  return load_class_params(load_json_file(data_file.empty() ? verification_file_path() : data_file), b, problem_class);
+}
+
+}  // namespace hympi::npb
