@@ -12,17 +12,8 @@
 
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-
-int world_size() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+int world_rank() { return hympi::Comm(MPI_COMM_WORLD, false).rank(); }
+int world_size() { return hympi::Comm(MPI_COMM_WORLD, false).size(); }
 
 /// Every rank sends `n` values to the right and receives from the left (a self-loop at 1 rank).
 struct Ring {
