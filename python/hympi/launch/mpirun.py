@@ -39,7 +39,7 @@ class LaunchSpec:
     def app_env(self) -> dict[str, str]:
         """Variables every rank needs: thread count, hympi's binding settings and oversubscription consent."""
         env = {"OMP_NUM_THREADS": str(self.threads), "HYMPI_BIND": self.bind, "HYMPI_DIST": self.dist}
-        env.update({"HYMPI_OVERSUBSCRIBE": "1"} if self.oversubscribe else {})  # the apps' placement check allows it
+        env.update({"HYMPI_OVERSUBSCRIBE": "1"} if self.oversubscribe else {})  # the apps' binding check allows it
         env.update(dict(self.env))
         return env
 
