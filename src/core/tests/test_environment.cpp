@@ -59,7 +59,8 @@ TEST(Environment, BindingGatherCoversEveryRank) {
     std::set<int> ranks;
     for (const auto& r : all) ranks.insert(r.rank);
     EXPECT_EQ(static_cast<int>(ranks.size()), size);
-    for (const auto& r : all) EXPECT_GE(r.pu_os, 0);
+    const hympi::Bitmap pus = topo.machine_set();
+    for (const auto& r : all) EXPECT_TRUE(r.pu_os >= 0 && pus.contains(static_cast<unsigned>(r.pu_os))) << r.pu_os;
   } else {
     EXPECT_TRUE(all.empty());
   }
