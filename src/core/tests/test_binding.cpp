@@ -5,19 +5,14 @@
 
 #include "hympi/core/affinity.hpp"
 #include "hympi/core/environment.hpp"
+#include "mpi_world.hpp"
 #include "omp_threads.hpp"
 
 // The shared-PU count on this machine's real bindings, gathered across ranks as the app frame
 // gathers them. CTest runs these with one thread per rank and mpirun --bind-to none.
 
 namespace {
-struct World {
-  int rank = 0, size = 1;
-  World() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-  }
-};
+using hympi::test::World;
 
 // The job's threads on rank 0 after every rank bound `threads` threads as `options` says.
 std::vector<hympi::ThreadBinding> bound(const hympi::Topology& topo, const hympi::AffinityOptions& options,

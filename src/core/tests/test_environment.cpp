@@ -12,6 +12,7 @@
 #include "hympi/core/comm.hpp"
 #include "hympi/core/environment.hpp"
 #include "hympi/core/error.hpp"
+#include "mpi_world.hpp"
 
 // The Environment owns MPI_Init/Finalize; the MPI test main already initialised MPI, so these
 // tests exercise the pieces that do not re-initialise: node splitting logic and errors.
@@ -68,13 +69,7 @@ TEST(Environment, BindingGatherCoversEveryRank) {
 
 namespace {
 
-struct WorldRank {
-  int rank = 0, size = 1;
-  WorldRank() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-  }
-};
+using hympi::test::World;
 
 /// Where rank `r` of `size` lands when machines are rank parity classes and each machine is cut
 /// into `virtual_nodes` blocks: written from the definition (nodes numbered by their lowest rank),
@@ -110,7 +105,7 @@ Expected expected_by_parity(int r, int size, int virtual_nodes) {
 }  // namespace
 
 TEST(NodeMap, OneMachineIsOneNodePerVirtualNode) {
-  const WorldRank w;
+  const World w;
   const hympi::NodeMap one(MPI_COMM_WORLD, 1);
   EXPECT_EQ(one.num_nodes(), 1);
   EXPECT_EQ(one.node_id(), 0);
@@ -128,7 +123,7 @@ TEST(NodeMap, OneMachineIsOneNodePerVirtualNode) {
 }
 
 TEST(NodeMap, PretendMachinesByRankParity) {
-  const WorldRank w;
+  const World w;
   MPI_Comm parity = MPI_COMM_NULL;
   ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, w.rank % 2, w.rank, &parity), MPI_SUCCESS);
   const hympi::Comm machine(parity);
@@ -156,7 +151,7 @@ TEST(NodeMap, PretendMachinesByRankParity) {
 }
 
 TEST(NodeMap, DiscoversNodesWithinASubCommunicator) {
-  const WorldRank w;
+  const World w;
   // Two halves of the job each discover their own nodes; neither sees the other's ranks.
   const int half = w.rank < (w.size + 1) / 2 ? 0 : 1;
   MPI_Comm part = MPI_COMM_NULL;
