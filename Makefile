@@ -1,6 +1,8 @@
 # hympi: `make demo` and `make test` bootstrap a bare Debian machine (as root) and run.
 SHELL := /bin/bash
 BUILD ?= build
+# The same tree under AddressSanitizer + UndefinedBehaviorSanitizer (test-asan).
+ASAN_BUILD ?= build-asan
 VENV ?= .venv
 STAMPS := .stamps
 PYTHON ?= python3
@@ -9,7 +11,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: all deps build venv demo test test-cpp test-python bench clean
+.PHONY: all deps build build-asan venv demo test test-cpp test-asan test-python bench clean
 
 all: build venv
 
@@ -26,6 +28,12 @@ $(BUILD)/build.ninja: $(STAMPS)/system CMakeLists.txt
 build: $(BUILD)/build.ninja
 	cmake --build $(BUILD)
 
+$(ASAN_BUILD)/build.ninja: $(STAMPS)/system CMakeLists.txt
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHYMPI_SANITIZE=ON
+
+build-asan: $(ASAN_BUILD)/build.ninja
+	cmake --build $(ASAN_BUILD)
+
 $(VENV)/.installed: $(STAMPS)/system pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
@@ -41,13 +49,18 @@ demo: build venv
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j2 --timeout 300
 
+# Every suite under the sanitizers; of the NPB app runs only class S (class W repeats the same code
+# paths for minutes more).
+test-asan: build-asan
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j2 --timeout 600 -E '^app\..*\.W\.'
+
 test-python: build venv
 	$(VENV)/bin/python -m pytest -q tests/python
 
-test: test-cpp test-python
+test: test-cpp test-asan test-python
 
 bench: build venv
 	$(VENV)/bin/python bench/rb3d/run.py
 
 clean:
-	rm -rf $(BUILD) $(VENV) $(STAMPS)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(VENV) $(STAMPS)

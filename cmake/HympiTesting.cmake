@@ -26,7 +26,7 @@ function(hympi_add_unit_test name)
   target_include_directories(${name} PRIVATE ${HYMPI_TEST_SUPPORT_DIR})
   target_compile_definitions(${name} PRIVATE HYMPI_TEST_DATA="${HYMPI_TEST_DATA_DIR}")
   add_test(NAME unit.${name} COMMAND ${name})
-  set_tests_properties(unit.${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2")
+  set_tests_properties(unit.${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2;${HYMPI_TEST_ENVIRONMENT}")
 endfunction()
 
 # hympi_add_mpi_test(<name> LIBS <targets>... RANKS <n>... SOURCES <sources>...): one CTest entry
@@ -40,6 +40,7 @@ function(hympi_add_mpi_test name)
   foreach(np IN LISTS ARG_RANKS)
     add_test(NAME mpi.${name}.np${np}
              COMMAND ${MPIEXEC_EXECUTABLE} ${HYMPI_MPIEXEC_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${np} $<TARGET_FILE:${name}>)
-    set_tests_properties(mpi.${name}.np${np} PROPERTIES TIMEOUT 300 PROCESSORS ${np} ENVIRONMENT "OMP_NUM_THREADS=1")
+    set_tests_properties(mpi.${name}.np${np} PROPERTIES TIMEOUT 300 PROCESSORS ${np}
+                         ENVIRONMENT "OMP_NUM_THREADS=1;${HYMPI_TEST_ENVIRONMENT}")
   endforeach()
 endfunction()

@@ -8,7 +8,7 @@ namespace {
 class AffinityApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "affinity"; }
-  std::string description() const override { return "Placement table of every rank and OpenMP thread"; }
+  std::string description() const override { return "Binding table of every rank and OpenMP thread"; }
   void add_options(CLI::App& cli) override {
     cli.add_flag("--check", check_,
                  "exit 1 if a thread runs outside its set, shares a core under core binding, or threads share "
@@ -22,17 +22,17 @@ class AffinityApp final : public hympi::AppDefinition {
     r.rate_unit = "threads";
     if (ctx.env.rank() == 0) {
       const int cores = ctx.topology.cores();
-      auto problems = hympi::check_placement(ctx.placement, ctx.affinity.bind, cores);
+      auto problems = hympi::check_binding(ctx.bindings, ctx.affinity.bind, cores);
       // Shared PUs make every measurement a scheduler artefact: only a user who asked for it gets a pass.
-      const auto sharing = hympi::assess_pu_sharing(ctx.placement, ctx.topology.pus());
+      const auto sharing = hympi::assess_pu_sharing(ctx.bindings, ctx.topology.pus());
       if (sharing.oversubscribed && !ctx.affinity.oversubscribe)
         problems.push_back("oversubscribed: " + sharing.summary +
                            " (pass --oversubscribe or set HYMPI_OVERSUBSCRIBE=1 if this is intended)");
-      std::cout << hympi::format_placement_table(ctx.placement);
-      for (const auto& p : problems) std::cout << "placement problem: " << p << "\n";
-      std::cout << (problems.empty() ? "placement check: PASSED" : "placement check: FAILED") << std::endl;
+      std::cout << hympi::format_binding_table(ctx.bindings);
+      for (const auto& p : problems) std::cout << "binding problem: " << p << "\n";
+      std::cout << (problems.empty() ? "binding check: PASSED" : "binding check: FAILED") << std::endl;
       r.verified = problems.empty();
-      r.rate = static_cast<double>(ctx.placement.size());
+      r.rate = static_cast<double>(ctx.bindings.size());
       r.metrics["problems"] = problems;
     }
     int ok = r.verified ? 1 : 0;

@@ -42,12 +42,12 @@ double parse_min_time(const std::string& text, const std::string& source) {
 }
 
 /// Binds as asked and verifies every thread really got its intended set.
-std::vector<ThreadPlacement> place_threads(const Environment& env, const Topology& topology,
-                                           const AffinityOptions& affinity) {
-  const PlacementPlan plan =
-      plan_placement(topology, affinity, env.machine_rank(), env.machine_size(), env.threads());
-  apply_placement(topology, plan);
-  auto rows = observe_placement(topology, plan, env.rank(), env.host(), physical_host());
+std::vector<ThreadBinding> bind_threads(const Environment& env, const Topology& topology,
+                                        const AffinityOptions& affinity) {
+  const BindingPlan plan =
+      plan_binding(topology, affinity, env.machine_rank(), env.machine_size(), env.threads());
+  apply_binding(topology, plan);
+  auto rows = observe_binding(topology, plan, env.rank(), env.host(), physical_host());
   for (const auto& row : rows)
     if (affinity.bind != BindPolicy::none && row.bound_set != row.intended_set)
       throw TopologyError("rank " + std::to_string(row.rank) + " thread " + std::to_string(row.thread) +
@@ -55,7 +55,7 @@ std::vector<ThreadPlacement> place_threads(const Environment& env, const Topolog
   return rows;
 }
 
-int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOptions& affinity, bool print_placement,
+int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOptions& affinity, bool print_bindings,
                  bool require_verified, double min_time_s) {
   const std::string prog = "hympi-" + app.name();
   std::optional<Environment> env;
@@ -78,17 +78,17 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOption
   }
   try {
     const Topology topology = Topology::this_machine();
-    const auto mine = place_threads(*env, topology, affinity);
-    const auto placement = gather_placement(env->world(), mine);
+    const auto mine = bind_threads(*env, topology, affinity);
+    const auto bindings = gather_binding(env->world(), mine);
     // Threads sharing a PU take turns by scheduler ticks: every timing is then wrong, so say so.
-    const PuSharing sharing = root ? assess_pu_sharing(placement, topology.pus()) : PuSharing{};
+    const PuSharing sharing = root ? assess_pu_sharing(bindings, topology.pus()) : PuSharing{};
     if (sharing.oversubscribed)
       std::cerr << prog << ": warning: oversubscribed" << (affinity.oversubscribe ? " (as asked)" : "") << ": "
                 << sharing.summary << std::endl;
-    if (root && print_placement) std::cout << format_placement_table(placement) << std::flush;
+    if (root && print_bindings) std::cout << format_binding_table(bindings) << std::flush;
 
     Metrics metrics;
-    AppContext context{*env, topology, metrics, affinity, placement, min_time_s};
+    AppContext context{*env, topology, metrics, affinity, bindings, min_time_s};
     HYMPI_MPI(MPI_Barrier(env->world()));
     ResultRecord record = app.run(context);
     const MetricsSummary summary = metrics.reduce(env->world(), env->node().get());
@@ -113,7 +113,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOption
                    {"mpi_library", env->mpi_library()},
                    {"threads_level", to_string(env->thread_level())},
                    {"topology_hash", topology.hash()},
-                   {"placement", placement_json(placement)},
+                   {"placement", binding_json(bindings)},
                    {"timestamp", utc_timestamp()}});
       std::cout << format_result_line(line) << std::endl;
       if (!record.verified) std::cerr << prog << ": error: verification FAILED\n";
@@ -138,12 +138,12 @@ int run_app(int argc, char** argv, AppDefinition& app) {
   std::string bind = env_or("HYMPI_BIND", "core");
   std::string dist = env_or("HYMPI_DIST", "compact");
   int validate_ranks = 0;
-  bool print_placement = false;
+  bool print_bindings = false;
   bool allow_unverified = false;
   std::string min_time_text = env_or("HYMPI_MIN_TIME", "1.0");
   cli.add_option("--bind", bind, "binding: none, core, numa or package (env HYMPI_BIND)")->capture_default_str();
   cli.add_option("--dist", dist, "rank distribution: compact or scatter (env HYMPI_DIST)")->capture_default_str();
-  cli.add_flag("--placement", print_placement, "print where every rank and thread runs");
+  cli.add_flag("--placement", print_bindings, "print where every rank and thread runs");
   cli.add_flag("--allow-unverified", allow_unverified, "exit 0 even when verification fails");
   bool oversubscribe = false;
   cli.add_flag("--oversubscribe", oversubscribe, "accept threads sharing PUs (env HYMPI_OVERSUBSCRIBE=1)");
@@ -181,7 +181,7 @@ int run_app(int argc, char** argv, AppDefinition& app) {
     std::cerr << prog << ": error: " << e.what() << "\n";
     return 1;
   }
-  return run_with_mpi(argc, argv, app, affinity, print_placement, !allow_unverified, min_time_s);
+  return run_with_mpi(argc, argv, app, affinity, print_bindings, !allow_unverified, min_time_s);
 }
 
 }  // namespace hympi

@@ -73,13 +73,13 @@ int domain_index(int rank, int ranks, int domains, Distribution dist) {
 
 }  // namespace
 
-PlacementPlan plan_placement(const Topology& topo, const AffinityOptions& options, int local_rank,
-                             int local_size, int threads) {
+BindingPlan plan_binding(const Topology& topo, const AffinityOptions& options, int local_rank,
+                         int local_size, int threads) {
   if (local_size < 1 || local_rank < 0 || local_rank >= local_size)
     throw InvalidArgument("local rank " + std::to_string(local_rank) + " of " +
                           std::to_string(local_size) + " is out of range");
   if (threads < 1) throw InvalidArgument("threads per rank must be >= 1, got " + std::to_string(threads));
-  PlacementPlan plan;
+  BindingPlan plan;
   plan.bind = options.bind;
   switch (options.bind) {
     case BindPolicy::none:
@@ -115,54 +115,49 @@ PlacementPlan plan_placement(const Topology& topo, const AffinityOptions& option
   return plan;
 }
 
-void apply_placement(const Topology& topo, const PlacementPlan& plan) {
+void apply_binding(const Topology& topo, const BindingPlan& plan) {
   if (plan.bind == BindPolicy::none) return;
   if (!topo.is_this_system()) throw TopologyError("cannot bind on a topology that is not this machine");
   if (hwloc_set_cpubind(topo.get(), plan.rank_set.get(), HWLOC_CPUBIND_PROCESS) < 0)
     throw TopologyError("cannot bind process to " + plan.rank_set.to_list() + ": " + std::strerror(errno));
-  std::string failure;
+  ParallelErrors errors;
 #pragma omp parallel
-  {
+  errors.capture([&] {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
     const Bitmap& set = plan.thread_sets[t % plan.thread_sets.size()];
-    if (hwloc_set_cpubind(topo.get(), set.get(), HWLOC_CPUBIND_THREAD) < 0) {
-      const std::string why = std::strerror(errno);
-#pragma omp critical(hympi_affinity_failure)
-      failure = "cannot bind thread " + std::to_string(t) + " to " + set.to_list() + ": " + why;
-    }
-  }
-  if (!failure.empty()) throw TopologyError(failure);
+    if (hwloc_set_cpubind(topo.get(), set.get(), HWLOC_CPUBIND_THREAD) < 0)
+      throw TopologyError("cannot bind thread " + std::to_string(t) + " to " + set.to_list() + ": " +
+                          std::strerror(errno));
+  });
+  errors.rethrow();
 }
 
-std::vector<ThreadPlacement> observe_placement(const Topology& topo, const PlacementPlan& plan, int rank,
-                                               const std::string& host, const std::string& machine) {
-  std::vector<ThreadPlacement> rows(static_cast<std::size_t>(omp_get_max_threads()));
-  std::string failure;
+std::vector<ThreadBinding> observe_binding(const Topology& topo, const BindingPlan& plan, int rank,
+                                           const std::string& host, const std::string& machine) {
+  std::vector<ThreadBinding> rows(static_cast<std::size_t>(omp_get_max_threads()));
+  ParallelErrors errors;
 #pragma omp parallel
-  {
+  errors.capture([&] {
     const auto t = static_cast<std::size_t>(omp_get_thread_num());
-    ThreadPlacement& row = rows[t];
+    ThreadBinding& row = rows[t];
     row.host = host;
     row.machine = machine;
     row.rank = rank;
     row.thread = static_cast<int>(t);
     Bitmap bound, last;
     if (hwloc_get_cpubind(topo.get(), bound.get(), HWLOC_CPUBIND_THREAD) < 0 ||
-        hwloc_get_last_cpu_location(topo.get(), last.get(), HWLOC_CPUBIND_THREAD) < 0) {
-#pragma omp critical(hympi_affinity_failure)
-      failure = std::string("cannot query thread binding: ") + std::strerror(errno);
-    } else {
-      row.bound_set = bound.to_list();
-      const int pu = hwloc_bitmap_first(last.get());
-      const PuLocation loc = topo.locate_pu(static_cast<unsigned>(pu));
-      row.pu_os = loc.pu_os;
-      row.core = loc.core;
-      row.numa = loc.numa;
-      row.package = loc.package;
-      if (plan.bind != BindPolicy::none) row.intended_set = plan.thread_sets[t % plan.thread_sets.size()].to_list();
-    }
-  }
-  if (!failure.empty()) throw TopologyError(failure);
+        hwloc_get_last_cpu_location(topo.get(), last.get(), HWLOC_CPUBIND_THREAD) < 0)
+      throw TopologyError(std::string("cannot query thread binding: ") + std::strerror(errno));
+    row.bound_set = bound.to_list();
+    const int pu = hwloc_bitmap_first(last.get());
+    const PuLocation loc = topo.locate_pu(static_cast<unsigned>(pu));
+    row.pu_os = loc.pu_os;
+    row.core = loc.core;
+    row.numa = loc.numa;
+    row.package = loc.package;
+    if (plan.bind != BindPolicy::none) row.intended_set = plan.thread_sets[t % plan.thread_sets.size()].to_list();
+  });
+  errors.rethrow();
   return rows;
 }
 
@@ -183,13 +178,13 @@ void copy_text(char* dst, const std::string& src, int width) {
 }
 }  // namespace
 
-std::vector<ThreadPlacement> gather_placement(MPI_Comm comm, const std::vector<ThreadPlacement>& mine) {
+std::vector<ThreadBinding> gather_binding(MPI_Comm comm, const std::vector<ThreadBinding>& mine) {
   int rank = 0, size = 1;
   HYMPI_MPI(MPI_Comm_rank(comm, &rank));
   HYMPI_MPI(MPI_Comm_size(comm, &size));
   std::vector<WireRow> out(mine.size());
   for (std::size_t i = 0; i < mine.size(); ++i) {
-    const ThreadPlacement& r = mine[i];
+    const ThreadBinding& r = mine[i];
     copy_text(out[i].host, r.host, kNameWidth);
     copy_text(out[i].machine, r.machine, kNameWidth);
     copy_text(out[i].bound, r.bound_set, kSetWidth);
@@ -207,20 +202,20 @@ std::vector<ThreadPlacement> gather_placement(MPI_Comm comm, const std::vector<T
   }
   std::vector<WireRow> all(rank == 0 ? static_cast<std::size_t>(total) / sizeof(WireRow) : 0);
   HYMPI_MPI(MPI_Gatherv(out.data(), bytes, MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE, 0, comm));
-  std::vector<ThreadPlacement> rows;
+  std::vector<ThreadBinding> rows;
   for (const WireRow& w : all)
     rows.push_back({w.host, w.machine, w.ints[0], w.ints[1], w.ints[2], w.ints[3], w.ints[4], w.ints[5],
                     w.bound, w.intended});
   return rows;
 }
 
-std::vector<std::string> check_placement(const std::vector<ThreadPlacement>& rows, BindPolicy bind,
-                                         int cores_per_machine) {
+std::vector<std::string> check_binding(const std::vector<ThreadBinding>& rows, BindPolicy bind,
+                                       int cores_per_machine) {
   std::vector<std::string> problems;
   if (bind == BindPolicy::none) return problems;
   std::map<std::string, int> threads_per_machine;
   for (const auto& r : rows) ++threads_per_machine[r.machine];
-  std::map<std::pair<std::string, int>, const ThreadPlacement*> core_owner;
+  std::map<std::pair<std::string, int>, const ThreadBinding*> core_owner;
   for (const auto& r : rows) {
     const std::string who = "rank " + std::to_string(r.rank) + " thread " + std::to_string(r.thread);
     if (r.bound_set != r.intended_set)
@@ -240,11 +235,11 @@ std::vector<std::string> check_placement(const std::vector<ThreadPlacement>& row
 }
 
 namespace {
-std::string who(const ThreadPlacement& r) {
+std::string who(const ThreadBinding& r) {
   return "rank " + std::to_string(r.rank) + " thread " + std::to_string(r.thread);
 }
 
-Bitmap parse_bound_set(const ThreadPlacement& r) {
+Bitmap parse_bound_set(const ThreadBinding& r) {
   Bitmap set;
   if (hwloc_bitmap_list_sscanf(set.get(), r.bound_set.c_str()) < 0 || hwloc_bitmap_iszero(set.get()) ||
       hwloc_bitmap_weight(set.get()) < 0)
@@ -253,26 +248,26 @@ Bitmap parse_bound_set(const ThreadPlacement& r) {
 }
 }  // namespace
 
-PuSharing assess_pu_sharing(const std::vector<ThreadPlacement>& rows, int pus_per_machine) {
-  std::map<std::string, std::vector<const ThreadPlacement*>> by_machine;
+PuSharing assess_pu_sharing(const std::vector<ThreadBinding>& rows, int pus_per_machine) {
+  std::map<std::string, std::vector<const ThreadBinding*>> by_machine;
   for (const auto& r : rows) by_machine[r.machine].push_back(&r);
   PuSharing out;
   std::vector<std::string> notes;
   for (const auto& [machine, threads] : by_machine) {
     struct Item {
-      const ThreadPlacement* row;
+      const ThreadBinding* row;
       Bitmap set;
       int weight;
     };
     std::vector<Item> items;
-    for (const ThreadPlacement* r : threads) {
+    for (const ThreadBinding* r : threads) {
       Bitmap set = parse_bound_set(*r);
       const int weight = set.weight();
       items.push_back({r, std::move(set), weight});
     }
     // Most constrained first, so a free thread never takes the PU a pinned one must have.
     std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.weight < b.weight; });
-    std::map<unsigned, std::vector<const ThreadPlacement*>> on_pu;
+    std::map<unsigned, std::vector<const ThreadBinding*>> on_pu;
     for (const Item& item : items) {
       unsigned best = 0;
       std::size_t best_load = std::numeric_limits<std::size_t>::max();
@@ -299,7 +294,7 @@ PuSharing assess_pu_sharing(const std::vector<ThreadPlacement>& rows, int pus_pe
     if (shared.empty() && !too_many) continue;
     out.oversubscribed = true;
     std::set<int> ranks;
-    for (const ThreadPlacement* r : threads) ranks.insert(r->rank);
+    for (const ThreadBinding* r : threads) ranks.insert(r->rank);
     std::string note = machine + ": " + std::to_string(count) + " threads of " + std::to_string(ranks.size()) +
                        " ranks";
     if (pus_per_machine > 0) note += " on " + std::to_string(pus_per_machine) + " PUs";
@@ -316,9 +311,9 @@ PuSharing assess_pu_sharing(const std::vector<ThreadPlacement>& rows, int pus_pe
   return out;
 }
 
-int count_shared_pus(const std::vector<ThreadPlacement>& rows) { return assess_pu_sharing(rows, 0).shared_pus; }
+int count_shared_pus(const std::vector<ThreadBinding>& rows) { return assess_pu_sharing(rows, 0).shared_pus; }
 
-std::string format_placement_table(const std::vector<ThreadPlacement>& rows) {
+std::string format_binding_table(const std::vector<ThreadBinding>& rows) {
   std::ostringstream os;
   os << std::left << std::setw(20) << "host" << std::right << std::setw(6) << "rank" << std::setw(8) << "thread"
      << std::setw(6) << "pu" << std::setw(6) << "core" << std::setw(6) << "numa" << std::setw(9) << "package"
@@ -330,7 +325,7 @@ std::string format_placement_table(const std::vector<ThreadPlacement>& rows) {
   return os.str();
 }
 
-nlohmann::json placement_json(const std::vector<ThreadPlacement>& rows) {
+nlohmann::json binding_json(const std::vector<ThreadBinding>& rows) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : rows)
     out.push_back({{"host", r.host}, {"rank", r.rank}, {"thread", r.thread}, {"pu", r.pu_os}, {"core", r.core},

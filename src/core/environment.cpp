@@ -85,6 +85,37 @@ bool omp_threads_explicit() {
   return text != nullptr && *text != '\0';
 }
 
+NodeMap::NodeMap(MPI_Comm comm, int virtual_nodes, MPI_Comm machine) {
+  if (virtual_nodes < 1)
+    throw InvalidArgument("virtual nodes must be >= 1, got " + std::to_string(virtual_nodes));
+  int rank = 0;
+  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
+  if (machine == MPI_COMM_NULL) {
+    MPI_Comm shared = MPI_COMM_NULL;
+    HYMPI_MPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared));
+    machine_ = Comm(shared);
+  } else {
+    machine_ = Comm::duplicate(machine);
+  }
+  machine_rank_ = machine_.rank();
+  machine_size_ = machine_.size();
+
+  // Virtual nodes: contiguous blocks of the machine's ranks, so rank order maps to node order.
+  nodes_on_machine_ = std::min(virtual_nodes, machine_size_);
+  node_on_machine_ = static_cast<int>(static_cast<long long>(machine_rank_) * nodes_on_machine_ / machine_size_);
+  node_ = Comm::split(machine_.get(), node_on_machine_, machine_rank_);
+  node_rank_ = node_.rank();
+  node_size_ = node_.size();
+
+  const int leader = node_rank_ == 0 ? 1 : 0;
+  HYMPI_MPI(MPI_Allreduce(&leader, &num_nodes_, 1, MPI_INT, MPI_SUM, comm));
+  int before = 0;
+  HYMPI_MPI(MPI_Exscan(&leader, &before, 1, MPI_INT, MPI_SUM, comm));
+  if (rank == 0) before = 0;  // MPI_Exscan leaves rank 0's output undefined.
+  node_id_ = before;
+  HYMPI_MPI(MPI_Bcast(&node_id_, 1, MPI_INT, 0, node_.get()));
+}
+
 Environment::Environment(int& argc, char**& argv, const EnvironmentOptions& options) {
   // Validate before MPI_Init so a bad value never leaves MPI half-initialised.
   virtual_nodes_ = options.virtual_nodes > 0 ? options.virtual_nodes : virtual_nodes_from_env();
@@ -99,32 +130,13 @@ Environment::Environment(int& argc, char**& argv, const EnvironmentOptions& opti
     HYMPI_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
     HYMPI_MPI(MPI_Comm_size(MPI_COMM_WORLD, &size_));
 
-    MPI_Comm shared = MPI_COMM_NULL;
-    HYMPI_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &shared));
-    machine_ = Comm(shared);
-    machine_rank_ = machine_.rank();
-    machine_size_ = machine_.size();
-
-    // Virtual nodes: contiguous blocks of the machine's ranks, so rank order maps to node order.
-    const int parts = std::min(virtual_nodes_, machine_size_);
-    const int color = static_cast<int>(static_cast<long long>(machine_rank_) * parts / machine_size_);
-    node_ = Comm::split(machine_.get(), color, machine_rank_);
-    node_rank_ = node_.rank();
-    node_size_ = node_.size();
-
-    const int leader = node_rank_ == 0 ? 1 : 0;
-    HYMPI_MPI(MPI_Allreduce(&leader, &num_nodes_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-    int before = 0;
-    HYMPI_MPI(MPI_Exscan(&leader, &before, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-    if (rank_ == 0) before = 0;  // MPI_Exscan leaves rank 0's output undefined.
-    node_id_ = before;
-    HYMPI_MPI(MPI_Bcast(&node_id_, 1, MPI_INT, 0, node_.get()));
+    nodes_.emplace(MPI_COMM_WORLD, virtual_nodes_);
 
     char name[MPI_MAX_PROCESSOR_NAME] = {};
     int length = 0;
     HYMPI_MPI(MPI_Get_processor_name(name, &length));
     host_.assign(name, static_cast<std::size_t>(length));
-    if (parts > 1) host_ += "/vn" + std::to_string(color);
+    if (nodes_->nodes_on_machine() > 1) host_ += "/vn" + std::to_string(nodes_->node_on_machine());
 
     char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
     HYMPI_MPI(MPI_Get_library_version(version, &length));
@@ -138,7 +150,7 @@ Environment::Environment(int& argc, char**& argv, const EnvironmentOptions& opti
       int mine = 0;  // 0: this rank could not count its cores; every rank must still reach the reduction
       std::string why = "another rank could not count its cores for the default thread count";
       try {
-        mine = machine_default_threads(Topology::this_machine().cores(), machine_size_, virtual_nodes_);
+        mine = machine_default_threads(Topology::this_machine().cores(), machine_size(), virtual_nodes_);
       } catch (const std::exception& e) {
         why = e.what();
       }
@@ -150,16 +162,14 @@ Environment::Environment(int& argc, char**& argv, const EnvironmentOptions& opti
     }
     threads_ = omp_get_max_threads();
   } catch (...) {
-    node_ = Comm();
-    machine_ = Comm();
+    nodes_.reset();
     MPI_Finalize();
     throw;
   }
 }
 
 Environment::~Environment() {
-  node_ = Comm();
-  machine_ = Comm();
+  nodes_.reset();
   MPI_Finalize();
 }
 

@@ -120,9 +120,9 @@ void Spmv3dOptions::validate(int ranks, int threads) const {
   if (op == SpmvOperator::csr) {
     std::array<long, 3> largest{};
     for (int d = 0; d < 3; ++d) largest[d] = (g[d] + p[d] - 1) / p[d];
-    const GridLayout layout(largest, ghost, sizeof(double));
-    if (layout.size >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-      throw InvalidArgument("local block of " + std::to_string(layout.size) +
+    const GridIndexing indexing(largest, ghost, sizeof(double));
+    if (indexing.size >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+      throw InvalidArgument("local block of " + std::to_string(indexing.size) +
                             " points is too large for 32-bit CSR column indexes");
   }
 }
@@ -169,7 +169,7 @@ Operator27::Operator27(const CartDecomposition& cart, const Spmv3dOptions& optio
   nonzeros_ = static_cast<std::size_t>(offset);
   columns_.reset(new std::int32_t[nonzeros_]);
   values_.reset(new double[nonzeros_]);
-  const GridLayout layout(n, ghost_, sizeof(double));  // the vectors' layout: columns are their indexes
+  const GridIndexing indexing(n, ghost_, sizeof(double));  // the vectors' indexing: columns are their indexes
   std::int64_t* start = row_start_.get();
   std::int32_t* cols = columns_.get();
   double* vals = values_.get();
@@ -186,11 +186,11 @@ Operator27::Operator27(const CartDecomposition& cart, const Spmv3dOptions& optio
               if (dx == 0 && dy == 0 && dz == 0) continue;
               const long gi = box.low[0] + i + dx, gj = box.low[1] + j + dy, gk = box.low[2] + k + dz;
               if (gi < 0 || gi >= global[0] || gj < 0 || gj >= global[1] || gk < 0 || gk >= global[2]) continue;
-              cols[e] = static_cast<std::int32_t>(layout.index(i + dx, j + dy, k + dz));
+              cols[e] = static_cast<std::int32_t>(indexing.index(i + dx, j + dy, k + dz));
               vals[e] = -1.0;
               ++e;
             }
-        cols[e] = static_cast<std::int32_t>(layout.index(i, j, k));
+        cols[e] = static_cast<std::int32_t>(indexing.index(i, j, k));
         vals[e] = 26.0;
       }
 }

@@ -44,6 +44,33 @@ void check_stream_memory(std::size_t elements, int ranks_on_node, std::uint64_t 
   }
 }
 
+double stream_deviation(std::span<const double> a, std::span<const double> b, std::span<const double> c,
+                        int passes) {
+  if (passes < 1) throw InvalidArgument("STREAM passes to verify must be >= 1, got " + std::to_string(passes));
+  if (b.size() != a.size() || c.size() != a.size())
+    throw InvalidArgument("STREAM arrays differ in length: " + std::to_string(a.size()) + ", " +
+                          std::to_string(b.size()) + ", " + std::to_string(c.size()));
+  // Replay the recurrences on scalars and compare every element.
+  double ea = 1.0, eb = 2.0, ec = 0.0;
+  for (int pass = 0; pass < passes; ++pass) {
+    ec = ea;
+    eb = kStreamScalar * ec;
+    ec = ea + eb;
+    ea = eb + kStreamScalar * ec;
+  }
+  const auto n = static_cast<long>(a.size());
+  double worst = 0.0;
+  bool nan = false;
+#pragma omp parallel for schedule(static) reduction(max : worst) reduction(|| : nan)
+  for (long i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    const double da = std::abs(a[k] - ea) / ea, db = std::abs(b[k] - eb) / eb, dc = std::abs(c[k] - ec) / ec;
+    nan = nan || std::isnan(da) || std::isnan(db) || std::isnan(dc);
+    worst = std::max({worst, da, db, dc});
+  }
+  return nan ? std::numeric_limits<double>::infinity() : worst;
+}
+
 StreamResult run_stream(MPI_Comm comm, const StreamOptions& options) {
   if (options.repeats < 2) throw InvalidArgument("STREAM repeats must be >= 2, got " + std::to_string(options.repeats));
   if (options.elements < 1) throw InvalidArgument("STREAM elements must be >= 1, got 0");
@@ -67,22 +94,8 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options) {
     }
   };
   fill();
-  const double scalar = 3.0;
-  // STREAM's check: replay the recurrences of `passes` passes on scalars and compare every element.
-  const auto deviation = [&](int passes) {
-    double ea = 1.0, eb = 2.0, ec = 0.0;
-    for (int pass = 0; pass < passes; ++pass) {
-      ec = ea;
-      eb = scalar * ec;
-      ec = ea + eb;
-      ea = eb + scalar * ec;
-    }
-    double worst = 0.0;
-#pragma omp parallel for schedule(static) reduction(max : worst)
-    for (long i = 0; i < n; ++i)
-      worst = std::max({worst, std::abs(a[i] - ea) / ea, std::abs(b[i] - eb) / eb, std::abs(c[i] - ec) / ec});
-    return worst;
-  };
+  const double scalar = kStreamScalar;
+  const std::span<const double> as{a, options.elements}, bs{b, options.elements}, cs{c, options.elements};
   // a grows 15x per pass and would overflow after ~260 passes, which --min-time can ask for: every
   // this many passes the arrays are checked and refilled, outside the timed kernels.
   constexpr int kPassesPerFill = 50;
@@ -98,7 +111,7 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options) {
   double triad_total = 0.0, local_triad = 0.0;
   while (rep < target) {
     if (since_fill == kPassesPerFill) {
-      worst = std::max(worst, deviation(since_fill));
+      worst = std::max(worst, stream_deviation(as, bs, cs, since_fill));
       fill();
       since_fill = 0;
     }
@@ -153,8 +166,8 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options) {
   r.triad_mean_gbs = r.triad_bytes / triad_total * 1e-9;
   r.local_triad_s = local_triad;
 
-  worst = std::max(worst, deviation(since_fill));
-  int ok = worst <= 1e-13 ? 1 : 0, all_ok = 0;
+  worst = std::max(worst, stream_deviation(as, bs, cs, since_fill));
+  int ok = worst <= kStreamTolerance ? 1 : 0, all_ok = 0;
   HYMPI_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
   r.verified = all_ok == 1;
   return r;

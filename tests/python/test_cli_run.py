@@ -85,7 +85,7 @@ def test_affinity_table_is_printed():
     proc = hympi("affinity", "--ranks", "2", "--bind", "none")
     assert proc.returncode == 0, proc.stderr
     assert "rank" in proc.stdout and "package" in proc.stdout
-    assert "placement check: PASSED" in proc.stdout
+    assert "binding check: PASSED" in proc.stdout
 
 
 def test_virtual_nodes_split_the_machine():

@@ -102,7 +102,7 @@ def test_one_thread_per_pu_in_every_rank_is_warned_recorded_and_fails_the_check(
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert len(warnings(proc)) == 1, proc.stderr
     assert "PU 0 (rank 0 thread 0, rank 1 thread 0" in warnings(proc)[0]
-    assert "placement check: FAILED" in proc.stdout and "HYMPI_OVERSUBSCRIBE=1" in proc.stdout
+    assert "binding check: FAILED" in proc.stdout and "HYMPI_OVERSUBSCRIBE=1" in proc.stdout
     rec = record(proc)
     assert rec["threads_default"] is False and rec["threads"] == pus()
     assert rec["oversubscribed"] is True and rec["shared_pus"] > 0 and rec["verified"] is False

@@ -19,14 +19,14 @@ struct Layout {
   int threads = 1;
 };
 
-/// What an app's run() gets: its environment, the machine, a metrics sink and the placement.
+/// What an app's run() gets: its environment, the machine, a metrics sink and the bindings.
 struct AppContext {
   Environment& env;
   const Topology& topology;
   Metrics& metrics;
   AffinityOptions affinity;
-  /// Every rank's and thread's observed placement (complete on rank 0, empty elsewhere).
-  const std::vector<ThreadPlacement>& placement;
+  /// Every rank's and thread's observed binding (complete on rank 0, empty elsewhere).
+  const std::vector<ThreadBinding>& bindings;
   /// Seconds of timed kernel work an app should reach by repeating its kernel, unless the user
   /// fixed the repetitions (--min-time, env HYMPI_MIN_TIME, default 1; 0 = no minimum).
   double min_time_s = 0.0;

@@ -26,7 +26,7 @@ Distribution parse_distribution(const std::string& text);
 struct AffinityOptions {
   BindPolicy bind = BindPolicy::core;
   Distribution distribution = Distribution::compact;
-  /// The user asked for threads to share PUs, so the placement check accepts it (still warned about).
+  /// The user asked for threads to share PUs, so the binding check accepts it (still warned about).
   bool oversubscribe = false;
 };
 
@@ -34,7 +34,7 @@ struct AffinityOptions {
 bool oversubscribe_from_env();
 
 /// The cpusets a rank and each of its threads are meant to run on.
-struct PlacementPlan {
+struct BindingPlan {
   BindPolicy bind = BindPolicy::none;
   Bitmap rank_set;
   std::vector<Bitmap> thread_sets;
@@ -47,15 +47,15 @@ struct PlacementPlan {
 /// more packages than NUMA domains). numa/package: every thread gets the rank's domain, chosen
 /// in blocks (compact) or round-robin (scatter). Too many ranks wrap around (oversubscription).
 /// Throws InvalidArgument when local_rank/local_size/threads are out of range.
-PlacementPlan plan_placement(const Topology& topology, const AffinityOptions& options, int local_rank,
-                             int local_size, int threads);
+BindingPlan plan_binding(const Topology& topology, const AffinityOptions& options, int local_rank,
+                         int local_size, int threads);
 
 /// Binds this process and each OpenMP thread as planned (no-op for BindPolicy::none).
 /// Call outside a parallel region. Throws TopologyError if hwloc refuses a binding.
-void apply_placement(const Topology& topology, const PlacementPlan& plan);
+void apply_binding(const Topology& topology, const BindingPlan& plan);
 
-/// One thread's observed placement.
-struct ThreadPlacement {
+/// One thread's observed binding and the PU it last ran on.
+struct ThreadBinding {
   std::string host;      ///< node name (with /vnN for virtual nodes)
   std::string machine;   ///< physical host: threads on one machine compete for its cores
   int rank = 0;
@@ -69,17 +69,18 @@ struct ThreadPlacement {
 };
 
 /// Observes every OpenMP thread of this rank: last PU, its core/NUMA/package, its binding.
-std::vector<ThreadPlacement> observe_placement(const Topology& topology, const PlacementPlan& plan,
-                                               int rank, const std::string& host,
-                                               const std::string& machine);
+/// Throws TopologyError when hwloc cannot report a thread's binding or the PU it ran on is not in
+/// `topology`; call outside a parallel region.
+std::vector<ThreadBinding> observe_binding(const Topology& topology, const BindingPlan& plan, int rank,
+                                           const std::string& host, const std::string& machine);
 
 /// Gathers all ranks' rows on rank 0 of `comm` (collective; other ranks get an empty vector).
-std::vector<ThreadPlacement> gather_placement(MPI_Comm comm, const std::vector<ThreadPlacement>& mine);
+std::vector<ThreadBinding> gather_binding(MPI_Comm comm, const std::vector<ThreadBinding>& mine);
 
-/// Problems with a placement: thread bound differently than planned or running outside its
+/// Problems with the bindings: thread bound differently than planned or running outside its
 /// set; under core binding with ranks*threads <= cores per machine, two threads on one core.
-std::vector<std::string> check_placement(const std::vector<ThreadPlacement>& rows, BindPolicy bind,
-                                         int cores_per_machine);
+std::vector<std::string> check_binding(const std::vector<ThreadBinding>& rows, BindPolicy bind,
+                                       int cores_per_machine);
 
 /// How the job's threads fill the PUs of each machine (see assess_pu_sharing).
 struct PuSharing {
@@ -97,15 +98,15 @@ struct PuSharing {
 /// disjoint, this filling shares a PU only where sharing cannot be avoided. A machine also counts
 /// as oversubscribed when it runs more threads than `pus_per_machine` (0: skip that check).
 /// Throws InvalidArgument naming a bound set that is empty, infinite or not an hwloc list.
-PuSharing assess_pu_sharing(const std::vector<ThreadPlacement>& rows, int pus_per_machine);
+PuSharing assess_pu_sharing(const std::vector<ThreadBinding>& rows, int pus_per_machine);
 
 /// Number of PUs that carry more than one thread (assess_pu_sharing's shared_pus); throws as it does.
-int count_shared_pus(const std::vector<ThreadPlacement>& rows);
+int count_shared_pus(const std::vector<ThreadBinding>& rows);
 
-/// Placement rows as a fixed-width table (the xthi question, answered).
-std::string format_placement_table(const std::vector<ThreadPlacement>& rows);
+/// Binding rows as a fixed-width table (the xthi question, answered).
+std::string format_binding_table(const std::vector<ThreadBinding>& rows);
 
-/// Placement rows as a JSON array.
-nlohmann::json placement_json(const std::vector<ThreadPlacement>& rows);
+/// Binding rows as a JSON array (the HYMPI_RESULT "placement" field).
+nlohmann::json binding_json(const std::vector<ThreadBinding>& rows);
 
 }  // namespace hympi

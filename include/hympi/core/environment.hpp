@@ -2,6 +2,7 @@
 // MPI + OpenMP start-up: thread level, node-local communicators, virtual nodes.
 #include <mpi.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,39 @@ struct EnvironmentOptions {
   int virtual_nodes = 0;
 };
 
+/// Which ranks of a communicator share a machine and a (possibly virtual) node.
+///
+/// Machines are the shared-memory domains of `comm` (MPI_COMM_TYPE_SHARED) unless `machine` names
+/// them (a sub-communicator of `comm` holding this rank and its machine mates: tests pretend
+/// several machines with MPI_Comm_split). Each machine's ranks are cut into min(virtual_nodes,
+/// machine size) contiguous blocks, its nodes. Collective over `comm`; throws MpiError when an
+/// MPI call fails and InvalidArgument when virtual_nodes < 1.
+class NodeMap {
+ public:
+  NodeMap(MPI_Comm comm, int virtual_nodes, MPI_Comm machine = MPI_COMM_NULL);
+
+  /// Ranks of this node.
+  [[nodiscard]] const Comm& node() const noexcept { return node_; }
+  /// Ranks sharing this machine, regardless of virtual nodes.
+  [[nodiscard]] const Comm& machine() const noexcept { return machine_; }
+  /// Index of this node, 0 .. num_nodes()-1, in order of the nodes' lowest rank in `comm`.
+  [[nodiscard]] int node_id() const noexcept { return node_id_; }
+  [[nodiscard]] int num_nodes() const noexcept { return num_nodes_; }
+  [[nodiscard]] int node_rank() const noexcept { return node_rank_; }
+  [[nodiscard]] int node_size() const noexcept { return node_size_; }
+  [[nodiscard]] int machine_rank() const noexcept { return machine_rank_; }
+  [[nodiscard]] int machine_size() const noexcept { return machine_size_; }
+  /// Index of this node among its machine's nodes, 0 .. nodes_on_machine()-1.
+  [[nodiscard]] int node_on_machine() const noexcept { return node_on_machine_; }
+  [[nodiscard]] int nodes_on_machine() const noexcept { return nodes_on_machine_; }
+
+ private:
+  Comm machine_, node_;
+  int machine_rank_ = 0, machine_size_ = 1;
+  int node_rank_ = 0, node_size_ = 1, node_id_ = 0, num_nodes_ = 1;
+  int node_on_machine_ = 0, nodes_on_machine_ = 1;
+};
+
 /// Initialises MPI (and finalises it on destruction), chooses the OpenMP thread count when
 /// OMP_NUM_THREADS is unset, and describes where this process runs.
 ///
@@ -56,17 +90,17 @@ class Environment {
   [[nodiscard]] int rank() const noexcept { return rank_; }
   [[nodiscard]] int size() const noexcept { return size_; }
   /// Ranks of this (possibly virtual) node.
-  [[nodiscard]] const Comm& node() const noexcept { return node_; }
+  [[nodiscard]] const Comm& node() const noexcept { return nodes_->node(); }
   /// Ranks sharing this physical machine (shared-memory domain), regardless of virtual nodes.
-  [[nodiscard]] const Comm& machine() const noexcept { return machine_; }
+  [[nodiscard]] const Comm& machine() const noexcept { return nodes_->machine(); }
   /// Index of this (virtual) node, 0 .. num_nodes()-1, in order of the nodes' lowest world rank.
-  [[nodiscard]] int node_id() const noexcept { return node_id_; }
-  [[nodiscard]] int num_nodes() const noexcept { return num_nodes_; }
-  [[nodiscard]] int node_rank() const noexcept { return node_rank_; }
-  [[nodiscard]] int node_size() const noexcept { return node_size_; }
+  [[nodiscard]] int node_id() const noexcept { return nodes_->node_id(); }
+  [[nodiscard]] int num_nodes() const noexcept { return nodes_->num_nodes(); }
+  [[nodiscard]] int node_rank() const noexcept { return nodes_->node_rank(); }
+  [[nodiscard]] int node_size() const noexcept { return nodes_->node_size(); }
   /// Rank within the physical machine: what affinity uses to pick cores.
-  [[nodiscard]] int machine_rank() const noexcept { return machine_rank_; }
-  [[nodiscard]] int machine_size() const noexcept { return machine_size_; }
+  [[nodiscard]] int machine_rank() const noexcept { return nodes_->machine_rank(); }
+  [[nodiscard]] int machine_size() const noexcept { return nodes_->machine_size(); }
   /// OpenMP threads per rank (omp_get_max_threads(), after the default below was applied).
   [[nodiscard]] int threads() const noexcept { return threads_; }
   /// True when OMP_NUM_THREADS was unset, so the constructor chose machine_default_threads() (the
@@ -83,9 +117,7 @@ class Environment {
 
  private:
   int rank_ = 0, size_ = 1;
-  Comm machine_, node_;
-  int machine_rank_ = 0, machine_size_ = 1;
-  int node_rank_ = 0, node_size_ = 1, node_id_ = 0, num_nodes_ = 1;
+  std::optional<NodeMap> nodes_;  // engaged from construction until MPI_Finalize
   int threads_ = 1;
   bool threads_default_ = false;
   int virtual_nodes_ = 1;

@@ -1,5 +1,7 @@
 #pragma once
 // Error types of libhympi. Library code throws; only main() turns an error into an exit code.
+#include <exception>
+#include <mutex>
 #include <source_location>
 #include <stdexcept>
 #include <string>
@@ -39,6 +41,33 @@ class MpiError : public Error {
 /// Throws MpiError when `code` is not MPI_SUCCESS; use through HYMPI_MPI.
 void check_mpi(int code, const char* call,
                const std::source_location& where = std::source_location::current());
+
+/// Carries the first exception thrown inside an OpenMP parallel region out of it.
+///
+/// An exception that leaves a parallel region calls std::terminate, so region bodies run their
+/// throwing parts through capture() and the caller calls rethrow() after the region. A thread
+/// whose work threw still reaches every barrier and worksharing construct of the region.
+class ParallelErrors {
+ public:
+  /// Runs f(); keeps the first exception any thread's f() throws instead of letting it escape.
+  template <class F>
+  void capture(F&& f) noexcept {
+    try {
+      f();
+    } catch (...) {
+      const std::lock_guard lock(mutex_);
+      if (!first_) first_ = std::current_exception();
+    }
+  }
+  /// Rethrows the first captured exception, if any; call after the region, on one thread.
+  void rethrow() const {
+    if (first_) std::rethrow_exception(first_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::exception_ptr first_;
+};
 
 }  // namespace hympi
 

@@ -130,7 +130,8 @@ class OverlapDriver {
   /// Brings the ghosts of `exchanged` up to date and calls `kernel` once on boxes that cover
   /// every owned point exactly once. The kernel may read `exchanged` anywhere within its
   /// reach and may write points of the box it is given (in any grid). Collective over the
-  /// Cartesian communicator.
+  /// Cartesian communicator. Throws MpiError when the exchange fails and rethrows the first
+  /// exception a kernel call threw once the exchange has completed.
   template <class Kernel>
   OverlapTimes apply(Grid3D<double>& exchanged, Kernel&& kernel);
 
@@ -149,24 +150,28 @@ class OverlapDriver {
 // --- implementation of the template -------------------------------------------------------
 
 namespace detail {
-/// Runs `kernel` over `items` with a static loop-level schedule (a team of its own).
+/// Runs `kernel` over `items` with a static loop-level schedule (a team of its own); what a
+/// kernel call throws lands in `errors`.
 template <class Kernel>
-void for_items(const std::vector<Box3>& items, Kernel& kernel) {
+void for_items(const std::vector<Box3>& items, Kernel& kernel, ParallelErrors& errors) {
   const long count = static_cast<long>(items.size());
 #pragma omp parallel for schedule(static)
-  for (long t = 0; t < count; ++t) kernel(items[static_cast<std::size_t>(t)]);
+  for (long t = 0; t < count; ++t) errors.capture([&] { kernel(items[static_cast<std::size_t>(t)]); });
 }
 }  // namespace detail
 
 template <class Kernel>
 OverlapTimes OverlapDriver::apply(Grid3D<double>& exchanged, Kernel&& kernel) {
   OverlapTimes times;
+  // A kernel's exception is rethrown only after the exchange completed, so no request is left
+  // in flight and the driver stays usable.
+  ParallelErrors errors;
   const double t0 = omp_get_wtime();
   switch (plan_.options().strategy) {
     case OverlapStrategy::bulk: {
       halo_.exchange(exchanged);
       const double t1 = omp_get_wtime();
-      detail::for_items(plan_.all(), kernel);
+      detail::for_items(plan_.all(), kernel, errors);
       const double t2 = omp_get_wtime();
       times = {t2 - t0, t1 - t0, t2 - t1};
       break;
@@ -174,11 +179,11 @@ OverlapTimes OverlapDriver::apply(Grid3D<double>& exchanged, Kernel&& kernel) {
     case OverlapStrategy::split: {
       halo_.begin(exchanged);
       const double t1 = omp_get_wtime();
-      detail::for_items(plan_.interior(), kernel);
+      detail::for_items(plan_.interior(), kernel, errors);
       const double t2 = omp_get_wtime();
       halo_.end(exchanged);
       const double t3 = omp_get_wtime();
-      detail::for_items(plan_.shell(), kernel);
+      detail::for_items(plan_.shell(), kernel, errors);
       const double t4 = omp_get_wtime();
       times = {t4 - t0, (t1 - t0) + (t3 - t2), (t2 - t1) + (t4 - t3)};
       break;
@@ -189,6 +194,7 @@ OverlapTimes OverlapDriver::apply(Grid3D<double>& exchanged, Kernel&& kernel) {
       const long n_interior = static_cast<long>(interior.size());
       const long n_shell = static_cast<long>(shell.size());
       double comm_s = 0, interior_s = 0, shell_s = 0;
+      // Every thread must still reach the barrier and the shell loop after an error.
 #pragma omp parallel
       {
         const int tid = omp_get_thread_num();
@@ -196,8 +202,10 @@ OverlapTimes OverlapDriver::apply(Grid3D<double>& exchanged, Kernel&& kernel) {
         const double start = omp_get_wtime();
         if (tid == 0) {
           // Thread 0 is the thread that initialised MPI: FUNNELED is enough.
-          halo_.begin(exchanged);  // packs serially: we are inside a parallel region
-          halo_.end(exchanged);
+          errors.capture([&] {
+            halo_.begin(exchanged);  // packs serially: we are inside a parallel region
+            halo_.end(exchanged);
+          });
           comm_s = omp_get_wtime() - start;
         }
         // Seed 003's first region set: thread 0's region is empty, the others get one
@@ -206,7 +214,9 @@ OverlapTimes OverlapDriver::apply(Grid3D<double>& exchanged, Kernel&& kernel) {
         const int worker = team > 1 ? tid - 1 : 0;
         if (worker >= 0) {
           const long lo = n_interior * worker / workers, hi = n_interior * (worker + 1) / workers;
-          for (long t = lo; t < hi; ++t) kernel(interior[static_cast<std::size_t>(t)]);
+          errors.capture([&] {
+            for (long t = lo; t < hi; ++t) kernel(interior[static_cast<std::size_t>(t)]);
+          });
           const double busy = omp_get_wtime() - start;
 #pragma omp critical(hympi_overlap_time)
           interior_s = std::max(interior_s, busy);
@@ -214,7 +224,7 @@ OverlapTimes OverlapDriver::apply(Grid3D<double>& exchanged, Kernel&& kernel) {
 #pragma omp barrier
         const double shell_start = omp_get_wtime();
 #pragma omp for schedule(static)
-        for (long t = 0; t < n_shell; ++t) kernel(shell[static_cast<std::size_t>(t)]);
+        for (long t = 0; t < n_shell; ++t) errors.capture([&] { kernel(shell[static_cast<std::size_t>(t)]); });
         // The implicit barrier of the loop ends the sweep for everyone.
         if (tid == 0) shell_s = omp_get_wtime() - shell_start;
       }
@@ -222,6 +232,7 @@ OverlapTimes OverlapDriver::apply(Grid3D<double>& exchanged, Kernel&& kernel) {
       break;
     }
   }
+  errors.rethrow();
   return times;
 }
 

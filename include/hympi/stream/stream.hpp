@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 
 namespace hympi {
 
@@ -38,6 +39,17 @@ std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on
 /// Throws InvalidArgument naming the size when the three arrays of `elements` doubles of each of
 /// `ranks_on_node` ranks need more than `memory_bytes` (the machine's memory).
 void check_stream_memory(std::size_t elements, int ranks_on_node, std::uint64_t memory_bytes);
+
+/// The scalar of STREAM's scale and triad kernels.
+inline constexpr double kStreamScalar = 3.0;
+/// Largest relative deviation stream_deviation() may report for a verified run.
+inline constexpr double kStreamTolerance = 1e-13;
+
+/// Largest relative deviation of any element of `a`, `b`, `c` from what `passes` passes of copy,
+/// scale, add and triad leave in them from a = 1, b = 2, c = 0 (STREAM's check; NaN counts as
+/// infinitely far). Throws InvalidArgument when passes < 1 or the arrays differ in length.
+double stream_deviation(std::span<const double> a, std::span<const double> b, std::span<const double> c,
+                        int passes);
 
 /// Runs copy/scale/add/triad on every rank of `comm` at once (collective).
 /// Arrays are first touched by the threads that use them. Throws InvalidArgument for

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cstdlib>
 #include <set>
+#include <string>
 
 #include "hympi/core/affinity.hpp"
 #include "hympi/core/environment.hpp"
@@ -14,7 +16,7 @@ namespace {
 std::vector<std::vector<int>> cores_of(const Topology& topo, AffinityOptions opt, int ranks, int threads) {
   std::vector<std::vector<int>> out;
   for (int r = 0; r < ranks; ++r) {
-    const auto plan = plan_placement(topo, opt, r, ranks, threads);
+    const auto plan = plan_binding(topo, opt, r, ranks, threads);
     std::vector<int> cores;
     for (const auto& set : plan.thread_sets) {
       int found = -1;
@@ -57,17 +59,17 @@ TEST(Affinity, CoreBindingGivesDistinctCoresWhenTheyFit) {
 TEST(Affinity, NumaAndPackageBinding) {
   const auto topo = Topology::from_synthetic("pack:2 numa:2 core:2 pu:1");
   for (int r = 0; r < 4; ++r) {
-    const auto compact = plan_placement(topo, {BindPolicy::numa, Distribution::compact}, r, 4, 2);
+    const auto compact = plan_binding(topo, {BindPolicy::numa, Distribution::compact}, r, 4, 2);
     EXPECT_EQ(compact.rank_set, topo.numa_set(r));
     EXPECT_EQ(compact.thread_sets.size(), 2u);
     EXPECT_EQ(compact.thread_sets[1], topo.numa_set(r));
   }
   // 8 ranks on 4 domains: compact puts ranks 0,1 together, scatter puts ranks 0,4 together.
-  EXPECT_EQ(plan_placement(topo, {BindPolicy::numa, Distribution::compact}, 1, 8, 1).rank_set, topo.numa_set(0));
-  EXPECT_EQ(plan_placement(topo, {BindPolicy::numa, Distribution::scatter}, 1, 8, 1).rank_set, topo.numa_set(1));
-  EXPECT_EQ(plan_placement(topo, {BindPolicy::package, Distribution::compact}, 1, 2, 1).rank_set,
+  EXPECT_EQ(plan_binding(topo, {BindPolicy::numa, Distribution::compact}, 1, 8, 1).rank_set, topo.numa_set(0));
+  EXPECT_EQ(plan_binding(topo, {BindPolicy::numa, Distribution::scatter}, 1, 8, 1).rank_set, topo.numa_set(1));
+  EXPECT_EQ(plan_binding(topo, {BindPolicy::package, Distribution::compact}, 1, 2, 1).rank_set,
             topo.package_set(1));
-  EXPECT_EQ(plan_placement(topo, {BindPolicy::none, Distribution::compact}, 1, 2, 1).rank_set, topo.machine_set());
+  EXPECT_EQ(plan_binding(topo, {BindPolicy::none, Distribution::compact}, 1, 2, 1).rank_set, topo.machine_set());
 }
 
 TEST(Affinity, ParseRejectsUnknownValues) {
@@ -76,41 +78,41 @@ TEST(Affinity, ParseRejectsUnknownValues) {
   EXPECT_THROW(parse_bind_policy("socket"), InvalidArgument);
   EXPECT_THROW(parse_distribution("spread"), InvalidArgument);
   const auto topo = Topology::from_synthetic("pack:1 core:2 pu:1");
-  EXPECT_THROW(plan_placement(topo, {}, 2, 2, 1), InvalidArgument);
-  EXPECT_THROW(plan_placement(topo, {}, 0, 1, 0), InvalidArgument);
+  EXPECT_THROW(plan_binding(topo, {}, 2, 2, 1), InvalidArgument);
+  EXPECT_THROW(plan_binding(topo, {}, 0, 1, 0), InvalidArgument);
 }
 
 namespace {
-ThreadPlacement row(int rank, int thread, int pu, int core, const std::string& bound, const std::string& intended) {
+ThreadBinding row(int rank, int thread, int pu, int core, const std::string& bound, const std::string& intended) {
   return {"n0", "n0", rank, thread, pu, core, 0, 0, bound, intended};
 }
 }  // namespace
 
 TEST(Affinity, CheckFlagsSharedCoresAndStrayThreads) {
-  std::vector<ThreadPlacement> good{row(0, 0, 0, 0, "0", "0"), row(1, 0, 1, 1, "1", "1")};
-  EXPECT_TRUE(check_placement(good, BindPolicy::core, 2).empty());
+  std::vector<ThreadBinding> good{row(0, 0, 0, 0, "0", "0"), row(1, 0, 1, 1, "1", "1")};
+  EXPECT_TRUE(check_binding(good, BindPolicy::core, 2).empty());
 
-  std::vector<ThreadPlacement> shared{row(0, 0, 0, 0, "0", "0"), row(1, 0, 0, 0, "0", "0")};
-  const auto p = check_placement(shared, BindPolicy::core, 2);
+  std::vector<ThreadBinding> shared{row(0, 0, 0, 0, "0", "0"), row(1, 0, 0, 0, "0", "0")};
+  const auto p = check_binding(shared, BindPolicy::core, 2);
   ASSERT_EQ(p.size(), 1u);
   EXPECT_NE(p[0].find("shares core 0"), std::string::npos);
   // Oversubscribed (3 threads, 2 cores): sharing is expected, not a problem.
   shared.push_back(row(2, 0, 1, 1, "1", "1"));
-  EXPECT_TRUE(check_placement(shared, BindPolicy::core, 2).empty());
+  EXPECT_TRUE(check_binding(shared, BindPolicy::core, 2).empty());
 
-  std::vector<ThreadPlacement> stray{row(0, 0, 1, 1, "0", "0")};
-  EXPECT_EQ(check_placement(stray, BindPolicy::core, 2).size(), 1u);
-  std::vector<ThreadPlacement> unbound{row(0, 0, 0, 0, "0-1", "0")};
-  EXPECT_EQ(check_placement(unbound, BindPolicy::numa, 2).size(), 1u);
-  EXPECT_TRUE(check_placement(unbound, BindPolicy::none, 2).empty());
+  std::vector<ThreadBinding> stray{row(0, 0, 1, 1, "0", "0")};
+  EXPECT_EQ(check_binding(stray, BindPolicy::core, 2).size(), 1u);
+  std::vector<ThreadBinding> unbound{row(0, 0, 0, 0, "0-1", "0")};
+  EXPECT_EQ(check_binding(unbound, BindPolicy::numa, 2).size(), 1u);
+  EXPECT_TRUE(check_binding(unbound, BindPolicy::none, 2).empty());
 }
 
 TEST(Affinity, TableListsEveryThread) {
-  std::vector<ThreadPlacement> rows{row(0, 0, 0, 0, "0", "0"), row(0, 1, 1, 1, "1", "1")};
-  const auto table = format_placement_table(rows);
+  std::vector<ThreadBinding> rows{row(0, 0, 0, 0, "0", "0"), row(0, 1, 1, 1, "1", "1")};
+  const auto table = format_binding_table(rows);
   EXPECT_NE(table.find("rank"), std::string::npos);
   EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 3);
-  EXPECT_EQ(placement_json(rows).size(), 2u);
+  EXPECT_EQ(binding_json(rows).size(), 2u);
 }
 
 TEST(Affinity, DefaultThreadsShareTheCoresAmongTheRanks) {
@@ -132,11 +134,11 @@ TEST(Affinity, DefaultThreadsShareTheCoresAmongTheRanks) {
 
 namespace {
 // Rows as the app frame would observe them when every thread got the set the plan asked for.
-std::vector<ThreadPlacement> planned_rows(const Topology& topo, AffinityOptions opt, int ranks, int threads,
+std::vector<ThreadBinding> planned_rows(const Topology& topo, AffinityOptions opt, int ranks, int threads,
                                           const std::string& machine = "n0") {
-  std::vector<ThreadPlacement> rows;
+  std::vector<ThreadBinding> rows;
   for (int r = 0; r < ranks; ++r) {
-    const auto plan = plan_placement(topo, opt, r, ranks, threads);
+    const auto plan = plan_binding(topo, opt, r, ranks, threads);
     for (int t = 0; t < threads; ++t) {
       const std::string set = plan.bind == BindPolicy::none ? topo.machine_set().to_list()
                                                             : plan.thread_sets[static_cast<std::size_t>(t)].to_list();
@@ -200,16 +202,16 @@ TEST(Affinity, OneThreadPerPuPerRankSharesEveryPu) {
 
 TEST(Affinity, SharedPuCountFollowsTheBoundSets) {
   // A free thread uses the PU a pinned one leaves; two pinned to one PU share it whatever else runs.
-  std::vector<ThreadPlacement> rows{row(0, 0, 0, 0, "0", "0"), row(1, 0, 1, 1, "0-1", "")};
+  std::vector<ThreadBinding> rows{row(0, 0, 0, 0, "0", "0"), row(1, 0, 1, 1, "0-1", "")};
   EXPECT_EQ(count_shared_pus(rows), 0);
   rows.push_back(row(2, 0, 0, 0, "0", "0"));
   EXPECT_EQ(count_shared_pus(rows), 1);
   // The same PU number on two machines is two PUs.
-  std::vector<ThreadPlacement> two_hosts{row(0, 0, 0, 0, "0", "0"), row(1, 0, 0, 0, "0", "0")};
+  std::vector<ThreadBinding> two_hosts{row(0, 0, 0, 0, "0", "0"), row(1, 0, 0, 0, "0", "0")};
   two_hosts[1].machine = "n1";
   EXPECT_EQ(count_shared_pus(two_hosts), 0);
   // More threads than the machine's PUs is oversubscription even where the sets do not overlap.
-  std::vector<ThreadPlacement> three{row(0, 0, 0, 0, "0", "0"), row(0, 1, 1, 1, "1", "1"), row(0, 2, 2, 2, "2", "2")};
+  std::vector<ThreadBinding> three{row(0, 0, 0, 0, "0", "0"), row(0, 1, 1, 1, "1", "1"), row(0, 2, 2, 2, "2", "2")};
   EXPECT_FALSE(assess_pu_sharing(three, 3).oversubscribed);
   EXPECT_TRUE(assess_pu_sharing(three, 2).oversubscribed);
   // An SMT core gives two threads two PUs: the core is shared, no PU is.
@@ -220,7 +222,7 @@ TEST(Affinity, SharedPuCountFollowsTheBoundSets) {
 
 TEST(Affinity, SharedPuCountRejectsUnreadableSets) {
   for (const char* bad : {"", "zero", "3-"}) {
-    std::vector<ThreadPlacement> rows{row(0, 0, 0, 0, bad, "0")};
+    std::vector<ThreadBinding> rows{row(0, 0, 0, 0, bad, "0")};
     try {
       (void)count_shared_pus(rows);
       FAIL() << "bound set '" << bad << "' was accepted";
@@ -240,4 +242,41 @@ TEST(Affinity, OversubscribeEnvIsValidated) {
   setenv("HYMPI_OVERSUBSCRIBE", "yes", 1);
   EXPECT_THROW(oversubscribe_from_env(), InvalidArgument);
   unsetenv("HYMPI_OVERSUBSCRIBE");
+}
+
+namespace {
+/// Loads `description` as if it were this machine, so hwloc's binding calls act on the real
+/// threads while the topology names PUs that do not exist here.
+Topology pretend_this_machine(const std::string& description) {
+  setenv("HWLOC_THISSYSTEM", "1", 1);
+  auto topo = Topology::from_synthetic(description);
+  unsetenv("HWLOC_THISSYSTEM");
+  return topo;
+}
+}  // namespace
+
+TEST(Affinity, UnknownPuInsideTheObservingRegionIsATopologyError) {
+  // OS indexes 1000+: whatever PU a thread last ran on, locate_pu cannot find it.
+  const auto topo = pretend_this_machine("core:2 pu:1(indexes=1000,1001)");
+  ASSERT_TRUE(topo.is_this_system());
+  const auto plan = plan_binding(topo, {BindPolicy::none, Distribution::compact}, 0, 1, 2);
+  try {
+    (void)observe_binding(topo, plan, 0, "host", "host");
+    FAIL() << "a thread on a PU the topology does not know was accepted";
+  } catch (const TopologyError& e) {
+    EXPECT_NE(std::string(e.what()).find("no PU with OS index"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Affinity, RefusedThreadBindingInsideTheRegionIsATopologyError) {
+  const auto here = Topology::this_machine();
+  // PU 0 exists everywhere, PU 1000 nowhere: the process binding succeeds, thread 1's fails.
+  const auto topo = pretend_this_machine("core:2 pu:1(indexes=0,1000)");
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(2);
+  const auto plan = plan_binding(topo, {BindPolicy::core, Distribution::compact}, 0, 1, 2);
+  EXPECT_THROW(apply_binding(topo, plan), TopologyError);
+  omp_set_num_threads(threads);
+  // Undo thread 0's binding to PU 0 so later tests run unbound.
+  ASSERT_EQ(hwloc_set_cpubind(here.get(), here.machine_set().get(), HWLOC_CPUBIND_PROCESS), 0);
 }

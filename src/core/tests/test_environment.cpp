@@ -1,12 +1,18 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "hympi/core/affinity.hpp"
+#include "hympi/core/comm.hpp"
 #include "hympi/core/environment.hpp"
 #include "hympi/core/error.hpp"
+#include "mpi_world.hpp"
 
 // The Environment owns MPI_Init/Finalize; the MPI test main already initialised MPI, so these
 // tests exercise the pieces that do not re-initialise: node splitting logic and errors.
@@ -42,20 +48,121 @@ TEST(Environment, MpiErrorsBecomeExceptions) {
   }
 }
 
-TEST(Environment, PlacementGatherCoversEveryRank) {
+TEST(Environment, BindingGatherCoversEveryRank) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   const auto topo = hympi::Topology::this_machine();
-  const auto plan = hympi::plan_placement(topo, {hympi::BindPolicy::none, hympi::Distribution::compact}, rank, size, 1);
-  const auto mine = hympi::observe_placement(topo, plan, rank, "host", "host");
-  const auto all = hympi::gather_placement(MPI_COMM_WORLD, mine);
+  const auto plan = hympi::plan_binding(topo, {hympi::BindPolicy::none, hympi::Distribution::compact}, rank, size, 1);
+  const auto mine = hympi::observe_binding(topo, plan, rank, "host", "host");
+  const auto all = hympi::gather_binding(MPI_COMM_WORLD, mine);
   if (rank == 0) {
     std::set<int> ranks;
     for (const auto& r : all) ranks.insert(r.rank);
     EXPECT_EQ(static_cast<int>(ranks.size()), size);
-    for (const auto& r : all) EXPECT_GE(r.pu_os, 0);
+    const hympi::Bitmap pus = topo.machine_set();
+    for (const auto& r : all) EXPECT_TRUE(r.pu_os >= 0 && pus.contains(static_cast<unsigned>(r.pu_os))) << r.pu_os;
   } else {
     EXPECT_TRUE(all.empty());
   }
+}
+
+namespace {
+
+using hympi::test::World;
+
+/// Where rank `r` of `size` lands when machines are rank parity classes and each machine is cut
+/// into `virtual_nodes` blocks: written from the definition (nodes numbered by their lowest rank),
+/// not from NodeMap's collectives.
+struct Expected {
+  int machine_rank, machine_size, node_rank, node_size, node_id, num_nodes;
+};
+
+Expected expected_by_parity(int r, int size, int virtual_nodes) {
+  // node_of[q]: (machine, block) of rank q.
+  std::vector<std::pair<int, int>> node_of(static_cast<std::size_t>(size));
+  for (int q = 0; q < size; ++q) {
+    const int machine_size = (size - q % 2 + 1) / 2;
+    const int parts = std::min(virtual_nodes, machine_size);
+    node_of[static_cast<std::size_t>(q)] = {q % 2, (q / 2) * parts / machine_size};
+  }
+  Expected e{r / 2, (size - r % 2 + 1) / 2, 0, 0, 0, 0};
+  std::vector<std::pair<int, int>> order;  // nodes in order of their lowest rank
+  for (int q = 0; q < size; ++q) {
+    const auto node = node_of[static_cast<std::size_t>(q)];
+    if (std::find(order.begin(), order.end(), node) == order.end()) order.push_back(node);
+    if (node == node_of[static_cast<std::size_t>(r)]) {
+      if (q < r) ++e.node_rank;
+      ++e.node_size;
+    }
+  }
+  e.num_nodes = static_cast<int>(order.size());
+  const auto mine = std::find(order.begin(), order.end(), node_of[static_cast<std::size_t>(r)]);
+  e.node_id = static_cast<int>(mine - order.begin());
+  return e;
+}
+
+}  // namespace
+
+TEST(NodeMap, OneMachineIsOneNodePerVirtualNode) {
+  const World w;
+  const hympi::NodeMap one(MPI_COMM_WORLD, 1);
+  EXPECT_EQ(one.num_nodes(), 1);
+  EXPECT_EQ(one.node_id(), 0);
+  EXPECT_EQ(one.node_size(), w.size);
+  EXPECT_EQ(one.node_rank(), w.rank);
+  EXPECT_EQ(one.machine_size(), w.size);
+  // More virtual nodes than ranks: one rank per node, numbered like the ranks.
+  const hympi::NodeMap each(MPI_COMM_WORLD, w.size + 1);
+  EXPECT_EQ(each.num_nodes(), w.size);
+  EXPECT_EQ(each.node_id(), w.rank);
+  EXPECT_EQ(each.node_size(), 1);
+  EXPECT_EQ(each.nodes_on_machine(), w.size);
+  EXPECT_EQ(each.node_on_machine(), w.rank);
+  EXPECT_THROW(hympi::NodeMap(MPI_COMM_WORLD, 0), hympi::InvalidArgument);
+}
+
+TEST(NodeMap, PretendMachinesByRankParity) {
+  const World w;
+  MPI_Comm parity = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, w.rank % 2, w.rank, &parity), MPI_SUCCESS);
+  const hympi::Comm machine(parity);
+  for (int virtual_nodes : {1, 2, 3}) {
+    const hympi::NodeMap map(MPI_COMM_WORLD, virtual_nodes, machine.get());
+    const Expected e = expected_by_parity(w.rank, w.size, virtual_nodes);
+    SCOPED_TRACE("virtual nodes " + std::to_string(virtual_nodes) + ", rank " + std::to_string(w.rank));
+    EXPECT_EQ(map.machine_rank(), e.machine_rank);
+    EXPECT_EQ(map.machine_size(), e.machine_size);
+    EXPECT_EQ(map.node_rank(), e.node_rank);
+    EXPECT_EQ(map.node_size(), e.node_size);
+    EXPECT_EQ(map.node_id(), e.node_id);
+    EXPECT_EQ(map.num_nodes(), e.num_nodes);
+    EXPECT_EQ(map.node().size(), e.node_size);
+  }
+  // The definition above at four ranks, by hand: machines {0,2} and {1,3}.
+  if (w.size == 4) {
+    const hympi::NodeMap two(MPI_COMM_WORLD, 1, machine.get());
+    EXPECT_EQ(two.num_nodes(), 2);
+    EXPECT_EQ(two.node_id(), w.rank % 2);
+    const hympi::NodeMap four(MPI_COMM_WORLD, 2, machine.get());
+    EXPECT_EQ(four.num_nodes(), 4);
+    EXPECT_EQ(four.node_id(), w.rank);
+  }
+}
+
+TEST(NodeMap, DiscoversNodesWithinASubCommunicator) {
+  const World w;
+  // Two halves of the job each discover their own nodes; neither sees the other's ranks.
+  const int half = w.rank < (w.size + 1) / 2 ? 0 : 1;
+  MPI_Comm part = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, half, w.rank, &part), MPI_SUCCESS);
+  const hympi::Comm comm(part);
+  const int size = comm.size();
+  const hympi::NodeMap map(comm.get(), size);
+  EXPECT_EQ(map.machine_size(), size);
+  EXPECT_EQ(map.num_nodes(), size);
+  EXPECT_EQ(map.node_id(), comm.rank());
+  const hympi::NodeMap one(comm.get(), 1);
+  EXPECT_EQ(one.num_nodes(), 1);
+  EXPECT_EQ(one.node_size(), size);
 }

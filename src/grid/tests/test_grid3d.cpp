@@ -1,4 +1,4 @@
-// Grid3D's memory layout: cache-line aligned rows, every point addressed once, inside storage;
+// Grid3D's indexing: cache-line aligned rows, every point addressed once, inside storage;
 // large blocks on huge pages.
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@ TEST(Grid3D, EveryRowStartsACacheLineAndPointsDoNotOverlap) {
       std::vector<int> hits(grid.data().size(), 0);
       for (long k = -ghost; k < n[2] + ghost; ++k)
         for (long j = -ghost; j < n[1] + ghost; ++j) {
-          EXPECT_EQ(reinterpret_cast<std::uintptr_t>(&grid(0, j, k)) % GridLayout::kLineBytes, 0u);
+          EXPECT_EQ(reinterpret_cast<std::uintptr_t>(&grid(0, j, k)) % GridIndexing::kLineBytes, 0u);
           for (long i = -ghost; i < n[0] + ghost; ++i) {
             const long at = grid.index(i, j, k);
             ASSERT_GE(at, 0);
@@ -50,7 +50,7 @@ TEST(Grid3D, LargeBlocksStartOnAHugePage) {
   Grid3D<double> grid(Box3{{0, 0, 0}, {128, 128, 66}}, 1);  // 8.8 MB of storage
   ASSERT_GE(grid.data().size_bytes(), kHugePageMinBytes);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(grid.data().data()) % (std::uintptr_t{2} << 20), 0u);
-  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(&grid(0, 127, 65)) % GridLayout::kLineBytes, 0u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(&grid(0, 127, 65)) % GridIndexing::kLineBytes, 0u);
   EXPECT_EQ(grid(127, 127, 65), 0.0);
   const auto small = make_untouched_array<double>(1000);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small.get()) % kUntouchedAlignment, 0u);

@@ -4,6 +4,7 @@
 #include <mpi.h>
 #include <omp.h>
 
+#include <atomic>
 #include <optional>
 
 #include "hympi/grid/cart.hpp"
@@ -70,7 +71,16 @@ void check_strategy(const Case& c, const OverlapOptions& options) {
   // Twice: persistent requests must restart cleanly, and the sums double.
   for (int pass = 1; pass <= 2; ++pass) {
     const auto times = driver.apply(x, kernel);
-    EXPECT_GE(times.wall_s, 0.0);
+    // comm and comp are parts of the sweep: disjoint intervals under bulk and split, each inside
+    // it under comm_thread.
+    EXPECT_GT(times.wall_s, 0.0);
+    EXPECT_GT(times.comp_s, 0.0);
+    EXPECT_GE(times.comm_s, 0.0);
+    EXPECT_LE(times.comm_s, times.wall_s);
+    EXPECT_LE(times.comp_s, times.wall_s);
+    if (options.strategy != OverlapStrategy::comm_thread) {
+      EXPECT_NEAR(times.comm_s + times.comp_s, times.wall_s, 1e-9 * times.wall_s + 1e-12);
+    }
     long wrong = 0;
     for (long k = 0; k < n[2]; ++k)
       for (long j = 0; j < n[1]; ++j)
@@ -116,6 +126,25 @@ TEST(Overlap, FlatGridDegenerateAxis) {
   check_all_strategies({{16, 12, 1}, {false, false, false}, 1, HaloPattern::full}, 1);
 }
 
+TEST(Overlap, KernelErrorsLeaveTheRegionAsExceptionsAfterTheExchange) {
+  CartDecomposition cart(MPI_COMM_WORLD, {{12, 10, 8}, {true, true, true}, {0, 0, 0}});
+  Grid3D<double> x(cart.local_box(), 1);
+  for (auto s : {OverlapStrategy::bulk, OverlapStrategy::split, OverlapStrategy::comm_thread}) {
+    SCOPED_TRACE(to_string(s));
+    const Threads threads(2);
+    OverlapDriver driver(cart, x, HaloPattern::full, 1, {s, std::array<long, 3>{2, 2, 2}});
+    // Every rank fails in every box: what terminated the process before must now be an exception.
+    EXPECT_THROW(driver.apply(x, [](const Box3&) { throw InvalidArgument("kernel failed"); }), InvalidArgument);
+    // The exchange completed despite the error, so the next sweep starts cleanly.
+    std::atomic<long> boxes{0};
+    EXPECT_NO_THROW(driver.apply(x, [&](const Box3&) { boxes.fetch_add(1); }));
+    const auto& plan = driver.plan();
+    const std::size_t items =
+        s == OverlapStrategy::bulk ? plan.all().size() : plan.interior().size() + plan.shell().size();
+    EXPECT_EQ(boxes.load(), static_cast<long>(items));
+  }
+}
+
 TEST(Overlap, CommThreadNeedsTwoThreads) {
   const Threads one(1);
   CartDecomposition cart(MPI_COMM_WORLD, {{8, 8, 8}, {false, false, false}, {0, 0, 0}});
@@ -146,6 +175,7 @@ TEST(Overlap, Rb3dResidualsEqualOneRankForEveryStrategyAndTile) {
       const auto r = solve_rb3d(MPI_COMM_WORLD, o, m);
       EXPECT_EQ(r.residuals, reference.residuals) << to_string(s) << (t ? " tiled" : "");
       EXPECT_GT(m.seconds("sweep"), 0.0);
+      EXPECT_LE(m.seconds("sweep"), r.time_s);  // kernel time is part of the loop's
       EXPECT_EQ(r.sweeps, 12);
     }
 }

@@ -5,52 +5,47 @@
 
 #include "hympi/core/affinity.hpp"
 #include "hympi/core/environment.hpp"
+#include "mpi_world.hpp"
 #include "omp_threads.hpp"
 
 // The shared-PU count on this machine's real bindings, gathered across ranks as the app frame
 // gathers them. CTest runs these with one thread per rank and mpirun --bind-to none.
 
 namespace {
-struct World {
-  int rank = 0, size = 1;
-  World() {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-  }
-};
+using hympi::test::World;
 
-// The job's threads on rank 0 after every rank placed `threads` threads as `options` says.
-std::vector<hympi::ThreadPlacement> placed(const hympi::Topology& topo, const hympi::AffinityOptions& options,
-                                           int threads) {
+// The job's threads on rank 0 after every rank bound `threads` threads as `options` says.
+std::vector<hympi::ThreadBinding> bound(const hympi::Topology& topo, const hympi::AffinityOptions& options,
+                                        int threads) {
   const World w;
   const hympi::test::Threads team(threads);
   // Undo an earlier test's binding: bind none leaves whatever the process had.
   EXPECT_GE(hwloc_set_cpubind(topo.get(), topo.machine_set().get(), HWLOC_CPUBIND_PROCESS), 0);
-  const auto plan = hympi::plan_placement(topo, options, w.rank, w.size, threads);
-  hympi::apply_placement(topo, plan);
-  const auto mine = hympi::observe_placement(topo, plan, w.rank, "host", "host");
-  return hympi::gather_placement(MPI_COMM_WORLD, mine);
+  const auto plan = hympi::plan_binding(topo, options, w.rank, w.size, threads);
+  hympi::apply_binding(topo, plan);
+  const auto mine = hympi::observe_binding(topo, plan, w.rank, "host", "host");
+  return hympi::gather_binding(MPI_COMM_WORLD, mine);
 }
 
 // n threads spread over p PUs: the PUs beyond the first p threads each double up one PU.
 int expected_shared(int threads, int pus) { return std::min(pus, std::max(0, threads - pus)); }
 }  // namespace
 
-TEST(Placement, UnboundRanksShareOnlyWhenThereAreMoreThanPus) {
+TEST(Binding, UnboundRanksShareOnlyWhenThereAreMoreThanPus) {
   const World w;
   const auto topo = hympi::Topology::this_machine();
-  const auto rows = placed(topo, {hympi::BindPolicy::none}, 1);
+  const auto rows = bound(topo, {hympi::BindPolicy::none}, 1);
   if (w.rank != 0) return;
   const auto sharing = hympi::assess_pu_sharing(rows, topo.pus());
   EXPECT_EQ(sharing.shared_pus, expected_shared(w.size, topo.pus())) << sharing.summary;
   EXPECT_EQ(sharing.oversubscribed, w.size > topo.pus()) << sharing.summary;
 }
 
-TEST(Placement, DefaultThreadsUnderCoreBindingShareNoPu) {
+TEST(Binding, DefaultThreadsUnderCoreBindingShareNoPu) {
   const World w;
   const auto topo = hympi::Topology::this_machine();
   const int threads = hympi::default_threads(topo.cores(), w.size);
-  const auto rows = placed(topo, {hympi::BindPolicy::core}, threads);
+  const auto rows = bound(topo, {hympi::BindPolicy::core}, threads);
   if (w.rank != 0) return;
   ASSERT_EQ(static_cast<int>(rows.size()), w.size * threads);
   const auto sharing = hympi::assess_pu_sharing(rows, topo.pus());
@@ -67,11 +62,11 @@ TEST(Placement, DefaultThreadsUnderCoreBindingShareNoPu) {
   }
 }
 
-TEST(Placement, TwoThreadsPerPuAreAllShared) {
+TEST(Binding, TwoThreadsPerPuAreAllShared) {
   const World w;
   const auto topo = hympi::Topology::this_machine();
   // Every rank takes all the cores: from two ranks on, every PU of a core carries a thread of each.
-  const auto rows = placed(topo, {hympi::BindPolicy::core}, topo.cores());
+  const auto rows = bound(topo, {hympi::BindPolicy::core}, topo.cores());
   if (w.rank != 0) return;
   const auto sharing = hympi::assess_pu_sharing(rows, topo.pus());
   if (topo.cores() != topo.pus()) GTEST_SKIP() << "SMT cores give each thread two PUs";

@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <atomic>
+#include <string>
+
+#include "hympi/core/error.hpp"
+
+using hympi::ParallelErrors;
+
+TEST(ParallelErrors, EveryThreadThrowingGivesOneExceptionAfterTheRegion) {
+  ParallelErrors errors;
+  std::atomic<int> reached{0};
+#pragma omp parallel num_threads(2)
+  {
+    errors.capture([] { throw hympi::InvalidArgument("thread " + std::to_string(omp_get_thread_num())); });
+    reached.fetch_add(1);
+  }
+  EXPECT_EQ(reached.load(), 2);  // no thread was terminated by its exception
+  EXPECT_THROW(errors.rethrow(), hympi::InvalidArgument);
+}
+
+TEST(ParallelErrors, ThreadsThatThrowStillShareTheLaterLoops) {
+  ParallelErrors errors;
+  constexpr int kIterations = 64;
+  std::atomic<int> done{0};
+#pragma omp parallel num_threads(2)
+  {
+    errors.capture([] {
+      if (omp_get_thread_num() == 0) throw hympi::TopologyError("thread 0 failed");
+    });
+#pragma omp for schedule(static)
+    for (int i = 0; i < kIterations; ++i) done.fetch_add(1);
+  }
+  EXPECT_EQ(done.load(), kIterations);
+  try {
+    errors.rethrow();
+    FAIL() << "the captured error was lost";
+  } catch (const hympi::TopologyError& e) {
+    EXPECT_STREQ(e.what(), "thread 0 failed");
+  }
+}
+
+TEST(ParallelErrors, NothingCapturedRethrowsNothing) {
+  ParallelErrors errors;
+  int sum = 0, team = 0;
+#pragma omp parallel num_threads(2) reduction(+ : sum)
+  {
+    errors.capture([&] { sum += 1; });
+#pragma omp single
+    team = omp_get_num_threads();
+  }
+  EXPECT_NO_THROW(errors.rethrow());
+  EXPECT_EQ(sum, team);  // every thread ran its work
+}

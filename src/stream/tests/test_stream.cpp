@@ -1,0 +1,85 @@
+// STREAM's verifier fails a perturbed array, and a real run passes it at every rank count.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "hympi/core/error.hpp"
+#include "hympi/stream/stream.hpp"
+
+using namespace hympi;
+
+namespace {
+
+/// Arrays after `passes` passes of the four kernels, computed element by element.
+struct Arrays {
+  std::vector<double> a, b, c;
+  Arrays(std::size_t n, int passes) : a(n, 1.0), b(n, 2.0), c(n, 0.0) {
+    for (int pass = 0; pass < passes; ++pass)
+      for (std::size_t i = 0; i < n; ++i) {
+        c[i] = a[i];
+        b[i] = kStreamScalar * c[i];
+        c[i] = a[i] + b[i];
+        a[i] = b[i] + kStreamScalar * c[i];
+      }
+  }
+  [[nodiscard]] double deviation(int passes) const { return stream_deviation(a, b, c, passes); }
+};
+
+}  // namespace
+
+TEST(StreamVerifier, ExactArraysPass) {
+  for (int passes : {1, 7, 50}) {
+    const Arrays x(1000, passes);
+    EXPECT_LE(x.deviation(passes), kStreamTolerance) << passes << " passes";
+  }
+}
+
+TEST(StreamVerifier, OnePerturbedElementFails) {
+  constexpr int kPasses = 7;
+  for (std::size_t at : {std::size_t{0}, std::size_t{517}, std::size_t{999}}) {
+    for (int which = 0; which < 3; ++which) {
+      Arrays x(1000, kPasses);
+      std::vector<double>& v = which == 0 ? x.a : which == 1 ? x.b : x.c;
+      v[at] *= 1.0 + 1e-12;  // ten times the tolerance
+      const double d = x.deviation(kPasses);
+      EXPECT_GT(d, kStreamTolerance) << "array " << which << " element " << at;
+      EXPECT_NEAR(d, 1e-12, 1e-14) << "array " << which << " element " << at;
+    }
+  }
+}
+
+TEST(StreamVerifier, NanAndAWrongPassCountFail) {
+  Arrays x(100, 3);
+  EXPECT_GT(x.deviation(4), kStreamTolerance);  // the arrays of 3 passes are not those of 4
+  x.c[42] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_GT(x.deviation(3), kStreamTolerance);
+}
+
+TEST(StreamVerifier, BadArgumentsAreRejected) {
+  const Arrays x(10, 1);
+  EXPECT_THROW((void)x.deviation(0), InvalidArgument);
+  const std::vector<double> shorter(9, 1.0);
+  EXPECT_THROW((void)stream_deviation(x.a, shorter, x.c, 1), InvalidArgument);
+}
+
+TEST(Stream, RunVerifiesAndCountsItsTraffic) {
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  StreamOptions o;
+  o.elements = 20000;
+  o.repeats = 60;  // past one refill (every 50 passes), so the refilled arrays are verified too
+  const StreamResult r = run_stream(MPI_COMM_WORLD, o);
+  EXPECT_TRUE(r.verified);
+  EXPECT_EQ(r.timed_repeats, o.repeats - 1);
+  EXPECT_DOUBLE_EQ(r.triad_bytes, 24.0 * 20000 * ranks * (o.repeats - 1));
+  EXPECT_GT(r.triad_time_s, 0.0);
+  // Every timed triad took at least the best one, and the mean bandwidth is the total's.
+  EXPECT_GE(r.triad_total_s, r.timed_repeats * r.triad_time_s * (1 - 1e-12));
+  EXPECT_NEAR(r.triad_gbs, 1e-9 * 24.0 * 20000 * ranks / r.triad_time_s, 1e-9 * r.triad_gbs);
+  EXPECT_LE(r.triad_mean_gbs, r.triad_gbs * (1 + 1e-12));
+  EXPECT_GT(r.local_triad_s, 0.0);
+  EXPECT_LE(r.local_triad_s, r.triad_total_s * (1 + 1e-12));  // this rank's time within the slowest's
+}
