@@ -28,22 +28,6 @@ namespace {
 constexpr double kLuOmega = 1.2;
 }  // namespace
 
-Benchmark parse_benchmark(const std::string& name) {
-  if (name == "bt-mz" || name == "bt") return Benchmark::bt;
-  if (name == "sp-mz" || name == "sp") return Benchmark::sp;
-  if (name == "lu-mz" || name == "lu") return Benchmark::lu;
-  throw InvalidArgument("unknown benchmark '" + name + "' (expected bt-mz, sp-mz or lu-mz)");
-}
-
-std::string to_string(Benchmark b) {
-  switch (b) {
-    case Benchmark::bt: return "bt-mz";
-    case Benchmark::sp: return "sp-mz";
-    case Benchmark::lu: return "lu-mz";
-  }
-  return "?";
-}
-
 MopsFormula MopsFormula::parse(const std::string& text, bool single_precision_average) {
   MopsFormula f;
   f.single_precision_average = single_precision_average;

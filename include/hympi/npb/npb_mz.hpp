@@ -16,11 +16,17 @@ namespace hympi::npb {
 
 /// The three NPB-MZ benchmarks.
 enum class Benchmark { bt, sp, lu };
+}  // namespace hympi::npb
 
+namespace hympi {
+template <>
+struct EnumNames<npb::Benchmark> : contract::BenchmarkNames<npb::Benchmark> {};
+}  // namespace hympi
+
+namespace hympi::npb {
+using hympi::to_string;  // "bt-mz", "sp-mz" or "lu-mz"
 /// Parses "bt-mz", "sp-mz" or "lu-mz" (also without "-mz"); throws InvalidArgument otherwise.
-[[nodiscard]] Benchmark parse_benchmark(const std::string& name);
-/// "bt-mz", "sp-mz" or "lu-mz".
-[[nodiscard]] std::string to_string(Benchmark b);
+[[nodiscard]] inline Benchmark parse_benchmark(const std::string& name) { return parse_enum<Benchmark>(name); }
 
 /// Mop/s coefficients per zone and iteration: a*n3 + b*nsur + c*navg + d.
 struct MopsFormula {
