@@ -14,12 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from hympi.contract import enum_names
 from hympi.errors import HympiFatal, UsageError
 from hympi.paths import binary
 from hympi.result import parse_result
+from hympi.settings import settings
 
-BIND_POLICIES = ("none", "core", "numa", "package")
-DISTRIBUTIONS = ("compact", "scatter")
+BIND_POLICIES = enum_names("BindPolicy")
+DISTRIBUTIONS = enum_names("Distribution")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ class RunOutcome:
 
 def launcher_path() -> str:
     """The MPI launcher: $HYMPI_MPIRUN, else mpirun or mpiexec on PATH."""
-    override = os.environ.get("HYMPI_MPIRUN")
+    override = settings().text("mpirun")
     if override:
         return override
     for name in ("mpirun", "mpiexec"):
@@ -76,7 +78,7 @@ def launcher_path() -> str:
 @lru_cache(maxsize=4)
 def mpi_flavor(launcher: str) -> str:
     """'openmpi' or 'mpich', from the launcher's --version banner."""
-    env_flavor = os.environ.get("HYMPI_MPI_FLAVOR")
+    env_flavor = settings().text("mpi_flavor")
     if env_flavor:
         return env_flavor
     try:
