@@ -17,7 +17,7 @@ from functools import lru_cache
 from hympi.contract import enum_names
 from hympi.errors import HympiFatal, UsageError
 from hympi.paths import binary
-from hympi.result import parse_result
+from hympi.result import ResultError, ResultRecord, parse_result
 from hympi.settings import settings
 
 BIND_POLICIES = enum_names("BindPolicy")
@@ -56,7 +56,24 @@ class RunOutcome:
     command: list[str]
     stdout: str = ""
     stderr: str = ""
-    record: dict | None = field(default=None)
+    record: dict | None = field(default=None)  # result.raw, as stored
+    result: ResultRecord | None = None
+
+    @classmethod
+    def of(cls, status: str, returncode: int | None, seconds: float, command: list[str], stdout: str,
+           stderr: str) -> RunOutcome:
+        """An outcome whose record is the validated HYMPI_RESULT line of `stdout`: a line that breaks the
+        contract makes the run 'failed', with the field named at the end of stderr (so it is recorded)."""
+        try:
+            result = parse_result(stdout)
+        except ResultError as exc:
+            return cls("failed" if status != "timeout" else status, returncode, seconds, command, stdout,
+                       f"{stderr.rstrip()}\nhympi: {exc}".lstrip())
+        if result is not None and status == "":
+            status = "ok" if returncode == 0 and result.verified else ("unverified" if not result.verified else
+                                                                      "failed")
+        return cls(status or "failed", returncode, seconds, command, stdout, stderr,
+                   dict(result.raw) if result else None, result)
 
     def stderr_tail(self, lines: int = 20) -> str:
         """The last lines of stderr, for records and messages."""
@@ -211,18 +228,12 @@ def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | Non
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         stdout, stderr = proc.communicate()
-        return RunOutcome("timeout", None, time.monotonic() - start, cmd, stdout, stderr, parse_result(stdout))
+        return RunOutcome.of("timeout", None, time.monotonic() - start, cmd, stdout, stderr)
     except BaseException:
         _kill_group(proc)  # Ctrl-C: leave no ranks behind
         raise
-    record = parse_result(stdout)
-    if proc.returncode == 0 and record is not None:
-        status = "ok" if record.get("verified", False) else "unverified"
-    elif record is not None and record.get("verified") is False:
-        status = "unverified"
-    else:
-        status = "failed"
-    return RunOutcome(status, proc.returncode, time.monotonic() - start, cmd, stdout, stderr, record)
+    # "": the status follows from the exit code and the record (ok, unverified or failed).
+    return RunOutcome.of("", proc.returncode, time.monotonic() - start, cmd, stdout, stderr)
 
 
 def launch(spec: LaunchSpec, timeout: float | None = None) -> RunOutcome:
