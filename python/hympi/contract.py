@@ -18,6 +18,11 @@ FIELD_TYPES = ("string", "number", "integer", "boolean", "object", "array")
 OPTION_TYPES = ("string", "path", "bool", "int", "seconds")
 
 
+def enum_of(type_name: str) -> str | None:
+    """'BindPolicy' for the type 'enum:BindPolicy', None for a plain type."""
+    return type_name.removeprefix("enum:") if type_name.startswith("enum:") else None
+
+
 @dataclass(frozen=True)
 class AppEntry:
     """One launchable app; study_* are the study's problem-size arguments (None: the study skips the app)."""
@@ -43,7 +48,7 @@ class OptionEntry:
     @property
     def enum(self) -> str | None:
         """The enum the option names a value of, or None."""
-        return self.type.removeprefix("enum:") if self.type.startswith("enum:") else None
+        return enum_of(self.type)
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,7 @@ class FieldEntry:
     @property
     def enum(self) -> str | None:
         """The enum the field names a value of, or None."""
-        return self.type.removeprefix("enum:") if self.type.startswith("enum:") else None
+        return enum_of(self.type)
 
 
 @dataclass(frozen=True)

@@ -145,7 +145,8 @@ std::string AppDefinition::description() const {
 
 nlohmann::json contract_json(const AppDefinition& app) {
   nlohmann::json enums = nlohmann::json::object();
-  for (const auto& e : contract::kEnums) enums[std::string(e.name)] = std::vector<std::string>(e.texts.begin(), e.texts.end());
+  for (const auto& e : contract::kEnums)
+    enums[std::string(e.name)] = std::vector<std::string>(e.texts.begin(), e.texts.end());
   nlohmann::json options = nlohmann::json::array();
   for (const auto& o : contract::kOptions)
     if (o.app) options.push_back({{"key", o.key}, {"env", o.env}, {"default", o.default_text}});

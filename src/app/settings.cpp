@@ -73,7 +73,8 @@ Settings Settings::load(const std::string& config_path, const EnvLookup& getenv)
   Settings settings;
   const SettingValue config = config_file(config_path, getenv);
   std::map<std::string, std::string> file;
-  if (config.source != "default" || std::filesystem::is_regular_file(config.text)) file = read_config(config.text);
+  if (config.source != "default" || std::filesystem::is_regular_file(config.text))
+    file = read_config(config.text);
   for (const auto& option : contract::kOptions) {
     const std::string key(option.key);
     const std::string env(option.env);
@@ -81,7 +82,8 @@ Settings Settings::load(const std::string& config_path, const EnvLookup& getenv)
     if (key == kConfigKey) {
       value = config;
     } else {
-      if (auto it = file.find(key); it != file.end()) value = {it->second, "config file " + config.text, config.text + ": " + key};
+      if (auto it = file.find(key); it != file.end())
+        value = {it->second, "config file " + config.text, config.text + ": " + key};
       if (const char* text = getenv(env.c_str()); text != nullptr && *text != '\0') value = {text, "env " + env, env};
     }
     settings.values_[key] = value;

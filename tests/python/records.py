@@ -11,7 +11,7 @@ def full_record(**overrides: Any) -> dict[str, Any]:
         "app": "rb3d", "problem": "8^3", "time_s": 1.0, "rate": 2.0, "rate_unit": "GFLOP/s", "verified": True,
         "metrics": {}, "ranks": 1, "threads": 1, "threads_default": False, "oversubscribed": False, "shared_pus": 0,
         "bind": "core", "dist": "compact", "comm_s": 0.1, "comp_s": 0.9, "imbalance": 1.0, "max_rss_mib": 10.0,
-        "node_rss_mib": 10.0, "phases": {}, "hosts": ["h"], "nodes": 1, "mpi_library": "MPI", "threads_level": "funneled",
-        "topology_hash": "x", "placement": [], "timestamp": "2026-01-01T00:00:00Z"}
+        "node_rss_mib": 10.0, "phases": {}, "hosts": ["h"], "nodes": 1, "mpi_library": "MPI",
+        "threads_level": "funneled", "topology_hash": "x", "placement": [], "timestamp": "2026-01-01T00:00:00Z"}
     record.update(overrides)
     return record

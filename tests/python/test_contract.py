@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hympi.apps import APPS
 from hympi.contract import CONTRACT_PATH, contract
 from hympi.errors import UsageError

@@ -111,15 +111,18 @@ def add_parser(sub: argparse._SubParsersAction, name: str) -> None:
     p.add_argument("--threads", "-t", default="1", help="comma-separated OpenMP threads per rank (default 1)")
     p.add_argument("--bind", default=None,
                    help=f"comma-separated bindings from {', '.join(BIND_POLICIES)} (default HYMPI_BIND or core)")
-    p.add_argument("--dist", default=None, help=f"distribution: {', '.join(DISTRIBUTIONS)} (default HYMPI_DIST or compact)")
+    p.add_argument("--dist", default=None,
+                   help=f"distribution: {', '.join(DISTRIBUTIONS)} (default HYMPI_DIST or compact)")
     add_measurement_options(p, "measured runs per layout, or auto: 3, then more rounds of the layouts still in the "
                                "noise of the best until it is separated or --max-repeat is spent (default 1)",
                             "minimum seconds of each run's timed region; apps scale their iterations to reach it "
                             "(default $HYMPI_MIN_TIME or 1; 0 = off)")
     p.add_argument("--timeout", default=str(DEFAULT_TIMEOUT_S),
                    help=f"seconds before a run is killed and recorded as timeout (default {DEFAULT_TIMEOUT_S:g})")
-    p.add_argument("--oversubscribe", action="store_true", default=None, help="also run layouts with ranks x threads > PUs")
-    p.add_argument("--virtual-nodes", default=None, help="split this machine into N pretend nodes (HYMPI_VIRTUAL_NODES)")
+    p.add_argument("--oversubscribe", action="store_true", default=None,
+                   help="also run layouts with ranks x threads > PUs")
+    p.add_argument("--virtual-nodes", default=None,
+                   help="split this machine into N pretend nodes (HYMPI_VIRTUAL_NODES)")
     add_db_option(p)
     p.add_argument("--resume", nargs="?", const=True, default=False, type=_resume_value, metavar="ID",
                    help="continue the latest unfinished sweep with the same parameters (or sweep ID)")
