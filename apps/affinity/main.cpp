@@ -8,7 +8,6 @@ namespace {
 class AffinityApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "affinity"; }
-  std::string description() const override { return "Binding table of every rank and OpenMP thread"; }
   void add_options(CLI::App& cli) override {
     cli.add_flag("--check", check_,
                  "exit 1 if a thread runs outside its set, shares a core under core binding, or threads share "
@@ -18,7 +17,7 @@ class AffinityApp final : public hympi::AppDefinition {
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
     hympi::ResultRecord r;
     r.app = name();
-    r.problem = "placement";
+    r.problem = "binding";
     r.rate_unit = "threads";
     if (ctx.env.rank() == 0) {
       const int cores = ctx.topology.cores();

@@ -6,15 +6,6 @@
 
 namespace hympi::npb {
 
-std::string MzApp::description() const {
-  switch (benchmark_) {
-    case Benchmark::bt: return "NPB BT-MZ: block-tridiagonal ADI on uneven zones, verified against NPB3.4-MZ";
-    case Benchmark::sp: return "NPB SP-MZ: scalar-pentadiagonal ADI on equal zones, verified against NPB3.4-MZ";
-    case Benchmark::lu: return "NPB LU-MZ: SSOR on 16 equal zones, verified against NPB3.4-MZ";
-  }
-  return "";
-}
-
 void MzApp::add_options(CLI::App& cli) {
   cli.add_option("--class", problem_class_, "problem class: S, W, A, B, C, D (E, F: geometry only)")
       ->capture_default_str();
@@ -33,7 +24,13 @@ void MzApp::add_options(CLI::App& cli) {
       ->delimiter(',');
   cli.add_option("--split-tolerance", split_tolerance_, "allowed block excess over the mean when splitting")
       ->capture_default_str();
-  cli.add_option("--data", data_file_, "verification file (default: $HYMPI_DATA_DIR/npb-mz/verification.json)");
+  cli.add_option("--data", data_file_,
+                 "verification file (default: DATA_DIR/npb-mz/verification.json; config data_dir, env HYMPI_DATA_DIR)");
+}
+
+void MzApp::apply_settings(const Settings& settings) {
+  const SettingValue& dir = settings.get("data_dir");
+  if (data_file_.empty() && !dir.text.empty()) data_file_ = dir.text + "/npb-mz/verification.json";
 }
 
 void MzApp::validate(const Layout& layout) const {

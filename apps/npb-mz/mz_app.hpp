@@ -15,8 +15,9 @@ class MzApp final : public AppDefinition {
   /// The app for benchmark `b`.
   explicit MzApp(Benchmark b) : benchmark_(b) {}
   [[nodiscard]] std::string name() const override { return to_string(benchmark_); }
-  [[nodiscard]] std::string description() const override;
   void add_options(CLI::App& cli) override;
+  /// Without --data, the verification file lies in data_dir (config file or HYMPI_DATA_DIR) when one is set.
+  void apply_settings(const Settings& settings) override;
   /// Rejects an unknown class, more ranks than zones and thread counts below 1 (exit 2).
   void validate(const Layout& layout) const override;
   /// Runs the benchmark, repeated whole until its timed loops reach context.min_time_s (unless

@@ -24,9 +24,6 @@ class PingPongApp final : public hympi::AppDefinition {
   /// only and runs no OpenMP region, and Open MPI 4.1 at FUNNELED added ~0.07 us to every one-way
   /// time below 4 KiB (1.2-1.6x osu_latency; a bare loop showed the same). Cannot fail.
   hympi::ThreadLevel thread_level() const override { return hympi::ThreadLevel::single; }
-  std::string description() const override {
-    return "Ping-pong latency/bandwidth between ranks classified by what they share (core .. network)";
-  }
   void add_options(CLI::App& cli) override {
     cli.add_option("--max-bytes", options_.max_bytes, "largest message (sizes 0, 1, 2, 4, ... max)")
         ->capture_default_str()

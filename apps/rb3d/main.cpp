@@ -10,7 +10,6 @@ namespace {
 class Rb3dApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "rb3d"; }
-  std::string description() const override { return "3D Poisson, 7-point red-black Gauss-Seidel/SOR"; }
   void add_options(CLI::App& cli) override {
     // Not -n: that is the launchers' rank count (mpirun -n, hympi -n).
     cli.add_option("--size", n_, "interior points per axis (grid n x n x n)")->capture_default_str();

@@ -10,9 +10,6 @@ namespace {
 class Spmv3dApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "spmv3d"; }
-  std::string description() const override {
-    return "27-point SpMV and CG on a structured 3D grid (stencil or CSR, bulk/split/commthread overlap)";
-  }
   void add_options(CLI::App& cli) override {
     auto* global = cli.add_option("--global", global_, "global grid nx ny nz")->expected(3);
     cli.add_option("--per-rank", per_rank_, "grid points per rank nx ny nz (global = this x process grid)")

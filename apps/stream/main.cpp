@@ -26,7 +26,6 @@ int ranks_on_this_machine(int ranks) {
 class StreamApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "stream"; }
-  std::string description() const override { return "STREAM-style memory bandwidth (the roofline bound)"; }
   void add_options(CLI::App& cli) override {
     // Signed, so that -5 is named as given instead of wrapping around to 2^64 - 5.
     elements_option_ =

@@ -90,7 +90,7 @@ run_osu() {  # log
 run_hympi() {  # log
   OMP_NUM_THREADS=1 HYMPI_BIND=core HYMPI_DIST=compact timeout "$RUN_TIMEOUT" mpirun "${mpirun_flags[@]}" \
     --bind-to none -np 2 "$BUILD/bin/hympi-pingpong" --iterations 10000 --large-iterations 1000 \
-    --max-bytes $((4 << 20)) --placement >"$1" 2>&1 || true
+    --max-bytes $((4 << 20)) --show-binding >"$1" 2>&1 || true
 }
 for ((run = 1; run <= repeat; ++run)); do
   order="osu hympi"

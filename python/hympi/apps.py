@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hympi.contract import contract
 from hympi.errors import UsageError
 
 
@@ -16,19 +17,8 @@ class AppSpec:
     description: str
 
 
-APPS: dict[str, AppSpec] = {
-    spec.name: spec
-    for spec in (
-        AppSpec("affinity", "hympi-affinity", "binding of every rank and thread"),
-        AppSpec("stream", "hympi-stream", "STREAM memory bandwidth (the roofline bound)"),
-        AppSpec("rb3d", "hympi-rb3d", "3D Poisson, red-black Gauss-Seidel"),
-        AppSpec("spmv3d", "hympi-spmv3d", "27-point SpMV and CG on a 3D grid"),
-        AppSpec("bt-mz", "hympi-bt-mz", "NPB BT-MZ (block tridiagonal, multi-zone)"),
-        AppSpec("sp-mz", "hympi-sp-mz", "NPB SP-MZ (scalar pentadiagonal, multi-zone)"),
-        AppSpec("lu-mz", "hympi-lu-mz", "NPB LU-MZ (SSOR, multi-zone)"),
-        AppSpec("pingpong", "hympi-pingpong", "ping-pong latency/bandwidth per hierarchy level"),
-    )
-}
+# Declared in contract.toml, which the apps are built from (tests/python/test_contract.py checks both agree).
+APPS: dict[str, AppSpec] = {a.name: AppSpec(a.name, a.binary, a.description) for a in contract().apps}
 
 
 def get_app(name: str) -> AppSpec:

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from hympi.errors import HympiFatal
+from hympi.settings import settings
 
 # python/hympi/paths.py -> repository root is three levels up.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -14,7 +15,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def bin_dir() -> Path:
     """Directory of the hympi-* binaries: $HYMPI_BIN_DIR, else the repository's build/bin."""
-    env = os.environ.get("HYMPI_BIN_DIR")
+    env = settings().text("bin_dir")
     return Path(env) if env else REPO_ROOT / "build" / "bin"
 
 

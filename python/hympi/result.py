@@ -1,21 +1,119 @@
-"""Parsing the HYMPI_RESULT line every app prints."""
+"""The HYMPI_RESULT line every app prints, parsed and validated against contract.toml's [result] fields."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from hympi.jsontypes import JsonObject
+from hympi.contract import FieldEntry, contract
 
 PREFIX = "HYMPI_RESULT "
 
 
-def parse_result(stdout: str) -> JsonObject | None:
-    """The last HYMPI_RESULT record in `stdout`, or None if there is none or it is not JSON."""
+class ResultError(ValueError):
+    """A HYMPI_RESULT line that breaks the contract; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ResultRecord:
+    """One app's result, typed as contract.toml declares it (optional fields None when absent).
+
+    `raw` is the JSON object as printed, for storage; the typed attributes are what code reads.
+    """
+
+    app: str
+    problem: str
+    time_s: float
+    rate: float
+    rate_unit: str
+    verified: bool
+    metrics: Mapping[str, Any]
+    ranks: int
+    threads: int
+    threads_default: bool
+    oversubscribed: bool
+    shared_pus: int
+    bind: str
+    dist: str
+    comm_s: float
+    comp_s: float
+    imbalance: float
+    max_rss_mib: float
+    node_rss_mib: float
+    phases: Mapping[str, Any]
+    hosts: tuple[Any, ...]
+    nodes: int
+    mpi_library: str
+    threads_level: str
+    topology_hash: str
+    binding: tuple[Any, ...]
+    timestamp: str
+    timed_repetitions: int | None = None
+    repetitions_fixed: bool | None = None
+    min_time_s: float | None = None
+    bytes_moved: float | None = None
+    kernel_gbs: float | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+def _typed(entry: FieldEntry, value: object) -> object:
+    """`value` as the field's Python type; ResultError naming the field when it is not of the declared type."""
+    kind = entry.type
+    ok = {"string": isinstance(value, str), "boolean": isinstance(value, bool),
+          "integer": isinstance(value, int) and not isinstance(value, bool),
+          "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+          "object": isinstance(value, dict), "array": isinstance(value, list)}.get(kind)
+    if entry.enum is not None:
+        names = contract().enums[entry.enum]
+        if value not in names:
+            raise ResultError(f"HYMPI_RESULT field '{entry.name}' must be one of {', '.join(names)}, got {value!r}")
+        return value
+    if not ok:
+        raise ResultError(f"HYMPI_RESULT field '{entry.name}' must be of type {kind}, got {json.dumps(value)}")
+    if kind == "number":
+        return float(value)  # type: ignore[arg-type]
+    if kind == "array":
+        return tuple(value)  # type: ignore[arg-type]
+    return value
+
+
+def parse_record(data: object) -> ResultRecord:
+    """The typed record of one HYMPI_RESULT object; raises ResultError naming the first missing, undeclared or
+    mistyped field."""
+    if not isinstance(data, dict):
+        raise ResultError(f"HYMPI_RESULT must be a JSON object, got {type(data).__name__}")
+    declared = {f.name: f for f in contract().fields}
+    for key in data:
+        if key not in declared:
+            raise ResultError(f"HYMPI_RESULT field '{key}' is not declared in contract.toml")
+    values: dict[str, object] = {}
+    for entry in contract().fields:
+        if entry.name not in data:
+            if entry.required:
+                raise ResultError(f"HYMPI_RESULT lacks required field '{entry.name}'")
+            continue
+        values[entry.name] = _typed(entry, data[entry.name])
+    return ResultRecord(**values, raw=dict(data))  # type: ignore[arg-type]
+
+
+def find_result_line(stdout: str) -> str | None:
+    """The JSON text of the last HYMPI_RESULT line in `stdout`, or None if there is none."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(PREFIX):
-            try:
-                record = json.loads(line[len(PREFIX):])
-            except json.JSONDecodeError:
-                return None
-            return record if isinstance(record, dict) else None
+            return line[len(PREFIX):]
     return None
+
+
+def parse_result(stdout: str) -> ResultRecord | None:
+    """The last HYMPI_RESULT record in `stdout`, validated; None if there is none; ResultError if it is not JSON or
+    breaks the contract."""
+    text = find_result_line(stdout)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultError(f"HYMPI_RESULT is not valid JSON: {exc}") from None
+    return parse_record(data)

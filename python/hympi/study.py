@@ -10,6 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from hympi.apps import get_app
+from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
 from hympi.paths import binary
 from hympi.report import write_report
@@ -29,14 +30,9 @@ class StudyApp:
 
 # Problem sizes only: no iteration counts, so every app scales its iterations to the study's minimum kernel time
 # (HYMPI_MIN_TIME); a fixed count would switch that off (repetitions_fixed in the record).
-STUDY_APPS: tuple[StudyApp, ...] = (
-    StudyApp("stream", (), ()),
-    StudyApp("rb3d", ("--size", "64"), ("--size", "160")),
-    StudyApp("spmv3d", ("--global", "48", "48", "48"), ("--global", "128", "128", "128")),
-    StudyApp("bt-mz", ("--class", "S"), ("--class", "W")),
-    StudyApp("sp-mz", ("--class", "S"), ("--class", "W")),
-    StudyApp("lu-mz", ("--class", "S"), ("--class", "W")),
-)
+# Declared per app in contract.toml (study_quick, study_full); apps without them are not swept.
+STUDY_APPS: tuple[StudyApp, ...] = tuple(StudyApp(a.name, a.study_quick, a.study_full) for a in contract().apps
+                                         if a.study_quick is not None and a.study_full is not None)
 
 # Measurement protocol per mode: minimum seconds of each run's timed region, and the --repeat auto budget (rounds).
 # Quick: 6 apps x 3 layouts on a 2-core machine = 18 warm-ups + 72 measured runs of ~0.5 s kernel time (plus
@@ -81,14 +77,16 @@ def study_layouts(cores: int, quick: bool) -> tuple[tuple[int, int], ...]:
 
 
 def stream_elements(summary: MachineSummary, max_ranks: int) -> int:
-    """STREAM's rule (arrays >= 4x the last-level cache per rank), capped so all ranks use <= 1/4 of memory."""
+    """contract.toml's STREAM rule for the fewest ranks of any layout (1), so it holds for every layout of the one
+    count the study uses, capped so the arrays of `max_ranks` ranks use at most memory_fraction of memory."""
+    rule = contract().stream
     llc = max((size * count for level, size, count in summary.caches if level == max(c[0] for c in summary.caches)),
               default=8 * 2**20)
-    elements = max(4 * llc // 8, 2_000_000)
+    elements = rule.elements(llc, 1)
     memory = summary.as_dict().get("memory_bytes") or 0
     if memory:
-        elements = min(elements, memory // 4 // (3 * 8 * max_ranks))
-    return int(max(elements, 100_000))
+        elements = min(elements, int(memory * rule.memory_fraction) // (3 * 8 * max_ranks))
+    return int(elements)
 
 
 def app_args(app: StudyApp, quick: bool, summary: MachineSummary, max_ranks: int) -> tuple[str, ...]:

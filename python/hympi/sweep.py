@@ -36,6 +36,7 @@ from rich.progress import (
 )
 
 from hympi.apps import get_app
+from hympi.contract import contract
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm
@@ -52,12 +53,13 @@ from hympi.launch.mpirun import (
 )
 from hympi.paths import REPO_ROOT
 from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compare, contenders
+from hympi.settings import DEFAULT, settings
 from hympi.store import WARMUP_REPEAT, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.topology import MachineSummary
 
 LAUNCHERS = ("mpirun", "slurm")
 DEFAULT_TIMEOUT_S = 600.0
-DEFAULT_MIN_TIME_S = 1.0
+DEFAULT_MIN_TIME_S = float(contract().option("min_time").default)  # type: ignore[union-attr]
 # --repeat auto: the measured rounds every layout gets before the first decision, and the default budget.
 AUTO_MIN_REPEAT = 3
 DEFAULT_MAX_REPEAT = 10
@@ -106,18 +108,14 @@ def cross_layouts(ranks: tuple[int, ...], threads: tuple[int, ...]) -> tuple[tup
 
 
 def default_min_time() -> float:
-    """The --min-time default: $HYMPI_MIN_TIME when set (the apps' own default source), else 1 s; UsageError if the
-    variable is not a number >= 0."""
-    text = os.environ.get("HYMPI_MIN_TIME")
-    if text is None or text.strip() == "":
-        return DEFAULT_MIN_TIME_S
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"HYMPI_MIN_TIME: '{text}' is not a number of seconds") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise UsageError(f"HYMPI_MIN_TIME must be a finite number of seconds >= 0, got {text}")
-    return value
+    """The --min-time default from the options layer (hympi.toml's min_time, $HYMPI_MIN_TIME, else 1 s, as the apps
+    resolve it); UsageError if the value is not a number >= 0."""
+    return float(settings().value("min_time"))
+
+
+def min_time_is_set() -> bool:
+    """Whether a config file or HYMPI_MIN_TIME sets the minimum time (else a command may pick its own default)."""
+    return settings().get("min_time").source != DEFAULT
 
 
 def random_seed() -> int:

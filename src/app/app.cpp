@@ -8,16 +8,12 @@
 #include <iostream>
 #include <optional>
 
+#include "hympi/contract.hpp"
 #include "hympi/core/error.hpp"
 
 namespace hympi {
 
 namespace {
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : fallback;
-}
 
 std::string physical_host() {
   char name[256] = {};
@@ -26,19 +22,27 @@ std::string physical_host() {
 }
 
 /// Threads per rank that `ranks` ranks on this machine would run: what Environment would choose.
-int validation_threads(int ranks) {
+int validation_threads(int ranks, int virtual_nodes) {
   if (omp_threads_explicit()) return omp_get_max_threads();
-  return machine_default_threads(Topology::this_machine().cores(), ranks, virtual_nodes_from_env());
+  return machine_default_threads(Topology::this_machine().cores(), ranks, virtual_nodes);
 }
 
-/// Seconds of `text` (from option or variable `source`); throws InvalidArgument naming the value
-/// unless it is a finite number >= 0.
-double parse_min_time(const std::string& text, const std::string& source) {
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value) || value < 0.0)
-    throw InvalidArgument(source + " must be a number of seconds >= 0, got " + text);
-  return value;
+/// What the frame takes from the options layer.
+struct FrameOptions {
+  AffinityOptions affinity;
+  double min_time_s = 0.0;
+  int virtual_nodes = 1;
+};
+
+/// The frame's options, each checked; throws InvalidArgument naming the option and where it came from.
+FrameOptions frame_options(const Settings& settings) {
+  FrameOptions out;
+  out.affinity.bind = settings.parse("bind", [](const std::string& t) { return parse_bind_policy(t); });
+  out.affinity.distribution = settings.parse("dist", [](const std::string& t) { return parse_distribution(t); });
+  out.affinity.oversubscribe = settings.flag("oversubscribe");
+  out.min_time_s = settings.seconds("min_time");
+  out.virtual_nodes = settings.positive_int("virtual_nodes");
+  return out;
 }
 
 /// Binds as asked and verifies every thread really got its intended set.
@@ -55,12 +59,13 @@ std::vector<ThreadBinding> bind_threads(const Environment& env, const Topology& 
   return rows;
 }
 
-int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOptions& affinity, bool print_bindings,
-                 bool require_verified, double min_time_s) {
+int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& options, bool print_bindings,
+                 bool require_verified) {
   const std::string prog = "hympi-" + app.name();
+  const AffinityOptions& affinity = options.affinity;
   std::optional<Environment> env;
   try {
-    env.emplace(argc, argv, EnvironmentOptions{app.thread_level(), 0});
+    env.emplace(argc, argv, EnvironmentOptions{app.thread_level(), options.virtual_nodes});
   } catch (const InvalidArgument& e) {
     std::cerr << prog << ": error: " << e.what() << "\n";
     return 2;
@@ -88,7 +93,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOption
     if (root && print_bindings) std::cout << format_binding_table(bindings) << std::flush;
 
     Metrics metrics;
-    AppContext context{*env, topology, metrics, affinity, bindings, min_time_s};
+    AppContext context{*env, topology, metrics, affinity, bindings, options.min_time_s};
     HYMPI_MPI(MPI_Barrier(env->world()));
     ResultRecord record = app.run(context);
     const MetricsSummary summary = metrics.reduce(env->world(), env->node().get());
@@ -113,7 +118,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOption
                    {"mpi_library", env->mpi_library()},
                    {"threads_level", to_string(env->thread_level())},
                    {"topology_hash", topology.hash()},
-                   {"placement", binding_json(bindings)},
+                   {"binding", binding_json(bindings)},
                    {"timestamp", utc_timestamp()}});
       std::cout << format_result_line(line) << std::endl;
       if (!record.verified) std::cerr << prog << ": error: verification FAILED\n";
@@ -132,27 +137,54 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const AffinityOption
 
 }  // namespace
 
+std::string AppDefinition::description() const {
+  for (const auto& declared : contract::kApps)
+    if (declared.name == name()) return std::string(declared.description);
+  throw Error("app '" + name() + "' is not declared in contract.toml");
+}
+
+nlohmann::json contract_json(const AppDefinition& app) {
+  nlohmann::json enums = nlohmann::json::object();
+  for (const auto& e : contract::kEnums)
+    enums[std::string(e.name)] = std::vector<std::string>(e.texts.begin(), e.texts.end());
+  nlohmann::json options = nlohmann::json::array();
+  for (const auto& o : contract::kOptions)
+    if (o.app) options.push_back({{"key", o.key}, {"env", o.env}, {"default", o.default_text}});
+  nlohmann::json fields = nlohmann::json::object();
+  for (const auto& f : contract::kResultFields) fields[std::string(f.name)] = {{"required", f.required}};
+  return {{"name", app.name()},
+          {"binary", "hympi-" + app.name()},
+          {"description", app.description()},
+          {"enums", enums},
+          {"options", options},
+          {"result_fields", fields}};
+}
+
 int run_app(int argc, char** argv, AppDefinition& app) {
   const std::string prog = "hympi-" + app.name();
   CLI::App cli{app.description(), prog};
-  std::string bind = env_or("HYMPI_BIND", "core");
-  std::string dist = env_or("HYMPI_DIST", "compact");
+  // Each frame option's value on the command line, if given; Settings holds the lower layers.
+  std::string config_path, bind, dist, min_time_text;
   int validate_ranks = 0;
   bool print_bindings = false;
   bool allow_unverified = false;
-  std::string min_time_text = env_or("HYMPI_MIN_TIME", "1.0");
-  cli.add_option("--bind", bind, "binding: none, core, numa or package (env HYMPI_BIND)")->capture_default_str();
-  cli.add_option("--dist", dist, "rank distribution: compact or scatter (env HYMPI_DIST)")->capture_default_str();
-  cli.add_flag("--placement", print_bindings, "print where every rank and thread runs");
-  cli.add_flag("--allow-unverified", allow_unverified, "exit 0 even when verification fails");
   bool oversubscribe = false;
+  bool show_config = false;
+  bool print_contract = false;
+  cli.add_option("--config", config_path, "config file (default: ./hympi.toml when present; env HYMPI_CONFIG)")
+      ->type_name("PATH");
+  cli.add_option("--bind", bind, "binding: none, core, numa or package (default core; config bind, env HYMPI_BIND)");
+  cli.add_option("--dist", dist, "rank distribution: compact or scatter (default compact; env HYMPI_DIST)");
+  cli.add_flag("--show-binding", print_bindings, "print where every rank and thread runs (the binding table)");
+  cli.add_flag("--allow-unverified", allow_unverified, "exit 0 even when verification fails");
   cli.add_flag("--oversubscribe", oversubscribe, "accept threads sharing PUs (env HYMPI_OVERSUBSCRIBE=1)");
   cli.add_option("--min-time", min_time_text,
                  "seconds of timed kernel work to reach by repeating the kernel, unless the app's count is given "
-                 "(0: no minimum; env HYMPI_MIN_TIME)")
-      ->type_name("SECONDS")
-      ->capture_default_str();
+                 "(default 1, 0: no minimum; env HYMPI_MIN_TIME)")
+      ->type_name("SECONDS");
   cli.add_option("--validate-ranks", validate_ranks, "only check the options for this many ranks, without MPI");
+  cli.add_flag("--show-config", show_config, "print every option's value and where it came from, as JSON");
+  cli.add_flag("--contract", print_contract, "print what this binary declares (contract.toml's view), as JSON");
   app.add_options(cli);
   try {
     cli.parse(argc, argv);
@@ -163,15 +195,27 @@ int run_app(int argc, char** argv, AppDefinition& app) {
     std::cerr << prog << ": error: " << e.what() << "\n";
     return 2;
   }
-  AffinityOptions affinity;
-  double min_time_s = 0.0;
+  FrameOptions options;
   try {
-    affinity = {parse_bind_policy(bind), parse_distribution(dist), oversubscribe || oversubscribe_from_env()};
-    min_time_s = parse_min_time(min_time_text, cli.count("--min-time") > 0 ? "--min-time" : "HYMPI_MIN_TIME");
+    if (print_contract) {
+      std::cout << contract_json(app).dump(2) << std::endl;
+      return 0;
+    }
+    Settings settings = Settings::load(config_path);
+    if (cli.count("--bind") > 0) settings.set_from_command_line("bind", bind);
+    if (cli.count("--dist") > 0) settings.set_from_command_line("dist", dist);
+    if (cli.count("--min-time") > 0) settings.set_from_command_line("min_time", min_time_text);
+    if (oversubscribe) settings.set_from_command_line("oversubscribe", "true");
+    if (show_config) {
+      std::cout << settings.to_json().dump(2) << std::endl;
+      return 0;
+    }
+    options = frame_options(settings);
+    app.apply_settings(settings);
     if (cli.count("--validate-ranks") > 0) {
       if (validate_ranks < 1)
         throw InvalidArgument("--validate-ranks must be >= 1, got " + std::to_string(validate_ranks));
-      app.validate({validate_ranks, validation_threads(validate_ranks)});
+      app.validate({validate_ranks, validation_threads(validate_ranks, options.virtual_nodes)});
       return 0;
     }
   } catch (const InvalidArgument& e) {
@@ -181,7 +225,7 @@ int run_app(int argc, char** argv, AppDefinition& app) {
     std::cerr << prog << ": error: " << e.what() << "\n";
     return 1;
   }
-  return run_with_mpi(argc, argv, app, affinity, print_bindings, !allow_unverified, min_time_s);
+  return run_with_mpi(argc, argv, app, options, print_bindings, !allow_unverified);
 }
 
 }  // namespace hympi

@@ -16,32 +16,6 @@
 
 namespace hympi {
 
-std::string to_string(BindPolicy policy) {
-  switch (policy) {
-    case BindPolicy::none: return "none";
-    case BindPolicy::core: return "core";
-    case BindPolicy::numa: return "numa";
-    case BindPolicy::package: return "package";
-  }
-  return "unknown";
-}
-
-std::string to_string(Distribution distribution) {
-  return distribution == Distribution::compact ? "compact" : "scatter";
-}
-
-BindPolicy parse_bind_policy(const std::string& text) {
-  for (BindPolicy p : {BindPolicy::none, BindPolicy::core, BindPolicy::numa, BindPolicy::package})
-    if (to_string(p) == text) return p;
-  throw InvalidArgument("unknown binding '" + text + "' (expected none, core, numa or package)");
-}
-
-Distribution parse_distribution(const std::string& text) {
-  for (Distribution d : {Distribution::compact, Distribution::scatter})
-    if (to_string(d) == text) return d;
-  throw InvalidArgument("unknown distribution '" + text + "' (expected compact or scatter)");
-}
-
 bool oversubscribe_from_env() {
   const char* text = std::getenv("HYMPI_OVERSUBSCRIBE");
   if (text == nullptr || *text == '\0' || std::strcmp(text, "0") == 0) return false;

@@ -34,23 +34,6 @@ ThreadLevel from_mpi(int level) {
 }
 }  // namespace
 
-std::string to_string(ThreadLevel level) {
-  switch (level) {
-    case ThreadLevel::single: return "single";
-    case ThreadLevel::funneled: return "funneled";
-    case ThreadLevel::serialized: return "serialized";
-    case ThreadLevel::multiple: return "multiple";
-  }
-  return "unknown";
-}
-
-ThreadLevel parse_thread_level(const std::string& text) {
-  for (ThreadLevel l : kLevels)
-    if (to_string(l) == text) return l;
-  throw InvalidArgument("unknown MPI thread level '" + text +
-                        "' (expected single, funneled, serialized or multiple)");
-}
-
 int virtual_nodes_from_env() {
   const char* text = std::getenv("HYMPI_VIRTUAL_NODES");
   if (text == nullptr || *text == '\0') return 1;

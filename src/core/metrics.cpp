@@ -10,15 +10,6 @@
 
 namespace hympi {
 
-std::string to_string(PhaseKind kind) {
-  switch (kind) {
-    case PhaseKind::computation: return "computation";
-    case PhaseKind::communication: return "communication";
-    case PhaseKind::other: return "other";
-  }
-  return "other";
-}
-
 Metrics::Scope::Scope(Metrics& metrics, std::string name, PhaseKind kind)
     : metrics_(metrics), name_(std::move(name)), kind_(kind), start_(MPI_Wtime()) {}
 

@@ -3,6 +3,9 @@
 #include <chrono>
 #include <ctime>
 
+#include "hympi/contract.hpp"
+#include "hympi/core/error.hpp"
+
 namespace hympi {
 
 nlohmann::json ResultRecord::to_json() const {
@@ -20,7 +23,51 @@ nlohmann::json ResultRecord::to_json() const {
   return out;
 }
 
-std::string format_result_line(const nlohmann::json& record) { return kResultPrefix + record.dump(); }
+namespace {
+
+bool has_type(const nlohmann::json& value, contract::FieldType type) {
+  switch (type) {
+    case contract::FieldType::string: return value.is_string();
+    case contract::FieldType::number: return value.is_number();
+    case contract::FieldType::integer: return value.is_number_integer();
+    case contract::FieldType::boolean: return value.is_boolean();
+    case contract::FieldType::object: return value.is_object();
+    case contract::FieldType::array: return value.is_array();
+    case contract::FieldType::enumeration: return value.is_string();
+  }
+  return false;
+}
+
+bool names_enum_value(const nlohmann::json& value, std::string_view enum_name) {
+  for (const auto& e : contract::kEnums)
+    if (e.name == enum_name)
+      for (const auto& text : e.texts)
+        if (text == value.get<std::string>()) return true;
+  return false;
+}
+
+}  // namespace
+
+void check_result_fields(const nlohmann::json& record) {
+  if (!record.is_object()) throw Error("HYMPI_RESULT must be a JSON object, got " + record.dump());
+  for (const auto& [key, value] : record.items()) {
+    const contract::FieldInfo* field = nullptr;
+    for (const auto& f : contract::kResultFields)
+      if (f.name == key) field = &f;
+    if (field == nullptr) throw Error("HYMPI_RESULT field '" + key + "' is not declared in contract.toml");
+    if (!has_type(value, field->type) ||
+        (field->type == contract::FieldType::enumeration && !names_enum_value(value, field->enum_name)))
+      throw Error("HYMPI_RESULT field '" + key + "' has a value of the wrong type: " + value.dump());
+  }
+  for (const auto& f : contract::kResultFields)
+    if (f.required && !record.contains(std::string(f.name)))
+      throw Error("HYMPI_RESULT lacks required field '" + std::string(f.name) + "'");
+}
+
+std::string format_result_line(const nlohmann::json& record) {
+  check_result_fields(record);
+  return kResultPrefix + record.dump();
+}
 
 std::string utc_timestamp() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());

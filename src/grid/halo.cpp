@@ -6,14 +6,6 @@
 
 namespace hympi {
 
-std::string to_string(HaloPattern pattern) { return pattern == HaloPattern::faces ? "faces" : "full"; }
-
-HaloPattern parse_halo_pattern(const std::string& text) {
-  if (text == "faces") return HaloPattern::faces;
-  if (text == "full") return HaloPattern::full;
-  throw InvalidArgument("unknown halo pattern '" + text + "' (expected faces or full)");
-}
-
 namespace {
 
 int direction_id(const std::array<int, 3>& o) { return (o[0] + 1) + 3 * (o[1] + 1) + 9 * (o[2] + 1); }

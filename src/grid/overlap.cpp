@@ -4,25 +4,6 @@
 
 namespace hympi {
 
-std::string to_string(OverlapStrategy strategy) {
-  switch (strategy) {
-    case OverlapStrategy::bulk:
-      return "bulk";
-    case OverlapStrategy::split:
-      return "split";
-    case OverlapStrategy::comm_thread:
-      return "commthread";
-  }
-  return "unknown";
-}
-
-OverlapStrategy parse_overlap_strategy(const std::string& text) {
-  if (text == "bulk") return OverlapStrategy::bulk;
-  if (text == "split") return OverlapStrategy::split;
-  if (text == "commthread") return OverlapStrategy::comm_thread;
-  throw InvalidArgument("unknown overlap strategy '" + text + "' (expected bulk, split or commthread)");
-}
-
 void OverlapOptions::validate(int threads) const {
   if (tile) {
     static constexpr const char* axis[3] = {"x", "y", "z"};

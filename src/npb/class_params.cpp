@@ -11,22 +11,6 @@
 
 namespace hympi::npb {
 
-Benchmark parse_benchmark(const std::string& name) {
-  if (name == "bt-mz" || name == "bt") return Benchmark::bt;
-  if (name == "sp-mz" || name == "sp") return Benchmark::sp;
-  if (name == "lu-mz" || name == "lu") return Benchmark::lu;
-  throw InvalidArgument("unknown benchmark '" + name + "' (expected bt-mz, sp-mz or lu-mz)");
-}
-
-std::string to_string(Benchmark b) {
-  switch (b) {
-    case Benchmark::bt: return "bt-mz";
-    case Benchmark::sp: return "sp-mz";
-    case Benchmark::lu: return "lu-mz";
-  }
-  return "?";
-}
-
 nlohmann::json ClassParams::to_json() const {
   return nlohmann::json{{"benchmark", to_string(benchmark)},
                         {"class", problem_class},

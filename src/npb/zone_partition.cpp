@@ -7,14 +7,6 @@
 
 namespace hympi {
 
-PackingMethod parse_packing_method(const std::string& name) {
-  if (name == "npb") return PackingMethod::npb;
-  if (name == "lpt") return PackingMethod::lpt;
-  throw InvalidArgument("unknown packing method '" + name + "' (expected npb or lpt)");
-}
-
-std::string to_string(PackingMethod method) { return method == PackingMethod::npb ? "npb" : "lpt"; }
-
 nlohmann::json ZonePartitionOptions::to_json() const {
   return nlohmann::json{{"method", to_string(method)},
                         {"threads_per_rank", threads_per_rank},

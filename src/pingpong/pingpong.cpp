@@ -205,27 +205,6 @@ bool validate_pingpong_pair(MPI_Comm comm, int a, int b, std::size_t bytes) {
   return checked_ping_pong(comm, me, a, b, bytes, buf);
 }
 
-std::string to_string(CommLevel level) {
-  switch (level) {
-    case CommLevel::pu: return "pu";
-    case CommLevel::core: return "core";
-    case CommLevel::l2: return "l2";
-    case CommLevel::l3: return "l3";
-    case CommLevel::numa: return "numa";
-    case CommLevel::package: return "package";
-    case CommLevel::node: return "node";
-    case CommLevel::network: return "network";
-  }
-  return "unknown";
-}
-
-CommLevel parse_comm_level(const std::string& text) {
-  for (CommLevel l : kCommLevels)
-    if (to_string(l) == text) return l;
-  throw InvalidArgument("unknown communication level '" + text +
-                        "' (expected pu, core, l2, l3, numa, package, node or network)");
-}
-
 CommLevel classify_sets(const Topology& topology, const Bitmap& a, const Bitmap& b) {
   if (a.weight() <= 0 || b.weight() <= 0) throw TopologyError("cannot classify an empty or infinite cpuset");
   Bitmap both = a;

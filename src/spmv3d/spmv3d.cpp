@@ -20,25 +20,6 @@
 
 namespace hympi {
 
-std::string to_string(SpmvOperator op) { return op == SpmvOperator::stencil ? "stencil" : "csr"; }
-
-std::string to_string(StreamingStores mode) {
-  return mode == StreamingStores::automatic ? "auto" : (mode == StreamingStores::on ? "on" : "off");
-}
-
-StreamingStores parse_streaming_stores(const std::string& text) {
-  if (text == "auto") return StreamingStores::automatic;
-  if (text == "on") return StreamingStores::on;
-  if (text == "off") return StreamingStores::off;
-  throw InvalidArgument("unknown streaming-stores mode '" + text + "' (expected auto, on or off)");
-}
-
-SpmvOperator parse_spmv_operator(const std::string& text) {
-  if (text == "stencil") return SpmvOperator::stencil;
-  if (text == "csr") return SpmvOperator::csr;
-  throw InvalidArgument("unknown operator '" + text + "' (expected stencil or csr)");
-}
-
 namespace {
 
 constexpr const char* kAxis[3] = {"x", "y", "z"};

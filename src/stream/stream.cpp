@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "hympi/contract.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/core/memory.hpp"
 #include "hympi/core/metrics.hpp"
@@ -28,8 +29,10 @@ nlohmann::json StreamResult::to_json() const {
 }
 
 std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on_node) {
-  const std::size_t total = 4 * last_level_cache_bytes / sizeof(double);
-  return std::max<std::size_t>(total / static_cast<std::size_t>(std::max(ranks_on_node, 1)) + 1, 1 << 20);
+  // The rule is contract.toml's [stream]; python/hympi/study.py applies the same one.
+  const std::size_t total = contract::kStreamLlcMultiple * last_level_cache_bytes / sizeof(double);
+  return std::max<std::size_t>(total / static_cast<std::size_t>(std::max(ranks_on_node, 1)) + 1,
+                               contract::kStreamMinElements);
 }
 
 void check_stream_memory(std::size_t elements, int ranks_on_node, std::uint64_t memory_bytes) {

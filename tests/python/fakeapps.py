@@ -59,7 +59,9 @@ if rank == 0:
               "rate": rate, "rate_unit": "GFLOP/s", "min_time_s": float(os.environ.get("HYMPI_MIN_TIME", "1")),
               "verified": verified, "comm_s": 0.1 * ranks,
               "comp_s": 1.0 / threads, "imbalance": 1.0, "max_rss_mib": 10.0 + ranks, "node_rss_mib": 10.0 * ranks,
-              "nodes": 1}
+              "nodes": 1, "metrics": {}, "threads_default": False, "oversubscribed": False, "shared_pus": 0,
+              "phases": {}, "hosts": ["fake"], "mpi_library": "fake MPI", "threads_level": "funneled",
+              "topology_hash": "fake", "binding": [], "timestamp": "2026-01-01T00:00:00Z"}
     print("HYMPI_RESULT " + json.dumps(record), flush=True)
 sys.exit(0 if verified else 1)
 '''

@@ -10,7 +10,7 @@ from conftest import hympi, hympi_json
 
 RESULT_FIELDS = {"app", "problem", "ranks", "threads", "bind", "time_s", "rate", "rate_unit", "verified", "comm_s",
                  "comp_s", "imbalance", "max_rss_mib", "node_rss_mib", "hosts", "mpi_library", "threads_level",
-                 "timestamp", "placement"}
+                 "timestamp", "binding"}
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_rb3d_residuals_identical_across_layouts():
         assert rec.keys() >= RESULT_FIELDS
         assert rec["verified"] is True
         assert rec["ranks"] == ranks and rec["threads"] == threads
-        assert len(rec["placement"]) == ranks * threads
+        assert len(rec["binding"]) == ranks * threads
         histories[(ranks, threads)] = rec["metrics"]["residuals"]
     reference = histories[(1, 1)]
     assert len(reference) == 6
@@ -76,9 +76,9 @@ def test_rb3d_exact_verification_passes_when_converged():
 def test_affinity_check_core_binding_gives_each_rank_its_core():
     code, rec = hympi_json("affinity", "--ranks", "2", "--bind", "core", "--check", "--json")
     assert code == 0 and rec["verified"] is True
-    cores = sorted(row["core"] for row in rec["placement"])
+    cores = sorted(row["core"] for row in rec["binding"])
     assert cores == [0, 1]
-    assert all(row["bound"] == row["intended"] for row in rec["placement"])
+    assert all(row["bound"] == row["intended"] for row in rec["binding"])
 
 
 def test_affinity_table_is_printed():

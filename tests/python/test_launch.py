@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -9,6 +10,7 @@ import pytest
 
 from hympi.errors import UsageError
 from hympi.launch.mpirun import LaunchSpec, build_command, check_layout, run_command
+from records import full_record
 
 
 def test_openmpi_command_binds_nothing_and_exports_layout():
@@ -61,7 +63,9 @@ def test_failed_run_without_result_is_failed():
 
 
 def test_result_line_decides_ok_or_unverified():
-    ok = run_command(["sh", "-c", 'echo \'HYMPI_RESULT {"verified": true}\''], timeout=10)
-    assert ok.status == "ok" and ok.record == {"verified": True}
-    bad = run_command(["sh", "-c", 'echo \'HYMPI_RESULT {"verified": false}\'; exit 1'], timeout=10)
+    good = json.dumps(full_record(verified=True))
+    ok = run_command(["sh", "-c", f"echo 'HYMPI_RESULT {good}'"], timeout=10)
+    assert ok.status == "ok" and ok.record == full_record(verified=True) and ok.result is not None
+    unverified = json.dumps(full_record(verified=False))
+    bad = run_command(["sh", "-c", f"echo 'HYMPI_RESULT {unverified}'; exit 1"], timeout=10)
     assert bad.status == "unverified"

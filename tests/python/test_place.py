@@ -176,7 +176,7 @@ def test_rankfile_takes_effect_end_to_end(tmp_path):
     assert "rankfile check: PASSED" in proc.stderr
     rec = json.loads(proc.stdout.strip().splitlines()[-1])
     assert rec["bind"] == "none"  # the app must not rebind what mpirun bound
-    by_rank = {row["rank"]: row["core"] for row in rec["placement"]}
+    by_rank = {row["rank"]: row["core"] for row in rec["binding"]}
     assert by_rank == {0: 1, 1: 0}
 
 

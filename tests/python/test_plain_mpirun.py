@@ -79,7 +79,7 @@ def test_unset_thread_count_gives_each_rank_its_own_pus(binary: str, args: list[
     assert rec["ranks"] == RANKS and rec["threads"] == max(1, int(machine()["cores"]) // RANKS)
     assert rec["oversubscribed"] is False and rec["shared_pus"] == 0
     assert warnings(proc) == []
-    rows = rec["placement"]
+    rows = rec["binding"]
     assert len(rows) == RANKS * rec["threads"]
     sets = {rank: set().union(*(pu_list(r["bound"]) for r in rows if r["rank"] == rank)) for rank in range(RANKS)}
     assert sets[0] and sets[1] and not sets[0] & sets[1], sets

@@ -154,3 +154,28 @@ def test_missing_database_is_not_created_for_reading(tmp_path: Path):
     assert not (tmp_path / "none.db").exists()
     with pytest.raises(UsageError, match=r"not writable|missing"):
         Store.open(tmp_path / "no" / "such" / "dir.db")
+
+
+def test_migration_4_renames_the_binding_rows_and_the_affinity_problem(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "old.db"
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:3])
+    rows = [{"rank": 0, "thread": 0, "core": 1}]
+    with Store.open(path) as old:
+        machine = old.ensure_machine("h", "t", "m", "c", {})
+        cur = old.conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, "
+                               "created_at) VALUES (?, 'affinity', '{}', '{}', 2, 'finished', 'now')", (machine.id,))
+        sweep_id = int(cur.lastrowid)
+        old.add_run(_run(sweep_id, record={"app": "affinity", "problem": "placement", "placement": rows}))
+        old.add_run(_run(sweep_id, repeat=2, status="failed", record=None))
+        old.conn.execute("UPDATE runs SET app = 'affinity', problem = 'placement'")
+    monkeypatch.undo()
+    with Store.open(path) as new:
+        assert new.schema_version() == SCHEMA_VERSION
+        runs = new.runs()
+        with_record = [r for r in runs if r.record is not None]
+        assert len(runs) == 2 and len(with_record) == 1
+        assert with_record[0].record["binding"] == rows
+        assert "placement" not in with_record[0].record
+        problems = {row[0] for row in new.conn.execute("SELECT problem FROM runs")}
+        assert problems == {"binding"}

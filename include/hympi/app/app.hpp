@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "hympi/app/settings.hpp"
 #include "hympi/core/affinity.hpp"
 #include "hympi/core/environment.hpp"
 #include "hympi/core/error.hpp"
@@ -38,10 +39,14 @@ class AppDefinition {
   virtual ~AppDefinition() = default;
   /// Short name, e.g. "rb3d"; the binary is hympi-<name>.
   [[nodiscard]] virtual std::string name() const = 0;
-  /// One line for --help.
-  [[nodiscard]] virtual std::string description() const = 0;
+  /// One line for --help: the description contract.toml declares for name(); throws Error for an app
+  /// the contract does not declare.
+  [[nodiscard]] std::string description() const;
   /// Declares the app's own options on `cli`.
   virtual void add_options(CLI::App& cli) = 0;
+  /// Takes what the app needs from the resolved options layer (config file, HYMPI_* environment),
+  /// after parsing and before validate(); throws InvalidArgument naming a bad value.
+  virtual void apply_settings(const Settings& settings) { (void)settings; }
   /// Throws InvalidArgument naming the bad value if the options do not suit `layout`.
   virtual void validate(const Layout& layout) const { (void)layout; }
   /// MPI thread support the app needs.
@@ -56,7 +61,15 @@ class AppDefinition {
 /// rank 0. Returns the process exit code: 0 ok, 1 runtime failure or failed verification
 /// (with --require-verified, the default), 2 bad input. `--validate-ranks N` only validates
 /// the options for N ranks, without MPI, so launchers can reject bad input before launching.
-/// A `--min-time` (or HYMPI_MIN_TIME) that is negative or not a finite number is bad input.
+/// A `--min-time` (or HYMPI_MIN_TIME) that is negative or not a finite number is bad input. The frame's
+/// options (--bind, --dist, --oversubscribe, --min-time, HYMPI_VIRTUAL_NODES, ...) come from the options
+/// layer (Settings): defaults < hympi.toml or --config < HYMPI_* < command line; an unknown key in the
+/// config file is bad input. `--show-config` prints the resolved options, `--contract` what the binary
+/// was built to declare (name, description, enum names, options, result fields) as JSON.
 int run_app(int argc, char** argv, AppDefinition& app);
+
+/// The JSON `--contract` prints for `app`: its name, binary and description and the contract's enums,
+/// options and result fields as this binary knows them.
+[[nodiscard]] nlohmann::json contract_json(const AppDefinition& app);
 
 }  // namespace hympi

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "hympi/core/enum_names.hpp"
 #include "hympi/core/topology.hpp"
 
 namespace hympi {
@@ -15,12 +16,14 @@ enum class BindPolicy { none, core, numa, package };
 /// How ranks are laid out over the machine's domains: fill one first, or round-robin.
 enum class Distribution { compact, scatter };
 
-std::string to_string(BindPolicy policy);
-std::string to_string(Distribution distribution);
+template <>
+struct EnumNames<BindPolicy> : contract::BindPolicyNames<BindPolicy> {};
+template <>
+struct EnumNames<Distribution> : contract::DistributionNames<Distribution> {};
 /// Parses "none|core|numa|package"; throws InvalidArgument naming the value otherwise.
-BindPolicy parse_bind_policy(const std::string& text);
+inline BindPolicy parse_bind_policy(const std::string& text) { return parse_enum<BindPolicy>(text); }
 /// Parses "compact|scatter"; throws InvalidArgument naming the value otherwise.
-Distribution parse_distribution(const std::string& text);
+inline Distribution parse_distribution(const std::string& text) { return parse_enum<Distribution>(text); }
 
 /// Binding options of a run (HYMPI_BIND / HYMPI_DIST / HYMPI_OVERSUBSCRIBE or --bind / --dist / --oversubscribe).
 struct AffinityOptions {
@@ -106,7 +109,7 @@ int count_shared_pus(const std::vector<ThreadBinding>& rows);
 /// Binding rows as a fixed-width table (the xthi question, answered).
 std::string format_binding_table(const std::vector<ThreadBinding>& rows);
 
-/// Binding rows as a JSON array (the HYMPI_RESULT "placement" field).
+/// Binding rows as a JSON array (the HYMPI_RESULT "binding" field).
 nlohmann::json binding_json(const std::vector<ThreadBinding>& rows);
 
 }  // namespace hympi

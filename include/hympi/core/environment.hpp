@@ -7,16 +7,17 @@
 #include <vector>
 
 #include "hympi/core/comm.hpp"
+#include "hympi/core/enum_names.hpp"
 
 namespace hympi {
 
 /// MPI thread support levels, in increasing order.
 enum class ThreadLevel { single, funneled, serialized, multiple };
 
-/// Name of a thread level ("funneled", ...).
-std::string to_string(ThreadLevel level);
+template <>
+struct EnumNames<ThreadLevel> : contract::ThreadLevelNames<ThreadLevel> {};
 /// Parses "single|funneled|serialized|multiple"; throws InvalidArgument otherwise.
-ThreadLevel parse_thread_level(const std::string& text);
+inline ThreadLevel parse_thread_level(const std::string& text) { return parse_enum<ThreadLevel>(text); }
 
 /// Threads per rank when nothing fixes the count: max(1, cores_per_node / ranks_per_node), so the
 /// ranks of a node together start one thread per core. Throws InvalidArgument when either is < 1.

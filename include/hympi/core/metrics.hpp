@@ -7,12 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "hympi/core/enum_names.hpp"
+
 namespace hympi {
 
 /// What a phase spends its time on; decides whether it counts as comm_s or comp_s.
 enum class PhaseKind { computation, communication, other };
 
-std::string to_string(PhaseKind kind);
+template <>
+struct EnumNames<PhaseKind> : contract::PhaseKindNames<PhaseKind> {};
 
 /// min/avg/max over ranks of one phase's time.
 struct PhaseStats {

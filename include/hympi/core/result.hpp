@@ -29,7 +29,12 @@ struct ResultRecord {
 /// Prefix of the result line the Python side parses.
 inline constexpr const char* kResultPrefix = "HYMPI_RESULT ";
 
-/// "HYMPI_RESULT " + compact JSON, without a newline.
+/// Checks `record` against contract.toml's [result] fields: every field declared, of its type (an enum
+/// field one of the enum's names), every required field present. Throws Error naming the first bad field.
+void check_result_fields(const nlohmann::json& record);
+
+/// "HYMPI_RESULT " + compact JSON, without a newline; throws Error (check_result_fields) for a record
+/// the contract does not declare, so an undeclared field fails every app test instead of reaching Python.
 std::string format_result_line(const nlohmann::json& record);
 
 /// Current UTC time in ISO 8601 ("2026-11-21T12:00:00Z").

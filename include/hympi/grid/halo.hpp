@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "hympi/core/enum_names.hpp"
 #include "hympi/core/requests.hpp"
 #include "hympi/grid/cart.hpp"
 #include "hympi/grid/grid3d.hpp"
@@ -15,9 +16,10 @@ namespace hympi {
 /// Which neighbours exchange ghosts: 6 face neighbours, or all 26.
 enum class HaloPattern { faces, full };
 
-std::string to_string(HaloPattern pattern);
+template <>
+struct EnumNames<HaloPattern> : contract::HaloPatternNames<HaloPattern> {};
 /// Parses "faces|full"; throws InvalidArgument naming the value otherwise.
-HaloPattern parse_halo_pattern(const std::string& text);
+inline HaloPattern parse_halo_pattern(const std::string& text) { return parse_enum<HaloPattern>(text); }
 
 /// Persistent nonblocking exchange of ghost layers; begin()/end() split it so work can overlap.
 ///

@@ -30,10 +30,10 @@ enum class OverlapStrategy {
   comm_thread  ///< thread 0 drives MPI while the others compute interior regions (seed 003)
 };
 
-/// "bulk", "split" or "commthread".
-std::string to_string(OverlapStrategy strategy);
+template <>
+struct EnumNames<OverlapStrategy> : contract::OverlapStrategyNames<OverlapStrategy> {};
 /// Parses "bulk|split|commthread"; throws InvalidArgument naming the value otherwise.
-OverlapStrategy parse_overlap_strategy(const std::string& text);
+inline OverlapStrategy parse_overlap_strategy(const std::string& text) { return parse_enum<OverlapStrategy>(text); }
 
 /// Strategy and cache blocking of one stencil sweep.
 struct OverlapOptions {

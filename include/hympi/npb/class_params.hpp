@@ -1,6 +1,7 @@
 #pragma once
 // What the data file (data/npb-mz/verification.json) says about one NPB-MZ benchmark class: the
 // mesh, iterations, time step, reference norms and the Mop/s formula.
+#include "hympi/core/enum_names.hpp"
 #include "hympi/npb/mops.hpp"
 #include "hympi/npb/zone_grid.hpp"
 
@@ -13,11 +14,17 @@ namespace hympi::npb {
 
 /// The three NPB-MZ benchmarks.
 enum class Benchmark { bt, sp, lu };
+}  // namespace hympi::npb
 
+namespace hympi {
+template <>
+struct EnumNames<npb::Benchmark> : contract::BenchmarkNames<npb::Benchmark> {};
+}  // namespace hympi
+
+namespace hympi::npb {
+using hympi::to_string;  // "bt-mz", "sp-mz" or "lu-mz"
 /// Parses "bt-mz", "sp-mz" or "lu-mz" (also without "-mz"); throws InvalidArgument otherwise.
-[[nodiscard]] Benchmark parse_benchmark(const std::string& name);
-/// "bt-mz", "sp-mz" or "lu-mz".
-[[nodiscard]] std::string to_string(Benchmark b);
+[[nodiscard]] inline Benchmark parse_benchmark(const std::string& name) { return parse_enum<Benchmark>(name); }
 
 /// Everything the data file says about one benchmark class.
 struct ClassParams {

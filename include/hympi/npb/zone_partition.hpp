@@ -3,6 +3,7 @@
 // emptiest rank, preferring zones that share faces with that rank) and can give loaded ranks
 // more OpenMP threads; OVERFLOW instead splits big zones so that more ranks can be balanced,
 // at the price of extra overlap points (Jin et al. 2011, sections 3.1, 3.2, Table 3).
+#include "hympi/core/enum_names.hpp"
 #include "hympi/npb/zone_grid.hpp"
 
 #include <nlohmann/json.hpp>
@@ -19,10 +20,12 @@ enum class PackingMethod {
   lpt   ///< longest-processing-time: largest first onto the emptiest rank, nothing else
 };
 
+template <>
+struct EnumNames<PackingMethod> : contract::PackingMethodNames<PackingMethod> {};
 /// Parses "npb" or "lpt"; throws InvalidArgument naming the value otherwise.
-[[nodiscard]] PackingMethod parse_packing_method(const std::string& name);
-/// The name parse_packing_method accepts.
-[[nodiscard]] std::string to_string(PackingMethod method);
+[[nodiscard]] inline PackingMethod parse_packing_method(const std::string& name) {
+  return parse_enum<PackingMethod>(name);
+}
 
 /// Options of a ZonePartition; validated by the ZonePartition constructor.
 struct ZonePartitionOptions {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "hympi/core/enum_names.hpp"
 #include "hympi/core/topology.hpp"
 
 namespace hympi {
@@ -31,9 +32,10 @@ inline constexpr std::array<CommLevel, 8> kCommLevels = {CommLevel::pu,   CommLe
                                                          CommLevel::l3,   CommLevel::numa,    CommLevel::package,
                                                          CommLevel::node, CommLevel::network};
 
-std::string to_string(CommLevel level);
+template <>
+struct EnumNames<CommLevel> : contract::CommLevelNames<CommLevel> {};
 /// Parses a level name; throws InvalidArgument naming the value otherwise.
-CommLevel parse_comm_level(const std::string& text);
+inline CommLevel parse_comm_level(const std::string& text) { return parse_enum<CommLevel>(text); }
 
 /// Level of two cpusets on one machine: the smallest hwloc object covering both decides.
 /// Throws TopologyError when a set is empty or not in `topology`.

@@ -19,18 +19,18 @@ namespace hympi {
 /// How the operator is applied: matrix-free stencil or an assembled CSR matrix.
 enum class SpmvOperator { stencil, csr };
 
-/// "stencil" or "csr".
-std::string to_string(SpmvOperator op);
+template <>
+struct EnumNames<SpmvOperator> : contract::SpmvOperatorNames<SpmvOperator> {};
 /// Parses "stencil|csr"; throws InvalidArgument naming the value otherwise.
-SpmvOperator parse_spmv_operator(const std::string& text);
+inline SpmvOperator parse_spmv_operator(const std::string& text) { return parse_enum<SpmvOperator>(text); }
 
 /// Whether the stencil writes y with non-temporal (cache-bypassing) stores.
 enum class StreamingStores { automatic, on, off };
 
-/// "auto", "on" or "off".
-std::string to_string(StreamingStores mode);
+template <>
+struct EnumNames<StreamingStores> : contract::StreamingStoresNames<StreamingStores> {};
 /// Parses "auto|on|off"; throws InvalidArgument naming the value otherwise.
-StreamingStores parse_streaming_stores(const std::string& text);
+inline StreamingStores parse_streaming_stores(const std::string& text) { return parse_enum<StreamingStores>(text); }
 
 /// Per-rank size of y from which `automatic` streams: past the caches a store would only cost
 /// a read-for-ownership, below it y is better left in cache for the next reader.

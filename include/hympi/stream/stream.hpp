@@ -32,8 +32,8 @@ struct StreamResult {
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
-/// Array length so that the three arrays of all `ranks_on_node` ranks are >= 4x the
-/// last-level caches (STREAM's rule), at least 1 Mi doubles.
+/// Array length so that each array of all `ranks_on_node` ranks together is >= 4x the last-level
+/// caches (STREAM's rule, contract.toml [stream]), at least 1 Mi doubles.
 std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on_node);
 
 /// Throws InvalidArgument naming the size when the three arrays of `elements` doubles of each of

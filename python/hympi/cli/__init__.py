@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Protocol
 
 from hympi import __version__
-from hympi.cli import affinity, export, info, place, profile, report, run, study, sweep
+from hympi.cli import affinity, config, export, info, place, profile, report, run, study, sweep
 from hympi.cli.parser import Parser, Subparsers
 from hympi.errors import HympiError, UsageError
+from hympi.settings import load_settings
 
 
 class Command(Protocol):
@@ -25,7 +27,8 @@ class Command(Protocol):
 
 # One module per subcommand.
 COMMANDS: dict[str, Command] = {"run": run, "affinity": affinity, "info": info, "profile": profile, "place": place,
-                                "sweep": sweep, "study": study, "report": report, "export": export}
+                                "sweep": sweep, "study": study, "report": report, "export": export,
+                                "config": config}
 
 # What follows `--` for the subcommands that take it, shown in their usage line; the others refuse it.
 TRAILERS: dict[str, str] = {"run": "[-- APP-ARGS]", "affinity": "[-- APP-ARGS]", "sweep": "[-- APP-ARGS]",
@@ -36,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand registered."""
     parser = Parser(prog="hympi", description="Hybrid MPI + OpenMP layouts, measured and explained.")
     parser.add_argument("--version", action="version", version=f"hympi {__version__}")
+    parser.add_argument("--config", default=None, metavar="PATH",
+                        help="config file (default ./hympi.toml when present; HYMPI_CONFIG); the apps read it too")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, module in COMMANDS.items():
         module.add_parser(sub, name)
@@ -61,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         args.app_args = unknown + app_args
         if app_args and args.command not in TRAILERS:
             raise UsageError(f"hympi {args.command} takes no arguments after --, got '{' '.join(app_args)}'")
+        if args.config is not None:
+            # The apps hympi launches read the same file: they resolve HYMPI_CONFIG like --config.
+            os.environ["HYMPI_CONFIG"] = args.config
+        load_settings()  # a bad config file or HYMPI_* value stops every command before it does anything
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except UsageError as exc:

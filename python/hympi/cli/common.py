@@ -13,6 +13,7 @@ from hympi.errors import UsageError
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, LaunchSpec, check_layout, validate_with_app
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
+from hympi.settings import Settings, settings
 from hympi.topology import machine_summary
 
 HELP_FLAGS = ("-h", "--help")
@@ -54,35 +55,45 @@ def add_layout_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ranks", "-n", "-np", type=int, default=1, metavar="R",
                         help="MPI ranks (default 1)")
     parser.add_argument("--threads", "-t", type=int, default=1, metavar="T", help="OpenMP threads per rank (default 1)")
-    parser.add_argument("--bind", default="core", help=f"binding: {', '.join(BIND_POLICIES)} (default core)")
-    parser.add_argument("--dist", default="compact", help=f"distribution: {', '.join(DISTRIBUTIONS)}")
-    parser.add_argument("--oversubscribe", action="store_true", help="allow ranks x threads > PUs")
-    parser.add_argument("--virtual-nodes", type=int, default=1, metavar="N",
+    # No argparse defaults for the options of the options layer: unset, they come from hympi.toml, HYMPI_* or
+    # contract.toml's default (layout_spec resolves them).
+    parser.add_argument("--bind", default=None, help=f"binding: {', '.join(BIND_POLICIES)} (default core; HYMPI_BIND)")
+    parser.add_argument("--dist", default=None, help=f"distribution: {', '.join(DISTRIBUTIONS)} (HYMPI_DIST)")
+    parser.add_argument("--oversubscribe", action="store_true", default=None,
+                        help="allow ranks x threads > PUs (HYMPI_OVERSUBSCRIBE)")
+    parser.add_argument("--virtual-nodes", default=None, metavar="N",
                         help="split this machine into N pretend nodes (HYMPI_VIRTUAL_NODES; needs >= N ranks)")
     parser.add_argument("--timeout", type=seconds, default=None, metavar="S",
                         help="kill the run after S seconds")
     parser.add_argument("--rankfile", default=None, metavar="FILE", help="Open MPI rankfile to place ranks with")
 
 
+def layout_settings(args: argparse.Namespace) -> Settings:
+    """The options layer with the layout flags given on the command line on top; UsageError for a bad value."""
+    return (settings().override("bind", args.bind, "--bind").override("dist", args.dist, "--dist")
+            .override("oversubscribe", args.oversubscribe, "--oversubscribe")
+            .override("virtual_nodes", args.virtual_nodes, "--virtual-nodes"))
+
+
 def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) -> LaunchSpec:
     """A checked LaunchSpec from parsed options; raises UsageError before anything is launched."""
-    if args.virtual_nodes < 1:
-        raise UsageError(f"--virtual-nodes must be >= 1, got {args.virtual_nodes}")
-    if args.ranks >= 1 and args.ranks < args.virtual_nodes:
+    resolved = layout_settings(args)
+    virtual_nodes = int(resolved.value("virtual_nodes"))
+    if args.ranks >= 1 and args.ranks < virtual_nodes:
         # Each pretend node needs a rank; fewer ranks would silently give fewer nodes than asked for.
-        raise UsageError(f"--virtual-nodes {args.virtual_nodes} needs at least {args.virtual_nodes} ranks, "
+        raise UsageError(f"--virtual-nodes {virtual_nodes} needs at least {virtual_nodes} ranks, "
                          f"got --ranks {args.ranks}")
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout}")
-    env = (("HYMPI_VIRTUAL_NODES", str(args.virtual_nodes)),)
-    bind = args.bind
+    env = (("HYMPI_VIRTUAL_NODES", str(virtual_nodes)),)
+    bind = resolved.text("bind")
     if args.rankfile:
         # mpirun binds every rank where the rankfile says; the app must not rebind it (HYMPI_BIND=none).
         # Every slot and host is checked here, because mpirun reports a bad one only as ORTE noise.
         check_rankfile_fits(args.rankfile, args.ranks)
         bind = "none"
-    spec = LaunchSpec(app_binary, args.ranks, args.threads, bind, args.dist, tuple(app_args),
-                      args.oversubscribe, env, args.rankfile)
+    spec = LaunchSpec(app_binary, args.ranks, args.threads, bind, resolved.text("dist"), tuple(app_args),
+                      bool(resolved.value("oversubscribe")), env, args.rankfile)
     check_layout(spec, machine_summary().pus)
     validate_with_app(spec)
     return spec

@@ -12,11 +12,10 @@ from rich.table import Table
 from hympi.apps import APPS, get_app
 from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, print_app_help
 from hympi.cli.parser import Subparsers
-from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import RunOutcome, launch
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
-from hympi.result import PREFIX
+from hympi.result import PREFIX, ResultRecord
 
 
 def add_parser(sub: Subparsers, name: str) -> None:
@@ -30,18 +29,17 @@ def add_parser(sub: Subparsers, name: str) -> None:
     p.set_defaults(handler=main, forwards_unknown=True)
 
 
-def result_table(record: JsonObject) -> Table:
+def result_table(record: ResultRecord) -> Table:
     """The fields people compare across layouts, one per row (fits any terminal width)."""
-    table = Table(title=f"{record.get('app')} {record.get('problem', '')}", show_header=False)
-    rows = [("layout", f"{record.get('ranks')} ranks x {record.get('threads')} threads"),
-            ("binding", f"{record.get('bind')} ({record.get('dist')})"),
-            ("time", f"{record.get('time_s', 0):.4g} s"),
-            ("rate", f"{record.get('rate', 0):.4g} {record.get('rate_unit', '')}"),
-            ("comm / comp", f"{record.get('comm_s', 0):.3g} s / {record.get('comp_s', 0):.3g} s"),
-            ("imbalance (max/avg)", f"{record.get('imbalance', 1):.3f}"),
-            ("peak memory",
-             f"{record.get('max_rss_mib', 0):.1f} MiB/rank, {record.get('node_rss_mib', 0):.1f} MiB/node"),
-            ("verified", "yes" if record.get("verified") else "NO")]
+    table = Table(title=f"{record.app} {record.problem}", show_header=False)
+    rows = [("layout", f"{record.ranks} ranks x {record.threads} threads"),
+            ("binding", f"{record.bind} ({record.dist})"),
+            ("time", f"{record.time_s:.4g} s"),
+            ("rate", f"{record.rate:.4g} {record.rate_unit}"),
+            ("comm / comp", f"{record.comm_s:.3g} s / {record.comp_s:.3g} s"),
+            ("imbalance (max/avg)", f"{record.imbalance:.3f}"),
+            ("peak memory", f"{record.max_rss_mib:.1f} MiB/rank, {record.node_rss_mib:.1f} MiB/node"),
+            ("verified", "yes" if record.verified else "NO")]
     for name, value in rows:
         table.add_row(name, value)
     return table
@@ -66,8 +64,8 @@ def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> 
         for line in outcome.stdout.splitlines():
             if not line.startswith(PREFIX):
                 print(line)
-        if outcome.record is not None:
-            Console().print(result_table(outcome.record))
+        if outcome.result is not None:
+            Console().print(result_table(outcome.result))
     if outcome.status != "ok":
         print(f"hympi: error: {failure_message(outcome, timeout)}", file=sys.stderr)
         if outcome.status == "failed" and outcome.stderr.strip():
@@ -84,10 +82,10 @@ def main(args: argparse.Namespace) -> int:
     spec = layout_spec(args, app.binary, args.app_args)
     outcome = launch(spec, timeout=args.timeout)
     code = report(outcome, args.json, args.timeout)
-    if args.rankfile and outcome.record is not None and outcome.record.get("placement"):
+    if args.rankfile and outcome.result is not None and outcome.result.binding:
         # The rankfile took effect only if every rank really runs on its slot's PUs.
-        this_node = ClusterTree(load_node_tree("this"), 1)
-        problems = binding_problems(outcome.record["placement"], args.rankfile, this_node)
+        problems = binding_problems(list(outcome.result.binding), args.rankfile,
+                                    ClusterTree(load_node_tree("this"), 1))
         for problem in problems:
             print(f"rankfile problem: {problem}", file=sys.stderr)
         print(f"rankfile check: {'FAILED' if problems else 'PASSED'}", file=sys.stderr)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from hympi.study import (
     default_apps,
     run_study,
 )
-from hympi.sweep import AUTO_MIN_REPEAT, SweepInterrupted, default_min_time, parse_choice_list
+from hympi.sweep import AUTO_MIN_REPEAT, SweepInterrupted, default_min_time, min_time_is_set, parse_choice_list
 from hympi.topology import machine_summary
 
 
@@ -59,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
         args.repeat = "auto"
     if args.max_repeat is None and args.repeat == "auto":
         args.max_repeat = QUICK_MAX_REPEAT if args.quick else FULL_MAX_REPEAT
-    env_min_time = default_min_time() if "HYMPI_MIN_TIME" in os.environ else None
+    env_min_time = default_min_time() if min_time_is_set() else None
     min_default = env_min_time if env_min_time is not None else (QUICK_MIN_TIME_S if args.quick else FULL_MIN_TIME_S)
     repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, AUTO_MIN_REPEAT, min_default)
     if args.app_args:

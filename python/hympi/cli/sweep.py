@@ -17,6 +17,7 @@ from hympi.launch import slurm
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, format_command
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
+from hympi.settings import settings
 from hympi.store import Store
 from hympi.sweep import (
     AUTO_MIN_REPEAT,
@@ -109,16 +110,20 @@ def add_parser(sub: Subparsers, name: str) -> None:
     p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
     p.add_argument("--ranks", "-n", default="1", help="comma-separated MPI rank counts (default 1)")
     p.add_argument("--threads", "-t", default="1", help="comma-separated OpenMP threads per rank (default 1)")
-    p.add_argument("--bind", default="core", help=f"comma-separated bindings from {', '.join(BIND_POLICIES)}")
-    p.add_argument("--dist", default="compact", help=f"distribution: {', '.join(DISTRIBUTIONS)}")
+    p.add_argument("--bind", default=None,
+                   help=f"comma-separated bindings from {', '.join(BIND_POLICIES)} (default HYMPI_BIND or core)")
+    p.add_argument("--dist", default=None,
+                   help=f"distribution: {', '.join(DISTRIBUTIONS)} (default HYMPI_DIST or compact)")
     add_measurement_options(p, "measured runs per layout, or auto: 3, then more rounds of the layouts still in the "
                                "noise of the best until it is separated or --max-repeat is spent (default 1)",
                             "minimum seconds of each run's timed region; apps scale their iterations to reach it "
                             "(default $HYMPI_MIN_TIME or 1; 0 = off)")
     p.add_argument("--timeout", default=str(DEFAULT_TIMEOUT_S),
                    help=f"seconds before a run is killed and recorded as timeout (default {DEFAULT_TIMEOUT_S:g})")
-    p.add_argument("--oversubscribe", action="store_true", help="also run layouts with ranks x threads > PUs")
-    p.add_argument("--virtual-nodes", type=int, default=1, help="split this machine into N pretend nodes")
+    p.add_argument("--oversubscribe", action="store_true", default=None,
+                   help="also run layouts with ranks x threads > PUs")
+    p.add_argument("--virtual-nodes", default=None,
+                   help="split this machine into N pretend nodes (HYMPI_VIRTUAL_NODES)")
     add_db_option(p)
     p.add_argument("--resume", nargs="?", const=True, default=False, type=_resume_value, metavar="ID",
                    help="continue the latest unfinished sweep with the same parameters (or sweep ID)")
@@ -134,12 +139,17 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
     """Checked SweepParams from the command line (UsageError on bad input)."""
     ranks = parse_int_list("--ranks", args.ranks)
     threads = parse_int_list("--threads", args.threads)
-    binds = parse_choice_list("--bind", args.bind, BIND_POLICIES)
+    # --bind is a list here, so only the single-valued layout options go through the layer's override.
+    resolved = (settings().override("dist", args.dist, "--dist")
+                .override("oversubscribe", args.oversubscribe, "--oversubscribe")
+                .override("virtual_nodes", args.virtual_nodes, "--virtual-nodes"))
+    binds = parse_choice_list("--bind", args.bind if args.bind is not None else resolved.text("bind"), BIND_POLICIES)
     timeout = parse_seconds("--timeout", args.timeout, False)
     probe = args.app in PROBES
     repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, 1, 0.0 if probe else default_min_time())
-    params = SweepParams(args.app, cross_layouts(ranks, threads), binds, args.dist, repeat, tuple(args.app_args),
-                         timeout, args.oversubscribe, args.virtual_nodes, args.launcher, min_time, seed,
+    params = SweepParams(args.app, cross_layouts(ranks, threads), binds, resolved.text("dist"), repeat,
+                         tuple(args.app_args), timeout, bool(resolved.value("oversubscribe")),
+                         int(resolved.value("virtual_nodes")), args.launcher, min_time, seed,
                          not (args.no_warmup or probe), auto, max_repeat, confidence)
     params.check()
     return params

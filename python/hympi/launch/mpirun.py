@@ -14,13 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from hympi.contract import enum_names
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
 from hympi.paths import binary
-from hympi.result import parse_result
+from hympi.result import ResultError, ResultRecord, parse_result
+from hympi.settings import settings
 
-BIND_POLICIES = ("none", "core", "numa", "package")
-DISTRIBUTIONS = ("compact", "scatter")
+BIND_POLICIES = enum_names("BindPolicy")
+DISTRIBUTIONS = enum_names("Distribution")
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,24 @@ class RunOutcome:
     command: list[str]
     stdout: str = ""
     stderr: str = ""
-    record: JsonObject | None = field(default=None)
+    record: JsonObject | None = field(default=None)  # result.raw, as stored
+    result: ResultRecord | None = None
+
+    @classmethod
+    def of(cls, status: str, returncode: int | None, seconds: float, command: list[str], stdout: str,
+           stderr: str) -> RunOutcome:
+        """An outcome whose record is the validated HYMPI_RESULT line of `stdout`: a line that breaks the
+        contract makes the run 'failed', with the field named at the end of stderr (so it is recorded)."""
+        try:
+            result = parse_result(stdout)
+        except ResultError as exc:
+            return cls("failed" if status != "timeout" else status, returncode, seconds, command, stdout,
+                       f"{stderr.rstrip()}\nhympi: {exc}".lstrip())
+        if result is not None and status == "":
+            status = "ok" if returncode == 0 and result.verified else ("unverified" if not result.verified else
+                                                                      "failed")
+        return cls(status or "failed", returncode, seconds, command, stdout, stderr,
+                   dict(result.raw) if result else None, result)
 
     def stderr_tail(self, lines: int = 20) -> str:
         """The last lines of stderr, for records and messages."""
@@ -64,7 +83,7 @@ class RunOutcome:
 
 def launcher_path() -> str:
     """The MPI launcher: $HYMPI_MPIRUN, else mpirun or mpiexec on PATH."""
-    override = os.environ.get("HYMPI_MPIRUN")
+    override = settings().text("mpirun")
     if override:
         return override
     for name in ("mpirun", "mpiexec"):
@@ -77,7 +96,7 @@ def launcher_path() -> str:
 @lru_cache(maxsize=4)
 def mpi_flavor(launcher: str) -> str:
     """'openmpi' or 'mpich', from the launcher's --version banner."""
-    env_flavor = os.environ.get("HYMPI_MPI_FLAVOR")
+    env_flavor = settings().text("mpi_flavor")
     if env_flavor:
         return env_flavor
     try:
@@ -210,18 +229,12 @@ def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | Non
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         stdout, stderr = proc.communicate()
-        return RunOutcome("timeout", None, time.monotonic() - start, cmd, stdout, stderr, parse_result(stdout))
+        return RunOutcome.of("timeout", None, time.monotonic() - start, cmd, stdout, stderr)
     except BaseException:
         _kill_group(proc)  # Ctrl-C: leave no ranks behind
         raise
-    record = parse_result(stdout)
-    if proc.returncode == 0 and record is not None:
-        status = "ok" if record.get("verified", False) else "unverified"
-    elif record is not None and record.get("verified") is False:
-        status = "unverified"
-    else:
-        status = "failed"
-    return RunOutcome(status, proc.returncode, time.monotonic() - start, cmd, stdout, stderr, record)
+    # "": the status follows from the exit code and the record (ok, unverified or failed).
+    return RunOutcome.of("", proc.returncode, time.monotonic() - start, cmd, stdout, stderr)
 
 
 def launch(spec: LaunchSpec, timeout: float | None = None) -> RunOutcome:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from hympi.errors import UsageError
 from hympi.launch.mpirun import LaunchSpec
 from hympi.paths import binary
+from hympi.settings import settings
 
 
 def in_allocation() -> bool:
@@ -19,7 +20,7 @@ def in_allocation() -> bool:
 
 def srun_path() -> str:
     """The srun to use: $HYMPI_SRUN, else srun on PATH, else plain 'srun' (for scripts run elsewhere)."""
-    return os.environ.get("HYMPI_SRUN") or shutil.which("srun") or "srun"
+    return settings().text("srun") or shutil.which("srun") or "srun"
 
 
 def allocation_cpus() -> int | None:

@@ -125,7 +125,7 @@ def check_rankfile_fits(path: str | Path, ranks: int, cluster: ClusterTree | Non
 
 
 def binding_problems(rows: Sequence[JsonObject], path: str | Path, cluster: ClusterTree) -> list[str]:
-    """Where the observed thread bindings (the HYMPI_RESULT 'placement' rows) differ from the rankfile's slots."""
+    """Where the observed thread bindings (the HYMPI_RESULT 'binding' rows) differ from the rankfile's slots."""
     from hympi.place.tree import parse_cpu_list
 
     expected = expected_sets(cluster, read_rankfile(path))

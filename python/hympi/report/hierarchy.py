@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hympi.contract import enum_names
 from hympi.jsontypes import JsonObject
 from hympi.store import Run
 
 PINGPONG_APP = "pingpong"
 # Nearest first, as hympi-pingpong's CommLevel enum orders them; unknown names sort after these.
-LEVEL_ORDER = ("pu", "core", "l2", "l3", "numa", "package", "node", "network")
+LEVEL_ORDER = enum_names("CommLevel")
 
 
 @dataclass(frozen=True)

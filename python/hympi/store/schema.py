@@ -94,6 +94,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE sweeps ADD COLUMN owner_start TEXT;
         ALTER TABLE sweeps ADD COLUMN note TEXT;
     """),
+    Migration(4, "'placement' means rank-to-core mapping only: the result field of thread bindings is 'binding'", """
+        UPDATE runs SET result_json = json_remove(
+                json_set(result_json, '$.binding', json(json_extract(result_json, '$.placement'))), '$.placement')
+            WHERE result_json IS NOT NULL AND json_valid(result_json)
+              AND json_type(result_json, '$.placement') IS NOT NULL;
+        UPDATE runs SET problem = 'binding' WHERE app = 'affinity' AND problem = 'placement';
+    """),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

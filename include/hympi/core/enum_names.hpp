@@ -1,0 +1,60 @@
+#pragma once
+// Text names of enums, from the contract (contract.toml [enum.*], generated into hympi/contract.hpp):
+// one to_string and one parse for every enum instead of a hand-written pair each.
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "hympi/contract.hpp"
+#include "hympi/core/error.hpp"
+
+namespace hympi {
+
+/// Specialised next to each named enum as `template <> struct EnumNames<E> : contract::ENames<E> {};`.
+template <class E>
+struct EnumNames;
+
+/// An enum whose names the contract declares.
+template <class E>
+concept NamedEnum = requires {
+  EnumNames<E>::values;
+  EnumNames<E>::what;
+};
+
+namespace detail {
+/// Whether the contract lists the enumerators 0, 1, 2, ... in declaration order (checked at compile time).
+template <NamedEnum E>
+consteval bool names_in_declaration_order() {
+  std::size_t i = 0;
+  for (const auto& [value, text] : EnumNames<E>::values)
+    if (static_cast<std::size_t>(value) != i++ || text.empty()) return false;
+  return true;
+}
+}  // namespace detail
+
+/// The contract's name of `value`; "unknown" only for a value outside the enum (a cast gone wrong).
+template <NamedEnum E>
+[[nodiscard]] std::string to_string(E value) {
+  static_assert(detail::names_in_declaration_order<E>(), "contract.toml lists this enum out of order");
+  for (const auto& [v, text] : EnumNames<E>::values)
+    if (v == value) return std::string(text);
+  return "unknown";
+}
+
+/// The enumerator named `text` (or one of its aliases); throws InvalidArgument naming the value and
+/// listing the names otherwise, e.g. "unknown binding 'x' (expected none, core, numa or package)".
+template <NamedEnum E>
+[[nodiscard]] E parse_enum(std::string_view text) {
+  for (const auto& [value, name] : EnumNames<E>::values)
+    if (name == text) return value;
+  for (const auto& [value, name] : EnumNames<E>::aliases)
+    if (name == text) return value;
+  const auto& values = EnumNames<E>::values;
+  std::string expected;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    expected += std::string(i == 0 ? "" : (i + 1 == values.size() ? " or " : ", ")) + std::string(values[i].second);
+  throw InvalidArgument("unknown " + std::string(EnumNames<E>::what) + " '" + std::string(text) + "' (expected " +
+                        expected + ")");
+}
+
+}  // namespace hympi

@@ -1,0 +1,145 @@
+#include "hympi/app/settings.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "hympi/contract.hpp"
+#include "hympi/core/error.hpp"
+
+namespace hympi {
+
+namespace {
+
+constexpr std::string_view kConfigKey = "config";
+
+const contract::OptionInfo* find_option(std::string_view key) {
+  for (const auto& option : contract::kOptions)
+    if (option.key == key) return &option;
+  return nullptr;
+}
+
+/// The config file to read: --config, else HYMPI_CONFIG (both must exist), else ./hympi.toml if present.
+SettingValue config_file(const std::string& from_cli, const EnvLookup& getenv) {
+  const contract::OptionInfo* option = find_option(kConfigKey);
+  const std::string env = option->env.data();
+  const char* from_env = getenv(env.c_str());
+  SettingValue chosen{std::string(option->default_text), "default", "config"};
+  if (!from_cli.empty())
+    chosen = {from_cli, "command line", "--config"};
+  else if (from_env != nullptr && *from_env != '\0')
+    chosen = {from_env, "env " + env, env};
+  if (chosen.source != "default" && !std::filesystem::is_regular_file(chosen.text))
+    throw InvalidArgument("config file " + chosen.text + " (from " + chosen.source + ") does not exist");
+  return chosen;
+}
+
+/// key -> text of every entry of the config file at `path`; throws InvalidArgument naming the file and
+/// the first key that is not a single top-level value of a declared option.
+std::map<std::string, std::string> read_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InvalidArgument("cannot read config file " + path);
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_config(in);
+  } catch (const std::exception& e) {
+    throw InvalidArgument("config file " + path + ": " + e.what());
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& item : items) {
+    std::string key;
+    for (const auto& parent : item.parents) key += parent + ".";
+    if (item.name == "++" || item.name == "--") continue;  // CLI11's section markers; their keys are named below
+    key += item.name;
+    if (!item.parents.empty() || find_option(key) == nullptr || key == kConfigKey)
+      throw InvalidArgument("config file " + path + ": unknown key '" + key + "'");
+    if (item.inputs.size() != 1)
+      throw InvalidArgument("config file " + path + ": " + key + " must be a single value");
+    out[key] = item.inputs.front();
+  }
+  return out;
+}
+
+}  // namespace
+
+EnvLookup Settings::default_env() {
+  return [](const char* name) -> const char* { return std::getenv(name); };
+}
+
+Settings Settings::load(const std::string& config_path, const EnvLookup& getenv) {
+  Settings settings;
+  const SettingValue config = config_file(config_path, getenv);
+  std::map<std::string, std::string> file;
+  if (config.source != "default" || std::filesystem::is_regular_file(config.text))
+    file = read_config(config.text);
+  for (const auto& option : contract::kOptions) {
+    const std::string key(option.key);
+    const std::string env(option.env);
+    SettingValue value{std::string(option.default_text), "default", key};
+    if (key == kConfigKey) {
+      value = config;
+    } else {
+      if (auto it = file.find(key); it != file.end())
+        value = {it->second, "config file " + config.text, config.text + ": " + key};
+      if (const char* text = getenv(env.c_str()); text != nullptr && *text != '\0') value = {text, "env " + env, env};
+    }
+    settings.values_[key] = value;
+  }
+  return settings;
+}
+
+const SettingValue& Settings::get(std::string_view key) const {
+  auto it = values_.find(key);
+  if (it == values_.end()) throw InvalidArgument("unknown option '" + std::string(key) + "' (not in contract.toml)");
+  return it->second;
+}
+
+void Settings::set_from_command_line(std::string_view key, std::string text) {
+  (void)get(key);
+  std::string flag = "--" + std::string(key);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  values_[std::string(key)] = {std::move(text), "command line", flag};
+}
+
+void Settings::rethrow_named(const SettingValue& value, const std::exception& e) {
+  throw InvalidArgument(value.name + ": " + e.what());
+}
+
+bool Settings::flag(std::string_view key) const {
+  const SettingValue& value = get(key);
+  if (value.text == "true" || value.text == "1") return true;
+  if (value.text == "false" || value.text == "0" || value.text.empty()) return false;
+  throw InvalidArgument(value.name + " must be 0 or 1, got '" + value.text + "'");
+}
+
+int Settings::positive_int(std::string_view key) const {
+  const SettingValue& value = get(key);
+  char* end = nullptr;
+  const long number = std::strtol(value.text.c_str(), &end, 10);
+  if (value.text.empty() || *end != '\0' || number < 1 || number > 1 << 20)
+    throw InvalidArgument(value.name + " must be a positive integer, got '" + value.text + "'");
+  return static_cast<int>(number);
+}
+
+double Settings::seconds(std::string_view key) const {
+  const SettingValue& value = get(key);
+  char* end = nullptr;
+  const double number = std::strtod(value.text.c_str(), &end);
+  if (value.text.empty() || *end != '\0' || !std::isfinite(number) || number < 0.0)
+    throw InvalidArgument(value.name + " must be a number of seconds >= 0, got " + value.text);
+  return number;
+}
+
+nlohmann::json Settings::to_json() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& option : contract::kOptions) {
+    const SettingValue& value = get(option.key);
+    out[std::string(option.key)] = {{"value", value.text}, {"source", value.source}};
+  }
+  return out;
+}
+
+}  // namespace hympi

@@ -1,0 +1,69 @@
+// The apps' options layer: defaults < config file < HYMPI_* environment < command line.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "hympi/app/settings.hpp"
+#include "hympi/core/error.hpp"
+
+namespace {
+
+/// An environment of exactly `vars` (the real one is never read).
+hympi::EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+std::string write_config(const std::string& text) {
+  const std::string path = testing::TempDir() + "hympi_settings_test.toml";
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST(Settings, EachLayerOverridesTheOneBelow) {
+  const auto path = write_config("bind = \"numa\"\nmin_time = 0.25\n");
+  auto s = hympi::Settings::load("", env_of({}));
+  EXPECT_EQ(s.get("bind").text, "core");
+  EXPECT_EQ(s.get("bind").source, "default");
+  s = hympi::Settings::load(path, env_of({}));
+  EXPECT_EQ(s.get("bind").text, "numa");
+  EXPECT_DOUBLE_EQ(s.seconds("min_time"), 0.25);
+  s = hympi::Settings::load("", env_of({{"HYMPI_CONFIG", path}, {"HYMPI_BIND", "none"}}));
+  EXPECT_EQ(s.get("bind").text, "none");
+  EXPECT_EQ(s.get("bind").source, "env HYMPI_BIND");
+  EXPECT_EQ(s.get("min_time").source, "config file " + path);
+  s.set_from_command_line("bind", "package");
+  EXPECT_EQ(s.get("bind").text, "package");
+  EXPECT_EQ(s.get("bind").source, "command line");
+  std::remove(path.c_str());
+}
+
+TEST(Settings, UnknownKeysAndBadValuesAreNamed) {
+  const auto bad_key = write_config("bogus = 1\n");
+  try {
+    (void)hympi::Settings::load(bad_key, env_of({}));
+    FAIL() << "bogus accepted";
+  } catch (const hympi::InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()), "config file " + bad_key + ": unknown key 'bogus'");
+  }
+  const auto section = write_config("[run]\nbind = \"core\"\n");
+  EXPECT_THROW((void)hympi::Settings::load(section, env_of({})), hympi::InvalidArgument);
+  EXPECT_THROW((void)hympi::Settings::load("/nonexistent/hympi.toml", env_of({})), hympi::InvalidArgument);
+  const auto s = hympi::Settings::load("", env_of({{"HYMPI_OVERSUBSCRIBE", "yes"}, {"HYMPI_VIRTUAL_NODES", "0"}}));
+  try {
+    (void)s.flag("oversubscribe");
+    FAIL() << "yes accepted";
+  } catch (const hympi::InvalidArgument& e) {
+    EXPECT_STREQ(e.what(), "HYMPI_OVERSUBSCRIBE must be 0 or 1, got 'yes'");
+  }
+  EXPECT_THROW((void)s.positive_int("virtual_nodes"), hympi::InvalidArgument);
+  std::remove(bad_key.c_str());
+  std::remove(section.c_str());
+}

@@ -1,0 +1,239 @@
+"""contract.toml is the one declaration the apps and the CLI share: these tests fail when either side disagrees."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hympi.apps import APPS
+from hympi.contract import CONTRACT_PATH, contract
+from hympi.errors import UsageError
+from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, RunOutcome
+from hympi.report.hierarchy import LEVEL_ORDER
+from hympi.result import ResultError, ResultRecord, parse_record, parse_result
+from hympi.settings import load_settings
+from hympi.study import STUDY_APPS
+from records import full_record
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMP_NUM_THREADS": "1", "HYMPI_MIN_TIME": "0"}
+# Each app's quickest verified run (a singleton MPI process, except the ping-pong's 2 ranks).
+QUICK_ARGS = {"affinity": (), "stream": ("--elements", "10000", "--repeats", "2"), "rb3d": ("--size", "8"),
+              "spmv3d": ("--global", "8", "8", "8"), "bt-mz": ("--class", "S"), "sp-mz": ("--class", "S"),
+              "lu-mz": ("--class", "S"), "pingpong": ("--iterations", "2", "--max-bytes", "8")}
+
+
+def _app(name: str) -> Path:
+    path = BIN / APPS[name].binary
+    if not path.is_file():
+        pytest.skip(f"{path} is not built")
+    return path
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """os.environ without any HYMPI_* (a developer's own settings must not leak in), plus MPI_ENV and `extra`."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("HYMPI_")}, **MPI_ENV, **extra}
+
+
+# --- the Python side reads the contract --------------------------------------------------------------------
+def test_python_tables_come_from_the_contract():
+    c = contract()
+    assert [a.name for a in c.apps] == list(APPS)
+    assert c.enums["BindPolicy"] == BIND_POLICIES and c.enums["Distribution"] == DISTRIBUTIONS
+    assert c.enums["CommLevel"] == LEVEL_ORDER
+    assert {s.name for s in STUDY_APPS} == {a.name for a in c.apps if a.study_quick is not None}
+
+
+def test_result_record_dataclass_matches_the_declared_fields():
+    declared = {f.name: f for f in contract().fields}
+    fields = {f.name: f for f in dataclasses.fields(ResultRecord) if f.name != "raw"}
+    assert set(fields) == set(declared)
+    for name, entry in declared.items():
+        optional = fields[name].default is None
+        assert optional == (not entry.required), name
+
+
+def test_every_hympi_variable_in_the_code_is_declared():
+    declared = {o.env for o in contract().options}
+    # Not options: the result prefix, the MPI-check macro, build settings and the profiler's output (set by hympi).
+    internal = {"HYMPI_RESULT", "HYMPI_MPI", "HYMPI_CHECK", "HYMPI_DATA_DIR_DEFAULT", "HYMPI_PROFILE_OUT",
+                "HYMPI_SPMV_SIMD", "HYMPI_VERSION", "HYMPI_TEST_DATA", "HYMPI_BUILD_TESTS", "HYMPI_WERROR",
+                "HYMPI_MARCH", "HYMPI_TEST_DATA_DIR", "HYMPI_TEST_SUPPORT_DIR", "HYMPI_GENERATED_DIR",
+                "HYMPI_CONTRACT_BINARIES", "HYMPI_RESULT_"}
+    found: set[str] = set()
+    for folder in ("python/hympi", "src", "include", "apps"):
+        for path in (REPO / folder).rglob("*"):
+            if path.suffix in (".py", ".cpp", ".hpp"):
+                found |= set(re.findall(r"HYMPI_[A-Z_]+", path.read_text(errors="replace")))
+    assert sorted(found - declared - internal) == []
+
+
+# --- the C++ side agrees -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(APPS))
+def test_each_app_declares_what_the_contract_says(name: str):
+    proc = subprocess.run([str(_app(name)), "--contract"], capture_output=True, text=True, timeout=60,
+                          env=_clean_env(), check=False)
+    assert proc.returncode == 0, proc.stderr
+    said = json.loads(proc.stdout)
+    entry = contract().app(name)
+    assert entry is not None
+    assert (said["name"], said["binary"], said["description"]) == (entry.name, entry.binary, entry.description)
+    assert {k: tuple(v) for k, v in said["enums"].items()} == contract().enums
+    assert [(o["key"], o["env"]) for o in said["options"]] == \
+        [(o.key, o.env) for o in contract().options if "app" in o.used_by]
+    assert {k: v["required"] for k, v in said["result_fields"].items()} == \
+        {f.name: f.required for f in contract().fields}
+
+
+@pytest.mark.parametrize("name", list(APPS))
+def test_each_apps_result_line_is_valid_under_the_contract(name: str):
+    launch = ["mpirun", "-np", "2", "--bind-to", "none"] if name == "pingpong" else []
+    proc = subprocess.run([*launch, str(_app(name)), *QUICK_ARGS[name]], capture_output=True, text=True, timeout=300,
+                          env=_clean_env(), check=False)
+    assert proc.returncode == 0, proc.stderr
+    record = parse_result(proc.stdout)  # strict: raises ResultError naming the field
+    assert record is not None and record.app == name and record.verified
+
+
+def test_stream_default_size_is_the_contract_rule():
+    from hympi.topology import machine_summary
+    summary = machine_summary()
+    last = max(c[0] for c in summary.caches)
+    llc = sum(size * count for level, size, count in summary.caches if level == last)
+    proc = subprocess.run([str(_app("stream")), "--repeats", "2"], capture_output=True, text=True, timeout=300,
+                          env=_clean_env(), check=False)
+    assert proc.returncode == 0, proc.stderr
+    record = parse_result(proc.stdout)
+    assert record is not None and record.problem == f"{contract().stream.elements(llc, 1)} doubles/array/rank"
+
+
+# --- the typed record -------------------------------------------------------------------------------------------
+def test_a_missing_required_field_is_named():
+    data = full_record()
+    del data["rate"]
+    with pytest.raises(ResultError, match="required field 'rate'"):
+        parse_record(data)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("rate", "fast", "'rate' must be of type number"), ("ranks", 1.5, "'ranks' must be of type integer"),
+    ("verified", 1, "'verified' must be of type boolean"), ("bind", "socket", "'bind' must be one of"),
+    ("surprise", 1, "'surprise' is not declared")])
+def test_a_bad_field_is_named(field: str, value: object, message: str):
+    with pytest.raises(ResultError, match=message):
+        parse_record(full_record(**{field: value}))
+
+
+def test_a_malformed_record_is_a_recorded_failure_not_a_keyerror():
+    bad = json.dumps({k: v for k, v in full_record().items() if k != "time_s"})
+    outcome = RunOutcome.of("", 0, 1.0, ["app"], f"HYMPI_RESULT {bad}\n", "")
+    assert outcome.status == "failed" and outcome.record is None
+    assert "lacks required field 'time_s'" in outcome.stderr_tail()
+    garbled = RunOutcome.of("", 0, 1.0, ["app"], "HYMPI_RESULT {not json\n", "")
+    assert garbled.status == "failed" and "not valid JSON" in garbled.stderr_tail()
+
+
+def test_a_valid_record_is_typed():
+    record = parse_record(full_record(rate=3, bytes_moved=10))
+    assert record.rate == 3.0 and isinstance(record.rate, float) and record.bytes_moved == 10.0
+    assert record.timed_repetitions is None
+
+
+# --- the options layer --------------------------------------------------------------------------------------------
+def test_layers_default_config_env_command_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    assert load_settings(environ={}).get("bind").source == "default"
+    (tmp_path / "hympi.toml").write_text('bind = "numa"\nmin_time = 0.25\n')
+    s = load_settings(environ={})
+    assert (s.value("bind"), s.get("bind").source) == ("numa", "config file hympi.toml")
+    assert s.value("min_time") == 0.25
+    s = load_settings(environ={"HYMPI_BIND": "none"})
+    assert (s.value("bind"), s.get("bind").source) == ("none", "env HYMPI_BIND")
+    s = s.override("bind", "package", "--bind")
+    assert (s.value("bind"), s.get("bind").source) == ("package", "command line")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("bogus = 1\n", "unknown key 'bogus'"), ("[run]\nbind = \"core\"\n", "unknown key 'run.bind'"),
+    ('bind = "socket"\n', "unknown binding 'socket'"), ("min_time = -1\n", "min_time must be a finite number")])
+def test_a_bad_config_file_is_rejected_naming_the_key(tmp_path: Path, text: str, message: str):
+    path = tmp_path / "my.toml"
+    path.write_text(text)
+    with pytest.raises(UsageError, match=re.escape(message)):
+        load_settings(str(path), environ={})
+
+
+def test_a_named_config_file_must_exist(tmp_path: Path):
+    with pytest.raises(UsageError, match="does not exist"):
+        load_settings(environ={"HYMPI_CONFIG": str(tmp_path / "missing.toml")})
+
+
+def _hympi(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", *args],
+                          capture_output=True, text=True, timeout=300, cwd=cwd, env=env, check=False)
+
+
+def test_hympi_run_honours_the_users_bind_and_the_flag_wins(tmp_path: Path):
+    """The bug of issue 14: `hympi run` exported its own default HYMPI_BIND over the user's."""
+    _app("affinity")
+    env = _clean_env(HYMPI_BIN_DIR=str(BIN), PYTHONPATH=str(REPO / "python"))
+    bind = {}
+    for label, extra, args in (("default", {}, ()), ("env", {"HYMPI_BIND": "none"}, ()),
+                               ("flag", {"HYMPI_BIND": "none"}, ("--bind", "core"))):
+        proc = _hympi("run", "affinity", "--json", *args, cwd=tmp_path, env={**env, **extra})
+        assert proc.returncode == 0, proc.stderr
+        bind[label] = json.loads(proc.stdout)["bind"]
+    (tmp_path / "hympi.toml").write_text('bind = "none"\n')
+    proc = _hympi("run", "affinity", "--json", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    bind["config"] = json.loads(proc.stdout)["bind"]
+    assert bind == {"default": "core", "env": "none", "flag": "core", "config": "none"}
+
+
+def test_hympi_config_shows_values_and_sources(tmp_path: Path):
+    (tmp_path / "hympi.toml").write_text("min_time = 0.5\n")
+    env = _clean_env(PYTHONPATH=str(REPO / "python"), HYMPI_DIST="scatter")
+    del env["HYMPI_MIN_TIME"]
+    proc = _hympi("config", "--json", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    shown = json.loads(proc.stdout)
+    assert shown["min_time"] == {"value": 0.5, "source": "config file hympi.toml", "env": "HYMPI_MIN_TIME"}
+    assert shown["dist"]["source"] == "env HYMPI_DIST" and shown["bind"]["source"] == "default"
+    (tmp_path / "hympi.toml").write_text("bogus = 1\n")
+    proc = _hympi("config", cwd=tmp_path, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "hympi: error: config file hympi.toml: unknown key 'bogus'"
+
+
+def test_an_app_takes_the_same_layers(tmp_path: Path):
+    app = _app("rb3d")
+    (tmp_path / "hympi.toml").write_text('bind = "none"\nmin_time = 0.5\n')
+
+    def show(*args: str, **env: str) -> dict[str, dict[str, str]]:
+        proc = subprocess.run([str(app), "--show-config", *args], capture_output=True, text=True, timeout=60,
+                              cwd=tmp_path, env=_clean_env(**env), check=False)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+    assert show()["bind"] == {"value": "none", "source": "config file hympi.toml"}
+    assert show(HYMPI_BIND="numa")["bind"] == {"value": "numa", "source": "env HYMPI_BIND"}
+    assert show("--bind", "core", HYMPI_BIND="numa")["bind"] == {"value": "core", "source": "command line"}
+    assert show()["min_time"] == {"value": "0", "source": "env HYMPI_MIN_TIME"}  # MPI_ENV beats the file
+    (tmp_path / "hympi.toml").write_text("bogus = 1\n")
+    proc = subprocess.run([str(app), "--size", "8"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env=_clean_env(), check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "hympi-rb3d: error: config file hympi.toml: unknown key 'bogus'"
+
+
+def test_contract_file_is_where_python_looks():
+    assert CONTRACT_PATH == REPO / "contract.toml" and CONTRACT_PATH.is_file()
