@@ -14,11 +14,16 @@ namespace {
 long span3(long g, long n) { return 1 + (g > 0 ? 1 : 0) + (g < n - 1 ? 1 : 0); }
 }  // namespace
 
+void Csr27::check_block(const std::array<long, 3>& extent, int ghost) {
+  const GridLayout layout(extent, ghost, sizeof(double));
+  if (layout.size >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw InvalidArgument("local block of " + std::to_string(layout.size) +
+                          " points is too large for 32-bit CSR column indexes");
+}
+
 Csr27::Csr27(const Box3& block, const std::array<long, 3>& global, int ghost)
     : extent_(block.size()), layout_(extent_, ghost, sizeof(double)) {
-  if (layout_.size >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-    throw InvalidArgument("local block of " + std::to_string(layout_.size) +
-                          " points is too large for 32-bit CSR column indexes");
+  check_block(extent_, ghost);
   const auto& n = extent_;
   const long rows = n[0] * n[1] * n[2];
   // Row lengths are known in closed form, so the prefix sum needs no pass over the matrix.

@@ -3,12 +3,10 @@
 #include <omp.h>
 
 #include <cmath>
-#include <cstdint>
-#include <limits>
 
 #include "hympi/core/error.hpp"
 #include "hympi/grid/cart.hpp"
-#include "hympi/grid/grid3d.hpp"
+#include "hympi/spmv3d/csr.hpp"
 
 namespace hympi {
 
@@ -69,10 +67,7 @@ void Spmv3dOptions::validate(int ranks, int threads) const {
   if (op == SpmvOperator::csr) {
     std::array<long, 3> largest{};
     for (int d = 0; d < 3; ++d) largest[d] = (g[d] + p[d] - 1) / p[d];
-    const GridLayout layout(largest, ghost, sizeof(double));
-    if (layout.size >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
-      throw InvalidArgument("local block of " + std::to_string(layout.size) +
-                            " points is too large for 32-bit CSR column indexes");
+    Csr27::check_block(largest, ghost);
   }
 }
 

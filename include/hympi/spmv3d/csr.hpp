@@ -23,6 +23,10 @@ class Csr27 {
   /// InvalidArgument when the ghosted block needs column indexes past 32 bits.
   Csr27(const Box3& block, const std::array<long, 3>& global, int ghost);
 
+  /// Throws InvalidArgument naming the size when a block of `extent` points with `ghost`
+  /// layers needs column indexes past 32 bits.
+  static void check_block(const std::array<long, 3>& extent, int ghost);
+
   /// y = A x on the points of `box` (local coordinates) of vectors laid out as at assembly;
   /// never fails. Each row is one fma chain in storage order: the same bits for every box.
   void apply(const double* x, double* y, const Box3& box) const;
