@@ -77,8 +77,8 @@ namespace {
 /// Rows of a product interleaved where they have equal lengths (all but the walls' ends).
 /// 2 ran as fast as one row at a time, 8 at two thirds of that (2-core Zen 3 VM).
 constexpr long kRowsAtOnce = 4;
-/// How many groups of kRowsAtOnce rows ahead equal_rows prefetches the matrix: the hardware
-/// prefetcher alone left the 96^3 product ~5-25 % slower (docs/performance.md).
+/// How many groups of kRowsAtOnce rows ahead equal_rows prefetches the matrix: with the hardware
+/// prefetcher alone four rows at a time were no faster than one on 96^3 (docs/performance.md).
 constexpr long kPrefetchGroups = 2;
 
 /// Prefetches `bytes` from `p` on; `p` may lie past the matrix (a prefetch never faults).
