@@ -4,6 +4,7 @@
 
 #include "hympi/app/app.hpp"
 #include "hympi/spmv3d/spmv3d.hpp"
+#include "hympi/spmv3d/verify.hpp"
 
 namespace {
 
@@ -52,32 +53,8 @@ class Spmv3dApp final : public hympi::AppDefinition {
     const bool root = ctx.env.rank() == 0;
     const bool cg = o.cg_iterations > 0;
 
-    bool verified = false;
-    bool same_history = true;
-    if (verify_ != "none") {
-      const bool product_ok = res.spmv_mismatches == 0;
-      const bool cg_ok = !cg || (res.cg_converged && res.cg_max_error <= hympi::kSpmv3dErrorBound);
-      if (verify_ == "reference" && cg) {
-        // One rank solves the same global problem alone with the plain bulk sweep: exact dots
-        // and pointwise updates make its residual history the one every layout must reproduce.
-        int same = 0;
-        if (root) {
-          hympi::Metrics scratch;
-          auto ref = o;
-          ref.global = res.global;
-          ref.per_rank = {0, 0, 0};
-          ref.dims = {0, 0, 0};
-          ref.ghost = 1;
-          ref.overlap = {};
-          ref.spmv_reps = 1;
-          ref.min_time_s = 0.0;
-          same = hympi::run_spmv3d(MPI_COMM_SELF, ref, scratch).cg_residuals == res.cg_residuals ? 1 : 0;
-        }
-        HYMPI_MPI(MPI_Bcast(&same, 1, MPI_INT, 0, ctx.env.world()));
-        same_history = same == 1;
-      }
-      verified = product_ok && cg_ok && same_history;
-    }
+    const bool verified =
+        verify_ != "none" && hympi::verify_spmv3d(ctx.env.world(), o, res, verify_ == "reference").passed();
 
     const double gflops = res.spmv_flops / res.spmv_time_s * 1e-9;
     const double cg_gflops = cg ? res.cg_flops / res.cg_time_s * 1e-9 : 0.0;

@@ -1,6 +1,7 @@
 #include "hympi/grid/cart.hpp"
 
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "hympi/core/error.hpp"
@@ -51,30 +52,56 @@ double internal_face_area(const std::array<int, 3>& p, const std::array<double, 
   return (p[0] - 1) * g[1] * g[2] + (p[1] - 1) * g[0] * g[2] + (p[2] - 1) * g[0] * g[1];
 }
 
-std::array<int, 3> choose_process_grid(int ranks, const std::array<long, 3>& global, const std::array<int, 3>& fixed) {
+namespace {
+/// The factorisation of `ranks` keeping `fixed` with the least internal face area over the grid
+/// `points(p)` gives for it; {0, 0, 0} when `points` returns nullopt for every candidate.
+template <class Points>
+std::array<int, 3> least_face_area(int ranks, const std::array<int, 3>& fixed, Points&& points) {
   if (ranks < 1) throw InvalidArgument("number of ranks must be >= 1, got " + std::to_string(ranks));
-  for (int d = 0; d < 3; ++d) {
-    if (global[d] < 1) throw InvalidArgument("grid size must be >= 1 in every axis, got " + grid_text(global));
+  for (int d = 0; d < 3; ++d)
     if (fixed[d] < 0) throw InvalidArgument("process grid entries must be >= 0, got " + std::to_string(fixed[d]));
-  }
   const auto candidates = process_grid_factorisations(ranks, fixed);
   if (candidates.empty()) throw InvalidArgument(fixed_dims_mismatch(ranks, fixed));
   std::array<int, 3> best{0, 0, 0};
   double best_area = std::numeric_limits<double>::infinity();
   for (const auto& p : candidates) {
-    if (p[0] > global[0] || p[1] > global[1] || p[2] > global[2]) continue;
-    const double area = internal_face_area(
-        p, {static_cast<double>(global[0]), static_cast<double>(global[1]), static_cast<double>(global[2])});
+    const std::optional<std::array<double, 3>> g = points(p);
+    if (!g) continue;
+    const double area = internal_face_area(p, *g);
     // Strict < keeps the first minimum in loop order: the fewest splits of x, then y.
     if (area < best_area) {
       best_area = area;
       best = p;
     }
   }
+  return best;
+}
+}  // namespace
+
+std::array<int, 3> choose_process_grid(int ranks, const std::array<long, 3>& global, const std::array<int, 3>& fixed) {
+  for (int d = 0; d < 3; ++d)
+    if (global[d] < 1) throw InvalidArgument("grid size must be >= 1 in every axis, got " + grid_text(global));
+  const auto best = least_face_area(ranks, fixed, [&](const std::array<int, 3>& p) -> std::optional<std::array<double, 3>> {
+    if (p[0] > global[0] || p[1] > global[1] || p[2] > global[2]) return std::nullopt;
+    return std::array<double, 3>{static_cast<double>(global[0]), static_cast<double>(global[1]),
+                                 static_cast<double>(global[2])};
+  });
   if (best[0] == 0)
     throw InvalidArgument(std::to_string(ranks) + " ranks cannot be laid out on a " + grid_text(global) +
                           " grid without empty blocks");
   return best;
+}
+
+std::array<int, 3> choose_process_grid_per_rank(int ranks, const std::array<long, 3>& per_rank,
+                                                const std::array<int, 3>& fixed) {
+  for (int d = 0; d < 3; ++d)
+    if (per_rank[d] < 1)
+      throw InvalidArgument("per-rank grid size must be >= 1 on every axis, got " + grid_text(per_rank));
+  // Every candidate fits (each rank gets per_rank points); the grid grows with the process grid.
+  return least_face_area(ranks, fixed, [&](const std::array<int, 3>& p) -> std::optional<std::array<double, 3>> {
+    return std::array<double, 3>{static_cast<double>(per_rank[0]) * p[0], static_cast<double>(per_rank[1]) * p[1],
+                                 static_cast<double>(per_rank[2]) * p[2]};
+  });
 }
 
 Box3 block_range(const std::array<long, 3>& global, const std::array<int, 3>& dims, const std::array<int, 3>& coords) {

@@ -23,6 +23,13 @@ double internal_face_area(const std::array<int, 3>& p, const std::array<double, 
 std::array<int, 3> choose_process_grid(int ranks, const std::array<long, 3>& global,
                                        const std::array<int, 3>& fixed = {0, 0, 0});
 
+/// Picks a process grid for `ranks` when every rank owns `per_rank` points (the global grid is
+/// per_rank x the process grid): the factorisation with the least internal face area of that
+/// grid, ties as in choose_process_grid; `fixed` entries > 0 kept. Throws InvalidArgument naming
+/// the value when per_rank has an entry < 1, ranks < 1, or the fixed entries cannot match ranks.
+std::array<int, 3> choose_process_grid_per_rank(int ranks, const std::array<long, 3>& per_rank,
+                                                const std::array<int, 3>& fixed = {0, 0, 0});
+
 /// Block partition of n points over p parts: the range of part c (remainder to the first parts).
 Box3 block_range(const std::array<long, 3>& global, const std::array<int, 3>& dims, const std::array<int, 3>& coords);
 

@@ -26,6 +26,22 @@ TEST(Cart, TooManyRanksOrBadSizesAreRejected) {
   EXPECT_THROW(choose_process_grid(4, {8, 8, 8}, {3, 0, 0}), InvalidArgument);
 }
 
+TEST(Cart, PerRankProcessGridCutsTheSmallestFaces) {
+  // Seed 001's thin slab, 40x40x3 per rank: cutting across y (40x3 faces) beats 2x2 (80x3 faces)
+  // and any z split (40x40 faces); a global 40x40x3 grid would be cut the same way, but per rank
+  // the grid grows with the cuts, so 1x4x1 makes a 40x160x3 grid.
+  EXPECT_EQ(choose_process_grid_per_rank(4, {40, 40, 3}), (std::array<int, 3>{1, 4, 1}));
+  EXPECT_EQ(choose_process_grid_per_rank(4, {40, 40, 3}, {2, 0, 0}), (std::array<int, 3>{2, 2, 1}));
+  // Equal faces: the slowest axis is split first, as in choose_process_grid.
+  EXPECT_EQ(choose_process_grid_per_rank(2, {96, 96, 96}), (std::array<int, 3>{1, 1, 2}));
+  // One point per rank never leaves a block empty (choose_process_grid(8, {1, 1, 1}) throws):
+  // a 1x1x8 line has 7 faces of 1 point, a 2x2x2 cube 12.
+  EXPECT_EQ(choose_process_grid_per_rank(8, {1, 1, 1}), (std::array<int, 3>{1, 1, 8}));
+  EXPECT_THROW(choose_process_grid_per_rank(4, {40, 40, 3}, {3, 0, 0}), InvalidArgument);
+  EXPECT_THROW(choose_process_grid_per_rank(4, {40, 0, 3}), InvalidArgument);
+  EXPECT_THROW(choose_process_grid_per_rank(0, {4, 4, 4}), InvalidArgument);
+}
+
 /// The message of the InvalidArgument `f` throws ("" if none).
 template <class F>
 std::string message_of(F&& f) {

@@ -4,10 +4,12 @@
 #include <mpi.h>
 #include <omp.h>
 
+#include <cmath>
 #include <optional>
 
 #include "hympi/core/error.hpp"
 #include "hympi/spmv3d/spmv3d.hpp"
+#include "hympi/spmv3d/verify.hpp"
 #include "omp_threads.hpp"
 
 using namespace hympi;
@@ -97,6 +99,35 @@ TEST(Spmv3d, VerifierCatchesOneWrongPoint) {
     EXPECT_GT(wrong, 0);
 }
 
+TEST(Spmv3d, VerifierFailsEveryKindOfWrongResult) {
+  Spmv3dOptions o;
+  o.global = {12, 10, 9};
+  o.spmv_reps = 1;
+  o.op = SpmvOperator::csr;
+  Metrics m;
+  const auto good = run_spmv3d(MPI_COMM_WORLD, o, m);
+  ASSERT_TRUE(verify_spmv3d(MPI_COMM_WORLD, o, good, true).passed());
+  ASSERT_GT(good.cg_residuals.size(), 4u);
+  auto r = good;
+  r.spmv_mismatches = 1;  // one wrong point of the product
+  EXPECT_FALSE(verify_spmv3d(MPI_COMM_WORLD, o, r, false).product_exact);
+  EXPECT_FALSE(verify_spmv3d(MPI_COMM_WORLD, o, r, false).passed());
+  r = good;
+  r.cg_max_error = 2 * kSpmv3dErrorBound;  // CG stopped short of the manufactured solution
+  EXPECT_FALSE(verify_spmv3d(MPI_COMM_WORLD, o, r, false).passed());
+  r = good;
+  r.cg_converged = false;
+  EXPECT_FALSE(verify_spmv3d(MPI_COMM_WORLD, o, r, false).passed());
+  // One residual one ulp off: only the comparison with the one-rank reference sees it.
+  r = good;
+  double& mid = r.cg_residuals[r.cg_residuals.size() / 2];
+  mid = std::nextafter(mid, 2 * mid);
+  EXPECT_TRUE(verify_spmv3d(MPI_COMM_WORLD, o, r, false).passed());
+  const auto verdict = verify_spmv3d(MPI_COMM_WORLD, o, r, true);
+  EXPECT_FALSE(verdict.history_matches);
+  EXPECT_FALSE(verdict.passed());
+}
+
 TEST(Spmv3d, CgHistoryEqualsOneRankForEveryStrategyAndTile) {
   Spmv3dOptions base;
   // Uneven blocks at 2, 3 and 4 ranks; x stays whole so that rows are long enough for the
@@ -162,11 +193,8 @@ TEST(Spmv3d, PerRankSizeScalesWithTheProcessGrid) {
   EXPECT_EQ(r.dims[0] * r.dims[1] * r.dims[2], world_size());
   EXPECT_EQ(r.spmv_mismatches, 0);
   EXPECT_TRUE(r.cg_residuals.empty());
-  // Seed 001's thin slab, 40x40x3 per rank: cutting across y (40x3 faces) beats 2x2 (80x3
-  // faces) and any z split (40x40 faces).
-  EXPECT_EQ(process_grid_for_local(4, {40, 40, 3}, {0, 0, 0}), (std::array<int, 3>{1, 4, 1}));
-  EXPECT_EQ(process_grid_for_local(4, {40, 40, 3}, {2, 0, 0}), (std::array<int, 3>{2, 2, 1}));
-  EXPECT_THROW(process_grid_for_local(4, {40, 40, 3}, {3, 0, 0}), InvalidArgument);
+  // The process grid is cart's per-rank search (its own tests cover the choice).
+  EXPECT_EQ(r.dims, choose_process_grid_per_rank(world_size(), o.per_rank, o.dims));
 }
 
 TEST(Spmv3d, MinTimeAddsProductsAndKeepsCgPhasesApart) {

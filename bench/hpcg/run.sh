@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# hympi-spmv3d's assembled CSR SpMV against HPCG's reference SpMV (ComputeSPMV_ref): the same
+# operator (27 points, HPCG's matrix), the same local grid and process grid, the same run.
+# Builds HPCG outside the repository (in $WORK) with our flags: -O3 -march=native, OpenMP, MPI
+# (mpicxx), not HPCG's shipped -ffast-math.
+#
+#   bench/hpcg/run.sh [--repeat N] [--n N] [--ranks R]
+#
+# Each repeat runs xhpcg and hympi-spmv3d back to back (the order alternates between repeats) as
+# R ranks x 1 thread (default 2) with N^3 points per rank (default 96), the ranks stacked along z
+# (HPCG --npx=1 --npy=1 --npz=R, hympi --dims 1 1 R). HPCG runs its quick path (--rt=0: one
+# timed CG set of 50 iterations, i.e. 51 SpMVs each with its halo exchange); hympi runs 51 timed
+# products (--reps 51, halo exchange included, product verified exactly; no CG).
+# Both count flops the same way: 2 per stored nonzero per product (HPCG's "Raw SpMV" =
+# 2 nnz x products / SpMV time, ReportResults.cpp). The summary prints each run's GFLOP/s, the
+# median of each implementation and the ratio of the medians (hympi / HPCG).
+#
+# Environment: BUILD (hympi build dir, default <repo>/build; one without build.ninja holds
+# binaries built elsewhere and is used as it is), WORK (default /tmp/hympi-hpcg), HPCG_GIT (git
+# URL or directory to clone HPCG from, default https://github.com/hpcg-benchmark/hpcg), HPCG_REF
+# (default 114602d, the head of HPCG's master: release 3.1 plus four small fixes, one of them to
+# ComputeResidual.cpp's OpenMP clause that GCC >= 9 rejects in the 3.1 tag), RUN_TIMEOUT (seconds before one run is killed, default 900).
+# Output: one line per run in $WORK/results.tsv, the summary on stdout and in $WORK/summary.txt.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$repo/build}
+WORK=${WORK:-/tmp/hympi-hpcg}
+RUN_TIMEOUT=${RUN_TIMEOUT:-900}
+HPCG_GIT=${HPCG_GIT:-https://github.com/hpcg-benchmark/hpcg}
+HPCG_REF=${HPCG_REF:-114602d458d1034faa52b71e4c15aba9b3a17698}
+repeat=3
+n=96
+ranks=2
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --repeat) repeat=${2-}; shift; shift || true ;;
+    --n) n=${2-}; shift; shift || true ;;
+    --ranks) ranks=${2-}; shift; shift || true ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --repeat must be a positive integer, got '$repeat'" >&2; exit 2; }
+# HPCG needs a multiple of 8 per axis for its 4 multigrid levels.
+[[ $n =~ ^[1-9][0-9]*$ ]] && ((n >= 16 && n % 8 == 0)) ||
+  { echo "run.sh: --n must be a multiple of 8 and >= 16 (HPCG's multigrid), got '$n'" >&2; exit 2; }
+[[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --ranks must be a positive integer, got '$ranks'" >&2; exit 2; }
+[[ $RUN_TIMEOUT =~ ^[1-9][0-9]*$ ]] ||
+  { echo "run.sh: RUN_TIMEOUT must be a positive number of seconds, got '$RUN_TIMEOUT'" >&2; exit 2; }
+for tool in git mpicxx mpirun; do
+  command -v "$tool" >/dev/null || { echo "run.sh: $tool is not on PATH" >&2; exit 2; }
+done
+
+mkdir -p "$WORK"
+mpirun_flags=()
+if mpirun --version 2>/dev/null | grep -q "Open MPI"; then mpirun_flags+=(--allow-run-as-root --oversubscribe); fi
+
+# --- HPCG -------------------------------------------------------------------------------------
+xhpcg=$WORK/xhpcg
+if [[ ! -x $xhpcg ]]; then
+  src=$WORK/hpcg-src
+  rm -rf "$src"
+  git clone --quiet "$HPCG_GIT" "$src" ||
+    { echo "run.sh: cannot clone HPCG from HPCG_GIT='$HPCG_GIT'" >&2; exit 2; }
+  git -C "$src" checkout --quiet "$HPCG_REF" ||
+    { echo "run.sh: HPCG_REF='$HPCG_REF' is not a commit or tag of $HPCG_GIT" >&2; exit 2; }
+  # Our flags, not setup/Make.MPI_GCC_OMP's (-ffast-math would let the compiler reorder sums).
+  sed -e 's/^CXXFLAGS .*/CXXFLAGS     = $(HPCG_DEFS) -O3 -march=native -fopenmp/' \
+    "$src/setup/Make.MPI_GCC_OMP" > "$src/setup/Make.hympi"
+  echo "building xhpcg ($HPCG_REF) in $src/build" >&2
+  (mkdir -p "$src/build" && cd "$src/build" && ../configure hympi >"$WORK/hpcg-configure.log" 2>&1 &&
+    nice make -j2 >"$WORK/hpcg-build.log" 2>&1 && cp bin/xhpcg "$xhpcg") ||
+    { echo "run.sh: HPCG build failed, see $WORK/hpcg-configure.log and $WORK/hpcg-build.log" >&2; exit 1; }
+fi
+
+# --- hympi ------------------------------------------------------------------------------------
+if [[ ! -x $BUILD/bin/hympi-spmv3d ]]; then
+  cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+if [[ -f $BUILD/build.ninja ]]; then nice ninja -C "$BUILD" hympi-spmv3d >/dev/null; fi
+
+# --- runs -------------------------------------------------------------------------------------
+results=$WORK/results.tsv
+printf "impl\trun\tgflops\n" > "$results"
+load_before=$(uptime)
+run_hpcg() {  # run dir: HPCG writes its report files into the working directory
+  (cd "$1" && OMP_NUM_THREADS=1 timeout "$RUN_TIMEOUT" mpirun "${mpirun_flags[@]}" -np "$ranks" --map-by core \
+    --bind-to core "$xhpcg" --nx="$n" --ny="$n" --nz="$n" --rt=0 --npx=1 --npy=1 --npz="$ranks") \
+    >"$1/stdout.log" 2>&1 || true
+  # The report's "GFLOP/s Summary::Raw SpMV=<value>" line.
+  sed -n 's|^GFLOP/s Summary::Raw SpMV=\([0-9.eE+-]*\)$|\1|p' "$1"/HPCG-Benchmark*.txt 2>/dev/null | tail -1
+}
+run_hympi() {  # run dir
+  OMP_NUM_THREADS=1 HYMPI_BIND=core HYMPI_DIST=compact timeout "$RUN_TIMEOUT" mpirun "${mpirun_flags[@]}" \
+    --bind-to none -np "$ranks" "$BUILD/bin/hympi-spmv3d" --per-rank "$n" "$n" "$n" --dims 1 1 "$ranks" \
+    --operator csr --cg-iterations 0 --reps 51 --verify exact >"$1/stdout.log" 2>&1 || true
+  grep -q "verification (exact): PASSED" "$1/stdout.log" &&
+    sed -n 's/^HYMPI_RESULT .*"spmv_GFLOPps":\([0-9.eE+-]*\).*/\1/p' "$1/stdout.log"
+}
+for ((run = 1; run <= repeat; ++run)); do
+  order="hpcg hympi"
+  ((run % 2 == 0)) && order="hympi hpcg"
+  for impl in $order; do
+    dir=$WORK/run-$impl-$run
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    gflops=$("run_$impl" "$dir" || true)
+    if [[ -z $gflops ]]; then
+      echo "run.sh: $impl run $run failed, did not verify or printed no SpMV rate, see $dir" >&2
+      continue
+    fi
+    printf "%s\t%s\t%s\n" "$impl" "$run" "$gflops" >> "$results"
+    echo "run $run: $impl $gflops GFLOP/s" >&2
+  done
+done
+load_after=$(uptime)
+
+# --- summary ----------------------------------------------------------------------------------
+{
+  echo "${ranks} ranks x 1 thread, ${n}^3 per rank, process grid 1x1x${ranks}, HPCG $HPCG_REF"
+  echo "load before: $load_before"
+  echo "load after:  $load_after"
+  for impl in hpcg hympi; do
+    printf "%-6s GFLOP/s per run: %s\n" "$impl" "$(awk -F'\t' -v i="$impl" '$1 == i {printf "%s ", $3}' "$results")"
+  done
+  # Median per implementation (the middle run, or the mean of the two middle ones), then the ratio.
+  awk -F'\t' 'NR > 1 { v[$1, ++c[$1]] = $3 + 0 }
+    function median(impl,   n, i, j, t, a) {
+      n = c[impl]; for (i = 1; i <= n; ++i) a[i] = v[impl, i]
+      for (i = 2; i <= n; ++i) for (j = i; j > 1 && a[j - 1] > a[j]; --j) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    END {
+      if (!c["hpcg"] || !c["hympi"]) { print "ratio: missing runs (see the run directories)"; exit 1 }
+      h = median("hpcg"); y = median("hympi")
+      printf "median GFLOP/s: HPCG reference SpMV %.3f, hympi CSR SpMV %.3f\n", h, y
+      printf "ratio hympi / HPCG: %.3f\n", y / h
+    }' "$results"
+} | tee "$WORK/summary.txt"

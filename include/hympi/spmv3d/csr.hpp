@@ -1,0 +1,48 @@
+#pragma once
+// HPCG's 27-point operator assembled as a CSR matrix on one rank's block.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "hympi/grid/box.hpp"
+#include "hympi/grid/grid3d.hpp"
+
+namespace hympi {
+
+/// The operator's rows for the owned points of one block, in owned-point order (x fastest);
+/// column indexes address the ghosted storage of x (GridIndexing of the block), so a product
+/// reads x where the halo exchange left it. Each row holds its in-grid neighbours in
+/// (dz, dy, dx) order with -1, then the diagonal 26; a product sums a row in that order.
+class Csr27 {
+ public:
+  /// No rows.
+  Csr27() = default;
+  /// Assembles the rows of `block` (global indexes) of the `global` grid for vectors with
+  /// `ghost` layers, first touched by the static row schedule of the products. Throws
+  /// InvalidArgument when the ghosted block needs column indexes past 32 bits.
+  Csr27(const Box3& block, const std::array<long, 3>& global, int ghost);
+
+  /// Throws InvalidArgument naming the size when a block of `extent` points with `ghost`
+  /// layers needs column indexes past 32 bits.
+  static void check_block(const std::array<long, 3>& extent, int ghost);
+
+  /// y = A x on the points of `box` (local coordinates) of vectors laid out as at assembly;
+  /// never fails. Each row is one fma chain in storage order: the same bits for every box.
+  void apply(const double* x, double* y, const Box3& box) const;
+  /// Stored nonzeros; never fails.
+  [[nodiscard]] std::size_t nonzeros() const noexcept { return nonzeros_; }
+  /// Bytes of the matrix a product reads (values, column indexes, row starts); never fails.
+  [[nodiscard]] double bytes() const noexcept;
+
+ private:
+  std::array<long, 3> extent_{0, 0, 0};
+  GridIndexing indexing_{{0, 0, 0}, 0, sizeof(double)};
+  std::size_t nonzeros_ = 0;
+  // Raw arrays, not vectors: the assembly loop, not the allocation, must first-touch them.
+  std::unique_ptr<std::int64_t[]> row_start_;
+  std::unique_ptr<std::int32_t[]> columns_;
+  std::unique_ptr<double[]> values_;
+};
+
+}  // namespace hympi

@@ -1,0 +1,134 @@
+#include "hympi/spmv3d/csr.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "hympi/core/error.hpp"
+
+namespace hympi {
+
+namespace {
+/// Number of in-grid points among {g-1, g, g+1} on an axis of n points.
+long span3(long g, long n) { return 1 + (g > 0 ? 1 : 0) + (g < n - 1 ? 1 : 0); }
+}  // namespace
+
+void Csr27::check_block(const std::array<long, 3>& extent, int ghost) {
+  const GridIndexing indexing(extent, ghost, sizeof(double));
+  if (indexing.size >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+    throw InvalidArgument("local block of " + std::to_string(indexing.size) +
+                          " points is too large for 32-bit CSR column indexes");
+}
+
+Csr27::Csr27(const Box3& block, const std::array<long, 3>& global, int ghost)
+    : extent_(block.size()), indexing_(extent_, ghost, sizeof(double)) {
+  check_block(extent_, ghost);
+  const auto& n = extent_;
+  const long rows = n[0] * n[1] * n[2];
+  // Row lengths are known in closed form, so the prefix sum needs no pass over the matrix.
+  row_start_.reset(new std::int64_t[static_cast<std::size_t>(rows + 1)]);
+  std::int64_t offset = 0;
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j) {
+      const long cyz = span3(block.low[1] + j, global[1]) * span3(block.low[2] + k, global[2]);
+      for (long i = 0; i < n[0]; ++i) {
+        row_start_[static_cast<std::size_t>((k * n[1] + j) * n[0] + i)] = offset;
+        offset += cyz * span3(block.low[0] + i, global[0]);
+      }
+    }
+  row_start_[static_cast<std::size_t>(rows)] = offset;
+  nonzeros_ = static_cast<std::size_t>(offset);
+  columns_.reset(new std::int32_t[nonzeros_]);
+  values_.reset(new double[nonzeros_]);
+  const GridIndexing& indexing = indexing_;
+  std::int64_t* start = row_start_.get();
+  std::int32_t* cols = columns_.get();
+  double* vals = values_.get();
+  // Same static row schedule as the kernels, so each thread first-touches the rows it reads.
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long k = 0; k < n[2]; ++k)
+    for (long j = 0; j < n[1]; ++j)
+      for (long i = 0; i < n[0]; ++i) {
+        std::int64_t e = start[(k * n[1] + j) * n[0] + i];
+        // Neighbours in (dz, dy, dx) order, then the diagonal.
+        for (int dz = -1; dz <= 1; ++dz)
+          for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+              if (dx == 0 && dy == 0 && dz == 0) continue;
+              const long gi = block.low[0] + i + dx, gj = block.low[1] + j + dy, gk = block.low[2] + k + dz;
+              if (gi < 0 || gi >= global[0] || gj < 0 || gj >= global[1] || gk < 0 || gk >= global[2]) continue;
+              cols[e] = static_cast<std::int32_t>(indexing.index(i + dx, j + dy, k + dz));
+              vals[e] = -1.0;
+              ++e;
+            }
+        cols[e] = static_cast<std::int32_t>(indexing.index(i, j, k));
+        vals[e] = 26.0;
+      }
+}
+
+double Csr27::bytes() const noexcept {
+  const double rows = static_cast<double>(extent_[0] * extent_[1] * extent_[2]);
+  return static_cast<double>(nonzeros_) * (sizeof(double) + sizeof(std::int32_t)) + (rows + 1) * sizeof(std::int64_t);
+}
+
+namespace {
+
+/// Rows of a product interleaved where they have equal lengths (all but the walls' ends).
+/// 2 ran as fast as one row at a time, 8 at two thirds of that (2-core Zen 3 VM).
+constexpr long kRowsAtOnce = 4;
+/// How many groups of kRowsAtOnce rows ahead equal_rows prefetches the matrix: with the hardware
+/// prefetcher alone four rows at a time were no faster than one on 96^3 (docs/performance.md).
+constexpr long kPrefetchGroups = 2;
+
+/// Prefetches `bytes` from `p` on; `p` may lie past the matrix (a prefetch never faults).
+inline void prefetch(std::uintptr_t p, std::int64_t bytes) {
+  for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(p + b));
+}
+
+/// y of kRowsAtOnce consecutive rows of `length` nonzeros each, stored back to back from
+/// `vals` / `cols`. Each row is still one fma chain in storage order (the same bits as one row
+/// at a time), but the chains are independent, so the core overlaps their latency instead of
+/// waiting out each row's 27 dependent fmas. `length` is a run-time stride on purpose: with a
+/// constant one GCC packs the four chains into one vector chain fed by scalar inserts, which
+/// ran slower than one row at a time.
+inline void equal_rows(const double* vals, const std::int32_t* cols, std::int64_t length, const double* x,
+                       double* out) {
+  const std::int64_t ahead = kPrefetchGroups * kRowsAtOnce * length;
+  prefetch(reinterpret_cast<std::uintptr_t>(vals) + ahead * sizeof(double), kRowsAtOnce * length * sizeof(double));
+  prefetch(reinterpret_cast<std::uintptr_t>(cols) + ahead * sizeof(std::int32_t),
+           kRowsAtOnce * length * sizeof(std::int32_t));
+  double acc[kRowsAtOnce] = {};
+  for (std::int64_t e = 0; e < length; ++e)
+    for (long q = 0; q < kRowsAtOnce; ++q) acc[q] = std::fma(vals[q * length + e], x[cols[q * length + e]], acc[q]);
+  for (long q = 0; q < kRowsAtOnce; ++q) out[q] = acc[q];
+}
+
+}  // namespace
+
+void Csr27::apply(const double* x, double* y, const Box3& box) const {
+  const std::int32_t* cols = columns_.get();
+  const double* vals = values_.get();
+  const auto& n = extent_;
+  for (long k = box.low[2]; k < box.high[2]; ++k)
+    for (long j = box.low[1]; j < box.high[1]; ++j) {
+      const std::int64_t* start = row_start_.get() + (k * n[1] + j) * n[0];
+      double* out = y + indexing_.index(0, j, k);
+      for (long i = box.low[0]; i < box.high[0]; ++i) {
+        const std::int64_t first = start[i], length = start[i + 1] - first;
+        bool equal = i + kRowsAtOnce <= box.high[0];
+        for (long q = 2; equal && q <= kRowsAtOnce; ++q) equal = start[i + q] - start[i + q - 1] == length;
+        if (equal) {
+          equal_rows(vals + first, cols + first, length, x, out + i);
+          i += kRowsAtOnce - 1;
+          continue;
+        }
+        double acc = 0.0;
+        // Explicit fma: the rounding must not depend on the compiler's contraction choices.
+        for (std::int64_t e = first; e < first + length; ++e) acc = std::fma(vals[e], x[cols[e]], acc);
+        out[i] = acc;
+      }
+    }
+}
+
+}  // namespace hympi
