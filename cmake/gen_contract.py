@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 FIELD_TYPES = ("string", "number", "integer", "boolean", "object", "array")
 OPTION_TYPES = ("string", "path", "bool", "int", "seconds")

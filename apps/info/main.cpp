@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "hympi/app/app.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/core/topology.hpp"
 
@@ -12,15 +13,7 @@ int main(int argc, char** argv) {
   cli.add_option("--topology", spec, "this | synthetic:<description> | <file.xml>")->capture_default_str();
   cli.add_flag("--json", json, "print the summary as JSON");
   cli.add_flag("--xml", xml, "print the topology as hwloc XML");
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << cli.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "hympi-info: error: " << e.what() << "\n";
-    return 2;
-  }
+  if (const auto stop = hympi::parse_command_line(cli, argc, argv, "hympi-info")) return *stop;
   try {
     const auto topology = hympi::Topology::from_spec(spec);
     if (xml) {

@@ -3,12 +3,11 @@ HYMPI_RESULT fields and STREAM's sizing rule (the apps see it through the genera
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from hympi.errors import HympiFatal
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import math
 import os
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from hympi.contract import OptionEntry, contract
 from hympi.errors import UsageError

@@ -66,12 +66,8 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
   std::optional<Environment> env;
   try {
     env.emplace(argc, argv, EnvironmentOptions{app.thread_level(), options.virtual_nodes});
-  } catch (const InvalidArgument& e) {
-    std::cerr << prog << ": error: " << e.what() << "\n";
-    return 2;
   } catch (const std::exception& e) {
-    std::cerr << prog << ": error: " << e.what() << "\n";
-    return 1;
+    return error_exit_code(prog, e);
   }
   const bool root = env->rank() == 0;
   try {
@@ -160,6 +156,24 @@ nlohmann::json contract_json(const AppDefinition& app) {
           {"result_fields", fields}};
 }
 
+std::optional<int> parse_command_line(CLI::App& cli, int argc, char** argv, const std::string& prog) {
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << cli.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+int error_exit_code(const std::string& prog, const std::exception& e) {
+  std::cerr << prog << ": error: " << e.what() << "\n";
+  return dynamic_cast<const InvalidArgument*>(&e) != nullptr ? 2 : 1;
+}
+
 int run_app(int argc, char** argv, AppDefinition& app) {
   const std::string prog = "hympi-" + app.name();
   CLI::App cli{app.description(), prog};
@@ -186,15 +200,7 @@ int run_app(int argc, char** argv, AppDefinition& app) {
   cli.add_flag("--show-config", show_config, "print every option's value and where it came from, as JSON");
   cli.add_flag("--contract", print_contract, "print what this binary declares (contract.toml's view), as JSON");
   app.add_options(cli);
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << cli.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << prog << ": error: " << e.what() << "\n";
-    return 2;
-  }
+  if (const auto stop = parse_command_line(cli, argc, argv, prog)) return *stop;
   FrameOptions options;
   try {
     if (print_contract) {
@@ -218,12 +224,8 @@ int run_app(int argc, char** argv, AppDefinition& app) {
       app.validate({validate_ranks, validation_threads(validate_ranks, options.virtual_nodes)});
       return 0;
     }
-  } catch (const InvalidArgument& e) {
-    std::cerr << prog << ": error: " << e.what() << "\n";
-    return 2;
   } catch (const std::exception& e) {
-    std::cerr << prog << ": error: " << e.what() << "\n";
-    return 1;
+    return error_exit_code(prog, e);
   }
   return run_with_mpi(argc, argv, app, options, print_bindings, !allow_unverified);
 }

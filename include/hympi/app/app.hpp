@@ -1,6 +1,7 @@
 #pragma once
 // The frame every reference app runs in: options, MPI start-up, binding, errors, result line.
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,14 @@ class AppDefinition {
 /// config file is bad input. `--show-config` prints the resolved options, `--contract` what the binary
 /// was built to declare (name, description, enum names, options, result fields) as JSON.
 int run_app(int argc, char** argv, AppDefinition& app);
+
+/// Parses `cli`; returns the exit code to stop with (0 after --help, 2 after printing "prog: error: ..." for a
+/// parse error), or nothing when the program goes on. Never throws.
+std::optional<int> parse_command_line(CLI::App& cli, int argc, char** argv, const std::string& prog);
+
+/// Prints "prog: error: what" and returns the exit code for an exception caught in a main: 2 for bad input
+/// (InvalidArgument), 1 for anything else. Never throws.
+int error_exit_code(const std::string& prog, const std::exception& e);
 
 /// The JSON `--contract` prints for `app`: its name, binary and description and the contract's enums,
 /// options and result fields as this binary knows them.

@@ -25,15 +25,31 @@ from hympi.store import WARMUP_REPEAT, Run
 
 
 @dataclass(frozen=True)
-class LayoutStats:
+class Layout:
+    """A run's layout: ranks x threads under one binding policy."""
+
+    ranks: int
+    threads: int
+    bind: str
+
+    @property
+    def cores(self) -> int:
+        """Cores (hardware threads) the layout uses: ranks x threads."""
+        return self.ranks * self.threads
+
+    @property
+    def label(self) -> str:
+        """'2x1' (ranks x threads)."""
+        return f"{self.ranks}x{self.threads}"
+
+
+@dataclass(frozen=True)
+class LayoutStats(Layout):
     """Every measured run of one (ranks, threads, bind) layout of one app configuration, summarised.
 
     `runs`, `ok` and every statistic leave the warm-up runs out; `warmups` counts them and `rates` holds the ok rates.
     """
 
-    ranks: int
-    threads: int
-    bind: str
     runs: int
     ok: int
     statuses: tuple[tuple[str, int], ...]
@@ -49,16 +65,6 @@ class LayoutStats:
     rss_per_node_mib: float | None
     rates: tuple[float, ...] = ()
     warmups: int = 0
-
-    @property
-    def cores(self) -> int:
-        """Cores (hardware threads) the layout uses: ranks x threads."""
-        return self.ranks * self.threads
-
-    @property
-    def label(self) -> str:
-        """'2x1' (ranks x threads)."""
-        return f"{self.ranks}x{self.threads}"
 
     def describe(self) -> str:
         """'2 ranks x 1 thread, bind core' for sentences."""

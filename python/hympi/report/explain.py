@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from hympi.report.analysis import AppGroup, labels, verdict
+from hympi.report.analysis import AppGroup, Layout, labels, verdict
 from hympi.report.compare import DEFAULT_CONFIDENCE, Comparison
 from hympi.store import WARMUP_REPEAT, Run
 
@@ -69,12 +69,9 @@ def _top_comm_phase(runs: list[Run]) -> str | None:
 
 
 @dataclass(frozen=True)
-class Breakdown:
+class Breakdown(Layout):
     """One layout's timed region, explained: medians over its ok timed runs (None where nothing was recorded)."""
 
-    ranks: int
-    threads: int
-    bind: str
     runs: int
     rate: float | None
     rate_min: float | None
@@ -89,16 +86,6 @@ class Breakdown:
     stream_gbs: float | None
     thread_efficiency: float | None
     parallel_efficiency: float | None
-
-    @property
-    def cores(self) -> int:
-        """ranks x threads."""
-        return self.ranks * self.threads
-
-    @property
-    def label(self) -> str:
-        """'2x1'."""
-        return f"{self.ranks}x{self.threads}"
 
     @property
     def consistent(self) -> bool:
