@@ -4,6 +4,7 @@
 
 #include <array>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "hympi/core/metrics.hpp"
@@ -60,5 +61,15 @@ inline constexpr double kRb3dBytesPerPoint = 48.0;
 /// "halo", "residual", "residual_halo"), the initial residual before the loop does not.
 /// Every overlap strategy and tile size gives the same residuals bit for bit.
 Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metrics);
+
+/// rb3d's self-checks, as --verify names them.
+inline constexpr const char* kRb3dVerifyModes[] = {"reference", "exact", "none"};
+
+/// Whether `result` (a solve of `solved` on `comm`) passes the check `mode` (collective; the same
+/// verdict on every rank): "reference" re-solves the whole problem on rank 0 alone (plain bulk,
+/// untiled, the same iteration count) and demands the same residual history bit for bit; "exact"
+/// demands max_error within 5 % of the scheme's discretisation error; "none" is never verified.
+/// Throws InvalidArgument naming an unknown mode.
+bool verify_rb3d(MPI_Comm comm, const Rb3dOptions& solved, const Rb3dResult& result, const std::string& mode);
 
 }  // namespace hympi

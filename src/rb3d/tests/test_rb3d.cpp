@@ -171,3 +171,30 @@ TEST(Rb3d, OptionsAreValidated) {
   o.min_time_s = -1.0;
   EXPECT_THROW(o.validate(1), InvalidArgument);
 }
+
+TEST(Rb3d, VerifierFailsAWrongHistoryAndAWrongError) {
+  Rb3dOptions o;
+  o.global = {12, 12, 12};
+  o.iterations = 6;
+  o.residual_every = 2;
+  Metrics m;
+  const auto solved = solve_rb3d(MPI_COMM_WORLD, o, m);
+  EXPECT_TRUE(verify_rb3d(MPI_COMM_WORLD, o, solved, "reference"));
+  EXPECT_FALSE(verify_rb3d(MPI_COMM_WORLD, o, solved, "none"));
+
+  auto off_by_one_ulp = solved;
+  off_by_one_ulp.residuals.back() = std::nextafter(off_by_one_ulp.residuals.back(), 0.0);
+  EXPECT_FALSE(verify_rb3d(MPI_COMM_WORLD, o, off_by_one_ulp, "reference"));
+  auto shorter = solved;
+  shorter.residuals.pop_back();
+  EXPECT_FALSE(verify_rb3d(MPI_COMM_WORLD, o, shorter, "reference"));
+
+  auto converged = solved;
+  converged.max_error = converged.discretisation_error = 1e-3;
+  EXPECT_TRUE(verify_rb3d(MPI_COMM_WORLD, o, converged, "exact"));
+  converged.max_error = 1.1e-3;
+  EXPECT_FALSE(verify_rb3d(MPI_COMM_WORLD, o, converged, "exact"));
+  converged.max_error = 0.9e-3;
+  EXPECT_FALSE(verify_rb3d(MPI_COMM_WORLD, o, converged, "exact"));
+  EXPECT_THROW((void)verify_rb3d(MPI_COMM_WORLD, o, solved, "bitwise"), InvalidArgument);
+}
