@@ -23,6 +23,7 @@ from fakeapps import fake_bin_dir, launches, pid_alive
 from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome
 from hympi.store import Store
+from hympi.store.schema import SCHEMA_VERSION
 from hympi.sweep import SweepParams, cross_layouts, open_sweep, parse_choice_list, parse_int_list, plan, run_sweep
 
 
@@ -354,7 +355,7 @@ def test_a_version_2_database_migrates_and_its_running_sweep_without_owner_count
                  "VALUES (1, 'rb3d', 'k', ?, 2, 'running', 'then')", (json.dumps(old),))
     conn.close()
     with Store.open(db) as store:
-        assert store.schema_version() == 3
+        assert store.schema_version() == SCHEMA_VERSION
         (sweep,) = store.sweeps()
         assert sweep.owner_pid is None and SweepParams.from_dict(sweep.params).warmup is False
         assert store.mark_stale_interrupted() == [sweep.id]
