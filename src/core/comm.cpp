@@ -55,4 +55,24 @@ Comm Comm::split(MPI_Comm comm, int color, int key) {
   return Comm(out);
 }
 
+bool decide_on_root(MPI_Comm comm, const std::function<bool()>& decide) {
+  enum : int { no = 0, yes = 1, failed = 2 };
+  int rank = 0;
+  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
+  int answer = no;
+  std::exception_ptr error;
+  if (rank == 0) {
+    try {
+      answer = decide() ? yes : no;
+    } catch (...) {
+      error = std::current_exception();
+      answer = failed;
+    }
+  }
+  HYMPI_MPI(MPI_Bcast(&answer, 1, MPI_INT, 0, comm));
+  if (error) std::rethrow_exception(error);
+  if (answer == failed) throw Error("rank 0 failed while deciding a verdict for all ranks");
+  return answer == yes;
+}
+
 }  // namespace hympi

@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "hympi/grid/cart.hpp"
+#include "hympi/core/comm.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/grid/exact_sum.hpp"
 #include "hympi/grid/grid3d.hpp"
@@ -228,20 +229,15 @@ bool verify_rb3d(MPI_Comm comm, const Rb3dOptions& solved, const Rb3dResult& res
   if (mode != "reference")
     throw InvalidArgument("unknown rb3d verification '" + mode + "' (expected reference, exact or none)");
   // One rank re-solves the whole problem alone; red-black order makes the bits comparable.
-  int rank = 0;
-  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
-  int same = 0;
-  if (rank == 0) {
+  return decide_on_root(comm, [&] {
     Metrics scratch;
     Rb3dOptions reference = solved;
     reference.dims = {0, 0, 0};
     reference.iterations = result.iterations;  // the count the timed solve agreed on: same history length
     reference.min_time_s = 0.0;
     reference.overlap = {};  // the plain bulk, untiled sweep
-    same = solve_rb3d(MPI_COMM_SELF, reference, scratch).residuals == result.residuals ? 1 : 0;
-  }
-  HYMPI_MPI(MPI_Bcast(&same, 1, MPI_INT, 0, comm));
-  return same == 1;
+    return solve_rb3d(MPI_COMM_SELF, reference, scratch).residuals == result.residuals;
+  });
 }
 
 }  // namespace hympi

@@ -1,5 +1,6 @@
 #include "hympi/spmv3d/verify.hpp"
 
+#include "hympi/core/comm.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/core/metrics.hpp"
 
@@ -51,10 +52,7 @@ Spmv3dVerdict verify_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, const S
   const bool cg = options.cg_iterations > 0;
   verdict.cg_solved = !cg || (result.cg_converged && result.cg_max_error <= kSpmv3dErrorBound);
   if (!compare_history || !cg) return verdict;
-  int rank = 0;
-  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
-  int same = 0;
-  if (rank == 0) {
+  verdict.history_matches = decide_on_root(comm, [&] {
     Metrics scratch;
     auto reference = options;
     reference.global = result.global;
@@ -64,10 +62,8 @@ Spmv3dVerdict verify_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, const S
     reference.overlap = {};
     reference.spmv_reps = 1;
     reference.min_time_s = 0.0;
-    same = run_spmv3d(MPI_COMM_SELF, reference, scratch).cg_residuals == result.cg_residuals ? 1 : 0;
-  }
-  HYMPI_MPI(MPI_Bcast(&same, 1, MPI_INT, 0, comm));
-  verdict.history_matches = same == 1;
+    return run_spmv3d(MPI_COMM_SELF, reference, scratch).cg_residuals == result.cg_residuals;
+  });
   return verdict;
 }
 

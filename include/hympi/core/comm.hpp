@@ -1,6 +1,9 @@
 #pragma once
-// RAII ownership of MPI communicators.
+// RAII ownership of MPI communicators, and a verdict rank 0 decides for all.
 #include <mpi.h>
+
+#include <exception>
+#include <functional>
 
 namespace hympi {
 
@@ -32,5 +35,10 @@ class Comm {
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owned_ = false;
 };
+
+/// Runs `decide` on rank 0 of `comm` only and returns its answer on every rank (collective), as
+/// verifiers that re-solve a problem on one rank need. When `decide` throws on rank 0, rank 0
+/// rethrows it and every other rank throws Error, instead of waiting forever for the answer.
+bool decide_on_root(MPI_Comm comm, const std::function<bool()>& decide);
 
 }  // namespace hympi
