@@ -101,6 +101,47 @@ MIGRATIONS: tuple[Migration, ...] = (
               AND json_type(result_json, '$.placement') IS NOT NULL;
         UPDATE runs SET problem = 'binding' WHERE app = 'affinity' AND problem = 'placement';
     """),
+    Migration(5, "tunes: MPI parameters per run (as set and as read back through MPI_T), tunes over configurations, "
+                 "program profiles for the predictor", """
+        CREATE TABLE tunes (
+            id INTEGER PRIMARY KEY,
+            machine_id INTEGER NOT NULL REFERENCES machines(id),
+            app TEXT NOT NULL,
+            program TEXT NOT NULL,
+            strategy TEXT NOT NULL,
+            space_json TEXT NOT NULL,
+            params_key TEXT NOT NULL,
+            params_json TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('running', 'interrupted', 'finished')),
+            note TEXT,
+            owner_host TEXT,
+            owner_pid INTEGER,
+            owner_start TEXT,
+            created_at TEXT NOT NULL,
+            finished_at TEXT
+        );
+        CREATE INDEX tunes_params ON tunes (params_key, status);
+        ALTER TABLE sweeps ADD COLUMN tune_id INTEGER REFERENCES tunes(id);
+        CREATE TABLE run_mpi_params (
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            name TEXT NOT NULL,
+            value TEXT NOT NULL,
+            read_back TEXT,
+            PRIMARY KEY (run_id, name)
+        );
+        CREATE TABLE profiles (
+            id INTEGER PRIMARY KEY,
+            machine_id INTEGER NOT NULL REFERENCES machines(id),
+            program TEXT NOT NULL,
+            app TEXT NOT NULL,
+            ranks INTEGER NOT NULL,
+            threads INTEGER NOT NULL,
+            features_json TEXT NOT NULL,
+            profile_json TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        CREATE INDEX profiles_program ON profiles (program);
+    """),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
