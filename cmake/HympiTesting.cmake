@@ -16,6 +16,7 @@ set(HYMPI_TEST_SUPPORT_DIR ${PROJECT_SOURCE_DIR}/tests/support)
 # The MPI-aware GoogleTest main, compiled once for every MPI test binary.
 add_library(hympi_gtest_mpi_main OBJECT ${HYMPI_TEST_SUPPORT_DIR}/gtest_mpi_main.cpp)
 target_link_libraries(hympi_gtest_mpi_main PRIVATE MPI::MPI_CXX OpenMP::OpenMP_CXX GTest::gtest hympi_warnings)
+target_compile_options(hympi_gtest_mpi_main PRIVATE ${HYMPI_TEST_OPTIMIZATION})
 
 # hympi_add_unit_test(<name> LIBS <targets>... SOURCES <sources>...): GoogleTest binary run as
 # one serial process.
@@ -23,6 +24,7 @@ function(hympi_add_unit_test name)
   cmake_parse_arguments(ARG "" "" "LIBS;SOURCES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main hympi_warnings)
+  target_compile_options(${name} PRIVATE ${HYMPI_TEST_OPTIMIZATION})
   target_include_directories(${name} PRIVATE ${HYMPI_TEST_SUPPORT_DIR})
   target_compile_definitions(${name} PRIVATE HYMPI_TEST_DATA="${HYMPI_TEST_DATA_DIR}")
   add_test(NAME unit.${name} COMMAND ${name})
@@ -35,6 +37,7 @@ function(hympi_add_mpi_test name)
   cmake_parse_arguments(ARG "" "" "LIBS;RANKS;SOURCES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:hympi_gtest_mpi_main>)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest hympi_warnings)
+  target_compile_options(${name} PRIVATE ${HYMPI_TEST_OPTIMIZATION})
   target_include_directories(${name} PRIVATE ${HYMPI_TEST_SUPPORT_DIR})
   target_compile_definitions(${name} PRIVATE HYMPI_TEST_DATA="${HYMPI_TEST_DATA_DIR}")
   foreach(np IN LISTS ARG_RANKS)
