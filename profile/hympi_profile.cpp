@@ -309,34 +309,41 @@ void write_uint_list(FILE* f, const std::vector<std::uint64_t>& all, int stride,
   std::fprintf(f, "]");
 }
 
+void write_uints(FILE* f, const std::uint64_t* values, int count) {
+  std::fprintf(f, "[");
+  for (int i = 0; i < count; ++i) std::fprintf(f, "%s%llu", i ? ", " : "", static_cast<unsigned long long>(values[i]));
+  std::fprintf(f, "]");
+}
+
 // "size_bins" and "histograms" (counts summed over ranks, only kinds with an event) from the
 // gathered count rows (kCountsPerRank each).
 void write_histograms(FILE* f, const std::vector<std::uint64_t>& all_counts, int n) {
-  std::fprintf(f, "  \"size_bins\": [");
-  for (int b = 0; b < kNumBins; ++b)
-    std::fprintf(f, "%s%llu", b ? ", " : "", static_cast<unsigned long long>(kBinEdges[b]));
-  std::fprintf(f, "],\n  \"histograms\": {");
+  std::fprintf(f, "  \"size_bins\": ");
+  write_uints(f, kBinEdges, kNumBins);
+  std::fprintf(f, ",\n  \"histograms\": {");
   bool first = true;
   for (int k = 0; k < kNumKinds; ++k) {
     std::uint64_t sums[kNumBins] = {}, total = 0;
-    for (int r = 0; r < n; ++r)
+    for (int r = 0; r < n; ++r) {
+      const std::uint64_t* row = &all_counts[static_cast<std::size_t>(r) * kCountsPerRank + kHistogramBase];
       for (int b = 0; b < kNumBins; ++b) {
-        const std::uint64_t c = all_counts[static_cast<std::size_t>(r) * kCountsPerRank + kHistogramBase + k * kNumBins + b];
-        sums[b] += c;
-        total += c;
+        sums[b] += row[k * kNumBins + b];
+        total += row[k * kNumBins + b];
       }
+    }
     if (total == 0) continue;
-    std::fprintf(f, "%s\n    \"%s\": [", first ? "" : ",", k == kP2p ? "p2p" : kCollectiveNames[k - 1]);
-    for (int b = 0; b < kNumBins; ++b) std::fprintf(f, "%s%llu", b ? ", " : "", static_cast<unsigned long long>(sums[b]));
-    std::fprintf(f, "]");
+    std::fprintf(f, "%s\n    \"%s\": ", first ? "" : ",", k == kP2p ? "p2p" : kCollectiveNames[k - 1]);
+    write_uints(f, sums, kNumBins);
     first = false;
   }
   std::fprintf(f, "%s},\n", first ? "" : "\n  ");
 }
 
+// Column `index` of the gathered (MPI time, wall time) pairs as one JSON list of seconds.
 void write_times(FILE* f, const char* key, const std::vector<double>& all_times, int index, int n) {
   std::fprintf(f, "  \"%s\": [", key);
-  for (int r = 0; r < n; ++r) std::fprintf(f, "%s%.6f", r ? ", " : "", all_times[2 * static_cast<std::size_t>(r) + index]);
+  for (int r = 0; r < n; ++r)
+    std::fprintf(f, "%s%.6f", r ? ", " : "", all_times[2 * static_cast<std::size_t>(r) + index]);
   std::fprintf(f, "]");
 }
 
@@ -792,11 +799,12 @@ void mpi_sendrecv_replace_(void* buf, F* count, F* type, F* dest, F* stag, F* so
   next(buf, count, type, dest, stag, source, rtag, comm, status, ierr);
 }
 
-#define HYMPI_TIMED_F(lower, PARAMS, ARGS)                                \
-  void mpi_##lower##_ PARAMS {                                              \
-    const InMpi in_mpi;                                                     \
+// Receives, completions and probes, forwarded untouched: only their time counts.
+#define HYMPI_TIMED_F(lower, PARAMS, ARGS)                                      \
+  void mpi_##lower##_ PARAMS {                                                  \
+    const InMpi in_mpi;                                                         \
     static const auto next = fortran_pmpi<void(*) PARAMS>("pmpi_" #lower "_"); \
-    next ARGS;                                                              \
+    next ARGS;                                                                  \
   }
 HYMPI_TIMED_F(recv, (void* buf, F* count, F* type, F* source, F* tag, F* comm, F* status, F* ierr),
               (buf, count, type, source, tag, comm, status, ierr))
@@ -812,7 +820,8 @@ HYMPI_TIMED_F(testall, (F* count, F* reqs, F* flag, F* statuses, F* ierr), (coun
 HYMPI_TIMED_F(testany, (F* count, F* reqs, F* index, F* flag, F* status, F* ierr),
               (count, reqs, index, flag, status, ierr))
 HYMPI_TIMED_F(probe, (F* source, F* tag, F* comm, F* status, F* ierr), (source, tag, comm, status, ierr))
-HYMPI_TIMED_F(iprobe, (F* source, F* tag, F* comm, F* flag, F* status, F* ierr), (source, tag, comm, flag, status, ierr))
+HYMPI_TIMED_F(iprobe, (F* source, F* tag, F* comm, F* flag, F* status, F* ierr),
+              (source, tag, comm, flag, status, ierr))
 
 void mpi_init_(F* ierr) {
   using Fn = void (*)(F*);
