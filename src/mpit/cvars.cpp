@@ -112,7 +112,10 @@ struct Kind {
 
 std::string format_bools(const std::vector<unsigned char>& bytes, int count) {
   std::string out;
-  for (int i = 0; i < count; ++i) out += std::string(i > 0 ? "," : "") + (bytes[static_cast<std::size_t>(i)] ? "true" : "false");
+  for (int i = 0; i < count; ++i) {
+    if (i > 0) out += ',';
+    out += bytes[static_cast<std::size_t>(i)] != 0 ? "true" : "false";
+  }
   return out;
 }
 
