@@ -55,6 +55,7 @@ class ResultRecord:
     min_time_s: float | None = None
     bytes_moved: float | None = None
     kernel_gbs: float | None = None
+    mpi_cvars: Mapping[str, str | None] | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 

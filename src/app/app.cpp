@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -10,6 +11,7 @@
 
 #include "hympi/contract.hpp"
 #include "hympi/core/error.hpp"
+#include "hympi/mpit/cvars.hpp"
 
 namespace hympi {
 
@@ -32,7 +34,25 @@ struct FrameOptions {
   AffinityOptions affinity;
   double min_time_s = 0.0;
   int virtual_nodes = 1;
+  std::vector<std::string> mpit_read;  ///< cvars to read back through MPI_T and report in mpi_cvars
 };
+
+/// The names of a comma-separated list, blanks around each trimmed; throws InvalidArgument for an empty name.
+std::vector<std::string> cvar_names(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.find_first_not_of(" \t") == std::string::npos) return out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::size_t first = text.find_first_not_of(" \t", start);
+    const std::size_t last = text.find_last_not_of(" \t", comma - 1);
+    if (first >= comma || last == std::string::npos || last < first)
+      throw InvalidArgument("empty cvar name in '" + text + "'");
+    out.push_back(text.substr(first, last - first + 1));
+    if (comma == text.size()) return out;
+    start = comma + 1;
+  }
+}
 
 /// The frame's options, each checked; throws InvalidArgument naming the option and where it came from.
 FrameOptions frame_options(const Settings& settings) {
@@ -42,6 +62,7 @@ FrameOptions frame_options(const Settings& settings) {
   out.affinity.oversubscribe = settings.flag("oversubscribe");
   out.min_time_s = settings.seconds("min_time");
   out.virtual_nodes = settings.positive_int("virtual_nodes");
+  out.mpit_read = settings.parse("mpit_read", [](const std::string& t) { return cvar_names(t); });
   return out;
 }
 
@@ -88,6 +109,14 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
                 << sharing.summary << std::endl;
     if (root && print_bindings) std::cout << format_binding_table(bindings) << std::flush;
 
+    // Read after MPI_Init, when the library has applied its parameters: a value the user set but the
+    // library ignored shows up here as the library's own value.
+    std::optional<nlohmann::json> cvars;
+    if (root && !options.mpit_read.empty()) {
+      const mpit::Session session;
+      cvars = mpit::read_cvars_json(session, options.mpit_read);
+    }
+
     Metrics metrics;
     AppContext context{*env, topology, metrics, affinity, bindings, options.min_time_s};
     HYMPI_MPI(MPI_Barrier(env->world()));
@@ -116,6 +145,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
                    {"topology_hash", topology.hash()},
                    {"binding", binding_json(bindings)},
                    {"timestamp", utc_timestamp()}});
+      if (cvars) line["mpi_cvars"] = *cvars;
       std::cout << format_result_line(line) << std::endl;
       if (!record.verified) std::cerr << prog << ": error: verification FAILED\n";
     }
