@@ -12,7 +12,8 @@ class IsApp final : public hympi::AppDefinition {
   void add_options(CLI::App& cli) override {
     cli.add_option("--class", problem_class_, "problem class: S, W, A, B, C")->capture_default_str();
     cli.add_option("--data", data_file_,
-                   "verification file (default: DATA_DIR/npb-is/verification.json; config data_dir, env HYMPI_DATA_DIR)");
+                   "verification file (default: DATA_DIR/npb-is/verification.json; config data_dir, "
+                   "env HYMPI_DATA_DIR)");
   }
   void apply_settings(const hympi::Settings& settings) override {
     const hympi::SettingValue& dir = settings.get("data_dir");

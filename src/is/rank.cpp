@@ -3,26 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "hympi/core/comm.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/is/is.hpp"
 
 namespace hympi::is {
-
-namespace {
-
-int comm_rank(MPI_Comm comm) {
-  int r = 0;
-  HYMPI_MPI(MPI_Comm_rank(comm, &r));
-  return r;
-}
-
-int comm_size(MPI_Comm comm) {
-  int s = 0;
-  HYMPI_MPI(MPI_Comm_size(comm, &s));
-  return s;
-}
-
-}  // namespace
 
 nlohmann::json FullVerification::to_json() const {
   return nlohmann::json{{"passed", passed}, {"out_of_order", out_of_order}, {"keys", keys}, {"checksum", checksum}};
@@ -30,7 +15,7 @@ nlohmann::json FullVerification::to_json() const {
 
 FullVerification verify_sorted(MPI_Comm comm, std::span<const Key> sorted, std::int64_t expected_keys,
                                std::uint64_t expected_checksum) {
-  const int size = comm_size(comm);
+  const int size = Comm(comm, false).size();
   std::int64_t local_out = 0;
   for (std::size_t i = 1; i < sorted.size(); ++i) local_out += sorted[i - 1] > sorted[i] ? 1 : 0;
   // Every rank's (count, first, last), so boundaries are checked past ranks that hold no key.
@@ -80,7 +65,7 @@ struct IsBenchmark::Iteration {
 };
 
 IsBenchmark::IsBenchmark(const IsClass& c, MPI_Comm comm)
-    : class_(c), comm_(comm), rank_(comm_rank(comm)), size_(comm_size(comm)) {
+    : class_(c), comm_(comm), rank_(Comm(comm, false).rank()), size_(Comm(comm, false).size()) {
   begin_ = block_begin(c.total_keys(), rank_, size_);
   generated_ = generate_keys(c, begin_, block_begin(c.total_keys(), rank_ + 1, size_));
 }
@@ -104,7 +89,8 @@ IsBenchmark::Iteration IsBenchmark::rank_keys(int iteration) {
   const std::size_t nt = c.test_keys.size();
   std::vector<std::int32_t> bucket_size(nb + nt, 0), totals(nb + nt, 0);
   for (std::size_t i = 0; i < nt; ++i) {
-    if (owned(c.test_keys[i].index)) bucket_size[nb + i] = keys_[static_cast<std::size_t>(c.test_keys[i].index - begin_)];
+    const std::int64_t g = c.test_keys[i].index;
+    if (owned(g)) bucket_size[nb + i] = keys_[static_cast<std::size_t>(g - begin_)];
   }
   for (Key k : keys_) ++bucket_size[static_cast<std::size_t>(k >> shift)];
   std::vector<std::int32_t> bucket_ptr(nb, 0);

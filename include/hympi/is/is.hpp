@@ -42,8 +42,11 @@ struct IsClass {
   double seed = 314159265.0;
   double multiplier = 1220703125.0;
   std::array<TestKey, kTestKeys> test_keys{};
+  /// Keys over all ranks (2^total_keys_log2).
   [[nodiscard]] std::int64_t total_keys() const { return std::int64_t{1} << total_keys_log2; }
+  /// Keys lie in [0, max_key).
   [[nodiscard]] Key max_key() const { return Key{1} << max_key_log2; }
+  /// Buckets of the local sort and of the split over ranks.
   [[nodiscard]] int num_buckets() const { return 1 << num_buckets_log2; }
   /// The class as JSON (sizes and iterations).
   [[nodiscard]] nlohmann::json to_json() const;
@@ -81,7 +84,8 @@ class Randlc {
   std::uint64_t a_;
 };
 
-/// First key of `rank`'s block of `total` keys over `size` ranks (rank == size: total).
+/// First key of `rank`'s block of `total` keys over `size` ranks (rank == size: total); NPB's blocks
+/// when size is a power of two. Never fails.
 [[nodiscard]] std::int64_t block_begin(std::int64_t total, int rank, int size);
 
 /// Keys [begin, end) of the class's global sequence, each NPB's (max_key / 4) * (sum of four

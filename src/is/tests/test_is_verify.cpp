@@ -9,21 +9,14 @@
 #include <string>
 
 #include "hympi/is/is.hpp"
+#include "mpi_world.hpp"
 
 namespace {
 
 std::string data_file() { return std::string(HYMPI_TEST_DATA) + "/../../data/npb-is/verification.json"; }
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+int world_rank() { return hympi::test::World().rank; }
+int world_size() { return hympi::test::World().size; }
 
 TEST(IsVerify, ClassSPassesAtThisRankCount) {
   const hympi::is::IsClass c = hympi::is::load_is_class("S", data_file());
@@ -90,7 +83,9 @@ TEST(IsVerify, OrderAcrossRanksIsChecked) {
   // Rank 0's keys go last: every rank is sorted locally, the boundary 0 -> 1 is not.
   Sorted s = sorted_keys();
   auto keys = s.keys;
-  if (world_rank() == 0) std::ranges::for_each(keys, [&](hympi::is::Key& k) { k += static_cast<hympi::is::Key>(s.total); });
+  if (world_rank() == 0) {
+    for (hympi::is::Key& k : keys) k += static_cast<hympi::is::Key>(s.total);
+  }
   std::uint64_t checksum = s.checksum + 10ULL * static_cast<std::uint64_t>(s.total);
   const auto v = hympi::is::verify_sorted(MPI_COMM_WORLD, keys, s.total, checksum);
   EXPECT_EQ(v.out_of_order, 1);
