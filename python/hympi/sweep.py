@@ -147,14 +147,20 @@ class SweepParams:
     auto: bool = False
     max_repeat: int = DEFAULT_MAX_REPEAT
     confidence: float = DEFAULT_CONFIDENCE
+    mpi_params: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> JsonObject:
-        """JSON-ready form, stored with the sweep."""
-        return {"app": self.app, "layouts": [list(x) for x in self.layouts], "binds": list(self.binds),
-                "dist": self.dist, "repeat": self.repeat, "app_args": list(self.app_args), "timeout": self.timeout,
-                "oversubscribe": self.oversubscribe, "virtual_nodes": self.virtual_nodes, "launcher": self.launcher,
-                "min_time": self.min_time, "seed": self.seed, "warmup": self.warmup, "auto": self.auto,
-                "max_repeat": self.max_repeat, "confidence": self.confidence}
+        """JSON-ready form, stored with the sweep (mpi_params only when set, so a sweep without any keeps the
+        identity it had before MPI parameters existed)."""
+        data: JsonObject = {
+            "app": self.app, "layouts": [list(x) for x in self.layouts], "binds": list(self.binds),
+            "dist": self.dist, "repeat": self.repeat, "app_args": list(self.app_args), "timeout": self.timeout,
+            "oversubscribe": self.oversubscribe, "virtual_nodes": self.virtual_nodes, "launcher": self.launcher,
+            "min_time": self.min_time, "seed": self.seed, "warmup": self.warmup, "auto": self.auto,
+            "max_repeat": self.max_repeat, "confidence": self.confidence}
+        if self.mpi_params:
+            data["mpi_params"] = [list(x) for x in self.mpi_params]
+        return data
 
     def identity(self) -> JsonObject:
         """What `--resume` matches on: every parameter except the seed (drawn anew by each command line)."""
@@ -165,14 +171,15 @@ class SweepParams:
     @classmethod
     def from_dict(cls, data: JsonObject) -> SweepParams:
         """The inverse of as_dict; a sweep recorded before a key existed gets the behaviour it ran with (no warm-up,
-        no minimum time, fixed repeats, seed 0)."""
+        no minimum time, fixed repeats, seed 0, no MPI parameters)."""
         return cls(data["app"], tuple((int(r), int(t)) for r, t in data["layouts"]), tuple(data["binds"]),
                    data["dist"], int(data["repeat"]), tuple(data["app_args"]), float(data["timeout"]),
                    bool(data["oversubscribe"]), int(data["virtual_nodes"]), data["launcher"],
                    float(data.get("min_time", 0.0)), int(data.get("seed", 0)), bool(data.get("warmup", False)),
                    bool(data.get("auto", False)),
                    int(data["max_repeat"] if "max_repeat" in data else data["repeat"]),
-                   float(data.get("confidence", DEFAULT_CONFIDENCE)))
+                   float(data.get("confidence", DEFAULT_CONFIDENCE)),
+                   tuple((str(n), str(v)) for n, v in data.get("mpi_params", [])))
 
     def check(self) -> None:
         """Rejects bad values (UsageError, one line naming the value) before anything runs."""
@@ -214,7 +221,8 @@ class SweepParams:
     def spec(self, ranks: int, threads: int, bind: str) -> LaunchSpec:
         """The launch of one layout (HYMPI_MIN_TIME tells the app how long its timed region must last)."""
         return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, self.app_args, self.oversubscribe,
-                          (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")))
+                          (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")),
+                          mpi_params=self.mpi_params)
 
 
 @dataclass(frozen=True)
@@ -417,7 +425,7 @@ def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: R
     """The store record of one launch."""
     return Run(sweep_id, params.app, item.ranks, item.threads, item.bind, params.dist, item.repeat, params.app_args,
                run_env(params, item), tuple(outcome.command), outcome.status, outcome.returncode, outcome.seconds,
-               outcome.record, outcome.stderr_tail(), started, now_utc())
+               outcome.record, outcome.stderr_tail(), started, now_utc(), mpi_params=params.mpi_params)
 
 
 def _line(item: SweepItem, run: Run) -> str:
