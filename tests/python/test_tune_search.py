@@ -80,7 +80,7 @@ def test_guided_finds_the_optimum_within_a_quarter_of_the_space():
     s = synthetic_space()
     optimum = max(s.configurations(), key=lambda c: objective(c) or 0.0)
     budget = 48 // 4
-    order, stop = drive(Search(s, "guided", 3, budget))
+    order, _ = drive(Search(s, "guided", 3, budget))
     assert optimum in order, [c.label() for c in order]
     assert len(order) <= budget
     assert order[0] == s.default

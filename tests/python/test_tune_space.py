@@ -103,6 +103,7 @@ def test_ignored_parameters_are_those_read_back_otherwise():
             "coll_tuned_use_dynamic_rules": None}
     assert ignored(set_params, back, CVARS) == ["btl_vader_eager_limit", "coll_tuned_use_dynamic_rules"]
     assert ignored((("coll_tuned_use_dynamic_rules", "true"),), {"coll_tuned_use_dynamic_rules": "1"}, CVARS) == []
+    assert ignored((("x", "1000.0"),), {"x": "1000"}) == []  # no cvar at hand: numbers compare as numbers
     assert ignored_texts(set_params[:1], back) == \
         ["btl_vader_eager_limit set 8192, library reports 4096: ignored"]
     assert ignored_texts(set_params, None) == []  # no read-back: nothing is known, nothing is claimed
@@ -193,6 +194,9 @@ def test_space_files_and_the_documented_example(tmp_path: Path):
 
 
 def test_cvar_kinds():
+    assert Cvar("x", "int", enum=("false", "true")).canonical("1") == "true"  # Open MPI's booleans over MPI_T
+    with pytest.raises(UsageError, match="cannot be set"):
+        Cvar("x", "other").canonical("1")
     assert Cvar("x", "double").canonical("1e3") == "1000.0"
     with pytest.raises(UsageError, match="not a finite number"):
         Cvar("x", "double").canonical("inf")
