@@ -49,6 +49,9 @@ class Cvar:
     @property
     def kind(self) -> str:
         """'enum', 'bool', 'integer', 'double' or 'string': how values of this cvar are written and compared."""
+        if self.datatype == "bool" or {item.lower() for item in self.enum} == {"false", "true"}:
+            # Open MPI lists its booleans with the enum (false, true), some as datatype int: one kind for all.
+            return "bool"
         if self.enum:
             return "enum"
         if self.datatype in _INT_RANGES:
@@ -63,9 +66,6 @@ class Cvar:
         """The value as the library reports it (enum item name, 'true'/'false', decimal number); raises UsageError
         naming the cvar and the value when `text` is outside the cvar's type."""
         raw = text.strip()
-        if self.kind == "enum" and {item.lower() for item in self.enum} == {"false", "true"}:
-            # Open MPI exposes its booleans as an int with the enum (false, true): accept every boolean spelling.
-            return Cvar(self.name, "bool").canonical(text)
         if self.kind == "enum":
             if raw in self.enum:
                 return raw
