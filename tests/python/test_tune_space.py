@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
 import hympi.launch.mpirun as mpirun
+from conftest import REPO
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.mpirun import LaunchSpec, build_command
 from hympi.launch.slurm import build_srun_command
