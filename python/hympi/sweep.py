@@ -56,6 +56,7 @@ from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compar
 from hympi.settings import DEFAULT, settings
 from hympi.store import WARMUP_REPEAT, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.topology import MachineSummary
+from hympi.tune.cvars import ignored_texts
 
 LAUNCHERS = ("mpirun", "slurm")
 DEFAULT_TIMEOUT_S = 600.0
@@ -147,14 +148,23 @@ class SweepParams:
     auto: bool = False
     max_repeat: int = DEFAULT_MAX_REPEAT
     confidence: float = DEFAULT_CONFIDENCE
+    mpi_params: tuple[tuple[str, str], ...] = ()
+    mpit_read: tuple[str, ...] = ()
 
     def as_dict(self) -> JsonObject:
-        """JSON-ready form, stored with the sweep."""
-        return {"app": self.app, "layouts": [list(x) for x in self.layouts], "binds": list(self.binds),
-                "dist": self.dist, "repeat": self.repeat, "app_args": list(self.app_args), "timeout": self.timeout,
-                "oversubscribe": self.oversubscribe, "virtual_nodes": self.virtual_nodes, "launcher": self.launcher,
-                "min_time": self.min_time, "seed": self.seed, "warmup": self.warmup, "auto": self.auto,
-                "max_repeat": self.max_repeat, "confidence": self.confidence}
+        """JSON-ready form, stored with the sweep (mpi_params and mpit_read only when set, so a sweep without any
+        keeps the identity it had before MPI parameters existed)."""
+        data: JsonObject = {
+            "app": self.app, "layouts": [list(x) for x in self.layouts], "binds": list(self.binds),
+            "dist": self.dist, "repeat": self.repeat, "app_args": list(self.app_args), "timeout": self.timeout,
+            "oversubscribe": self.oversubscribe, "virtual_nodes": self.virtual_nodes, "launcher": self.launcher,
+            "min_time": self.min_time, "seed": self.seed, "warmup": self.warmup, "auto": self.auto,
+            "max_repeat": self.max_repeat, "confidence": self.confidence}
+        if self.mpi_params:
+            data["mpi_params"] = [list(x) for x in self.mpi_params]
+        if self.mpit_read:
+            data["mpit_read"] = list(self.mpit_read)
+        return data
 
     def identity(self) -> JsonObject:
         """What `--resume` matches on: every parameter except the seed (drawn anew by each command line)."""
@@ -165,14 +175,16 @@ class SweepParams:
     @classmethod
     def from_dict(cls, data: JsonObject) -> SweepParams:
         """The inverse of as_dict; a sweep recorded before a key existed gets the behaviour it ran with (no warm-up,
-        no minimum time, fixed repeats, seed 0)."""
+        no minimum time, fixed repeats, seed 0, no MPI parameters)."""
         return cls(data["app"], tuple((int(r), int(t)) for r, t in data["layouts"]), tuple(data["binds"]),
                    data["dist"], int(data["repeat"]), tuple(data["app_args"]), float(data["timeout"]),
                    bool(data["oversubscribe"]), int(data["virtual_nodes"]), data["launcher"],
                    float(data.get("min_time", 0.0)), int(data.get("seed", 0)), bool(data.get("warmup", False)),
                    bool(data.get("auto", False)),
                    int(data["max_repeat"] if "max_repeat" in data else data["repeat"]),
-                   float(data.get("confidence", DEFAULT_CONFIDENCE)))
+                   float(data.get("confidence", DEFAULT_CONFIDENCE)),
+                   tuple((str(n), str(v)) for n, v in data.get("mpi_params", [])),
+                   tuple(str(n) for n in data.get("mpit_read", [])))
 
     def check(self) -> None:
         """Rejects bad values (UsageError, one line naming the value) before anything runs."""
@@ -214,7 +226,8 @@ class SweepParams:
     def spec(self, ranks: int, threads: int, bind: str) -> LaunchSpec:
         """The launch of one layout (HYMPI_MIN_TIME tells the app how long its timed region must last)."""
         return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, self.app_args, self.oversubscribe,
-                          (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")))
+                          (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")),
+                          mpi_params=self.mpi_params, mpit_read=self.mpit_read)
 
 
 @dataclass(frozen=True)
@@ -417,7 +430,7 @@ def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: R
     """The store record of one launch."""
     return Run(sweep_id, params.app, item.ranks, item.threads, item.bind, params.dist, item.repeat, params.app_args,
                run_env(params, item), tuple(outcome.command), outcome.status, outcome.returncode, outcome.seconds,
-               outcome.record, outcome.stderr_tail(), started, now_utc())
+               outcome.record, outcome.stderr_tail(), started, now_utc(), mpi_params=params.mpi_params)
 
 
 def _line(item: SweepItem, run: Run) -> str:
@@ -428,7 +441,8 @@ def _line(item: SweepItem, run: Run) -> str:
     tail = run.stderr_tail.strip().splitlines()[-1:] if run.status in ("failed", "timeout") else []
     why = f" [dim]{tail[0][:100]}[/dim]" if tail else ""
     label = item.label() + (" warm-up" if item.repeat == WARMUP_REPEAT else "")
-    return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}"
+    untaken = "".join(f" [yellow]{text}[/yellow]" for text in ignored_texts(run.mpi_params, run.read_back()))
+    return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}{untaken}"
 
 
 def layout_name(layout: tuple[int, int, str]) -> str:
@@ -562,6 +576,8 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
            "--db", str(db.resolve()), "--launcher", "slurm", "--resume"]
     if params.oversubscribe:
         cmd.append("--oversubscribe")
+    for name, value in params.mpi_params:
+        cmd += ["--mpi-param", f"{name}={value}"]
     if params.app_args:
         cmd += ["--", *params.app_args]
     return cmd

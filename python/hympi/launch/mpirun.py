@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from hympi.contract import enum_names
+from hympi.contract import contract, enum_names
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
 from hympi.paths import binary
@@ -23,6 +23,25 @@ from hympi.settings import settings
 
 BIND_POLICIES = enum_names("BindPolicy")
 DISTRIBUTIONS = enum_names("Distribution")
+MPI_FLAVORS = ("openmpi", "mpich")
+
+
+def mpit_read_env() -> str | None:
+    """The variable (contract option `mpit_read`) naming the MPI control variables the app frame reads back through
+    MPI_T and reports as `mpi_cvars`; None while the contract declares no such option."""
+    option = contract().option("mpit_read")
+    return option.env if option is not None else None
+
+
+def mpi_env_name(name: str, flavor: str) -> str:
+    """The environment variable that sets MPI control variable `name`: OMPI_MCA_<name> (Open MPI) or
+    MPIR_CVAR_<NAME> (MPICH), never prefixed twice; raises ValueError for an unknown flavour."""
+    if flavor == "openmpi":
+        return name if name.startswith("OMPI_MCA_") else f"OMPI_MCA_{name}"
+    if flavor == "mpich":
+        upper = name.upper()
+        return upper if upper.startswith("MPIR_CVAR_") else f"MPIR_CVAR_{upper}"
+    raise ValueError(f"unknown MPI flavour {flavor!r} (expected {', '.join(MPI_FLAVORS)})")
 
 
 @dataclass(frozen=True)
@@ -38,13 +57,29 @@ class LaunchSpec:
     oversubscribe: bool = False
     env: tuple[tuple[str, str], ...] = ()
     rankfile: str | None = None
+    mpi_params: tuple[tuple[str, str], ...] = ()
+    mpit_read: tuple[str, ...] = ()
+
+    def read_back_names(self) -> tuple[str, ...]:
+        """The control variables the app reads back: every parameter set, then `mpit_read` (e.g. a tune's other
+        parameters, so every configuration pays the same MPI_T cost in time and memory)."""
+        return tuple(dict.fromkeys([*(name for name, _ in self.mpi_params), *self.mpit_read]))
 
     def app_env(self) -> dict[str, str]:
-        """Variables every rank needs: thread count, hympi's binding settings and oversubscription consent."""
+        """Variables every rank needs: thread count, hympi's binding settings, oversubscription consent and, with MPI
+        parameters, which control variables the app reads back (option mpit_read)."""
         env = {"OMP_NUM_THREADS": str(self.threads), "HYMPI_BIND": self.bind, "HYMPI_DIST": self.dist}
         env.update({"HYMPI_OVERSUBSCRIBE": "1"} if self.oversubscribe else {})  # the apps' binding check allows it
+        names = self.read_back_names()
+        read_env = mpit_read_env() if names else None
+        if read_env:
+            env[read_env] = ",".join(names)
         env.update(dict(self.env))
         return env
+
+    def mpi_env(self, flavor: str) -> dict[str, str]:
+        """The MPI parameters as the flavour's environment variables (OMPI_MCA_* or MPIR_CVAR_*)."""
+        return {mpi_env_name(name, flavor): value for name, value in self.mpi_params}
 
 
 @dataclass
@@ -145,7 +180,7 @@ def build_command(spec: LaunchSpec, launcher: str | None = None, flavor: str | N
     if flavor == "mpich":
         cmd = [launcher, "-n", str(spec.ranks)]
         cmd += ["-bind-to", "none"]  # hympi binds ranks and threads itself, with hwloc
-        for key, value in spec.app_env().items():
+        for key, value in {**spec.app_env(), **spec.mpi_env(flavor)}.items():
             cmd += ["-genv", key, value]
         return [*cmd, app, *spec.app_args]
     cmd = [launcher]
@@ -158,7 +193,7 @@ def build_command(spec: LaunchSpec, launcher: str | None = None, flavor: str | N
         cmd += ["--bind-to", "none"]  # hympi binds ranks and threads itself, with hwloc
     # Open MPI counts one slot per core and refuses more ranks; check_layout already vetted the layout.
     cmd.append("--oversubscribe")
-    for key, value in spec.app_env().items():
+    for key, value in {**spec.app_env(), **spec.mpi_env(flavor)}.items():
         cmd += ["-x", f"{key}={value}"]
     return [*cmd, app, *spec.app_args]
 

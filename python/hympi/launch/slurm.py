@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass
 
 from hympi.errors import UsageError
-from hympi.launch.mpirun import LaunchSpec
+from hympi.launch.mpirun import MPI_FLAVORS, LaunchSpec
 from hympi.paths import binary
 from hympi.settings import settings
 
@@ -36,8 +36,11 @@ def allocation_cpus() -> int | None:
 
 
 def build_srun_command(spec: LaunchSpec, srun: str | None = None) -> list[str]:
-    """The srun argument list for `spec`: one task per rank, threads as CPUs per task, hympi binds itself."""
+    """The srun argument list for `spec`: one task per rank, threads as CPUs per task, hympi binds itself; MPI
+    parameters are exported under both flavours' names (srun does not say which library the app links)."""
     env = spec.app_env()
+    for flavor in MPI_FLAVORS:
+        env.update(spec.mpi_env(flavor))
     for key, value in env.items():
         if "," in value or "=" in key:
             raise UsageError(f"cannot pass {key}={value!r} through srun --export (it contains a comma)")

@@ -20,6 +20,7 @@ from hympi.store.schema import current_version, migrate
 
 DEFAULT_DB = "hympi-results.db"
 RUN_STATUSES = ("ok", "failed", "timeout", "unverified")
+TUNE_STATUSES = ("running", "interrupted", "finished")
 # The repeat number of a warm-up run: recorded like any run, never counted in a statistic.
 WARMUP_REPEAT = 0
 
@@ -96,6 +97,27 @@ class Sweep:
     owner_pid: int | None = None
     owner_start: str | None = None
     note: str | None = None
+    tune_id: int | None = None
+
+
+@dataclass(frozen=True)
+class TuneRecord:
+    """One `hympi tune run`: the program it tunes, its strategy, search space and parameters, and its state."""
+
+    id: int
+    machine_id: int
+    app: str
+    program: str
+    strategy: str
+    space: JsonObject = field(hash=False, compare=False)
+    params: JsonObject = field(hash=False, compare=False)
+    status: str = "running"
+    note: str | None = None
+    created_at: str = ""
+    finished_at: str | None = None
+    owner_host: str | None = None
+    owner_pid: int | None = None
+    owner_start: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +155,7 @@ class Run:
     started_at: str = ""
     finished_at: str = ""
     id: int | None = None
+    mpi_params: tuple[tuple[str, str], ...] = ()
 
     def key(self) -> tuple[int, int, str, int]:
         """The sweep item this run is: (ranks, threads, bind, repeat)."""
@@ -144,6 +167,13 @@ class Run:
             return None
         value = self.record.get(name)
         return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    def read_back(self) -> dict[str, str | None] | None:
+        """The MPI control variables the app read back through MPI_T (name -> value, None where the library has no
+        such cvar), or None when the run reported none (no record, or an app built without the read-back)."""
+        if self.record is None or not isinstance(self.record.get("mpi_cvars"), dict):
+            return None
+        return {str(k): (None if v is None else str(v)) for k, v in self.record["mpi_cvars"].items()}
 
     @property
     def problem(self) -> str:
@@ -240,26 +270,27 @@ class Store:
 
     # sweeps -------------------------------------------------------------------------------------------------
     _SWEEP_COLUMNS = ("id, machine_id, app, params_json, total, status, created_at, finished_at, study_id, "
-                      "owner_host, owner_pid, owner_start, note")
+                      "owner_host, owner_pid, owner_start, note, tune_id")
 
     @staticmethod
     def _sweep(row: tuple[Any, ...]) -> Sweep:
         """A Sweep from a row of _SWEEP_COLUMNS."""
         return Sweep(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], row[7], row[8], row[9],
-                     row[10], row[11], row[12])
+                     row[10], row[11], row[12], row[13])
 
     def create_sweep(self, machine_id: int, app: str, params: JsonObject, total: int,
-                     study_id: int | None = None, identity: JsonObject | None = None) -> Sweep:
+                     study_id: int | None = None, identity: JsonObject | None = None,
+                     tune_id: int | None = None) -> Sweep:
         """Records a new sweep in state 'running', owned by this process; `identity` (default `params`) is what
-        --resume matches on."""
+        --resume matches on; `tune_id` attaches it to a tune (one configuration's measurement)."""
         pid = os.getpid()
         with self.transaction() as conn:
             cur = conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, "
-                               "created_at, study_id, owner_host, owner_pid, owner_start) "
-                               "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?)",
+                               "created_at, study_id, owner_host, owner_pid, owner_start, tune_id) "
+                               "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?)",
                                (machine_id, app, params_key(identity if identity is not None else params),
                                 json.dumps(params, sort_keys=True), total, now_utc(), study_id, socket.gethostname(),
-                                pid, process_start(pid)))
+                                pid, process_start(pid), tune_id))
             sweep_id = int(cur.lastrowid or 0)
         return self.sweep(sweep_id)
 
@@ -303,9 +334,10 @@ class Store:
         return [self._sweep(r) for r in self.conn.execute(f"SELECT {self._SWEEP_COLUMNS} FROM sweeps ORDER BY id")]
 
     def latest_unfinished(self, params: JsonObject) -> Sweep | None:
-        """The newest sweep with exactly these parameters that has not finished, if any."""
+        """The newest sweep with exactly these parameters that has not finished and belongs to no tune, if any."""
         row = self.conn.execute(f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE params_key = ? AND status != "
-                                "'finished' ORDER BY id DESC LIMIT 1", (params_key(params),)).fetchone()
+                                "'finished' AND tune_id IS NULL ORDER BY id DESC LIMIT 1",
+                                (params_key(params),)).fetchone()
         return self._sweep(row) if row else None
 
     def set_sweep_status(self, sweep_id: int, status: str) -> None:
@@ -337,7 +369,12 @@ class Store:
                  run.value("comp_s"), run.value("imbalance"), run.value("max_rss_mib"), run.value("node_rss_mib"),
                  json.dumps(run.record, sort_keys=True) if run.record is not None else None, run.stderr_tail,
                  run.started_at or now_utc(), run.finished_at or now_utc()))
-            return int(cur.lastrowid or 0)
+            run_id = int(cur.lastrowid or 0)
+            back = run.read_back() or {}
+            if run.mpi_params:
+                conn.executemany("INSERT INTO run_mpi_params (run_id, name, value, read_back) VALUES (?, ?, ?, ?)",
+                                 [(run_id, name, value, back.get(name)) for name, value in run.mpi_params])
+            return run_id
 
     def done_keys(self, sweep_id: int) -> set[tuple[int, int, str, int]]:
         """The (ranks, threads, bind, repeat) items of a sweep that already have a recorded run."""
@@ -352,12 +389,94 @@ class Store:
         if sweep_ids is not None:
             sql += f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})"
             params = list(sweep_ids)
+        mpi_sql = "SELECT run_id, name, value FROM run_mpi_params"
+        if sweep_ids is not None:
+            mpi_sql += (" WHERE run_id IN (SELECT id FROM runs WHERE sweep_id IN "
+                        f"({', '.join('?' * len(sweep_ids))}))")
+        mpi: dict[int, list[tuple[str, str]]] = {}
+        for run_id, name, value in self.conn.execute(mpi_sql + " ORDER BY run_id, name", params):
+            mpi.setdefault(run_id, []).append((name, value))
         out = []
         for r in self.conn.execute(sql + " ORDER BY id", params):
             out.append(Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])),
                            tuple(sorted(json.loads(r[8]).items())), tuple(json.loads(r[9])), r[10], r[11], r[12],
-                           json.loads(r[13]) if r[13] else None, r[14], r[15], r[16], r[17]))
+                           json.loads(r[13]) if r[13] else None, r[14], r[15], r[16], r[17],
+                           tuple(mpi.get(r[17], ()))))
         return out
+
+    def run_mpi_params(self, run_id: int) -> list[tuple[str, str, str | None]]:
+        """The MPI parameters of one run as stored: (name, value as set, value read back or None), by name."""
+        return [(r[0], r[1], r[2]) for r in self.conn.execute(
+            "SELECT name, value, read_back FROM run_mpi_params WHERE run_id = ? ORDER BY name", (run_id,))]
+
+    # tunes --------------------------------------------------------------------------------------------------
+    _TUNE_COLUMNS = ("id, machine_id, app, program, strategy, space_json, params_json, status, note, created_at, "
+                     "finished_at, owner_host, owner_pid, owner_start")
+
+    @staticmethod
+    def _tune(row: tuple[Any, ...]) -> TuneRecord:
+        """A TuneRecord from a row of _TUNE_COLUMNS."""
+        return TuneRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), json.loads(row[6]), row[7],
+                          row[8], row[9], row[10], row[11], row[12], row[13])
+
+    def create_tune(self, machine_id: int, app: str, program: str, strategy: str, space: JsonObject,
+                    params: JsonObject, identity: JsonObject | None = None) -> TuneRecord:
+        """Records a new tune in state 'running', owned by this process; `identity` (default `params`) is what
+        --resume matches on."""
+        pid = os.getpid()
+        with self.transaction() as conn:
+            cur = conn.execute("INSERT INTO tunes (machine_id, app, program, strategy, space_json, params_key, "
+                               "params_json, status, created_at, owner_host, owner_pid, owner_start) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
+                               (machine_id, app, program, strategy, json.dumps(space, sort_keys=True),
+                                params_key(identity if identity is not None else params),
+                                json.dumps(params, sort_keys=True), now_utc(), socket.gethostname(), pid,
+                                process_start(pid)))
+            tune_id = int(cur.lastrowid or 0)
+        return self.tune(tune_id)
+
+    def tune(self, tune_id: int) -> TuneRecord:
+        """The tune with this id; UsageError if there is none."""
+        row = self.conn.execute(f"SELECT {self._TUNE_COLUMNS} FROM tunes WHERE id = ?", (tune_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"no tune {tune_id} in {self.path}")
+        return self._tune(row)
+
+    def tunes(self) -> list[TuneRecord]:
+        """Every tune, oldest first."""
+        return [self._tune(r) for r in self.conn.execute(f"SELECT {self._TUNE_COLUMNS} FROM tunes ORDER BY id")]
+
+    def claim_tune(self, tune_id: int) -> None:
+        """Marks a tune running and owned by this process (so a later reader can tell when it died)."""
+        pid = os.getpid()
+        with self.transaction() as conn:
+            conn.execute("UPDATE tunes SET status = 'running', finished_at = NULL, owner_host = ?, owner_pid = ?, "
+                         "owner_start = ? WHERE id = ?", (socket.gethostname(), pid, process_start(pid), tune_id))
+
+    def set_tune_status(self, tune_id: int, status: str) -> None:
+        """Marks a tune running, interrupted or finished; ValueError for another status."""
+        if status not in TUNE_STATUSES:
+            raise ValueError(f"tune status must be one of {TUNE_STATUSES}, got {status!r}")
+        finished = now_utc() if status == "finished" else None
+        with self.transaction() as conn:
+            conn.execute("UPDATE tunes SET status = ?, finished_at = ? WHERE id = ?", (status, finished, tune_id))
+
+    def set_tune_note(self, tune_id: int, note: str) -> None:
+        """Records how the tune ended (budget spent, expected improvement below the stop rule, ...)."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE tunes SET note = ? WHERE id = ?", (note, tune_id))
+
+    def latest_unfinished_tune(self, identity: JsonObject) -> TuneRecord | None:
+        """The newest tune with exactly this identity that has not finished, if any (a running one whose owner
+        died is reported like an interrupted one: check owner_alive before taking it over)."""
+        row = self.conn.execute(f"SELECT {self._TUNE_COLUMNS} FROM tunes WHERE params_key = ? AND status != "
+                                "'finished' ORDER BY id DESC LIMIT 1", (params_key(identity),)).fetchone()
+        return self._tune(row) if row else None
+
+    def tune_sweeps(self, tune_id: int) -> list[Sweep]:
+        """The sweeps (one per configuration measured) of a tune, in the order they were started."""
+        return [self._sweep(r) for r in self.conn.execute(
+            f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE tune_id = ? ORDER BY id", (tune_id,))]
 
     # studies ------------------------------------------------------------------------------------------------
     def create_study(self, machine_id: int, quick: bool, out_dir: str) -> int:

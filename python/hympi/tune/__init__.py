@@ -1,0 +1,1 @@
+"""hympi tune: MPI control variables and layout searched together (space, strategies, results, output)."""

@@ -1,0 +1,134 @@
+"""What a tune measured: one score per configuration, read back from the sweeps attached to the tune."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, MIN_SEPARATE, Comparison, Sample, compare
+from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
+from hympi.sweep import SweepParams
+from hympi.tune.cvars import ignored
+from hympi.tune.space import Configuration
+
+MEASURED_STATUSES = ("ok", "failed", "timeout", "unverified")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One measured configuration: its score (median rate of the ok measured runs, higher is better; None when no
+    run was ok), how many measured runs it took, its status, peak memory per rank and the MPI parameters the
+    library ignored. `rates` are the ok rates the score is the median of (for confidence intervals); `checked` says
+    whether the app read the parameters back at all (an app without MPI_T read-back cannot tell)."""
+
+    config: Configuration
+    score: float | None
+    runs: int
+    status: str
+    max_rss_mib: float | None
+    ignored: tuple[str, ...] = ()
+    rates: tuple[float, ...] = ()
+    checked: bool = True
+    sweep_id: int | None = None
+
+
+def sweep_configuration(sweep: Sweep) -> Configuration:
+    """The configuration a tune's sweep measured (its single layout and binding, its MPI parameters)."""
+    params = SweepParams.from_dict(sweep.params)
+    ranks, threads = params.layouts[0]
+    return Configuration(ranks, threads, params.binds[0], tuple(sorted(params.mpi_params)))
+
+
+def _status(runs: list[Run]) -> str:
+    """'ok' when any run was ok, else the worst outcome: timeout (often memory exhaustion or a hang), failed,
+    unverified."""
+    statuses = {r.status for r in runs}
+    for status in ("ok", "timeout", "failed", "unverified"):
+        if status in statuses:
+            return status
+    return "failed"
+
+
+def measure(config: Configuration, runs: list[Run], sweep_id: int | None = None) -> Measured:
+    """The Measured of one configuration from its runs (warm-ups are left out); status 'failed' without runs."""
+    measured = [r for r in runs if r.repeat != WARMUP_REPEAT]
+    rates = tuple(rate for r in measured if r.status == "ok" and (rate := r.value("rate")) is not None
+                  and rate > 0 and math.isfinite(rate))
+    memory = [m for r in measured if (m := r.value("max_rss_mib")) is not None]
+    names: set[str] = set()
+    checked = False
+    for run in measured:
+        back = run.read_back()
+        if back is not None and run.mpi_params:
+            checked = True
+            names.update(ignored(run.mpi_params, back))
+    return Measured(config, statistics.median(rates) if rates else None, len(measured),
+                    _status(measured) if measured else "failed", statistics.median(memory) if memory else None,
+                    tuple(sorted(names)), rates, checked or not config.mpi_params, sweep_id)
+
+
+def tune_results(store: Store, tune_id: int) -> list[Measured]:
+    """Every configuration the tune finished measuring, in the order they were started (a configuration whose sweep
+    was interrupted is left out: resuming the tune measures it again); UsageError if there is no such tune."""
+    store.tune(tune_id)
+    sweeps = [s for s in store.tune_sweeps(tune_id) if s.status == "finished"]
+    runs = store.runs([s.id for s in sweeps]) if sweeps else []
+    first: dict[Configuration, int] = {}
+    grouped: dict[Configuration, list[Run]] = {}
+    config_of = {s.id: sweep_configuration(s) for s in sweeps}
+    for sweep in sweeps:  # the same configuration measured twice (a resume raced another) pools its runs
+        first.setdefault(config_of[sweep.id], sweep.id)
+        grouped.setdefault(config_of[sweep.id], [])
+    for run in runs:
+        grouped[config_of[run.sweep_id]].append(run)
+    return [measure(config, grouped[config], first[config]) for config in grouped]
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """A configuration's score over the default's: the ratio of medians, its bootstrap interval when both have
+    enough ok runs (report.compare), and whether the interval excludes 1."""
+
+    ratio: float | None
+    low: float | None = None
+    high: float | None = None
+    separated: bool = False
+    text: str = ""
+
+
+def speedup(measured: Measured, default: Measured | None, confidence: float = DEFAULT_CONFIDENCE) -> Speedup:
+    """The speedup of `measured` over the default configuration, with a confidence interval (report.compare's
+    bootstrap) where both have >= MIN_SAMPLES ok runs; the text says 'indistinguishable' when the interval holds 1
+    and why no interval exists otherwise."""
+    if measured.score is None:
+        return Speedup(None, text=measured.status)
+    if default is None or default.score is None:
+        return Speedup(None, text="no default score")
+    ratio = measured.score / default.score
+    if measured.config == default.config:
+        return Speedup(1.0, 1.0, 1.0, False, "1 (the default)")
+    a = Sample("config", measured.rates, measured.config.threads, measured.config.ranks * measured.config.threads)
+    b = Sample("default", default.rates, default.config.threads, default.config.ranks * default.config.threads)
+    verdict = compare(a, b, confidence)
+    if not isinstance(verdict, Comparison):
+        return Speedup(ratio, text=f"{ratio:.2f}x (no interval: {MIN_SAMPLES}+ ok runs each needed)")
+    low, high = (verdict.low, verdict.high) if verdict.better == "config" else (1.0 / verdict.high, 1.0 / verdict.low)
+    if verdict.separated:
+        return Speedup(ratio, low, high, True, f"{ratio:.2f}x ({verdict.ci_text()})")
+    level = f"{round(confidence * 100):g} % CI"
+    if verdict.fewest < MIN_SEPARATE:
+        return Speedup(ratio, low, high, False, f"{ratio:.2f}x, not separable with {verdict.fewest} runs "
+                                                 f"({level} {low:.2f}-{high:.2f})")
+    return Speedup(ratio, low, high, False, f"indistinguishable ({ratio:.2f}x, {level} {low:.2f}-{high:.2f})")
+
+
+def best(results: list[Measured]) -> Measured | None:
+    """The configuration with the highest score (the first measured among equals), None when none has one."""
+    scored = [m for m in results if m.score is not None]
+    return max(scored, key=lambda m: m.score or 0.0) if scored else None
+
+
+def default_of(results: list[Measured], config: Configuration) -> Measured | None:
+    """The measurement of `config` (the space's default) among the results, if any."""
+    return next((m for m in results if m.config == config), None)
