@@ -1,6 +1,7 @@
 // libhympi-profile: a PMPI interposition library that records, per pair of MPI_COMM_WORLD ranks,
 // the bytes and messages of point-to-point traffic, plus per-rank collective calls, and writes
-// them as one JSON matrix file when the program calls MPI_Finalize.
+// them as one JSON matrix file when the program calls MPI_Finalize. For a predictor it also
+// records per-kind message-size histograms and, per rank, the wall time spent inside MPI calls.
 //
 // Use: LD_PRELOAD=libhympi-profile.so HYMPI_PROFILE_OUT=profile.json mpirun ... (or `hympi
 // profile -- CMD`). Works on programs built without it, in C, C++ and Fortran (mpif.h / use mpi).
@@ -12,6 +13,17 @@
 // depends on the algorithm the MPI library picks) but listed separately: calls and send-buffer
 // bytes per rank and per collective.
 //
+// Size histograms: bins with the lower edges kBinEdges. Kind "p2p" bins every message counted in
+// the matrix; each collective bins, per call, the send bytes it adds to its "send_bytes" count.
+//
+// Time: every intercepted call (sends, receives, waits, tests, probes, collectives) is timed with
+// steady_clock and summed into one atomic per process, so there is no lock on the timing path.
+// A call made from inside another intercepted one (e.g. MPICH's Fortran bindings calling the C
+// MPI_Send) is neither timed nor recorded twice: only the outermost call on a thread counts. Calls
+// overlapping on several threads (MPI_THREAD_MULTIPLE) are summed per thread, so mpi_time_s can
+// then exceed wall_time_s. wall_time_s runs from the return of MPI_Init/MPI_Init_thread to the entry
+// of MPI_Finalize (start-up and shut-down are not the program's time).
+//
 // Fortran: Open MPI's mpif.h bindings (mpi_send_ ...) call PMPI_Send directly, so a C-only PMPI
 // layer never sees Fortran traffic. The Fortran symbols are therefore intercepted too and
 // forwarded to the library's own pmpi_*_ entry points, looked up at call time with dlsym (a C
@@ -19,7 +31,9 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +70,25 @@ constexpr const char* kCollectiveNames[kNumCollectives] = {
     "MPI_Scatter",  "MPI_Scatterv",  "MPI_Allgather", "MPI_Allgatherv",       "MPI_Alltoall", "MPI_Alltoallv",
     "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan"};
 
+// Message-size bins: bin i holds sizes in [kBinEdges[i], kBinEdges[i + 1]); the last is open.
+constexpr int kNumBins = 7;
+constexpr std::uint64_t kBinEdges[kNumBins] = {0, 64, 512, 4096, 32768, 262144, 2097152};
+// Histogram kinds: point-to-point first, then one per collective in Collective order.
+constexpr int kP2p = 0;
+constexpr int kNumKinds = 1 + kNumCollectives;
+
+// Per-rank counts gathered at MPI_Finalize: (calls, send bytes) per collective, then the histograms.
+constexpr int kHistogramBase = 2 * kNumCollectives;
+constexpr int kCountsPerRank = kHistogramBase + kNumKinds * kNumBins;
+
+int size_bin(std::uint64_t bytes) {
+  int bin = 0;
+  while (bin + 1 < kNumBins && bytes >= kBinEdges[bin + 1]) ++bin;
+  return bin;
+}
+
+using Clock = std::chrono::steady_clock;
+
 struct Persistent {
   int dest = MPI_PROC_NULL;  // world rank
   std::uint64_t bytes = 0;
@@ -69,6 +102,10 @@ struct State {
   std::vector<std::uint64_t> bytes, messages;  // this rank's row
   std::uint64_t coll_calls[kNumCollectives] = {};
   std::uint64_t coll_bytes[kNumCollectives] = {};
+  std::uint64_t histogram[kNumKinds][kNumBins] = {};
+  std::atomic<std::int64_t> mpi_ns{0};  // outside the mutex: the timing path takes no lock
+  bool started = false;
+  Clock::time_point start;  // return of MPI_Init, else the first call seen
   std::unordered_map<MPI_Request, Persistent> persistent;
   // Group-rank -> world-rank tables of the communicators seen, dropped when one is freed.
   std::unordered_map<MPI_Comm, std::vector<int>> translation;
@@ -79,6 +116,37 @@ State& state() {
   return s;
 }
 
+// Intercepted calls open on this thread: 1 inside an outermost call, more when the MPI library
+// calls back into an intercepted entry point. Per thread by nature, hence thread_local.
+thread_local int call_depth = 0;
+
+// Times one intercepted call (only the outermost on its thread) into State::mpi_ns.
+class InMpi {
+ public:
+  InMpi() : outer_(call_depth++ == 0), start_(outer_ ? Clock::now() : Clock::time_point{}) {}
+  ~InMpi() {
+    --call_depth;
+    if (outer_)
+      state().mpi_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count(),
+                               std::memory_order_relaxed);
+  }
+  InMpi(const InMpi&) = delete;
+  InMpi& operator=(const InMpi&) = delete;
+
+ private:
+  bool outer_;
+  Clock::time_point start_;
+};
+
+// True inside a call made from another intercepted call: its traffic is the outer call's.
+bool nested() { return call_depth > 1; }
+
+// Starts the wall clock (mutex held); MPI_Init's return restarts it, the first call seen otherwise.
+void start_clock(State& s) {
+  s.start = Clock::now();
+  s.started = true;
+}
+
 // Must be called with the mutex held and after MPI_Init.
 void ensure_ready(State& s) {
   if (s.ready) return;
@@ -86,6 +154,7 @@ void ensure_ready(State& s) {
   PMPI_Comm_size(MPI_COMM_WORLD, &s.size);
   s.bytes.assign(static_cast<std::size_t>(s.size), 0);
   s.messages.assign(static_cast<std::size_t>(s.size), 0);
+  if (!s.started) start_clock(s);
   s.ready = true;
 }
 
@@ -120,18 +189,25 @@ int world_rank(State& s, MPI_Comm comm, int rank) {
   return rank < static_cast<int>(it->second.size()) ? it->second[static_cast<std::size_t>(rank)] : -1;
 }
 
+// One point-to-point message to world rank `dest` (mutex held, ready).
+void add_message(State& s, int dest, std::uint64_t bytes) {
+  s.bytes[static_cast<std::size_t>(dest)] += bytes;
+  s.messages[static_cast<std::size_t>(dest)] += 1;
+  s.histogram[kP2p][size_bin(bytes)] += 1;
+}
+
 void record_send(int dest, MPI_Comm comm, std::uint64_t count, MPI_Datatype type) {
-  if (dest == MPI_PROC_NULL) return;
+  if (dest == MPI_PROC_NULL || nested()) return;
   State& s = state();
   std::lock_guard lock(s.mutex);
   ensure_ready(s);
   const int w = world_rank(s, comm, dest);
   if (w < 0) return;
-  s.bytes[static_cast<std::size_t>(w)] += type_bytes(type, count);
-  s.messages[static_cast<std::size_t>(w)] += 1;
+  add_message(s, w, type_bytes(type, count));
 }
 
 void record_persistent(MPI_Request request, int dest, MPI_Comm comm, std::uint64_t count, MPI_Datatype type) {
+  if (nested()) return;
   State& s = state();
   std::lock_guard lock(s.mutex);
   ensure_ready(s);
@@ -140,13 +216,13 @@ void record_persistent(MPI_Request request, int dest, MPI_Comm comm, std::uint64
 }
 
 void record_start(MPI_Request request) {
+  if (nested()) return;
   State& s = state();
   std::lock_guard lock(s.mutex);
   auto it = s.persistent.find(request);
   if (it == s.persistent.end() || it->second.dest < 0) return;  // a receive, or to MPI_PROC_NULL
   ensure_ready(s);
-  s.bytes[static_cast<std::size_t>(it->second.dest)] += it->second.bytes;
-  s.messages[static_cast<std::size_t>(it->second.dest)] += 1;
+  add_message(s, it->second.dest, it->second.bytes);
 }
 
 void forget_request(MPI_Request request) {
@@ -162,11 +238,19 @@ void forget_comm(MPI_Comm comm) {
 }
 
 void record_collective(Collective which, std::uint64_t bytes) {
+  if (nested()) return;
   State& s = state();
   std::lock_guard lock(s.mutex);
   ensure_ready(s);
   s.coll_calls[which] += 1;
   s.coll_bytes[which] += bytes;
+  s.histogram[1 + which][size_bin(bytes)] += 1;
+}
+
+void record_init() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  start_clock(s);
 }
 
 int comm_size(MPI_Comm comm) {
@@ -210,6 +294,37 @@ void write_uint_list(FILE* f, const std::vector<std::uint64_t>& all, int stride,
   std::fprintf(f, "]");
 }
 
+// "size_bins" and "histograms" (counts summed over ranks, only kinds with an event) from the
+// gathered count rows (kCountsPerRank each).
+void write_histograms(FILE* f, const std::vector<std::uint64_t>& all_counts, int n) {
+  std::fprintf(f, "  \"size_bins\": [");
+  for (int b = 0; b < kNumBins; ++b)
+    std::fprintf(f, "%s%llu", b ? ", " : "", static_cast<unsigned long long>(kBinEdges[b]));
+  std::fprintf(f, "],\n  \"histograms\": {");
+  bool first = true;
+  for (int k = 0; k < kNumKinds; ++k) {
+    std::uint64_t sums[kNumBins] = {}, total = 0;
+    for (int r = 0; r < n; ++r)
+      for (int b = 0; b < kNumBins; ++b) {
+        const std::uint64_t c = all_counts[static_cast<std::size_t>(r) * kCountsPerRank + kHistogramBase + k * kNumBins + b];
+        sums[b] += c;
+        total += c;
+      }
+    if (total == 0) continue;
+    std::fprintf(f, "%s\n    \"%s\": [", first ? "" : ",", k == kP2p ? "p2p" : kCollectiveNames[k - 1]);
+    for (int b = 0; b < kNumBins; ++b) std::fprintf(f, "%s%llu", b ? ", " : "", static_cast<unsigned long long>(sums[b]));
+    std::fprintf(f, "]");
+    first = false;
+  }
+  std::fprintf(f, "%s},\n", first ? "" : "\n  ");
+}
+
+void write_times(FILE* f, const char* key, const std::vector<double>& all_times, int index, int n) {
+  std::fprintf(f, "  \"%s\": [", key);
+  for (int r = 0; r < n; ++r) std::fprintf(f, "%s%.6f", r ? ", " : "", all_times[2 * static_cast<std::size_t>(r) + index]);
+  std::fprintf(f, "]");
+}
+
 std::string json_escape(const char* text) {
   std::string out;
   for (const char* p = text; *p != '\0'; ++p) {
@@ -225,6 +340,7 @@ std::string json_escape(const char* text) {
 void dump() {
   State& s = state();
   std::vector<std::uint64_t> row, all_rows, counts, all_counts;
+  double times[2] = {};  // seconds in MPI, seconds from MPI_Init to MPI_Finalize
   {
     std::lock_guard lock(s.mutex);
     if (s.written) return;
@@ -237,16 +353,23 @@ void dump() {
       counts.push_back(s.coll_calls[c]);
       counts.push_back(s.coll_bytes[c]);
     }
+    for (const auto& kind : s.histogram) counts.insert(counts.end(), std::begin(kind), std::end(kind));
+    static_assert(sizeof s.histogram / sizeof s.histogram[0][0] == kCountsPerRank - kHistogramBase);
+    times[0] = 1e-9 * static_cast<double>(s.mpi_ns.load(std::memory_order_relaxed));
+    times[1] = std::chrono::duration<double>(Clock::now() - s.start).count();
   }
   const int n = s.size;
+  std::vector<double> all_times;
   if (s.rank == 0) {
     all_rows.resize(row.size() * static_cast<std::size_t>(n));
     all_counts.resize(counts.size() * static_cast<std::size_t>(n));
+    all_times.resize(2 * static_cast<std::size_t>(n));
   }
   PMPI_Gather(row.data(), static_cast<int>(row.size()), MPI_UINT64_T, all_rows.data(), static_cast<int>(row.size()),
               MPI_UINT64_T, 0, MPI_COMM_WORLD);
   PMPI_Gather(counts.data(), static_cast<int>(counts.size()), MPI_UINT64_T, all_counts.data(),
               static_cast<int>(counts.size()), MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  PMPI_Gather(times, 2, MPI_DOUBLE, all_times.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   if (s.rank != 0) return;
 
   std::vector<std::uint64_t> bytes(static_cast<std::size_t>(n) * n), messages(bytes.size());
@@ -278,16 +401,21 @@ void dump() {
   bool first = true;
   for (int c = 0; c < kNumCollectives; ++c) {
     std::uint64_t total = 0;
-    for (int r = 0; r < n; ++r) total += all_counts[static_cast<std::size_t>(r) * 2 * kNumCollectives + 2 * c];
+    for (int r = 0; r < n; ++r) total += all_counts[static_cast<std::size_t>(r) * kCountsPerRank + 2 * c];
     if (total == 0) continue;  // list only what the program used
     std::fprintf(f, "%s    \"%s\": {\"calls\": ", first ? "" : ",\n", kCollectiveNames[c]);
-    write_uint_list(f, all_counts, 2 * kNumCollectives, 2 * c, n);
+    write_uint_list(f, all_counts, kCountsPerRank, 2 * c, n);
     std::fprintf(f, ", \"send_bytes\": ");
-    write_uint_list(f, all_counts, 2 * kNumCollectives, 2 * c + 1, n);
+    write_uint_list(f, all_counts, kCountsPerRank, 2 * c + 1, n);
     std::fprintf(f, "}");
     first = false;
   }
-  std::fprintf(f, "%s  }\n}\n", first ? "" : "\n");
+  std::fprintf(f, "%s  },\n", first ? "" : "\n");
+  write_histograms(f, all_counts, n);
+  write_times(f, "mpi_time_s", all_times, 0, n);
+  std::fprintf(f, ",\n");
+  write_times(f, "wall_time_s", all_times, 1, n);
+  std::fprintf(f, "\n}\n");
   const bool ok = std::fclose(f) == 0;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
     std::fprintf(stderr, "libhympi-profile: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
@@ -311,6 +439,7 @@ extern "C" {
 
 #define HYMPI_SEND_C(NAME)                                                                            \
   int MPI_##NAME(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {     \
+    const InMpi in_mpi;                                                                                 \
     record_send(dest, comm, static_cast<std::uint64_t>(count), type);                                   \
     return PMPI_##NAME(buf, count, type, dest, tag, comm);                                              \
   }
@@ -321,6 +450,7 @@ HYMPI_SEND_C(Rsend)
 
 #define HYMPI_ISEND_C(NAME)                                                                                      \
   int MPI_##NAME(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) { \
+    const InMpi in_mpi;                                                                                               \
     record_send(dest, comm, static_cast<std::uint64_t>(count), type);                                              \
     return PMPI_##NAME(buf, count, type, dest, tag, comm, req);                                                    \
   }
@@ -331,6 +461,7 @@ HYMPI_ISEND_C(Irsend)
 
 #define HYMPI_SEND_INIT_C(NAME)                                                                                  \
   int MPI_##NAME(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) { \
+    const InMpi in_mpi;                                                                                               \
     const int rc = PMPI_##NAME(buf, count, type, dest, tag, comm, req);                                            \
     if (rc == MPI_SUCCESS) record_persistent(*req, dest, comm, static_cast<std::uint64_t>(count), type);           \
     return rc;                                                                                                     \
@@ -341,74 +472,125 @@ HYMPI_SEND_INIT_C(Ssend_init)
 HYMPI_SEND_INIT_C(Rsend_init)
 
 int MPI_Start(MPI_Request* request) {
+  const InMpi in_mpi;
   record_start(*request);
   return PMPI_Start(request);
 }
 
 int MPI_Startall(int count, MPI_Request requests[]) {
+  const InMpi in_mpi;
   for (int i = 0; i < count; ++i) record_start(requests[i]);
   return PMPI_Startall(count, requests);
 }
 
 int MPI_Request_free(MPI_Request* request) {
+  const InMpi in_mpi;
   forget_request(*request);
   return PMPI_Request_free(request);
 }
 
 int MPI_Comm_free(MPI_Comm* comm) {
+  const InMpi in_mpi;
   forget_comm(*comm);
   return PMPI_Comm_free(comm);
 }
 
 int MPI_Comm_disconnect(MPI_Comm* comm) {
+  const InMpi in_mpi;
   forget_comm(*comm);
   return PMPI_Comm_disconnect(comm);
 }
 
 int MPI_Sendrecv(const void* sbuf, int scount, MPI_Datatype stype, int dest, int stag, void* rbuf, int rcount,
                  MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Status* status) {
+  const InMpi in_mpi;
   record_send(dest, comm, static_cast<std::uint64_t>(scount), stype);
   return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status);
 }
 
 int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int stag, int source, int rtag,
                          MPI_Comm comm, MPI_Status* status) {
+  const InMpi in_mpi;
   record_send(dest, comm, static_cast<std::uint64_t>(count), type);
   return PMPI_Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, status);
 }
 
+// Receives, completions and probes: no traffic of their own to record, only their time.
+#define HYMPI_TIMED_C(NAME, PARAMS, ARGS) \
+  int MPI_##NAME PARAMS {                 \
+    const InMpi in_mpi;                   \
+    return PMPI_##NAME ARGS;              \
+  }
+HYMPI_TIMED_C(Recv, (void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status),
+              (buf, count, type, source, tag, comm, status))
+HYMPI_TIMED_C(Irecv, (void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* req),
+              (buf, count, type, source, tag, comm, req))
+HYMPI_TIMED_C(Wait, (MPI_Request* req, MPI_Status* status), (req, status))
+HYMPI_TIMED_C(Waitall, (int count, MPI_Request reqs[], MPI_Status statuses[]), (count, reqs, statuses))
+HYMPI_TIMED_C(Waitany, (int count, MPI_Request reqs[], int* index, MPI_Status* status), (count, reqs, index, status))
+HYMPI_TIMED_C(Waitsome, (int count, MPI_Request reqs[], int* outcount, int indices[], MPI_Status statuses[]),
+              (count, reqs, outcount, indices, statuses))
+HYMPI_TIMED_C(Test, (MPI_Request* req, int* flag, MPI_Status* status), (req, flag, status))
+HYMPI_TIMED_C(Testall, (int count, MPI_Request reqs[], int* flag, MPI_Status statuses[]), (count, reqs, flag, statuses))
+HYMPI_TIMED_C(Testany, (int count, MPI_Request reqs[], int* index, int* flag, MPI_Status* status),
+              (count, reqs, index, flag, status))
+HYMPI_TIMED_C(Testsome, (int count, MPI_Request reqs[], int* outcount, int indices[], MPI_Status statuses[]),
+              (count, reqs, outcount, indices, statuses))
+HYMPI_TIMED_C(Probe, (int source, int tag, MPI_Comm comm, MPI_Status* status), (source, tag, comm, status))
+HYMPI_TIMED_C(Iprobe, (int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status),
+              (source, tag, comm, flag, status))
+
+int MPI_Init(int* argc, char*** argv) {
+  const int rc = PMPI_Init(argc, argv);
+  record_init();
+  return rc;
+}
+
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  record_init();
+  return rc;
+}
+
 int MPI_Barrier(MPI_Comm comm) {
+  const InMpi in_mpi;
   record_collective(kBarrier, 0);
   return PMPI_Barrier(comm);
 }
 
 int MPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  const InMpi in_mpi;
   record_collective(kBcast, comm_rank(comm) == root ? type_bytes(type, static_cast<std::uint64_t>(count)) : 0);
   return PMPI_Bcast(buf, count, type, root, comm);
 }
 
 int MPI_Reduce(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, int root, MPI_Comm comm) {
+  const InMpi in_mpi;
   record_collective(kReduce, type_bytes(type, static_cast<std::uint64_t>(count)));
   return PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
 }
 
 int MPI_Allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  const InMpi in_mpi;
   record_collective(kAllreduce, type_bytes(type, static_cast<std::uint64_t>(count)));
   return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
 }
 
 int MPI_Scan(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  const InMpi in_mpi;
   record_collective(kScan, type_bytes(type, static_cast<std::uint64_t>(count)));
   return PMPI_Scan(sbuf, rbuf, count, type, op, comm);
 }
 
 int MPI_Exscan(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  const InMpi in_mpi;
   record_collective(kExscan, type_bytes(type, static_cast<std::uint64_t>(count)));
   return PMPI_Exscan(sbuf, rbuf, count, type, op, comm);
 }
 
 int MPI_Gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype, int root,
                MPI_Comm comm) {
+  const InMpi in_mpi;
   // MPI_IN_PLACE at the root: the root's contribution is already in place, rcount x rtype of it.
   record_collective(kGather, sbuf == MPI_IN_PLACE ? type_bytes(rtype, static_cast<std::uint64_t>(rcount))
                                                   : type_bytes(stype, static_cast<std::uint64_t>(scount)));
@@ -417,6 +599,7 @@ int MPI_Gather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int
 
 int MPI_Gatherv(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, const int rcounts[], const int displs[],
                 MPI_Datatype rtype, int root, MPI_Comm comm) {
+  const InMpi in_mpi;
   const std::uint64_t mine = sbuf == MPI_IN_PLACE
                                  ? type_bytes(rtype, static_cast<std::uint64_t>(rcounts[comm_rank(comm)]))
                                  : type_bytes(stype, static_cast<std::uint64_t>(scount));
@@ -426,6 +609,7 @@ int MPI_Gatherv(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, co
 
 int MPI_Scatter(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype, int root,
                 MPI_Comm comm) {
+  const InMpi in_mpi;
   const bool is_root = comm_rank(comm) == root;
   record_collective(kScatter, is_root ? type_bytes(stype, static_cast<std::uint64_t>(scount) * comm_size(comm)) : 0);
   return PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
@@ -433,6 +617,7 @@ int MPI_Scatter(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, in
 
 int MPI_Scatterv(const void* sbuf, const int scounts[], const int displs[], MPI_Datatype stype, void* rbuf, int rcount,
                  MPI_Datatype rtype, int root, MPI_Comm comm) {
+  const InMpi in_mpi;
   const bool is_root = comm_rank(comm) == root;
   record_collective(kScatterv, is_root ? type_bytes(stype, sum_counts(scounts, comm_size(comm))) : 0);
   return PMPI_Scatterv(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm);
@@ -440,6 +625,7 @@ int MPI_Scatterv(const void* sbuf, const int scounts[], const int displs[], MPI_
 
 int MPI_Allgather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype,
                   MPI_Comm comm) {
+  const InMpi in_mpi;
   record_collective(kAllgather, sbuf == MPI_IN_PLACE ? type_bytes(rtype, static_cast<std::uint64_t>(rcount))
                                                      : type_bytes(stype, static_cast<std::uint64_t>(scount)));
   return PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
@@ -447,6 +633,7 @@ int MPI_Allgather(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, 
 
 int MPI_Allgatherv(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, const int rcounts[],
                    const int displs[], MPI_Datatype rtype, MPI_Comm comm) {
+  const InMpi in_mpi;
   const std::uint64_t mine = sbuf == MPI_IN_PLACE
                                  ? type_bytes(rtype, static_cast<std::uint64_t>(rcounts[comm_rank(comm)]))
                                  : type_bytes(stype, static_cast<std::uint64_t>(scount));
@@ -456,6 +643,7 @@ int MPI_Allgatherv(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf,
 
 int MPI_Alltoall(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, int rcount, MPI_Datatype rtype,
                  MPI_Comm comm) {
+  const InMpi in_mpi;
   const std::uint64_t n = static_cast<std::uint64_t>(comm_size(comm));
   record_collective(kAlltoall, sbuf == MPI_IN_PLACE ? type_bytes(rtype, static_cast<std::uint64_t>(rcount) * n)
                                                     : type_bytes(stype, static_cast<std::uint64_t>(scount) * n));
@@ -464,6 +652,7 @@ int MPI_Alltoall(const void* sbuf, int scount, MPI_Datatype stype, void* rbuf, i
 
 int MPI_Alltoallv(const void* sbuf, const int scounts[], const int sdispls[], MPI_Datatype stype, void* rbuf,
                   const int rcounts[], const int rdispls[], MPI_Datatype rtype, MPI_Comm comm) {
+  const InMpi in_mpi;
   const int n = comm_size(comm);
   record_collective(kAlltoallv, sbuf == MPI_IN_PLACE ? type_bytes(rtype, sum_counts(rcounts, n))
                                                      : type_bytes(stype, sum_counts(scounts, n)));
@@ -472,11 +661,13 @@ int MPI_Alltoallv(const void* sbuf, const int scounts[], const int sdispls[], MP
 
 int MPI_Reduce_scatter(const void* sbuf, void* rbuf, const int rcounts[], MPI_Datatype type, MPI_Op op,
                        MPI_Comm comm) {
+  const InMpi in_mpi;
   record_collective(kReduceScatter, type_bytes(type, sum_counts(rcounts, comm_size(comm))));
   return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, type, op, comm);
 }
 
 int MPI_Reduce_scatter_block(const void* sbuf, void* rbuf, int rcount, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+  const InMpi in_mpi;
   record_collective(kReduceScatterBlock,
                     type_bytes(type, static_cast<std::uint64_t>(rcount) * static_cast<std::uint64_t>(comm_size(comm))));
   return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, type, op, comm);
@@ -494,6 +685,7 @@ using F = MPI_Fint;
 
 #define HYMPI_SEND_F(lower)                                                                             \
   void mpi_##lower##_(void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* ierr) {                 \
+    const InMpi in_mpi;                                                                                  \
     using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*);                                                  \
     static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                               \
     record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), MPI_Type_f2c(*type));    \
@@ -506,6 +698,7 @@ HYMPI_SEND_F(rsend)
 
 #define HYMPI_ISEND_F(lower)                                                                            \
   void mpi_##lower##_(void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* req, F* ierr) {         \
+    const InMpi in_mpi;                                                                                  \
     using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*, F*);                                              \
     static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                               \
     record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), MPI_Type_f2c(*type));    \
@@ -518,6 +711,7 @@ HYMPI_ISEND_F(irsend)
 
 #define HYMPI_SEND_INIT_F(lower)                                                                          \
   void mpi_##lower##_(void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* req, F* ierr) {           \
+    const InMpi in_mpi;                                                                                    \
     using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*, F*);                                                \
     static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                                 \
     next(buf, count, type, dest, tag, comm, req, ierr);                                                    \
@@ -531,6 +725,7 @@ HYMPI_SEND_INIT_F(ssend_init)
 HYMPI_SEND_INIT_F(rsend_init)
 
 void mpi_start_(F* req, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_start_");
   record_start(MPI_Request_f2c(*req));
@@ -538,6 +733,7 @@ void mpi_start_(F* req, F* ierr) {
 }
 
 void mpi_startall_(F* count, F* reqs, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(F*, F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_startall_");
   for (F i = 0; i < *count; ++i) record_start(MPI_Request_f2c(reqs[i]));
@@ -545,6 +741,7 @@ void mpi_startall_(F* count, F* reqs, F* ierr) {
 }
 
 void mpi_request_free_(F* req, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_request_free_");
   forget_request(MPI_Request_f2c(*req));
@@ -552,6 +749,7 @@ void mpi_request_free_(F* req, F* ierr) {
 }
 
 void mpi_comm_free_(F* comm, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_comm_free_");
   forget_comm(MPI_Comm_f2c(*comm));
@@ -560,6 +758,7 @@ void mpi_comm_free_(F* comm, F* ierr) {
 
 void mpi_sendrecv_(void* sbuf, F* scount, F* stype, F* dest, F* stag, void* rbuf, F* rcount, F* rtype, F* source,
                    F* rtag, F* comm, F* status, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(void*, F*, F*, F*, F*, void*, F*, F*, F*, F*, F*, F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_sendrecv_");
   record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*scount), MPI_Type_f2c(*stype));
@@ -568,15 +767,53 @@ void mpi_sendrecv_(void* sbuf, F* scount, F* stype, F* dest, F* stag, void* rbuf
 
 void mpi_sendrecv_replace_(void* buf, F* count, F* type, F* dest, F* stag, F* source, F* rtag, F* comm, F* status,
                            F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*, F*, F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_sendrecv_replace_");
   record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), MPI_Type_f2c(*type));
   next(buf, count, type, dest, stag, source, rtag, comm, status, ierr);
 }
 
+#define HYMPI_TIMED_F(lower, PARAMS, ARGS)                                \
+  void mpi_##lower##_ PARAMS {                                              \
+    const InMpi in_mpi;                                                     \
+    static const auto next = fortran_pmpi<void(*) PARAMS>("pmpi_" #lower "_"); \
+    next ARGS;                                                              \
+  }
+HYMPI_TIMED_F(recv, (void* buf, F* count, F* type, F* source, F* tag, F* comm, F* status, F* ierr),
+              (buf, count, type, source, tag, comm, status, ierr))
+HYMPI_TIMED_F(irecv, (void* buf, F* count, F* type, F* source, F* tag, F* comm, F* req, F* ierr),
+              (buf, count, type, source, tag, comm, req, ierr))
+HYMPI_TIMED_F(wait, (F* req, F* status, F* ierr), (req, status, ierr))
+HYMPI_TIMED_F(waitall, (F* count, F* reqs, F* statuses, F* ierr), (count, reqs, statuses, ierr))
+HYMPI_TIMED_F(waitany, (F* count, F* reqs, F* index, F* status, F* ierr), (count, reqs, index, status, ierr))
+HYMPI_TIMED_F(waitsome, (F* count, F* reqs, F* outcount, F* indices, F* statuses, F* ierr),
+              (count, reqs, outcount, indices, statuses, ierr))
+HYMPI_TIMED_F(test, (F* req, F* flag, F* status, F* ierr), (req, flag, status, ierr))
+HYMPI_TIMED_F(testall, (F* count, F* reqs, F* flag, F* statuses, F* ierr), (count, reqs, flag, statuses, ierr))
+HYMPI_TIMED_F(testany, (F* count, F* reqs, F* index, F* flag, F* status, F* ierr),
+              (count, reqs, index, flag, status, ierr))
+HYMPI_TIMED_F(probe, (F* source, F* tag, F* comm, F* status, F* ierr), (source, tag, comm, status, ierr))
+HYMPI_TIMED_F(iprobe, (F* source, F* tag, F* comm, F* flag, F* status, F* ierr), (source, tag, comm, flag, status, ierr))
+
+void mpi_init_(F* ierr) {
+  using Fn = void (*)(F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_init_");
+  next(ierr);
+  record_init();
+}
+
+void mpi_init_thread_(F* required, F* provided, F* ierr) {
+  using Fn = void (*)(F*, F*, F*);
+  static Fn next = fortran_pmpi<Fn>("pmpi_init_thread_");
+  next(required, provided, ierr);
+  record_init();
+}
+
 // Fortran collectives: counted with the send-buffer size their arguments declare (Fortran's
 // MPI_IN_PLACE is a common-block address we cannot recognise portably, so it is not special-cased).
 void mpi_barrier_(F* comm, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_barrier_");
   record_collective(kBarrier, 0);
@@ -584,6 +821,7 @@ void mpi_barrier_(F* comm, F* ierr) {
 }
 
 void mpi_bcast_(void* buf, F* count, F* type, F* root, F* comm, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(void*, F*, F*, F*, F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_bcast_");
   const bool is_root = comm_rank(MPI_Comm_f2c(*comm)) == *root;
@@ -592,6 +830,7 @@ void mpi_bcast_(void* buf, F* count, F* type, F* root, F* comm, F* ierr) {
 }
 
 void mpi_reduce_(void* sbuf, void* rbuf, F* count, F* type, F* op, F* root, F* comm, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(void*, void*, F*, F*, F*, F*, F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_reduce_");
   record_collective(kReduce, type_bytes(MPI_Type_f2c(*type), static_cast<std::uint64_t>(*count)));
@@ -600,6 +839,7 @@ void mpi_reduce_(void* sbuf, void* rbuf, F* count, F* type, F* op, F* root, F* c
 
 #define HYMPI_REDUCE_ALL_F(lower, which)                                                                   \
   void mpi_##lower##_(void* sbuf, void* rbuf, F* count, F* type, F* op, F* comm, F* ierr) {                 \
+    const InMpi in_mpi;                                                                                     \
     using Fn = void (*)(void*, void*, F*, F*, F*, F*, F*);                                                  \
     static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                                  \
     record_collective(which, type_bytes(MPI_Type_f2c(*type), static_cast<std::uint64_t>(*count)));          \
@@ -610,6 +850,7 @@ HYMPI_REDUCE_ALL_F(scan, kScan)
 HYMPI_REDUCE_ALL_F(exscan, kExscan)
 
 void mpi_gather_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* root, F* comm, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_gather_");
   record_collective(kGather, type_bytes(MPI_Type_f2c(*stype), static_cast<std::uint64_t>(*scount)));
@@ -617,6 +858,7 @@ void mpi_gather_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtyp
 }
 
 void mpi_scatter_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* root, F* comm, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_scatter_");
   const MPI_Comm c = MPI_Comm_f2c(*comm);
@@ -628,6 +870,7 @@ void mpi_scatter_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rty
 }
 
 void mpi_allgather_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* comm, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_allgather_");
   record_collective(kAllgather, type_bytes(MPI_Type_f2c(*stype), static_cast<std::uint64_t>(*scount)));
@@ -635,6 +878,7 @@ void mpi_allgather_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* r
 }
 
 void mpi_alltoall_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* comm, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_alltoall_");
   const std::uint64_t n = static_cast<std::uint64_t>(comm_size(MPI_Comm_f2c(*comm)));
@@ -644,6 +888,7 @@ void mpi_alltoall_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rt
 
 void mpi_alltoallv_(void* sbuf, F* scounts, F* sdispls, F* stype, void* rbuf, F* rcounts, F* rdispls, F* rtype,
                     F* comm, F* ierr) {
+  const InMpi in_mpi;
   using Fn = void (*)(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*);
   static Fn next = fortran_pmpi<Fn>("pmpi_alltoallv_");
   const int n = comm_size(MPI_Comm_f2c(*comm));

@@ -1,4 +1,5 @@
-"""Profiling any MPI program: run it under libhympi-profile.so and read the traffic matrix it writes."""
+"""Profiling any MPI program: run it under libhympi-profile.so and read the traffic matrix, message-size
+histograms and MPI time it writes."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import SupportsInt
 
@@ -17,6 +18,8 @@ from hympi.paths import bin_dir
 from hympi.settings import settings
 
 LAUNCHERS = ("mpirun", "mpiexec", "orterun")
+# Lower edges (bytes) of the message-size bins libhympi-profile counts in; the last bin is open-ended.
+SIZE_BINS = (0, 64, 512, 4096, 32768, 262144, 2097152)
 
 
 def _as_int_matrix(rows: Iterable[Iterable[SupportsInt]]) -> tuple[tuple[int, ...], ...]:
@@ -65,7 +68,7 @@ def plan_profile(command: list[str], out: str | Path, library: Path | None = Non
 
 @dataclass(frozen=True)
 class Profile:
-    """A traffic profile as libhympi-profile wrote it."""
+    """A traffic profile as libhympi-profile wrote it (a file of the older library: no histograms, zero times)."""
 
     ranks: int
     bytes: tuple[tuple[int, ...], ...]
@@ -73,6 +76,17 @@ class Profile:
     collectives: JsonObject  # name -> {'calls': [per rank], 'send_bytes': [per rank]}, as written
     mpi_library: str
     path: Path
+    size_bins: tuple[int, ...] = SIZE_BINS  # lower edges in bytes
+    # kind ('p2p' or a collective such as 'MPI_Bcast') -> messages/calls per size bin, summed over ranks
+    histograms: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    mpi_time_s: tuple[float, ...] = ()  # per rank: wall time inside MPI calls (summed over threads)
+    wall_time_s: tuple[float, ...] = ()  # per rank: from MPI_Init's return to MPI_Finalize
+
+    @property
+    def mpi_share(self) -> float:
+        """The fraction of the ranks' wall time spent in MPI; 0.0 when no wall time was recorded."""
+        wall = sum(self.wall_time_s)
+        return sum(self.mpi_time_s) / wall if wall > 0 else 0.0
 
     def top_pairs(self, count: int = 5) -> list[tuple[int, int, int, int]]:
         """The heaviest (src, dst, bytes, messages) pairs, largest first."""
@@ -93,7 +107,16 @@ def read_profile(path: str | Path) -> Profile:
     b, m = _as_int_matrix(data["bytes"]), _as_int_matrix(data["messages"])
     if len(b) != n or any(len(r) != n for r in b) or len(m) != n:
         raise HympiError(f"profile {p} matrix is not {n} x {n}")
-    return Profile(n, b, m, data.get("collectives", {}), data.get("mpi_library", ""), p)
+    bins = tuple(int(x) for x in data.get("size_bins", SIZE_BINS))
+    histograms = {str(kind): tuple(int(x) for x in counts) for kind, counts in data.get("histograms", {}).items()}
+    if any(len(counts) != len(bins) for counts in histograms.values()):
+        raise HympiError(f"profile {p} has a histogram that does not have {len(bins)} bins")
+    mpi_time = tuple(float(x) for x in data.get("mpi_time_s", [0.0] * n))
+    wall_time = tuple(float(x) for x in data.get("wall_time_s", [0.0] * n))
+    if len(mpi_time) != n or len(wall_time) != n:
+        raise HympiError(f"profile {p} does not have MPI and wall times for its {n} ranks")
+    return Profile(n, b, m, data.get("collectives", {}), data.get("mpi_library", ""), p, bins, histograms,
+                   mpi_time, wall_time)
 
 
 def run_profile(plan: ProfilePlan, timeout: float | None = None) -> tuple[RunOutcome, Profile | None]:

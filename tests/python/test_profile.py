@@ -1,4 +1,5 @@
-"""`hympi profile`: the traffic matrix of C and Fortran MPI programs, compared exactly with the known pattern."""
+"""`hympi profile`: the traffic matrix, size histograms and MPI time of C and Fortran MPI programs, compared
+exactly with the known pattern."""
 
 from __future__ import annotations
 
@@ -10,19 +11,24 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, hympi
+from hympi.errors import HympiError
+from hympi.profile import read_profile
 
 PATTERN = REPO / "tests" / "data" / "profile"
 MPIRUN = ["mpirun", "--oversubscribe", "--bind-to", "none"]
 
 
-def expected_matrices(n: int) -> tuple[list[list[int]], list[list[int]]]:
-    """What tests/data/profile/pattern.{c,f90} send, by the rules written in their comments."""
+def expected_matrices(n: int) -> tuple[list[list[int]], list[list[int]], list[int]]:
+    """What tests/data/profile/pattern.{c,f90} send, by the rules written in their comments, and the
+    point-to-point size histogram (bins from 0, 64, 512, 4096, ... B)."""
     b = [[0] * n for _ in range(n)]
     m = [[0] * n for _ in range(n)]
+    hist = [0] * 7
 
     def add(i: int, j: int, nbytes: int) -> None:
         b[i][j] += nbytes
         m[i][j] += 1
+        hist[sum(nbytes >= edge for edge in (64, 512, 4096, 32768, 262144, 2097152))] += 1
 
     for i in range(n):
         nxt, prv, nxt2 = (i + 1) % n, (i - 1) % n, (i + 2) % n
@@ -32,9 +38,10 @@ def expected_matrices(n: int) -> tuple[list[list[int]], list[list[int]]]:
         for _ in range(4):  # 4. persistent: 3 x MPI_Start + 1 x MPI_Startall
             add(i, prv, 100)
         add(i, nxt, 16)  # 5. Sendrecv, 2 x int64 (6. MPI_PROC_NULL: nothing)
+        add(i, nxt, 4800)  # 8. Sendrecv_replace, 1200 ints
     if n > 1:
         add(0, n - 1, 4)  # 7. Ssend
-    return b, m
+    return b, m, hist
 
 
 @pytest.fixture(scope="module")
@@ -63,15 +70,29 @@ def test_profile_matrix_is_exact(programs, language, ranks, tmp_path):
                  timeout=120)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
-    want_bytes, want_msgs = expected_matrices(ranks)
+    want_bytes, want_msgs, want_hist = expected_matrices(ranks)
     assert data["ranks"] == ranks
     assert data["bytes"] == want_bytes
     assert data["messages"] == want_msgs
     coll = data["collectives"]
     assert set(coll) == {"MPI_Bcast", "MPI_Allreduce", "MPI_Barrier"}
-    assert coll["MPI_Bcast"] == {"calls": [1] * ranks, "send_bytes": [40] + [0] * (ranks - 1)}
+    assert coll["MPI_Bcast"] == {"calls": [1] * ranks, "send_bytes": [80] + [0] * (ranks - 1)}
     assert coll["MPI_Allreduce"] == {"calls": [1] * ranks, "send_bytes": [8] * ranks}
     assert coll["MPI_Barrier"]["calls"] == [1] * ranks
+
+    profile = read_profile(out)
+    assert profile.size_bins == (0, 64, 512, 4096, 32768, 262144, 2097152)
+    assert profile.histograms == {
+        "p2p": tuple(want_hist),
+        "MPI_Bcast": (ranks - 1, 1, 0, 0, 0, 0, 0),  # the root sends 80 B, the others nothing
+        "MPI_Allreduce": (ranks, 0, 0, 0, 0, 0, 0),
+        "MPI_Barrier": (ranks, 0, 0, 0, 0, 0, 0),
+    }
+    # Rank 0 computes 0.25 s before step 7 while rank n-1 waits in MPI_Recv and the others in MPI_Bcast.
+    wall, mpi = profile.wall_time_s, profile.mpi_time_s
+    assert all(0.15 <= mpi[r] <= wall[r] for r in range(1, ranks)), (mpi, wall)
+    assert wall[0] >= 0.25 and mpi[0] <= wall[0] - 0.2, (mpi, wall)
+    assert 0 < profile.mpi_share < 1
 
 
 def test_profile_feeds_place(programs, tmp_path):
@@ -82,6 +103,19 @@ def test_profile_feeds_place(programs, tmp_path):
     rec = json.loads(proc.stdout)
     assert set(rec["mappings"]) == {"round-robin", "block", "tree-map"}
     assert rec["mappings"]["tree-map"]["cost"] <= rec["mappings"]["block"]["cost"]
+
+
+def test_profile_of_the_older_library_reads(tmp_path):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"format": "hympi-profile", "version": 1, "ranks": 2, "mpi_library": "x",
+                               "bytes": [[0, 8], [8, 0]], "messages": [[0, 1], [1, 0]], "collectives": {}}))
+    profile = read_profile(old)
+    assert profile.histograms == {}
+    assert profile.mpi_time_s == profile.wall_time_s == (0.0, 0.0)
+    assert profile.mpi_share == 0.0
+    old.write_text(old.read_text()[:-1] + ', "mpi_time_s": [1.0], "wall_time_s": [2.0, 2.0]}')
+    with pytest.raises(HympiError, match="MPI and wall times for its 2 ranks"):
+        read_profile(old)
 
 
 def test_program_without_mpi_writes_no_profile(tmp_path):

@@ -1,4 +1,4 @@
-"""hympi profile [--out FILE] -- CMD ...: the point-to-point traffic matrix of any MPI program."""
+"""hympi profile [--out FILE] -- CMD ...: the traffic matrix, message sizes and MPI time of any MPI program."""
 
 from __future__ import annotations
 
@@ -37,6 +37,33 @@ def summary_table(profile: Profile) -> Table:
     return table
 
 
+def _size_label(edge: int) -> str:
+    """A bin's lower edge in B, KiB or MiB, as 'from EDGE up'."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if edge >= scale:
+            return f"{edge / scale:g} {unit}+"
+    return f"{edge} B+"
+
+
+def histogram_table(profile: Profile) -> Table:
+    """Messages (point-to-point) and calls (collectives) per size bin, summed over ranks."""
+    table = Table(title="message sizes (p2p: messages; collectives: calls, by the bytes each rank sends)")
+    table.add_column("kind")
+    for edge in profile.size_bins:
+        table.add_column(_size_label(edge), justify="right")
+    for kind, counts in profile.histograms.items():
+        table.add_row(kind, *(str(c) for c in counts))
+    return table
+
+
+def time_line(profile: Profile) -> str:
+    """The MPI share of the ranks' wall time, with the spread of the per-rank MPI time."""
+    if not any(profile.wall_time_s):
+        return "time in MPI: not recorded (profile written by an older libhympi-profile)"
+    return (f"time in MPI: {100.0 * profile.mpi_share:.1f}% of {sum(profile.wall_time_s):.3f} rank-seconds "
+            f"(per rank {min(profile.mpi_time_s):.3f} to {max(profile.mpi_time_s):.3f} s)")
+
+
 def main(args: argparse.Namespace) -> int:
     """Runs the program under the profiler and reports the matrix."""
     out = check_output_file(args.out, "--out")  # before the program runs, not after
@@ -51,6 +78,10 @@ def main(args: argparse.Namespace) -> int:
         raise HympiError(f"profiled command failed ({why}): {' '.join(plan.command)}")
     if profile is None:
         raise HympiError(f"no profile written to {plan.out}: the command ran no MPI program to MPI_Finalize")
-    Console(stderr=True).print(summary_table(profile))
+    console = Console(stderr=True)
+    console.print(summary_table(profile))
+    console.print(time_line(profile))
+    if profile.histograms:
+        console.print(histogram_table(profile))
     print(f"profile written to {profile.path}", file=sys.stderr)
     return 0

@@ -1,7 +1,9 @@
 /* A known traffic pattern for the profiler test (tests/python/test_profile.py computes the
  * expected matrix from the same rules). Every message kind the profiler claims to count is used:
  * blocking, synchronous, nonblocking on a reordered sub-communicator, a derived datatype,
- * persistent (MPI_Start and MPI_Startall), MPI_Sendrecv, MPI_PROC_NULL, and three collectives. */
+ * persistent (MPI_Start and MPI_Startall), MPI_Sendrecv, MPI_PROC_NULL, MPI_Sendrecv_replace and three
+ * collectives. Rank 0 also spins 0.25 s outside MPI before step 7, so every other rank waits that
+ * long inside MPI (rank n-1 in MPI_Recv, the others in MPI_Bcast): the test checks the MPI time. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,12 +79,23 @@ int main(int argc, char** argv) {
   check(lrecv[1] == prev, "Sendrecv");
   MPI_Send(lsend, 2, MPI_LONG_LONG, MPI_PROC_NULL, 6, MPI_COMM_WORLD);
 
-  /* 7. synchronous: one int from rank 0 to rank n-1 */
+  /* 7. synchronous: one int from rank 0 to rank n-1, after rank 0 spent 0.25 s computing */
+  if (rank == 0) {
+    const double t0 = MPI_Wtime();
+    while (MPI_Wtime() - t0 < 0.25) {
+    }
+  }
   if (n > 1 && rank == 0) MPI_Ssend(lsend, 1, MPI_INT, n - 1, 7, MPI_COMM_WORLD);
   if (n > 1 && rank == n - 1) MPI_Recv(lrecv, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 
-  /* 8. collectives, listed separately: Bcast of 10 ints from 0, Allreduce of 1 double, Barrier */
-  MPI_Bcast(ibuf, 10, MPI_INT, 0, MPI_COMM_WORLD);
+  /* 8. in place: 1200 ints (4800 B) to next with MPI_Sendrecv_replace */
+  int big[1200];
+  for (int k = 0; k < 1200; ++k) big[k] = rank;
+  MPI_Sendrecv_replace(big, 1200, MPI_INT, next, 8, prev, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  check(big[1199] == prev, "Sendrecv_replace");
+
+  /* 9. collectives, listed separately: Bcast of 20 ints from 0, Allreduce of 1 double, Barrier */
+  MPI_Bcast(ibuf, 20, MPI_INT, 0, MPI_COMM_WORLD);
   double x = 1.0, sum = 0.0;
   MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   check(sum == n, "Allreduce");

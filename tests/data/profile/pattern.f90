@@ -9,6 +9,8 @@ program pattern
   double precision :: dsend(7), drecv(7), x, total
   character :: csend(100), crecv(100)
   integer(kind=8) :: lsend(2), lrecv(2)
+  integer :: big(1200)
+  double precision :: t0
 
   call mpi_init(ierr)
   call mpi_comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -63,12 +65,22 @@ program pattern
   if (lrecv(2) /= prv) call mpi_abort(MPI_COMM_WORLD, 1, ierr)
   call mpi_send(lsend, 2, MPI_INTEGER8, MPI_PROC_NULL, 6, MPI_COMM_WORLD, ierr)
 
-  ! 7. synchronous: one integer from rank 0 to rank n-1
+  ! 7. synchronous: one integer from rank 0 to rank n-1, after rank 0 spent 0.25 s computing
+  if (rank == 0) then
+    t0 = mpi_wtime()
+    do while (mpi_wtime() - t0 < 0.25d0)
+    end do
+  end if
   if (n > 1 .and. rank == 0) call mpi_ssend(ibuf, 1, MPI_INTEGER, n - 1, 7, MPI_COMM_WORLD, ierr)
   if (n > 1 .and. rank == n - 1) call mpi_recv(irecv, 1, MPI_INTEGER, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
 
-  ! 8. collectives
-  call mpi_bcast(ibuf, 10, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
+  ! 8. in place: 1200 integers (4800 bytes) to nxt with mpi_sendrecv_replace
+  big = rank
+  call mpi_sendrecv_replace(big, 1200, MPI_INTEGER, nxt, 8, prv, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+  if (big(1200) /= prv) call mpi_abort(MPI_COMM_WORLD, 1, ierr)
+
+  ! 9. collectives
+  call mpi_bcast(ibuf, 20, MPI_INTEGER, 0, MPI_COMM_WORLD, ierr)
   x = 1.0d0
   call mpi_allreduce(x, total, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
   if (total /= n) call mpi_abort(MPI_COMM_WORLD, 1, ierr)
