@@ -22,9 +22,11 @@ not beat it, the features add nothing.
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +37,12 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # scikit-learn's own dependency
 
 from hympi.errors import HympiError
+from hympi.store import Store, TuneRecord
+from hympi.tune.cvars import MPIT_FORMAT, Cvar, parse_listing
+from hympi.tune.features import feature_vector
+from hympi.tune.programs import stored_profile
+from hympi.tune.results import Measured, tune_results
+from hympi.tune.space import Configuration, SearchSpace, parse_space
 
 HIDDEN_LAYERS = (16,)
 ALPHA = 1e-2
@@ -240,3 +248,120 @@ def mean_ratio(verdicts: Sequence[ProgramVerdict], baseline: bool = False) -> fl
     ratios = [v.baseline_ratio if baseline else v.ratio for v in verdicts]
     known = [r for r in ratios if r is not None]
     return sum(known) / len(known) if known else None
+
+
+# From the store ---------------------------------------------------------------------------------------------------
+CvarSource = Callable[[], dict[str, Cvar]]
+
+
+def stored_space(tune: TuneRecord, cvars: CvarSource) -> SearchSpace:
+    """The search space a tune ran, rebuilt from its stored JSON ({'source': TOML data, 'cvars': [...]}; cvars not
+    stored are read from the installed library through `cvars`); UsageError when it no longer parses."""
+    data = tune.space
+    source = data.get("source", data)
+    stored = data.get("cvars")
+    if isinstance(stored, list) and stored:
+        known = parse_listing(json.dumps({"format": MPIT_FORMAT, "mpi_library": data.get("mpi_library", ""),
+                                          "cvars": stored})).cvars
+    else:
+        known = cvars() if isinstance(source, dict) and source.get("mpi") else {}
+    return parse_space(source, known)
+
+
+def pooled(measured: Sequence[Measured]) -> dict[str, tuple[float | None, bool]]:
+    """Per configuration key over several tunes of one program: (median of every ok rate, failed = measured but
+    never ok)."""
+    rates: dict[str, list[float]] = {}
+    for m in measured:
+        rates.setdefault(m.config.key(), []).extend(m.rates if m.rates else ([m.score] if m.score else []))
+    return {key: (float(np.median(r)) if r else None, not r) for key, r in rates.items()}
+
+
+def program_data(program: str, features: dict[str, float], space: SearchSpace,
+                 measured: Sequence[Measured]) -> ProgramData:
+    """A program's features and every configuration of its space with what its tunes measured."""
+    scores = pooled(measured)
+    candidates = []
+    for config in space.configurations():
+        score, failed = scores.get(config.key(), (None, False))
+        candidates.append(Candidate(config.key(), config.label(), tuple(space.encode(config)), score, failed))
+    return ProgramData(program, tuple(feature_vector(features)), tuple(space.feature_names()), space.default.key(),
+                       tuple(candidates))
+
+
+@dataclass(frozen=True)
+class TunedProgram:
+    """A program with finished tunes: the tunes, the space of the one that measured most, all it measured."""
+
+    program: str
+    app: str
+    tunes: tuple[TuneRecord, ...]
+    space: SearchSpace
+    measured: tuple[Measured, ...]
+
+
+def tuned_programs(store: Store, cvars: CvarSource) -> list[TunedProgram]:
+    """Every program with at least one finished tune, by name."""
+    finished: dict[str, list[TuneRecord]] = {}
+    for tune in store.tunes():
+        if tune.status == "finished":
+            finished.setdefault(tune.program, []).append(tune)
+    out = []
+    for program in sorted(finished):
+        results = {t.id: tune_results(store, t.id) for t in finished[program]}
+        widest = max(finished[program], key=lambda t: (len(results[t.id]), t.id))
+        out.append(TunedProgram(program, widest.app, tuple(finished[program]), stored_space(widest, cvars),
+                                tuple(m for t in finished[program] for m in results[t.id])))
+    return out
+
+
+def training_set(store: Store, programs: Sequence[TunedProgram]) -> tuple[list[ProgramData], list[str]]:
+    """The programs the predictor can learn from (a stored profile and a measured default), and a note for each
+    one left out."""
+    data, notes = [], []
+    for tuned in programs:
+        record = stored_profile(store, tuned.program)
+        if record is None:
+            notes.append(f"{tuned.program}: no stored profile, left out")
+            continue
+        item = program_data(tuned.program, record.features, tuned.space, tuned.measured)
+        if not item.rows():
+            notes.append(f"{tuned.program}: its default configuration has no ok measurement, left out")
+            continue
+        data.append(item)
+    return data, notes
+
+
+def same_encoding(programs: Sequence[ProgramData], names: Sequence[str]) -> tuple[list[ProgramData], list[str]]:
+    """The programs whose spaces encode configurations as `names`, and a note for each other one."""
+    keep = [p for p in programs if list(p.encoding_names) == list(names)]
+    notes = [f"{p.program}: its space has other axes or parameters than the others, left out"
+             for p in programs if list(p.encoding_names) != list(names)]
+    return keep, notes
+
+
+def evaluate(store: Store, cvars: CvarSource,
+             seeds: Sequence[int] = ENSEMBLE_SEEDS) -> tuple[list[ProgramVerdict], list[str]]:
+    """Leave-one-program-out over the store's tuned programs with profiles (those sharing the most common space
+    encoding), plus notes on programs left out; HympiError with fewer than MIN_PROGRAMS + 1 programs."""
+    data, notes = training_set(store, tuned_programs(store, cvars))
+    if not data:
+        raise HympiError(f"no tuned program with a stored profile and a measured default in {store.path}")
+    encodings = Counter(p.encoding_names for p in data)
+    common = max(encodings, key=lambda names: (encodings[names], names))
+    data, more = same_encoding(data, common)
+    verdicts, left = cross_validate(data, seeds)
+    return verdicts, notes + more + left
+
+
+def predict_best(predictor: Predictor, features: dict[str, float],
+                 space: SearchSpace) -> tuple[Configuration, float]:
+    """The configuration of `space` with the highest predicted speedup over its default, and that speedup;
+    HympiError when the space encodes configurations otherwise than the predictor was trained on."""
+    if list(space.feature_names()) != list(predictor.encoding_names):
+        raise HympiError(f"the space encodes configurations as {space.feature_names()}, the predictor was trained "
+                         f"on {list(predictor.encoding_names)} (tune programs with this space first)")
+    configs = {c.key(): c for c in space.configurations()}
+    candidates = [Candidate(key, c.label(), tuple(space.encode(c))) for key, c in configs.items()]
+    (best, speedup), *_ = rank(predictor, feature_vector(features), candidates)
+    return configs[best.key], speedup

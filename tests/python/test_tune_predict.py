@@ -1,0 +1,106 @@
+"""The predictor across programs: features from a profile, leave-one-program-out on a learnable synthetic set,
+and the CLI's refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import tunedata
+from hympi.errors import HympiError
+from hympi.profile import read_profile
+from hympi.topology import MachineSummary
+from hympi.tune.features import FEATURE_NAMES, StaticFeatures, call_group, program_features
+from hympi.tune.predict import cross_validate, evaluate, mean_ratio, predict_best, train, training_set, tuned_programs
+
+MACHINE = MachineSummary(packages=2, numa_nodes=4, cores=16, pus=32, caches=(), hash="h", raw="{}")
+
+
+def _profile(tmp_path: Path, histograms: dict[str, list[int]], wall: list[float], mpi: list[float]) -> Path:
+    """A profile JSON file as libhympi-profile writes it (2 ranks)."""
+    data = {"format": "hympi-profile", "ranks": 2, "bytes": [[0, 1], [1, 0]], "messages": [[0, 1], [1, 0]],
+            "collectives": {}, "mpi_library": "test", "size_bins": [0, 64, 512, 4096, 32768, 262144, 2097152],
+            "histograms": histograms, "mpi_time_s": mpi, "wall_time_s": wall}
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_features_are_shares_and_rates_in_the_documented_order(tmp_path):
+    path = _profile(tmp_path, {"p2p": [10, 0, 30, 40, 0, 20, 0],  # small 40, medium 40, large 20
+                               "MPI_Alltoallv": [0, 0, 0, 0, 0, 3, 1],  # all large
+                               "MPI_Ialltoall": [0, 0, 0, 0, 4, 0, 0],  # medium: the non-blocking twin counts too
+                               "MPI_Allreduce": [8, 0, 0, 0, 0, 0, 0], "MPI_Barrier": [2, 0, 0, 0, 0, 0, 0],
+                               "MPI_Gatherv": [0, 1, 0, 1, 0, 0, 0], "MPI_Comm_split": [5, 0, 0, 0, 0, 0, 0]},
+                    wall=[2.0, 2.0], mpi=[0.5, 1.5])
+    got = program_features(read_profile(path), StaticFeatures(ranks=2, threads=3, nodes=2, machine=MACHINE))
+    assert list(got) == list(FEATURE_NAMES)
+    assert got["mpi_share"] == pytest.approx(0.5)
+    assert (got["p2p_small"], got["p2p_medium"], got["p2p_large"]) == pytest.approx((0.4, 0.4, 0.2))
+    assert (got["alltoall_small"], got["alltoall_medium"], got["alltoall_large"]) == pytest.approx((0, 0.5, 0.5))
+    assert got["bcast_small"] == pytest.approx(0.5) and got["bcast_medium"] == pytest.approx(0.5)
+    assert got["reduce_small"] == 1.0 and got["barrier_small"] == 1.0
+    # 100 p2p events over 2 ranks x 2 s; 8 alltoall events -> 2 per rank per second
+    assert got["p2p_log_rate"] == pytest.approx(math.log10(26.0))
+    assert got["alltoall_log_rate"] == pytest.approx(math.log10(3.0))
+    assert got["reduce_log_rate"] == pytest.approx(math.log10(3.0))
+    assert (got["ranks"], got["ranks_per_node"], got["threads"]) == (2.0, 1.0, 3.0)
+    assert (got["cores"], got["numa_nodes"], got["packages"]) == (16.0, 4.0, 2.0)
+    assert call_group("MPI_Comm_split") is None and call_group("MPI_Reduce_scatter_block") == "reduce"
+
+
+def test_features_refuse_a_profile_without_wall_time(tmp_path):
+    path = _profile(tmp_path, {"p2p": [1, 0, 0, 0, 0, 0, 0]}, wall=[0.0, 0.0], mpi=[0.0, 0.0])
+    with pytest.raises(HympiError, match="no wall time"):
+        program_features(read_profile(path), StaticFeatures(2, 1, 1, MACHINE))
+
+
+def test_leave_one_program_out_learns_the_rule_and_beats_the_constant_pick(tmp_path):
+    store = tunedata.tuned_store(tmp_path / "t.db")
+    verdicts, notes = evaluate(store, tunedata.cvars)
+    assert notes == [] and [v.program for v in verdicts] == sorted(p for p, _, _ in tunedata.PROGRAMS)
+    by_name = {v.program: v for v in verdicts}
+    for program, large, other in tunedata.PROGRAMS:
+        v = by_name[program]
+        best = max(tunedata.rule(large, other, c) for c in tunedata.space().configurations())
+        assert v.best_speedup == pytest.approx(math.exp(best - tunedata.rule(large, other, tunedata.space().default)),
+                                               rel=0.01)
+        assert v.measured is not None and v.ratio == pytest.approx(v.measured / v.best_speedup)
+    # The constant pick (best on average) is right for one side of the rule only; the network reads the feature.
+    assert mean_ratio(verdicts) >= 0.95
+    assert mean_ratio(verdicts, baseline=True) < 0.8
+    worst = min(verdicts, key=lambda v: v.baseline_ratio or 0.0)
+    assert worst.baseline_ratio is not None and worst.baseline_ratio < worst.ratio  # type: ignore[operator]
+
+
+def test_features_matter_a_model_without_them_is_no_better_than_the_constant(tmp_path):
+    store = tunedata.tuned_store(tmp_path / "t.db")
+    data, _ = training_set(store, tuned_programs(store, tunedata.cvars))
+    blind = [type(p)(p.program, tuple(0.0 for _ in p.features), p.encoding_names, p.default_key, p.candidates)
+             for p in data]
+    verdicts, _ = cross_validate(blind)
+    assert mean_ratio(verdicts) < 0.85
+
+
+def test_predict_best_and_failed_configurations(tmp_path):
+    store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:4])
+    machine = store.machine(1)
+    space = tunedata.space()
+    doomed = next(c for c in space.configurations() if c.params().get("btl_vader_eager_limit") == "65536")
+    tunedata.add_tune(store, machine.id, "big --n 1", "exhaustive", list(space.configurations()),
+                      lambda c: tunedata.rule(0.95, 0.5, c), failed=(doomed,))
+    store.add_profile(machine.id, "big --n 1", "big", 4, 1, tunedata.features(0.95, 0.5), {})
+    data, _ = training_set(store, tuned_programs(store, tunedata.cvars))
+    big = next(p for p in data if p.program == "big --n 1")
+    assert big.speedup(doomed.key()) == 0.0
+    targets = {c.key: t for c, t in big.rows()}
+    assert targets[doomed.key()] < min(t for k, t in targets.items() if k != doomed.key())
+    predictor = train(data)
+    config, speedup = predict_best(predictor, tunedata.features(0.9, 0.5), space)
+    assert config.params().get("btl_vader_eager_limit") == "65536"  # large messages: the high eager limit ...
+    assert speedup > 1.2
+    config, _ = predict_best(predictor, tunedata.features(0.1, 0.5), space)
+    assert config.params().get("btl_vader_eager_limit") == "1024"  # ... small ones: the low one
