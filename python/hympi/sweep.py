@@ -56,6 +56,7 @@ from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compar
 from hympi.settings import DEFAULT, settings
 from hympi.store import WARMUP_REPEAT, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.topology import MachineSummary
+from hympi.tune.cvars import ignored_texts
 
 LAUNCHERS = ("mpirun", "slurm")
 DEFAULT_TIMEOUT_S = 600.0
@@ -436,7 +437,8 @@ def _line(item: SweepItem, run: Run) -> str:
     tail = run.stderr_tail.strip().splitlines()[-1:] if run.status in ("failed", "timeout") else []
     why = f" [dim]{tail[0][:100]}[/dim]" if tail else ""
     label = item.label() + (" warm-up" if item.repeat == WARMUP_REPEAT else "")
-    return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}"
+    untaken = "".join(f" [yellow]{text}[/yellow]" for text in ignored_texts(run.mpi_params, run.read_back()))
+    return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}{untaken}"
 
 
 def layout_name(layout: tuple[int, int, str]) -> str:
@@ -570,6 +572,8 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
            "--db", str(db.resolve()), "--launcher", "slurm", "--resume"]
     if params.oversubscribe:
         cmd.append("--oversubscribe")
+    for name, value in params.mpi_params:
+        cmd += ["--mpi-param", f"{name}={value}"]
     if params.app_args:
         cmd += ["--", *params.app_args]
     return cmd

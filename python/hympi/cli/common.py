@@ -15,6 +15,7 @@ from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.settings import Settings, settings
 from hympi.topology import machine_summary
+from hympi.tune.cvars import check_params, load_listing, parse_assignment
 
 HELP_FLAGS = ("-h", "--help")
 
@@ -131,3 +132,23 @@ def check_output_file(path: str, option: str) -> Path:
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     """--db PATH: the SQLite results database (default ./hympi-results.db)."""
     parser.add_argument("--db", default="hympi-results.db", help="results database (default ./hympi-results.db)")
+
+
+def add_mpi_param_options(parser: argparse.ArgumentParser) -> None:
+    """--mpi-param NAME=VALUE (repeatable) and --cvars FILE (the control variables to check them against)."""
+    parser.add_argument("--mpi-param", action="append", default=[], metavar="NAME=VALUE",
+                        help="set MPI control variable NAME (repeatable; 'hympi tune params' lists them); passed "
+                             "as OMPI_MCA_NAME / MPIR_CVAR_NAME and read back by the app")
+    parser.add_argument("--cvars", default=None, metavar="FILE",
+                        help="check MPI parameters against this saved 'hympi tune params --json' listing instead "
+                             "of asking the installed library")
+
+
+def mpi_params_from_args(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """The --mpi-param assignments, canonical and sorted; UsageError for a name that is not a control variable of
+    the library or a value outside its type (the library is asked only when there are parameters)."""
+    if not args.mpi_param:
+        return ()
+    assignments = [parse_assignment(text) for text in args.mpi_param]
+    listing = load_listing(args.cvars)
+    return check_params(assignments, listing.cvars, listing.library)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -10,12 +11,20 @@ from rich.console import Console
 from rich.table import Table
 
 from hympi.apps import APPS, get_app
-from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, print_app_help
+from hympi.cli.common import (
+    add_layout_options,
+    add_mpi_param_options,
+    asks_for_help,
+    layout_spec,
+    mpi_params_from_args,
+    print_app_help,
+)
 from hympi.cli.parser import Subparsers
 from hympi.launch.mpirun import RunOutcome, launch
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.result import PREFIX, ResultRecord
+from hympi.tune.cvars import ignored_texts
 
 
 def add_parser(sub: Subparsers, name: str) -> None:
@@ -25,6 +34,7 @@ def add_parser(sub: Subparsers, name: str) -> None:
                                    "hympi run APP -- --help shows the app's own options")
     p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
     add_layout_options(p)
+    add_mpi_param_options(p)
     p.add_argument("--json", action="store_true", help="print the result record as JSON")
     p.set_defaults(handler=main, forwards_unknown=True)
 
@@ -79,9 +89,13 @@ def main(args: argparse.Namespace) -> int:
     app = get_app(args.app)
     if asks_for_help(args.app_args):
         return print_app_help(app.binary)  # the help needs no layout and no launch
-    spec = layout_spec(args, app.binary, args.app_args)
+    mpi_params = mpi_params_from_args(args)
+    spec = dataclasses.replace(layout_spec(args, app.binary, args.app_args), mpi_params=mpi_params)
     outcome = launch(spec, timeout=args.timeout)
     code = report(outcome, args.json, args.timeout)
+    read_back = outcome.record.get("mpi_cvars") if outcome.record is not None else None
+    for text in ignored_texts(mpi_params, read_back if isinstance(read_back, dict) else None):
+        print(f"hympi: warning: {text}", file=sys.stderr)
     if args.rankfile and outcome.result is not None and outcome.result.binding:
         # The rankfile took effect only if every rank really runs on its slot's PUs.
         problems = binding_problems(list(outcome.result.binding), args.rankfile,

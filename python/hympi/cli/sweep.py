@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from hympi.apps import APPS
-from hympi.cli.common import add_db_option, parse_integer, parse_seconds
+from hympi.cli.common import add_db_option, add_mpi_param_options, mpi_params_from_args, parse_integer, parse_seconds
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.launch import slurm
@@ -124,6 +125,7 @@ def add_parser(sub: Subparsers, name: str) -> None:
                    help="also run layouts with ranks x threads > PUs")
     p.add_argument("--virtual-nodes", default=None,
                    help="split this machine into N pretend nodes (HYMPI_VIRTUAL_NODES)")
+    add_mpi_param_options(p)
     add_db_option(p)
     p.add_argument("--resume", nargs="?", const=True, default=False, type=_resume_value, metavar="ID",
                    help="continue the latest unfinished sweep with the same parameters (or sweep ID)")
@@ -152,7 +154,9 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
                          int(resolved.value("virtual_nodes")), args.launcher, min_time, seed,
                          not (args.no_warmup or probe), auto, max_repeat, confidence)
     params.check()
-    return params
+    # Checked last: it asks the MPI library (one short launch) only when the rest of the command line is sound.
+    mpi_params = mpi_params_from_args(args)
+    return dataclasses.replace(params, mpi_params=mpi_params) if mpi_params else params
 
 
 def main(args: argparse.Namespace) -> int:

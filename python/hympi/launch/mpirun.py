@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from hympi.contract import enum_names
+from hympi.contract import contract, enum_names
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
 from hympi.paths import binary
@@ -24,8 +24,13 @@ from hympi.settings import settings
 BIND_POLICIES = enum_names("BindPolicy")
 DISTRIBUTIONS = enum_names("Distribution")
 MPI_FLAVORS = ("openmpi", "mpich")
-# The app frame reads these MPI control variables back through MPI_T and reports them as `mpi_cvars`.
-MPIT_READ_ENV = "HYMPI_MPIT_READ"
+
+
+def mpit_read_env() -> str | None:
+    """The variable (contract option `mpit_read`) naming the MPI control variables the app frame reads back through
+    MPI_T and reports as `mpi_cvars`; None while the contract declares no such option."""
+    option = contract().option("mpit_read")
+    return option.env if option is not None else None
 
 
 def mpi_env_name(name: str, flavor: str) -> str:
@@ -56,11 +61,12 @@ class LaunchSpec:
 
     def app_env(self) -> dict[str, str]:
         """Variables every rank needs: thread count, hympi's binding settings, oversubscription consent and, with MPI
-        parameters, which control variables the app reads back (HYMPI_MPIT_READ)."""
+        parameters, which control variables the app reads back (option mpit_read)."""
         env = {"OMP_NUM_THREADS": str(self.threads), "HYMPI_BIND": self.bind, "HYMPI_DIST": self.dist}
         env.update({"HYMPI_OVERSUBSCRIBE": "1"} if self.oversubscribe else {})  # the apps' binding check allows it
-        if self.mpi_params:
-            env[MPIT_READ_ENV] = ",".join(name for name, _ in self.mpi_params)
+        read_env = mpit_read_env() if self.mpi_params else None
+        if read_env:
+            env[read_env] = ",".join(name for name, _ in self.mpi_params)
         env.update(dict(self.env))
         return env
 

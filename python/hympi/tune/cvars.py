@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
@@ -107,6 +108,11 @@ class CvarListing:
 
     mpi_library: str
     cvars: dict[str, Cvar]
+
+    @property
+    def library(self) -> str:
+        """The library's short name for messages ('Open MPI v4.1.4': its version string up to the first comma)."""
+        return self.mpi_library.split(",")[0].strip() or "the MPI library"
 
 
 def _cvar(entry: object, index: int) -> Cvar:
@@ -236,3 +242,25 @@ def ignored(set_params: tuple[tuple[str, str], ...] | dict[str, str], read_back:
         if not same:
             out.append(name)
     return sorted(out)
+
+
+def ignored_texts(set_params: tuple[tuple[str, str], ...], read_back: dict[str, str | None] | None) -> list[str]:
+    """One sentence per parameter the library did not take ('btl_vader_eager_limit set 8192, library reports 4096:
+    ignored'); nothing when the app read nothing back (an app without MPI_T read-back cannot tell)."""
+    if read_back is None:
+        return []
+    values = dict(set_params)
+    return [f"{name} set {values[name]}, library reports {read_back.get(name) or 'no such variable'}: ignored"
+            for name in ignored(set_params, read_back)]
+
+
+def load_listing(path: str | None, timeout: float = DEFAULT_TIMEOUT_S) -> CvarListing:
+    """The cvars from a saved `hympi tune params --json` / `hympi-mpit --json` file when `path` is given, else from
+    the installed library (read_listing); UsageError for an unreadable file, HympiFatal for an unusable listing."""
+    if path is None:
+        return read_listing(timeout)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read control variables from {path}: {exc.strerror or exc}") from None
+    return parse_listing(text)

@@ -6,6 +6,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, MIN_SEPARATE, Comparison, Sample, compare
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
 from hympi.sweep import SweepParams
 from hympi.tune.cvars import ignored
@@ -87,3 +88,52 @@ def tune_results(store: Store, tune_id: int) -> list[Measured]:
     for run in runs:
         grouped[config_of[run.sweep_id]].append(run)
     return [measure(config, grouped[config], first[config]) for config in grouped]
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """A configuration's score over the default's: the ratio of medians, its bootstrap interval when both have
+    enough ok runs (report.compare), and whether the interval excludes 1."""
+
+    ratio: float | None
+    low: float | None = None
+    high: float | None = None
+    separated: bool = False
+    text: str = ""
+
+
+def speedup(measured: Measured, default: Measured | None, confidence: float = DEFAULT_CONFIDENCE) -> Speedup:
+    """The speedup of `measured` over the default configuration, with a confidence interval (report.compare's
+    bootstrap) where both have >= MIN_SAMPLES ok runs; the text says 'indistinguishable' when the interval holds 1
+    and why no interval exists otherwise."""
+    if measured.score is None:
+        return Speedup(None, text=measured.status)
+    if default is None or default.score is None:
+        return Speedup(None, text="no default score")
+    ratio = measured.score / default.score
+    if measured.config == default.config:
+        return Speedup(1.0, 1.0, 1.0, False, "1 (the default)")
+    a = Sample("config", measured.rates, measured.config.threads, measured.config.ranks * measured.config.threads)
+    b = Sample("default", default.rates, default.config.threads, default.config.ranks * default.config.threads)
+    verdict = compare(a, b, confidence)
+    if not isinstance(verdict, Comparison):
+        return Speedup(ratio, text=f"{ratio:.2f}x (no interval: {MIN_SAMPLES}+ ok runs each needed)")
+    low, high = (verdict.low, verdict.high) if verdict.better == "config" else (1.0 / verdict.high, 1.0 / verdict.low)
+    if verdict.separated:
+        return Speedup(ratio, low, high, True, f"{ratio:.2f}x ({verdict.ci_text()})")
+    level = f"{round(confidence * 100):g} % CI"
+    if verdict.fewest < MIN_SEPARATE:
+        return Speedup(ratio, low, high, False, f"{ratio:.2f}x, not separable with {verdict.fewest} runs "
+                                                 f"({level} {low:.2f}-{high:.2f})")
+    return Speedup(ratio, low, high, False, f"indistinguishable ({ratio:.2f}x, {level} {low:.2f}-{high:.2f})")
+
+
+def best(results: list[Measured]) -> Measured | None:
+    """The configuration with the highest score (the first measured among equals), None when none has one."""
+    scored = [m for m in results if m.score is not None]
+    return max(scored, key=lambda m: m.score or 0.0) if scored else None
+
+
+def default_of(results: list[Measured], config: Configuration) -> Measured | None:
+    """The measurement of `config` (the space's default) among the results, if any."""
+    return next((m for m in results if m.config == config), None)

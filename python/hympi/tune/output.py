@@ -1,0 +1,98 @@
+"""The best configuration of a tune in forms users act on: an Open MPI mca-params.conf snippet, an MPICH
+environment file, and the `hympi run` command with its layout flags."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from hympi.errors import UsageError
+from hympi.launch.mpirun import mpi_env_name
+from hympi.store import Store, TuneRecord
+from hympi.tune.results import Measured, Speedup, best, default_of, speedup, tune_results
+from hympi.tune.space import Configuration
+
+FORMATS = ("mca", "mpich", "flags")
+
+
+@dataclass(frozen=True)
+class BestConfiguration:
+    """A tune's best configuration with what the snippets say about it: program, machine, speedup over the
+    default."""
+
+    tune: TuneRecord
+    machine: str
+    mpi_library: str
+    best: Measured
+    default: Configuration
+    speedup: Speedup
+
+
+def best_of_tune(store: Store, tune_id: int | None) -> BestConfiguration:
+    """The best configuration of tune `tune_id` (default: the latest tune); UsageError when there is no tune or
+    no configuration of it has a score."""
+    tunes = store.tunes()
+    if not tunes:
+        raise UsageError(f"no tune in {store.path} (run 'hympi tune run' first)")
+    tune = store.tune(tune_id) if tune_id is not None else tunes[-1]
+    results = tune_results(store, tune.id)
+    top = best(results)
+    if top is None:
+        raise UsageError(f"tune {tune.id} has no configuration with an ok run")
+    default = Configuration.from_key(str(tune.space.get("default", ""))) if "default" in tune.space \
+        else results[0].config
+    machine = store.machine(tune.machine_id)
+    return BestConfiguration(tune, machine.hostname, machine.mpi_library, top, default,
+                             speedup(top, default_of(results, default)))
+
+
+def _header(found: BestConfiguration) -> list[str]:
+    """The comment lines every snippet starts with: what was tuned, where, and how much better it is."""
+    return [f"# hympi tune {found.tune.id}: best configuration of '{found.tune.program}' "
+            f"({found.tune.strategy} search)",
+            f"# machine {found.machine}, {found.mpi_library}",
+            f"# speedup over the default ({found.default.label()}): {found.speedup.text}",
+            f"# layout: {found.best.config.ranks} ranks x {found.best.config.threads} threads, bind "
+            f"{found.best.config.bind} (run it with: {run_command_text(found)})"]
+
+
+def mca_params(found: BestConfiguration) -> str:
+    """An Open MPI mca-params.conf snippet: comment header, then 'name = value' per parameter."""
+    lines = _header(found)
+    params = found.best.config.mpi_params
+    lines += [f"{name} = {value}" for name, value in params] or ["# (the library's defaults are best: set nothing)"]
+    return "\n".join(lines) + "\n"
+
+
+def mpich_env(found: BestConfiguration) -> str:
+    """An MPICH environment file: comment header, then 'export MPIR_CVAR_NAME=value' per parameter."""
+    lines = _header(found)
+    params = found.best.config.mpi_params
+    lines += [f"export {mpi_env_name(name, 'mpich')}={shlex.quote(value)}" for name, value in params] \
+        or ["# (the library's defaults are best: set nothing)"]
+    return "\n".join(lines) + "\n"
+
+
+def run_flags(config: Configuration, app: str, app_args: tuple[str, ...]) -> list[str]:
+    """The `hympi run` argument list that runs `config`: -n, --threads, --bind, one --mpi-param per parameter."""
+    cmd = ["hympi", "run", app, "-n", str(config.ranks), "--threads", str(config.threads), "--bind", config.bind]
+    for name, value in config.mpi_params:
+        cmd += ["--mpi-param", f"{name}={value}"]
+    return [*cmd, "--", *app_args] if app_args else cmd
+
+
+def run_command_text(found: BestConfiguration) -> str:
+    """The `hympi run` command of the best configuration as shell text."""
+    args = tuple(str(a) for a in found.tune.params.get("app_args", []))
+    return shlex.join(run_flags(found.best.config, found.tune.app, args))
+
+
+def render(found: BestConfiguration, fmt: str) -> str:
+    """The snippet in format `fmt` (mca, mpich or flags); UsageError for another format."""
+    if fmt == "mca":
+        return mca_params(found)
+    if fmt == "mpich":
+        return mpich_env(found)
+    if fmt == "flags":
+        return run_command_text(found) + "\n"
+    raise UsageError(f"unknown format '{fmt}' (expected {', '.join(FORMATS)})")

@@ -1,0 +1,189 @@
+"""Running a tune: each configuration the strategy proposes is measured as one sweep attached to the tune.
+
+The sweeps go through the sweep machinery (warm-up, repeats, timeouts, one transaction per run), so a failure or
+timeout is recorded and nothing measured is lost. A tune killed at any point resumes (`--resume`) with the
+configurations not yet measured; the interrupted configuration's sweep continues where it stopped, and every earlier
+measurement steers the model as if the tune had never stopped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from hympi.apps import get_app
+from hympi.errors import UsageError
+from hympi.jsontypes import JsonObject
+from hympi.launch.mpirun import LaunchSpec, RunOutcome, validate_with_app
+from hympi.store import MachineRecord, Store, TuneRecord
+from hympi.store.db import owner_alive
+from hympi.sweep import SEED_LIMIT, SweepParams, plan, run_sweep
+from hympi.tune.results import Measured, sweep_configuration, tune_results
+from hympi.tune.search import DEFAULT_EI_STOP, STRATEGIES, Proposal, Search, Stop
+from hympi.tune.space import Configuration, SearchSpace
+
+Runner = Callable[[list[str], float], RunOutcome]
+
+
+@dataclass(frozen=True)
+class TuneParams:
+    """Everything that defines a tune besides its space; equal parameters (except the seed) and an equal space
+    identify the tune to resume."""
+
+    app: str
+    app_args: tuple[str, ...]
+    strategy: str
+    max_runs: int
+    repeat: int = 1
+    seed: int = 0
+    timeout: float = 600.0
+    min_time: float = 1.0
+    ei_stop: float = DEFAULT_EI_STOP
+    oversubscribe: bool = False
+
+    @property
+    def program(self) -> str:
+        """The program tuned, as text: the app and its problem arguments ('is --class A')."""
+        return " ".join([self.app, *self.app_args])
+
+    def as_dict(self) -> JsonObject:
+        """JSON-ready form, stored with the tune."""
+        return {"app": self.app, "app_args": list(self.app_args), "strategy": self.strategy,
+                "max_runs": self.max_runs, "repeat": self.repeat, "seed": self.seed, "timeout": self.timeout,
+                "min_time": self.min_time, "ei_stop": self.ei_stop, "oversubscribe": self.oversubscribe}
+
+    @classmethod
+    def from_dict(cls, data: JsonObject) -> TuneParams:
+        """The inverse of as_dict."""
+        return cls(str(data["app"]), tuple(data["app_args"]), str(data["strategy"]), int(data["max_runs"]),
+                   int(data["repeat"]), int(data["seed"]), float(data["timeout"]), float(data["min_time"]),
+                   float(data["ei_stop"]), bool(data["oversubscribe"]))
+
+    def identity(self, space: SearchSpace) -> JsonObject:
+        """What --resume matches on: every parameter but the seed, and the space as written."""
+        data = self.as_dict()
+        del data["seed"]
+        data["space"] = space.source
+        return data
+
+    def check(self) -> None:
+        """Rejects bad values (UsageError naming the value) before anything runs."""
+        get_app(self.app)
+        if self.strategy not in STRATEGIES:
+            raise UsageError(f"unknown strategy '{self.strategy}' (expected {', '.join(STRATEGIES)})")
+        if self.repeat < 1:
+            raise UsageError(f"--repeat must be >= 1, got {self.repeat}")
+        if not 0 <= self.seed < SEED_LIMIT:
+            raise UsageError(f"--seed must be between 0 and {SEED_LIMIT - 1}, got {self.seed}")
+        if not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise UsageError(f"--timeout must be a finite number of seconds > 0, got {self.timeout:g}")
+        if not (math.isfinite(self.min_time) and self.min_time >= 0):
+            raise UsageError(f"--min-time must be a finite number of seconds >= 0, got {self.min_time:g}")
+
+    def sweep_params(self, config: Configuration) -> SweepParams:
+        """The one-layout sweep that measures `config` (warm-up, then `repeat` measured runs)."""
+        return SweepParams(self.app, ((config.ranks, config.threads),), (config.bind,), "compact", self.repeat,
+                           self.app_args, self.timeout, self.oversubscribe, 1, "mpirun", self.min_time, self.seed,
+                           True, mpi_params=config.mpi_params)
+
+
+def check_layouts(params: TuneParams, space: SearchSpace, pus: int) -> None:
+    """Rejects, before anything runs, a layout that needs more PUs than the machine has (without --oversubscribe)
+    or that the app refuses for its arguments (the app's --validate-ranks); raises UsageError naming it."""
+    binary = get_app(params.app).binary
+    for ranks, threads, bind in space.layouts():
+        if ranks * threads > pus and not params.oversubscribe:
+            raise UsageError(f"layout {ranks}x{threads} of the space needs {ranks * threads} PUs, this machine has "
+                             f"{pus} (pass --oversubscribe, or add a [[constraint]] max_cpus = {pus})")
+        validate_with_app(LaunchSpec(binary, ranks, threads, bind, "compact", params.app_args,
+                                     params.oversubscribe))
+
+
+def open_tune(store: Store, machine: MachineRecord, params: TuneParams, space: SearchSpace,
+              resume: bool) -> tuple[TuneRecord, bool]:
+    """The tune to run: with `resume`, the latest unfinished one of equal identity (refused with UsageError while
+    its owner process still runs), else a new one."""
+    if resume:
+        found = store.latest_unfinished_tune(params.identity(space))
+        if found is not None:
+            if found.status == "running" and owner_alive(found.owner_host, found.owner_pid, found.owner_start):
+                raise UsageError(f"tune {found.id} is still running (pid {found.owner_pid} on {found.owner_host}); "
+                                 "wait for it or stop it first")
+            return found, True
+    return store.create_tune(machine.id, params.app, params.program, params.strategy,
+                             {"source": space.source, "configurations": len(space.configurations()),
+                              "default": space.default.key()},
+                             params.as_dict(), params.identity(space)), False
+
+
+@dataclass(frozen=True)
+class TuneOutcome:
+    """What run_tune did: the tune, every configuration measured, why it stopped and the launches it made."""
+
+    tune: TuneRecord
+    results: list[Measured]
+    stop: str
+    launched: int
+
+
+def _measure(store: Store, machine: MachineRecord, tune: TuneRecord, params: TuneParams, config: Configuration,
+             console: Console, runner: Runner | None, why: str) -> int:
+    """Measures one configuration as a sweep attached to the tune (continuing its interrupted sweep if there is
+    one); returns the launches made."""
+    sweep_params = params.sweep_params(config)
+    items = plan(sweep_params, None).items
+    pending = [s for s in store.tune_sweeps(tune.id)
+               if s.status != "finished" and sweep_configuration(s) == config]
+    if pending:
+        sweep = pending[-1]
+        sweep_params = SweepParams.from_dict(sweep.params)
+    else:
+        sweep = store.create_sweep(machine.id, params.app, sweep_params.as_dict(), len(items),
+                                   identity=sweep_params.identity(), tune_id=tune.id)
+    console.print(f"[bold]{config.label()}[/bold] ({why}; sweep {sweep.id})", highlight=False)
+    result = run_sweep(store, sweep, sweep_params, items, console, runner)
+    return result.ran
+
+
+def _why(proposal: Proposal) -> str:
+    """How the strategy chose a configuration, for the progress line."""
+    if proposal.reason == "model" and proposal.expected_improvement is not None:
+        return f"model: expected improvement {proposal.expected_improvement * 100:.2g} %"
+    return {"default": "the default, every speedup's reference", "seed": "random start of the model",
+            "order": "next in the space", "random": "random draw"}.get(proposal.reason, proposal.reason)
+
+
+def _score_line(measured: Measured) -> str:
+    """'  -> 12.3 (3 runs)' or '  -> failed (1 run)', with the parameters the library ignored."""
+    what = f"{measured.score:.4g}" if measured.score is not None else measured.status
+    ignored = f"; ignored by the library: {', '.join(measured.ignored)}" if measured.ignored else ""
+    return f"  -> score {what} ({measured.runs} measured run{'s' if measured.runs != 1 else ''}){ignored}"
+
+
+def run_tune(store: Store, machine: MachineRecord, tune: TuneRecord, space: SearchSpace,
+             console: Console | None = None, runner: Runner | None = None) -> TuneOutcome:
+    """Measures what the tune's strategy proposes until it stops (space exhausted, budget spent, expected
+    improvement below --ei-stop); marks the tune interrupted and re-raises on any exception (Ctrl-C, SIGTERM)."""
+    console = console or Console()
+    params = TuneParams.from_dict(tune.params)
+    search = Search(space, params.strategy, params.seed, params.max_runs, params.ei_stop)
+    store.claim_tune(tune.id)
+    launched = 0
+    try:
+        while True:
+            results = tune_results(store, tune.id)
+            decision = search.propose({m.config: m.score for m in results})
+            if isinstance(decision, Stop):
+                break
+            launched += _measure(store, machine, tune, params, decision.config, console, runner, _why(decision))
+            done = next(m for m in tune_results(store, tune.id) if m.config == decision.config)
+            console.print(_score_line(done), highlight=False)
+    except BaseException:
+        store.set_tune_status(tune.id, "interrupted")
+        raise
+    store.set_tune_note(tune.id, decision.reason)
+    store.set_tune_status(tune.id, "finished")
+    return TuneOutcome(store.tune(tune.id), tune_results(store, tune.id), decision.reason, launched)
