@@ -3,22 +3,35 @@ exhaustive tune per program whose speedups follow a known rule of one profile fe
 
 from __future__ import annotations
 
-import json
 import math
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
 from fakeapps import REPO
 from hympi.store import Run, Store
-from hympi.sweep import SweepParams
 from hympi.tune.cvars import Cvar, parse_cvars
 from hympi.tune.features import FEATURE_NAMES
 from hympi.tune.space import Configuration, SearchSpace, parse_space
+from hympi.tune.tuner import TuneParams
 
 CVARS_JSON = REPO / "tests" / "data" / "mpit-openmpi-4.1.4.json"
-SPACE = {"layout": {"ranks": [2, 4], "threads": [1], "bind": ["core"], "default": {"ranks": 4}},
-         "mpi": {"btl_vader_eager_limit": {"values": [1024, 65536], "unset": True},
-                 "btl_vader_single_copy_mechanism": {"values": ["none"], "unset": True}}}
+SPACE_TOML = """
+[layout]
+ranks = [2, 4]
+threads = [1]
+bind = ["core"]
+default = { ranks = 4 }
+
+[mpi.btl_vader_eager_limit]
+values = [1024, 65536]
+unset = true
+
+[mpi.btl_vader_single_copy_mechanism]
+values = ["none"]
+unset = true
+"""
+SPACE = tomllib.loads(SPACE_TOML)
 SUMMARY = {"packages": 1, "numa_nodes": 1, "cores": 2, "pus": 2, "caches": [], "hash": "t"}
 # (name, share of large all-to-all messages, second feature): the rule below makes the best configuration flip
 # with the first one.
@@ -38,8 +51,7 @@ def space() -> SearchSpace:
 
 def stored_space_json() -> dict[str, object]:
     """The space as a tune stores it."""
-    listing = json.loads(CVARS_JSON.read_text())
-    return {"source": SPACE, "cvars": listing["cvars"], "mpi_library": listing["mpi_library"]}
+    return {"source": SPACE, "configurations": len(space().configurations()), "default": space().default.key()}
 
 
 def rule(large: float, other: float, config: Configuration) -> float:
@@ -64,12 +76,10 @@ def add_tune(store: Store, machine_id: int, program: str, strategy: str, configs
              failed: tuple[Configuration, ...] = (), memory: Callable[[Configuration], float] | None = None) -> int:
     """A finished tune measuring `configs` (rate = 100 x exp(log_speedup), +-0.5 % per repeat); returns its id."""
     app, *args = program.split()
-    tune = store.create_tune(machine_id, app, program, strategy, stored_space_json(), {"program": program,
-                                                                                       "strategy": strategy})
+    params = TuneParams(app, tuple(args), strategy, len(configs), repeats)
+    tune = store.create_tune(machine_id, app, params.program, strategy, stored_space_json(), params.as_dict())
     for config in configs:
-        params = SweepParams(app, ((config.ranks, config.threads),), (config.bind,), repeat=repeats,
-                             app_args=tuple(args), mpi_params=config.mpi_params)
-        sweep = store.create_sweep(machine_id, app, params.as_dict(), repeats, tune_id=tune.id)
+        sweep = store.create_sweep(machine_id, app, params.sweep_params(config).as_dict(), repeats, tune_id=tune.id)
         for rep in range(1, repeats + 1):
             rate = 100.0 * math.exp(log_speedup(config)) * (1 + 0.005 * ((rep % 3) - 1))
             ok = config not in failed

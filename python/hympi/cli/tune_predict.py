@@ -7,6 +7,7 @@ prints the leave-one-program-out table (predicted vs best measured, and the cons
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -14,6 +15,7 @@ from functools import cache
 from rich.console import Console
 from rich.table import Table
 
+from hympi.apps import APPS
 from hympi.cli.common import add_db_option, seconds
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
@@ -21,7 +23,8 @@ from hympi.launch.mpirun import launcher_path
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary
-from hympi.tune.cvars import Cvar, read_listing
+from hympi.tune.cvars import Cvar, load_listing
+from hympi.tune.output import run_flags
 from hympi.tune.predict import (
     MIN_PROGRAMS,
     ProgramVerdict,
@@ -37,13 +40,12 @@ from hympi.tune.predict import (
 from hympi.tune.programs import (
     DEFAULT_PROFILE_TIMEOUT_S,
     check_program,
-    parse_program,
     profile_program,
     profile_spec,
     program_text,
     stored_profile,
 )
-from hympi.tune.space import Configuration, SearchSpace, load_space
+from hympi.tune.space import Configuration, load_space
 
 
 def add_predict_parser(sub: Subparsers, name: str) -> None:
@@ -52,12 +54,14 @@ def add_predict_parser(sub: Subparsers, name: str) -> None:
                        description="Profile the program once at the space's default layout (or reuse its stored "
                                    "profile), train the network on the other tuned programs in the database and "
                                    "print the configuration with the highest predicted speedup over the default.")
+    p.add_argument("app", nargs="?", default=None,
+                   help=f"one of: {', '.join(sorted(APPS))} (or give it first after --)")
     p.add_argument("--space", required=True, metavar="FILE", help="search space (TOML) to choose from")
     add_db_option(p)
-    p.add_argument("--virtual-nodes", type=int, default=1, metavar="N", help="pretend nodes of the profiled run")
+    _add_cvars_option(p)
     p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
                    help=f"kill the profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
-    p.set_defaults(handler=predict_main)
+    p.set_defaults(handler=predict_main, forwards_unknown=True)
 
 
 def add_evaluate_parser(sub: Subparsers, name: str) -> None:
@@ -67,15 +71,23 @@ def add_evaluate_parser(sub: Subparsers, name: str) -> None:
                                    "and divide the speedup its own tune measured for that configuration by the best "
                                    "measured one. Programs without a stored profile are profiled once.")
     add_db_option(p)
+    _add_cvars_option(p)
     p.add_argument("--no-profile", action="store_true", help="leave out programs without a stored profile")
     p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
                    help=f"kill a profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
     p.set_defaults(handler=evaluate_main)
 
 
-def _cvar_source() -> Callable[[], dict[str, Cvar]]:
-    """The installed library's cvars, read (one hympi-mpit launch) only when a stored space needs them."""
-    return cache(lambda: read_listing().cvars)
+def _add_cvars_option(parser: argparse.ArgumentParser) -> None:
+    """--cvars FILE: a saved control variable listing instead of the library's."""
+    parser.add_argument("--cvars", default=None, metavar="FILE",
+                        help="read spaces against a saved 'hympi tune params --json' listing, not the library")
+
+
+def _cvars_source(path: str | None) -> Callable[[], dict[str, Cvar]]:
+    """The control variables (--cvars FILE, else the library's: one hympi-mpit launch), read once and only when a
+    stored space has MPI parameters."""
+    return cache(lambda: load_listing(path).cvars)
 
 
 def _finished_programs(store: Store) -> set[str]:
@@ -83,25 +95,20 @@ def _finished_programs(store: Store) -> set[str]:
     return {t.program for t in store.tunes() if t.status == "finished"}
 
 
-def layout_flags(config: Configuration) -> str:
-    """The `hympi run` flags of a configuration's layout and MPI parameters."""
-    params = "".join(f" --mpi-param {n}={v}" for n, v in config.mpi_params)
-    return f"--ranks {config.ranks} --threads {config.threads} --bind {config.bind}{params}"
-
-
-def mca_params(config: Configuration) -> str:
+def mca_lines(config: Configuration) -> str:
     """The MPI parameters as Open MPI mca-params.conf lines (a comment when every parameter keeps its default)."""
     if not config.mpi_params:
-        return "# every MPI parameter at the library's default"
+        return "# (the library's defaults are predicted best: set nothing)"
     return "\n".join(f"{n} = {v}" for n, v in config.mpi_params)
 
 
 def predict_main(args: argparse.Namespace) -> int:
     """Profiles (once), trains and prints the predicted configuration; UsageError (exit 2, nothing launched) for an
     unknown program or too few tuned programs."""
-    if not args.app_args:
-        raise UsageError("no program given (usage: hympi tune predict --space FILE -- APP [APP-ARGS])")
-    app, app_args = args.app_args[0], list(args.app_args[1:])
+    words = ([args.app] if args.app else []) + list(args.app_args)
+    if not words:
+        raise UsageError("no program given (usage: hympi tune predict APP --space FILE [-- APP-ARGS])")
+    app, app_args = words[0], tuple(words[1:])
     program = program_text(app, app_args)
     with Store.open(args.db, create=False) as store:
         others = _finished_programs(store) - {program}
@@ -109,10 +116,10 @@ def predict_main(args: argparse.Namespace) -> int:
             raise UsageError(f"predicting needs finished tunes of at least {MIN_PROGRAMS} other programs in "
                              f"{args.db}, found {len(others)} (run hympi tune run on more programs first)")
         check_program(app)
+        listing = load_listing(args.cvars)
+        space = load_space(args.space, listing.cvars, listing.library)
         summary = machine_summary()
-        listing = read_listing()
-        space = load_space(args.space, listing.cvars, listing.mpi_library)
-        launch = profile_spec(app, app_args, space.default, summary, args.virtual_nodes)
+        launch = profile_spec(app, app_args, space.default, summary)
         tuned = [t for t in tuned_programs(store, lambda: listing.cvars) if t.program != program]
         data, notes = training_set(store, tuned)
         data, more = same_encoding(data, space.feature_names())
@@ -124,23 +131,17 @@ def predict_main(args: argparse.Namespace) -> int:
         record = profile_program(store, machine, summary, launch, app, args.timeout)
         predictor = train(data)
         config, speedup = predict_best(predictor, record.features, space)
-    _print_prediction(program, reused, space, config, speedup, [p.program for p in data], notes + more)
-    return 0
-
-
-def _print_prediction(program: str, reused: bool, space: SearchSpace, config: Configuration, speedup: float,
-                      trained_on: list[str], notes: list[str]) -> None:
-    """The prediction as a person reads it, and what to paste where."""
-    how = "stored profile" if reused else "profiled once now"
+    how = "its stored profile" if reused else "profiled once now"
     print(f"program: {program} ({how}, at {space.default.label()})")
-    print(f"trained on {len(trained_on)} programs: {', '.join(trained_on)}")
-    for note in notes:
-        print(f"  left out: {note}")
+    print(f"trained on {len(data)} programs ({predictor.rows} measured configurations): "
+          f"{', '.join(p.program for p in data)}")
+    for note in notes + more:
+        print(f"left out: {note}")
     print(f"predicted best: {config.label()}")
     print(f"expected speedup over the default ({space.default.label()}): {speedup:.3f}x")
-    print(f"hympi run {layout_flags(config)} -- {program}")
-    print("Open MPI mca-params.conf:")
-    print(mca_params(config))
+    print(f"run it: {shlex.join(run_flags(config, app, app_args))}")
+    print(f"Open MPI mca-params.conf:\n{mca_lines(config)}")
+    return 0
 
 
 def _ratio_cell(value: float | None) -> str:
@@ -167,10 +168,9 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float)
     summary = machine_summary()
     machine = record_machine(store, summary, launcher_path())
     for tuned in missing:
-        app, app_args = parse_program(tuned.program)
         print(f"profiling {tuned.program} at {tuned.space.default.label()} ...", file=sys.stderr)
-        launch = profile_spec(app, app_args, tuned.space.default, summary)
-        profile_program(store, machine, summary, launch, app, timeout)
+        launch = profile_spec(tuned.app, tuned.app_args, tuned.space.default, summary)
+        profile_program(store, machine, summary, launch, tuned.app, timeout)
 
 
 def evaluate_main(args: argparse.Namespace) -> int:
@@ -180,7 +180,7 @@ def evaluate_main(args: argparse.Namespace) -> int:
         if len(found) < MIN_PROGRAMS + 1:
             raise UsageError(f"leave-one-program-out needs finished tunes of at least {MIN_PROGRAMS + 1} programs in "
                              f"{args.db}, found {len(found)}")
-        cvars = _cvar_source()
+        cvars = _cvars_source(args.cvars)
         if not args.no_profile:
             _profile_missing(store, tuned_programs(store, cvars), args.timeout)
         verdicts, notes = evaluate(store, cvars)

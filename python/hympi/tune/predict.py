@@ -22,23 +22,18 @@ not beat it, the features add nothing.
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.neural_network import MLPRegressor
-from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # scikit-learn's own dependency
 
 from hympi.errors import HympiError
 from hympi.store import Store, TuneRecord
-from hympi.tune.cvars import MPIT_FORMAT, Cvar, parse_listing
+from hympi.tune.cvars import Cvar
 from hympi.tune.features import feature_vector
 from hympi.tune.programs import stored_profile
 from hympi.tune.results import Measured, tune_results
@@ -119,13 +114,15 @@ class Predictor:
     """An ensemble of trained networks and the encoding they were trained on."""
 
     encoding_names: tuple[str, ...]
-    models: tuple[Pipeline, ...]
+    models: tuple[Any, ...]  # scikit-learn Pipelines (untyped)
     programs: tuple[str, ...]
     rows: int
 
     def log_speedups(self, features: Sequence[float], encodings: Sequence[Sequence[float]]) -> np.ndarray:
         """Predicted log speedup of each encoded configuration for a program with these features."""
         x = np.array([[*features, *e] for e in encodings], dtype=float)
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # scikit-learn's dependency
+
         with threadpool_limits(1):
             predictions = [np.asarray(m.predict(x), dtype=float) for m in self.models]
         return np.asarray(np.mean(predictions, axis=0), dtype=float)
@@ -148,6 +145,13 @@ def train(programs: Sequence[ProgramData], seeds: Sequence[int] = ENSEMBLE_SEEDS
         raise HympiError(f"training needs at least {MIN_PROGRAMS} programs with a measured default configuration, "
                          f"got {len(usable)}")
     names = _check_encoding(usable)
+    # scikit-learn takes seconds to import: only when a model is trained, not with every hympi command.
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from threadpoolctl import threadpool_limits
+
     x = np.array([[*p.features, *c.encoding] for p in usable for c, _ in p.rows()], dtype=float)
     y = np.array([t for p in usable for _, t in p.rows()], dtype=float)
     models = []
@@ -255,17 +259,10 @@ CvarSource = Callable[[], dict[str, Cvar]]
 
 
 def stored_space(tune: TuneRecord, cvars: CvarSource) -> SearchSpace:
-    """The search space a tune ran, rebuilt from its stored JSON ({'source': TOML data, 'cvars': [...]}; cvars not
-    stored are read from the installed library through `cvars`); UsageError when it no longer parses."""
-    data = tune.space
-    source = data.get("source", data)
-    stored = data.get("cvars")
-    if isinstance(stored, list) and stored:
-        known = parse_listing(json.dumps({"format": MPIT_FORMAT, "mpi_library": data.get("mpi_library", ""),
-                                          "cvars": stored})).cvars
-    else:
-        known = cvars() if isinstance(source, dict) and source.get("mpi") else {}
-    return parse_space(source, known)
+    """The search space a tune ran, rebuilt from the TOML data it stored and the library's control variables;
+    UsageError when it no longer parses against them."""
+    source = tune.space.get("source", {})
+    return parse_space(source, cvars() if source.get("mpi") else {})
 
 
 def pooled(measured: Sequence[Measured]) -> dict[str, tuple[float | None, bool]]:
@@ -295,6 +292,7 @@ class TunedProgram:
 
     program: str
     app: str
+    app_args: tuple[str, ...]
     tunes: tuple[TuneRecord, ...]
     space: SearchSpace
     measured: tuple[Measured, ...]
@@ -310,7 +308,8 @@ def tuned_programs(store: Store, cvars: CvarSource) -> list[TunedProgram]:
     for program in sorted(finished):
         results = {t.id: tune_results(store, t.id) for t in finished[program]}
         widest = max(finished[program], key=lambda t: (len(results[t.id]), t.id))
-        out.append(TunedProgram(program, widest.app, tuple(finished[program]), stored_space(widest, cvars),
+        args = tuple(str(a) for a in widest.params.get("app_args", []))
+        out.append(TunedProgram(program, widest.app, args, tuple(finished[program]), stored_space(widest, cvars),
                                 tuple(m for t in finished[program] for m in results[t.id])))
     return out
 

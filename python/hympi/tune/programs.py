@@ -4,7 +4,6 @@ layout (library-default MPI parameters) under libhympi-profile, its profile and 
 from __future__ import annotations
 
 import json
-import shlex
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,19 +22,8 @@ DEFAULT_PROFILE_TIMEOUT_S = 600.0
 
 
 def program_text(app: str, app_args: Sequence[str]) -> str:
-    """The program's name in the store: 'is --class A' (the app and its arguments, shell-quoted)."""
-    return shlex.join([app, *app_args])
-
-
-def parse_program(program: str) -> tuple[str, tuple[str, ...]]:
-    """The inverse of program_text: (app, arguments); UsageError for empty or unbalanced text."""
-    try:
-        words = shlex.split(program)
-    except ValueError as exc:
-        raise UsageError(f"program '{program}' cannot be split into app and arguments ({exc})") from None
-    if not words:
-        raise UsageError("no program given (an app name and its arguments)")
-    return words[0], tuple(words[1:])
+    """The program's name in the store, as a tune names it: 'is --class A' (the app and its arguments)."""
+    return " ".join([app, *app_args])
 
 
 def check_program(app: str) -> str:
