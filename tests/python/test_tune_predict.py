@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 import tunedata
 from conftest import hympi
+from fakeapps import REPO, fake_bin_dir, launches
 from hympi.errors import HympiError
 from hympi.profile import read_profile
 from hympi.store import Store
@@ -151,3 +154,27 @@ def test_cli_refuses_too_few_programs_and_unknown_programs(tmp_path, space_file,
                  "--size", "16", env=env)
     assert proc.returncode == 2 and "at least 2 other programs" in proc.stderr and "found 1" in proc.stderr
     assert not marker.exists()
+
+
+def test_predict_profiles_an_unseen_program_once_and_reuses_its_profile(tuned_db, tmp_path, space_file):
+    env = fake_bin_dir(tmp_path)
+    # The real profiler is preloaded but idle (the fake app calls no MPI); the fake app writes the profile itself.
+    env["HYMPI_PROFILE_LIB"] = str(Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin").parent / "lib"
+                                   / "libhympi-profile.so")
+    db = Path(shutil.copy(tuned_db, tmp_path / "t.db"))
+    args = ("tune", "predict", "rb3d", "--space", str(space_file), "--db", str(db), "--cvars", CVARS, "--",
+            "--size", "8")
+    first = hympi(*args, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "program: rb3d --size 8 (profiled once now, at 4x1 core (MPI defaults))" in first.stdout
+    assert launches(env) == ["4x1"]
+    with Store.open(db) as store:
+        record = store.latest_profile("rb3d --size 8")
+    assert record is not None and (record.ranks, record.threads) == (4, 1)
+    assert record.features["alltoall_large"] == 1.0 and record.features["mpi_share"] == 0.25
+    assert record.features["alltoall_log_rate"] == pytest.approx(math.log10(1 + 8 / 2.0))
+    # Large all-to-all messages: the rule of the training programs says high eager limit.
+    assert "btl_vader_eager_limit=65536" in first.stdout.split("predicted best: ")[1].splitlines()[0]
+    second = hympi(*args, env=env)
+    assert second.returncode == 0 and "(its stored profile, at 4x1 core" in second.stdout
+    assert launches(env) == ["4x1"]  # not profiled again

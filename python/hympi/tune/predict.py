@@ -267,10 +267,10 @@ def stored_space(tune: TuneRecord, cvars: CvarSource) -> SearchSpace:
 
 def pooled(measured: Sequence[Measured]) -> dict[str, tuple[float | None, bool]]:
     """Per configuration key over several tunes of one program: (median of every ok rate, failed = measured but
-    never ok)."""
+    never ok: failed, timed out or unverified)."""
     rates: dict[str, list[float]] = {}
     for m in measured:
-        rates.setdefault(m.config.key(), []).extend(m.rates if m.rates else ([m.score] if m.score else []))
+        rates.setdefault(m.config.key(), []).extend(m.rates)
     return {key: (float(np.median(r)) if r else None, not r) for key, r in rates.items()}
 
 
