@@ -1,0 +1,172 @@
+"""hympi tune run/best/params: bad input refused before anything launches, a tune resumed after interruption measures
+what the uninterrupted one does, and one real tune of rb3d under mpirun."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from conftest import REPO, hympi
+from hympi.cli import main as cli_main
+from hympi.launch.mpirun import RunOutcome
+from hympi.store import Store
+from hympi.tune.cvars import parse_cvars
+from hympi.tune.output import best_of_tune, mca_params, mpich_env, run_command_text
+from hympi.tune.results import tune_results
+from hympi.tune.space import parse_space
+from hympi.tune.tuner import TuneParams, open_tune, run_tune
+
+FIXTURE = REPO / "tests" / "data" / "mpit-openmpi-4.1.4.json"
+CVARS = parse_cvars(FIXTURE.read_text())
+SMALL = """
+[layout]
+ranks = [1, 2]
+default = { ranks = 2 }
+[mpi.btl_vader_eager_limit]
+values = [4096, 8192]
+"""
+
+
+def _cli(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], *args: str) -> int:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    return cli_main(list(args))
+
+
+@pytest.mark.parametrize(("space", "extra", "message"), [
+    ("[mpi.btl_vader_eagerlimit]\nvalues = [4096]", (),
+     "unknown MPI parameter 'btl_vader_eagerlimit' (not a control variable of Open MPI v4.1.4)"),
+    ("[mpi.btl_vader_eager_limit]\nvalues = ['abc']", (), "btl_vader_eager_limit: 'abc' is not an unsigned integer"),
+    ("[layout]\nranks = [2]", (), "the search space is empty"),
+    (SMALL, ("--max-runs", "3"), "5 configurations, more than --max-runs 3: use --strategy guided"),
+    (SMALL, ("--strategy", "annealing"), "unknown strategy 'annealing'"),
+    (SMALL, ("--repeat", "0"), "--repeat must be >= 1"),
+    ("[layout]\nranks = [1, 64]", (), "layout 64x1 of the space needs 64 PUs"),
+])
+def test_bad_tunes_exit_2_with_one_line_and_launch_nothing(space: str, extra: tuple[str, ...], message: str,
+                                                           tmp_path: Path, fake_launcher, monkeypatch, capsys):
+    env, marker = fake_launcher
+    (tmp_path / "space.toml").write_text(space)
+    code = _cli(monkeypatch, env, "tune", "run", "rb3d", "--space", str(tmp_path / "space.toml"), "--cvars",
+                str(FIXTURE), "--db", str(tmp_path / "t.db"), *extra, "--", "--size", "8")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err
+    assert not marker.exists() and not (tmp_path / "t.db").exists()
+
+
+def test_an_unknown_app_or_one_it_rejects_is_refused(tmp_path: Path, fake_launcher, monkeypatch, capsys):
+    env, marker = fake_launcher
+    (tmp_path / "space.toml").write_text(SMALL)
+    assert _cli(monkeypatch, env, "tune", "run", "nosuch", "--space", str(tmp_path / "space.toml"), "--cvars",
+                str(FIXTURE)) == 2
+    assert "unknown app 'nosuch'" in capsys.readouterr().err
+    # The app itself refuses its arguments (--validate-ranks), before any launch.
+    assert _cli(monkeypatch, env, "tune", "run", "rb3d", "--space", str(tmp_path / "space.toml"), "--cvars",
+                str(FIXTURE), "--db", str(tmp_path / "t.db"), "--", "--no-such-option") == 2
+    assert "no-such-option" in capsys.readouterr().err
+    assert not marker.exists()
+    assert _cli(monkeypatch, env, "sweep", "rb3d", "--mpi-param", "x=1", "--cvars", str(FIXTURE), "--db",
+                str(tmp_path / "s.db")) == 2
+    assert "unknown MPI parameter 'x' (not a control variable of Open MPI v4.1.4)" in capsys.readouterr().err
+    assert _cli(monkeypatch, env, "run", "rb3d", "--mpi-param", "btl_vader_eager_limit", "--cvars", str(FIXTURE)) == 2
+    assert "--mpi-param needs NAME=VALUE" in capsys.readouterr().err
+    assert not marker.exists() and not (tmp_path / "s.db").exists()
+
+
+def test_params_lists_and_filters_the_cvars(monkeypatch, capsys):
+    assert cli_main(["tune", "params", "--cvars", str(FIXTURE), "--grep", "ALLTOALL", "--json"]) == 0
+    listed = parse_cvars(capsys.readouterr().out)
+    assert sorted(listed) == ["coll_tuned_alltoall_algorithm", "coll_tuned_alltoall_algorithm_segmentsize",
+                              "coll_tuned_alltoallv_algorithm"]
+    assert listed["coll_tuned_alltoall_algorithm"] == CVARS["coll_tuned_alltoall_algorithm"]
+
+
+class FakeLauncher:
+    """An in-process launcher: a rate from the layout and eager limit; the library 'ignores' eager limits above
+    16384 (reads back 4096); raises KeyboardInterrupt at launch `stop_at` (a killed tune)."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.launched = 0
+        self.stop_at = stop_at
+
+    def __call__(self, cmd: list[str], timeout: float) -> RunOutcome:
+        self.launched += 1
+        if self.launched == self.stop_at:
+            raise KeyboardInterrupt
+        env = dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))
+        ranks = int(cmd[cmd.index("-np") + 1])
+        eager = env.get("OMPI_MCA_btl_vader_eager_limit")
+        taken = eager if eager is None or int(eager) <= 16384 else "4096"
+        rate = 10.0 * ranks * (1.5 if taken == "8192" else 1.0) * (1.2 if env["HYMPI_BIND"] == "core" else 1.0)
+        record: dict = {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p", "max_rss_mib": 5.0 * ranks}
+        if eager is not None:
+            record["mpi_cvars"] = {"btl_vader_eager_limit": taken}
+        return RunOutcome("ok", 0, 0.0, cmd, "", "", record)
+
+
+SPACE = {"layout": {"ranks": [1, 2], "bind": ["core", "none"], "default": {"ranks": 2}},
+         "mpi": {"btl_vader_eager_limit": {"values": [4096, 8192, 65536]}}}
+
+
+def _tune(db: Path, launcher: FakeLauncher, resume: bool, strategy: str = "guided") -> tuple[int, list]:
+    space = parse_space(SPACE, CVARS)
+    params = TuneParams("rb3d", ("--size", "8"), strategy, 7, repeat=1, seed=5, min_time=0.0)
+    with Store.open(db) as store:
+        machine = store.ensure_machine("h", "t", "Open MPI 4.1.4", "c", {})
+        tune, _ = open_tune(store, machine, params, space, resume)
+        run_tune(store, machine, tune, space, Console(file=io.StringIO()), launcher)
+        return tune.id, [(m.config, m.score, m.ignored) for m in tune_results(store, tune.id)]
+
+
+@pytest.mark.parametrize("stop_at", [4, 9])  # inside a sweep (after its warm-up) and between sweeps
+def test_an_interrupted_tune_resumes_to_the_same_measurements(tmp_path: Path, stop_at: int):
+    whole_id, whole = _tune(tmp_path / "a.db", FakeLauncher(), False)
+    assert len(whole) == 7
+    launcher = FakeLauncher(stop_at=stop_at)
+    with pytest.raises(KeyboardInterrupt):
+        _tune(tmp_path / "b.db", launcher, False)
+    with Store.open(tmp_path / "b.db") as store:
+        assert store.tunes()[0].status == "interrupted"
+        kept = len(store.runs())
+    launcher.stop_at = None
+    resumed_id, resumed = _tune(tmp_path / "b.db", launcher, True)
+    assert resumed_id == whole_id and resumed == whole  # the same configurations, chosen alike, scored alike
+    with Store.open(tmp_path / "b.db") as store:
+        assert store.tune(resumed_id).status == "finished" and len(store.tunes()) == 1
+        assert len(store.runs()) == 2 * 7  # warm-up + 1 measured run per configuration: nothing run twice
+        assert len(store.runs()) - kept == launcher.launched - stop_at
+        found = best_of_tune(store, None)
+    assert found.best.config.params() == {"btl_vader_eager_limit": "8192"}
+    assert any(ignored == ("btl_vader_eager_limit",) for config, _, ignored in whole
+               if config.params().get("btl_vader_eager_limit") == "65536")
+    assert "btl_vader_eager_limit = 8192" in mca_params(found).splitlines()
+    assert "export MPIR_CVAR_BTL_VADER_EAGER_LIMIT=8192" in mpich_env(found).splitlines()
+    assert run_command_text(found) == (f"hympi run rb3d -n {found.best.config.ranks} --threads 1 --bind core "
+                                       "--mpi-param btl_vader_eager_limit=8192 -- --size 8")
+
+
+def test_a_real_tune_of_rb3d_under_mpirun(tmp_path: Path):
+    (tmp_path / "space.toml").write_text(SMALL)
+    db = tmp_path / "t.db"
+    proc = hympi("tune", "run", "rb3d", "--space", str(tmp_path / "space.toml"), "--cvars", str(FIXTURE),
+                 "--repeat", "1", "--min-time", "0", "--seed", "1", "--db", str(db), "--", "--size", "8",
+                 env={"COLUMNS": "200"}, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert "measured 5 of 5 configurations" in proc.stdout and "no confidence interval" in proc.stdout
+    with Store.open(db, create=False) as store:
+        results = tune_results(store, store.tunes()[0].id)
+        assert len(results) == 5 and all(m.status == "ok" and m.score for m in results)
+        runs = store.runs()
+        tuned = [r for r in runs if r.mpi_params]
+        assert len(tuned) == 8 and all("-x" in r.command and any(a.startswith("OMPI_MCA_btl_vader_eager_limit=")
+                                                                 for a in r.command) for r in tuned)
+    best = hympi("tune", "best", "--db", str(db), "--format", "flags")
+    assert best.returncode == 0 and best.stdout.startswith("hympi run rb3d -n ")
+    args = best.stdout.split()[2:]
+    split = args.index("--")
+    # The printed command runs as printed (here checked against the fixture's cvars, not hympi-mpit's).
+    again = hympi("run", *args[:split], "--cvars", str(FIXTURE), "--json", *args[split:])
+    assert again.returncode == 0, again.stderr
