@@ -17,7 +17,7 @@
 // the matrix; each collective bins, per call, the send bytes it adds to its "send_bytes" count.
 //
 // Time: every intercepted call (sends, receives, waits, tests, probes, collectives) is timed with
-// steady_clock and summed into one atomic per process, so there is no lock on the timing path.
+// a tick counter (see ticks()) summed into one atomic per process: no lock on the timing path.
 // A call made from inside another intercepted one (e.g. MPICH's Fortran bindings calling the C
 // MPI_Send) is neither timed nor recorded twice: only the outermost call on a thread counts. Calls
 // overlapping on several threads (MPI_THREAD_MULTIPLE) are summed per thread, so mpi_time_s can
@@ -30,6 +30,9 @@
 // program never loads the Fortran bindings, so they cannot be linked in).
 #include <dlfcn.h>
 #include <mpi.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
 
 #include <atomic>
 #include <cerrno>
@@ -89,6 +92,18 @@ int size_bin(std::uint64_t bytes) {
 
 using Clock = std::chrono::steady_clock;
 
+// The per-call timing path reads a tick counter: x86's TSC costs a fraction of steady_clock::now()
+// (about 40 vs 100 ns on a virtual machine, twice per call). Ticks become seconds with the rate
+// measured against steady_clock between MPI_Init and MPI_Finalize (invariant TSC: constant rate).
+// Elsewhere the ticks are steady_clock's own, and that rate comes out as its period.
+std::uint64_t ticks() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __rdtsc();
+#else
+  return static_cast<std::uint64_t>(Clock::now().time_since_epoch().count());
+#endif
+}
+
 struct Persistent {
   int dest = MPI_PROC_NULL;  // world rank
   std::uint64_t bytes = 0;
@@ -103,9 +118,10 @@ struct State {
   std::uint64_t coll_calls[kNumCollectives] = {};
   std::uint64_t coll_bytes[kNumCollectives] = {};
   std::uint64_t histogram[kNumKinds][kNumBins] = {};
-  std::atomic<std::int64_t> mpi_ns{0};  // outside the mutex: the timing path takes no lock
+  std::atomic<std::uint64_t> mpi_ticks{0};  // outside the mutex: the timing path takes no lock
   bool started = false;
   Clock::time_point start;  // return of MPI_Init, else the first call seen
+  std::uint64_t start_ticks = 0;
   std::unordered_map<MPI_Request, Persistent> persistent;
   // Group-rank -> world-rank tables of the communicators seen, dropped when one is freed.
   std::unordered_map<MPI_Comm, std::vector<int>> translation;
@@ -120,22 +136,20 @@ State& state() {
 // calls back into an intercepted entry point. Per thread by nature, hence thread_local.
 thread_local int call_depth = 0;
 
-// Times one intercepted call (only the outermost on its thread) into State::mpi_ns.
+// Times one intercepted call (only the outermost on its thread) into State::mpi_ticks.
 class InMpi {
  public:
-  InMpi() : outer_(call_depth++ == 0), start_(outer_ ? Clock::now() : Clock::time_point{}) {}
+  InMpi() : outer_(call_depth++ == 0), start_(outer_ ? ticks() : 0) {}
   ~InMpi() {
     --call_depth;
-    if (outer_)
-      state().mpi_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start_).count(),
-                               std::memory_order_relaxed);
+    if (outer_) state().mpi_ticks.fetch_add(ticks() - start_, std::memory_order_relaxed);
   }
   InMpi(const InMpi&) = delete;
   InMpi& operator=(const InMpi&) = delete;
 
  private:
   bool outer_;
-  Clock::time_point start_;
+  std::uint64_t start_;
 };
 
 // True inside a call made from another intercepted call: its traffic is the outer call's.
@@ -144,6 +158,7 @@ bool nested() { return call_depth > 1; }
 // Starts the wall clock (mutex held); MPI_Init's return restarts it, the first call seen otherwise.
 void start_clock(State& s) {
   s.start = Clock::now();
+  s.start_ticks = ticks();
   s.started = true;
 }
 
@@ -294,34 +309,41 @@ void write_uint_list(FILE* f, const std::vector<std::uint64_t>& all, int stride,
   std::fprintf(f, "]");
 }
 
+void write_uints(FILE* f, const std::uint64_t* values, int count) {
+  std::fprintf(f, "[");
+  for (int i = 0; i < count; ++i) std::fprintf(f, "%s%llu", i ? ", " : "", static_cast<unsigned long long>(values[i]));
+  std::fprintf(f, "]");
+}
+
 // "size_bins" and "histograms" (counts summed over ranks, only kinds with an event) from the
 // gathered count rows (kCountsPerRank each).
 void write_histograms(FILE* f, const std::vector<std::uint64_t>& all_counts, int n) {
-  std::fprintf(f, "  \"size_bins\": [");
-  for (int b = 0; b < kNumBins; ++b)
-    std::fprintf(f, "%s%llu", b ? ", " : "", static_cast<unsigned long long>(kBinEdges[b]));
-  std::fprintf(f, "],\n  \"histograms\": {");
+  std::fprintf(f, "  \"size_bins\": ");
+  write_uints(f, kBinEdges, kNumBins);
+  std::fprintf(f, ",\n  \"histograms\": {");
   bool first = true;
   for (int k = 0; k < kNumKinds; ++k) {
     std::uint64_t sums[kNumBins] = {}, total = 0;
-    for (int r = 0; r < n; ++r)
+    for (int r = 0; r < n; ++r) {
+      const std::uint64_t* row = &all_counts[static_cast<std::size_t>(r) * kCountsPerRank + kHistogramBase];
       for (int b = 0; b < kNumBins; ++b) {
-        const std::uint64_t c = all_counts[static_cast<std::size_t>(r) * kCountsPerRank + kHistogramBase + k * kNumBins + b];
-        sums[b] += c;
-        total += c;
+        sums[b] += row[k * kNumBins + b];
+        total += row[k * kNumBins + b];
       }
+    }
     if (total == 0) continue;
-    std::fprintf(f, "%s\n    \"%s\": [", first ? "" : ",", k == kP2p ? "p2p" : kCollectiveNames[k - 1]);
-    for (int b = 0; b < kNumBins; ++b) std::fprintf(f, "%s%llu", b ? ", " : "", static_cast<unsigned long long>(sums[b]));
-    std::fprintf(f, "]");
+    std::fprintf(f, "%s\n    \"%s\": ", first ? "" : ",", k == kP2p ? "p2p" : kCollectiveNames[k - 1]);
+    write_uints(f, sums, kNumBins);
     first = false;
   }
   std::fprintf(f, "%s},\n", first ? "" : "\n  ");
 }
 
+// Column `index` of the gathered (MPI time, wall time) pairs as one JSON list of seconds.
 void write_times(FILE* f, const char* key, const std::vector<double>& all_times, int index, int n) {
   std::fprintf(f, "  \"%s\": [", key);
-  for (int r = 0; r < n; ++r) std::fprintf(f, "%s%.6f", r ? ", " : "", all_times[2 * static_cast<std::size_t>(r) + index]);
+  for (int r = 0; r < n; ++r)
+    std::fprintf(f, "%s%.6f", r ? ", " : "", all_times[2 * static_cast<std::size_t>(r) + index]);
   std::fprintf(f, "]");
 }
 
@@ -355,8 +377,11 @@ void dump() {
     }
     for (const auto& kind : s.histogram) counts.insert(counts.end(), std::begin(kind), std::end(kind));
     static_assert(sizeof s.histogram / sizeof s.histogram[0][0] == kCountsPerRank - kHistogramBase);
-    times[0] = 1e-9 * static_cast<double>(s.mpi_ns.load(std::memory_order_relaxed));
     times[1] = std::chrono::duration<double>(Clock::now() - s.start).count();
+    const std::uint64_t wall_ticks = ticks() - s.start_ticks;
+    if (wall_ticks > 0)
+      times[0] = times[1] * static_cast<double>(s.mpi_ticks.load(std::memory_order_relaxed)) /
+                 static_cast<double>(wall_ticks);
   }
   const int n = s.size;
   std::vector<double> all_times;
@@ -774,11 +799,12 @@ void mpi_sendrecv_replace_(void* buf, F* count, F* type, F* dest, F* stag, F* so
   next(buf, count, type, dest, stag, source, rtag, comm, status, ierr);
 }
 
-#define HYMPI_TIMED_F(lower, PARAMS, ARGS)                                \
-  void mpi_##lower##_ PARAMS {                                              \
-    const InMpi in_mpi;                                                     \
+// Receives, completions and probes, forwarded untouched: only their time counts.
+#define HYMPI_TIMED_F(lower, PARAMS, ARGS)                                      \
+  void mpi_##lower##_ PARAMS {                                                  \
+    const InMpi in_mpi;                                                         \
     static const auto next = fortran_pmpi<void(*) PARAMS>("pmpi_" #lower "_"); \
-    next ARGS;                                                              \
+    next ARGS;                                                                  \
   }
 HYMPI_TIMED_F(recv, (void* buf, F* count, F* type, F* source, F* tag, F* comm, F* status, F* ierr),
               (buf, count, type, source, tag, comm, status, ierr))
@@ -794,7 +820,8 @@ HYMPI_TIMED_F(testall, (F* count, F* reqs, F* flag, F* statuses, F* ierr), (coun
 HYMPI_TIMED_F(testany, (F* count, F* reqs, F* index, F* flag, F* status, F* ierr),
               (count, reqs, index, flag, status, ierr))
 HYMPI_TIMED_F(probe, (F* source, F* tag, F* comm, F* status, F* ierr), (source, tag, comm, status, ierr))
-HYMPI_TIMED_F(iprobe, (F* source, F* tag, F* comm, F* flag, F* status, F* ierr), (source, tag, comm, flag, status, ierr))
+HYMPI_TIMED_F(iprobe, (F* source, F* tag, F* comm, F* flag, F* status, F* ierr),
+              (source, tag, comm, flag, status, ierr))
 
 void mpi_init_(F* ierr) {
   using Fn = void (*)(F*);
