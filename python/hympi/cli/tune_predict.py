@@ -19,7 +19,7 @@ from hympi.apps import APPS
 from hympi.cli.common import add_db_option, seconds
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
-from hympi.launch.mpirun import launcher_path
+from hympi.launch.mpirun import launcher_path, mpi_env_name
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary
@@ -30,6 +30,7 @@ from hympi.tune.predict import (
     ProgramVerdict,
     TunedProgram,
     evaluate,
+    finished_programs,
     mean_ratio,
     predict_best,
     same_encoding,
@@ -90,16 +91,16 @@ def _cvars_source(path: str | None) -> Callable[[], dict[str, Cvar]]:
     return cache(lambda: load_listing(path).cvars)
 
 
-def _finished_programs(store: Store) -> set[str]:
-    """Names of the programs with a finished tune (read without launching anything)."""
-    return {t.program for t in store.tunes() if t.status == "finished"}
-
-
-def mca_lines(config: Configuration) -> str:
-    """The MPI parameters as Open MPI mca-params.conf lines (a comment when every parameter keeps its default)."""
+def parameter_lines(config: Configuration, library: str) -> str:
+    """The MPI parameters in the library's own form: Open MPI mca-params.conf lines, or MPICH `export MPIR_CVAR_*`
+    lines (a comment when every parameter keeps its default)."""
+    mpich = "mpich" in library.lower() or "hydra" in library.lower()
+    title = "MPICH environment:" if mpich else "Open MPI mca-params.conf:"
     if not config.mpi_params:
-        return "# (the library's defaults are predicted best: set nothing)"
-    return "\n".join(f"{n} = {v}" for n, v in config.mpi_params)
+        return f"{title}\n# (the library's defaults are predicted best: set nothing)"
+    lines = [f"export {mpi_env_name(n, 'mpich')}={shlex.quote(v)}" if mpich else f"{n} = {v}"
+             for n, v in config.mpi_params]
+    return "\n".join([title, *lines])
 
 
 def predict_main(args: argparse.Namespace) -> int:
@@ -111,7 +112,7 @@ def predict_main(args: argparse.Namespace) -> int:
     app, app_args = words[0], tuple(words[1:])
     program = program_text(app, app_args)
     with Store.open(args.db, create=False) as store:
-        others = _finished_programs(store) - {program}
+        others = finished_programs(store) - {program}
         if len(others) < MIN_PROGRAMS:
             raise UsageError(f"predicting needs finished tunes of at least {MIN_PROGRAMS} other programs in "
                              f"{args.db}, found {len(others)} (run hympi tune run on more programs first)")
@@ -140,7 +141,7 @@ def predict_main(args: argparse.Namespace) -> int:
     print(f"predicted best: {config.label()}")
     print(f"expected speedup over the default ({space.default.label()}): {speedup:.3f}x")
     print(f"run it: {shlex.join(run_flags(config, app, app_args))}")
-    print(f"Open MPI mca-params.conf:\n{mca_lines(config)}")
+    print(parameter_lines(config, listing.library))
     return 0
 
 
@@ -176,7 +177,7 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float)
 def evaluate_main(args: argparse.Namespace) -> int:
     """Prints the leave-one-program-out table and the mean ratios; UsageError (exit 2) with too few programs."""
     with Store.open(args.db, create=False) as store:
-        found = _finished_programs(store)
+        found = finished_programs(store)
         if len(found) < MIN_PROGRAMS + 1:
             raise UsageError(f"leave-one-program-out needs finished tunes of at least {MIN_PROGRAMS + 1} programs in "
                              f"{args.db}, found {len(found)}")

@@ -298,6 +298,11 @@ class TunedProgram:
     measured: tuple[Measured, ...]
 
 
+def finished_programs(store: Store) -> set[str]:
+    """Names of the programs with at least one finished tune (read from the store alone)."""
+    return {t.program for t in store.tunes() if t.status == "finished"}
+
+
 def tuned_programs(store: Store, cvars: CvarSource) -> list[TunedProgram]:
     """Every program with at least one finished tune, by name."""
     finished: dict[str, list[TuneRecord]] = {}
@@ -343,6 +348,10 @@ def evaluate(store: Store, cvars: CvarSource,
              seeds: Sequence[int] = ENSEMBLE_SEEDS) -> tuple[list[ProgramVerdict], list[str]]:
     """Leave-one-program-out over the store's tuned programs with profiles (those sharing the most common space
     encoding), plus notes on programs left out; HympiError with fewer than MIN_PROGRAMS + 1 programs."""
+    programs = finished_programs(store)
+    if len(programs) < MIN_PROGRAMS + 1:  # say so before reading spaces (which may launch hympi-mpit)
+        raise HympiError(f"leave-one-program-out needs finished tunes of at least {MIN_PROGRAMS + 1} programs, "
+                         f"{store.path} has {len(programs)}")
     data, notes = training_set(store, tuned_programs(store, cvars))
     if not data:
         raise HympiError(f"no tuned program with a stored profile and a measured default in {store.path}")
