@@ -32,6 +32,7 @@ details pre { white-space: pre-wrap; font-size: 0.85em; max-width: 40em; text-al
 .muted { color: #666; font-size: 0.9em; } .why { margin: 0.5em 0 0 0; } .why ul { margin: 0.2em 0; }
 table.breakdown td { white-space: nowrap; } tr.predicted td { color: #555; }
 caption { text-align: left; font-size: 0.9em; color: #444; max-width: 60em; }
+table.tune-predicted td.l, table.tune-speedup td.l, table.tune-strategies td.l { max-width: 16em; }
 """
 
 
@@ -247,32 +248,52 @@ class TuningView:
     ratios: str = ""
 
 
+# The network's mean ratio must beat the constant pick's by this much before the report credits the features.
+CLEAR_MARGIN = 0.05
+
+
 def _speedup_cell(s: Speedup) -> str:
     """A speedup with its interval, as results.speedup wrote it ('-' when there is none)."""
     return escape(s.text or "-")
 
 
-def _no_difference(program: ProgramTuning) -> str:
-    """The honest sentence for a program whose best is not separated from the default ('' when it is)."""
-    ref = program.reference()
-    s = ref.speedup
-    if ref.best is None or s.ratio is None or s.separated:
+def _verdict(s: Speedup, what: str, against: str) -> str:
+    """One honest sentence on `what` vs `against` from a speedup and its interval ('' when it is separated)."""
+    if s.ratio is None or s.separated:
         return ""
+    if s.low is None or s.high is None:
+        return (f"{what} measured {s.ratio:.2f}x {against} with too few ok runs for an interval: no evidence either "
+                "way (tune with --repeat 4 or more)")
+    if s.low > 1.0 or s.high < 1.0:
+        return (f"{what} measured {s.ratio:.2f}x {against} ({s.text}): too few runs per configuration for a verdict "
+                "(tune with --repeat 4 or more)")
+    return f"no measurable difference between {what} and {against} on this machine ({s.text})"
+
+
+def _honest(program: ProgramTuning) -> list[str]:
+    """Sentences for what the tune could not show: best vs default, and its MPI parameters vs the same layout."""
+    ref = program.reference()
+    if ref.best is None:
+        return []
+    lines = []
     if ref.best.config == ref.default:
-        return (f"{program.program}: no configuration measured faster than the default on this machine; keep the "
-                "defaults.")
-    if s.low is None:
-        return (f"{program.program}: the best configuration ({ref.best.config.label()}) measured {s.ratio:.2f}x the "
-                "default, but with one ok run each no interval exists: this is not evidence of a difference "
-                "(tune with --repeat 4 or more).")
-    return (f"{program.program}: no measurable difference on this machine -- the best configuration "
-            f"({ref.best.config.label()}) and the default cannot be told apart ({s.text}); keep the defaults.")
+        lines.append("no configuration measured faster than the default; keep the defaults")
+    elif line := _verdict(ref.speedup, "the best configuration", "the default"):
+        lines.append(line)
+    if not ref.best.config.mpi_params:
+        lines.append("the best configuration sets no MPI parameter: the library's defaults are best here")
+    elif ref.params_gain is not None:
+        line = _verdict(ref.params_gain, "its MPI parameters", "the same layout with the library's defaults")
+        lines.append(line or f"its MPI parameters add {ref.params_gain.text} over the same layout with the "
+                              "library's defaults")
+    return [f"{program.program}: {line}." for line in lines]
 
 
 def _tuning_overview(programs: tuple[ProgramTuning, ...]) -> str:
     """Per program: the reference tune's best configuration and its speedup over the default."""
     head = ("<tr><th class='l'>program</th><th>tunes</th><th>configurations measured</th><th>runs</th>"
-            "<th class='l'>default</th><th class='l'>best configuration</th><th>speedup of best vs default</th></tr>")
+            "<th class='l'>default</th><th class='l'>best configuration</th><th>speedup of best vs default</th>"
+            "<th>its MPI parameters vs the same layout with defaults</th></tr>")
     rows = []
     for p in programs:
         ref = p.reference()
@@ -281,10 +302,12 @@ def _tuning_overview(programs: tuple[ProgramTuning, ...]) -> str:
                     f"<td>{len(ref.results)}{size}</td><td>{ref.runs}</td>"
                     f"<td class='l'>{escape(ref.default.label() if ref.default else '-')}</td>"
                     f"<td class='l'>{escape(ref.best.config.label() if ref.best else 'none ran ok')}</td>"
-                    f"<td>{_speedup_cell(ref.speedup)}</td></tr>")
+                    f"<td>{_speedup_cell(ref.speedup)}</td>"
+                    f"<td>{_speedup_cell(ref.params_gain) if ref.params_gain else '-'}</td></tr>")
     caption = ("per program, from the tune that measured most of its space: speedup = median rate of the best "
                "configuration / median rate of the default (the space's default layout, MPI parameters at the "
-               "library's defaults), with the bootstrap interval of report.compare")
+               "library's defaults), with the bootstrap interval of report.compare; the last column separates what "
+               "the MPI parameters add from what the layout adds")
     return f"<table class='tune-speedup'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
 
 
@@ -334,8 +357,13 @@ def _prediction_part(prediction: Prediction, ratios: str) -> str:
                "profile, and the ratio is the speedup this program's own tune measured for that configuration over "
                "its best measured speedup; the baseline always picks the configuration best on average over the "
                "training programs")
-    verdict = ("the network adds nothing over the constant pick here" if mean is not None and base is not None
-               and mean <= base else "the network picks better than the constant")
+    if mean is None or base is None:
+        verdict = "no ratio to compare"
+    elif mean - base < CLEAR_MARGIN:
+        verdict = (f"within {CLEAR_MARGIN:g} of the constant pick or below it: the profile features add nothing "
+                   "measurable here")
+    else:
+        verdict = "the network picks better than the constant"
     summary = (f"<p class='tune-mean'>mean ratio predicted/best: <b>{_num(mean, '.3f')}</b>; baseline: "
                f"{_num(base, '.3f')} ({escape(verdict)})</p>")
     notes = "".join(f"<div class='note'>left out: {escape(n)}</div>" for n in prediction.notes)
@@ -378,7 +406,7 @@ def tuning_section(view: TuningView) -> str:
     """The Tuning section: speedups, strategies, prediction, memory ('' without tunes)."""
     if not view.programs:
         return ""
-    honest = "".join(f"<div class='note'>{escape(line)}</div>" for p in view.programs if (line := _no_difference(p)))
+    honest = "".join(f"<div class='note'>{escape(line)}</div>" for p in view.programs for line in _honest(p))
     return ("<h2 id='tuning'>Tuning</h2><p class='muted'>hympi tune: configurations = ranks x threads x binding x MPI "
             "parameters, each measured as one sweep; score = median rate of its ok runs</p>"
             f"{_tuning_overview(view.programs)}{honest}<h3 id='tuning-strategies'>Runs used by each strategy</h3>"

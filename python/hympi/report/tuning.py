@@ -27,6 +27,9 @@ class TuneSummary:
     default: Configuration | None
     best: Measured | None
     speedup: Speedup
+    # The best configuration over the same layout with the library's defaults: what its MPI parameters add (None
+    # when it sets none or that layout was not measured with the defaults).
+    params_gain: Speedup | None = None
 
     @property
     def runs(self) -> int:
@@ -88,8 +91,12 @@ def _summary(store: Store, tune: TuneRecord) -> TuneSummary:
     top = best(results)
     base = default_of(results, default) if default is not None else None
     size = tune.space.get("configurations")
+    gain = None
+    if top is not None and top.config.mpi_params:
+        plain = default_of(results, Configuration(top.config.ranks, top.config.threads, top.config.bind))
+        gain = speedup(top, plain) if plain is not None and plain.score is not None else None
     return TuneSummary(tune, tuple(results), int(size) if isinstance(size, int) else None, default, top,
-                       speedup(top, base) if top is not None else Speedup(None, text="no configuration ran ok"))
+                       speedup(top, base) if top is not None else Speedup(None, text="no configuration ran ok"), gain)
 
 
 def _memory(tunes: list[TuneSummary]) -> tuple[MemoryPoint, ...]:
