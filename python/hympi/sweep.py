@@ -149,10 +149,11 @@ class SweepParams:
     max_repeat: int = DEFAULT_MAX_REPEAT
     confidence: float = DEFAULT_CONFIDENCE
     mpi_params: tuple[tuple[str, str], ...] = ()
+    mpit_read: tuple[str, ...] = ()
 
     def as_dict(self) -> JsonObject:
-        """JSON-ready form, stored with the sweep (mpi_params only when set, so a sweep without any keeps the
-        identity it had before MPI parameters existed)."""
+        """JSON-ready form, stored with the sweep (mpi_params and mpit_read only when set, so a sweep without any
+        keeps the identity it had before MPI parameters existed)."""
         data: JsonObject = {
             "app": self.app, "layouts": [list(x) for x in self.layouts], "binds": list(self.binds),
             "dist": self.dist, "repeat": self.repeat, "app_args": list(self.app_args), "timeout": self.timeout,
@@ -161,6 +162,8 @@ class SweepParams:
             "max_repeat": self.max_repeat, "confidence": self.confidence}
         if self.mpi_params:
             data["mpi_params"] = [list(x) for x in self.mpi_params]
+        if self.mpit_read:
+            data["mpit_read"] = list(self.mpit_read)
         return data
 
     def identity(self) -> JsonObject:
@@ -180,7 +183,8 @@ class SweepParams:
                    bool(data.get("auto", False)),
                    int(data["max_repeat"] if "max_repeat" in data else data["repeat"]),
                    float(data.get("confidence", DEFAULT_CONFIDENCE)),
-                   tuple((str(n), str(v)) for n, v in data.get("mpi_params", [])))
+                   tuple((str(n), str(v)) for n, v in data.get("mpi_params", [])),
+                   tuple(str(n) for n in data.get("mpit_read", [])))
 
     def check(self) -> None:
         """Rejects bad values (UsageError, one line naming the value) before anything runs."""
@@ -223,7 +227,7 @@ class SweepParams:
         """The launch of one layout (HYMPI_MIN_TIME tells the app how long its timed region must last)."""
         return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, self.app_args, self.oversubscribe,
                           (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")),
-                          mpi_params=self.mpi_params)
+                          mpi_params=self.mpi_params, mpit_read=self.mpit_read)
 
 
 @dataclass(frozen=True)

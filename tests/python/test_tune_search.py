@@ -9,6 +9,7 @@ import pytest
 
 from conftest import REPO
 from hympi.errors import UsageError
+from hympi.report.analysis import group_runs
 from hympi.store import Run, Store
 from hympi.sweep import SweepParams
 from hympi.tune.cvars import parse_cvars
@@ -80,7 +81,7 @@ def test_guided_finds_the_optimum_within_a_quarter_of_the_space():
     s = synthetic_space()
     optimum = max(s.configurations(), key=lambda c: objective(c) or 0.0)
     budget = 48 // 4
-    order, stop = drive(Search(s, "guided", 3, budget))
+    order, _ = drive(Search(s, "guided", 3, budget))
     assert optimum in order, [c.label() for c in order]
     assert len(order) <= budget
     assert order[0] == s.default
@@ -164,3 +165,11 @@ def test_a_configuration_scores_its_median_ok_rate_and_reports_ignored_parameter
     assert speedup(same, default).text.startswith("indistinguishable")
     one = measure(config, [_run(1, 1, 2.0)])
     assert "no interval" in speedup(one, default).text
+
+
+def test_reports_never_pool_runs_under_other_mpi_parameters():
+    params = (("btl_vader_eager_limit", "8192"),)
+    runs = [_run(1, 1, 2.0), _run(1, 2, 2.1), _run(2, 1, 4.0, params=params), _run(2, 2, 4.1, params=params)]
+    groups = group_runs(runs, {1: 1, 2: 1})
+    assert len(groups) == 2
+    assert sorted(len(g.runs) for g in groups) == [2, 2]

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+import hympi.launch.mpirun as mpirun
 from conftest import REPO
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.mpirun import LaunchSpec, build_command
 from hympi.launch.slurm import build_srun_command
 from hympi.tune.cvars import Cvar, check_params, env_name, ignored, ignored_texts, parse_cvars, parse_listing
 from hympi.tune.space import Configuration, load_space, parse_space
+from hympi.tune.tuner import TuneParams
 
 FIXTURE = REPO / "tests" / "data" / "mpit-openmpi-4.1.4.json"
 CVARS = parse_cvars(FIXTURE.read_text())
@@ -31,7 +33,7 @@ def test_the_listing_parses_with_types_enums_and_nulls():
     assert (eager.datatype, eager.value, eager.kind) == ("unsigned_long", "4096", "integer")
     assert CVARS["btl_vader_single_copy_mechanism"].enum == ("cma", "emulated", "none")
     assert CVARS["coll_tuned_use_dynamic_rules"].kind == "bool"
-    assert CVARS["btl_vader_backing_directory"].value is None
+    assert CVARS["vprotocol"].value is None  # a string cvar with no value: JSON null
     with pytest.raises(HympiFatal, match="unknown datatype"):
         parse_cvars('{"format": "hympi-mpit", "cvars": [{"name": "x", "datatype": "complex"}]}')
     with pytest.raises(HympiFatal, match="not a hympi-mpit document"):
@@ -43,7 +45,8 @@ def test_the_listing_parses_with_types_enums_and_nulls():
     ("btl_vader_single_copy_mechanism", "CMA", "cma"),
     ("coll_tuned_use_dynamic_rules", "1", "true"),
     ("coll_tuned_use_dynamic_rules", "False", "false"),
-    ("mpi_leave_pinned", "-1", "-1"),
+    ("coll_tuned_priority", "-1", "-1"),
+    ("mpi_leave_pinned", "AUTO", "auto"),
     ("opal_signal", "6,7", "6,7"),
 ])
 def test_values_are_written_as_the_library_reports_them(name: str, text: str, canonical: str):
@@ -56,7 +59,7 @@ def test_values_are_written_as_the_library_reports_them(name: str, text: str, ca
     ("btl_vader_fbox_max", str(2**32), "outside the range of unsigned"),
     ("btl_vader_single_copy_mechanism", "xpmem", "'xpmem' is not one of cma, emulated, none"),
     ("coll_tuned_use_dynamic_rules", "maybe", "'maybe' is not a boolean"),
-    ("mpi_leave_pinned", "1.5", "'1.5' is not an integer"),
+    ("coll_tuned_priority", "1.5", "'1.5' is not an integer"),
 ])
 def test_values_outside_the_type_are_refused_naming_them(name: str, text: str, message: str):
     with pytest.raises(UsageError, match=message):
@@ -103,6 +106,7 @@ def test_ignored_parameters_are_those_read_back_otherwise():
             "coll_tuned_use_dynamic_rules": None}
     assert ignored(set_params, back, CVARS) == ["btl_vader_eager_limit", "coll_tuned_use_dynamic_rules"]
     assert ignored((("coll_tuned_use_dynamic_rules", "true"),), {"coll_tuned_use_dynamic_rules": "1"}, CVARS) == []
+    assert ignored((("x", "1000.0"),), {"x": "1000"}) == []  # no cvar at hand: numbers compare as numbers
     assert ignored_texts(set_params[:1], back) == \
         ["btl_vader_eager_limit set 8192, library reports 4096: ignored"]
     assert ignored_texts(set_params, None) == []  # no read-back: nothing is known, nothing is claimed
@@ -193,6 +197,21 @@ def test_space_files_and_the_documented_example(tmp_path: Path):
 
 
 def test_cvar_kinds():
+    assert Cvar("x", "int", enum=("false", "true")).canonical("1") == "true"  # Open MPI's booleans over MPI_T
+    with pytest.raises(UsageError, match="cannot be set"):
+        Cvar("x", "other").canonical("1")
     assert Cvar("x", "double").canonical("1e3") == "1000.0"
     with pytest.raises(UsageError, match="not a finite number"):
         Cvar("x", "double").canonical("inf")
+
+
+def test_the_app_reads_back_what_was_set_and_what_the_tune_asks(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(mpirun, "mpit_read_env", lambda: "READ_BACK")
+    spec = LaunchSpec("hympi-rb3d", 2, 1, mpi_params=(("b", "1"),), mpit_read=("a", "b"))
+    assert spec.app_env()["READ_BACK"] == "b,a"
+    assert "READ_BACK" not in LaunchSpec("hympi-rb3d", 2, 1).app_env()
+    # A tune's default configuration sets nothing but still reads every parameter of the space back.
+    s = space(SPACE)
+    sweep = TuneParams("rb3d", (), "exhaustive", 10).sweep_params(s.default, s)
+    assert sweep.mpi_params == () and set(sweep.mpit_read) == {p.name for p in s.parameters}
+    assert "READ_BACK" in sweep.spec(2, 1, "core").app_env()

@@ -163,7 +163,9 @@ def _summary(outcome: TuneOutcome, space: SearchSpace, params: TuneParams) -> li
              f"{params.repeat} measured run(s) each; stopped: {outcome.stop}"]
     top: Measured | None = best(outcome.results)
     default = default_of(outcome.results, space.default)
-    if top is not None:
+    if top is not None and top.config == space.default:
+        lines.append(f"best: the default configuration ({top.config.label()}); nothing measured beat it")
+    elif top is not None:
         lines.append(f"best: {top.config.label()}: {speedup(top, default).text} over the default")
     if params.repeat < 2:
         lines.append("speedups have no confidence interval: measure with --repeat 2 or more (4 to separate)")

@@ -58,15 +58,22 @@ class LaunchSpec:
     env: tuple[tuple[str, str], ...] = ()
     rankfile: str | None = None
     mpi_params: tuple[tuple[str, str], ...] = ()
+    mpit_read: tuple[str, ...] = ()
+
+    def read_back_names(self) -> tuple[str, ...]:
+        """The control variables the app reads back: every parameter set, then `mpit_read` (e.g. a tune's other
+        parameters, so every configuration pays the same MPI_T cost in time and memory)."""
+        return tuple(dict.fromkeys([*(name for name, _ in self.mpi_params), *self.mpit_read]))
 
     def app_env(self) -> dict[str, str]:
         """Variables every rank needs: thread count, hympi's binding settings, oversubscription consent and, with MPI
         parameters, which control variables the app reads back (option mpit_read)."""
         env = {"OMP_NUM_THREADS": str(self.threads), "HYMPI_BIND": self.bind, "HYMPI_DIST": self.dist}
         env.update({"HYMPI_OVERSUBSCRIBE": "1"} if self.oversubscribe else {})  # the apps' binding check allows it
-        read_env = mpit_read_env() if self.mpi_params else None
+        names = self.read_back_names()
+        read_env = mpit_read_env() if names else None
         if read_env:
-            env[read_env] = ",".join(name for name, _ in self.mpi_params)
+            env[read_env] = ",".join(names)
         env.update(dict(self.env))
         return env
 

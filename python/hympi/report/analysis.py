@@ -126,12 +126,14 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run]) -> Layout
 
 
 def group_runs(runs: list[Run], machine_of_sweep: dict[int, int]) -> list[AppGroup]:
-    """Runs grouped by (machine, app, app arguments), each with its per-layout statistics, in first-seen order."""
-    groups: dict[tuple[int, str, tuple[str, ...]], list[Run]] = {}
+    """Runs grouped by (machine, app, app arguments, MPI parameters), each with its per-layout statistics, in
+    first-seen order (runs under other MPI parameters are other measurements, never pooled into one layout)."""
+    groups: dict[tuple[int, str, tuple[str, ...], tuple[tuple[str, str], ...]], list[Run]] = {}
     for run in runs:
-        groups.setdefault((machine_of_sweep.get(run.sweep_id, 0), run.app, run.app_args), []).append(run)
+        groups.setdefault((machine_of_sweep.get(run.sweep_id, 0), run.app, run.app_args, run.mpi_params),
+                          []).append(run)
     out = []
-    for (machine_id, app, app_args), members in groups.items():
+    for (machine_id, app, app_args, _), members in groups.items():
         by_layout: dict[tuple[int, int, str], list[Run]] = {}
         for run in members:
             by_layout.setdefault((run.ranks, run.threads, run.bind), []).append(run)

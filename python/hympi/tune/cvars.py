@@ -26,7 +26,8 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
     "long_long": (-(2**63), 2**63 - 1),
     "unsigned_long_long": (0, 2**64 - 1),
 }
-DATATYPES = (*_INT_RANGES, "double", "bool", "string")
+# "other": a datatype hympi-mpit cannot print (listed, never set by hympi).
+DATATYPES = (*_INT_RANGES, "double", "bool", "string", "other")
 _TRUE = ("true", "1", "yes", "on", "enabled")
 _FALSE = ("false", "0", "no", "off", "disabled")
 
@@ -48,6 +49,9 @@ class Cvar:
     @property
     def kind(self) -> str:
         """'enum', 'bool', 'integer', 'double' or 'string': how values of this cvar are written and compared."""
+        if self.datatype == "bool" or {item.lower() for item in self.enum} == {"false", "true"}:
+            # Open MPI lists its booleans with the enum (false, true), some as datatype int: one kind for all.
+            return "bool"
         if self.enum:
             return "enum"
         if self.datatype in _INT_RANGES:
@@ -93,6 +97,8 @@ class Cvar:
             if not math.isfinite(real):
                 raise UsageError(f"{self.name}: '{text}' is not a finite number")
             return repr(real)
+        if self.kind == "other":
+            raise UsageError(f"{self.name}: its MPI datatype cannot be set through hympi")
         return text
 
     def as_dict(self) -> JsonObject:
@@ -219,6 +225,16 @@ def parse_assignment(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
+def _same_text(a: str, b: str) -> bool:
+    """Whether two values are equal as text or, both numbers, as numbers ('1000' and '1000.0')."""
+    if a.strip() == b.strip():
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
 def ignored(set_params: tuple[tuple[str, str], ...] | dict[str, str], read_back: dict[str, str | None] | None,
             cvars: dict[str, Cvar] | None = None) -> list[str]:
     """The names of parameters the library did not take: read back as null, missing, or with another value than
@@ -238,7 +254,7 @@ def ignored(set_params: tuple[tuple[str, str], ...] | dict[str, str], read_back:
             except UsageError:
                 same = False
         else:
-            same = back.strip() == value.strip()
+            same = _same_text(back, value)
         if not same:
             out.append(name)
     return sorted(out)

@@ -83,11 +83,13 @@ class TuneParams:
         if not (math.isfinite(self.min_time) and self.min_time >= 0):
             raise UsageError(f"--min-time must be a finite number of seconds >= 0, got {self.min_time:g}")
 
-    def sweep_params(self, config: Configuration) -> SweepParams:
-        """The one-layout sweep that measures `config` (warm-up, then `repeat` measured runs)."""
+    def sweep_params(self, config: Configuration, space: SearchSpace) -> SweepParams:
+        """The one-layout sweep that measures `config` (warm-up, then `repeat` measured runs); every parameter of
+        the space is read back, set or not, so every configuration (the default too) pays the same MPI_T cost
+        (about 3 MiB per rank with Open MPI 4.1) and records the library's values."""
         return SweepParams(self.app, ((config.ranks, config.threads),), (config.bind,), "compact", self.repeat,
                            self.app_args, self.timeout, self.oversubscribe, 1, "mpirun", self.min_time, self.seed,
-                           True, mpi_params=config.mpi_params)
+                           True, mpi_params=config.mpi_params, mpit_read=tuple(p.name for p in space.parameters))
 
 
 def check_layouts(params: TuneParams, space: SearchSpace, pus: int) -> None:
@@ -129,11 +131,11 @@ class TuneOutcome:
     launched: int
 
 
-def _measure(store: Store, machine: MachineRecord, tune: TuneRecord, params: TuneParams, config: Configuration,
-             console: Console, runner: Runner | None, why: str) -> int:
+def _measure(store: Store, machine: MachineRecord, tune: TuneRecord, params: TuneParams, space: SearchSpace,
+             config: Configuration, console: Console, runner: Runner | None, why: str) -> int:
     """Measures one configuration as a sweep attached to the tune (continuing its interrupted sweep if there is
     one); returns the launches made."""
-    sweep_params = params.sweep_params(config)
+    sweep_params = params.sweep_params(config, space)
     items = plan(sweep_params, None).items
     pending = [s for s in store.tune_sweeps(tune.id)
                if s.status != "finished" and sweep_configuration(s) == config]
@@ -178,7 +180,8 @@ def run_tune(store: Store, machine: MachineRecord, tune: TuneRecord, space: Sear
             decision = search.propose({m.config: m.score for m in results})
             if isinstance(decision, Stop):
                 break
-            launched += _measure(store, machine, tune, params, decision.config, console, runner, _why(decision))
+            launched += _measure(store, machine, tune, params, space, decision.config, console, runner,
+                                 _why(decision))
             done = next(m for m in tune_results(store, tune.id) if m.config == decision.config)
             console.print(_score_line(done), highlight=False)
     except BaseException:
