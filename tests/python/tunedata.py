@@ -78,8 +78,10 @@ def add_tune(store: Store, machine_id: int, program: str, strategy: str, configs
     app, *args = program.split()
     params = TuneParams(app, tuple(args), strategy, len(configs), repeats)
     tune = store.create_tune(machine_id, app, params.program, strategy, stored_space_json(), params.as_dict())
+    searched = space()
     for config in configs:
-        sweep = store.create_sweep(machine_id, app, params.sweep_params(config).as_dict(), repeats, tune_id=tune.id)
+        sweep = store.create_sweep(machine_id, app, params.sweep_params(config, searched).as_dict(), repeats,
+                                   tune_id=tune.id)
         for rep in range(1, repeats + 1):
             rate = 100.0 * math.exp(log_speedup(config)) * (1 + 0.005 * ((rep % 3) - 1))
             ok = config not in failed
