@@ -178,3 +178,26 @@ def test_predict_profiles_an_unseen_program_once_and_reuses_its_profile(tuned_db
     second = hympi(*args, env=env)
     assert second.returncode == 0 and "(its stored profile, at 4x1 core" in second.stdout
     assert launches(env) == ["4x1"]  # not profiled again
+
+
+def test_a_real_program_is_profiled_once_into_features(tmp_path):
+    from hympi.launch.mpirun import launcher_path
+    from hympi.sweep import record_machine
+    from hympi.topology import machine_summary
+    from hympi.tune.programs import profile_program, profile_spec
+    from hympi.tune.space import Configuration
+
+    summary = machine_summary()
+    with Store.open(tmp_path / "p.db") as store:
+        machine = record_machine(store, summary, launcher_path())
+        launch = profile_spec("rb3d", ("--size", "12", "--iterations", "20"), Configuration(2, 1, "core"), summary)
+        record = profile_program(store, machine, summary, launch, "rb3d", timeout=120)
+        again = profile_program(store, machine, summary, launch, "rb3d", timeout=120)
+    assert again.id == record.id  # stored, not profiled twice
+    f = record.features
+    assert (record.program, record.ranks, f["ranks"], f["threads"], f["cores"]) == (
+        "rb3d --size 12 --iterations 20", 2, 2.0, 1.0, float(summary.cores))
+    assert 0.0 < f["mpi_share"] < 1.0  # the halo exchange and the residual's reduction take some of the time
+    assert f["p2p_log_rate"] > 1.0 and f["reduce_log_rate"] > 0.0 and f["barrier_log_rate"] > 0.0
+    assert f["p2p_small"] == 1.0  # a halo face of 12 x 12 doubles is 1152 B
+    assert record.profile["format"] == "hympi-profile" and len(record.profile["wall_time_s"]) == 2
