@@ -36,13 +36,13 @@ def check_program(app: str) -> str:
     return spec.binary
 
 
-def profile_spec(app: str, app_args: Sequence[str], default: Configuration, summary: MachineSummary,
-                 virtual_nodes: int = 1) -> LaunchSpec:
+def profile_spec(app: str, app_args: Sequence[str], default: Configuration, summary: MachineSummary) -> LaunchSpec:
     """The launch of the profiling run, checked without MPI: UsageError (nothing launched) for an unknown app, an
     app that was not built, or arguments the app refuses."""
+    # One node, as a tune's runs have: the profile describes the program where it was tuned.
     launch = LaunchSpec(check_program(app), default.ranks, default.threads, default.bind, app_args=tuple(app_args),
                         oversubscribe=default.ranks * default.threads > summary.pus,
-                        env=(("HYMPI_VIRTUAL_NODES", str(virtual_nodes)),))
+                        env=(("HYMPI_VIRTUAL_NODES", "1"),))
     validate_with_app(launch)
     return launch
 
