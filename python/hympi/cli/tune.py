@@ -144,9 +144,8 @@ def _tune_params(args: argparse.Namespace, space: SearchSpace) -> TuneParams:
 def results_table(outcome: TuneOutcome, space: SearchSpace) -> Table:
     """Every measured configuration, best first: score, runs, status, speedup over the default, memory."""
     default = default_of(outcome.results, space.default)
-    unit = ""
     table = Table(title=f"tune {outcome.tune.id}: {outcome.tune.program} ({outcome.tune.strategy})")
-    for column in ("configuration", f"score{unit}", "runs", "status", "speedup vs default", "peak MiB/rank"):
+    for column in ("configuration", "score (rate)", "runs", "status", "speedup vs default", "peak MiB/rank"):
         table.add_column(column, overflow="fold")
     ranked = sorted(outcome.results, key=lambda m: (m.score is None, -(m.score or 0.0)))
     for m in ranked:

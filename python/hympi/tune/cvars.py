@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
-from hympi.launch.mpirun import LaunchSpec, build_command, launcher_path, mpi_env_name, mpi_flavor, run_command
+from hympi.launch.mpirun import LaunchSpec, build_command, mpi_env_name, run_command
 
 MPIT_BINARY = "hympi-mpit"
 MPIT_FORMAT = "hympi-mpit"
@@ -190,11 +190,6 @@ def read_listing(timeout: float = DEFAULT_TIMEOUT_S) -> CvarListing:
 def list_cvars(timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Cvar]:
     """The installed MPI library's control variables by name (see read_listing for failures)."""
     return read_listing(timeout).cvars
-
-
-def local_flavor() -> str:
-    """'openmpi' or 'mpich': the flavour of the local launcher; raises HympiFatal if there is none."""
-    return mpi_flavor(launcher_path())
 
 
 def env_name(name: str, flavor: str) -> str:

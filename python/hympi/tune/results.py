@@ -32,11 +32,6 @@ class Measured:
     checked: bool = True
     sweep_id: int | None = None
 
-    @property
-    def ok(self) -> bool:
-        """Whether the configuration has a score."""
-        return self.score is not None
-
 
 def sweep_configuration(sweep: Sweep) -> Configuration:
     """The configuration a tune's sweep measured (its single layout and binding, its MPI parameters)."""
