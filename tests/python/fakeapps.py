@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 # true rate per layout and --noise 0.4 multiplies it by a uniform factor in [0.6, 1.4]: drawn from
 # $FAKE_NOISE_SEED, the layout and how often that layout ran before (so every run differs, and a test that fixes the
 # seed gets the same noise again). Every real launch (not --validate-ranks) appends "RxT" to $FAKE_LOG, so tests can
-# count launches. The record carries min_time_s from $HYMPI_MIN_TIME, as the real apps do.
+# count launches. The record carries min_time_s from $HYMPI_MIN_TIME, as the real apps do. With $HYMPI_PROFILE_OUT set
+# (hympi profile's preload) it writes a profile of large all-to-all messages there.
 FAKE_APP = r'''#!PYTHON
 import json, os, random, sys, time
 args = sys.argv[1:]
@@ -53,6 +54,13 @@ if layout == opt("--fail-at"):
     print(f"fake app: deliberate failure at {layout}", file=sys.stderr)
     sys.exit(3)
 verified = layout != opt("--unverified-at")
+if rank == 0 and os.environ.get("HYMPI_PROFILE_OUT"):  # as libhympi-profile would: large all-to-all messages only
+    zeros = [[0] * ranks for _ in range(ranks)]
+    with open(os.environ["HYMPI_PROFILE_OUT"], "w") as out:
+        json.dump({"format": "hympi-profile", "ranks": ranks, "bytes": zeros, "messages": zeros, "collectives": {},
+                   "mpi_library": "fake MPI", "size_bins": [0, 64, 512, 4096, 32768, 262144, 2097152],
+                   "histograms": {"MPI_Alltoallv": [0, 0, 0, 0, 0, 6 * ranks, 2 * ranks]},
+                   "mpi_time_s": [0.5] * ranks, "wall_time_s": [2.0] * ranks}, out)
 if rank == 0:
     record = {"app": "rb3d", "problem": "fake", "ranks": ranks, "threads": threads,
               "bind": os.environ.get("HYMPI_BIND"), "dist": os.environ.get("HYMPI_DIST"), "time_s": 1.0,
@@ -76,8 +84,11 @@ while i < len(args) and args[i].startswith("-"):
     flag = args[i]
     if flag == "-np":
         env["FAKE_RANKS"] = args[i + 1]; i += 2
-    elif flag == "-x":
-        key, value = args[i + 1].split("=", 1); env[key] = value; i += 2
+    elif flag == "-x":  # -x K=V sets, -x K forwards the launcher's own value
+        key, eq, value = args[i + 1].partition("=")
+        if eq:
+            env[key] = value
+        i += 2
     elif flag in ("--bind-to", "--rankfile"):
         i += 2
     else:

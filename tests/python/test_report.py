@@ -21,8 +21,10 @@ import numpy as np
 import pytest
 import websocket
 
+import tunedata
 from conftest import hympi
 from fakeapps import REPO
+from hympi.report import ensure_out_dir, write_report
 from hympi.report.analysis import group_runs, recommend
 from hympi.store import Run, Store
 
@@ -363,3 +365,71 @@ def test_a_tie_break_in_a_side_pair_never_contradicts_the_recommended_layout():
     assert "recommended: 1 rank x 2 threads" in text, text
     assert "1x1 and 1x2 are indistinguishable here" in text and "choose 1x1" not in text, text
     assert "choose 1x2 for its lower memory per node" in text, text
+
+
+def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(page: Page, tmp_path: Path):
+    store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:4])
+    configs = list(tunedata.space().configurations())
+    tunedata.add_tune(store, 1, "is --class S", "guided", configs[:4], lambda c: tunedata.rule(0.05, 0.2, c))
+    # A program no parameter speeds up, whose memory per process grows with the eager limit.
+    eager = "btl_vader_eager_limit"
+    tunedata.add_tune(store, 1, "stream --n 1", "exhaustive", configs, lambda c: 0.001 * (configs.index(c) % 3),
+                      memory=lambda c: 130.0 if c.params().get(eager) == "65536" else 100.0)
+    store.add_profile(1, "stream --n 1", "stream", 4, 1, tunedata.features(0.5, 0.5), {})
+    plain = Run(store.create_sweep(1, "rb3d", {"app": "rb3d"}, 1).id, "rb3d", 1, 1, "core", "compact", 1, (), (),
+                ("mpirun",), "ok", 0, 1.0, {"rate": 5.0, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": True})
+    store.add_run(plain)
+    out = ensure_out_dir(tmp_path / "report")
+    index = write_report(store, out, cvars=tunedata.cvars)
+    store.close()
+    page.open(index.as_uri())
+    assert page.errors() == []
+    images = page.evaluate("Array.from(document.images).map(i => [i.getAttribute('src'), i.naturalWidth])")
+    tune_images = sorted(src for src, _ in images if src.startswith("tune-"))
+    assert tune_images == ["tune-bt-mz-class-s-memory.png", "tune-is-class-s-memory.png",
+                           "tune-is-class-w-memory.png", "tune-lu-mz-class-s-memory.png", "tune-prediction.png",
+                           "tune-stream-n-1-memory.png"]
+    assert all(width > 300 for _, width in images), images
+    for src in tune_images:
+        assert _image_stats(out / src)[2] > 0.05, src
+    overview = {r[0]: r for r in _cells(page, "table.tune-speedup")}
+    assert list(overview) == ["bt-mz --class S", "is --class S", "is --class W", "lu-mz --class S", "stream --n 1"]
+    assert overview["is --class S"][1:4] == ["2", "12 of 12", "48"]  # two tunes; the exhaustive one is the reference
+    assert overview["is --class S"][6].startswith("1.57x (95 % CI ")  # exp(0.27 + 0.18): low eager, no single copy
+    assert overview["is --class S"][7].startswith("1.57x (95 % CI ")  # all of it from the parameters
+    assert overview["stream --n 1"][6].startswith("indistinguishable (1.00x")
+    text = page.evaluate("document.body.innerText")
+    assert ("stream --n 1: no measurable difference between the best configuration and the default on this machine "
+            "(indistinguishable (1.00x") in text
+    assert "is --class S: its MPI parameters add 1.57x (95 % CI " in text
+    assert "is --class S: no measurable difference" not in text
+    guided = [r for r in _cells(page, "table.tune-strategies") if r[2] == "guided"]
+    assert len(guided) == 1 and guided[0][4:6] == ["4", "16"] and guided[0][8] == "33 %"
+    predicted = _cells(page, "table.tune-predicted")
+    assert sorted(r[0] for r in predicted) == sorted(overview)
+    # Four of the five programs share one best configuration: the constant pick is nearly as good, and the page
+    # does not credit the features for the difference.
+    assert "mean ratio predicted/best:" in text and "baseline:" in text
+    assert "the profile features add nothing measurable here" in text
+    assert ("btl_vader_eager_limit: memory per process differs by up to 23 % between its values" in text)
+    assert "btl_vader_single_copy_mechanism: no measurable difference in memory per process (spread 0.0 %)" in text
+    # The tune's runs are not an app group of their own; the plain sweep still is.
+    assert page.evaluate("document.querySelectorAll('h2[id^=g]').length") == 1
+    # Without tunes there is no Tuning section.
+    with Store.open(tmp_path / "plain.db") as bare:
+        machine = bare.ensure_machine("h", "t", "Open MPI", "gcc", {})
+        bare.add_run(replace(plain, sweep_id=bare.create_sweep(machine.id, "rb3d", {"app": "rb3d"}, 1).id))
+        bare_index = write_report(bare, ensure_out_dir(tmp_path / "bare"))
+    assert "id='tuning'" not in bare_index.read_text() and "id='g0'" in bare_index.read_text()
+
+
+def test_tuning_verdicts_tell_too_few_runs_from_no_difference():
+    from hympi.report.html import _verdict
+    from hympi.tune.results import Speedup
+
+    few = _verdict(Speedup(13.1, 8.7, 19.8, False, "13.10x, not separable with 3 runs"), "A", "B")
+    assert few.startswith("A measured 13.10x B (") and "too few runs per configuration for a verdict" in few
+    same = _verdict(Speedup(1.01, 0.97, 1.05, False, "indistinguishable (1.01x)"), "A", "B")
+    assert same == "no measurable difference between A and B on this machine (indistinguishable (1.01x))"
+    assert "no evidence either way" in _verdict(Speedup(1.3, text="1.30x (no interval)"), "A", "B")
+    assert _verdict(Speedup(1.3, 1.2, 1.4, True, "1.30x"), "A", "B") == ""

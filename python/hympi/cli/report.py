@@ -9,6 +9,7 @@ from hympi.cli.common import add_db_option
 from hympi.cli.parser import Subparsers
 from hympi.report import ensure_out_dir, write_report
 from hympi.store import Store
+from hympi.tune.cvars import load_listing
 
 
 def add_parser(sub: Subparsers, name: str) -> None:
@@ -21,6 +22,8 @@ def add_parser(sub: Subparsers, name: str) -> None:
                    help="only this sweep (repeatable; default: every run)")
     p.add_argument("--study", type=int, default=None, metavar="ID",
                    help="only the sweeps of this study, with its notes")
+    p.add_argument("--cvars", default=None, metavar="FILE",
+                   help="rebuild tunes' spaces with a saved 'hympi tune params --json' listing (default: the library)")
     p.set_defaults(handler=main)
 
 
@@ -41,6 +44,8 @@ def main(args: argparse.Namespace) -> int:
             sweep_ids = (sweep_ids or []) + [s.id for s in store.study_sweeps(study.id)]
             notes = study.notes
         out = ensure_out_dir(args.out)
-        index = write_report(store, out, sweep_ids, notes, title="hympi report")
+        cvars = args.cvars
+        index = write_report(store, out, sweep_ids, notes, title="hympi report",
+                             cvars=(lambda: load_listing(cvars).cvars) if cvars else None)
     print(f"report: {index.resolve()}")
     return 0

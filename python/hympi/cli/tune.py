@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hympi.apps import APPS, get_app
+from hympi.cli import tune_predict
 from hympi.cli.common import add_db_option, parse_integer, parse_seconds
 from hympi.cli.parser import Parser, Subparsers
 from hympi.cli.sweep import parse_seed
@@ -76,6 +77,8 @@ def add_parser(sub: Subparsers, name: str) -> None:
                              "command); default: the machine's library's file and the flags")
     add_db_option(best_p)
     best_p.set_defaults(handler=main_best)
+    tune_predict.add_predict_parser(tune_sub, "predict")
+    tune_predict.add_evaluate_parser(tune_sub, "evaluate")
 
 
 def _no_app_args(args: argparse.Namespace) -> None:
@@ -227,7 +230,8 @@ def main_best(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS = {"params": main_params, "run": main_run, "best": main_best}
+SUBCOMMANDS = {"params": main_params, "run": main_run, "best": main_best, "predict": tune_predict.predict_main,
+               "evaluate": tune_predict.evaluate_main}
 
 
 def main(args: argparse.Namespace) -> int:

@@ -6,12 +6,16 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hympi.errors import UsageError
 from hympi.report.analysis import AppGroup, group_runs, recommend
 from hympi.report.hierarchy import PINGPONG_APP, hierarchy_probes
-from hympi.report.html import GroupFigures, explain_groups, render
+from hympi.report.html import GroupFigures, TuningView, explain_groups, render
 from hympi.store import Store, now_utc
+
+if TYPE_CHECKING:  # hympi.tune imports hympi.sweep, which imports this package
+    from hympi.tune.predict import CvarSource
 
 __all__ = ["AppGroup", "ensure_out_dir", "group_runs", "recommend", "write_report"]
 
@@ -30,17 +34,43 @@ def ensure_out_dir(path: str | os.PathLike[str]) -> Path:
     return out
 
 
+def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSource | None) -> TuningView | None:
+    """The Tuning section's data and figures for these tunes (None without any): the predictor is evaluated with
+    `cvars` (default: the installed library's, read only when a stored space has MPI parameters)."""
+    if not tune_ids:
+        return None
+    from hympi.report import plots
+    from hympi.report.tuning import prediction, tuning_data
+    from hympi.tune.cvars import load_listing
+
+    programs = tuple(tuning_data(store, tune_ids))
+    predicted = prediction(store, cvars or (lambda: load_listing(None).cvars))
+    memory = {}
+    for program in programs:
+        if plots.tune_memory(program, out_dir / f"{program.slug}-memory.png") is not None:
+            memory[program.slug] = f"{program.slug}-memory.png"
+    ratios = ""
+    if predicted.verdicts:
+        ratios = "tune-prediction.png"
+        plots.prediction_ratios(predicted.verdicts, out_dir / ratios)
+    return TuningView(programs, predicted, memory, ratios)
+
+
 def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None, notes: tuple[str, ...] = (),
-                 title: str = "hympi study") -> Path:
-    """Writes index.html and its PNG plots into `out_dir`; returns the path of index.html."""
+                 title: str = "hympi study", cvars: CvarSource | None = None) -> Path:
+    """Writes index.html and its PNG plots into `out_dir`; returns the path of index.html. Runs of tunes go to the
+    Tuning section (with `cvars` for rebuilding their spaces), not to the per-app sections."""
     runs = store.runs(sweep_ids)
     sweeps = store.sweeps()
     machine_of = {s.id: s.machine_id for s in sweeps}
     wanted = set(sweep_ids) if sweep_ids is not None else {s.id for s in sweeps}
     machine_ids = sorted({machine_of[i] for i in wanted if i in machine_of})
     machines = [store.machine(i) for i in machine_ids]
-    # Ping-pong runs measure the communication hierarchy, not a layout: their own section, not an app group.
-    groups = group_runs([r for r in runs if r.app != PINGPONG_APP], machine_of)
+    tune_of = {s.id: s.tune_id for s in sweeps if s.tune_id is not None}
+    tune_ids = {tune_of[i] for i in wanted if i in tune_of}
+    # Ping-pong runs measure the communication hierarchy, not a layout: their own section, not an app group. A
+    # tune's runs differ in MPI parameters the layout groups do not show: they belong to the Tuning section.
+    groups = group_runs([r for r in runs if r.app != PINGPONG_APP and r.sweep_id not in tune_of], machine_of)
     probes = hierarchy_probes(runs, machine_of)
     failed_probes = sum(1 for r in runs if r.app == PINGPONG_APP and r.status != "ok")
     from hympi.report import plots  # matplotlib takes a second to import: only when a report is written
@@ -58,8 +88,9 @@ def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None
     for probe in probes:
         probe_figures[probe.slug] = f"{probe.slug}-bandwidth.png"
         plots.bandwidth_vs_size(probe, out_dir / probe_figures[probe.slug])
+    tuning = _tuning_view(store, out_dir, tune_ids, cvars)
     page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes,
-                  explained)
+                  explained, tuning)
     index = out_dir / "index.html"
     tmp = out_dir / ".index.html.tmp"
     tmp.write_text(page, encoding="utf-8")

@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from html import escape
+from typing import TYPE_CHECKING
 
 from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend
 from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import ModelFit, describe, fit_model
 from hympi.store import MachineRecord, Run
+
+if TYPE_CHECKING:  # at run time only inside the Tuning functions: hympi.sweep imports this package, tune imports sweep
+    from hympi.report.tuning import Prediction, ProgramTuning
+    from hympi.tune.results import Speedup
 
 _CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
@@ -27,6 +32,7 @@ details pre { white-space: pre-wrap; font-size: 0.85em; max-width: 40em; text-al
 .muted { color: #666; font-size: 0.9em; } .why { margin: 0.5em 0 0 0; } .why ul { margin: 0.2em 0; }
 table.breakdown td { white-space: nowrap; } tr.predicted td { color: #555; }
 caption { text-align: left; font-size: 0.9em; color: #444; max-width: 60em; }
+table.tune-predicted td.l, table.tune-speedup td.l, table.tune-strategies td.l { max-width: 16em; }
 """
 
 
@@ -231,6 +237,183 @@ def _hierarchy_section(probes: list[HierarchyProbe], figures: dict[str, str], fa
     return "".join(parts)
 
 
+@dataclass(frozen=True)
+class TuningView:
+    """What the Tuning section shows: the tuned programs, the predictor's verdicts and the figure files
+    (memory: per program slug, only for programs whose tunes varied MPI parameters; ratios: '' without verdicts)."""
+
+    programs: tuple[ProgramTuning, ...]
+    prediction: Prediction
+    memory: dict[str, str]
+    ratios: str = ""
+
+
+# The network's mean ratio must beat the constant pick's by this much before the report credits the features.
+CLEAR_MARGIN = 0.05
+
+
+def _speedup_cell(s: Speedup) -> str:
+    """A speedup with its interval, as results.speedup wrote it ('-' when there is none)."""
+    return escape(s.text or "-")
+
+
+def _verdict(s: Speedup, what: str, against: str) -> str:
+    """One honest sentence on `what` vs `against` from a speedup and its interval ('' when it is separated)."""
+    if s.ratio is None or s.separated:
+        return ""
+    if s.low is None or s.high is None:
+        return (f"{what} measured {s.ratio:.2f}x {against} with too few ok runs for an interval: no evidence either "
+                "way (tune with --repeat 4 or more)")
+    if s.low > 1.0 or s.high < 1.0:
+        return (f"{what} measured {s.ratio:.2f}x {against} ({s.text}): too few runs per configuration for a verdict "
+                "(tune with --repeat 4 or more)")
+    return f"no measurable difference between {what} and {against} on this machine ({s.text})"
+
+
+def _honest(program: ProgramTuning) -> list[str]:
+    """Sentences for what the tune could not show: best vs default, and its MPI parameters vs the same layout."""
+    ref = program.reference()
+    if ref.best is None:
+        return []
+    lines = []
+    if ref.best.config == ref.default:
+        lines.append("no configuration measured faster than the default; keep the defaults")
+    elif line := _verdict(ref.speedup, "the best configuration", "the default"):
+        lines.append(line)
+    if not ref.best.config.mpi_params:
+        lines.append("the best configuration sets no MPI parameter: the library's defaults are best here")
+    elif ref.params_gain is not None:
+        line = _verdict(ref.params_gain, "its MPI parameters", "the same layout with the library's defaults")
+        lines.append(line or f"its MPI parameters add {ref.params_gain.text} over the same layout with the "
+                              "library's defaults")
+    return [f"{program.program}: {line}." for line in lines]
+
+
+def _tuning_overview(programs: tuple[ProgramTuning, ...]) -> str:
+    """Per program: the reference tune's best configuration and its speedup over the default."""
+    head = ("<tr><th class='l'>program</th><th>tunes</th><th>configurations measured</th><th>runs</th>"
+            "<th class='l'>default</th><th class='l'>best configuration</th><th>speedup of best vs default</th>"
+            "<th>its MPI parameters vs the same layout with defaults</th></tr>")
+    rows = []
+    for p in programs:
+        ref = p.reference()
+        size = f" of {ref.space_size}" if ref.space_size else ""
+        rows.append(f"<tr><td class='l'>{escape(p.program)}</td><td>{len(p.tunes)}</td>"
+                    f"<td>{len(ref.results)}{size}</td><td>{ref.runs}</td>"
+                    f"<td class='l'>{escape(ref.default.label() if ref.default else '-')}</td>"
+                    f"<td class='l'>{escape(ref.best.config.label() if ref.best else 'none ran ok')}</td>"
+                    f"<td>{_speedup_cell(ref.speedup)}</td>"
+                    f"<td>{_speedup_cell(ref.params_gain) if ref.params_gain else '-'}</td></tr>")
+    caption = ("per program, from the tune that measured most of its space: speedup = median rate of the best "
+               "configuration / median rate of the default (the space's default layout, MPI parameters at the "
+               "library's defaults), with the bootstrap interval of report.compare; the last column separates what "
+               "the MPI parameters add from what the layout adds")
+    return f"<table class='tune-speedup'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+
+
+def _strategy_table(programs: tuple[ProgramTuning, ...]) -> str:
+    """Every tune: strategy, configurations and runs spent, best score reached against the program's reference."""
+    head = ("<tr><th class='l'>program</th><th>tune</th><th class='l'>strategy</th><th class='l'>status</th>"
+            "<th>configurations</th><th>runs</th><th>best score</th><th>of the reference best</th>"
+            "<th>runs of the reference</th><th class='l'>note</th></tr>")
+    rows = []
+    for p in programs:
+        ref = p.reference()
+        top = ref.best.score if ref.best else None
+        for t in p.tunes:
+            score = t.best.score if t.best else None
+            share = f"{100 * score / top:.1f} %" if score is not None and top else "-"
+            spent = f"{100 * t.runs / ref.runs:.0f} %" if ref.runs else "-"
+            rows.append(f"<tr><td class='l'>{escape(p.program)}</td><td>{t.tune.id}</td>"
+                        f"<td class='l'>{escape(t.tune.strategy)}</td><td class='l'>{escape(t.tune.status)}</td>"
+                        f"<td>{len(t.results)}</td><td>{t.runs}</td><td>{_num(score)}</td><td>{share}</td>"
+                        f"<td>{spent}</td><td class='l'>{escape(t.tune.note or '')}</td></tr>")
+    caption = ("runs used by each search strategy and the best score it reached, against the tune that measured "
+               "most of the program's space (the reference: exhaustive when there is one)")
+    return f"<table class='tune-strategies'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+
+
+def _prediction_part(prediction: Prediction, ratios: str) -> str:
+    """The leave-one-program-out table, its mean against the baseline, and the figure (or why there is none)."""
+    parts = ["<h3 id='tuning-predicted'>Predicted vs measured (leave one program out)</h3>"]
+    if not prediction.verdicts:
+        parts.append(f"<div class='note'>No prediction: {escape(prediction.missing)}</div>")
+        return "".join(parts)
+    head = ("<tr><th class='l'>program</th><th class='l'>predicted configuration</th><th>expected speedup</th>"
+            "<th>measured speedup of it</th><th class='l'>best measured</th><th>best speedup</th><th>ratio</th>"
+            "<th class='l'>baseline pick</th><th>baseline ratio</th></tr>")
+    rows = []
+    for v in prediction.verdicts:
+        measured = "not measured" if v.measured is None else ("failed" if v.measured == 0.0 else _num(v.measured,
+                                                                                                      ".3f"))
+        rows.append(f"<tr><td class='l'>{escape(v.program)}</td><td class='l'>{escape(v.predicted)}</td>"
+                    f"<td>{v.predicted_speedup:.3f}</td><td>{measured}</td><td class='l'>{escape(v.best)}</td>"
+                    f"<td>{v.best_speedup:.3f}</td><td><b>{_num(v.ratio, '.3f')}</b></td>"
+                    f"<td class='l'>{escape(v.baseline or '-')}</td><td>{_num(v.baseline_ratio, '.3f')}</td></tr>")
+    from hympi.tune.predict import mean_ratio
+
+    mean, base = mean_ratio(prediction.verdicts), mean_ratio(prediction.verdicts, baseline=True)
+    caption = ("the network is trained on every other program, predicts this one's best configuration from its "
+               "profile, and the ratio is the speedup this program's own tune measured for that configuration over "
+               "its best measured speedup; the baseline always picks the configuration best on average over the "
+               "training programs")
+    if mean is None or base is None:
+        verdict = "no ratio to compare"
+    elif mean - base < CLEAR_MARGIN:
+        verdict = (f"within {CLEAR_MARGIN:g} of the constant pick or below it: the profile features add nothing "
+                   "measurable here")
+    else:
+        verdict = "the network picks better than the constant"
+    summary = (f"<p class='tune-mean'>mean ratio predicted/best: <b>{_num(mean, '.3f')}</b>; baseline: "
+               f"{_num(base, '.3f')} ({escape(verdict)})</p>")
+    notes = "".join(f"<div class='note'>left out: {escape(n)}</div>" for n in prediction.notes)
+    figure = (f"<figure><img src='{escape(ratios)}' alt='predicted vs best measured speedup per program'></figure>"
+              if ratios else "")
+    parts.append(f"{summary}{figure}<table class='tune-predicted'><caption>{caption}</caption>{head}"
+                 f"{''.join(rows)}</table>{notes}")
+    return "".join(parts)
+
+
+def _memory_part(programs: tuple[ProgramTuning, ...], figures: dict[str, str]) -> str:
+    """Per program: the memory figure and one sentence per parameter on whether its value changes memory."""
+    from hympi.report.tuning import MEMORY_MARGIN
+
+    parts = ["<h3 id='tuning-memory'>MPI memory per process vs parameters</h3>",
+             "<p class='muted'>peak resident memory per process (median of each configuration's runs) against each "
+             f"MPI parameter's value; a spread below {100 * MEMORY_MARGIN:.0f} % at equal ranks counts as no "
+             "difference</p>"]
+    for p in programs:
+        if p.slug not in figures:
+            continue
+        lines = []
+        for name in p.parameters():
+            spread = p.memory_spread(name)
+            if spread is None:
+                lines.append(f"{name}: one value measured, nothing to compare")
+            elif spread < MEMORY_MARGIN:
+                lines.append(f"{name}: no measurable difference in memory per process (spread {100 * spread:.1f} %)")
+            else:
+                lines.append(f"{name}: memory per process differs by up to {100 * spread:.0f} % between its values")
+        items = "".join(f"<li>{escape(line)}</li>" for line in lines)
+        parts.append(f"<h4>{escape(p.program)}</h4><figure><img src='{escape(figures[p.slug])}' alt='memory per "
+                     f"process vs MPI parameters, {escape(p.program)}'></figure><ul class='tune-memory'>{items}</ul>")
+    if len(parts) == 2:
+        parts.append("<p class='note'>No tune varied an MPI parameter with memory recorded.</p>")
+    return "".join(parts)
+
+
+def tuning_section(view: TuningView) -> str:
+    """The Tuning section: speedups, strategies, prediction, memory ('' without tunes)."""
+    if not view.programs:
+        return ""
+    honest = "".join(f"<div class='note'>{escape(line)}</div>" for p in view.programs for line in _honest(p))
+    return ("<h2 id='tuning'>Tuning</h2><p class='muted'>hympi tune: configurations = ranks x threads x binding x MPI "
+            "parameters, each measured as one sweep; score = median rate of its ok runs</p>"
+            f"{_tuning_overview(view.programs)}{honest}<h3 id='tuning-strategies'>Runs used by each strategy</h3>"
+            f"{_strategy_table(view.programs)}{_prediction_part(view.prediction, view.ratios)}"
+            f"{_memory_part(view.programs, view.memory)}")
+
+
 def _runs_table(runs: list[Run]) -> str:
     """Every run: configuration, status, measures and the stderr tail of failures."""
     head = ("<tr><th>id</th><th>sweep</th><th class='l'>app</th><th class='l'>problem</th><th>layout</th>"
@@ -256,7 +439,7 @@ def _runs_table(runs: list[Run]) -> str:
 def render(title: str, generated: str, machines: list[MachineRecord], groups: list[AppGroup],
            figures: dict[str, GroupFigures], runs: list[Run], notes: tuple[str, ...],
            probes: list[HierarchyProbe] | None = None, probe_figures: dict[str, str] | None = None,
-           failed_probes: int = 0, explained: Explained | None = None) -> str:
+           failed_probes: int = 0, explained: Explained | None = None, tuning: TuningView | None = None) -> str:
     """The whole page as a string; `explained` (from explain_groups) is computed here when not given."""
     probes = probes or []
     hosts = {m.id: m.hostname for m in machines}
@@ -268,11 +451,15 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
         levels = sorted({c.level for p in probes for c in p.levels}, key=level_rank)
         toc += (f"<li><a href='#hierarchy'>Communication hierarchy</a>: ping-pong latency and bandwidth per level "
                 f"({escape(', '.join(levels) or 'no successful run')})</li>")
+    tuned = tuning_section(tuning) if tuning is not None else ""
+    if tuning is not None and tuned:
+        toc += (f"<li><a href='#tuning'>Tuning</a>: {len(tuning.programs)} tuned program(s), best vs default, "
+                "strategies, predicted vs measured, memory vs MPI parameters</li>")
     notes_html = "".join(f"<div class='note'>{escape(n)}</div>" for n in notes)
     explained = explain_groups(groups, machines) if explained is None else explained
     sections = "".join(_group_section(g, figures[g.slug], f"g{i}", hosts.get(g.machine_id) if multi else None,
                                       *explained[g.slug]) for i, g in enumerate(groups))
-    empty = "" if groups or hierarchy else "<p class='note'>No runs recorded yet.</p>"
+    empty = "" if groups or hierarchy or tuned else "<p class='note'>No runs recorded yet.</p>"
     meta = json.dumps({"runs": len(runs), "groups": len(groups)})
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{escape(title)}</title>"
@@ -280,4 +467,4 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
             f"<h1>{escape(title)}</h1><p class='muted'>generated {escape(generated)}; {len(runs)} runs; "
             "higher rate is better; layouts are MPI ranks x OpenMP threads per rank</p>"
             f"{notes_html}<h2 id='summary'>Summary</h2><ul>{toc}</ul>{empty}"
-            f"{_machine_section(machines, groups)}{sections}{hierarchy}{_runs_table(runs)}</body></html>\n")
+            f"{_machine_section(machines, groups)}{sections}{hierarchy}{tuned}{_runs_table(runs)}</body></html>\n")

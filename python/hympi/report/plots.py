@@ -1,6 +1,7 @@
 """The report's figures (matplotlib, Agg backend): rate vs threads, memory per layout, where the timed region goes
-(computation, communication, other, imbalance), and ping-pong bandwidth vs message size per level of the
-communication hierarchy."""
+(computation, communication, other, imbalance), ping-pong bandwidth vs message size per level of the
+communication hierarchy, and for tunes the memory per process vs MPI parameter values and the predictor's
+leave-one-program-out ratios."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from matplotlib.ticker import FuncFormatter
 from hympi.report.analysis import AppGroup, LayoutStats
 from hympi.report.explain import Breakdown
 from hympi.report.hierarchy import HierarchyProbe
+from hympi.report.tuning import ProgramTuning
+from hympi.tune.predict import ProgramVerdict
+from hympi.tune.space import UNSET_LABEL
 
 _STYLES = ("-", "--", ":", "-.")
 
@@ -168,4 +172,64 @@ def bandwidth_vs_size(probe: HierarchyProbe, path: Path) -> Path:
         ax.legend(fontsize=7, loc="upper left")
     else:
         ax.text(0.5, 0.5, "no bandwidth samples", ha="center", va="center", transform=ax.transAxes)
+    return _save(fig, path)
+
+
+def tune_memory(program: ProgramTuning, path: Path) -> Path | None:
+    """Peak memory per process vs the value of each MPI parameter the program's tunes varied (one panel per
+    parameter, one marker per rank count); writes nothing and returns None without parameters or memory."""
+    names = program.parameters()
+    if not names:
+        return None
+    fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names) + 0.8, 3.6), squeeze=False)
+    ranks = sorted({p.ranks for p in program.memory})
+    for ax, name in zip(axes[0], names, strict=True):
+        points = [p for p in program.memory if p.parameter == name]
+        values = sorted({p.value for p in points}, key=_value_order)
+        for i, r in enumerate(ranks):
+            mine = [p for p in points if p.ranks == r]
+            # Spread the rank counts sideways a little so equal values stay visible.
+            ax.scatter([values.index(p.value) + 0.08 * (i - (len(ranks) - 1) / 2) for p in mine],
+                       [p.max_rss_mib for p in mine], label=f"{r} ranks", marker="os^Dv"[i % 5], s=22)
+        ax.set_xticks(range(len(values)))
+        ax.set_xticklabels(values, rotation=30, ha="right", fontsize=7)
+        ax.set_title(name, fontsize=8)
+        ax.set_ylabel("peak MiB per process")
+        top = max((p.max_rss_mib for p in points), default=1.0)
+        ax.set_ylim(0, top * 1.2 if top > 0 else 1.0)
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"{program.program}: MPI memory per process vs parameter value", fontsize=10)
+    return _save(fig, path)
+
+
+def _value_order(value: str) -> tuple[int, float, str]:
+    """Parameter values in plot order: the library default first, then numbers ascending, then names."""
+    if value == UNSET_LABEL:
+        return (0, 0.0, "")
+    try:
+        return (1, float(value), "")
+    except ValueError:
+        return (2, 0.0, value)
+
+
+def prediction_ratios(verdicts: tuple[ProgramVerdict, ...], path: Path) -> Path:
+    """Per held-out program: measured speedup of the predicted configuration over the best measured one, for the
+    network and the constant baseline (1 = the best was picked)."""
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 * len(verdicts) + 2.0), 3.8))
+    x = list(range(len(verdicts)))
+    ax.bar([i - 0.2 for i in x], [v.ratio or 0.0 for v in verdicts], 0.4, label="network (MLP)", color="#4c72b0")
+    ax.bar([i + 0.2 for i in x], [v.baseline_ratio or 0.0 for v in verdicts], 0.4,
+           label="baseline (best on average)", color="#c0c0c0")
+    for i, v in enumerate(verdicts):
+        if v.measured is None:
+            ax.text(i - 0.2, 0.02, "not\nmeasured", ha="center", va="bottom", fontsize=7, rotation=90)
+    ax.axhline(1.0, color="#555", linewidth=0.8, linestyle="--")
+    ax.set_xticks(x)
+    ax.set_xticklabels([v.program for v in verdicts], rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("speedup of pick / best speedup")
+    ax.set_ylim(0, 1.25)
+    ax.set_title("leave-one-program-out: the predicted configuration vs the best measured", fontsize=10)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
     return _save(fig, path)

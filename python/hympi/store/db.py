@@ -121,6 +121,22 @@ class TuneRecord:
 
 
 @dataclass(frozen=True)
+class ProfileRecord:
+    """One program's stored profile (a row of the profiles table): the layout it ran at, the predictor's features
+    and the profiler's JSON."""
+
+    id: int
+    machine_id: int
+    program: str
+    app: str
+    ranks: int
+    threads: int
+    features: dict[str, float] = field(hash=False, compare=False)
+    profile: JsonObject = field(hash=False, compare=False)
+    created_at: str = ""
+
+
+@dataclass(frozen=True)
 class Study:
     """One `hympi study`: the sweeps it ran and the notes it left (apps skipped and why)."""
 
@@ -477,6 +493,37 @@ class Store:
         """The sweeps (one per configuration measured) of a tune, in the order they were started."""
         return [self._sweep(r) for r in self.conn.execute(
             f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE tune_id = ? ORDER BY id", (tune_id,))]
+
+    # profiles -----------------------------------------------------------------------------------------------
+    _PROFILE_COLUMNS = "id, machine_id, program, app, ranks, threads, features_json, profile_json, created_at"
+
+    def add_profile(self, machine_id: int, program: str, app: str, ranks: int, threads: int,
+                    features: dict[str, float], profile: JsonObject) -> ProfileRecord:
+        """Stores a program's profile and its features; returns the stored record."""
+        with self.transaction() as conn:
+            cur = conn.execute(f"INSERT INTO profiles ({self._PROFILE_COLUMNS.removeprefix('id, ')}) "
+                               "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                               (machine_id, program, app, ranks, threads, json.dumps(features),
+                                json.dumps(profile, sort_keys=True), now_utc()))
+            profile_id = int(cur.lastrowid or 0)
+        row = self.conn.execute(f"SELECT {self._PROFILE_COLUMNS} FROM profiles WHERE id = ?", (profile_id,)).fetchone()
+        return self._profile(row)
+
+    def latest_profile(self, program: str, machine_id: int | None = None) -> ProfileRecord | None:
+        """The newest stored profile of `program` (on that machine, if given), None if it was never profiled."""
+        sql = f"SELECT {self._PROFILE_COLUMNS} FROM profiles WHERE program = ?"
+        args: list[str | int] = [program]
+        if machine_id is not None:
+            sql += " AND machine_id = ?"
+            args.append(machine_id)
+        row = self.conn.execute(sql + " ORDER BY id DESC LIMIT 1", args).fetchone()
+        return self._profile(row) if row else None
+
+    @staticmethod
+    def _profile(row: tuple[Any, ...]) -> ProfileRecord:
+        """A ProfileRecord from a row of _PROFILE_COLUMNS."""
+        return ProfileRecord(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]), json.loads(row[7]),
+                             row[8])
 
     # studies ------------------------------------------------------------------------------------------------
     def create_study(self, machine_id: int, quick: bool, out_dir: str) -> int:

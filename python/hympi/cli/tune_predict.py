@@ -1,0 +1,197 @@
+"""hympi tune predict / hympi tune evaluate: the predictor across programs (seed 002 §3.2's ANN) on the command line.
+
+`predict --space FILE -- APP [ARGS]` profiles the program once (or reuses its stored profile), trains on every
+other tuned program in the store and prints the configuration with the highest predicted speedup; `evaluate`
+prints the leave-one-program-out table (predicted vs best measured, and the constant baseline)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Callable
+from functools import cache
+
+from rich.console import Console
+from rich.table import Table
+
+from hympi.apps import APPS
+from hympi.cli.common import add_db_option, seconds
+from hympi.cli.parser import Subparsers
+from hympi.errors import UsageError
+from hympi.launch.mpirun import launcher_path, mpi_env_name
+from hympi.store import Store
+from hympi.sweep import record_machine
+from hympi.topology import machine_summary
+from hympi.tune.cvars import Cvar, load_listing
+from hympi.tune.output import run_flags
+from hympi.tune.predict import (
+    MIN_PROGRAMS,
+    ProgramVerdict,
+    TunedProgram,
+    evaluate,
+    finished_programs,
+    mean_ratio,
+    predict_best,
+    same_encoding,
+    train,
+    training_set,
+    tuned_programs,
+)
+from hympi.tune.programs import (
+    DEFAULT_PROFILE_TIMEOUT_S,
+    check_program,
+    profile_program,
+    profile_spec,
+    program_text,
+    stored_profile,
+)
+from hympi.tune.space import Configuration, load_space
+
+
+def add_predict_parser(sub: Subparsers, name: str) -> None:
+    """Registers `hympi tune predict`."""
+    p = sub.add_parser(name, help="predict the best layout and MPI parameters of a program from its profile",
+                       description="Profile the program once at the space's default layout (or reuse its stored "
+                                   "profile), train the network on the other tuned programs in the database and "
+                                   "print the configuration with the highest predicted speedup over the default.")
+    p.add_argument("app", nargs="?", default=None,
+                   help=f"one of: {', '.join(sorted(APPS))} (or give it first after --)")
+    p.add_argument("--space", required=True, metavar="FILE", help="search space (TOML) to choose from")
+    add_db_option(p)
+    _add_cvars_option(p)
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
+                   help=f"kill the profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
+    p.set_defaults(handler=predict_main, forwards_unknown=True)
+
+
+def add_evaluate_parser(sub: Subparsers, name: str) -> None:
+    """Registers `hympi tune evaluate`."""
+    p = sub.add_parser(name, help="leave-one-program-out evaluation of the predictor",
+                       description="For every tuned program: train on the others, predict its best configuration "
+                                   "and divide the speedup its own tune measured for that configuration by the best "
+                                   "measured one. Programs without a stored profile are profiled once.")
+    add_db_option(p)
+    _add_cvars_option(p)
+    p.add_argument("--no-profile", action="store_true", help="leave out programs without a stored profile")
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
+                   help=f"kill a profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
+    p.set_defaults(handler=evaluate_main)
+
+
+def _add_cvars_option(parser: argparse.ArgumentParser) -> None:
+    """--cvars FILE: a saved control variable listing instead of the library's."""
+    parser.add_argument("--cvars", default=None, metavar="FILE",
+                        help="read spaces against a saved 'hympi tune params --json' listing, not the library")
+
+
+def _cvars_source(path: str | None) -> Callable[[], dict[str, Cvar]]:
+    """The control variables (--cvars FILE, else the library's: one hympi-mpit launch), read once and only when a
+    stored space has MPI parameters."""
+    return cache(lambda: load_listing(path).cvars)
+
+
+def parameter_lines(config: Configuration, library: str) -> str:
+    """The MPI parameters in the library's own form: Open MPI mca-params.conf lines, or MPICH `export MPIR_CVAR_*`
+    lines (a comment when every parameter keeps its default)."""
+    mpich = "mpich" in library.lower() or "hydra" in library.lower()
+    title = "MPICH environment:" if mpich else "Open MPI mca-params.conf:"
+    if not config.mpi_params:
+        return f"{title}\n# (the library's defaults are predicted best: set nothing)"
+    lines = [f"export {mpi_env_name(n, 'mpich')}={shlex.quote(v)}" if mpich else f"{n} = {v}"
+             for n, v in config.mpi_params]
+    return "\n".join([title, *lines])
+
+
+def predict_main(args: argparse.Namespace) -> int:
+    """Profiles (once), trains and prints the predicted configuration; UsageError (exit 2, nothing launched) for an
+    unknown program or too few tuned programs."""
+    words = ([args.app] if args.app else []) + list(args.app_args)
+    if not words:
+        raise UsageError("no program given (usage: hympi tune predict APP --space FILE [-- APP-ARGS])")
+    app, app_args = words[0], tuple(words[1:])
+    program = program_text(app, app_args)
+    with Store.open(args.db, create=False) as store:
+        others = finished_programs(store) - {program}
+        if len(others) < MIN_PROGRAMS:
+            raise UsageError(f"predicting needs finished tunes of at least {MIN_PROGRAMS} other programs in "
+                             f"{args.db}, found {len(others)} (run hympi tune run on more programs first)")
+        check_program(app)
+        listing = load_listing(args.cvars)
+        space = load_space(args.space, listing.cvars, listing.library)
+        summary = machine_summary()
+        launch = profile_spec(app, app_args, space.default, summary)
+        tuned = [t for t in tuned_programs(store, lambda: listing.cvars) if t.program != program]
+        data, notes = training_set(store, tuned)
+        data, more = same_encoding(data, space.feature_names())
+        if len(data) < MIN_PROGRAMS:
+            raise UsageError(f"only {len(data)} tuned program(s) have a stored profile, a measured default and this "
+                             f"space's axes; predicting needs {MIN_PROGRAMS} ({'; '.join(notes + more) or 'none'})")
+        reused = stored_profile(store, program) is not None
+        machine = record_machine(store, summary, launcher_path())
+        record = profile_program(store, machine, summary, launch, app, args.timeout)
+        predictor = train(data)
+        config, speedup = predict_best(predictor, record.features, space)
+    how = "its stored profile" if reused else "profiled once now"
+    print(f"program: {program} ({how}, at {space.default.label()})")
+    print(f"trained on {len(data)} programs ({predictor.rows} measured configurations): "
+          f"{', '.join(p.program for p in data)}")
+    for note in notes + more:
+        print(f"left out: {note}")
+    print(f"predicted best: {config.label()}")
+    print(f"expected speedup over the default ({space.default.label()}): {speedup:.3f}x")
+    print(f"run it: {shlex.join(run_flags(config, app, app_args))}")
+    print(parameter_lines(config, listing.library))
+    return 0
+
+
+def _ratio_cell(value: float | None) -> str:
+    """A ratio or speedup for the table ('not measured' when absent)."""
+    return "not measured" if value is None else f"{value:.3f}"
+
+
+def verdict_table(verdicts: list[ProgramVerdict]) -> Table:
+    """One row per held-out program."""
+    table = Table(title="leave-one-program-out: predicted vs best measured speedup over the default")
+    for col in ("program", "predicted", "expected", "measured", "best", "ratio", "baseline pick", "baseline ratio"):
+        table.add_column(col, justify="left" if col in ("program", "predicted", "baseline pick") else "right")
+    for v in verdicts:
+        table.add_row(v.program, v.predicted, f"{v.predicted_speedup:.3f}", _ratio_cell(v.measured),
+                      f"{v.best_speedup:.3f}", _ratio_cell(v.ratio), v.baseline or "-", _ratio_cell(v.baseline_ratio))
+    return table
+
+
+def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float) -> None:
+    """Profiles, once each, the tuned programs that have no stored profile, at their space's default layout."""
+    missing = [t for t in programs if stored_profile(store, t.program) is None]
+    if not missing:
+        return
+    summary = machine_summary()
+    machine = record_machine(store, summary, launcher_path())
+    for tuned in missing:
+        print(f"profiling {tuned.program} at {tuned.space.default.label()} ...", file=sys.stderr)
+        launch = profile_spec(tuned.app, tuned.app_args, tuned.space.default, summary)
+        profile_program(store, machine, summary, launch, tuned.app, timeout)
+
+
+def evaluate_main(args: argparse.Namespace) -> int:
+    """Prints the leave-one-program-out table and the mean ratios; UsageError (exit 2) with too few programs."""
+    with Store.open(args.db, create=False) as store:
+        found = finished_programs(store)
+        if len(found) < MIN_PROGRAMS + 1:
+            raise UsageError(f"leave-one-program-out needs finished tunes of at least {MIN_PROGRAMS + 1} programs in "
+                             f"{args.db}, found {len(found)}")
+        cvars = _cvars_source(args.cvars)
+        if not args.no_profile:
+            _profile_missing(store, tuned_programs(store, cvars), args.timeout)
+        verdicts, notes = evaluate(store, cvars)
+    Console(width=200).print(verdict_table(verdicts))
+    for note in notes:
+        print(f"left out: {note}")
+    mean, base = mean_ratio(verdicts), mean_ratio(verdicts, baseline=True)
+    unmeasured = sum(1 for v in verdicts if v.measured is None)
+    print(f"mean ratio predicted/best: {_ratio_cell(mean)} over {len(verdicts) - unmeasured} programs"
+          + (f" ({unmeasured} predicted configuration(s) not measured)" if unmeasured else ""))
+    print(f"mean ratio of the baseline (the configuration best on average over the training programs): "
+          f"{_ratio_cell(base)}")
+    return 0

@@ -1,0 +1,203 @@
+"""The predictor across programs: features from a profile, leave-one-program-out on a learnable synthetic set,
+and the CLI's refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import tunedata
+from conftest import hympi
+from fakeapps import REPO, fake_bin_dir, launches
+from hympi.errors import HympiError
+from hympi.profile import read_profile
+from hympi.store import Store
+from hympi.topology import MachineSummary
+from hympi.tune.features import FEATURE_NAMES, StaticFeatures, call_group, program_features
+from hympi.tune.predict import cross_validate, evaluate, mean_ratio, predict_best, train, training_set, tuned_programs
+
+MACHINE = MachineSummary(packages=2, numa_nodes=4, cores=16, pus=32, caches=(), hash="h", raw="{}")
+CVARS = str(tunedata.CVARS_JSON)
+
+
+@pytest.fixture(scope="module")
+def tuned_db(tmp_path_factory) -> Path:
+    """Six programs, each with an exhaustive tune and a stored profile (built once: it takes seconds)."""
+    path = tmp_path_factory.mktemp("tuned") / "t.db"
+    tunedata.tuned_store(path).close()
+    return path
+
+
+@pytest.fixture
+def space_file(tmp_path) -> Path:
+    """The synthetic space as a TOML file."""
+    path = tmp_path / "space.toml"
+    path.write_text(tunedata.SPACE_TOML)
+    return path
+
+
+def _profile(tmp_path: Path, histograms: dict[str, list[int]], wall: list[float], mpi: list[float]) -> Path:
+    """A profile JSON file as libhympi-profile writes it (2 ranks)."""
+    data = {"format": "hympi-profile", "ranks": 2, "bytes": [[0, 1], [1, 0]], "messages": [[0, 1], [1, 0]],
+            "collectives": {}, "mpi_library": "test", "size_bins": [0, 64, 512, 4096, 32768, 262144, 2097152],
+            "histograms": histograms, "mpi_time_s": mpi, "wall_time_s": wall}
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_features_are_shares_and_rates_in_the_documented_order(tmp_path):
+    path = _profile(tmp_path, {"p2p": [10, 0, 30, 40, 0, 20, 0],  # small 40, medium 40, large 20
+                               "MPI_Alltoallv": [0, 0, 0, 0, 0, 3, 1],  # all large
+                               "MPI_Ialltoall": [0, 0, 0, 0, 4, 0, 0],  # medium: the non-blocking twin counts too
+                               "MPI_Allreduce": [8, 0, 0, 0, 0, 0, 0], "MPI_Barrier": [2, 0, 0, 0, 0, 0, 0],
+                               "MPI_Gatherv": [0, 1, 0, 1, 0, 0, 0], "MPI_Comm_split": [5, 0, 0, 0, 0, 0, 0]},
+                    wall=[2.0, 2.0], mpi=[0.5, 1.5])
+    got = program_features(read_profile(path), StaticFeatures(ranks=2, threads=3, nodes=2, machine=MACHINE))
+    assert list(got) == list(FEATURE_NAMES)
+    assert got["mpi_share"] == pytest.approx(0.5)
+    assert (got["p2p_small"], got["p2p_medium"], got["p2p_large"]) == pytest.approx((0.4, 0.4, 0.2))
+    assert (got["alltoall_small"], got["alltoall_medium"], got["alltoall_large"]) == pytest.approx((0, 0.5, 0.5))
+    assert got["bcast_small"] == pytest.approx(0.5) and got["bcast_medium"] == pytest.approx(0.5)
+    assert got["reduce_small"] == 1.0 and got["barrier_small"] == 1.0
+    # 100 p2p events over 2 ranks x 2 s; 8 alltoall events -> 2 per rank per second
+    assert got["p2p_log_rate"] == pytest.approx(math.log10(26.0))
+    assert got["alltoall_log_rate"] == pytest.approx(math.log10(3.0))
+    assert got["reduce_log_rate"] == pytest.approx(math.log10(3.0))
+    assert (got["ranks"], got["ranks_per_node"], got["threads"]) == (2.0, 1.0, 3.0)
+    assert (got["cores"], got["numa_nodes"], got["packages"]) == (16.0, 4.0, 2.0)
+    assert call_group("MPI_Comm_split") is None and call_group("MPI_Reduce_scatter_block") == "reduce"
+
+
+def test_features_refuse_a_profile_without_wall_time(tmp_path):
+    path = _profile(tmp_path, {"p2p": [1, 0, 0, 0, 0, 0, 0]}, wall=[0.0, 0.0], mpi=[0.0, 0.0])
+    with pytest.raises(HympiError, match="no wall time"):
+        program_features(read_profile(path), StaticFeatures(2, 1, 1, MACHINE))
+
+
+def test_leave_one_program_out_learns_the_rule_and_beats_the_constant_pick(tuned_db):
+    with Store.open(tuned_db) as store:
+        verdicts, notes = evaluate(store, tunedata.cvars)
+        data, _ = training_set(store, tuned_programs(store, tunedata.cvars))
+    assert notes == [] and [v.program for v in verdicts] == sorted(p for p, _, _ in tunedata.PROGRAMS)
+    by_name = {v.program: v for v in verdicts}
+    for program, large, other in tunedata.PROGRAMS:
+        v = by_name[program]
+        best = max(tunedata.rule(large, other, c) for c in tunedata.space().configurations())
+        assert v.best_speedup == pytest.approx(math.exp(best - tunedata.rule(large, other, tunedata.space().default)),
+                                               rel=0.01)
+        assert v.measured is not None and v.ratio == pytest.approx(v.measured / v.best_speedup)
+    # The constant pick (best on average) is right for one side of the rule only; the network reads the feature.
+    assert mean_ratio(verdicts) >= 0.95
+    assert mean_ratio(verdicts, baseline=True) < 0.8
+    # A network that does not see the features can do no better than the constant: they carry the answer.
+    blind = [replace(p, features=tuple(0.0 for _ in p.features)) for p in data]
+    verdicts, _ = cross_validate(blind)
+    assert mean_ratio(verdicts) < 0.85
+
+
+def test_predict_best_and_failed_configurations(tmp_path):
+    store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:4])
+    machine = store.machine(1)
+    space = tunedata.space()
+    doomed = next(c for c in space.configurations() if c.params().get("btl_vader_eager_limit") == "65536")
+    tunedata.add_tune(store, machine.id, "big --n 1", "exhaustive", list(space.configurations()),
+                      lambda c: tunedata.rule(0.95, 0.5, c), failed=(doomed,))
+    store.add_profile(machine.id, "big --n 1", "big", 4, 1, tunedata.features(0.95, 0.5), {})
+    data, _ = training_set(store, tuned_programs(store, tunedata.cvars))
+    big = next(p for p in data if p.program == "big --n 1")
+    assert big.speedup(doomed.key()) == 0.0
+    targets = {c.key: t for c, t in big.rows()}
+    assert targets[doomed.key()] < min(t for k, t in targets.items() if k != doomed.key())
+    predictor = train(data)
+    config, speedup = predict_best(predictor, tunedata.features(0.9, 0.5), space)
+    assert config.params().get("btl_vader_eager_limit") == "65536"  # large messages: the high eager limit ...
+    assert speedup > 1.2
+    config, _ = predict_best(predictor, tunedata.features(0.1, 0.5), space)
+    assert config.params().get("btl_vader_eager_limit") == "1024"  # ... small ones: the low one
+
+
+def test_evaluate_and_predict_on_the_command_line(tuned_db, space_file):
+    proc = hympi("tune", "evaluate", "--db", str(tuned_db), "--cvars", CVARS, "--no-profile")
+    assert proc.returncode == 0, proc.stderr
+    assert "spmv3d --size 32" in proc.stdout and "baseline ratio" in proc.stdout
+    mean = float(proc.stdout.split("mean ratio predicted/best: ")[1].split()[0])
+    assert mean >= 0.95
+    # The program's own tune is left out of training; its stored profile is reused, so nothing is launched.
+    proc = hympi("tune", "predict", "rb3d", "--space", str(space_file), "--db", str(tuned_db), "--cvars", CVARS,
+                 "--", "--size", "32")
+    assert proc.returncode == 0, proc.stderr
+    assert "program: rb3d --size 32 (its stored profile" in proc.stdout
+    assert "trained on 5 programs (60 measured configurations)" in proc.stdout
+    assert "btl_vader_eager_limit=65536" in proc.stdout.split("predicted best: ")[1].splitlines()[0]
+    assert "hympi run rb3d -n " in proc.stdout and "btl_vader_eager_limit = 65536" in proc.stdout
+
+
+def test_cli_refuses_too_few_programs_and_unknown_programs(tmp_path, space_file, fake_launcher):
+    env, marker = fake_launcher
+    db = tmp_path / "few.db"
+    tunedata.tuned_store(db, tunedata.PROGRAMS[:2]).close()
+    proc = hympi("tune", "predict", "nosuchapp", "--space", str(space_file), "--db", str(db), "--cvars", CVARS,
+                 env=env)
+    assert proc.returncode == 2 and "unknown app 'nosuchapp'" in proc.stderr and proc.stderr.count("\n") == 1
+    proc = hympi("tune", "evaluate", "--db", str(db), "--cvars", CVARS, env=env)
+    assert proc.returncode == 2 and "at least 3 programs" in proc.stderr and "found 2" in proc.stderr
+    db1 = tmp_path / "one.db"
+    tunedata.tuned_store(db1, tunedata.PROGRAMS[:1]).close()
+    proc = hympi("tune", "predict", "--space", str(space_file), "--db", str(db1), "--cvars", CVARS, "--", "rb3d",
+                 "--size", "16", env=env)
+    assert proc.returncode == 2 and "at least 2 other programs" in proc.stderr and "found 1" in proc.stderr
+    assert not marker.exists()
+
+
+def test_predict_profiles_an_unseen_program_once_and_reuses_its_profile(tuned_db, tmp_path, space_file):
+    env = fake_bin_dir(tmp_path)
+    # The real profiler is preloaded but idle (the fake app calls no MPI); the fake app writes the profile itself.
+    env["HYMPI_PROFILE_LIB"] = str(Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin").parent / "lib"
+                                   / "libhympi-profile.so")
+    db = Path(shutil.copy(tuned_db, tmp_path / "t.db"))
+    args = ("tune", "predict", "rb3d", "--space", str(space_file), "--db", str(db), "--cvars", CVARS, "--",
+            "--size", "8")
+    first = hympi(*args, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "program: rb3d --size 8 (profiled once now, at 4x1 core (MPI defaults))" in first.stdout
+    assert launches(env) == ["4x1"]
+    with Store.open(db) as store:
+        record = store.latest_profile("rb3d --size 8")
+    assert record is not None and (record.ranks, record.threads) == (4, 1)
+    assert record.features["alltoall_large"] == 1.0 and record.features["mpi_share"] == 0.25
+    assert record.features["alltoall_log_rate"] == pytest.approx(math.log10(1 + 8 / 2.0))
+    # Large all-to-all messages: the rule of the training programs says high eager limit.
+    assert "btl_vader_eager_limit=65536" in first.stdout.split("predicted best: ")[1].splitlines()[0]
+    second = hympi(*args, env=env)
+    assert second.returncode == 0 and "(its stored profile, at 4x1 core" in second.stdout
+    assert launches(env) == ["4x1"]  # not profiled again
+
+
+def test_a_real_program_is_profiled_once_into_features(tmp_path):
+    from hympi.launch.mpirun import launcher_path
+    from hympi.sweep import record_machine
+    from hympi.topology import machine_summary
+    from hympi.tune.programs import profile_program, profile_spec
+    from hympi.tune.space import Configuration
+
+    summary = machine_summary()
+    with Store.open(tmp_path / "p.db") as store:
+        machine = record_machine(store, summary, launcher_path())
+        launch = profile_spec("rb3d", ("--size", "12", "--iterations", "20"), Configuration(2, 1, "core"), summary)
+        record = profile_program(store, machine, summary, launch, "rb3d", timeout=120)
+        again = profile_program(store, machine, summary, launch, "rb3d", timeout=120)
+    assert again.id == record.id  # stored, not profiled twice
+    f = record.features
+    assert (record.program, record.ranks, f["ranks"], f["threads"], f["cores"]) == (
+        "rb3d --size 12 --iterations 20", 2, 2.0, 1.0, float(summary.cores))
+    assert 0.0 < f["mpi_share"] < 1.0  # the halo exchange and the residual's reduction take some of the time
+    assert f["p2p_log_rate"] > 1.0 and f["reduce_log_rate"] > 0.0 and f["barrier_log_rate"] > 0.0
+    assert f["p2p_small"] == 1.0  # a halo face of 12 x 12 doubles is 1152 B
+    assert record.profile["format"] == "hympi-profile" and len(record.profile["wall_time_s"]) == 2
