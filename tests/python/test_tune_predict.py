@@ -19,8 +19,18 @@ from hympi.errors import HympiError
 from hympi.profile import read_profile
 from hympi.store import Store
 from hympi.topology import MachineSummary
+from hympi.tune.cvars import Cvar
 from hympi.tune.features import FEATURE_NAMES, StaticFeatures, call_group, program_features
-from hympi.tune.predict import cross_validate, evaluate, mean_ratio, predict_best, train, training_set, tuned_programs
+from hympi.tune.predict import (
+    cross_validate,
+    evaluate,
+    mean_ratio,
+    predict_best,
+    stored_space,
+    train,
+    training_set,
+    tuned_programs,
+)
 
 MACHINE = MachineSummary(packages=2, numa_nodes=4, cores=16, pus=32, caches=(), hash="h", raw="{}")
 CVARS = str(tunedata.CVARS_JSON)
@@ -81,10 +91,15 @@ def test_features_refuse_a_profile_without_wall_time(tmp_path):
         program_features(read_profile(path), StaticFeatures(2, 1, 1, MACHINE))
 
 
+def no_library() -> dict[str, Cvar]:
+    """A cvar source that fails: tunes carry their parameters' cvars, so nothing may ask the MPI library."""
+    raise AssertionError("the space was rebuilt from the MPI library instead of the cvars the tune stored")
+
+
 def test_leave_one_program_out_learns_the_rule_and_beats_the_constant_pick(tuned_db):
     with Store.open(tuned_db) as store:
-        verdicts, notes = evaluate(store, tunedata.cvars)
-        data, _ = training_set(store, tuned_programs(store, tunedata.cvars))
+        verdicts, notes = evaluate(store, no_library)
+        data, _ = training_set(store, tuned_programs(store, no_library))
     assert notes == [] and [v.program for v in verdicts] == sorted(p for p, _, _ in tunedata.PROGRAMS)
     by_name = {v.program: v for v in verdicts}
     for program, large, other in tunedata.PROGRAMS:
@@ -201,3 +216,12 @@ def test_a_real_program_is_profiled_once_into_features(tmp_path):
     assert f["p2p_log_rate"] > 1.0 and f["reduce_log_rate"] > 0.0 and f["barrier_log_rate"] > 0.0
     assert f["p2p_small"] == 1.0  # a halo face of 12 x 12 doubles is 1152 B
     assert record.profile["format"] == "hympi-profile" and len(record.profile["wall_time_s"]) == 2
+
+
+def test_a_tune_recorded_without_cvars_rebuilds_its_space_from_the_library(tuned_db):
+    with Store.open(tuned_db) as store:
+        tune = store.tunes()[0]
+        legacy = replace(tune, space={k: v for k, v in tune.space.items() if k != "cvars"})
+        with pytest.raises(AssertionError, match="rebuilt from the MPI library"):
+            stored_space(legacy, no_library)
+        assert stored_space(legacy, tunedata.cvars).configurations() == stored_space(tune, no_library).configurations()

@@ -51,7 +51,7 @@ def space() -> SearchSpace:
 
 def stored_space_json() -> dict[str, object]:
     """The space as a tune stores it."""
-    return {"source": SPACE, "configurations": len(space().configurations()), "default": space().default.key()}
+    return space().as_stored()
 
 
 def rule(large: float, other: float, config: Configuration) -> float:

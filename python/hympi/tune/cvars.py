@@ -121,7 +121,7 @@ class CvarListing:
         return self.mpi_library.split(",")[0].strip() or "the MPI library"
 
 
-def _cvar(entry: object, index: int) -> Cvar:
+def cvar_from_json(entry: object, index: int) -> Cvar:
     """One cvar from its JSON object; raises ValueError naming the entry when a field is missing or mistyped."""
     if not isinstance(entry, dict):
         raise ValueError(f"cvars[{index}] is not an object")
@@ -153,7 +153,7 @@ def parse_listing(json_text: str) -> CvarListing:
         entries = data.get("cvars")
         if not isinstance(entries, list):
             raise ValueError("no cvars list")
-        cvars = [_cvar(entry, i) for i, entry in enumerate(entries)]
+        cvars = [cvar_from_json(entry, i) for i, entry in enumerate(entries)]
     except ValueError as exc:  # json.JSONDecodeError is a ValueError
         raise HympiFatal(f"{MPIT_BINARY} printed no usable cvar list: {exc}") from None
     return CvarListing(str(data.get("mpi_library", "unknown")), {c.name: c for c in cvars})

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from hympi.errors import HympiError
+from hympi.errors import HympiError, UsageError
 from hympi.store import Store, TuneRecord
-from hympi.tune.cvars import Cvar
+from hympi.tune.cvars import Cvar, cvar_from_json
 from hympi.tune.features import feature_vector
 from hympi.tune.programs import stored_profile
 from hympi.tune.results import Measured, tune_results
@@ -259,9 +259,16 @@ CvarSource = Callable[[], dict[str, Cvar]]
 
 
 def stored_space(tune: TuneRecord, cvars: CvarSource) -> SearchSpace:
-    """The search space a tune ran, rebuilt from the TOML data it stored and the library's control variables;
-    UsageError when it no longer parses against them."""
+    """The search space a tune ran, rebuilt from the TOML data and the parameters' cvars it stored (a tune recorded
+    without them asks `cvars`, the library's control variables); UsageError when it no longer parses against them."""
     source = tune.space.get("source", {})
+    stored = tune.space.get("cvars")
+    if isinstance(stored, list):
+        try:
+            known = {c.name: c for c in (cvar_from_json(entry, i) for i, entry in enumerate(stored))}
+        except ValueError as exc:
+            raise UsageError(f"tune {tune.id} stored an unreadable cvar: {exc}") from None
+        return parse_space(source, known)
     return parse_space(source, cvars() if source.get("mpi") else {})
 
 

@@ -141,6 +141,12 @@ class SearchSpace:
     constraints: tuple[Constraint, ...] = ()
     source: JsonObject = field(default_factory=dict, hash=False, compare=False)
 
+    def as_stored(self) -> JsonObject:
+        """What a tune records of its space: the TOML data, its size, the default, and the parameters' cvars (so the
+        space is rebuilt later, by the predictor or the report, without asking the MPI library)."""
+        return {"source": self.source, "configurations": len(self.configurations()), "default": self.default.key(),
+                "cvars": [p.cvar.as_dict() for p in self.parameters]}
+
     def configurations(self) -> tuple[Configuration, ...]:
         """Every configuration: the default first, then the cross product (ranks, threads, bind, then parameters in
         name order, each in its listed order) with unmet requirements unset, duplicates and constrained ones

@@ -116,8 +116,7 @@ def open_tune(store: Store, machine: MachineRecord, params: TuneParams, space: S
                                  "wait for it or stop it first")
             return found, True
     return store.create_tune(machine.id, params.app, params.program, params.strategy,
-                             {"source": space.source, "configurations": len(space.configurations()),
-                              "default": space.default.key()},
+                             space.as_stored(),
                              params.as_dict(), params.identity(space)), False
 
 
