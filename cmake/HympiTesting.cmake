@@ -14,13 +14,18 @@ set(HYMPI_TEST_DATA_DIR ${PROJECT_SOURCE_DIR}/tests/data)
 set(HYMPI_TEST_SUPPORT_DIR ${PROJECT_SOURCE_DIR}/tests/support)
 
 # The MPI-aware GoogleTest main, compiled once for every MPI test binary.
-add_library(hympi_gtest_mpi_main OBJECT ${HYMPI_TEST_SUPPORT_DIR}/gtest_mpi_main.cpp)
-target_link_libraries(hympi_gtest_mpi_main PRIVATE MPI::MPI_CXX OpenMP::OpenMP_CXX GTest::gtest hympi_warnings)
-target_compile_options(hympi_gtest_mpi_main PRIVATE ${HYMPI_TEST_OPTIMIZATION})
+if(HYMPI_TEST_SUITES)
+  add_library(hympi_gtest_mpi_main OBJECT ${HYMPI_TEST_SUPPORT_DIR}/gtest_mpi_main.cpp)
+  target_link_libraries(hympi_gtest_mpi_main PRIVATE MPI::MPI_CXX OpenMP::OpenMP_CXX GTest::gtest hympi_warnings)
+  target_compile_options(hympi_gtest_mpi_main PRIVATE ${HYMPI_TEST_OPTIMIZATION})
+endif()
 
 # hympi_add_unit_test(<name> LIBS <targets>... SOURCES <sources>...): GoogleTest binary run as
 # one serial process.
 function(hympi_add_unit_test name)
+  if(NOT HYMPI_TEST_SUITES)
+    return()
+  endif()
   cmake_parse_arguments(ARG "" "" "LIBS;SOURCES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main hympi_warnings)
@@ -34,6 +39,9 @@ endfunction()
 # hympi_add_mpi_test(<name> LIBS <targets>... RANKS <n>... SOURCES <sources>...): one CTest entry
 # per rank count.
 function(hympi_add_mpi_test name)
+  if(NOT HYMPI_TEST_SUITES)
+    return()
+  endif()
   cmake_parse_arguments(ARG "" "" "LIBS;RANKS;SOURCES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:hympi_gtest_mpi_main>)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest hympi_warnings)
