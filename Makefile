@@ -56,8 +56,9 @@ test-cpp: build
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j2 --timeout 600 -E '^app\..*\.W\.'
 
+# Two workers: much of a CLI test is interpreter start-up and launcher waits, not MPI work.
 test-python: build venv
-	$(VENV)/bin/python -m pytest -q tests/python
+	$(VENV)/bin/python -m pytest -q -n 2 tests/python
 
 test: test-cpp test-asan test-python
 
