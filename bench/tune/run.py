@@ -186,6 +186,7 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
     listing = load_listing(str(cvars))
     rows = []
     replays = []
+    noise = []
     for program in GUIDED_PROGRAMS:
         space = load_space(str(program.space_file), listing.cvars, listing.library)
         size = len(space.configurations())
@@ -208,6 +209,10 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
             rows.append((program.text, "guided", guided_id, str(seed), len(guided), size, runs_of(guided),
                          pick.config.label(), pick.score, same.score or 0.0, ratio, speedup(pick, default).text,
                          versus))
+        spreads = sorted((max(m.rates) - min(m.rates)) / statistics.median(m.rates) for m in exhaustive
+                         if len(m.rates) >= 2)
+        if spreads:
+            noise.append((program.text, len(spreads), statistics.median(spreads), spreads[-1]))
         scores = {m.config: m.score for m in exhaustive}
         picks = [replay(space, scores, seed, max_runs) for seed in range(1, replay_seeds + 1)]
         ratios = [(scores[c] or 0.0) / top.score for c, _ in picks]
@@ -222,6 +227,9 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
     for (prog, strategy, tid, seed_text, n, size, nruns, label, own, exh, ratio, vs_default, vs_best) in rows:
         print(f"| {prog} | {strategy} | {tid} | {seed_text} | {n} | {100.0 * n / size:.1f} % | {nruns} | {label} "
               f"| {own:.4g} | {exh:.4g} | {ratio:.3f} | {vs_default} | {vs_best} |")
+    for prog, n, med, worst in noise:
+        print(f"\n{prog}: run-to-run spread (max - min) / median of the exhaustive tune's {n} configurations: "
+              f"median {100.0 * med:.1f} %, largest {100.0 * worst:.1f} %")
     print(f"\n### guided replayed on the exhaustive medians (no launch; --max-runs {max_runs})\n")
     print("| program | seeds | median ratio pick/best | worst ratio | seeds >= 0.95 "
           "| mean configurations (% of space) |")
