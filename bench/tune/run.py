@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """hympi tune benchmark (issue 15): guided vs exhaustive search, leave-one-program-out prediction, the report.
 
-Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 1] [--repeat 3] [--min-time 0.5]
-                                          [--max-runs 12] [--lopo-repeat 2] [--lopo-min-time 0.3]
+Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 1] [--repeat 2] [--min-time 0.5]
+                                          [--max-runs 12] [--ei-stop F] [--lopo-repeat 2] [--lopo-min-time 0.3]
                                           [--replay-seeds 20] [--recheck-pairs 4] [--work DIR]
 
 * guided: for IS class A (bench/tune/is-48.toml, 51 configurations) and LU-MZ class W (bench/tune/lu-mz-48.toml,
@@ -44,7 +44,7 @@ from hympi.store import Store
 from hympi.tune.cvars import load_listing
 from hympi.tune.predict import evaluate, mean_ratio
 from hympi.tune.results import Measured, best, speedup, tune_results
-from hympi.tune.search import Search, Stop
+from hympi.tune.search import DEFAULT_EI_STOP, Search, Stop
 from hympi.tune.space import Configuration, SearchSpace, load_space
 
 HERE = Path(__file__).resolve().parent
@@ -118,6 +118,7 @@ class Options:
     repeat: int
     min_time: float
     oversubscribe: bool
+    ei_stop: float = DEFAULT_EI_STOP
 
 
 def finished_tune(db: Path, program: Program, space: SearchSpace, strategy: str, seed: int,
@@ -130,6 +131,7 @@ def finished_tune(db: Path, program: Program, space: SearchSpace, strategy: str,
             p = tune.params
             if (tune.status == "finished" and tune.program == program.text and tune.strategy == strategy
                     and p["seed"] == seed and p["repeat"] == opts.repeat and p["min_time"] == opts.min_time
+                    and (strategy != "guided" or p["ei_stop"] == opts.ei_stop)
                     and tune.space.get("source") == space.source):
                 return tune.id
     return None
@@ -150,9 +152,10 @@ def tune(hympi: list[str], db: Path, cvars: Path, program: Program, space: Searc
     if opts.oversubscribe:
         command.append("--oversubscribe")
     if max_runs is not None:
-        command += ["--max-runs", str(max_runs)]
+        command += ["--max-runs", str(max_runs), "--ei-stop", f"{opts.ei_stop:g}"]
     command += ["--", *program.args]
-    log = work / f"tune-{program.app}-{'-'.join(a.strip('-') for a in program.args)}-{strategy}-{seed}.log"
+    what = f"{strategy}-{seed}" + (f"-ei{opts.ei_stop:g}" if strategy == "guided" else "")
+    log = work / f"tune-{program.app}-{'-'.join(a.strip('-') for a in program.args)}-{what}.log"
     # Generous: every launch may take its timeout; the guard is for a hang of hympi itself.
     run(command, configs * (1 + opts.repeat) * (RUN_TIMEOUT_S + LAUNCH_S) + 600, log)
     found = finished_tune(db, program, space, strategy, seed, opts)
@@ -172,11 +175,11 @@ def runs_of(measured: list[Measured]) -> int:
     return sum(m.runs for m in measured)
 
 
-def replay(space: SearchSpace, scores: dict[Configuration, float | None], seed: int,
-           max_runs: int) -> tuple[Configuration, int]:
+def replay(space: SearchSpace, scores: dict[Configuration, float | None], seed: int, max_runs: int,
+           ei_stop: float) -> tuple[Configuration, int]:
     """Guided search with the exhaustive tune's medians as its oracle: its best configuration and how many it
     measured."""
-    search = Search(space, "guided", seed, max_runs)
+    search = Search(space, "guided", seed, max_runs, ei_stop)
     seen: dict[Configuration, float | None] = {}
     while not isinstance(decision := search.propose(seen), Stop):
         seen[decision.config] = scores[decision.config]
@@ -244,7 +247,7 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
         if spreads:
             noise.append((program.text, len(spreads), statistics.median(spreads), spreads[-1]))
         scores = {m.config: m.score for m in exhaustive}
-        picks = [replay(space, scores, seed, max_runs) for seed in range(1, replay_seeds + 1)]
+        picks = [replay(space, scores, seed, max_runs, opts.ei_stop) for seed in range(1, replay_seeds + 1)]
         ratios = [(scores[c] or 0.0) / top.score for c, _ in picks]
         used = [n for _, n in picks]
         replays.append((program.text, len(picks), statistics.median(ratios), min(ratios),
@@ -260,7 +263,8 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
     for prog, n, med, worst in noise:
         print(f"\n{prog}: run-to-run spread (max - min) / median of the exhaustive tune's {n} configurations: "
               f"median {100.0 * med:.1f} %, largest {100.0 * worst:.1f} %")
-    print(f"\n### guided replayed on the exhaustive medians (no launch; --max-runs {max_runs})\n")
+    print(f"\n### guided replayed on the exhaustive medians (no launch; --max-runs {max_runs}, "
+          f"--ei-stop {opts.ei_stop:g})\n")
     print("| program | seeds | median ratio pick/best | worst ratio | seeds >= 0.95 "
           "| mean configurations (% of space) |")
     print("|---|---|---|---|---|---|")
@@ -318,9 +322,11 @@ def main() -> int:
     parser.add_argument("--parts", default=",".join(PARTS), help="of " + ",".join(PARTS))
     parser.add_argument("--seeds", default="1", help="comma-separated seeds of the guided tunes (the first also "
                                                      "seeds the exhaustive tune's record)")
-    parser.add_argument("--repeat", type=int, default=3, help="measured runs per configuration (guided part)")
+    parser.add_argument("--repeat", type=int, default=2, help="measured runs per configuration (guided part)")
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds of timed region per run (guided part)")
     parser.add_argument("--max-runs", type=int, default=12, help="guided budget in configurations")
+    parser.add_argument("--ei-stop", type=float, default=DEFAULT_EI_STOP,
+                        help="guided: stop below this expected relative improvement (0: spend the whole budget)")
     parser.add_argument("--lopo-repeat", type=int, default=2, help="measured runs per configuration (lopo part)")
     parser.add_argument("--lopo-min-time", type=float, default=0.3, help="seconds of timed region (lopo part)")
     parser.add_argument("--replay-seeds", type=int, default=20, help="seeds of the replayed guided search")
@@ -344,7 +350,7 @@ def main() -> int:
     for option in ("repeat", "lopo_repeat", "max_runs", "replay_seeds"):
         if getattr(args, option) < 1:
             reject("--" + option.replace("_", "-"), f"must be >= 1, got {getattr(args, option)}")
-    for option in ("min_time", "lopo_min_time"):
+    for option in ("min_time", "lopo_min_time", "ei_stop"):
         if not (math.isfinite(getattr(args, option)) and getattr(args, option) >= 0):
             reject("--" + option.replace("_", "-"), f"must be a number of seconds >= 0, got {getattr(args, option)}")
     hympi = hympi_command()
@@ -354,7 +360,7 @@ def main() -> int:
     if not cvars.exists():
         cvars.write_text(run([*hympi, "tune", "params", "--json"], 120))
     if "guided" in parts:
-        guided_part(hympi, work, cvars, seeds, Options(args.repeat, args.min_time, True), args.max_runs,
+        guided_part(hympi, work, cvars, seeds, Options(args.repeat, args.min_time, True, args.ei_stop), args.max_runs,
                     args.replay_seeds, args.recheck_pairs)
     if "lopo" in parts:
         lopo_part(hympi, work, cvars, Options(args.lopo_repeat, args.lopo_min_time, False))
