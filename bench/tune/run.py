@@ -82,6 +82,16 @@ def reject(option: str, message: str) -> NoReturn:
     sys.exit(2)
 
 
+def parse_programs(text: str) -> list[str]:
+    """The guided part's apps named in `text` (comma-separated); exits 2 naming an unknown one."""
+    names = [name for name in text.split(",") if name]
+    known = [p.app for p in GUIDED_PROGRAMS]
+    for name in names:
+        if name not in known:
+            reject("--programs", f"unknown program '{name}' (choose from {', '.join(known)})")
+    return names
+
+
 def hympi_command() -> list[str]:
     """The hympi command: $HYMPI, else the script next to this Python, else hympi on PATH; exits 2 without one."""
     if os.environ.get("HYMPI"):
@@ -210,14 +220,14 @@ def recheck(program: Program, space: SearchSpace, pick: Configuration, top: Conf
 
 
 def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opts: Options, max_runs: int,
-                replay_seeds: int, recheck_pairs: int) -> None:
+                replay_seeds: int, recheck_pairs: int, apps: list[str]) -> None:
     """Exhaustive and guided tunes of IS A and LU-MZ W; prints the comparison tables."""
     db = work / "tune.db"
     listing = load_listing(str(cvars))
     rows = []
     replays = []
     noise = []
-    for program in GUIDED_PROGRAMS:
+    for program in (p for p in GUIDED_PROGRAMS if p.app in apps):
         space = load_space(str(program.space_file), listing.cvars, listing.library)
         size = len(space.configurations())
         exhaustive_id = tune(hympi, db, cvars, program, space, "exhaustive", seeds[0], opts, None, work)
@@ -320,6 +330,8 @@ def main() -> int:
     """Runs the parts asked for; tables in markdown on stdout, progress on stderr."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default=",".join(PARTS), help="of " + ",".join(PARTS))
+    parser.add_argument("--programs", default=",".join(p.app for p in GUIDED_PROGRAMS),
+                        help="guided part: which of its programs (is, lu-mz)")
     parser.add_argument("--seeds", default="1", help="comma-separated seeds of the guided tunes (the first also "
                                                      "seeds the exhaustive tune's record)")
     parser.add_argument("--repeat", type=int, default=2, help="measured runs per configuration (guided part)")
@@ -339,6 +351,7 @@ def main() -> int:
     for part in parts:
         if part not in PARTS:
             reject("--parts", f"unknown part '{part}' (choose from {', '.join(PARTS)})")
+    programs = parse_programs(args.programs)
     try:
         seeds = [int(s) for s in args.seeds.split(",") if s]
     except ValueError:
@@ -361,7 +374,7 @@ def main() -> int:
         cvars.write_text(run([*hympi, "tune", "params", "--json"], 120))
     if "guided" in parts:
         guided_part(hympi, work, cvars, seeds, Options(args.repeat, args.min_time, True, args.ei_stop), args.max_runs,
-                    args.replay_seeds, args.recheck_pairs)
+                    args.replay_seeds, args.recheck_pairs, programs)
     if "lopo" in parts:
         lopo_part(hympi, work, cvars, Options(args.lopo_repeat, args.lopo_min_time, False))
     if "report" in parts:
