@@ -76,6 +76,11 @@ LOPO_PROGRAMS = tuple(Program(app, args, LOPO_SPACE) for app, args in (
     ("spmv3d", ("--global", "48", "48", "48")), ("rb3d", ("--size", "32")), ("rb3d", ("--size", "64"))))
 
 
+def with_lu_class(programs: tuple[Program, ...], lu_class: str) -> tuple[Program, ...]:
+    """`programs` with LU-MZ at class `lu_class` (class W takes ~3 s a run on 2 idle cores, 2-4x that on busy ones)."""
+    return tuple(Program(p.app, ("--class", lu_class), p.space_file) if p.app == "lu-mz" else p for p in programs)
+
+
 def reject(option: str, message: str) -> NoReturn:
     """Exits 2 with one line naming the option and what is wrong with its value."""
     print(f"bench: {option}: {message}", file=sys.stderr)
@@ -220,14 +225,14 @@ def recheck(program: Program, space: SearchSpace, pick: Configuration, top: Conf
 
 
 def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opts: Options, max_runs: int,
-                replay_seeds: int, recheck_pairs: int, apps: list[str]) -> None:
+                replay_seeds: int, recheck_pairs: int, apps: list[str], lu_class: str) -> None:
     """Exhaustive and guided tunes of IS A and LU-MZ W; prints the comparison tables."""
     db = work / "tune.db"
     listing = load_listing(str(cvars))
     rows = []
     replays = []
     noise = []
-    for program in (p for p in GUIDED_PROGRAMS if p.app in apps):
+    for program in (p for p in with_lu_class(GUIDED_PROGRAMS, lu_class) if p.app in apps):
         space = load_space(str(program.space_file), listing.cvars, listing.library)
         size = len(space.configurations())
         exhaustive_id = tune(hympi, db, cvars, program, space, "exhaustive", seeds[0], opts, None, work)
@@ -283,12 +288,12 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
               f"| {mean_used:.1f} ({100.0 * mean_used / size:.1f} %) |")
 
 
-def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options) -> None:
+def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options, lu_class: str) -> None:
     """Exhaustive tunes of every program over the common space, then the leave-one-program-out evaluation."""
     db = work / "lopo.db"
     listing = load_listing(str(cvars))
     space = load_space(str(LOPO_SPACE), listing.cvars, listing.library)
-    for program in LOPO_PROGRAMS:
+    for program in with_lu_class(LOPO_PROGRAMS, lu_class):
         tune(hympi, db, cvars, program, space, "exhaustive", 1, opts, None, work)
     out = run([*hympi, "tune", "evaluate", "--db", str(db), "--cvars", str(cvars), "--timeout", "300"], 3600,
               work / "evaluate.log")
@@ -332,6 +337,7 @@ def main() -> int:
     parser.add_argument("--parts", default=",".join(PARTS), help="of " + ",".join(PARTS))
     parser.add_argument("--programs", default=",".join(p.app for p in GUIDED_PROGRAMS),
                         help="guided part: which of its programs (is, lu-mz)")
+    parser.add_argument("--lu-mz-class", default="W", choices=("S", "W", "A"), help="LU-MZ's class in both parts")
     parser.add_argument("--seeds", default="1", help="comma-separated seeds of the guided tunes (the first also "
                                                      "seeds the exhaustive tune's record)")
     parser.add_argument("--repeat", type=int, default=2, help="measured runs per configuration (guided part)")
@@ -374,9 +380,9 @@ def main() -> int:
         cvars.write_text(run([*hympi, "tune", "params", "--json"], 120))
     if "guided" in parts:
         guided_part(hympi, work, cvars, seeds, Options(args.repeat, args.min_time, True, args.ei_stop), args.max_runs,
-                    args.replay_seeds, args.recheck_pairs, programs)
+                    args.replay_seeds, args.recheck_pairs, programs, args.lu_mz_class)
     if "lopo" in parts:
-        lopo_part(hympi, work, cvars, Options(args.lopo_repeat, args.lopo_min_time, False))
+        lopo_part(hympi, work, cvars, Options(args.lopo_repeat, args.lopo_min_time, False), args.lu_mz_class)
     if "report" in parts:
         report_part(hympi, work, cvars)
     return 0
