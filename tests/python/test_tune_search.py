@@ -74,7 +74,10 @@ def test_a_space_larger_than_the_budget_needs_guided():
         Search(synthetic_space(), "exhaustive", 0, 12)
     with pytest.raises(UsageError, match="unknown strategy 'annealing'"):
         check_strategy("annealing", 10, 10, 0.0)
-    assert default_budget("guided", 49) == 13 and default_budget("random", 49) == 49
+    assert default_budget("guided", 49) == 12 and default_budget("random", 49) == 49
+    # guided's default never exceeds a quarter of the space once the space is larger than 4 x GUIDED_MIN_RUNS
+    assert all(default_budget("guided", n) <= n / 4 for n in range(24, 200))
+    assert default_budget("guided", 10) == 6 and default_budget("guided", 4) == 4
 
 
 def test_guided_finds_the_optimum_within_a_quarter_of_the_space():

@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+"""hympi tune benchmark (issue 15): guided vs exhaustive search, leave-one-program-out prediction, the report.
+
+Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 1] [--repeat 2] [--min-time 0.5]
+                                          [--max-runs 12] [--ei-stop F] [--lopo-repeat 2] [--lopo-min-time 0.3]
+                                          [--replay-seeds 20] [--recheck-pairs 4] [--work DIR]
+
+* guided: for IS class A (bench/tune/is-48.toml, 51 configurations) and LU-MZ class W (bench/tune/lu-mz-48.toml,
+  49 configurations), `hympi tune run --strategy exhaustive`, then `--strategy guided --max-runs N` for every seed,
+  all in DIR/tune.db. Per guided tune: its best configuration, the exhaustive tune's median for that same
+  configuration, their ratio to the exhaustive best (with report.compare's interval) and the configurations used
+  as a share of the exhaustive tune's. A pick that is not the exhaustive best is re-measured against it,
+  alternately (--recheck-pairs runs each): the exhaustive best is the highest of ~50 noisy medians, so the ratio of
+  the stored medians is biased against the pick. The search is also replayed (no launch) on the exhaustive tune's
+  medians for --replay-seeds seeds: the same Search object, the measured landscape as its oracle.
+* lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, spmv3d CG
+  48^3, rb3d 32^3 and 64^3 in DIR/lopo.db, then `hympi tune evaluate` (profiles each program once; needs
+  HYMPI_PROFILE_LIB or the profiler next to the apps).
+* report: `hympi report` of both databases into DIR/report-*/ (kept out of the repository), checked for its Tuning
+  section.
+
+A tune already finished in the database with the same program, space, strategy, seed and options is not run
+again; an interrupted one continues (--resume). Every command has a timeout. Environment: HYMPI (the hympi
+command, default: the one next to this Python, else on PATH), HYMPI_BIN_DIR as for hympi itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+from hympi.apps import get_app
+from hympi.launch.mpirun import LaunchSpec, format_command, launch
+from hympi.store import Store
+from hympi.tune.cvars import load_listing
+from hympi.tune.predict import evaluate, mean_ratio
+from hympi.tune.results import Measured, best, speedup, tune_results
+from hympi.tune.search import DEFAULT_EI_STOP, Search, Stop
+from hympi.tune.space import Configuration, SearchSpace, load_space
+
+HERE = Path(__file__).resolve().parent
+PARTS = ("guided", "lopo", "report")
+RUN_TIMEOUT_S = 120.0
+# Launch cost besides the timed region (mpirun, MPI_Init, problem set-up, verification): for the command timeouts.
+LAUNCH_S = 3.0
+
+
+@dataclass(frozen=True)
+class Program:
+    """One tuned program: app, its problem arguments and the space it is tuned over."""
+
+    app: str
+    args: tuple[str, ...]
+    space_file: Path
+
+    @property
+    def text(self) -> str:
+        """As hympi names it ('is --class A')."""
+        return " ".join([self.app, *self.args])
+
+
+GUIDED_PROGRAMS = (Program("is", ("--class", "A"), HERE / "is-48.toml"),
+                   Program("lu-mz", ("--class", "W"), HERE / "lu-mz-48.toml"))
+LOPO_SPACE = HERE / "lopo-8.toml"
+LOPO_PROGRAMS = tuple(Program(app, args, LOPO_SPACE) for app, args in (
+    ("is", ("--class", "W")), ("lu-mz", ("--class", "W")), ("bt-mz", ("--class", "S")),
+    ("spmv3d", ("--global", "48", "48", "48")), ("rb3d", ("--size", "32")), ("rb3d", ("--size", "64"))))
+
+
+def with_lu_class(programs: tuple[Program, ...], lu_class: str) -> tuple[Program, ...]:
+    """`programs` with LU-MZ at class `lu_class` (class W takes ~3 s a run on 2 idle cores, 2-4x that on busy ones)."""
+    return tuple(Program(p.app, ("--class", lu_class), p.space_file) if p.app == "lu-mz" else p for p in programs)
+
+
+def reject(option: str, message: str) -> NoReturn:
+    """Exits 2 with one line naming the option and what is wrong with its value."""
+    print(f"bench: {option}: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_programs(text: str) -> list[str]:
+    """The guided part's apps named in `text` (comma-separated); exits 2 naming an unknown one."""
+    names = [name for name in text.split(",") if name]
+    known = [p.app for p in GUIDED_PROGRAMS]
+    for name in names:
+        if name not in known:
+            reject("--programs", f"unknown program '{name}' (choose from {', '.join(known)})")
+    return names
+
+
+def hympi_command() -> list[str]:
+    """The hympi command: $HYMPI, else the script next to this Python, else hympi on PATH; exits 2 without one."""
+    if os.environ.get("HYMPI"):
+        return [os.environ["HYMPI"]]
+    beside = Path(sys.executable).parent / "hympi"
+    found = str(beside) if beside.exists() else shutil.which("hympi")
+    if found is None:
+        reject("HYMPI", "no hympi command next to this Python or on PATH (set HYMPI)")
+    return [found]
+
+
+def run(command: list[str], timeout: float, log: Path | None = None) -> str:
+    """Runs `command` (stdout to `log` and returned, stderr passed through), killed after `timeout` seconds; exits
+    loudly on a non-zero status."""
+    print(f"$ {' '.join(command)}", file=sys.stderr, flush=True)
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, stdout=subprocess.PIPE, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"bench: timed out after {timeout:.0f} s: {' '.join(command)}")
+    if log is not None:
+        log.write_text(done.stdout)
+    print(done.stdout, file=sys.stderr, end="", flush=True)
+    print(f"  ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+    if done.returncode != 0:
+        sys.exit(f"bench: exit {done.returncode}: {' '.join(command)}")
+    return done.stdout
+
+
+@dataclass(frozen=True)
+class Options:
+    """What every tune of one part is run with."""
+
+    repeat: int
+    min_time: float
+    oversubscribe: bool
+    ei_stop: float = DEFAULT_EI_STOP
+
+
+def finished_tune(db: Path, program: Program, space: SearchSpace, strategy: str, seed: int,
+                  opts: Options) -> int | None:
+    """The id of a finished tune in `db` equal to the one asked for, if there is one."""
+    if not db.exists():
+        return None
+    with Store.open(str(db), create=False) as store:
+        for tune in reversed(store.tunes()):
+            p = tune.params
+            if (tune.status == "finished" and tune.program == program.text and tune.strategy == strategy
+                    and p["seed"] == seed and p["repeat"] == opts.repeat and p["min_time"] == opts.min_time
+                    and (strategy != "guided" or p["ei_stop"] == opts.ei_stop)
+                    and tune.space.get("source") == space.source):
+                return tune.id
+    return None
+
+
+def tune(hympi: list[str], db: Path, cvars: Path, program: Program, space: SearchSpace, strategy: str, seed: int,
+         opts: Options, max_runs: int | None, work: Path) -> int:
+    """Runs (or finds, or resumes) one tune; returns its id."""
+    found = finished_tune(db, program, space, strategy, seed, opts)
+    if found is not None:
+        print(f"bench: tune {found} ({program.text}, {strategy}, seed {seed}) already finished in {db}",
+              file=sys.stderr)
+        return found
+    configs = max_runs or len(space.configurations())
+    command = [*hympi, "tune", "run", program.app, "--space", str(program.space_file), "--strategy", strategy,
+               "--seed", str(seed), "--repeat", str(opts.repeat), "--min-time", f"{opts.min_time:g}",
+               "--timeout", f"{RUN_TIMEOUT_S:g}", "--cvars", str(cvars), "--db", str(db), "--resume"]
+    if opts.oversubscribe:
+        command.append("--oversubscribe")
+    if max_runs is not None:
+        command += ["--max-runs", str(max_runs), "--ei-stop", f"{opts.ei_stop:g}"]
+    command += ["--", *program.args]
+    what = f"{strategy}-{seed}" + (f"-ei{opts.ei_stop:g}" if strategy == "guided" else "")
+    log = work / f"tune-{program.app}-{'-'.join(a.strip('-') for a in program.args)}-{what}.log"
+    # Generous: every launch may take its timeout; the guard is for a hang of hympi itself.
+    run(command, configs * (1 + opts.repeat) * (RUN_TIMEOUT_S + LAUNCH_S) + 600, log)
+    found = finished_tune(db, program, space, strategy, seed, opts)
+    if found is None:
+        sys.exit(f"bench: the tune of {program.text} ({strategy}, seed {seed}) did not finish")
+    return found
+
+
+def results(db: Path, tune_id: int) -> list[Measured]:
+    """The tune's measured configurations."""
+    with Store.open(str(db), create=False) as store:
+        return tune_results(store, tune_id)
+
+
+def runs_of(measured: list[Measured]) -> int:
+    """Measured runs (warm-ups not counted)."""
+    return sum(m.runs for m in measured)
+
+
+def replay(space: SearchSpace, scores: dict[Configuration, float | None], seed: int, max_runs: int,
+           ei_stop: float) -> tuple[Configuration, int]:
+    """Guided search with the exhaustive tune's medians as its oracle: its best configuration and how many it
+    measured."""
+    search = Search(space, "guided", seed, max_runs, ei_stop)
+    seen: dict[Configuration, float | None] = {}
+    while not isinstance(decision := search.propose(seen), Stop):
+        seen[decision.config] = scores[decision.config]
+    return max((c for c in seen if seen[c] is not None), key=lambda c: seen[c] or 0.0), len(seen)
+
+
+def recheck(program: Program, space: SearchSpace, pick: Configuration, top: Configuration, pairs: int,
+            min_time: float) -> tuple[float, str]:
+    """Measures the guided pick and the exhaustive best alternately (`pairs` runs each, after one warm-up of each),
+    so the exhaustive best's winner's-curse advantage (the highest of ~50 noisy medians) is gone: ratio of medians
+    pick/best and report.compare's verdict."""
+    binary = get_app(program.app).binary
+    read = tuple(p.name for p in space.parameters)
+    rates: dict[Configuration, list[float]] = {pick: [], top: []}
+    for index in range(pairs + 1):
+        for config in (pick, top) if index % 2 == 0 else (top, pick):
+            spec = LaunchSpec(binary, config.ranks, config.threads, config.bind, "compact",
+                              (*program.args, "--min-time", f"{min_time:g}"), True, mpi_params=config.mpi_params,
+                              mpit_read=read)
+            outcome = launch(spec, RUN_TIMEOUT_S)
+            if outcome.status != "ok" or outcome.record is None:
+                sys.exit(f"bench: {format_command(outcome.command)}: {outcome.status}\n{outcome.stderr_tail()}")
+            if index > 0:  # the first round is the warm-up
+                rates[config].append(float(outcome.record["rate"]))
+    measured = {c: Measured(c, statistics.median(r), len(r), "ok", None, rates=tuple(r)) for c, r in rates.items()}
+    verdict = speedup(measured[pick], measured[top])
+    return (measured[pick].score or 0.0) / (measured[top].score or 1.0), verdict.text
+
+
+def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opts: Options, max_runs: int,
+                replay_seeds: int, recheck_pairs: int, apps: list[str], lu_class: str) -> None:
+    """Exhaustive and guided tunes of IS A and LU-MZ W; prints the comparison tables."""
+    db = work / "tune.db"
+    listing = load_listing(str(cvars))
+    rows = []
+    replays = []
+    noise = []
+    for program in (p for p in with_lu_class(GUIDED_PROGRAMS, lu_class) if p.app in apps):
+        space = load_space(str(program.space_file), listing.cvars, listing.library)
+        size = len(space.configurations())
+        exhaustive_id = tune(hympi, db, cvars, program, space, "exhaustive", seeds[0], opts, None, work)
+        exhaustive = results(db, exhaustive_id)
+        by_config = {m.config: m for m in exhaustive}
+        top = best(exhaustive)
+        default = by_config[space.default]
+        assert top is not None and default.score is not None and top.score is not None
+        rows.append((program.text, "exhaustive", exhaustive_id, "-", len(exhaustive), size, runs_of(exhaustive),
+                     top.config.label(), top.score, top.score, 1.0, speedup(top, default).text, "-"))
+        for seed in seeds:
+            guided_id = tune(hympi, db, cvars, program, space, "guided", seed, opts, max_runs, work)
+            guided = results(db, guided_id)
+            pick = best(guided)
+            assert pick is not None and pick.score is not None
+            same = by_config[pick.config]
+            ratio = (same.score or 0.0) / top.score
+            versus = "same configuration" if same.config == top.config else speedup(same, top).text
+            if same.config != top.config and recheck_pairs > 0:
+                again, verdict = recheck(program, space, pick.config, top.config, recheck_pairs, opts.min_time)
+                versus += f"; re-measured alternately, {recheck_pairs} runs each: {again:.3f}, {verdict}"
+            rows.append((program.text, "guided", guided_id, str(seed), len(guided), size, runs_of(guided),
+                         pick.config.label(), pick.score, same.score or 0.0, ratio, speedup(pick, default).text,
+                         versus))
+        spreads = sorted((max(m.rates) - min(m.rates)) / statistics.median(m.rates) for m in exhaustive
+                         if len(m.rates) >= 2)
+        if spreads:
+            noise.append((program.text, len(spreads), statistics.median(spreads), spreads[-1]))
+        scores = {m.config: m.score for m in exhaustive}
+        picks = [replay(space, scores, seed, max_runs, opts.ei_stop) for seed in range(1, replay_seeds + 1)]
+        ratios = [(scores[c] or 0.0) / top.score for c, _ in picks]
+        used = [n for _, n in picks]
+        replays.append((program.text, len(picks), statistics.median(ratios), min(ratios),
+                        sum(r >= 0.95 for r in ratios), statistics.mean(used), size))
+    print(f"\n### guided vs exhaustive ({opts.repeat} measured runs per configuration after a warm-up, "
+          f"--min-time {opts.min_time:g}; score = median rate)\n")
+    print("| program | strategy | tune | seed | configurations | % of space | measured runs | best configuration "
+          "| its score | exhaustive's median for it | / exhaustive best | speedup vs default | vs exhaustive best |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (prog, strategy, tid, seed_text, n, size, nruns, label, own, exh, ratio, vs_default, vs_best) in rows:
+        print(f"| {prog} | {strategy} | {tid} | {seed_text} | {n} | {100.0 * n / size:.1f} % | {nruns} | {label} "
+              f"| {own:.4g} | {exh:.4g} | {ratio:.3f} | {vs_default} | {vs_best} |")
+    for prog, n, med, worst in noise:
+        print(f"\n{prog}: run-to-run spread (max - min) / median of the exhaustive tune's {n} configurations: "
+              f"median {100.0 * med:.1f} %, largest {100.0 * worst:.1f} %")
+    print(f"\n### guided replayed on the exhaustive medians (no launch; --max-runs {max_runs}, "
+          f"--ei-stop {opts.ei_stop:g})\n")
+    print("| program | seeds | median ratio pick/best | worst ratio | seeds >= 0.95 "
+          "| mean configurations (% of space) |")
+    print("|---|---|---|---|---|---|")
+    for prog, n, med, worst, hits, mean_used, size in replays:
+        print(f"| {prog} | {n} | {med:.3f} | {worst:.3f} | {hits}/{n} "
+              f"| {mean_used:.1f} ({100.0 * mean_used / size:.1f} %) |")
+
+
+def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options, lu_class: str) -> None:
+    """Exhaustive tunes of every program over the common space, then the leave-one-program-out evaluation."""
+    db = work / "lopo.db"
+    listing = load_listing(str(cvars))
+    space = load_space(str(LOPO_SPACE), listing.cvars, listing.library)
+    for program in with_lu_class(LOPO_PROGRAMS, lu_class):
+        tune(hympi, db, cvars, program, space, "exhaustive", 1, opts, None, work)
+    out = run([*hympi, "tune", "evaluate", "--db", str(db), "--cvars", str(cvars), "--timeout", "300"], 3600,
+              work / "evaluate.log")
+    print(f"\n### leave-one-program-out (`hympi tune evaluate`; {opts.repeat} measured runs per configuration, "
+          f"--min-time {opts.min_time:g})\n")
+    print("```")
+    print(out.rstrip())
+    print("```")
+    with Store.open(str(db), create=False) as store:
+        verdicts, notes = evaluate(store, lambda: listing.cvars)
+    print("\n| program | predicted | best measured speedup | predicted's measured speedup | ratio | baseline ratio |")
+    print("|---|---|---|---|---|---|")
+    for v in verdicts:
+        measured = f"{v.measured:.3f}" if v.measured is not None else "not measured"
+        ratio_text = f"{v.ratio:.3f}" if v.ratio is not None else "-"
+        base_text = f"{v.baseline_ratio:.3f}" if v.baseline_ratio is not None else "-"
+        print(f"| {v.program} | {v.predicted} | {v.best_speedup:.3f} | {measured} | {ratio_text} | {base_text} |")
+    mean, base = mean_ratio(verdicts), mean_ratio(verdicts, baseline=True)
+    if mean is not None and base is not None:
+        print(f"\nmean ratio predicted/best {mean:.3f}, constant baseline {base:.3f}")
+    for note in notes:
+        print(f"left out: {note}")
+
+
+def report_part(hympi: list[str], work: Path, cvars: Path) -> None:
+    """Renders the report of each database and checks it has a Tuning section."""
+    for name in ("tune", "lopo"):
+        db = work / f"{name}.db"
+        if not db.exists():
+            continue
+        out = work / f"report-{name}"
+        run([*hympi, "report", "--db", str(db), "--out", str(out), "--cvars", str(cvars)], 900)
+        html = (out / "index.html").read_text()
+        print(f"\nreport of {db.name}: {out / 'index.html'} ({len(html)} bytes), Tuning section "
+              f"{'present' if 'Tuning' in html else 'MISSING'}")
+
+
+def main() -> int:
+    """Runs the parts asked for; tables in markdown on stdout, progress on stderr."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parts", default=",".join(PARTS), help="of " + ",".join(PARTS))
+    parser.add_argument("--programs", default=",".join(p.app for p in GUIDED_PROGRAMS),
+                        help="guided part: which of its programs (is, lu-mz)")
+    parser.add_argument("--lu-mz-class", default="W", choices=("S", "W", "A"), help="LU-MZ's class in both parts")
+    parser.add_argument("--seeds", default="1", help="comma-separated seeds of the guided tunes (the first also "
+                                                     "seeds the exhaustive tune's record)")
+    parser.add_argument("--repeat", type=int, default=2, help="measured runs per configuration (guided part)")
+    parser.add_argument("--min-time", type=float, default=0.5, help="seconds of timed region per run (guided part)")
+    parser.add_argument("--max-runs", type=int, default=12, help="guided budget in configurations")
+    parser.add_argument("--ei-stop", type=float, default=DEFAULT_EI_STOP,
+                        help="guided: stop below this expected relative improvement (0: spend the whole budget)")
+    parser.add_argument("--lopo-repeat", type=int, default=2, help="measured runs per configuration (lopo part)")
+    parser.add_argument("--lopo-min-time", type=float, default=0.3, help="seconds of timed region (lopo part)")
+    parser.add_argument("--replay-seeds", type=int, default=20, help="seeds of the replayed guided search")
+    parser.add_argument("--recheck-pairs", type=int, default=4,
+                        help="re-measure a guided pick that is not the exhaustive best against it, alternately, this "
+                             "many runs each (0: off)")
+    parser.add_argument("--work", type=Path, default=Path(os.environ.get("WORK", "/tmp/hympi-tune-bench")))
+    args = parser.parse_args()
+    parts = [p for p in args.parts.split(",") if p]
+    for part in parts:
+        if part not in PARTS:
+            reject("--parts", f"unknown part '{part}' (choose from {', '.join(PARTS)})")
+    programs = parse_programs(args.programs)
+    try:
+        seeds = [int(s) for s in args.seeds.split(",") if s]
+    except ValueError:
+        reject("--seeds", f"'{args.seeds}' is not a comma-separated list of integers")
+    if not seeds:
+        reject("--seeds", "no seed given")
+    if args.recheck_pairs < 0:
+        reject("--recheck-pairs", f"must be >= 0, got {args.recheck_pairs}")
+    for option in ("repeat", "lopo_repeat", "max_runs", "replay_seeds"):
+        if getattr(args, option) < 1:
+            reject("--" + option.replace("_", "-"), f"must be >= 1, got {getattr(args, option)}")
+    for option in ("min_time", "lopo_min_time", "ei_stop"):
+        if not (math.isfinite(getattr(args, option)) and getattr(args, option) >= 0):
+            reject("--" + option.replace("_", "-"), f"must be a number of seconds >= 0, got {getattr(args, option)}")
+    hympi = hympi_command()
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    cvars = work / "cvars.json"
+    if not cvars.exists():
+        cvars.write_text(run([*hympi, "tune", "params", "--json"], 120))
+    if "guided" in parts:
+        guided_part(hympi, work, cvars, seeds, Options(args.repeat, args.min_time, True, args.ei_stop), args.max_runs,
+                    args.replay_seeds, args.recheck_pairs, programs, args.lu_mz_class)
+    if "lopo" in parts:
+        lopo_part(hympi, work, cvars, Options(args.lopo_repeat, args.lopo_min_time, False), args.lu_mz_class)
+    if "report" in parts:
+        report_part(hympi, work, cvars)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
