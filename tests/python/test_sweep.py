@@ -188,8 +188,10 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path: Path, how: 
 def test_resume_by_id_uses_the_recorded_parameters(tmp_path: Path):
     env = fake_bin_dir(tmp_path)
     db = tmp_path / "r.db"
+    # 0.6 s per run: after the second run, seconds of work remain, so the interrupt lands mid-sweep on a busy
+    # machine too.
     args = ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--repeat", "3", "--db", str(db), "--",
-            "--sleep", "0.2"]
+            "--sleep", "0.6"]
     proc = _sweep_process(args, env)
     _wait_for_runs(db, 2, proc)
     proc.send_signal(signal.SIGINT)
