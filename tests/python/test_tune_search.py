@@ -176,3 +176,11 @@ def test_reports_never_pool_runs_under_other_mpi_parameters():
     groups = group_runs(runs, {1: 1, 2: 1})
     assert len(groups) == 2
     assert sorted(len(g.runs) for g in groups) == [2, 2]
+
+
+def test_guided_measures_every_layout_before_the_model_decides():
+    s = synthetic_space()
+    layouts = {(c.ranks, c.threads, c.bind) for c in s.configurations()}
+    for seed in (1, 2):
+        order, _ = drive(Search(s, "guided", seed, 12))
+        assert {(c.ranks, c.threads, c.bind) for c in order[:len(layouts)]} == layouts

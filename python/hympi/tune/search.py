@@ -4,7 +4,9 @@
 sample without replacement; `guided` fits a surrogate model (a Gaussian process with a Matern kernel on the
 configurations' features, targets log(score) normalised) after every measurement and proposes the unmeasured
 configuration of highest expected improvement. Every strategy measures the default configuration first (speedups
-are relative to it); guided then measures a few seeded random configurations before the model decides. A
+are relative to it); guided then measures one seeded random configuration of every other layout (ranks x threads x
+binding, at most GUIDED_LAYOUTS of them: the layout is the axis that moves most, and a model that never saw a
+layout cannot rate it) and seeded random ones up to GUIDED_INITIAL, before the model decides. A
 configuration that failed or timed out is given the score worst/2 so the model steers away from its neighbours.
 Guided stops at the run budget, or when the best expected improvement falls below `ei_stop` (relative: 0.005 =
 0.5 %) once `min_runs` configurations are measured. Every decision is deterministic given the seed and the results.
@@ -26,6 +28,8 @@ STRATEGIES = ("exhaustive", "random", "guided")
 DEFAULT_EI_STOP = 0.005
 # Random configurations guided measures (after the default) before it trusts the model.
 GUIDED_INITIAL = 3
+# Other layouts guided measures once each (seeded random MPI parameters) before it trusts the model.
+GUIDED_LAYOUTS = 8
 # Guided never stops on expected improvement before this many configurations are measured.
 GUIDED_MIN_RUNS = 6
 # A failed configuration scores this fraction of the worst ok score.
@@ -136,8 +140,7 @@ class Search:
     def _guided(self, measured: Mapping[Configuration, float | None]) -> Proposal | Stop:
         """Seeded random configurations until GUIDED_INITIAL are measured besides the default, then the model."""
         open_configs = [c for c in self.configs if c not in measured]
-        initial = _order(self.space, "random", self.seed)[1:GUIDED_INITIAL + 1]
-        for config in initial:
+        for config in self._initial_design():
             if config not in measured:
                 return Proposal(config, "seed")
         done = [c for c in self.configs if c in measured]
@@ -151,6 +154,21 @@ class Search:
             return Stop(f"expected improvement {float(ei[best]) * 100:.2g} % is below --ei-stop "
                         f"{self.ei_stop * 100:g} % after {len(done)} configurations")
         return Proposal(open_configs[best], "model", float(ei[best]))
+
+    def _initial_design(self) -> list[Configuration]:
+        """What guided measures after the default before the model decides: one configuration of each other layout
+        in seeded random order (at most GUIDED_LAYOUTS), then random ones up to GUIDED_INITIAL; the same for every
+        budget, so a larger budget repeats a smaller one's first choices."""
+        order = _order(self.space, "random", self.seed)[1:]
+        layouts = {(self.space.default.ranks, self.space.default.threads, self.space.default.bind)}
+        design: list[Configuration] = []
+        for config in order:
+            layout = (config.ranks, config.threads, config.bind)
+            if layout not in layouts and len(design) < GUIDED_LAYOUTS:
+                layouts.add(layout)
+                design.append(config)
+        design += [c for c in order if c not in design][:max(0, GUIDED_INITIAL - len(design))]
+        return design
 
     def _fit_predict(self, x: np.ndarray, y: np.ndarray, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mean and standard deviation of log(score) at `candidates` from a Gaussian process fitted on (x, y)."""
