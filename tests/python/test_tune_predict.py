@@ -225,3 +225,19 @@ def test_a_tune_recorded_without_cvars_rebuilds_its_space_from_the_library(tuned
         with pytest.raises(AssertionError, match="rebuilt from the MPI library"):
             stored_space(legacy, no_library)
         assert stored_space(legacy, tunedata.cvars).configurations() == stored_space(tune, no_library).configurations()
+
+
+def test_the_report_recommends_nothing_from_an_interrupted_tune(tmp_path):
+    from hympi.report.html import _honest
+    from hympi.report.tuning import tuning_data
+
+    store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:1])
+    configs = list(tunedata.space().configurations())
+    cut = tunedata.add_tune(store, 1, "rb3d --size 8", "exhaustive", configs[:3], lambda c: 0.0)
+    store.set_tune_status(cut, "interrupted")
+    programs = {p.program: p for p in tuning_data(store)}
+    store.close()
+    assert _honest(programs["rb3d --size 8"]) == [
+        f"rb3d --size 8: tune {cut} is interrupted after 3 of 12 configurations: no recommendation until it "
+        "finishes (hympi tune run ... --resume)."]
+    assert not any("interrupted" in line for line in _honest(programs[tunedata.PROGRAMS[0][0]]))

@@ -273,6 +273,10 @@ def _verdict(s: Speedup, what: str, against: str) -> str:
 def _honest(program: ProgramTuning) -> list[str]:
     """Sentences for what the tune could not show: best vs default, and its MPI parameters vs the same layout."""
     ref = program.reference()
+    if ref.tune.status != "finished":
+        size = f" of {ref.space_size}" if ref.space_size else ""
+        return [f"{program.program}: tune {ref.tune.id} is {ref.tune.status} after {len(ref.results)}{size} "
+                "configurations: no recommendation until it finishes (hympi tune run ... --resume)."]
     if ref.best is None:
         return []
     lines = []

@@ -61,8 +61,9 @@ class ProgramTuning:
         return "tune-" + re.sub(r"[^A-Za-z0-9]+", "-", self.program).strip("-").lower()
 
     def reference(self) -> TuneSummary:
-        """The tune that measured most of the space (the exhaustive one when there is one)."""
-        return max(self.tunes, key=lambda t: (len(t.results), t.tune.strategy == "exhaustive", -t.tune.id))
+        """The tune that measured most of the space (the exhaustive one when there is one), finished ones first."""
+        return max(self.tunes, key=lambda t: (t.tune.status == "finished", len(t.results),
+                                              t.tune.strategy == "exhaustive", -t.tune.id))
 
     def memory_spread(self, parameter: str) -> float | None:
         """Largest relative difference of memory per process between values of `parameter` at equal ranks (None
