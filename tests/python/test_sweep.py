@@ -125,10 +125,17 @@ def _wait_for_runs(db: Path, count: int, proc: subprocess.Popen, limit: float = 
     raise AssertionError(f"fewer than {count} runs after {limit} s")
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT back to its default. pytest-xdist workers ignore SIGINT, a child inherits that, and
+    Python then installs no KeyboardInterrupt handler: the interrupt test would see a sweep that never stops."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _sweep_process(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     cmd = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", *args]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **env}, start_new_session=True)
+                            env={**os.environ, **env}, start_new_session=True,
+                            preexec_fn=_default_sigint)  # noqa: PLW1509 - one libc call, no locks
 
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGKILL-then-resume", "SIGTERM"])
@@ -188,10 +195,8 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path: Path, how: 
 def test_resume_by_id_uses_the_recorded_parameters(tmp_path: Path):
     env = fake_bin_dir(tmp_path)
     db = tmp_path / "r.db"
-    # 0.6 s per run: after the second run, seconds of work remain, so the interrupt lands mid-sweep on a busy
-    # machine too.
     args = ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--repeat", "3", "--db", str(db), "--",
-            "--sleep", "0.6"]
+            "--sleep", "0.2"]
     proc = _sweep_process(args, env)
     _wait_for_runs(db, 2, proc)
     proc.send_signal(signal.SIGINT)
