@@ -126,8 +126,9 @@ def _wait_for_runs(db: Path, count: int, proc: subprocess.Popen, limit: float = 
 
 
 def _default_sigint() -> None:
-    """In the child: SIGINT back to its default. pytest-xdist workers ignore SIGINT, a child inherits that, and
-    Python then installs no KeyboardInterrupt handler: the interrupt test would see a sweep that never stops."""
+    """In the child: SIGINT back to its default. A test run started in the background by a non-interactive shell
+    (`make test &`, a CI step) ignores SIGINT, children inherit that, and Python then installs no KeyboardInterrupt
+    handler: the interrupt test would see a sweep that never stops."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
