@@ -14,6 +14,7 @@ from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, LaunchSpec, check_
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.settings import Settings, settings
+from hympi.sweep import SweepInterrupted
 from hympi.topology import machine_summary
 from hympi.tune.cvars import check_params, load_listing, parse_assignment
 
@@ -152,3 +153,14 @@ def mpi_params_from_args(args: argparse.Namespace) -> tuple[tuple[str, str], ...
     assignments = [parse_assignment(text) for text in args.mpi_param]
     listing = load_listing(args.cvars)
     return check_params(assignments, listing.cvars, listing.library)
+
+
+def report_interrupt(what: str, db: str, exc: KeyboardInterrupt) -> int:
+    """Says that a `what` ('sweep', 'tune') stopped, where its finished runs are and how to continue; returns the exit
+    code of a process killed by the signal for SIGTERM (SweepInterrupted) and re-raises Ctrl-C for main()."""
+    if isinstance(exc, SweepInterrupted):
+        print(f"hympi: {what} stopped by signal {exc.signum}; finished runs are in {db}; continue with --resume",
+              file=sys.stderr)
+        return exc.exit_code
+    print(f"hympi: {what} interrupted; finished runs are in {db}; continue with --resume", file=sys.stderr)
+    raise exc

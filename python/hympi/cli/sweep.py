@@ -11,7 +11,14 @@ from pathlib import Path
 from rich.console import Console
 
 from hympi.apps import APPS
-from hympi.cli.common import add_db_option, add_mpi_param_options, mpi_params_from_args, parse_integer, parse_seconds
+from hympi.cli.common import (
+    add_db_option,
+    add_mpi_param_options,
+    mpi_params_from_args,
+    parse_integer,
+    parse_seconds,
+    report_interrupt,
+)
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.launch import slurm
@@ -26,7 +33,6 @@ from hympi.sweep import (
     DEFAULT_TIMEOUT_S,
     LAUNCHERS,
     PROBES,
-    SweepInterrupted,
     SweepParams,
     batch_request,
     command_for,
@@ -234,12 +240,7 @@ def main(args: argparse.Namespace) -> int:
                       highlight=False)
         failed = sum(1 for r in runs if r.status != "ok")
         return 1 if failed else 0
-    except SweepInterrupted as exc:  # SIGTERM: the batch system's stop; exit as a process killed by it would
-        print(f"hympi: sweep stopped by signal {exc.signum}; finished runs are in {args.db}; continue with --resume",
-              file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"hympi: sweep interrupted; finished runs are in {args.db}; continue with --resume", file=sys.stderr)
-        raise
+    except KeyboardInterrupt as exc:  # SIGTERM (SweepInterrupted): the batch system's stop; exit as killed by it
+        return report_interrupt("sweep", args.db, exc)
     finally:
         store.close()

@@ -11,13 +11,13 @@ from rich.table import Table
 
 from hympi.apps import APPS, get_app
 from hympi.cli import tune_predict
-from hympi.cli.common import add_db_option, parse_integer, parse_seconds
+from hympi.cli.common import add_db_option, parse_integer, parse_seconds, report_interrupt
 from hympi.cli.parser import Parser, Subparsers
 from hympi.cli.sweep import parse_seed
 from hympi.errors import HympiFatal, UsageError
 from hympi.paths import binary
 from hympi.store import Store
-from hympi.sweep import DEFAULT_TIMEOUT_S, SweepInterrupted, default_min_time, random_seed, record_machine
+from hympi.sweep import DEFAULT_TIMEOUT_S, default_min_time, random_seed, record_machine
 from hympi.topology import machine_summary
 from hympi.tune.cvars import Cvar, CvarListing, load_listing
 from hympi.tune.output import FORMATS, best_of_tune, render
@@ -204,13 +204,8 @@ def main_run(args: argparse.Namespace) -> int:
             console.print(line, highlight=False)
         console.print(f"use it: hympi tune best --tune {tune.id} --db {args.db}", highlight=False)
         return 0 if best(outcome.results) is not None else 1
-    except SweepInterrupted as exc:
-        print(f"hympi: tune stopped by signal {exc.signum}; finished runs are in {args.db}; continue with --resume",
-              file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print(f"hympi: tune interrupted; finished runs are in {args.db}; continue with --resume", file=sys.stderr)
-        raise
+    except KeyboardInterrupt as exc:  # SweepInterrupted (SIGTERM) too
+        return report_interrupt("tune", args.db, exc)
     finally:
         store.close()
 
