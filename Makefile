@@ -57,8 +57,9 @@ test-asan: build-asan
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j2 --timeout 600 -E '^app\..*\.W\.'
 
 # Two workers: much of a CLI test is interpreter start-up and launcher waits, not MPI work.
+# Passive OpenMP waits for the same reason as the CTest environment (CMakeLists.txt): oversubscribed runs.
 test-python: build venv
-	$(VENV)/bin/python -m pytest -q -n 2 tests/python
+	OMP_WAIT_POLICY=passive $(VENV)/bin/python -m pytest -q -n 2 tests/python
 
 test: test-cpp test-asan test-python
 
