@@ -103,15 +103,19 @@ Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOption
     const auto i = static_cast<std::size_t>(r);
     peer_x_.push_back(planes_x(r));
     peer_lines_.push_back(pencil_lines(r));
-    send_counts_[i] = mpi_count(my_x * pencil_lines(r).size(), "a transpose block");
-    recv_counts_[i] = mpi_count(planes_x(r).size() * my_lines, "a transpose block");
+    // The own block stays out of the exchange: the local transpose reads and writes it in the planes.
+    const bool self = r == rank_;
+    send_counts_[i] = self ? 0 : mpi_count(my_x * pencil_lines(r).size(), "a transpose block");
+    recv_counts_[i] = self ? 0 : mpi_count(planes_x(r).size() * my_lines, "a transpose block");
     send_displs_[i] = mpi_count(padded ? r * largest : send_at, "a transpose buffer");
     recv_displs_[i] = mpi_count(padded ? r * largest : recv_at, "a transpose buffer");
     send_at += send_counts_[i];
     recv_at += recv_counts_[i];
   }
-  buffer_size_ = padded ? p * static_cast<std::size_t>(largest) : std::max(plane_size(), pencil_size());
-  // Row x of the tall nx x my_lines array (received forward, sent backward) starts in its source's block.
+  buffer_size_ = padded ? p * static_cast<std::size_t>(largest)
+                        : static_cast<std::size_t>(std::max(send_at, recv_at));
+  // Row x of the tall nx x my_lines array (received forward, sent backward) starts in its source's block
+  // (the own rows' entries are unused).
   row_offset_.resize(static_cast<std::size_t>(n_[0]));
   for (int r = 0; r < ranks_; ++r) {
     const Extent xs = planes_x(r);

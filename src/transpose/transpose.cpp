@@ -21,26 +21,17 @@ MPI_Datatype mpi_type() {
   }
 }
 
-/// Rows of the tall array one after the other (alltoallv, pairwise: the blocks arrive contiguous).
-struct StridedRows {
-  std::size_t stride;
-  std::size_t operator()(long x) const noexcept { return static_cast<std::size_t>(x) * stride; }
-};
-/// Rows of the tall array inside padded blocks (alltoall): each row's offset from a table.
-struct TableRows {
-  const std::size_t* offset;
-  std::size_t operator()(long x) const noexcept { return offset[x]; }
-};
-
 /// Planes -> per-peer blocks (forward pack) or back (backward unpack): each x row of the planes holds
-/// every peer's lines side by side; each peer's block holds its lines of every local x row.
+/// every peer's lines side by side; each peer's block holds its lines of every local x row. This rank's
+/// own block is skipped: the local transpose reads (writes) it in the planes directly.
 template <bool ToBlocks, class Planes, class Blocks>
 void realign(Planes* planes, Blocks* blocks, long nx_local, long lines, std::span<const Extent> peer_lines,
-             std::span<const int> displs, int threads) {
+             std::span<const int> displs, int self, int threads) {
   const long peers = static_cast<long>(peer_lines.size());
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
   for (long r = 0; r < peers; ++r) {
     for (long i = 0; i < nx_local; ++i) {
+      if (r == self) continue;
       const Extent ls = peer_lines[static_cast<std::size_t>(r)];
       Planes* row = planes + i * lines + ls.begin;
       Blocks* block = blocks + displs[static_cast<std::size_t>(r)] + i * ls.size();
@@ -53,28 +44,45 @@ void realign(Planes* planes, Blocks* blocks, long nx_local, long lines, std::spa
   }
 }
 
-/// The tall nx x nl array (row x at rows(x)) <-> pencils nl x nx, tile by tile so that both the
-/// rows read and the rows written of one tile stay in cache.
-template <bool ToPencils, class Tall, class Pencils, class Rows>
-void local_transpose(Tall* tall, Rows rows, Pencils* pencils, long nx, long nl, TileShape tile, int threads) {
+/// Where the rows of the tall nx x nl array are: this rank's own x rows in its planes (`plane_row`),
+/// the other ranks' rows in the exchange buffer (`buffer_row`).
+template <class PlaneRow, class BufferRow>
+struct TallRows {
+  PlaneRow plane_row;
+  BufferRow buffer_row;
+  Extent self;  ///< this rank's x rows
+};
+
+/// The tall array <-> pencils nl x nx, tile by tile so that both the rows read and the rows written
+/// of one tile stay in cache. Every value goes through the wire type, this rank's own block too, so
+/// that the precision of the result does not depend on who owned a value.
+template <bool ToPencils, class Wire, class Pencils, class PlaneRow, class BufferRow>
+void local_transpose(const TallRows<PlaneRow, BufferRow>& tall, Pencils* pencils, long nx, long nl, TileShape tile,
+                     int threads) {
   const long tr = tile.rows, tc = tile.cols;
   const long row_tiles = (nx + tr - 1) / tr, col_tiles = (nl + tc - 1) / tc;
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
   for (long bl = 0; bl < col_tiles; ++bl) {
     for (long bx = 0; bx < row_tiles; ++bx) {
       const long l0 = bl * tc, l1 = std::min(l0 + tc, nl), x0 = bx * tr, x1 = std::min(x0 + tr, nx);
-      if constexpr (ToPencils) {
-        // Contiguous stores along x; the loads walk down the tile's rows.
-        for (long l = l0; l < l1; ++l) {
-          Pencils* out = pencils + l * nx;
-          for (long x = x0; x < x1; ++x) out[x] = static_cast<double>(tall[rows(x) + l]);
+      const auto part = [&](const auto& row, long xa, long xb) {
+        if constexpr (ToPencils) {
+          // Contiguous stores along x; the loads walk down the tile's rows.
+          for (long l = l0; l < l1; ++l) {
+            double* out = pencils + l * nx;
+            for (long x = xa; x < xb; ++x) out[x] = static_cast<double>(static_cast<Wire>(row(x)[l]));
+          }
+        } else {
+          for (long x = xa; x < xb; ++x) {
+            auto* out = row(x);
+            using Out = std::remove_pointer_t<decltype(out)>;
+            for (long l = l0; l < l1; ++l) out[l] = static_cast<Out>(static_cast<Wire>(pencils[l * nx + x]));
+          }
         }
-      } else {
-        for (long x = x0; x < x1; ++x) {
-          Tall* out = tall + rows(x);
-          for (long l = l0; l < l1; ++l) out[l] = static_cast<Tall>(pencils[l * nx + x]);
-        }
-      }
+      };
+      part(tall.buffer_row, x0, std::min(x1, tall.self.begin));
+      part(tall.plane_row, std::max(x0, tall.self.begin), std::min(x1, tall.self.end));
+      part(tall.buffer_row, std::max(x0, tall.self.end), x1);
     }
   }
 }
@@ -105,6 +113,7 @@ void Transpose::exchange(const T* send, T* recv, bool forward) {
   const MPI_Datatype type = mpi_type<T>();
   const MPI_Comm comm = comm_.get();
   std::uint64_t sent = 0;
+  if (ranks_ == 1) return;  // the own block never leaves the planes
   switch (options_.exchange) {
     case TransposeExchange::alltoallv:
       HYMPI_MPI(MPI_Alltoallv(send, sc.data(), sd.data(), type, recv, rc.data(), rd.data(), type, comm));
@@ -119,8 +128,6 @@ void Transpose::exchange(const T* send, T* recv, bool forward) {
       // One partner per step: XOR pairs when the rank count is a power of two (every step a perfect
       // matching), a shifted ring otherwise.
       const bool power_of_two = (ranks_ & (ranks_ - 1)) == 0;
-      const auto self = static_cast<std::size_t>(rank_);
-      std::copy_n(send + sd[self], sc[self], recv + rd[self]);
       for (int k = 1; k < ranks_; ++k) {
         const int to = power_of_two ? rank_ ^ k : (rank_ + k) % ranks_;
         const int from = power_of_two ? rank_ ^ k : (rank_ - k + ranks_) % ranks_;
@@ -160,19 +167,18 @@ template <class T>
 void Transpose::forward(std::span<const double> planes, std::span<double> pencils) {
   auto [send, recv] = buffers<T>();
   const long nx = n_[0], nl = pencil_lines().size();
+  const Extent xs = planes_x(), ls = pencil_lines();
   const int threads = options_.pack_threads;
   const double t0 = MPI_Wtime();
-  realign<true>(planes.data(), send, planes_x().size(), lines_, peer_lines_, send_displs_,
-                threads);
+  realign<true>(planes.data(), send, xs.size(), lines_, peer_lines_, send_displs_, rank_, threads);
   const double t1 = MPI_Wtime();
   exchange<T>(send, recv, true);
   const double t2 = MPI_Wtime();
-  const auto run = [&, recv = recv](TileShape tile) {
-    if (options_.exchange == TransposeExchange::alltoall) {
-      local_transpose<true>(recv, TableRows{row_offset_.data()}, pencils.data(), nx, nl, tile, threads);
-    } else {
-      local_transpose<true>(recv, StridedRows{static_cast<std::size_t>(nl)}, pencils.data(), nx, nl, tile, threads);
-    }
+  const TallRows tall{[&, planes](long x) { return planes.data() + (x - xs.begin) * lines_ + ls.begin; },
+                      [&, recv = recv](long x) -> const T* { return recv + row_offset_[static_cast<std::size_t>(x)]; },
+                      xs};
+  const auto run = [&](TileShape tile) {
+    local_transpose<true, T>(tall, pencils.data(), nx, nl, tile, threads);
   };
   if (options_.tile.automatic()) choose_tile(run);
   const double t3 = MPI_Wtime();
@@ -188,14 +194,12 @@ template <class T>
 void Transpose::backward(std::span<const double> pencils, std::span<double> planes) {
   auto [send, recv] = buffers<T>();
   const long nx = n_[0], nl = pencil_lines().size();
+  const Extent xs = planes_x(), ls = pencil_lines();
   const int threads = options_.pack_threads;
-  const double* in = pencils.data();
-  const auto run = [&, send = send](TileShape tile) {
-    if (options_.exchange == TransposeExchange::alltoall) {
-      local_transpose<false>(send, TableRows{row_offset_.data()}, in, nx, nl, tile, threads);
-    } else {
-      local_transpose<false>(send, StridedRows{static_cast<std::size_t>(nl)}, in, nx, nl, tile, threads);
-    }
+  const TallRows tall{[&, planes](long x) { return planes.data() + (x - xs.begin) * lines_ + ls.begin; },
+                      [&, send = send](long x) { return send + row_offset_[static_cast<std::size_t>(x)]; }, xs};
+  const auto run = [&](TileShape tile) {
+    local_transpose<false, T>(tall, pencils.data(), nx, nl, tile, threads);
   };
   if (options_.tile.automatic()) choose_tile(run);
   const double t0 = MPI_Wtime();
@@ -203,7 +207,7 @@ void Transpose::backward(std::span<const double> pencils, std::span<double> plan
   const double t1 = MPI_Wtime();
   exchange<T>(send, recv, false);
   const double t2 = MPI_Wtime();
-  realign<false>(planes.data(), recv, planes_x().size(), lines_, peer_lines_, send_displs_, threads);
+  realign<false>(planes.data(), recv, xs.size(), lines_, peer_lines_, send_displs_, rank_, threads);
   const double t3 = MPI_Wtime();
   times_.pack_s += t1 - t0;
   times_.exchange_s += t2 - t1;
