@@ -2,9 +2,10 @@
 // low-storage RK3) on a manufactured advection-diffusion problem, verified against its exact solution.
 #include <iomanip>
 #include <iostream>
+#include <optional>
 
 #include "hympi/app/app.hpp"
-#include "hympi/pencil/run.hpp"
+#include "hympi/pencil/groups.hpp"
 
 namespace {
 
@@ -31,20 +32,39 @@ class PencilApp final : public hympi::AppDefinition {
                    "with 2nx x 2ny run to the same time, observed order >= 3.5")
         ->check(CLI::IsMember({"solution", "order"}))
         ->capture_default_str();
+    cli.add_option("--groups", groups_,
+                   "COARSE:FINE ranks of a coarse auxiliary run feeding the main one its inflow, or auto (chosen "
+                   "by a measured warm-up)");
     cli.add_option("--tolerance-scale", tolerance_scale_, "multiplies the verification tolerance (tests)")
         ->capture_default_str();
   }
-  /// Throws InvalidArgument naming the bad value: grid, steps, enums, tile, a split over layout.ranks.
-  void validate(const hympi::Layout& layout) const override { options(0.0).validate(layout.ranks); }
+  /// Throws InvalidArgument naming the bad value: grid, steps, enums, tile, a split over layout.ranks, groups.
+  void validate(const hympi::Layout& layout) const override {
+    const pencil::RunOptions o = options(0.0);
+    if (groups_.empty()) return o.validate(layout.ranks);
+    if (o.verify == pencil::VerifyMode::order)
+      throw hympi::InvalidArgument("--verify order runs one group; it cannot be combined with --groups " + groups_);
+    o.validate(1);
+    pencil::validate_split(pencil::coupled_problems(o.solver), pencil::parse_group_split(groups_), layout.ranks);
+  }
 
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
     const bool fixed = steps_option_->count() > 0;
     const pencil::RunOptions o = options(fixed ? 0.0 : ctx.min_time_s);
-    const pencil::RunResult r = pencil::run_pencil(ctx.env.world(), o, ctx.metrics);
     const int ranks = ctx.env.size(), threads = ctx.env.threads();
-    const double dofs = static_cast<double>(grid_[0] * grid_[1] * grid_[2]);
+    pencil::RunResult r;
+    std::optional<pencil::GroupsResult> groups;
+    double dofs = static_cast<double>(grid_[0] * grid_[1] * grid_[2]);
+    if (groups_.empty()) {
+      r = pencil::run_pencil(ctx.env.world(), o, ctx.metrics);
+    } else {
+      groups = pencil::run_groups(ctx.env.world(), o, pencil::parse_group_split(groups_), ctx.metrics);
+      r = groups->run;
+      const auto& c = groups->coarse.grid;
+      dofs += static_cast<double>(c[0] * c[1] * c[2]);
+    }
     const double per_dof = r.time_s * ranks * threads / (dofs * static_cast<double>(r.steps));
-    const bool verified = r.verified();
+    const bool verified = groups ? groups->verified() : r.verified();
     const std::string problem =
         std::to_string(grid_[0]) + "x" + std::to_string(grid_[1]) + "x" + std::to_string(grid_[2]);
     if (ctx.env.rank() == 0) {
@@ -55,6 +75,14 @@ class PencilApp final : public hympi::AppDefinition {
                 << "  transposes " << r.times.transpose_s << " s (" << 100 * r.times.transpose_s / r.time_s
                 << " %), compute " << r.times.compute_s << " s; " << r.transpose.dump() << "\n"
                 << "  error " << r.check.error << " (tolerance " << r.check.tolerance << ")\n";
+      if (groups)
+        for (const auto* g : {&groups->coarse, &groups->fine})
+          std::cout << "  " << (g == &groups->coarse ? "coarse" : "fine") << " group: " << g->ranks << " ranks, grid "
+                    << g->grid[0] << "x" << g->grid[1] << "x" << g->grid[2] << ", busy " << g->busy_s << " s, idle "
+                    << g->idle_s << " s, error " << g->check.error << " (tolerance " << g->check.tolerance << ")\n";
+      if (groups)
+        std::cout << "  coupled fine vs standalone fine (exact inflow): " << groups->difference << " (tolerance "
+                  << groups->difference_tolerance << ")\n";
       if (r.fine_check)
         std::cout << "  grid " << r.fine_check->grid[0] << "x" << r.fine_check->grid[1] << ": error "
                   << r.fine_check->error << " (tolerance " << r.fine_check->tolerance << "), observed order "
@@ -82,7 +110,8 @@ class PencilApp final : public hympi::AppDefinition {
                    {"pencil_bytes_per_rank", r.pencil_bytes},
                    {"transpose", r.transpose},
                    {"options", o.to_json()},
-                   {"verification", r.verification_json()}};
+                   {"verification", groups ? groups->verification_json() : r.verification_json()}};
+    if (groups) rec.metrics["groups"] = groups->groups_json(threads);
     return rec;
   }
 
@@ -110,6 +139,7 @@ class PencilApp final : public hympi::AppDefinition {
   int pack_threads_ = 0;
   std::string verify_ = "solution";
   double tolerance_scale_ = 1.0;
+  std::string groups_;
 };
 
 }  // namespace

@@ -13,18 +13,44 @@ namespace {
 
 constexpr long kMaxSteps = 1000000;
 
-GridCheck check_grid(const PencilSolver& solver, const RunOptions& options) {
+}  // namespace
+
+GridCheck check_grid(const PencilSolver& solver, double tolerance_scale) {
   GridCheck c;
   c.grid = solver.options().grid;
   c.h = std::max(solver.hx(), solver.hy());
   c.t_end = solver.time();
   c.steps = solver.steps_done();
   c.error = solver.max_error();
-  c.tolerance = options.tolerance_scale * error_bound(solver.options(), c.t_end, c.steps);
+  c.tolerance = tolerance_scale * error_bound(solver.options(), c.t_end, c.steps);
   return c;
 }
 
-}  // namespace
+double run_steps(PencilSolver& solver, const RunOptions& options, MPI_Comm world) {
+  long target = options.steps;
+  HYMPI_MPI(MPI_Barrier(world));
+  const double start = MPI_Wtime();
+  while (solver.steps_done() < target) {
+    solver.step();
+    if (solver.steps_done() == target && options.min_time_s > 0) {
+      const double elapsed = max_over(world, MPI_Wtime() - start);
+      target = repetitions_for_min_time(target, elapsed, options.min_time_s, kMaxSteps);
+    }
+  }
+  return max_over(world, MPI_Wtime() - start);
+}
+
+void measure(const PencilSolver& solver, MPI_Comm world, Metrics& metrics, RunResult& r) {
+  r.steps = solver.steps_done();
+  const SolverTimes local = solver.times();
+  metrics.add("transpose", PhaseKind::communication, local.transpose_s);
+  metrics.add("compute", PhaseKind::computation, local.compute_s);
+  r.times = {max_over(world, local.compute_s), max_over(world, local.transpose_s),
+             max_over(world, local.coupling_s)};
+  r.plane_bytes = static_cast<std::size_t>(max_over(world, static_cast<double>(solver.plane_bytes())));
+  r.pencil_bytes = static_cast<std::size_t>(max_over(world, static_cast<double>(solver.pencil_bytes())));
+  r.transpose = solver.transpose().options().to_json();
+}
 
 double max_over(MPI_Comm comm, double value) {
   double out = 0;
@@ -80,26 +106,9 @@ RunResult run_pencil(MPI_Comm comm, const RunOptions& options, Metrics& metrics)
   solver.start(0.0);
 
   RunResult r;
-  long target = options.steps;
-  HYMPI_MPI(MPI_Barrier(comm));
-  const double start = MPI_Wtime();
-  while (solver.steps_done() < target) {
-    solver.step();
-    if (solver.steps_done() == target && options.min_time_s > 0) {
-      const double elapsed = max_over(comm, MPI_Wtime() - start);
-      target = repetitions_for_min_time(target, elapsed, options.min_time_s, kMaxSteps);
-    }
-  }
-  r.time_s = max_over(comm, MPI_Wtime() - start);
-  r.steps = solver.steps_done();
-  const SolverTimes local = solver.times();
-  metrics.add("transpose", PhaseKind::communication, local.transpose_s);
-  metrics.add("compute", PhaseKind::computation, local.compute_s);
-  r.times = {max_over(comm, local.compute_s), max_over(comm, local.transpose_s), max_over(comm, local.coupling_s)};
-  r.plane_bytes = static_cast<std::size_t>(max_over(comm, static_cast<double>(solver.plane_bytes())));
-  r.pencil_bytes = static_cast<std::size_t>(max_over(comm, static_cast<double>(solver.pencil_bytes())));
-  r.transpose = solver.transpose().options().to_json();
-  r.check = check_grid(solver, options);
+  r.time_s = run_steps(solver, options, comm);
+  measure(solver, comm, metrics, r);
+  r.check = check_grid(solver, options.tolerance_scale);
 
   if (options.verify == VerifyMode::order) {
     RunOptions fine = options;
@@ -108,7 +117,7 @@ RunResult run_pencil(MPI_Comm comm, const RunOptions& options, Metrics& metrics)
     PencilSolver second(fine.solver, comm, coupling);
     second.start(0.0);
     while (second.time() < solver.time()) second.step(solver.time());
-    r.fine_check = check_grid(second, fine);
+    r.fine_check = check_grid(second, options.tolerance_scale);
     r.observed_order = std::log(r.check.error / r.fine_check->error) / std::log(r.check.h / r.fine_check->h);
   }
   return r;

@@ -292,23 +292,36 @@ double PencilSolver::local_max_u() {
   return max_u;
 }
 
-double PencilSolver::max_error() const {
+double PencilSolver::max_error() const { return max_deviation({}); }
+
+double PencilSolver::max_difference(const PencilSolver& other) const {
+  if (other.u_.size() != u_.size() || other.options_.grid != options_.grid)
+    throw InvalidArgument("solvers differ in grid or split: " + std::to_string(u_.size()) + " vs " +
+                          std::to_string(other.u_.size()) + " local values");
+  return max_deviation(other.u_);
+}
+
+double PencilSolver::max_deviation(std::span<const double> other) const {
   const long d = modes_.doubles(), ny = options_.grid[1], nz = modes_.nz, batch = z_.batch();
   const transpose::Extent xs = planes_x();
   ZTransform::Workspace ws = z_.workspace();
+  std::vector<double> lines(static_cast<std::size_t>(batch * d));
   double worst = 0;
   for (long x = xs.begin; x < xs.end; ++x) {
     const double xc = options_.x0 + static_cast<double>(x) * hx();
     for (long y0 = 0; y0 < ny; y0 += batch) {
       const long nb = std::min(batch, ny - y0);
-      z_.to_physical(std::span<const double>(u_).subspan(static_cast<std::size_t>(((x - xs.begin) * ny + y0) * d)),
-                     nb, ws, 0, false);
+      const auto offset = static_cast<std::size_t>(((x - xs.begin) * ny + y0) * d);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(nb * d); ++i)
+        lines[i] = u_[offset + i] - (other.empty() ? 0.0 : other[offset + i]);
+      z_.to_physical(lines, nb, ws, 0, false);
       const std::span<double> u = ws.real(0);
       for (long j = 0; j < nb; ++j)
         for (long m = 0; m < nz; ++m) {
           const double z = 2 * std::numbers::pi * static_cast<double>(m) / static_cast<double>(nz);
-          const double exact = options_.problem.exact(xc, static_cast<double>(y0 + j) * hy(), z, t_);
-          worst = std::max(worst, std::abs(u[static_cast<std::size_t>(j * nz + m)] - exact));
+          const double reference =
+              other.empty() ? options_.problem.exact(xc, static_cast<double>(y0 + j) * hy(), z, t_) : 0.0;
+          worst = std::max(worst, std::abs(u[static_cast<std::size_t>(j * nz + m)] - reference));
         }
     }
   }

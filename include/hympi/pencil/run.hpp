@@ -64,6 +64,18 @@ struct RunResult {
 /// stops being finite, MpiError.
 [[nodiscard]] RunResult run_pencil(MPI_Comm comm, const RunOptions& options, Metrics& metrics);
 
+/// Steps `solver` options.steps times, and more until the steps last options.min_time_s, decided over `world`
+/// (every rank that shares the time step must step as often); returns the wall time, max over `world`.
+/// Throws as PencilSolver::step.
+double run_steps(PencilSolver& solver, const RunOptions& options, MPI_Comm world);
+
+/// `solver`'s times ("transpose" and "compute" phases into `metrics`), memory and transpose options, reduced
+/// (max) over `world`, into `r` (collective over world); throws MpiError.
+void measure(const PencilSolver& solver, MPI_Comm world, Metrics& metrics, RunResult& r);
+
+/// `solver`'s error against the exact solution and its bound x tolerance_scale (collective over its ranks).
+[[nodiscard]] GridCheck check_grid(const PencilSolver& solver, double tolerance_scale);
+
 /// The largest of every rank's `value` over `comm` (collective); throws MpiError.
 [[nodiscard]] double max_over(MPI_Comm comm, double value);
 

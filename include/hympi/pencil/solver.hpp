@@ -109,6 +109,9 @@ class PencilSolver {
   double step(double t_end = std::numeric_limits<double>::infinity());
   /// Largest |u - exact| over every grid point (collective over the solver's ranks).
   [[nodiscard]] double max_error() const;
+  /// Largest |u - v| over every grid point, v the state of `other`, a solver of the same grid on the same
+  /// ranks (collective); throws InvalidArgument when the grids or splits differ.
+  [[nodiscard]] double max_difference(const PencilSolver& other) const;
 
   [[nodiscard]] double time() const noexcept { return t_; }
   [[nodiscard]] long steps_done() const noexcept { return steps_; }
@@ -137,6 +140,8 @@ class PencilSolver {
   void x_derivatives();
   void take_inflow(double t);
   double local_max_u();
+  /// max |u - other| (other empty: |u - exact|) over every point, reduced over the solver's ranks.
+  double max_deviation(std::span<const double> other) const;
   double stability_bound(double max_u) const noexcept;
 
   PencilOptions options_;
