@@ -38,6 +38,7 @@ using hympi::transpose::WirePrecision;
 struct Args {
   std::array<long, 3> n{128, 128, 128};
   int reps = 20;
+  bool patient = false;  ///< FFTW_PATIENT instead of FFTW_MEASURE (tries more transpose algorithms)
 };
 
 long parse_long(std::string_view text, const char* option) {
@@ -48,7 +49,7 @@ long parse_long(std::string_view text, const char* option) {
   return value;
 }
 
-/// --grid NX NY NZ, --reps N; throws InvalidArgument naming the bad argument.
+/// --grid NX NY NZ, --reps N, --fftw-planner measure|patient; throws InvalidArgument naming the bad argument.
 Args parse_args(int argc, char** argv) {
   Args args;
   for (int i = 1; i < argc; ++i) {
@@ -62,8 +63,15 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--reps") {
       need(1);
       args.reps = static_cast<int>(parse_long(argv[++i], "--reps"));
+    } else if (arg == "--fftw-planner") {
+      need(1);
+      const std::string_view planner = argv[++i];
+      if (planner != "measure" && planner != "patient")
+        throw InvalidArgument("--fftw-planner: '" + std::string(planner) + "' (expected measure or patient)");
+      args.patient = planner == "patient";
     } else {
-      throw InvalidArgument("unknown argument '" + std::string(arg) + "' (expected --grid NX NY NZ, --reps N)");
+      throw InvalidArgument("unknown argument '" + std::string(arg) +
+                            "' (expected --grid NX NY NZ, --reps N, --fftw-planner measure|patient)");
     }
   }
   return args;
@@ -205,11 +213,10 @@ int run(const Args& args, int rank, int ranks) {
   FftwArray f_planes(fftw_alloc_real(static_cast<std::size_t>(alloc)));
   FftwArray f_pencils(fftw_alloc_real(static_cast<std::size_t>(alloc)));
   FftwArray f_back(fftw_alloc_real(static_cast<std::size_t>(alloc)));
+  const unsigned flags = args.patient ? FFTW_PATIENT : FFTW_MEASURE;
   const double planning0 = MPI_Wtime();
-  const FftwPlan f_forward(fftw_mpi_plan_transpose(nx, lines, f_planes.get(), f_pencils.get(), MPI_COMM_WORLD,
-                                                   FFTW_MEASURE));
-  const FftwPlan f_backward(fftw_mpi_plan_transpose(lines, nx, f_pencils.get(), f_back.get(), MPI_COMM_WORLD,
-                                                    FFTW_MEASURE));
+  const FftwPlan f_forward(fftw_mpi_plan_transpose(nx, lines, f_planes.get(), f_pencils.get(), MPI_COMM_WORLD, flags));
+  const FftwPlan f_backward(fftw_mpi_plan_transpose(lines, nx, f_pencils.get(), f_back.get(), MPI_COMM_WORLD, flags));
   const double planning_s = MPI_Wtime() - planning0;
   fill_planes(g, {f_planes.get(), planes_n});
   candidates.push_back({"fftw", [&] { f_forward.execute(); }, [&] { f_backward.execute(); },
@@ -221,7 +228,7 @@ int run(const Args& args, int rank, int ranks) {
                           return check(g, {f_pencils.get(), pencils_n}, {f_back.get(), planes_n},
                                        [](double v) { return v; });
                         },
-                        [&] { return nlohmann::json{{"planning_s", planning_s}, {"flags", "FFTW_MEASURE"}}; }});
+                        [&] { return nlohmann::json{{"planning_s", planning_s}, {"flags", args.patient ? "FFTW_PATIENT" : "FFTW_MEASURE"}}; }});
 
   // hympi: every exchange x wire on its own buffers (all kept, so the runs can alternate).
   std::vector<double> planes(planes_n), pencils(pencils_n), back(planes_n);

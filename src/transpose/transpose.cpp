@@ -121,6 +121,31 @@ void local_transpose(const TallRows<OwnRow, BufferRow>& tall, Pencils* pencils, 
   }
 }
 
+/// Where this rank's tall array lives: row x of the own block at own_rows + (x - own.begin) * own_stride,
+/// the others' at buffer + offset[x].
+struct TallLayout {
+  Extent own;
+  long own_stride;
+  const std::size_t* offset;
+};
+
+/// The TallRows of `layout` over these pointers (const for the side that is read). With a double wire
+/// the own rows are in the planes (this rank's lines of each x row); with a single wire in the own-block
+/// scratch, where they were rounded to float (rows of this rank's lines).
+template <class Wire, class Planes, class Buffer>
+auto tall_rows(Planes* planes, Buffer* own, Buffer* buffer, const TallLayout& layout, long line_begin) {
+  const auto buffer_row = [buffer, layout](long x) { return buffer + layout.offset[x]; };
+  if constexpr (std::is_same_v<Wire, double>) {
+    return TallRows{[planes, layout, line_begin](long x) {
+                      return planes + (x - layout.own.begin) * layout.own_stride + line_begin;
+                    },
+                    buffer_row, layout.own};
+  } else {
+    return TallRows{[own, layout](long x) { return own + (x - layout.own.begin) * layout.own_stride; }, buffer_row,
+                    layout.own};
+  }
+}
+
 /// Candidates of the automatic tile (rows along x x columns along lines, multiples of the register
 /// block): flat, square and tall ones, since the best depends on the cache sizes and on how tall the
 /// array is (rows of 64 x 512 doubles were the best on a 2-core EPYC VM, 8 x 256 close).
@@ -202,23 +227,16 @@ template <class T>
 void Transpose::forward(std::span<const double> planes, std::span<double> pencils) {
   const auto [send, recv, own] = buffers<T>();
   const long nx = n_[0], nl = pencil_lines().size();
-  const Extent xs = planes_x(), ls = pencil_lines();
   const int threads = options_.pack_threads;
   const double t0 = MPI_Wtime();
-  realign<true>(planes.data(), send, own, xs.size(), lines_, peer_lines_, send_displs_, rank_, threads);
+  realign<true>(planes.data(), send, own, planes_x().size(), lines_, peer_lines_, send_displs_, rank_, threads);
   const double t1 = MPI_Wtime();
   exchange<T>(send, recv, true);
   const double t2 = MPI_Wtime();
-  const auto buffer_row = [&, recv = recv](long x) -> const T* { return recv + row_offset_[static_cast<std::size_t>(x)]; };
-  const auto run = [&](TileShape tile) {
-    if constexpr (std::is_same_v<T, double>) {
-      const auto own_row = [&](long x) { return planes.data() + (x - xs.begin) * lines_ + ls.begin; };
-      local_transpose<true>(TallRows{own_row, buffer_row, xs}, pencils.data(), nx, nl, tile, threads);
-    } else {
-      const auto own_row = [&, own = own](long x) -> const T* { return own + (x - xs.begin) * nl; };
-      local_transpose<true>(TallRows{own_row, buffer_row, xs}, pencils.data(), nx, nl, tile, threads);
-    }
-  };
+  const TallLayout layout{planes_x(), std::is_same_v<T, double> ? lines_ : nl, row_offset_.data()};
+  const auto tall = tall_rows<T>(planes.data(), static_cast<const T*>(own), static_cast<const T*>(recv), layout,
+                                 pencil_lines().begin);
+  const auto run = [&](TileShape tile) { local_transpose<true>(tall, pencils.data(), nx, nl, tile, threads); };
   if (options_.tile.automatic()) choose_tile(run);
   const double t3 = MPI_Wtime();
   run(options_.tile);
@@ -233,25 +251,17 @@ template <class T>
 void Transpose::backward(std::span<const double> pencils, std::span<double> planes) {
   const auto [send, recv, own] = buffers<T>();
   const long nx = n_[0], nl = pencil_lines().size();
-  const Extent xs = planes_x(), ls = pencil_lines();
   const int threads = options_.pack_threads;
-  const auto buffer_row = [&, send = send](long x) { return send + row_offset_[static_cast<std::size_t>(x)]; };
-  const auto run = [&](TileShape tile) {
-    if constexpr (std::is_same_v<T, double>) {
-      const auto own_row = [&](long x) { return planes.data() + (x - xs.begin) * lines_ + ls.begin; };
-      local_transpose<false>(TallRows{own_row, buffer_row, xs}, pencils.data(), nx, nl, tile, threads);
-    } else {
-      const auto own_row = [&, own = own](long x) { return own + (x - xs.begin) * nl; };
-      local_transpose<false>(TallRows{own_row, buffer_row, xs}, pencils.data(), nx, nl, tile, threads);
-    }
-  };
+  const TallLayout layout{planes_x(), std::is_same_v<T, double> ? lines_ : nl, row_offset_.data()};
+  const auto tall = tall_rows<T>(planes.data(), own, send, layout, pencil_lines().begin);
+  const auto run = [&](TileShape tile) { local_transpose<false>(tall, pencils.data(), nx, nl, tile, threads); };
   if (options_.tile.automatic()) choose_tile(run);
   const double t0 = MPI_Wtime();
   run(options_.tile);
   const double t1 = MPI_Wtime();
   exchange<T>(send, recv, false);
   const double t2 = MPI_Wtime();
-  realign<false>(planes.data(), recv, own, xs.size(), lines_, peer_lines_, send_displs_, rank_, threads);
+  realign<false>(planes.data(), recv, own, planes_x().size(), lines_, peer_lines_, send_displs_, rank_, threads);
   const double t3 = MPI_Wtime();
   times_.pack_s += t1 - t0;
   times_.exchange_s += t2 - t1;
