@@ -126,6 +126,7 @@ Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOption
   if (options_.wire == WirePrecision::single_precision) {
     send_f_.resize(buffer_size_);
     recv_f_.resize(buffer_size_);
+    own_f_.resize(static_cast<std::size_t>(my_x * my_lines));
   } else {
     send_d_.resize(buffer_size_);
     recv_d_.resize(buffer_size_);

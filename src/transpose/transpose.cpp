@@ -23,18 +23,19 @@ MPI_Datatype mpi_type() {
 
 /// Planes -> per-peer blocks (forward pack) or back (backward unpack): each x row of the planes holds
 /// every peer's lines side by side; each peer's block holds its lines of every local x row. This rank's
-/// own block is skipped: the local transpose reads (writes) it in the planes directly.
+/// own block goes to (comes from) `own`, or, when that is null, is skipped: the local transpose then
+/// reads (writes) it in the planes directly.
 template <bool ToBlocks, class Planes, class Blocks>
-void realign(Planes* planes, Blocks* blocks, long nx_local, long lines, std::span<const Extent> peer_lines,
-             std::span<const int> displs, int self, int threads) {
+void realign(Planes* planes, Blocks* blocks, Blocks* own, long nx_local, long lines,
+             std::span<const Extent> peer_lines, std::span<const int> displs, int self, int threads) {
   const long peers = static_cast<long>(peer_lines.size());
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
   for (long r = 0; r < peers; ++r) {
     for (long i = 0; i < nx_local; ++i) {
-      if (r == self) continue;
+      if (r == self && own == nullptr) continue;
       const Extent ls = peer_lines[static_cast<std::size_t>(r)];
       Planes* row = planes + i * lines + ls.begin;
-      Blocks* block = blocks + displs[static_cast<std::size_t>(r)] + i * ls.size();
+      Blocks* block = (r == self ? own : blocks + displs[static_cast<std::size_t>(r)]) + i * ls.size();
       if constexpr (ToBlocks) {
         for (long l = 0; l < ls.size(); ++l) block[l] = static_cast<Blocks>(row[l]);
       } else {
@@ -44,62 +45,121 @@ void realign(Planes* planes, Blocks* blocks, long nx_local, long lines, std::spa
   }
 }
 
-/// Where the rows of the tall nx x nl array are: this rank's own x rows in its planes (`plane_row`),
-/// the other ranks' rows in the exchange buffer (`buffer_row`).
-template <class PlaneRow, class BufferRow>
+/// Where the rows of the tall nx x nl array are: this rank's own x rows (`own_row`: in its planes, or in
+/// the own-block scratch with a single-precision wire), the other ranks' rows in the exchange buffer.
+template <class OwnRow, class BufferRow>
 struct TallRows {
-  PlaneRow plane_row;
+  OwnRow own_row;
   BufferRow buffer_row;
-  Extent self;  ///< this rank's x rows
+  Extent own;  ///< this rank's x rows
 };
 
+/// Side of the register blocks inside a tile: 4 x 4 doubles are four 256-bit rows, transposed in registers
+/// (the compiler vectorises the fixed-size loops into loads, shuffles and stores).
+constexpr long kBlock = 4;
+
+/// One kBlock x kBlock block, rows `rows[i]` from column l <-> pencils rows l.. at column x. Only
+/// widening or only narrowing conversions happen here: GCC 12 at -O3 with AVX dropped the rounding of
+/// a narrowing followed by a widening in this block (the rounding to the wire type is done by realign).
+template <bool ToPencils, class Row, class Pencils>
+inline void register_block(Row* const (&rows)[kBlock], long l, Pencils* pencils, long x, long nx) {
+  using Value = std::remove_const_t<Row>;
+  if constexpr (ToPencils) {
+    double t[kBlock][kBlock];
+    for (long i = 0; i < kBlock; ++i)
+      for (long j = 0; j < kBlock; ++j) t[j][i] = static_cast<double>(rows[i][l + j]);
+    for (long j = 0; j < kBlock; ++j)
+      for (long i = 0; i < kBlock; ++i) pencils[(l + j) * nx + x + i] = t[j][i];
+  } else {
+    Value t[kBlock][kBlock];
+    for (long j = 0; j < kBlock; ++j)
+      for (long i = 0; i < kBlock; ++i) t[i][j] = static_cast<Value>(pencils[(l + j) * nx + x + i]);
+    for (long i = 0; i < kBlock; ++i)
+      for (long j = 0; j < kBlock; ++j) rows[i][l + j] = t[i][j];
+  }
+}
+
+/// Rows [xa, xb) x lines [l0, l1) of the tall array <-> the pencils, in register blocks, edges element-wise.
+template <bool ToPencils, class RowFn, class Pencils>
+void transpose_part(const RowFn& row, long xa, long xb, long l0, long l1, Pencils* pencils, long nx) {
+  using Row = std::remove_pointer_t<decltype(row(0L))>;
+  const auto one = [&](long x, long l) {
+    if constexpr (ToPencils) {
+      pencils[l * nx + x] = static_cast<double>(row(x)[l]);
+    } else {
+      row(x)[l] = static_cast<std::remove_const_t<Row>>(pencils[l * nx + x]);
+    }
+  };
+  long x = xa;
+  for (; x + kBlock <= xb; x += kBlock) {
+    Row* const rows[kBlock] = {row(x), row(x + 1), row(x + 2), row(x + 3)};
+    long l = l0;
+    for (; l + kBlock <= l1; l += kBlock) register_block<ToPencils>(rows, l, pencils, x, nx);
+    for (; l < l1; ++l)
+      for (long i = 0; i < kBlock; ++i) one(x + i, l);
+  }
+  for (; x < xb; ++x)
+    for (long l = l0; l < l1; ++l) one(x, l);
+}
+
 /// The tall array <-> pencils nl x nx, tile by tile so that both the rows read and the rows written
-/// of one tile stay in cache. Every value goes through the wire type, this rank's own block too, so
-/// that the precision of the result does not depend on who owned a value.
-template <bool ToPencils, class Wire, class Pencils, class PlaneRow, class BufferRow>
-void local_transpose(const TallRows<PlaneRow, BufferRow>& tall, Pencils* pencils, long nx, long nl, TileShape tile,
+/// of one tile stay in cache.
+template <bool ToPencils, class OwnRow, class BufferRow, class Pencils>
+void local_transpose(const TallRows<OwnRow, BufferRow>& tall, Pencils* pencils, long nx, long nl, TileShape tile,
                      int threads) {
   const long tr = tile.rows, tc = tile.cols;
   const long row_tiles = (nx + tr - 1) / tr, col_tiles = (nl + tc - 1) / tc;
+  const Extent own = tall.own;
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
   for (long bl = 0; bl < col_tiles; ++bl) {
     for (long bx = 0; bx < row_tiles; ++bx) {
       const long l0 = bl * tc, l1 = std::min(l0 + tc, nl), x0 = bx * tr, x1 = std::min(x0 + tr, nx);
-      const auto part = [&](const auto& row, long xa, long xb) {
-        if constexpr (ToPencils) {
-          // Contiguous stores along x; the loads walk down the tile's rows.
-          for (long l = l0; l < l1; ++l) {
-            double* out = pencils + l * nx;
-            for (long x = xa; x < xb; ++x) out[x] = static_cast<double>(static_cast<Wire>(row(x)[l]));
-          }
-        } else {
-          for (long x = xa; x < xb; ++x) {
-            auto* out = row(x);
-            using Out = std::remove_pointer_t<decltype(out)>;
-            for (long l = l0; l < l1; ++l) out[l] = static_cast<Out>(static_cast<Wire>(pencils[l * nx + x]));
-          }
-        }
-      };
-      part(tall.buffer_row, x0, std::min(x1, tall.self.begin));
-      part(tall.plane_row, std::max(x0, tall.self.begin), std::min(x1, tall.self.end));
-      part(tall.buffer_row, std::max(x0, tall.self.end), x1);
+      transpose_part<ToPencils>(tall.buffer_row, x0, std::min(x1, own.begin), l0, l1, pencils, nx);
+      transpose_part<ToPencils>(tall.own_row, std::max(x0, own.begin), std::min(x1, own.end), l0, l1, pencils, nx);
+      transpose_part<ToPencils>(tall.buffer_row, std::max(x0, own.end), x1, l0, l1, pencils, nx);
     }
   }
 }
 
-/// Candidates of the automatic tile (rows along x x columns along lines): square ones of several
-/// sizes and flat ones either way, since the tall array may be much taller than wide or the reverse.
-constexpr std::array<TileShape, 9> kTileCandidates{{
-    {16, 16}, {32, 32}, {64, 64}, {128, 128}, {8, 256}, {16, 128}, {32, 64}, {64, 32}, {128, 16}}};
+/// Where this rank's tall array lives: row x of the own block at own_rows + (x - own.begin) * own_stride,
+/// the others' at buffer + offset[x].
+struct TallLayout {
+  Extent own;
+  long own_stride;
+  const std::size_t* offset;
+};
+
+/// The TallRows of `layout` over these pointers (const for the side that is read). With a double wire
+/// the own rows are in the planes (this rank's lines of each x row); with a single wire in the own-block
+/// scratch, where they were rounded to float (rows of this rank's lines).
+template <class Wire, class Planes, class Buffer>
+auto tall_rows(Planes* planes, Buffer* own, Buffer* buffer, const TallLayout& layout, long line_begin) {
+  const auto buffer_row = [buffer, layout](long x) { return buffer + layout.offset[x]; };
+  if constexpr (std::is_same_v<Wire, double>) {
+    return TallRows{[planes, layout, line_begin](long x) {
+                      return planes + (x - layout.own.begin) * layout.own_stride + line_begin;
+                    },
+                    buffer_row, layout.own};
+  } else {
+    return TallRows{[own, layout](long x) { return own + (x - layout.own.begin) * layout.own_stride; }, buffer_row,
+                    layout.own};
+  }
+}
+
+/// Candidates of the automatic tile (rows along x x columns along lines, multiples of the register
+/// block): flat, square and tall ones, since the best depends on the cache sizes and on how tall the
+/// array is (rows of 64 x 512 doubles were the best on a 2-core EPYC VM, 8 x 256 close).
+constexpr std::array<TileShape, 8> kTileCandidates{{
+    {4, 1024}, {8, 256}, {16, 128}, {32, 32}, {32, 256}, {64, 64}, {64, 512}, {128, 128}}};
 
 }  // namespace
 
 template <class T>
-std::pair<T*, T*> Transpose::buffers() noexcept {
+Transpose::Buffers<T> Transpose::buffers() noexcept {
   if constexpr (std::is_same_v<T, float>) {
-    return {send_f_.data(), recv_f_.data()};
+    return {send_f_.data(), recv_f_.data(), own_f_.data()};
   } else {
-    return {send_d_.data(), recv_d_.data()};
+    return {send_d_.data(), recv_d_.data(), nullptr};
   }
 }
 
@@ -165,21 +225,18 @@ void Transpose::choose_tile(const Run& run) {
 
 template <class T>
 void Transpose::forward(std::span<const double> planes, std::span<double> pencils) {
-  auto [send, recv] = buffers<T>();
+  const auto [send, recv, own] = buffers<T>();
   const long nx = n_[0], nl = pencil_lines().size();
-  const Extent xs = planes_x(), ls = pencil_lines();
   const int threads = options_.pack_threads;
   const double t0 = MPI_Wtime();
-  realign<true>(planes.data(), send, xs.size(), lines_, peer_lines_, send_displs_, rank_, threads);
+  realign<true>(planes.data(), send, own, planes_x().size(), lines_, peer_lines_, send_displs_, rank_, threads);
   const double t1 = MPI_Wtime();
   exchange<T>(send, recv, true);
   const double t2 = MPI_Wtime();
-  const TallRows tall{[&, planes](long x) { return planes.data() + (x - xs.begin) * lines_ + ls.begin; },
-                      [&, recv = recv](long x) -> const T* { return recv + row_offset_[static_cast<std::size_t>(x)]; },
-                      xs};
-  const auto run = [&](TileShape tile) {
-    local_transpose<true, T>(tall, pencils.data(), nx, nl, tile, threads);
-  };
+  const TallLayout layout{planes_x(), std::is_same_v<T, double> ? lines_ : nl, row_offset_.data()};
+  const auto tall = tall_rows<T>(planes.data(), static_cast<const T*>(own), static_cast<const T*>(recv), layout,
+                                 pencil_lines().begin);
+  const auto run = [&](TileShape tile) { local_transpose<true>(tall, pencils.data(), nx, nl, tile, threads); };
   if (options_.tile.automatic()) choose_tile(run);
   const double t3 = MPI_Wtime();
   run(options_.tile);
@@ -192,22 +249,19 @@ void Transpose::forward(std::span<const double> planes, std::span<double> pencil
 
 template <class T>
 void Transpose::backward(std::span<const double> pencils, std::span<double> planes) {
-  auto [send, recv] = buffers<T>();
+  const auto [send, recv, own] = buffers<T>();
   const long nx = n_[0], nl = pencil_lines().size();
-  const Extent xs = planes_x(), ls = pencil_lines();
   const int threads = options_.pack_threads;
-  const TallRows tall{[&, planes](long x) { return planes.data() + (x - xs.begin) * lines_ + ls.begin; },
-                      [&, send = send](long x) { return send + row_offset_[static_cast<std::size_t>(x)]; }, xs};
-  const auto run = [&](TileShape tile) {
-    local_transpose<false, T>(tall, pencils.data(), nx, nl, tile, threads);
-  };
+  const TallLayout layout{planes_x(), std::is_same_v<T, double> ? lines_ : nl, row_offset_.data()};
+  const auto tall = tall_rows<T>(planes.data(), own, send, layout, pencil_lines().begin);
+  const auto run = [&](TileShape tile) { local_transpose<false>(tall, pencils.data(), nx, nl, tile, threads); };
   if (options_.tile.automatic()) choose_tile(run);
   const double t0 = MPI_Wtime();
   run(options_.tile);
   const double t1 = MPI_Wtime();
   exchange<T>(send, recv, false);
   const double t2 = MPI_Wtime();
-  realign<false>(planes.data(), recv, xs.size(), lines_, peer_lines_, send_displs_, rank_, threads);
+  realign<false>(planes.data(), recv, own, planes_x().size(), lines_, peer_lines_, send_displs_, rank_, threads);
   const double t3 = MPI_Wtime();
   times_.pack_s += t1 - t0;
   times_.exchange_s += t2 - t1;

@@ -34,6 +34,8 @@ struct EnumNames<transpose::WirePrecision> : contract::WirePrecisionNames<transp
 
 namespace hympi::transpose {
 
+using hympi::to_string;  // "alltoallv", "alltoall", "pairwise"; "double", "single" (found by ADL)
+
 /// Tile of the local blocked transpose: `rows` along x, `cols` along the (z, y) lines; 0 x 0 = automatic
 /// (measured once per shape and thread count on first use, then cached in the Transpose).
 struct TileShape {
@@ -139,7 +141,11 @@ class Transpose {
   template <class T>
   void exchange(const T* send, T* recv, bool forward);
   template <class T>
-  std::pair<T*, T*> buffers() noexcept;
+  struct Buffers {
+    T *send, *recv, *own;
+  };
+  template <class T>
+  Buffers<T> buffers() noexcept;
   template <class Run>
   void choose_tile(const Run& run);
   void check_sizes(std::size_t planes, std::size_t pencils, const char* direction) const;
@@ -158,7 +164,9 @@ class Transpose {
   std::vector<std::size_t> row_offset_;  ///< offset of x row in the receive buffer (forward) layout
   std::size_t buffer_size_ = 0;          ///< elements of each of the two wire buffers
   std::vector<double> send_d_, recv_d_;  // wire = double
-  std::vector<float> send_f_, recv_f_;   // wire = single
+  // wire = single; own_f_: this rank's own block, rounded to float like the blocks that travel (with a
+  // double wire the local transpose reads and writes the own block in the planes).
+  std::vector<float> send_f_, recv_f_, own_f_;
 };
 
 }  // namespace hympi::transpose
