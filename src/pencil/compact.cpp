@@ -114,6 +114,16 @@ void CompactDerivative::apply(std::span<const double> f, std::span<double> out, 
     const double* in = f.data() + l0 * ls;
     double* o = out.data() + l0 * ls;
     const auto at = [&](long i, long b) { return in[i * ps + b * ls]; };
+    // The interior rows, along the lines where they are contiguous (pencils), else across them (planes).
+    const auto interior = [&](auto row) {
+      if (ps == 1) {
+        for (long b = 0; b < nb; ++b)
+          for (long i = 1; i < n - 1; ++i) o[i + b * ls] = row(i, b);
+      } else {
+        for (long i = 1; i < n - 1; ++i)
+          for (long b = 0; b < nb; ++b) o[i * ps + b * ls] = row(i, b);
+      }
+    };
     if (order_ == 1) {
       const double a = 0.75 / h_, e = 1.0 / h_;
       for (long b = 0; b < nb; ++b) {
@@ -121,8 +131,7 @@ void CompactDerivative::apply(std::span<const double> f, std::span<double> out, 
         o[(n - 1) * ps + b * ls] =
             e * (17.0 / 6.0 * at(n - 1, b) - 1.5 * at(n - 2, b) - 1.5 * at(n - 3, b) + at(n - 4, b) / 6.0);
       }
-      for (long i = 1; i < n - 1; ++i)
-        for (long b = 0; b < nb; ++b) o[i * ps + b * ls] = a * (at(i + 1, b) - at(i - 1, b));
+      interior([&](long i, long b) { return a * (at(i + 1, b) - at(i - 1, b)); });
     } else {
       const double a = 1.2 / (h_ * h_), e = 1.0 / (12.0 * h_ * h_);
       const auto edge = [&](long i, long step, long b) {
@@ -133,8 +142,7 @@ void CompactDerivative::apply(std::span<const double> f, std::span<double> out, 
         o[b * ls] = edge(0, 1, b);
         o[(n - 1) * ps + b * ls] = edge(n - 1, -1, b);
       }
-      for (long i = 1; i < n - 1; ++i)
-        for (long b = 0; b < nb; ++b) o[i * ps + b * ls] = a * (at(i + 1, b) - 2.0 * at(i, b) + at(i - 1, b));
+      interior([&](long i, long b) { return a * (at(i + 1, b) - 2.0 * at(i, b) + at(i - 1, b)); });
     }
     matrix_.solve(out.subspan(static_cast<std::size_t>(l0 * ls)), LineSet{nb, n, ls, ps});
   }
