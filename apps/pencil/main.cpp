@@ -69,7 +69,7 @@ class PencilApp final : public hympi::AppDefinition {
         std::to_string(grid_[0]) + "x" + std::to_string(grid_[1]) + "x" + std::to_string(grid_[2]);
     if (ctx.env.rank() == 0) {
       std::cout << std::setprecision(4) << "pencil " << problem << " (" << r.check.grid[2] << " z points, "
-                << (r.check.grid[2] - 1) / 3 + 1 << " modes kept) on " << ranks << " ranks x " << threads
+                << pencil::kept_modes(r.check.grid[2]) << " modes kept) on " << ranks << " ranks x " << threads
                 << " threads, " << r.steps << " steps to t = " << r.check.t_end << "\n"
                 << "  time " << r.time_s << " s, " << per_dof * 1e6 << " us core time per dof and step\n"
                 << "  transposes " << r.times.transpose_s << " s (" << 100 * r.times.transpose_s / r.time_s

@@ -13,8 +13,6 @@ namespace {
 
 constexpr double kPi = std::numbers::pi;
 
-std::string text(double value) { return std::to_string(value); }
-
 }  // namespace
 
 double Problem::exact(double x, double y, double z, double t) const noexcept {
@@ -40,7 +38,7 @@ nlohmann::json Problem::to_json() const {
 nlohmann::json PencilOptions::to_json() const {
   return {{"grid", grid},   {"x0", x0},         {"lx", lx},
           {"problem", problem.to_json()},      {"cfl", cfl},
-          {"batch", batch}, {"modes", grid[2] % 2 == 0 ? (grid[2] - 1) / 3 + 1 : 0},
+          {"batch", batch}, {"modes", kept_modes(grid[2])},
           {"transpose", transpose.to_json()}};
 }
 
@@ -59,10 +57,10 @@ void PencilOptions::validate(int ranks) const {
                           std::to_string(ny * modes.doubles()) + " pencil lines cannot be split over " +
                           std::to_string(ranks) + " ranks");
   if (!(lx > 0) || !(problem.ly > 0) || !std::isfinite(lx) || !std::isfinite(problem.ly))
-    throw InvalidArgument("domain lengths must be > 0, got lx = " + text(lx) + ", ly = " + text(problem.ly));
+    throw InvalidArgument("domain lengths must be > 0, got lx = " + std::to_string(lx) + ", ly = " + std::to_string(problem.ly));
   if (!(problem.nu > 0) || !std::isfinite(problem.nu))
-    throw InvalidArgument("diffusivity must be > 0, got " + text(problem.nu));
-  if (!(cfl > 0) || cfl > 1) throw InvalidArgument("cfl must be in (0, 1], got " + text(cfl));
+    throw InvalidArgument("diffusivity must be > 0, got " + std::to_string(problem.nu));
+  if (!(cfl > 0) || cfl > 1) throw InvalidArgument("cfl must be in (0, 1], got " + std::to_string(cfl));
   if (batch < 1) throw InvalidArgument("z-transform batch must be >= 1, got " + std::to_string(batch));
   transpose.validate();
 }

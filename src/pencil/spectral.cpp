@@ -14,8 +14,7 @@ ZModes dealiased_modes(long nz, long min_nz) {
   if (nz < min_nz)
     throw InvalidArgument("nz = " + std::to_string(nz) + " is too small for the 2/3 dealiasing (needs >= " +
                           std::to_string(min_nz) + ")");
-  // k < nz/3 <=> 3k < nz.
-  return {nz, (nz - 1) / 3 + 1};
+  return {nz, kept_modes(nz)};
 }
 
 ZTransform::Workspace::Workspace(long complex_values, long real_values) : real_values_(real_values) {

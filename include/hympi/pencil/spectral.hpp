@@ -20,6 +20,9 @@ struct ZModes {
   [[nodiscard]] long doubles() const noexcept { return 2 * kept; }
 };
 
+/// Modes the 2/3 rule keeps of nz points: the k >= 0 with 3k < nz. Never fails.
+[[nodiscard]] constexpr long kept_modes(long nz) noexcept { return (nz - 1) / 3 + 1; }
+
 /// The kept modes of lines of nz points. Throws InvalidArgument naming nz when it is odd (the real
 /// transform's Hermitian half needs an even size here) or smaller than min_nz.
 [[nodiscard]] ZModes dealiased_modes(long nz, long min_nz);
