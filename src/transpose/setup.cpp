@@ -85,6 +85,8 @@ Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOption
     throw InvalidArgument("cannot split ny*nz = " + std::to_string(lines_) + " (z, y) lines over " +
                           std::to_string(ranks_) + " ranks (fewer lines than ranks)");
   comm_ = Comm::duplicate(comm);
+  // HYMPI_MPI needs error codes back, whatever handler the caller's communicator had.
+  HYMPI_MPI(MPI_Comm_set_errhandler(comm_.get(), MPI_ERRORS_RETURN));
   rank_ = comm_.rank();
   if (options_.pack_threads == 0) options_.pack_threads = omp_get_max_threads();
 
@@ -101,9 +103,9 @@ Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOption
   long send_at = 0, recv_at = 0;
   for (int r = 0; r < ranks_; ++r) {
     const auto i = static_cast<std::size_t>(r);
-    peer_x_.push_back(planes_x(r));
     peer_lines_.push_back(pencil_lines(r));
-    // The own block stays out of the exchange: the local transpose reads and writes it in the planes.
+    // The own block stays out of the exchange: the local transpose reads and writes it in the planes (the
+    // own-block scratch with a single wire).
     const bool self = r == rank_;
     send_counts_[i] = self ? 0 : mpi_count(my_x * pencil_lines(r).size(), "a transpose block");
     recv_counts_[i] = self ? 0 : mpi_count(planes_x(r).size() * my_lines, "a transpose block");
@@ -112,8 +114,8 @@ Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOption
     send_at += send_counts_[i];
     recv_at += recv_counts_[i];
   }
-  buffer_size_ = padded ? p * static_cast<std::size_t>(largest)
-                        : static_cast<std::size_t>(std::max(send_at, recv_at));
+  const std::size_t buffer_size = padded ? p * static_cast<std::size_t>(largest)
+                                         : static_cast<std::size_t>(std::max(send_at, recv_at));
   // Row x of the tall nx x my_lines array (received forward, sent backward) starts in its source's block
   // (the own rows' entries are unused).
   row_offset_.resize(static_cast<std::size_t>(n_[0]));
@@ -124,12 +126,12 @@ Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOption
           recv_displs_[static_cast<std::size_t>(r)] + (x - xs.begin) * my_lines);
   }
   if (options_.wire == WirePrecision::single_precision) {
-    send_f_.resize(buffer_size_);
-    recv_f_.resize(buffer_size_);
+    send_f_.resize(buffer_size);
+    recv_f_.resize(buffer_size);
     own_f_.resize(static_cast<std::size_t>(my_x * my_lines));
   } else {
-    send_d_.resize(buffer_size_);
-    recv_d_.resize(buffer_size_);
+    send_d_.resize(buffer_size);
+    recv_d_.resize(buffer_size);
   }
 }
 

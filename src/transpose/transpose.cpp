@@ -1,5 +1,8 @@
 // The transpose's three steps: realign (+ cast) each peer's block, exchange, blocked local transpose.
 #include <mpi.h>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -64,6 +67,22 @@ constexpr long kBlock = 4;
 template <bool ToPencils, class Row, class Pencils>
 inline void register_block(Row* const (&rows)[kBlock], long l, Pencils* pencils, long x, long nx) {
   using Value = std::remove_const_t<Row>;
+#if defined(__AVX__)
+  // Floats widened to doubles: GCC 12 turns the portable loops below into scalar conversions and stores
+  // (2x the time of the double block), so the widening and the in-register transpose are spelled out.
+  if constexpr (ToPencils && std::is_same_v<Value, float>) {
+    static_assert(kBlock == 4);
+    const __m256d r0 = _mm256_cvtps_pd(_mm_loadu_ps(rows[0] + l)), r1 = _mm256_cvtps_pd(_mm_loadu_ps(rows[1] + l));
+    const __m256d r2 = _mm256_cvtps_pd(_mm_loadu_ps(rows[2] + l)), r3 = _mm256_cvtps_pd(_mm_loadu_ps(rows[3] + l));
+    const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+    const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+    _mm256_storeu_pd(pencils + l * nx + x, _mm256_permute2f128_pd(t0, t2, 0x20));
+    _mm256_storeu_pd(pencils + (l + 1) * nx + x, _mm256_permute2f128_pd(t1, t3, 0x20));
+    _mm256_storeu_pd(pencils + (l + 2) * nx + x, _mm256_permute2f128_pd(t0, t2, 0x31));
+    _mm256_storeu_pd(pencils + (l + 3) * nx + x, _mm256_permute2f128_pd(t1, t3, 0x31));
+    return;
+  }
+#endif
   if constexpr (ToPencils) {
     double t[kBlock][kBlock];
     for (long i = 0; i < kBlock; ++i)
@@ -148,7 +167,7 @@ auto tall_rows(Planes* planes, Buffer* own, Buffer* buffer, const TallLayout& la
 
 /// Candidates of the automatic tile (rows along x x columns along lines, multiples of the register
 /// block): flat, square and tall ones, since the best depends on the cache sizes and on how tall the
-/// array is (rows of 64 x 512 doubles were the best on a 2-core EPYC VM, 8 x 256 close).
+/// array is (64 x 512, 128 x 128 and 8 x 256 each came out best on a 2-core EPYC VM, within its noise).
 constexpr std::array<TileShape, 8> kTileCandidates{{
     {4, 1024}, {8, 256}, {16, 128}, {32, 32}, {32, 256}, {64, 64}, {64, 512}, {128, 128}}};
 

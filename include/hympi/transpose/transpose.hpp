@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <span>
-#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -18,7 +17,8 @@
 namespace hympi::transpose {
 
 /// How the blocks travel: one MPI_Alltoallv, one MPI_Alltoall with every block padded to the largest,
-/// or pairwise point-to-point (MPI_Sendrecv over a shifted schedule, one partner per step).
+/// or pairwise point-to-point (MPI_Sendrecv, one partner per step: rank XOR step when the rank count is a
+/// power of two, rank +- step otherwise).
 enum class TransposeExchange { alltoallv, alltoall, pairwise };
 /// The precision of the data on the wire: compute stays in double, single halves the bytes sent.
 enum class WirePrecision { double_precision, single_precision };
@@ -159,10 +159,9 @@ class Transpose {
   // Per peer rank, in elements of the wire type: the forward direction sends send_counts_[d] starting
   // at send_displs_[d]; the backward direction swaps the roles of the two tables.
   std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_;
-  std::vector<Extent> peer_x_, peer_lines_;  ///< planes_x(r) and pencil_lines(r) of every rank r
-  int padded_block_ = 0;                ///< alltoall: every block's size, the largest block
+  std::vector<Extent> peer_lines_;       ///< pencil_lines(r) of every rank r
+  int padded_block_ = 0;                 ///< alltoall: every block's size, the largest block
   std::vector<std::size_t> row_offset_;  ///< offset of x row in the receive buffer (forward) layout
-  std::size_t buffer_size_ = 0;          ///< elements of each of the two wire buffers
   std::vector<double> send_d_, recv_d_;  // wire = double
   // wire = single; own_f_: this rank's own block, rounded to float like the blocks that travel (with a
   // double wire the local transpose reads and writes the own block in the planes).
