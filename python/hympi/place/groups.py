@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hympi.errors import UsageError
-from hympi.place.mapping import GLOBAL_LIMIT, Placement, global_refine, map_within_nodes, node_counts, partition
+from hympi.place.mapping import GLOBAL_LIMIT, Placement, dealt, global_refine, map_within_nodes, partition
 from hympi.place.matrix import CommMatrix
 from hympi.place.tree import ClusterTree, Slot
 
@@ -103,18 +103,7 @@ def contiguous(cluster: ClusterTree, matrix: CommMatrix, groups: Groups, per_nod
 def interleaved(cluster: ClusterTree, groups: Groups, per_node: int) -> Placement:
     """Every group dealt round robin over all nodes (each group from node 0, full nodes skipped), cores in order of
     arrival: both groups on every node, as a --map-by node launch spreads them."""
-    capacity = node_counts(sum(groups.sizes), cluster.nodes, per_node)
-    used = [0] * cluster.nodes
-    slots: list[Slot] = []
-    for size in groups.sizes:
-        node = 0
-        for _ in range(size):
-            while used[node] >= capacity[node]:
-                node = (node + 1) % cluster.nodes
-            slots.append(Slot(node, used[node]))
-            used[node] += 1
-            node = (node + 1) % cluster.nodes
-    return Placement("groups-interleaved", tuple(slots))
+    return Placement("groups-interleaved", dealt(cluster, groups.sizes, per_node))
 
 
 def group_shares(cluster: ClusterTree, matrix: CommMatrix, groups: Groups,

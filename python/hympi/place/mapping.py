@@ -62,17 +62,24 @@ def check_fit(cluster: ClusterTree, ranks: int, per_node: int) -> None:
 
 def round_robin(cluster: ClusterTree, ranks: int, per_node: int) -> Placement:
     """Rank r on node r mod N, cores in order (mpirun --map-by node)."""
-    counts = node_counts(ranks, cluster.nodes, per_node)
+    return Placement("round-robin", dealt(cluster, (ranks,), per_node))
+
+
+def dealt(cluster: ClusterTree, batches: Sequence[int], per_node: int) -> tuple[Slot, ...]:
+    """Consecutive batches of ranks, each dealt round robin over the nodes from node 0 (full nodes skipped; block
+    counts per node), cores in order of arrival."""
+    counts = node_counts(sum(batches), cluster.nodes, per_node)
     used = [0] * cluster.nodes
     slots = []
-    node = 0
-    for _ in range(ranks):
-        while used[node] >= counts[node]:
+    for size in batches:
+        node = 0
+        for _ in range(size):
+            while used[node] >= counts[node]:
+                node = (node + 1) % cluster.nodes
+            slots.append(Slot(node, used[node]))
+            used[node] += 1
             node = (node + 1) % cluster.nodes
-        slots.append(Slot(node, used[node]))
-        used[node] += 1
-        node = (node + 1) % cluster.nodes
-    return Placement("round-robin", tuple(slots))
+    return tuple(slots)
 
 
 def block(cluster: ClusterTree, ranks: int, per_node: int) -> Placement:
