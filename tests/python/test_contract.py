@@ -29,7 +29,8 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
 # Each app's quickest verified run (a singleton MPI process, except the ping-pong's 2 ranks).
 QUICK_ARGS = {"affinity": (), "stream": ("--elements", "10000", "--repeats", "2"), "rb3d": ("--size", "8"),
               "spmv3d": ("--global", "8", "8", "8"), "bt-mz": ("--class", "S"), "sp-mz": ("--class", "S"),
-              "lu-mz": ("--class", "S"), "is": ("--class", "S"), "pingpong": ("--iterations", "2", "--max-bytes", "8")}
+              "lu-mz": ("--class", "S"), "is": ("--class", "S"), "pencil": ("--grid", "16", "16", "16", "--steps", "2"),
+              "pingpong": ("--iterations", "2", "--max-bytes", "8")}
 
 
 def _app(name: str) -> Path:

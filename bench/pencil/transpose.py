@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Plane <-> pencil transpose: hympi (every exchange x wire) against FFTW-MPI's transpose, and the local blocked
+transpose against a STREAM copy (issue 16's targets: <= 1.0x FFTW in double, <= 0.7x with a single-precision
+wire, local transpose >= 0.5 of copy bandwidth).
+
+Usage: .venv/bin/python bench/pencil/transpose.py [--grids 64x64x64,128x128x128,256x256x128] [--ranks 1,2]
+                                                  [--reps 20] [--repeat 3] [--threads 1] [--output FILE]
+                                                  [--fftw-planner measure|patient]
+
+Builds nothing: run `cmake --build build --target hympi-bench-transpose` first (HYMPI_BIN_DIR or build/bin).
+Each (grid, ranks) is run --repeat times; every run times all implementations alternately on the same global
+array (medians of --reps round trips planes -> pencils -> planes, max over ranks) and verifies every result
+against the global array. The table shows the median over the runs of each run's ratio hympi / FFTW (round trip)
+and of the local transpose / copy bandwidth ratio. A layout with more ranks x threads than cores is marked
+oversubscribed: its figures are not counted against the targets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from typing import Any, NoReturn
+
+from hympi.launch.mpirun import LaunchSpec, build_command, format_command
+
+IMPLEMENTATIONS = ("alltoallv/double", "alltoall/double", "pairwise/double", "alltoallv/single", "alltoall/single",
+                   "pairwise/single")
+BENCH_LINE = re.compile(r"^HYMPI_BENCH (\{.*\})$", re.MULTILINE)
+
+
+def reject(option: str, message: str) -> NoReturn:
+    """Exits 2 with one line naming the option and what is wrong with its value."""
+    print(f"transpose.py: {option}: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_grids(text: str) -> list[tuple[int, int, int]]:
+    """(nx, ny, nz) for each comma-separated NXxNYxNZ; exits 2 naming a bad one."""
+    grids = []
+    for item in (part for part in text.split(",") if part):
+        match = re.fullmatch(r"([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)", item)
+        if match is None:
+            reject("--grids", f"'{item}' is not NXxNYxNZ with positive sizes (e.g. 128x128x128)")
+        grids.append((int(match.group(1)), int(match.group(2)), int(match.group(3))))
+    if not grids:
+        reject("--grids", "no grid given")
+    return grids
+
+
+def parse_counts(text: str, option: str) -> list[int]:
+    """The comma-separated positive integers of `text`; exits 2 naming a bad one."""
+    counts = []
+    for item in (part for part in text.split(",") if part):
+        if not item.isdigit() or int(item) < 1:
+            reject(option, f"'{item}' is not a positive integer")
+        counts.append(int(item))
+    if not counts:
+        reject(option, "nothing given")
+    return counts
+
+
+def run_once(grid: tuple[int, int, int], ranks: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One verified benchmark run's HYMPI_BENCH record (exits 1 with the command and stderr on a failure)."""
+    bench_args = ("--grid", *(str(n) for n in grid), "--reps", str(args.reps), "--fftw-planner", args.fftw_planner)
+    spec = LaunchSpec(app_binary="hympi-bench-transpose", ranks=ranks, threads=args.threads, bind="none",
+                      app_args=bench_args, oversubscribe=True)
+    cmd = build_command(spec)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False,
+                          env={**os.environ, **spec.app_env()})
+    match = BENCH_LINE.search(proc.stdout)
+    if proc.returncode != 0 or match is None:
+        sys.exit(f"transpose.py: {format_command(cmd)}: exit {proc.returncode}\n{proc.stderr[-2000:]}")
+    record: dict[str, Any] = json.loads(match.group(1))
+    if not record["verified"]:
+        sys.exit(f"transpose.py: {format_command(cmd)}: a result was wrong\n{proc.stdout}")
+    return record
+
+
+def summarise(records: list[dict[str, Any]]) -> dict[str, float]:
+    """Median over the runs of each implementation's ratio to FFTW, FFTW's round trip and the local/copy ratio."""
+    out: dict[str, float] = {}
+    by_name: dict[str, list[float]] = {}
+    for record in records:
+        for result in record["results"]:
+            by_name.setdefault(result["name"], []).append(result["ratio_to_fftw"])
+            if result["name"] == "fftw":
+                by_name.setdefault("fftw_ms", []).append(1e3 * result["round_trip_s"])
+        by_name.setdefault("local", []).append(record["local"]["ratio"])
+    for name, values in by_name.items():
+        out[name] = statistics.median(values)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs every grid x rank count, prints the table (and writes every record with --output)."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--grids", default="64x64x64,128x128x128,256x256x128")
+    parser.add_argument("--ranks", default="1,2")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1, help="OpenMP threads per rank (FFTW runs 1 per rank)")
+    parser.add_argument("--fftw-planner", choices=("measure", "patient"), default="measure")
+    parser.add_argument("--output", help="write every run's record as JSON to this file")
+    args = parser.parse_args(argv)
+    grids = parse_grids(args.grids)
+    rank_counts = parse_counts(args.ranks, "--ranks")
+    for option, value in (("--reps", args.reps), ("--repeat", args.repeat), ("--threads", args.threads)):
+        if value < 1:
+            reject(option, f"must be >= 1, got {value}")
+    cores = os.cpu_count() or 1
+    header = (f"{'grid':>13} {'ranks':>5} {'over':>4} {'FFTW ms':>8} "
+              + " ".join(f"{name:>16}" for name in IMPLEMENTATIONS) + f" {'local/copy':>10}")
+    print("ratios hympi / FFTW-MPI (round trip planes -> pencils -> planes, medians); local blocked transpose / "
+          f"STREAM copy bandwidth; {args.threads} thread(s) per rank, {cores} cores")
+    print(header)
+    everything = []
+    for grid in grids:
+        for ranks in rank_counts:
+            records = [run_once(grid, ranks, args) for _ in range(args.repeat)]
+            everything += records
+            s = summarise(records)
+            over = "yes" if ranks * args.threads > cores else "no"
+            print(f"{'x'.join(map(str, grid)):>13} {ranks:>5} {over:>4} {s['fftw_ms']:>8.2f} "
+                  + " ".join(f"{s[name]:>16.3f}" for name in IMPLEMENTATIONS) + f" {s['local']:>10.3f}", flush=True)
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            json.dump(everything, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+// Transpose set-up: options, extents, the exchange tables and buffers (no hot loop).
+#include <omp.h>
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+#include <string>
+
+#include "hympi/core/error.hpp"
+#include "hympi/transpose/transpose.hpp"
+
+namespace hympi::transpose {
+
+namespace {
+
+/// `value` as an MPI int count; throws InvalidArgument naming what overflows.
+int mpi_count(long value, const char* what) {
+  if (value > INT_MAX)
+    throw InvalidArgument(std::string(what) + " of " + std::to_string(value) +
+                          " elements is too large for MPI's int counts (use more ranks)");
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+TileShape parse_tile_shape(std::string_view text) {
+  if (text == "auto") return {};
+  const auto bad = [&] {
+    return InvalidArgument("bad tile '" + std::string(text) + "' (expected RxC with R, C >= 1, or auto)");
+  };
+  const auto x = text.find('x');
+  if (x == std::string_view::npos) throw bad();
+  TileShape tile;
+  const auto parse = [&](std::string_view part, int& out) {
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), out);
+    if (ec != std::errc() || end != part.data() + part.size() || out < 1) throw bad();
+  };
+  parse(text.substr(0, x), tile.rows);
+  parse(text.substr(x + 1), tile.cols);
+  return tile;
+}
+
+nlohmann::json TransposeOptions::to_json() const {
+  return {{"exchange", to_string(exchange)},
+          {"wire", to_string(wire)},
+          {"tile", {tile.rows, tile.cols}},
+          {"tile_auto", tile_auto || tile.automatic()},
+          {"pack_threads", pack_threads}};
+}
+
+void TransposeOptions::validate() const {
+  if (pack_threads < 0) throw InvalidArgument("pack threads must be >= 0, got " + std::to_string(pack_threads));
+  if (!tile.automatic() && (tile.rows < 1 || tile.cols < 1))
+    throw InvalidArgument("bad tile " + std::to_string(tile.rows) + "x" + std::to_string(tile.cols) +
+                          " (both sides >= 1, or 0x0 for automatic)");
+}
+
+nlohmann::json TransposeTimes::to_json() const {
+  return {{"pack_s", pack_s},         {"exchange_s", exchange_s}, {"unpack_s", unpack_s},
+          {"total_s", total_s()},     {"bytes_sent", bytes_sent}, {"count", count}};
+}
+
+Extent block_extent(long n, int parts, int index) {
+  if (parts < 1 || index < 0 || index >= parts)
+    throw InvalidArgument("part " + std::to_string(index) + " of a split into " + std::to_string(parts) +
+                          " parts does not exist");
+  const long base = n / parts, extra = n % parts;
+  const long begin = index * base + std::min<long>(index, extra);
+  return {begin, begin + base + (index < extra ? 1 : 0)};
+}
+
+Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOptions& options)
+    : n_(n), lines_(n[1] * n[2]), options_(options) {
+  options_.validate();
+  static constexpr const char* kName[3] = {"nx", "ny", "nz"};
+  for (int d = 0; d < 3; ++d)
+    if (n[d] < 1) throw InvalidArgument(std::string("grid extent ") + kName[d] + " must be >= 1, got " +
+                                        std::to_string(n[d]));
+  // The size check needs no communication, so every rank throws before the collective duplicate.
+  HYMPI_MPI(MPI_Comm_size(comm, &ranks_));
+  if (n[0] < ranks_)
+    throw InvalidArgument("cannot split nx = " + std::to_string(n[0]) + " x planes over " + std::to_string(ranks_) +
+                          " ranks (fewer planes than ranks)");
+  if (lines_ < ranks_)
+    throw InvalidArgument("cannot split ny*nz = " + std::to_string(lines_) + " (z, y) lines over " +
+                          std::to_string(ranks_) + " ranks (fewer lines than ranks)");
+  comm_ = Comm::duplicate(comm);
+  rank_ = comm_.rank();
+  if (options_.pack_threads == 0) options_.pack_threads = omp_get_max_threads();
+
+  const auto p = static_cast<std::size_t>(ranks_);
+  send_counts_.resize(p);
+  send_displs_.resize(p);
+  recv_counts_.resize(p);
+  recv_displs_.resize(p);
+  const long my_x = planes_x().size(), my_lines = pencil_lines().size();
+  // Every block is at most (largest x share) x (largest line share): the first rank's in both.
+  const long largest = block_extent(n_[0], ranks_, 0).size() * block_extent(lines_, ranks_, 0).size();
+  padded_block_ = mpi_count(largest, "a transpose block");
+  const bool padded = options_.exchange == TransposeExchange::alltoall;
+  long send_at = 0, recv_at = 0;
+  for (int r = 0; r < ranks_; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    peer_x_.push_back(planes_x(r));
+    peer_lines_.push_back(pencil_lines(r));
+    // The own block stays out of the exchange: the local transpose reads and writes it in the planes.
+    const bool self = r == rank_;
+    send_counts_[i] = self ? 0 : mpi_count(my_x * pencil_lines(r).size(), "a transpose block");
+    recv_counts_[i] = self ? 0 : mpi_count(planes_x(r).size() * my_lines, "a transpose block");
+    send_displs_[i] = mpi_count(padded ? r * largest : send_at, "a transpose buffer");
+    recv_displs_[i] = mpi_count(padded ? r * largest : recv_at, "a transpose buffer");
+    send_at += send_counts_[i];
+    recv_at += recv_counts_[i];
+  }
+  buffer_size_ = padded ? p * static_cast<std::size_t>(largest)
+                        : static_cast<std::size_t>(std::max(send_at, recv_at));
+  // Row x of the tall nx x my_lines array (received forward, sent backward) starts in its source's block
+  // (the own rows' entries are unused).
+  row_offset_.resize(static_cast<std::size_t>(n_[0]));
+  for (int r = 0; r < ranks_; ++r) {
+    const Extent xs = planes_x(r);
+    for (long x = xs.begin; x < xs.end; ++x)
+      row_offset_[static_cast<std::size_t>(x)] = static_cast<std::size_t>(
+          recv_displs_[static_cast<std::size_t>(r)] + (x - xs.begin) * my_lines);
+  }
+  if (options_.wire == WirePrecision::single_precision) {
+    send_f_.resize(buffer_size_);
+    recv_f_.resize(buffer_size_);
+    own_f_.resize(static_cast<std::size_t>(my_x * my_lines));
+  } else {
+    send_d_.resize(buffer_size_);
+    recv_d_.resize(buffer_size_);
+  }
+}
+
+std::size_t Transpose::plane_size() const noexcept {
+  return static_cast<std::size_t>(planes_x().size() * lines_);
+}
+
+std::size_t Transpose::pencil_size() const noexcept {
+  return static_cast<std::size_t>(pencil_lines().size() * n_[0]);
+}
+
+void Transpose::check_sizes(std::size_t planes, std::size_t pencils, const char* direction) const {
+  if (planes != plane_size())
+    throw InvalidArgument(std::string(direction) + ": planes span holds " + std::to_string(planes) +
+                          " doubles, this rank's planes hold " + std::to_string(plane_size()));
+  if (pencils != pencil_size())
+    throw InvalidArgument(std::string(direction) + ": pencils span holds " + std::to_string(pencils) +
+                          " doubles, this rank's pencils hold " + std::to_string(pencil_size()));
+}
+
+}  // namespace hympi::transpose

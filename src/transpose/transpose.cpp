@@ -1,0 +1,290 @@
+// The transpose's three steps: realign (+ cast) each peer's block, exchange, blocked local transpose.
+#include <mpi.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "hympi/core/error.hpp"
+#include "hympi/transpose/transpose.hpp"
+
+namespace hympi::transpose {
+
+namespace {
+
+template <class T>
+MPI_Datatype mpi_type() {
+  if constexpr (std::is_same_v<T, float>) {
+    return MPI_FLOAT;
+  } else {
+    return MPI_DOUBLE;
+  }
+}
+
+/// Planes -> per-peer blocks (forward pack) or back (backward unpack): each x row of the planes holds
+/// every peer's lines side by side; each peer's block holds its lines of every local x row. This rank's
+/// own block goes to (comes from) `own`, or, when that is null, is skipped: the local transpose then
+/// reads (writes) it in the planes directly.
+template <bool ToBlocks, class Planes, class Blocks>
+void realign(Planes* planes, Blocks* blocks, Blocks* own, long nx_local, long lines,
+             std::span<const Extent> peer_lines, std::span<const int> displs, int self, int threads) {
+  const long peers = static_cast<long>(peer_lines.size());
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (long r = 0; r < peers; ++r) {
+    for (long i = 0; i < nx_local; ++i) {
+      if (r == self && own == nullptr) continue;
+      const Extent ls = peer_lines[static_cast<std::size_t>(r)];
+      Planes* row = planes + i * lines + ls.begin;
+      Blocks* block = (r == self ? own : blocks + displs[static_cast<std::size_t>(r)]) + i * ls.size();
+      if constexpr (ToBlocks) {
+        for (long l = 0; l < ls.size(); ++l) block[l] = static_cast<Blocks>(row[l]);
+      } else {
+        for (long l = 0; l < ls.size(); ++l) row[l] = static_cast<double>(block[l]);
+      }
+    }
+  }
+}
+
+/// Where the rows of the tall nx x nl array are: this rank's own x rows (`own_row`: in its planes, or in
+/// the own-block scratch with a single-precision wire), the other ranks' rows in the exchange buffer.
+template <class OwnRow, class BufferRow>
+struct TallRows {
+  OwnRow own_row;
+  BufferRow buffer_row;
+  Extent own;  ///< this rank's x rows
+};
+
+/// Side of the register blocks inside a tile: 4 x 4 doubles are four 256-bit rows, transposed in registers
+/// (the compiler vectorises the fixed-size loops into loads, shuffles and stores).
+constexpr long kBlock = 4;
+
+/// One kBlock x kBlock block, rows `rows[i]` from column l <-> pencils rows l.. at column x. Only
+/// widening or only narrowing conversions happen here: GCC 12 at -O3 with AVX dropped the rounding of
+/// a narrowing followed by a widening in this block (the rounding to the wire type is done by realign).
+template <bool ToPencils, class Row, class Pencils>
+inline void register_block(Row* const (&rows)[kBlock], long l, Pencils* pencils, long x, long nx) {
+  using Value = std::remove_const_t<Row>;
+  if constexpr (ToPencils) {
+    double t[kBlock][kBlock];
+    for (long i = 0; i < kBlock; ++i)
+      for (long j = 0; j < kBlock; ++j) t[j][i] = static_cast<double>(rows[i][l + j]);
+    for (long j = 0; j < kBlock; ++j)
+      for (long i = 0; i < kBlock; ++i) pencils[(l + j) * nx + x + i] = t[j][i];
+  } else {
+    Value t[kBlock][kBlock];
+    for (long j = 0; j < kBlock; ++j)
+      for (long i = 0; i < kBlock; ++i) t[i][j] = static_cast<Value>(pencils[(l + j) * nx + x + i]);
+    for (long i = 0; i < kBlock; ++i)
+      for (long j = 0; j < kBlock; ++j) rows[i][l + j] = t[i][j];
+  }
+}
+
+/// Rows [xa, xb) x lines [l0, l1) of the tall array <-> the pencils, in register blocks, edges element-wise.
+template <bool ToPencils, class RowFn, class Pencils>
+void transpose_part(const RowFn& row, long xa, long xb, long l0, long l1, Pencils* pencils, long nx) {
+  using Row = std::remove_pointer_t<decltype(row(0L))>;
+  const auto one = [&](long x, long l) {
+    if constexpr (ToPencils) {
+      pencils[l * nx + x] = static_cast<double>(row(x)[l]);
+    } else {
+      row(x)[l] = static_cast<std::remove_const_t<Row>>(pencils[l * nx + x]);
+    }
+  };
+  long x = xa;
+  for (; x + kBlock <= xb; x += kBlock) {
+    Row* const rows[kBlock] = {row(x), row(x + 1), row(x + 2), row(x + 3)};
+    long l = l0;
+    for (; l + kBlock <= l1; l += kBlock) register_block<ToPencils>(rows, l, pencils, x, nx);
+    for (; l < l1; ++l)
+      for (long i = 0; i < kBlock; ++i) one(x + i, l);
+  }
+  for (; x < xb; ++x)
+    for (long l = l0; l < l1; ++l) one(x, l);
+}
+
+/// The tall array <-> pencils nl x nx, tile by tile so that both the rows read and the rows written
+/// of one tile stay in cache.
+template <bool ToPencils, class OwnRow, class BufferRow, class Pencils>
+void local_transpose(const TallRows<OwnRow, BufferRow>& tall, Pencils* pencils, long nx, long nl, TileShape tile,
+                     int threads) {
+  const long tr = tile.rows, tc = tile.cols;
+  const long row_tiles = (nx + tr - 1) / tr, col_tiles = (nl + tc - 1) / tc;
+  const Extent own = tall.own;
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
+  for (long bl = 0; bl < col_tiles; ++bl) {
+    for (long bx = 0; bx < row_tiles; ++bx) {
+      const long l0 = bl * tc, l1 = std::min(l0 + tc, nl), x0 = bx * tr, x1 = std::min(x0 + tr, nx);
+      transpose_part<ToPencils>(tall.buffer_row, x0, std::min(x1, own.begin), l0, l1, pencils, nx);
+      transpose_part<ToPencils>(tall.own_row, std::max(x0, own.begin), std::min(x1, own.end), l0, l1, pencils, nx);
+      transpose_part<ToPencils>(tall.buffer_row, std::max(x0, own.end), x1, l0, l1, pencils, nx);
+    }
+  }
+}
+
+/// Where this rank's tall array lives: row x of the own block at own_rows + (x - own.begin) * own_stride,
+/// the others' at buffer + offset[x].
+struct TallLayout {
+  Extent own;
+  long own_stride;
+  const std::size_t* offset;
+};
+
+/// The TallRows of `layout` over these pointers (const for the side that is read). With a double wire
+/// the own rows are in the planes (this rank's lines of each x row); with a single wire in the own-block
+/// scratch, where they were rounded to float (rows of this rank's lines).
+template <class Wire, class Planes, class Buffer>
+auto tall_rows(Planes* planes, Buffer* own, Buffer* buffer, const TallLayout& layout, long line_begin) {
+  const auto buffer_row = [buffer, layout](long x) { return buffer + layout.offset[x]; };
+  if constexpr (std::is_same_v<Wire, double>) {
+    return TallRows{[planes, layout, line_begin](long x) {
+                      return planes + (x - layout.own.begin) * layout.own_stride + line_begin;
+                    },
+                    buffer_row, layout.own};
+  } else {
+    return TallRows{[own, layout](long x) { return own + (x - layout.own.begin) * layout.own_stride; }, buffer_row,
+                    layout.own};
+  }
+}
+
+/// Candidates of the automatic tile (rows along x x columns along lines, multiples of the register
+/// block): flat, square and tall ones, since the best depends on the cache sizes and on how tall the
+/// array is (rows of 64 x 512 doubles were the best on a 2-core EPYC VM, 8 x 256 close).
+constexpr std::array<TileShape, 8> kTileCandidates{{
+    {4, 1024}, {8, 256}, {16, 128}, {32, 32}, {32, 256}, {64, 64}, {64, 512}, {128, 128}}};
+
+}  // namespace
+
+template <class T>
+Transpose::Buffers<T> Transpose::buffers() noexcept {
+  if constexpr (std::is_same_v<T, float>) {
+    return {send_f_.data(), recv_f_.data(), own_f_.data()};
+  } else {
+    return {send_d_.data(), recv_d_.data(), nullptr};
+  }
+}
+
+template <class T>
+void Transpose::exchange(const T* send, T* recv, bool forward) {
+  // The backward direction sends what the forward one received, from the same places.
+  const auto& sc = forward ? send_counts_ : recv_counts_;
+  const auto& sd = forward ? send_displs_ : recv_displs_;
+  const auto& rc = forward ? recv_counts_ : send_counts_;
+  const auto& rd = forward ? recv_displs_ : send_displs_;
+  const MPI_Datatype type = mpi_type<T>();
+  const MPI_Comm comm = comm_.get();
+  std::uint64_t sent = 0;
+  if (ranks_ == 1) return;  // the own block never leaves the planes
+  switch (options_.exchange) {
+    case TransposeExchange::alltoallv:
+      HYMPI_MPI(MPI_Alltoallv(send, sc.data(), sd.data(), type, recv, rc.data(), rd.data(), type, comm));
+      for (int r = 0; r < ranks_; ++r)
+        if (r != rank_) sent += static_cast<std::uint64_t>(sc[static_cast<std::size_t>(r)]);
+      break;
+    case TransposeExchange::alltoall:
+      HYMPI_MPI(MPI_Alltoall(send, padded_block_, type, recv, padded_block_, type, comm));
+      sent = static_cast<std::uint64_t>(ranks_ - 1) * static_cast<std::uint64_t>(padded_block_);
+      break;
+    case TransposeExchange::pairwise: {
+      // One partner per step: XOR pairs when the rank count is a power of two (every step a perfect
+      // matching), a shifted ring otherwise.
+      const bool power_of_two = (ranks_ & (ranks_ - 1)) == 0;
+      for (int k = 1; k < ranks_; ++k) {
+        const int to = power_of_two ? rank_ ^ k : (rank_ + k) % ranks_;
+        const int from = power_of_two ? rank_ ^ k : (rank_ - k + ranks_) % ranks_;
+        const auto t = static_cast<std::size_t>(to), f = static_cast<std::size_t>(from);
+        HYMPI_MPI(MPI_Sendrecv(send + sd[t], sc[t], type, to, 0, recv + rd[f], rc[f], type, from, 0, comm,
+                               MPI_STATUS_IGNORE));
+        sent += static_cast<std::uint64_t>(sc[t]);
+      }
+      break;
+    }
+  }
+  times_.bytes_sent += sent * sizeof(T);
+}
+
+template <class Run>
+void Transpose::choose_tile(const Run& run) {
+  // Timed on every rank, decided on the slowest rank's times, so that every rank picks the same tile.
+  std::array<double, kTileCandidates.size()> seconds{};
+  run(kTileCandidates[0]);  // first touch of the output, and warm caches for the first candidate
+  for (std::size_t i = 0; i < kTileCandidates.size(); ++i) {
+    double best = std::numeric_limits<double>::max();
+    for (int rep = 0; rep < 2; ++rep) {
+      const double t0 = MPI_Wtime();
+      run(kTileCandidates[i]);
+      best = std::min(best, MPI_Wtime() - t0);
+    }
+    seconds[i] = best;
+  }
+  HYMPI_MPI(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE, MPI_MAX,
+                          comm_.get()));
+  options_.tile = kTileCandidates[static_cast<std::size_t>(std::min_element(seconds.begin(), seconds.end()) -
+                                                           seconds.begin())];
+  options_.tile_auto = true;
+}
+
+template <class T>
+void Transpose::forward(std::span<const double> planes, std::span<double> pencils) {
+  const auto [send, recv, own] = buffers<T>();
+  const long nx = n_[0], nl = pencil_lines().size();
+  const int threads = options_.pack_threads;
+  const double t0 = MPI_Wtime();
+  realign<true>(planes.data(), send, own, planes_x().size(), lines_, peer_lines_, send_displs_, rank_, threads);
+  const double t1 = MPI_Wtime();
+  exchange<T>(send, recv, true);
+  const double t2 = MPI_Wtime();
+  const TallLayout layout{planes_x(), std::is_same_v<T, double> ? lines_ : nl, row_offset_.data()};
+  const auto tall = tall_rows<T>(planes.data(), static_cast<const T*>(own), static_cast<const T*>(recv), layout,
+                                 pencil_lines().begin);
+  const auto run = [&](TileShape tile) { local_transpose<true>(tall, pencils.data(), nx, nl, tile, threads); };
+  if (options_.tile.automatic()) choose_tile(run);
+  const double t3 = MPI_Wtime();
+  run(options_.tile);
+  const double t4 = MPI_Wtime();
+  times_.pack_s += t1 - t0;
+  times_.exchange_s += t2 - t1;
+  times_.unpack_s += t4 - t3;
+  ++times_.count;
+}
+
+template <class T>
+void Transpose::backward(std::span<const double> pencils, std::span<double> planes) {
+  const auto [send, recv, own] = buffers<T>();
+  const long nx = n_[0], nl = pencil_lines().size();
+  const int threads = options_.pack_threads;
+  const TallLayout layout{planes_x(), std::is_same_v<T, double> ? lines_ : nl, row_offset_.data()};
+  const auto tall = tall_rows<T>(planes.data(), own, send, layout, pencil_lines().begin);
+  const auto run = [&](TileShape tile) { local_transpose<false>(tall, pencils.data(), nx, nl, tile, threads); };
+  if (options_.tile.automatic()) choose_tile(run);
+  const double t0 = MPI_Wtime();
+  run(options_.tile);
+  const double t1 = MPI_Wtime();
+  exchange<T>(send, recv, false);
+  const double t2 = MPI_Wtime();
+  realign<false>(planes.data(), recv, own, planes_x().size(), lines_, peer_lines_, send_displs_, rank_, threads);
+  const double t3 = MPI_Wtime();
+  times_.pack_s += t1 - t0;
+  times_.exchange_s += t2 - t1;
+  times_.unpack_s += t3 - t2;
+  ++times_.count;
+}
+
+void Transpose::planes_to_pencils(std::span<const double> planes, std::span<double> pencils) {
+  check_sizes(planes.size(), pencils.size(), "planes_to_pencils");
+  if (options_.wire == WirePrecision::single_precision) {
+    forward<float>(planes, pencils);
+  } else {
+    forward<double>(planes, pencils);
+  }
+}
+
+void Transpose::pencils_to_planes(std::span<const double> pencils, std::span<double> planes) {
+  check_sizes(planes.size(), pencils.size(), "pencils_to_planes");
+  if (options_.wire == WirePrecision::single_precision) {
+    backward<float>(pencils, planes);
+  } else {
+    backward<double>(pencils, planes);
+  }
+}
+
+}  // namespace hympi::transpose
