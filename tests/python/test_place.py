@@ -11,6 +11,7 @@ import pytest
 import hympi.place.mapping as mapping
 from conftest import REPO, hympi
 from hympi.errors import UsageError
+from hympi.paths import binary
 from hympi.place import place
 from hympi.place.groups import Groups, contiguous_counts, group_shares, parse_groups
 from hympi.place.matrix import CommMatrix, halo3d, read_matrix, ring, write_matrix
@@ -163,6 +164,34 @@ def test_place_groups_cli_writes_the_contiguous_map(tmp_path):
     proc = hympi("place", "--matrix", str(path), "--topology", TWO_BY_FOUR, "--nodes", "2", "--groups", "2:4")
     assert proc.returncode == 0, proc.stderr
     assert "groups-interleaved" in proc.stdout and "coarse (2 ranks)" in proc.stdout
+
+
+def test_pencil_groups_profiled_with_pairwise_exchange_feed_groups_placement(tmp_path):
+    """A real 2:4 hympi-pencil run: with --exchange pairwise the transposes are the matrix's traffic inside each
+    group; with alltoallv they are collectives and only the inflow plane is left in it."""
+    groups = Groups((2, 4))
+    inside = {}
+    for exchange in ("pairwise", "alltoallv"):
+        out = tmp_path / f"{exchange}.json"
+        proc = hympi("profile", "--quiet", "--out", str(out), "--", "mpirun", "--oversubscribe", "--bind-to", "none",
+                     "-np", "6", str(binary("hympi-pencil")), "--grid", "16", "16", "16", "--steps", "1",
+                     "--exchange", exchange, "--groups", "2:4", "--min-time", "0", timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        matrix = read_matrix(out)
+        labels = groups.labels
+        pairs = {(i, j) for i in range(6) for j in range(6) if matrix.volume[i][j] > 0}
+        inside[exchange] = {(i, j) for i, j in pairs if labels[i] == labels[j]}
+        assert any(labels[i] < labels[j] for i, j in pairs)  # coarse -> fine: the inflow plane, either way
+    assert inside["pairwise"] == {(i, j) for g in (0, 1) for i in groups.members(g) for j in groups.members(g)
+                                  if i != j}
+    assert inside["alltoallv"] == set()
+    proc = hympi("place", "--matrix", str(tmp_path / "pairwise.json"), "--topology", "synthetic:pack:1 core:4 pu:1",
+                 "--nodes", "2", "--groups", "2:4", "--json")
+    assert proc.returncode == 0, proc.stderr
+    mappings = json.loads(proc.stdout)["mappings"]
+    assert mappings["groups-contiguous"]["groups"]["coarse"]["inter-node"] == 0.0
+    assert mappings["groups-interleaved"]["groups"]["coarse"]["inter-node"] == 1.0
+    assert mappings["groups-contiguous"]["shares"]["inter-node"] < mappings["groups-interleaved"]["shares"]["inter-node"]
 
 
 def test_matrix_text_round_trip(tmp_path):
