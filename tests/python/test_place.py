@@ -188,10 +188,9 @@ def test_pencil_groups_profiled_with_pairwise_exchange_feed_groups_placement(tmp
     proc = hympi("place", "--matrix", str(tmp_path / "pairwise.json"), "--topology", "synthetic:pack:1 core:4 pu:1",
                  "--nodes", "2", "--groups", "2:4", "--json")
     assert proc.returncode == 0, proc.stderr
-    mappings = json.loads(proc.stdout)["mappings"]
-    assert mappings["groups-contiguous"]["groups"]["coarse"]["inter-node"] == 0.0
-    assert mappings["groups-interleaved"]["groups"]["coarse"]["inter-node"] == 1.0
-    assert mappings["groups-contiguous"]["shares"]["inter-node"] < mappings["groups-interleaved"]["shares"]["inter-node"]
+    contiguous, spread = (json.loads(proc.stdout)["mappings"][f"groups-{k}"] for k in ("contiguous", "interleaved"))
+    assert contiguous["groups"]["coarse"]["inter-node"] == 0.0 and spread["groups"]["coarse"]["inter-node"] == 1.0
+    assert contiguous["shares"]["inter-node"] < spread["shares"]["inter-node"]
 
 
 def test_matrix_text_round_trip(tmp_path):
