@@ -23,7 +23,7 @@ BETWEEN = "between"
 
 @dataclass(frozen=True)
 class Groups:
-    """Group sizes in world-rank order: group g holds the ranks offsets[g] .. offsets[g] + sizes[g] - 1."""
+    """Group sizes in world-rank order: group g holds the sizes[g] world ranks after those of groups 0..g-1."""
 
     sizes: tuple[int, ...]
 
@@ -36,10 +36,6 @@ class Groups:
         """The world ranks of one group."""
         start = sum(self.sizes[:group])
         return list(range(start, start + self.sizes[group]))
-
-    def text(self) -> str:
-        """'2:6', as --groups takes it."""
-        return ":".join(str(s) for s in self.sizes)
 
 
 def parse_groups(text: str, ranks: int) -> Groups:

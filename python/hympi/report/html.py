@@ -171,7 +171,7 @@ def _transpose_part(view: TransposeView | None, figure: str | None, node_memory:
                     f"<td><b>{_num(None if r.per_step_s is None else 1e3 * r.per_step_s)}</b></td>"
                     f"<td>{'-' if r.share is None else format(100 * r.share, '.0f') + ' %'}</td>"
                     f"<td>{_num(mib[0], '.3g')}</td><td>{_num(mib[1], '.3g')}</td><td>{_num(mib[2], '.3g')}</td>"
-                    + (f"<td>{'-' if node is None else format(100 * node / node_memory, '.2g') + ' %'}</td>"
+                    + (f"<td>{'-' if node is None else format(100 * node / node_memory, '.3g') + ' %'}</td>"
                        if node_memory else "") + "</tr>")
     caption = ("transposes (medians over the timed repeats; share = transpose time / timed region) and the memory "
                "of the distributed field per rank as planes and as pencils (the largest rank; both are held at once, "
