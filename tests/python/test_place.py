@@ -11,7 +11,9 @@ import pytest
 import hympi.place.mapping as mapping
 from conftest import REPO, hympi
 from hympi.errors import UsageError
+from hympi.paths import binary
 from hympi.place import place
+from hympi.place.groups import Groups, contiguous_counts, group_shares, parse_groups
 from hympi.place.matrix import CommMatrix, halo3d, read_matrix, ring, write_matrix
 from hympi.place.rankfile import (
     binding_problems,
@@ -89,6 +91,106 @@ def test_optimal_where_brute_force_is_possible(spec, nodes, exact_limit, monkeyp
         assert len(set(placement.slots)) == len(placement.slots), "two ranks on one core"
         got = mapping.cost(cluster, matrix.symmetric(), placement.slots)
         assert got == pytest.approx(mapping.brute_force(cluster, matrix)), matrix.source
+
+
+def two_groups(coarse: int, fine: int, inside: float = 100.0, plane: float = 5.0) -> CommMatrix:
+    """Seed 004's two groups: all-to-all transposes inside each group (`inside` per pair), the coarse ranks sending
+    their part of the inflow plane to the fine group's first rank (`plane`)."""
+    n = coarse + fine
+    v = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(n):
+            if i != j and (i < coarse) == (j < coarse):
+                v[i][j] = inside
+        if i < coarse:
+            v[i][coarse] = plane
+    return CommMatrix(tuple(tuple(r) for r in v), f"two_groups({coarse}, {fine})")
+
+
+@pytest.mark.parametrize(("sizes", "per_node", "coarse_nodes", "fine_off"),
+                         [((2, 6), None, {0}, 16 / 30),  # 2 + 6 on 2 x 4 slots: the fine group shares node 0
+                          ((2, 4), 4, {0}, 0.0)],  # 1 + 1 nodes suffice: each group on a node of its own
+                         ids=["sharing-a-node", "own-nodes"])
+def test_groups_contiguous_keeps_each_groups_transposes_on_fewer_nodes(sizes, per_node, coarse_nodes, fine_off):
+    matrix = two_groups(*sizes)
+    groups = parse_groups(f"{sizes[0]}:{sizes[1]}", matrix.ranks)
+    report = place(matrix, TWO_BY_FOUR, nodes=2, per_node=per_node, groups=groups)
+    assert [p.name for p in report.placements] == ["round-robin", "block", "tree-map", "groups-contiguous",
+                                                   "groups-interleaved"]
+    by_name = {p.name: (p, s, g) for p, s, g in zip(report.placements, report.shares, report.group_shares,
+                                                    strict=True)}
+    cont, cont_all, cont_groups = by_name["groups-contiguous"]
+    inter, inter_all, inter_groups = by_name["groups-interleaved"]
+    assert report.best() is cont
+    assert {s.node for s in cont.slots[: sizes[0]]} == coarse_nodes
+    assert cont_groups["coarse"]["inter-node"] == 0.0 and inter_groups["coarse"]["inter-node"] == 1.0
+    assert cont_groups["fine"]["inter-node"] == pytest.approx(fine_off)
+    assert cont_groups["fine"]["inter-node"] < inter_groups["fine"]["inter-node"]
+    assert cont_all["inter-node"] < inter_all["inter-node"]
+    # Interleaved: each group dealt round robin from node 0 (a full node skipped), so both on both nodes.
+    assert [s.node for s in inter.slots] == ([0, 1, 0, 1, 0, 1, 0, 1] if per_node is None else [0, 1, 0, 1, 0, 0])
+    assert len(set(cont.slots)) == len(cont.slots) == matrix.ranks
+    # Groups-contiguous is tree-mapped inside its groups: never worse than block, which is contiguous by accident.
+    costs = dict(zip((p.name for p in report.placements), report.costs, strict=True))
+    assert costs["groups-contiguous"] <= costs["block"] and costs["groups-contiguous"] < costs["groups-interleaved"]
+
+
+def test_group_shares_and_contiguous_counts_by_hand():
+    cluster = ClusterTree(load_node_tree(TWO_BY_FOUR), 3)
+    assert contiguous_counts(cluster, Groups((2, 6)), 4) == [[2, 0, 0], [0, 4, 2]]  # own nodes: 1 + 2 <= 3
+    assert contiguous_counts(cluster, Groups((3, 6)), 3) == [[3, 0, 0], [0, 3, 3]]
+    assert contiguous_counts(cluster, Groups((5, 6)), 4) == [[4, 1, 0], [0, 3, 3]]  # 2 + 2 > 3: share node 1
+    matrix = CommMatrix(((0, 4, 1), (4, 0, 0), (0, 2, 0)))  # coarse 0-1: 8, fine 2: none, between 1 + 2
+    slots = [Slot(0, 0), Slot(1, 0), Slot(1, 1)]
+    shares = group_shares(cluster, matrix, Groups((2, 1)), slots)
+    assert shares["coarse"] == {"volume": 8 / 11, "inter-node": 1.0}
+    assert shares["fine"] == {"volume": 0.0, "inter-node": 0.0}
+    assert shares["between"] == {"volume": 3 / 11, "inter-node": pytest.approx(1 / 3)}  # 0 -> 2 crosses, 2 -> 1 not
+
+
+def test_place_groups_cli_writes_the_contiguous_map(tmp_path):
+    path = tmp_path / "groups.txt"
+    write_matrix(two_groups(2, 4), path)
+    out = tmp_path / "rf"
+    proc = hympi("place", "--matrix", str(path), "--topology", TWO_BY_FOUR, "--nodes", "2", "--ranks-per-node", "4",
+                 "--groups", "2:4", "--hosts", "a,b", "--out", str(out), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["groups"] == [2, 4] and data["chosen"] == "groups-contiguous"
+    assert data["mappings"]["groups-contiguous"]["groups"]["fine"]["inter-node"] == 0.0
+    assert data["mappings"]["block"]["groups"]["fine"]["inter-node"] == pytest.approx(8 / 12)  # 2 + 2 over 2 nodes
+    assert [(e.rank, e.host) for e in read_rankfile(out)] == [(0, "a"), (1, "a"), (2, "b"), (3, "b"), (4, "b"),
+                                                               (5, "b")]
+    proc = hympi("place", "--matrix", str(path), "--topology", TWO_BY_FOUR, "--nodes", "2", "--groups", "2:4")
+    assert proc.returncode == 0, proc.stderr
+    assert "groups-interleaved" in proc.stdout and "coarse (2 ranks)" in proc.stdout
+
+
+def test_pencil_groups_profiled_with_pairwise_exchange_feed_groups_placement(tmp_path):
+    """A real 2:4 hympi-pencil run: with --exchange pairwise the transposes are the matrix's traffic inside each
+    group; with alltoallv they are collectives and only the inflow plane is left in it."""
+    groups = Groups((2, 4))
+    inside = {}
+    for exchange in ("pairwise", "alltoallv"):
+        out = tmp_path / f"{exchange}.json"
+        proc = hympi("profile", "--quiet", "--out", str(out), "--", "mpirun", "--oversubscribe", "--bind-to", "none",
+                     "-np", "6", str(binary("hympi-pencil")), "--grid", "16", "16", "16", "--steps", "1",
+                     "--exchange", exchange, "--groups", "2:4", "--min-time", "0", timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        matrix = read_matrix(out)
+        labels = groups.labels
+        pairs = {(i, j) for i in range(6) for j in range(6) if matrix.volume[i][j] > 0}
+        inside[exchange] = {(i, j) for i, j in pairs if labels[i] == labels[j]}
+        assert any(labels[i] < labels[j] for i, j in pairs)  # coarse -> fine: the inflow plane, either way
+    assert inside["pairwise"] == {(i, j) for g in (0, 1) for i in groups.members(g) for j in groups.members(g)
+                                  if i != j}
+    assert inside["alltoallv"] == set()
+    proc = hympi("place", "--matrix", str(tmp_path / "pairwise.json"), "--topology", "synthetic:pack:1 core:4 pu:1",
+                 "--nodes", "2", "--groups", "2:4", "--json")
+    assert proc.returncode == 0, proc.stderr
+    contiguous, spread = (json.loads(proc.stdout)["mappings"][f"groups-{k}"] for k in ("contiguous", "interleaved"))
+    assert contiguous["groups"]["coarse"]["inter-node"] == 0.0 and spread["groups"]["coarse"]["inter-node"] == 1.0
+    assert contiguous["shares"]["inter-node"] < spread["shares"]["inter-node"]
 
 
 def test_matrix_text_round_trip(tmp_path):
@@ -195,6 +297,12 @@ def test_rankfile_takes_effect_end_to_end(tmp_path):
         ("0 1\n1 0\n", ["--nodes", "0"], "0"),
         ("0 1\n1 0\n", ["--fill", "sideways"], "sideways"),
         ("0 1\n1 0\n", ["--nodes", "2", "--hosts", "a"], "a"),
+        ("0 1\n1 0\n", ["--groups", "1:2"], "adds up to 3 ranks but the matrix has 2"),
+        ("0 1\n1 0\n", ["--groups", "2:0"], "leaves the fine group empty"),
+        ("0 1\n1 0\n", ["--groups", "1:1:0"], "has 3 groups"),
+        ("0 1\n1 0\n", ["--groups", "2"], "'2' must be COARSE:FINE"),
+        ("0 1\n1 0\n", ["--groups", "one:1"], "'one:1' must be COARSE:FINE with integer sizes"),
+        ("0 1\n1 0\n", ["--groups", "auto"], "'auto' cannot be placed"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(tmp_path, content, extra, needle):

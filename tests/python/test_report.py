@@ -433,3 +433,56 @@ def test_tuning_verdicts_tell_too_few_runs_from_no_difference():
     assert same == "no measurable difference between A and B on this machine (indistinguishable (1.01x))"
     assert "no evidence either way" in _verdict(Speedup(1.3, text="1.30x (no interval)"), "A", "B")
     assert _verdict(Speedup(1.3, 1.2, 1.4, True, "1.30x"), "A", "B") == ""
+
+
+def _pencil_run(sweep: int, ranks: int, threads: int, repeat: int, steps: int, transpose_s: float,
+                time_s: float) -> Run:
+    """A stored hympi-pencil run: its rate, and the transposes and field memory in its metrics."""
+    plane = 8 * 32 * 32 * 32 // ranks  # a 32^3 field of doubles split over the ranks
+    metrics = {"grid": [32, 32, 32], "steps": steps, "transpose_s": transpose_s,
+               "transpose_share": transpose_s / time_s, "plane_bytes_per_rank": plane,
+               "pencil_bytes_per_rank": plane + 4096 * (ranks - 1)}
+    record = {"rate": steps * 32**3 / time_s / 1e6, "rate_unit": "MDoF/s", "problem": "32^3", "verified": True,
+              "time_s": time_s, "comm_s": transpose_s, "comp_s": time_s - transpose_s, "nodes": 1,
+              "metrics": metrics}
+    return Run(sweep, "pencil", ranks, threads, "core", "compact", repeat, ("--grid", "32", "32", "32"), (),
+               ("mpirun",), "ok", 0, 1.0, record)
+
+
+def test_report_shows_transposes_and_field_memory_per_layout(page: Page, tmp_path: Path):
+    """Stored pencil runs with different step counts: times per step, the comparison engine's verdicts, memory."""
+    store = Store.open(tmp_path / "p.db")
+    machine = store.ensure_machine("h", "t", "Open MPI", "gcc", {"cores": 2, "memory_bytes": 2**30})
+    sweep = store.create_sweep(machine.id, "pencil", {"app": "pencil"}, 1).id
+    # 1x1: 10 steps, 0.1 s of transposes per step; 2x1 runs twice the steps in the same transpose time (0.05 s per
+    # step: twice as fast per step, though its totals equal 1x1's); 1x2 is inside 2x1's noise.
+    per_layout = {(1, 1): (10, (1.00, 1.02, 0.98, 1.01)), (2, 1): (20, (1.00, 1.03, 0.99, 1.02)),
+                  (1, 2): (20, (1.01, 0.97, 1.04, 1.00))}
+    for (ranks, threads), (steps, seconds) in per_layout.items():
+        store.add_run(_pencil_run(sweep, ranks, threads, 0, steps, 9.0, 10.0))  # the warm-up: never counted
+        for rep, t in enumerate(seconds, 1):
+            store.add_run(_pencil_run(sweep, ranks, threads, rep, steps, t, 2.5 * t))
+    plain = _run(1, 1, 1, 5.0)
+    store.add_run(replace(plain, sweep_id=store.create_sweep(machine.id, "rb3d", {"app": "rb3d"}, 1).id))
+    out = ensure_out_dir(tmp_path / "report")
+    index = write_report(store, out)
+    store.close()
+    pngs = sorted(p.name for p in out.glob("*transposes.png"))
+    assert len(pngs) == 1 and pngs[0].startswith("pencil-32-3-")  # none for rb3d, which records no transposes
+    assert _image_stats(out / pngs[0])[2] > 0.05
+    page.open(index.as_uri())
+    assert page.errors() == []
+    assert page.evaluate("Array.from(document.images).every(i => i.naturalWidth > 300)") is True
+    rows = {r[0]: r for r in _cells(page, "table.transposes")}
+    assert list(rows) == ["1x1", "2x1", "1x2"]
+    assert rows["1x1"][1:5] == ["4", "1.005", "100.5", "40 %"]  # medians of the 4 timed runs, not the warm-up
+    assert rows["2x1"][3] == "50.5" and rows["1x2"][3] == "50.25"  # per step: 1.01 s and 1.005 s over 20 steps
+    plane, pencil = 8 * 32**3 / 2 / 2**20, (8 * 32**3 / 2 + 4096) / 2**20
+    assert [float(c) for c in rows["2x1"][5:8]] == pytest.approx([plane, pencil, 2 * (plane + pencil)], rel=1e-2)
+    assert rows["2x1"][8] == f"{100 * 2 * (plane + pencil) / 1024:.3g} %"
+    verdicts = page.evaluate("Array.from(document.querySelectorAll('ul.transpose-verdicts li')).map(l => l.innerText)")
+    # The fastest median (1x2) against the others: 1x1 is separated, 2x1 inside the noise and not ranked.
+    assert verdicts[0].startswith("1x2 transposes 2.00x as fast as 1x1 per time step (95 % CI "), verdicts
+    assert verdicts[1].startswith("2x1 and 1x2 are indistinguishable here (CI "), verdicts
+    assert "choose" not in verdicts[1] and "faster" not in " ".join(verdicts)
+    assert page.evaluate("document.querySelectorAll('table.transposes').length") == 1  # rb3d has none

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
+from hympi.place.groups import Groups, contiguous, group_shares, interleaved
 from hympi.place.mapping import Placement, block, check_fit, cost, round_robin, shares, tree_map
 from hympi.place.matrix import CommMatrix
 from hympi.place.tree import ClusterTree, load_node_tree
@@ -21,22 +22,33 @@ class PlacementReport:
     placements: tuple[Placement, ...]
     costs: tuple[float, ...]
     shares: tuple[dict[str, float], ...]
+    groups: Groups | None = None
+    group_shares: tuple[dict[str, dict[str, float]], ...] = ()
 
     def best(self) -> Placement:
-        """The computed (tree-map) placement."""
-        return next(p for p in self.placements if p.name == "tree-map")
+        """The placement the rankfile gets: groups-contiguous in groups mode, else the computed tree-map."""
+        name = "groups-contiguous" if self.groups is not None else "tree-map"
+        return next(p for p in self.placements if p.name == name)
 
     def as_dict(self) -> JsonObject:
         """JSON-ready summary."""
-        return {"nodes": self.cluster.nodes, "ranks_per_node": self.per_node,
-                "cores_per_node": self.cluster.cores_per_node, "topology": self.cluster.tree.spec,
-                "mappings": {p.name: {"cost": c, "shares": s, "slots": [[x.node, x.core] for x in p.slots]}
-                             for p, c, s in zip(self.placements, self.costs, self.shares, strict=True)}}
+        mappings: JsonObject = {}
+        for k, (p, c, s) in enumerate(zip(self.placements, self.costs, self.shares, strict=True)):
+            mappings[p.name] = {"cost": c, "shares": s, "slots": [[x.node, x.core] for x in p.slots]}
+            if self.group_shares:
+                mappings[p.name]["groups"] = self.group_shares[k]
+        out: JsonObject = {"nodes": self.cluster.nodes, "ranks_per_node": self.per_node,
+                           "cores_per_node": self.cluster.cores_per_node, "topology": self.cluster.tree.spec,
+                           "mappings": mappings, "chosen": self.best().name}
+        if self.groups is not None:
+            out["groups"] = list(self.groups.sizes)
+        return out
 
 
 def place(matrix: CommMatrix, topology: str = "this", nodes: int = 1, per_node: int | None = None,
-          fill: str = "compact") -> PlacementReport:
-    """Maps the matrix's ranks onto `nodes` copies of `topology` and compares with round-robin and block."""
+          fill: str = "compact", groups: Groups | None = None) -> PlacementReport:
+    """Maps the matrix's ranks onto `nodes` copies of `topology` and compares with round-robin and block; with
+    `groups` also each group on its own contiguous nodes and the groups interleaved, with per-group shares."""
     if nodes < 1:
         raise UsageError(f"--nodes must be >= 1, got {nodes}")
     cluster = ClusterTree(load_node_tree(topology), nodes)
@@ -46,7 +58,11 @@ def place(matrix: CommMatrix, topology: str = "this", nodes: int = 1, per_node: 
                          f"= {nodes * cluster.cores_per_node} cannot hold them")
     check_fit(cluster, matrix.ranks, k)
     weights = matrix.symmetric()
-    maps = (round_robin(cluster, matrix.ranks, k), block(cluster, matrix.ranks, k),
-            tree_map(cluster, matrix, k, fill))
+    maps: tuple[Placement, ...] = (round_robin(cluster, matrix.ranks, k), block(cluster, matrix.ranks, k),
+                                   tree_map(cluster, matrix, k, fill))
+    by_group: tuple[dict[str, dict[str, float]], ...] = ()
+    if groups is not None:
+        maps += (contiguous(cluster, matrix, groups, k, fill), interleaved(cluster, groups, k))
+        by_group = tuple(group_shares(cluster, matrix, groups, p.slots) for p in maps)
     return PlacementReport(cluster, k, maps, tuple(cost(cluster, weights, p.slots) for p in maps),
-                           tuple(shares(cluster, matrix, p.slots) for p in maps))
+                           tuple(shares(cluster, matrix, p.slots) for p in maps), groups, by_group)

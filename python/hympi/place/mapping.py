@@ -62,17 +62,24 @@ def check_fit(cluster: ClusterTree, ranks: int, per_node: int) -> None:
 
 def round_robin(cluster: ClusterTree, ranks: int, per_node: int) -> Placement:
     """Rank r on node r mod N, cores in order (mpirun --map-by node)."""
-    counts = node_counts(ranks, cluster.nodes, per_node)
+    return Placement("round-robin", dealt(cluster, (ranks,), per_node))
+
+
+def dealt(cluster: ClusterTree, batches: Sequence[int], per_node: int) -> tuple[Slot, ...]:
+    """Consecutive batches of ranks, each dealt round robin over the nodes from node 0 (full nodes skipped; block
+    counts per node), cores in order of arrival."""
+    counts = node_counts(sum(batches), cluster.nodes, per_node)
     used = [0] * cluster.nodes
     slots = []
-    node = 0
-    for _ in range(ranks):
-        while used[node] >= counts[node]:
+    for size in batches:
+        node = 0
+        for _ in range(size):
+            while used[node] >= counts[node]:
+                node = (node + 1) % cluster.nodes
+            slots.append(Slot(node, used[node]))
+            used[node] += 1
             node = (node + 1) % cluster.nodes
-        slots.append(Slot(node, used[node]))
-        used[node] += 1
-        node = (node + 1) % cluster.nodes
-    return Placement("round-robin", tuple(slots))
+    return tuple(slots)
 
 
 def block(cluster: ClusterTree, ranks: int, per_node: int) -> Placement:
@@ -251,14 +258,16 @@ def _map_subtree(cluster: ClusterTree, node: int, prefix: tuple[frozenset[int], 
         _map_subtree(cluster, node, child_prefix, child, group, weights, fill, out)
 
 
-def _global_refine(cluster: ClusterTree, weights: Weights, slots: list[Slot], max_passes: int = 10) -> list[Slot]:
-    """Swaps pairs of ranks anywhere while the total cost drops (first-improvement local search)."""
+def global_refine(cluster: ClusterTree, weights: Weights, slots: list[Slot], labels: Sequence[int] | None = None,
+                  max_passes: int = 10) -> list[Slot]:
+    """Swaps pairs of ranks while the total cost drops (first-improvement local search); with `labels`, only ranks
+    of the same label swap, so every label keeps the slots it was given."""
     n = len(slots)
     for _ in range(max_passes):
         improved = False
         for i, j in itertools.combinations(range(n), 2):
             si, sj = slots[i], slots[j]
-            if si == sj:
+            if si == sj or (labels is not None and labels[i] != labels[j]):
                 continue
             delta = 0.0
             for m in range(n):
@@ -283,15 +292,22 @@ def tree_map(cluster: ClusterTree, matrix: CommMatrix, per_node: int, fill: str 
     weights = matrix.symmetric()
     counts = node_counts(n, cluster.nodes, per_node)
     groups = partition(list(range(n)), counts, weights) if cluster.nodes > 1 else [list(range(n))]
+    slots = map_within_nodes(cluster, groups, weights, fill)
+    if n <= GLOBAL_LIMIT:
+        slots = global_refine(cluster, weights, slots)
+    return Placement("tree-map", tuple(slots))
+
+
+def map_within_nodes(cluster: ClusterTree, node_ranks: Sequence[Sequence[int]], weights: Weights,
+                     fill: str = "compact") -> list[Slot]:
+    """Slots of ranks 0..n-1 when node_ranks[k] lists the ranks on node k: each node's ranks partitioned down its
+    tree (the ranks must be 0..n-1 once each, at most a node's cores per node)."""
     out: dict[int, Slot] = {}
     all_cores = tuple(range(cluster.cores_per_node))
-    for node, group in enumerate(groups):
-        root = cluster.tree.cores[0].path[:1]
-        _map_subtree(cluster, node, root, all_cores, group, weights, fill, out)
-    slots = [out[r] for r in range(n)]
-    if n <= GLOBAL_LIMIT:
-        slots = _global_refine(cluster, weights, slots)
-    return Placement("tree-map", tuple(slots))
+    root = cluster.tree.cores[0].path[:1]
+    for node, members in enumerate(node_ranks):
+        _map_subtree(cluster, node, root, all_cores, list(members), weights, fill, out)
+    return [out[r] for r in range(len(out))]
 
 
 def brute_force(cluster: ClusterTree, matrix: CommMatrix) -> float:

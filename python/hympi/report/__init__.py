@@ -12,6 +12,7 @@ from hympi.errors import UsageError
 from hympi.report.analysis import AppGroup, group_runs, recommend
 from hympi.report.hierarchy import PINGPONG_APP, hierarchy_probes
 from hympi.report.html import GroupFigures, TuningView, explain_groups, render
+from hympi.report.transposes import transpose_view
 from hympi.store import Store, now_utc
 
 if TYPE_CHECKING:  # hympi.tune imports hympi.sweep, which imports this package
@@ -76,21 +77,28 @@ def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None
     from hympi.report import plots  # matplotlib takes a second to import: only when a report is written
 
     explained = explain_groups(groups, machines)
+    transposes = {g.slug: transpose_view(g) for g in groups}
     figures: dict[str, GroupFigures] = {}
     for group in groups:
-        rate, mem, split = (f"{group.slug}-{kind}.png" for kind in ("rate", "memory", "comm-comp"))
+        rate, mem, split, moved = (f"{group.slug}-{kind}.png" for kind in ("rate", "memory", "comm-comp",
+                                                                             "transposes"))
         plots.rate_vs_threads(group, out_dir / rate)
         plots.memory(group, out_dir / mem)
-        # An app that records no phases (STREAM) gets no chart at all, not an empty one.
+        # An app that records no phases (STREAM) gets no chart at all, not an empty one; the same for transposes.
         drawn = plots.comm_comp(group, explained[group.slug][0], out_dir / split)
-        figures[group.slug] = GroupFigures(rate, mem, split if drawn is not None else None)
+        view = transposes[group.slug]
+        if view is not None:
+            plots.transposes(view, f"{group.app} {group.problem}: transposes and field memory per layout",
+                             out_dir / moved)
+        figures[group.slug] = GroupFigures(rate, mem, split if drawn is not None else None,
+                                           moved if view is not None else None)
     probe_figures: dict[str, str] = {}
     for probe in probes:
         probe_figures[probe.slug] = f"{probe.slug}-bandwidth.png"
         plots.bandwidth_vs_size(probe, out_dir / probe_figures[probe.slug])
     tuning = _tuning_view(store, out_dir, tune_ids, cvars)
     page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes,
-                  explained, tuning)
+                  explained, tuning, transposes)
     index = out_dir / "index.html"
     tmp = out_dir / ".index.html.tmp"
     tmp.write_text(page, encoding="utf-8")

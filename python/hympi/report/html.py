@@ -11,6 +11,7 @@ from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend
 from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import ModelFit, describe, fit_model
+from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
 from hympi.store import MachineRecord, Run
 
 if TYPE_CHECKING:  # at run time only inside the Tuning functions: hympi.sweep imports this package, tune imports sweep
@@ -42,11 +43,13 @@ Explained = dict[str, tuple[tuple[Breakdown, ...], ModelFit]]
 
 @dataclass(frozen=True)
 class GroupFigures:
-    """File names (relative to index.html) of one group's plots; comm_comp is None for an app without phases."""
+    """File names (relative to index.html) of one group's plots; comm_comp is None for an app without phases,
+    transposes for an app that records no transposes."""
 
     rate: str
     memory: str
     comm_comp: str | None = None
+    transposes: str | None = None
 
 
 def _num(value: float | None, fmt: str = ".4g") -> str:
@@ -152,6 +155,38 @@ def _model_table(fit: ModelFit) -> str:
     return f"<table class='model'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
 
 
+def _transpose_part(view: TransposeView | None, figure: str | None, node_memory: float | None) -> str:
+    """Transpose time per layout with its verdicts, and the plane / pencil memory per rank ('' without them)."""
+    if view is None:
+        return ""
+    unit = "ms/step" if view.per_step else "ms/run"
+    head = (f"<tr><th>layout</th><th>runs</th><th>transpose s</th><th>transpose {unit}</th><th>share of run</th>"
+            "<th>plane MiB/rank</th><th>pencil MiB/rank</th><th>planes + pencils MiB/node</th>"
+            + ("<th>of node memory</th>" if node_memory else "") + "</tr>")
+    rows = []
+    for r in view.rows:
+        node = r.node_bytes
+        mib = [None if b is None else b / MIB for b in (r.plane_bytes, r.pencil_bytes, node)]
+        rows.append(f"<tr><td>{escape(r.label)}</td><td>{r.runs}</td><td>{_num(r.transpose_s)}</td>"
+                    f"<td><b>{_num(None if r.per_step_s is None else 1e3 * r.per_step_s)}</b></td>"
+                    f"<td>{'-' if r.share is None else format(100 * r.share, '.0f') + ' %'}</td>"
+                    f"<td>{_num(mib[0], '.3g')}</td><td>{_num(mib[1], '.3g')}</td><td>{_num(mib[2], '.3g')}</td>"
+                    + (f"<td>{'-' if node is None else format(100 * node / node_memory, '.3g') + ' %'}</td>"
+                       if node_memory else "") + "</tr>")
+    caption = ("transposes (medians over the timed repeats; share = transpose time / timed region) and the memory "
+               "of the distributed field per rank as planes and as pencils (the largest rank; both are held at once, "
+               "so a node holds ranks per node x their sum)")
+    items = "".join(f"<li>{escape(sentence(v, view.per_step))}</li>" for v in view.verdicts)
+    verdicts = (f"<div class='why'><b>Transpose time, fastest against each layout</b> (ratio of the median "
+                f"{'time steps per transpose second' if view.per_step else 'inverse transpose times'}, bootstrap "
+                f"interval as in the recommendation):<ul class='transpose-verdicts'>{items}</ul></div>"
+                if items else "<p class='muted'>no layout has the runs a comparison of transpose times needs</p>")
+    img = (f"<figure><img src='{escape(figure)}' alt='transpose time and plane / pencil memory per layout'></figure>"
+           if figure else "")
+    return (f"<h3>Transposes and field memory</h3>{verdicts}{img}<table class='transposes'><caption>{caption}"
+            f"</caption>{head}{''.join(rows)}</table>")
+
+
 def _why(group: AppGroup, breakdowns: tuple[Breakdown, ...]) -> str:
     """The 'Why' list: one reason per 'A vs B' verdict of the recommendation ('' when nothing was compared)."""
     items = "".join(f"<li>{escape(line)}</li>" for line in verdict_reasons(group, breakdowns))
@@ -159,8 +194,10 @@ def _why(group: AppGroup, breakdowns: tuple[Breakdown, ...]) -> str:
 
 
 def _group_section(group: AppGroup, figures: GroupFigures, anchor: str, host: str | None,
-                   breakdowns: tuple[Breakdown, ...], fit: ModelFit) -> str:
-    """One app configuration: recommendation and why, plots, the per-layout tables and the model."""
+                   breakdowns: tuple[Breakdown, ...], fit: ModelFit, transposes: TransposeView | None = None,
+                   node_memory: float | None = None) -> str:
+    """One app configuration: recommendation and why, plots, the per-layout tables, the model and, for an app that
+    records them, the transposes and field memory."""
     args = " ".join(group.app_args) or "(defaults)"
     where = f" on {escape(host)}" if host else ""
     title = f"{escape(group.app)} {escape(group.problem)}{where}"
@@ -173,7 +210,8 @@ def _group_section(group: AppGroup, figures: GroupFigures, anchor: str, host: st
             f"<p class='muted'>app arguments: <code>{escape(args)}</code>; {len(group.runs)} runs</p>"
             f"<div class='rec'><b>Recommendation.</b> {escape(recommend(group))}{_why(group, breakdowns)}</div>"
             f"{imgs}{_layout_table(group)}{_breakdown_table(breakdowns)}"
-            f"<p class='model-note'>{escape(describe(fit))}</p>{_model_table(fit)}")
+            f"<p class='model-note'>{escape(describe(fit))}</p>{_model_table(fit)}"
+            f"{_transpose_part(transposes, figures.transposes, node_memory)}")
 
 
 def explain_groups(groups: list[AppGroup], machines: list[MachineRecord]) -> Explained:
@@ -443,8 +481,10 @@ def _runs_table(runs: list[Run]) -> str:
 def render(title: str, generated: str, machines: list[MachineRecord], groups: list[AppGroup],
            figures: dict[str, GroupFigures], runs: list[Run], notes: tuple[str, ...],
            probes: list[HierarchyProbe] | None = None, probe_figures: dict[str, str] | None = None,
-           failed_probes: int = 0, explained: Explained | None = None, tuning: TuningView | None = None) -> str:
-    """The whole page as a string; `explained` (from explain_groups) is computed here when not given."""
+           failed_probes: int = 0, explained: Explained | None = None, tuning: TuningView | None = None,
+           transposes: dict[str, TransposeView | None] | None = None) -> str:
+    """The whole page as a string; `explained` (from explain_groups) and `transposes` (per group slug, from
+    transpose_view) are computed here when not given."""
     probes = probes or []
     hosts = {m.id: m.hostname for m in machines}
     multi = len(machines) > 1
@@ -461,8 +501,11 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
                 "strategies, predicted vs measured, memory vs MPI parameters</li>")
     notes_html = "".join(f"<div class='note'>{escape(n)}</div>" for n in notes)
     explained = explain_groups(groups, machines) if explained is None else explained
+    transposes = {g.slug: transpose_view(g) for g in groups} if transposes is None else transposes
+    memory = {m.id: float(m.summary.get("memory_bytes") or 0) or None for m in machines}
     sections = "".join(_group_section(g, figures[g.slug], f"g{i}", hosts.get(g.machine_id) if multi else None,
-                                      *explained[g.slug]) for i, g in enumerate(groups))
+                                      *explained[g.slug], transposes.get(g.slug), memory.get(g.machine_id))
+                       for i, g in enumerate(groups))
     empty = "" if groups or hierarchy or tuned else "<p class='note'>No runs recorded yet.</p>"
     meta = json.dumps({"runs": len(runs), "groups": len(groups)})
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"

@@ -1,7 +1,7 @@
 """The report's figures (matplotlib, Agg backend): rate vs threads, memory per layout, where the timed region goes
 (computation, communication, other, imbalance), ping-pong bandwidth vs message size per level of the
-communication hierarchy, and for tunes the memory per process vs MPI parameter values and the predictor's
-leave-one-program-out ratios."""
+communication hierarchy, transpose time and plane / pencil memory per layout (hympi-pencil), and for tunes the
+memory per process vs MPI parameter values and the predictor's leave-one-program-out ratios."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from matplotlib.ticker import FuncFormatter
 from hympi.report.analysis import AppGroup, LayoutStats
 from hympi.report.explain import Breakdown
 from hympi.report.hierarchy import HierarchyProbe
+from hympi.report.transposes import MIB, TransposeView
 from hympi.report.tuning import ProgramTuning
 from hympi.tune.predict import ProgramVerdict
 from hympi.tune.space import UNSET_LABEL
@@ -132,6 +133,49 @@ def comm_comp(group: AppGroup, breakdowns: tuple[Breakdown, ...], path: Path) ->
     ax.set_ylim(0, max(c + m + o for c, m, o in zip(comp, comm, other, strict=True)) * 1.5)  # room for the legend
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="upper left", ncol=2)
+    return _save(fig, path)
+
+
+def transposes(view: TransposeView, title: str, path: Path) -> Path:
+    """Transpose time per layout (median, min-max; its share of the run above each bar) and the plane and pencil
+    memory per rank (two panels)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.9))
+    timed = [r for r in view.rows if r.per_step_s is not None]
+    x = list(range(len(timed)))
+    scale = 1e3  # milliseconds
+    y = [(r.per_step_s or 0.0) * scale for r in timed]
+    low = [v - (r.per_step_min_s or 0.0) * scale for r, v in zip(timed, y, strict=True)]
+    high = [(r.per_step_max_s or 0.0) * scale - v for r, v in zip(timed, y, strict=True)]
+    left.bar(x, y, 0.6, yerr=[low, high], capsize=4, color="#c44e52")
+    for xi, yi, hi, r in zip(x, y, high, timed, strict=True):
+        if r.share is not None:
+            left.annotate(f"{100 * r.share:.0f} %", (xi, yi + hi), textcoords="offset points", xytext=(0, 3),
+                          ha="center", fontsize=8)
+    left.set_xticks(x)
+    left.set_xticklabels([r.label for r in timed])
+    left.set_ylabel("ms per time step" if view.per_step else "ms per run")
+    left.set_title("transpose time (share of the run)", fontsize=10)
+    left.set_ylim(0, max((v + h for v, h in zip(y, high, strict=True)), default=1.0) * 1.25 or 1.0)
+    sized = [r for r in view.rows if r.plane_bytes is not None or r.pencil_bytes is not None]
+    xs = list(range(len(sized)))
+    right.bar([i - 0.2 for i in xs], [(r.plane_bytes or 0.0) / MIB for r in sized], 0.4, label="planes",
+              color="#4c72b0")
+    right.bar([i + 0.2 for i in xs], [(r.pencil_bytes or 0.0) / MIB for r in sized], 0.4, label="pencils",
+              color="#dd8452")
+    right.set_xticks(xs)
+    right.set_xticklabels([r.label for r in sized])
+    right.set_ylabel("MiB per rank")
+    right.set_title("field memory per rank (largest rank)", fontsize=10)
+    top = max((max(r.plane_bytes or 0.0, r.pencil_bytes or 0.0) / MIB for r in sized), default=0.0)
+    right.set_ylim(0, top * 1.3 if top > 0 else 1.0)  # room for the legend above the bars
+    if sized:
+        right.legend(fontsize=8, loc="upper right", ncol=2)
+    for ax, drawn in ((left, timed), (right, sized)):
+        ax.set_xlabel("ranks x threads")
+        ax.grid(True, axis="y", alpha=0.3)
+        if not drawn:
+            ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes)
+    fig.suptitle(title, fontsize=10)
     return _save(fig, path)
 
 

@@ -1,0 +1,123 @@
+"""Placement of two MPI groups (hympi-pencil --groups COARSE:FINE): each group on its own contiguous nodes (seed 004's
+custom mapping of the small group) against both groups interleaved over the nodes, and the off-node share of the
+traffic inside each group (the transposes) and between them (the inflow plane).
+
+The groups are contiguous in world-rank order, as MPI_Comm_split by group colour makes them: the first COARSE world
+ranks are the coarse group, the next FINE the fine group.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hympi.errors import UsageError
+from hympi.place.mapping import GLOBAL_LIMIT, Placement, dealt, global_refine, map_within_nodes, partition
+from hympi.place.matrix import CommMatrix
+from hympi.place.tree import ClusterTree, Slot
+
+GROUP_NAMES = ("coarse", "fine")
+BETWEEN = "between"
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Group sizes in world-rank order: group g holds the sizes[g] world ranks after those of groups 0..g-1."""
+
+    sizes: tuple[int, ...]
+
+    @property
+    def labels(self) -> tuple[int, ...]:
+        """The group of every world rank."""
+        return tuple(g for g, size in enumerate(self.sizes) for _ in range(size))
+
+    def members(self, group: int) -> list[int]:
+        """The world ranks of one group."""
+        start = sum(self.sizes[:group])
+        return list(range(start, start + self.sizes[group]))
+
+
+def parse_groups(text: str, ranks: int) -> Groups:
+    """'COARSE:FINE' for a matrix of `ranks` ranks; raises UsageError naming the value for anything but two
+    non-empty groups that add up to the ranks."""
+    if text == "auto":
+        raise UsageError("--groups 'auto' cannot be placed: give the split the run chose, COARSE:FINE (its "
+                         "metrics.groups coarse and fine ranks)")
+    parts = text.split(":")
+    if len(parts) > len(GROUP_NAMES):
+        raise UsageError(f"--groups '{text}' has {len(parts)} groups; at most two (COARSE:FINE) are supported")
+    if len(parts) != len(GROUP_NAMES):
+        raise UsageError(f"--groups '{text}' must be COARSE:FINE, two group sizes in world-rank order")
+    try:
+        sizes = tuple(int(p) for p in parts)
+    except ValueError:
+        raise UsageError(f"--groups '{text}' must be COARSE:FINE with integer sizes") from None
+    for name, size in zip(GROUP_NAMES, sizes, strict=True):
+        if size < 1:
+            raise UsageError(f"--groups '{text}' leaves the {name} group empty ({size} ranks)")
+    if sum(sizes) != ranks:
+        raise UsageError(f"--groups '{text}' adds up to {sum(sizes)} ranks but the matrix has {ranks}")
+    return Groups(sizes)
+
+
+def contiguous_counts(cluster: ClusterTree, groups: Groups, per_node: int) -> list[list[int]]:
+    """Ranks of each group on each node: every group on consecutive nodes, starting on a node of its own when the
+    nodes suffice (else right after the previous group, sharing one node with it)."""
+    own = sum(math.ceil(s / per_node) for s in groups.sizes) <= cluster.nodes
+    out = []
+    first = 0  # the first free slot, counted node by node
+    for size in groups.sizes:
+        if own and first % per_node:
+            first += per_node - first % per_node
+        counts = [0] * cluster.nodes
+        for slot in range(first, first + size):
+            counts[slot // per_node] += 1
+        out.append(counts)
+        first += size
+    return out
+
+
+def contiguous(cluster: ClusterTree, matrix: CommMatrix, groups: Groups, per_node: int,
+               fill: str = "compact") -> Placement:
+    """Each group on its own contiguous nodes (contiguous_counts); inside a group the ranks are split over its nodes
+    with minimal cut, each node is mapped down its tree with every rank on it, then ranks of one group swap while
+    the cost drops."""
+    weights = matrix.symmetric()
+    node_ranks: list[list[int]] = [[] for _ in range(cluster.nodes)]
+    for g, counts in enumerate(contiguous_counts(cluster, groups, per_node)):
+        used = [node for node, c in enumerate(counts) if c]
+        parts = partition(groups.members(g), [counts[node] for node in used], weights)
+        for node, part in zip(used, parts, strict=True):
+            node_ranks[node] += part
+    slots = map_within_nodes(cluster, node_ranks, weights, fill)
+    if matrix.ranks <= GLOBAL_LIMIT:
+        slots = global_refine(cluster, weights, slots, groups.labels)
+    return Placement("groups-contiguous", tuple(slots))
+
+
+def interleaved(cluster: ClusterTree, groups: Groups, per_node: int) -> Placement:
+    """Every group dealt round robin over all nodes (each group from node 0, full nodes skipped), cores in order of
+    arrival: both groups on every node, as a --map-by node launch spreads them."""
+    return Placement("groups-interleaved", dealt(cluster, groups.sizes, per_node))
+
+
+def group_shares(cluster: ClusterTree, matrix: CommMatrix, groups: Groups,
+                 slots: Sequence[Slot]) -> dict[str, dict[str, float]]:
+    """Per kind of traffic ('coarse' and 'fine': inside that group; 'between'): its share of the total volume
+    ('volume') and the share of its own volume that crosses nodes ('inter-node'; 0 without such traffic)."""
+    kinds = (*GROUP_NAMES, BETWEEN)
+    volume = dict.fromkeys(kinds, 0.0)
+    off = dict.fromkeys(kinds, 0.0)
+    labels = groups.labels
+    for i, row in enumerate(matrix.volume):
+        for j, v in enumerate(row):
+            if i == j or not v:
+                continue
+            kind = GROUP_NAMES[labels[i]] if labels[i] == labels[j] else BETWEEN
+            volume[kind] += v
+            if slots[i].node != slots[j].node:
+                off[kind] += v
+    total = matrix.total()
+    return {k: {"volume": volume[k] / total if total else 0.0, "inter-node": off[k] / volume[k] if volume[k] else 0.0}
+            for k in kinds}
