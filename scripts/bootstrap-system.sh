@@ -5,6 +5,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   openmpi-bin libopenmpi-dev libhwloc-dev hwloc gfortran
   libfftw3-dev libfftw3-mpi-dev  # z transforms of hympi-pencil; FFTW-MPI is the transpose benchmark's peer
+  libhdf5-openmpi-dev hdf5-tools  # parallel HDF5 (checkpoints, snapshots; hympi::h5), h5dump
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
   python3 python3-venv python3-pip
   chromium  # headless, for the report test (tests/python/test_report.py)

@@ -12,6 +12,7 @@
 #include "hympi/core/metrics.hpp"
 #include "hympi/core/result.hpp"
 #include "hympi/core/topology.hpp"
+#include "hympi/h5/checkpoint.hpp"
 
 namespace hympi {
 
@@ -32,6 +33,10 @@ struct AppContext {
   /// Seconds of timed kernel work an app should reach by repeating its kernel, unless the user
   /// fixed the repetitions (--min-time, env HYMPI_MIN_TIME, default 1; 0 = no minimum).
   double min_time_s = 0.0;
+  /// Checkpoints, restart and snapshots asked for on the command line (--checkpoint, --restart,
+  /// --snapshot, ...); null for apps whose checkpoints() is false. With a checkpoint or a restart the
+  /// frame sets min_time_s to 0: the step count must not depend on timing for a restart to be bitwise.
+  h5::IoSession* io = nullptr;
 };
 
 /// One reference application: options, validation and the measured, verified run.
@@ -54,6 +59,11 @@ class AppDefinition {
   [[nodiscard]] virtual ThreadLevel thread_level() const { return ThreadLevel::funneled; }
   /// Whether failed verification makes the process exit 1 (apps that only report may say no).
   [[nodiscard]] virtual bool verification_required() const { return true; }
+  /// Whether the app writes checkpoints, restarts from them and writes snapshots (context.io): the frame
+  /// then offers --checkpoint, --checkpoint-every, --restart, --snapshot, --snapshot-every and --h5-*.
+  [[nodiscard]] virtual bool checkpoints() const { return false; }
+  /// The problem size a checkpoint records and a restart demands (any JSON; called after validate()).
+  [[nodiscard]] virtual nlohmann::json problem_size() const { return nullptr; }
   /// Runs, verifies and returns what was measured (collective over env.world()).
   virtual ResultRecord run(AppContext& context) = 0;
 };

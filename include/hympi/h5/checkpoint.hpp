@@ -1,0 +1,162 @@
+#pragma once
+// Checkpoints (atomic: temporary name, flush, rename), restart, and snapshots for viewing.
+#include <mpi.h>
+
+#include <array>
+#include <functional>
+#include <optional>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hympi/h5/h5.hpp"
+
+namespace hympi::h5 {
+
+/// The format attribute of every hympi checkpoint; a file without it is not one.
+inline constexpr const char* kCheckpointFormat = "hympi-checkpoint/1";
+
+/// What a checkpoint records about the run that wrote it, as root attributes of the file.
+struct CheckpointHeader {
+  std::string app;           ///< the app that wrote it; restart demands the same
+  nlohmann::json global_size;  ///< the problem size; restart demands the same (any JSON the app chooses)
+  long step = 0;             ///< iterations or time steps done
+  double time = 0.0;         ///< simulated time (0 for iterative solvers)
+  std::string layout;        ///< ranks x threads that wrote it, e.g. "2x1"
+  nlohmann::json state = nlohmann::json::object();  ///< the app's small state (residual history, scalars)
+};
+
+/// Writes one checkpoint: to "<path>.tmp", and only commit() (flush, close, rename) puts it under
+/// `path`, so a kill or a failure during the write leaves the previous checkpoint untouched.
+class CheckpointWriter {
+ public:
+  /// Creates the temporary file and writes the header (collective); throws IoError naming the file.
+  CheckpointWriter(MPI_Comm comm, const std::string& path, const H5Options& options, const CheckpointHeader& header);
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+  /// Removes the temporary file unless commit() succeeded.
+  ~CheckpointWriter();
+  /// The file to write the datasets into.
+  File& file() { return file_; }
+  /// Flushes, closes and renames the temporary file onto the final path (collective); throws IoError
+  /// (every rank alike) when any of it fails, leaving the previous checkpoint in place.
+  void commit();
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] std::string temporary_path() const { return path_ + ".tmp"; }
+
+ private:
+  MPI_Comm comm_;
+  std::string path_;
+  File file_;
+  bool committed_ = false;
+};
+
+/// Opens a checkpoint for restart and checks it belongs to this run.
+class CheckpointReader {
+ public:
+  /// Opens `path` (collective) and reads its header; throws BadFile naming the file when it is missing,
+  /// not a hympi checkpoint, or was written by another app or for another global size.
+  CheckpointReader(MPI_Comm comm, const std::string& path, const H5Options& options, const std::string& app,
+                   const nlohmann::json& global_size);
+  [[nodiscard]] const CheckpointHeader& header() const { return header_; }
+  File& file() { return file_; }
+
+ private:
+  File file_;
+  CheckpointHeader header_;
+};
+
+/// One field of a snapshot: written as dataset "<grid>/<name>" (or "<name>" when grid is empty).
+struct SnapshotField {
+  std::string grid;  ///< the mesh it lives on (one per zone in multi-zone apps); "" for the only mesh
+  std::string name;
+  Block3 block;
+  std::span<const double> data;
+  std::array<double, 3> origin{0, 0, 0};   ///< coordinates (x, y, z) of global point (0, 0, 0)
+  std::array<double, 3> spacing{1, 1, 1};  ///< mesh spacing (x, y, z)
+};
+
+/// Single-precision snapshots "<prefix>-<step>.h5" for viewing, with "<prefix>.xmf" (XDMF, one time
+/// series: ParaView and VisIt open it) and "<prefix>.snapshots.json" (step, time, file) kept current.
+class SnapshotSeries {
+ public:
+  /// Throws InvalidArgument for an empty prefix or a missing directory.
+  SnapshotSeries(MPI_Comm comm, std::string prefix, H5Options options);
+  /// Writes the fields at `step`/`time` and rewrites the sidecars (collective); throws IoError naming the file.
+  /// Returns the bytes of the snapshot file.
+  double write(long step, double time, std::span<const SnapshotField> fields);
+
+ private:
+  struct Entry {
+    long step;
+    double time;
+    std::string file;
+    std::vector<nlohmann::json> grids;
+  };
+  void write_sidecars() const;
+  MPI_Comm comm_;
+  std::string prefix_;
+  H5Options options_;
+  std::vector<Entry> entries_;
+};
+
+/// The I/O options of one app run, from its command line.
+struct IoOptions {
+  std::string checkpoint_path;  ///< where checkpoints go ("" = none)
+  int checkpoint_every = 0;     ///< a checkpoint after every this many steps (0: none)
+  std::string restart_path;     ///< a checkpoint to start from ("" = from the initial state)
+  std::string snapshot_prefix;  ///< where snapshots go ("" = none)
+  int snapshot_every = 0;       ///< a snapshot after every this many steps (0: none)
+  H5Options h5;
+  /// Throws InvalidArgument naming the bad value (a cadence without a path or the reverse, a missing
+  /// directory, a restart file that does not exist).
+  void validate() const;
+  [[nodiscard]] bool any() const { return !checkpoint_path.empty() || !restart_path.empty() || !snapshot_prefix.empty(); }
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// What an app's I/O cost: written to HYMPI_RESULT's "io".
+struct IoTotals {
+  int checkpoints = 0;
+  double checkpoint_s = 0, checkpoint_bytes = 0;
+  int snapshots = 0;
+  double snapshot_s = 0, snapshot_bytes = 0;
+  double restart_s = 0, restart_bytes = 0;
+  long restart_step = -1;  ///< the step restarted from (-1: none)
+};
+
+/// The checkpoints, restart and snapshots of one app run: the cadence, the header every file gets,
+/// and the time and bytes each took.
+class IoSession {
+ public:
+  /// `global_size` and `app` go into every checkpoint and are demanded on restart.
+  IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size, std::string layout);
+  [[nodiscard]] const IoOptions& options() const { return options_; }
+  [[nodiscard]] bool restarting() const { return !options_.restart_path.empty(); }
+  /// Whether a checkpoint is due after `step` steps.
+  [[nodiscard]] bool checkpoint_due(long step) const;
+  /// Whether a snapshot is due after `step` steps.
+  [[nodiscard]] bool snapshot_due(long step) const;
+  /// Opens the restart file, checks it belongs to this run, calls `read` with it and returns its header;
+  /// throws BadFile (bad file) or IoError (read failed).
+  CheckpointHeader restart(const std::function<void(File&, const CheckpointHeader&)>& read);
+  /// Writes a checkpoint of `step` atomically, `write` filling in the datasets; throws IoError.
+  void checkpoint(long step, double time, const nlohmann::json& state, const std::function<void(File&)>& write);
+  /// Writes a snapshot of `fields`; throws IoError.
+  void snapshot(long step, double time, std::span<const SnapshotField> fields);
+  [[nodiscard]] const IoTotals& totals() const { return totals_; }
+  /// options() and totals() as HYMPI_RESULT's "io".
+  [[nodiscard]] nlohmann::json to_json() const;
+
+ private:
+  MPI_Comm comm_;
+  IoOptions options_;
+  std::string app_;
+  nlohmann::json global_size_;
+  std::string layout_;
+  std::optional<SnapshotSeries> snapshots_;
+  IoTotals totals_;
+};
+
+}  // namespace hympi::h5

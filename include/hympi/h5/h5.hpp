@@ -1,0 +1,172 @@
+#pragma once
+// Collective parallel HDF5 I/O of distributed fields, in one file with the global layout.
+//
+// Every dataset of a 3D field has the dimensions (z, y, x) of the global grid (x fastest, as
+// h5py, h5dump and ParaView read it), plus a trailing component axis for fields with several
+// values per point. Each rank writes or reads the hyperslab of its block (ghosts excluded), so a
+// file written by one decomposition reads back into any other. Every dataset carries an
+// order-independent checksum of its values by global index ("hympi_checksum"), verified whenever
+// a read covers the whole dataset.
+#include <mpi.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hympi/core/error.hpp"
+#include "hympi/grid/box.hpp"
+#include "hympi/grid/grid3d.hpp"
+
+namespace hympi::h5 {
+
+/// An HDF5 or file-system operation failed (disk full, unwritable directory, ...): exit code 1.
+/// The message names the file (and the dataset, where there is one) and what HDF5 or the system said.
+class IoError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A file is not what was asked for (missing, truncated, corrupted, another app's or another size's
+/// checkpoint): bad input, exit code 2. Thrown on every rank alike, so apps can stop without MPI_Abort.
+class BadFile : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
+/// Element type on disk: checkpoints keep doubles (bitwise restart), snapshots single precision.
+enum class Precision { double_precision, single_precision };
+/// "double" or "single".
+[[nodiscard]] std::string to_string(Precision precision);
+/// Parses "double" or "single"; throws InvalidArgument naming the text otherwise.
+Precision parse_precision(const std::string& text);
+
+/// How files are written and read; recorded in HYMPI_RESULT (to_json) and in every file.
+struct H5Options {
+  /// MPI-IO data sieve buffer of the HDF5 file access list (H5Pset_sieve_buf_size); 0 keeps HDF5's 64 KiB.
+  std::size_t sieve_bytes = 0;
+  /// Datasets of at least `alignment_threshold` bytes start at multiples of this (H5Pset_alignment); 0: none.
+  std::size_t alignment = 0;
+  std::size_t alignment_threshold = 1;
+  /// Chunk shape (z, y, x) of 3D datasets; all zero: contiguous storage (the default).
+  std::array<long, 3> chunk{0, 0, 0};
+  /// Collective transfers (MPI_File_write_at_all); false: independent, each rank on its own.
+  bool collective = true;
+  /// MPI-IO hints (MPI_Info), e.g. romio_cb_write=enable, cb_buffer_size=16777216.
+  std::vector<std::pair<std::string, std::string>> hints;
+  /// Throws InvalidArgument naming the first bad value (negative chunk, empty hint key, ...).
+  void validate() const;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// Parses "KEY=VALUE" into a hint; throws InvalidArgument naming the text when there is no '=' or no key.
+std::pair<std::string, std::string> parse_hint(const std::string& text);
+
+/// Where a rank's block sits in its memory: the owned points of a (z, y, x) box inside a larger strided
+/// storage (Grid3D with ghosts and padded rows), `components` values per point, interleaved.
+struct MemoryLayout3 {
+  std::array<long, 3> extent{0, 0, 0};  ///< owned points per axis (x, y, z)
+  long stride_y = 0;                    ///< elements between consecutive rows
+  long stride_z = 0;                    ///< elements between consecutive planes
+  long offset = 0;                      ///< element index of the first owned point
+  int components = 1;                   ///< values per point on disk, contiguous in memory
+  /// Elements between consecutive points of a row; 0: `components` (interleaved fields). A larger stride
+  /// with components = 1 picks one component of an interleaved field (offset then names the component).
+  long point_stride = 0;
+  /// A dense block of `extent` points (x fastest), `components` values each.
+  static MemoryLayout3 dense(const std::array<long, 3>& extent, int components = 1);
+  /// The owned points of `grid`.
+  template <class T>
+  static MemoryLayout3 of(const Grid3D<T>& grid) {
+    return {grid.extent(), grid.stride_y(), grid.stride_z(), grid.index(0, 0, 0), 1, 0};
+  }
+  /// Elements between consecutive points of a row.
+  [[nodiscard]] long step_x() const { return point_stride > 0 ? point_stride : components; }
+  /// Elements a buffer must hold for this layout.
+  [[nodiscard]] long required_size() const;
+};
+
+/// One distributed 3D dataset as a rank sees it: the global size, the rank's box in it (global indexes,
+/// possibly empty: the rank then takes part without data) and where that box lives in memory.
+struct Block3 {
+  std::array<long, 3> global{0, 0, 0};  ///< global points per axis (x, y, z)
+  Box3 box;
+  MemoryLayout3 memory;
+  /// The block of a Grid3D: its box and owned points.
+  template <class T>
+  static Block3 of(const Grid3D<T>& grid, const std::array<long, 3>& global) {
+    return {global, grid.box(), MemoryLayout3::of(grid)};
+  }
+  /// Throws InvalidArgument when the box is not inside the global size or the memory layout does not fit it.
+  void validate(const std::string& dataset) const;
+};
+
+/// An open HDF5 file shared by every rank of a communicator (RAII: closes on destruction). All
+/// calls are collective over the communicator and must come in the same order on every rank.
+class File {
+ public:
+  /// Creates (truncates) `path` for writing; throws IoError naming the path when it cannot.
+  static File create(MPI_Comm comm, const std::string& path, const H5Options& options);
+  /// Opens `path` read-only; throws BadFile when it is missing or not a readable HDF5 file.
+  static File open(MPI_Comm comm, const std::string& path, const H5Options& options);
+  File(File&&) noexcept;
+  File& operator=(File&&) noexcept;
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  /// Closes without flushing errors to the caller (use close() to see them).
+  ~File();
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+  /// Writes each rank's block of a 3D field to dataset `name` (created here) as `precision` with its
+  /// checksum; throws IoError naming the file and dataset on failure, InvalidArgument for a bad block.
+  void write(const std::string& name, const Block3& block, std::span<const double> data,
+             Precision precision = Precision::double_precision);
+  /// Reads each rank's block of dataset `name` into `data` (converting to double); throws BadFile when
+  /// the dataset is missing, has other dimensions or fails its checksum (checked when the blocks cover it).
+  void read(const std::string& name, const Block3& block, std::span<double> data);
+  /// Writes a distributed 1D vector: this rank's `values` start at global index `offset` of `global_size`.
+  /// Throws like write().
+  void write_vector(const std::string& name, long global_size, long offset, std::span<const double> values);
+  /// Reads this rank's part of a 1D vector written by write_vector; throws like read().
+  void read_vector(const std::string& name, long offset, std::span<double> values);
+  /// Whether dataset (or group path) `name` exists.
+  [[nodiscard]] bool exists(const std::string& name) const;
+  /// Creates group `name` (parents must exist); throws IoError.
+  void create_group(const std::string& name);
+
+  /// Sets attribute `key` of the file's root group (or of object `object`) to `value`, stored as a
+  /// JSON string; every rank must pass the same value. Throws IoError.
+  void set_attribute(const std::string& key, const nlohmann::json& value, const std::string& object = "/");
+  /// Sets a numeric attribute (readable as a plain number by any HDF5 tool); throws IoError.
+  void set_number(const std::string& key, double value, const std::string& object = "/");
+  /// Sets a string attribute; throws IoError.
+  void set_text(const std::string& key, const std::string& value, const std::string& object = "/");
+  /// Reads an attribute written by set_attribute, set_number or set_text as JSON (numbers as numbers,
+  /// set_text strings as strings); throws BadFile naming the file and key when it is missing.
+  [[nodiscard]] nlohmann::json attribute(const std::string& key, const std::string& object = "/") const;
+  [[nodiscard]] bool has_attribute(const std::string& key, const std::string& object = "/") const;
+
+  /// Flushes and closes (collective); throws IoError when the data could not be written out.
+  void close();
+
+  struct Handles;
+
+ private:
+  File(MPI_Comm comm, std::string path, const H5Options& options, long file_id);
+  void close_quietly() noexcept;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::string path_;
+  H5Options options_;
+  long file_ = -1;  ///< hid_t; HDF5's headers stay out of hympi's
+};
+
+/// The order-independent checksum write() stores: a sum over elements of a hash of (global index,
+/// value bits as stored), so any decomposition of the same data gives the same value.
+std::uint64_t element_hash(std::uint64_t global_index, std::uint64_t value_bits);
+
+}  // namespace hympi::h5
