@@ -1,11 +1,12 @@
 """HYMPI_RESULT's "io" object (contract.toml [result.field.io]), typed: the I/O options a run was given and what its
 checkpoints, restart and snapshots cost.
 
-The frame writes IoSession::to_json(): the IoOptions (checkpoint_path, checkpoint_every, restart_path,
-snapshot_prefix, snapshot_every, and the HDF5 options under "h5") next to the totals (checkpoints, checkpoint_s,
-checkpoint_bytes, snapshots, snapshot_s, snapshot_bytes, restart_s, restart_bytes, restart_step). Reading is
-lenient about nesting ("options" / "totals" objects are looked into too) and about absent keys (zero, or -1 for
-restart_step), so a record of an older frame still reads; a value of the wrong type counts as absent.
+The frame writes IoSession::to_json(): the IoOptions (checkpoint, checkpoint_every, restart, snapshot,
+snapshot_every, and the HDF5 options under "h5": sieve_bytes, alignment, chunk, transfer, hints) next to the totals
+(checkpoints, checkpoint_s, checkpoint_bytes, snapshots, snapshot_s, snapshot_bytes, restart_s, restart_bytes,
+restart_step). Every app with checkpoints reports it, with zero totals when it was asked for no I/O (IoRecord.any).
+Reading is lenient about nesting ("options" / "totals" objects are looked into too) and about absent keys (zero, or
+-1 for restart_step); a value of the wrong type counts as absent.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def h5_settings(data: Mapping[str, Any]) -> H5Settings:
     """The H5Settings of an io object's "h5" (or of its top level when the frame flattens them)."""
     h5 = data.get("h5")
     src: Mapping[str, Any] = h5 if isinstance(h5, dict) else data
-    collective = src.get("collective", True)
+    collective = src.get("collective", src.get("transfer", "collective") != "independent")
     chunk = src.get("chunk")
     return H5Settings(int(_number(src, "sieve_bytes")), int(_number(src, "alignment")),
                       collective if isinstance(collective, bool) else True, _hints(src.get("hints")),
@@ -126,7 +127,7 @@ def io_record(record: Mapping[str, Any] | None) -> IoRecord | None:
     if not isinstance(raw, dict):
         return None
     data = _flat(raw)
-    restart_path = data.get("restart_path")
+    restart_path = data.get("restart", data.get("restart_path"))
     return IoRecord(int(_number(data, "checkpoint_every")), isinstance(restart_path, str) and bool(restart_path),
                     h5_settings(data), int(_number(data, "checkpoints")), _number(data, "checkpoint_s"),
                     _number(data, "checkpoint_bytes"), int(_number(data, "snapshots")), _number(data, "snapshot_s"),

@@ -89,10 +89,10 @@ if rank == 0:
               "phases": {}, "hosts": ["fake"], "mpi_library": "fake MPI", "threads_level": "funneled",
               "topology_hash": "fake", "binding": [], "timestamp": "2026-01-01T00:00:00Z"}
     if opt("--checkpoint") or opt("--restart"):
-        record["io"] = {"checkpoint_path": opt("--checkpoint", ""), "checkpoint_every": every,
-                        "restart_path": opt("--restart", ""), "snapshot_prefix": "", "snapshot_every": 0,
-                        "h5": {"sieve_bytes": 0, "alignment": 0, "alignment_threshold": 1, "chunk": [0, 0, 0],
-                               "collective": True, "hints": []},
+        record["io"] = {"checkpoint": opt("--checkpoint", ""), "checkpoint_every": every,
+                        "restart": opt("--restart", ""), "snapshot": "", "snapshot_every": 0,
+                        "h5": {"sieve_bytes": 0, "alignment": 0, "chunk": None, "transfer": "collective",
+                               "hints": {}},
                         "checkpoints": 1 if every else 0, "checkpoint_s": 0.05 if every else 0.0,
                         "checkpoint_bytes": 1e8 if every else 0.0, "snapshots": 0, "snapshot_s": 0.0,
                         "snapshot_bytes": 0.0, "restart_s": 0.02 if step0 >= 0 else 0.0,
