@@ -100,7 +100,8 @@ def launch(binary: str, ranks: int, threads: int, args: tuple[str, ...], pattern
                           env={**os.environ, **spec.app_env()})
     records = [json.loads(m) for m in pattern.findall(proc.stdout)]
     if proc.returncode != 0 or not records:
-        sys.exit(f"io.py: {format_command(cmd)}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        sys.exit(f"io.py: {format_command(cmd)}: exit {proc.returncode}\nstdout: {proc.stdout[-1500:]}\n"
+                 f"stderr: {proc.stderr[-3000:]}")
     return records
 
 

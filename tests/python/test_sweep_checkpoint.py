@@ -101,6 +101,10 @@ def test_a_stopped_run_restarts_from_its_checkpoint_on_the_next_invocation(tmp_p
             assert "--restart" not in attempts[0].command
         else:
             assert attempts == []  # nothing had been recorded for it
+    report = hympi("report", "--db", str(db), "--out", str(tmp_path / "rep"), env=env)
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "<h2 id='checkpoint-io'>Checkpoint I/O</h2>" in page and "(restarted at step 50)" in page
 
 
 def test_a_refused_checkpoint_is_moved_aside_and_the_run_stays_failed(tmp_path: Path):
