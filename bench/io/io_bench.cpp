@@ -11,6 +11,10 @@
 // after the drop is reported (resident_before_read). Every value read back is compared with the value
 // written, and both checksums (h5::element_hash summed over the global indexes, any decomposition gives
 // the same) are reported: a case whose read-back differs is not verified and the exit code is 1.
+// Phases (medians over --reps): header_s (create + header), data_s (File::write: pack, checksum, H5Dwrite
+// into the page cache), commit_s (flush = fsync of the data, close, rename, fsync of the directory);
+// open_s (open + header checks) and read_data_s (File::read: H5Dread, unpack, checksum); checksum_s is
+// one pass of the same hash over the field alone (the CPU share of data_s and read_data_s).
 // Exit 2 for bad arguments (one line), 1 for an I/O failure or a wrong read-back.
 #include <fcntl.h>
 #include <mpi.h>
@@ -93,8 +97,9 @@ std::size_t byte_size(const std::string& text, std::size_t fs_block, const std::
   return static_cast<std::size_t>(parse_positive(digits, option)) * scale;
 }
 
-/// The MPI-IO hints of a hint set: none, or cb (collective buffering on, 16 MiB buffer: ROMIO's names,
-/// which OMPIO ignores; run with OMPI_MCA_io=romio321 to have them used).
+/// The MPI-IO hints of a hint set: none, or cb (collective buffering on for reads and writes, 16 MiB
+/// buffer: ROMIO's names; Open MPI's default OMPIO takes its own MCA parameters instead, so compare
+/// under OMPI_MCA_io=romio321).
 std::vector<std::pair<std::string, std::string>> hint_set(const std::string& name) {
   if (name == "none") return {};
   if (name == "cb")
