@@ -31,8 +31,11 @@ def test_every_case_prints_bytes_positive_bandwidths_and_a_verified_read_back(tm
     proc = _bench("--global", "24", "10", "6", "--dir", str(tmp_path), "--sieve", "0,fs", "--alignment", "0,8K",
                   "--transfer", "collective,independent", "--hints", "cb", "--reps", "2")
     assert proc.returncode == 0, proc.stderr
-    records = [json.loads(line.removeprefix("HYMPI_BENCH ")) for line in proc.stdout.splitlines()
-               if line.startswith("HYMPI_BENCH ")]
+    lines = [json.loads(line.removeprefix("HYMPI_BENCH ")) for line in proc.stdout.splitlines()
+             if line.startswith("HYMPI_BENCH ")]
+    records = [r for r in lines if r["bench"] == "io"]
+    (memory,) = [r for r in lines if r["bench"] == "io-memory"]
+    assert memory["bytes_per_rank"] > 0 and memory["first_touch_s"] > 0 and lines[-1] is memory
     assert len(records) == 2 * 2 * 2
     assert len({r["case"] for r in records}) == len(records)
     for r in records:
@@ -55,7 +58,7 @@ def test_the_split_axis_is_the_decomposition(tmp_path: Path):
     proc = _bench("--global", "8", "8", "8", "--dir", str(tmp_path), "--split", "z", "--sieve", "0", "--alignment",
                   "0", "--transfer", "independent")
     assert proc.returncode == 0, proc.stderr
-    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("HYMPI_BENCH ")]
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("HYMPI_BENCH "))
     record = json.loads(line.removeprefix("HYMPI_BENCH "))
     assert record["process_grid"] == [1, 1, 2] and record["verified"]
 
