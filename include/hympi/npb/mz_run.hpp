@@ -40,7 +40,8 @@ struct MzOptions {
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
-/// What one run produced (identical on every rank).
+/// What one run produced (identical on every rank). The verification values are summed over
+/// zones in zone order: the same bits for every ranks x threads layout.
 struct MzResult {
   int niter = 0;
   int first_step = 1;        ///< the first time step this run computed (> 1 after a restart)
