@@ -16,7 +16,7 @@ namespace hympi::npb {
 [[nodiscard]] std::string zone_group(int id);
 
 /// The problem size a checkpoint records and a restart demands equal: benchmark, class, time step,
-/// mesh, zone grid and every zone's size (a checkpoint of another class or benchmark is refused).
+/// mesh, zone grid and the zone widths and heights (a checkpoint of another class or benchmark is refused).
 [[nodiscard]] nlohmann::json mz_problem_size(const std::string& benchmark, const ClassParams& p,
                                              const ZoneGrid& grid);
 

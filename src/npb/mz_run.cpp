@@ -70,6 +70,7 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
     }
     if (done > 0) {
       for (auto& z : zones) z->restored();
+      if (log != nullptr && rank == 0) *log << " Resumed after time step " << done << "\n" << std::flush;
     }
   }
 

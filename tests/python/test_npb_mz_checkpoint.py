@@ -208,7 +208,7 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
     ("which", "args", "needle"),
     [
         ("sp-S", [], "sp-mz"),              # another benchmark's checkpoint
-        ("bt-W", [], ""),                   # another class: another problem size
+        ("bt-W", [], "size"),               # another class: another problem size
         ("bt-S-end", ["--iterations", "30"], "beyond"),  # more steps done than this run has
     ],
 )
