@@ -35,7 +35,91 @@ struct FrameOptions {
   double min_time_s = 0.0;
   int virtual_nodes = 1;
   std::vector<std::string> mpit_read;  ///< cvars to read back through MPI_T and report in mpi_cvars
+  std::optional<h5::IoOptions> io;     ///< checkpoints, restart, snapshots: apps whose checkpoints() is true
 };
+
+/// The per-run I/O options of an app that checkpoints, as given on its command line.
+struct IoCommandLine {
+  h5::IoOptions io;
+  std::string sieve_bytes, alignment, transfer, chunk;
+  std::vector<std::string> hints;
+};
+
+void add_io_options(CLI::App& cli, IoCommandLine& line) {
+  h5::IoOptions& io = line.io;
+  cli.add_option("--checkpoint", io.checkpoint_path, "write checkpoints to this HDF5 file (atomically replaced)")
+      ->type_name("PATH");
+  cli.add_option("--checkpoint-every", io.checkpoint_every, "a checkpoint after every N steps (needs --checkpoint)")
+      ->type_name("N");
+  cli.add_option("--restart", io.restart_path, "start from this checkpoint (any ranks x threads may have written it)")
+      ->type_name("PATH");
+  cli.add_option("--snapshot", io.snapshot_prefix,
+                 "write single-precision snapshots PREFIX-<step>.h5 with the XDMF sidecar PREFIX.xmf")
+      ->type_name("PREFIX");
+  cli.add_option("--snapshot-every", io.snapshot_every, "a snapshot after every N steps (needs --snapshot)")
+      ->type_name("N");
+  cli.add_option("--h5-sieve-bytes", line.sieve_bytes, "HDF5 sieve buffer bytes (env HYMPI_H5_SIEVE_BYTES)");
+  cli.add_option("--h5-alignment", line.alignment, "align datasets to this many bytes (env HYMPI_H5_ALIGNMENT)");
+  cli.add_option("--h5-transfer", line.transfer, "collective or independent (env HYMPI_H5_TRANSFER)");
+  cli.add_option("--h5-chunk", line.chunk, "chunk shape X,Y,Z (env HYMPI_H5_CHUNK)");
+  cli.add_option("--h5-hint", line.hints, "MPI-IO hint KEY=VALUE, repeatable (env HYMPI_H5_HINTS, comma-separated)")
+      ->type_name("KEY=VALUE");
+}
+
+/// A byte count >= 0; throws InvalidArgument naming the text otherwise.
+std::size_t byte_count(const std::string& text) {
+  std::size_t used = 0;
+  long long value = -1;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < 0) throw InvalidArgument("'" + text + "' is not a byte count >= 0");
+  return static_cast<std::size_t>(value);
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// The HDF5 options of the options layer; throws InvalidArgument naming the option and value.
+h5::H5Options h5_options(const Settings& settings) {
+  h5::H5Options out;
+  out.sieve_bytes = settings.parse("h5_sieve_bytes", [](const std::string& t) { return byte_count(t); });
+  out.alignment = settings.parse("h5_alignment", [](const std::string& t) { return byte_count(t); });
+  out.collective = settings.parse("h5_transfer", [](const std::string& t) {
+    if (t != "collective" && t != "independent")
+      throw InvalidArgument("unknown HDF5 transfer mode '" + t + "' (expected collective, independent)");
+    return t == "collective";
+  });
+  out.chunk = settings.parse("h5_chunk", [](const std::string& t) {
+    std::array<long, 3> chunk{0, 0, 0};
+    if (t.empty()) return chunk;
+    const auto parts = split_commas(t);
+    if (parts.size() != 3) throw InvalidArgument("chunk shape '" + t + "' is not X,Y,Z");
+    for (std::size_t d = 0; d < 3; ++d) {
+      const std::size_t n = byte_count(parts[d]);
+      if (n == 0) throw InvalidArgument("chunk shape '" + t + "' has a zero extent");
+      chunk[d] = static_cast<long>(n);
+    }
+    return chunk;
+  });
+  out.hints = settings.parse("h5_hints", [](const std::string& t) {
+    std::vector<std::pair<std::string, std::string>> hints;
+    for (const auto& part : split_commas(t)) hints.push_back(h5::parse_hint(part));
+    return hints;
+  });
+  out.validate();
+  return out;
+}
 
 /// The names of a comma-separated list, blanks around each trimmed; throws InvalidArgument for an empty name.
 std::vector<std::string> cvar_names(const std::string& text) {
@@ -119,6 +203,13 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
 
     Metrics metrics;
     AppContext context{*env, topology, metrics, affinity, bindings, options.min_time_s};
+    std::optional<h5::IoSession> io;
+    if (options.io) {
+      io.emplace(env->world(), *options.io, app.name(), app.problem_size(),
+                 std::to_string(env->size()) + "x" + std::to_string(env->threads()));
+      context.io = &*io;
+      if (!options.io->checkpoint_path.empty() || io->restarting()) context.min_time_s = 0.0;
+    }
     HYMPI_MPI(MPI_Barrier(env->world()));
     ResultRecord record = app.run(context);
     const MetricsSummary summary = metrics.reduce(env->world(), env->node().get());
@@ -146,10 +237,18 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
                    {"binding", binding_json(bindings)},
                    {"timestamp", utc_timestamp()}});
       if (cvars) line["mpi_cvars"] = *cvars;
+      if (io) line["io"] = io->to_json();
       std::cout << format_result_line(line) << std::endl;
       if (!record.verified) std::cerr << prog << ": error: verification FAILED\n";
     }
     return require_verified && app.verification_required() && !record.verified ? 1 : 0;
+  } catch (const h5::BadFile& e) {
+    // hympi::h5 throws these on every rank alike: stop cleanly, one line, no abort.
+    if (root) std::cerr << prog << ": error: " << e.what() << std::endl;
+    return 2;
+  } catch (const h5::IoError& e) {
+    if (root) std::cerr << prog << ": error: " << e.what() << std::endl;
+    return 1;
   } catch (const InvalidArgument& e) {
     std::cerr << prog << ": error: " << e.what() << std::endl;
     MPI_Abort(env->world(), 2);
@@ -229,6 +328,8 @@ int run_app(int argc, char** argv, AppDefinition& app) {
   cli.add_option("--validate-ranks", validate_ranks, "only check the options for this many ranks, without MPI");
   cli.add_flag("--show-config", show_config, "print every option's value and where it came from, as JSON");
   cli.add_flag("--contract", print_contract, "print what this binary declares (contract.toml's view), as JSON");
+  IoCommandLine io_line;
+  if (app.checkpoints()) add_io_options(cli, io_line);
   app.add_options(cli);
   if (const auto stop = parse_command_line(cli, argc, argv, prog)) return *stop;
   FrameOptions options;
@@ -242,11 +343,32 @@ int run_app(int argc, char** argv, AppDefinition& app) {
     if (cli.count("--dist") > 0) settings.set_from_command_line("dist", dist);
     if (cli.count("--min-time") > 0) settings.set_from_command_line("min_time", min_time_text);
     if (oversubscribe) settings.set_from_command_line("oversubscribe", "true");
+    struct H5Flag {
+      const char* flag;
+      const char* key;
+      const std::string* text;
+    };
+    const H5Flag h5_flags[] = {{"--h5-sieve-bytes", "h5_sieve_bytes", &io_line.sieve_bytes},
+                               {"--h5-alignment", "h5_alignment", &io_line.alignment},
+                               {"--h5-transfer", "h5_transfer", &io_line.transfer},
+                               {"--h5-chunk", "h5_chunk", &io_line.chunk}};
+    for (const auto& f : h5_flags)
+      if (app.checkpoints() && cli.count(f.flag) > 0) settings.set_from_command_line(f.key, *f.text);
+    if (app.checkpoints() && cli.count("--h5-hint") > 0) {
+      std::string joined;
+      for (const auto& hint : io_line.hints) joined += (joined.empty() ? "" : ",") + hint;
+      settings.set_from_command_line("h5_hints", joined);
+    }
     if (show_config) {
       std::cout << settings.to_json().dump(2) << std::endl;
       return 0;
     }
     options = frame_options(settings);
+    if (app.checkpoints()) {
+      io_line.io.h5 = h5_options(settings);
+      io_line.io.validate();
+      options.io = io_line.io;
+    }
     app.apply_settings(settings);
     if (cli.count("--validate-ranks") > 0) {
       if (validate_ranks < 1)

@@ -52,7 +52,7 @@ struct H5Options {
   /// Datasets of at least `alignment_threshold` bytes start at multiples of this (H5Pset_alignment); 0: none.
   std::size_t alignment = 0;
   std::size_t alignment_threshold = 1;
-  /// Chunk shape (z, y, x) of 3D datasets; all zero: contiguous storage (the default).
+  /// Chunk shape (x, y, z) of 3D datasets; all zero: contiguous storage (the default).
   std::array<long, 3> chunk{0, 0, 0};
   /// Collective transfers (MPI_File_write_at_all); false: independent, each rank on its own.
   bool collective = true;
@@ -146,23 +146,28 @@ class File {
   void set_number(const std::string& key, double value, const std::string& object = "/");
   /// Sets a string attribute; throws IoError.
   void set_text(const std::string& key, const std::string& value, const std::string& object = "/");
-  /// Reads an attribute written by set_attribute, set_number or set_text as JSON (numbers as numbers,
-  /// set_text strings as strings); throws BadFile naming the file and key when it is missing.
+  /// Reads an attribute as JSON: numbers as numbers, set_attribute's JSON parsed, other strings as strings;
+  /// throws BadFile naming the file and key when it is missing or unreadable.
   [[nodiscard]] nlohmann::json attribute(const std::string& key, const std::string& object = "/") const;
   [[nodiscard]] bool has_attribute(const std::string& key, const std::string& object = "/") const;
 
   /// Flushes and closes (collective); throws IoError when the data could not be written out.
   void close();
 
-  struct Handles;
+  /// Closes after a failure every rank agreed on (collective) or, while another exception unwinds, leaves
+  /// the handle open rather than wait for ranks that are not closing; never throws.
+  void close_quietly() noexcept;
 
  private:
   File(MPI_Comm comm, std::string path, const H5Options& options, long file_id);
-  void close_quietly() noexcept;
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::string path_;
   H5Options options_;
   long file_ = -1;  ///< hid_t; HDF5's headers stay out of hympi's
+  int unwinding_at_open_ = 0;  ///< std::uncaught_exceptions() when opened
+  /// Set when this File threw an error every rank agreed on: all ranks are unwinding together, so
+  /// closing collectively on the way out is safe.
+  bool agreed_failure_ = false;
 };
 
 /// The order-independent checksum write() stores: a sum over elements of a hash of (global index,

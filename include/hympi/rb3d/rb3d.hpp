@@ -9,6 +9,7 @@
 
 #include "hympi/core/metrics.hpp"
 #include "hympi/grid/overlap.hpp"
+#include "hympi/h5/checkpoint.hpp"
 
 namespace hympi {
 
@@ -40,14 +41,15 @@ struct Rb3dOptions {
 /// What a solve produced.
 struct Rb3dResult {
   std::vector<double> residuals;  ///< L2 residual norms, bitwise identical for every layout
-  int iterations = 0;             ///< iterations done (fewer than asked if the tolerance was met)
+  int iterations = 0;             ///< iterations done (fewer than asked if the tolerance was met), restart included
+  int restarted_at = 0;           ///< iteration the run started from (a restart's checkpoint step, else 0)
   double time_s = 0;              ///< iteration loop wall time (max over ranks), residuals in it included
   double bytes = 0;               ///< compulsory traffic of the loop's sweeps, all ranks (kRb3dBytesPerPoint)
   double max_error = 0;           ///< max |u - u_exact| over the grid
   double discretisation_error = 0;  ///< what max_error converges to: the scheme's own error
-  double flops = 0;               ///< floating-point operations of the sweeps
+  double flops = 0;               ///< floating-point operations of this run's sweeps
   OverlapTimes sweep_times;       ///< the sweeps with their halo exchanges, average over ranks
-  int sweeps = 0;                 ///< colour sweeps done (2 per iteration)
+  int sweeps = 0;                 ///< colour sweeps this run did (2 per iteration after restarted_at)
   std::array<int, 3> dims{1, 1, 1};
 };
 
@@ -59,8 +61,11 @@ inline constexpr double kRb3dBytesPerPoint = 48.0;
 
 /// Runs the solver on `comm` (collective); the phases of the timed loop go to `metrics` ("sweep",
 /// "halo", "residual", "residual_halo"), the initial residual before the loop does not.
-/// Every overlap strategy and tile size gives the same residuals bit for bit.
-Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metrics);
+/// Every overlap strategy and tile size gives the same residuals bit for bit. With `io`, the solve starts
+/// from its restart checkpoint (throws h5::BadFile for a bad one, InvalidArgument for one beyond
+/// `options.iterations`), writes checkpoints and snapshots as due (throws h5::IoError) and ends bit for bit
+/// where an uninterrupted solve would, whatever layout wrote the checkpoint.
+Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metrics, h5::IoSession* io = nullptr);
 
 /// rb3d's self-checks, as --verify names them.
 inline constexpr const char* kRb3dVerifyModes[] = {"reference", "exact", "none"};

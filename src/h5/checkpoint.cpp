@@ -1,0 +1,327 @@
+#include "hympi/h5/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+
+#include "h5_handles.hpp"
+
+#ifndef HYMPI_VERSION
+#error "HYMPI_VERSION must be defined by the build"
+#endif
+
+namespace hympi::h5 {
+
+using detail::agree;
+using detail::LocalOutcome;
+namespace fs = std::filesystem;
+
+namespace {
+
+int rank_of(MPI_Comm comm) {
+  int rank = 0;
+  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
+  return rank;
+}
+
+/// Makes a rename durable: the directory entry is on disk once this returns.
+void sync_directory(const fs::path& file) {
+  const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+/// Collective: rank 0 renames `from` onto `to` (atomic on POSIX file systems) and syncs the directory;
+/// every rank throws IoError naming both when it failed.
+void publish(MPI_Comm comm, const std::string& from, const std::string& to) {
+  LocalOutcome outcome;
+  if (rank_of(comm) == 0 && std::rename(from.c_str(), to.c_str()) != 0)
+    outcome = {true, false, "cannot rename " + from + " to " + to + ": " + std::strerror(errno)};
+  else if (rank_of(comm) == 0)
+    sync_directory(to);
+  agree(comm, outcome);
+}
+
+double file_bytes(const std::string& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  return ec ? 0.0 : double(size);
+}
+
+/// Writes `text` to `path` by way of a temporary file and a rename (rank 0 only), so readers never
+/// see half a sidecar; throws IoError.
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw IoError("cannot write " + temporary);
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    throw IoError("cannot rename " + temporary + " to " + path + ": " + std::strerror(errno));
+}
+
+void require_directory(const std::string& option, const std::string& path) {
+  const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  if (!fs::is_directory(parent))
+    throw InvalidArgument(option + " " + path + ": directory " + parent.string() + " does not exist");
+}
+
+}  // namespace
+
+CheckpointWriter::CheckpointWriter(MPI_Comm comm, const std::string& path, const H5Options& options,
+                                   const CheckpointHeader& header)
+    : comm_(comm), path_(path), file_(File::create(comm, path + ".tmp", options)) {
+  try {
+    file_.set_text("format", kCheckpointFormat);
+    file_.set_text("app", header.app);
+    file_.set_attribute("global_size", header.global_size);
+    file_.set_number("step", double(header.step));
+    file_.set_number("time", header.time);
+    file_.set_text("layout", header.layout);
+    file_.set_text("hympi_version", HYMPI_VERSION);
+    file_.set_attribute("state", header.state);
+    file_.set_attribute("h5_options", options.to_json());
+  } catch (...) {
+    // The destructor does not run for a constructor that throws: drop the temporary here.
+    file_.close_quietly();
+    if (rank_of(comm_) == 0) std::remove(temporary_path().c_str());
+    throw;
+  }
+}
+
+CheckpointWriter::~CheckpointWriter() {
+  if (committed_) return;
+  file_.close_quietly();
+  if (rank_of(comm_) == 0) std::remove(temporary_path().c_str());
+}
+
+void CheckpointWriter::commit() {
+  file_.close();
+  publish(comm_, temporary_path(), path_);
+  committed_ = true;
+}
+
+CheckpointReader::CheckpointReader(MPI_Comm comm, const std::string& path, const H5Options& options,
+                                   const std::string& app, const nlohmann::json& global_size)
+    : file_(File::open(comm, path, options)) {
+  // Every rank reads the same attributes (collective metadata reads), so every rank throws alike.
+  try {
+    if (!file_.has_attribute("format") || file_.attribute("format") != kCheckpointFormat)
+      throw BadFile(path + " is not a hympi checkpoint (no format \"" + kCheckpointFormat + "\")");
+    header_.app = file_.attribute("app").get<std::string>();
+    header_.global_size = file_.attribute("global_size");
+    header_.step = static_cast<long>(file_.attribute("step").get<double>());
+    header_.time = file_.attribute("time").get<double>();
+    header_.layout = file_.attribute("layout").get<std::string>();
+    header_.state = file_.attribute("state");
+  } catch (const BadFile&) {
+    file_.close();
+    throw;
+  } catch (const nlohmann::json::exception& e) {
+    file_.close();
+    throw BadFile(path + ": damaged checkpoint header (" + e.what() + ")");
+  }
+  if (header_.app != app) {
+    file_.close();
+    throw BadFile(path + " is a checkpoint of " + header_.app + ", not of " + app);
+  }
+  if (header_.global_size != global_size) {
+    file_.close();
+    throw BadFile(path + " is a checkpoint of size " + header_.global_size.dump() + ", this run's is " +
+                  global_size.dump());
+  }
+}
+
+SnapshotSeries::SnapshotSeries(MPI_Comm comm, std::string prefix, H5Options options)
+    : comm_(comm), prefix_(std::move(prefix)), options_(std::move(options)) {
+  if (prefix_.empty()) throw InvalidArgument("snapshot prefix is empty");
+  require_directory("--snapshot", prefix_);
+}
+
+double SnapshotSeries::write(long step, double time, std::span<const SnapshotField> fields) {
+  std::ostringstream name;
+  name << prefix_ << "-" << std::setw(6) << std::setfill('0') << step << ".h5";
+  const std::string path = name.str();
+  {
+    File file = File::create(comm_, path + ".tmp", options_);
+    file.set_number("step", double(step));
+    file.set_number("time", time);
+    file.set_text("hympi_version", HYMPI_VERSION);
+    for (const auto& f : fields)
+      file.write(f.grid.empty() ? f.name : f.grid + "/" + f.name, f.block, f.data, Precision::single_precision);
+    file.close();
+  }
+  publish(comm_, path + ".tmp", path);
+  Entry entry{step, time, fs::path(path).filename().string(), {}};
+  for (const auto& f : fields) {
+    const std::string grid = f.grid.empty() ? "mesh" : f.grid;
+    auto it = std::find_if(entry.grids.begin(), entry.grids.end(),
+                           [&](const nlohmann::json& g) { return g["name"] == grid; });
+    if (it == entry.grids.end()) {
+      entry.grids.push_back({{"name", grid},
+                             {"global", f.block.global},
+                             {"origin", f.origin},
+                             {"spacing", f.spacing},
+                             {"fields", nlohmann::json::array()}});
+      it = std::prev(entry.grids.end());
+    }
+    (*it)["fields"].push_back({{"name", f.name}, {"dataset", "/" + (f.grid.empty() ? f.name : f.grid + "/" + f.name)}});
+  }
+  std::erase_if(entries_, [&](const Entry& e) { return e.step == step; });
+  entries_.push_back(std::move(entry));
+  LocalOutcome outcome;
+  if (rank_of(comm_) == 0) {
+    try {
+      write_sidecars();
+    } catch (const std::exception& e) {
+      outcome = {true, false, e.what()};
+    }
+  }
+  agree(comm_, outcome);
+  return file_bytes(path);
+}
+
+void SnapshotSeries::write_sidecars() const {
+  nlohmann::json index = nlohmann::json::array();
+  std::ostringstream x;
+  x << std::setprecision(17);
+  x << "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n"
+    << "  <Grid Name=\"snapshots\" GridType=\"Collection\" CollectionType=\"Temporal\">\n";
+  for (const auto& e : entries_) {
+    index.push_back({{"step", e.step}, {"time", e.time}, {"file", e.file}, {"grids", e.grids}});
+    const bool several = e.grids.size() > 1;
+    if (several)
+      x << "   <Grid Name=\"step_" << e.step << "\" GridType=\"Collection\" CollectionType=\"Spatial\">\n"
+        << "    <Time Value=\"" << e.time << "\"/>\n";
+    for (const auto& g : e.grids) {
+      const auto global = g["global"].get<std::array<long, 3>>();
+      const auto origin = g["origin"].get<std::array<double, 3>>();
+      const auto spacing = g["spacing"].get<std::array<double, 3>>();
+      // XDMF lists axes slowest first: (z, y, x), as the datasets are stored.
+      const std::string dims =
+          std::to_string(global[2]) + " " + std::to_string(global[1]) + " " + std::to_string(global[0]);
+      x << "    <Grid Name=\"" << g["name"].get<std::string>() << "\" GridType=\"Uniform\">\n";
+      if (!several) x << "     <Time Value=\"" << e.time << "\"/>\n";
+      x << "     <Topology TopologyType=\"3DCoRectMesh\" Dimensions=\"" << dims << "\"/>\n"
+        << "     <Geometry GeometryType=\"ORIGIN_DXDYDZ\">\n"
+        << "      <DataItem Dimensions=\"3\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">" << origin[2] << " "
+        << origin[1] << " " << origin[0] << "</DataItem>\n"
+        << "      <DataItem Dimensions=\"3\" NumberType=\"Float\" Precision=\"8\" Format=\"XML\">" << spacing[2] << " "
+        << spacing[1] << " " << spacing[0] << "</DataItem>\n"
+        << "     </Geometry>\n";
+      for (const auto& f : g["fields"])
+        x << "     <Attribute Name=\"" << f["name"].get<std::string>() << "\" AttributeType=\"Scalar\" Center=\"Node\">\n"
+          << "      <DataItem Dimensions=\"" << dims << "\" NumberType=\"Float\" Precision=\"4\" Format=\"HDF\">"
+          << e.file << ":" << f["dataset"].get<std::string>() << "</DataItem>\n     </Attribute>\n";
+      x << "    </Grid>\n";
+    }
+    if (several) x << "   </Grid>\n";
+  }
+  x << "  </Grid>\n </Domain>\n</Xdmf>\n";
+  write_atomically(prefix_ + ".xmf", x.str());
+  write_atomically(prefix_ + ".snapshots.json", index.dump(1) + "\n");
+}
+
+void IoOptions::validate() const {
+  h5.validate();
+  if (checkpoint_every < 0) throw InvalidArgument("--checkpoint-every must be >= 0, got " + std::to_string(checkpoint_every));
+  if (snapshot_every < 0) throw InvalidArgument("--snapshot-every must be >= 0, got " + std::to_string(snapshot_every));
+  if (checkpoint_every > 0 && checkpoint_path.empty())
+    throw InvalidArgument("--checkpoint-every " + std::to_string(checkpoint_every) + " needs --checkpoint PATH");
+  if (snapshot_every > 0 && snapshot_prefix.empty())
+    throw InvalidArgument("--snapshot-every " + std::to_string(snapshot_every) + " needs --snapshot PREFIX");
+  if (!checkpoint_path.empty()) {
+    require_directory("--checkpoint", checkpoint_path);
+    if (fs::is_directory(checkpoint_path))
+      throw InvalidArgument("--checkpoint " + checkpoint_path + " is a directory, not a file name");
+  }
+  if (!snapshot_prefix.empty()) require_directory("--snapshot", snapshot_prefix);
+  if (!restart_path.empty()) {
+    if (!fs::exists(restart_path)) throw BadFile("--restart " + restart_path + ": no such file");
+    if (!fs::is_regular_file(restart_path)) throw BadFile("--restart " + restart_path + ": not a regular file");
+  }
+}
+
+nlohmann::json IoOptions::to_json() const {
+  return {{"checkpoint", checkpoint_path},
+          {"checkpoint_every", checkpoint_every},
+          {"restart", restart_path},
+          {"snapshot", snapshot_prefix},
+          {"snapshot_every", snapshot_every},
+          {"h5", h5.to_json()}};
+}
+
+IoSession::IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size,
+                     std::string layout)
+    : comm_(comm), options_(std::move(options)), app_(std::move(app)), global_size_(std::move(global_size)),
+      layout_(std::move(layout)) {
+  if (!options_.snapshot_prefix.empty()) snapshots_.emplace(comm_, options_.snapshot_prefix, options_.h5);
+}
+
+bool IoSession::checkpoint_due(long step) const {
+  // A checkpoint of the step a run restarted from would only rewrite the file it came from.
+  return options_.checkpoint_every > 0 && step > 0 && step % options_.checkpoint_every == 0 &&
+         step != totals_.restart_step;
+}
+
+bool IoSession::snapshot_due(long step) const {
+  return options_.snapshot_every > 0 && step % options_.snapshot_every == 0;
+}
+
+CheckpointHeader IoSession::restart(const std::function<void(File&, const CheckpointHeader&)>& read) {
+  const double start = MPI_Wtime();
+  CheckpointReader reader(comm_, options_.restart_path, options_.h5, app_, global_size_);
+  read(reader.file(), reader.header());
+  reader.file().close();
+  totals_.restart_s = MPI_Wtime() - start;
+  totals_.restart_bytes = file_bytes(options_.restart_path);
+  totals_.restart_step = reader.header().step;
+  return reader.header();
+}
+
+void IoSession::checkpoint(long step, double time, const nlohmann::json& state,
+                           const std::function<void(File&)>& write) {
+  const double start = MPI_Wtime();
+  CheckpointWriter writer(comm_, options_.checkpoint_path, options_.h5,
+                          CheckpointHeader{app_, global_size_, step, time, layout_, state});
+  write(writer.file());
+  writer.commit();
+  totals_.checkpoints += 1;
+  totals_.checkpoint_s += MPI_Wtime() - start;
+  totals_.checkpoint_bytes += file_bytes(options_.checkpoint_path);
+}
+
+void IoSession::snapshot(long step, double time, std::span<const SnapshotField> fields) {
+  if (!snapshots_) throw InvalidArgument("snapshot asked for without --snapshot PREFIX");
+  const double start = MPI_Wtime();
+  totals_.snapshot_bytes += snapshots_->write(step, time, fields);
+  totals_.snapshots += 1;
+  totals_.snapshot_s += MPI_Wtime() - start;
+}
+
+nlohmann::json IoSession::to_json() const {
+  nlohmann::json out = options_.to_json();
+  out.update({{"checkpoints", totals_.checkpoints},
+              {"checkpoint_s", totals_.checkpoint_s},
+              {"checkpoint_bytes", totals_.checkpoint_bytes},
+              {"snapshots", totals_.snapshots},
+              {"snapshot_s", totals_.snapshot_s},
+              {"snapshot_bytes", totals_.snapshot_bytes},
+              {"restart_s", totals_.restart_s},
+              {"restart_bytes", totals_.restart_bytes},
+              {"restart_step", totals_.restart_step}});
+  return out;
+}
+
+}  // namespace hympi::h5

@@ -1,0 +1,620 @@
+#include "hympi/h5/h5.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include "h5_handles.hpp"
+
+namespace hympi::h5 {
+
+using detail::agree;
+using detail::error_stack_message;
+using detail::Handle;
+using detail::LocalOutcome;
+using detail::SilencedErrors;
+
+namespace detail {
+
+std::string error_stack_message() {
+  struct Walk {
+    std::string innermost;
+    std::string outermost;
+  } walk;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned n, const H5E_error2_t* e, void* data) -> herr_t {
+        auto* w = static_cast<Walk*>(data);
+        const std::string text = e->desc != nullptr ? e->desc : "";
+        if (n == 0) w->innermost = text;
+        w->outermost = text;
+        return 0;
+      },
+      &walk);
+  H5Eclear2(H5E_DEFAULT);
+  if (walk.innermost.empty()) return walk.outermost;
+  if (walk.outermost.empty() || walk.outermost == walk.innermost) return walk.innermost;
+  return walk.outermost + ": " + walk.innermost;
+}
+
+void agree(MPI_Comm comm, const LocalOutcome& outcome) {
+  int size = 0, rank = 0;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  const int mine = outcome.failed ? rank : size;
+  int first = size;
+  HYMPI_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  if (first == size) return;
+  // The lowest failing rank's message and kind, the same on every rank.
+  int kind = outcome.bad_file ? 1 : 0;
+  int length = static_cast<int>(outcome.message.size());
+  HYMPI_MPI(MPI_Bcast(&kind, 1, MPI_INT, first, comm));
+  HYMPI_MPI(MPI_Bcast(&length, 1, MPI_INT, first, comm));
+  std::string message = rank == first ? outcome.message : std::string(static_cast<std::size_t>(length), ' ');
+  HYMPI_MPI(MPI_Bcast(message.data(), length, MPI_CHAR, first, comm));
+  if (kind == 1) throw BadFile(message);
+  throw IoError(message);
+}
+
+}  // namespace detail
+
+namespace {
+
+/// Runs `step` on this rank, turning HDF5 failures and hympi errors into an outcome the ranks agree on.
+template <class F>
+LocalOutcome attempt(F&& step) {
+  try {
+    step();
+    return {};
+  } catch (const BadFile& e) {
+    return {true, true, e.what()};
+  } catch (const std::exception& e) {
+    return {true, false, e.what()};
+  }
+}
+
+/// Throws IoError when an HDF5 call returned a negative value, with `what` and HDF5's own words.
+template <class T>
+T checked(T result, const std::string& what) {
+  if (result < 0) {
+    const std::string detail = error_stack_message();
+    throw IoError(what + (detail.empty() ? "" : ": " + detail));
+  }
+  return result;
+}
+
+std::string on(const std::string& path, const std::string& name) {
+  return "dataset '" + name + "' of " + path;
+}
+
+std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+template <class T>
+std::uint64_t bits_of(T value) {
+  if constexpr (sizeof(T) == 8) return std::bit_cast<std::uint64_t>(value);
+  else return std::bit_cast<std::uint32_t>(value);
+}
+
+Handle file_access(MPI_Comm comm, const H5Options& options) {
+  Handle fapl(checked(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate"), H5Pclose);
+  MPI_Info info = MPI_INFO_NULL;
+  if (!options.hints.empty()) {
+    HYMPI_MPI(MPI_Info_create(&info));
+    for (const auto& [key, value] : options.hints) HYMPI_MPI(MPI_Info_set(info, key.c_str(), value.c_str()));
+  }
+  const herr_t set = H5Pset_fapl_mpio(fapl.get(), comm, info);
+  if (info != MPI_INFO_NULL) MPI_Info_free(&info);  // HDF5 keeps its own copy
+  checked(set, "H5Pset_fapl_mpio");
+  if (options.sieve_bytes > 0) checked(H5Pset_sieve_buf_size(fapl.get(), options.sieve_bytes), "sieve buffer");
+  if (options.alignment > 0)
+    checked(H5Pset_alignment(fapl.get(), options.alignment_threshold, options.alignment), "alignment");
+  // Metadata read by one rank and broadcast, written collectively: no metadata storms, and every rank
+  // sees the same answer (so failures are the same on every rank).
+  checked(H5Pset_all_coll_metadata_ops(fapl.get(), true), "collective metadata reads");
+  checked(H5Pset_coll_metadata_write(fapl.get(), true), "collective metadata writes");
+  return fapl;
+}
+
+Handle transfer(bool collective) {
+  Handle dxpl(checked(H5Pcreate(H5P_DATASET_XFER), "H5Pcreate"), H5Pclose);
+  checked(H5Pset_dxpl_mpio(dxpl.get(), collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT), "transfer mode");
+  return dxpl;
+}
+
+/// The on-disk shape of a block's dataset: (z, y, x[, components]).
+std::vector<hsize_t> disk_dims(const std::array<long, 3>& global, int components) {
+  std::vector<hsize_t> dims{hsize_t(global[2]), hsize_t(global[1]), hsize_t(global[0])};
+  if (components > 1) dims.push_back(hsize_t(components));
+  return dims;
+}
+
+/// Selects the block's hyperslab of `space`, or nothing for an empty block.
+void select_block(hid_t space, const Block3& block) {
+  if (block.box.empty()) {
+    checked(H5Sselect_none(space), "H5Sselect_none");
+    return;
+  }
+  const auto size = block.box.size();
+  std::vector<hsize_t> start{hsize_t(block.box.low[2]), hsize_t(block.box.low[1]), hsize_t(block.box.low[0])};
+  std::vector<hsize_t> count{hsize_t(size[2]), hsize_t(size[1]), hsize_t(size[0])};
+  if (block.memory.components > 1) {
+    start.push_back(0);
+    count.push_back(hsize_t(block.memory.components));
+  }
+  checked(H5Sselect_hyperslab(space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr), "hyperslab");
+}
+
+/// A dense memory space of `count` elements (a scalar space selecting nothing when 0).
+Handle memory_space(long count) {
+  if (count == 0) {
+    Handle space(checked(H5Screate(H5S_SCALAR), "H5Screate"), H5Sclose);
+    checked(H5Sselect_none(space.get()), "H5Sselect_none");
+    return space;
+  }
+  const hsize_t n = hsize_t(count);
+  return {checked(H5Screate_simple(1, &n, nullptr), "H5Screate_simple"), H5Sclose};
+}
+
+/// Copies the block's values out of strided memory into a dense buffer of the disk type, x fastest,
+/// and returns the checksum of what was packed.
+template <class T>
+std::uint64_t pack(const Block3& block, std::span<const double> data, std::vector<T>& out) {
+  const MemoryLayout3& m = block.memory;
+  const auto e = m.extent;
+  const long c = m.components, step = m.step_x();
+  out.resize(static_cast<std::size_t>(block.box.count() * c));
+  const long gx = block.global[0], gy = block.global[1];
+  std::uint64_t sum = 0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : sum)
+  for (long k = 0; k < e[2]; ++k)
+    for (long j = 0; j < e[1]; ++j) {
+      const double* row = data.data() + m.offset + k * m.stride_z + j * m.stride_y;
+      T* dst = out.data() + ((k * e[1] + j) * e[0]) * c;
+      const long gz = block.box.low[2] + k, gyy = block.box.low[1] + j;
+      const std::uint64_t first = std::uint64_t(((gz * gy + gyy) * gx + block.box.low[0]) * c);
+      for (long i = 0; i < e[0]; ++i)
+        for (long v = 0; v < c; ++v) {
+          const T value = static_cast<T>(row[i * step + v]);
+          dst[i * c + v] = value;
+          sum += element_hash(first + std::uint64_t(i * c + v), bits_of(value));
+        }
+    }
+  return sum;
+}
+
+/// The inverse of pack(): scatters a dense buffer read from disk into strided memory; returns the
+/// checksum of the values as stored on disk.
+template <class T>
+std::uint64_t unpack(const Block3& block, const std::vector<T>& in, std::span<double> data) {
+  const MemoryLayout3& m = block.memory;
+  const auto e = m.extent;
+  const long c = m.components, step = m.step_x();
+  const long gx = block.global[0], gy = block.global[1];
+  std::uint64_t sum = 0;
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : sum)
+  for (long k = 0; k < e[2]; ++k)
+    for (long j = 0; j < e[1]; ++j) {
+      double* row = data.data() + m.offset + k * m.stride_z + j * m.stride_y;
+      const T* src = in.data() + ((k * e[1] + j) * e[0]) * c;
+      const long gz = block.box.low[2] + k, gyy = block.box.low[1] + j;
+      const std::uint64_t first = std::uint64_t(((gz * gy + gyy) * gx + block.box.low[0]) * c);
+      for (long i = 0; i < e[0]; ++i)
+        for (long v = 0; v < c; ++v) {
+          const T value = src[i * c + v];
+          row[i * step + v] = static_cast<double>(value);
+          sum += element_hash(first + std::uint64_t(i * c + v), bits_of(value));
+        }
+    }
+  return sum;
+}
+
+constexpr const char* kChecksum = "hympi_checksum";
+
+void write_checksum(hid_t dataset, std::uint64_t sum) {
+  Handle space(checked(H5Screate(H5S_SCALAR), "H5Screate"), H5Sclose);
+  Handle attr(checked(H5Acreate2(dataset, kChecksum, H5T_STD_U64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                      "create checksum attribute"),
+              H5Aclose);
+  checked(H5Awrite(attr.get(), H5T_NATIVE_UINT64, &sum), "write checksum attribute");
+}
+
+std::uint64_t stored_checksum(hid_t dataset, const std::string& where) {
+  if (H5Aexists(dataset, kChecksum) <= 0) throw BadFile(where + " has no checksum (not written by hympi)");
+  Handle attr(H5Aopen(dataset, kChecksum, H5P_DEFAULT), H5Aclose);
+  std::uint64_t sum = 0;
+  if (!attr.valid() || H5Aread(attr.get(), H5T_NATIVE_UINT64, &sum) < 0)
+    throw BadFile(where + ": unreadable checksum: " + error_stack_message());
+  return sum;
+}
+
+std::uint64_t sum_over(MPI_Comm comm, std::uint64_t local) {
+  std::uint64_t total = 0;
+  HYMPI_MPI(MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, comm));
+  return total;
+}
+
+long total_over(MPI_Comm comm, long local) {
+  long total = 0;
+  HYMPI_MPI(MPI_Allreduce(&local, &total, 1, MPI_LONG, MPI_SUM, comm));
+  return total;
+}
+
+Handle dataset_creation(const std::vector<hsize_t>& dims, const H5Options& options) {
+  Handle dcpl(checked(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate"), H5Pclose);
+  // Every element is written: filling the dataset first would write it twice.
+  checked(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time");
+  if (options.chunk[0] > 0 && dims.size() >= 3) {
+    std::vector<hsize_t> chunk(dims.size());
+    for (std::size_t d = 0; d < dims.size(); ++d)
+      chunk[d] = d < 3 ? std::min<hsize_t>(dims[d], hsize_t(options.chunk[2 - d])) : dims[d];  // dims are (z, y, x)
+    for (auto& c : chunk) c = std::max<hsize_t>(c, 1);
+    checked(H5Pset_chunk(dcpl.get(), int(chunk.size()), chunk.data()), "chunk shape");
+  }
+  return dcpl;
+}
+
+Handle link_creation() {
+  Handle lcpl(checked(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate"), H5Pclose);
+  checked(H5Pset_create_intermediate_group(lcpl.get(), 1), "intermediate groups");
+  return lcpl;
+}
+
+/// Creates dataset `name` (and missing parent groups) of `dims` elements of `disk_type`.
+Handle create_dataset(hid_t file, const std::string& name, const std::vector<hsize_t>& dims, const H5Options& options,
+                      hid_t disk_type) {
+  Handle space(checked(H5Screate_simple(int(dims.size()), dims.data(), nullptr), "H5Screate_simple"), H5Sclose);
+  const Handle dcpl = dataset_creation(dims, options);
+  const Handle lcpl = link_creation();
+  return {checked(H5Dcreate2(file, name.c_str(), disk_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
+                  "create"),
+          H5Dclose};
+}
+
+}  // namespace
+
+std::uint64_t element_hash(std::uint64_t global_index, std::uint64_t value_bits) {
+  return splitmix(value_bits ^ splitmix(global_index));
+}
+
+std::string to_string(Precision precision) {
+  return precision == Precision::single_precision ? "single" : "double";
+}
+
+Precision parse_precision(const std::string& text) {
+  if (text == "double") return Precision::double_precision;
+  if (text == "single") return Precision::single_precision;
+  throw InvalidArgument("unknown precision '" + text + "' (double or single)");
+}
+
+void H5Options::validate() const {
+  const bool any_chunk = chunk[0] != 0 || chunk[1] != 0 || chunk[2] != 0;
+  for (long c : chunk)
+    if (c < 0 || (any_chunk && c == 0))
+      throw InvalidArgument("chunk shape must be three positive extents (or none), got " + std::to_string(chunk[0]) +
+                            "," + std::to_string(chunk[1]) + "," + std::to_string(chunk[2]));
+  if (alignment > 0 && alignment_threshold == 0) throw InvalidArgument("alignment threshold must be >= 1");
+  for (const auto& [key, value] : hints)
+    if (key.empty()) throw InvalidArgument("MPI-IO hint with an empty key (value '" + value + "')");
+}
+
+nlohmann::json H5Options::to_json() const {
+  nlohmann::json h = nlohmann::json::object();
+  for (const auto& [key, value] : hints) h[key] = value;
+  const bool chunked = chunk[0] > 0;
+  return {{"sieve_bytes", sieve_bytes},
+          {"alignment", alignment},
+          {"chunk", chunked ? nlohmann::json(chunk) : nlohmann::json(nullptr)},
+          {"transfer", collective ? "collective" : "independent"},
+          {"hints", h}};
+}
+
+std::pair<std::string, std::string> parse_hint(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw InvalidArgument("MPI-IO hint '" + text + "' is not KEY=VALUE");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+MemoryLayout3 MemoryLayout3::dense(const std::array<long, 3>& extent, int components) {
+  return {extent, extent[0] * components, extent[0] * extent[1] * components, 0, components, 0};
+}
+
+long MemoryLayout3::required_size() const {
+  if (extent[0] <= 0 || extent[1] <= 0 || extent[2] <= 0) return 0;
+  return offset + (extent[2] - 1) * stride_z + (extent[1] - 1) * stride_y + (extent[0] - 1) * step_x() + components;
+}
+
+void Block3::validate(const std::string& dataset) const {
+  for (int d = 0; d < 3; ++d)
+    if (global[std::size_t(d)] < 1)
+      throw InvalidArgument("dataset '" + dataset + "': global size must be positive on every axis");
+  if (memory.components < 1) throw InvalidArgument("dataset '" + dataset + "': components must be >= 1");
+  if (box.empty()) return;
+  for (std::size_t d = 0; d < 3; ++d) {
+    if (box.low[d] < 0 || box.high[d] > global[d])
+      throw InvalidArgument("dataset '" + dataset + "': block outside the global grid");
+    if (memory.extent[d] != box.high[d] - box.low[d])
+      throw InvalidArgument("dataset '" + dataset + "': memory extent does not match the block");
+  }
+}
+
+File::File(MPI_Comm comm, std::string path, const H5Options& options, long file_id)
+    : comm_(comm), path_(std::move(path)), options_(options), file_(file_id),
+      unwinding_at_open_(std::uncaught_exceptions()) {}
+
+File File::create(MPI_Comm comm, const std::string& path, const H5Options& options) {
+  const SilencedErrors quiet;
+  hid_t id = H5I_INVALID_HID;
+  agree(comm, attempt([&] {
+          const Handle fapl = file_access(comm, options);
+          id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
+          if (id < 0) throw IoError("cannot create " + path + ": " + error_stack_message());
+        }));
+  return {comm, path, options, id};
+}
+
+File File::open(MPI_Comm comm, const std::string& path, const H5Options& options) {
+  const SilencedErrors quiet;
+  hid_t id = H5I_INVALID_HID;
+  const LocalOutcome outcome = attempt([&] {
+    const Handle fapl = file_access(comm, options);
+    id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+    if (id < 0) throw BadFile("cannot open " + path + " (missing, truncated or not HDF5): " + error_stack_message());
+  });
+  if (outcome.failed && id >= 0) H5Fclose(id);  // opened here, failed elsewhere: not ours to keep
+  agree(comm, outcome);
+  return {comm, path, options, id};
+}
+
+File::File(File&& o) noexcept
+    : comm_(o.comm_), path_(std::move(o.path_)), options_(std::move(o.options_)),
+      file_(std::exchange(o.file_, -1)), unwinding_at_open_(o.unwinding_at_open_), agreed_failure_(o.agreed_failure_) {}
+
+File& File::operator=(File&& o) noexcept {
+  if (this != &o) {
+    close_quietly();
+    comm_ = o.comm_;
+    path_ = std::move(o.path_);
+    options_ = std::move(o.options_);
+    file_ = std::exchange(o.file_, -1);
+    unwinding_at_open_ = o.unwinding_at_open_;
+    agreed_failure_ = o.agreed_failure_;
+  }
+  return *this;
+}
+
+File::~File() { close_quietly(); }
+
+void File::close_quietly() noexcept {
+  if (file_ < 0) return;
+  // H5Fclose is collective: while an exception the other ranks may not share unwinds, closing would wait
+  // for them forever; the process is about to abort then, and the handle dies with it.
+  if (std::uncaught_exceptions() > unwinding_at_open_ && !agreed_failure_) return;
+  const SilencedErrors quiet;
+  H5Fclose(hid_t(file_));
+  H5Eclear2(H5E_DEFAULT);
+  file_ = -1;
+}
+
+void File::close() {
+  if (file_ < 0) return;
+  const SilencedErrors quiet;
+  const hid_t id = hid_t(std::exchange(file_, -1));
+  // Flush first (MPI_File_sync: the data reach the disk, not only the page cache), then close.
+  LocalOutcome outcome = attempt([&] { checked(H5Fflush(id, H5F_SCOPE_GLOBAL), "cannot flush " + path_); });
+  const LocalOutcome closed = attempt([&] { checked(H5Fclose(id), "cannot close " + path_); });
+  if (!outcome.failed) outcome = closed;
+  agreed_failure_ = true;
+  agree(comm_, outcome);
+  agreed_failure_ = false;
+}
+
+void File::write(const std::string& name, const Block3& block, std::span<const double> data, Precision precision) {
+  block.validate(name);
+  if (!block.box.empty() && static_cast<long>(data.size()) < block.memory.required_size())
+    throw InvalidArgument(on(path_, name) + ": the buffer is smaller than its memory layout");
+  const SilencedErrors quiet;
+  const auto dims = disk_dims(block.global, block.memory.components);
+  const bool single = precision == Precision::single_precision;
+  std::uint64_t local_sum = 0;
+  Handle dataset;
+  const LocalOutcome outcome = attempt([&] {
+    std::vector<double> doubles;
+    std::vector<float> floats;
+    local_sum = single ? pack(block, data, floats) : pack(block, data, doubles);
+    const void* buffer = single ? static_cast<const void*>(floats.data()) : static_cast<const void*>(doubles.data());
+    const long count = block.box.count() * block.memory.components;
+    dataset = create_dataset(hid_t(file_), name, dims, options_, single ? H5T_IEEE_F32LE : H5T_IEEE_F64LE);
+    Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);
+    select_block(space.get(), block);
+    const Handle memory = memory_space(count);
+    const Handle dxpl = transfer(options_.collective);
+    const double dummy = 0;
+    checked(H5Dwrite(dataset.get(), single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, memory.get(), space.get(),
+                     dxpl.get(), count > 0 ? buffer : &dummy),
+            "write");
+  });
+  agreed_failure_ = true;
+  agree(comm_, outcome.failed ? LocalOutcome{true, false, "cannot write " + on(path_, name) + ": " + outcome.message}
+                              : outcome);
+  const std::uint64_t sum = sum_over(comm_, local_sum);
+  agree(comm_, attempt([&] { write_checksum(dataset.get(), sum); }));
+  agreed_failure_ = false;
+}
+
+void File::read(const std::string& name, const Block3& block, std::span<double> data) {
+  block.validate(name);
+  if (!block.box.empty() && static_cast<long>(data.size()) < block.memory.required_size())
+    throw InvalidArgument(on(path_, name) + ": the buffer is smaller than its memory layout");
+  const SilencedErrors quiet;
+  const std::string where = on(path_, name);
+  const auto expected = disk_dims(block.global, block.memory.components);
+  std::uint64_t local_sum = 0, stored = 0;
+  agreed_failure_ = true;
+  agree(comm_, attempt([&] {
+          if (H5Lexists(hid_t(file_), name.c_str(), H5P_DEFAULT) <= 0) {
+            H5Eclear2(H5E_DEFAULT);
+            throw BadFile(path_ + " has no dataset '" + name + "'");
+          }
+          Handle dataset(H5Dopen2(hid_t(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
+          if (!dataset.valid()) throw BadFile("cannot open " + where + ": " + error_stack_message());
+          Handle space(H5Dget_space(dataset.get()), H5Sclose);
+          const int rank = H5Sget_simple_extent_ndims(space.get());
+          std::vector<hsize_t> dims(std::size_t(std::max(rank, 0)));
+          if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+          if (dims != expected) throw BadFile(where + " has other dimensions than this run's field");
+          Handle type(H5Dget_type(dataset.get()), H5Tclose);
+          const bool single = H5Tget_size(type.get()) == 4;
+          stored = stored_checksum(dataset.get(), where);
+          select_block(space.get(), block);
+          const long count = block.box.count() * block.memory.components;
+          const Handle memory = memory_space(count);
+          const Handle dxpl = transfer(options_.collective);
+          std::vector<double> doubles;
+          std::vector<float> floats;
+          void* buffer = nullptr;
+          if (single) {
+            floats.resize(std::size_t(count));
+            buffer = floats.data();
+          } else {
+            doubles.resize(std::size_t(count));
+            buffer = doubles.data();
+          }
+          double dummy = 0;
+          if (H5Dread(dataset.get(), single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, memory.get(), space.get(),
+                      dxpl.get(), count > 0 ? buffer : &dummy) < 0)
+            throw BadFile("cannot read " + where + ": " + error_stack_message());
+          local_sum = single ? unpack(block, floats, data) : unpack(block, doubles, data);
+        }));
+  agreed_failure_ = false;
+  long global_count = 1;
+  for (auto d : expected) global_count *= long(d);
+  // Only a read of every element can be checked against the checksum of the whole dataset.
+  const long covered = total_over(comm_, block.box.count() * block.memory.components);
+  const std::uint64_t sum = sum_over(comm_, local_sum);
+  if (covered == global_count && sum != stored) {
+    agreed_failure_ = true;
+    throw BadFile(where + " fails its checksum: the file is corrupted");
+  }
+}
+
+void File::write_vector(const std::string& name, long global_size, long offset, std::span<const double> values) {
+  const long n = long(values.size());
+  // A vector is a block of (n, 1, 1) at (offset, 0, 0) of a (global_size, 1, 1) grid; disk shape (1, 1, N)
+  // would be odd for readers, so vectors get their own 1D datasets.
+  if (offset < 0 || offset + n > global_size)
+    throw InvalidArgument(on(path_, name) + ": part [" + std::to_string(offset) + "," + std::to_string(offset + n) +
+                          ") outside the vector of " + std::to_string(global_size));
+  const SilencedErrors quiet;
+  const std::vector<hsize_t> dims{hsize_t(global_size)};
+  std::uint64_t local_sum = 0;
+  for (long i = 0; i < n; ++i) local_sum += element_hash(std::uint64_t(offset + i), bits_of(values[std::size_t(i)]));
+  const std::uint64_t sum = sum_over(comm_, local_sum);
+  agreed_failure_ = true;
+  const LocalOutcome outcome = attempt([&] {
+    Handle dataset = create_dataset(hid_t(file_), name, dims, H5Options{}, H5T_IEEE_F64LE);
+    Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);
+    if (n == 0) {
+      checked(H5Sselect_none(space.get()), "H5Sselect_none");
+    } else {
+      const hsize_t start = hsize_t(offset), count = hsize_t(n);
+      checked(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr), "hyperslab");
+    }
+    const Handle memory = memory_space(n);
+    const Handle dxpl = transfer(options_.collective);
+    const double dummy = 0;
+    checked(H5Dwrite(dataset.get(), H5T_NATIVE_DOUBLE, memory.get(), space.get(), dxpl.get(),
+                     n > 0 ? values.data() : &dummy),
+            "write");
+    write_checksum(dataset.get(), sum);
+  });
+  agreed_failure_ = true;
+  agree(comm_, outcome.failed ? LocalOutcome{true, false, "cannot write " + on(path_, name) + ": " + outcome.message}
+                              : outcome);
+  agreed_failure_ = false;
+}
+
+void File::read_vector(const std::string& name, long offset, std::span<double> values) {
+  const SilencedErrors quiet;
+  const std::string where = on(path_, name);
+  const long n = long(values.size());
+  std::uint64_t local_sum = 0, stored = 0;
+  long global_size = 0;
+  agreed_failure_ = true;
+  agree(comm_, attempt([&] {
+          if (H5Lexists(hid_t(file_), name.c_str(), H5P_DEFAULT) <= 0) {
+            H5Eclear2(H5E_DEFAULT);
+            throw BadFile(path_ + " has no dataset '" + name + "'");
+          }
+          Handle dataset(H5Dopen2(hid_t(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
+          if (!dataset.valid()) throw BadFile("cannot open " + where + ": " + error_stack_message());
+          Handle space(H5Dget_space(dataset.get()), H5Sclose);
+          hsize_t dims = 0;
+          if (H5Sget_simple_extent_ndims(space.get()) != 1) throw BadFile(where + " is not a vector");
+          H5Sget_simple_extent_dims(space.get(), &dims, nullptr);
+          global_size = long(dims);
+          if (offset < 0 || offset + n > global_size)
+            throw BadFile(where + " holds " + std::to_string(global_size) + " values, this run needs [" +
+                          std::to_string(offset) + "," + std::to_string(offset + n) + ")");
+          stored = stored_checksum(dataset.get(), where);
+          if (n == 0) {
+            checked(H5Sselect_none(space.get()), "H5Sselect_none");
+          } else {
+            const hsize_t start = hsize_t(offset), count = hsize_t(n);
+            checked(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr), "hyperslab");
+          }
+          const Handle memory = memory_space(n);
+          const Handle dxpl = transfer(options_.collective);
+          double dummy = 0;
+          if (H5Dread(dataset.get(), H5T_NATIVE_DOUBLE, memory.get(), space.get(), dxpl.get(),
+                      n > 0 ? values.data() : &dummy) < 0)
+            throw BadFile("cannot read " + where + ": " + error_stack_message());
+          for (long i = 0; i < n; ++i)
+            local_sum += element_hash(std::uint64_t(offset + i), bits_of(values[std::size_t(i)]));
+        }));
+  agreed_failure_ = false;
+  const long covered = total_over(comm_, n);
+  const std::uint64_t sum = sum_over(comm_, local_sum);
+  if (covered == global_size && sum != stored) {
+    agreed_failure_ = true;
+    throw BadFile(where + " fails its checksum: the file is corrupted");
+  }
+}
+
+bool File::exists(const std::string& name) const {
+  const SilencedErrors quiet;
+  // H5Lexists fails (rather than answering no) when a parent group is missing: walk the path.
+  std::string prefix;
+  std::size_t start = name.front() == '/' ? 1 : 0;
+  while (start <= name.size()) {
+    const std::size_t slash = std::min(name.find('/', start), name.size());
+    prefix.push_back('/');
+    prefix.append(name, start, slash - start);
+    if (H5Lexists(hid_t(file_), prefix.c_str(), H5P_DEFAULT) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return false;
+    }
+    start = slash + 1;
+  }
+  return true;
+}
+
+void File::create_group(const std::string& name) {
+  const SilencedErrors quiet;
+  agreed_failure_ = true;
+  agree(comm_, attempt([&] {
+          Handle group(checked(H5Gcreate2(hid_t(file_), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                               "cannot create group '" + name + "' in " + path_),
+                       H5Gclose);
+        }));
+  agreed_failure_ = false;
+}
+
+}  // namespace hympi::h5

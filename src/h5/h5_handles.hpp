@@ -1,0 +1,74 @@
+#pragma once
+// Internal to hympi::h5: RAII for HDF5 identifiers, HDF5's error stack as one message, and the
+// agreement step that turns a failure on any rank into the same exception on every rank.
+#include <hdf5.h>
+#include <mpi.h>
+
+#include <string>
+#include <utility>
+
+namespace hympi::h5::detail {
+
+/// Owns one HDF5 identifier and closes it with the matching H5?close.
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle() = default;
+  Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  Handle(Handle&& o) noexcept : id_(std::exchange(o.id_, H5I_INVALID_HID)), closer_(o.closer_) {}
+  Handle& operator=(Handle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      id_ = std::exchange(o.id_, H5I_INVALID_HID);
+      closer_ = o.closer_;
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { reset(); }
+  [[nodiscard]] hid_t get() const { return id_; }
+  [[nodiscard]] bool valid() const { return id_ >= 0; }
+  void reset() noexcept {
+    if (id_ >= 0 && closer_ != nullptr) closer_(id_);
+    id_ = H5I_INVALID_HID;
+  }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer closer_ = nullptr;
+};
+
+/// Silences HDF5's automatic error printing for its lifetime (errors become hympi exceptions instead)
+/// and restores the previous handler after.
+class SilencedErrors {
+ public:
+  SilencedErrors() {
+    H5Eget_auto2(H5E_DEFAULT, &function_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  SilencedErrors(const SilencedErrors&) = delete;
+  SilencedErrors& operator=(const SilencedErrors&) = delete;
+  ~SilencedErrors() { H5Eset_auto2(H5E_DEFAULT, function_, data_); }
+
+ private:
+  H5E_auto2_t function_ = nullptr;
+  void* data_ = nullptr;
+};
+
+/// The most specific messages of HDF5's current error stack (innermost first), or "" when empty;
+/// clears the stack.
+std::string error_stack_message();
+
+/// Outcome of one rank's part of a collective step, before the ranks agree on it.
+struct LocalOutcome {
+  bool failed = false;
+  bool bad_file = false;  ///< the file's fault (BadFile) rather than the system's (IoError)
+  std::string message;
+};
+
+/// Collective: when any rank's outcome failed, every rank throws the same exception (BadFile or IoError)
+/// with the message of the lowest failing rank; otherwise returns.
+void agree(MPI_Comm comm, const LocalOutcome& outcome);
+
+}  // namespace hympi::h5::detail

@@ -1,0 +1,304 @@
+// hympi::h5 on 1 to 3 ranks: a field written by one decomposition reads back bit for bit into another,
+// single precision rounds, components and empty blocks, vectors; a flipped byte fails the checksum; a
+// checkpoint appears under its name only when committed; a restart rejects another app's, another size's,
+// a truncated or a foreign file; an unwritable directory is an IoError; snapshots get their XDMF sidecar.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "hympi/grid/cart.hpp"
+#include "hympi/grid/grid3d.hpp"
+#include "hympi/h5/checkpoint.hpp"
+#include "hympi/h5/h5.hpp"
+#include "mpi_world.hpp"
+
+using namespace hympi;
+using namespace hympi::h5;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A value per global point that is not a float and differs everywhere.
+double value(long x, long y, long z) { return std::sqrt(2.0) * double(x + 1) + double(y) / 3.0 + 0.01 * double(z); }
+
+/// A directory every rank shares, removed at the end.
+class Scratch {
+ public:
+  Scratch() {
+    const test::World world;
+    std::string path(256, '\0');
+    if (world.rank == 0) {
+      char pattern[] = "/tmp/hympi-h5-XXXXXX";
+      path = mkdtemp(pattern);
+      path.resize(256, '\0');
+    }
+    MPI_Bcast(path.data(), 256, MPI_CHAR, 0, MPI_COMM_WORLD);
+    dir_ = path.c_str();
+  }
+  ~Scratch() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (test::World().rank == 0) fs::remove_all(dir_);
+  }
+  [[nodiscard]] std::string file(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  fs::path dir_;
+};
+
+/// This rank's block of `global` when the ranks split axis `axis`.
+Box3 split_along(const std::array<long, 3>& global, int axis) {
+  const test::World world;
+  std::array<int, 3> dims{1, 1, 1}, coords{0, 0, 0};
+  dims[std::size_t(axis)] = world.size;
+  coords[std::size_t(axis)] = world.rank;
+  return block_range(global, dims, coords);
+}
+
+Grid3D<double> filled(const Box3& box, int ghost) {
+  Grid3D<double> grid(box, ghost);
+  for (auto& v : grid.data()) v = -1.0;  // ghosts and padding must not reach the file
+  const auto e = grid.extent();
+  for (long k = 0; k < e[2]; ++k)
+    for (long j = 0; j < e[1]; ++j)
+      for (long i = 0; i < e[0]; ++i) grid(i, j, k) = value(grid.global(0, i), grid.global(1, j), grid.global(2, k));
+  return grid;
+}
+
+void flip_byte(const std::string& path, long offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(offset);
+  char c = 0;
+  f.get(c);
+  f.seekp(offset);
+  f.put(static_cast<char>(c ^ 0x10));
+}
+
+/// Byte offset of dataset `name`'s data in `path` (serial HDF5 on rank 0).
+long data_offset(const std::string& path, const std::string& name) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t dataset = H5Dopen2(file, name.c_str(), H5P_DEFAULT);
+  const long offset = static_cast<long>(H5Dget_offset(dataset));
+  H5Dclose(dataset);
+  H5Fclose(file);
+  return offset;
+}
+
+const std::array<long, 3> kGlobal{7, 5, 6};
+
+}  // namespace
+
+TEST(H5, FieldReadsBackBitwiseIntoAnotherDecomposition) {
+  const Scratch scratch;
+  const std::string path = scratch.file("field.h5");
+  {
+    const Grid3D<double> written = filled(split_along(kGlobal, 2), 2);
+    File file = File::create(MPI_COMM_WORLD, path, H5Options{});
+    file.write("u", Block3::of(written, kGlobal), written.data());
+    file.close();
+  }
+  File file = File::open(MPI_COMM_WORLD, path, H5Options{});
+  Grid3D<double> read(split_along(kGlobal, 0), 1);
+  file.read("u", Block3::of(read, kGlobal), read.data());
+  const auto e = read.extent();
+  long wrong = 0;
+  for (long k = 0; k < e[2]; ++k)
+    for (long j = 0; j < e[1]; ++j)
+      for (long i = 0; i < e[0]; ++i)
+        wrong += read(i, j, k) != value(read.global(0, i), read.global(1, j), read.global(2, k));
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(read(-1, 0, 0), 0.0) << "a ghost was written by the read";
+}
+
+TEST(H5, SinglePrecisionRoundsEveryValue) {
+  const Scratch scratch;
+  const std::string path = scratch.file("single.h5");
+  const Grid3D<double> written = filled(split_along(kGlobal, 1), 1);
+  {
+    File file = File::create(MPI_COMM_WORLD, path, H5Options{});
+    file.write("u", Block3::of(written, kGlobal), written.data(), Precision::single_precision);
+    file.close();
+  }
+  File file = File::open(MPI_COMM_WORLD, path, H5Options{});
+  Grid3D<double> read(written.box(), 0);
+  file.read("u", Block3::of(read, kGlobal), read.data());
+  const auto e = read.extent();
+  long wrong = 0, exact = 0;
+  for (long k = 0; k < e[2]; ++k)
+    for (long j = 0; j < e[1]; ++j)
+      for (long i = 0; i < e[0]; ++i) {
+        wrong += read(i, j, k) != double(float(written(i, j, k)));
+        exact += read(i, j, k) == written(i, j, k);
+      }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_LT(exact, e[0] * e[1] * e[2]) << "single precision did not round";
+}
+
+TEST(H5, ComponentsAndEmptyBlocks) {
+  // Rank 0 owns the whole 5-component field; the other ranks take part with nothing.
+  const Scratch scratch;
+  const test::World world;
+  const std::string path = scratch.file("zones.h5");
+  const std::array<long, 3> global{4, 3, 2};
+  const long points = global[0] * global[1] * global[2];
+  std::vector<double> field(world.rank == 0 ? std::size_t(points * 5) : 0);
+  for (std::size_t i = 0; i < field.size(); ++i) field[i] = double(i) + 0.25;
+  const Box3 box = world.rank == 0 ? Box3{{0, 0, 0}, global} : Box3{};
+  const Block3 block{global, box, MemoryLayout3::dense(world.rank == 0 ? global : std::array<long, 3>{0, 0, 0}, 5)};
+  {
+    File file = File::create(MPI_COMM_WORLD, path, H5Options{});
+    file.write("zone_000/u", block, field);
+    file.close();
+  }
+  File file = File::open(MPI_COMM_WORLD, path, H5Options{});
+  EXPECT_TRUE(file.exists("zone_000/u"));
+  EXPECT_FALSE(file.exists("zone_001/u"));
+  // Component 3 alone, every rank reading a slab along z.
+  const Box3 slab = split_along(global, 2);
+  std::vector<double> third(std::size_t(slab.count() * 5), -1.0);
+  MemoryLayout3 memory = MemoryLayout3::dense(slab.size(), 5);
+  Block3 whole{global, slab, memory};
+  file.read("zone_000/u", whole, third);
+  for (std::size_t i = 0; i < third.size(); ++i)
+    EXPECT_EQ(third[i], double(std::size_t(slab.low[2] * global[0] * global[1] * 5) + i) + 0.25);
+}
+
+TEST(H5, VectorsWithUnevenParts) {
+  const Scratch scratch;
+  const test::World world;
+  const std::string path = scratch.file("vector.h5");
+  const long n = 11;
+  const long begin = n * world.rank / world.size, end = n * (world.rank + 1) / world.size;
+  std::vector<double> mine;
+  for (long i = begin; i < end; ++i) mine.push_back(1.0 / double(i + 3));
+  {
+    File file = File::create(MPI_COMM_WORLD, path, H5Options{});
+    file.write_vector("p", n, begin, mine);
+    file.set_attribute("state", {{"rho", 0.1}, {"residuals", {1.0, 0.5}}});
+    file.close();
+  }
+  File file = File::open(MPI_COMM_WORLD, path, H5Options{});
+  // Read back by another split: everything on the last rank.
+  std::vector<double> all(world.rank == world.size - 1 ? std::size_t(n) : 0);
+  file.read_vector("p", 0, all);
+  for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], 1.0 / double(i + 3));
+  EXPECT_EQ(file.attribute("state")["residuals"][1].get<double>(), 0.5);
+  EXPECT_THROW((void)file.attribute("absent"), BadFile);
+}
+
+TEST(H5, FlippedDataByteFailsTheChecksumOnEveryRank) {
+  const Scratch scratch;
+  const test::World world;
+  const std::string path = scratch.file("flip.h5");
+  const Grid3D<double> written = filled(split_along(kGlobal, 2), 0);
+  {
+    File file = File::create(MPI_COMM_WORLD, path, H5Options{});
+    file.write("u", Block3::of(written, kGlobal), written.data());
+    file.close();
+  }
+  if (world.rank == 0) flip_byte(path, data_offset(path, "u") + 8 * 17 + 3);
+  MPI_Barrier(MPI_COMM_WORLD);
+  File file = File::open(MPI_COMM_WORLD, path, H5Options{});
+  Grid3D<double> read(split_along(kGlobal, 1), 0);
+  try {
+    file.read("u", Block3::of(read, kGlobal), read.data());
+    ADD_FAILURE() << "a corrupted dataset was read without error";
+  } catch (const BadFile& e) {
+    EXPECT_NE(std::string(e.what()).find("checksum"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+TEST(H5, CheckpointAppearsOnlyWhenCommitted) {
+  const Scratch scratch;
+  const test::World world;
+  const std::string path = scratch.file("run.h5");
+  const Grid3D<double> field = filled(split_along(kGlobal, 2), 1);
+  const nlohmann::json size = kGlobal;
+  auto write = [&](long step, bool commit) {
+    CheckpointWriter writer(MPI_COMM_WORLD, path, H5Options{}, {"rb3d", size, step, 0.0, "1x1", {{"k", step}}});
+    writer.file().write("u", Block3::of(field, kGlobal), field.data());
+    if (commit) writer.commit();
+  };
+  write(10, true);
+  write(20, false);  // abandoned, as by an exception: the temporary goes, the committed file stays
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  {
+    CheckpointReader reader(MPI_COMM_WORLD, path, H5Options{}, "rb3d", size);
+    EXPECT_EQ(reader.header().step, 10);
+    EXPECT_EQ(reader.header().state["k"], 10);
+    EXPECT_EQ(reader.header().layout, "1x1");
+  }
+  EXPECT_THROW(CheckpointReader(MPI_COMM_WORLD, path, H5Options{}, "spmv3d", size), BadFile);
+  EXPECT_THROW(CheckpointReader(MPI_COMM_WORLD, path, H5Options{}, "rb3d", nlohmann::json{8, 5, 6}), BadFile);
+  EXPECT_THROW(CheckpointReader(MPI_COMM_WORLD, scratch.file("absent.h5"), H5Options{}, "rb3d", size), BadFile);
+  // A valid HDF5 file that is no checkpoint, and a checkpoint cut short.
+  {
+    File plain = File::create(MPI_COMM_WORLD, scratch.file("plain.h5"), H5Options{});
+    plain.close();
+  }
+  EXPECT_THROW(CheckpointReader(MPI_COMM_WORLD, scratch.file("plain.h5"), H5Options{}, "rb3d", size), BadFile);
+  if (world.rank == 0) fs::resize_file(path, fs::file_size(path) / 2);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_THROW(CheckpointReader(MPI_COMM_WORLD, path, H5Options{}, "rb3d", size), BadFile);
+}
+
+TEST(H5, UnwritableDirectoryIsAnIoErrorOnEveryRank) {
+  const Scratch scratch;
+  const test::World world;
+  // A directory below a regular file cannot exist, even for root.
+  if (world.rank == 0) std::ofstream(scratch.file("regular")) << "x";
+  MPI_Barrier(MPI_COMM_WORLD);
+  try {
+    File::create(MPI_COMM_WORLD, scratch.file("regular") + "/c.h5", H5Options{});
+    ADD_FAILURE() << "created a file below a regular file";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("regular/c.h5"), std::string::npos) << e.what();
+  }
+}
+
+TEST(H5, SnapshotsGetAnXdmfSidecar) {
+  const Scratch scratch;
+  const test::World world;
+  const Grid3D<double> field = filled(split_along(kGlobal, 2), 1);
+  SnapshotSeries series(MPI_COMM_WORLD, scratch.file("snap"), H5Options{});
+  const SnapshotField fields[] = {{"", "u", Block3::of(field, kGlobal), field.data(), {0, 0, 0}, {0.5, 0.5, 0.5}}};
+  EXPECT_GT(series.write(0, 0.0, fields), 0.0);
+  EXPECT_GT(series.write(5, 1.5, fields), 0.0);
+  if (world.rank == 0) {
+    std::ifstream in(scratch.file("snap.xmf"));
+    const std::string xmf{std::istreambuf_iterator<char>(in), {}};
+    EXPECT_NE(xmf.find("snap-000005.h5:/u"), std::string::npos) << xmf;
+    EXPECT_NE(xmf.find("Dimensions=\"6 5 7\""), std::string::npos) << xmf;
+    EXPECT_NE(xmf.find("<Time Value=\"1.5\"/>"), std::string::npos) << xmf;
+    EXPECT_TRUE(fs::exists(scratch.file("snap.snapshots.json")));
+  }
+}
+
+TEST(H5, BadOptionsNameTheValue) {
+  EXPECT_THROW(parse_hint("romio_cb_write"), InvalidArgument);
+  EXPECT_THROW(parse_hint("=enable"), InvalidArgument);
+  EXPECT_EQ(parse_hint("cb_buffer_size=1048576").second, "1048576");
+  H5Options options;
+  options.chunk = {4, 0, 4};
+  EXPECT_THROW(options.validate(), InvalidArgument);
+  EXPECT_THROW(parse_precision("half"), InvalidArgument);
+  IoOptions io;
+  io.checkpoint_every = 5;
+  EXPECT_THROW(io.validate(), InvalidArgument);
+  io.checkpoint_path = "/nonexistent-dir/c.h5";
+  EXPECT_THROW(io.validate(), InvalidArgument);
+  io = IoOptions{};
+  io.restart_path = "/nonexistent-dir/c.h5";
+  EXPECT_THROW(io.validate(), BadFile);
+}
