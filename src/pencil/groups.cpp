@@ -264,9 +264,8 @@ void validate_split(const CoupledProblems& problems, const GroupSplit& split, in
 }
 
 nlohmann::json GroupReport::to_json(int threads) const {
-  const double per_dof = timed_steps > 0 ? time_s * ranks * threads / (static_cast<double>(grid[0] * grid[1] * grid[2]) *
-                                                                        static_cast<double>(timed_steps))
-                                         : 0.0;
+  const double dofs_steps = static_cast<double>(grid[0] * grid[1] * grid[2]) * static_cast<double>(timed_steps);
+  const double per_dof = timed_steps > 0 ? time_s * ranks * threads / dofs_steps : 0.0;
   return {{"ranks", ranks},   {"grid", grid},         {"idle_s", idle_s},           {"busy_s", busy_s},
           {"time_s", time_s}, {"time_per_dof_s", per_dof}, {"error", check.error}, {"tolerance", check.tolerance}};
 }
@@ -358,6 +357,7 @@ GroupsResult run_groups(MPI_Comm world, const RunOptions& options, GroupSplit sp
   else
     g.solver.start(0.0);
   const long first = g.solver.steps_done();
+  if (io != nullptr && io->snapshot_due(first)) write_snapshot(*io, grids, g.solver);  // the start, as rb3d does
   out.run.time_s = run_steps(g.solver, options, world, io_hook(io, grids));
   measure(g.solver, world, metrics, out.run);
   out.run.timed_steps = out.run.steps - first;

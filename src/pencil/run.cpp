@@ -140,6 +140,7 @@ RunResult run_pencil(MPI_Comm comm, const RunOptions& options, Metrics& metrics,
   else
     solver.start(0.0);
   const long first = solver.steps_done();
+  if (io != nullptr && io->snapshot_due(first)) write_snapshot(*io, grids, solver);  // the start, as rb3d does
 
   RunResult r;
   r.time_s = run_steps(solver, options, comm, io_hook(io, grids));

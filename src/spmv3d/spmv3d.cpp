@@ -176,6 +176,14 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
     result.cg_residuals.push_back(std::sqrt(rr));
   }
   const double r0 = result.cg_residuals.front();
+  const auto snapshot = [&] {
+    if (io == nullptr || !io->snapshot_due(it)) return;
+    const double s0 = MPI_Wtime();
+    const h5::SnapshotField field{"", "x", h5::Block3::of(x, global_points), x.data(), {0, 0, 0}, {1, 1, 1}};
+    io->snapshot(it, 0.0, std::span(&field, 1));
+    io_s += MPI_Wtime() - s0;
+  };
+  snapshot();  // the starting x (0, or the checkpoint's), as rb3d does
   OverlapTimes spmv;
   while (it < options.cg_iterations) {
     spmv += op.apply(p, q);
@@ -193,12 +201,7 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
     const double rr_new = dot(r, r, cart.comm(), cg_metrics);
     ++it;
     result.cg_residuals.push_back(std::sqrt(rr_new));
-    if (io != nullptr && io->snapshot_due(it)) {
-      const double s0 = MPI_Wtime();
-      const h5::SnapshotField field{"", "x", h5::Block3::of(x, global_points), x.data(), {0, 0, 0}, {1, 1, 1}};
-      io->snapshot(it, 0.0, std::span(&field, 1));
-      io_s += MPI_Wtime() - s0;
-    }
+    snapshot();
     if (std::sqrt(rr_new) <= options.cg_tolerance * r0) {
       result.cg_converged = true;
       break;

@@ -30,8 +30,14 @@ def run(binary: str, ranks: int, threads: int, *args: str, cwd: Path | None = No
 
 def run_single(binary: str, *args: str) -> subprocess.CompletedProcess:
     """Runs `binary ARGS` as a singleton (no mpirun, whose exit banner would add lines), one thread."""
-    return subprocess.run([str(BIN / binary), "--bind", "none", "--min-time", "0", *args], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"}, check=False)
+    return subprocess.run(
+        [str(BIN / binary), "--bind", "none", "--min-time", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        check=False,
+    )
 
 
 def record(proc: subprocess.CompletedProcess) -> dict:
@@ -39,7 +45,7 @@ def record(proc: subprocess.CompletedProcess) -> dict:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stdout.splitlines() if line.startswith("HYMPI_RESULT ")]
     assert len(lines) == 1, proc.stdout
-    return json.loads(lines[0][len("HYMPI_RESULT "):])
+    return json.loads(lines[0][len("HYMPI_RESULT ") :])
 
 
 def one_error_line(proc: subprocess.CompletedProcess, code: int) -> str:
