@@ -10,15 +10,16 @@ from hympi.errors import UsageError
 
 @dataclass(frozen=True)
 class AppSpec:
-    """One app: its CLI name, binary and what it does."""
+    """One app: its CLI name, binary, what it does and whether it writes checkpoints (and restarts from them)."""
 
     name: str
     binary: str
     description: str
+    checkpoints: bool = False
 
 
 # Declared in contract.toml, which the apps are built from (tests/python/test_contract.py checks both agree).
-APPS: dict[str, AppSpec] = {a.name: AppSpec(a.name, a.binary, a.description) for a in contract().apps}
+APPS: dict[str, AppSpec] = {a.name: AppSpec(a.name, a.binary, a.description, a.checkpoints) for a in contract().apps}
 
 
 def get_app(name: str) -> AppSpec:

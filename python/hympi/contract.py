@@ -24,13 +24,15 @@ def enum_of(type_name: str) -> str | None:
 
 @dataclass(frozen=True)
 class AppEntry:
-    """One launchable app; study_* are the study's problem-size arguments (None: the study skips the app)."""
+    """One launchable app; study_* are the study's problem-size arguments (None: the study skips the app);
+    checkpoints: it writes checkpoints and restarts from them (--checkpoint, --checkpoint-every, --restart)."""
 
     name: str
     binary: str
     description: str
     study_quick: tuple[str, ...] | None
     study_full: tuple[str, ...] | None
+    checkpoints: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,11 @@ def parse_contract(data: dict[str, Any]) -> Contract:
         for name, type_name in entries:
             if type_name not in types and type_name.removeprefix("enum:") not in enums:
                 raise ValueError(f"{label} '{name}': unknown type '{type_name}'")
+    for a in data["app"]:
+        if not isinstance(a.get("checkpoints", False), bool):
+            raise ValueError(f"app '{a['name']}': checkpoints must be true or false, got {a['checkpoints']!r}")
     apps = tuple(AppEntry(a["name"], a["binary"], a["description"], _args(a.get("study_quick")),
-                          _args(a.get("study_full"))) for a in data["app"])
+                          _args(a.get("study_full")), bool(a.get("checkpoints", False))) for a in data["app"])
     options = tuple(OptionEntry(o["key"], o["env"], o["type"], o["default"], tuple(o["used_by"]), o["meaning"])
                     for o in data["option"])
     fields = tuple(FieldEntry(n, f["type"], bool(f["required"]), str(f.get("unit", "")), f["written_by"],

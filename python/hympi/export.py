@@ -41,6 +41,7 @@ class CsvRow(TypedDict):
     max_rss_mib: float | None
     node_rss_mib: float | None
     verified: bool | None
+    restarted_from_step: int | None  # the checkpoint step a restarted run continued from
     started_at: str
     finished_at: str
     command: str  # a JSON list
@@ -77,6 +78,7 @@ def rows(store: Store, sweep_ids: list[int] | None = None) -> list[ExportRow]:
                     "imbalance": run.value("imbalance"), "max_rss_mib": run.value("max_rss_mib"),
                     "node_rss_mib": run.value("node_rss_mib"),
                     "verified": run.record.get("verified") if run.record else None,
+                    "restarted_from_step": run.restarted_from_step,
                     "started_at": run.started_at, "finished_at": run.finished_at,
                     "command": json.dumps(list(run.command)), "stderr_tail": run.stderr_tail,
                     "env": dict(run.env), "result": run.record})

@@ -56,6 +56,7 @@ class ResultRecord:
     bytes_moved: float | None = None
     kernel_gbs: float | None = None
     mpi_cvars: Mapping[str, str | None] | None = None
+    io: Mapping[str, Any] | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 

@@ -9,6 +9,8 @@ runner-up at the chosen confidence or the --max-repeat budget is spent.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
 import secrets
@@ -17,6 +19,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +41,7 @@ from rich.progress import (
 from hympi.apps import get_app
 from hympi.contract import contract
 from hympi.errors import UsageError
+from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm
 from hympi.launch.mpirun import (
@@ -69,6 +73,10 @@ SEED_LIMIT = 2**32
 PROBES = ("pingpong",)
 # Variables that change how a run behaves; recorded with every run.
 _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "HYMPI_", "OMPI_MCA_", "MPICH_", "I_MPI_", "UCX_", "FI_")
+# --checkpoint-dir without --checkpoint-every: one checkpoint per this many steps (the issue's cadence).
+DEFAULT_CHECKPOINT_EVERY = 50
+# Exit code of an app for bad input: after --restart, the checkpoint itself was refused (corrupt, another problem).
+BAD_INPUT_EXIT = 2
 
 
 def parse_int_list(option: str, text: str) -> tuple[int, ...]:
@@ -130,6 +138,8 @@ class SweepParams:
 
     `repeat` is the number of measured rounds (with `auto`, the rounds before the first decision); `warmup` adds the
     uncounted round 0; `min_time` (s, 0 = off) is exported to the app as HYMPI_MIN_TIME; `seed` shuffles the order.
+    With `checkpoint_dir` (absolute; "" = none) every run writes a checkpoint per `checkpoint_every` steps there, and
+    a run stopped before its end is relaunched from it by the next run_sweep of the sweep (see checkpoint_path).
     """
 
     app: str
@@ -150,10 +160,12 @@ class SweepParams:
     confidence: float = DEFAULT_CONFIDENCE
     mpi_params: tuple[tuple[str, str], ...] = ()
     mpit_read: tuple[str, ...] = ()
+    checkpoint_dir: str = ""
+    checkpoint_every: int = 0
 
     def as_dict(self) -> JsonObject:
-        """JSON-ready form, stored with the sweep (mpi_params and mpit_read only when set, so a sweep without any
-        keeps the identity it had before MPI parameters existed)."""
+        """JSON-ready form, stored with the sweep (mpi_params, mpit_read and the checkpoint settings only when set,
+        so a sweep without any keeps the identity it had before they existed)."""
         data: JsonObject = {
             "app": self.app, "layouts": [list(x) for x in self.layouts], "binds": list(self.binds),
             "dist": self.dist, "repeat": self.repeat, "app_args": list(self.app_args), "timeout": self.timeout,
@@ -164,6 +176,9 @@ class SweepParams:
             data["mpi_params"] = [list(x) for x in self.mpi_params]
         if self.mpit_read:
             data["mpit_read"] = list(self.mpit_read)
+        if self.checkpoint_dir:
+            data["checkpoint_dir"] = self.checkpoint_dir
+            data["checkpoint_every"] = self.checkpoint_every
         return data
 
     def identity(self) -> JsonObject:
@@ -184,7 +199,8 @@ class SweepParams:
                    int(data["max_repeat"] if "max_repeat" in data else data["repeat"]),
                    float(data.get("confidence", DEFAULT_CONFIDENCE)),
                    tuple((str(n), str(v)) for n, v in data.get("mpi_params", [])),
-                   tuple(str(n) for n in data.get("mpit_read", [])))
+                   tuple(str(n) for n in data.get("mpit_read", [])), str(data.get("checkpoint_dir", "")),
+                   int(data.get("checkpoint_every", 0)))
 
     def check(self) -> None:
         """Rejects bad values (UsageError, one line naming the value) before anything runs."""
@@ -222,12 +238,97 @@ class SweepParams:
                              f"{fewest[0]} rank(s), and every virtual node needs at least one")
         if self.launcher not in LAUNCHERS:
             raise UsageError(f"unknown launcher '{self.launcher}' (expected {', '.join(LAUNCHERS)})")
+        if self.checkpoint_dir:
+            check_checkpoint_dir(self.app, self.checkpoint_dir, self.checkpoint_every)
 
-    def spec(self, ranks: int, threads: int, bind: str) -> LaunchSpec:
-        """The launch of one layout (HYMPI_MIN_TIME tells the app how long its timed region must last)."""
-        return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, self.app_args, self.oversubscribe,
+    def spec(self, ranks: int, threads: int, bind: str, io_args: tuple[str, ...] = ()) -> LaunchSpec:
+        """The launch of one layout (HYMPI_MIN_TIME tells the app how long its timed region must last); `io_args`
+        (a run's --checkpoint ... --restart ...) follow the app's arguments."""
+        return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, (*self.app_args, *io_args),
+                          self.oversubscribe,
                           (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")),
                           mpi_params=self.mpi_params, mpit_read=self.mpit_read)
+
+    def checkpoint_tag(self) -> str:
+        """8 hex digits of the sweep's identity, in every checkpoint name: sweeps of other parameters sharing a
+        checkpoint directory never take each other's files, and a resumed sweep finds its own."""
+        text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def checkpoint_apps() -> tuple[str, ...]:
+    """The apps contract.toml declares with checkpoints = true."""
+    return tuple(a.name for a in contract().apps if a.checkpoints)
+
+
+def check_checkpoint_dir(app: str, directory: str, every: int) -> None:
+    """Rejects (UsageError, one line naming the value) an app without checkpoints, a cadence < 1, and a directory
+    that is a file, cannot be written into or cannot be created (its parent is missing or not writable). Writes and
+    removes one empty probe file when the directory exists (a read-only mount passes os.access for root)."""
+    if not get_app(app).checkpoints:
+        raise UsageError(f"--checkpoint-dir: {app} writes no checkpoints "
+                         f"(apps that do: {', '.join(checkpoint_apps())})")
+    if every < 1:
+        raise UsageError(f"--checkpoint-every must be >= 1, got {every}")
+    path = Path(directory)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--checkpoint-dir {directory} is not a directory")
+    if path.is_dir():
+        try:
+            with tempfile.NamedTemporaryFile(dir=path, prefix=".hympi-write-test-"):
+                pass
+        except OSError as exc:
+            raise UsageError(f"--checkpoint-dir {directory} is not writable ({exc.strerror or exc})") from None
+        return
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"--checkpoint-dir {directory} cannot be created: {parent} is not a writable directory")
+
+
+def checkpoint_path(params: SweepParams, item: SweepItem) -> Path | None:
+    """Where the run of `item` keeps its checkpoint: CHECKPOINT_DIR/<app>-<R>x<T>-<bind>-<repeat>-<tag>.h5 (None
+    for a sweep without checkpoints)."""
+    if not params.checkpoint_dir:
+        return None
+    name = f"{params.app}-{item.ranks}x{item.threads}-{item.bind}-{item.repeat}-{params.checkpoint_tag()}.h5"
+    return Path(params.checkpoint_dir) / name
+
+
+def io_args(params: SweepParams, item: SweepItem, restart: bool) -> tuple[str, ...]:
+    """The app arguments of a run's checkpoints: --checkpoint PATH --checkpoint-every N, and --restart PATH when
+    `restart` (the run continues from the checkpoint an earlier launch of the item left)."""
+    path = checkpoint_path(params, item)
+    if path is None:
+        return ()
+    args = ("--checkpoint", str(path), "--checkpoint-every", str(params.checkpoint_every))
+    return (*args, "--restart", str(path)) if restart else args
+
+
+def restartable(params: SweepParams, item: SweepItem) -> bool:
+    """Whether an earlier launch of `item` left a checkpoint to restart from."""
+    path = checkpoint_path(params, item)
+    return path is not None and path.is_file()
+
+
+def remove_checkpoint(params: SweepParams, item: SweepItem) -> None:
+    """Deletes the checkpoint of a run that reached its end (and a temporary one a kill during a write left)."""
+    path = checkpoint_path(params, item)
+    if path is not None:
+        for leftover in (path, path.with_name(path.name + ".tmp")):
+            leftover.unlink(missing_ok=True)
+
+
+def reject_checkpoint(params: SweepParams, item: SweepItem) -> Path | None:
+    """Moves a checkpoint the app refused on restart (exit 2: corrupt, another app's or size's) to <name>.rejected,
+    so no later resume fails on it again (the run stays failed; the file is kept to look at); returns the new name."""
+    path = checkpoint_path(params, item)
+    if path is None or not path.is_file():
+        return None
+    target = path.with_name(path.name + ".rejected")
+    os.replace(path, target)
+    return target
 
 
 @dataclass(frozen=True)
@@ -288,17 +389,20 @@ def cpu_limit(params: SweepParams, summary: MachineSummary) -> int | None:
 
 
 def validate_layouts(params: SweepParams, items: tuple[SweepItem, ...]) -> None:
-    """Asks the app whether its arguments suit every layout (no MPI); raises UsageError before anything runs."""
+    """Asks the app whether its arguments suit every layout (no MPI); raises UsageError before anything runs. The
+    checkpoint options are asked about too once their directory exists (the app may check that it does)."""
     seen: set[tuple[int, int, str]] = set()
     for item in items:
         if (item.ranks, item.threads, item.bind) not in seen:
             seen.add((item.ranks, item.threads, item.bind))
-            validate_with_app(params.spec(item.ranks, item.threads, item.bind))
+            io = io_args(params, item, False) if params.checkpoint_dir and Path(params.checkpoint_dir).is_dir() else ()
+            validate_with_app(params.spec(item.ranks, item.threads, item.bind, io))
 
 
-def command_for(params: SweepParams, item: SweepItem) -> list[str]:
-    """The launch command of one item as an argument list, for the sweep's launcher."""
-    spec = params.spec(item.ranks, item.threads, item.bind)
+def command_for(params: SweepParams, item: SweepItem, restart: bool = False) -> list[str]:
+    """The launch command of one item as an argument list, for the sweep's launcher (with its checkpoint options,
+    and --restart from its checkpoint when `restart`)."""
+    spec = params.spec(item.ranks, item.threads, item.bind, io_args(params, item, restart))
     if params.launcher == "slurm":
         return slurm.build_srun_command(spec)
     return build_command(spec)
@@ -385,13 +489,16 @@ class AutoOutcome:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """What one call of run_sweep did."""
+    """What one call of run_sweep did; `restarted` runs continued from a checkpoint, `restartable` stopped before
+    their end with a checkpoint left (the sweep then stays unfinished: running it again restarts them)."""
 
     sweep: Sweep
     ran: int
     already_done: int
     statuses: dict[str, int]
     auto: AutoOutcome | None = None
+    restarted: int = 0
+    restartable: int = 0
 
 
 def open_sweep(store: Store, machine: MachineRecord, params: SweepParams, total: int, resume: bool | int,
@@ -426,11 +533,13 @@ def _refuse_if_owned(sweep: Sweep) -> None:
                          "wait for it or stop it first")
 
 
-def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: RunOutcome, started: str) -> Run:
-    """The store record of one launch."""
+def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: RunOutcome, started: str,
+                 restarted: bool = False) -> Run:
+    """The store record of one launch; a restarted one records the step it continued from (io.restart_step)."""
     return Run(sweep_id, params.app, item.ranks, item.threads, item.bind, params.dist, item.repeat, params.app_args,
                run_env(params, item), tuple(outcome.command), outcome.status, outcome.returncode, outcome.seconds,
-               outcome.record, outcome.stderr_tail(), started, now_utc(), mpi_params=params.mpi_params)
+               outcome.record, outcome.stderr_tail(), started, now_utc(), mpi_params=params.mpi_params,
+               restarted_from_step=restart_step(outcome.record) if restarted else None)
 
 
 def _line(item: SweepItem, run: Run) -> str:
@@ -441,6 +550,8 @@ def _line(item: SweepItem, run: Run) -> str:
     tail = run.stderr_tail.strip().splitlines()[-1:] if run.status in ("failed", "timeout") else []
     why = f" [dim]{tail[0][:100]}[/dim]" if tail else ""
     label = item.label() + (" warm-up" if item.repeat == WARMUP_REPEAT else "")
+    if run.restarted_from_step is not None:
+        label += f" from step {run.restarted_from_step}"
     untaken = "".join(f" [yellow]{text}[/yellow]" for text in ignored_texts(run.mpi_params, run.read_back()))
     return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}{untaken}"
 
@@ -499,17 +610,41 @@ def _auto_text(params: SweepParams, layouts: tuple[tuple[int, int, str], ...], r
             f"runner-up: {detail}")
 
 
+def _stopped_keys(store: Store, sweep_id: int) -> set[tuple[int, int, str, int]]:
+    """The items of a sweep whose recorded run stopped before its end (timeout, or failed without a result line)."""
+    return {r.key() for r in store.runs([sweep_id]) if r.status in ("failed", "timeout") and r.record is None}
+
+
+def restartable_items(store: Store, sweep_id: int, params: SweepParams) -> list[SweepItem]:
+    """The recorded items of a sweep that stopped before their end and left a checkpoint to restart from."""
+    if not params.checkpoint_dir:
+        return []
+    return [item for item in (SweepItem(*key) for key in sorted(_stopped_keys(store, sweep_id)))
+            if restartable(params, item)]
+
+
 def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[SweepItem, ...],
               console: Console | None = None,
               runner: Callable[[list[str], float], RunOutcome] | None = None) -> SweepResult:
     """Runs every item not yet recorded for `sweep`, storing each run in its own transaction; with params.auto,
-    then adds rounds of the layouts still in the noise of the best (see still_open) up to params.max_repeat."""
+    then adds rounds of the layouts still in the noise of the best (see still_open) up to params.max_repeat.
+
+    With checkpoints (params.checkpoint_dir), an item whose run stopped before its end (timeout, killed) and left a
+    checkpoint runs again with --restart from it, and its record replaces the stopped one (kept as an attempt); a
+    run that reaches its end (prints its result) removes its checkpoint. The sweep ends 'interrupted' while some run
+    stopped with a checkpoint left, so the same command line (or --resume) continues it."""
     console = console or Console()
     runner = runner or run_command
     done = store.done_keys(sweep.id)
-    todo = [item for item in items if item.key() not in done]
+    stopped = _stopped_keys(store, sweep.id) if params.checkpoint_dir else set()
+
+    def pending(item: SweepItem) -> bool:
+        return item.key() not in done or (item.key() in stopped and restartable(params, item))
+
+    todo = [item for item in items if pending(item)]
     statuses: dict[str, int] = {}
     ran = 0
+    restarted = 0
     layouts = tuple(dict.fromkeys((i.ranks, i.threads, i.bind) for i in items))
     store.claim_sweep(sweep.id)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -520,16 +655,28 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
             task = progress.add_task(f"sweep {sweep.id} {params.app}", total=len(todo))
 
             def run_items(batch: list[SweepItem]) -> None:
-                nonlocal ran
+                nonlocal ran, restarted
                 for item in batch:
                     progress.update(task, description=f"sweep {sweep.id} {params.app} {item.label()}")
                     started = now_utc()
-                    outcome = runner(command_for(params, item), params.timeout)
-                    run = _outcome_run(sweep.id, params, item, outcome, started)
-                    store.add_run(run)
+                    restart = restartable(params, item)
+                    outcome = runner(command_for(params, item, restart), params.timeout)
+                    run = _outcome_run(sweep.id, params, item, outcome, started, restart)
+                    if item.key() in done:
+                        store.replace_run(run)
+                    else:
+                        store.add_run(run)
                     ran += 1
+                    restarted += restart
                     statuses[run.status] = statuses.get(run.status, 0) + 1
                     progress.console.print(_line(item, run), highlight=False)
+                    if outcome.record is not None:  # it reached its end: nothing left to restart from
+                        remove_checkpoint(params, item)
+                    elif restart and outcome.returncode == BAD_INPUT_EXIT:
+                        moved = reject_checkpoint(params, item)
+                        if moved is not None:
+                            progress.console.print(f"  [yellow]the app refused the checkpoint: moved to {moved}; "
+                                                   "the run stays failed[/yellow]", highlight=False)
                     progress.advance(task)
 
             run_items(todo)
@@ -546,7 +693,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                         break
                     rounds += 1
                     batch = [SweepItem(r, t, b, rounds) for r, t, b in round_order(params.seed, rounds, open_layouts)]
-                    batch = [i for i in batch if i.key() not in done]
+                    batch = [i for i in batch if pending(i)]
                     progress.update(task, total=(progress.tasks[0].total or 0) + len(batch))
                     run_items(batch)
                 runs = store.runs([sweep.id])
@@ -556,8 +703,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     except BaseException:
         store.set_sweep_status(sweep.id, "interrupted")
         raise
-    store.set_sweep_status(sweep.id, "finished")
-    return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto)
+    left = len(restartable_items(store, sweep.id, params))
+    store.set_sweep_status(sweep.id, "interrupted" if left else "finished")
+    return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto, restarted, left)
 
 
 def sbatch_command(params: SweepParams, db: Path) -> list[str]:
@@ -576,6 +724,8 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
            "--db", str(db.resolve()), "--launcher", "slurm", "--resume"]
     if params.oversubscribe:
         cmd.append("--oversubscribe")
+    if params.checkpoint_dir:
+        cmd += ["--checkpoint-dir", params.checkpoint_dir, "--checkpoint-every", str(params.checkpoint_every)]
     for name, value in params.mpi_params:
         cmd += ["--mpi-param", f"{name}={value}"]
     if params.app_args:

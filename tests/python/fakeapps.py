@@ -14,7 +14,10 @@ REPO = Path(__file__).resolve().parents[2]
 # $FAKE_NOISE_SEED, the layout and how often that layout ran before (so every run differs, and a test that fixes the
 # seed gets the same noise again). Every real launch (not --validate-ranks) appends "RxT" to $FAKE_LOG, so tests can
 # count launches. The record carries min_time_s from $HYMPI_MIN_TIME, as the real apps do. With $HYMPI_PROFILE_OUT set
-# (hympi profile's preload) it writes a profile of large all-to-all messages there.
+# (hympi profile's preload) it writes a profile of large all-to-all messages there. Checkpoints as the real frame
+# takes them: --checkpoint PATH --checkpoint-every N writes "fake-checkpoint N" to PATH (through PATH.tmp and a
+# rename) before anything else, --restart PATH reads it back (exit 2 naming the file when it is not one) and the
+# record gets an "io" object with restart_step; --hang-once hangs at --hang-at only when not restarting.
 FAKE_APP = r'''#!PYTHON
 import json, os, random, sys, time
 args = sys.argv[1:]
@@ -43,8 +46,23 @@ noise = float(opt("--noise", "0"))
 if noise:
     draw = random.Random(f"{os.environ.get('FAKE_NOISE_SEED', '0')}:{layout}:{runs_before}")
     rate *= 1.0 + draw.uniform(-noise, noise)
+step0 = -1
+if opt("--restart"):
+    try:
+        with open(opt("--restart")) as f:
+            magic, step = f.read().split()
+        assert magic == "fake-checkpoint"
+        step0 = int(step)
+    except (OSError, ValueError, AssertionError):
+        print(f"hympi-rb3d: error: {opt('--restart')} is not a hympi checkpoint", file=sys.stderr)
+        sys.exit(2)
+every = int(opt("--checkpoint-every", "0"))
+if opt("--checkpoint") and every and rank == 0:
+    with open(opt("--checkpoint") + ".tmp", "w") as f:
+        f.write(f"fake-checkpoint {max(step0, 0) + every}\n")
+    os.replace(opt("--checkpoint") + ".tmp", opt("--checkpoint"))
 time.sleep(float(opt("--sleep", "0")))
-if layout == opt("--hang-at"):
+if layout == opt("--hang-at") and not (step0 >= 0 and "--hang-once" in args):
     if os.environ.get("FAKE_PIDS"):
         with open(os.environ["FAKE_PIDS"], "a") as f:
             f.write(f"{os.getpid()}\n")
@@ -70,6 +88,15 @@ if rank == 0:
               "nodes": 1, "metrics": {}, "threads_default": False, "oversubscribed": False, "shared_pus": 0,
               "phases": {}, "hosts": ["fake"], "mpi_library": "fake MPI", "threads_level": "funneled",
               "topology_hash": "fake", "binding": [], "timestamp": "2026-01-01T00:00:00Z"}
+    if opt("--checkpoint") or opt("--restart"):
+        record["io"] = {"checkpoint": opt("--checkpoint", ""), "checkpoint_every": every,
+                        "restart": opt("--restart", ""), "snapshot": "", "snapshot_every": 0,
+                        "h5": {"sieve_bytes": 0, "alignment": 0, "chunk": None, "transfer": "collective",
+                               "hints": {}},
+                        "checkpoints": 1 if every else 0, "checkpoint_s": 0.05 if every else 0.0,
+                        "checkpoint_bytes": 1e8 if every else 0.0, "snapshots": 0, "snapshot_s": 0.0,
+                        "snapshot_bytes": 0.0, "restart_s": 0.02 if step0 >= 0 else 0.0,
+                        "restart_bytes": 1e8 if step0 >= 0 else 0.0, "restart_step": step0}
     print("HYMPI_RESULT " + json.dumps(record), flush=True)
 sys.exit(0 if verified else 1)
 '''

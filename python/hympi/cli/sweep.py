@@ -29,12 +29,14 @@ from hympi.settings import settings
 from hympi.store import Store
 from hympi.sweep import (
     AUTO_MIN_REPEAT,
+    DEFAULT_CHECKPOINT_EVERY,
     DEFAULT_MAX_REPEAT,
     DEFAULT_TIMEOUT_S,
     LAUNCHERS,
     PROBES,
     SweepParams,
     batch_request,
+    checkpoint_apps,
     command_for,
     cpu_limit,
     cross_layouts,
@@ -45,6 +47,8 @@ from hympi.sweep import (
     plan,
     random_seed,
     record_machine,
+    restartable,
+    restartable_items,
     run_sweep,
     validate_layouts,
 )
@@ -135,12 +139,34 @@ def add_parser(sub: Subparsers, name: str) -> None:
     add_db_option(p)
     p.add_argument("--resume", nargs="?", const=True, default=False, type=_resume_value, metavar="ID",
                    help="continue the latest unfinished sweep with the same parameters (or sweep ID)")
+    p.add_argument("--checkpoint-dir", default=None, metavar="DIR",
+                   help=f"apps with checkpoints ({', '.join(checkpoint_apps())}): every run writes its checkpoint "
+                        "to DIR/<run>.h5; a run that times out or is killed restarts from it when the same command "
+                        "runs again (a sweep with a checkpoint directory always resumes); a run that ends removes "
+                        "its checkpoint")
+    p.add_argument("--checkpoint-every", default=None, metavar="N",
+                   help=f"with --checkpoint-dir: a checkpoint every N steps (default {DEFAULT_CHECKPOINT_EVERY})")
     p.add_argument("--launcher", default="mpirun", help=f"{' or '.join(LAUNCHERS)} (default mpirun)")
     p.add_argument("--sbatch", default=None, metavar="PATH",
                    help="slurm outside an allocation: where to write the sbatch script "
                         "(default hympi-sweep-APP.sbatch)")
     p.add_argument("--dry-run", action="store_true", help="print the launch commands; run and record nothing")
     p.set_defaults(handler=main)
+
+
+def checkpoint_options(args: argparse.Namespace) -> tuple[str, int]:
+    """(absolute checkpoint directory or "", checkpoint cadence) from --checkpoint-dir / --checkpoint-every;
+    UsageError for a cadence without a directory or one that is not an integer >= 1 (the directory itself is
+    checked by SweepParams.check)."""
+    if args.checkpoint_dir is None:
+        if args.checkpoint_every is not None:
+            raise UsageError("--checkpoint-every needs --checkpoint-dir")
+        return "", 0
+    if not args.checkpoint_dir.strip():
+        raise UsageError("--checkpoint-dir needs a directory, got ''")
+    every = DEFAULT_CHECKPOINT_EVERY if args.checkpoint_every is None else \
+        parse_integer("--checkpoint-every", args.checkpoint_every, 1, "a number of steps")
+    return str(Path(args.checkpoint_dir).expanduser().absolute()), every
 
 
 def params_from_args(args: argparse.Namespace) -> SweepParams:
@@ -155,14 +181,29 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
     timeout = parse_seconds("--timeout", args.timeout, False)
     probe = args.app in PROBES
     repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, 1, 0.0 if probe else default_min_time())
+    checkpoint_dir, checkpoint_every = checkpoint_options(args)
     params = SweepParams(args.app, cross_layouts(ranks, threads), binds, resolved.text("dist"), repeat,
                          tuple(args.app_args), timeout, bool(resolved.value("oversubscribe")),
                          int(resolved.value("virtual_nodes")), args.launcher, min_time, seed,
-                         not (args.no_warmup or probe), auto, max_repeat, confidence)
+                         not (args.no_warmup or probe), auto, max_repeat, confidence,
+                         checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every)
     params.check()
     # Checked last: it asks the MPI library (one short launch) only when the rest of the command line is sound.
     mpi_params = mpi_params_from_args(args)
     return dataclasses.replace(params, mpi_params=mpi_params) if mpi_params else params
+
+
+def make_checkpoint_dir(directory: str) -> Path | None:
+    """Creates the checkpoint directory (and its parents); returns it when this call created it (to remove it again
+    if the sweep is refused), None when it existed. UsageError when it cannot be created."""
+    path = Path(directory)
+    if path.is_dir():
+        return None
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:
+        raise UsageError(f"--checkpoint-dir {directory} cannot be created ({exc.strerror or exc})") from None
+    return path
 
 
 def main(args: argparse.Namespace) -> int:
@@ -179,17 +220,31 @@ def main(args: argparse.Namespace) -> int:
         if args.app_args and tuple(args.app_args) != kept.app_args:
             raise UsageError(f"--resume {resume}: sweep {resume} ran with app arguments '{' '.join(kept.app_args)}', "
                              f"not '{' '.join(args.app_args)}'; start a new sweep to change them")
+        if params.checkpoint_dir and params.checkpoint_dir != kept.checkpoint_dir:
+            raise UsageError(f"--resume {resume}: sweep {resume} keeps its checkpoints in "
+                             f"'{kept.checkpoint_dir or '(none)'}', not '{params.checkpoint_dir}'")
         params = kept
+    elif params.checkpoint_dir:
+        resume = True  # the checkpoint directory holds the sweep's state: the same command line continues it
     summary = machine_summary()
     the_plan = plan(params, cpu_limit(params, summary))
     if not the_plan.items:
         raise UsageError(f"every layout needs more than the {summary.pus} PUs of this machine "
                          "(pass --oversubscribe to run them anyway)")
-    validate_layouts(params, the_plan.items)
+    outside = params.launcher == "slurm" and not slurm.in_allocation()
+    # The runs need the checkpoint directory, and the app checks the options naming it; a dry run or an sbatch
+    # script creates nothing (the app then checks the options without it).
+    created = make_checkpoint_dir(params.checkpoint_dir) if params.checkpoint_dir and not (args.dry_run or outside) \
+        else None
+    try:
+        validate_layouts(params, the_plan.items)
+    except BaseException:
+        if created is not None:
+            created.rmdir()
+        raise
     for ranks, threads in the_plan.skipped:
         print(f"hympi: skipping {ranks}x{threads}: {ranks * threads} > {summary.pus} PUs (use --oversubscribe)",
               file=sys.stderr)
-    outside = params.launcher == "slurm" and not slurm.in_allocation()
     if outside:
         req = batch_request(params, Path(args.db), len(the_plan.items))
         script = slurm.sbatch_script(req)
@@ -209,7 +264,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if args.dry_run:
         for item in the_plan.items:
-            print(format_command(command_for(params, item)))
+            print(format_command(command_for(params, item, restartable(params, item))))
         return 0
     store = Store.open(args.db)
     try:
@@ -219,17 +274,26 @@ def main(args: argparse.Namespace) -> int:
             params = SweepParams.from_dict(sweep.params)
             the_plan = plan(params, cpu_limit(params, summary))
         done = len(store.done_keys(sweep.id))
+        again = len(restartable_items(store, sweep.id, params))
+        restarts = f", {again} to restart from a checkpoint" if again else ""
         verb = "resuming" if resumed else "starting"
         warm = len(the_plan.layouts) if params.warmup else 0
         rounds = f"{params.repeat}..{params.max_repeat} rounds (--repeat auto)" if params.auto else \
             f"{params.repeat} round(s)"
         console.print(f"{verb} sweep {sweep.id}: {params.app}, {len(the_plan.items)} runs ({warm} warm-up, "
-                      f"{rounds}, order seed {params.seed}, min time {params.min_time:g} s; {done} already recorded) "
-                      f"-> {args.db}", highlight=False)
+                      f"{rounds}, order seed {params.seed}, min time {params.min_time:g} s; {done} already recorded"
+                      f"{restarts}) -> {args.db}", highlight=False)
         result = run_sweep(store, sweep, params, the_plan.items, console)
         runs = store.runs([sweep.id])
         counts = ", ".join(f"{n} {status}" for status, n in sorted(result.statuses.items())) or "nothing to run"
-        console.print(f"sweep {sweep.id} finished: {counts}", highlight=False)
+        if result.restarted:
+            counts += f"; {result.restarted} restarted from a checkpoint"
+        if result.restartable:
+            console.print(f"sweep {sweep.id} stopped: {counts}; {result.restartable} run(s) left a checkpoint in "
+                          f"{params.checkpoint_dir}: run the same command again to restart them from it",
+                          highlight=False)
+        else:
+            console.print(f"sweep {sweep.id} finished: {counts}", highlight=False)
         if result.auto is not None:
             console.print(result.auto.text, highlight=False)
         for group in group_runs(runs, {sweep.id: machine.id}):

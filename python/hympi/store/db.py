@@ -172,6 +172,8 @@ class Run:
     finished_at: str = ""
     id: int | None = None
     mpi_params: tuple[tuple[str, str], ...] = ()
+    # The step of the checkpoint this run restarted from (its io.restart_step), None for a run from the start.
+    restarted_from_step: int | None = None
 
     def key(self) -> tuple[int, int, str, int]:
         """The sweep item this run is: (ranks, threads, bind, repeat)."""
@@ -195,6 +197,31 @@ class Run:
     def problem(self) -> str:
         """The problem the app reported (e.g. '64^3'), or '' when the run produced no record."""
         return str(self.record.get("problem", "")) if self.record else ""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An earlier launch of a sweep item that a restart from its checkpoint replaced in the runs table (a timeout
+    or a failure; kept so the history of the item stays visible)."""
+
+    sweep_id: int
+    ranks: int
+    threads: int
+    bind: str
+    repeat: int
+    command: tuple[str, ...]
+    status: str
+    returncode: int | None
+    wall_s: float
+    restarted_from_step: int | None
+    record: JsonObject | None = field(default=None, hash=False, compare=False)
+    stderr_tail: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+
+    def key(self) -> tuple[int, int, str, int]:
+        """The sweep item it was: (ranks, threads, bind, repeat)."""
+        return (self.ranks, self.threads, self.bind, self.repeat)
 
 
 class Store:
@@ -373,24 +400,66 @@ class Store:
         if run.status not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, got {run.status!r}")
         with self.transaction() as conn:
-            cur = conn.execute(
-                "INSERT INTO runs (sweep_id, app, problem, ranks, threads, bind, dist, repeat, app_args_json, env_json,"
-                " command_json, status, returncode, wall_s, rate, rate_unit, time_s, comm_s, comp_s, imbalance,"
-                " max_rss_mib, node_rss_mib, result_json, stderr_tail, started_at, finished_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run.sweep_id, run.app, run.problem or None, run.ranks, run.threads, run.bind, run.dist, run.repeat,
-                 json.dumps(list(run.app_args)), json.dumps(dict(run.env), sort_keys=True),
-                 json.dumps(list(run.command)), run.status, run.returncode, run.wall_s, run.value("rate"),
-                 run.record.get("rate_unit") if run.record else None, run.value("time_s"), run.value("comm_s"),
-                 run.value("comp_s"), run.value("imbalance"), run.value("max_rss_mib"), run.value("node_rss_mib"),
-                 json.dumps(run.record, sort_keys=True) if run.record is not None else None, run.stderr_tail,
-                 run.started_at or now_utc(), run.finished_at or now_utc()))
-            run_id = int(cur.lastrowid or 0)
-            back = run.read_back() or {}
-            if run.mpi_params:
-                conn.executemany("INSERT INTO run_mpi_params (run_id, name, value, read_back) VALUES (?, ?, ?, ?)",
-                                 [(run_id, name, value, back.get(name)) for name, value in run.mpi_params])
-            return run_id
+            return self._insert_run(conn, run)
+
+    def replace_run(self, run: Run) -> int:
+        """Stores a run of an item that already has one (a restart from its checkpoint after a timeout or a
+        failure): the recorded run moves to run_attempts and `run` takes its place, in one transaction; returns the
+        new run's id. Without a recorded run of the item it is add_run."""
+        if run.status not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {RUN_STATUSES}, got {run.status!r}")
+        with self.transaction() as conn:
+            key = (run.sweep_id, run.ranks, run.threads, run.bind, run.repeat)
+            where = "sweep_id = ? AND ranks = ? AND threads = ? AND bind = ? AND repeat = ?"
+            row = conn.execute(f"SELECT id FROM runs WHERE {where}", key).fetchone()
+            if row is not None:
+                conn.execute("INSERT INTO run_attempts (sweep_id, ranks, threads, bind, repeat, command_json, status,"
+                             " returncode, wall_s, restarted_from_step, result_json, stderr_tail, started_at,"
+                             " finished_at) SELECT sweep_id, ranks, threads, bind, repeat, command_json, status,"
+                             " returncode, wall_s, restarted_from_step, result_json, stderr_tail, started_at,"
+                             " finished_at FROM runs WHERE id = ?", (row[0],))
+                conn.execute("DELETE FROM run_mpi_params WHERE run_id = ?", (row[0],))
+                conn.execute("DELETE FROM runs WHERE id = ?", (row[0],))
+            return self._insert_run(conn, run)
+
+    @staticmethod
+    def _insert_run(conn: sqlite3.Connection, run: Run) -> int:
+        """INSERTs `run` and its MPI parameters inside the caller's transaction; returns its id. A column a later
+        migration added is named only when the run has a value for it (so older schemas still take plain runs)."""
+        columns = ["sweep_id", "app", "problem", "ranks", "threads", "bind", "dist", "repeat", "app_args_json",
+                   "env_json", "command_json", "status", "returncode", "wall_s", "rate", "rate_unit", "time_s",
+                   "comm_s", "comp_s", "imbalance", "max_rss_mib", "node_rss_mib", "result_json", "stderr_tail",
+                   "started_at", "finished_at"]
+        values: list[object] = [
+            run.sweep_id, run.app, run.problem or None, run.ranks, run.threads, run.bind, run.dist, run.repeat,
+            json.dumps(list(run.app_args)), json.dumps(dict(run.env), sort_keys=True), json.dumps(list(run.command)),
+            run.status, run.returncode, run.wall_s, run.value("rate"),
+            run.record.get("rate_unit") if run.record else None, run.value("time_s"), run.value("comm_s"),
+            run.value("comp_s"), run.value("imbalance"), run.value("max_rss_mib"), run.value("node_rss_mib"),
+            json.dumps(run.record, sort_keys=True) if run.record is not None else None, run.stderr_tail,
+            run.started_at or now_utc(), run.finished_at or now_utc()]
+        if run.restarted_from_step is not None:
+            columns.append("restarted_from_step")
+            values.append(run.restarted_from_step)
+        cur = conn.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(values))})", values)
+        run_id = int(cur.lastrowid or 0)
+        back = run.read_back() or {}
+        if run.mpi_params:
+            conn.executemany("INSERT INTO run_mpi_params (run_id, name, value, read_back) VALUES (?, ?, ?, ?)",
+                             [(run_id, name, value, back.get(name)) for name, value in run.mpi_params])
+        return run_id
+
+    def attempts(self, sweep_ids: list[int] | None = None) -> list[Attempt]:
+        """The launches restarts replaced (of the given sweeps, if any), oldest first."""
+        sql = ("SELECT sweep_id, ranks, threads, bind, repeat, command_json, status, returncode, wall_s,"
+               " restarted_from_step, result_json, stderr_tail, started_at, finished_at FROM run_attempts")
+        params: list[int] = []
+        if sweep_ids is not None:
+            sql += f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})"
+            params = list(sweep_ids)
+        return [Attempt(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], r[7], r[8], r[9],
+                        json.loads(r[10]) if r[10] else None, r[11], r[12], r[13])
+                for r in self.conn.execute(sql + " ORDER BY id", params)]
 
     def done_keys(self, sweep_id: int) -> set[tuple[int, int, str, int]]:
         """The (ranks, threads, bind, repeat) items of a sweep that already have a recorded run."""
@@ -400,7 +469,8 @@ class Store:
     def runs(self, sweep_ids: list[int] | None = None) -> list[Run]:
         """Every run (of the given sweeps, if any), in the order they were recorded."""
         sql = ("SELECT sweep_id, app, ranks, threads, bind, dist, repeat, app_args_json, env_json, command_json,"
-               " status, returncode, wall_s, result_json, stderr_tail, started_at, finished_at, id FROM runs")
+               " status, returncode, wall_s, result_json, stderr_tail, started_at, finished_at, id,"
+               " restarted_from_step FROM runs")
         params: list[int] = []
         if sweep_ids is not None:
             sql += f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})"
@@ -417,7 +487,7 @@ class Store:
             out.append(Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])),
                            tuple(sorted(json.loads(r[8]).items())), tuple(json.loads(r[9])), r[10], r[11], r[12],
                            json.loads(r[13]) if r[13] else None, r[14], r[15], r[16], r[17],
-                           tuple(mpi.get(r[17], ()))))
+                           tuple(mpi.get(r[17], ())), r[18]))
         return out
 
     def run_mpi_params(self, run_id: int) -> list[tuple[str, str, str | None]]:

@@ -142,6 +142,27 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         CREATE INDEX profiles_program ON profiles (program);
     """),
+    Migration(6, "checkpoints: a run restarted from its checkpoint records the step, and the attempts it replaced", """
+        ALTER TABLE runs ADD COLUMN restarted_from_step INTEGER;
+        CREATE TABLE run_attempts (
+            id INTEGER PRIMARY KEY,
+            sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+            ranks INTEGER NOT NULL,
+            threads INTEGER NOT NULL,
+            bind TEXT NOT NULL,
+            repeat INTEGER NOT NULL,
+            command_json TEXT NOT NULL,
+            status TEXT NOT NULL,
+            returncode INTEGER,
+            wall_s REAL NOT NULL,
+            restarted_from_step INTEGER,
+            result_json TEXT,
+            stderr_tail TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            finished_at TEXT NOT NULL
+        );
+        CREATE INDEX run_attempts_item ON run_attempts (sweep_id, ranks, threads, bind, repeat);
+    """),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

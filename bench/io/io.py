@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""Checkpoint I/O (issue 17): hympi::h5 checkpoint write and read bandwidth per layout and option set, against dd
+on the same file system with the same byte count in the same run (targets: write >= 0.7 and read >= 0.7 of dd at
+1x2 and 2x1 for a 512 MiB field), and with --rb3d the checkpoint overhead of hympi-rb3d (target < 5 % of run time
+with one checkpoint per 50 iterations at 256^3).
+
+Usage: .venv/bin/python bench/io/io.py [--mib 512 | --global X Y Z] [--dir DIR] [--layouts 1x2,2x1] [--repeat 3]
+                                       [--sieve 0,fs,4M] [--alignment 0,fs] [--transfer collective,independent]
+                                       [--hints none] [--split auto] [--rb3d] [--rb3d-size 256]
+                                       [--rb3d-iterations 200] [--rb3d-every 50] [--output FILE]
+
+Builds nothing: run `cmake --build build --target hympi-bench-io hympi-rb3d` first (HYMPI_BIN_DIR or build/bin).
+
+Each round runs, per layout, the dd reference and then hympi-bench-io (every option set once, see its header for
+what a write and a read include), so a ratio compares measurements minutes apart at most; the table shows medians
+over the rounds of each round's ratio. The dd reference, byte count = the field's:
+  write  dd if=/dev/zero of=F bs=4M count=N conv=fdatasync     (data on disk before dd ends, as the commit's sync)
+  read   the faster of  dd if=F of=/dev/null bs=4M  after dropping F's pages (dd iflag=nocache count=0: clean
+         pages leave the page cache without root)  and  dd if=F of=/dev/null bs=4M iflag=direct (O_DIRECT)
+The benchmark drops its file's pages the same way (posix_fadvise DONTNEED) before each read and reports the share
+mincore() still sees resident. Caches outside the VM (the host's) are out of reach of both alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from hympi.launch.mpirun import LaunchSpec, build_command, format_command
+
+BENCH_LINE = re.compile(r"^HYMPI_BENCH (\{.*\})$", re.MULTILINE)
+RESULT_LINE = re.compile(r"^HYMPI_RESULT (\{.*\})$", re.MULTILINE)
+DD_LINE = re.compile(r"^(\d+) bytes .* copied, ([0-9.e+-]+) s", re.MULTILINE)
+DD_BLOCK = 4 * 2**20
+GB = 1e9
+TARGET = 0.7
+OVERHEAD_TARGET = 0.05
+
+
+def reject(option: str, message: str) -> NoReturn:
+    """Exits 2 with one line naming the option and what is wrong with its value."""
+    print(f"io.py: {option}: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_layouts(text: str) -> list[tuple[int, int]]:
+    """(ranks, threads) for each comma-separated RxT; exits 2 naming a bad one."""
+    layouts = []
+    for item in (part for part in text.split(",") if part):
+        match = re.fullmatch(r"([1-9][0-9]*)x([1-9][0-9]*)", item)
+        if match is None:
+            reject("--layouts", f"'{item}' is not RANKSxTHREADS (e.g. 2x1)")
+        layouts.append((int(match.group(1)), int(match.group(2))))
+    if not layouts:
+        reject("--layouts", "no layout given")
+    return layouts
+
+
+def dd(*args: str) -> float:
+    """Runs dd (C locale) and returns its seconds; exits 1 with its stderr when it fails."""
+    proc = subprocess.run(["dd", *args], capture_output=True, text=True, check=False,
+                          env={**os.environ, "LC_ALL": "C"}, timeout=1800)
+    match = DD_LINE.search(proc.stderr)
+    if proc.returncode != 0 or (match is None and "count=0" not in args):
+        sys.exit(f"io.py: dd {' '.join(args)}: exit {proc.returncode}\n{proc.stderr[-1000:]}")
+    return float(match.group(2)) if match else 0.0
+
+
+def dd_reference(directory: Path, nbytes: int) -> dict[str, float]:
+    """dd's write (fdatasync) and read (cold page cache, and O_DIRECT) bandwidth in GB/s for `nbytes` in
+    `directory`; the file is removed afterwards."""
+    blocks = max(1, -(-nbytes // DD_BLOCK))
+    target = directory / f"hympi-io-dd-{os.getpid()}.bin"
+    size = blocks * DD_BLOCK
+    try:
+        write_s = dd("if=/dev/zero", f"of={target}", f"bs={DD_BLOCK}", f"count={blocks}", "conv=fdatasync")
+        dd(f"if={target}", "iflag=nocache", "count=0")  # drops the (clean) pages of the whole file
+        cold_s = dd(f"if={target}", "of=/dev/null", f"bs={DD_BLOCK}")
+        direct_s = dd(f"if={target}", "of=/dev/null", f"bs={DD_BLOCK}", "iflag=direct")
+    finally:
+        target.unlink(missing_ok=True)
+    cold, direct = size / cold_s / GB, size / direct_s / GB
+    return {"bytes": float(size), "write_gbs": size / write_s / GB, "read_cold_gbs": cold, "read_direct_gbs": direct,
+            "read_gbs": max(cold, direct)}
+
+
+def launch(binary: str, ranks: int, threads: int, args: tuple[str, ...], pattern: re.Pattern[str],
+           ) -> list[dict[str, Any]]:
+    """Runs `binary` at ranks x threads (hympi binds, one thread per core) and returns its records."""
+    spec = LaunchSpec(app_binary=binary, ranks=ranks, threads=threads, bind="core", app_args=args)
+    cmd = build_command(spec)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, check=False,
+                          env={**os.environ, **spec.app_env()})
+    records = [json.loads(m) for m in pattern.findall(proc.stdout)]
+    if proc.returncode != 0 or not records:
+        sys.exit(f"io.py: {format_command(cmd)}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    return records
+
+
+def bench_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """hympi-bench-io's arguments."""
+    size = ("--global", *map(str, args.global_)) if args.global_ else ("--mib", str(args.mib))
+    return (*size, "--dir", str(args.dir), "--split", args.split, "--sieve", args.sieve, "--alignment",
+            args.alignment, "--transfer", args.transfer, "--hints", args.hints)
+
+
+def io_table(rounds: list[dict[str, Any]], layouts: list[tuple[int, int]]) -> list[dict[str, Any]]:
+    """Per layout and case: medians over the rounds of bandwidth and of the per-round ratio to dd."""
+    rows = []
+    for ranks, threads in layouts:
+        label = f"{ranks}x{threads}"
+        mine = [r for r in rounds if r["layout"] == label]
+        cases = dict.fromkeys(c["case"] for r in mine for c in r["cases"])
+        for case in cases:
+            samples = [(r["dd"], c) for r in mine for c in r["cases"] if c["case"] == case]
+            rows.append({
+                "layout": label, "case": case, "rounds": len(samples),
+                "write_gbs": statistics.median(c["write_gbs"] for _, c in samples),
+                "read_gbs": statistics.median(c["read_gbs"] for _, c in samples),
+                "write_ratio": statistics.median(c["write_gbs"] / d["write_gbs"] for d, c in samples),
+                "read_ratio": statistics.median(c["read_gbs"] / d["read_gbs"] for d, c in samples),
+                "commit_share": statistics.median(c["commit_s"] / c["write_s"] for _, c in samples),
+                "resident": max(c["resident_before_read"] for _, c in samples),
+                "verified": all(c["verified"] for _, c in samples)})
+    return rows
+
+
+def run_rb3d(args: argparse.Namespace, ranks: int, threads: int) -> list[dict[str, Any]]:
+    """hympi-rb3d at --rb3d-size^3 with and without a checkpoint per --rb3d-every iterations, alternating, --repeat
+    times; one record per run (its time_s, io totals, checkpoint phase)."""
+    base = ("--size", str(args.rb3d_size), "--iterations", str(args.rb3d_iterations), "--min-time", "0",
+            "--verify", "none", "--allow-unverified")  # timing only: the restart tests verify
+    ckpt = str(Path(args.dir) / f"hympi-io-rb3d-{os.getpid()}.h5")
+    runs = []
+    try:
+        for _ in range(args.repeat):
+            for every in (0, args.rb3d_every):
+                extra = ("--checkpoint", ckpt, "--checkpoint-every", str(every)) if every else ()
+                (record,) = launch("hympi-rb3d", ranks, threads, (*base, *extra), RESULT_LINE)
+                io = record.get("io") or {}
+                runs.append({"layout": f"{ranks}x{threads}", "every": every, "time_s": record["time_s"],
+                             "checkpoints": io.get("checkpoints", 0), "checkpoint_s": io.get("checkpoint_s", 0.0),
+                             "checkpoint_bytes": io.get("checkpoint_bytes", 0.0), "verified": record["verified"]})
+    finally:
+        Path(ckpt).unlink(missing_ok=True)
+    return runs
+
+
+def rb3d_table(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per layout: median run time without and with checkpoints, the checkpoint seconds and both overhead shares."""
+    rows = []
+    for label in dict.fromkeys(r["layout"] for r in runs):
+        plain = [r["time_s"] for r in runs if r["layout"] == label and not r["every"]]
+        with_ckpt = [r for r in runs if r["layout"] == label and r["every"]]
+        t_plain = statistics.median(plain)
+        t_ckpt = statistics.median(r["time_s"] for r in with_ckpt)
+        ckpt_s = statistics.median(r["checkpoint_s"] for r in with_ckpt)
+        rows.append({"layout": label, "time_plain_s": t_plain, "time_checkpoint_s": t_ckpt,
+                     "checkpoints": with_ckpt[0]["checkpoints"], "checkpoint_s": ckpt_s,
+                     "checkpoint_gbs": statistics.median(r["checkpoint_bytes"] / r["checkpoint_s"] / GB
+                                                         for r in with_ckpt if r["checkpoint_s"] > 0),
+                     "share": statistics.median(r["checkpoint_s"] / r["time_s"] for r in with_ckpt),
+                     "slowdown": (t_ckpt - t_plain) / t_ckpt})
+    return rows
+
+
+def file_system(directory: Path) -> str:
+    """'ext4 /dev/vda on /' for the directory (df), or 'unknown'."""
+    proc = subprocess.run(["df", "--output=fstype,source,target", str(directory)], capture_output=True, text=True,
+                          check=False)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or len(lines) < 2:
+        return "unknown"
+    fstype, source, target = [*lines[1].split(), "?", "?", "?"][:3]
+    return f"{fstype} {source} on {target}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the rounds, prints the tables (and writes every record with --output); exit 1 on a wrong read-back."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mib", type=int, default=512, help="field size in MiB (even; 512 x 512 x MIB/2 doubles)")
+    parser.add_argument("--global", dest="global_", type=int, nargs=3, metavar=("X", "Y", "Z"),
+                        help="the field's points instead of --mib (tests use tiny ones)")
+    parser.add_argument("--dir", default=".", help="where the files go (the file system measured)")
+    parser.add_argument("--layouts", default="1x2,2x1")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds (dd + every case per layout)")
+    parser.add_argument("--sieve", default="0,fs,4M")
+    parser.add_argument("--alignment", default="0,fs")
+    parser.add_argument("--transfer", default="collective,independent")
+    parser.add_argument("--hints", default="none")
+    parser.add_argument("--split", default="auto", choices=("auto", "x", "y", "z"))
+    parser.add_argument("--rb3d", action="store_true", help="also the checkpoint overhead of hympi-rb3d")
+    parser.add_argument("--rb3d-size", type=int, default=256)
+    parser.add_argument("--rb3d-iterations", type=int, default=200)
+    parser.add_argument("--rb3d-every", type=int, default=50)
+    parser.add_argument("--output", help="write every record as JSON to this file")
+    args = parser.parse_args(argv)
+    layouts = parse_layouts(args.layouts)
+    for option, value in (("--mib", args.mib), ("--repeat", args.repeat), ("--rb3d-size", args.rb3d_size),
+                          ("--rb3d-iterations", args.rb3d_iterations), ("--rb3d-every", args.rb3d_every)):
+        if value < 1:
+            reject(option, f"must be >= 1, got {value}")
+    if args.global_ and min(args.global_) < 1:
+        reject("--global", f"sizes must be >= 1, got {args.global_}")
+    if not args.global_ and args.mib % 2:
+        reject("--mib", f"{args.mib} is odd (512 x 512 doubles are 2 MiB per plane)")
+    args.dir = Path(args.dir).resolve()
+    if not args.dir.is_dir():
+        reject("--dir", f"{args.dir} is not a directory")
+    cores = os.cpu_count() or 1
+    print(f"file system: {file_system(args.dir)}; {cores} cores; rounds: {args.repeat}", flush=True)
+
+    points = args.global_[0] * args.global_[1] * args.global_[2] if args.global_ else 512 * 512 * (args.mib // 2)
+    field_bytes = 8 * points
+    rounds: list[dict[str, Any]] = []
+    for number in range(args.repeat):
+        for ranks, threads in layouts:
+            reference = dd_reference(args.dir, field_bytes)
+            cases = launch("hympi-bench-io", ranks, threads, bench_args(args), BENCH_LINE)
+            rounds.append({"round": number, "layout": f"{ranks}x{threads}", "dd": reference, "cases": cases})
+            print(f"round {number + 1} {ranks}x{threads}: dd write {reference['write_gbs']:.3f} GB/s, read "
+                  f"{reference['read_cold_gbs']:.3f} (cold) / {reference['read_direct_gbs']:.3f} (O_DIRECT) GB/s",
+                  flush=True)
+    first = rounds[0]["cases"][0]
+    print(f"\nfield {'x'.join(map(str, first['global']))} doubles = {first['field_bytes'] / 2**20:.0f} MiB, file "
+          f"{first['file_bytes'] / 2**20:.1f} MiB, fs block {first['fs_block']} B; ratio = hympi / dd (same round), "
+          "medians over the rounds")
+    print(f"{'layout':>6} {'case':<48} {'write GB/s':>10} {'read GB/s':>9} {'write/dd':>8} {'read/dd':>7} "
+          f"{'commit':>6} {'cached':>6} {'ok':>3}")
+    table = io_table(rounds, layouts)
+    for row in table:
+        print(f"{row['layout']:>6} {row['case']:<48} {row['write_gbs']:>10.3f} {row['read_gbs']:>9.3f} "
+              f"{row['write_ratio']:>8.2f} {row['read_ratio']:>7.2f} {100 * row['commit_share']:>5.0f}% "
+              f"{100 * max(row['resident'], 0):>5.0f}% {'yes' if row['verified'] else 'NO':>3}")
+    for label in dict.fromkeys(r["layout"] for r in table):
+        mine = [r for r in table if r["layout"] == label]
+        w, r = max(mine, key=lambda x: x["write_ratio"]), max(mine, key=lambda x: x["read_ratio"])
+        met = "met" if min(w["write_ratio"], r["read_ratio"]) >= TARGET else "MISSED"
+        print(f"{label}: best write {w['write_ratio']:.2f} of dd ({w['case']}), best read {r['read_ratio']:.2f} of dd "
+              f"({r['case']}); target {TARGET}: {met}")
+    out: dict[str, Any] = {"file_system": file_system(args.dir), "rounds": rounds, "table": table}
+    if args.rb3d:
+        runs = [run for ranks, threads in layouts for run in run_rb3d(args, ranks, threads)]
+        out["rb3d"] = {"runs": runs, "table": rb3d_table(runs)}
+        print(f"\nhympi-rb3d {args.rb3d_size}^3, {args.rb3d_iterations} iterations, a checkpoint every "
+              f"{args.rb3d_every} (medians of {args.repeat}): share = checkpoint s / run time s, slowdown = "
+              "(with - without) / with")
+        print(f"{'layout':>6} {'without s':>9} {'with s':>8} {'ckpts':>5} {'ckpt s':>7} {'ckpt GB/s':>9} "
+              f"{'share':>6} {'slowdown':>8}")
+        for row in out["rb3d"]["table"]:
+            print(f"{row['layout']:>6} {row['time_plain_s']:>9.2f} {row['time_checkpoint_s']:>8.2f} "
+                  f"{row['checkpoints']:>5} {row['checkpoint_s']:>7.2f} {row['checkpoint_gbs']:>9.3f} "
+                  f"{100 * row['share']:>5.1f}% {100 * row['slowdown']:>7.1f}%  target < "
+                  f"{100 * OVERHEAD_TARGET:.0f} %: {'met' if row['share'] < OVERHEAD_TARGET else 'MISSED'}")
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            json.dump(out, f, indent=1)
+    return 0 if all(row["verified"] for row in table) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
