@@ -1,6 +1,7 @@
 // hympi-pencil's checkpoints, restart and snapshots (set-up and bookkeeping; the I/O is hympi::h5's).
 #include "hympi/pencil/io.hpp"
 
+#include <cmath>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -15,12 +16,6 @@ namespace {
 std::array<long, 3> spectral_global(const IoGrid& grid) {
   const ZModes modes = dealiased_modes(grid.options.grid[2], PencilOptions::kMinNz);
   return {modes.doubles(), grid.options.grid[1], grid.options.grid[0]};
-}
-
-const IoGrid& my_grid(std::span<const IoGrid> grids) {
-  for (const IoGrid& g : grids)
-    if (g.mine) return g;
-  throw InvalidArgument("no grid of the run is this rank's");
 }
 
 }  // namespace
@@ -43,10 +38,8 @@ h5::Block3 state_block(const IoGrid& grid, const PencilSolver& solver) {
 void write_checkpoint(h5::IoSession& io, std::span<const IoGrid> grids, const PencilSolver& solver) {
   const nlohmann::json state{{"t", solver.time()}, {"dt_bound", solver.dt_bound()}, {"steps", solver.steps_done()}};
   io.checkpoint(solver.steps_done(), solver.time(), state, [&](h5::File& f) {
-    for (const IoGrid& g : grids) {
-      f.write(state_dataset(g), state_block(g, solver),
-              g.mine ? solver.state() : std::span<const double>());
-    }
+    for (const IoGrid& g : grids)
+      f.write(state_dataset(g), state_block(g, solver), g.mine ? solver.state() : std::span<const double>());
   });
 }
 
@@ -80,20 +73,21 @@ void restart_pencil(h5::IoSession& io, std::span<const IoGrid> grids, PencilSolv
   std::vector<double> u(solver.state().size());
   double t = 0, dt_bound = 0;
   long steps = 0;
-  (void)my_grid(grids);
   io.restart([&](h5::File& f, const h5::CheckpointHeader& h) {
     const auto bad = [&](const std::string& why) { return h5::BadFile("checkpoint " + f.path() + " " + why); };
-    if (!h.state.contains("t") || !h.state.contains("dt_bound") || !h.state.contains("steps"))
-      throw bad("has no solver state (t, dt_bound, steps)");
-    steps = h.state["steps"].get<long>();
+    try {
+      steps = h.state.at("steps").get<long>();
+      t = h.state.at("t").get<double>();
+      dt_bound = h.state.at("dt_bound").get<double>();
+    } catch (const nlohmann::json::exception&) {
+      throw bad("has no solver state (numbers t, dt_bound, steps)");
+    }
     if (steps > max_steps)
       throw bad("holds step " + std::to_string(steps) + ", past the " + std::to_string(max_steps) + " steps asked for");
-    t = h.state["t"].get<double>();
-    dt_bound = h.state["dt_bound"].get<double>();
-    if (!(dt_bound > 0) || steps < 0) throw bad("has a state no step leaves (dt_bound, steps)");
-    for (const IoGrid& g : grids) {
+    if (!(dt_bound > 0) || !std::isfinite(dt_bound) || !std::isfinite(t) || steps < 1)
+      throw bad("has a state no step leaves (t, dt_bound, steps)");
+    for (const IoGrid& g : grids)
       f.read(state_dataset(g), state_block(g, solver), g.mine ? std::span<double>(u) : std::span<double>());
-    }
   });
   solver.resume(u, t, dt_bound, steps);
 }

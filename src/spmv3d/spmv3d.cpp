@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
@@ -149,15 +149,18 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
       if (h.step < 1 || h.step > options.cg_iterations)
         throw bad("holds CG iteration " + std::to_string(h.step) + ", past the limit --cg-iterations " +
                   std::to_string(options.cg_iterations));
-      if (!h.state.contains("rr") || !h.state.contains("residuals")) throw bad("has no CG state (rr, residuals)");
-      for (const auto& [name, v] : {std::pair{"x", &x}, std::pair{"r", &r}, std::pair{"p", &p}})
-        f.read(name, h5::Block3::of(*v, global_points), v->data());
+      try {
+        rr = h.state.at("rr").get<double>();
+        result.cg_residuals = h.state.at("residuals").get<std::vector<double>>();
+      } catch (const nlohmann::json::exception&) {
+        throw bad("has no CG state (the number rr, the residuals)");
+      }
       it = static_cast<int>(h.step);
-      rr = h.state["rr"].get<double>();
-      result.cg_residuals = h.state["residuals"].get<std::vector<double>>();
       if (result.cg_residuals.size() != static_cast<std::size_t>(it) + 1)
         throw bad("has " + std::to_string(result.cg_residuals.size()) + " residuals for iteration " +
                   std::to_string(it));
+      for (const auto& [name, v] : {std::pair{"x", &x}, std::pair{"r", &r}, std::pair{"p", &p}})
+        f.read(name, h5::Block3::of(*v, global_points), v->data());
     });
     // The dot is exact, so (r, r) read back must be rr to the bit: a cheap proof r is the r written.
     if (dot(r, r, cart.comm(), cg_metrics) != rr)

@@ -2,11 +2,11 @@
 // One verified, timed run of the pencil solver, as hympi-pencil runs it (thin main: parse, run, print).
 #include <mpi.h>
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-#include <cstdint>
 
 #include "hympi/core/metrics.hpp"
 #include "hympi/h5/checkpoint.hpp"
