@@ -34,11 +34,29 @@ LocationsSpec parse_num_locs(std::string_view text) {
 
 namespace {
 
-/// One location per object of a level: (cpuset, nodeset) pairs, CPU-less objects left out.
-std::vector<Location> level_locations(const Topology& topo, LocationLevel level) {
+/// The PUs locations may use: the machine's, or those of `within`; throws when none is left.
+Bitmap usable_pus(const Topology& topo, const Bitmap* within) {
+  Bitmap set = topo.machine_set();
+  if (within != nullptr) hwloc_bitmap_and(set.get(), set.get(), within->get());
+  if (set.weight() <= 0)
+    throw InvalidArgument("no PU of the topology is in " +
+                          (within != nullptr ? "the set " + within->to_list() : std::string("the machine")));
+  return set;
+}
+
+Bitmap intersection(const Bitmap& a, const Bitmap& b) {
+  Bitmap out;
+  hwloc_bitmap_and(out.get(), a.get(), b.get());
+  return out;
+}
+
+/// One location per object of a level: (cpuset, nodeset) pairs, objects without usable PUs left out.
+std::vector<Location> level_locations(const Topology& topo, LocationLevel level, const Bitmap& usable) {
   std::vector<Location> out;
-  const auto add = [&](Bitmap cpuset, Bitmap nodeset) {
-    if (cpuset.weight() <= 0) return;  // memory-only NUMA node (HBM, CXL): no thread can run there
+  const auto add = [&](const Bitmap& object_set, Bitmap nodeset) {
+    Bitmap cpuset = intersection(object_set, usable);
+    // A memory-only NUMA node (HBM, CXL) or an object outside `within`: no thread can run there.
+    if (cpuset.weight() <= 0) return;
     out.push_back({static_cast<int>(out.size()), std::move(cpuset), std::move(nodeset)});
   };
   switch (level) {
@@ -49,70 +67,68 @@ std::vector<Location> level_locations(const Topology& topo, LocationLevel level)
       break;
     case LocationLevel::package:
       for (int i = 0; i < topo.packages(); ++i) {
-        Bitmap set = topo.package_set(i);
-        Bitmap nodes = topo.nodeset_of(set);
-        add(std::move(set), std::move(nodes));
+        const Bitmap set = topo.package_set(i);
+        add(set, topo.nodeset_of(intersection(set, usable)));
       }
       break;
     case LocationLevel::l3:
       for (int i = 0; i < topo.l3_caches(); ++i) {
-        Bitmap set = topo.l3_set(i);
-        Bitmap nodes = topo.nodeset_of(set);
-        add(std::move(set), std::move(nodes));
+        const Bitmap set = topo.l3_set(i);
+        add(set, topo.nodeset_of(intersection(set, usable)));
       }
       break;
   }
   if (out.empty()) {
     // No object of that level (no L3 reported, a synthetic machine without packages): one
-    // location spanning the machine is still a valid mapping, and every program runs.
-    Bitmap set = topo.machine_set();
-    if (set.weight() <= 0) throw TopologyError("the topology has no PU to put a location on");
-    out.push_back({0, set, topo.machine_nodeset()});
+    // location spanning the usable PUs is still a valid mapping, and every program runs.
+    out.push_back({0, usable, topo.nodeset_of(usable)});
   }
   return out;
 }
 
 }  // namespace
 
-Locations Locations::by_level(const Topology& topology, LocationLevel level) {
-  return Locations(topology, level_locations(topology, level), hympi::to_string(level));
+Locations Locations::by_level(const Topology& topology, LocationLevel level, const Bitmap* within) {
+  return Locations(topology, level_locations(topology, level, usable_pus(topology, within)),
+                   hympi::to_string(level));
 }
 
-Locations Locations::by_count(const Topology& topology, int nlocs) {
+Locations Locations::by_count(const Topology& topology, int nlocs, const Bitmap* within) {
   if (nlocs <= 0) throw InvalidArgument("number of locations must be >= 1, got " + std::to_string(nlocs));
-  const int cores = topology.cores();
-  const int pus = topology.pus();
+  const Bitmap usable = usable_pus(topology, within);
+  std::vector<Bitmap> cores;
+  for (int c = 0; c < topology.cores(); ++c)
+    if (Bitmap set = intersection(topology.core_set(c), usable); set.weight() > 0) cores.push_back(std::move(set));
+  const int pus = usable.weight();
   if (nlocs > pus)
     throw InvalidArgument("number of locations " + std::to_string(nlocs) + " exceeds the " + std::to_string(pus) +
-                          " PUs of the topology");
+                          " PUs available");
   // Cores first, so a location never splits a core's hyperthreads between two locations; PUs
   // only when there are more locations than cores.
-  const bool by_core = nlocs <= cores;
-  const int units = by_core ? cores : pus;
-  std::vector<Bitmap> unit_sets;
-  if (by_core) {
-    for (int c = 0; c < cores; ++c) unit_sets.push_back(topology.core_set(c));
+  std::vector<Bitmap> units;
+  if (nlocs <= static_cast<int>(cores.size())) {
+    units = std::move(cores);
   } else {
-    const Bitmap all = topology.machine_set();
-    for (int pu = hwloc_bitmap_first(all.get()); pu >= 0; pu = hwloc_bitmap_next(all.get(), pu)) {
+    for (int pu = hwloc_bitmap_first(usable.get()); pu >= 0; pu = hwloc_bitmap_next(usable.get(), pu)) {
       Bitmap one;
       hwloc_bitmap_only(one.get(), static_cast<unsigned>(pu));
-      unit_sets.push_back(std::move(one));
+      units.push_back(std::move(one));
     }
   }
+  const auto count = static_cast<long long>(units.size());
   std::vector<Location> out;
   for (int l = 0; l < nlocs; ++l) {
     Bitmap set;
-    for (long long u = block_begin(units, nlocs, l); u < block_begin(units, nlocs, l + 1); ++u)
-      set.add(unit_sets[static_cast<std::size_t>(u)]);
+    for (long long u = block_begin(count, nlocs, l); u < block_begin(count, nlocs, l + 1); ++u)
+      set.add(units[static_cast<std::size_t>(u)]);
     Bitmap nodes = topology.nodeset_of(set);
     out.push_back({l, std::move(set), std::move(nodes)});
   }
   return Locations(topology, std::move(out), "count");
 }
 
-Locations Locations::from_spec(const Topology& topology, const LocationsSpec& spec) {
-  return spec.count > 0 ? by_count(topology, spec.count) : by_level(topology, spec.level);
+Locations Locations::from_spec(const Topology& topology, const LocationsSpec& spec, const Bitmap* within) {
+  return spec.count > 0 ? by_count(topology, spec.count, within) : by_level(topology, spec.level, within);
 }
 
 int Locations::wrap(long long index) const noexcept {

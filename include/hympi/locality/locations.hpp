@@ -69,14 +69,20 @@ LocationsSpec parse_num_locs(std::string_view text);
 /// larger blocks first), so N equal to the NUMA or package count gives the same sets as the
 /// level; with more locations than cores the PUs are cut instead; each location's nodeset is the
 /// NUMA nodes near its PUs.
+///
+/// `within` (optional) keeps the locations inside a set of PUs, e.g. the cpuset an MPI rank was
+/// bound to, so that a rank's threads never leave it: objects are cut down to their PUs in
+/// `within` and dropped when none is left, and a count splits only the cores (PUs) in `within`.
 class Locations {
  public:
-  /// One location per object of `level`. Throws TopologyError when hwloc reports no PU at all.
-  static Locations by_level(const Topology& topology, LocationLevel level);
-  /// `nlocs` locations. Throws InvalidArgument when nlocs <= 0 or nlocs exceeds the PUs.
-  static Locations by_count(const Topology& topology, int nlocs);
+  /// One location per object of `level` (inside `within` when given). Throws InvalidArgument when
+  /// `within` holds no PU of the topology.
+  static Locations by_level(const Topology& topology, LocationLevel level, const Bitmap* within = nullptr);
+  /// `nlocs` locations (inside `within` when given). Throws InvalidArgument when nlocs <= 0 or
+  /// nlocs exceeds the PUs available.
+  static Locations by_count(const Topology& topology, int nlocs, const Bitmap* within = nullptr);
   /// By `spec.count` when > 0, else by `spec.level`; throws as those do.
-  static Locations from_spec(const Topology& topology, const LocationsSpec& spec);
+  static Locations from_spec(const Topology& topology, const LocationsSpec& spec, const Bitmap* within = nullptr);
 
   /// nlocs, the number of locations (>= 1).
   [[nodiscard]] int size() const noexcept { return static_cast<int>(locations_.size()); }

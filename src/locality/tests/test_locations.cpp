@@ -152,3 +152,26 @@ TEST(Locations, DescribeListsEveryLocation) {
   EXPECT_EQ(Locations::by_level(topo, LocationLevel::numa).describe(),
             "location 0: PUs 0-1, NUMA nodes 0\nlocation 1: PUs 2-3, NUMA nodes 1\n");
 }
+
+TEST(Locations, WithinARanksSet) {
+  const auto topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  const auto set = [](const char* list) {
+    hympi::Bitmap b;
+    hwloc_bitmap_list_sscanf(b.get(), list);
+    return b;
+  };
+  const auto package1 = set("16-31");  // e.g. a rank bound with --bind package
+  const auto numa = Locations::by_level(topo, LocationLevel::numa, &package1);
+  EXPECT_EQ(cpusets(numa), (std::vector<std::string>{"16-23", "24-31"}));
+  EXPECT_EQ(nodesets(numa), (std::vector<std::string>{"2", "3"}));
+  const auto three = Locations::by_count(topo, 3, &package1);  // 8 cores: 3, 3, 2
+  EXPECT_EQ(cpusets(three), (std::vector<std::string>{"16-21", "22-27", "28-31"}));
+  const auto straddling = set("4-11");
+  EXPECT_EQ(cpusets(Locations::by_level(topo, LocationLevel::numa, &straddling)),
+            (std::vector<std::string>{"4-7", "8-11"}));
+  EXPECT_EQ(nodesets(Locations::by_level(topo, LocationLevel::package, &straddling)),
+            (std::vector<std::string>{"0-1"}));
+  EXPECT_THROW((void)Locations::by_count(topo, 9, &straddling), InvalidArgument);  // 8 PUs
+  const auto outside = set("40-50");
+  EXPECT_THROW((void)Locations::by_level(topo, LocationLevel::numa, &outside), InvalidArgument);
+}
