@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -188,6 +189,16 @@ TEST(Region, ChildTasksInheritTheirParentsLocation) {
   EXPECT_EQ(child_at.load(), 2);
   EXPECT_EQ(grandchild_at.load(), 2);
   EXPECT_EQ(named_at.load(), 1);
+}
+
+TEST(Region, TasksMayBeMoveOnly) {
+  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  std::atomic<int> sum{0};
+  parallel(locs, 4, [&](Here& here) {
+    auto value = std::make_unique<int>(here.thread() + 1);
+    here.task_on(here.thread() + 1, [&sum, v = std::move(value)] { sum += *v; });
+  });
+  EXPECT_EQ(sum.load(), 1 + 2 + 3 + 4);
 }
 
 TEST(Region, BarrierWaitsForEveryTask) {
