@@ -10,11 +10,19 @@ namespace hympi::locality::detail {
 
 namespace {
 
+/// Each bound run of pages becomes a kernel memory area of its own, and a process may hold only
+/// vm.max_map_count of them (65530 by default); past this many runs (arrays whose inner
+/// dimension is distributed) the owners' first touch places the pages instead.
+constexpr std::size_t kMaxBoundRuns = 16384;
+
 /// Binds each maximal run of pages with one owner to that owner's nodeset; false when the kernel
 /// refuses (the caller falls back to first touch, which needs no permission).
 bool bind_pages(const ArrayDistribution& distribution, std::span<std::byte> storage, std::size_t page,
                 const std::vector<int>& owner) {
   const Topology& topo = distribution.locations().topology();
+  std::size_t runs = owner.empty() ? 0 : 1;
+  for (std::size_t p = 1; p < owner.size(); ++p) runs += owner[p] != owner[p - 1];
+  if (runs > kMaxBoundRuns) return false;
   std::size_t p = 0;
   while (p < owner.size()) {
     std::size_t q = p + 1;

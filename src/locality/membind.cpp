@@ -143,8 +143,8 @@ PagePlacement query_pages(const Topology& topology, std::span<const std::byte> a
       continue;
     }
     ++out.per_node[node];
-    if (const Bitmap* meant = has_intent ? intent(p) : nullptr; meant != nullptr && meant->contains(static_cast<unsigned>(node)))
-      ++out.on_intended;
+    const Bitmap* meant = has_intent ? intent(p) : nullptr;
+    if (meant != nullptr && meant->contains(static_cast<unsigned>(node))) ++out.on_intended;
   }
   return out;
 }

@@ -80,8 +80,8 @@ struct Region {
     thread_location = plan_threads(*locations, range, team);
     threads_at.assign(static_cast<std::size_t>(locations->size()), 0);
     rank_in_location.resize(static_cast<std::size_t>(team));
-    for (int t = 0; t < team; ++t)
-      rank_in_location[static_cast<std::size_t>(t)] = threads_at[static_cast<std::size_t>(thread_location[static_cast<std::size_t>(t)])]++;
+    for (std::size_t t = 0; t < static_cast<std::size_t>(team); ++t)
+      rank_in_location[t] = threads_at[static_cast<std::size_t>(thread_location[t])]++;
     queues.resize(static_cast<std::size_t>(locations->size()));
   }
 };

@@ -23,7 +23,8 @@ enum class ArrayPlacement {
 /// What placing the pages actually did.
 enum class PlacedBy {
   membind,      ///< bound by policy (and touched by the owners' threads)
-  first_touch,  ///< touched first by the owners' threads (asked for, or the kernel refused membind)
+  first_touch,  ///< touched first by the owners' threads (asked for, the kernel refused membind, or
+                ///< more than 16384 runs of pages alternate owners, too many kernel memory areas)
   unplaced,     ///< the topology is not this machine: nothing bound, pages wherever the OS put them
 };
 

@@ -89,7 +89,9 @@ class Locations {
   /// `index` taken modulo nlocs into 0 .. nlocs-1 (the seed's wrap-around; negative values too).
   [[nodiscard]] int wrap(long long index) const noexcept;
   /// The location `index` after wrap(); never throws.
-  [[nodiscard]] const Location& at(long long index) const noexcept { return locations_[static_cast<std::size_t>(wrap(index))]; }
+  [[nodiscard]] const Location& at(long long index) const noexcept {
+    return locations_[static_cast<std::size_t>(wrap(index))];
+  }
   /// Every location, in order.
   [[nodiscard]] const std::vector<Location>& all() const noexcept { return locations_; }
   /// The range 0 : nlocs-1 (the seed's default when a region names no location).

@@ -152,7 +152,6 @@ class Here {
   }
 
  private:
-  friend struct detail::Region;
   friend void detail::run_region(const Locations&, const LocationRange&, int, Here*, void*, detail::BodyCall);
   Here(detail::Region& region, int thread);
   void enqueue(int location, std::unique_ptr<detail::Task> task);

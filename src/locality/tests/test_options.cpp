@@ -49,6 +49,7 @@ TEST(NumLocsOption, ZeroIsRefusedNamingTheVariable) {
     (void)spec_of(settings);
     FAIL() << "HYMPI_NUM_LOCS=0 was accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(), "HYMPI_NUM_LOCS: number of locations must be an integer >= 1 or numa, package or l3, got '0'");
+    EXPECT_STREQ(e.what(),
+                 "HYMPI_NUM_LOCS: number of locations must be an integer >= 1 or numa, package or l3, got '0'");
   }
 }
