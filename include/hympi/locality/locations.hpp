@@ -63,7 +63,8 @@ LocationsSpec parse_num_locs(std::string_view text);
 /// The machine's locations. Holds a pointer to `topology`, which must outlive it.
 ///
 /// By level: one location per NUMA node (CPU-less memory nodes skipped: no thread can run
-/// there), package or L3 cache, with the nodes near its PUs; a topology without objects of that
+/// there), package or L3 cache; a NUMA location's nodeset is its own node, a package's or L3's the
+/// nodes near its PUs; a topology without objects of that
 /// level (no L3 reported, no Package objects) is one location spanning the machine. By count N:
 /// the cores in logical order are cut into N contiguous blocks (sizes differ by at most one,
 /// larger blocks first), so N equal to the NUMA or package count gives the same sets as the
