@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -13,7 +14,9 @@ import pytest
 
 from conftest import hympi
 from fakeapps import fake_bin_dir, launches
+from hympi.apps import APPS
 from hympi.iorecord import io_record
+from hympi.paths import bin_dir
 from hympi.store import Store
 from hympi.sweep import SweepItem, SweepParams, checkpoint_path, io_args
 from test_sweep import _sweep_process
@@ -32,6 +35,20 @@ def _sweep(db: Path, ckpt: Path, *extra: str) -> list[str]:
     return ["sweep", "rb3d", "--ranks", "1,2", "--no-warmup", "--seed", "3", "--db", str(db),
             "--checkpoint-dir", str(ckpt), "--checkpoint-every", "50", *extra,
             "--", "--hang-at", "2x1", "--hang-once"]
+
+
+@pytest.mark.parametrize("name", sorted(APPS))
+def test_the_contracts_checkpoint_apps_are_the_ones_that_take_the_options(name: str):
+    """contract.toml's checkpoints = true is what `hympi sweep --checkpoint-dir` relies on: such an app takes
+    --checkpoint/--checkpoint-every/--restart (AppDefinition::checkpoints()), and no other app does."""
+    path = bin_dir() / APPS[name].binary
+    if not path.is_file():
+        pytest.skip(f"{path} is not built")
+    proc = subprocess.run([str(path), "--help"], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    offers = all(f"{option} " in proc.stdout for option in ("--checkpoint", "--checkpoint-every", "--restart"))
+    assert offers == APPS[name].checkpoints, f"{name}: contract says checkpoints = {APPS[name].checkpoints}"
 
 
 def test_params_keep_the_checkpoint_settings_and_name_one_file_per_run(tmp_path: Path):
@@ -101,6 +118,10 @@ def test_a_stopped_run_restarts_from_its_checkpoint_on_the_next_invocation(tmp_p
             assert "--restart" not in attempts[0].command
         else:
             assert attempts == []  # nothing had been recorded for it
+    report = hympi("report", "--db", str(db), "--out", str(tmp_path / "rep"), env=env)
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "<h2 id='checkpoint-io'>Checkpoint I/O</h2>" in page and "(restarted at step 50)" in page
 
 
 def test_a_refused_checkpoint_is_moved_aside_and_the_run_stays_failed(tmp_path: Path):

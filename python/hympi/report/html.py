@@ -8,6 +8,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend
+from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, checkpoint_io_view
 from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import ModelFit, describe, fit_model
@@ -467,9 +468,10 @@ def _runs_table(runs: list[Run]) -> str:
         tail = (f"<details><summary>show</summary><pre>{escape(r.stderr_tail)}</pre></details>"
                 if r.stderr_tail.strip() else "")
         unit = escape(str(r.record.get("rate_unit", ""))) if r.record else ""
+        restart = "" if r.restarted_from_step is None else f" (restarted at step {r.restarted_from_step})"
         rows.append(f"<tr><td>{r.id}</td><td>{r.sweep_id}</td><td class='l'>{escape(r.app)}</td>"
                     f"<td class='l'>{escape(r.problem)}</td><td>{r.ranks}x{r.threads}</td><td>{escape(r.bind)}</td>"
-                    f"<td>{r.repeat}</td><td class='l {escape(r.status)}'>{escape(r.status)}</td>"
+                    f"<td>{r.repeat}</td><td class='l {escape(r.status)}'>{escape(r.status)}{restart}</td>"
                     f"<td>{'' if r.returncode is None else r.returncode}</td><td>{_num(r.value('rate'))}</td>"
                     f"<td>{unit}</td><td>{_num(r.value('time_s'))}</td><td>{_num(r.value('comm_s'))}</td>"
                     f"<td>{_num(r.value('comp_s'))}</td><td>{_num(r.value('max_rss_mib'), '.1f')}</td>"
@@ -482,9 +484,10 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
            figures: dict[str, GroupFigures], runs: list[Run], notes: tuple[str, ...],
            probes: list[HierarchyProbe] | None = None, probe_figures: dict[str, str] | None = None,
            failed_probes: int = 0, explained: Explained | None = None, tuning: TuningView | None = None,
-           transposes: dict[str, TransposeView | None] | None = None) -> str:
-    """The whole page as a string; `explained` (from explain_groups) and `transposes` (per group slug, from
-    transpose_view) are computed here when not given."""
+           transposes: dict[str, TransposeView | None] | None = None,
+           checkpoint_io: CheckpointIoView | None = None) -> str:
+    """The whole page as a string; `explained` (from explain_groups), `transposes` (per group slug, from
+    transpose_view) and `checkpoint_io` (from checkpoint_io_view over `runs`) are computed here when not given."""
     probes = probes or []
     hosts = {m.id: m.hostname for m in machines}
     multi = len(machines) > 1
@@ -495,6 +498,12 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
         levels = sorted({c.level for p in probes for c in p.levels}, key=level_rank)
         toc += (f"<li><a href='#hierarchy'>Communication hierarchy</a>: ping-pong latency and bandwidth per level "
                 f"({escape(', '.join(levels) or 'no successful run')})</li>")
+    io_view = checkpoint_io_view(runs) if checkpoint_io is None else checkpoint_io
+    io_part = checkpoint_io_section(io_view)
+    if io_part:
+        apps = sorted({r.app for r in io_view.rows})
+        toc += (f"<li><a href='#checkpoint-io'>Checkpoint I/O</a>: write and read bandwidth per layout and HDF5 "
+                f"options, checkpoint share of run time ({escape(', '.join(apps))})</li>")
     tuned = tuning_section(tuning) if tuning is not None else ""
     if tuning is not None and tuned:
         toc += (f"<li><a href='#tuning'>Tuning</a>: {len(tuning.programs)} tuned program(s), best vs default, "
@@ -506,7 +515,7 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
     sections = "".join(_group_section(g, figures[g.slug], f"g{i}", hosts.get(g.machine_id) if multi else None,
                                       *explained[g.slug], transposes.get(g.slug), memory.get(g.machine_id))
                        for i, g in enumerate(groups))
-    empty = "" if groups or hierarchy or tuned else "<p class='note'>No runs recorded yet.</p>"
+    empty = "" if groups or hierarchy or tuned or io_part else "<p class='note'>No runs recorded yet.</p>"
     meta = json.dumps({"runs": len(runs), "groups": len(groups)})
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{escape(title)}</title>"
@@ -514,4 +523,5 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
             f"<h1>{escape(title)}</h1><p class='muted'>generated {escape(generated)}; {len(runs)} runs; "
             "higher rate is better; layouts are MPI ranks x OpenMP threads per rank</p>"
             f"{notes_html}<h2 id='summary'>Summary</h2><ul>{toc}</ul>{empty}"
-            f"{_machine_section(machines, groups)}{sections}{hierarchy}{tuned}{_runs_table(runs)}</body></html>\n")
+            f"{_machine_section(machines, groups)}{sections}{hierarchy}{io_part}{tuned}{_runs_table(runs)}"
+            "</body></html>\n")
