@@ -8,6 +8,7 @@ packages=(
   libhdf5-openmpi-dev hdf5-tools  # parallel HDF5 (checkpoints, snapshots; hympi::h5), h5dump
   libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
   python3 python3-venv python3-pip
+  procps  # pkill -s: the checkpoint test kills a whole MPI job (mpirun puts each rank in its own process group)
   chromium  # headless, for the report test (tests/python/test_report.py)
 )
 missing=()

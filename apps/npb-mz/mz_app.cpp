@@ -1,5 +1,7 @@
 #include "mz_app.hpp"
 
+#include "mz_io.hpp"
+
 #include <cstdlib>
 #include <iostream>
 #include <vector>
@@ -58,6 +60,11 @@ void MzApp::validate(const Layout& layout) const {
   }
 }
 
+nlohmann::json MzApp::problem_size() const {
+  const ClassParams p = load_class_params(benchmark_, problem_class_, data_file_);
+  return mz_problem_size(name(), p, ZoneGrid(p.geometry));
+}
+
 ResultRecord MzApp::run(AppContext& ctx) {
   const ClassParams p = load_class_params(benchmark_, problem_class_, data_file_);
   const ZoneGrid grid(p.geometry);
@@ -74,6 +81,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
   MzOptions mo;
   mo.niter = iterations_;
   mo.perturb = perturb_;
+  if (ctx.io != nullptr) mo.hooks = mz_io_hooks(*ctx.io, grid, partition, rank, iterations_ > 0 ? iterations_ : p.niter, p.dt);
   ZoneSplit split;
   if (split_report_) split = split_zones(grid, nranks, split_tolerance_);
   if (rank == 0) {
@@ -117,6 +125,8 @@ ResultRecord MzApp::run(AppContext& ctx) {
                                {"repetitions", series.runs.size()},
                                {"repetition_s", series.repetition_seconds()},
                                {"exchange_s", r.exchange_seconds},
+                               {"first_step", series.runs.front().first_step},
+                               {"io_s", series.runs.front().io_seconds},
                                {"class", p.to_json()},
                                {"zones", grid.to_json()},
                                {"partition", partition.to_json()},

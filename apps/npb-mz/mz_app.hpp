@@ -20,8 +20,13 @@ class MzApp final : public AppDefinition {
   void apply_settings(const Settings& settings) override;
   /// Rejects an unknown class, more ranks than zones and thread counts below 1 (exit 2).
   void validate(const Layout& layout) const override;
+  /// Checkpoints hold each zone's solution; a restart continues the run bit for bit (any layout).
+  [[nodiscard]] bool checkpoints() const override { return true; }
+  /// Benchmark, class, time step, mesh and zone sizes (mz_problem_size); throws like validate().
+  [[nodiscard]] nlohmann::json problem_size() const override;
   /// Runs the benchmark, repeated whole until its timed loops reach context.min_time_s (unless
-  /// --iterations was given); verified only if every repetition verified.
+  /// --iterations was given); verified only if every repetition verified. With context.io it
+  /// restarts from a checkpoint and writes checkpoints and snapshots (mz_io_hooks; errors as there).
   ResultRecord run(AppContext& context) override;
 
  private:

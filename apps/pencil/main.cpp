@@ -48,6 +48,14 @@ class PencilApp final : public hympi::AppDefinition {
     pencil::validate_split(pencil::coupled_problems(o.solver), pencil::parse_group_split(groups_), layout.ranks);
   }
 
+  /// Checkpoints hold the stepped grids' states (both groups' when coupled) and the time stepper's scalars.
+  bool checkpoints() const override { return true; }
+  /// The grid, whether two groups run (then the file holds both grids) and the wire (a single wire rounds every
+  /// transpose: another computation). Ranks, threads, split, exchange and tile change no bit of the state.
+  nlohmann::json problem_size() const override {
+    return {{"grid", grid_}, {"groups", groups_.empty() ? "none" : "coarse:fine"}, {"wire", wire_}};
+  }
+
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
     const bool fixed = steps_option_->count() > 0;
     const pencil::RunOptions o = options(fixed ? 0.0 : ctx.min_time_s);
@@ -56,21 +64,26 @@ class PencilApp final : public hympi::AppDefinition {
     std::optional<pencil::GroupsResult> groups;
     double dofs = static_cast<double>(grid_[0] * grid_[1] * grid_[2]);
     if (groups_.empty()) {
-      r = pencil::run_pencil(ctx.env.world(), o, ctx.metrics);
+      r = pencil::run_pencil(ctx.env.world(), o, ctx.metrics, ctx.io);
     } else {
-      groups = pencil::run_groups(ctx.env.world(), o, pencil::parse_group_split(groups_), ctx.metrics);
+      groups = pencil::run_groups(ctx.env.world(), o, pencil::parse_group_split(groups_), ctx.metrics, ctx.io);
       r = groups->run;
       const auto& c = groups->coarse.grid;
       dofs += static_cast<double>(c[0] * c[1] * c[2]);
     }
-    const double per_dof = r.time_s * ranks * threads / (dofs * static_cast<double>(r.steps));
+    // Rates over the steps this run timed: after a restart, those past the checkpoint.
+    const auto timed = static_cast<double>(r.timed_steps);
+    const double per_dof = r.timed_steps > 0 ? r.time_s * ranks * threads / (dofs * timed) : 0.0;
     const bool verified = groups ? groups->verified() : r.verified();
     const std::string problem =
         std::to_string(grid_[0]) + "x" + std::to_string(grid_[1]) + "x" + std::to_string(grid_[2]);
     if (ctx.env.rank() == 0) {
       std::cout << std::setprecision(4) << "pencil " << problem << " (" << r.check.grid[2] << " z points, "
                 << pencil::kept_modes(r.check.grid[2]) << " modes kept) on " << ranks << " ranks x " << threads
-                << " threads, " << r.steps << " steps to t = " << r.check.t_end << "\n"
+                << " threads, " << r.steps << " steps to t = " << r.check.t_end
+                << (r.timed_steps < r.steps ? " (" + std::to_string(r.steps - r.timed_steps) + " before the restart)"
+                                            : "")
+                << "\n"
                 << "  time " << r.time_s << " s, " << per_dof * 1e6 << " us core time per dof and step\n"
                 << "  transposes " << r.times.transpose_s << " s (" << 100 * r.times.transpose_s / r.time_s
                 << " %), compute " << r.times.compute_s << " s; " << r.transpose.dump() << "\n"
@@ -93,18 +106,21 @@ class PencilApp final : public hympi::AppDefinition {
     rec.app = name();
     rec.problem = problem;
     rec.time_s = r.time_s;
-    rec.rate = dofs * static_cast<double>(r.steps) / r.time_s * 1e-6;
+    rec.rate = r.timed_steps > 0 ? dofs * timed / r.time_s * 1e-6 : 0.0;
     rec.rate_unit = "Mdof/s";
     rec.verified = verified;
-    rec.timed_repetitions = static_cast<int>(r.steps);
+    rec.timed_repetitions = static_cast<int>(r.timed_steps);
     rec.repetitions_fixed = fixed;
     rec.min_time_s = ctx.min_time_s;
     rec.metrics = {{"grid", grid_},
                    {"steps", r.steps},
+                   {"timed_steps", r.timed_steps},
+                   {"t_end", r.check.t_end},
                    {"dofs", dofs},
                    {"time_per_dof_s", per_dof},
                    {"transpose_s", r.times.transpose_s},
-                   {"transpose_share", r.times.transpose_s / r.time_s},
+                   {"transpose_share", r.time_s > 0 ? r.times.transpose_s / r.time_s : 0.0},
+                   {"state_hash", pencil::hash_text(r.state_hash)},
                    {"compute_s", r.times.compute_s},
                    {"plane_bytes_per_rank", r.plane_bytes},
                    {"pencil_bytes_per_rank", r.pencil_bytes},

@@ -1,12 +1,20 @@
 // hympi-spmv3d: HPCG's 27-point operator, repeated SpMV and CG, with halo/compute overlap.
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "hympi/app/app.hpp"
 #include "hympi/spmv3d/spmv3d.hpp"
 #include "hympi/spmv3d/verify.hpp"
 
 namespace {
+
+/// A fingerprint as 16 hex digits (JSON numbers past 2^53 are not safe in every reader).
+std::string hash_text(std::uint64_t hash) {
+  std::ostringstream out;
+  out << std::hex << std::setw(16) << std::setfill('0') << hash;
+  return out.str();
+}
 
 class Spmv3dApp final : public hympi::AppDefinition {
  public:
@@ -39,7 +47,18 @@ class Spmv3dApp final : public hympi::AppDefinition {
         ->check(CLI::IsMember({"reference", "exact", "none"}))
         ->capture_default_str();
   }
-  void validate(const hympi::Layout& layout) const override { options().validate(layout.ranks, layout.threads); }
+  void validate(const hympi::Layout& layout) const override {
+    const auto o = options();
+    o.validate(layout.ranks, layout.threads);
+    resolved_global_ = o.resolve(layout.ranks).first;
+  }
+  /// Checkpoints hold CG's state; the repeated products alone have none (--cg-iterations 0 with them is bad input).
+  bool checkpoints() const override { return true; }
+  /// The global grid and the tolerance (another tolerance stops the same history elsewhere); the iteration limit
+  /// may grow on restart, the layout, operator and strategy change nothing (the history is theirs bit for bit).
+  nlohmann::json problem_size() const override {
+    return {{"global", resolved_global_}, {"cg_tolerance", options().cg_tolerance}};
+  }
 
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
     auto o = options();
@@ -47,8 +66,11 @@ class Spmv3dApp final : public hympi::AppDefinition {
     if (!fixed) o.min_time_s = ctx.min_time_s;
     // The run's phases are those of the timed products, the region rate and time_s cover; CG's
     // are kept apart and reported under cg_phases.
+    if (ctx.io != nullptr && ctx.io->options().any() && o.cg_iterations == 0)
+      throw hympi::h5::BadFile("--checkpoint, --restart and --snapshot need the CG solve (--cg-iterations > 0): "
+                               "the repeated products alone have no state to save");
     hympi::Metrics cg_metrics;
-    const auto res = hympi::run_spmv3d(ctx.env.world(), o, ctx.metrics, cg_metrics);
+    const auto res = hympi::run_spmv3d(ctx.env.world(), o, ctx.metrics, cg_metrics, ctx.io);
     const hympi::MetricsSummary cg_summary = cg_metrics.reduce(ctx.env.world(), ctx.env.node().get());
     const bool root = ctx.env.rank() == 0;
     const bool cg = o.cg_iterations > 0;
@@ -57,7 +79,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
         verify_ != "none" && hympi::verify_spmv3d(ctx.env.world(), o, res, verify_ == "reference").passed();
 
     const double gflops = res.spmv_flops / res.spmv_time_s * 1e-9;
-    const double cg_gflops = cg ? res.cg_flops / res.cg_time_s * 1e-9 : 0.0;
+    const double cg_gflops = cg && res.cg_timed_iterations > 0 ? res.cg_flops / res.cg_time_s * 1e-9 : 0.0;
     const int threads = ctx.env.threads();
     nlohmann::json model = nullptr;
     if (o.overlap.strategy == hympi::OverlapStrategy::bulk && threads >= 2) {
@@ -76,7 +98,11 @@ class Spmv3dApp final : public hympi::AppDefinition {
                 << " s, t_comp " << res.spmv_times.comp_s << " s), " << gflops << " GFLOP/s, "
                 << res.spmv_mismatches << " wrong points\n";
       if (cg)
-        std::cout << "  CG: " << res.cg_iterations << " iterations" << (res.cg_converged ? "" : " (not converged)")
+        std::cout << "  CG: " << res.cg_iterations << " iterations"
+                  << (res.cg_timed_iterations < res.cg_iterations
+                          ? " (" + std::to_string(res.cg_iterations - res.cg_timed_iterations) + " before the restart)"
+                          : "")
+                  << (res.cg_converged ? "" : " (not converged)")
                   << ", residual " << res.cg_residuals.front() << " -> " << res.cg_residuals.back() << ", error "
                   << res.cg_max_error << ", " << res.cg_time_s << " s, " << cg_gflops << " GFLOP/s\n";
       if (!model.is_null())
@@ -117,11 +143,13 @@ class Spmv3dApp final : public hympi::AppDefinition {
                  {"spmv_GBps", res.spmv_bytes / res.spmv_time_s * 1e-9},
                  {"spmv_wrong_points", res.spmv_mismatches},
                  {"cg_iterations", res.cg_iterations},
+                 {"cg_timed_iterations", res.cg_timed_iterations},
                  {"cg_converged", res.cg_converged},
                  {"cg_residuals", res.cg_residuals},
                  {"cg_time_s", res.cg_time_s},
                  {"cg_GFLOPps", cg_gflops},
                  {"cg_max_error", res.cg_max_error},
+                 {"cg_x_hash", hash_text(res.cg_x_hash)},
                  {"cg_phases", cg_summary.to_json()},
                  {"cg_comm_s", cg_summary.comm_s},
                  {"cg_comp_s", cg_summary.comp_s},
@@ -146,6 +174,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
   }
 
   hympi::Spmv3dOptions options_;
+  mutable std::array<long, 3> resolved_global_{};  ///< set by validate() for problem_size()
   std::vector<long> global_, per_rank_, tile_;
   std::vector<int> dims_;
   std::string operator_ = "stencil";

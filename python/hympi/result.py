@@ -57,6 +57,8 @@ class ResultRecord:
     kernel_gbs: float | None = None
     mpi_cvars: Mapping[str, str | None] | None = None
     io: Mapping[str, Any] | None = None
+    membind: str | None = None
+    page_placement: Mapping[str, Any] | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 

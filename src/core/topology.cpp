@@ -156,6 +156,39 @@ Bitmap Topology::core_set(int index) const { return set_of(HWLOC_OBJ_CORE, index
 Bitmap Topology::numa_set(int index) const { return set_of(HWLOC_OBJ_NUMANODE, index, "NUMA node"); }
 Bitmap Topology::package_set(int index) const { return set_of(HWLOC_OBJ_PACKAGE, index, "package"); }
 Bitmap Topology::machine_set() const { return Bitmap(hwloc_topology_get_topology_cpuset(topo_)); }
+Bitmap Topology::machine_nodeset() const { return Bitmap(hwloc_topology_get_topology_nodeset(topo_)); }
+
+int Topology::l3_caches() const {
+  // L3 objects may be instruction caches on exotic machines; only data/unified ones hold an array.
+  int n = 0;
+  for (hwloc_obj_t obj = hwloc_get_next_obj_by_type(topo_, HWLOC_OBJ_L3CACHE, nullptr); obj != nullptr;
+       obj = hwloc_get_next_obj_by_type(topo_, HWLOC_OBJ_L3CACHE, obj))
+    if (obj->attr->cache.type != HWLOC_OBJ_CACHE_INSTRUCTION) ++n;
+  return n;
+}
+
+Bitmap Topology::l3_set(int index) const {
+  int seen = 0;
+  for (hwloc_obj_t obj = hwloc_get_next_obj_by_type(topo_, HWLOC_OBJ_L3CACHE, nullptr); obj != nullptr;
+       obj = hwloc_get_next_obj_by_type(topo_, HWLOC_OBJ_L3CACHE, obj)) {
+    if (obj->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION) continue;
+    if (seen++ == index) return Bitmap(obj->cpuset);
+  }
+  throw InvalidArgument("L3 cache index " + std::to_string(index) + " out of range 0.." + std::to_string(seen - 1));
+}
+
+Bitmap Topology::numa_nodeset(int index) const {
+  const int n = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE);
+  if (index < 0 || index >= n)
+    throw InvalidArgument("NUMA node index " + std::to_string(index) + " out of range 0.." + std::to_string(n - 1));
+  return Bitmap(hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(index))->nodeset);
+}
+
+Bitmap Topology::nodeset_of(const Bitmap& cpuset) const {
+  Bitmap out;
+  hwloc_cpuset_to_nodeset(topo_, cpuset.get(), out.get());
+  return out;
+}
 
 int Topology::package_of_core(int index) const {
   hwloc_obj_t core = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_CORE, static_cast<unsigned>(index));

@@ -6,6 +6,10 @@
 #include <exception>
 #include <vector>
 
+#include <sys/statvfs.h>
+
+#include <filesystem>
+
 #include "h5_handles.hpp"
 
 namespace hympi::h5 {
@@ -234,6 +238,12 @@ std::uint64_t stored_checksum(hid_t dataset, const std::string& where) {
   return sum;
 }
 
+int rank_in(MPI_Comm comm) {
+  int rank = 0;
+  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
+  return rank;
+}
+
 std::uint64_t sum_over(MPI_Comm comm, std::uint64_t local) {
   std::uint64_t total = 0;
   HYMPI_MPI(MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, comm));
@@ -275,6 +285,23 @@ Handle create_dataset(hid_t file, const std::string& name, const std::vector<hsi
   return {checked(H5Dcreate2(file, name.c_str(), disk_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT),
                   "create"),
           H5Dclose};
+}
+
+/// Throws IoError when the file system of `path` has less than `bytes` (plus room for metadata) free.
+/// Checked before writing because a write that fails inside HDF5's collective metadata flush leaves the
+/// ranks in different collectives: the file could then be neither closed nor abandoned.
+void require_space(const std::string& path, const std::string& dataset, double bytes, std::size_t alignment) {
+  const std::filesystem::path parent = std::filesystem::path(path).has_parent_path()
+                                           ? std::filesystem::path(path).parent_path()
+                                           : std::filesystem::path(".");
+  struct statvfs fs {};
+  if (::statvfs(parent.c_str(), &fs) != 0) return;  // no answer: let the write itself report
+  const double free_bytes = double(fs.f_bavail) * double(fs.f_frsize);
+  const double needed = bytes + double(alignment) + 1048576.0;
+  if (free_bytes < needed)
+    throw IoError("no space for " + on(path, dataset) + ": it needs " + std::to_string(long(needed)) +
+                  " bytes, the file system of " + parent.string() + " has " + std::to_string(long(free_bytes)) +
+                  " free");
 }
 
 }  // namespace
@@ -425,6 +452,14 @@ void File::write(const std::string& name, const Block3& block, std::span<const d
   const bool single = precision == Precision::single_precision;
   std::uint64_t local_sum = 0;
   Handle dataset;
+  long elements = 1;
+  for (auto d : dims) elements *= long(d);
+  agreed_failure_ = true;
+  agree(comm_, attempt([&] {
+          if (rank_in(comm_) == 0)
+            require_space(path_, name, double(elements) * (single ? 4.0 : 8.0), options_.alignment);
+        }));
+  agreed_failure_ = false;
   const LocalOutcome outcome = attempt([&] {
     std::vector<double> doubles;
     std::vector<float> floats;

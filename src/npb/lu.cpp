@@ -438,6 +438,11 @@ void LuZone::initialize() {
 
 void LuZone::step() { ssor(); }
 
+// ssor() ends with compute_rhs_body() on the new u and the next ssor() starts from that residual
+// (and rho_i, qs): each point's value depends only on u along its lines, not on the thread count, so
+// recomputing it here gives the very bits the uninterrupted run carries into the next step.
+void LuZone::restored() { compute_rhs(); }
+
 void LuZone::ssor() {
   const ZoneDims& d = d_;
   const LuConstants& c = c_;

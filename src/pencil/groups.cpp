@@ -11,6 +11,7 @@
 
 #include "hympi/core/comm.hpp"
 #include "hympi/core/error.hpp"
+#include "hympi/pencil/io.hpp"
 
 namespace hympi::pencil {
 
@@ -263,8 +264,8 @@ void validate_split(const CoupledProblems& problems, const GroupSplit& split, in
 }
 
 nlohmann::json GroupReport::to_json(int threads) const {
-  const double per_dof = time_s * ranks * threads /
-                         (static_cast<double>(grid[0] * grid[1] * grid[2]) * static_cast<double>(check.steps));
+  const double dofs_steps = static_cast<double>(grid[0] * grid[1] * grid[2]) * static_cast<double>(timed_steps);
+  const double per_dof = timed_steps > 0 ? time_s * ranks * threads / dofs_steps : 0.0;
   return {{"ranks", ranks},   {"grid", grid},         {"idle_s", idle_s},           {"busy_s", busy_s},
           {"time_s", time_s}, {"time_per_dof_s", per_dof}, {"error", check.error}, {"tolerance", check.tolerance}};
 }
@@ -338,7 +339,8 @@ GroupSplit choose_split(MPI_Comm world, const RunOptions& options, std::vector<S
   return {best.coarse, best.fine, true};
 }
 
-GroupsResult run_groups(MPI_Comm world, const RunOptions& options, GroupSplit split, Metrics& metrics) {
+GroupsResult run_groups(MPI_Comm world, const RunOptions& options, GroupSplit split, Metrics& metrics,
+                        h5::IoSession* io) {
   const int ranks = world_size(world);
   options.validate(1);
   const CoupledProblems problems = coupled_problems(options.solver);
@@ -348,9 +350,18 @@ GroupsResult run_groups(MPI_Comm world, const RunOptions& options, GroupSplit sp
   out.split = split;
 
   Group g(world, problems, split);
-  g.solver.start(0.0);
-  out.run.time_s = run_steps(g.solver, options, world);
+  // Both grids in every file, whatever the split: a checkpoint of one split restarts another.
+  const std::vector<IoGrid> grids{{"coarse", problems.coarse, g.coarse}, {"fine", problems.fine, !g.coarse}};
+  if (io != nullptr && io->restarting())
+    restart_pencil(*io, grids, g.solver, options.steps);
+  else
+    g.solver.start(0.0);
+  const long first = g.solver.steps_done();
+  if (io != nullptr && io->snapshot_due(first)) write_snapshot(*io, grids, g.solver);  // the start, as rb3d does
+  out.run.time_s = run_steps(g.solver, options, world, io_hook(io, grids));
   measure(g.solver, world, metrics, out.run);
+  out.run.timed_steps = out.run.steps - first;
+  out.run.state_hash = sum_over(world, local_state_hash(g.solver));  // both grids: each rank holds one
   metrics.add("coupling", PhaseKind::communication, g.solver.times().coupling_s);
   GridCheck own = check_grid(g.solver, options.tolerance_scale);
   const double coarse_bound = options.tolerance_scale * error_bound(problems.coarse, own.t_end, own.steps);
@@ -389,6 +400,7 @@ GroupsResult run_groups(MPI_Comm world, const RunOptions& options, GroupSplit sp
     r.idle_s = m[o];
     r.busy_s = m[o + 1];
     r.time_s = out.run.time_s;
+    r.timed_steps = out.run.timed_steps;
     r.check = check(coarse ? problems.coarse : problems.fine, m[o + 2], m[o + 3]);
   }
   out.standalone = check(problems.fine, m[n + 4], m[n + 5]);

@@ -2,10 +2,13 @@
 #include "hympi/pencil/run.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "hympi/core/error.hpp"
+#include "hympi/pencil/io.hpp"
 
 namespace hympi::pencil {
 
@@ -26,18 +29,24 @@ GridCheck check_grid(const PencilSolver& solver, double tolerance_scale) {
   return c;
 }
 
-double run_steps(PencilSolver& solver, const RunOptions& options, MPI_Comm world) {
+double run_steps(PencilSolver& solver, const RunOptions& options, MPI_Comm world, const StepHook& after_step) {
   long target = options.steps;
   HYMPI_MPI(MPI_Barrier(world));
   const double start = MPI_Wtime();
+  double hook_s = 0;  // checkpoints and snapshots: the I/O session times them, the steps' time leaves them out
   while (solver.steps_done() < target) {
     solver.step();
+    if (after_step) {
+      const double before = MPI_Wtime();
+      after_step(solver);
+      hook_s += MPI_Wtime() - before;
+    }
     if (solver.steps_done() == target && options.min_time_s > 0) {
-      const double elapsed = max_over(world, MPI_Wtime() - start);
+      const double elapsed = max_over(world, MPI_Wtime() - start - hook_s);
       target = repetitions_for_min_time(target, elapsed, options.min_time_s, kMaxSteps);
     }
   }
-  return max_over(world, MPI_Wtime() - start);
+  return max_over(world, MPI_Wtime() - start - hook_s);
 }
 
 void measure(const PencilSolver& solver, MPI_Comm world, Metrics& metrics, RunResult& r) {
@@ -50,6 +59,28 @@ void measure(const PencilSolver& solver, MPI_Comm world, Metrics& metrics, RunRe
   r.plane_bytes = static_cast<std::size_t>(max_over(world, static_cast<double>(solver.plane_bytes())));
   r.pencil_bytes = static_cast<std::size_t>(max_over(world, static_cast<double>(solver.pencil_bytes())));
   r.transpose = solver.transpose().options().to_json();
+}
+
+std::uint64_t local_state_hash(const PencilSolver& solver) {
+  const std::span<const double> u = solver.state();
+  const auto first = static_cast<std::uint64_t>(solver.planes_x().begin * solver.options().grid[1] *
+                                                solver.modes().doubles());
+  std::uint64_t hash = 0;
+  for (std::size_t i = 0; i < u.size(); ++i) hash += h5::element_hash(first + i, std::bit_cast<std::uint64_t>(u[i]));
+  return hash;
+}
+
+std::uint64_t sum_over(MPI_Comm comm, std::uint64_t value) {
+  std::uint64_t out = 0;
+  HYMPI_MPI(MPI_Allreduce(&value, &out, 1, MPI_UINT64_T, MPI_SUM, comm));
+  return out;
+}
+
+std::string hash_text(std::uint64_t hash) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text(16, '0');
+  for (int i = 15; i >= 0; --i, hash >>= 4) text[static_cast<std::size_t>(i)] = kDigits[hash & 15];
+  return text;
 }
 
 double max_over(MPI_Comm comm, double value) {
@@ -97,18 +128,26 @@ nlohmann::json RunResult::verification_json() const {
   return j;
 }
 
-RunResult run_pencil(MPI_Comm comm, const RunOptions& options, Metrics& metrics) {
+RunResult run_pencil(MPI_Comm comm, const RunOptions& options, Metrics& metrics, h5::IoSession* io) {
   int ranks = 1;
   HYMPI_MPI(MPI_Comm_size(comm, &ranks));
   options.validate(ranks);
   Standalone coupling(comm);
   PencilSolver solver(options.solver, comm, coupling);
-  solver.start(0.0);
+  const std::vector<IoGrid> grids{{"", options.solver, true}};
+  if (io != nullptr && io->restarting())
+    restart_pencil(*io, grids, solver, options.steps);
+  else
+    solver.start(0.0);
+  const long first = solver.steps_done();
+  if (io != nullptr && io->snapshot_due(first)) write_snapshot(*io, grids, solver);  // the start, as rb3d does
 
   RunResult r;
-  r.time_s = run_steps(solver, options, comm);
+  r.time_s = run_steps(solver, options, comm, io_hook(io, grids));
   measure(solver, comm, metrics, r);
+  r.timed_steps = r.steps - first;
   r.check = check_grid(solver, options.tolerance_scale);
+  r.state_hash = sum_over(comm, local_state_hash(solver));
 
   if (options.verify == VerifyMode::order) {
     RunOptions fine = options;

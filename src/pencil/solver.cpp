@@ -119,6 +119,43 @@ void PencilSolver::start(double t0) {
   if (!(dt_bound_ > 0)) throw Error("the initial state gives no stable time step");
 }
 
+void PencilSolver::resume(std::span<const double> u, double t, double dt_bound, long steps) {
+  if (u.size() != u_.size())
+    throw InvalidArgument("state of " + std::to_string(u.size()) + " doubles, this rank holds " +
+                          std::to_string(u_.size()));
+  if (!(dt_bound > 0) || !std::isfinite(dt_bound) || !std::isfinite(t) || steps < 0)
+    throw InvalidArgument("cannot resume at t = " + std::to_string(t) + ", step " + std::to_string(steps) +
+                          " with time-step bound " + std::to_string(dt_bound));
+  std::copy(u.begin(), u.end(), u_.begin());
+  t_ = t;
+  dt_bound_ = dt_bound;
+  steps_ = steps;
+  // Never read before the first substep rewrites it (zeta = 0 there); zeroed so a resumed solver is start()'s.
+  std::fill(previous_.begin(), previous_.end(), 0.0);
+  transpose_.planes_to_pencils(u_, u_pencils_);
+  transpose_.pencils_to_planes(u_pencils_, work_);
+  reset_times();
+}
+
+void PencilSolver::physical(std::span<double> out) const {
+  const long d = modes_.doubles(), ny = options_.grid[1], nz = modes_.nz, batch = z_.batch();
+  const long planes = planes_x().size();
+  if (out.size() != static_cast<std::size_t>(planes * ny * nz))
+    throw InvalidArgument("physical field of " + std::to_string(out.size()) + " values, this rank holds " +
+                          std::to_string(planes * ny * nz));
+  ZTransform::Workspace ws = z_.workspace();
+  for (long plane = 0; plane < planes; ++plane)
+    for (long y0 = 0; y0 < ny; y0 += batch) {
+      const long nb = std::min(batch, ny - y0);
+      z_.to_physical(std::span<const double>(u_).subspan(static_cast<std::size_t>((plane * ny + y0) * d)), nb, ws, 0,
+                     false);
+      const std::span<const double> u = ws.real(0);
+      for (long j = 0; j < nb; ++j)
+        for (long m = 0; m < nz; ++m)
+          out[static_cast<std::size_t>(plane + planes * (y0 + j + ny * m))] = u[static_cast<std::size_t>(j * nz + m)];
+    }
+}
+
 double PencilSolver::stability_bound(double max_u) const noexcept {
   if (!std::isfinite(max_u)) return 0.0;
   const Problem& p = options_.problem;

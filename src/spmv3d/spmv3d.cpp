@@ -1,8 +1,12 @@
 #include "hympi/spmv3d/spmv3d.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "hympi/core/error.hpp"
 #include "hympi/grid/exact_sum.hpp"
@@ -59,7 +63,8 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& me
   return run_spmv3d(comm, options, metrics, metrics);
 }
 
-Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& spmv_metrics, Metrics& cg_metrics) {
+Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& spmv_metrics, Metrics& cg_metrics,
+                        h5::IoSession* io) {
   int ranks = 1;
   HYMPI_MPI(MPI_Comm_size(comm, &ranks));
   options.validate(ranks);
@@ -129,16 +134,60 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
   double* pp = p.data().data();
   double* pq = q.data().data();
   const double* pb = b.data().data();
-  for_rows(r, [&](long o, long len) {
-    for (long i = o; i < o + len; ++i) pr[i] = pp[i] = pb[i];
-  });
+  // Between iterations CG carries x, r, p, rr = (r, r) and the history (r0 is its first entry): a
+  // checkpoint holds exactly these, so a restart re-enters the loop where the checkpoint left it.
+  // q is rewritten before it is read, b only starts r.
+  // A plain variable for the lambdas below (a structured binding is not portably captured).
+  const std::array<long, 3> global_points = global;
+  int it = 0;
+  double rr = 0;
+  if (io != nullptr && io->restarting()) {
+    io->restart([&](h5::File& f, const h5::CheckpointHeader& h) {
+      const auto bad = [&](const std::string& why) {
+        return h5::BadFile("checkpoint " + f.path() + " " + why);
+      };
+      if (h.step < 1 || h.step > options.cg_iterations)
+        throw bad("holds CG iteration " + std::to_string(h.step) + ", past the limit --cg-iterations " +
+                  std::to_string(options.cg_iterations));
+      try {
+        rr = h.state.at("rr").get<double>();
+        result.cg_residuals = h.state.at("residuals").get<std::vector<double>>();
+      } catch (const nlohmann::json::exception&) {
+        throw bad("has no CG state (the number rr, the residuals)");
+      }
+      it = static_cast<int>(h.step);
+      if (result.cg_residuals.size() != static_cast<std::size_t>(it) + 1)
+        throw bad("has " + std::to_string(result.cg_residuals.size()) + " residuals for iteration " +
+                  std::to_string(it));
+      for (const auto& [name, v] : {std::pair{"x", &x}, std::pair{"r", &r}, std::pair{"p", &p}})
+        f.read(name, h5::Block3::of(*v, global_points), v->data());
+    });
+    // The dot is exact, so (r, r) read back must be rr to the bit: a cheap proof r is the r written.
+    if (dot(r, r, cart.comm(), cg_metrics) != rr)
+      throw h5::BadFile("checkpoint " + io->options().restart_path + ": (r, r) of its r differs from its rr");
+  } else {
+    for_rows(r, [&](long o, long len) {
+      for (long i = o; i < o + len; ++i) pr[i] = pp[i] = pb[i];
+    });
+  }
+  const int first = it;
   HYMPI_MPI(MPI_Barrier(cart.comm()));
   const double t0 = MPI_Wtime();
-  double rr = dot(r, r, cart.comm(), cg_metrics);
-  const double r0 = std::sqrt(rr);
-  result.cg_residuals.push_back(r0);
+  double io_s = 0;  // checkpoints and snapshots: timed by the IoSession, kept out of the solve's time
+  if (it == 0) {
+    rr = dot(r, r, cart.comm(), cg_metrics);
+    result.cg_residuals.push_back(std::sqrt(rr));
+  }
+  const double r0 = result.cg_residuals.front();
+  const auto snapshot = [&] {
+    if (io == nullptr || !io->snapshot_due(it)) return;
+    const double s0 = MPI_Wtime();
+    const h5::SnapshotField field{"", "x", h5::Block3::of(x, global_points), x.data(), {0, 0, 0}, {1, 1, 1}};
+    io->snapshot(it, 0.0, std::span(&field, 1));
+    io_s += MPI_Wtime() - s0;
+  };
+  snapshot();  // the starting x (0, or the checkpoint's), as rb3d does
   OverlapTimes spmv;
-  int it = 0;
   while (it < options.cg_iterations) {
     spmv += op.apply(p, q);
     const double alpha = rr / dot(p, q, cart.comm(), cg_metrics);
@@ -155,25 +204,38 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
     const double rr_new = dot(r, r, cart.comm(), cg_metrics);
     ++it;
     result.cg_residuals.push_back(std::sqrt(rr_new));
+    snapshot();
     if (std::sqrt(rr_new) <= options.cg_tolerance * r0) {
       result.cg_converged = true;
       break;
     }
     const double beta = rr_new / rr;
     rr = rr_new;
-    auto t = cg_metrics.time("cg_update", PhaseKind::computation);
-    for_rows(p, [&](long o, long len) {
-      for (long i = o; i < o + len; ++i) pp[i] = std::fma(beta, pp[i], pr[i]);
-    });
+    {
+      auto t = cg_metrics.time("cg_update", PhaseKind::computation);
+      for_rows(p, [&](long o, long len) {
+        for (long i = o; i < o + len; ++i) pp[i] = std::fma(beta, pp[i], pr[i]);
+      });
+    }
+    // Not after the converged iteration: its p is not updated, and a restart would step on from it.
+    if (io != nullptr && io->checkpoint_due(it)) {
+      const double c0 = MPI_Wtime();
+      io->checkpoint(it, 0.0, {{"rr", rr}, {"residuals", result.cg_residuals}}, [&](h5::File& f) {
+        for (const auto& [name, v] : {std::pair{"x", &x}, std::pair{"r", &r}, std::pair{"p", &p}})
+          f.write(name, h5::Block3::of(*v, global_points), std::as_const(*v).data());
+      });
+      io_s += MPI_Wtime() - c0;
+    }
   }
-  const double elapsed = MPI_Wtime() - t0;
+  const double elapsed = MPI_Wtime() - t0 - io_s;
   cg_metrics.add("cg_halo", PhaseKind::communication, spmv.comm_s);
   cg_metrics.add("cg_spmv", PhaseKind::computation, spmv.comp_s);
   HYMPI_MPI(MPI_Allreduce(&elapsed, &result.cg_time_s, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
   result.cg_iterations = it;
+  result.cg_timed_iterations = it - first;
   const double n_points = static_cast<double>(global[0] * global[1] * global[2]);
   // Per iteration: SpMV, two dots and three fused updates (2 flops per point each).
-  result.cg_flops = it * (2.0 * result.nonzeros + 10.0 * n_points);
+  result.cg_flops = result.cg_timed_iterations * (2.0 * result.nonzeros + 10.0 * n_points);
 
   double err = 0, peak = 0;
   {
@@ -186,6 +248,19 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
           peak = std::max(peak, std::abs(xs(i, j, k)));
         }
   }
+  // The solution's fingerprint: a sum over points of a hash of (global index, bits), the same for any layout.
+  std::uint64_t hash = 0;
+  {
+    const auto n = x.extent();
+#pragma omp parallel for collapse(2) schedule(static) reduction(+ : hash)
+    for (long k = 0; k < n[2]; ++k)
+      for (long j = 0; j < n[1]; ++j)
+        for (long i = 0; i < n[0]; ++i) {
+          const long g = x.global(0, i) + global[0] * (x.global(1, j) + global[1] * x.global(2, k));
+          hash += h5::element_hash(static_cast<std::uint64_t>(g), std::bit_cast<std::uint64_t>(x(i, j, k)));
+        }
+  }
+  HYMPI_MPI(MPI_Allreduce(&hash, &result.cg_x_hash, 1, MPI_UINT64_T, MPI_SUM, cart.comm()));
   std::array<double, 2> mine{err, peak}, all{};
   HYMPI_MPI(MPI_Allreduce(mine.data(), all.data(), 2, MPI_DOUBLE, MPI_MAX, cart.comm()));
   result.cg_max_error = all[0] / all[1];

@@ -74,7 +74,7 @@ def test_every_hympi_variable_in_the_code_is_declared():
     for folder in ("python/hympi", "src", "include", "apps"):
         for path in (REPO / folder).rglob("*"):
             if path.suffix in (".py", ".cpp", ".hpp"):
-                found |= set(re.findall(r"HYMPI_[A-Z_]+", path.read_text(errors="replace")))
+                found |= set(re.findall(r"HYMPI_[A-Z0-9_]+", path.read_text(errors="replace")))
     assert sorted(found - declared - internal) == []
 
 

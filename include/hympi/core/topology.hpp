@@ -89,8 +89,20 @@ class Topology {
   [[nodiscard]] Bitmap core_set(int index) const;
   [[nodiscard]] Bitmap numa_set(int index) const;
   [[nodiscard]] Bitmap package_set(int index) const;
+  /// Number of L3 caches (unified or data); 0 when hwloc reports none (some VMs, most synthetic topologies).
+  [[nodiscard]] int l3_caches() const;
+  /// The PUs under L3 cache `index` (logical); throws InvalidArgument when out of range.
+  [[nodiscard]] Bitmap l3_set(int index) const;
+  /// The NUMA node set (OS indexes, as the kernel numbers nodes) of NUMA node `index` (logical);
+  /// throws InvalidArgument when out of range.
+  [[nodiscard]] Bitmap numa_nodeset(int index) const;
+  /// The NUMA nodes (OS indexes) whose PUs intersect `cpuset` (hwloc_cpuset_to_nodeset): where memory
+  /// is local to threads bound to `cpuset`. Empty when `cpuset` holds none of this topology's PUs.
+  [[nodiscard]] Bitmap nodeset_of(const Bitmap& cpuset) const;
   /// The whole machine's PUs.
   [[nodiscard]] Bitmap machine_set() const;
+  /// Every NUMA node of the machine (OS indexes).
+  [[nodiscard]] Bitmap machine_nodeset() const;
   /// Package (logical index) of core `index`.
   [[nodiscard]] int package_of_core(int index) const;
   /// Locates a PU given its OS index; throws TopologyError if there is no such PU.

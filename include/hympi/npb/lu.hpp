@@ -28,6 +28,8 @@ class LuZone final : public ZoneSolver {
   void initialize() override;
   void step() override;
   [[nodiscard]] double* field() override { return u_.data(); }
+  /// Recomputes the residual and the derived scalars from u, as the end of the previous SSOR sweep left them.
+  void restored() override;
   void finish_timed() override;
   [[nodiscard]] ZoneNorms norms() override;
   void perturb(double delta) override;

@@ -10,25 +10,44 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <ostream>
+#include <span>
 #include <vector>
 
 namespace hympi::npb {
+
+/// Where the driver lets checkpoints, restart and snapshots in (apps/npb-mz wires them to hympi::h5,
+/// so this library needs no HDF5). `fields` are this rank's zone fields [nz][ny][nxmax][5], in
+/// ZonePartition::zones_of(rank) order. Both hooks are called on every rank (collective I/O) and
+/// run outside the timed loop's seconds.
+struct MzHooks {
+  /// Called once the fields hold the initial state, before the timed loop: may overwrite every field
+  /// with a checkpoint's and returns the time steps that state has done (0: start from the initial
+  /// state). Whatever it throws leaves run_mz.
+  std::function<int(std::span<double* const> fields)> resume;
+  /// Called after time step `step` (1-based) is complete, before the next step's exchange.
+  std::function<void(int step, std::span<double* const> fields)> after_step;
+};
 
 /// Run options of the driver.
 struct MzOptions {
   int niter = 0;          ///< 0: the class's iteration count
   double perturb = 0.0;   ///< added to one interior value of rank 0's first zone after the timed loop
   bool progress = true;   ///< rank 0 prints " Time step N" lines like the reference
+  MzHooks hooks;          ///< checkpoints, restart, snapshots (first repetition only); empty: none
   /// Options as JSON.
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
-/// What one run produced (identical on every rank).
+/// What one run produced (identical on every rank). The verification values are summed over
+/// zones in zone order: the same bits for every ranks x threads layout.
 struct MzResult {
   int niter = 0;
-  double seconds = 0.0;      ///< max over ranks of the timed loop
-  double mops = 0.0;         ///< total
+  int first_step = 1;        ///< the first time step this run computed (> 1 after a restart)
+  double seconds = 0.0;      ///< max over ranks of the timed loop (I/O in the hooks excluded)
+  double mops = 0.0;         ///< total, over the steps this run computed
+  double io_seconds = 0.0;   ///< max over ranks of the time spent in the hooks (checkpoints, snapshots)
   double exchange_seconds = 0.0;  ///< max over ranks of the time spent in the boundary exchange
   double local_seconds = 0.0;           ///< this rank's timed loop
   double local_exchange_seconds = 0.0;  ///< this rank's time in the boundary exchange
@@ -36,8 +55,10 @@ struct MzResult {
 };
 
 /// Runs the benchmark on `comm` (one rank per partition rank); sets this rank's OpenMP thread
-/// count to partition.threads(rank).
-/// Throws InvalidArgument when the communicator size does not match the partition.
+/// count to partition.threads(rank). With options.hooks.resume it continues a checkpointed run and
+/// ends in the state (and verification) of the uninterrupted one.
+/// Throws InvalidArgument when the communicator size does not match the partition or the resumed
+/// step count is negative or beyond the run's iterations; rethrows what the hooks throw.
 [[nodiscard]] MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition& partition,
                               MPI_Comm comm, const MzOptions& options, std::ostream* log);
 
@@ -54,7 +75,7 @@ struct MzSeries {
 };
 
 /// Calls run_mz until the runs' seconds reach `min_time_s` (at least once) or one fails
-/// verification; only the first run prints progress. Every rank takes the same decision (the
+/// verification; only the first run prints progress and calls the hooks (a repetition starts over). Every rank takes the same decision (the
 /// seconds are the slowest rank's). Throws what run_mz throws.
 [[nodiscard]] MzSeries run_mz_series(const ClassParams& p, const ZoneGrid& grid, const ZonePartition& partition,
                                      MPI_Comm comm, MzOptions options, double min_time_s, std::ostream* log);

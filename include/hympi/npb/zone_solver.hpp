@@ -21,6 +21,9 @@ class ZoneSolver {
   virtual void step() = 0;
   /// The solution field [nz][ny][nxmax][5] whose boundary planes the exchange fills.
   [[nodiscard]] virtual double* field() = 0;
+  /// The field was replaced by a checkpoint's (restart): recomputes whatever a step expects to find
+  /// already computed from it, so the next step is the one an uninterrupted run takes (LU: the residual).
+  virtual void restored() {}
   /// Quantities that belong to the timed part (LU's residual norm); called after the last step.
   virtual void finish_timed() {}
   /// The zone's verification contributions; may recompute the right-hand side.

@@ -47,7 +47,8 @@ struct GroupReport {
   std::array<long, 3> grid{};
   double idle_s = 0;  ///< time inside the two global operations (the plane, the time step): waiting for the other group
   double busy_s = 0;  ///< compute + transposes
-  double time_s = 0;  ///< wall time of the steps
+  double time_s = 0;  ///< wall time of the timed steps
+  long timed_steps = 0;  ///< steps this run did (those before a restart not included)
   GridCheck check{};  ///< error against the exact solution
   /// {ranks, grid, idle_s, busy_s, time_s, time_per_dof_s (needs steps, threads), error, tolerance}.
   [[nodiscard]] nlohmann::json to_json(int threads) const;
@@ -86,8 +87,12 @@ struct GroupsResult {
 [[nodiscard]] GroupSplit choose_split(MPI_Comm world, const RunOptions& options, std::vector<SplitMeasure>& measured);
 
 /// Runs options.solver's problem as two coupled groups split by `split` (chosen first if automatic), then the
-/// standalone fine run; records the phases in `metrics`. Collective over `world`; throws InvalidArgument for a
-/// bad split, Error if a solution stops being finite, MpiError.
-[[nodiscard]] GroupsResult run_groups(MPI_Comm world, const RunOptions& options, GroupSplit split, Metrics& metrics);
+/// standalone fine run; records the phases in `metrics`. With `io`: starts both groups from its restart file if
+/// there is one (written by any split and layout) and writes checkpoints and snapshots of both grids at its
+/// cadence (pencil/io.hpp); the warm-up and the standalone fine run are never checkpointed. Collective over
+/// `world`; throws InvalidArgument for a bad split, Error if a solution stops being finite, h5::BadFile /
+/// h5::IoError as restart_pencil / write_checkpoint, MpiError.
+[[nodiscard]] GroupsResult run_groups(MPI_Comm world, const RunOptions& options, GroupSplit split, Metrics& metrics,
+                                      h5::IoSession* io = nullptr);
 
 }  // namespace hympi::pencil

@@ -104,6 +104,13 @@ class PencilSolver {
 
   /// Sets the exact solution at time t0 and agrees the first time step (collective).
   void start(double t0);
+  /// Continues from a saved state instead of start(): this rank's planes `u` (as state() gave them), the time,
+  /// the agreed time-step bound (dt_bound()) and the steps done, all after a complete step. That is everything
+  /// a step carries into the next: the low-storage RK3's stored term is rewritten by the first substep before it
+  /// is read, the other arrays are scratch. Collective over the solver's ranks (a transpose round trip settles the
+  /// automatic tile, as start() does); throws InvalidArgument for a wrong size, a bound that is not positive,
+  /// a time that is not finite or negative steps.
+  void resume(std::span<const double> u, double t, double dt_bound, long steps);
   /// One 3-substep step with dt = min(the agreed bound, t_end - time()); returns dt (collective).
   /// Throws Error when the solution stops being finite.
   double step(double t_end = std::numeric_limits<double>::infinity());
@@ -114,6 +121,8 @@ class PencilSolver {
   [[nodiscard]] double max_difference(const PencilSolver& other) const;
 
   [[nodiscard]] double time() const noexcept { return t_; }
+  /// The time-step bound agreed at the end of the last step (the next step's dt, unless t_end cuts it).
+  [[nodiscard]] double dt_bound() const noexcept { return dt_bound_; }
   [[nodiscard]] long steps_done() const noexcept { return steps_; }
   [[nodiscard]] const PencilOptions& options() const noexcept { return options_; }
   [[nodiscard]] const ZModes& modes() const noexcept { return modes_; }
@@ -121,6 +130,10 @@ class PencilSolver {
   [[nodiscard]] const transpose::Transpose& transpose() const noexcept { return transpose_; }
   /// The state (this rank's planes, spectral).
   [[nodiscard]] std::span<const double> state() const noexcept { return u_; }
+  /// This rank's planes in physical space, x fastest: out[xl + nxl * (y + ny * m)] = u(planes_x().begin + xl, y,
+  /// z_m = 2 pi m / nz), nxl = planes_x().size() (for snapshots; not a hot path). Throws InvalidArgument when
+  /// `out` does not hold nxl * ny * nz values.
+  void physical(std::span<double> out) const;
   /// Grid spacing in x and y.
   [[nodiscard]] double hx() const noexcept;
   [[nodiscard]] double hy() const noexcept;

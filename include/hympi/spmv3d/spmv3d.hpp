@@ -3,10 +3,12 @@
 #include <mpi.h>
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "hympi/core/metrics.hpp"
 #include "hympi/grid/overlap.hpp"
+#include "hympi/h5/checkpoint.hpp"
 #include "hympi/spmv3d/operator.hpp"
 #include "hympi/spmv3d/options.hpp"
 
@@ -27,18 +29,27 @@ struct Spmv3dResult {
   long spmv_mismatches = -1;   ///< owned points where y != A x_id exactly (0 = correct)
   // CG.
   std::vector<double> cg_residuals;  ///< ||r_k||, bitwise identical for every layout and strategy
-  int cg_iterations = 0;
+  int cg_iterations = 0;       ///< iterations done, those before a restart included
+  int cg_timed_iterations = 0;  ///< iterations this run did (cg_iterations less the restart's)
   bool cg_converged = false;
-  double cg_time_s = 0;       ///< max over ranks
+  double cg_time_s = 0;       ///< max over ranks, the timed iterations without their checkpoints and snapshots
   double cg_max_error = 0;    ///< max |x - x*| / max |x*|
-  double cg_flops = 0;
+  /// The solution's fingerprint: sum over points of h5::element_hash(global index, bits of x) modulo 2^64, equal
+  /// for every layout and, after a restart, to the uninterrupted solve's.
+  std::uint64_t cg_x_hash = 0;
+  double cg_flops = 0;         ///< of the timed iterations
 };
 
 /// Runs repeated SpMV and CG on `comm` (collective): the phases of the timed products go to
 /// `spmv_metrics` ("spmv_halo", "spmv_compute"), those of the timed CG loop to `cg_metrics`
-/// ("cg_halo", "cg_spmv", "cg_dot", "cg_allreduce", "cg_update"). Throws InvalidArgument for
-/// options that do not validate on this communicator, MpiError for a failed MPI call.
-Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& spmv_metrics, Metrics& cg_metrics);
+/// ("cg_halo", "cg_spmv", "cg_dot", "cg_allreduce", "cg_update"). With `io`, CG starts from the
+/// restart file if there is one and writes checkpoints (x, r, p, rr, the residual history) and
+/// snapshots (x) at its cadence, counted in CG iterations; a restarted solve ends bit for bit as the
+/// uninterrupted one, on any layout. Throws InvalidArgument for options that do not validate on this
+/// communicator, h5::BadFile for a restart file that is not this solve's (or is past
+/// options.cg_iterations), h5::IoError for a failed write or read, MpiError for a failed MPI call.
+Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& spmv_metrics, Metrics& cg_metrics,
+                        h5::IoSession* io = nullptr);
 /// run_spmv3d with both regions' phases in one `metrics`; throws as that does.
 Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& metrics);
 

@@ -76,3 +76,22 @@ TEST(Topology, ThisMachineHasCores) {
   EXPECT_GE(t.pus(), t.cores());
   EXPECT_EQ(t.machine_set().weight(), t.pus());
 }
+
+TEST(Topology, NodeSetsAndL3) {
+  const auto t = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  // NUMA node 3 (logical) is the second node of package 1: PUs 24-31, kernel node 3.
+  EXPECT_EQ(t.numa_set(3).to_list(), "24-31");
+  EXPECT_EQ(t.numa_nodeset(3).to_list(), "3");
+  EXPECT_EQ(t.machine_nodeset().to_list(), "0-3");
+  EXPECT_EQ(t.nodeset_of(t.package_set(1)).to_list(), "2-3");
+  EXPECT_EQ(t.nodeset_of(t.core_set(5)).to_list(), "1");  // cores 4-7 sit on node 1
+  EXPECT_EQ(t.nodeset_of(hympi::Bitmap()).weight(), 0);
+  EXPECT_EQ(t.l3_caches(), 0);  // the description has no cache level
+  EXPECT_THROW((void)t.l3_set(0), hympi::InvalidArgument);
+  EXPECT_THROW((void)t.numa_nodeset(4), hympi::InvalidArgument);
+
+  const auto epyc = Topology::from_xml_file(HYMPI_TEST_DATA "/topologies/dual-epyc-like.xml");
+  ASSERT_EQ(epyc.l3_caches(), 8);
+  EXPECT_EQ(epyc.l3_set(7).weight() * 8, epyc.pus());
+  EXPECT_EQ(epyc.nodeset_of(epyc.l3_set(0)).weight(), 1);
+}

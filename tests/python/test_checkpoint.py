@@ -1,0 +1,246 @@
+"""Checkpoint/restart through parallel HDF5, end to end with mpirun (issue 17), on rb3d:
+
+- a run restarted from a checkpoint ends bit for bit like the uninterrupted run, at the layout that wrote the
+  checkpoint and at others, and so does one killed by SIGKILL after a checkpoint;
+- a snapshot read with h5py (not our reader) holds the checkpointed field rounded to single precision, and
+  its XDMF sidecar names files and datasets that exist;
+- a missing, truncated or corrupted checkpoint, another app's or another size's, an unwritable path and a
+  full file system each give one line naming the file, exit 2 (bad input) or 1 (I/O failure), and leave no
+  partial file under the final name and the previous checkpoint untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+h5py = pytest.importorskip("h5py")
+np = pytest.importorskip("numpy")
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("HYMPI_BIN_DIR", REPO / "build" / "bin"))
+MPIRUN = shutil.which("mpirun")
+PKILL = shutil.which("pkill") or "pkill"
+
+pytestmark = pytest.mark.skipif(
+    MPIRUN is None or not (BIN / "hympi-rb3d").exists(), reason="needs mpirun and build/bin/hympi-rb3d"
+)
+
+# 20^3, residual every 5: small enough for seconds, long enough that a restart changes many values.
+RB3D = ["--size", "20", "--residual-every", "5"]
+
+
+def command(ranks: int, threads: int, *args: str) -> list[str]:
+    """mpirun ... hympi-rb3d ARGS on ranks x threads, unbound (the test machine is oversubscribed)."""
+    assert MPIRUN is not None
+    cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none", "-np", str(ranks)]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    return [*cmd, "-x", f"OMP_NUM_THREADS={threads}", str(BIN / "hympi-rb3d"), "--bind", "none", *args]
+
+
+def run(ranks: int, threads: int, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command(ranks, threads, *args), capture_output=True, text=True, timeout=120, check=False)
+
+
+def record(proc: subprocess.CompletedProcess[str]) -> dict:
+    """The HYMPI_RESULT record of a successful run."""
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("HYMPI_RESULT ")]
+    assert len(lines) == 1, proc.stdout
+    return json.loads(lines[0][len("HYMPI_RESULT ") :])
+
+
+def final_state(rec: dict) -> tuple:
+    """What must match bit for bit: verification, residual history, final error (floats as hex)."""
+    m = rec["metrics"]
+    assert rec["verified"] is True
+    return (m["iterations"], [float(r).hex() for r in m["residuals"]], float(m["max_error"]).hex())
+
+
+def error_lines(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    """The app's own error lines (mpirun adds its banner about the exit code after them)."""
+    assert "Traceback" not in proc.stderr and "MPI_ABORT" not in proc.stderr, proc.stderr
+    return [line for line in proc.stderr.splitlines() if line.startswith("hympi-rb3d: error")]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted() -> tuple:
+    return final_state(record(run(2, 1, *RB3D, "--iterations", "40")))
+
+
+@pytest.fixture(scope="module")
+def checkpoint_at_20(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A checkpoint of iteration 20 written by 2 ranks x 1 thread."""
+    path = tmp_path_factory.mktemp("ck") / "rb3d.h5"
+    rec = record(run(2, 1, *RB3D, "--iterations", "20", "--checkpoint", str(path), "--checkpoint-every", "10"))
+    assert rec["io"]["checkpoints"] == 2 and rec["io"]["checkpoint_bytes"] > 20**3 * 8
+    return path
+
+
+@pytest.mark.parametrize(("ranks", "threads"), [(2, 1), (1, 2), (3, 1)])
+def test_restart_is_bitwise_at_any_layout(
+    uninterrupted: tuple, checkpoint_at_20: Path, ranks: int, threads: int
+) -> None:
+    rec = record(run(ranks, threads, *RB3D, "--iterations", "40", "--restart", str(checkpoint_at_20)))
+    assert rec["metrics"]["restarted_at"] == 20 and rec["io"]["restart_step"] == 20
+    assert rec["timed_repetitions"] == 20
+    assert final_state(rec) == uninterrupted
+
+
+def test_sigkill_after_a_checkpoint_then_restart(tmp_path: Path) -> None:
+    args = ["--size", "40", "--residual-every", "25", "--iterations", "1500"]
+    expected = final_state(record(run(2, 1, *args)))
+    path = tmp_path / "killed.h5"
+    proc = subprocess.Popen(
+        command(2, 1, *args, "--checkpoint", str(path), "--checkpoint-every", "50"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert path.exists(), "no checkpoint appeared"
+        # As a crashed node would: every process of the job at once. mpirun gives each rank its own process
+        # group but keeps them in the session start_new_session made.
+        subprocess.run([PKILL, "-KILL", "-s", str(proc.pid)], timeout=30, check=False)
+    finally:
+        proc.wait(timeout=30)
+        subprocess.run([PKILL, "-KILL", "-s", str(proc.pid)], timeout=30, check=False)
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    with h5py.File(path, "r") as f:
+        step = int(f.attrs["step"])
+    assert 0 < step < 1500
+    rec = record(run(1, 2, *args, "--restart", str(path)))
+    assert rec["metrics"]["restarted_at"] == step
+    assert final_state(rec) == expected
+
+
+def test_snapshot_read_with_h5py_matches_the_field(tmp_path: Path) -> None:
+    ck, prefix = tmp_path / "c.h5", tmp_path / "snap"
+    record(run(2, 1, *RB3D, "--iterations", "10", "--checkpoint", str(ck), "--checkpoint-every", "10",
+               "--snapshot", str(prefix), "--snapshot-every", "5"))
+    with h5py.File(ck, "r") as c, h5py.File(tmp_path / "snap-000010.h5", "r") as s:
+        field = c["u"][...]
+        snap = s["u"][...]
+        assert c["u"].dtype == np.float64 and s["u"].dtype == np.float32
+        assert field.shape == snap.shape == (20, 20, 20)
+        assert np.array_equal(snap, field.astype(np.float32))
+        assert not np.array_equal(snap.astype(np.float64), field), "single precision must round"
+        assert int(s.attrs["step"]) == 10 and float(np.abs(field).max()) > 0
+        # The solution is symmetric under x <-> z: a transposed write would still pass, a shifted one not.
+        assert np.array_equal(snap, np.transpose(snap, (2, 1, 0)))
+    index = json.loads((tmp_path / "snap.snapshots.json").read_text())
+    assert [e["step"] for e in index] == [0, 5, 10]
+    xdmf = ET.parse(tmp_path / "snap.xmf").getroot()
+    items = [e.text.strip() for e in xdmf.iter("DataItem") if e.get("Format") == "HDF"]
+    assert len(items) == 3
+    for item in items:
+        file, dataset = item.split(":")
+        with h5py.File(tmp_path / file, "r") as f:
+            assert f[dataset].shape == (20, 20, 20)
+
+
+def damaged_copy(source: Path, target: Path, damage: str) -> Path:
+    shutil.copy(source, target)
+    if damage == "truncated":
+        with open(target, "r+b") as f:
+            f.truncate(target.stat().st_size // 2)
+    elif damage == "flipped":
+        with h5py.File(target, "r") as f:
+            offset = f["u"].id.get_offset() + 8 * 1234 + 5
+        with open(target, "r+b") as f:
+            f.seek(offset)
+            byte = f.read(1)[0]
+            f.seek(offset)
+            f.write(bytes([byte ^ 0x01]))
+    elif damage == "other-app":
+        with h5py.File(target, "r+") as f:
+            f.attrs["app"] = np.bytes_(b"spmv3d")
+    elif damage == "not-hdf5":
+        target.write_text("not a checkpoint\n")
+    return target
+
+
+@pytest.mark.parametrize(
+    ("damage", "args", "words"),
+    [
+        ("truncated", [], "truncated"),
+        ("flipped", [], "checksum"),
+        ("other-app", [], "checkpoint of spmv3d, not of rb3d"),
+        ("not-hdf5", [], "not HDF5"),
+        ("none", ["--size", "16"], "this run's is"),
+        ("none", ["--iterations", "10"], "beyond the 10"),
+    ],
+)
+def test_bad_checkpoint_is_one_line_exit_2(
+    checkpoint_at_20: Path, tmp_path: Path, damage: str, args: list[str], words: str
+) -> None:
+    bad = damaged_copy(checkpoint_at_20, tmp_path / "bad.h5", damage)
+    given = dict(zip(args[::2], args[1::2], strict=True))
+    size, iterations = given.get("--size", "20"), given.get("--iterations", "40")
+    proc = run(2, 1, "--size", size, "--residual-every", "5", "--iterations", iterations, "--restart", str(bad))
+    assert proc.returncode == 2, proc.stderr
+    lines = error_lines(proc)
+    assert len(lines) == 1 and str(bad) in lines[0] and words in lines[0], proc.stderr
+    assert "HYMPI_RESULT" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--restart", "{dir}/absent.h5"], "absent.h5: no such file"),
+        (["--checkpoint", "{dir}/file/c.h5", "--checkpoint-every", "5"], "does not exist"),
+        (["--checkpoint-every", "5"], "needs --checkpoint"),
+        (["--checkpoint", "{dir}", "--checkpoint-every", "5"], "is a directory"),
+        (["--checkpoint", "{dir}/c.h5", "--h5-hint", "cb_nodes"], "'cb_nodes' is not KEY=VALUE"),
+        (["--checkpoint", "{dir}/c.h5", "--h5-sieve-bytes", "-4"], "'-4' is not a byte count"),
+    ],
+)
+def test_bad_io_options_are_one_line_exit_2(tmp_path: Path, args: list[str], words: str) -> None:
+    (tmp_path / "file").write_text("a regular file\n")
+    # Checked before MPI starts (as `hympi run` does with --validate-ranks before launching): one process says it.
+    cmd = [str(BIN / "hympi-rb3d"), *RB3D, "--iterations", "5", *[a.format(dir=tmp_path) for a in args]]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = error_lines(proc)
+    assert len(lines) == 1 and words in lines[0], proc.stderr
+    assert not (tmp_path / "c.h5").exists()
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A 1 MiB tmpfs at tmp_path/full, unmounted after; skipped where mounting is not allowed."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    tool = shutil.which("mount")
+    if os.geteuid() != 0 or tool is None:
+        pytest.skip("mounting a tmpfs needs root")
+    proc = subprocess.run([tool, "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True, text=True, timeout=30, check=False)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30, check=False)
+
+
+def test_full_disk_is_exit_1_and_keeps_the_previous_checkpoint(checkpoint_at_20: Path, small_tmpfs: Path) -> None:
+    previous = small_tmpfs / "rb3d.h5"
+    shutil.copy(checkpoint_at_20, previous)  # 64 KiB: the 1 MiB tmpfs holds it, not a 64^3 field (2 MiB)
+    before = previous.read_bytes()
+    proc = run(2, 1, "--size", "64", "--iterations", "4", "--checkpoint", str(previous), "--checkpoint-every", "2")
+    assert proc.returncode == 1, proc.stderr
+    lines = error_lines(proc)
+    assert len(lines) == 1 and str(previous) in lines[0] and "no space" in lines[0], proc.stderr
+    assert previous.read_bytes() == before
+    assert sorted(p.name for p in small_tmpfs.iterdir()) == ["rb3d.h5"], "a partial file was left"
