@@ -192,3 +192,32 @@ def test_an_unwritable_checkpoint_dir_is_refused(tmp_path: Path):
     locked.mkdir(mode=0o555)
     proc = hympi("sweep", "rb3d", "--checkpoint-dir", str(locked), "--db", str(tmp_path / "r.db"), env=env)
     assert proc.returncode == 2 and "is not writable" in proc.stderr and not launches(env)
+
+
+def test_a_real_rb3d_run_killed_after_its_checkpoint_restarts_from_it(tmp_path: Path):
+    """hympi-rb3d itself: the sweep is SIGKILLed once the run's first checkpoint is on disk, and the same command
+    again restarts the run from the step that checkpoint holds (the app's io.restart_step); rb3d's own verification
+    (its residual history equals a one-rank solve's from the start) passes on the restarted run."""
+    rb3d = bin_dir() / "hympi-rb3d"
+    if not rb3d.is_file():
+        pytest.skip(f"{rb3d} is not built")
+    db, ckpt = tmp_path / "r.db", tmp_path / "ckpt"
+    args = ["sweep", "rb3d", "--ranks", "1", "--no-warmup", "--db", str(db), "--checkpoint-dir", str(ckpt),
+            "--checkpoint-every", "10", "--", "--size", "48", "--iterations", "3000"]
+    proc = _sweep_process(args, {})
+    deadline = time.monotonic() + 120
+    while not any(name.endswith(".h5") for name in _checkpoints(ckpt)):
+        assert time.monotonic() < deadline and proc.poll() is None, "no checkpoint appeared"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    again = hympi(*args, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "1 restarted from a checkpoint" in _text(again.stdout)
+    with Store.open(db, create=False) as store:
+        (run,) = store.runs()
+        assert run.status == "ok" and run.record is not None and run.record["verified"] is True
+        assert run.restarted_from_step is not None and 10 <= run.restarted_from_step < 3000
+        assert run.restarted_from_step % 10 == 0 and run.record["metrics"]["iterations"] == 3000
+        assert "--restart" in run.command
+    assert [n for n in _checkpoints(ckpt) if not n.startswith(".")] == []
