@@ -18,7 +18,7 @@ from hympi.apps import APPS
 from hympi.iorecord import io_record
 from hympi.paths import bin_dir
 from hympi.store import Store
-from hympi.sweep import SweepItem, SweepParams, checkpoint_path, io_args
+from hympi.sweep import SweepItem, SweepParams, checkpoint_path, io_args, sbatch_command
 from test_sweep import _sweep_process
 
 
@@ -66,6 +66,8 @@ def test_params_keep_the_checkpoint_settings_and_name_one_file_per_run(tmp_path:
     assert io_args(params, a, False) == ("--checkpoint", str(path), "--checkpoint-every", "7")
     assert io_args(params, a, True)[-2:] == ("--restart", str(path))
     assert checkpoint_path(plain, a) is None and io_args(plain, a, True) == ()
+    script = sbatch_command(params, tmp_path / "r.db")  # the allocation's sweep keeps them, and so resumes
+    assert script[script.index("--checkpoint-dir") + 1] == str(tmp_path) and "--checkpoint-every" in script
 
 
 @pytest.mark.parametrize("how", ["timeout", "SIGKILL"])
