@@ -6,7 +6,7 @@ with one checkpoint per 50 iterations at 256^3).
 
 Usage: .venv/bin/python bench/io/io.py [--mib 512 | --global X Y Z] [--dir DIR] [--layouts 1x2,2x1] [--repeat 3]
                                        [--sieve 0,fs,4M] [--alignment 0,fs] [--transfer collective,independent]
-                                       [--hints none] [--split auto] [--rb3d] [--rb3d-size 256]
+                                       [--hints none] [--slab 8M] [--split auto] [--rb3d] [--rb3d-size 256]
                                        [--rb3d-iterations 200] [--rb3d-every 50] [--output FILE]
 
 Builds nothing: run `cmake --build build --target hympi-bench-io hympi-rb3d` first (HYMPI_BIN_DIR or build/bin).
@@ -109,7 +109,7 @@ def bench_args(args: argparse.Namespace) -> tuple[str, ...]:
     """hympi-bench-io's arguments."""
     size = ("--global", *map(str, args.global_)) if args.global_ else ("--mib", str(args.mib))
     return (*size, "--dir", str(args.dir), "--split", args.split, "--sieve", args.sieve, "--alignment",
-            args.alignment, "--transfer", args.transfer, "--hints", args.hints)
+            args.alignment, "--transfer", args.transfer, "--hints", args.hints, "--slab", args.slab)
 
 
 def io_table(rounds: list[dict[str, Any]], layouts: list[tuple[int, int]]) -> list[dict[str, Any]]:
@@ -196,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--alignment", default="0,fs")
     parser.add_argument("--transfer", default="collective,independent")
     parser.add_argument("--hints", default="none")
+    parser.add_argument("--slab", default="8M", help="bytes h5 packs per transfer, or full (one full-size copy)")
     parser.add_argument("--split", default="auto", choices=("auto", "x", "y", "z"))
     parser.add_argument("--rb3d", action="store_true", help="also the checkpoint overhead of hympi-rb3d")
     parser.add_argument("--rb3d-size", type=int, default=256)
@@ -245,11 +246,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{phases['commit_s']:.2f} s, read data {phases['read_data_s']:.2f} s; one checksum pass "
               f"{phases['checksum_s']:.2f} s; first touch of a fresh block-sized buffer "
               + (f"{statistics.median(touch):.2f} s" if touch else "-"))
-    print(f"{'layout':>6} {'case':<48} {'write GB/s':>10} {'read GB/s':>9} {'write/dd':>8} {'read/dd':>7} "
+    print(f"{'layout':>6} {'case':<56} {'write GB/s':>10} {'read GB/s':>9} {'write/dd':>8} {'read/dd':>7} "
           f"{'commit':>6} {'cached':>6} {'ok':>3}")
     table = io_table(rounds, layouts)
     for row in table:
-        print(f"{row['layout']:>6} {row['case']:<48} {row['write_gbs']:>10.3f} {row['read_gbs']:>9.3f} "
+        print(f"{row['layout']:>6} {row['case']:<56} {row['write_gbs']:>10.3f} {row['read_gbs']:>9.3f} "
               f"{row['write_ratio']:>8.2f} {row['read_ratio']:>7.2f} {100 * row['commit_share']:>5.0f}% "
               f"{100 * max(row['resident'], 0):>5.0f}% {'yes' if row['verified'] else 'NO':>3}")
     for label in dict.fromkeys(r["layout"] for r in table):

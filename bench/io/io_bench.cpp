@@ -1,6 +1,7 @@
 // hympi-bench-io: write and read one checkpoint of a distributed 3D double field through hympi::h5's
 // CheckpointWriter / CheckpointReader, once per option set (sieve buffer, alignment, collective or
-// independent transfers, MPI-IO hints), and print one `HYMPI_BENCH {json}` line per case (rank 0).
+// independent transfers, MPI-IO hints, the slab h5 packs per transfer), and print one `HYMPI_BENCH {json}`
+// line per case (rank 0).
 //
 // A case times what a solver pays for a checkpoint: create the temporary file and its header, write the
 // field (packing, checksum, H5Dwrite), then commit() = H5Fflush (MPI_File_sync: the data reach the disk),
@@ -63,6 +64,7 @@ struct Args {
   std::vector<std::string> alignment{"0", "fs"};
   std::vector<std::string> transfer{"collective", "independent"};
   std::vector<std::string> hints{"none"};
+  std::vector<std::string> slab{"8M"};
   int reps = 1;
   bool keep = false;
 };
@@ -100,6 +102,15 @@ std::size_t byte_size(const std::string& text, std::size_t fs_block, const std::
   return static_cast<std::size_t>(parse_positive(digits, option)) * scale;
 }
 
+/// Bytes h5 packs per transfer (H5Options::slab_bytes): a size, or "full" for the whole block in one
+/// transfer through one full-size buffer (what h5 did before it moved fields slab by slab).
+std::size_t slab_size(const std::string& text) {
+  if (text == "full") return std::size_t(1) << 40;  // larger than any block: one slab
+  const std::size_t bytes = byte_size(text, 0, "--slab");
+  if (bytes == 0) throw InvalidArgument("--slab: 0 (expected a size or full)");
+  return bytes;
+}
+
 /// The MPI-IO hints of a hint set: none, or cb (collective buffering on for reads and writes, 16 MiB
 /// buffer: ROMIO's names; Open MPI's default OMPIO takes its own MCA parameters instead, so compare
 /// under OMPI_MCA_io=romio321).
@@ -112,7 +123,8 @@ std::vector<std::pair<std::string, std::string>> hint_set(const std::string& nam
 
 const char* kUsage =
     "expected --global X Y Z | --mib M, --dir DIR, --split auto|x|y|z, --sieve LIST, --alignment LIST "
-    "(sizes: 0, fs, N, NK, NM), --transfer collective,independent, --hints none,cb, --reps N, --keep";
+    "(sizes: 0, fs, N, NK, NM), --transfer collective,independent, --hints none,cb, --slab LIST (sizes or full), "
+    "--reps N, --keep";
 
 /// Parses the command line; throws InvalidArgument naming the bad argument.
 Args parse_args(int argc, char** argv) {
@@ -152,6 +164,9 @@ Args parse_args(int argc, char** argv) {
     } else if (arg == "--hints") {
       args.hints = split_list(value(), arg);
       for (const auto& h : args.hints) (void)hint_set(h);
+    } else if (arg == "--slab") {
+      args.slab = split_list(value(), arg);
+      for (const auto& x : args.slab) (void)slab_size(x);
     } else if (arg == "--reps") {
       args.reps = static_cast<int>(parse_positive(value(), arg));
     } else if (arg == "--keep") {
@@ -218,7 +233,7 @@ double median(std::vector<double> v) {
 }
 
 struct Case {
-  std::string sieve, alignment, transfer, hints;
+  std::string sieve, alignment, transfer, hints, slab;
 };
 
 int run(const Args& args, MPI_Comm comm) {
@@ -260,10 +275,11 @@ int run(const Args& args, MPI_Comm comm) {
   const std::string file = shared_path.c_str();
 
   std::vector<Case> cases;
-  for (const auto& t : args.transfer)
-    for (const auto& h : args.hints)
-      for (const auto& a : args.alignment)
-        for (const auto& s : args.sieve) cases.push_back({s, a, t, h});
+  for (const auto& b : args.slab)
+    for (const auto& t : args.transfer)
+      for (const auto& h : args.hints)
+        for (const auto& a : args.alignment)
+          for (const auto& s : args.sieve) cases.push_back({s, a, t, h, b});
 
   bool all_verified = true;
   for (const Case& c : cases) {
@@ -272,6 +288,7 @@ int run(const Args& args, MPI_Comm comm) {
     options.alignment = byte_size(c.alignment, fs_block, "--alignment");
     options.collective = c.transfer == "collective";
     options.hints = hint_set(c.hints);
+    options.slab_bytes = slab_size(c.slab);
     options.validate();
     std::vector<double> write_s, header_s, data_s, commit_s, read_s, open_s, read_data_s, resident;
     double file_bytes = 0;
@@ -325,6 +342,8 @@ int run(const Args& args, MPI_Comm comm) {
     all_verified = all_verified && verified;
     if (rank == 0) {
       const double w = median(write_s), r = median(read_s);
+      const std::string name =
+          c.transfer + "/sieve=" + c.sieve + "/align=" + c.alignment + "/hints=" + c.hints + "/slab=" + c.slab;
       const nlohmann::json record{
           {"bench", "io"},
           {"ranks", ranks},
@@ -335,7 +354,7 @@ int run(const Args& args, MPI_Comm comm) {
           {"file_bytes", file_bytes},
           {"fs_block", fs_block},
           {"dir", fs::absolute(args.dir).string()},
-          {"case", c.transfer + "/sieve=" + c.sieve + "/align=" + c.alignment + "/hints=" + c.hints},
+          {"case", name},
           {"options", options.to_json()},
           {"reps", args.reps},
           {"write_s", w},

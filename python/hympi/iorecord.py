@@ -2,11 +2,11 @@
 checkpoints, restart and snapshots cost.
 
 The frame writes IoSession::to_json(): the IoOptions (checkpoint, checkpoint_every, restart, snapshot,
-snapshot_every, and the HDF5 options under "h5": sieve_bytes, alignment, chunk, transfer, hints) next to the totals
-(checkpoints, checkpoint_s, checkpoint_bytes, snapshots, snapshot_s, snapshot_bytes, restart_s, restart_bytes,
-restart_step). Every app with checkpoints reports it, with zero totals when it was asked for no I/O (IoRecord.any).
-Reading is lenient about nesting ("options" / "totals" objects are looked into too) and about absent keys (zero, or
--1 for restart_step); a value of the wrong type counts as absent.
+snapshot_every, and the HDF5 options under "h5": sieve_bytes, alignment, chunk, transfer, slab_bytes, hints) next to
+the totals (checkpoints, checkpoint_s, checkpoint_bytes, snapshots, snapshot_s, snapshot_bytes, restart_s,
+restart_bytes, restart_step). Every app with checkpoints reports it, with zero totals when it was asked for no
+I/O (IoRecord.any). Reading is lenient about nesting ("options" / "totals" objects are looked into too) and about
+absent keys (zero, or -1 for restart_step); a value of the wrong type counts as absent.
 """
 
 from __future__ import annotations
@@ -46,12 +46,16 @@ class H5Settings:
     collective: bool = True
     hints: tuple[tuple[str, str], ...] = ()
     chunked: bool = False
+    slab_bytes: int = 0  # bytes packed per transfer (0: not recorded)
 
     def label(self) -> str:
-        """'sieve 4 MiB, align 4 KiB, collective, cb_buffer_size=16777216' ('sieve default' for HDF5's 64 KiB)."""
+        """'sieve 4 MiB, align 4 KiB, collective, slab 8 MiB, cb_buffer_size=16777216' ('sieve default' for HDF5's
+        64 KiB; no slab where the record has none)."""
         parts = [f"sieve {_size(self.sieve_bytes)}" if self.sieve_bytes else "sieve default",
                  f"align {_size(self.alignment)}" if self.alignment else "no alignment",
                  "collective" if self.collective else "independent"]
+        if self.slab_bytes:
+            parts.append(f"slab {_size(self.slab_bytes)}")
         if self.chunked:
             parts.append("chunked")
         parts += [f"{k}={v}" for k, v in self.hints]
@@ -83,7 +87,8 @@ def h5_settings(data: Mapping[str, Any]) -> H5Settings:
     chunk = src.get("chunk")
     return H5Settings(int(_number(src, "sieve_bytes")), int(_number(src, "alignment")),
                       collective if isinstance(collective, bool) else True, _hints(src.get("hints")),
-                      isinstance(chunk, list) and any(isinstance(c, int) and c > 0 for c in chunk))
+                      isinstance(chunk, list) and any(isinstance(c, int) and c > 0 for c in chunk),
+                      int(_number(src, "slab_bytes")))
 
 
 @dataclass(frozen=True)

@@ -41,10 +41,12 @@ def test_the_frames_io_object_is_a_valid_optional_field_and_reads_back_typed():
     assert io is not None and io.write_gbs == pytest.approx(2.0) and io.read_gbs is None and io.any
     assert io.h5.label() == "sieve default, no alignment, collective"
     assert restart_step(record.raw) is None
-    back = io_record(full_record(io=_io(restart_step=150, restart_s=0.5, restart_bytes=1e9, sieve=4 * 2**20,
-                                        transfer="independent", hints={"cb_buffer_size": "16777216"})))
+    io_slab = _io(restart_step=150, restart_s=0.5, restart_bytes=1e9, sieve=4 * 2**20, transfer="independent",
+                  hints={"cb_buffer_size": "16777216"})
+    io_slab["h5"]["slab_bytes"] = 8 * 2**20  # type: ignore[index]
+    back = io_record(full_record(io=io_slab))
     assert back is not None and back.read_gbs == pytest.approx(2.0) and back.restarted
-    assert back.h5.label() == "sieve 4 MiB, align 4 KiB, independent, cb_buffer_size=16777216"
+    assert back.h5.label() == "sieve 4 MiB, align 4 KiB, independent, slab 8 MiB, cb_buffer_size=16777216"
     assert io_record(full_record()) is None and not io_record(full_record(io=_io())).any  # asked for no I/O
 
 

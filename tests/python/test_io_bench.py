@@ -29,7 +29,7 @@ def _bench(*args: str, ranks: int = 2) -> subprocess.CompletedProcess[str]:
 
 def test_every_case_prints_bytes_positive_bandwidths_and_a_verified_read_back(tmp_path: Path):
     proc = _bench("--global", "24", "10", "6", "--dir", str(tmp_path), "--sieve", "0,fs", "--alignment", "0,8K",
-                  "--transfer", "collective,independent", "--hints", "cb", "--reps", "2")
+                  "--transfer", "collective,independent", "--hints", "cb", "--slab", "1K", "--reps", "2")
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line.removeprefix("HYMPI_BENCH ")) for line in proc.stdout.splitlines()
              if line.startswith("HYMPI_BENCH ")]
@@ -47,7 +47,8 @@ def test_every_case_prints_bytes_positive_bandwidths_and_a_verified_read_back(tm
         assert r["checksum_read"] == r["checksum_written"] and r["verified"] is True
         assert 0 <= r["resident_before_read"] <= 1
     by_case = {r["case"]: r for r in records}
-    aligned = by_case["independent/sieve=fs/align=8K/hints=cb"]
+    aligned = by_case["independent/sieve=fs/align=8K/hints=cb/slab=1K"]
+    assert aligned["options"]["slab_bytes"] == 1024  # 1 KiB: one z plane (1920 B) per transfer
     assert aligned["options"]["alignment"] == 8192 and aligned["options"]["sieve_bytes"] == aligned["fs_block"]
     assert aligned["options"]["transfer"] == "independent" and aligned["options"]["hints"]["cb_buffer_size"]
     assert aligned["file_bytes"] >= 8192 + aligned["field_bytes"]  # the dataset starts at an 8 KiB boundary
@@ -63,6 +64,16 @@ def test_the_split_axis_is_the_decomposition(tmp_path: Path):
     assert record["process_grid"] == [1, 1, 2] and record["verified"]
 
 
+def test_a_field_moved_in_one_full_size_slab_reads_back_the_same(tmp_path: Path):
+    proc = _bench("--global", "20", "9", "7", "--dir", str(tmp_path), "--sieve", "0", "--alignment", "0",
+                  "--slab", "full,1K")
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(x.removeprefix("HYMPI_BENCH ")) for x in proc.stdout.splitlines()
+               if x.startswith("HYMPI_BENCH ") and '"bench":"io"' in x]
+    assert len(records) == 4 and all(r["verified"] for r in records)
+    assert len({r["checksum_read"] for r in records}) == 1
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
@@ -75,6 +86,7 @@ def test_the_split_axis_is_the_decomposition(tmp_path: Path):
         (["--transfer", "sometimes"], "'sometimes'"),
         (["--hints", "fast"], "unknown set 'fast'"),
         (["--split", "w"], "'w'"),
+        (["--slab", "0"], "--slab: 0"),
         (["--frobnicate"], "unknown argument '--frobnicate'"),
     ],
 )
