@@ -82,6 +82,8 @@ ResultRecord MzApp::run(AppContext& ctx) {
   mo.niter = iterations_;
   mo.perturb = perturb_;
   if (ctx.io != nullptr) mo.hooks = mz_io_hooks(*ctx.io, grid, partition, rank, iterations_ > 0 ? iterations_ : p.niter, p.dt);
+  // Where the zones' solution fields landed (--membind), asked once: the hooks run in the first repetition only.
+  mo.hooks.touched = [&ctx](std::span<const double> u) { ctx.metrics.observe_memory("u", std::as_bytes(u)); };
   ZoneSplit split;
   if (split_report_) split = split_zones(grid, nranks, split_tolerance_);
   if (rank == 0) {

@@ -121,3 +121,16 @@ def parse_result(stdout: str) -> ResultRecord | None:
     except json.JSONDecodeError as exc:
         raise ResultError(f"HYMPI_RESULT is not valid JSON: {exc}") from None
     return parse_record(data)
+
+
+def placement_share(page_placement: Mapping[str, Any] | None) -> float | None:
+    """The share of the reported arrays' pages that are on their intended NUMA nodes, over every array of a record's
+    `page_placement` (pages never touched count as elsewhere; None without arrays or pages)."""
+    if not page_placement:
+        return None
+    pages = on_intended = 0.0
+    for summary in page_placement.values():
+        if isinstance(summary, Mapping):
+            pages += float(summary.get("pages", 0) or 0)
+            on_intended += float(summary.get("on_intended", 0) or 0)
+    return on_intended / pages if pages > 0 else None

@@ -317,7 +317,9 @@ def test_study_skips_missing_apps_with_a_note_and_reports(page: Page, tmp_path: 
     assert [s.params["virtual_nodes"] for s in sweeps if s.app == "pingpong"] == [1, 2]
     assert "network" in probes[1].record["metrics"]["levels"]
     assert ("HYMPI_VIRTUAL_NODES", "2") in probes[1].env
-    assert study.notes == ("spmv3d: skipped, hympi-spmv3d is not built yet",)
+    # On one NUMA domain the study also says why it runs one memory policy only (docs/study.md).
+    assert tuple(n for n in study.notes if not n.startswith("memory policies: ")) == \
+        ("spmv3d: skipped, hympi-spmv3d is not built yet",)
     page.open((out / "index.html").as_uri())
     assert page.errors() == []
     assert "spmv3d: skipped, hympi-spmv3d is not built yet" in page.evaluate("document.body.innerText")

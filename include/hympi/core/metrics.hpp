@@ -82,6 +82,8 @@ class Metrics {
   }
   /// Installs the probe observe_memory reports to (null: none); the probe must outlive its use.
   void set_memory_probe(MemoryProbe* probe) { probe_ = probe; }
+  /// The installed probe (null: none), so a second Metrics of the same run can report to it too.
+  [[nodiscard]] MemoryProbe* memory_probe() const noexcept { return probe_; }
 
  private:
   MemoryProbe* probe_ = nullptr;
