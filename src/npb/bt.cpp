@@ -92,7 +92,8 @@ void bt_line(const CfdConstants& c, int n, const double* u, const double* rho, c
 
 }  // namespace
 
-BtZone::BtZone(const CfdConstants& c, const ZoneDims& dims) : CfdZone(c, dims, false, "BT-MZ") {}
+BtZone::BtZone(const CfdConstants& c, const ZoneDims& dims, const ZonePlacement& placement, int zone)
+    : CfdZone(c, dims, false, "BT-MZ", placement, zone) {}
 
 void BtZone::step() {
   const ZoneDims d = f_.d;
@@ -104,8 +105,8 @@ void BtZone::step() {
   const double* sq = f_.square.data();
   const CfdConstants& c = c_;
   const std::ptrdiff_t sy = d.nxmax, sz = std::ptrdiff_t(d.nxmax) * ny;
-#pragma omp parallel
-  {
+  // The team of the data layout (a plain OpenMP team, or a locality region for access-pattern).
+  placement_.run([&] {
     compute_rhs(c, f_);
 #pragma omp for collapse(2) schedule(static)
     for (int k = 1; k < nz - 1; ++k) {
@@ -129,7 +130,7 @@ void BtZone::step() {
       }
     }
     add(f_);
-  }
+  });
 }
 
 }  // namespace hympi::npb

@@ -157,7 +157,8 @@ void sp_line(const CfdConstants& c, int dir, int n, const double* rho, const dou
 
 }  // namespace
 
-SpZone::SpZone(const CfdConstants& c, const ZoneDims& dims) : CfdZone(c, dims, true, "SP-MZ") {}
+SpZone::SpZone(const CfdConstants& c, const ZoneDims& dims, const ZonePlacement& placement, int zone)
+    : CfdZone(c, dims, true, "SP-MZ", placement, zone) {}
 
 void SpZone::step() {
   const ZoneDims d = f_.d;
@@ -175,8 +176,8 @@ void SpZone::step() {
   // ninvr into x, pinvr into y, tzetar and the update into z): fewer passes over memory and
   // four barriers per step instead of nine, which matters when cores are shared.
   double* uu = f_.u.data();
-#pragma omp parallel
-  {
+  // The team of the data layout (a plain OpenMP team, or a locality region for access-pattern).
+  placement_.run([&] {
     compute_rhs(c, f_);
 #pragma omp for collapse(2) schedule(static)
     for (int k = 1; k < nz - 1; ++k) {
@@ -259,7 +260,7 @@ void SpZone::step() {
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace hympi::npb
