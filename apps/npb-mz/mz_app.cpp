@@ -60,6 +60,7 @@ void MzApp::validate(const Layout& layout) const {
   if (layout.threads < 1) throw InvalidArgument("threads must be >= 1, got " + std::to_string(layout.threads));
   (void)parse_packing_method(packing_);
   const DataLayout data_layout = parse_data_layout(data_layout_);
+  if (layout_seed_ < 0) throw InvalidArgument("--layout-seed must be >= 0, got " + std::to_string(layout_seed_));
   if (benchmark_ == Benchmark::lu && data_layout != DataLayout::first_touch) {
     throw InvalidArgument("--data-layout " + data_layout_ + ": lu-mz has first-touch only (bt-mz and sp-mz have "
                           "every layout)");
@@ -96,7 +97,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
   mo.niter = iterations_;
   mo.perturb = perturb_;
   mo.layout.layout = parse_data_layout(data_layout_);
-  mo.layout.seed = layout_seed_;
+  mo.layout.seed = static_cast<std::uint64_t>(layout_seed_);
   mo.layout.locations = locality::parse_num_locs(num_locs_);
   mo.topology = &ctx.topology;
   mo.measure_placement = ctx.topology.is_this_system();
