@@ -91,7 +91,7 @@ def test_a_bad_data_layout_is_one_line_exit_2_and_nothing_launched(args, needle,
 
 
 def _summary(numa: int, cores: int) -> MachineSummary:
-    return MachineSummary(1, numa, cores, cores, ((3, 32 << 20, 1),), "h", '{"numa_nodes": %d}' % numa)
+    return MachineSummary(1, numa, cores, cores, ((3, 32 << 20, 1),), "h", json.dumps({"numa_nodes": numa}))
 
 
 def test_the_thread_counts_fit_in_one_domain_or_fill_whole_ones():
