@@ -105,8 +105,8 @@ void BtZone::step() {
   const double* sq = f_.square.data();
   const CfdConstants& c = c_;
   const std::ptrdiff_t sy = d.nxmax, sz = std::ptrdiff_t(d.nxmax) * ny;
-  // The team of the data layout (a plain OpenMP team, or a locality region for access-pattern).
-  placement_.run([&] {
+#pragma omp parallel
+  {
     compute_rhs(c, f_);
 #pragma omp for collapse(2) schedule(static)
     for (int k = 1; k < nz - 1; ++k) {
@@ -130,7 +130,7 @@ void BtZone::step() {
       }
     }
     add(f_);
-  });
+  }
 }
 
 }  // namespace hympi::npb

@@ -486,7 +486,7 @@ std::array<double, 5> rhs_norm(const CfdZoneFields& f) {
 
 CfdZone::CfdZone(const CfdConstants& c, const ZoneDims& dims, bool with_speed, const char* benchmark,
                  const ZonePlacement& placement, int zone)
-    : c_(c), placement_(placement), f_(dims, with_speed, placement, zone) {
+    : c_(c), f_(dims, with_speed, placement, zone) {
   if (dims.nx < 6 || dims.ny < 6 || dims.nz < 6) {
     throw InvalidArgument(std::string(benchmark) + " zone " + std::to_string(dims.nx) + "x" +
                           std::to_string(dims.ny) + "x" + std::to_string(dims.nz) +

@@ -92,10 +92,14 @@ ZonePlacement::ZonePlacement(const Topology& topology, const DataLayoutOptions& 
   }
   team_.emplace(Locations::from_spec(topology, options.locations, &rank_set));
   team_range_ = {0, std::min(threads, team_->size()) - 1};
-  if (options.layout != DataLayout::access_pattern || !topology.is_this_system()) return;
+  if (options.layout != DataLayout::access_pattern) return;
+  if (!topology.is_this_system()) {
+    team_binding_.emplace(*team_, team_range_, threads);  // the mapping only: nothing to bind
+    return;
+  }
 
-  // The locality region binds thread t to the location plan_threads gives it. A thread the frame
-  // bound inside another location would move, and the data would follow the region, not where the
+  // The locality layer maps thread t to the location plan_threads gives it. A thread the frame
+  // bound inside another location would move, and the data would follow the mapping, not where the
   // other layouts' threads run: refuse rather than compare different thread placements.
   const std::vector<int> plan = locality::plan_threads(*team_, team_range_, threads);
   std::vector<int> planned(static_cast<std::size_t>(team_->size()), 0);
@@ -111,11 +115,16 @@ ZonePlacement::ZonePlacement(const Topology& topology, const DataLayoutOptions& 
     }
   }
   if (moved) {
-    throw InvalidArgument("--data-layout access-pattern: the locality region puts the " + std::to_string(threads) +
+    throw InvalidArgument("--data-layout access-pattern: the locality layer maps the " + std::to_string(threads) +
                           " threads " + split_text(planned) + " on the rank's " + std::to_string(team_->size()) +
                           " locations, but they are bound " + split_text(placed) +
                           "; use a thread count that fills whole locations (or fits in one), or --bind none");
   }
+  team_binding_.emplace(*team_, team_range_, threads);
+}
+
+void ZonePlacement::check_team() const {
+  if (team_binding_) team_binding_->check();
 }
 
 void ZonePlacement::count(const std::string& how) const {

@@ -104,6 +104,8 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
   }
   for (auto& z : zones) z->finish_timed();
   const double t_local = MPI_Wtime() - t0 - t_io;
+  // Access pattern: the threads that swept the zones must still be the ones bound to their locations.
+  placement.check_team();
   std::optional<locality::PagePlacement> placement_summary;
   if (options.measure_placement && options.topology != nullptr && options.topology->is_this_system()) {
     // After the timed loop, so the pages the sweeps touched are all there; before the norms.

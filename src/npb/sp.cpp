@@ -176,8 +176,8 @@ void SpZone::step() {
   // ninvr into x, pinvr into y, tzetar and the update into z): fewer passes over memory and
   // four barriers per step instead of nine, which matters when cores are shared.
   double* uu = f_.u.data();
-  // The team of the data layout (a plain OpenMP team, or a locality region for access-pattern).
-  placement_.run([&] {
+#pragma omp parallel
+  {
     compute_rhs(c, f_);
 #pragma omp for collapse(2) schedule(static)
     for (int k = 1; k < nz - 1; ++k) {
@@ -260,7 +260,7 @@ void SpZone::step() {
         }
       }
     }
-  });
+  }
 }
 
 }  // namespace hympi::npb

@@ -93,12 +93,11 @@ class CfdZone : public ZoneSolver {
   [[nodiscard]] locality::PagePlacement field_placement() const override { return f_.u.placement(); }
 
  protected:
-  /// `c` and `placement` must outlive the zone; `benchmark` names it in errors ("BT-MZ"); `zone`
-  /// numbers its arrays for the random layout.
+  /// `c` must outlive the zone, `placement` its arrays; `benchmark` names it in errors ("BT-MZ");
+  /// `zone` numbers its arrays for the random layout.
   CfdZone(const CfdConstants& c, const ZoneDims& dims, bool with_speed, const char* benchmark,
           const ZonePlacement& placement, int zone);
   const CfdConstants& c_;
-  const ZonePlacement& placement_;  ///< makes the arrays and runs the team of every sweep (step())
   CfdZoneFields f_;
 
  private:

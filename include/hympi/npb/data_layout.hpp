@@ -29,8 +29,9 @@ namespace hympi::npb {
 /// them with the static schedule of its sweeps, so the kernel's first-touch policy puts each page
 /// on the node of the thread that sweeps it. one_location: every page bound to location 0.
 /// access_pattern: each array a DistributedArray distributed (block, *) over the rank's
-/// locations along its rows (the (k, j) rows the static schedule splits), and the sweeps run in a
-/// locality::parallel region over the same locations, so each thread sweeps rows on its own node.
+/// locations along its rows (the (k, j) rows the static schedule splits), and the sweeping threads
+/// bound once to the same locations by the locality layer's mapping (TeamBinding), so each thread
+/// sweeps rows on its own node.
 /// random: each page bound to a location drawn from a seeded generator (reproducible).
 enum class DataLayout { first_touch, one_location, access_pattern, random };
 
@@ -117,17 +118,19 @@ class ZoneArray {
 /// node is location 0 of these, and random draws over all of them. `team` are the rank's: the
 /// same level cut down to the PUs its OpenMP threads are bound to (a rank never leaves its binding),
 /// and the access pattern distributes over the first min(threads, size) of them, where the
-/// locality region puts its threads.
+/// locality layer's mapping puts its threads (plan_threads: blocks of threads per location).
 class ZonePlacement {
  public:
   /// First touch, plain OpenMP teams, no topology (zones built alone, e.g. in tests).
   ZonePlacement() = default;
   /// For `threads` OpenMP threads (>= 1) of this rank on `topology` (this machine: threads are bound
   /// and pages placed; synthetic or XML: arrays only, nothing bound). Reads each thread's binding
-  /// (a plain OpenMP region of `threads` threads). Throws InvalidArgument when threads < 1, the
+  /// (a plain OpenMP region of `threads` threads); for access_pattern binds the threads to their
+  /// locations until it is destroyed (TeamBinding). Throws InvalidArgument when threads < 1, the
   /// locations cannot be built (options.locations), or, for access_pattern, the threads are bound
-  /// so that the locality region's block mapping would move them to other locations (e.g. 12 threads
-  /// bound 8 + 4 over two NUMA nodes, where the region puts 6 + 6): the message names both splits.
+  /// so that the locality layer's block mapping would move them to other locations (e.g. 12 threads
+  /// bound 8 + 4 over two NUMA nodes, where the mapping puts 6 + 6): the message names both splits;
+  /// TopologyError when binding fails.
   ZonePlacement(const Topology& topology, const DataLayoutOptions& options, int threads);
   ZonePlacement(const ZonePlacement&) = delete;
   ZonePlacement& operator=(const ZonePlacement&) = delete;
@@ -137,24 +140,25 @@ class ZonePlacement {
 
   [[nodiscard]] DataLayout layout() const noexcept { return options_.layout; }
   [[nodiscard]] const Topology* topology() const noexcept { return topology_; }
-  /// Whether the sweeps run in a locality region (access pattern) rather than a plain OpenMP one.
-  [[nodiscard]] bool located() const noexcept {
-    return team_.has_value() && options_.layout == DataLayout::access_pattern;
-  }
+  /// Whether the sweeping threads were placed on locations by the locality layer (access pattern),
+  /// not only by the frame's binding.
+  [[nodiscard]] bool located() const noexcept { return team_binding_.has_value(); }
 
   /// Runs body() on every thread of the team that sweeps the zones (worksharing loops inside
-  /// `body` are orphaned and bind to it): a plain `#pragma omp parallel` (the OpenMP thread count
-  /// set by the caller), or for access_pattern locality::parallel over the rank's locations, threads
-  /// bound to their location and checked. Throws what the region or body throws.
+  /// `body` are orphaned and bind to it): a plain `#pragma omp parallel` of the OpenMP thread count
+  /// the caller set, on the threads the frame bound, which for access_pattern the constructor
+  /// bound to their locations (once: a locality::parallel region per zone step would cost as much
+  /// as a small zone's step). `body` must not throw out of the region.
   template <class Body>
   void run(Body&& body) const {
-    if (located()) {
-      locality::parallel(*team_, team_range_, threads_, [&body](locality::Here&) { body(); });
-    } else {
 #pragma omp parallel
-      body();
-    }
+    body();
   }
+
+  /// For access_pattern: checks that the team still runs on the threads bound to their locations
+  /// (TeamBinding::check; call outside a region, e.g. after the timed loop); else nothing. Throws
+  /// TopologyError naming the first thread that left its location.
+  void check_team() const;
 
   /// A zone array of `rows` x `row_len` doubles (row-major: a zone field's (k, j) rows of nxmax x
   /// components), zeros, placed by the layout; `zone` and `array` number it for the random draw.
@@ -172,6 +176,7 @@ class ZonePlacement {
   std::optional<locality::Locations> machine_;
   std::optional<locality::Locations> team_;
   locality::LocationRange team_range_{0, 0};
+  std::optional<locality::TeamBinding> team_binding_;  ///< access pattern; after team_, which it points to
   mutable std::vector<std::pair<std::string, int>> placed_by_;  ///< how arrays were placed, counted
   void count(const std::string& how) const;
 };
