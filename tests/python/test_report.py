@@ -557,7 +557,7 @@ def test_report_draws_the_data_layout_experiment_of_a_two_numa_machine(page: Pag
     rows = {(r[0], r[1]): r for r in tables[0]}
     assert [(r[0], r[1]) for r in tables[0]][:4] == [("1", name) for name in
                                                      ("first-touch", "one-location", "access-pattern", "random")]
-    assert rows[("16", "first-touch")][2:4] == ["4", "4"]  # 4 measured runs, the warm-up left out
+    assert rows[("16", "first-touch")][2:7] == ["4", "4", "11.88", "12", "12.12"]  # Gflop/s; warm-up left out
     assert rows[("16", "access-pattern")][7].startswith("1.15 (")
     assert rows[("16", "first-touch")][7] == "-"
     assert rows[("16", "one-location")][8:] == ["node 0 100 %", "100 %"]

@@ -494,15 +494,18 @@ def _data_layout_view(view: DataLayoutView, figure: str | None, host: str | None
             "<th>rate median</th><th>rate max</th><th>ratio to first touch (CI)</th>"
             "<th class='l'>pages of u per NUMA node</th><th>where intended</th></tr>")
     rows = []
+    # NPB counts floating-point operations: Mop/s / 1000 is the paper's Gflop/s.
+    scale, unit = (1e-3, "Gflop/s") if view.rate_unit == "Mop/s" else (1.0, view.rate_unit or "-")
     for c in view.cells:
         share = "-" if c.on_intended is None else f"{100 * c.on_intended:.0f} %"
         threads = f"{c.threads}" if c.ranks == 1 else f"{c.ranks}x{c.threads}"
+        low, median, high = ((min(c.rates) * scale, (c.median or 0.0) * scale, max(c.rates) * scale) if c.rates
+                             else (None, None, None))
         rows.append(f"<tr><td>{threads}</td><td class='l'>{escape(c.layout)}</td><td>{c.runs}</td>"
-                    f"<td>{len(c.rates)}</td><td>{_num(min(c.rates) if c.rates else None)}</td>"
-                    f"<td><b>{_num(c.median)}</b></td><td>{_num(max(c.rates) if c.rates else None)}</td>"
+                    f"<td>{len(c.rates)}</td><td>{_num(low)}</td><td><b>{_num(median)}</b></td><td>{_num(high)}</td>"
                     f"<td>{_ratio_cell(c.ratio, c.low, c.high) if view.comparable else '-'}</td>"
                     f"<td class='l'>{escape(c.placement)}</td><td>{share}</td></tr>")
-    caption = (f"per data layout and thread count, over the measured runs (rate in {escape(view.rate_unit or '-')}; "
+    caption = (f"per data layout and thread count, over the measured runs (rate in {escape(unit)}; "
                "warm-ups excluded); pages of u = where the kernel put the solution field's pages (every zone), "
                "from the last ok run; where intended = share on the nodes the layout meant (first touch intends "
                "nothing)")
