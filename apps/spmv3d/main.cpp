@@ -70,6 +70,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
       throw hympi::h5::BadFile("--checkpoint, --restart and --snapshot need the CG solve (--cg-iterations > 0): "
                                "the repeated products alone have no state to save");
     hympi::Metrics cg_metrics;
+    cg_metrics.set_memory_probe(ctx.metrics.memory_probe());  // CG's vectors are the run's arrays too
     const auto res = hympi::run_spmv3d(ctx.env.world(), o, ctx.metrics, cg_metrics, ctx.io);
     const hympi::MetricsSummary cg_summary = cg_metrics.reduce(ctx.env.world(), ctx.env.node().get());
     const bool root = ctx.env.rank() == 0;

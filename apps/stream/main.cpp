@@ -53,7 +53,7 @@ class StreamApp final : public hympi::AppDefinition {
       options.elements = hympi::stream_elements_for(ctx.topology.last_level_cache_bytes(), ctx.env.machine_size());
     const bool fixed = repeats_option_->count() > 0;
     if (!fixed) options.min_time_s = ctx.min_time_s;
-    const auto s = hympi::run_stream(ctx.env.world(), options);
+    const auto s = hympi::run_stream(ctx.env.world(), options, &ctx.metrics);
     // The timed region is the triads: this rank's share of it, for comp_s and the imbalance.
     ctx.metrics.add("triad", hympi::PhaseKind::computation, s.local_triad_s);
     if (ctx.env.rank() == 0)

@@ -100,7 +100,8 @@ def launch(binary: str, ranks: int, threads: int, args: tuple[str, ...], pattern
                           env={**os.environ, **spec.app_env()})
     records = [json.loads(m) for m in pattern.findall(proc.stdout)]
     if proc.returncode != 0 or not records:
-        sys.exit(f"io.py: {format_command(cmd)}: exit {proc.returncode}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        sys.exit(f"io.py: {format_command(cmd)}: exit {proc.returncode}\nstdout: {proc.stdout[-1500:]}\n"
+                 f"stderr: {proc.stderr[-3000:]}")
     return records
 
 
@@ -223,8 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     for number in range(args.repeat):
         for ranks, threads in layouts:
             reference = dd_reference(args.dir, field_bytes)
-            cases = launch("hympi-bench-io", ranks, threads, bench_args(args), BENCH_LINE)
-            rounds.append({"round": number, "layout": f"{ranks}x{threads}", "dd": reference, "cases": cases})
+            records = launch("hympi-bench-io", ranks, threads, bench_args(args), BENCH_LINE)
+            cases = [r for r in records if r["bench"] == "io"]
+            memory = next((r for r in records if r["bench"] == "io-memory"), None)
+            rounds.append({"round": number, "layout": f"{ranks}x{threads}", "dd": reference, "cases": cases,
+                           "memory": memory})
             print(f"round {number + 1} {ranks}x{threads}: dd write {reference['write_gbs']:.3f} GB/s, read "
                   f"{reference['read_cold_gbs']:.3f} (cold) / {reference['read_direct_gbs']:.3f} (O_DIRECT) GB/s",
                   flush=True)
@@ -232,6 +236,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nfield {'x'.join(map(str, first['global']))} doubles = {first['field_bytes'] / 2**20:.0f} MiB, file "
           f"{first['file_bytes'] / 2**20:.1f} MiB, fs block {first['fs_block']} B; ratio = hympi / dd (same round), "
           "medians over the rounds")
+    for label in dict.fromkeys(r["layout"] for r in rounds):
+        mine = [r for r in rounds if r["layout"] == label]
+        phases = {k: statistics.median(c[k] for r in mine for c in r["cases"])
+                  for k in ("data_s", "commit_s", "read_data_s", "checksum_s")}
+        touch = [r["memory"]["first_touch_s"] for r in mine if r.get("memory")]
+        print(f"{label} phases (medians over every case): write data {phases['data_s']:.2f} s + commit "
+              f"{phases['commit_s']:.2f} s, read data {phases['read_data_s']:.2f} s; one checksum pass "
+              f"{phases['checksum_s']:.2f} s; first touch of a fresh block-sized buffer "
+              + (f"{statistics.median(touch):.2f} s" if touch else "-"))
     print(f"{'layout':>6} {'case':<48} {'write GB/s':>10} {'read GB/s':>9} {'write/dd':>8} {'read/dd':>7} "
           f"{'commit':>6} {'cached':>6} {'ok':>3}")
     table = io_table(rounds, layouts)

@@ -11,6 +11,13 @@
 // after the drop is reported (resident_before_read). Every value read back is compared with the value
 // written, and both checksums (h5::element_hash summed over the global indexes, any decomposition gives
 // the same) are reported: a case whose read-back differs is not verified and the exit code is 1.
+// Phases (medians over --reps): header_s (create + header), data_s (File::write: pack, checksum, H5Dwrite
+// into the page cache), commit_s (flush = fsync of the data, close, rename, fsync of the directory);
+// open_s (open + header checks) and read_data_s (File::read: H5Dread, unpack, checksum); checksum_s is
+// one pass of the same hash over the field alone (the CPU share of data_s and read_data_s). A last line
+// ("bench":"io-memory") times the first touch of fresh memory of a rank's block size after every case:
+// what h5's per-call staging buffer and the page cache's new pages cost where memory comes lazily
+// (a VM whose free pages go back to the host).
 // Exit 2 for bad arguments (one line), 1 for an I/O failure or a wrong read-back.
 #include <fcntl.h>
 #include <mpi.h>
@@ -93,8 +100,9 @@ std::size_t byte_size(const std::string& text, std::size_t fs_block, const std::
   return static_cast<std::size_t>(parse_positive(digits, option)) * scale;
 }
 
-/// The MPI-IO hints of a hint set: none, or cb (collective buffering on, 16 MiB buffer: ROMIO's names,
-/// which OMPIO ignores; run with OMPI_MCA_io=romio321 to have them used).
+/// The MPI-IO hints of a hint set: none, or cb (collective buffering on for reads and writes, 16 MiB
+/// buffer: ROMIO's names; Open MPI's default OMPIO takes its own MCA parameters instead, so compare
+/// under OMPI_MCA_io=romio321).
 std::vector<std::pair<std::string, std::string>> hint_set(const std::string& name) {
   if (name == "none") return {};
   if (name == "cb")
@@ -238,7 +246,11 @@ int run(const Args& args, MPI_Comm comm) {
       for (long i = 0; i < extent[0]; ++i)
         field[static_cast<std::size_t>(i + extent[0] * (j + extent[1] * k))] =
             value_at(box.low[0] + i, box.low[1] + j, box.low[2] + k);
+  // The checksum h5 computes while packing and unpacking, timed alone: the CPU share of a write or a read.
+  MPI_Barrier(comm);
+  const double c0 = MPI_Wtime();
   const std::uint64_t written_sum = checksum(comm, box, args.global, field);
+  const double checksum_s = MPI_Wtime() - c0;
   const double field_bytes = 8.0 * double(args.global[0]) * double(args.global[1]) * double(args.global[2]);
   const nlohmann::json size = {args.global[0], args.global[1], args.global[2]};
   const std::string path = (fs::path(args.dir) / ("hympi-bench-io-" + std::to_string(::getpid()) + ".h5")).string();
@@ -261,7 +273,7 @@ int run(const Args& args, MPI_Comm comm) {
     options.collective = c.transfer == "collective";
     options.hints = hint_set(c.hints);
     options.validate();
-    std::vector<double> write_s, header_s, data_s, commit_s, read_s, resident;
+    std::vector<double> write_s, header_s, data_s, commit_s, read_s, open_s, read_data_s, resident;
     double file_bytes = 0;
     bool verified = true;
     std::uint64_t read_sum = 0;
@@ -295,8 +307,12 @@ int run(const Args& args, MPI_Comm comm) {
       const double r0 = MPI_Wtime();
       {
         h5::CheckpointReader reader(comm, file, options, "bench-io", size);
+        const double r1 = MPI_Wtime();
         reader.file().read("u", block, back);
+        const double r2 = MPI_Wtime();
         reader.file().close();
+        open_s.push_back(r1 - r0);
+        read_data_s.push_back(r2 - r1);
       }
       MPI_Barrier(comm);
       read_s.push_back(MPI_Wtime() - r0);
@@ -331,6 +347,9 @@ int run(const Args& args, MPI_Comm comm) {
           {"header_s", median(header_s)},
           {"data_s", median(data_s)},
           {"commit_s", median(commit_s)},
+          {"open_s", median(open_s)},
+          {"read_data_s", median(read_data_s)},
+          {"checksum_s", checksum_s},
           {"resident_before_read", *std::max_element(resident.begin(), resident.end())},
           {"checksum_written", std::to_string(written_sum)},
           {"checksum_read", std::to_string(read_sum)},
@@ -338,6 +357,23 @@ int run(const Args& args, MPI_Comm comm) {
       std::printf("HYMPI_BENCH %s\n", record.dump().c_str());
       std::fflush(stdout);
     }
+  }
+  // After every case, so that no case gets pages this freed: a fresh buffer of the block's size, touched.
+  MPI_Barrier(comm);
+  double touch_s = MPI_Wtime();
+  {
+    std::vector<double> fresh(field.size(), 1.0);
+    touch_s = MPI_Wtime() - touch_s;
+    volatile double sink = fresh.empty() ? 0.0 : fresh.back();
+    (void)sink;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &touch_s, 1, MPI_DOUBLE, MPI_MAX, comm);
+  if (rank == 0) {
+    const double bytes = 8.0 * double(field.size());
+    const nlohmann::json record{{"bench", "io-memory"}, {"ranks", ranks}, {"threads", omp_get_max_threads()},
+                                {"bytes_per_rank", bytes}, {"first_touch_s", touch_s},
+                                {"first_touch_gbs", bytes / touch_s / kGB}};
+    std::printf("HYMPI_BENCH %s\n", record.dump().c_str());
   }
   return all_verified ? 0 : 1;
 }

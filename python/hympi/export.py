@@ -8,6 +8,7 @@ import json
 from typing import TypedDict
 
 from hympi.jsontypes import JsonObject
+from hympi.report.analysis import run_placement_share
 from hympi.store import MachineRecord, Store
 
 
@@ -26,6 +27,7 @@ class CsvRow(TypedDict):
     ranks: int
     threads: int
     bind: str
+    membind: str  # the memory policy
     dist: str
     repeat: int
     app_args: str  # space-separated
@@ -40,6 +42,7 @@ class CsvRow(TypedDict):
     imbalance: float | None
     max_rss_mib: float | None
     node_rss_mib: float | None
+    pages_on_intended: float | None  # share of the reported arrays' pages on the nodes the memory policy meant
     verified: bool | None
     restarted_from_step: int | None  # the checkpoint step a restarted run continued from
     started_at: str
@@ -71,12 +74,13 @@ def rows(store: Store, sweep_ids: list[int] | None = None) -> list[ExportRow]:
         out.append({"run_id": run.id, "sweep_id": run.sweep_id, "machine_id": machine_id, "hostname": m.hostname,
                     "topology_hash": m.topology_hash, "mpi_library": m.mpi_library, "compiler": m.compiler,
                     "app": run.app, "problem": run.problem, "ranks": run.ranks, "threads": run.threads,
-                    "bind": run.bind, "dist": run.dist, "repeat": run.repeat, "app_args": " ".join(run.app_args),
+                    "bind": run.bind, "membind": run.membind, "dist": run.dist, "repeat": run.repeat,
+                    "app_args": " ".join(run.app_args),
                     "status": run.status, "returncode": run.returncode, "wall_s": run.wall_s,
                     "rate": run.value("rate"), "rate_unit": run.record.get("rate_unit") if run.record else None,
                     "time_s": run.value("time_s"), "comm_s": run.value("comm_s"), "comp_s": run.value("comp_s"),
                     "imbalance": run.value("imbalance"), "max_rss_mib": run.value("max_rss_mib"),
-                    "node_rss_mib": run.value("node_rss_mib"),
+                    "node_rss_mib": run.value("node_rss_mib"), "pages_on_intended": run_placement_share(run),
                     "verified": run.record.get("verified") if run.record else None,
                     "restarted_from_step": run.restarted_from_step,
                     "started_at": run.started_at, "finished_at": run.finished_at,

@@ -57,6 +57,8 @@ class ResultRecord:
     kernel_gbs: float | None = None
     mpi_cvars: Mapping[str, str | None] | None = None
     io: Mapping[str, Any] | None = None
+    membind: str | None = None
+    page_placement: Mapping[str, Any] | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
 
@@ -119,3 +121,16 @@ def parse_result(stdout: str) -> ResultRecord | None:
     except json.JSONDecodeError as exc:
         raise ResultError(f"HYMPI_RESULT is not valid JSON: {exc}") from None
     return parse_record(data)
+
+
+def placement_share(page_placement: Mapping[str, Any] | None) -> float | None:
+    """The share of the reported arrays' pages that are on their intended NUMA nodes, over every array of a record's
+    `page_placement` (pages never touched count as elsewhere; None without arrays or pages)."""
+    if not page_placement:
+        return None
+    pages = on_intended = 0.0
+    for summary in page_placement.values():
+        if isinstance(summary, Mapping):
+            pages += float(summary.get("pages", 0) or 0)
+            on_intended += float(summary.get("on_intended", 0) or 0)
+    return on_intended / pages if pages > 0 else None

@@ -13,6 +13,7 @@ from rich.console import Console
 from hympi.apps import get_app
 from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
+from hympi.launch.mpirun import DEFAULT_MEMBIND, MEMORY_POLICIES
 from hympi.paths import binary
 from hympi.report import write_report
 from hympi.report.compare import MIN_SEPARATE
@@ -161,6 +162,27 @@ def check_apps(names: tuple[str, ...]) -> None:
             raise UsageError(f"the study does not sweep '{name}' (it sweeps {', '.join(known)})")
 
 
+def membind_axis(store: Store, study_id: int, summary: MachineSummary, options: StudyOptions,
+                 say: Callable[[str], None]) -> tuple[str, ...]:
+    """The memory policies the layout sweeps cross with the bindings: with >= 2 NUMA domains none and interleave
+    (quick) or every policy (full), the default first; with one domain only the default, and a study note says why
+    (every policy puts every page on the one node: the runs would measure noise). Nothing is said when the study
+    sweeps no app's layouts."""
+    if not any(app.name in options.apps for app in STUDY_APPS):
+        return (DEFAULT_MEMBIND,)
+    if summary.numa_nodes >= 2:
+        policies = (DEFAULT_MEMBIND, "interleave") if options.quick else \
+            (DEFAULT_MEMBIND, *(p for p in MEMORY_POLICIES if p != DEFAULT_MEMBIND))
+        say(f"memory policies: {', '.join(policies)} (--membind) on {summary.numa_nodes} NUMA domains")
+        return policies
+    note = (f"memory policies: not swept, this machine has {summary.numa_nodes} NUMA domain, where "
+            f"{', '.join(MEMORY_POLICIES)} all put every page on the same node (the layouts ran with membind "
+            f"{DEFAULT_MEMBIND}); the axis needs >= 2 domains")
+    store.add_study_note(study_id, note)
+    say(note)
+    return (DEFAULT_MEMBIND,)
+
+
 def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
               say: Callable[[str], None] | None = None) -> Path:
     """Sweeps every built app over the layouts that fill the cores, records notes for the ones skipped, reports."""
@@ -178,6 +200,7 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
     with Store.open(options.db) as store:
         machine = record_machine(store, summary, "mpirun")
         study_id = store.create_study(machine.id, options.quick, str(options.out_dir))
+        membinds = membind_axis(store, study_id, summary, options, say)
         sweep_ids: list[int] = []
         for app in (a for a in STUDY_APPS if a.name in options.apps):
             spec = get_app(app.name)
@@ -191,7 +214,8 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
             params = SweepParams(app.name, layouts, ("core",), "compact", options.repeat,
                                  app_args(app, options.quick, summary, max_ranks), options.timeout,
                                  min_time=options.min_time, seed=options.seed, warmup=options.warmup,
-                                 auto=options.auto, max_repeat=options.max_repeat, confidence=options.confidence)
+                                 auto=options.auto, max_repeat=options.max_repeat, confidence=options.confidence,
+                                 membinds=membinds)
             the_plan = plan(params, summary.pus)
             try:
                 validate_layouts(params, the_plan.items)

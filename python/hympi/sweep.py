@@ -1,4 +1,5 @@
-"""Sweeps: the cross product of layouts x bindings x repeats, each run recorded, resumable after interruption.
+"""Sweeps: the cross product of layouts x bindings x memory policies x repeats, each run recorded, resumable after
+interruption.
 
 Measurement protocol: every layout first runs once as a warm-up (repeat number 0: recorded, never counted), then
 the measured rounds 1..repeat follow; each round runs every layout once, in an order shuffled by a generator seeded
@@ -46,7 +47,9 @@ from hympi.jsontypes import JsonObject
 from hympi.launch import slurm
 from hympi.launch.mpirun import (
     BIND_POLICIES,
+    DEFAULT_MEMBIND,
     DISTRIBUTIONS,
+    MEMORY_POLICIES,
     LaunchSpec,
     RunOutcome,
     build_command,
@@ -77,6 +80,8 @@ _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "HYMPI_", "OMPI_MCA_", "MPICH_", "I_MP
 DEFAULT_CHECKPOINT_EVERY = 50
 # Exit code of an app for bad input: after --restart, the checkpoint itself was refused (corrupt, another problem).
 BAD_INPUT_EXIT = 2
+# What a sweep item runs, whichever repeat: (ranks, threads, bind, membind).
+SweepLayout = tuple[int, int, str, str]
 
 
 def parse_int_list(option: str, text: str) -> tuple[int, ...]:
@@ -140,6 +145,7 @@ class SweepParams:
     uncounted round 0; `min_time` (s, 0 = off) is exported to the app as HYMPI_MIN_TIME; `seed` shuffles the order.
     With `checkpoint_dir` (absolute; "" = none) every run writes a checkpoint per `checkpoint_every` steps there, and
     a run stopped before its end is relaunched from it by the next run_sweep of the sweep (see checkpoint_path).
+    `membinds` is the memory-policy axis (HYMPI_MEMBIND), crossed with the bindings.
     """
 
     app: str
@@ -162,10 +168,11 @@ class SweepParams:
     mpit_read: tuple[str, ...] = ()
     checkpoint_dir: str = ""
     checkpoint_every: int = 0
+    membinds: tuple[str, ...] = (DEFAULT_MEMBIND,)
 
     def as_dict(self) -> JsonObject:
-        """JSON-ready form, stored with the sweep (mpi_params, mpit_read and the checkpoint settings only when set,
-        so a sweep without any keeps the identity it had before they existed)."""
+        """JSON-ready form, stored with the sweep (mpi_params, mpit_read, the checkpoint settings and the memory
+        policies only when not the default, so a sweep without any keeps the identity it had before they existed)."""
         data: JsonObject = {
             "app": self.app, "layouts": [list(x) for x in self.layouts], "binds": list(self.binds),
             "dist": self.dist, "repeat": self.repeat, "app_args": list(self.app_args), "timeout": self.timeout,
@@ -179,6 +186,8 @@ class SweepParams:
         if self.checkpoint_dir:
             data["checkpoint_dir"] = self.checkpoint_dir
             data["checkpoint_every"] = self.checkpoint_every
+        if self.membinds != (DEFAULT_MEMBIND,):
+            data["membinds"] = list(self.membinds)
         return data
 
     def identity(self) -> JsonObject:
@@ -200,7 +209,8 @@ class SweepParams:
                    float(data.get("confidence", DEFAULT_CONFIDENCE)),
                    tuple((str(n), str(v)) for n, v in data.get("mpi_params", [])),
                    tuple(str(n) for n in data.get("mpit_read", [])), str(data.get("checkpoint_dir", "")),
-                   int(data.get("checkpoint_every", 0)))
+                   int(data.get("checkpoint_every", 0)),
+                   tuple(str(m) for m in data.get("membinds", [DEFAULT_MEMBIND])))
 
     def check(self) -> None:
         """Rejects bad values (UsageError, one line naming the value) before anything runs."""
@@ -217,6 +227,11 @@ class SweepParams:
                 raise UsageError(f"unknown binding '{bind}' (expected {', '.join(BIND_POLICIES)})")
         if self.dist not in DISTRIBUTIONS:
             raise UsageError(f"unknown distribution '{self.dist}' (expected {', '.join(DISTRIBUTIONS)})")
+        if not self.membinds:
+            raise UsageError("--membind needs at least one memory policy")
+        for membind in self.membinds:
+            if membind not in MEMORY_POLICIES:
+                raise UsageError(f"unknown memory policy '{membind}' (expected {', '.join(MEMORY_POLICIES)})")
         if self.repeat < 1:
             raise UsageError(f"--repeat must be >= 1, got {self.repeat}")
         if not (math.isfinite(self.timeout) and self.timeout > 0):
@@ -241,13 +256,14 @@ class SweepParams:
         if self.checkpoint_dir:
             check_checkpoint_dir(self.app, self.checkpoint_dir, self.checkpoint_every)
 
-    def spec(self, ranks: int, threads: int, bind: str, io_args: tuple[str, ...] = ()) -> LaunchSpec:
-        """The launch of one layout (HYMPI_MIN_TIME tells the app how long its timed region must last); `io_args`
-        (a run's --checkpoint ... --restart ...) follow the app's arguments."""
+    def spec(self, ranks: int, threads: int, bind: str, io_args: tuple[str, ...] = (),
+             membind: str = DEFAULT_MEMBIND) -> LaunchSpec:
+        """The launch of one layout under memory policy `membind` (HYMPI_MIN_TIME tells the app how long its timed
+        region must last); `io_args` (a run's --checkpoint ... --restart ...) follow the app's arguments."""
         return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, (*self.app_args, *io_args),
                           self.oversubscribe,
                           (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")),
-                          mpi_params=self.mpi_params, mpit_read=self.mpit_read)
+                          mpi_params=self.mpi_params, mpit_read=self.mpit_read, membind=membind)
 
     def checkpoint_tag(self) -> str:
         """8 hex digits of the sweep's identity, in every checkpoint name: sweeps of other parameters sharing a
@@ -288,11 +304,12 @@ def check_checkpoint_dir(app: str, directory: str, every: int) -> None:
 
 
 def checkpoint_path(params: SweepParams, item: SweepItem) -> Path | None:
-    """Where the run of `item` keeps its checkpoint: CHECKPOINT_DIR/<app>-<R>x<T>-<bind>-<repeat>-<tag>.h5 (None
-    for a sweep without checkpoints)."""
+    """Where the run of `item` keeps its checkpoint: CHECKPOINT_DIR/<app>-<R>x<T>-<bind>[-<membind>]-<repeat>-<tag>.h5,
+    the memory policy only when not the default (None for a sweep without checkpoints)."""
     if not params.checkpoint_dir:
         return None
-    name = f"{params.app}-{item.ranks}x{item.threads}-{item.bind}-{item.repeat}-{params.checkpoint_tag()}.h5"
+    policy = "" if item.membind == DEFAULT_MEMBIND else f"-{item.membind}"
+    name = f"{params.app}-{item.ranks}x{item.threads}-{item.bind}{policy}-{item.repeat}-{params.checkpoint_tag()}.h5"
     return Path(params.checkpoint_dir) / name
 
 
@@ -333,20 +350,25 @@ def reject_checkpoint(params: SweepParams, item: SweepItem) -> Path | None:
 
 @dataclass(frozen=True)
 class SweepItem:
-    """One run of a sweep: a layout, a binding and which repeat."""
+    """One run of a sweep: a layout, a binding, a memory policy and which repeat."""
 
     ranks: int
     threads: int
     bind: str
     repeat: int
+    membind: str = DEFAULT_MEMBIND
 
-    def key(self) -> tuple[int, int, str, int]:
+    def key(self) -> tuple[int, int, str, int, str]:
         """The same tuple Run.key() gives for the recorded run."""
-        return (self.ranks, self.threads, self.bind, self.repeat)
+        return (self.ranks, self.threads, self.bind, self.repeat, self.membind)
+
+    def layout(self) -> SweepLayout:
+        """(ranks, threads, bind, membind): what the item runs, whichever repeat."""
+        return (self.ranks, self.threads, self.bind, self.membind)
 
     def label(self) -> str:
-        """'2x1 core #1' for progress lines."""
-        return f"{self.ranks}x{self.threads} {self.bind} #{self.repeat}"
+        """'2x1 core #1' for progress lines ('2x1 core membind=interleave #1' under another memory policy)."""
+        return f"{layout_name(self.layout())} #{self.repeat}"
 
 
 @dataclass(frozen=True)
@@ -355,10 +377,10 @@ class Plan:
 
     items: tuple[SweepItem, ...]
     skipped: tuple[tuple[int, int], ...]
-    layouts: tuple[tuple[int, int, str], ...] = ()
+    layouts: tuple[SweepLayout, ...] = ()
 
 
-def round_order(seed: int, round_no: int, layouts: tuple[tuple[int, int, str], ...]) -> list[tuple[int, int, str]]:
+def round_order(seed: int, round_no: int, layouts: tuple[SweepLayout, ...]) -> list[SweepLayout]:
     """The layouts of one round in the order they run: a permutation drawn from a generator seeded (seed, round)."""
     rng = np.random.default_rng([seed, round_no])
     return [layouts[i] for i in rng.permutation(len(layouts))]
@@ -374,10 +396,12 @@ def plan(params: SweepParams, cpu_limit: int | None) -> Plan:
             skipped.append((ranks, threads))
         else:
             keep.append((ranks, threads))
-    layouts = tuple((r, t, b) for b in params.binds for r, t in keep)
+    # Bindings x memory policies: with one policy the layouts (and so the seeded order) are those of a sweep before the
+    # axis existed.
+    layouts = tuple((r, t, b, m) for b in params.binds for m in params.membinds for r, t in keep)
     first = WARMUP_REPEAT if params.warmup else 1
-    items = tuple(SweepItem(r, t, b, rep) for rep in range(first, params.repeat + 1)
-                  for r, t, b in round_order(params.seed, rep, layouts))
+    items = tuple(SweepItem(r, t, b, rep, m) for rep in range(first, params.repeat + 1)
+                  for r, t, b, m in round_order(params.seed, rep, layouts))
     return Plan(items, tuple(skipped), layouts)
 
 
@@ -391,18 +415,18 @@ def cpu_limit(params: SweepParams, summary: MachineSummary) -> int | None:
 def validate_layouts(params: SweepParams, items: tuple[SweepItem, ...]) -> None:
     """Asks the app whether its arguments suit every layout (no MPI); raises UsageError before anything runs. The
     checkpoint options are asked about too once their directory exists (the app may check that it does)."""
-    seen: set[tuple[int, int, str]] = set()
+    seen: set[SweepLayout] = set()
     for item in items:
-        if (item.ranks, item.threads, item.bind) not in seen:
-            seen.add((item.ranks, item.threads, item.bind))
+        if item.layout() not in seen:
+            seen.add(item.layout())
             io = io_args(params, item, False) if params.checkpoint_dir and Path(params.checkpoint_dir).is_dir() else ()
-            validate_with_app(params.spec(item.ranks, item.threads, item.bind, io))
+            validate_with_app(params.spec(item.ranks, item.threads, item.bind, io, item.membind))
 
 
 def command_for(params: SweepParams, item: SweepItem, restart: bool = False) -> list[str]:
     """The launch command of one item as an argument list, for the sweep's launcher (with its checkpoint options,
     and --restart from its checkpoint when `restart`)."""
-    spec = params.spec(item.ranks, item.threads, item.bind, io_args(params, item, restart))
+    spec = params.spec(item.ranks, item.threads, item.bind, io_args(params, item, restart), item.membind)
     if params.launcher == "slurm":
         return slurm.build_srun_command(spec)
     return build_command(spec)
@@ -411,7 +435,7 @@ def command_for(params: SweepParams, item: SweepItem, restart: bool = False) -> 
 def run_env(params: SweepParams, item: SweepItem) -> tuple[tuple[str, str], ...]:
     """The environment that shapes a run: hympi's layout variables plus OMP_/MPI tuning variables already set."""
     env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
-    env.update(params.spec(item.ranks, item.threads, item.bind).app_env())
+    env.update(params.spec(item.ranks, item.threads, item.bind, membind=item.membind).app_env())
     return tuple(sorted(env.items()))
 
 
@@ -539,7 +563,7 @@ def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: R
     return Run(sweep_id, params.app, item.ranks, item.threads, item.bind, params.dist, item.repeat, params.app_args,
                run_env(params, item), tuple(outcome.command), outcome.status, outcome.returncode, outcome.seconds,
                outcome.record, outcome.stderr_tail(), started, now_utc(), mpi_params=params.mpi_params,
-               restarted_from_step=restart_step(outcome.record) if restarted else None)
+               restarted_from_step=restart_step(outcome.record) if restarted else None, membind=item.membind)
 
 
 def _line(item: SweepItem, run: Run) -> str:
@@ -556,18 +580,18 @@ def _line(item: SweepItem, run: Run) -> str:
     return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}{untaken}"
 
 
-def layout_name(layout: tuple[int, int, str]) -> str:
-    """'2x1 core'."""
-    return f"{layout[0]}x{layout[1]} {layout[2]}"
+def layout_name(layout: SweepLayout) -> str:
+    """'2x1 core', or '2x1 core membind=interleave' under a memory policy other than the default."""
+    policy = "" if layout[3] == DEFAULT_MEMBIND else f" membind={layout[3]}"
+    return f"{layout[0]}x{layout[1]} {layout[2]}{policy}"
 
 
-def measured_samples(runs: list[Run], layouts: tuple[tuple[int, int, str], ...], before_round: int,
-                     ) -> list[Sample]:
+def measured_samples(runs: list[Run], layouts: tuple[SweepLayout, ...], before_round: int) -> list[Sample]:
     """Per layout, the ok rates of measured rounds 1 .. before_round-1 (warm-ups and later rounds left out)."""
-    rates: dict[tuple[int, int, str], list[float]] = {x: [] for x in layouts}
-    memory: dict[tuple[int, int, str], list[float]] = {x: [] for x in layouts}
+    rates: dict[SweepLayout, list[float]] = {x: [] for x in layouts}
+    memory: dict[SweepLayout, list[float]] = {x: [] for x in layouts}
     for run in runs:
-        key = (run.ranks, run.threads, run.bind)
+        key = (run.ranks, run.threads, run.bind, run.membind)
         rate = run.value("rate")
         if key in rates and 1 <= run.repeat < before_round and run.status == "ok" and rate is not None and rate > 0 \
                 and math.isfinite(rate):
@@ -580,8 +604,8 @@ def measured_samples(runs: list[Run], layouts: tuple[tuple[int, int, str], ...],
                    statistics.median(memory[x]) if memory[x] else None) for x in layouts]
 
 
-def still_open(params: SweepParams, layouts: tuple[tuple[int, int, str], ...], runs: list[Run], round_no: int,
-               ) -> tuple[tuple[int, int, str], ...]:
+def still_open(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list[Run], round_no: int,
+               ) -> tuple[SweepLayout, ...]:
     """The layouts --repeat auto runs again in `round_no`: the best median and every layout not separated from it,
     judged on rounds before `round_no` only (so a resumed sweep decides the same); () when the best is separated.
     A layout with no ok run at all is not run again (more repeats cannot make it comparable)."""
@@ -594,7 +618,7 @@ def still_open(params: SweepParams, layouts: tuple[tuple[int, int, str], ...], r
     return tuple(by_name[s.label] for s in top)
 
 
-def _auto_text(params: SweepParams, layouts: tuple[tuple[int, int, str], ...], runs: list[Run], rounds: int,
+def _auto_text(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list[Run], rounds: int,
                separated: bool) -> str:
     """The sentence that records how --repeat auto ended."""
     samples = [s for s in measured_samples(runs, layouts, rounds + 1) if len(s.rates) >= MIN_SAMPLES]
@@ -610,7 +634,7 @@ def _auto_text(params: SweepParams, layouts: tuple[tuple[int, int, str], ...], r
             f"runner-up: {detail}")
 
 
-def _stopped_keys(store: Store, sweep_id: int) -> set[tuple[int, int, str, int]]:
+def _stopped_keys(store: Store, sweep_id: int) -> set[tuple[int, int, str, int, str]]:
     """The items of a sweep whose recorded run stopped before its end (timeout, or failed without a result line)."""
     return {r.key() for r in store.runs([sweep_id]) if r.status in ("failed", "timeout") and r.record is None}
 
@@ -645,7 +669,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     statuses: dict[str, int] = {}
     ran = 0
     restarted = 0
-    layouts = tuple(dict.fromkeys((i.ranks, i.threads, i.bind) for i in items))
+    layouts = tuple(dict.fromkeys(i.layout() for i in items))
     store.claim_sweep(sweep.id)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
@@ -692,7 +716,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     if rounds >= params.max_repeat:
                         break
                     rounds += 1
-                    batch = [SweepItem(r, t, b, rounds) for r, t, b in round_order(params.seed, rounds, open_layouts)]
+                    batch = [SweepItem(r, t, b, rounds, m)
+                             for r, t, b, m in round_order(params.seed, rounds, open_layouts)]
                     batch = [i for i in batch if pending(i)]
                     progress.update(task, total=(progress.tasks[0].total or 0) + len(batch))
                     run_items(batch)
@@ -718,7 +743,7 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
     repeat = ["--repeat", "auto", "--max-repeat", str(params.max_repeat), "--confidence", f"{params.confidence:g}"] \
         if params.auto else ["--repeat", str(params.repeat)]
     cmd = [*head, "sweep", params.app, "--ranks", ",".join(map(str, ranks)), "--threads", ",".join(map(str, threads)),
-           "--bind", ",".join(params.binds), "--dist", params.dist, *repeat,
+           "--bind", ",".join(params.binds), "--membind", ",".join(params.membinds), "--dist", params.dist, *repeat,
            "--timeout", f"{params.timeout:g}", "--virtual-nodes", str(params.virtual_nodes),
            "--min-time", f"{params.min_time:g}", "--seed", str(params.seed),
            "--db", str(db.resolve()), "--launcher", "slurm", "--resume"]

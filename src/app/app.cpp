@@ -12,6 +12,7 @@
 #include "hympi/contract.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/mpit/cvars.hpp"
+#include "memory.hpp"
 
 namespace hympi {
 
@@ -32,6 +33,7 @@ int validation_threads(int ranks, int virtual_nodes) {
 /// What the frame takes from the options layer.
 struct FrameOptions {
   AffinityOptions affinity;
+  locality::MemoryPolicy membind = locality::MemoryPolicy::none;
   double min_time_s = 0.0;
   int virtual_nodes = 1;
   std::vector<std::string> mpit_read;  ///< cvars to read back through MPI_T and report in mpi_cvars
@@ -144,6 +146,7 @@ FrameOptions frame_options(const Settings& settings) {
   out.affinity.bind = settings.parse("bind", [](const std::string& t) { return parse_bind_policy(t); });
   out.affinity.distribution = settings.parse("dist", [](const std::string& t) { return parse_distribution(t); });
   out.affinity.oversubscribe = settings.flag("oversubscribe");
+  out.membind = settings.parse("membind", [](const std::string& t) { return locality::parse_memory_policy(t); });
   out.min_time_s = settings.seconds("min_time");
   out.virtual_nodes = settings.positive_int("virtual_nodes");
   out.mpit_read = settings.parse("mpit_read", [](const std::string& t) { return cvar_names(t); });
@@ -152,9 +155,7 @@ FrameOptions frame_options(const Settings& settings) {
 
 /// Binds as asked and verifies every thread really got its intended set.
 std::vector<ThreadBinding> bind_threads(const Environment& env, const Topology& topology,
-                                        const AffinityOptions& affinity) {
-  const BindingPlan plan =
-      plan_binding(topology, affinity, env.machine_rank(), env.machine_size(), env.threads());
+                                        const AffinityOptions& affinity, const BindingPlan& plan) {
   apply_binding(topology, plan);
   auto rows = observe_binding(topology, plan, env.rank(), env.host(), physical_host());
   for (const auto& row : rows)
@@ -184,7 +185,11 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
   }
   try {
     const Topology topology = Topology::this_machine();
-    const auto mine = bind_threads(*env, topology, affinity);
+    const BindingPlan plan =
+        plan_binding(topology, affinity, env->machine_rank(), env->machine_size(), env->threads());
+    const auto mine = bind_threads(*env, topology, affinity, plan);
+    // After binding (local means the node of the PU each thread now runs on), before the app allocates.
+    PagePlacementProbe placement(topology, apply_memory_policy(topology, options.membind, plan));
     const auto bindings = gather_binding(env->world(), mine);
     // Threads sharing a PU take turns by scheduler ticks: every timing is then wrong, so say so.
     const PuSharing sharing = root ? assess_pu_sharing(bindings, topology.pus()) : PuSharing{};
@@ -202,6 +207,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
     }
 
     Metrics metrics;
+    metrics.set_memory_probe(&placement);
     AppContext context{*env, topology, metrics, affinity, bindings, options.min_time_s};
     std::optional<h5::IoSession> io;
     if (options.io) {
@@ -213,6 +219,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
     HYMPI_MPI(MPI_Barrier(env->world()));
     ResultRecord record = app.run(context);
     const MetricsSummary summary = metrics.reduce(env->world(), env->node().get());
+    const nlohmann::json pages = placement.gather(env->world());
     const auto hosts = env->hosts();
     if (root) {
       nlohmann::json line = record.to_json();
@@ -223,6 +230,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
                    {"threads", env->threads()},
                    {"bind", to_string(affinity.bind)},
                    {"dist", to_string(affinity.distribution)},
+                   {"membind", to_string(options.membind)},
                    {"comm_s", summary.comm_s},
                    {"comp_s", summary.comp_s},
                    {"imbalance", summary.imbalance},
@@ -238,6 +246,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
                    {"timestamp", utc_timestamp()}});
       if (cvars) line["mpi_cvars"] = *cvars;
       if (io) line["io"] = io->to_json();
+      if (!pages.is_null()) line["page_placement"] = pages;
       std::cout << format_result_line(line) << std::endl;
       if (!record.verified) std::cerr << prog << ": error: verification FAILED\n";
     }
@@ -307,7 +316,7 @@ int run_app(int argc, char** argv, AppDefinition& app) {
   const std::string prog = "hympi-" + app.name();
   CLI::App cli{app.description(), prog};
   // Each frame option's value on the command line, if given; Settings holds the lower layers.
-  std::string config_path, bind, dist, min_time_text;
+  std::string config_path, bind, dist, membind, min_time_text;
   int validate_ranks = 0;
   bool print_bindings = false;
   bool allow_unverified = false;
@@ -317,6 +326,9 @@ int run_app(int argc, char** argv, AppDefinition& app) {
   cli.add_option("--config", config_path, "config file (default: ./hympi.toml when present; env HYMPI_CONFIG)")
       ->type_name("PATH");
   cli.add_option("--bind", bind, "binding: none, core, numa or package (default core; config bind, env HYMPI_BIND)");
+  cli.add_option("--membind", membind,
+                 "memory policy: none (first touch), local, interleave or location (the NUMA domain of the rank's "
+                 "binding); env HYMPI_MEMBIND");
   cli.add_option("--dist", dist, "rank distribution: compact or scatter (default compact; env HYMPI_DIST)");
   cli.add_flag("--show-binding", print_bindings, "print where every rank and thread runs (the binding table)");
   cli.add_flag("--allow-unverified", allow_unverified, "exit 0 even when verification fails");
@@ -341,6 +353,7 @@ int run_app(int argc, char** argv, AppDefinition& app) {
     Settings settings = Settings::load(config_path);
     if (cli.count("--bind") > 0) settings.set_from_command_line("bind", bind);
     if (cli.count("--dist") > 0) settings.set_from_command_line("dist", dist);
+    if (cli.count("--membind") > 0) settings.set_from_command_line("membind", membind);
     if (cli.count("--min-time") > 0) settings.set_from_command_line("min_time", min_time_text);
     if (oversubscribe) settings.set_from_command_line("oversubscribe", "true");
     struct H5Flag {

@@ -93,13 +93,6 @@ std::string on(const std::string& path, const std::string& name) {
   return "dataset '" + name + "' of " + path;
 }
 
-std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 template <class T>
 std::uint64_t bits_of(T value) {
   if constexpr (sizeof(T) == 8) return std::bit_cast<std::uint64_t>(value);
@@ -139,15 +132,30 @@ std::vector<hsize_t> disk_dims(const std::array<long, 3>& global, int components
   return dims;
 }
 
-/// Selects the block's hyperslab of `space`, or nothing for an empty block.
-void select_block(hid_t space, const Block3& block) {
-  if (block.box.empty()) {
+/// A run of the block's z planes [begin, end) (local indexes): the unit each H5Dwrite / H5Dread moves.
+struct Planes {
+  long begin = 0, end = 0;
+  [[nodiscard]] bool empty() const { return end <= begin; }
+};
+
+/// Planes per slab: about `slab_bytes` of packed data, so the packing buffer stays small, is touched once
+/// and reused (new memory is what costs: a full-size buffer doubled a checkpoint's time in a VM).
+long planes_per_slab(const Block3& block, std::size_t element_bytes, std::size_t slab_bytes) {
+  const auto e = block.memory.extent;
+  const long plane = e[0] * e[1] * block.memory.components * long(element_bytes);
+  return std::max(1L, long(slab_bytes) / std::max(1L, plane));
+}
+
+/// Selects slab `planes` of the block in `space`, or nothing for an empty slab.
+void select_planes(hid_t space, const Block3& block, Planes planes) {
+  if (block.box.empty() || planes.empty()) {
     checked(H5Sselect_none(space), "H5Sselect_none");
     return;
   }
   const auto size = block.box.size();
-  std::vector<hsize_t> start{hsize_t(block.box.low[2]), hsize_t(block.box.low[1]), hsize_t(block.box.low[0])};
-  std::vector<hsize_t> count{hsize_t(size[2]), hsize_t(size[1]), hsize_t(size[0])};
+  std::vector<hsize_t> start{hsize_t(block.box.low[2] + planes.begin), hsize_t(block.box.low[1]),
+                             hsize_t(block.box.low[0])};
+  std::vector<hsize_t> count{hsize_t(planes.end - planes.begin), hsize_t(size[1]), hsize_t(size[0])};
   if (block.memory.components > 1) {
     start.push_back(0);
     count.push_back(hsize_t(block.memory.components));
@@ -166,21 +174,20 @@ Handle memory_space(long count) {
   return {checked(H5Screate_simple(1, &n, nullptr), "H5Screate_simple"), H5Sclose};
 }
 
-/// Copies the block's values out of strided memory into a dense buffer of the disk type, x fastest,
-/// and returns the checksum of what was packed.
+/// Copies the values of slab `planes` out of strided memory into a dense buffer of the disk type, x
+/// fastest, and returns the checksum of what was packed.
 template <class T>
-std::uint64_t pack(const Block3& block, std::span<const double> data, std::vector<T>& out) {
+std::uint64_t pack(const Block3& block, std::span<const double> data, Planes planes, std::vector<T>& out) {
   const MemoryLayout3& m = block.memory;
   const auto e = m.extent;
   const long c = m.components, step = m.step_x();
-  out.resize(static_cast<std::size_t>(block.box.count() * c));
   const long gx = block.global[0], gy = block.global[1];
   std::uint64_t sum = 0;
 #pragma omp parallel for collapse(2) schedule(static) reduction(+ : sum)
-  for (long k = 0; k < e[2]; ++k)
+  for (long k = planes.begin; k < planes.end; ++k)
     for (long j = 0; j < e[1]; ++j) {
       const double* row = data.data() + m.offset + k * m.stride_z + j * m.stride_y;
-      T* dst = out.data() + ((k * e[1] + j) * e[0]) * c;
+      T* dst = out.data() + (((k - planes.begin) * e[1] + j) * e[0]) * c;
       const long gz = block.box.low[2] + k, gyy = block.box.low[1] + j;
       const std::uint64_t first = std::uint64_t(((gz * gy + gyy) * gx + block.box.low[0]) * c);
       for (long i = 0; i < e[0]; ++i)
@@ -193,20 +200,20 @@ std::uint64_t pack(const Block3& block, std::span<const double> data, std::vecto
   return sum;
 }
 
-/// The inverse of pack(): scatters a dense buffer read from disk into strided memory; returns the
-/// checksum of the values as stored on disk.
+/// The inverse of pack(): scatters slab `planes` from a dense buffer read from disk into strided memory;
+/// returns the checksum of the values as stored on disk.
 template <class T>
-std::uint64_t unpack(const Block3& block, const std::vector<T>& in, std::span<double> data) {
+std::uint64_t unpack(const Block3& block, const std::vector<T>& in, Planes planes, std::span<double> data) {
   const MemoryLayout3& m = block.memory;
   const auto e = m.extent;
   const long c = m.components, step = m.step_x();
   const long gx = block.global[0], gy = block.global[1];
   std::uint64_t sum = 0;
 #pragma omp parallel for collapse(2) schedule(static) reduction(+ : sum)
-  for (long k = 0; k < e[2]; ++k)
+  for (long k = planes.begin; k < planes.end; ++k)
     for (long j = 0; j < e[1]; ++j) {
       double* row = data.data() + m.offset + k * m.stride_z + j * m.stride_y;
-      const T* src = in.data() + ((k * e[1] + j) * e[0]) * c;
+      const T* src = in.data() + (((k - planes.begin) * e[1] + j) * e[0]) * c;
       const long gz = block.box.low[2] + k, gyy = block.box.low[1] + j;
       const std::uint64_t first = std::uint64_t(((gz * gy + gyy) * gx + block.box.low[0]) * c);
       for (long i = 0; i < e[0]; ++i)
@@ -217,6 +224,24 @@ std::uint64_t unpack(const Block3& block, const std::vector<T>& in, std::span<do
         }
     }
   return sum;
+}
+
+/// Moves the block slab by slab through one bounded buffer: `move(planes, count)` transfers one slab of
+/// `count` elements (an empty one where this rank has no slab left). Every rank makes the same number of
+/// calls, the largest rank's, as collective transfers need.
+template <class Move>
+void for_each_slab(MPI_Comm comm, const Block3& block, std::size_t element_bytes, std::size_t slab_bytes,
+                   Move&& move) {
+  const long per_slab = planes_per_slab(block, element_bytes, slab_bytes);
+  const long planes = block.box.empty() ? 0 : block.memory.extent[2];
+  const long mine = (planes + per_slab - 1) / per_slab;
+  long calls = 0;
+  HYMPI_MPI(MPI_Allreduce(&mine, &calls, 1, MPI_LONG, MPI_MAX, comm));
+  const long plane_elements = block.memory.extent[0] * block.memory.extent[1] * block.memory.components;
+  for (long call = 0; call < calls; ++call) {
+    const Planes slab{std::min(planes, call * per_slab), std::min(planes, (call + 1) * per_slab)};
+    move(slab, (slab.end - slab.begin) * plane_elements);
+  }
 }
 
 constexpr const char* kChecksum = "hympi_checksum";
@@ -307,7 +332,10 @@ void require_space(const std::string& path, const std::string& dataset, double b
 }  // namespace
 
 std::uint64_t element_hash(std::uint64_t global_index, std::uint64_t value_bits) {
-  return splitmix(value_bits ^ splitmix(global_index));
+  // Multiplying by an odd constant is a bijection, so any change of one value changes the sum; the index
+  // enters through xor, which is not linear in it, so values that trade places change it too. One multiply
+  // per element: the checksum must cost little next to a read at disk speed.
+  return (value_bits ^ (global_index * 0x9E3779B97F4A7C15ULL)) * 0xD1B54A32D192ED03ULL;
 }
 
 std::string to_string(Precision precision) {
@@ -336,6 +364,7 @@ nlohmann::json H5Options::to_json() const {
   for (const auto& [key, value] : hints) h[key] = value;
   const bool chunked = chunk[0] > 0;
   return {{"sieve_bytes", sieve_bytes},
+          {"slab_bytes", slab_bytes},
           {"alignment", alignment},
           {"chunk", chunked ? nlohmann::json(chunk) : nlohmann::json(nullptr)},
           {"transfer", collective ? "collective" : "independent"},
@@ -460,21 +489,40 @@ void File::write(const std::string& name, const Block3& block, std::span<const d
             require_space(path_, name, double(elements) * (single ? 4.0 : 8.0), options_.alignment);
         }));
   agreed_failure_ = false;
-  const LocalOutcome outcome = attempt([&] {
-    std::vector<double> doubles;
-    std::vector<float> floats;
-    local_sum = single ? pack(block, data, floats) : pack(block, data, doubles);
-    const void* buffer = single ? static_cast<const void*>(floats.data()) : static_cast<const void*>(doubles.data());
-    const long count = block.box.count() * block.memory.components;
-    dataset = create_dataset(hid_t(file_), name, dims, options_, single ? H5T_IEEE_F32LE : H5T_IEEE_F64LE);
-    Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);
-    select_block(space.get(), block);
-    const Handle memory = memory_space(count);
-    const Handle dxpl = transfer(options_.collective);
-    const double dummy = 0;
-    checked(H5Dwrite(dataset.get(), single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, memory.get(), space.get(),
-                     dxpl.get(), count > 0 ? buffer : &dummy),
-            "write");
+  agreed_failure_ = true;
+  agree(comm_, attempt([&] {
+          dataset = create_dataset(hid_t(file_), name, dims, options_, single ? H5T_IEEE_F32LE : H5T_IEEE_F64LE);
+        }));
+  agreed_failure_ = false;
+  LocalOutcome outcome;
+  std::vector<double> doubles;
+  std::vector<float> floats;
+  const std::size_t element_bytes = single ? sizeof(float) : sizeof(double);
+  for_each_slab(comm_, block, element_bytes, options_.slab_bytes, [&](Planes planes, long count) {
+    // A rank whose slab failed still takes part in the remaining collective transfers (with nothing).
+    const LocalOutcome slab = attempt([&] {
+      if (outcome.failed) {
+        planes = {};
+        count = 0;
+      }
+      if (single) {
+        floats.resize(std::max(floats.size(), std::size_t(count)));
+        local_sum += pack(block, data, planes, floats);
+      } else {
+        doubles.resize(std::max(doubles.size(), std::size_t(count)));
+        local_sum += pack(block, data, planes, doubles);
+      }
+      Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);
+      select_planes(space.get(), block, planes);
+      const Handle memory = memory_space(count);
+      const Handle dxpl = transfer(options_.collective);
+      const double dummy = 0;
+      const void* buffer = single ? static_cast<const void*>(floats.data()) : static_cast<const void*>(doubles.data());
+      checked(H5Dwrite(dataset.get(), single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, memory.get(), space.get(),
+                       dxpl.get(), count > 0 ? buffer : &dummy),
+              "write");
+    });
+    if (slab.failed && !outcome.failed) outcome = slab;
   });
   agreed_failure_ = true;
   agree(comm_, outcome.failed ? LocalOutcome{true, false, "cannot write " + on(path_, name) + ": " + outcome.message}
@@ -492,6 +540,8 @@ void File::read(const std::string& name, const Block3& block, std::span<double> 
   const std::string where = on(path_, name);
   const auto expected = disk_dims(block.global, block.memory.components);
   std::uint64_t local_sum = 0, stored = 0;
+  bool single = false;
+  Handle opened;
   agreed_failure_ = true;
   agree(comm_, attempt([&] {
           if (H5Lexists(hid_t(file_), name.c_str(), H5P_DEFAULT) <= 0) {
@@ -506,28 +556,45 @@ void File::read(const std::string& name, const Block3& block, std::span<double> 
           if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
           if (dims != expected) throw BadFile(where + " has other dimensions than this run's field");
           Handle type(H5Dget_type(dataset.get()), H5Tclose);
-          const bool single = H5Tget_size(type.get()) == 4;
+          single = H5Tget_size(type.get()) == 4;
           stored = stored_checksum(dataset.get(), where);
-          select_block(space.get(), block);
-          const long count = block.box.count() * block.memory.components;
-          const Handle memory = memory_space(count);
-          const Handle dxpl = transfer(options_.collective);
-          std::vector<double> doubles;
-          std::vector<float> floats;
-          void* buffer = nullptr;
-          if (single) {
-            floats.resize(std::size_t(count));
-            buffer = floats.data();
-          } else {
-            doubles.resize(std::size_t(count));
-            buffer = doubles.data();
-          }
-          double dummy = 0;
-          if (H5Dread(dataset.get(), single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, memory.get(), space.get(),
-                      dxpl.get(), count > 0 ? buffer : &dummy) < 0)
-            throw BadFile("cannot read " + where + ": " + error_stack_message());
-          local_sum = single ? unpack(block, floats, data) : unpack(block, doubles, data);
+          opened = std::move(dataset);
         }));
+  agreed_failure_ = false;
+  LocalOutcome outcome;
+  std::vector<double> doubles;
+  std::vector<float> floats;
+  for_each_slab(comm_, block, single ? sizeof(float) : sizeof(double), options_.slab_bytes,
+                [&](Planes planes, long count) {
+    const LocalOutcome slab = attempt([&] {
+      if (outcome.failed) {
+        planes = {};
+        count = 0;
+      }
+      Handle space(checked(H5Dget_space(opened.get()), "H5Dget_space"), H5Sclose);
+      select_planes(space.get(), block, planes);
+      const Handle memory = memory_space(count);
+      const Handle dxpl = transfer(options_.collective);
+      void* buffer = nullptr;
+      if (single) {
+        floats.resize(std::max(floats.size(), std::size_t(count)));
+        buffer = floats.data();
+      } else {
+        doubles.resize(std::max(doubles.size(), std::size_t(count)));
+        buffer = doubles.data();
+      }
+      double dummy = 0;
+      if (H5Dread(opened.get(), single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, memory.get(), space.get(), dxpl.get(),
+                  count > 0 ? buffer : &dummy) < 0)
+        throw BadFile("cannot read " + where + ": " + error_stack_message());
+      local_sum += single ? unpack(block, floats, planes, data) : unpack(block, doubles, planes, data);
+    });
+    if (slab.failed && !outcome.failed) outcome = slab;
+  });
+  agreed_failure_ = true;
+  agree(comm_, outcome);
+  agreed_failure_ = false;
+
   agreed_failure_ = false;
   long global_count = 1;
   for (auto d : expected) global_count *= long(d);

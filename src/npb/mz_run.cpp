@@ -66,6 +66,11 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
   exchange.exchange(fields);
   for (auto& z : zones) z->step();
   for (auto& z : zones) z->initialize();
+  if (options.hooks.touched) {
+    const std::vector<int>& ids = partition.zones_of(rank);
+    for (std::size_t l = 0; l < zones.size(); ++l)
+      options.hooks.touched(std::span<const double>(fields[l], ZoneDims::of(grid.zone(ids[l])).size5()));
+  }
 
   // A checkpoint is written after a step and before the next step's exchange, so it holds u with
   // the boundary planes that step used; the loop below redoes the exchange at its start exactly as

@@ -59,6 +59,9 @@ void measure(const PencilSolver& solver, MPI_Comm world, Metrics& metrics, RunRe
   r.plane_bytes = static_cast<std::size_t>(max_over(world, static_cast<double>(solver.plane_bytes())));
   r.pencil_bytes = static_cast<std::size_t>(max_over(world, static_cast<double>(solver.pencil_bytes())));
   r.transpose = solver.transpose().options().to_json();
+  // Touched since the start (the transposes' round trip): where did the pages go (--membind)?
+  metrics.observe_memory("u", std::as_bytes(solver.state()));
+  metrics.observe_memory("u_pencils", std::as_bytes(solver.pencils()));
 }
 
 std::uint64_t local_state_hash(const PencilSolver& solver) {

@@ -129,6 +129,9 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
       for (long i = 0; i < n[0]; ++i)
         hf(i, j, k) = h * h * 3.0 * pi * pi * exact(u.global(0, i), u.global(1, j), u.global(2, k));
 
+  // Both touched by now (Grid3D touches plane by plane with the kernels' schedule): where did the pages go?
+  metrics.observe_memory("u", std::as_bytes(u.data()));
+  metrics.observe_memory("f", std::as_bytes(hf.data()));
   OverlapDriver driver(cart, u, HaloPattern::faces, 1, options.overlap);
   HaloExchange& halo = driver.halo();
   const long points = options.global[0] * options.global[1] * options.global[2];

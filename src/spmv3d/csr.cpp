@@ -72,6 +72,14 @@ double Csr27::bytes() const noexcept {
   return static_cast<double>(nonzeros_) * (sizeof(double) + sizeof(std::int32_t)) + (rows + 1) * sizeof(std::int64_t);
 }
 
+std::array<std::span<const std::byte>, 3> Csr27::storage() const noexcept {
+  if (!row_start_) return {};
+  const auto rows = static_cast<std::size_t>(extent_[0] * extent_[1] * extent_[2]);
+  return {std::as_bytes(std::span<const double>(values_.get(), nonzeros_)),
+          std::as_bytes(std::span<const std::int32_t>(columns_.get(), nonzeros_)),
+          std::as_bytes(std::span<const std::int64_t>(row_start_.get(), rows + 1))};
+}
+
 namespace {
 
 /// Rows of a product interleaved where they have equal lengths (all but the walls' ends).

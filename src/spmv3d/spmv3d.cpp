@@ -83,6 +83,11 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
     auto y = op.make_vector();
     spmv3d_fill_ids(cart, x);
     op.apply(x, y);  // warm-up: page faults of the buffers, first MPI connections
+    // Every array of the products is touched by now: where did the pages go (--membind)?
+    spmv_metrics.observe_memory("x", std::as_bytes(x.data()));
+    spmv_metrics.observe_memory("y", std::as_bytes(y.data()));
+    for (const auto area : op.csr().storage())
+      if (!area.empty()) spmv_metrics.observe_memory("A", area);
     HYMPI_MPI(MPI_Barrier(cart.comm()));
     OverlapTimes local;
     constexpr long kMaxReps = std::numeric_limits<int>::max() / 2;
@@ -171,6 +176,10 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
     });
   }
   const int first = it;
+  // CG's vectors, touched when made (and by the start or the restart): where their pages are.
+  for (const auto& [name, v] : {std::pair{"cg_x", &x}, std::pair{"cg_r", &r}, std::pair{"cg_p", &p},
+                                std::pair{"cg_q", &q}})
+    cg_metrics.observe_memory(name, std::as_bytes(v->data()));
   HYMPI_MPI(MPI_Barrier(cart.comm()));
   const double t0 = MPI_Wtime();
   double io_s = 0;  // checkpoints and snapshots: timed by the IoSession, kept out of the solve's time

@@ -74,7 +74,7 @@ double stream_deviation(std::span<const double> a, std::span<const double> b, st
   return nan ? std::numeric_limits<double>::infinity() : worst;
 }
 
-StreamResult run_stream(MPI_Comm comm, const StreamOptions& options) {
+StreamResult run_stream(MPI_Comm comm, const StreamOptions& options, Metrics* metrics) {
   if (options.repeats < 2) throw InvalidArgument("STREAM repeats must be >= 2, got " + std::to_string(options.repeats));
   if (options.elements < 1) throw InvalidArgument("STREAM elements must be >= 1, got 0");
   if (!(options.min_time_s >= 0.0 && std::isfinite(options.min_time_s)))
@@ -99,6 +99,12 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options) {
   fill();
   const double scalar = kStreamScalar;
   const std::span<const double> as{a, options.elements}, bs{b, options.elements}, cs{c, options.elements};
+  if (metrics != nullptr) {
+    // Touched by the kernels' schedule by now: where did the pages go (--membind)?
+    metrics->observe_memory("a", std::as_bytes(as));
+    metrics->observe_memory("b", std::as_bytes(bs));
+    metrics->observe_memory("c", std::as_bytes(cs));
+  }
   // a grows 15x per pass and would overflow after ~260 passes, which --min-time can ask for: every
   // this many passes the arrays are checked and refilled, outside the timed kernels.
   constexpr int kPassesPerFill = 50;

@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 # (hympi profile's preload) it writes a profile of large all-to-all messages there. Checkpoints as the real frame
 # takes them: --checkpoint PATH --checkpoint-every N writes "fake-checkpoint N" to PATH (through PATH.tmp and a
 # rename) before anything else, --restart PATH reads it back (exit 2 naming the file when it is not one) and the
-# record gets an "io" object with restart_step; --hang-once hangs at --hang-at only when not restarting.
+# record gets an "io" object with restart_step; --hang-once hangs at --hang-at only when not restarting. The record
+# names the memory policy of $HYMPI_MEMBIND (as the frame does) and an array "u" all on node 0.
 FAKE_APP = r'''#!PYTHON
 import json, os, random, sys, time
 args = sys.argv[1:]
@@ -87,7 +88,11 @@ if rank == 0:
               "comp_s": 1.0 / threads, "imbalance": 1.0, "max_rss_mib": 10.0 + ranks, "node_rss_mib": 10.0 * ranks,
               "nodes": 1, "metrics": {}, "threads_default": False, "oversubscribed": False, "shared_pus": 0,
               "phases": {}, "hosts": ["fake"], "mpi_library": "fake MPI", "threads_level": "funneled",
-              "topology_hash": "fake", "binding": [], "timestamp": "2026-01-01T00:00:00Z"}
+              "topology_hash": "fake", "binding": [], "timestamp": "2026-01-01T00:00:00Z",
+              "membind": os.environ.get("HYMPI_MEMBIND") or "none",
+              "page_placement": {"u": {"page_bytes": 4096, "pages": 8 * ranks, "absent": 0,
+                                       "per_node": {"0": 8 * ranks}, "on_intended": 8 * ranks,
+                                       "share_on_intended": 1.0}}}
     if opt("--checkpoint") or opt("--restart"):
         record["io"] = {"checkpoint": opt("--checkpoint", ""), "checkpoint_every": every,
                         "restart": opt("--restart", ""), "snapshot": "", "snapshot_every": 0,

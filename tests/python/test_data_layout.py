@@ -50,7 +50,7 @@ def test_every_layout_gives_the_same_verification_bits_and_records_its_pages(ben
         assert details["team"] == ("locality" if layout == "access-pattern" else "openmp")
         ver = metrics["verification"]
         values[layout] = (ver["xcr"], ver["xce"])
-        u = metrics["page_placement"]["u"]
+        u = metrics["data_layout_placement"]["u"]
         assert u["pages"] > 0 and u["absent"] == 0, u
         assert sum(u["per_node"].values()) == u["pages"]
         if layout == "first-touch":

@@ -317,7 +317,9 @@ def test_study_skips_missing_apps_with_a_note_and_reports(page: Page, tmp_path: 
     assert [s.params["virtual_nodes"] for s in sweeps if s.app == "pingpong"] == [1, 2]
     assert "network" in probes[1].record["metrics"]["levels"]
     assert ("HYMPI_VIRTUAL_NODES", "2") in probes[1].env
-    assert study.notes == ("spmv3d: skipped, hympi-spmv3d is not built yet",)
+    # On one NUMA domain the study also says why it runs one memory policy only (docs/study.md).
+    assert tuple(n for n in study.notes if not n.startswith("memory policies: ")) == \
+        ("spmv3d: skipped, hympi-spmv3d is not built yet",)
     page.open((out / "index.html").as_uri())
     assert page.errors() == []
     assert "spmv3d: skipped, hympi-spmv3d is not built yet" in page.evaluate("document.body.innerText")
@@ -495,7 +497,7 @@ def _layout_run(sweep: int, layout: str, threads: int, repeat: int, rate: float,
     if layout != "first-touch":
         u.update(on_intended=pages, share_on_intended=1.0)
     record = {"rate": rate, "rate_unit": "Mop/s", "problem": "class A", "verified": True, "time_s": 10.0,
-              "nodes": 1, "metrics": {"data_layout": layout, "page_placement": {"u": u}}}
+              "nodes": 1, "metrics": {"data_layout": layout, "data_layout_placement": {"u": u}}}
     return Run(sweep, "bt-mz", 1, threads, "core", "compact", repeat, ("--class", "A", "--data-layout", layout), (),
                ("mpirun",), "ok", 0, 10.0, record)
 

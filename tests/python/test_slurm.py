@@ -31,7 +31,7 @@ def test_srun_command_is_an_argument_list_with_the_layout(tmp_path: Path, monkey
     assert "--cpu-bind=none" in cmd and "--overcommit" not in cmd
     export = next(a for a in cmd if a.startswith("--export="))
     assert export.split("=", 1)[1].split(",") == ["ALL", "OMP_NUM_THREADS=2", "HYMPI_BIND=numa", "HYMPI_DIST=scatter",
-                                                  "HYMPI_VIRTUAL_NODES=1"]
+                                                  "HYMPI_MEMBIND=none", "HYMPI_VIRTUAL_NODES=1"]
     assert cmd[-3].endswith("hympi-rb3d") and cmd[-2:] == ["--size", "32"]
     over = build_srun_command(LaunchSpec("hympi-rb3d", 8, 1, oversubscribe=True), srun="srun")
     assert "--overcommit" in over

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -13,9 +14,11 @@ import pytest
 
 from conftest import hympi
 from fakeapps import fake_bin_dir, launches
+from hympi.apps import APPS
 from hympi.iorecord import io_record
+from hympi.paths import bin_dir
 from hympi.store import Store
-from hympi.sweep import SweepItem, SweepParams, checkpoint_path, io_args
+from hympi.sweep import SweepItem, SweepParams, checkpoint_path, io_args, sbatch_command
 from test_sweep import _sweep_process
 
 
@@ -34,6 +37,20 @@ def _sweep(db: Path, ckpt: Path, *extra: str) -> list[str]:
             "--", "--hang-at", "2x1", "--hang-once"]
 
 
+@pytest.mark.parametrize("name", sorted(APPS))
+def test_the_contracts_checkpoint_apps_are_the_ones_that_take_the_options(name: str):
+    """contract.toml's checkpoints = true is what `hympi sweep --checkpoint-dir` relies on: such an app takes
+    --checkpoint/--checkpoint-every/--restart (AppDefinition::checkpoints()), and no other app does."""
+    path = bin_dir() / APPS[name].binary
+    if not path.is_file():
+        pytest.skip(f"{path} is not built")
+    proc = subprocess.run([str(path), "--help"], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    offers = all(f"{option} " in proc.stdout for option in ("--checkpoint", "--checkpoint-every", "--restart"))
+    assert offers == APPS[name].checkpoints, f"{name}: contract says checkpoints = {APPS[name].checkpoints}"
+
+
 def test_params_keep_the_checkpoint_settings_and_name_one_file_per_run(tmp_path: Path):
     plain = SweepParams("rb3d", ((1, 1), (2, 1)))
     assert "checkpoint_dir" not in plain.as_dict()  # older sweeps keep their identity
@@ -49,6 +66,8 @@ def test_params_keep_the_checkpoint_settings_and_name_one_file_per_run(tmp_path:
     assert io_args(params, a, False) == ("--checkpoint", str(path), "--checkpoint-every", "7")
     assert io_args(params, a, True)[-2:] == ("--restart", str(path))
     assert checkpoint_path(plain, a) is None and io_args(plain, a, True) == ()
+    script = sbatch_command(params, tmp_path / "r.db")  # the allocation's sweep keeps them, and so resumes
+    assert script[script.index("--checkpoint-dir") + 1] == str(tmp_path) and "--checkpoint-every" in script
 
 
 @pytest.mark.parametrize("how", ["timeout", "SIGKILL"])
@@ -101,6 +120,10 @@ def test_a_stopped_run_restarts_from_its_checkpoint_on_the_next_invocation(tmp_p
             assert "--restart" not in attempts[0].command
         else:
             assert attempts == []  # nothing had been recorded for it
+    report = hympi("report", "--db", str(db), "--out", str(tmp_path / "rep"), env=env)
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "<h2 id='checkpoint-io'>Checkpoint I/O</h2>" in page and "(restarted at step 50)" in page
 
 
 def test_a_refused_checkpoint_is_moved_aside_and_the_run_stays_failed(tmp_path: Path):
@@ -171,3 +194,32 @@ def test_an_unwritable_checkpoint_dir_is_refused(tmp_path: Path):
     locked.mkdir(mode=0o555)
     proc = hympi("sweep", "rb3d", "--checkpoint-dir", str(locked), "--db", str(tmp_path / "r.db"), env=env)
     assert proc.returncode == 2 and "is not writable" in proc.stderr and not launches(env)
+
+
+def test_a_real_rb3d_run_killed_after_its_checkpoint_restarts_from_it(tmp_path: Path):
+    """hympi-rb3d itself: the sweep is SIGKILLed once the run's first checkpoint is on disk, and the same command
+    again restarts the run from the step that checkpoint holds (the app's io.restart_step); rb3d's own verification
+    (its residual history equals a one-rank solve's from the start) passes on the restarted run."""
+    rb3d = bin_dir() / "hympi-rb3d"
+    if not rb3d.is_file():
+        pytest.skip(f"{rb3d} is not built")
+    db, ckpt = tmp_path / "r.db", tmp_path / "ckpt"
+    args = ["sweep", "rb3d", "--ranks", "1", "--no-warmup", "--db", str(db), "--checkpoint-dir", str(ckpt),
+            "--checkpoint-every", "10", "--", "--size", "48", "--iterations", "3000"]
+    proc = _sweep_process(args, {})
+    deadline = time.monotonic() + 120
+    while not any(name.endswith(".h5") for name in _checkpoints(ckpt)):
+        assert time.monotonic() < deadline and proc.poll() is None, "no checkpoint appeared"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    again = hympi(*args, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "1 restarted from a checkpoint" in _text(again.stdout)
+    with Store.open(db, create=False) as store:
+        (run,) = store.runs()
+        assert run.status == "ok" and run.record is not None and run.record["verified"] is True
+        assert run.restarted_from_step is not None and 10 <= run.restarted_from_step < 3000
+        assert run.restarted_from_step % 10 == 0 and run.record["metrics"]["iterations"] == 3000
+        assert "--restart" in run.command
+    assert [n for n in _checkpoints(ckpt) if not n.startswith(".")] == []

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,16 @@ struct MetricsSummary {
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
+/// Where the pages of an app's arrays landed. The frame installs one (page placement through hwloc);
+/// apps report their main arrays through Metrics::observe_memory once they are first touched.
+class MemoryProbe {
+ public:
+  virtual ~MemoryProbe() = default;
+  /// Records where the pages of `area` (part of array `name`; several calls per name add up) are;
+  /// throws what the probe's page query throws.
+  virtual void observe(const std::string& name, std::span<const std::byte> area) = 0;
+};
+
 /// Accumulates wall time per named phase on one rank.
 class Metrics {
  public:
@@ -64,8 +75,18 @@ class Metrics {
   [[nodiscard]] double total(PhaseKind kind) const;
   /// Reduces over `world` and sums memory within `node` (collective over world).
   [[nodiscard]] MetricsSummary reduce(MPI_Comm world, MPI_Comm node) const;
+  /// Where array `name`'s pages are goes to the installed probe (nothing without one); call after the
+  /// first touch. Throws what the probe throws.
+  void observe_memory(const std::string& name, std::span<const std::byte> area) {
+    if (probe_ != nullptr) probe_->observe(name, area);
+  }
+  /// Installs the probe observe_memory reports to (null: none); the probe must outlive its use.
+  void set_memory_probe(MemoryProbe* probe) { probe_ = probe; }
+  /// The installed probe (null: none), so a second Metrics of the same run can report to it too.
+  [[nodiscard]] MemoryProbe* memory_probe() const noexcept { return probe_; }
 
  private:
+  MemoryProbe* probe_ = nullptr;
   struct Phase {
     PhaseKind kind;
     double seconds;

@@ -56,6 +56,9 @@ struct H5Options {
   std::array<long, 3> chunk{0, 0, 0};
   /// Collective transfers (MPI_File_write_at_all); false: independent, each rank on its own.
   bool collective = true;
+  /// Bytes each rank packs per H5Dwrite / H5Dread (whole z planes, at least one): the bounded buffer a
+  /// field goes through, so a checkpoint allocates no second copy of the field.
+  std::size_t slab_bytes = 8u << 20;
   /// MPI-IO hints (MPI_Info), e.g. romio_cb_write=enable, cb_buffer_size=16777216.
   std::vector<std::pair<std::string, std::string>> hints;
   /// Throws InvalidArgument naming the first bad value (negative chunk, empty hint key, ...).

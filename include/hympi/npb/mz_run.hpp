@@ -32,6 +32,10 @@ struct MzHooks {
   std::function<int(std::span<double* const> fields)> resume;
   /// Called after time step `step` (1-based) is complete, before the next step's exchange.
   std::function<void(int step, std::span<double* const> fields)> after_step;
+  /// Called once per zone of this rank, in zones_of(rank) order, with its solution field u (all of
+  /// [nz][ny][nxmax][5]) once every field has been touched, before the timed loop: where its pages
+  /// are can be asked now (the app reports them through Metrics::observe_memory).
+  std::function<void(std::span<const double> field)> touched;
 };
 
 /// Run options of the driver.

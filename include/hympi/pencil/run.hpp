@@ -86,7 +86,8 @@ using StepHook = std::function<void(const PencilSolver&)>;
 double run_steps(PencilSolver& solver, const RunOptions& options, MPI_Comm world, const StepHook& after_step = {});
 
 /// `solver`'s times ("transpose" and "compute" phases into `metrics`), memory and transpose options, reduced
-/// (max) over `world`, into `r` (collective over world); throws MpiError.
+/// (max) over `world`, into `r` (collective over world), and where the state's pages are (planes "u", pencils
+/// "u_pencils", to metrics.observe_memory); throws MpiError and what the memory probe throws.
 void measure(const PencilSolver& solver, MPI_Comm world, Metrics& metrics, RunResult& r);
 
 /// `solver`'s error against the exact solution and its bound x tolerance_scale (collective over its ranks).

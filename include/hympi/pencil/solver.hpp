@@ -130,6 +130,8 @@ class PencilSolver {
   [[nodiscard]] const transpose::Transpose& transpose() const noexcept { return transpose_; }
   /// The state (this rank's planes, spectral).
   [[nodiscard]] std::span<const double> state() const noexcept { return u_; }
+  /// The state as this rank's pencils, as the last transpose left it (between substeps: scratch).
+  [[nodiscard]] std::span<const double> pencils() const noexcept { return u_pencils_; }
   /// This rank's planes in physical space, x fastest: out[xl + nxl * (y + ny * m)] = u(planes_x().begin + xl, y,
   /// z_m = 2 pi m / nz), nxl = planes_x().size() (for snapshots; not a hot path). Throws InvalidArgument when
   /// `out` does not hold nxl * ny * nz values.

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "hympi/grid/box.hpp"
 #include "hympi/grid/grid3d.hpp"
@@ -34,6 +35,9 @@ class Csr27 {
   [[nodiscard]] std::size_t nonzeros() const noexcept { return nonzeros_; }
   /// Bytes of the matrix a product reads (values, column indexes, row starts); never fails.
   [[nodiscard]] double bytes() const noexcept;
+  /// The matrix's storage (values, column indexes, row starts: empty without rows), e.g. to ask where
+  /// its pages are; never fails.
+  [[nodiscard]] std::array<std::span<const std::byte>, 3> storage() const noexcept;
 
  private:
   std::array<long, 3> extent_{0, 0, 0};

@@ -30,6 +30,8 @@ class Operator27 {
   [[nodiscard]] const OverlapDriver& driver() const noexcept { return driver_; }
   /// Locally stored nonzeros (CSR), 0 for the stencil.
   [[nodiscard]] std::size_t stored_nonzeros() const noexcept { return csr_.nonzeros(); }
+  /// The assembled matrix (no rows for the stencil).
+  [[nodiscard]] const Csr27& csr() const noexcept { return csr_; }
   /// Compulsory bytes moved per product by this rank in STREAM's convention (no write-allocate).
   [[nodiscard]] double bytes_per_apply() const;
   /// Whether the stencil writes y with non-temporal stores.

@@ -42,7 +42,9 @@ struct Spmv3dResult {
 
 /// Runs repeated SpMV and CG on `comm` (collective): the phases of the timed products go to
 /// `spmv_metrics` ("spmv_halo", "spmv_compute"), those of the timed CG loop to `cg_metrics`
-/// ("cg_halo", "cg_spmv", "cg_dot", "cg_allreduce", "cg_update"). With `io`, CG starts from the
+/// ("cg_halo", "cg_spmv", "cg_dot", "cg_allreduce", "cg_update"). Once touched, the products' vectors
+/// and matrix go to spmv_metrics.observe_memory ("x", "y", "A": CSR only), CG's vectors to
+/// cg_metrics.observe_memory ("cg_x", "cg_r", "cg_p", "cg_q"). With `io`, CG starts from the
 /// restart file if there is one and writes checkpoints (x, r, p, rr, the residual history) and
 /// snapshots (x) at its cadence, counted in CG iterations; a restarted solve ends bit for bit as the
 /// uninterrupted one, on any layout. Throws InvalidArgument for options that do not validate on this

@@ -9,6 +9,8 @@
 
 namespace hympi {
 
+class Metrics;
+
 /// Options of the bandwidth probe.
 struct StreamOptions {
   std::size_t elements = 0;  ///< doubles per array per rank; 0 = sized from the caches
@@ -52,8 +54,10 @@ double stream_deviation(std::span<const double> a, std::span<const double> b, st
                         int passes);
 
 /// Runs copy/scale/add/triad on every rank of `comm` at once (collective).
-/// Arrays are first touched by the threads that use them. Throws InvalidArgument for
-/// repeats < 2, elements < 1 or a negative or non-finite min_time_s.
-StreamResult run_stream(MPI_Comm comm, const StreamOptions& options);
+/// Arrays are first touched by the threads that use them; with `metrics`, their pages are then
+/// reported to metrics->observe_memory as "a", "b" and "c" (before the timed passes). Throws
+/// InvalidArgument for repeats < 2, elements < 1 or a negative or non-finite min_time_s, and what
+/// the metrics' memory probe throws.
+StreamResult run_stream(MPI_Comm comm, const StreamOptions& options, Metrics* metrics = nullptr);
 
 }  // namespace hympi

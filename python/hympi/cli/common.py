@@ -10,7 +10,14 @@ import sys
 from pathlib import Path
 
 from hympi.errors import UsageError
-from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, LaunchSpec, check_layout, validate_with_app
+from hympi.launch.mpirun import (
+    BIND_POLICIES,
+    DISTRIBUTIONS,
+    MEMORY_POLICIES,
+    LaunchSpec,
+    check_layout,
+    validate_with_app,
+)
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.settings import Settings, settings
@@ -53,7 +60,7 @@ def seconds(text: str) -> float:
 
 
 def add_layout_options(parser: argparse.ArgumentParser) -> None:
-    """--ranks, --threads, --bind, --dist, --oversubscribe, --virtual-nodes, --timeout."""
+    """--ranks, --threads, --bind, --dist, --membind, --oversubscribe, --virtual-nodes, --timeout."""
     parser.add_argument("--ranks", "-n", "-np", type=int, default=1, metavar="R",
                         help="MPI ranks (default 1)")
     parser.add_argument("--threads", "-t", type=int, default=1, metavar="T", help="OpenMP threads per rank (default 1)")
@@ -61,6 +68,8 @@ def add_layout_options(parser: argparse.ArgumentParser) -> None:
     # contract.toml's default (layout_spec resolves them).
     parser.add_argument("--bind", default=None, help=f"binding: {', '.join(BIND_POLICIES)} (default core; HYMPI_BIND)")
     parser.add_argument("--dist", default=None, help=f"distribution: {', '.join(DISTRIBUTIONS)} (HYMPI_DIST)")
+    parser.add_argument("--membind", default=None,
+                        help=f"memory policy: {', '.join(MEMORY_POLICIES)} (default none: first touch; HYMPI_MEMBIND)")
     parser.add_argument("--oversubscribe", action="store_true", default=None,
                         help="allow ranks x threads > PUs (HYMPI_OVERSUBSCRIBE)")
     parser.add_argument("--virtual-nodes", default=None, metavar="N",
@@ -73,6 +82,7 @@ def add_layout_options(parser: argparse.ArgumentParser) -> None:
 def layout_settings(args: argparse.Namespace) -> Settings:
     """The options layer with the layout flags given on the command line on top; UsageError for a bad value."""
     return (settings().override("bind", args.bind, "--bind").override("dist", args.dist, "--dist")
+            .override("membind", args.membind, "--membind")
             .override("oversubscribe", args.oversubscribe, "--oversubscribe")
             .override("virtual_nodes", args.virtual_nodes, "--virtual-nodes"))
 
@@ -95,7 +105,7 @@ def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) 
         check_rankfile_fits(args.rankfile, args.ranks)
         bind = "none"
     spec = LaunchSpec(app_binary, args.ranks, args.threads, bind, resolved.text("dist"), tuple(app_args),
-                      bool(resolved.value("oversubscribe")), env, args.rankfile)
+                      bool(resolved.value("oversubscribe")), env, args.rankfile, membind=resolved.text("membind"))
     check_layout(spec, machine_summary().pus)
     validate_with_app(spec)
     return spec

@@ -23,7 +23,7 @@ from hympi.cli.parser import Subparsers
 from hympi.launch.mpirun import RunOutcome, launch
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
-from hympi.result import PREFIX, ResultRecord
+from hympi.result import PREFIX, ResultRecord, placement_share
 from hympi.tune.cvars import ignored_texts
 
 
@@ -44,6 +44,7 @@ def result_table(record: ResultRecord) -> Table:
     table = Table(title=f"{record.app} {record.problem}", show_header=False)
     rows = [("layout", f"{record.ranks} ranks x {record.threads} threads"),
             ("binding", f"{record.bind} ({record.dist})"),
+            ("memory policy", memory_text(record)),
             ("time", f"{record.time_s:.4g} s"),
             ("rate", f"{record.rate:.4g} {record.rate_unit}"),
             ("comm / comp", f"{record.comm_s:.3g} s / {record.comp_s:.3g} s"),
@@ -53,6 +54,19 @@ def result_table(record: ResultRecord) -> Table:
     for name, value in rows:
         table.add_row(name, value)
     return table
+
+
+def memory_text(record: ResultRecord) -> str:
+    """'interleave; 100 % of 2048 pages where intended (f 100 %, u 100 %)': the policy and, for an app that reports
+    its arrays, the share of their pages on the NUMA nodes the policy meant ('-' for a record without either)."""
+    policy = record.membind or "-"
+    share = placement_share(record.page_placement)
+    if share is None or record.page_placement is None:
+        return policy
+    pages = sum(int(s.get("pages", 0) or 0) for s in record.page_placement.values() if isinstance(s, dict))
+    arrays = ", ".join(f"{name} {100 * float(s.get('share_on_intended', 0.0)):.0f} %"
+                       for name, s in sorted(record.page_placement.items()) if isinstance(s, dict))
+    return f"{policy}; {100 * share:.0f} % of {pages} pages where intended ({arrays})"
 
 
 def failure_message(outcome: RunOutcome, timeout: float | None) -> str:

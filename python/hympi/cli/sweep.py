@@ -1,4 +1,4 @@
-"""hympi sweep APP: every ranks x threads x binding layout, repeated, recorded; resumable."""
+"""hympi sweep APP: every ranks x threads x binding x memory policy layout, repeated, recorded; resumable."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from hympi.cli.common import (
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.launch import slurm
-from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, format_command
+from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, MEMORY_POLICIES, format_command
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
 from hympi.settings import settings
@@ -116,8 +116,9 @@ def measurement(args: argparse.Namespace, default_repeat: int, default_min_time_
 def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi sweep`."""
     p = sub.add_parser(name, help="sweep layouts of one app into the results database",
-                       description="Run APP for every ranks x threads x binding layout, --repeat times each, and "
-                                   "record every run: hympi sweep APP --ranks 1,2 --threads 1,2 [-- app args]")
+                       description="Run APP for every ranks x threads x binding x memory policy layout, --repeat "
+                                   "times each, and record every run: hympi sweep APP --ranks 1,2 --threads 1,2 "
+                                   "[-- app args]")
     p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
     p.add_argument("--ranks", "-n", default="1", help="comma-separated MPI rank counts (default 1)")
     p.add_argument("--threads", "-t", default="1", help="comma-separated OpenMP threads per rank (default 1)")
@@ -125,6 +126,9 @@ def add_parser(sub: Subparsers, name: str) -> None:
                    help=f"comma-separated bindings from {', '.join(BIND_POLICIES)} (default HYMPI_BIND or core)")
     p.add_argument("--dist", default=None,
                    help=f"distribution: {', '.join(DISTRIBUTIONS)} (default HYMPI_DIST or compact)")
+    p.add_argument("--membind", default=None,
+                   help=f"comma-separated memory policies from {', '.join(MEMORY_POLICIES)}, crossed with the "
+                        "bindings (default HYMPI_MEMBIND or none: first touch)")
     add_measurement_options(p, "measured runs per layout, or auto: 3, then more rounds of the layouts still in the "
                                "noise of the best until it is separated or --max-repeat is spent (default 1)",
                             "minimum seconds of each run's timed region; apps scale their iterations to reach it "
@@ -178,6 +182,8 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
                 .override("oversubscribe", args.oversubscribe, "--oversubscribe")
                 .override("virtual_nodes", args.virtual_nodes, "--virtual-nodes"))
     binds = parse_choice_list("--bind", args.bind if args.bind is not None else resolved.text("bind"), BIND_POLICIES)
+    membinds = parse_choice_list("--membind", args.membind if args.membind is not None else resolved.text("membind"),
+                                 MEMORY_POLICIES)
     timeout = parse_seconds("--timeout", args.timeout, False)
     probe = args.app in PROBES
     repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, 1, 0.0 if probe else default_min_time())
@@ -186,7 +192,7 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
                          tuple(args.app_args), timeout, bool(resolved.value("oversubscribe")),
                          int(resolved.value("virtual_nodes")), args.launcher, min_time, seed,
                          not (args.no_warmup or probe), auto, max_repeat, confidence,
-                         checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every)
+                         checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, membinds=membinds)
     params.check()
     # Checked last: it asks the MPI library (one short launch) only when the rest of the command line is sound.
     mpi_params = mpi_params_from_args(args)

@@ -23,6 +23,8 @@ from hympi.settings import settings
 
 BIND_POLICIES = enum_names("BindPolicy")
 DISTRIBUTIONS = enum_names("Distribution")
+MEMORY_POLICIES = enum_names("MemoryPolicy")
+DEFAULT_MEMBIND = str(contract().option("membind").default)  # type: ignore[union-attr]
 MPI_FLAVORS = ("openmpi", "mpich")
 
 
@@ -46,7 +48,7 @@ def mpi_env_name(name: str, flavor: str) -> str:
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """One run: which app, the ranks x threads layout, binding and the app's own arguments."""
+    """One run: which app, the ranks x threads layout, binding, memory policy and the app's own arguments."""
 
     app_binary: str
     ranks: int
@@ -59,6 +61,7 @@ class LaunchSpec:
     rankfile: str | None = None
     mpi_params: tuple[tuple[str, str], ...] = ()
     mpit_read: tuple[str, ...] = ()
+    membind: str = DEFAULT_MEMBIND
 
     def read_back_names(self) -> tuple[str, ...]:
         """The control variables the app reads back: every parameter set, then `mpit_read` (e.g. a tune's other
@@ -66,9 +69,10 @@ class LaunchSpec:
         return tuple(dict.fromkeys([*(name for name, _ in self.mpi_params), *self.mpit_read]))
 
     def app_env(self) -> dict[str, str]:
-        """Variables every rank needs: thread count, hympi's binding settings, oversubscription consent and, with MPI
-        parameters, which control variables the app reads back (option mpit_read)."""
-        env = {"OMP_NUM_THREADS": str(self.threads), "HYMPI_BIND": self.bind, "HYMPI_DIST": self.dist}
+        """Variables every rank needs: thread count, hympi's binding settings and memory policy, oversubscription
+        consent and, with MPI parameters, which control variables the app reads back (option mpit_read)."""
+        env = {"OMP_NUM_THREADS": str(self.threads), "HYMPI_BIND": self.bind, "HYMPI_DIST": self.dist,
+               "HYMPI_MEMBIND": self.membind}
         env.update({"HYMPI_OVERSUBSCRIBE": "1"} if self.oversubscribe else {})  # the apps' binding check allows it
         names = self.read_back_names()
         read_env = mpit_read_env() if names else None
@@ -167,6 +171,8 @@ def check_layout(spec: LaunchSpec, pus: int) -> None:
         raise UsageError(f"unknown binding '{spec.bind}' (expected {', '.join(BIND_POLICIES)})")
     if spec.dist not in DISTRIBUTIONS:
         raise UsageError(f"unknown distribution '{spec.dist}' (expected {', '.join(DISTRIBUTIONS)})")
+    if spec.membind not in MEMORY_POLICIES:
+        raise UsageError(f"unknown memory policy '{spec.membind}' (expected {', '.join(MEMORY_POLICIES)})")
     if spec.ranks * spec.threads > pus and not spec.oversubscribe:
         raise UsageError(f"{spec.ranks} ranks x {spec.threads} threads = {spec.ranks * spec.threads} exceeds the "
                          f"{pus} PUs of this machine (pass --oversubscribe to run anyway)")

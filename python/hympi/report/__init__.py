@@ -110,7 +110,8 @@ def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None
             plots.data_layouts(layout_view, out_dir / layout_figures[layout_view.slug])
     tuning = _tuning_view(store, out_dir, tune_ids, cvars)
     page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes,
-                  explained, tuning, transposes, layout_views, layout_figures, experiment_notes(notes))
+                  explained, tuning, transposes, data_layouts=layout_views, data_layout_figures=layout_figures,
+                  data_layout_notes=experiment_notes(notes))
     index = out_dir / "index.html"
     tmp = out_dir / ".index.html.tmp"
     tmp.write_text(page, encoding="utf-8")

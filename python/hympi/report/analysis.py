@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hympi.report.compare import (
     DEFAULT_CONFIDENCE,
@@ -21,16 +21,27 @@ from hympi.report.compare import (
     is_finite_positive,
     tie_break,
 )
+from hympi.result import placement_share
 from hympi.store import WARMUP_REPEAT, Run
+from hympi.store.db import DEFAULT_MEMBIND
+
+LayoutKey = tuple[int, int, str, str]
+"""(ranks, threads, bind, membind): what the report groups runs by."""
 
 
 @dataclass(frozen=True)
 class Layout:
-    """A run's layout: ranks x threads under one binding policy."""
+    """A run's layout: ranks x threads under one binding policy and one memory policy (keyword: `membind`)."""
 
     ranks: int
     threads: int
     bind: str
+    membind: str = field(default=DEFAULT_MEMBIND, kw_only=True)
+
+    @property
+    def key(self) -> LayoutKey:
+        """(ranks, threads, bind, membind)."""
+        return (self.ranks, self.threads, self.bind, self.membind)
 
     @property
     def cores(self) -> int:
@@ -45,9 +56,11 @@ class Layout:
 
 @dataclass(frozen=True)
 class LayoutStats(Layout):
-    """Every measured run of one (ranks, threads, bind) layout of one app configuration, summarised.
+    """Every measured run of one (ranks, threads, bind, membind) layout of one app configuration, summarised.
 
     `runs`, `ok` and every statistic leave the warm-up runs out; `warmups` counts them and `rates` holds the ok rates.
+    `placement_median` is the median share of the reported arrays' pages on their intended NUMA nodes (None when no
+    run reported its arrays).
     """
 
     runs: int
@@ -65,12 +78,15 @@ class LayoutStats(Layout):
     rss_per_node_mib: float | None
     rates: tuple[float, ...] = ()
     warmups: int = 0
+    placement_median: float | None = None
 
     def describe(self) -> str:
-        """'2 ranks x 1 thread, bind core' for sentences."""
+        """'2 ranks x 1 thread, bind core' for sentences (', membind interleave' under another memory policy than
+        the default)."""
         r = f"{self.ranks} rank{'s' if self.ranks != 1 else ''}"
         t = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
-        return f"{r} x {t}, bind {self.bind}"
+        policy = "" if self.membind == DEFAULT_MEMBIND else f", membind {self.membind}"
+        return f"{r} x {t}, bind {self.bind}{policy}"
 
 
 @dataclass(frozen=True)
@@ -98,13 +114,22 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def run_placement_share(run: Run) -> float | None:
+    """The share of the pages of the arrays a run reported (page_placement) on their intended NUMA nodes, None when
+    it reported none."""
+    placement = run.record.get("page_placement") if run.record else None
+    return placement_share(placement) if isinstance(placement, dict) else None
+
+
 def _values(runs: list[Run], name: str) -> list[float]:
     """Field `name` of the ok runs that have it."""
     return [v for v in (r.value(name) for r in runs if r.status == "ok") if v is not None]
 
 
-def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run]) -> LayoutStats:
-    """Min/median/max rate and medians of time, comm, comp and memory over the ok measured runs of one layout."""
+def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: str = DEFAULT_MEMBIND,
+                 ) -> LayoutStats:
+    """Min/median/max rate and medians of time, comm, comp, memory and page placement over the ok measured runs of
+    one layout."""
     warmups = sum(1 for r in runs if r.repeat == WARMUP_REPEAT)
     runs = [r for r in runs if r.repeat != WARMUP_REPEAT]
     rates = [v for v in _values(runs, "rate") if is_finite_positive(v)]
@@ -117,12 +142,14 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run]) -> Layout
         if run.status == "ok" and node is not None and run.record is not None:
             nodes = run.record.get("nodes", 1) or 1
             per_core.append(node * nodes / (ranks * threads))
+    shares = [v for v in (run_placement_share(r) for r in runs if r.status == "ok") if v is not None]
     return LayoutStats(ranks, threads, bind, len(runs), statuses.get("ok", 0), tuple(sorted(statuses.items())),
                        min(rates) if rates else None, _median(rates), max(rates) if rates else None,
                        _median(_values(runs, "time_s")), _median(_values(runs, "comm_s")),
                        _median(_values(runs, "comp_s")), _median(_values(runs, "imbalance")),
                        _median(_values(runs, "max_rss_mib")), _median(per_core),
-                       _median(_values(runs, "node_rss_mib")), tuple(rates), warmups)
+                       _median(_values(runs, "node_rss_mib")), tuple(rates), warmups, _median(shares),
+                       membind=membind)
 
 
 def group_runs(runs: list[Run], machine_of_sweep: dict[int, int]) -> list[AppGroup]:
@@ -134,11 +161,13 @@ def group_runs(runs: list[Run], machine_of_sweep: dict[int, int]) -> list[AppGro
                           []).append(run)
     out = []
     for (machine_id, app, app_args, _), members in groups.items():
-        by_layout: dict[tuple[int, int, str], list[Run]] = {}
+        by_layout: dict[LayoutKey, list[Run]] = {}
         for run in members:
-            by_layout.setdefault((run.ranks, run.threads, run.bind), []).append(run)
-        layouts = tuple(layout_stats(r, t, b, rs) for (r, t, b), rs in
-                        sorted(by_layout.items(), key=lambda kv: (kv[0][0] * kv[0][1], kv[0][1], kv[0][2])))
+            by_layout.setdefault((run.ranks, run.threads, run.bind, run.membind), []).append(run)
+        # The default memory policy first among layouts of one binding, so a group of one policy keeps its order.
+        layouts = tuple(layout_stats(r, t, b, rs, m) for (r, t, b, m), rs in
+                        sorted(by_layout.items(), key=lambda kv: (kv[0][0] * kv[0][1], kv[0][1], kv[0][2],
+                                                                  kv[0][3] != DEFAULT_MEMBIND, kv[0][3])))
         problems = [r.problem for r in members if r.problem]
         units = [str(r.record.get("rate_unit", "")) for r in members if r.record and r.record.get("rate_unit")]
         out.append(AppGroup(app, app_args, machine_id, problems[-1] if problems else "", units[-1] if units else "",
@@ -179,9 +208,11 @@ class Verdict:
 
 
 def labels(group: AppGroup) -> dict[LayoutStats, str]:
-    """'2x1' per layout, or '2x1 core' when the group has several bindings."""
+    """'2x1' per layout, or '2x1 core' when the group has several bindings; ' membind=interleave' follows under a
+    memory policy other than the default."""
     binds = {s.bind for s in group.layouts}
-    return {s: s.label if len(binds) == 1 else f"{s.label} {s.bind}" for s in group.layouts}
+    return {s: (s.label if len(binds) == 1 else f"{s.label} {s.bind}")
+            + ("" if s.membind == DEFAULT_MEMBIND else f" membind={s.membind}") for s in group.layouts}
 
 
 def pair(group: AppGroup, a: LayoutStats, b: LayoutStats, confidence: float = DEFAULT_CONFIDENCE,
@@ -291,10 +322,11 @@ def _sentence(statement: Statement, names: dict[str, LayoutStats], most: int, sk
 
 def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
     """A plain-language recommendation: the layout to use and every 'A vs B' verdict with its confidence interval."""
+    named = labels(group)
     failed = [s for s in group.layouts if s.ok < s.runs]
     failures = ""
     if failed:
-        parts = [f"{s.label}: {', '.join(f'{n} {st}' for st, n in s.statuses if st != 'ok')}" for s in failed]
+        parts = [f"{named[s]}: {', '.join(f'{n} {st}' for st, n in s.statuses if st != 'ok')}" for s in failed]
         failures = f" Not ok: {'; '.join(parts)}."
     with_rates = [s for s in group.layouts if s.rate_median is not None]
     if not with_rates:
@@ -307,7 +339,7 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
             only = with_rates[0]
             return (f"only {only.describe()} ran successfully ({only.rate_median:.4g}{unit}); nothing to compare it "
                     f"with.{failures}")
-        counts = ", ".join(f"{s.label}: {len(s.rates)}" for s in with_rates)
+        counts = ", ".join(f"{named[s]}: {len(s.rates)}" for s in with_rates)
         return (f"No layout has the {MIN_SAMPLES} ok runs a comparison needs ({counts} ok); repeat the sweep with "
                 f"--repeat auto (or 4 or more) before choosing.{failures}")
     names = {name: s for s, name in labels(group).items()}

@@ -67,9 +67,9 @@ def is_data_layout_run(run: Run) -> bool:
 
 def _placement_text(record: JsonObject | None) -> tuple[str, float | None]:
     """('node 0 50 %, node 1 50 %', share of the pages on their intended nodes) of a record's
-    metrics.page_placement.u; ('-', None) without one."""
+    metrics.data_layout_placement.u; ('-', None) without one."""
     metrics = (record or {}).get("metrics")
-    placement = metrics.get("page_placement") if isinstance(metrics, dict) else None
+    placement = metrics.get("data_layout_placement") if isinstance(metrics, dict) else None
     u = placement.get("u") if isinstance(placement, dict) else None
     if not isinstance(u, dict) or not isinstance(u.get("pages"), int) or u["pages"] <= 0:
         return "-", None

@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from hympi.report.analysis import AppGroup, Layout, labels, verdict
+from hympi.report.analysis import AppGroup, Layout, LayoutKey, labels, verdict
 from hympi.report.compare import DEFAULT_CONFIDENCE, Comparison
 from hympi.store import WARMUP_REPEAT, Run
 
@@ -27,7 +27,6 @@ PHASE_SLACK = 0.02
 """comp_s and comm_s are averages over ranks and time_s the maximum, so neither can exceed time_s beyond timer noise;
 one that does comes from phases that cover more than the timed region (records of older app versions)."""
 
-LayoutKey = tuple[int, int, str]
 
 
 def timed_ok(runs: Iterable[Run]) -> list[Run]:
@@ -42,10 +41,10 @@ def _median(runs: list[Run], name: str) -> float | None:
 
 
 def _by_layout(runs: Iterable[Run]) -> dict[LayoutKey, list[Run]]:
-    """The timed ok runs keyed by (ranks, threads, bind)."""
+    """The timed ok runs keyed by (ranks, threads, bind, membind)."""
     out: dict[LayoutKey, list[Run]] = {}
     for run in timed_ok(runs):
-        out.setdefault((run.ranks, run.threads, run.bind), []).append(run)
+        out.setdefault((run.ranks, run.threads, run.bind, run.membind), []).append(run)
     return out
 
 
@@ -156,19 +155,23 @@ def _efficiency(rate: float | None, ref: float | None, factor: int) -> float | N
     return rate / (factor * ref) if rate is not None and ref else None
 
 
-def _rate_of(rates: dict[LayoutKey, float], ranks: int, threads: int, bind: str) -> float | None:
-    """The median rate of (ranks, threads) with this binding, else the best of that split over the bindings."""
-    if (ranks, threads, bind) in rates:
-        return rates[(ranks, threads, bind)]
-    others = [v for (r, t, _), v in rates.items() if (r, t) == (ranks, threads)]
-    return max(others) if others else None
+def _rate_of(rates: dict[LayoutKey, float], ranks: int, threads: int, bind: str, membind: str) -> float | None:
+    """The median rate of (ranks, threads) with this binding and memory policy, else with this binding under any
+    memory policy, else the best of that split over the bindings."""
+    if (ranks, threads, bind, membind) in rates:
+        return rates[(ranks, threads, bind, membind)]
+    for same_bind in (True, False):
+        others = [v for (r, t, b, _), v in rates.items() if (r, t) == (ranks, threads) and (b == bind or not same_bind)]
+        if others:
+            return max(others)
+    return None
 
 
 def stream_rates(stream: AppGroup | None) -> dict[LayoutKey, float]:
     """Median STREAM triad rate (GB/s) per layout of a STREAM group ({} without one)."""
     if stream is None:
         return {}
-    return {(s.ranks, s.threads, s.bind): s.rate_median for s in stream.layouts if s.rate_median is not None}
+    return {s.key: s.rate_median for s in stream.layouts if s.rate_median is not None}
 
 
 def explain(group: AppGroup, stream: AppGroup | None = None) -> tuple[Breakdown, ...]:
@@ -179,23 +182,22 @@ def explain(group: AppGroup, stream: AppGroup | None = None) -> tuple[Breakdown,
     # The rate and phase medians are the group's LayoutStats (same ok, non-warm-up runs); the runs themselves only
     # for what LayoutStats does not keep: whether phases were recorded, the main communication phase, kernel GB/s.
     by_layout = _by_layout(group.runs)
-    rates = {(s.ranks, s.threads, s.bind): s.rate_median for s in group.layouts if s.rate_median is not None}
+    rates = {s.key: s.rate_median for s in group.layouts if s.rate_median is not None}
     triad = stream_rates(stream) if stream is not group else {}  # STREAM against itself would always say 1.00
     out = []
     for s in group.layouts:
-        key = (s.ranks, s.threads, s.bind)
-        runs = by_layout.get(key, [])
+        runs = by_layout.get(s.key, [])
         comp, comm = s.comp_median, s.comm_median
         has_phases = any(_phases(r) for r in runs) or bool((comp or 0.0) + (comm or 0.0) > 0)
-        one_thread = _rate_of(rates, s.ranks, 1, s.bind)
-        serial = _rate_of(rates, 1, 1, s.bind)
+        one_thread = _rate_of(rates, s.ranks, 1, s.bind, s.membind)
+        serial = _rate_of(rates, 1, 1, s.bind, s.membind)
         out.append(Breakdown(
             s.ranks, s.threads, s.bind, s.ok, s.rate_median, s.rate_min, s.rate_max,
             s.time_median, comp if has_phases else None, comm if has_phases else None,
             s.imbalance_median if has_phases else None, has_phases, _top_comm_phase(runs),
-            _median(runs, "kernel_gbs"), _rate_of(triad, s.ranks, s.threads, s.bind) if triad else None,
+            _median(runs, "kernel_gbs"), _rate_of(triad, s.ranks, s.threads, s.bind, s.membind) if triad else None,
             _efficiency(s.rate_median, one_thread, s.threads) if s.threads > 1 else None,
-            _efficiency(s.rate_median, serial, s.cores) if s.cores > 1 else None))
+            _efficiency(s.rate_median, serial, s.cores) if s.cores > 1 else None, membind=s.membind))
     return tuple(out)
 
 
@@ -222,8 +224,10 @@ def _plural(n: int, word: str) -> str:
 
 
 def _name(b: Breakdown, other: Breakdown) -> str:
-    """The layout's label, with its binding when the two layouts differ only there or in it."""
-    return f"{b.label} (bind {b.bind})" if b.bind != other.bind else b.label
+    """The layout's label, with its binding and memory policy where the two layouts differ in them."""
+    differ = [f"bind {b.bind}"] if b.bind != other.bind else []
+    differ += [f"membind {b.membind}"] if b.membind != other.membind else []
+    return f"{b.label} ({', '.join(differ)})" if differ else b.label
 
 
 def _phrases(better: Breakdown, worse: Breakdown, w: str, b: str) -> dict[str, Callable[[], str]]:
@@ -337,8 +341,8 @@ def verdict_reasons(group: AppGroup, breakdowns: tuple[Breakdown, ...],
                     confidence: float = DEFAULT_CONFIDENCE) -> list[str]:
     """One 'why' line per 'A vs B' verdict of the group's recommendation, noisy or not as its confidence interval
     says; empty when nothing was compared (never fails on missing data: reason() says what is missing)."""
-    by_layout = {(b.ranks, b.threads, b.bind): b for b in breakdowns}
-    by_name = {name: by_layout.get((s.ranks, s.threads, s.bind)) for s, name in labels(group).items()}
+    by_layout = {b.key: b for b in breakdowns}
+    by_name = {name: by_layout.get(s.key) for s, name in labels(group).items()}
     lines = []
     for statement in verdict(group, confidence).statements:
         result = statement.result

@@ -7,13 +7,15 @@ from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING
 
-from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend
+from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend, run_placement_share
+from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, checkpoint_io_view
 from hympi.report.datalayout import BASELINE, DataLayoutView, needs_numa
 from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import ModelFit, describe, fit_model
 from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
 from hympi.store import MachineRecord, Run
+from hympi.store.db import DEFAULT_MEMBIND
 
 if TYPE_CHECKING:  # at run time only inside the Tuning functions: hympi.sweep imports this package, tune imports sweep
     from hympi.report.tuning import Prediction, ProgramTuning
@@ -77,21 +79,29 @@ def _machine_section(machines: list[MachineRecord], groups: list[AppGroup]) -> s
     return "\n".join(parts)
 
 
+def _pages(share: float | None) -> str:
+    """The share of pages on their intended NUMA nodes as a table cell ('100 %'; '-' when not reported)."""
+    return "-" if share is None else f"{100 * share:.0f} %"
+
+
 def _layout_table(group: AppGroup) -> str:
     """Min/median/max rate and medians of the other measures, one row per layout."""
-    head = ("<tr><th>layout</th><th>bind</th><th>cores</th><th>runs</th><th>ok</th><th>rate min</th>"
+    head = ("<tr><th>layout</th><th>bind</th><th>membind</th><th>cores</th><th>runs</th><th>ok</th><th>rate min</th>"
             "<th>rate median</th><th>rate max</th><th>time s</th><th>comm s</th><th>comp s</th><th>imbalance</th>"
-            "<th>MiB/process</th><th>MiB/core</th><th>MiB/node</th></tr>")
+            "<th>MiB/process</th><th>MiB/core</th><th>MiB/node</th><th>pages where intended</th></tr>")
     rows = []
     for s in group.layouts:
-        rows.append(f"<tr><td>{s.label}</td><td>{escape(s.bind)}</td><td>{s.cores}</td><td>{s.runs}</td>"
+        rows.append(f"<tr><td>{s.label}</td><td>{escape(s.bind)}</td><td>{escape(s.membind)}</td><td>{s.cores}</td>"
+                    f"<td>{s.runs}</td>"
                     f"<td>{s.ok}</td><td>{_num(s.rate_min)}</td><td><b>{_num(s.rate_median)}</b></td>"
                     f"<td>{_num(s.rate_max)}</td><td>{_num(s.time_median)}</td><td>{_num(s.comm_median)}</td>"
                     f"<td>{_num(s.comp_median)}</td><td>{_num(s.imbalance_median, '.3f')}</td>"
                     f"<td>{_num(s.rss_per_process_mib, '.1f')}</td><td>{_num(s.rss_per_core_mib, '.1f')}</td>"
-                    f"<td>{_num(s.rss_per_node_mib, '.1f')}</td></tr>")
+                    f"<td>{_num(s.rss_per_node_mib, '.1f')}</td><td>{_pages(s.placement_median)}</td></tr>")
     unit = f" (rate in {escape(group.rate_unit)})" if group.rate_unit else ""
-    return f"<table><caption>per layout, over repeats{unit}</caption>{head}{''.join(rows)}</table>"
+    caption = (f"per layout, over repeats{unit}; membind = memory policy (none: first touch); pages where intended "
+               "= median share of the reported arrays' pages on the NUMA nodes the policy meant")
+    return f"<table class='layouts'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
 
 
 def _share(part: float | None, whole: float | None) -> str:
@@ -109,7 +119,8 @@ def _breakdown_table(breakdowns: tuple[Breakdown, ...]) -> str:
     rows = []
     for b in breakdowns:
         share = b.bandwidth_share
-        rows.append(f"<tr><td>{b.label}</td><td>{escape(b.bind)}</td><td>{b.runs}</td><td>{_num(b.time_s)}</td>"
+        bind = b.bind if b.membind == DEFAULT_MEMBIND else f"{b.bind}, membind {b.membind}"
+        rows.append(f"<tr><td>{b.label}</td><td>{escape(bind)}</td><td>{b.runs}</td><td>{_num(b.time_s)}</td>"
                     f"<td>{_share(b.comp_s, b.time_s)}</td><td>{_share(b.comm_s, b.time_s)}</td>"
                     f"<td>{_share(b.overlap_s, b.time_s)}</td><td>{_share(b.other_s, b.time_s)}</td>"
                     f"<td>{_share(b.imbalance_loss_s, b.time_s)}</td><td>{_num(b.kernel_gbs)}</td>"
@@ -152,7 +163,7 @@ def _model_table(fit: ModelFit) -> str:
         rows.append(f"<tr class='{kind}'>{cells}</tr>")
     unit = f" in {escape(fit.unit)}" if fit.unit else ""
     caption = (f"model vs measured (rate{unit}; error = relative error of the predicted time, %; "
-               f"bind {escape(fit.bind)})")
+               f"bind {escape(fit.policy)})")
     return f"<table class='model'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
 
 
@@ -530,25 +541,29 @@ def data_layout_section(views: list[DataLayoutView], figures: dict[str, str], no
 
 
 def _runs_table(runs: list[Run]) -> str:
-    """Every run: configuration, status, measures and the stderr tail of failures."""
+    """Every run: configuration (memory policy included), status, measures, the share of its reported arrays'
+    pages where the policy meant them, and the stderr tail of failures."""
     head = ("<tr><th>id</th><th>sweep</th><th class='l'>app</th><th class='l'>problem</th><th>layout</th>"
-            "<th>bind</th><th>repeat</th><th class='l'>status</th><th>rc</th><th>rate</th><th>unit</th>"
-            "<th>time s</th><th>comm s</th><th>comp s</th><th>MiB/proc</th><th>MiB/node</th><th>wall s</th>"
-            "<th class='l'>started (UTC)</th><th class='l'>stderr tail</th></tr>")
+            "<th>bind</th><th>membind</th><th>repeat</th><th class='l'>status</th><th>rc</th><th>rate</th><th>unit</th>"
+            "<th>time s</th><th>comm s</th><th>comp s</th><th>MiB/proc</th><th>MiB/node</th><th>pages where intended"
+            "</th><th>wall s</th><th class='l'>started (UTC)</th><th class='l'>stderr tail</th></tr>")
     rows = []
     for r in runs:
         tail = (f"<details><summary>show</summary><pre>{escape(r.stderr_tail)}</pre></details>"
                 if r.stderr_tail.strip() else "")
         unit = escape(str(r.record.get("rate_unit", ""))) if r.record else ""
+        restart = "" if r.restarted_from_step is None else f" (restarted at step {r.restarted_from_step})"
         rows.append(f"<tr><td>{r.id}</td><td>{r.sweep_id}</td><td class='l'>{escape(r.app)}</td>"
                     f"<td class='l'>{escape(r.problem)}</td><td>{r.ranks}x{r.threads}</td><td>{escape(r.bind)}</td>"
-                    f"<td>{r.repeat}</td><td class='l {escape(r.status)}'>{escape(r.status)}</td>"
+                    f"<td>{escape(r.membind)}</td>"
+                    f"<td>{r.repeat}</td><td class='l {escape(r.status)}'>{escape(r.status)}{restart}</td>"
                     f"<td>{'' if r.returncode is None else r.returncode}</td><td>{_num(r.value('rate'))}</td>"
                     f"<td>{unit}</td><td>{_num(r.value('time_s'))}</td><td>{_num(r.value('comm_s'))}</td>"
                     f"<td>{_num(r.value('comp_s'))}</td><td>{_num(r.value('max_rss_mib'), '.1f')}</td>"
-                    f"<td>{_num(r.value('node_rss_mib'), '.1f')}</td><td>{r.wall_s:.2f}</td>"
+                    f"<td>{_num(r.value('node_rss_mib'), '.1f')}</td><td>{_pages(run_placement_share(r))}</td>"
+                    f"<td>{r.wall_s:.2f}</td>"
                     f"<td class='l'>{escape(r.started_at)}</td><td class='l'>{tail}</td></tr>")
-    return f"<h2 id='runs'>All runs</h2><table>{head}{''.join(rows)}</table>"
+    return f"<h2 id='runs'>All runs</h2><table class='runs'>{head}{''.join(rows)}</table>"
 
 
 def render(title: str, generated: str, machines: list[MachineRecord], groups: list[AppGroup],
@@ -556,11 +571,13 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
            probes: list[HierarchyProbe] | None = None, probe_figures: dict[str, str] | None = None,
            failed_probes: int = 0, explained: Explained | None = None, tuning: TuningView | None = None,
            transposes: dict[str, TransposeView | None] | None = None,
+           checkpoint_io: CheckpointIoView | None = None,
            data_layouts: list[DataLayoutView] | None = None, data_layout_figures: dict[str, str] | None = None,
            data_layout_notes: tuple[str, ...] = ()) -> str:
-    """The whole page as a string; `explained` (from explain_groups) and `transposes` (per group slug, from
-    transpose_view) are computed here when not given; `data_layouts` (from data_layout_views) with their figures
-    and `data_layout_notes` (the study's notes on that experiment) make the Data layout section."""
+    """The whole page as a string; `explained` (from explain_groups), `transposes` (per group slug, from
+    transpose_view) and `checkpoint_io` (from checkpoint_io_view over `runs`) are computed here when not given;
+    `data_layouts` (from data_layout_views) with their figures and `data_layout_notes` (the study's notes on that
+    experiment) make the Data layout section."""
     probes = probes or []
     hosts = {m.id: m.hostname for m in machines}
     multi = len(machines) > 1
@@ -571,6 +588,12 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
         levels = sorted({c.level for p in probes for c in p.levels}, key=level_rank)
         toc += (f"<li><a href='#hierarchy'>Communication hierarchy</a>: ping-pong latency and bandwidth per level "
                 f"({escape(', '.join(levels) or 'no successful run')})</li>")
+    io_view = checkpoint_io_view(runs) if checkpoint_io is None else checkpoint_io
+    io_part = checkpoint_io_section(io_view)
+    if io_part:
+        apps = sorted({r.app for r in io_view.rows})
+        toc += (f"<li><a href='#checkpoint-io'>Checkpoint I/O</a>: write and read bandwidth per layout and HDF5 "
+                f"options, checkpoint share of run time ({escape(', '.join(apps))})</li>")
     layout_part = data_layout_section(data_layouts or [], data_layout_figures or {}, data_layout_notes,
                                       hosts if multi else None)
     if layout_part:
@@ -588,7 +611,8 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
     sections = "".join(_group_section(g, figures[g.slug], f"g{i}", hosts.get(g.machine_id) if multi else None,
                                       *explained[g.slug], transposes.get(g.slug), memory.get(g.machine_id))
                        for i, g in enumerate(groups))
-    empty = "" if groups or hierarchy or tuned or layout_part else "<p class='note'>No runs recorded yet.</p>"
+    anything = groups or hierarchy or tuned or io_part or layout_part
+    empty = "" if anything else "<p class='note'>No runs recorded yet.</p>"
     meta = json.dumps({"runs": len(runs), "groups": len(groups)})
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{escape(title)}</title>"
@@ -596,5 +620,6 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
             f"<h1>{escape(title)}</h1><p class='muted'>generated {escape(generated)}; {len(runs)} runs; "
             "higher rate is better; layouts are MPI ranks x OpenMP threads per rank</p>"
             f"{notes_html}<h2 id='summary'>Summary</h2><ul>{toc}</ul>{empty}"
-            f"{_machine_section(machines, groups)}{sections}{layout_part}{hierarchy}{tuned}{_runs_table(runs)}"
+            f"{_machine_section(machines, groups)}{sections}{layout_part}{hierarchy}{io_part}{tuned}"
+            f"{_runs_table(runs)}"
             "</body></html>\n")

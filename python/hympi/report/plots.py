@@ -15,13 +15,14 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from hympi.report.analysis import AppGroup, LayoutStats
+from hympi.report.analysis import AppGroup, Layout, LayoutStats
 from hympi.report.compare import Comparison
 from hympi.report.datalayout import BASELINE, DataLayoutView, layouts
 from hympi.report.explain import Breakdown
 from hympi.report.hierarchy import HierarchyProbe
 from hympi.report.transposes import MIB, TransposeView
 from hympi.report.tuning import ProgramTuning
+from hympi.store.db import DEFAULT_MEMBIND
 from hympi.tune.predict import ProgramVerdict
 from hympi.tune.space import UNSET_LABEL
 
@@ -36,26 +37,35 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
+def _policy(layout: Layout) -> str:
+    """'core', or 'core/interleave' under another memory policy than the default (an axis label)."""
+    return layout.bind if layout.membind == DEFAULT_MEMBIND else f"{layout.bind}/{layout.membind}"
+
+
 def _ok(group: AppGroup) -> list[LayoutStats]:
     """Layouts with at least one ok run."""
     return [s for s in group.layouts if s.rate_median is not None]
 
 
 def rate_vs_threads(group: AppGroup, path: Path) -> Path:
-    """Median rate vs OpenMP threads per rank, one line per core count (and binding), min-max as error bars."""
+    """Median rate vs OpenMP threads per rank, one line per core count (and binding and memory policy), min-max as
+    error bars."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     layouts = _ok(group)
-    binds = sorted({s.bind for s in layouts})
-    lines: dict[tuple[int, str], list[LayoutStats]] = {}
+    binds = sorted({(s.bind, s.membind) for s in layouts})
+    lines: dict[tuple[int, tuple[str, str]], list[LayoutStats]] = {}
     for s in layouts:
-        lines.setdefault((s.cores, s.bind), []).append(s)
+        lines.setdefault((s.cores, (s.bind, s.membind)), []).append(s)
+    several_binds = len({b for b, _ in binds}) > 1
+    several_policies = len({m for _, m in binds}) > 1
     for (cores, bind), members in sorted(lines.items()):
         members.sort(key=lambda s: s.threads)
         x = [s.threads for s in members]
         y = [s.rate_median or 0.0 for s in members]
         low = [y_i - (s.rate_min or y_i) for s, y_i in zip(members, y, strict=True)]
         high = [(s.rate_max or y_i) - y_i for s, y_i in zip(members, y, strict=True)]
-        label = f"{cores} core{'s' if cores != 1 else ''}" + (f", bind {bind}" if len(binds) > 1 else "")
+        label = (f"{cores} core{'s' if cores != 1 else ''}" + (f", bind {bind[0]}" if several_binds else "")
+                 + (f", membind {bind[1]}" if several_policies else ""))
         ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=4, linestyle=_STYLES[binds.index(bind) % 4],
                     label=label)
         for s, xi, yi in zip(members, x, y, strict=True):
@@ -81,7 +91,7 @@ def memory(group: AppGroup, path: Path) -> Path:
     """Peak memory per process and per core for every layout (two panels)."""
     layouts = [s for s in group.layouts if s.rss_per_process_mib is not None]
     fig, (left, right) = plt.subplots(1, 2, figsize=(8.0, 3.8))
-    labels = [f"{s.label}\n{s.bind}" for s in layouts]
+    labels = [f"{s.label}\n{_policy(s)}" for s in layouts]
     left.bar(labels, [s.rss_per_process_mib or 0.0 for s in layouts], color="#4c72b0")
     left.set_title("peak memory per process")
     left.set_ylabel("MiB")
@@ -126,7 +136,7 @@ def comm_comp(group: AppGroup, breakdowns: tuple[Breakdown, ...], path: Path) ->
         ax.bar([i + width / 2 + 0.08 for i in x], loss, 0.14, label="imbalance loss (part of the above)",
                color="none", edgecolor="#4c72b0", hatch="///")
     ax.set_xticks(x)
-    ax.set_xticklabels([f"{b.label}\n{b.bind}" for b in layouts])
+    ax.set_xticklabels([f"{b.label}\n{_policy(b)}" for b in layouts])
     ax.set_xlim(-0.7, max(len(layouts), 3) - 0.3)
     skipped = [b.label for b in breakdowns if b.rate and b not in layouts]
     note = f"\nnot drawn (phases missing or beyond the timed region): {', '.join(skipped)}" if skipped else ""

@@ -109,7 +109,7 @@ def transpose_view(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> T
     per_step = all(metric(r, "steps") for r in timed if metric(r, "transpose_s") is not None)
     rows = []
     for layout in group.layouts:
-        mine = [r for r in timed if (r.ranks, r.threads, r.bind) == (layout.ranks, layout.threads, layout.bind)]
+        mine = [r for r in timed if (r.ranks, r.threads, r.bind, r.membind) == layout.key]
         row = _row(names[layout], mine, per_step)
         if row is not None:
             rows.append(row)

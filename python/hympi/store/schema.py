@@ -13,11 +13,17 @@ APPLICATION_ID = 0x48594D50
 
 @dataclass(frozen=True)
 class Migration:
-    """One schema step: the version it produces and the SQL that gets there from the one before."""
+    """One schema step: the version it produces and the SQL that gets there from the one before.
+
+    `rebuilds` marks a step that recreates a table other tables refer to (SQLite cannot change a constraint in
+    place): it runs with foreign key enforcement off and checks every reference before it commits (SQLite's
+    procedure for such changes).
+    """
 
     version: int
     description: str
     sql: str
+    rebuilds: bool = False
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -163,6 +169,57 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         CREATE INDEX run_attempts_item ON run_attempts (sweep_id, ranks, threads, bind, repeat);
     """),
+    Migration(7, "memory policy (--membind) per run: a sweep item is ranks x threads x bind x membind x repeat", """
+        CREATE TABLE runs_new (
+            id INTEGER PRIMARY KEY,
+            sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+            app TEXT NOT NULL,
+            problem TEXT,
+            ranks INTEGER NOT NULL,
+            threads INTEGER NOT NULL,
+            bind TEXT NOT NULL,
+            membind TEXT NOT NULL DEFAULT 'none',
+            dist TEXT NOT NULL,
+            repeat INTEGER NOT NULL,
+            app_args_json TEXT NOT NULL,
+            env_json TEXT NOT NULL,
+            command_json TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unverified')),
+            returncode INTEGER,
+            wall_s REAL NOT NULL,
+            rate REAL,
+            rate_unit TEXT,
+            time_s REAL,
+            comm_s REAL,
+            comp_s REAL,
+            imbalance REAL,
+            max_rss_mib REAL,
+            node_rss_mib REAL,
+            result_json TEXT,
+            stderr_tail TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            finished_at TEXT NOT NULL,
+            restarted_from_step INTEGER,
+            UNIQUE (sweep_id, ranks, threads, bind, membind, repeat)
+        );
+        INSERT INTO runs_new (id, sweep_id, app, problem, ranks, threads, bind, dist, repeat, app_args_json, env_json,
+                              command_json, status, returncode, wall_s, rate, rate_unit, time_s, comm_s, comp_s,
+                              imbalance, max_rss_mib, node_rss_mib, result_json, stderr_tail, started_at, finished_at,
+                              restarted_from_step)
+            SELECT id, sweep_id, app, problem, ranks, threads, bind, dist, repeat, app_args_json, env_json,
+                   command_json, status, returncode, wall_s, rate, rate_unit, time_s, comm_s, comp_s, imbalance,
+                   max_rss_mib, node_rss_mib, result_json, stderr_tail, started_at, finished_at, restarted_from_step
+            FROM runs;
+        UPDATE runs_new SET membind = json_extract(result_json, '$.membind')
+            WHERE result_json IS NOT NULL AND json_valid(result_json)
+              AND json_extract(result_json, '$.membind') IN ('local', 'interleave', 'location', 'none');
+        DROP TABLE runs;
+        ALTER TABLE runs_new RENAME TO runs;
+        CREATE INDEX runs_app ON runs (app, ranks, threads, bind, membind);
+        ALTER TABLE run_attempts ADD COLUMN membind TEXT NOT NULL DEFAULT 'none';
+        DROP INDEX run_attempts_item;
+        CREATE INDEX run_attempts_item ON run_attempts (sweep_id, ranks, threads, bind, membind, repeat);
+    """, rebuilds=True),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
@@ -198,16 +255,27 @@ def migrate(conn: sqlite3.Connection, from_version: int, now: str) -> int:
     for migration in MIGRATIONS:
         if migration.version <= from_version:
             continue
+        enforced = int(conn.execute("PRAGMA foreign_keys").fetchone()[0])
+        if migration.rebuilds:
+            conn.execute("PRAGMA foreign_keys = OFF")  # outside the transaction: inside one it is a no-op
         conn.execute("BEGIN IMMEDIATE")
         try:
             for statement in _statements(migration.sql):
                 conn.execute(statement)
+            if migration.rebuilds:
+                broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    raise sqlite3.IntegrityError(f"schema version {migration.version}: {len(broken)} rows lost "
+                                                 f"their reference, first {broken[0]}")
             conn.execute("INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
                          (migration.version, migration.description, now))
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        finally:
+            if migration.rebuilds:
+                conn.execute(f"PRAGMA foreign_keys = {'ON' if enforced else 'OFF'}")
         from_version = migration.version
     return from_version
 

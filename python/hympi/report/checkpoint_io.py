@@ -1,0 +1,122 @@
+"""The report's Checkpoint I/O section: for runs whose HYMPI_RESULT has an "io" object that wrote or read something,
+checkpoint write and restart read bandwidth per app, layout and HDF5 option set (sieve buffer, alignment, collective
+or independent, MPI-IO hints), and what the checkpoints cost: their share of the run's timed region, and the
+slowdown against runs of the same configuration without checkpoints where the database has both.
+
+Bandwidths are bytes over seconds of the whole operation as the frame times it (a checkpoint: create, write, flush
+to disk, close, rename; a restart: open, header checks, read with checksum), in GB/s (10^9 B). A restarted run's
+time covers only the steps after its restart: it gives a read bandwidth but takes no part in the time comparisons.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from html import escape
+
+from hympi.iorecord import IoRecord, io_record
+from hympi.store import Run
+
+MIB = 2.0**20
+
+
+@dataclass(frozen=True)
+class IoRow:
+    """One app configuration, layout and HDF5 option set: medians over its runs with I/O."""
+
+    app: str
+    problem: str
+    layout: str
+    options: str
+    runs: int
+    checkpoints: float | None  # per run
+    checkpoint_mib: float | None  # per checkpoint
+    write_gbs: float | None
+    restarts: int
+    read_gbs: float | None
+    share: float | None  # checkpoint seconds / timed region
+    slowdown: float | None  # (with - without) / with, median times of runs without any I/O in the same group
+
+
+@dataclass(frozen=True)
+class CheckpointIoView:
+    """The rows of the section (empty: no run did any checkpoint or restart)."""
+
+    rows: tuple[IoRow, ...]
+
+
+def _median(values: list[float]) -> float | None:
+    """The median, None for no values."""
+    return statistics.median(values) if values else None
+
+
+def _ok(run: Run) -> bool:
+    """A run that reached its end (its record's values count)."""
+    return run.record is not None and run.status in ("ok", "unverified")
+
+
+def checkpoint_io_view(runs: list[Run]) -> CheckpointIoView:
+    """The section's rows: runs grouped by (app, problem, app arguments, layout, binding, HDF5 options)."""
+    with_io: dict[tuple[str, ...], list[tuple[Run, IoRecord]]] = {}
+    plain: dict[tuple[str, ...], list[float]] = {}
+    for run in runs:
+        if not _ok(run):
+            continue
+        io = io_record(run.record)
+        base = (run.app, run.problem, " ".join(run.app_args), f"{run.ranks}x{run.threads}", run.bind)
+        if io is None or not io.any:
+            time_s = run.value("time_s")
+            if time_s is not None and time_s > 0:
+                plain.setdefault(base, []).append(time_s)
+            continue
+        with_io.setdefault((*base, io.h5.label()), []).append((run, io))
+    rows = []
+    for key, members in sorted(with_io.items()):
+        app, problem, _, layout, _, options = key
+        writers = [(r, io) for r, io in members if io.checkpoints > 0 and io.restart_step < 0]
+        readers = [io for _, io in members if io.read_gbs is not None]
+        shares = [io.checkpoint_s / t for r, io in writers if (t := r.value("time_s")) is not None and t > 0]
+        times = [t for r, _ in writers if (t := r.value("time_s")) is not None]
+        without = plain.get(key[:5], [])
+        with_t, without_t = _median(times), _median(without)
+        rows.append(IoRow(
+            app, problem, layout, options, len(members),
+            _median([float(io.checkpoints) for _, io in writers]),
+            _median([io.checkpoint_bytes / io.checkpoints / MIB for _, io in writers]),
+            _median([g for _, io in writers if (g := io.write_gbs) is not None]),
+            len(readers), _median([g for io in readers if (g := io.read_gbs) is not None]), _median(shares),
+            (with_t - without_t) / with_t if with_t and without_t is not None else None))
+    return CheckpointIoView(tuple(rows))
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    """A number for a table cell; '-' when absent."""
+    return "-" if value is None else format(value, fmt)
+
+
+def _pct(value: float | None) -> str:
+    """A share as a percentage; '-' when absent."""
+    return "-" if value is None else f"{100 * value:.1f} %"
+
+
+def checkpoint_io_section(view: CheckpointIoView) -> str:
+    """The Checkpoint I/O section's HTML ('' when no run wrote or read a checkpoint)."""
+    if not view.rows:
+        return ""
+    head = ("<tr><th class='l'>app</th><th class='l'>problem</th><th>layout</th><th class='l'>HDF5 options</th>"
+            "<th>runs</th><th>checkpoints/run</th><th>MiB/checkpoint</th><th>write GB/s</th><th>restarts</th>"
+            "<th>read GB/s</th><th>checkpoint share</th><th>slowdown</th></tr>")
+    rows = "".join(
+        f"<tr><td class='l'>{escape(r.app)}</td><td class='l'>{escape(r.problem)}</td><td>{escape(r.layout)}</td>"
+        f"<td class='l'>{escape(r.options)}</td><td>{r.runs}</td><td>{_cell(r.checkpoints, '.3g')}</td>"
+        f"<td>{_cell(r.checkpoint_mib, '.4g')}</td><td><b>{_cell(r.write_gbs, '.3g')}</b></td><td>{r.restarts}</td>"
+        f"<td><b>{_cell(r.read_gbs, '.3g')}</b></td><td>{_pct(r.share)}</td><td>{_pct(r.slowdown)}</td></tr>"
+        for r in view.rows)
+    caption = ("medians over the runs of each app configuration, layout and HDF5 option set (sieve buffer, alignment, "
+               "collective or independent transfers, MPI-IO hints); write = checkpoint bytes / seconds of the whole "
+               "checkpoint (create, write, flush to disk, close, rename), read = the restart's (open, header checks, "
+               "read with checksum), GB/s = 10^9 B/s; checkpoint share = checkpoint seconds / the run's timed region; "
+               "slowdown = (time with - time without) / time with, against runs of the same configuration without "
+               "any I/O ('-' when the database has none); restarted runs count for reading only")
+    return (f"<h2 id='checkpoint-io'>Checkpoint I/O</h2><table class='checkpoint-io'><caption>{caption}</caption>"
+            f"{head}{rows}</table>")

@@ -1,0 +1,106 @@
+"""hympi-bench-io on a tiny field: one JSON line per option set with the byte counts, positive bandwidths and a
+read-back whose checksum equals the written one; bad arguments exit 2 in one line; bench/io/io.py runs it next to
+dd and writes its tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
+BENCH = BIN / "hympi-bench-io"
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMP_NUM_THREADS": "1"}
+
+pytestmark = pytest.mark.skipif(not BENCH.is_file(), reason=f"{BENCH} is not built")
+
+
+def _bench(*args: str, ranks: int = 2) -> subprocess.CompletedProcess[str]:
+    cmd = ["mpirun", "-np", str(ranks), "--bind-to", "none", str(BENCH), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV},
+                          check=False)
+
+
+def test_every_case_prints_bytes_positive_bandwidths_and_a_verified_read_back(tmp_path: Path):
+    proc = _bench("--global", "24", "10", "6", "--dir", str(tmp_path), "--sieve", "0,fs", "--alignment", "0,8K",
+                  "--transfer", "collective,independent", "--hints", "cb", "--reps", "2")
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line.removeprefix("HYMPI_BENCH ")) for line in proc.stdout.splitlines()
+             if line.startswith("HYMPI_BENCH ")]
+    records = [r for r in lines if r["bench"] == "io"]
+    (memory,) = [r for r in lines if r["bench"] == "io-memory"]
+    assert memory["bytes_per_rank"] > 0 and memory["first_touch_s"] > 0 and lines[-1] is memory
+    assert len(records) == 2 * 2 * 2
+    assert len({r["case"] for r in records}) == len(records)
+    for r in records:
+        assert r["field_bytes"] == 8 * 24 * 10 * 6 and r["file_bytes"] > r["field_bytes"]  # header, checksum
+        assert r["ranks"] == 2 and r["process_grid"] in ([2, 1, 1], [1, 2, 1], [1, 1, 2])
+        assert r["write_gbs"] > 0 and r["read_gbs"] > 0 and r["write_s"] > 0 and r["read_s"] > 0
+        assert len(r["write_samples_s"]) == len(r["read_samples_s"]) == 2
+        assert r["commit_s"] > 0 and r["write_s"] >= r["commit_s"]
+        assert r["checksum_read"] == r["checksum_written"] and r["verified"] is True
+        assert 0 <= r["resident_before_read"] <= 1
+    by_case = {r["case"]: r for r in records}
+    aligned = by_case["independent/sieve=fs/align=8K/hints=cb"]
+    assert aligned["options"]["alignment"] == 8192 and aligned["options"]["sieve_bytes"] == aligned["fs_block"]
+    assert aligned["options"]["transfer"] == "independent" and aligned["options"]["hints"]["cb_buffer_size"]
+    assert aligned["file_bytes"] >= 8192 + aligned["field_bytes"]  # the dataset starts at an 8 KiB boundary
+    assert list(tmp_path.iterdir()) == []  # every checkpoint removed
+
+
+def test_the_split_axis_is_the_decomposition(tmp_path: Path):
+    proc = _bench("--global", "8", "8", "8", "--dir", str(tmp_path), "--split", "z", "--sieve", "0", "--alignment",
+                  "0", "--transfer", "independent")
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("HYMPI_BENCH "))
+    record = json.loads(line.removeprefix("HYMPI_BENCH "))
+    assert record["process_grid"] == [1, 1, 2] and record["verified"]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--dir", "DIR", "--global", "8", "8"], "--global needs 3 values"),
+        (["--global", "8", "0", "8"], "'0' is not a positive integer"),
+        (["--mib", "3"], "odd"),
+        (["--dir", "/no/such/dir"], "/no/such/dir is not a directory"),
+        (["--sieve", "0,,fs"], "empty entry"),
+        (["--alignment", "big"], "'big'"),
+        (["--transfer", "sometimes"], "'sometimes'"),
+        (["--hints", "fast"], "unknown set 'fast'"),
+        (["--split", "w"], "'w'"),
+        (["--frobnicate"], "unknown argument '--frobnicate'"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, args: list[str], needle: str):
+    args = [str(tmp_path) if a == "DIR" else a for a in args]
+    if "--dir" not in args:
+        args = [*args, "--dir", str(tmp_path)]
+    proc = _bench(*args, ranks=1)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [x for x in proc.stderr.strip().splitlines() if x.startswith("hympi-bench-io")]
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    assert not proc.stdout.strip() and list(tmp_path.iterdir()) == []
+
+
+def test_io_py_compares_with_dd_in_the_same_run(tmp_path: Path):
+    out = tmp_path / "io.json"
+    cmd = [sys.executable, str(REPO / "bench" / "io" / "io.py"), "--global", "32", "16", "8", "--dir", str(tmp_path),
+           "--layouts", "1x1,2x1", "--repeat", "1", "--sieve", "0", "--alignment", "0,fs", "--output", str(out)]
+    env = {**os.environ, **MPI_ENV, "HYMPI_BIN_DIR": str(BIN), "PYTHONPATH": str(REPO / "python")}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(out.read_text())
+    assert [r["layout"] for r in data["rounds"]] == ["1x1", "2x1"]
+    for r in data["rounds"]:
+        assert r["dd"]["bytes"] >= 8 * 32 * 16 * 8 and r["dd"]["write_gbs"] > 0 and r["dd"]["read_gbs"] > 0
+        assert len(r["cases"]) == 4
+    assert len(data["table"]) == 8 and all(row["verified"] and row["write_ratio"] > 0 for row in data["table"])
+    assert "write/dd" in proc.stdout and "best write" in proc.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["io.json"]  # dd's and the benchmark's files removed
