@@ -26,6 +26,12 @@ void MzApp::add_options(CLI::App& cli) {
       ->delimiter(',');
   cli.add_option("--split-tolerance", split_tolerance_, "allowed block excess over the mean when splitting")
       ->capture_default_str();
+  cli.add_option("--data-layout", data_layout_,
+                 "where the zone arrays' pages go: first-touch, one-location, access-pattern or random "
+                 "(locations: HYMPI_NUM_LOCS, default one per NUMA node; lu-mz: first-touch only)")
+      ->capture_default_str();
+  cli.add_option("--layout-seed", layout_seed_, "seed of --data-layout random (which page goes where)")
+      ->capture_default_str();
   cli.add_option("--data", data_file_,
                  "verification file (default: DATA_DIR/npb-mz/verification.json; config data_dir, env HYMPI_DATA_DIR)");
 }
@@ -33,6 +39,9 @@ void MzApp::add_options(CLI::App& cli) {
 void MzApp::apply_settings(const Settings& settings) {
   const SettingValue& dir = settings.get("data_dir");
   if (data_file_.empty() && !dir.text.empty()) data_file_ = dir.text + "/npb-mz/verification.json";
+  num_locs_ = settings.get("num_locs").text;
+  // A bad HYMPI_NUM_LOCS is named by the options layer, whichever layout uses it.
+  (void)settings.parse("num_locs", [](const std::string& text) { return locality::parse_num_locs(text); });
 }
 
 void MzApp::validate(const Layout& layout) const {
@@ -50,6 +59,12 @@ void MzApp::validate(const Layout& layout) const {
   }
   if (layout.threads < 1) throw InvalidArgument("threads must be >= 1, got " + std::to_string(layout.threads));
   (void)parse_packing_method(packing_);
+  const DataLayout data_layout = parse_data_layout(data_layout_);
+  if (layout_seed_ < 0) throw InvalidArgument("--layout-seed must be >= 0, got " + std::to_string(layout_seed_));
+  if (benchmark_ == Benchmark::lu && data_layout != DataLayout::first_touch) {
+    throw InvalidArgument("--data-layout " + data_layout_ + ": lu-mz has first-touch only (bt-mz and sp-mz have "
+                          "every layout)");
+  }
   if (max_threads_ < 0) throw InvalidArgument("--max-threads must be >= 0, got " + std::to_string(max_threads_));
   if (iterations_ < 0) throw InvalidArgument("--iterations must be >= 0, got " + std::to_string(iterations_));
   for (int n : split_table_) {
@@ -81,6 +96,11 @@ ResultRecord MzApp::run(AppContext& ctx) {
   MzOptions mo;
   mo.niter = iterations_;
   mo.perturb = perturb_;
+  mo.layout.layout = parse_data_layout(data_layout_);
+  mo.layout.seed = static_cast<std::uint64_t>(layout_seed_);
+  mo.layout.locations = locality::parse_num_locs(num_locs_);
+  mo.topology = &ctx.topology;
+  mo.measure_placement = ctx.topology.is_this_system();
   if (ctx.io != nullptr) mo.hooks = mz_io_hooks(*ctx.io, grid, partition, rank, iterations_ > 0 ? iterations_ : p.niter, p.dt);
   // Where the zones' solution fields landed (--membind), asked once: the hooks run in the first repetition only.
   mo.hooks.touched = [&ctx](std::span<const double> u) { ctx.metrics.observe_memory("u", std::as_bytes(u)); };
@@ -133,7 +153,13 @@ ResultRecord MzApp::run(AppContext& ctx) {
                                {"zones", grid.to_json()},
                                {"partition", partition.to_json()},
                                {"verification", r.verification.to_json()},
-                               {"run_options", mo.to_json()}};
+                               {"run_options", mo.to_json()},
+                               {"data_layout", hympi::to_string(mo.layout.layout)},
+                               {"data_layout_details", series.runs.front().layout}};
+  // Where the solution's pages are (every zone, every rank), with the layout's intent per page: the proof of what
+  // the layout did (the frame's page_placement has the same pages before the timed loop, with --membind's intent).
+  if (const auto& placed = series.runs.front().placement)
+    rec.metrics["data_layout_placement"] = {{"u", placed->to_json()}};
   if (split_report_) rec.metrics["split"] = split.to_json();
   return rec;
 }

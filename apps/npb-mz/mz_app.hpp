@@ -4,8 +4,11 @@
 #include "hympi/app/app.hpp"
 #include "hympi/npb/npb_mz.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "hympi/npb/data_layout.hpp"
 
 namespace hympi::npb {
 
@@ -16,9 +19,11 @@ class MzApp final : public AppDefinition {
   explicit MzApp(Benchmark b) : benchmark_(b) {}
   [[nodiscard]] std::string name() const override { return to_string(benchmark_); }
   void add_options(CLI::App& cli) override;
-  /// Without --data, the verification file lies in data_dir (config file or HYMPI_DATA_DIR) when one is set.
+  /// Without --data, the verification file lies in data_dir (config file or HYMPI_DATA_DIR) when one is set;
+  /// the data layouts' locations come from num_locs (HYMPI_NUM_LOCS).
   void apply_settings(const Settings& settings) override;
-  /// Rejects an unknown class, more ranks than zones and thread counts below 1 (exit 2).
+  /// Rejects an unknown class, more ranks than zones, thread counts below 1, an unknown --data-layout and a
+  /// layout other than first-touch for LU-MZ (exit 2).
   void validate(const Layout& layout) const override;
   /// Checkpoints hold each zone's solution; a restart continues the run bit for bit (any layout).
   [[nodiscard]] bool checkpoints() const override { return true; }
@@ -41,6 +46,9 @@ class MzApp final : public AppDefinition {
   double split_tolerance_ = 0.05;
   std::vector<int> split_table_;
   std::string data_file_;
+  std::string data_layout_ = "first-touch";
+  long long layout_seed_ = static_cast<long long>(kDefaultLayoutSeed);
+  std::string num_locs_;  ///< HYMPI_NUM_LOCS / num_locs: the locations of the data layouts
   CLI::Option* iterations_option_ = nullptr;
 };
 

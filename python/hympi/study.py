@@ -1,5 +1,5 @@
-"""hympi study: characterise this machine (topology, STREAM, layout sweeps of every built app, the ping-pong
-hierarchy probe) and report."""
+"""hympi study: characterise this machine (topology, STREAM, layout sweeps of every built app, the data-layout
+experiment where the machine has several NUMA domains, the ping-pong hierarchy probe) and report."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 
 from hympi.apps import get_app
@@ -15,8 +16,10 @@ from hympi.errors import HympiFatal, UsageError
 from hympi.launch.mpirun import DEFAULT_MEMBIND, MEMORY_POLICIES
 from hympi.paths import binary
 from hympi.report import write_report
+from hympi.report.compare import MIN_SEPARATE
+from hympi.report.datalayout import MIN_NUMA, NOTE_PREFIX, OPTION, layouts, needs_numa
 from hympi.store import MachineRecord, Store
-from hympi.sweep import SweepParams, open_sweep, plan, record_machine, run_sweep, validate_layouts
+from hympi.sweep import Plan, SweepParams, open_sweep, plan, record_machine, run_sweep, validate_layouts
 from hympi.topology import MachineSummary
 
 
@@ -51,6 +54,32 @@ PINGPONG_QUICK_ARGS: tuple[str, ...] = ("--iterations", "200", "--max-bytes", st
                                         "--multi-bytes", str(1 << 18))
 PINGPONG_FULL_ARGS: tuple[str, ...] = ("--iterations", "1000", "--max-bytes", str(4 << 20),
                                        "--multi-bytes", str(1 << 20))
+
+
+# The data-layout experiment (seed 000 Fig. 9): BT-MZ on one rank, its zone arrays placed four ways (--data-layout),
+# per thread count. Quick: class W (16 zones, ~6 MB, seconds per run) at 1 thread and all cores; full: class A
+# (~50 MB, beyond most last-level caches) at 1, 2, 4, ... and all cores. Fixed rounds, not --repeat auto: the
+# question is each layout against first touch at each thread count, which needs MIN_SEPARATE runs on each side.
+DATA_LAYOUT = "data-layout"
+DATA_LAYOUT_APP = "bt-mz"
+DATA_LAYOUT_QUICK_ARGS: tuple[str, ...] = ("--class", "W")
+DATA_LAYOUT_FULL_ARGS: tuple[str, ...] = ("--class", "A")
+DATA_LAYOUT_QUICK_REPEAT = MIN_SEPARATE
+DATA_LAYOUT_FULL_REPEAT = 5
+
+
+def data_layout_threads(summary: MachineSummary, quick: bool) -> tuple[int, ...]:
+    """The thread counts of the data-layout experiment: 1 and all cores (quick), or also every power of two (full),
+    keeping those that fit in one NUMA domain or fill whole ones: the study binds threads to cores compactly, and
+    the access-pattern layout's locality region must find each thread on the location it maps it to."""
+    per_domain = max(1, summary.cores // max(1, summary.numa_nodes))
+    counts = {1, summary.cores}
+    if not quick:
+        c = 2
+        while c < summary.cores:
+            counts.add(c)
+            c *= 2
+    return tuple(sorted(t for t in counts if t <= per_domain or t % per_domain == 0))
 
 
 @dataclass(frozen=True)
@@ -118,14 +147,16 @@ class StudyOptions:
 
 
 def default_apps() -> tuple[str, ...]:
-    """Every app the study knows, STREAM first, the ping-pong probe last."""
-    return (*(a.name for a in STUDY_APPS), PINGPONG)
+    """Every app the study knows, STREAM first, then the data-layout experiment, the ping-pong probe last."""
+    return (*(a.name for a in STUDY_APPS), DATA_LAYOUT, PINGPONG)
 
 
 def check_apps(names: tuple[str, ...]) -> None:
     """Rejects app names the study does not know (UsageError)."""
     known = default_apps()
     for name in names:
+        if name == DATA_LAYOUT:
+            continue
         get_app(name)
         if name not in known:
             raise UsageError(f"the study does not sweep '{name}' (it sweeps {', '.join(known)})")
@@ -204,6 +235,8 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
             if result.auto is not None:
                 store.add_study_note(study_id, f"{app.name}: {result.auto.text}")
                 say(f"  {result.auto.text}")
+        if DATA_LAYOUT in options.apps:
+            sweep_ids += run_data_layout_experiment(store, machine, study_id, options, summary, console, say)
         if PINGPONG in options.apps:
             sweep_ids += run_pingpong_probe(store, machine, study_id, options, summary, console, say)
         store.finish_study(study_id)
@@ -253,3 +286,55 @@ def run_pingpong_probe(store: Store, machine: MachineRecord, study_id: int, opti
             store.add_study_note(study_id, note)
             say(f"[yellow]{note}[/yellow]")
     return sweep_ids
+
+
+def run_data_layout_experiment(store: Store, machine: MachineRecord, study_id: int, options: StudyOptions,
+                               summary: MachineSummary, console: Console, say: Callable[[str], None]) -> list[int]:
+    """Fig. 9: one sweep per data layout (BT-MZ, 1 rank, binding core), their rounds interleaved in a seeded order so
+    load drift hits every layout alike. On fewer than MIN_NUMA NUMA domains every layout puts every page on the one
+    domain: the study notes that and runs nothing. A missing binary or rejected arguments are notes too."""
+    def note(text: str) -> list[int]:
+        store.add_study_note(study_id, NOTE_PREFIX + text)
+        say(f"[yellow]{NOTE_PREFIX}{text}[/yellow]")
+        return []
+
+    if summary.numa_nodes < MIN_NUMA:
+        return note(needs_numa(summary.numa_nodes))
+    spec = get_app(DATA_LAYOUT_APP)
+    try:
+        binary(spec.binary)
+    except HympiFatal:
+        return note(f"skipped, {spec.binary} is not built yet")
+    threads = data_layout_threads(summary, options.quick)
+    args = DATA_LAYOUT_QUICK_ARGS if options.quick else DATA_LAYOUT_FULL_ARGS
+    # --repeat N is honoured; auto (the study's default) becomes the rounds a verdict against first touch needs.
+    repeat = max(options.repeat, DATA_LAYOUT_QUICK_REPEAT if options.quick else DATA_LAYOUT_FULL_REPEAT) \
+        if options.auto else options.repeat
+    sweeps: list[tuple[SweepParams, Plan, int]] = []
+    for layout in layouts():
+        params = SweepParams(DATA_LAYOUT_APP, tuple((1, t) for t in threads), ("core",), "compact", repeat,
+                             (*args, OPTION, layout), options.timeout, min_time=options.min_time, seed=options.seed,
+                             warmup=options.warmup)
+        the_plan = plan(params, summary.pus)
+        try:
+            validate_layouts(params, the_plan.items)
+        except (UsageError, HympiFatal) as exc:
+            return note(f"skipped, {DATA_LAYOUT_APP} rejected '{' '.join(params.app_args)}': {exc}")
+        sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), options.resume, study_id)
+        if resumed:  # its recorded seed keeps the order it started with
+            params = SweepParams.from_dict(sweep.params)
+            the_plan = plan(params, summary.pus)
+        sweeps.append((params, the_plan, sweep.id))
+    say(f"[bold]{DATA_LAYOUT}[/bold] (seed Fig. 9: {DATA_LAYOUT_APP} {' '.join(args)}, 1 rank, "
+        f"{', '.join(layouts())}): sweeps {', '.join(str(i) for _, _, i in sweeps)}, threads "
+        f"{', '.join(map(str, threads))}, {repeat} round(s) each")
+    rounds = sorted({item.repeat for _, p, _ in sweeps for item in p.items})
+    for round_no in rounds:
+        order = np.random.default_rng([sweeps[0][0].seed, round_no, len(sweeps)]).permutation(len(sweeps))
+        for k in order:
+            params, the_plan, sweep_id = sweeps[int(k)]
+            items = tuple(i for i in the_plan.items if i.repeat == round_no)
+            run_sweep(store, store.sweep(sweep_id), params, items, console)
+            if round_no != rounds[-1]:  # more rounds to come: not finished (a killed study resumes it)
+                store.set_sweep_status(sweep_id, "running")
+    return [sweep_id for _, _, sweep_id in sweeps]

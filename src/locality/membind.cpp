@@ -106,6 +106,22 @@ nlohmann::json PagePlacement::to_json() const {
   return out;
 }
 
+void PagePlacement::merge(const PagePlacement& other) {
+  if (other.pages == 0) {
+    if (page_bytes == 0) page_bytes = other.page_bytes;
+    return;
+  }
+  if (pages > 0 && page_bytes != other.page_bytes)
+    throw InvalidArgument("cannot sum page placements of " + std::to_string(page_bytes) + " B and " +
+                          std::to_string(other.page_bytes) + " B pages");
+  has_intent = pages == 0 ? other.has_intent : has_intent && other.has_intent;
+  page_bytes = other.page_bytes;
+  pages += other.pages;
+  absent += other.absent;
+  on_intended += other.on_intended;
+  for (const auto& [node, count] : other.per_node) per_node[node] += count;
+}
+
 std::string PagePlacement::to_string() const {
   std::string out = std::to_string(pages) + " pages of " + std::to_string(page_bytes) + " B:";
   for (const auto& [node, count] : per_node) out += " node " + std::to_string(node) + " " + std::to_string(count);

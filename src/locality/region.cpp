@@ -246,4 +246,89 @@ void run_region(const Locations& locations, const LocationRange& range, int nthr
 
 }  // namespace detail
 
+TeamBinding::TeamBinding(const Locations& locations, const LocationRange& range, int nthreads)
+    : locations_(&locations), nthreads_(nthreads), plan_(plan_threads(locations, range, nthreads)) {
+  rows_.resize(static_cast<std::size_t>(nthreads));
+  for (int t = 0; t < nthreads; ++t) {
+    LocatedThread& row = rows_[static_cast<std::size_t>(t)];
+    row.thread = t;
+    row.location = plan_[static_cast<std::size_t>(t)];
+    row.intended = locations.at(row.location).cpuset.to_list();
+  }
+  const Topology& topo = locations.topology();
+  if (!topo.is_this_system()) return;
+  saved_.resize(static_cast<std::size_t>(nthreads));
+  ParallelErrors errors;
+  std::atomic<int> team{0};
+#pragma omp parallel num_threads(nthreads)
+  errors.capture([&] {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    if (t == 0) team = omp_get_num_threads();
+    LocatedThread& row = rows_[t];
+    const Bitmap& intended = locations.at(row.location).cpuset;
+    if (hwloc_get_cpubind(topo.get(), saved_[t].get(), HWLOC_CPUBIND_THREAD) < 0)
+      throw TopologyError(std::string("cannot read thread binding: ") + std::strerror(errno));
+    // A binding inside the location (one of its cores) stays: the thread is where it belongs.
+    if (!intended.includes(saved_[t]) &&
+        hwloc_set_cpubind(topo.get(), intended.get(), HWLOC_CPUBIND_THREAD) < 0)
+      throw TopologyError("cannot bind thread " + std::to_string(t) + " to location " +
+                          std::to_string(row.location) + " (PUs " + row.intended + "): " + std::strerror(errno));
+    Bitmap bound, last;
+    if (hwloc_get_cpubind(topo.get(), bound.get(), HWLOC_CPUBIND_THREAD) < 0 ||
+        hwloc_get_last_cpu_location(topo.get(), last.get(), HWLOC_CPUBIND_THREAD) < 0)
+      throw TopologyError(std::string("cannot query thread binding: ") + std::strerror(errno));
+    row.bound = bound.to_list();
+    row.pu_os = hwloc_bitmap_first(last.get());
+    if (!intended.includes(bound) || row.pu_os < 0 || !intended.contains(static_cast<unsigned>(row.pu_os)))
+      throw TopologyError("thread " + std::to_string(t) + " of location " + std::to_string(row.location) +
+                          " is bound to " + row.bound + " and runs on PU " + std::to_string(row.pu_os) +
+                          ", outside its set " + row.intended);
+  });
+  bound_ = true;
+  if (team.load() != nthreads) {
+    restore();
+    throw InvalidArgument("a team binding of " + std::to_string(nthreads) + " threads got " +
+                          std::to_string(team.load()) + " from OpenMP");
+  }
+  try {
+    errors.rethrow();
+  } catch (...) {
+    restore();
+    throw;
+  }
+}
+
+TeamBinding::~TeamBinding() { restore(); }
+
+void TeamBinding::restore() noexcept {
+  if (!bound_) return;
+  bound_ = false;
+  const Topology& topo = locations_->topology();
+#pragma omp parallel num_threads(nthreads_)
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    if (t < saved_.size() && saved_[t].weight() > 0)
+      (void)hwloc_set_cpubind(topo.get(), saved_[t].get(), HWLOC_CPUBIND_THREAD);
+  }
+}
+
+void TeamBinding::check() const {
+  if (!bound_) return;
+  const Topology& topo = locations_->topology();
+  ParallelErrors errors;
+#pragma omp parallel num_threads(nthreads_)
+  errors.capture([&] {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+    const LocatedThread& row = rows_[t];
+    Bitmap bound;
+    if (hwloc_get_cpubind(topo.get(), bound.get(), HWLOC_CPUBIND_THREAD) < 0)
+      throw TopologyError(std::string("cannot read thread binding: ") + std::strerror(errno));
+    if (!locations_->at(row.location).cpuset.includes(bound))
+      throw TopologyError("thread " + std::to_string(t) + " of location " + std::to_string(row.location) +
+                          " is bound to " + bound.to_list() + ", outside its set " + row.intended +
+                          ": the OpenMP runtime ran the team on other threads");
+  });
+  errors.rethrow();
+}
+
 }  // namespace hympi::locality

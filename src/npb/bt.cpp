@@ -92,7 +92,8 @@ void bt_line(const CfdConstants& c, int n, const double* u, const double* rho, c
 
 }  // namespace
 
-BtZone::BtZone(const CfdConstants& c, const ZoneDims& dims) : CfdZone(c, dims, false, "BT-MZ") {}
+BtZone::BtZone(const CfdConstants& c, const ZoneDims& dims, const ZonePlacement& placement, int zone)
+    : CfdZone(c, dims, false, "BT-MZ", placement, zone) {}
 
 void BtZone::step() {
   const ZoneDims d = f_.d;

@@ -116,18 +116,18 @@ void CfdConstants::exact_solution(double xi, double eta, double zeta, double out
   }
 }
 
-CfdZoneFields::CfdZoneFields(const ZoneDims& dims, bool with_speed)
+CfdZoneFields::CfdZoneFields(const ZoneDims& dims, bool with_speed, const ZonePlacement& placement, int zone)
     : d(dims),
-      u(dims.size5(), 0.0),
-      rhs(dims.size5(), 0.0),
-      forcing(dims.size5(), 0.0),
-      us(dims.size1(), 0.0),
-      vs(dims.size1(), 0.0),
-      ws(dims.size1(), 0.0),
-      qs(dims.size1(), 0.0),
-      rho_i(dims.size1(), 0.0),
-      square(dims.size1(), 0.0),
-      speed(with_speed ? dims.size1() : 0, 0.0) {}
+      u(placement.array(std::size_t(dims.nz) * dims.ny, 5 * std::size_t(dims.nxmax), zone, 0)),
+      rhs(placement.array(std::size_t(dims.nz) * dims.ny, 5 * std::size_t(dims.nxmax), zone, 1)),
+      forcing(placement.array(std::size_t(dims.nz) * dims.ny, 5 * std::size_t(dims.nxmax), zone, 2)),
+      us(placement.array(std::size_t(dims.nz) * dims.ny, dims.nxmax, zone, 3)),
+      vs(placement.array(std::size_t(dims.nz) * dims.ny, dims.nxmax, zone, 4)),
+      ws(placement.array(std::size_t(dims.nz) * dims.ny, dims.nxmax, zone, 5)),
+      qs(placement.array(std::size_t(dims.nz) * dims.ny, dims.nxmax, zone, 6)),
+      rho_i(placement.array(std::size_t(dims.nz) * dims.ny, dims.nxmax, zone, 7)),
+      square(placement.array(std::size_t(dims.nz) * dims.ny, dims.nxmax, zone, 8)),
+      speed(placement.array(with_speed ? std::size_t(dims.nz) * dims.ny : 0, dims.nxmax, zone, 9)) {}
 
 void initialize_field(const CfdConstants& c, CfdZoneFields& f) {
   const ZoneDims& d = f.d;
@@ -484,8 +484,9 @@ std::array<double, 5> rhs_norm(const CfdZoneFields& f) {
   return rms;
 }
 
-CfdZone::CfdZone(const CfdConstants& c, const ZoneDims& dims, bool with_speed, const char* benchmark)
-    : c_(c), f_(dims, with_speed) {
+CfdZone::CfdZone(const CfdConstants& c, const ZoneDims& dims, bool with_speed, const char* benchmark,
+                 const ZonePlacement& placement, int zone)
+    : c_(c), f_(dims, with_speed, placement, zone) {
   if (dims.nx < 6 || dims.ny < 6 || dims.nz < 6) {
     throw InvalidArgument(std::string(benchmark) + " zone " + std::to_string(dims.nx) + "x" +
                           std::to_string(dims.ny) + "x" + std::to_string(dims.nz) +

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cmath>
 #include <memory>
+#include <span>
 #include <thread>
 #include <type_traits>
 
@@ -255,8 +256,9 @@ template <int A>
 
 }  // namespace
 
-LuZone::LuZone(const LuConstants& c, const ZoneDims& dims)
+LuZone::LuZone(const LuConstants& c, const ZoneDims& dims, const ZonePlacement& placement)
     : c_(c),
+      topology_(placement.topology()),
       d_(dims),
       u_(dims.size5(), 0.0),
       rsd_(dims.size5(), 0.0),
@@ -695,6 +697,11 @@ ZoneNorms LuZone::norms() {
   for (auto& e : n.error) e = std::sqrt(e / (double(d.nz - 2) * (d.ny - 2) * (d.nx - 2)));
   n.surface = surface_integral();
   return n;
+}
+
+locality::PagePlacement LuZone::field_placement() const {
+  if (topology_ == nullptr) throw TopologyError("an LU-MZ zone made without a topology cannot say where its pages are");
+  return locality::page_placement(*topology_, std::as_bytes(std::span<const double>(u_)));
 }
 
 void LuZone::perturb(double delta) { u_[5 * d_.at(d_.nx / 2, d_.ny / 2, d_.nz / 2) + 4] += delta; }

@@ -10,6 +10,7 @@
 
 #include <iomanip>
 #include <memory>
+#include <optional>
 #include <vector>
 #include <utility>
 
@@ -21,7 +22,7 @@ constexpr double kLuOmega = 1.2;
 }  // namespace
 
 nlohmann::json MzOptions::to_json() const {
-  return nlohmann::json{{"niter", niter}, {"perturb", perturb}};
+  return nlohmann::json{{"niter", niter}, {"perturb", perturb}, {"data_layout", hympi::to_string(layout.layout)}};
 }
 
 MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm,
@@ -36,16 +37,24 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
   }
   const int niter = options.niter > 0 ? options.niter : p.niter;
   omp_set_num_threads(partition.threads(rank));
+  if (p.benchmark == Benchmark::lu && options.layout.layout != DataLayout::first_touch) {
+    throw InvalidArgument("--data-layout " + hympi::to_string(options.layout.layout) +
+                          ": LU-MZ has first-touch only (bt-mz and sp-mz have every layout)");
+  }
 
   const CfdConstants cfd = CfdConstants::make(p.geometry, p.dt);
   const LuConstants luc = LuConstants::make(p.geometry, p.dt, kLuOmega);
+  // Declared before the zones, which point to it: it makes their arrays and runs their teams.
+  std::optional<ZonePlacement> placed;
+  if (options.topology != nullptr) placed.emplace(*options.topology, options.layout, partition.threads(rank));
+  const ZonePlacement& placement = placed ? *placed : ZonePlacement::plain();
   std::vector<std::unique_ptr<ZoneSolver>> zones;
   for (int id : partition.zones_of(rank)) {
     const ZoneDims dims = ZoneDims::of(grid.zone(id));
     switch (p.benchmark) {
-      case Benchmark::bt: zones.push_back(std::make_unique<BtZone>(cfd, dims)); break;
-      case Benchmark::sp: zones.push_back(std::make_unique<SpZone>(cfd, dims)); break;
-      case Benchmark::lu: zones.push_back(std::make_unique<LuZone>(luc, dims)); break;
+      case Benchmark::bt: zones.push_back(std::make_unique<BtZone>(cfd, dims, placement, id)); break;
+      case Benchmark::sp: zones.push_back(std::make_unique<SpZone>(cfd, dims, placement, id)); break;
+      case Benchmark::lu: zones.push_back(std::make_unique<LuZone>(luc, dims, placement)); break;
     }
   }
   std::vector<double*> fields;
@@ -100,6 +109,15 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
   }
   for (auto& z : zones) z->finish_timed();
   const double t_local = MPI_Wtime() - t0 - t_io;
+  // Access pattern: the threads that swept the zones must still be the ones bound to their locations.
+  placement.check_team();
+  std::optional<locality::PagePlacement> placement_summary;
+  if (options.measure_placement && options.topology != nullptr && options.topology->is_this_system()) {
+    // After the timed loop, so the pages the sweeps touched are all there; before the norms.
+    locality::PagePlacement mine;
+    for (const auto& z : zones) mine.merge(z->field_placement());
+    placement_summary = sum_over_ranks(mine, comm);
+  }
   // A corrupted final state must not verify; tests use this to prove the check can fail.
   if (options.perturb != 0.0 && rank == 0 && !zones.empty()) zones.front()->perturb(options.perturb);
 
@@ -142,6 +160,8 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
     xce[m] = global[5 + m];
   }
   r.verification = verify(p, niter, p.dt, xcr, xce, global[10]);
+  if (placed) r.layout = placed->to_json();
+  r.placement = std::move(placement_summary);
   // Verification is the whole run's (niter); the rate only counts the steps timed here.
   r.mops = mops_total(p.mops, grid, niter - done, r.seconds);
   return r;
@@ -168,6 +188,7 @@ MzSeries run_mz_series(const ClassParams& p, const ZoneGrid& grid, const ZonePar
     series.runs.push_back(std::move(r));
     options.progress = false;  // one set of " Time step" lines is enough
     options.hooks = {};        // a repetition starts from the initial state: no restart, no I/O
+    options.measure_placement = false;  // every repetition places its arrays alike
   } while (total_s < min_time_s && all_verified);
   series.total = series.runs.back();
   series.total.seconds = total_s;

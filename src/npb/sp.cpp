@@ -157,7 +157,8 @@ void sp_line(const CfdConstants& c, int dir, int n, const double* rho, const dou
 
 }  // namespace
 
-SpZone::SpZone(const CfdConstants& c, const ZoneDims& dims) : CfdZone(c, dims, true, "SP-MZ") {}
+SpZone::SpZone(const CfdConstants& c, const ZoneDims& dims, const ZonePlacement& placement, int zone)
+    : CfdZone(c, dims, true, "SP-MZ", placement, zone) {}
 
 void SpZone::step() {
   const ZoneDims d = f_.d;

@@ -488,3 +488,84 @@ def test_report_shows_transposes_and_field_memory_per_layout(page: Page, tmp_pat
     assert verdicts[1].startswith("2x1 and 1x2 are indistinguishable here (CI "), verdicts
     assert "choose" not in verdicts[1] and "faster" not in " ".join(verdicts)
     assert page.evaluate("document.querySelectorAll('table.transposes').length") == 1  # rb3d has none
+
+
+def _layout_run(sweep: int, layout: str, threads: int, repeat: int, rate: float, per_node: dict[str, int]) -> Run:
+    """A stored BT-MZ run of the data-layout experiment: its rate (Mop/s) and the page summary of its field u."""
+    pages = sum(per_node.values())
+    u: dict[str, object] = {"page_bytes": 4096, "pages": pages, "absent": 0, "per_node": per_node}
+    if layout != "first-touch":
+        u.update(on_intended=pages, share_on_intended=1.0)
+    record = {"rate": rate, "rate_unit": "Mop/s", "problem": "class A", "verified": True, "time_s": 10.0,
+              "nodes": 1, "metrics": {"data_layout": layout, "data_layout_placement": {"u": u}}}
+    return Run(sweep, "bt-mz", 1, threads, "core", "compact", repeat, ("--class", "A", "--data-layout", layout), (),
+               ("mpirun",), "ok", 0, 10.0, record)
+
+
+def test_report_draws_the_data_layout_experiment_of_a_two_numa_machine(page: Page, tmp_path: Path):
+    """Stored runs of the four layouts on a 2-NUMA machine: the figure, each layout against first touch with the
+    comparison engine's words, the page placement; the same runs on a 1-NUMA machine get the message, no figure."""
+    store = Store.open(tmp_path / "d.db")
+    two = store.ensure_machine("numa2", "t2", "Open MPI", "gcc", {"cores": 16, "numa_nodes": 2, "packages": 2})
+    one = store.ensure_machine("numa1", "t1", "Open MPI", "gcc", {"cores": 16, "numa_nodes": 1, "packages": 1})
+    # Rate factors against first touch per thread count: at 16 threads (both domains) the layouts part; at 8 (one
+    # domain, compact binding) only random's remote pages cost; at 1 the same.
+    factor = {1: {"first-touch": 1.0, "one-location": 1.0, "access-pattern": 1.0, "random": 0.85},
+              8: {"first-touch": 1.0, "one-location": 1.0, "access-pattern": 1.0, "random": 0.8},
+              16: {"first-touch": 1.0, "one-location": 0.7, "access-pattern": 1.15, "random": 0.6}}
+    base = {1: 1000.0, 8: 7000.0, 16: 12000.0}
+    # Spread about a median of exactly 1, so the medians' ratios are the factors.
+    noise = {"first-touch": (0.99, 1.0, 1.01, 1.0), "one-location": (1.0, 0.99, 1.0, 1.01),
+             "access-pattern": (1.0, 1.01, 1.0, 0.99), "random": (1.01, 1.0, 0.99, 1.0)}
+    placed = {"first-touch": {"0": 500, "1": 500}, "one-location": {"0": 1000},
+              "access-pattern": {"0": 500, "1": 500}, "random": {"0": 507, "1": 493}}
+    for machine in (two, one):
+        for layout in noise:
+            sweep = store.create_sweep(machine.id, "bt-mz", {"app": "bt-mz", "layout": layout}, 1).id
+            for threads in base:
+                per_node = placed[layout] if threads == 16 else {"0": 1000}
+                if machine is one:
+                    per_node = {"0": 1000}
+                store.add_run(_layout_run(sweep, layout, threads, 0, 1.0, per_node))  # warm-up: never counted
+                for rep, n in enumerate(noise[layout], 1):
+                    rate = base[threads] * factor[threads][layout] * n
+                    store.add_run(_layout_run(sweep, layout, threads, rep, rate, per_node))
+    out = ensure_out_dir(tmp_path / "report")
+    index = write_report(store, out)
+    store.close()
+    figures = sorted(out.glob("data-layout-*.png"))
+    assert [p.name.split("-m")[-1].split("-")[0] for p in figures] == [str(two.id)]  # none for the 1-NUMA machine
+    width, height, spread = _image_stats(figures[0])
+    assert width > 300 and height > 200 and spread > 0.05
+    page.open(index.as_uri())
+    assert page.errors() == []
+    assert page.evaluate("Array.from(document.images).map(i => [i.getAttribute('src'), i.naturalWidth > 300])") \
+        == [[figures[0].name, True]]
+    text = page.evaluate("document.querySelector('#data-layout').parentElement.innerText")
+    assert "Recommendation." not in text  # the experiment's runs are no layout group of their own
+    assert page.evaluate("document.querySelectorAll('#summary + ul a[href=\"#data-layout\"]').length") == 1
+    verdicts = page.evaluate("Array.from(document.querySelectorAll('ul.data-layout-verdicts li')).map(l => "
+                             "l.innerText)")
+    assert "16 threads: access-pattern is 1.15x first-touch (95 % CI " in "\n".join(verdicts), verdicts
+    assert "16 threads: first-touch is 1.43x one-location (95 % CI " in "\n".join(verdicts)
+    assert "16 threads: first-touch is 1.67x random (95 % CI " in "\n".join(verdicts)
+    assert "8 threads: first-touch and one-location are indistinguishable here (CI " in "\n".join(verdicts)
+    assert "1 thread: access-pattern and first-touch are indistinguishable here (CI " in "\n".join(verdicts)
+    assert not any("choose" in v for v in verdicts)  # no tie-break choice between data layouts
+    tables = page.evaluate("Array.from(document.querySelectorAll('table.data-layout')).map(t => "
+                           "Array.from(t.querySelectorAll('tr')).filter(r => r.querySelector('td'))"
+                           ".map(r => Array.from(r.cells).map(c => c.innerText.trim())))")
+    assert len(tables) == 2
+    rows = {(r[0], r[1]): r for r in tables[0]}
+    assert [(r[0], r[1]) for r in tables[0]][:4] == [("1", name) for name in
+                                                     ("first-touch", "one-location", "access-pattern", "random")]
+    assert rows[("16", "first-touch")][2:7] == ["4", "4", "11.88", "12", "12.12"]  # Gflop/s; warm-up left out
+    assert rows[("16", "access-pattern")][7].startswith("1.15 (")
+    assert rows[("16", "first-touch")][7] == "-"
+    assert rows[("16", "one-location")][8:] == ["node 0 100 %", "100 %"]
+    assert rows[("16", "random")][8] == "node 0 51 %, node 1 49 %"
+    assert rows[("16", "first-touch")][9] == "-"  # first touch intends nothing
+    assert all(r[7] == "-" for r in tables[1])  # one NUMA domain: no ratios
+    notes = page.evaluate("Array.from(document.querySelectorAll('.data-layout-needs-numa')).map(n => n.innerText)")
+    assert len(notes) == 1 and notes[0].startswith("the data-layout experiment needs >= 2 NUMA domains; this "
+                                                   "machine has 1")

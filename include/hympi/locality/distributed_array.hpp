@@ -33,6 +33,23 @@ struct ArrayOptions {
   ArrayPlacement placement = ArrayPlacement::membind;
 };
 
+/// Puts page p of `storage` (page-aligned, untouched; the pages of page_bytes()) on location
+/// `page_owner[p]` (0 .. nlocs-1) and touches every page: each maximal run of pages with one owner
+/// is bound to its nodeset (membind; past 16384 runs, or when the kernel refuses, first touch
+/// instead), then a thread of a region over `range`, bound to the owner's cpuset, writes the page.
+/// This is what DistributedArray does for its blocks, for any owner per page (e.g. pages scattered
+/// at random). Every location owning a page must lie in `range`. Returns what placed the pages
+/// (unplaced on a topology that is not this machine: nothing bound, the pages still touched).
+/// Throws InvalidArgument when `page_owner` has another length than the pages of `storage` or
+/// names a location outside 0 .. nlocs-1; TopologyError when binding the touching threads fails.
+PlacedBy place_pages(const Locations& locations, const LocationRange& range, std::span<std::byte> storage,
+                     std::span<const int> page_owner, ArrayPlacement placement = ArrayPlacement::membind);
+
+/// page_placement() of `storage` with the nodeset of page p's owner `page_owner[p]` as its intent.
+/// Throws as page_placement() does, InvalidArgument when the lengths differ.
+PagePlacement owner_placement(const Locations& locations, std::span<const std::byte> storage,
+                              std::span<const int> page_owner);
+
 namespace detail {
 /// Puts the pages of `storage` (page-aligned, untouched) on their owners and touches every page;
 /// returns what it did and the owner of each page. Throws TopologyError when binding the

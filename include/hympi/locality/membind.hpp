@@ -73,6 +73,10 @@ struct PagePlacement {
   [[nodiscard]] nlohmann::json to_json() const;
   /// One line, e.g. "4096 pages of 4096 B: node 0 4096 (100.0 % where intended)".
   [[nodiscard]] std::string to_string() const;
+  /// Adds the counts of `other` (another buffer's pages) to these, e.g. to sum the arrays of a field.
+  /// The sum has an intent when every summed part with pages had one. Throws InvalidArgument when
+  /// the page sizes differ (both non-empty).
+  void merge(const PagePlacement& other);
 };
 
 /// Asks the kernel where each page of `area` is. `intended`: the nodes every page was meant for

@@ -197,4 +197,44 @@ void parallel_onloc(const Array& array, int nthreads, Body&& body) {
   parallel(array.locations(), array.range(), nthreads, std::forward<Body>(body));
 }
 
+/// The threads of the OpenMP teams that follow, bound once to their locations as parallel() maps
+/// them (plan_threads), for work whose regions are too short to pay parallel()'s binding, checks
+/// and task machinery every time (a zone step of NPB-MZ: 0.1-2 ms, where one parallel() costs
+/// tens of microseconds on an idle machine and milliseconds on a loaded one). It relies on what the
+/// app frame's binding relies on: the OpenMP runtime runs later teams of up to `nthreads` threads
+/// on the same threads, in the same order; check() verifies that it did.
+///
+/// A thread whose binding already lies inside its location (the frame bound it to one of the
+/// location's cores) keeps it; any other is bound to the location's cpuset. Nothing is bound when
+/// the topology is not this machine. The destructor gives every thread its previous binding back.
+/// Neither copied nor moved.
+class TeamBinding {
+ public:
+  /// Binds the `nthreads` threads of a team over `range` (a region of that many threads starts
+  /// here). Throws InvalidArgument as plan_threads() does and when OpenMP grants fewer threads;
+  /// TopologyError when a binding fails or does not hold (then every thread is restored).
+  TeamBinding(const Locations& locations, const LocationRange& range, int nthreads);
+  TeamBinding(const TeamBinding&) = delete;
+  TeamBinding& operator=(const TeamBinding&) = delete;
+  ~TeamBinding();
+
+  /// The location of each thread (plan_threads()).
+  [[nodiscard]] const std::vector<int>& plan() const noexcept { return plan_; }
+  /// Each thread as bound and observed at construction (bound empty when nothing was bound).
+  [[nodiscard]] const std::vector<LocatedThread>& rows() const noexcept { return rows_; }
+  /// Observes the threads of a team of `nthreads` again (a region of that many threads): throws
+  /// TopologyError naming the first thread that is not bound inside its location any more (the
+  /// runtime ran the team on other threads, or someone rebound them). No-op off this machine.
+  void check() const;
+
+ private:
+  const Locations* locations_;
+  int nthreads_;
+  bool bound_ = false;
+  std::vector<int> plan_;
+  std::vector<LocatedThread> rows_;
+  std::vector<Bitmap> saved_;
+  void restore() noexcept;
+};
+
 }  // namespace hympi::locality

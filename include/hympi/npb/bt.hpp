@@ -7,8 +7,9 @@ namespace hympi::npb {
 /// One BT-MZ zone. Throws InvalidArgument when a zone dimension is below 6 points.
 class BtZone final : public CfdZone {
  public:
-  /// `c` must outlive the zone.
-  BtZone(const CfdConstants& c, const ZoneDims& dims);
+  /// `c` and `placement` must outlive the zone; `zone` numbers its arrays for the random layout.
+  BtZone(const CfdConstants& c, const ZoneDims& dims, const ZonePlacement& placement = ZonePlacement::plain(),
+         int zone = 0);
   void step() override;
 };
 

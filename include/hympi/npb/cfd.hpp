@@ -2,6 +2,7 @@
 // Pieces BT-MZ and SP-MZ share: the constants of set_constants, the exact solution, the initial
 // field, the forcing term, the explicit right-hand side and the two verification norms.
 // Zone fields are [nz][ny][nxmax][5] (5-component) or [nz][ny][nxmax] (scalar), nxmax odd.
+#include "hympi/npb/data_layout.hpp"
 #include "hympi/npb/zone_solver.hpp"
 #include "hympi/npb/zone_grid.hpp"
 
@@ -55,13 +56,15 @@ struct CfdConstants {
   void exact_solution(double xi, double eta, double zeta, double out[5]) const noexcept;
 };
 
-/// Work arrays of a BT/SP zone: the solution, right-hand side, forcing and derived scalars.
+/// Work arrays of a BT/SP zone: the solution, right-hand side, forcing and derived scalars. Each is
+/// nz x ny rows of nxmax points (x 5 components), made and placed by a ZonePlacement (--data-layout).
 struct CfdZoneFields {
   ZoneDims d;
-  std::vector<double> u, rhs, forcing;
-  std::vector<double> us, vs, ws, qs, rho_i, square, speed;
-  /// Allocates all arrays of `d`; `with_speed` adds the sound speed SP-MZ needs.
-  CfdZoneFields(const ZoneDims& d, bool with_speed);
+  ZoneArray u, rhs, forcing;
+  ZoneArray us, vs, ws, qs, rho_i, square, speed;
+  /// Allocates all arrays of `d` (zeros) as `placement` lays them out, numbered by `zone` for its
+  /// random draw; `with_speed` adds the sound speed SP-MZ needs.
+  CfdZoneFields(const ZoneDims& d, bool with_speed, const ZonePlacement& placement, int zone);
 };
 
 /// Transfinite interpolation of the boundary values; exact solution on the faces.
@@ -86,10 +89,14 @@ class CfdZone : public ZoneSolver {
   [[nodiscard]] double* field() override { return f_.u.data(); }
   [[nodiscard]] ZoneNorms norms() override;
   void perturb(double delta) override;
+  /// Where u's pages are, with the layout's intent (ZoneArray::placement).
+  [[nodiscard]] locality::PagePlacement field_placement() const override { return f_.u.placement(); }
 
  protected:
-  /// `c` must outlive the zone; `benchmark` names it in errors ("BT-MZ").
-  CfdZone(const CfdConstants& c, const ZoneDims& dims, bool with_speed, const char* benchmark);
+  /// `c` must outlive the zone, `placement` its arrays; `benchmark` names it in errors ("BT-MZ");
+  /// `zone` numbers its arrays for the random layout.
+  CfdZone(const CfdConstants& c, const ZoneDims& dims, bool with_speed, const char* benchmark,
+          const ZonePlacement& placement, int zone);
   const CfdConstants& c_;
   CfdZoneFields f_;
 

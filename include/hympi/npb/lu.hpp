@@ -2,6 +2,7 @@
 // LU-MZ zone solver: symmetric successive over-relaxation (SSOR) of the implicit Navier-Stokes
 // system, with a lower and an upper block-triangular sweep per iteration.
 #include "hympi/npb/cfd.hpp"
+#include "hympi/npb/data_layout.hpp"
 #include "hympi/npb/zone_solver.hpp"
 
 #include <vector>
@@ -23,8 +24,9 @@ struct LuConstants {
 /// One LU-MZ zone. Throws InvalidArgument when a zone dimension is below 6 points.
 class LuZone final : public ZoneSolver {
  public:
-  /// `c` must outlive the zone.
-  LuZone(const LuConstants& c, const ZoneDims& dims);
+  /// `c` and `placement` must outlive the zone. LU-MZ keeps its own arrays (first touch by the
+  /// constructing thread): `placement` only gives the topology field_placement() asks.
+  LuZone(const LuConstants& c, const ZoneDims& dims, const ZonePlacement& placement = ZonePlacement::plain());
   void initialize() override;
   void step() override;
   [[nodiscard]] double* field() override { return u_.data(); }
@@ -33,6 +35,8 @@ class LuZone final : public ZoneSolver {
   void finish_timed() override;
   [[nodiscard]] ZoneNorms norms() override;
   void perturb(double delta) override;
+  /// Where u's pages are (no intent). Throws TopologyError without a topology of this machine.
+  [[nodiscard]] locality::PagePlacement field_placement() const override;
 
  private:
   void set_boundary();
@@ -44,6 +48,7 @@ class LuZone final : public ZoneSolver {
   [[nodiscard]] double surface_integral() const;
 
   const LuConstants& c_;
+  const Topology* topology_ = nullptr;
   ZoneDims d_;
   std::vector<double> u_, rsd_, frct_, qs_, rho_i_;
   // One k-plane of 5x5 blocks, [ny][nxmax][25]: the x and y neighbour blocks and the diagonal

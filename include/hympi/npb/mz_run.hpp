@@ -2,7 +2,10 @@
 // The NPB-MZ time loop: the zones of this rank stepped together, with the boundary exchange
 // between steps, the verification norms reduced over ranks at the end; and the benchmark
 // repeated whole until a minimum time is reached.
+#include "hympi/core/topology.hpp"
+#include "hympi/locality/membind.hpp"
 #include "hympi/npb/class_params.hpp"
+#include "hympi/npb/data_layout.hpp"
 #include "hympi/npb/verification.hpp"
 #include "hympi/npb/zone_grid.hpp"
 #include "hympi/npb/zone_partition.hpp"
@@ -11,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <vector>
@@ -40,6 +44,13 @@ struct MzOptions {
   double perturb = 0.0;   ///< added to one interior value of rank 0's first zone after the timed loop
   bool progress = true;   ///< rank 0 prints " Time step N" lines like the reference
   MzHooks hooks;          ///< checkpoints, restart, snapshots (first repetition only); empty: none
+  /// Where the zone arrays go and which team sweeps them (BT-MZ, SP-MZ; LU-MZ only takes first touch).
+  DataLayoutOptions layout;
+  /// The machine the layout's locations are cut from; null: first touch, plain OpenMP, no placement summary.
+  const Topology* topology = nullptr;
+  /// Ask the kernel where every zone's solution pages are after the timed loop (MzResult::placement);
+  /// about a microsecond per page, outside the timed loop. Needs `topology` to be this machine.
+  bool measure_placement = false;
   /// Options as JSON.
   [[nodiscard]] nlohmann::json to_json() const;
 };
@@ -56,6 +67,11 @@ struct MzResult {
   double local_seconds = 0.0;           ///< this rank's timed loop
   double local_exchange_seconds = 0.0;  ///< this rank's time in the boundary exchange
   Verification verification;
+  /// The layout as it was made (ZonePlacement::to_json); null without a topology.
+  nlohmann::json layout;
+  /// Where the pages of every zone's solution field u are, summed over zones and ranks (the same on
+  /// every rank); only with MzOptions::measure_placement.
+  std::optional<locality::PagePlacement> placement;
 };
 
 /// Runs the benchmark on `comm` (one rank per partition rank); sets this rank's OpenMP thread
@@ -79,7 +95,8 @@ struct MzSeries {
 };
 
 /// Calls run_mz until the runs' seconds reach `min_time_s` (at least once) or one fails
-/// verification; only the first run prints progress and calls the hooks (a repetition starts over). Every rank takes the same decision (the
+/// verification; only the first run prints progress, calls the hooks (a repetition starts over) and
+/// measures the page placement. Every rank takes the same decision (the
 /// seconds are the slowest rank's). Throws what run_mz throws.
 [[nodiscard]] MzSeries run_mz_series(const ClassParams& p, const ZoneGrid& grid, const ZonePartition& partition,
                                      MPI_Comm comm, MzOptions options, double min_time_s, std::ostream* log);

@@ -7,8 +7,9 @@ namespace hympi::npb {
 /// One SP-MZ zone. Throws InvalidArgument when a zone dimension is below 6 points.
 class SpZone final : public CfdZone {
  public:
-  /// `c` must outlive the zone.
-  SpZone(const CfdConstants& c, const ZoneDims& dims);
+  /// `c` and `placement` must outlive the zone; `zone` numbers its arrays for the random layout.
+  SpZone(const CfdConstants& c, const ZoneDims& dims, const ZonePlacement& placement = ZonePlacement::plain(),
+         int zone = 0);
   void step() override;
 };
 

@@ -2,6 +2,8 @@
 // What the multi-zone driver needs from a benchmark's per-zone solver.
 #include <array>
 
+#include "hympi/locality/membind.hpp"
+
 namespace hympi::npb {
 
 /// Per-zone contributions to the verification quantities.
@@ -30,6 +32,9 @@ class ZoneSolver {
   [[nodiscard]] virtual ZoneNorms norms() = 0;
   /// Adds `delta` to one interior value of u, so tests can prove verification catches errors.
   virtual void perturb(double delta) = 0;
+  /// Where the kernel put the pages of the solution field (with the intent of the data layout, if
+  /// it has one). Throws TopologyError when the zone cannot ask (no topology, not this machine).
+  [[nodiscard]] virtual locality::PagePlacement field_placement() const = 0;
 };
 
 }  // namespace hympi::npb

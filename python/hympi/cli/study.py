@@ -31,13 +31,15 @@ def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi study`."""
     p = sub.add_parser(name, help="characterise this machine and write the report",
                        description="Topology, STREAM, then sweeps of every built app over the layouts that fill the "
-                                   "cores (plus 1x1), memory per layout, the ping-pong latency/bandwidth per level "
-                                   "of the communication hierarchy, and the HTML report.")
+                                   "cores (plus 1x1), memory per layout, the data-layout experiment (BT-MZ with its "
+                                   "arrays placed four ways; needs >= 2 NUMA domains), the ping-pong "
+                                   "latency/bandwidth per level of the communication hierarchy, and the HTML report.")
     p.add_argument("--quick", action="store_true", help="small problems, finishes in minutes on a small machine")
     p.add_argument("--out", default="hympi-report", help="report directory (default ./hympi-report)")
     add_db_option(p)
     p.add_argument("--apps", default=",".join(default_apps()),
-                   help="comma-separated subset of the apps to sweep (and pingpong, the hierarchy probe)")
+                   help="comma-separated subset of the apps to sweep (and data-layout, the Fig. 9 experiment; "
+                        "pingpong, the hierarchy probe)")
     add_measurement_options(p, f"measured runs per layout, or auto (the default): {AUTO_MIN_REPEAT} rounds, then more "
                                "rounds of the layouts still in the noise of the best, up to --max-repeat "
                                f"(default {QUICK_MAX_REPEAT} quick, {FULL_MAX_REPEAT} full)",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from hympi.errors import UsageError
 from hympi.report.analysis import AppGroup, group_runs, recommend
+from hympi.report.datalayout import data_layout_views, experiment_notes, is_data_layout_run
 from hympi.report.hierarchy import PINGPONG_APP, hierarchy_probes
 from hympi.report.html import GroupFigures, TuningView, explain_groups, render
 from hympi.report.transposes import transpose_view
@@ -71,7 +72,13 @@ def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None
     tune_ids = {tune_of[i] for i in wanted if i in tune_of}
     # Ping-pong runs measure the communication hierarchy, not a layout: their own section, not an app group. A
     # tune's runs differ in MPI parameters the layout groups do not show: they belong to the Tuning section.
-    groups = group_runs([r for r in runs if r.app != PINGPONG_APP and r.sweep_id not in tune_of], machine_of)
+    # The data-layout experiment's runs differ in where their pages are, which a layout group does not show: they get
+    # their own section (report.datalayout).
+    groups = group_runs([r for r in runs if r.app != PINGPONG_APP and r.sweep_id not in tune_of
+                         and not is_data_layout_run(r)], machine_of)
+    numa = {m.id: (int(m.summary["numa_nodes"]) if isinstance(m.summary.get("numa_nodes"), int) else None)
+            for m in machines}
+    layout_views = data_layout_views([r for r in runs if r.sweep_id not in tune_of], machine_of, numa)
     probes = hierarchy_probes(runs, machine_of)
     failed_probes = sum(1 for r in runs if r.app == PINGPONG_APP and r.status != "ok")
     from hympi.report import plots  # matplotlib takes a second to import: only when a report is written
@@ -96,9 +103,15 @@ def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None
     for probe in probes:
         probe_figures[probe.slug] = f"{probe.slug}-bandwidth.png"
         plots.bandwidth_vs_size(probe, out_dir / probe_figures[probe.slug])
+    layout_figures: dict[str, str] = {}
+    for layout_view in layout_views:
+        if layout_view.comparable:  # one NUMA domain: nothing to compare, no figure of noise
+            layout_figures[layout_view.slug] = f"{layout_view.slug}.png"
+            plots.data_layouts(layout_view, out_dir / layout_figures[layout_view.slug])
     tuning = _tuning_view(store, out_dir, tune_ids, cvars)
     page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes,
-                  explained, tuning, transposes)
+                  explained, tuning, transposes, data_layouts=layout_views, data_layout_figures=layout_figures,
+                  data_layout_notes=experiment_notes(notes))
     index = out_dir / "index.html"
     tmp = out_dir / ".index.html.tmp"
     tmp.write_text(page, encoding="utf-8")

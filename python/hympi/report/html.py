@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend, run_placement_share
 from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, checkpoint_io_view
+from hympi.report.datalayout import BASELINE, DataLayoutView, needs_numa
 from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import ModelFit, describe, fit_model
@@ -467,6 +468,78 @@ def tuning_section(view: TuningView) -> str:
             f"{_memory_part(view.programs, view.memory)}")
 
 
+def _ratio_cell(cell_ratio: float | None, low: float | None, high: float | None) -> str:
+    """'1.25 (1.10-1.40)': a ratio to first touch and its interval; '-' when there is none."""
+    if cell_ratio is None or low is None or high is None:
+        return "-"
+    return f"{cell_ratio:.2f} ({low:.2f}-{high:.2f})"
+
+
+def _threads_label(ranks: int, threads: int) -> str:
+    """'4 threads' (one rank) or '2x4'."""
+    return f"{threads} thread{'s' if threads != 1 else ''}" if ranks == 1 else f"{ranks}x{threads}"
+
+
+def _data_layout_view(view: DataLayoutView, figure: str | None, host: str | None) -> str:
+    """One experiment: the figure and the verdicts against first touch, or why there are none, and the table."""
+    args = " ".join(view.args) or "(defaults)"
+    where = f" on {escape(host)}" if host else ""
+    parts = [f"<h3>{escape(view.app)} {escape(view.problem)}{where}</h3>",
+             f"<p class='muted'>app arguments: <code>{escape(args)}</code> plus <code>--data-layout</code>; "
+             f"{sum(c.runs for c in view.cells)} measured runs</p>"]
+    if not view.comparable:
+        parts.append(f"<div class='note data-layout-needs-numa'>{escape(needs_numa(view.numa_nodes or 1))}: every "
+                     "layout puts every page on the one domain, so the runs below are not compared.</div>")
+    else:
+        items = "".join(f"<li>{escape(_threads_label(r, t))}: {escape(c.sentence())}</li>"
+                        for r, t in view.threads() for c in view.cells
+                        if (c.ranks, c.threads) == (r, t) and c.layout != BASELINE and c.verdict is not None)
+        parts.append("<div class='why'><b>Against first touch</b> (ratio of the median rates, bootstrap "
+                     f"interval as in the recommendation):<ul class='data-layout-verdicts'>{items}</ul></div>"
+                     if items else "<p class='muted'>no thread count has first touch and another layout with the "
+                                   "runs a comparison needs</p>")
+        if figure:
+            parts.append(f"<figure><img src='{escape(figure)}' alt='rate per data layout per thread count'>"
+                         "</figure>")
+    head = ("<tr><th>threads</th><th class='l'>data layout</th><th>runs</th><th>ok</th><th>rate min</th>"
+            "<th>rate median</th><th>rate max</th><th>ratio to first touch (CI)</th>"
+            "<th class='l'>pages of u per NUMA node</th><th>where intended</th></tr>")
+    rows = []
+    # NPB counts floating-point operations: Mop/s / 1000 is the paper's Gflop/s.
+    scale, unit = (1e-3, "Gflop/s") if view.rate_unit == "Mop/s" else (1.0, view.rate_unit or "-")
+    for c in view.cells:
+        share = "-" if c.on_intended is None else f"{100 * c.on_intended:.0f} %"
+        threads = f"{c.threads}" if c.ranks == 1 else f"{c.ranks}x{c.threads}"
+        low, median, high = ((min(c.rates) * scale, (c.median or 0.0) * scale, max(c.rates) * scale) if c.rates
+                             else (None, None, None))
+        rows.append(f"<tr><td>{threads}</td><td class='l'>{escape(c.layout)}</td><td>{c.runs}</td>"
+                    f"<td>{len(c.rates)}</td><td>{_num(low)}</td><td><b>{_num(median)}</b></td><td>{_num(high)}</td>"
+                    f"<td>{_ratio_cell(c.ratio, c.low, c.high) if view.comparable else '-'}</td>"
+                    f"<td class='l'>{escape(c.placement)}</td><td>{share}</td></tr>")
+    caption = (f"per data layout and thread count, over the measured runs (rate in {escape(unit)}; "
+               "warm-ups excluded); pages of u = where the kernel put the solution field's pages (every zone), "
+               "from the last ok run; where intended = share on the nodes the layout meant (first touch intends "
+               "nothing)")
+    parts.append(f"<table class='data-layout'><caption>{caption}</caption>{head}{''.join(rows)}</table>")
+    return "".join(parts)
+
+
+def data_layout_section(views: list[DataLayoutView], figures: dict[str, str], notes: tuple[str, ...],
+                        hosts: dict[int, str] | None = None) -> str:
+    """The data-layout experiment (seed 000 Fig. 9): each measured problem, and the study's notes about it (e.g. that
+    this machine has one NUMA domain); '' when there is neither."""
+    if not views and not notes:
+        return ""
+    intro = ("<p class='muted'>BT-MZ on one rank with its zone arrays placed four ways (<code>--data-layout</code>): "
+             "first touch (by the threads that sweep them), one location (every page on location 0), access pattern "
+             "(distributed over the locations as the threads are, sweeps run on those locations) and random (pages "
+             "scattered over the locations); the layouts differ only where the machine has several NUMA domains "
+             "(docs/locality.md, \"The Fig. 9 experiment\")</p>")
+    noted = "".join(f"<div class='note data-layout-note'>{escape(n)}</div>" for n in notes)
+    body = "".join(_data_layout_view(v, figures.get(v.slug), (hosts or {}).get(v.machine_id)) for v in views)
+    return f"<h2 id='data-layout'>Data layout (Fig. 9)</h2>{intro}{noted}{body}"
+
+
 def _runs_table(runs: list[Run]) -> str:
     """Every run: configuration (memory policy included), status, measures, the share of its reported arrays'
     pages where the policy meant them, and the stderr tail of failures."""
@@ -498,9 +571,13 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
            probes: list[HierarchyProbe] | None = None, probe_figures: dict[str, str] | None = None,
            failed_probes: int = 0, explained: Explained | None = None, tuning: TuningView | None = None,
            transposes: dict[str, TransposeView | None] | None = None,
-           checkpoint_io: CheckpointIoView | None = None) -> str:
+           checkpoint_io: CheckpointIoView | None = None,
+           data_layouts: list[DataLayoutView] | None = None, data_layout_figures: dict[str, str] | None = None,
+           data_layout_notes: tuple[str, ...] = ()) -> str:
     """The whole page as a string; `explained` (from explain_groups), `transposes` (per group slug, from
-    transpose_view) and `checkpoint_io` (from checkpoint_io_view over `runs`) are computed here when not given."""
+    transpose_view) and `checkpoint_io` (from checkpoint_io_view over `runs`) are computed here when not given;
+    `data_layouts` (from data_layout_views) with their figures and `data_layout_notes` (the study's notes on that
+    experiment) make the Data layout section."""
     probes = probes or []
     hosts = {m.id: m.hostname for m in machines}
     multi = len(machines) > 1
@@ -517,6 +594,12 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
         apps = sorted({r.app for r in io_view.rows})
         toc += (f"<li><a href='#checkpoint-io'>Checkpoint I/O</a>: write and read bandwidth per layout and HDF5 "
                 f"options, checkpoint share of run time ({escape(', '.join(apps))})</li>")
+    layout_part = data_layout_section(data_layouts or [], data_layout_figures or {}, data_layout_notes,
+                                      hosts if multi else None)
+    if layout_part:
+        what = (f"{len(data_layouts or [])} measured problem(s)" if data_layouts else
+                "; ".join(data_layout_notes))
+        toc += f"<li><a href='#data-layout'>Data layout (Fig. 9)</a>: {escape(what)}</li>"
     tuned = tuning_section(tuning) if tuning is not None else ""
     if tuning is not None and tuned:
         toc += (f"<li><a href='#tuning'>Tuning</a>: {len(tuning.programs)} tuned program(s), best vs default, "
@@ -528,7 +611,8 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
     sections = "".join(_group_section(g, figures[g.slug], f"g{i}", hosts.get(g.machine_id) if multi else None,
                                       *explained[g.slug], transposes.get(g.slug), memory.get(g.machine_id))
                        for i, g in enumerate(groups))
-    empty = "" if groups or hierarchy or tuned or io_part else "<p class='note'>No runs recorded yet.</p>"
+    anything = groups or hierarchy or tuned or io_part or layout_part
+    empty = "" if anything else "<p class='note'>No runs recorded yet.</p>"
     meta = json.dumps({"runs": len(runs), "groups": len(groups)})
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{escape(title)}</title>"
@@ -536,5 +620,6 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
             f"<h1>{escape(title)}</h1><p class='muted'>generated {escape(generated)}; {len(runs)} runs; "
             "higher rate is better; layouts are MPI ranks x OpenMP threads per rank</p>"
             f"{notes_html}<h2 id='summary'>Summary</h2><ul>{toc}</ul>{empty}"
-            f"{_machine_section(machines, groups)}{sections}{hierarchy}{io_part}{tuned}{_runs_table(runs)}"
+            f"{_machine_section(machines, groups)}{sections}{layout_part}{hierarchy}{io_part}{tuned}"
+            f"{_runs_table(runs)}"
             "</body></html>\n")

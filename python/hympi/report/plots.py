@@ -1,7 +1,8 @@
 """The report's figures (matplotlib, Agg backend): rate vs threads, memory per layout, where the timed region goes
 (computation, communication, other, imbalance), ping-pong bandwidth vs message size per level of the
-communication hierarchy, transpose time and plane / pencil memory per layout (hympi-pencil), and for tunes the
-memory per process vs MPI parameter values and the predictor's leave-one-program-out ratios."""
+communication hierarchy, transpose time and plane / pencil memory per layout (hympi-pencil), the data-layout
+experiment's rate per data layout per thread count (seed 000 Fig. 9), and for tunes the memory per process vs MPI
+parameter values and the predictor's leave-one-program-out ratios."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from hympi.report.analysis import AppGroup, Layout, LayoutStats
+from hympi.report.compare import Comparison
+from hympi.report.datalayout import BASELINE, DataLayoutView, layouts
 from hympi.report.explain import Breakdown
 from hympi.report.hierarchy import HierarchyProbe
 from hympi.report.transposes import MIB, TransposeView
@@ -186,6 +189,56 @@ def transposes(view: TransposeView, title: str, path: Path) -> Path:
         if not drawn:
             ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes)
     fig.suptitle(title, fontsize=10)
+    return _save(fig, path)
+
+
+_LAYOUT_COLOURS = {"first-touch": "#4c72b0", "one-location": "#dd8452", "access-pattern": "#55a868",
+                   "random": "#c44e52"}
+
+
+def data_layouts(view: DataLayoutView, path: Path) -> Path:
+    """Fig. 9: median rate per data layout, grouped by thread count (min-max as error bars), each bar other than
+    first touch labelled with its ratio to first touch (≈ when the comparison cannot separate them)."""
+    # NPB counts floating-point operations: its Mop/s / 1000 is the paper's Gflop/s.
+    scale, unit = (1e-3, "Gflop/s (NPB Mop/s / 1000)") if view.rate_unit == "Mop/s" else (1.0, view.rate_unit)
+    groups = view.threads()
+    names = [n for n in layouts() if any(c.layout == n for c in view.cells)]
+    names += sorted({c.layout for c in view.cells} - set(names))
+    fig, ax = plt.subplots(figsize=(7.2, 4.2))
+    width = 0.8 / max(1, len(names))
+    top = 0.0
+    for k, name in enumerate(names):
+        xs, ys, low, high, cells = [], [], [], [], []
+        for g, (ranks, threads) in enumerate(groups):
+            cell = view.cell(name, ranks, threads)
+            if cell is None or cell.median is None:
+                continue
+            y = cell.median * scale
+            xs.append(g + (k - (len(names) - 1) / 2) * width)
+            ys.append(y)
+            low.append(y - min(cell.rates) * scale)
+            high.append(max(cell.rates) * scale - y)
+            cells.append(cell)
+            top = max(top, max(cell.rates) * scale)
+        ax.bar(xs, ys, width, yerr=[low, high], capsize=3, label=name, color=_LAYOUT_COLOURS.get(name, f"C{k}"))
+        for x, y, h, cell in zip(xs, ys, high, cells, strict=True):
+            if name == BASELINE or cell.ratio is None:
+                continue
+            separated = isinstance(cell.verdict, Comparison) and cell.verdict.separated
+            ax.annotate(f"{cell.ratio:.2f}x" if separated else "≈", (x, y + h), textcoords="offset points",
+                        xytext=(0, 2), ha="center", fontsize=7)
+    ax.set_xticks(list(range(len(groups))))
+    ax.set_xticklabels([f"{t}" if r == 1 else f"{r}x{t}" for r, t in groups])
+    ax.set_xlabel("OpenMP threads (1 rank)" if all(r == 1 for r, _ in groups) else "ranks x threads")
+    ax.set_ylabel(unit or "rate")
+    ax.set_title(f"{view.app} {view.problem}: rate per data layout (median, min-max; ratio to first touch)",
+                 fontsize=9)
+    ax.set_ylim(0, top * 1.3 if top > 0 else 1.0)  # room for the ratios and the legend
+    ax.grid(True, axis="y", alpha=0.3)
+    if names:
+        ax.legend(fontsize=8, loc="upper left", ncol=len(names))
+    else:
+        ax.text(0.5, 0.5, "no successful runs", ha="center", va="center", transform=ax.transAxes)
     return _save(fig, path)
 
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <vector>
 #include <string>
 
 #include "hympi/core/error.hpp"
@@ -127,6 +129,58 @@ TEST(PagePlacement, SummaryAndBadInput) {
   EXPECT_THROW((void)page_placement(machine(), buffer.bytes(), two), InvalidArgument);
   const auto synthetic = Topology::from_synthetic("pack:1 core:2 pu:1");
   EXPECT_THROW((void)page_placement(synthetic, buffer.bytes()), TopologyError);
+}
+
+TEST(PagePlacement, SummariesOfSeveralBuffersAdd) {
+  PagePlacement sum;
+  PagePlacement a;
+  a.page_bytes = 4096;
+  a.pages = 3;
+  a.absent = 1;
+  a.per_node = {{0, 2}};
+  a.has_intent = true;
+  a.on_intended = 2;
+  PagePlacement b = a;
+  b.per_node = {{0, 1}, {1, 1}};
+  sum.merge(a);
+  sum.merge(b);
+  sum.merge(PagePlacement{});  // an empty buffer changes nothing
+  EXPECT_EQ(sum.pages, 6u);
+  EXPECT_EQ(sum.absent, 2u);
+  EXPECT_EQ(sum.on_intended, 4u);
+  EXPECT_TRUE(sum.has_intent);
+  EXPECT_EQ(sum.per_node, (std::map<int, std::size_t>{{0, 3}, {1, 1}}));
+  b.has_intent = false;  // one part without intent: the sum has none
+  sum.merge(b);
+  EXPECT_FALSE(sum.has_intent);
+  b.page_bytes = 65536;
+  EXPECT_THROW(sum.merge(b), InvalidArgument);
+}
+
+TEST(PlacePages, AnyOwnerPerPageAndBadInput) {
+  // Owners alternating page by page over two locations (one node here: all on node 0).
+  const auto locs = Locations::by_count(machine(), std::min(2, machine().pus()));
+  PageBuffer buffer(6 * page_bytes() - 100);  // the last page partly used
+  std::vector<int> owners(6);
+  for (std::size_t p = 0; p < owners.size(); ++p) owners[p] = static_cast<int>(p) % locs.size();
+  EXPECT_NE(place_pages(locs, locs.everywhere(), buffer.bytes(), owners), PlacedBy::unplaced);
+  const PagePlacement placed = owner_placement(locs, buffer.bytes(), owners);
+  EXPECT_EQ(placed.pages, 6u);
+  EXPECT_EQ(placed.absent, 0u);  // every page touched
+  EXPECT_DOUBLE_EQ(placed.share_on_intended(), 1.0) << placed.to_string();
+  PageBuffer other(6 * page_bytes());
+  owners.pop_back();
+  EXPECT_THROW((void)place_pages(locs, locs.everywhere(), other.bytes(), owners), InvalidArgument);
+  owners.push_back(locs.size());  // not a location
+  EXPECT_THROW((void)place_pages(locs, locs.everywhere(), other.bytes(), owners), InvalidArgument);
+  EXPECT_THROW((void)owner_placement(locs, other.bytes(), owners), InvalidArgument);
+  EXPECT_EQ(page_placement(machine(), other.bytes()).absent, 6u);  // refused before touching anything
+  // Another machine: nothing bound, the pages still touched.
+  const auto synthetic = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  const auto four = Locations::by_level(synthetic, LocationLevel::numa);
+  owners.assign(6, 3);
+  EXPECT_EQ(place_pages(four, four.everywhere(), other.bytes(), owners), PlacedBy::unplaced);
+  EXPECT_EQ(page_placement(machine(), other.bytes()).absent, 0u);
 }
 
 TEST(DistributedArray, BoundArrayIsWhereItsOwnersAre) {

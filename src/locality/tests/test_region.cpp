@@ -316,3 +316,53 @@ TEST(Region, ThreadsAreBoundOnThisMachineAndGetTheirBindingBack) {
   ASSERT_EQ(hwloc_get_cpubind(topo.get(), after.get(), HWLOC_CPUBIND_THREAD), 0);
   EXPECT_EQ(after.to_list(), before.to_list());
 }
+
+TEST(Region, ATeamBindingMapsLikeARegionAndDoesNothingOffThisMachine) {
+  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const TeamBinding team(locs, {0, 3}, 6);
+  EXPECT_EQ(team.plan(), (std::vector<int>{0, 0, 1, 1, 2, 3}));  // as plan_threads
+  EXPECT_EQ(team.rows()[4].intended, locs.at(2).cpuset.to_list());
+  EXPECT_TRUE(team.rows()[4].bound.empty());  // nothing bound on a synthetic machine
+  EXPECT_NO_THROW(team.check());
+  EXPECT_THROW(TeamBinding(locs, {0, 3}, 0), InvalidArgument);
+}
+
+TEST(Region, ATeamBindingHoldsForLaterTeamsAndIsUndone) {
+  const auto topo = Topology::this_machine();
+  const auto locs = Locations::by_count(topo, std::min(2, topo.pus()));
+  const int n = 2;
+  const auto bindings = [&] {
+    std::vector<std::string> out(static_cast<std::size_t>(n));
+#pragma omp parallel num_threads(n)
+    {
+      hympi::Bitmap set;
+      (void)hwloc_get_cpubind(topo.get(), set.get(), HWLOC_CPUBIND_THREAD);
+      out[static_cast<std::size_t>(omp_get_thread_num())] = set.to_list();
+    }
+    return out;
+  };
+  const auto before = bindings();
+  {
+    const TeamBinding team(locs, locs.everywhere(), n);
+    const auto during = bindings();  // a later, plain team: the same threads, still on their locations
+    for (int t = 0; t < n; ++t) {
+      hympi::Bitmap set;
+      ASSERT_EQ(hwloc_bitmap_list_sscanf(set.get(), during[static_cast<std::size_t>(t)].c_str()), 0);
+      EXPECT_TRUE(locs.at(team.plan()[static_cast<std::size_t>(t)]).cpuset.includes(set)) << "thread " << t;
+    }
+    EXPECT_NO_THROW(team.check());
+    if (locs.size() >= 2) {
+      // Someone moves thread 1 to location 0: the check names it.
+#pragma omp parallel num_threads(n)
+      if (omp_get_thread_num() == 1)
+        (void)hwloc_set_cpubind(topo.get(), locs.at(0).cpuset.get(), HWLOC_CPUBIND_THREAD);
+      try {
+        team.check();
+        ADD_FAILURE() << "check() missed a thread outside its location";
+      } catch (const hympi::TopologyError& e) {
+        EXPECT_NE(std::string(e.what()).find("thread 1 of location 1"), std::string::npos) << e.what();
+      }
+    }
+  }
+  EXPECT_EQ(bindings(), before);  // every thread got its binding back
+}
