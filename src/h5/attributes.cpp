@@ -7,9 +7,10 @@
 namespace hympi::h5 {
 
 using detail::agree;
+using detail::as_io_failure;
+using detail::attempt;
 using detail::error_stack_message;
 using detail::Handle;
-using detail::LocalOutcome;
 using detail::SilencedErrors;
 
 namespace {
@@ -44,32 +45,18 @@ void File::set_attribute(const std::string& key, const nlohmann::json& value, co
 
 void File::set_text(const std::string& key, const std::string& value, const std::string& object) {
   const SilencedErrors quiet;
-  agreed_failure_ = true;
-  agree(comm_, [&] {
-    try {
-      const Handle type = string_type(value.size());
-      const std::string padded = value.empty() ? std::string(1, '\0') : value;
-      put(hid_t(file_), object, key, type.get(), padded.data());
-      return LocalOutcome{};
-    } catch (const std::exception& e) {
-      return LocalOutcome{true, false, path_ + ": " + e.what()};
-    }
-  }());
-  agreed_failure_ = false;
+  agree(comm_, as_io_failure(path_, attempt([&] {
+          const Handle type = string_type(value.size());
+          const std::string padded = value.empty() ? std::string(1, '\0') : value;
+          put(hid_t(file_), object, key, type.get(), padded.data());
+        })),
+        agreed_failure_);
 }
 
 void File::set_number(const std::string& key, double value, const std::string& object) {
   const SilencedErrors quiet;
-  agreed_failure_ = true;
-  agree(comm_, [&] {
-    try {
-      put(hid_t(file_), object, key, H5T_NATIVE_DOUBLE, &value);
-      return LocalOutcome{};
-    } catch (const std::exception& e) {
-      return LocalOutcome{true, false, path_ + ": " + e.what()};
-    }
-  }());
-  agreed_failure_ = false;
+  agree(comm_, as_io_failure(path_, attempt([&] { put(hid_t(file_), object, key, H5T_NATIVE_DOUBLE, &value); })),
+        agreed_failure_);
 }
 
 bool File::has_attribute(const std::string& key, const std::string& object) const {

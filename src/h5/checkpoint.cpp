@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "h5_handles.hpp"
+#include "hympi/core/comm.hpp"
 
 #ifndef HYMPI_VERSION
 #error "HYMPI_VERSION must be defined by the build"
@@ -24,12 +25,6 @@ using detail::LocalOutcome;
 namespace fs = std::filesystem;
 
 namespace {
-
-int rank_of(MPI_Comm comm) {
-  int rank = 0;
-  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
-  return rank;
-}
 
 /// Makes a rename durable: the directory entry is on disk once this returns.
 void sync_directory(const fs::path& file) {
@@ -44,10 +39,12 @@ void sync_directory(const fs::path& file) {
 /// every rank throws IoError naming both when it failed.
 void publish(MPI_Comm comm, const std::string& from, const std::string& to) {
   LocalOutcome outcome;
-  if (rank_of(comm) == 0 && std::rename(from.c_str(), to.c_str()) != 0)
-    outcome = {true, false, "cannot rename " + from + " to " + to + ": " + std::strerror(errno)};
-  else if (rank_of(comm) == 0)
-    sync_directory(to);
+  if (Comm(comm, false).rank() == 0) {
+    if (std::rename(from.c_str(), to.c_str()) != 0)
+      outcome = {true, false, "cannot rename " + from + " to " + to + ": " + std::strerror(errno)};
+    else
+      sync_directory(to);
+  }
   agree(comm, outcome);
 }
 
@@ -69,6 +66,11 @@ void write_atomically(const std::string& path, const std::string& text) {
   }
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
     throw IoError("cannot rename " + temporary + " to " + path + ": " + std::strerror(errno));
+}
+
+/// The dataset a snapshot field is written to: "<grid>/<name>", or "<name>" on the only mesh.
+std::string dataset_of(const SnapshotField& field) {
+  return field.grid.empty() ? field.name : field.grid + "/" + field.name;
 }
 
 void require_directory(const std::string& option, const std::string& path) {
@@ -95,7 +97,7 @@ CheckpointWriter::CheckpointWriter(MPI_Comm comm, const std::string& path, const
   } catch (...) {
     // The destructor does not run for a constructor that throws: drop the temporary here.
     file_.close_quietly();
-    if (rank_of(comm_) == 0) std::remove(temporary_path().c_str());
+    if (Comm(comm_, false).rank() == 0) std::remove(temporary_path().c_str());
     throw;
   }
 }
@@ -103,7 +105,7 @@ CheckpointWriter::CheckpointWriter(MPI_Comm comm, const std::string& path, const
 CheckpointWriter::~CheckpointWriter() {
   if (committed_) return;
   file_.close_quietly();
-  if (rank_of(comm_) == 0) std::remove(temporary_path().c_str());
+  if (Comm(comm_, false).rank() == 0) std::remove(temporary_path().c_str());
 }
 
 void CheckpointWriter::commit() {
@@ -159,7 +161,7 @@ double SnapshotSeries::write(long step, double time, std::span<const SnapshotFie
     file.set_number("time", time);
     file.set_text("hympi_version", HYMPI_VERSION);
     for (const auto& f : fields)
-      file.write(f.grid.empty() ? f.name : f.grid + "/" + f.name, f.block, f.data, Precision::single_precision);
+      file.write(dataset_of(f), f.block, f.data, Precision::single_precision);
     file.close();
   }
   publish(comm_, path + ".tmp", path);
@@ -176,19 +178,13 @@ double SnapshotSeries::write(long step, double time, std::span<const SnapshotFie
                              {"fields", nlohmann::json::array()}});
       it = std::prev(entry.grids.end());
     }
-    (*it)["fields"].push_back({{"name", f.name}, {"dataset", "/" + (f.grid.empty() ? f.name : f.grid + "/" + f.name)}});
+    (*it)["fields"].push_back({{"name", f.name}, {"dataset", "/" + dataset_of(f)}});
   }
   std::erase_if(entries_, [&](const Entry& e) { return e.step == step; });
   entries_.push_back(std::move(entry));
-  LocalOutcome outcome;
-  if (rank_of(comm_) == 0) {
-    try {
-      write_sidecars();
-    } catch (const std::exception& e) {
-      outcome = {true, false, e.what()};
-    }
-  }
-  agree(comm_, outcome);
+  agree(comm_, detail::attempt([&] {
+          if (Comm(comm_, false).rank() == 0) write_sidecars();
+        }));
   return file_bytes(path);
 }
 

@@ -11,10 +11,13 @@
 #include <filesystem>
 
 #include "h5_handles.hpp"
+#include "hympi/core/comm.hpp"
 
 namespace hympi::h5 {
 
 using detail::agree;
+using detail::as_io_failure;
+using detail::attempt;
 using detail::error_stack_message;
 using detail::Handle;
 using detail::LocalOutcome;
@@ -65,19 +68,6 @@ void agree(MPI_Comm comm, const LocalOutcome& outcome) {
 }  // namespace detail
 
 namespace {
-
-/// Runs `step` on this rank, turning HDF5 failures and hympi errors into an outcome the ranks agree on.
-template <class F>
-LocalOutcome attempt(F&& step) {
-  try {
-    step();
-    return {};
-  } catch (const BadFile& e) {
-    return {true, true, e.what()};
-  } catch (const std::exception& e) {
-    return {true, false, e.what()};
-  }
-}
 
 /// Throws IoError when an HDF5 call returned a negative value, with `what` and HDF5's own words.
 template <class T>
@@ -263,12 +253,6 @@ std::uint64_t stored_checksum(hid_t dataset, const std::string& where) {
   return sum;
 }
 
-int rank_in(MPI_Comm comm) {
-  int rank = 0;
-  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
-  return rank;
-}
-
 std::uint64_t sum_over(MPI_Comm comm, std::uint64_t local) {
   std::uint64_t total = 0;
   HYMPI_MPI(MPI_Allreduce(&local, &total, 1, MPI_UINT64_T, MPI_SUM, comm));
@@ -327,6 +311,64 @@ void require_space(const std::string& path, const std::string& dataset, double b
     throw IoError("no space for " + on(path, dataset) + ": it needs " + std::to_string(long(needed)) +
                   " bytes, the file system of " + parent.string() + " has " + std::to_string(long(free_bytes)) +
                   " free");
+}
+
+/// Elements of a dataset of `dims`.
+long element_count(const std::vector<hsize_t>& dims) {
+  long count = 1;
+  for (auto d : dims) count *= long(d);
+  return count;
+}
+
+/// Collective: rank 0 checks the space a dataset of `bytes` needs (require_space); every rank throws alike.
+void agree_on_space(MPI_Comm comm, const std::string& path, const std::string& dataset, double bytes,
+                    std::size_t alignment, bool& agreed_failure) {
+  agree(comm, attempt([&] {
+          if (Comm(comm, false).rank() == 0) require_space(path, dataset, bytes, alignment);
+        }),
+        agreed_failure);
+}
+
+/// Opens dataset `name` for reading; throws BadFile naming the file when it is missing or unreadable.
+Handle open_dataset(hid_t file, const std::string& path, const std::string& name) {
+  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw BadFile(path + " has no dataset '" + name + "'");
+  }
+  Handle dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  if (!dataset.valid()) throw BadFile("cannot open " + on(path, name) + ": " + error_stack_message());
+  return dataset;
+}
+
+/// The dimensions of a dataspace.
+std::vector<hsize_t> extent_of(hid_t space) {
+  const int rank = H5Sget_simple_extent_ndims(space);
+  std::vector<hsize_t> dims(std::size_t(std::max(rank, 0)));
+  if (rank > 0) H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  return dims;
+}
+
+/// Selects the `n` elements from `offset` of a 1D dataspace (nothing when n is 0).
+void select_range(hid_t space, long offset, long n) {
+  if (n == 0) {
+    checked(H5Sselect_none(space), "H5Sselect_none");
+    return;
+  }
+  const hsize_t start = hsize_t(offset), count = hsize_t(n);
+  checked(H5Sselect_hyperslab(space, H5S_SELECT_SET, &start, nullptr, &count, nullptr), "hyperslab");
+}
+
+/// Collective: when the ranks' reads together covered all `total` elements of a dataset, their checksum
+/// must be the stored one; throws BadFile (on every rank alike) naming `where` otherwise.
+void verify_checksum(MPI_Comm comm, long read_here, std::uint64_t sum_here, long total, std::uint64_t stored,
+                     const std::string& where, bool& agreed_failure) {
+  // Only a read of every element can be checked against the checksum of the whole dataset.
+  const long covered = total_over(comm, read_here);
+  const std::uint64_t sum = sum_over(comm, sum_here);
+  if (covered == total && sum != stored) {
+    agreed_failure = true;
+    throw BadFile(where + " fails its checksum: the file is corrupted");
+  }
 }
 
 }  // namespace
@@ -467,9 +509,7 @@ void File::close() {
   LocalOutcome outcome = attempt([&] { checked(H5Fflush(id, H5F_SCOPE_GLOBAL), "cannot flush " + path_); });
   const LocalOutcome closed = attempt([&] { checked(H5Fclose(id), "cannot close " + path_); });
   if (!outcome.failed) outcome = closed;
-  agreed_failure_ = true;
-  agree(comm_, outcome);
-  agreed_failure_ = false;
+  agree(comm_, outcome, agreed_failure_);
 }
 
 void File::write(const std::string& name, const Block3& block, std::span<const double> data, Precision precision) {
@@ -481,19 +521,11 @@ void File::write(const std::string& name, const Block3& block, std::span<const d
   const bool single = precision == Precision::single_precision;
   std::uint64_t local_sum = 0;
   Handle dataset;
-  long elements = 1;
-  for (auto d : dims) elements *= long(d);
-  agreed_failure_ = true;
-  agree(comm_, attempt([&] {
-          if (rank_in(comm_) == 0)
-            require_space(path_, name, double(elements) * (single ? 4.0 : 8.0), options_.alignment);
-        }));
-  agreed_failure_ = false;
-  agreed_failure_ = true;
+  agree_on_space(comm_, path_, name, double(element_count(dims)) * (single ? 4.0 : 8.0), options_.alignment,
+                 agreed_failure_);
   agree(comm_, attempt([&] {
           dataset = create_dataset(hid_t(file_), name, dims, options_, single ? H5T_IEEE_F32LE : H5T_IEEE_F64LE);
-        }));
-  agreed_failure_ = false;
+        }), agreed_failure_);
   LocalOutcome outcome;
   std::vector<double> doubles;
   std::vector<float> floats;
@@ -524,12 +556,9 @@ void File::write(const std::string& name, const Block3& block, std::span<const d
     });
     if (slab.failed && !outcome.failed) outcome = slab;
   });
-  agreed_failure_ = true;
-  agree(comm_, outcome.failed ? LocalOutcome{true, false, "cannot write " + on(path_, name) + ": " + outcome.message}
-                              : outcome);
+  agree(comm_, as_io_failure("cannot write " + on(path_, name), outcome), agreed_failure_);
   const std::uint64_t sum = sum_over(comm_, local_sum);
-  agree(comm_, attempt([&] { write_checksum(dataset.get(), sum); }));
-  agreed_failure_ = false;
+  agree(comm_, attempt([&] { write_checksum(dataset.get(), sum); }), agreed_failure_);
 }
 
 void File::read(const std::string& name, const Block3& block, std::span<double> data) {
@@ -542,25 +571,15 @@ void File::read(const std::string& name, const Block3& block, std::span<double> 
   std::uint64_t local_sum = 0, stored = 0;
   bool single = false;
   Handle opened;
-  agreed_failure_ = true;
   agree(comm_, attempt([&] {
-          if (H5Lexists(hid_t(file_), name.c_str(), H5P_DEFAULT) <= 0) {
-            H5Eclear2(H5E_DEFAULT);
-            throw BadFile(path_ + " has no dataset '" + name + "'");
-          }
-          Handle dataset(H5Dopen2(hid_t(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
-          if (!dataset.valid()) throw BadFile("cannot open " + where + ": " + error_stack_message());
-          Handle space(H5Dget_space(dataset.get()), H5Sclose);
-          const int rank = H5Sget_simple_extent_ndims(space.get());
-          std::vector<hsize_t> dims(std::size_t(std::max(rank, 0)));
-          if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-          if (dims != expected) throw BadFile(where + " has other dimensions than this run's field");
-          Handle type(H5Dget_type(dataset.get()), H5Tclose);
+          opened = open_dataset(hid_t(file_), path_, name);
+          const Handle space(H5Dget_space(opened.get()), H5Sclose);
+          if (extent_of(space.get()) != expected) throw BadFile(where + " has other dimensions than this run's field");
+          const Handle type(H5Dget_type(opened.get()), H5Tclose);
           single = H5Tget_size(type.get()) == 4;
-          stored = stored_checksum(dataset.get(), where);
-          opened = std::move(dataset);
-        }));
-  agreed_failure_ = false;
+          stored = stored_checksum(opened.get(), where);
+        }),
+        agreed_failure_);
   LocalOutcome outcome;
   std::vector<double> doubles;
   std::vector<float> floats;
@@ -591,20 +610,9 @@ void File::read(const std::string& name, const Block3& block, std::span<double> 
     });
     if (slab.failed && !outcome.failed) outcome = slab;
   });
-  agreed_failure_ = true;
-  agree(comm_, outcome);
-  agreed_failure_ = false;
-
-  agreed_failure_ = false;
-  long global_count = 1;
-  for (auto d : expected) global_count *= long(d);
-  // Only a read of every element can be checked against the checksum of the whole dataset.
-  const long covered = total_over(comm_, block.box.count() * block.memory.components);
-  const std::uint64_t sum = sum_over(comm_, local_sum);
-  if (covered == global_count && sum != stored) {
-    agreed_failure_ = true;
-    throw BadFile(where + " fails its checksum: the file is corrupted");
-  }
+  agree(comm_, outcome, agreed_failure_);
+  verify_checksum(comm_, block.box.count() * block.memory.components, local_sum, element_count(expected), stored,
+                  where, agreed_failure_);
 }
 
 void File::write_vector(const std::string& name, long global_size, long offset, std::span<const double> values) {
@@ -619,16 +627,10 @@ void File::write_vector(const std::string& name, long global_size, long offset, 
   std::uint64_t local_sum = 0;
   for (long i = 0; i < n; ++i) local_sum += element_hash(std::uint64_t(offset + i), bits_of(values[std::size_t(i)]));
   const std::uint64_t sum = sum_over(comm_, local_sum);
-  agreed_failure_ = true;
   const LocalOutcome outcome = attempt([&] {
     Handle dataset = create_dataset(hid_t(file_), name, dims, H5Options{}, H5T_IEEE_F64LE);
     Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);
-    if (n == 0) {
-      checked(H5Sselect_none(space.get()), "H5Sselect_none");
-    } else {
-      const hsize_t start = hsize_t(offset), count = hsize_t(n);
-      checked(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr), "hyperslab");
-    }
+    select_range(space.get(), offset, n);
     const Handle memory = memory_space(n);
     const Handle dxpl = transfer(options_.collective);
     const double dummy = 0;
@@ -637,10 +639,7 @@ void File::write_vector(const std::string& name, long global_size, long offset, 
             "write");
     write_checksum(dataset.get(), sum);
   });
-  agreed_failure_ = true;
-  agree(comm_, outcome.failed ? LocalOutcome{true, false, "cannot write " + on(path_, name) + ": " + outcome.message}
-                              : outcome);
-  agreed_failure_ = false;
+  agree(comm_, as_io_failure("cannot write " + on(path_, name), outcome), agreed_failure_);
 }
 
 void File::read_vector(const std::string& name, long offset, std::span<double> values) {
@@ -649,29 +648,17 @@ void File::read_vector(const std::string& name, long offset, std::span<double> v
   const long n = long(values.size());
   std::uint64_t local_sum = 0, stored = 0;
   long global_size = 0;
-  agreed_failure_ = true;
   agree(comm_, attempt([&] {
-          if (H5Lexists(hid_t(file_), name.c_str(), H5P_DEFAULT) <= 0) {
-            H5Eclear2(H5E_DEFAULT);
-            throw BadFile(path_ + " has no dataset '" + name + "'");
-          }
-          Handle dataset(H5Dopen2(hid_t(file_), name.c_str(), H5P_DEFAULT), H5Dclose);
-          if (!dataset.valid()) throw BadFile("cannot open " + where + ": " + error_stack_message());
-          Handle space(H5Dget_space(dataset.get()), H5Sclose);
-          hsize_t dims = 0;
-          if (H5Sget_simple_extent_ndims(space.get()) != 1) throw BadFile(where + " is not a vector");
-          H5Sget_simple_extent_dims(space.get(), &dims, nullptr);
-          global_size = long(dims);
+          const Handle dataset = open_dataset(hid_t(file_), path_, name);
+          const Handle space(H5Dget_space(dataset.get()), H5Sclose);
+          const std::vector<hsize_t> dims = extent_of(space.get());
+          if (dims.size() != 1) throw BadFile(where + " is not a vector");
+          global_size = long(dims[0]);
           if (offset < 0 || offset + n > global_size)
             throw BadFile(where + " holds " + std::to_string(global_size) + " values, this run needs [" +
                           std::to_string(offset) + "," + std::to_string(offset + n) + ")");
           stored = stored_checksum(dataset.get(), where);
-          if (n == 0) {
-            checked(H5Sselect_none(space.get()), "H5Sselect_none");
-          } else {
-            const hsize_t start = hsize_t(offset), count = hsize_t(n);
-            checked(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr), "hyperslab");
-          }
+          select_range(space.get(), offset, n);
           const Handle memory = memory_space(n);
           const Handle dxpl = transfer(options_.collective);
           double dummy = 0;
@@ -680,14 +667,9 @@ void File::read_vector(const std::string& name, long offset, std::span<double> v
             throw BadFile("cannot read " + where + ": " + error_stack_message());
           for (long i = 0; i < n; ++i)
             local_sum += element_hash(std::uint64_t(offset + i), bits_of(values[std::size_t(i)]));
-        }));
-  agreed_failure_ = false;
-  const long covered = total_over(comm_, n);
-  const std::uint64_t sum = sum_over(comm_, local_sum);
-  if (covered == global_size && sum != stored) {
-    agreed_failure_ = true;
-    throw BadFile(where + " fails its checksum: the file is corrupted");
-  }
+        }),
+        agreed_failure_);
+  verify_checksum(comm_, n, local_sum, global_size, stored, where, agreed_failure_);
 }
 
 bool File::exists(const std::string& name) const {
@@ -710,13 +692,11 @@ bool File::exists(const std::string& name) const {
 
 void File::create_group(const std::string& name) {
   const SilencedErrors quiet;
-  agreed_failure_ = true;
   agree(comm_, attempt([&] {
           Handle group(checked(H5Gcreate2(hid_t(file_), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                                "cannot create group '" + name + "' in " + path_),
                        H5Gclose);
-        }));
-  agreed_failure_ = false;
+        }), agreed_failure_);
 }
 
 }  // namespace hympi::h5

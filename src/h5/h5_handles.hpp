@@ -4,8 +4,11 @@
 #include <hdf5.h>
 #include <mpi.h>
 
+#include <exception>
 #include <string>
 #include <utility>
+
+#include "hympi/h5/h5.hpp"
 
 namespace hympi::h5::detail {
 
@@ -70,5 +73,32 @@ struct LocalOutcome {
 /// Collective: when any rank's outcome failed, every rank throws the same exception (BadFile or IoError)
 /// with the message of the lowest failing rank; otherwise returns.
 void agree(MPI_Comm comm, const LocalOutcome& outcome);
+
+/// agree() for a File's step: `agreed_failure` is true while the agreed exception propagates, so the File
+/// may close collectively on the way out (every rank is unwinding with it).
+inline void agree(MPI_Comm comm, const LocalOutcome& outcome, bool& agreed_failure) {
+  agreed_failure = true;
+  agree(comm, outcome);
+  agreed_failure = false;
+}
+
+/// Runs `step` on this rank, turning HDF5 failures and hympi errors into an outcome the ranks agree on.
+template <class F>
+LocalOutcome attempt(F&& step) {
+  try {
+    step();
+    return {};
+  } catch (const BadFile& e) {
+    return {true, true, e.what()};
+  } catch (const std::exception& e) {
+    return {true, false, e.what()};
+  }
+}
+
+/// `outcome` with `context` in front of its message, as the system's failure (IoError): a write that failed
+/// is never the file's fault.
+inline LocalOutcome as_io_failure(const std::string& context, const LocalOutcome& outcome) {
+  return outcome.failed ? LocalOutcome{true, false, context + ": " + outcome.message} : outcome;
+}
 
 }  // namespace hympi::h5::detail

@@ -74,6 +74,17 @@ Grid3D<double> filled(const Box3& box, int ghost) {
   return grid;
 }
 
+/// Owned points of `grid` that differ from value() at their global index.
+long mismatches(const Grid3D<double>& grid) {
+  const auto e = grid.extent();
+  long wrong = 0;
+  for (long k = 0; k < e[2]; ++k)
+    for (long j = 0; j < e[1]; ++j)
+      for (long i = 0; i < e[0]; ++i)
+        wrong += grid(i, j, k) != value(grid.global(0, i), grid.global(1, j), grid.global(2, k));
+  return wrong;
+}
+
 void flip_byte(const std::string& path, long offset) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekg(offset);
@@ -109,13 +120,7 @@ TEST(H5, FieldReadsBackBitwiseIntoAnotherDecomposition) {
   File file = File::open(MPI_COMM_WORLD, path, H5Options{});
   Grid3D<double> read(split_along(kGlobal, 0), 1);
   file.read("u", Block3::of(read, kGlobal), read.data());
-  const auto e = read.extent();
-  long wrong = 0;
-  for (long k = 0; k < e[2]; ++k)
-    for (long j = 0; j < e[1]; ++j)
-      for (long i = 0; i < e[0]; ++i)
-        wrong += read(i, j, k) != value(read.global(0, i), read.global(1, j), read.global(2, k));
-  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(mismatches(read), 0);
   EXPECT_EQ(read(-1, 0, 0), 0.0) << "a ghost was written by the read";
 }
 
@@ -136,13 +141,7 @@ TEST(H5, OnePlanePerSlabWithUnevenBlocks) {
   File file = File::open(MPI_COMM_WORLD, path, options);
   Grid3D<double> read(split_along(global, 2), 0);
   file.read("u", Block3::of(read, global), read.data());
-  const auto e = read.extent();
-  long wrong = 0;
-  for (long k = 0; k < e[2]; ++k)
-    for (long j = 0; j < e[1]; ++j)
-      for (long i = 0; i < e[0]; ++i)
-        wrong += read(i, j, k) != value(read.global(0, i), read.global(1, j), read.global(2, k));
-  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(mismatches(read), 0);
 }
 
 TEST(H5, SinglePrecisionRoundsEveryValue) {
