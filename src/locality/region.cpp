@@ -169,17 +169,24 @@ namespace detail {
 
 namespace {
 
-/// Binds the calling thread to its location's cpuset and records what the OS then reports.
-void bind_and_observe(const Topology& topo, const Bitmap& cpuset, LocatedThread& row) {
-  if (hwloc_set_cpubind(topo.get(), cpuset.get(), HWLOC_CPUBIND_THREAD) < 0)
-    throw TopologyError("cannot bind thread " + std::to_string(row.thread) + " to location " +
-                        std::to_string(row.location) + " (PUs " + row.intended + "): " + std::strerror(errno));
+/// Records in `row` the calling thread's binding and the PU it last ran on, as the OS reports them, and
+/// returns the binding; throws TopologyError when hwloc cannot ask.
+Bitmap observe_thread(const Topology& topo, LocatedThread& row) {
   Bitmap bound, last;
   if (hwloc_get_cpubind(topo.get(), bound.get(), HWLOC_CPUBIND_THREAD) < 0 ||
       hwloc_get_last_cpu_location(topo.get(), last.get(), HWLOC_CPUBIND_THREAD) < 0)
     throw TopologyError(std::string("cannot query thread binding: ") + std::strerror(errno));
   row.bound = bound.to_list();
   row.pu_os = hwloc_bitmap_first(last.get());
+  return bound;
+}
+
+/// Binds the calling thread to its location's cpuset and records what the OS then reports.
+void bind_and_observe(const Topology& topo, const Bitmap& cpuset, LocatedThread& row) {
+  if (hwloc_set_cpubind(topo.get(), cpuset.get(), HWLOC_CPUBIND_THREAD) < 0)
+    throw TopologyError("cannot bind thread " + std::to_string(row.thread) + " to location " +
+                        std::to_string(row.location) + " (PUs " + row.intended + "): " + std::strerror(errno));
+  observe_thread(topo, row);
   const auto problems = check_thread_binding(std::span<const LocatedThread>(&row, 1));
   if (!problems.empty()) throw TopologyError(problems.front());
 }
@@ -273,12 +280,7 @@ TeamBinding::TeamBinding(const Locations& locations, const LocationRange& range,
         hwloc_set_cpubind(topo.get(), intended.get(), HWLOC_CPUBIND_THREAD) < 0)
       throw TopologyError("cannot bind thread " + std::to_string(t) + " to location " +
                           std::to_string(row.location) + " (PUs " + row.intended + "): " + std::strerror(errno));
-    Bitmap bound, last;
-    if (hwloc_get_cpubind(topo.get(), bound.get(), HWLOC_CPUBIND_THREAD) < 0 ||
-        hwloc_get_last_cpu_location(topo.get(), last.get(), HWLOC_CPUBIND_THREAD) < 0)
-      throw TopologyError(std::string("cannot query thread binding: ") + std::strerror(errno));
-    row.bound = bound.to_list();
-    row.pu_os = hwloc_bitmap_first(last.get());
+    const Bitmap bound = detail::observe_thread(topo, row);
     if (!intended.includes(bound) || row.pu_os < 0 || !intended.contains(static_cast<unsigned>(row.pu_os)))
       throw TopologyError("thread " + std::to_string(t) + " of location " + std::to_string(row.location) +
                           " is bound to " + row.bound + " and runs on PU " + std::to_string(row.pu_os) +
