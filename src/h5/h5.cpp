@@ -627,6 +627,7 @@ void File::write_vector(const std::string& name, long global_size, long offset, 
   std::uint64_t local_sum = 0;
   for (long i = 0; i < n; ++i) local_sum += element_hash(std::uint64_t(offset + i), bits_of(values[std::size_t(i)]));
   const std::uint64_t sum = sum_over(comm_, local_sum);
+  agree_on_space(comm_, path_, name, double(global_size) * 8.0, options_.alignment, agreed_failure_);
   const LocalOutcome outcome = attempt([&] {
     Handle dataset = create_dataset(hid_t(file_), name, dims, H5Options{}, H5T_IEEE_F64LE);
     Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);
