@@ -30,6 +30,17 @@ def hympi_json(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict
     return proc.returncode, json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def assert_refused(args: list[str], needle: str, fake_launcher: tuple[dict[str, str], Path]) -> None:
+    """`hympi ARGS` must exit 2 with one stderr line holding `needle`, and start no launcher."""
+    env, marker = fake_launcher
+    proc = hympi(*args, env=env)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert needle in lines[0]
+    assert not marker.exists(), "a launcher was started for bad input"
+
+
 @pytest.fixture
 def fake_launcher(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """An MPI launcher that only records that it was called, to prove nothing was launched."""

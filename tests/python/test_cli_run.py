@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import hympi, hympi_json
+from conftest import assert_refused, hympi, hympi_json
 
 RESULT_FIELDS = {"app", "problem", "ranks", "threads", "bind", "time_s", "rate", "rate_unit", "verified", "comm_s",
                  "comp_s", "imbalance", "max_rss_mib", "node_rss_mib", "hosts", "mpi_library", "threads_level",
@@ -34,13 +34,7 @@ RESULT_FIELDS = {"app", "problem", "ranks", "threads", "bind", "time_s", "rate",
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_launched(args, needle, fake_launcher):
-    env, marker = fake_launcher
-    proc = hympi(*args, env=env)
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert needle in lines[0]
-    assert not marker.exists(), "a launcher was started for bad input"
+    assert_refused(args, needle, fake_launcher)
 
 
 def test_rb3d_residuals_identical_across_layouts():

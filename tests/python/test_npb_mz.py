@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import hympi, hympi_json
+from conftest import assert_refused, hympi, hympi_json
 
 
 # Class S: the Release CTest entries app.<bench>.W.* already verify class W at four layouts; this checks what
@@ -54,10 +54,4 @@ def test_perturbed_final_state_fails_verification(bench):
     ],
 )
 def test_bad_input_exits_2_with_one_line(args, needle, fake_launcher):
-    env, marker = fake_launcher
-    proc = hympi(*args, env=env)
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert needle in lines[0]
-    assert not marker.exists()
+    assert_refused(args, needle, fake_launcher)
