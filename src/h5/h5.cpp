@@ -1,9 +1,11 @@
 #include "hympi/h5/h5.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <exception>
+#include <future>
 #include <vector>
 
 #include <sys/statvfs.h>
@@ -581,8 +583,15 @@ void File::read(const std::string& name, const Block3& block, std::span<double> 
         }),
         agreed_failure_);
   LocalOutcome outcome;
-  std::vector<double> doubles;
-  std::vector<float> floats;
+  // Two buffers so the unpack and checksum of one slab (a thread of its own, no HDF5 or MPI calls in it)
+  // overlap the read of the next: done one after the other, the checksum pass cost as much as the read.
+  std::array<std::vector<double>, 2> doubles;
+  std::array<std::vector<float>, 2> floats;
+  std::future<std::uint64_t> unpacking;  // the previous slab's, reading from the other buffer
+  const auto finish_unpack = [&] {
+    if (unpacking.valid()) local_sum += unpacking.get();
+  };
+  std::size_t next_buffer = 0;
   for_each_slab(comm_, block, single ? sizeof(float) : sizeof(double), options_.slab_bytes,
                 [&](Planes planes, long count) {
     const LocalOutcome slab = attempt([&] {
@@ -590,26 +599,34 @@ void File::read(const std::string& name, const Block3& block, std::span<double> 
         planes = {};
         count = 0;
       }
+      const std::size_t b = next_buffer;
+      next_buffer = 1 - next_buffer;
       Handle space(checked(H5Dget_space(opened.get()), "H5Dget_space"), H5Sclose);
       select_planes(space.get(), block, planes);
       const Handle memory = memory_space(count);
       const Handle dxpl = transfer(options_.collective);
       void* buffer = nullptr;
       if (single) {
-        floats.resize(std::max(floats.size(), std::size_t(count)));
-        buffer = floats.data();
+        floats[b].resize(std::max(floats[b].size(), std::size_t(count)));
+        buffer = floats[b].data();
       } else {
-        doubles.resize(std::max(doubles.size(), std::size_t(count)));
-        buffer = doubles.data();
+        doubles[b].resize(std::max(doubles[b].size(), std::size_t(count)));
+        buffer = doubles[b].data();
       }
       double dummy = 0;
       if (H5Dread(opened.get(), single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, memory.get(), space.get(), dxpl.get(),
                   count > 0 ? buffer : &dummy) < 0)
         throw BadFile("cannot read " + where + ": " + error_stack_message());
-      local_sum += single ? unpack(block, floats, planes, data) : unpack(block, doubles, planes, data);
+      finish_unpack();
+      if (count > 0)
+        unpacking = std::async(std::launch::async, [&block, &data, &doubles, &floats, single, b, planes] {
+          return single ? unpack(block, floats[b], planes, data) : unpack(block, doubles[b], planes, data);
+        });
     });
     if (slab.failed && !outcome.failed) outcome = slab;
   });
+  const LocalOutcome last = attempt(finish_unpack);
+  if (last.failed && !outcome.failed) outcome = last;
   agree(comm_, outcome, agreed_failure_);
   verify_checksum(comm_, block.box.count() * block.memory.components, local_sum, element_count(expected), stored,
                   where, agreed_failure_);
