@@ -44,9 +44,23 @@ def test_every_layout_and_both_modes_give_one_state_bit_for_bit():
 def test_the_record_has_the_keys_the_sweep_reads():
     rec = record(run_single(BINARY, *PROBLEM))
     m = rec["metrics"]
-    for key in ("blades", "grid", "inner", "n1", "n2", "iterations", "iteration_s", "comp_iteration_s",
-                "group_halo_iteration_s", "blade_exchange_iteration_s", "cells", "group_halo_bytes_per_iteration",
-                "blade_exchange_bytes_per_iteration", "state_checksum", "manufactured_error"):
+    for key in (
+        "blades",
+        "grid",
+        "inner",
+        "n1",
+        "n2",
+        "iterations",
+        "iteration_s",
+        "comp_iteration_s",
+        "group_halo_iteration_s",
+        "blade_exchange_iteration_s",
+        "cells",
+        "group_halo_bytes_per_iteration",
+        "blade_exchange_bytes_per_iteration",
+        "state_checksum",
+        "manufactured_error",
+    ):
         assert key in m, key
     assert rec["problem"] == "5 blades 20x9x6" and rec["rate_unit"] == "Mcell/s"
     assert m["cells"] == 5 * 20 * 9 * 6 and m["grid"] == [20, 9, 6] and m["iterations"] == 8
@@ -58,7 +72,7 @@ def test_a_tolerance_too_small_reports_unverified():
     proc = run_single(BINARY, *PROBLEM, "--tolerance-scale", "0.01")
     assert proc.returncode == 1, proc.stderr
     line = next(x for x in proc.stdout.splitlines() if x.startswith("HYMPI_RESULT "))
-    rec = json.loads(line[len("HYMPI_RESULT "):])
+    rec = json.loads(line[len("HYMPI_RESULT ") :])
     assert rec["verified"] is False
     assert rec["metrics"]["manufactured_error"] > rec["metrics"]["manufactured_bound"]
 
@@ -66,10 +80,16 @@ def test_a_tolerance_too_small_reports_unverified():
 # (hympi run arguments, app arguments, text the one error line must hold)
 BAD = [
     (["--ranks", "3", "--oversubscribe"], ["--blades", "2"], "N1 = 3 groups is larger than the number of blades"),
-    (["--ranks", "4", "--oversubscribe"], ["--inner", "mpi", "--n2", "4", "--grid", "8", "3", "4"],
-     "--n2 4 is larger than J = 3"),
-    (["--ranks", "1", "--threads", "4", "--oversubscribe"], ["--grid", "8", "3", "4"],
-     "N2 = 4 OpenMP threads is larger than J = 3"),
+    (
+        ["--ranks", "4", "--oversubscribe"],
+        ["--inner", "mpi", "--n2", "4", "--grid", "8", "3", "4"],
+        "--n2 4 is larger than J = 3",
+    ),
+    (
+        ["--ranks", "1", "--threads", "4", "--oversubscribe"],
+        ["--grid", "8", "3", "4"],
+        "N2 = 4 OpenMP threads is larger than J = 3",
+    ),
     (["--ranks", "3", "--oversubscribe"], ["--inner", "mpi", "--n2", "2"], "total ranks 3 is not N1 x N2"),
     (["--ranks", "1"], ["--inner", "hybrid"], "unknown --inner 'hybrid'"),
     (["--ranks", "1"], ["--grid", "2", "8", "8"], "--grid I must be >= 3"),
