@@ -1,5 +1,6 @@
 #include "hympi/core/requests.hpp"
 
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -53,20 +54,37 @@ void PersistentRequests::check_inactive(const char* what) const {
   if (active_) throw Error(std::string("PersistentRequests::") + what + " called while the requests are active");
 }
 
-void PersistentRequests::add_receive(std::span<double> buffer, int source, int tag, MPI_Comm comm) {
-  check_inactive("add_receive");
+void PersistentRequests::add(void* buffer, std::size_t count, MPI_Datatype type, int peer, int tag, MPI_Comm comm,
+                             bool receive) {
+  check_inactive(receive ? "add_receive" : "add_send");
+  if (count > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw Error("PersistentRequests: a message of " + std::to_string(count) + " elements exceeds MPI's int count");
   MPI_Request r = MPI_REQUEST_NULL;
-  HYMPI_MPI(MPI_Recv_init(buffer.data(), static_cast<int>(buffer.size()), MPI_DOUBLE, source, tag, comm, &r));
+  const int n = static_cast<int>(count);
+  if (receive) {
+    HYMPI_MPI(MPI_Recv_init(buffer, n, type, peer, tag, comm, &r));
+  } else {
+    HYMPI_MPI(MPI_Send_init(buffer, n, type, peer, tag, comm, &r));
+  }
   requests_.push_back(r);
-  is_receive_.push_back(true);
+  is_receive_.push_back(receive);
+}
+
+void PersistentRequests::add_receive(std::span<double> buffer, int source, int tag, MPI_Comm comm) {
+  add(buffer.data(), buffer.size(), MPI_DOUBLE, source, tag, comm, true);
 }
 
 void PersistentRequests::add_send(std::span<const double> buffer, int dest, int tag, MPI_Comm comm) {
-  check_inactive("add_send");
-  MPI_Request r = MPI_REQUEST_NULL;
-  HYMPI_MPI(MPI_Send_init(buffer.data(), static_cast<int>(buffer.size()), MPI_DOUBLE, dest, tag, comm, &r));
-  requests_.push_back(r);
-  is_receive_.push_back(false);
+  // MPI_Send_init takes a non-const pointer in MPI-2 bindings; the send never writes it.
+  add(const_cast<double*>(buffer.data()), buffer.size(), MPI_DOUBLE, dest, tag, comm, false);
+}
+
+void PersistentRequests::add_receive(std::span<float> buffer, int source, int tag, MPI_Comm comm) {
+  add(buffer.data(), buffer.size(), MPI_FLOAT, source, tag, comm, true);
+}
+
+void PersistentRequests::add_send(std::span<const float> buffer, int dest, int tag, MPI_Comm comm) {
+  add(const_cast<float*>(buffer.data()), buffer.size(), MPI_FLOAT, dest, tag, comm, false);
 }
 
 void PersistentRequests::start() {

@@ -30,6 +30,7 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
 QUICK_ARGS = {"affinity": (), "stream": ("--elements", "10000", "--repeats", "2"), "rb3d": ("--size", "8"),
               "spmv3d": ("--global", "8", "8", "8"), "bt-mz": ("--class", "S"), "sp-mz": ("--class", "S"),
               "lu-mz": ("--class", "S"), "is": ("--class", "S"), "pencil": ("--grid", "16", "16", "16", "--steps", "2"),
+              "blades": ("--blades", "3", "--grid", "12", "8", "4", "--iterations", "2"),
               "pingpong": ("--iterations", "2", "--max-bytes", "8")}
 
 

@@ -30,6 +30,10 @@ class PersistentRequests {
   /// Adds a send of `buffer` to `dest` (MPI_PROC_NULL allowed) with `tag` on `comm`.
   /// Throws Error while the set is active, MpiError when MPI refuses.
   void add_send(std::span<const double> buffer, int dest, int tag, MPI_Comm comm);
+  /// Adds a receive of single-precision `buffer`, as add_receive for doubles (fails alike).
+  void add_receive(std::span<float> buffer, int source, int tag, MPI_Comm comm);
+  /// Adds a send of single-precision `buffer`, as add_send for doubles (fails alike).
+  void add_send(std::span<const float> buffer, int dest, int tag, MPI_Comm comm);
   /// Starts every request (nothing to do for an empty set). Throws Error when already active,
   /// MpiError when MPI fails.
   void start();
@@ -43,6 +47,7 @@ class PersistentRequests {
 
  private:
   void check_inactive(const char* what) const;
+  void add(void* buffer, std::size_t count, MPI_Datatype type, int peer, int tag, MPI_Comm comm, bool receive);
   void release() noexcept;
   std::vector<MPI_Request> requests_;
   std::vector<bool> is_receive_;

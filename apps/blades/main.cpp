@@ -1,0 +1,131 @@
+// hympi-blades: the blade-row multi-block solver (seed 000 §3.3, AKIE): blades over N1 groups, J over N2 OpenMP
+// threads (--inner openmp) or N2 ranks per group (--inner mpi), one kernel source for both, bitwise equal states,
+// checked against a manufactured solution.
+#include <iomanip>
+#include <iostream>
+
+#include "hympi/app/app.hpp"
+#include "hympi/blades/run.hpp"
+#include "hympi/core/checksum.hpp"
+
+namespace {
+
+namespace blades = hympi::blades;
+
+class BladesApp final : public hympi::AppDefinition {
+ public:
+  std::string name() const override { return "blades"; }
+  void add_options(CLI::App& cli) override {
+    cli.add_option("--blades", blades_, "blades in the periodic row (B)")->capture_default_str();
+    cli.add_option("--grid", grid_, "points per blade I J K (I and J include both walls; storage I fastest)")
+        ->expected(3)
+        ->capture_default_str();
+    iterations_option_ =
+        cli.add_option("--iterations", iterations_, "iterations; default: at least this many, more until --min-time")
+            ->capture_default_str();
+    cli.add_option("--inner", inner_,
+                   "level 2 inside a group of blades: openmp (N2 = OpenMP threads, N1 = ranks) or mpi (N2 = --n2 "
+                   "ranks per group, N1 = ranks / N2)")
+        ->capture_default_str();
+    cli.add_option("--n2", n2_, "ranks per group splitting J with --inner mpi")->capture_default_str();
+    cli.add_option("--offset", offset_, "J cells between neighbouring blades' grids, in [0, 1]")->capture_default_str();
+    cli.add_option("--verify", verify_,
+                   "manufactured: max error vs the exact solution within the scheme's bound; bitwise: also the "
+                   "one-rank state's checksum, recomputed on rank 0")
+        ->check(CLI::IsMember({"manufactured", "bitwise"}))
+        ->capture_default_str();
+    cli.add_option("--tolerance-scale", tolerance_scale_, "multiplies the verification bound (tests)")
+        ->capture_default_str();
+  }
+  /// Throws InvalidArgument naming the bad value: sizes, --inner, N1 > blades, N2 > J, ranks not N1 x N2.
+  void validate(const hympi::Layout& layout) const override { options(0.0).validate(layout.ranks, layout.threads); }
+
+  hympi::ResultRecord run(hympi::AppContext& ctx) override {
+    const bool fixed = iterations_option_->count() > 0;
+    const blades::RunOptions o = options(fixed ? 0.0 : ctx.min_time_s);
+    const blades::RunResult r = blades::run_blades(ctx.env.world(), o, ctx.metrics);
+    const auto n = static_cast<double>(r.iterations);
+    const auto cells = static_cast<double>(o.problem.cells());
+    const std::string checksum = hympi::checksum_hex(r.checksum);
+    const bool verified = r.verified();
+    if (ctx.env.rank() == 0) {
+      std::cout << std::setprecision(4) << "blades " << o.problem.text() << ", --inner " << inner_ << ": N1 = "
+                << r.levels.n1 << " groups x N2 = " << r.levels.n2
+                << (o.inner == blades::InnerMode::openmp ? " threads" : " ranks") << ", " << r.iterations
+                << " iterations\n"
+                << "  time " << r.time_s << " s, " << r.time_s / n * 1e3 << " ms per iteration: comp "
+                << r.phases_max.comp / n * 1e3 << ", group halo " << r.phases_max.group_halo / n * 1e3
+                << ", blade exchange " << r.phases_max.blade_exchange / n * 1e3 << " ms (max over ranks)\n"
+                << "  state checksum " << checksum << "\n"
+                << "  manufactured error " << r.error << " (bound " << r.tolerance << ")\n";
+      if (r.reference_checksum)
+        std::cout << "  one-rank reference checksum " << hympi::checksum_hex(*r.reference_checksum)
+                  << (r.bitwise_match.value_or(false) ? " (equal)" : " (DIFFERENT)") << "\n";
+      std::cout << " Verification    =             " << (verified ? "  SUCCESSFUL" : "UNSUCCESSFUL") << std::endl;
+    }
+    hympi::ResultRecord rec;
+    rec.app = name();
+    rec.problem = o.problem.text();
+    rec.time_s = r.time_s;
+    rec.rate = r.time_s > 0 ? cells * n / r.time_s * 1e-6 : 0.0;
+    rec.rate_unit = "Mcell/s";
+    rec.verified = verified;
+    rec.timed_repetitions = static_cast<int>(r.iterations);
+    rec.repetitions_fixed = fixed;
+    rec.min_time_s = ctx.min_time_s;
+    rec.metrics = {{"blades", o.problem.blades},
+                   {"grid", o.problem.grid},
+                   {"inner", blades::to_string(o.inner)},
+                   {"n1", r.levels.n1},
+                   {"n2", r.levels.n2},
+                   {"iterations", r.iterations},
+                   {"iteration_s", r.time_s / n},
+                   {"comp_iteration_s", r.phases_max.comp / n},
+                   {"group_halo_iteration_s", r.phases_max.group_halo / n},
+                   {"blade_exchange_iteration_s", r.phases_max.blade_exchange / n},
+                   {"cells", o.problem.cells()},
+                   {"group_halo_bytes_per_iteration", r.group_halo_bytes},
+                   {"blade_exchange_bytes_per_iteration", r.blade_exchange_bytes},
+                   {"state_checksum", checksum},
+                   {"manufactured_error", r.error},
+                   {"manufactured_bound", r.tolerance},
+                   {"offset", o.problem.offset},
+                   {"state_bytes_per_rank_max", r.state_bytes_max},
+                   {"options", o.to_json()}};
+    if (r.reference_checksum) rec.metrics["reference_checksum"] = hympi::checksum_hex(*r.reference_checksum);
+    if (r.bitwise_match) rec.metrics["bitwise_match"] = *r.bitwise_match;
+    return rec;
+  }
+
+ private:
+  blades::RunOptions options(double min_time_s) const {
+    blades::RunOptions o;
+    o.problem.blades = blades_;
+    o.problem.grid = {grid_[0], grid_[1], grid_[2]};
+    o.problem.offset = offset_;
+    o.inner = blades::parse_inner(inner_);
+    o.n2 = n2_;
+    o.iterations = iterations_;
+    o.min_time_s = min_time_s;
+    o.tolerance_scale = tolerance_scale_;
+    o.verify_bitwise = verify_ == "bitwise";
+    return o;
+  }
+
+  long blades_ = 8;
+  std::vector<long> grid_{48, 32, 24};
+  long iterations_ = 100;
+  CLI::Option* iterations_option_ = nullptr;
+  std::string inner_ = "openmp";
+  int n2_ = 1;
+  double offset_ = 0.25;
+  std::string verify_ = "manufactured";
+  double tolerance_scale_ = 1.0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BladesApp app;
+  return hympi::run_app(argc, argv, app);
+}
