@@ -8,13 +8,14 @@ from pathlib import Path
 
 from fakeapps import _script, fake_bin_dir
 
-# The fake's phases per iteration: comp = COMP * share * s + OMP * g(T), halo = HALO_MSG * m_halo * s,
-# blade = BLADE_MSG * m_blade * s (s = max(1, N1*N2 / FAKE_CORES)); t_iter = their sum.
-COMP, OMP, HALO_MSG, BLADE_MSG = 1e-8, 2e-4, 5e-4, 3e-4
+# The fake's phases per iteration (report/blades_model.py's terms): comp = COMP * share + OMP * g(T),
+# halo = HALO_MSG * m_halo + WAIT * share * (s - 1) [m_halo > 0], blade = BLADE_MSG * m_blade + WAIT * share * (s - 1)
+# [m_blade > 0] (s = max(1, N1*N2 / FAKE_CORES)); t_iter = their sum.
+COMP, OMP, HALO_MSG, BLADE_MSG, WAIT = 1e-8, 2e-4, 5e-4, 3e-4, 5e-9
 
 FAKE_BLADES = r'''#!PYTHON
 import json, math, os, sys
-COMP, OMP, HALO_MSG, BLADE_MSG = COEFFICIENTS
+COMP, OMP, HALO_MSG, BLADE_MSG, WAIT = COEFFICIENTS
 args = sys.argv[1:]
 def opt(name, default=None, n=1):
     if name not in args:
@@ -56,10 +57,11 @@ s = max(1.0, n1 * n2 / cores)
 t = n2 if inner == "openmp" else 1
 g = 0.0 if t <= 1 else 1.0 + math.log2(t)
 share = math.ceil(blades / n1) * grid[0] * math.ceil(grid[1] / n2) * grid[2]
-comp = COMP * share * s + OMP * g
+comp = COMP * share + OMP * g
 m_halo = 0.0 if inner != "mpi" or n2 <= 1 else (1.0 if n2 == 2 else 2.0)
-halo = HALO_MSG * m_halo * s
-blade = BLADE_MSG * (2.0 if n1 > 1 else 0.0) * s
+wait = WAIT * share * (s - 1.0)
+halo = HALO_MSG * m_halo + (wait if m_halo else 0.0)
+blade = BLADE_MSG * (2.0 if n1 > 1 else 0.0) + (wait if n1 > 1 else 0.0)
 iteration = comp + halo + blade
 cells = blades * grid[0] * grid[1] * grid[2]
 record = {"app": "blades", "problem": f"{blades}x{grid[0]}x{grid[1]}x{grid[2]}", "ranks": ranks, "threads": threads,
@@ -81,6 +83,6 @@ print("HYMPI_RESULT " + json.dumps(record), flush=True)
 def fake_blades_bin(tmp: Path) -> dict[str, str]:
     """fake_bin_dir plus the stand-in hympi-blades; returns the env that uses them (fake mpirun included)."""
     env = fake_bin_dir(tmp)
-    text = FAKE_BLADES.replace("COEFFICIENTS", repr((COMP, OMP, HALO_MSG, BLADE_MSG)), 1)
+    text = FAKE_BLADES.replace("COEFFICIENTS", repr((COMP, OMP, HALO_MSG, BLADE_MSG, WAIT)), 1)
     _script(Path(env["HYMPI_BIN_DIR"]) / "hympi-blades", text)
     return env

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import assert_refused, hympi
 from fakeapps import launches
-from fakeblades import BLADE_MSG, COMP, HALO_MSG, OMP, fake_blades_bin
+from fakeblades import BLADE_MSG, COMP, HALO_MSG, OMP, WAIT, fake_blades_bin
 from hympi.report import ensure_out_dir, write_report
 from hympi.report.blades_model import Observation, fit, relative_error, why_sentence
 from hympi.store import Run, Store, schema
@@ -128,9 +128,11 @@ def _obs(n1: int, n2: int, inner: str, cores: int = 2, scale: float = 1.0) -> Ob
     t = n2 if inner == "openmp" else 1
     g = 0.0 if t == 1 else 1.0 + math.log2(t)
     share = math.ceil(8 / n1) * 16 * math.ceil(32 / n2) * 8
-    comp = (COMP * share * s + OMP * g) * scale
-    halo = HALO_MSG * (0.0 if inner != "mpi" or n2 == 1 else (1.0 if n2 == 2 else 2.0)) * s * scale
-    blade = BLADE_MSG * (2.0 if n1 > 1 else 0.0) * s * scale
+    comp = (COMP * share + OMP * g) * scale
+    m_halo = 0.0 if inner != "mpi" or n2 == 1 else (1.0 if n2 == 2 else 2.0)
+    wait = WAIT * share * (s - 1.0)
+    halo = (HALO_MSG * m_halo + (wait if m_halo else 0.0)) * scale
+    blade = (BLADE_MSG * (2.0 if n1 > 1 else 0.0) + (wait if n1 > 1 else 0.0)) * scale
     return Observation(n1, n2, inner, 8, (16, 32, 8), cores, comp + halo + blade, comp, halo, blade, 0.0, 0.0)
 
 
@@ -139,9 +141,9 @@ def test_the_model_recovers_known_coefficients_and_explains_the_ratio():
     model = fit(observations)
     assert model is not None
     comp, halo, blade = (f.coefficients for f in model.fits)
-    assert comp[0] == pytest.approx(COMP, rel=1e-6) and comp[1] == pytest.approx(OMP, rel=1e-6)
-    assert comp[2] == pytest.approx(0.0, abs=1e-9)
-    assert halo[0] == pytest.approx(HALO_MSG, rel=1e-6) and blade[0] == pytest.approx(BLADE_MSG, rel=1e-6)
+    assert comp == pytest.approx((COMP, OMP, 0.0), rel=1e-6, abs=1e-12)
+    assert halo == pytest.approx((HALO_MSG, WAIT, 0.0), rel=1e-6, abs=1e-12)
+    assert blade == pytest.approx((BLADE_MSG, WAIT, 0.0, 0.0, 0.0), rel=1e-6, abs=1e-12)
     assert model.worst < 1e-6
     # An unseen layout is predicted from the terms, not looked up.
     assert model.predict(_obs(8, 2, "mpi")).model == pytest.approx(_obs(8, 2, "mpi").iteration_s, rel=1e-6)
@@ -156,13 +158,15 @@ def test_relative_error_and_a_model_that_misses():
     assert relative_error(1.15, 1.0) == pytest.approx(0.15)
     assert relative_error(0.9, 1.0) == pytest.approx(-0.1)
     assert relative_error(1.0, 0.0) == math.inf
-    # One layout 30 % slower than the terms allow: the fit cannot follow it, and the error shows it.
+    # 1x1 mpi 30 % slower than 1x1 openmp, the same decomposition with the same columns: no fit follows both, and
+    # the error shows it.
     observations = [_obs(n1, n2, inner) for inner in ("openmp", "mpi") for n1 in (1, 2) for n2 in (1, 2)]
-    bad = observations[3]
-    observations[3] = Observation(bad.n1, bad.n2, bad.inner, bad.blades, bad.grid, bad.cores, bad.iteration_s * 1.3,
+    bad = observations[4]
+    assert (bad.inner, bad.n1, bad.n2) == ("mpi", 1, 1)
+    observations[4] = Observation(bad.n1, bad.n2, bad.inner, bad.blades, bad.grid, bad.cores, bad.iteration_s * 1.3,
                                   bad.comp_s * 1.3, bad.halo_s, bad.blade_s, 0.0, 0.0)
     model = fit(observations)
-    assert model is not None and model.worst > 0.05
+    assert model is not None and 0.1 < model.worst < 0.2
     assert fit(observations[:2]) is None
 
 

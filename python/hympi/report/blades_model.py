@@ -2,21 +2,30 @@
 
     t_iter = t_comp + t_group_halo + t_blade_exchange
 
-each term fitted on its own measured phase (metrics comp_iteration_s, group_halo_iteration_s,
-blade_exchange_iteration_s: per iteration, max over ranks) by non-negative least squares (report.model.nnls), with
-W = N1 x N2 workers on C cores (hwloc) and the oversubscription factor s = max(1, W / C):
+with W = N1 x N2 workers on C cores (hwloc), s = max(1, W / C) the oversubscription factor, and
 
-    t_comp  = a1 x share x s  +  a2 x g(T)  +  a3 x g(T) x (s - 1)
-        share = ceil(B / N1) x I x ceil(J / N2) x K cells of the busiest worker; g(T) = 0 for T = 1 OpenMP thread per
-        rank, else 1 + log2(T): the fork/join and barrier per parallel region (report.model.g_threads), dearer when
-        the threads share cores with other workers;
-    t_group_halo     = b1 x m_halo x s   +  b2 x halo bytes / min(W, C)
-        m_halo = messages per rank and iteration in the J split (0 for openmp or N2 = 1, 1 for N2 = 2, else 2);
-    t_blade_exchange = c1 x m_blade x s  +  c2 x blade bytes / min(W, C)
-        m_blade = 2 neighbour messages per rank and iteration when N1 > 1, else 0.
+    t_comp           = a1 x share  +  a2 x g(T)  +  a3 x g(T) x (s - 1)
+    t_group_halo     = b1 x m_halo   +  b2 x wait x [m_halo > 0]   +  b3 x halo bytes / min(W, C)
+    t_blade_exchange = c1 x m_blade  +  c2 x wait x [m_blade > 0]  +  c3 x g(T)  +  c4 x g(T) x (s - 1)
+                       +  c5 x blade bytes / min(W, C)
 
-Measured values are medians over a layout's ok timed runs. The relative error is (model - measured) / measured of
-t_iter for each layout, in sample (every layout takes part in the fit).
+  share = ceil(B / N1) x I x ceil(J / N2) x K cells of the busiest worker (its own computation);
+  g(T) = 0 for T = 1 OpenMP thread per rank, else 1 + log2(T) (report.model.g_threads): fork/join and barriers,
+         dearer when the threads share cores with other workers (x (s - 1)); in the blade exchange it is the barrier
+         the threads meet before one of them exchanges;
+  wait = share x (s - 1): an oversubscribed worker waits in its first exchange while the workers sharing its core
+         compute (the measured phase then holds that time);
+  m_halo = group-halo messages per rank and iteration (0 for openmp or N2 = 1, 1 for N2 = 2, else 2);
+  m_blade = 2 blade-exchange messages per rank and iteration once N1 > 1, else 0.
+
+The coefficients (all >= 0) come from one non-negative least-squares problem (report.model.nnls) with, per layout,
+a row per phase (the term's columns against the measured phase: metrics comp_iteration_s, group_halo_iteration_s,
+blade_exchange_iteration_s, per iteration, max over ranks) and a row for the total (every column against
+iteration_s, weight TOTAL_WEIGHT). Each layout's rows are divided by its measured t_iter, so every layout counts
+alike (relative errors, not seconds). The total rows are needed because the phases are maxima over ranks: under
+oversubscription one rank waits in the halo while another waits in the blade exchange, and the maxima overlap.
+Measured values are medians over a layout's ok timed runs; the relative error is (model - measured) / measured of
+t_iter, in sample (every layout takes part in the fit).
 """
 
 from __future__ import annotations
@@ -98,20 +107,38 @@ class Term:
     columns: tuple[Column, ...]
 
 
+def _g(o: Observation) -> float:
+    """g(T) of the layout's threads per rank."""
+    return g_threads(o.threads)
+
+
+def _g_shared(o: Observation) -> float:
+    """g(T) x (s - 1)."""
+    return g_threads(o.threads) * (o.oversubscription - 1.0)
+
+
+def _wait(o: Observation) -> float:
+    """share x (s - 1): what the workers sharing a core compute while this one waits."""
+    return o.share * (o.oversubscription - 1.0)
+
+
 TERMS: tuple[Term, ...] = (
     Term("t_comp", lambda o: o.comp_s, (
-        ("share x s", lambda o: o.share * o.oversubscription),
-        ("g(T)", lambda o: g_threads(o.threads)),
-        ("g(T) x (s-1)", lambda o: g_threads(o.threads) * (o.oversubscription - 1.0)))),
+        ("share", lambda o: o.share), ("g(T)", _g), ("g(T) x (s-1)", _g_shared))),
     Term("t_group_halo", lambda o: o.halo_s, (
-        ("m_halo x s", lambda o: o.halo_messages * o.oversubscription),
+        ("m_halo", lambda o: o.halo_messages),
+        ("wait", lambda o: _wait(o) if o.halo_messages else 0.0),
         ("halo bytes / min(W,C)", lambda o: o.halo_bytes / o.parallel))),
     Term("t_blade_exchange", lambda o: o.blade_s, (
-        ("m_blade x s", lambda o: o.blade_messages * o.oversubscription),
+        ("m_blade", lambda o: o.blade_messages),
+        ("wait", lambda o: _wait(o) if o.blade_messages else 0.0),
+        ("g(T)", _g), ("g(T) x (s-1)", _g_shared),
         ("blade bytes / min(W,C)", lambda o: o.blade_bytes / o.parallel))),
 )
-# The part of t_comp that is OpenMP overhead (the g(T) columns): what hybrid pays and MPI does not.
+# The columns that are OpenMP overhead (the g(T) columns): what hybrid pays and MPI does not.
 OPENMP_COLUMNS = ("g(T)", "g(T) x (s-1)")
+# Weight of each layout's total-time row against its phase rows.
+TOTAL_WEIGHT = 3.0
 MIN_OBSERVATIONS = 3
 
 
@@ -162,7 +189,7 @@ class BladesModel:
     def predict(self, obs: Observation) -> Prediction:
         """The model's terms for a layout (measured or not)."""
         values = tuple(f.value(obs) for f in self.fits)
-        return Prediction(obs, values, self.fits[0].value(obs, OPENMP_COLUMNS))
+        return Prediction(obs, values, sum(f.value(obs, OPENMP_COLUMNS) for f in self.fits))
 
 
 def relative_error(model: float, measured: float) -> float:
@@ -172,20 +199,33 @@ def relative_error(model: float, measured: float) -> float:
     return (model - measured) / measured
 
 
-def fit_term(term: Term, observations: list[Observation]) -> TermFit:
-    """The term's non-negative coefficients from the observations (ValueError for none)."""
-    if not observations:
-        raise ValueError(f"{term.name}: no observations to fit")
-    a = np.array([[f(o) for _, f in term.columns] for o in observations], dtype=float)
-    y = np.array([term.phase(o) for o in observations], dtype=float)
-    return TermFit(term, tuple(float(c) for c in nnls(a, y)))
-
-
-def fit(observations: list[Observation]) -> BladesModel | None:
-    """Every term fitted and every layout predicted; None with fewer than MIN_OBSERVATIONS layouts."""
-    if len(observations) < MIN_OBSERVATIONS:
+def fit(observations: list[Observation], terms: tuple[Term, ...] = TERMS) -> BladesModel | None:
+    """Every term fitted (phase rows and total rows, relative, one NNLS) and every layout predicted; None with fewer
+    than MIN_OBSERVATIONS layouts or a layout without a measured time > 0."""
+    if len(observations) < MIN_OBSERVATIONS or any(not o.iteration_s > 0 for o in observations):
         return None
-    model = BladesModel(tuple(fit_term(t, observations) for t in TERMS), ())
+    width = sum(len(t.columns) for t in terms)
+    rows: list[list[float]] = []
+    target: list[float] = []
+    for o in observations:
+        total = [0.0] * width
+        offset = 0
+        for term in terms:
+            row = [0.0] * width
+            for j, (_, column) in enumerate(term.columns):
+                row[offset + j] = total[offset + j] = column(o) / o.iteration_s
+            rows.append(row)
+            target.append(term.phase(o) / o.iteration_s)
+            offset += len(term.columns)
+        rows.append([TOTAL_WEIGHT * v for v in total])
+        target.append(TOTAL_WEIGHT)
+    x = nnls(np.array(rows, dtype=float), np.array(target, dtype=float))
+    fits = []
+    offset = 0
+    for term in terms:
+        fits.append(TermFit(term, tuple(float(c) for c in x[offset:offset + len(term.columns)])))
+        offset += len(term.columns)
+    model = BladesModel(tuple(fits), ())
     return BladesModel(model.fits, tuple(model.predict(o) for o in observations))
 
 
@@ -196,17 +236,19 @@ def _ms(seconds: float) -> str:
 
 def why_sentence(model: BladesModel, n2: int, ratio: float | None, low: float | None, high: float | None) -> str:
     """One sentence for level-2 size `n2`: whether hybrid wins (MPI / hybrid time ratio > 1 with its interval) and
-    why, from the fitted terms averaged over the N1 measured in both modes (group halo and the extra blade messages
-    of N1 x N2 ranks vs the OpenMP overhead)."""
+    why, from the fitted terms averaged over the N1 measured in both modes (group halo and the other costs of
+    N1 x N2 ranks vs the OpenMP overhead)."""
     pairs = [(h, m) for h in model.predictions for m in model.predictions
              if h.obs.inner == "openmp" and m.obs.inner == "mpi" and h.obs.n2 == m.obs.n2 == n2
              and h.obs.n1 == m.obs.n1]
     if not pairs:
         return f"N2 = {n2}: not measured in both modes."
     halo = float(np.mean([m.terms[1] for _, m in pairs]))
-    blade_extra = float(np.mean([m.terms[2] - h.terms[2] for h, m in pairs]))
+    # Everything else the MPI mode pays beyond the hybrid mode's costs other than OpenMP (the blade exchange of
+    # N1 x N2 ranks instead of N1, waiting): model(mpi) - model(hybrid) = halo + other - omp.
+    other = float(np.mean([(m.model - m.terms[1]) - (h.model - h.openmp_overhead) for h, m in pairs]))
     omp = float(np.mean([h.openmp_overhead for h, _ in pairs]))
-    mpi_cost = halo + blade_extra
+    mpi_cost = halo + other
     if ratio is None or low is None or high is None:
         verdict = "no ratio (too few runs)"
     elif low <= 1.0 <= high:
@@ -219,7 +261,7 @@ def why_sentence(model: BladesModel, n2: int, ratio: float | None, low: float | 
         return (f"N2 = 1: {verdict}; both modes run the same decomposition (no level 2: no group halo, one thread), "
                 "so only noise can separate them.")
     side = "more" if mpi_cost > omp else "less"
-    return (f"N2 = {n2}: {verdict}; in the model the MPI mode pays {_ms(halo)} of group halo and "
-            f"{_ms(blade_extra)} of extra blade-exchange messages per iteration, {side} than the {_ms(omp)} of "
-            f"OpenMP fork/join overhead the hybrid mode pays, so the model has "
+    return (f"N2 = {n2}: {verdict}; in the model the MPI mode pays {_ms(halo)} of group halo and {_ms(other)} of "
+            f"other differences (blade exchange of N1 x N2 ranks, waiting) per iteration, {side} than the "
+            f"{_ms(omp)} of OpenMP fork/join and barrier overhead the hybrid mode pays, so the model has "
             f"{'hybrid' if mpi_cost > omp else 'MPI'} ahead by {_ms(abs(mpi_cost - omp))}.")
