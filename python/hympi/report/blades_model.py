@@ -230,8 +230,8 @@ def fit(observations: list[Observation], terms: tuple[Term, ...] = TERMS) -> Bla
 
 
 def _ms(seconds: float) -> str:
-    """'0.123 ms'."""
-    return f"{seconds * 1e3:.3g} ms"
+    """'0.123 ms' ('0 ms' below a nanosecond: rounding noise of the fit)."""
+    return f"{seconds * 1e3:.3g} ms" if abs(seconds) >= 1e-9 else "0 ms"
 
 
 def why_sentence(model: BladesModel, n2: int, ratio: float | None, low: float | None, high: float | None) -> str:
