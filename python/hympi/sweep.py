@@ -61,7 +61,7 @@ from hympi.launch.mpirun import (
 from hympi.paths import REPO_ROOT
 from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compare, contenders
 from hympi.settings import DEFAULT, settings
-from hympi.store import WARMUP_REPEAT, MachineRecord, Run, Store, Sweep, now_utc
+from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.topology import MachineSummary
 from hympi.tune.cvars import ignored_texts
 
@@ -80,8 +80,8 @@ _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "HYMPI_", "OMPI_MCA_", "MPICH_", "I_MP
 DEFAULT_CHECKPOINT_EVERY = 50
 # Exit code of an app for bad input: after --restart, the checkpoint itself was refused (corrupt, another problem).
 BAD_INPUT_EXIT = 2
-# What a sweep item runs, whichever repeat: (ranks, threads, bind, membind).
-SweepLayout = tuple[int, int, str, str]
+# What a sweep item runs, whichever repeat: (ranks, threads, bind, membind, item arguments).
+SweepLayout = tuple[int, int, str, str, tuple[str, ...]]
 
 
 def parse_int_list(option: str, text: str) -> tuple[int, ...]:
@@ -145,7 +145,9 @@ class SweepParams:
     uncounted round 0; `min_time` (s, 0 = off) is exported to the app as HYMPI_MIN_TIME; `seed` shuffles the order.
     With `checkpoint_dir` (absolute; "" = none) every run writes a checkpoint per `checkpoint_every` steps there, and
     a run stopped before its end is relaunched from it by the next run_sweep of the sweep (see checkpoint_path).
-    `membinds` is the memory-policy axis (HYMPI_MEMBIND), crossed with the bindings.
+    `membinds` is the memory-policy axis (HYMPI_MEMBIND), crossed with the bindings. `layout_args` (empty, or one
+    entry per layout) are each layout's own app arguments, after `app_args`: a two-level sweep (hympi.twolevel) gives
+    every (ranks, threads) launch its level-2 options, so equal launch shapes of other modes are other items.
     """
 
     app: str
@@ -169,6 +171,11 @@ class SweepParams:
     checkpoint_dir: str = ""
     checkpoint_every: int = 0
     membinds: tuple[str, ...] = (DEFAULT_MEMBIND,)
+    layout_args: tuple[tuple[str, ...], ...] = ()
+
+    def args_of(self, index: int) -> tuple[str, ...]:
+        """The own app arguments of layout number `index` (() without per-layout arguments)."""
+        return self.layout_args[index] if self.layout_args else ()
 
     def as_dict(self) -> JsonObject:
         """JSON-ready form, stored with the sweep (mpi_params, mpit_read, the checkpoint settings and the memory
@@ -188,6 +195,8 @@ class SweepParams:
             data["checkpoint_every"] = self.checkpoint_every
         if self.membinds != (DEFAULT_MEMBIND,):
             data["membinds"] = list(self.membinds)
+        if self.layout_args:
+            data["layout_args"] = [list(x) for x in self.layout_args]
         return data
 
     def identity(self) -> JsonObject:
@@ -210,7 +219,8 @@ class SweepParams:
                    tuple((str(n), str(v)) for n, v in data.get("mpi_params", [])),
                    tuple(str(n) for n in data.get("mpit_read", [])), str(data.get("checkpoint_dir", "")),
                    int(data.get("checkpoint_every", 0)),
-                   tuple(str(m) for m in data.get("membinds", [DEFAULT_MEMBIND])))
+                   tuple(str(m) for m in data.get("membinds", [DEFAULT_MEMBIND])),
+                   tuple(tuple(str(a) for a in x) for x in data.get("layout_args", [])))
 
     def check(self) -> None:
         """Rejects bad values (UsageError, one line naming the value) before anything runs."""
@@ -220,6 +230,8 @@ class SweepParams:
         for ranks, threads in self.layouts:
             if ranks < 1 or threads < 1:
                 raise UsageError(f"layout {ranks}x{threads}: ranks and threads must be >= 1")
+        if self.layout_args and len(self.layout_args) != len(self.layouts):
+            raise UsageError(f"{len(self.layout_args)} per-layout argument lists for {len(self.layouts)} layouts")
         if not self.binds:
             raise UsageError("--bind needs at least one binding")
         for bind in self.binds:
@@ -256,11 +268,12 @@ class SweepParams:
         if self.checkpoint_dir:
             check_checkpoint_dir(self.app, self.checkpoint_dir, self.checkpoint_every)
 
-    def spec(self, ranks: int, threads: int, bind: str, io_args: tuple[str, ...] = (),
+    def spec(self, ranks: int, threads: int, bind: str, extra_args: tuple[str, ...] = (),
              membind: str = DEFAULT_MEMBIND) -> LaunchSpec:
         """The launch of one layout under memory policy `membind` (HYMPI_MIN_TIME tells the app how long its timed
-        region must last); `io_args` (a run's --checkpoint ... --restart ...) follow the app's arguments."""
-        return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, (*self.app_args, *io_args),
+        region must last); `extra_args` (the item's own arguments, then a run's --checkpoint ... --restart ...)
+        follow the app's arguments."""
+        return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, (*self.app_args, *extra_args),
                           self.oversubscribe,
                           (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")),
                           mpi_params=self.mpi_params, mpit_read=self.mpit_read, membind=membind)
@@ -305,10 +318,13 @@ def check_checkpoint_dir(app: str, directory: str, every: int) -> None:
 
 def checkpoint_path(params: SweepParams, item: SweepItem) -> Path | None:
     """Where the run of `item` keeps its checkpoint: CHECKPOINT_DIR/<app>-<R>x<T>-<bind>[-<membind>]-<repeat>-<tag>.h5,
-    the memory policy only when not the default (None for a sweep without checkpoints)."""
+    the memory policy only when not the default, 6 hex digits of the item's own arguments after it when it has any
+    (None for a sweep without checkpoints)."""
     if not params.checkpoint_dir:
         return None
     policy = "" if item.membind == DEFAULT_MEMBIND else f"-{item.membind}"
+    if item.args:
+        policy += "-" + hashlib.sha256("\0".join(item.args).encode()).hexdigest()[:6]
     name = f"{params.app}-{item.ranks}x{item.threads}-{item.bind}{policy}-{item.repeat}-{params.checkpoint_tag()}.h5"
     return Path(params.checkpoint_dir) / name
 
@@ -350,24 +366,27 @@ def reject_checkpoint(params: SweepParams, item: SweepItem) -> Path | None:
 
 @dataclass(frozen=True)
 class SweepItem:
-    """One run of a sweep: a layout, a binding, a memory policy and which repeat."""
+    """One run of a sweep: a layout, a binding, a memory policy, which repeat, and the item's own app arguments
+    (`args`, after the sweep's: a two-level sweep's --inner/--n2; () for an ordinary sweep)."""
 
     ranks: int
     threads: int
     bind: str
     repeat: int
     membind: str = DEFAULT_MEMBIND
+    args: tuple[str, ...] = ()
 
-    def key(self) -> tuple[int, int, str, int, str]:
+    def key(self) -> ItemKey:
         """The same tuple Run.key() gives for the recorded run."""
-        return (self.ranks, self.threads, self.bind, self.repeat, self.membind)
+        return (self.ranks, self.threads, self.bind, self.repeat, self.membind, self.args)
 
     def layout(self) -> SweepLayout:
-        """(ranks, threads, bind, membind): what the item runs, whichever repeat."""
-        return (self.ranks, self.threads, self.bind, self.membind)
+        """(ranks, threads, bind, membind, args): what the item runs, whichever repeat."""
+        return (self.ranks, self.threads, self.bind, self.membind, self.args)
 
     def label(self) -> str:
-        """'2x1 core #1' for progress lines ('2x1 core membind=interleave #1' under another memory policy)."""
+        """'2x1 core #1' for progress lines ('2x1 core membind=interleave #1' under another memory policy, the item's
+        own arguments after the layout when it has any)."""
         return f"{layout_name(self.layout())} #{self.repeat}"
 
 
@@ -389,19 +408,19 @@ def round_order(seed: int, round_no: int, layouts: tuple[SweepLayout, ...]) -> l
 def plan(params: SweepParams, cpu_limit: int | None) -> Plan:
     """Warm-up round 0 (if any), then rounds 1..repeat, each every layout once in a seeded random order (so drift
     spreads over every layout); skips oversubscribing layouts."""
-    keep = []
+    keep: list[tuple[int, int, tuple[str, ...]]] = []
     skipped = []
-    for ranks, threads in params.layouts:
+    for index, (ranks, threads) in enumerate(params.layouts):
         if cpu_limit is not None and ranks * threads > cpu_limit and not params.oversubscribe:
             skipped.append((ranks, threads))
         else:
-            keep.append((ranks, threads))
+            keep.append((ranks, threads, params.args_of(index)))
     # Bindings x memory policies: with one policy the layouts (and so the seeded order) are those of a sweep before the
     # axis existed.
-    layouts = tuple((r, t, b, m) for b in params.binds for m in params.membinds for r, t in keep)
+    layouts = tuple((r, t, b, m, a) for b in params.binds for m in params.membinds for r, t, a in keep)
     first = WARMUP_REPEAT if params.warmup else 1
-    items = tuple(SweepItem(r, t, b, rep, m) for rep in range(first, params.repeat + 1)
-                  for r, t, b, m in round_order(params.seed, rep, layouts))
+    items = tuple(SweepItem(r, t, b, rep, m, a) for rep in range(first, params.repeat + 1)
+                  for r, t, b, m, a in round_order(params.seed, rep, layouts))
     return Plan(items, tuple(skipped), layouts)
 
 
@@ -420,13 +439,14 @@ def validate_layouts(params: SweepParams, items: tuple[SweepItem, ...]) -> None:
         if item.layout() not in seen:
             seen.add(item.layout())
             io = io_args(params, item, False) if params.checkpoint_dir and Path(params.checkpoint_dir).is_dir() else ()
-            validate_with_app(params.spec(item.ranks, item.threads, item.bind, io, item.membind))
+            validate_with_app(params.spec(item.ranks, item.threads, item.bind, (*item.args, *io), item.membind))
 
 
 def command_for(params: SweepParams, item: SweepItem, restart: bool = False) -> list[str]:
     """The launch command of one item as an argument list, for the sweep's launcher (with its checkpoint options,
     and --restart from its checkpoint when `restart`)."""
-    spec = params.spec(item.ranks, item.threads, item.bind, io_args(params, item, restart), item.membind)
+    spec = params.spec(item.ranks, item.threads, item.bind, (*item.args, *io_args(params, item, restart)),
+                       item.membind)
     if params.launcher == "slurm":
         return slurm.build_srun_command(spec)
     return build_command(spec)
@@ -560,10 +580,11 @@ def _refuse_if_owned(sweep: Sweep) -> None:
 def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: RunOutcome, started: str,
                  restarted: bool = False) -> Run:
     """The store record of one launch; a restarted one records the step it continued from (io.restart_step)."""
-    return Run(sweep_id, params.app, item.ranks, item.threads, item.bind, params.dist, item.repeat, params.app_args,
-               run_env(params, item), tuple(outcome.command), outcome.status, outcome.returncode, outcome.seconds,
-               outcome.record, outcome.stderr_tail(), started, now_utc(), mpi_params=params.mpi_params,
-               restarted_from_step=restart_step(outcome.record) if restarted else None, membind=item.membind)
+    return Run(sweep_id, params.app, item.ranks, item.threads, item.bind, params.dist, item.repeat,
+               (*params.app_args, *item.args), run_env(params, item), tuple(outcome.command), outcome.status,
+               outcome.returncode, outcome.seconds, outcome.record, outcome.stderr_tail(), started, now_utc(),
+               mpi_params=params.mpi_params, restarted_from_step=restart_step(outcome.record) if restarted else None,
+               membind=item.membind, item_args=item.args)
 
 
 def _line(item: SweepItem, run: Run) -> str:
@@ -581,9 +602,11 @@ def _line(item: SweepItem, run: Run) -> str:
 
 
 def layout_name(layout: SweepLayout) -> str:
-    """'2x1 core', or '2x1 core membind=interleave' under a memory policy other than the default."""
+    """'2x1 core', or '2x1 core membind=interleave' under a memory policy other than the default; the layout's own
+    app arguments follow ('2x1 core --inner mpi --n2 2')."""
     policy = "" if layout[3] == DEFAULT_MEMBIND else f" membind={layout[3]}"
-    return f"{layout[0]}x{layout[1]} {layout[2]}{policy}"
+    own = "".join(f" {a}" for a in layout[4])
+    return f"{layout[0]}x{layout[1]} {layout[2]}{policy}{own}"
 
 
 def measured_samples(runs: list[Run], layouts: tuple[SweepLayout, ...], before_round: int) -> list[Sample]:
@@ -591,7 +614,7 @@ def measured_samples(runs: list[Run], layouts: tuple[SweepLayout, ...], before_r
     rates: dict[SweepLayout, list[float]] = {x: [] for x in layouts}
     memory: dict[SweepLayout, list[float]] = {x: [] for x in layouts}
     for run in runs:
-        key = (run.ranks, run.threads, run.bind, run.membind)
+        key = (run.ranks, run.threads, run.bind, run.membind, run.item_args)
         rate = run.value("rate")
         if key in rates and 1 <= run.repeat < before_round and run.status == "ok" and rate is not None and rate > 0 \
                 and math.isfinite(rate):
@@ -634,7 +657,7 @@ def _auto_text(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list
             f"runner-up: {detail}")
 
 
-def _stopped_keys(store: Store, sweep_id: int) -> set[tuple[int, int, str, int, str]]:
+def _stopped_keys(store: Store, sweep_id: int) -> set[ItemKey]:
     """The items of a sweep whose recorded run stopped before its end (timeout, or failed without a result line)."""
     return {r.key() for r in store.runs([sweep_id]) if r.status in ("failed", "timeout") and r.record is None}
 
@@ -716,8 +739,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     if rounds >= params.max_repeat:
                         break
                     rounds += 1
-                    batch = [SweepItem(r, t, b, rounds, m)
-                             for r, t, b, m in round_order(params.seed, rounds, open_layouts)]
+                    batch = [SweepItem(r, t, b, rounds, m, a)
+                             for r, t, b, m, a in round_order(params.seed, rounds, open_layouts)]
                     batch = [i for i in batch if pending(i)]
                     progress.update(task, total=(progress.tasks[0].total or 0) + len(batch))
                     run_items(batch)
@@ -734,7 +757,11 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
 
 
 def sbatch_command(params: SweepParams, db: Path) -> list[str]:
-    """The `hympi sweep` argument list the sbatch script runs inside the allocation (srun, resuming)."""
+    """The `hympi sweep` argument list the sbatch script runs inside the allocation (srun, resuming); UsageError for
+    a sweep with per-layout arguments (a two-level sweep runs inside an allocation, not from a script, for now)."""
+    if params.layout_args:
+        raise UsageError("--launcher slurm outside an allocation: a sweep with --n1/--n2/--inner writes no sbatch "
+                         "script yet; run it inside one (salloc)")
     exe = Path(sys.executable).parent / "hympi"
     inline = "import sys; from hympi.cli import main; sys.exit(main())"
     head = [str(exe)] if exe.is_file() else [sys.executable, "-c", inline]

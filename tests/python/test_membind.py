@@ -144,11 +144,11 @@ def test_schema_7_keys_runs_by_policy_and_keeps_older_runs(tmp_path: Path, monke
         assert new.runs()[0].mpi_params == (("btl", "self"),)
         assert new.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
         new.add_run(_run(sweep.id, "local"))  # same ranks, threads, bind and repeat: another item
-        assert new.done_keys(sweep.id) == {(1, 1, "core", 1, "none"), (1, 1, "core", 2, "interleave"),
-                                           (1, 1, "core", 1, "local")}
+        assert new.done_keys(sweep.id) == {(1, 1, "core", 1, "none", ()), (1, 1, "core", 2, "interleave", ()),
+                                           (1, 1, "core", 1, "local", ())}
         new.replace_run(_run(sweep.id, "local"))
         (attempt,) = new.attempts()
-        assert attempt.membind == "local" and attempt.key() == (1, 1, "core", 1, "local")
+        assert attempt.membind == "local" and attempt.key() == (1, 1, "core", 1, "local", ())
 
 
 def test_the_study_sweeps_policies_only_on_several_numa_domains(tmp_path: Path):

@@ -54,7 +54,7 @@ def test_run_round_trip_and_done_keys(store: Store):
     assert runs[0].record == {"rate": 1.5, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": True}
     assert runs[0].app_args == ("--size", "8") and runs[0].command == ("mpirun", "-np", "2")
     assert runs[1].status == "failed" and runs[1].record is None
-    assert store.done_keys(sweep_id) == {(2, 1, "core", 1, "none"), (1, 2, "core", 1, "none")}
+    assert store.done_keys(sweep_id) == {(2, 1, "core", 1, "none", ()), (1, 2, "core", 1, "none", ())}
     row = store.conn.execute("SELECT rate, problem FROM runs WHERE id = ?", (first,)).fetchone()
     assert row == (1.5, "8^3")
 

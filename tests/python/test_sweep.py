@@ -182,7 +182,7 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path: Path, how: 
         assert store.sweeps()[0].status == "finished"
     keys = [r.key() for r in runs]
     assert len(keys) == len(set(keys)) == 15  # all 3 layouts x (1 warm-up + 4 repeats), none twice
-    assert set(keys) == {(r, t, "core", rep, "none") for r, t in ((1, 1), (1, 2), (2, 1)) for rep in range(5)}
+    assert set(keys) == {(r, t, "core", rep, "none", ()) for r, t in ((1, 1), (1, 2), (2, 1)) for rep in range(5)}
     for run in runs:
         if run.key() in before:  # nothing finished was repeated or rewritten
             assert (run.id, run.started_at, run.wall_s) == before[run.key()]

@@ -1,4 +1,5 @@
-"""hympi sweep APP: every ranks x threads x binding x memory policy layout, repeated, recorded; resumable."""
+"""hympi sweep APP: every ranks x threads x binding x memory policy layout (or, for a two-level app, every
+N1 x N2 x inner mode), repeated, recorded; resumable."""
 
 from __future__ import annotations
 
@@ -53,6 +54,7 @@ from hympi.sweep import (
     validate_layouts,
 )
 from hympi.topology import machine_summary
+from hympi.twolevel import INNER_MODES, TWO_LEVEL_APPS, check_options, expand, sweep_axes
 
 
 def _resume_value(text: str) -> int:
@@ -120,8 +122,17 @@ def add_parser(sub: Subparsers, name: str) -> None:
                                    "times each, and record every run: hympi sweep APP --ranks 1,2 --threads 1,2 "
                                    "[-- app args]")
     p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
-    p.add_argument("--ranks", "-n", default="1", help="comma-separated MPI rank counts (default 1)")
-    p.add_argument("--threads", "-t", default="1", help="comma-separated OpenMP threads per rank (default 1)")
+    p.add_argument("--ranks", "-n", default=None, help="comma-separated MPI rank counts (default 1)")
+    p.add_argument("--threads", "-t", default=None, help="comma-separated OpenMP threads per rank (default 1)")
+    p.add_argument("--n1", default=None,
+                   help=f"two-level apps ({', '.join(TWO_LEVEL_APPS)}), instead of --ranks/--threads: "
+                        "comma-separated level-1 rank counts (default 1)")
+    p.add_argument("--n2", default=None,
+                   help="two-level apps: comma-separated level-2 sizes, OpenMP threads per rank (--inner openmp) or "
+                        "ranks per group (--inner mpi) (default 1)")
+    p.add_argument("--inner", default=None,
+                   help=f"two-level apps: comma-separated level-2 modes from {', '.join(INNER_MODES)} (default both); "
+                        "openmp launches N1 ranks x N2 threads, mpi N1*N2 ranks x 1 thread with --n2 N2")
     p.add_argument("--bind", default=None,
                    help=f"comma-separated bindings from {', '.join(BIND_POLICIES)} (default HYMPI_BIND or core)")
     p.add_argument("--dist", default=None,
@@ -175,8 +186,17 @@ def checkpoint_options(args: argparse.Namespace) -> tuple[str, int]:
 
 def params_from_args(args: argparse.Namespace) -> SweepParams:
     """Checked SweepParams from the command line (UsageError on bad input)."""
-    ranks = parse_int_list("--ranks", args.ranks)
-    threads = parse_int_list("--threads", args.threads)
+    layout_args: tuple[tuple[str, ...], ...] = ()
+    if args.n1 is not None or args.n2 is not None or args.inner is not None:
+        check_options(args.app, args.ranks is not None or args.threads is not None, tuple(args.app_args))
+        two_level = expand(parse_int_list("--n1", "1" if args.n1 is None else args.n1),
+                           parse_int_list("--n2", "1" if args.n2 is None else args.n2),
+                           parse_choice_list("--inner", ",".join(INNER_MODES) if args.inner is None else args.inner,
+                                             INNER_MODES))
+        layouts, layout_args = sweep_axes(two_level)
+    else:
+        layouts = cross_layouts(parse_int_list("--ranks", "1" if args.ranks is None else args.ranks),
+                                parse_int_list("--threads", "1" if args.threads is None else args.threads))
     # --bind is a list here, so only the single-valued layout options go through the layer's override.
     resolved = (settings().override("dist", args.dist, "--dist")
                 .override("oversubscribe", args.oversubscribe, "--oversubscribe")
@@ -188,11 +208,12 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
     probe = args.app in PROBES
     repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, 1, 0.0 if probe else default_min_time())
     checkpoint_dir, checkpoint_every = checkpoint_options(args)
-    params = SweepParams(args.app, cross_layouts(ranks, threads), binds, resolved.text("dist"), repeat,
+    params = SweepParams(args.app, layouts, binds, resolved.text("dist"), repeat,
                          tuple(args.app_args), timeout, bool(resolved.value("oversubscribe")),
                          int(resolved.value("virtual_nodes")), args.launcher, min_time, seed,
                          not (args.no_warmup or probe), auto, max_repeat, confidence,
-                         checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, membinds=membinds)
+                         checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, membinds=membinds,
+                         layout_args=layout_args)
     params.check()
     # Checked last: it asks the MPI library (one short launch) only when the rest of the command line is sound.
     mpi_params = mpi_params_from_args(args)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from hympi.errors import UsageError
 from hympi.report.analysis import AppGroup, group_runs, recommend
+from hympi.report.blades import blades_views
 from hympi.report.datalayout import data_layout_views, experiment_notes, is_data_layout_run
 from hympi.report.hierarchy import PINGPONG_APP, hierarchy_probes
 from hympi.report.html import GroupFigures, TuningView, explain_groups, render
@@ -108,10 +109,19 @@ def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None
         if layout_view.comparable:  # one NUMA domain: nothing to compare, no figure of noise
             layout_figures[layout_view.slug] = f"{layout_view.slug}.png"
             plots.data_layouts(layout_view, out_dir / layout_figures[layout_view.slug])
+    cores = {m.id: int(m.summary["cores"]) if isinstance(m.summary.get("cores"), int) else 1 for m in machines}
+    blade_views = blades_views([r for r in runs if r.sweep_id not in tune_of], machine_of, cores)
+    blade_figures: dict[str, dict[str, str]] = {}
+    for blade_view in blade_views:
+        names = {kind: f"{blade_view.slug}-{kind}.png" for kind in ("time", "ratio", "memory")}
+        plots.blades_time(blade_view, out_dir / names["time"])
+        plots.blades_ratio(blade_view, out_dir / names["ratio"])
+        plots.blades_memory(blade_view, out_dir / names["memory"])
+        blade_figures[blade_view.slug] = names
     tuning = _tuning_view(store, out_dir, tune_ids, cvars)
     page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes,
                   explained, tuning, transposes, data_layouts=layout_views, data_layout_figures=layout_figures,
-                  data_layout_notes=experiment_notes(notes))
+                  data_layout_notes=experiment_notes(notes), blades=blade_views, blades_figures=blade_figures)
     index = out_dir / "index.html"
     tmp = out_dir / ".index.html.tmp"
     tmp.write_text(page, encoding="utf-8")

@@ -8,6 +8,7 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend, run_placement_share
+from hympi.report.blades import BladesView, blades_section
 from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, checkpoint_io_view
 from hympi.report.datalayout import BASELINE, DataLayoutView, needs_numa
 from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
@@ -573,11 +574,13 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
            transposes: dict[str, TransposeView | None] | None = None,
            checkpoint_io: CheckpointIoView | None = None,
            data_layouts: list[DataLayoutView] | None = None, data_layout_figures: dict[str, str] | None = None,
-           data_layout_notes: tuple[str, ...] = ()) -> str:
+           data_layout_notes: tuple[str, ...] = (), blades: list[BladesView] | None = None,
+           blades_figures: dict[str, dict[str, str]] | None = None) -> str:
     """The whole page as a string; `explained` (from explain_groups), `transposes` (per group slug, from
     transpose_view) and `checkpoint_io` (from checkpoint_io_view over `runs`) are computed here when not given;
     `data_layouts` (from data_layout_views) with their figures and `data_layout_notes` (the study's notes on that
-    experiment) make the Data layout section."""
+    experiment) make the Data layout section; `blades` (from blades_views) with their figures the Hybrid vs MPI
+    (blade row) section."""
     probes = probes or []
     hosts = {m.id: m.hostname for m in machines}
     multi = len(machines) > 1
@@ -600,6 +603,10 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
         what = (f"{len(data_layouts or [])} measured problem(s)" if data_layouts else
                 "; ".join(data_layout_notes))
         toc += f"<li><a href='#data-layout'>Data layout (Fig. 9)</a>: {escape(what)}</li>"
+    blade_part = blades_section(blades or [], blades_figures or {}, hosts if multi else None)
+    if blade_part:
+        toc += ("<li><a href='#blades'>Hybrid vs MPI (blade row)</a>: time per iteration and MPI / hybrid ratio per "
+                f"N1 x N2 (Figs. 7, 8), memory, phase model ({len(blades or [])} problem(s))</li>")
     tuned = tuning_section(tuning) if tuning is not None else ""
     if tuning is not None and tuned:
         toc += (f"<li><a href='#tuning'>Tuning</a>: {len(tuning.programs)} tuned program(s), best vs default, "
@@ -611,7 +618,7 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
     sections = "".join(_group_section(g, figures[g.slug], f"g{i}", hosts.get(g.machine_id) if multi else None,
                                       *explained[g.slug], transposes.get(g.slug), memory.get(g.machine_id))
                        for i, g in enumerate(groups))
-    anything = groups or hierarchy or tuned or io_part or layout_part
+    anything = groups or hierarchy or tuned or io_part or layout_part or blade_part
     empty = "" if anything else "<p class='note'>No runs recorded yet.</p>"
     meta = json.dumps({"runs": len(runs), "groups": len(groups)})
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -620,6 +627,6 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
             f"<h1>{escape(title)}</h1><p class='muted'>generated {escape(generated)}; {len(runs)} runs; "
             "higher rate is better; layouts are MPI ranks x OpenMP threads per rank</p>"
             f"{notes_html}<h2 id='summary'>Summary</h2><ul>{toc}</ul>{empty}"
-            f"{_machine_section(machines, groups)}{sections}{layout_part}{hierarchy}{io_part}{tuned}"
+            f"{_machine_section(machines, groups)}{sections}{layout_part}{blade_part}{hierarchy}{io_part}{tuned}"
             f"{_runs_table(runs)}"
             "</body></html>\n")

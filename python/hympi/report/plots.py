@@ -1,8 +1,9 @@
 """The report's figures (matplotlib, Agg backend): rate vs threads, memory per layout, where the timed region goes
 (computation, communication, other, imbalance), ping-pong bandwidth vs message size per level of the
 communication hierarchy, transpose time and plane / pencil memory per layout (hympi-pencil), the data-layout
-experiment's rate per data layout per thread count (seed 000 Fig. 9), and for tunes the memory per process vs MPI
-parameter values and the predictor's leave-one-program-out ratios."""
+experiment's rate per data layout per thread count (seed 000 Fig. 9), the blade row's time per iteration and MPI /
+hybrid ratio per N1 x N2 (seed 000 Figs. 7, 8) with memory per process and per core, and for tunes the memory per
+process vs MPI parameter values and the predictor's leave-one-program-out ratios."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from hympi.report.analysis import AppGroup, Layout, LayoutStats
+from hympi.report.blades import MODE_NAMES, BladesView
 from hympi.report.compare import Comparison
 from hympi.report.datalayout import BASELINE, DataLayoutView, layouts
 from hympi.report.explain import Breakdown
@@ -25,6 +27,7 @@ from hympi.report.tuning import ProgramTuning
 from hympi.store.db import DEFAULT_MEMBIND
 from hympi.tune.predict import ProgramVerdict
 from hympi.tune.space import UNSET_LABEL
+from hympi.twolevel import INNER_MODES
 
 _STYLES = ("-", "--", ":", "-.")
 
@@ -339,4 +342,84 @@ def prediction_ratios(verdicts: tuple[ProgramVerdict, ...], path: Path) -> Path:
     ax.set_title("leave-one-program-out: the predicted configuration vs the best measured", fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path)
+
+
+def blades_time(view: BladesView, path: Path) -> Path:
+    """Fig. 7: time per iteration vs N1, one line per N2, one panel per level-2 mode (median, min-max bars)."""
+    modes = [m for m in INNER_MODES if any(c.layout.inner == m for c in view.cells)]
+    fig, axes = plt.subplots(1, max(1, len(modes)), figsize=(4.2 * max(1, len(modes)), 3.6), sharey=True,
+                             squeeze=False)
+    for ax, mode in zip(axes[0], modes, strict=False):
+        for k, n2 in enumerate(view.n2s()):
+            cells = [c for c in view.cells if c.layout.inner == mode and c.layout.n2 == n2 and c.times]
+            if not cells:
+                continue
+            xs = [c.layout.n1 for c in cells]
+            ys = [(c.median or 0.0) * 1e3 for c in cells]
+            low = [y - min(c.times) * 1e3 for y, c in zip(ys, cells, strict=True)]
+            high = [max(c.times) * 1e3 - y for y, c in zip(ys, cells, strict=True)]
+            ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, linestyle=_STYLES[k % len(_STYLES)],
+                        label=f"N2 = {n2}")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(list(view.n1s()))
+        ax.set_xticklabels([str(n) for n in view.n1s()])
+        ax.set_xlabel("N1 (level-1 ranks)")
+        ax.set_title(MODE_NAMES.get(mode, mode), fontsize=9)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("ms per iteration (median, min-max)")
+    fig.suptitle(f"{view.problem}: time per iteration", fontsize=10)
+    return _save(fig, path)
+
+
+def blades_ratio(view: BladesView, path: Path) -> Path:
+    """Fig. 8: MPI time / hybrid time per N1 x N2 with its confidence interval; 1 = equal, above 1 hybrid wins."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    shown = [r for r in view.ratios if r.ratio is not None and r.low is not None and r.high is not None]
+    xs = list(range(len(shown)))
+    ys = [r.ratio or 0.0 for r in shown]
+    err = [[y - (r.low or y) for y, r in zip(ys, shown, strict=True)],
+           [(r.high or y) - y for y, r in zip(ys, shown, strict=True)]]
+    colours = ["0.6" if r.indistinguishable else ("C2" if (r.ratio or 0) > 1 else "C3") for r in shown]
+    ax.bar(xs, ys, 0.6, yerr=err, capsize=3, color=colours)
+    for x, r in zip(xs, shown, strict=True):
+        ax.annotate("≈" if r.indistinguishable else f"{r.ratio:.2f}", (x, r.high or 0.0), textcoords="offset points",
+                    xytext=(0, 2), ha="center", fontsize=8)
+    ax.axhline(1.0, color="k", linewidth=0.8)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"{r.n1}x{r.n2}" for r in shown])
+    ax.set_xlabel("N1 x N2")
+    ax.set_ylabel("MPI time / hybrid time")
+    ax.set_title(f"{view.problem}: > 1 hybrid faster (grey: interval holds 1)", fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    if not shown:
+        ax.text(0.5, 0.5, "no layout ran in both modes with enough runs", ha="center", va="center",
+                transform=ax.transAxes)
+    return _save(fig, path)
+
+
+def blades_memory(view: BladesView, path: Path) -> Path:
+    """Memory per process (max_rss_mib) and per core (node_rss_mib / N1 x N2) per layout, both modes side by side."""
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
+    labels = [f"{n1}x{n2}" for n2 in view.n2s() for n1 in view.n1s()]
+    width = 0.38
+    for k, mode in enumerate(INNER_MODES):
+        for ax, what in zip(axes, ("process", "core"), strict=True):
+            xs, ys = [], []
+            for i, (n1, n2) in enumerate((n1, n2) for n2 in view.n2s() for n1 in view.n1s()):
+                cell = view.cell(mode, n1, n2)
+                value = None if cell is None else (cell.rss_process_mib if what == "process" else cell.rss_core_mib)
+                if value is not None:
+                    xs.append(i + (k - 0.5) * width)
+                    ys.append(value)
+            ax.bar(xs, ys, width, label=mode, color=f"C{k}")
+    for ax, what in zip(axes, ("process", "core"), strict=True):
+        ax.set_xticks(list(range(len(labels))))
+        ax.set_xticklabels(labels)
+        ax.set_xlabel("N1 x N2")
+        ax.set_ylabel(f"MiB per {what}")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"{view.problem}: memory per process and per core", fontsize=10)
     return _save(fig, path)

@@ -25,6 +25,8 @@ DEFAULT_MEMBIND = "none"
 TUNE_STATUSES = ("running", "interrupted", "finished")
 # The repeat number of a warm-up run: recorded like any run, never counted in a statistic.
 WARMUP_REPEAT = 0
+# What identifies a sweep item: (ranks, threads, bind, repeat, membind, item arguments).
+ItemKey = tuple[int, int, str, int, str, tuple[str, ...]]
 
 
 def now_utc() -> str:
@@ -154,7 +156,8 @@ class Study:
 @dataclass(frozen=True)
 class Run:
     """One launch of one layout: its configuration (memory policy `membind` included), status and the app's
-    HYMPI_RESULT record."""
+    HYMPI_RESULT record. `item_args` are the item's own app arguments (a two-level sweep's --inner/--n2), already
+    part of `app_args` (everything the app got)."""
 
     sweep_id: int
     app: str
@@ -178,10 +181,11 @@ class Run:
     # The step of the checkpoint this run restarted from (its io.restart_step), None for a run from the start.
     restarted_from_step: int | None = None
     membind: str = DEFAULT_MEMBIND
+    item_args: tuple[str, ...] = ()
 
-    def key(self) -> tuple[int, int, str, int, str]:
-        """The sweep item this run is: (ranks, threads, bind, repeat, membind)."""
-        return (self.ranks, self.threads, self.bind, self.repeat, self.membind)
+    def key(self) -> ItemKey:
+        """The sweep item this run is: (ranks, threads, bind, repeat, membind, item_args)."""
+        return (self.ranks, self.threads, self.bind, self.repeat, self.membind, self.item_args)
 
     def value(self, name: str) -> float | None:
         """A numeric field of the result record (rate, time_s, comm_s, ...), None if absent."""
@@ -223,10 +227,11 @@ class Attempt:
     started_at: str = ""
     finished_at: str = ""
     membind: str = DEFAULT_MEMBIND
+    item_args: tuple[str, ...] = ()
 
-    def key(self) -> tuple[int, int, str, int, str]:
-        """The sweep item it was: (ranks, threads, bind, repeat, membind)."""
-        return (self.ranks, self.threads, self.bind, self.repeat, self.membind)
+    def key(self) -> ItemKey:
+        """The sweep item it was: (ranks, threads, bind, repeat, membind, item_args)."""
+        return (self.ranks, self.threads, self.bind, self.repeat, self.membind, self.item_args)
 
 
 class Store:
@@ -414,15 +419,17 @@ class Store:
         if run.status not in RUN_STATUSES:
             raise ValueError(f"run status must be one of {RUN_STATUSES}, got {run.status!r}")
         with self.transaction() as conn:
-            key = (run.sweep_id, run.ranks, run.threads, run.bind, run.membind, run.repeat)
-            where = "sweep_id = ? AND ranks = ? AND threads = ? AND bind = ? AND membind = ? AND repeat = ?"
+            key = (run.sweep_id, run.ranks, run.threads, run.bind, run.membind, json.dumps(list(run.item_args)),
+                   run.repeat)
+            where = ("sweep_id = ? AND ranks = ? AND threads = ? AND bind = ? AND membind = ? AND item_args_json = ?"
+                     " AND repeat = ?")
             row = conn.execute(f"SELECT id FROM runs WHERE {where}", key).fetchone()
             if row is not None:
-                conn.execute("INSERT INTO run_attempts (sweep_id, ranks, threads, bind, membind, repeat, command_json,"
-                             " status, returncode, wall_s, restarted_from_step, result_json, stderr_tail, started_at,"
-                             " finished_at) SELECT sweep_id, ranks, threads, bind, membind, repeat, command_json,"
-                             " status, returncode, wall_s, restarted_from_step, result_json, stderr_tail, started_at,"
-                             " finished_at FROM runs WHERE id = ?", (row[0],))
+                conn.execute("INSERT INTO run_attempts (sweep_id, ranks, threads, bind, membind, item_args_json,"
+                             " repeat, command_json, status, returncode, wall_s, restarted_from_step, result_json,"
+                             " stderr_tail, started_at, finished_at) SELECT sweep_id, ranks, threads, bind, membind,"
+                             " item_args_json, repeat, command_json, status, returncode, wall_s, restarted_from_step,"
+                             " result_json, stderr_tail, started_at, finished_at FROM runs WHERE id = ?", (row[0],))
                 conn.execute("DELETE FROM run_mpi_params WHERE run_id = ?", (row[0],))
                 conn.execute("DELETE FROM runs WHERE id = ?", (row[0],))
             return self._insert_run(conn, run)
@@ -449,6 +456,9 @@ class Store:
         if run.membind != DEFAULT_MEMBIND:
             columns.append("membind")
             values.append(run.membind)
+        if run.item_args:
+            columns.append("item_args_json")
+            values.append(json.dumps(list(run.item_args)))
         cur = conn.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(values))})", values)
         run_id = int(cur.lastrowid or 0)
         back = run.read_back() or {}
@@ -460,26 +470,27 @@ class Store:
     def attempts(self, sweep_ids: list[int] | None = None) -> list[Attempt]:
         """The launches restarts replaced (of the given sweeps, if any), oldest first."""
         sql = ("SELECT sweep_id, ranks, threads, bind, repeat, command_json, status, returncode, wall_s,"
-               " restarted_from_step, result_json, stderr_tail, started_at, finished_at, membind FROM run_attempts")
+               " restarted_from_step, result_json, stderr_tail, started_at, finished_at, membind, item_args_json"
+               " FROM run_attempts")
         params: list[int] = []
         if sweep_ids is not None:
             sql += f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})"
             params = list(sweep_ids)
         return [Attempt(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], r[7], r[8], r[9],
-                        json.loads(r[10]) if r[10] else None, r[11], r[12], r[13], r[14])
+                        json.loads(r[10]) if r[10] else None, r[11], r[12], r[13], r[14], tuple(json.loads(r[15])))
                 for r in self.conn.execute(sql + " ORDER BY id", params)]
 
-    def done_keys(self, sweep_id: int) -> set[tuple[int, int, str, int, str]]:
-        """The (ranks, threads, bind, repeat, membind) items of a sweep that already have a recorded run."""
-        rows = self.conn.execute("SELECT ranks, threads, bind, repeat, membind FROM runs WHERE sweep_id = ?",
-                                 (sweep_id,))
-        return {(r[0], r[1], r[2], r[3], r[4]) for r in rows}
+    def done_keys(self, sweep_id: int) -> set[ItemKey]:
+        """The (ranks, threads, bind, repeat, membind, item_args) items of a sweep that already have a recorded run."""
+        rows = self.conn.execute("SELECT ranks, threads, bind, repeat, membind, item_args_json FROM runs "
+                                 "WHERE sweep_id = ?", (sweep_id,))
+        return {(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5]))) for r in rows}
 
     def runs(self, sweep_ids: list[int] | None = None) -> list[Run]:
         """Every run (of the given sweeps, if any), in the order they were recorded."""
         sql = ("SELECT sweep_id, app, ranks, threads, bind, dist, repeat, app_args_json, env_json, command_json,"
                " status, returncode, wall_s, result_json, stderr_tail, started_at, finished_at, id,"
-               " restarted_from_step, membind FROM runs")
+               " restarted_from_step, membind, item_args_json FROM runs")
         params: list[int] = []
         if sweep_ids is not None:
             sql += f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})"
@@ -496,7 +507,7 @@ class Store:
             out.append(Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])),
                            tuple(sorted(json.loads(r[8]).items())), tuple(json.loads(r[9])), r[10], r[11], r[12],
                            json.loads(r[13]) if r[13] else None, r[14], r[15], r[16], r[17],
-                           tuple(mpi.get(r[17], ())), r[18], r[19]))
+                           tuple(mpi.get(r[17], ())), r[18], r[19], tuple(json.loads(r[20]))))
         return out
 
     def run_mpi_params(self, run_id: int) -> list[tuple[str, str, str | None]]:

@@ -220,6 +220,57 @@ MIGRATIONS: tuple[Migration, ...] = (
         DROP INDEX run_attempts_item;
         CREATE INDEX run_attempts_item ON run_attempts (sweep_id, ranks, threads, bind, membind, repeat);
     """, rebuilds=True),
+    Migration(8, "per-item app arguments (a two-level sweep's --inner/--n2): a sweep item is ranks x threads x bind x "
+                 "membind x item arguments x repeat", """
+        CREATE TABLE runs_new (
+            id INTEGER PRIMARY KEY,
+            sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
+            app TEXT NOT NULL,
+            problem TEXT,
+            ranks INTEGER NOT NULL,
+            threads INTEGER NOT NULL,
+            bind TEXT NOT NULL,
+            membind TEXT NOT NULL DEFAULT 'none',
+            item_args_json TEXT NOT NULL DEFAULT '[]',
+            dist TEXT NOT NULL,
+            repeat INTEGER NOT NULL,
+            app_args_json TEXT NOT NULL,
+            env_json TEXT NOT NULL,
+            command_json TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unverified')),
+            returncode INTEGER,
+            wall_s REAL NOT NULL,
+            rate REAL,
+            rate_unit TEXT,
+            time_s REAL,
+            comm_s REAL,
+            comp_s REAL,
+            imbalance REAL,
+            max_rss_mib REAL,
+            node_rss_mib REAL,
+            result_json TEXT,
+            stderr_tail TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            finished_at TEXT NOT NULL,
+            restarted_from_step INTEGER,
+            UNIQUE (sweep_id, ranks, threads, bind, membind, item_args_json, repeat)
+        );
+        INSERT INTO runs_new (id, sweep_id, app, problem, ranks, threads, bind, membind, dist, repeat, app_args_json,
+                              env_json, command_json, status, returncode, wall_s, rate, rate_unit, time_s, comm_s,
+                              comp_s, imbalance, max_rss_mib, node_rss_mib, result_json, stderr_tail, started_at,
+                              finished_at, restarted_from_step)
+            SELECT id, sweep_id, app, problem, ranks, threads, bind, membind, dist, repeat, app_args_json, env_json,
+                   command_json, status, returncode, wall_s, rate, rate_unit, time_s, comm_s, comp_s, imbalance,
+                   max_rss_mib, node_rss_mib, result_json, stderr_tail, started_at, finished_at, restarted_from_step
+            FROM runs;
+        DROP TABLE runs;
+        ALTER TABLE runs_new RENAME TO runs;
+        CREATE INDEX runs_app ON runs (app, ranks, threads, bind, membind);
+        ALTER TABLE run_attempts ADD COLUMN item_args_json TEXT NOT NULL DEFAULT '[]';
+        DROP INDEX run_attempts_item;
+        CREATE INDEX run_attempts_item ON run_attempts (sweep_id, ranks, threads, bind, membind, item_args_json,
+                                                        repeat);
+    """, rebuilds=True),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
