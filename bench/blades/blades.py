@@ -85,7 +85,7 @@ def model_table(view: BladesView, tolerance: float) -> bool:
 
 
 def ratio_table(view: BladesView) -> None:
-    """Prints MPI time / hybrid time per N1 x N2 and the sentence per N2."""
+    """Prints MPI time / hybrid time per N1 x N2 and the sentence per layout."""
     print(f"{'N1xN2':>6} {'MPI/hybrid':>11} {'CI':>13}  verdict")
     for r in view.ratios:
         if r.ratio is None or r.low is None or r.high is None:

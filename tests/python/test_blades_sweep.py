@@ -107,7 +107,7 @@ def test_sweep_records_both_modes_resumes_and_reports(tmp_path: Path):
         index = write_report(store, ensure_out_dir(tmp_path / "report"))
     page = index.read_text()
     assert "Hybrid vs MPI (blade row)" in page and "MPI / hybrid" in page
-    assert "4 blades of 8x8x4" in page and "N2 = 2:" in page
+    assert "4 blades of 8x8x4" in page and "2x2: " in page
     figures = sorted(p.name for p in (tmp_path / "report").glob("blades-m*.png"))
     assert [f.rsplit("-", 1)[1] for f in figures] == ["memory.png", "ratio.png", "time.png"]
 
@@ -148,10 +148,13 @@ def test_the_model_recovers_known_coefficients_and_explains_the_ratio():
     # An unseen layout is predicted from the terms, not looked up.
     assert model.predict(_obs(8, 2, "mpi")).model == pytest.approx(_obs(8, 2, "mpi").iteration_s, rel=1e-6)
     # N2 = 2: the group halo (5e-4 s) outweighs the OpenMP overhead (2e-4 x g(2) = 4e-4 s): hybrid ahead.
-    said = why_sentence(model, 2, 1.1, 1.05, 1.2)
-    assert said.startswith("N2 = 2: hybrid wins (MPI / hybrid 1.10, CI 1.05-1.20)") and "hybrid ahead" in said
-    assert "indistinguishable" in why_sentence(model, 2, 1.01, 0.97, 1.05)
-    assert why_sentence(model, 1, 1.0, 0.9, 1.1).startswith("N2 = 1: hybrid and MPI are indistinguishable")
+    said = why_sentence(model, 1, 2, 1.1, 1.05, 1.2)
+    assert said.startswith("1x2: hybrid wins (MPI / hybrid 1.10, CI 1.05-1.20)") and "hybrid ahead" in said
+    assert "cores" not in said  # 2 workers on 2 cores: not oversubscribed
+    assert "4 workers on 2 cores" in why_sentence(model, 2, 2, 1.1, 1.05, 1.2)
+    assert "indistinguishable" in why_sentence(model, 1, 2, 1.01, 0.97, 1.05)
+    assert why_sentence(model, 1, 1, 1.0, 0.9, 1.1).startswith("1x1: hybrid and MPI are indistinguishable")
+    assert why_sentence(model, 3, 2, 1.0, 0.9, 1.1) == "3x2: not measured in both modes."
 
 
 def test_relative_error_and_a_model_that_misses():

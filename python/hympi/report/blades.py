@@ -102,7 +102,7 @@ class RatioCell:
 
 @dataclass(frozen=True)
 class BladesView:
-    """One problem on one machine: its cells, the ratios, the model (None: too few layouts) and a sentence per N2."""
+    """One problem on one machine: its cells, the ratios, the model (None: too few layouts), a sentence per layout."""
 
     machine_id: int
     blades: int
@@ -214,10 +214,8 @@ def blades_views(runs: list[Run], machine_of: dict[int, int], cores_of: dict[int
         model = fit(observations)
         why: list[str] = []
         if model is not None:
-            for n2 in sorted({r.n2 for r in ratios}):
-                at = [r for r in ratios if r.n2 == n2 and r.ratio is not None]
-                best = max(at, key=lambda r: r.n1) if at else None
-                why.append(why_sentence(model, n2, *((best.ratio, best.low, best.high) if best else (None,) * 3)))
+            for r in sorted(ratios, key=lambda r: (r.n2, r.n1)):
+                why.append(why_sentence(model, r.n1, r.n2, r.ratio, r.low, r.high))
         views.append(BladesView(machine_id, blades, grid, cores, cells, tuple(ratios), model, tuple(why),
                                 confidence))
     return views
