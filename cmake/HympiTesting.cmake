@@ -37,7 +37,9 @@ function(hympi_add_unit_test name)
 endfunction()
 
 # hympi_add_mpi_test(<name> LIBS <targets>... RANKS <n>... SOURCES <sources>...): one CTest entry
-# per rank count.
+# per rank count (of those in HYMPI_MPI_TEST_RANKS, when set).
+set(HYMPI_MPI_TEST_RANKS "" CACHE STRING
+  "rank counts the MPI suites run at, e.g. 1;3;4 (empty: each suite's own list; a suite the filter would leave without a multi-rank run keeps its list)")
 function(hympi_add_mpi_test name)
   if(NOT HYMPI_TEST_SUITES)
     return()
@@ -48,7 +50,24 @@ function(hympi_add_mpi_test name)
   target_compile_options(${name} PRIVATE ${HYMPI_TEST_OPTIMIZATION})
   target_include_directories(${name} PRIVATE ${HYMPI_TEST_SUPPORT_DIR})
   target_compile_definitions(${name} PRIVATE HYMPI_TEST_DATA="${HYMPI_TEST_DATA_DIR}")
-  foreach(np IN LISTS ARG_RANKS)
+  set(ranks ${ARG_RANKS})
+  if(HYMPI_MPI_TEST_RANKS)
+    # Keep the suite's rank counts that are in the filter, unless that leaves it no multi-rank run.
+    set(kept "")
+    set(multi FALSE)
+    foreach(np IN LISTS ARG_RANKS)
+      if(np IN_LIST HYMPI_MPI_TEST_RANKS)
+        list(APPEND kept ${np})
+        if(np GREATER 1)
+          set(multi TRUE)
+        endif()
+      endif()
+    endforeach()
+    if(multi)
+      set(ranks ${kept})
+    endif()
+  endif()
+  foreach(np IN LISTS ranks)
     add_test(NAME mpi.${name}.np${np}
              COMMAND ${MPIEXEC_EXECUTABLE} ${HYMPI_MPIEXEC_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${np} $<TARGET_FILE:${name}>)
     set_tests_properties(mpi.${name}.np${np} PROPERTIES TIMEOUT 300 PROCESSORS ${np}
