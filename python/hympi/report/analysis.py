@@ -109,8 +109,8 @@ class AppGroup:
         return f"{safe.strip('-')}-m{self.machine_id}-{digest}"
 
 
-def _median(values: list[float]) -> float | None:
-    """Median, or None for no values."""
+def median_or_none(values: list[float]) -> float | None:
+    """Median, or None for no values (never raises)."""
     return statistics.median(values) if values else None
 
 
@@ -144,11 +144,11 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: 
             per_core.append(node * nodes / (ranks * threads))
     shares = [v for v in (run_placement_share(r) for r in runs if r.status == "ok") if v is not None]
     return LayoutStats(ranks, threads, bind, len(runs), statuses.get("ok", 0), tuple(sorted(statuses.items())),
-                       min(rates) if rates else None, _median(rates), max(rates) if rates else None,
-                       _median(_values(runs, "time_s")), _median(_values(runs, "comm_s")),
-                       _median(_values(runs, "comp_s")), _median(_values(runs, "imbalance")),
-                       _median(_values(runs, "max_rss_mib")), _median(per_core),
-                       _median(_values(runs, "node_rss_mib")), tuple(rates), warmups, _median(shares),
+                       min(rates) if rates else None, median_or_none(rates), max(rates) if rates else None,
+                       median_or_none(_values(runs, "time_s")), median_or_none(_values(runs, "comm_s")),
+                       median_or_none(_values(runs, "comp_s")), median_or_none(_values(runs, "imbalance")),
+                       median_or_none(_values(runs, "max_rss_mib")), median_or_none(per_core),
+                       median_or_none(_values(runs, "node_rss_mib")), tuple(rates), warmups, median_or_none(shares),
                        membind=membind)
 
 

@@ -10,10 +10,10 @@ its launch shape and app arguments (hympi.twolevel.of_run). Problems (blades, gr
 from __future__ import annotations
 
 import hashlib
-import statistics
 from dataclasses import dataclass
 from html import escape
 
+from hympi.report.analysis import median_or_none
 from hympi.report.blades_model import BladesModel, Observation, fit, why_sentence
 from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, ratio_ci
 from hympi.report.explain import timed_ok
@@ -52,10 +52,6 @@ def layout_of(run: Run) -> TwoLevelLayout | None:
     return of_run(run.ranks, run.threads, run.app_args)
 
 
-def _median(values: list[float]) -> float | None:
-    """The median, None for no values."""
-    return statistics.median(values) if values else None
-
 
 @dataclass(frozen=True)
 class BladeCell:
@@ -76,7 +72,7 @@ class BladeCell:
     @property
     def median(self) -> float | None:
         """Median time per iteration."""
-        return _median(list(self.times))
+        return median_or_none(list(self.times))
 
     @property
     def rss_core_mib(self) -> float | None:
@@ -144,13 +140,13 @@ def _cell(layout: TwoLevelLayout, runs: list[Run]) -> BladeCell:
     times = [v for v in (metric(r, "iteration_s") for r in timed) if v is not None and v > 0]
 
     def med(name: str) -> float | None:
-        return _median([v for v in (metric(r, name) for r in timed) if v is not None])
+        return median_or_none([v for v in (metric(r, name) for r in timed) if v is not None])
     measured = [r for r in runs if r.repeat != 0]
     return BladeCell(layout, len(measured), len(timed), tuple(times), med("comp_iteration_s"),
                      med("group_halo_iteration_s"), med("blade_exchange_iteration_s"),
                      med("group_halo_bytes_per_iteration"), med("blade_exchange_bytes_per_iteration"),
-                     _median([v for v in (r.value("max_rss_mib") for r in timed) if v is not None]),
-                     _median([v for v in (r.value("node_rss_mib") for r in timed) if v is not None]))
+                     median_or_none([v for v in (r.value("max_rss_mib") for r in timed) if v is not None]),
+                     median_or_none([v for v in (r.value("node_rss_mib") for r in timed) if v is not None]))
 
 
 def _ratio(hybrid: BladeCell | None, mpi: BladeCell | None, confidence: float) -> RatioCell | None:

@@ -10,11 +10,11 @@ time covers only the steps after its restart: it gives a read bandwidth but take
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 from html import escape
 
 from hympi.iorecord import IoRecord, io_record
+from hympi.report.analysis import median_or_none
 from hympi.store import Run
 
 MIB = 2.0**20
@@ -45,10 +45,6 @@ class CheckpointIoView:
     rows: tuple[IoRow, ...]
 
 
-def _median(values: list[float]) -> float | None:
-    """The median, None for no values."""
-    return statistics.median(values) if values else None
-
 
 def _ok(run: Run) -> bool:
     """A run that reached its end (its record's values count)."""
@@ -78,13 +74,14 @@ def checkpoint_io_view(runs: list[Run]) -> CheckpointIoView:
         shares = [io.checkpoint_s / t for r, io in writers if (t := r.value("time_s")) is not None and t > 0]
         times = [t for r, _ in writers if (t := r.value("time_s")) is not None]
         without = plain.get(key[:5], [])
-        with_t, without_t = _median(times), _median(without)
+        with_t, without_t = median_or_none(times), median_or_none(without)
         rows.append(IoRow(
             app, problem, layout, options, len(members),
-            _median([float(io.checkpoints) for _, io in writers]),
-            _median([io.checkpoint_bytes / io.checkpoints / MIB for _, io in writers]),
-            _median([g for _, io in writers if (g := io.write_gbs) is not None]),
-            len(readers), _median([g for io in readers if (g := io.read_gbs) is not None]), _median(shares),
+            median_or_none([float(io.checkpoints) for _, io in writers]),
+            median_or_none([io.checkpoint_bytes / io.checkpoints / MIB for _, io in writers]),
+            median_or_none([g for _, io in writers if (g := io.write_gbs) is not None]),
+            len(readers), median_or_none([g for io in readers if (g := io.read_gbs) is not None]),
+            median_or_none(shares),
             (with_t - without_t) / with_t if with_t and without_t is not None else None))
     return CheckpointIoView(tuple(rows))
 
