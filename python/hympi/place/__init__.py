@@ -57,12 +57,11 @@ def place(matrix: CommMatrix, topology: str = "this", nodes: int = 1, per_node: 
         raise UsageError(f"matrix has {matrix.ranks} ranks but {nodes} node(s) x {cluster.cores_per_node} cores "
                          f"= {nodes * cluster.cores_per_node} cannot hold them")
     check_fit(cluster, matrix.ranks, k)
-    weights = matrix.symmetric()
     maps: tuple[Placement, ...] = (round_robin(cluster, matrix.ranks, k), block(cluster, matrix.ranks, k),
                                    tree_map(cluster, matrix, k, fill))
     by_group: tuple[dict[str, dict[str, float]], ...] = ()
     if groups is not None:
         maps += (contiguous(cluster, matrix, groups, k, fill), interleaved(cluster, groups, k))
         by_group = tuple(group_shares(cluster, matrix, groups, p.slots) for p in maps)
-    return PlacementReport(cluster, k, maps, tuple(cost(cluster, weights, p.slots) for p in maps),
+    return PlacementReport(cluster, k, maps, tuple(cost(cluster, matrix, p.slots) for p in maps),
                            tuple(shares(cluster, matrix, p.slots) for p in maps), groups, by_group)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
 
 from hympi.errors import UsageError
 from hympi.topology import run_hympi_info
@@ -134,6 +138,24 @@ class Slot:
     core: int
 
 
+# Many slots as arrays: (nodes, cores).
+Slots = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+
+
+def slot_arrays(slots: Sequence[Slot]) -> Slots:
+    """The nodes and cores of the slots as arrays."""
+    return (np.fromiter((s.node for s in slots), dtype=np.int64, count=len(slots)),
+            np.fromiter((s.core for s in slots), dtype=np.int64, count=len(slots)))
+
+
+@lru_cache(maxsize=16)
+def core_distances(tree: NodeTree) -> npt.NDArray[np.int64]:
+    """Hops from core a up to the lowest common ancestor with core b, for every two cores of one node."""
+    probe = ClusterTree(tree, 1)
+    n = len(tree.cores)
+    return np.array([[probe.distance(Slot(0, a), Slot(0, b)) for b in range(n)] for a in range(n)], dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class ClusterTree:
     """The hardware tree ranks are placed on: `nodes` copies of one node tree under a network root."""
@@ -157,6 +179,11 @@ class ClusterTree:
                 break
             common += 1
         return max(len(pa), len(pb)) - common
+
+    def distances(self, a: Slots, b: Slots) -> npt.NDArray[np.int64]:
+        """distance() of many pairs at once: a[k] to b[k], each given as (node array, core array)."""
+        within = core_distances(self.tree)[a[1], b[1]]
+        return np.where(a[0] != b[0], self.tree.height + 1, within)
 
     def level(self, a: Slot, b: Slot) -> str:
         """'inter-node', 'inter-package' or 'intra-package' (seed 002's intra-node ratio splits these)."""
