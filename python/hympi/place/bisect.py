@@ -23,24 +23,25 @@ from hympi.place.graph import Graph, coarsen, heavy_edge_matching
 
 Part = npt.NDArray[np.int8]
 
-COARSEST = 64  # stop coarsening at this many vertices
+COARSEST = 128  # stop coarsening at this many vertices
 TRIES = 4  # initial partitions (seeds) tried on the coarsest graph
-FM_PASSES = 6  # at most this many FM passes per level
-FM_PATIENCE = 60  # a pass stops after this many moves without a better balanced cut
+FM_PASSES = 12  # at most this many FM passes per level
+FM_PATIENCE = 150  # a pass stops after this many moves without a better balanced cut (fewer on small graphs)
 _EPS = 1e-9
 
 
 def _gains(g: Graph, part: Part) -> list[float]:
     """External minus internal edge weight of every vertex (the cut reduction if it changed sides)."""
-    same = part[g.rows()] == part[g.indices]
+    same = part[g.rows] == part[g.indices]
     signed = np.where(same, -g.weights, g.weights)
-    return np.bincount(g.rows(), weights=signed, minlength=g.n).tolist()  # type: ignore[no-any-return]
+    return np.bincount(g.rows, weights=signed, minlength=g.n).tolist()  # type: ignore[no-any-return]
 
 
 class _Refiner:
     """FM state of one level: adjacency as Python lists (fast scalar access), parts, gains, part-0 weight."""
 
     def __init__(self, g: Graph, part: Part, size0: int) -> None:
+        self.graph = g
         self.indptr: list[int] = g.indptr.tolist()
         self.indices: list[int] = g.indices.tolist()
         self.weights: list[float] = g.weights.tolist()
@@ -64,9 +65,8 @@ class _Refiner:
     def _boundary(self) -> list[int]:
         """Vertices with a neighbour in the other part."""
         part = np.asarray(self.part, dtype=np.int8)
-        rows = np.repeat(np.arange(len(part)), np.diff(np.asarray(self.indptr)))
-        crossing = part[rows] != part[np.asarray(self.indices, dtype=np.int64)]
-        return np.unique(rows[crossing]).tolist()  # type: ignore[no-any-return]
+        rows = self.graph.rows
+        return np.unique(rows[part[rows] != part[self.graph.indices]]).tolist()  # type: ignore[no-any-return]
 
     def after(self, v: int) -> int:
         """Part-0 weight if v moved."""
@@ -105,7 +105,8 @@ class _Refiner:
         reduction, best, best_len = 0.0, 0.0, 0
         if abs(self.w0 - self.size0) > final_tol:
             best = -math.inf  # any balanced prefix is better than an unbalanced start
-        while len(moved) - best_len < FM_PATIENCE:
+        patience = min(FM_PATIENCE, max(FM_PATIENCE // 10, len(part) // 8))
+        while len(moved) - best_len < patience:
             choice = -1
             for side in (0, 1):
                 h = heaps[side]
@@ -146,7 +147,7 @@ def _grow(g: Graph, size0: int, seed: int, tol: int) -> Part:
     size0 (within tol); a disconnected remainder restarts from its lowest free vertex."""
     indptr, indices, weights = g.indptr.tolist(), g.indices.tolist(), g.weights.tolist()
     vw = g.vweights.tolist()
-    degree = np.bincount(g.rows(), weights=g.weights, minlength=g.n).tolist()
+    degree = np.bincount(g.rows, weights=g.weights, minlength=g.n).tolist()
     inside = [0.0] * g.n
     part = [1] * g.n
     w0 = 0
@@ -179,7 +180,7 @@ def _grow(g: Graph, size0: int, seed: int, tol: int) -> Part:
 
 def _initial(g: Graph, size0: int, tol: int, final_tol: int, rng: np.random.Generator) -> Part:
     """Best of TRIES grown-and-refined partitions; seeds: the least connected vertex, then random ones."""
-    degree = np.bincount(g.rows(), weights=g.weights, minlength=g.n)
+    degree = np.bincount(g.rows, weights=g.weights, minlength=g.n)
     seeds = [int(np.argmin(degree)), *rng.choice(g.n, size=min(TRIES - 1, g.n), replace=False).tolist()]
     best: tuple[float, Part] | None = None
     for seed in dict.fromkeys(seeds):

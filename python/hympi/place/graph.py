@@ -6,6 +6,7 @@ Everything here is O(edges) numpy work except the matching, a Python loop over t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -31,18 +32,19 @@ class Graph:
         """Number of vertices."""
         return len(self.vweights)
 
+    @cached_property
     def rows(self) -> IntArray:
-        """The source vertex of every stored edge (the CSR row index expanded)."""
+        """The source vertex of every stored edge (the CSR row index expanded; computed once)."""
         return np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.indptr))
 
     def cut(self, part: npt.NDArray[np.int8]) -> float:
         """Weight of the edges between different parts."""
-        return float(self.weights[part[self.rows()] != part[self.indices]].sum()) / 2
+        return float(self.weights[part[self.rows] != part[self.indices]].sum()) / 2
 
     def dense(self) -> list[list[float]]:
         """The weight matrix as lists (small graphs only)."""
         out = np.zeros((self.n, self.n))
-        out[self.rows(), self.indices] = self.weights
+        out[self.rows, self.indices] = self.weights
         return [[float(x) for x in row] for row in out]
 
 
@@ -107,5 +109,5 @@ def heavy_edge_matching(g: Graph, max_vweight: int, rng: np.random.Generator) ->
 
 def coarsen(g: Graph, cmap: IntArray, nc: int) -> Graph:
     """The graph of the coarse vertices: parallel edges summed, edges inside a coarse vertex dropped."""
-    return _csr(nc, cmap[g.rows()], cmap[g.indices], g.weights,
+    return _csr(nc, cmap[g.rows], cmap[g.indices], g.weights,
                 np.bincount(cmap, weights=g.vweights, minlength=nc).astype(np.int64))

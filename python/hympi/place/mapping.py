@@ -28,6 +28,7 @@ from hympi.place.matrix import CommMatrix
 from hympi.place.tree import ClusterTree, Slot, slot_arrays
 
 EXACT_LIMIT = 20000  # enumerate a split exactly when it has at most this many candidate partitions
+BISECT_TRIES = 2  # independent multilevel bisections (random matchings) per split; the smallest cut is kept
 GLOBAL_LIMIT = 96  # global swap refinement up to this many ranks (O(n^3) per pass)
 FILLS = ("spread", "compact")
 
@@ -182,7 +183,7 @@ def partition(g: Graph, sizes: Sequence[int]) -> list[IntArray]:
     half = len(sizes) // 2
     size0 = sum(sizes[:half])
     if 0 < size0 < g.n:
-        part = bisect(g, size0, np.random.default_rng(g.n))
+        part = min((bisect(g, size0, np.random.default_rng([g.n, k])) for k in range(BISECT_TRIES)), key=g.cut)
         left, right = np.flatnonzero(part == 0), np.flatnonzero(part == 1)
     else:
         left, right = everyone[:size0], everyone[size0:]
