@@ -129,9 +129,14 @@ def run_place(pythonpath: Path, matrix: Path, node: str, nodes: int, cap: float)
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)  # wait4 below gives this child's rusage
         killer = threading.Timer(cap, proc.kill)
         killer.start()
-        _, status, usage = os.wait4(proc.pid, 0)
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:  # interrupted: leave no placement running
+            proc.kill()
+            raise
+        finally:
+            killer.cancel()
         seconds = time.perf_counter() - start
-        killer.cancel()
         proc.returncode = os.waitstatus_to_exitcode(status)
         peak = usage.ru_maxrss / 1024  # KiB on Linux
         if proc.returncode != 0:

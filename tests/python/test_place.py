@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from pathlib import Path
@@ -82,15 +83,29 @@ SMALL_CASES = [
 
 
 @pytest.mark.parametrize(("spec", "nodes"), SMALL_CASES)
-@pytest.mark.parametrize("exact_limit", [mapping.EXACT_LIMIT, 0], ids=["exact-splits", "greedy-splits"])
-def test_optimal_where_brute_force_is_possible(spec, nodes, exact_limit, monkeypatch):
+@pytest.mark.parametrize(("exact_limit", "global_limit"),
+                         [(mapping.EXACT_LIMIT, mapping.GLOBAL_LIMIT), (0, mapping.GLOBAL_LIMIT), (0, 0)],
+                         ids=["exact-splits", "multilevel-splits", "multilevel-alone"])
+def test_optimal_where_brute_force_is_possible(spec, nodes, exact_limit, global_limit, monkeypatch):
     monkeypatch.setattr(mapping, "EXACT_LIMIT", exact_limit)
+    monkeypatch.setattr(mapping, "GLOBAL_LIMIT", global_limit)  # 0: no global swap pass to mend the splits
     cluster = ClusterTree(load_node_tree(spec), nodes)
-    for matrix in (ring(8), halo3d((2, 2, 2)), random_matrix(8, 1), random_matrix(8, 2), random_matrix(8, 3)):
+    for k, matrix in enumerate(tiny_matrices()):
         placement = mapping.tree_map(cluster, matrix, 8 // nodes)
         assert len(set(placement.slots)) == len(placement.slots), "two ranks on one core"
         got = mapping.cost(cluster, matrix, placement.slots)
-        assert got == pytest.approx(mapping.brute_force(cluster, matrix)), matrix.source
+        assert got == pytest.approx(optimum(spec, nodes, k)), matrix.source
+
+
+def tiny_matrices() -> tuple[CommMatrix, ...]:
+    """8-rank matrices small enough for brute force."""
+    return ring(8), halo3d((2, 2, 2)), random_matrix(8, 1), random_matrix(8, 2), random_matrix(8, 3)
+
+
+@functools.cache
+def optimum(spec: str, nodes: int, k: int) -> float:
+    """Brute-force minimum cost of tiny_matrices()[k] (computed once per worker for all variants of the test)."""
+    return mapping.brute_force(ClusterTree(load_node_tree(spec), nodes), tiny_matrices()[k])
 
 
 def two_groups(coarse: int, fine: int, inside: float = 100.0, plane: float = 5.0) -> CommMatrix:
@@ -290,6 +305,9 @@ def test_rankfile_takes_effect_end_to_end(tmp_path):
         ("0 x\n1 0\n", [], "'x'"),
         ("0 nan\n1 0\n", [], "nan"),
         ("", [], "empty"),
+        ("ranks 2\n0 1 -3\n", [], "m.txt:2: volume '-3' must be finite and >= 0"),  # coordinate lists
+        ("ranks 2\n# c\n0 2 1\n", [], "m.txt:3: rank 2 out of range 0..1"),
+        ("ranks 2\n0 1\n", [], "m.txt:2: expected 'src dst volume', got '0 1'"),
         ("0 1 1\n1 0 1\n1 1 0\n", ["--topology", "synthetic:pack:1 core:2 pu:1"], "3 ranks"),
         ("0 1\n1 0\n", ["--topology", "synthetic:pack:1 core:2 pu:1", "--nodes", "2", "--ranks-per-node", "3"], "3"),
         ("0 1\n1 0\n", ["--topology", "/nonexistent/machine.xml"], "/nonexistent/machine.xml"),

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from hympi.errors import UsageError
 from hympi.place.bisect import bisect
@@ -134,10 +135,22 @@ def split_counts(n: int, capacities: Sequence[int], fill: str) -> list[int]:
     return out
 
 
-def _cut(weights: Weights, groups: Sequence[Sequence[int]]) -> float:
-    """Volume between different groups."""
-    owner = {r: g for g, members in enumerate(groups) for r in members}
-    return sum(weights[a][b] for a in owner for b in owner if a < b and owner[a] != owner[b])
+def _assignments(sizes: Sequence[int]) -> npt.NDArray[np.int16]:
+    """Every split of vertices 0..n-1 into ordered groups of these sizes, one row of group labels each (groups
+    chosen in lexicographic order, group by group)."""
+    n = sum(sizes)
+    rows = np.full((1, n), len(sizes) - 1, dtype=np.int16)
+    for label, size in enumerate(sizes[:-1]):
+        blocks = []
+        for row in rows:
+            free = np.flatnonzero(row == len(sizes) - 1).tolist()
+            chosen = list(itertools.combinations(free, size))
+            combos = np.array(chosen, dtype=np.int64).reshape(len(chosen), size)
+            block = np.repeat(row[None, :], len(combos), axis=0)
+            block[np.arange(len(combos))[:, None], combos] = label
+            blocks.append(block)
+        rows = np.concatenate(blocks)
+    return rows
 
 
 def _count_partitions(sizes: Sequence[int]) -> int:
@@ -149,25 +162,13 @@ def _count_partitions(sizes: Sequence[int]) -> int:
     return out
 
 
-def _exact_partition(sizes: list[int], weights: Weights) -> list[list[int]]:
-    """Minimum-cut split of vertices 0..n-1 into groups of the given sizes by enumeration (small cases)."""
-    best: tuple[float, list[list[int]]] | None = None
-
-    def rec(left: list[int], k: int, acc: list[list[int]]) -> None:
-        nonlocal best
-        if k == len(sizes) - 1:
-            groups = [*acc, left]
-            c = _cut(weights, groups)
-            if best is None or c < best[0] - 1e-12:
-                best = (c, [list(g) for g in groups])
-            return
-        for combo in itertools.combinations(left, sizes[k]):
-            chosen = set(combo)
-            rec([r for r in left if r not in chosen], k + 1, [*acc, list(combo)])
-
-    rec(list(range(sum(sizes))), 0, [])
-    assert best is not None
-    return best[1]
+def _exact_partition(g: Graph, sizes: Sequence[int]) -> list[IntArray]:
+    """Minimum-cut split of g's vertices into groups of the given sizes by enumeration (at most EXACT_LIMIT
+    candidates, each cut evaluated over the edges at once; the first minimum in enumeration order wins)."""
+    labels = _assignments(sizes)
+    cuts = (labels[:, g.rows] != labels[:, g.indices]).astype(np.float64) @ g.weights
+    best = labels[int(np.flatnonzero(cuts <= cuts.min() + 1e-9)[0])]
+    return [np.flatnonzero(best == k) for k in range(len(sizes))]
 
 
 def partition(g: Graph, sizes: Sequence[int]) -> list[IntArray]:
@@ -179,7 +180,7 @@ def partition(g: Graph, sizes: Sequence[int]) -> list[IntArray]:
     if max(sizes) <= 1:  # every pair is cut whatever the order: all pairs meet at this level
         return [everyone[k:k + 1] if sizes[k] else everyone[:0] for k in range(len(sizes))]
     if _count_partitions(sizes) <= EXACT_LIMIT:
-        return [np.asarray(group, dtype=np.int64) for group in _exact_partition(list(sizes), g.dense())]
+        return _exact_partition(g, sizes)
     half = len(sizes) // 2
     size0 = sum(sizes[:half])
     if 0 < size0 < g.n:
