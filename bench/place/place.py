@@ -2,8 +2,8 @@
 """Placement at cluster scale (issue 20): `hympi place` time, peak memory and off-node share per size, against
 the algorithm of an older revision (default: the dense one before the sparse rewrite) in the same run.
 
-Usage: .venv/bin/python bench/place/place.py [--halo 512,1024,2048,4096,32768] [--irregular 512,4096]
-                                             [--node 'pack:2 core:32 pu:1'] [--baseline REV] [--baseline-cap 120]
+Usage: .venv/bin/python bench/place/place.py [--halo 512,1024,2048,4096,32768] [--irregular 512,1024,4096]
+                                             [--node 'pack:2 core:32 pu:1'] [--baseline REV] [--baseline-cap 300]
                                              [--baseline-max 4096] [--cap 600] [--output FILE]
 
 Matrices (volume 1 per message unless said otherwise):
@@ -13,12 +13,13 @@ Matrices (volume 1 per message unless said otherwise):
                nearest neighbours a random volume in 1..999, rank numbers shuffled (fixed seed), so block
                placement cannot profit from the numbering.
 Every matrix is placed on N / cores-per-node copies of the node (`synthetic:NODE`, full nodes). Each placement is
-one `hympi place --matrix FILE --topology synthetic:NODE --nodes K --json` child process (the user's command,
-including interpreter start, reading the file and the topology); time is its wall time, peak memory its
-ru_maxrss from wait4, off-node the share of the volume crossing nodes (tree-map; block = --map-by core for
-reference). The baseline runs the same command with the code of git revision REV (its python/ and contract.toml,
-extracted with git archive into a temporary directory), fed the dense text form of the same matrix (the only
-form it reads), up to --baseline-max ranks and killed after --baseline-cap seconds ("> CAP" in the table).
+one `hympi place --matrix FILE --topology synthetic:NODE --nodes K --json` process (the user's command, including
+interpreter start, reading the file and the topology); time is its wall time, peak memory its ru_maxrss
+(getrusage of a small measuring parent, see MEASURE), off-node the share of the volume crossing nodes (tree-map;
+block = --map-by core for reference). The baseline runs the same command with the code of git revision REV (its
+python/ and contract.toml, extracted with git archive into a temporary directory), fed the dense text form of the
+same matrix (the only form it reads), up to --baseline-max ranks and killed after --baseline-cap seconds ("> CAP"
+in the table).
 share ratio = tree-map off-node share / baseline off-node share (the target is <= 1.05).
 """
 
@@ -31,8 +32,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -119,34 +118,40 @@ class Run:
     note: str = ""
 
 
+# Runs argv[3:] with a time limit and writes its wall seconds, exit code and peak resident memory to argv[2]. The
+# placement runs as this small process's child because Linux carries a process's high-water mark across exec (and
+# vfork): a child started straight from the benchmark would report the benchmark's own peak as its maxrss.
+MEASURE = """
+import json, resource, subprocess, sys, time
+start = time.perf_counter()
+try:
+    code = subprocess.run(sys.argv[3:], timeout=float(sys.argv[1]), check=False).returncode
+except subprocess.TimeoutExpired:
+    code = None
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+with open(sys.argv[2], "w") as out:
+    json.dump({"code": code, "seconds": seconds, "peak_mib": peak}, out)
+"""
+
+
 def run_place(pythonpath: Path, matrix: Path, node: str, nodes: int, cap: float) -> Run:
-    """Runs `hympi place ... --json` with the hympi package under `pythonpath`, killed after `cap` seconds."""
-    cmd = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", "place",
-           "--matrix", str(matrix), "--topology", f"synthetic:{node}", "--nodes", str(nodes), "--json"]
-    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)  # wait4 below gives this child's rusage
-        killer = threading.Timer(cap, proc.kill)
-        killer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        except BaseException:  # interrupted: leave no placement running
-            proc.kill()
-            raise
-        finally:
-            killer.cancel()
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        peak = usage.ru_maxrss / 1024  # KiB on Linux
-        if proc.returncode != 0:
-            err.seek(0)
-            killed = proc.returncode == -9 and seconds >= cap
-            return Run(seconds, peak, None, None, f"> {cap:.0f} s" if killed else
-                       f"exit {proc.returncode}: {err.read().decode()[-300:].strip()}")
-        out.seek(0)
-        data = json.loads(out.read())
-    maps = data["mappings"]
+    """Runs `hympi place ... --json` with the hympi package under `pythonpath`, killed after `cap` seconds; the
+    time and peak memory are the placement process's own (MEASURE)."""
+    place = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", "place",
+             "--matrix", str(matrix), "--topology", f"synthetic:{node}", "--nodes", str(nodes), "--json"]
+    report = matrix.with_suffix(".measure.json")
+    proc = subprocess.run([sys.executable, "-c", MEASURE, str(cap), str(report), *place], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(pythonpath)}, timeout=cap + 120,
+                          check=False)
+    measured = json.loads(report.read_text())
+    report.unlink()
+    seconds, peak = measured["seconds"], measured["peak_mib"]
+    if measured["code"] is None:
+        return Run(seconds, peak, None, None, f"> {cap:.0f} s")
+    if measured["code"] != 0:
+        return Run(seconds, peak, None, None, f"exit {measured['code']}: {proc.stderr[-300:].strip()}")
+    maps = json.loads(proc.stdout)["mappings"]
     return Run(seconds, peak, maps["tree-map"]["shares"]["inter-node"], maps["block"]["shares"]["inter-node"])
 
 
@@ -171,10 +176,10 @@ def main() -> int:
     """Generates the matrices, runs both implementations per size, prints the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--halo", default="512,1024,2048,4096,32768", help="rank counts of the 3D halo matrices")
-    parser.add_argument("--irregular", default="512,4096", help="rank counts of the irregular matrices")
+    parser.add_argument("--irregular", default="512,1024,4096", help="rank counts of the irregular matrices")
     parser.add_argument("--node", default="pack:2 core:32 pu:1", help="hwloc synthetic description of one node")
     parser.add_argument("--baseline", default=BASELINE, help="git revision whose algorithm is compared ('' = none)")
-    parser.add_argument("--baseline-cap", type=float, default=120, help="seconds before a baseline run is killed")
+    parser.add_argument("--baseline-cap", type=float, default=300, help="seconds before a baseline run is killed")
     parser.add_argument("--baseline-max", type=int, default=4096, help="largest rank count given to the baseline")
     parser.add_argument("--cap", type=float, default=600, help="seconds before a run of this tree is killed")
     parser.add_argument("--output", type=Path, help="also write one JSON line per case here")

@@ -11,10 +11,7 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from hympi.place.matrix import CommMatrix
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
+from hympi.place.matrix import CommMatrix, FloatArray, IntArray
 
 
 @dataclass(frozen=True, eq=False)

@@ -24,8 +24,8 @@ import numpy.typing as npt
 
 from hympi.errors import UsageError
 from hympi.place.bisect import bisect
-from hympi.place.graph import Graph, IntArray, from_matrix, subgraph
-from hympi.place.matrix import CommMatrix
+from hympi.place.graph import Graph, from_matrix, subgraph
+from hympi.place.matrix import CommMatrix, IntArray
 from hympi.place.tree import ClusterTree, Slot, slot_arrays
 
 EXACT_LIMIT = 20000  # enumerate a split exactly when it has at most this many candidate partitions
