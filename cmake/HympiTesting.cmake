@@ -2,12 +2,17 @@
 # its sources with these two functions.
 find_package(GTest REQUIRED)
 
-# MPI launcher flags for this machine: oversubscribed, unbound (apps bind themselves), root ok.
-set(HYMPI_MPIEXEC_FLAGS --oversubscribe --bind-to none)
-if(MPIEXEC_EXECUTABLE MATCHES "mpirun|mpiexec")
-  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpi_version ERROR_QUIET)
-  if(_mpi_version MATCHES "Open MPI|OpenRTE")
-    list(APPEND HYMPI_MPIEXEC_FLAGS --allow-run-as-root)
+# MPI launcher flags for this machine: oversubscribed, unbound (apps bind themselves), root ok. Hydra
+# (MPICH's mpiexec) starts any number of ranks and binds none unless asked; it spells the flag -bind-to.
+if(HYMPI_MPI_FLAVOR STREQUAL "mpich")
+  set(HYMPI_MPIEXEC_FLAGS -bind-to none)
+else()
+  set(HYMPI_MPIEXEC_FLAGS --oversubscribe --bind-to none)
+  if(MPIEXEC_EXECUTABLE MATCHES "mpirun|mpiexec")
+    execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpi_version ERROR_QUIET)
+    if(_mpi_version MATCHES "Open MPI|OpenRTE")
+      list(APPEND HYMPI_MPIEXEC_FLAGS --allow-run-as-root)
+    endif()
   endif()
 endif()
 set(HYMPI_TEST_DATA_DIR ${PROJECT_SOURCE_DIR}/tests/data)
