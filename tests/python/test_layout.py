@@ -11,7 +11,8 @@ import pytest
 from conftest import REPO, hympi
 from hympi.cli import main
 from hympi.errors import UsageError
-from hympi.launch.detect import probe, target_of_banner
+from hympi.launch.banner import target_of_banner
+from hympi.launch.detect import probe
 from hympi.launch.layout import LayoutSpec, cpu_list
 from hympi.launch.layout_check import layout_mismatches
 from hympi.launch.mpirun import LaunchSpec, build_command, run_command

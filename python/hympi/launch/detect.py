@@ -8,6 +8,7 @@ import subprocess
 from dataclasses import dataclass
 
 from hympi.errors import HympiFatal, UsageError
+from hympi.launch.banner import target_of_banner
 from hympi.launch.layout import TARGETS
 from hympi.launch.slurm import in_allocation
 from hympi.settings import settings
@@ -17,8 +18,6 @@ _CANDIDATES = {"openmpi4": ("mpirun", "mpiexec", "mpirun.openmpi"),
                "openmpi5": ("mpirun", "mpiexec", "mpirun.openmpi"),
                "mpich": ("mpiexec.mpich", "mpiexec.hydra", "mpiexec", "mpirun.mpich", "mpirun"),
                "slurm": ("srun",)}
-_OPEN_MPI = re.compile(r"\((?:Open MPI|OpenRTE)\)\s+(\d+)\.")
-_SLURM = re.compile(r"^slurm(?:-wlm)?\s+(\d+\.\d+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -28,18 +27,6 @@ class Launcher:
     target: str
     path: str
     version: str
-
-
-def target_of_banner(text: str) -> str | None:
-    """openmpi4 (Open MPI <= 4), openmpi5, mpich (Hydra) or slurm from a --version banner; None if unknown."""
-    ompi = _OPEN_MPI.search(text)
-    if ompi:
-        return "openmpi4" if int(ompi.group(1)) <= 4 else "openmpi5"
-    if "HYDRA" in text or "MPICH" in text:
-        return "mpich"
-    if _SLURM.search(text):
-        return "slurm"
-    return None
 
 
 def probe(path: str) -> tuple[Launcher | None, str]:

@@ -17,6 +17,7 @@ from functools import lru_cache
 from hympi.contract import contract, enum_names
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
+from hympi.launch.banner import target_of_banner
 from hympi.launch.layout import LayoutSpec
 from hympi.paths import binary
 from hympi.place.tree import load_node_tree
@@ -197,8 +198,7 @@ def launcher_target(launcher: str, flavor: str) -> str:
     banner, e.g. a test's stand-in, counts as Open MPI 4)."""
     if flavor == "mpich":
         return "mpich"
-    version = launcher_version(launcher)
-    return "openmpi5" if "(Open MPI) 5" in version or "(Open MPI) 6" in version else "openmpi4"
+    return "openmpi5" if target_of_banner(launcher_version(launcher)) == "openmpi5" else "openmpi4"
 
 
 def build_command(spec: LaunchSpec, launcher: str | None = None, flavor: str | None = None) -> list[str]:
