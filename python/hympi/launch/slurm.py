@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from hympi.errors import UsageError
 from hympi.launch.mpirun import MPI_FLAVORS, LaunchSpec
 from hympi.paths import binary
+from hympi.place.tree import load_node_tree
 from hympi.settings import settings
 
 
@@ -44,12 +45,14 @@ def build_srun_command(spec: LaunchSpec, srun: str | None = None) -> list[str]:
     for key, value in env.items():
         if "," in value or "=" in key:
             raise UsageError(f"cannot pass {key}={value!r} through srun --export (it contains a comma)")
-    cmd = [srun or srun_path(), "--ntasks", str(spec.ranks), "--cpus-per-task", str(spec.threads),
-           "--cpu-bind=none",  # hympi binds ranks and threads itself, with hwloc
-           "--kill-on-bad-exit=1",
+    if spec.binder == "launcher":  # srun binds as the layout spec says (one node: this one's topology)
+        placement = list(spec.layout().arguments("slurm", load_node_tree("this")))
+    else:
+        placement = ["--ntasks", str(spec.ranks), "--cpus-per-task", str(spec.threads),
+                     "--cpu-bind=none",  # hympi binds ranks and threads itself, with hwloc
+                     *(["--overcommit"] if spec.oversubscribe else [])]
+    cmd = [srun or srun_path(), *placement, "--kill-on-bad-exit=1",
            "--export=" + ",".join(["ALL", *(f"{k}={v}" for k, v in env.items())])]
-    if spec.oversubscribe:
-        cmd.append("--overcommit")
     return [*cmd, str(binary(spec.app_binary)), *spec.app_args]
 
 
