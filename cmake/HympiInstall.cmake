@@ -30,6 +30,9 @@ write_basic_package_version_file(${CMAKE_BINARY_DIR}/install/hympiConfigVersion.
 install(FILES ${CMAKE_BINARY_DIR}/install/hympiConfig.cmake ${CMAKE_BINARY_DIR}/install/hympiConfigVersion.cmake
         DESTINATION ${HYMPI_CMAKE_DIR})
 
+# For the Python CLI built from this tree (setup.py): where the apps will be.
+configure_file(${PROJECT_SOURCE_DIR}/cmake/hympi-install.toml.in ${CMAKE_BINARY_DIR}/hympi-install.toml @ONLY)
+
 # hympi.pc: the umbrella (every layer but the app frame, like hympi::hympi), dependents before their dependencies
 # for static linking, the MPI and OpenMP flags spelled out as FindMPI/FindOpenMP found them (MPI implementations
 # name their own .pc files differently, and not all ship one).
