@@ -26,6 +26,10 @@ if(HYMPI_SANITIZE)
   set(HYMPI_TEST_SANITIZE -fno-sanitize=all)
 endif()
 
+# The unit suites test code that calls no MPI: one tree of `make test` runs them (the sanitizer tree), the
+# other only the MPI suites, which run once per MPI implementation.
+option(HYMPI_UNIT_SUITES "With HYMPI_TEST_SUITES: build and register the unit suites (unit.*), not only mpi.*" ON)
+
 # The MPI-aware GoogleTest main, compiled once for every MPI test binary.
 if(HYMPI_TEST_SUITES)
   add_library(hympi_gtest_mpi_main OBJECT ${HYMPI_TEST_SUPPORT_DIR}/gtest_mpi_main.cpp)
@@ -36,7 +40,7 @@ endif()
 # hympi_add_unit_test(<name> LIBS <targets>... SOURCES <sources>...): GoogleTest binary run as
 # one serial process.
 function(hympi_add_unit_test name)
-  if(NOT HYMPI_TEST_SUITES)
+  if(NOT HYMPI_TEST_SUITES OR NOT HYMPI_UNIT_SUITES)
     return()
   endif()
   cmake_parse_arguments(ARG "" "" "LIBS;SOURCES" ${ARGN})
