@@ -127,7 +127,7 @@ def nodes_table(topologies: NodeTopologies) -> Table:
 
 def differences_table(topologies: NodeTopologies) -> Table:
     """Each field that differs, with the nodes that have each value."""
-    table = Table(title=f"{len(topologies.groups())} kinds of node: what differs")
+    table = Table()
     for col in ("field", "value", "nodes"):
         table.add_column(col)
     for d in topologies.differences():
@@ -141,14 +141,20 @@ def main_all_nodes(args: argparse.Namespace) -> int:
     topologies = gather(args)
     if args.json:
         print(json.dumps(topologies.as_dict()))
-        return 0
+    else:
+        print_nodes(topologies)
+    return 0
+
+
+def print_nodes(topologies: NodeTopologies) -> None:
+    """The nodes table, then "all N nodes identical" or what differs between the kinds of node."""
     console = Console()
     console.print(nodes_table(topologies))
     if topologies.identical:
         print(f"all {len(topologies.nodes)} nodes identical (hash {topologies.nodes[0].summary.hash})")
     else:
+        print(f"{len(topologies.groups())} kinds of node: what differs")
         console.print(differences_table(topologies))
-    return 0
 
 
 def main(args: argparse.Namespace) -> int:
