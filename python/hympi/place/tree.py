@@ -1,8 +1,10 @@
-"""The machine as a tree of cores (from hwloc XML), replicated over nodes, with tree distances."""
+"""The machine as a tree of cores (from hwloc XML), replicated over nodes or one per unlike node, with tree
+distances."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -136,32 +138,77 @@ class Slot:
 
 @dataclass(frozen=True)
 class ClusterTree:
-    """The hardware tree ranks are placed on: `nodes` copies of one node tree under a network root."""
+    """The hardware tree ranks are placed on: `nodes` nodes under a network root, each a copy of `tree`, unless
+    `node_trees` gives every node its own tree (unlike nodes; then `tree` is node 0's)."""
 
     tree: NodeTree
     nodes: int
+    node_trees: tuple[NodeTree, ...] = ()
+
+    @classmethod
+    def of_nodes(cls, trees: Sequence[NodeTree]) -> ClusterTree:
+        """One node per tree: N copies of one tree when they all have the same cores, else a cluster of unlike
+        nodes; ValueError for no trees."""
+        if not trees:
+            raise ValueError("a cluster needs at least one node tree")
+        first = trees[0]
+        if all(_same_shape(first, t) for t in trees[1:]):
+            return cls(first, len(trees))
+        return cls(first, len(trees), tuple(trees))
+
+    @property
+    def uniform(self) -> bool:
+        """True when every node is a copy of `tree`."""
+        return not self.node_trees
+
+    def tree_of(self, node: int) -> NodeTree:
+        """The tree of node `node` (IndexError outside 0..nodes-1 on unlike nodes)."""
+        return self.node_trees[node] if self.node_trees else self.tree
+
+    def cores_of(self, node: int) -> int:
+        """Cores of node `node`."""
+        return len(self.tree_of(node).cores)
 
     @property
     def cores_per_node(self) -> int:
-        """Cores of one node."""
+        """Cores of every node; ValueError on unlike nodes (cores_of gives each node's)."""
+        if self.node_trees:
+            raise ValueError("unlike nodes have no single cores-per-node count; use cores_of(node)")
         return len(self.tree.cores)
 
+    @property
+    def height(self) -> int:
+        """The largest distance inside any node; crossing nodes costs one more."""
+        return max(t.height for t in self.node_trees) if self.node_trees else self.tree.height
+
     def distance(self, a: Slot, b: Slot) -> int:
-        """Hops from a core up to the lowest common ancestor: 0 same core .. height+1 across nodes."""
+        """Hops from a core up to the lowest common ancestor: 0 same core .. height+1 across nodes, a shorter node's
+        missing levels counted as unshared on unlike nodes."""
         if a.node != b.node:
-            return self.tree.height + 1
-        pa, pb = self.tree.cores[a.core].path, self.tree.cores[b.core].path
+            return self.height + 1
+        tree = self.tree_of(a.node)
+        pa, pb = tree.cores[a.core].path, tree.cores[b.core].path
         common = 0
         for x, y in zip(pa, pb, strict=False):
             if x != y:
                 break
             common += 1
-        return max(len(pa), len(pb)) - common
+        if pa == pb:
+            return 0
+        # Every node is counted from the network root: the levels a shorter node lacks are levels its cores do
+        # not share, so sharing only the node costs the same on every node (no padding on identical nodes).
+        return max(len(pa), len(pb)) - common + self.height - tree.height
 
     def level(self, a: Slot, b: Slot) -> str:
         """'inter-node', 'inter-package' or 'intra-package' (seed 002's intra-node ratio splits these)."""
         if a.node != b.node:
             return "inter-node"
-        if self.tree.cores[a.core].package != self.tree.cores[b.core].package:
+        tree = self.tree_of(a.node)
+        if tree.cores[a.core].package != tree.cores[b.core].package:
             return "inter-package"
         return "intra-package"
+
+
+def _same_shape(a: NodeTree, b: NodeTree) -> bool:
+    """Whether two node trees have the same cores and hierarchy (their specs may differ)."""
+    return a.cores == b.cores and a.packages == b.packages and a.numa_nodes == b.numa_nodes
