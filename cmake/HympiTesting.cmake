@@ -2,12 +2,17 @@
 # its sources with these two functions.
 find_package(GTest REQUIRED)
 
-# MPI launcher flags for this machine: oversubscribed, unbound (apps bind themselves), root ok.
-set(HYMPI_MPIEXEC_FLAGS --oversubscribe --bind-to none)
-if(MPIEXEC_EXECUTABLE MATCHES "mpirun|mpiexec")
-  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpi_version ERROR_QUIET)
-  if(_mpi_version MATCHES "Open MPI|OpenRTE")
-    list(APPEND HYMPI_MPIEXEC_FLAGS --allow-run-as-root)
+# MPI launcher flags for this machine: oversubscribed, unbound (apps bind themselves), root ok. Hydra
+# (MPICH's mpiexec) starts any number of ranks and binds none unless asked; it spells the flag -bind-to.
+if(HYMPI_MPI_FLAVOR STREQUAL "mpich")
+  set(HYMPI_MPIEXEC_FLAGS -bind-to none)
+else()
+  set(HYMPI_MPIEXEC_FLAGS --oversubscribe --bind-to none)
+  if(MPIEXEC_EXECUTABLE MATCHES "mpirun|mpiexec")
+    execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpi_version ERROR_QUIET)
+    if(_mpi_version MATCHES "Open MPI|OpenRTE")
+      list(APPEND HYMPI_MPIEXEC_FLAGS --allow-run-as-root)
+    endif()
   endif()
 endif()
 set(HYMPI_TEST_DATA_DIR ${PROJECT_SOURCE_DIR}/tests/data)
@@ -21,6 +26,10 @@ if(HYMPI_SANITIZE)
   set(HYMPI_TEST_SANITIZE -fno-sanitize=all)
 endif()
 
+# The unit suites test code that calls no MPI: one tree of `make test` runs them (the sanitizer tree), the
+# other only the MPI suites, which run once per MPI implementation.
+option(HYMPI_UNIT_SUITES "With HYMPI_TEST_SUITES: build and register the unit suites (unit.*), not only mpi.*" ON)
+
 # The MPI-aware GoogleTest main, compiled once for every MPI test binary.
 if(HYMPI_TEST_SUITES)
   add_library(hympi_gtest_mpi_main OBJECT ${HYMPI_TEST_SUPPORT_DIR}/gtest_mpi_main.cpp)
@@ -31,7 +40,7 @@ endif()
 # hympi_add_unit_test(<name> LIBS <targets>... SOURCES <sources>...): GoogleTest binary run as
 # one serial process.
 function(hympi_add_unit_test name)
-  if(NOT HYMPI_TEST_SUITES)
+  if(NOT HYMPI_TEST_SUITES OR NOT HYMPI_UNIT_SUITES)
     return()
   endif()
   cmake_parse_arguments(ARG "" "" "LIBS;SOURCES" ${ARGN})

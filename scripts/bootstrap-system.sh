@@ -10,6 +10,9 @@ packages=(
   python3 python3-venv python3-pip
   procps  # pkill -s: the checkpoint test kills a whole MPI job (mpirun puts each rank in its own process group)
   chromium  # headless, for the report test (tests/python/test_report.py)
+  # A real single-node Slurm for the --launcher slurm tests (tests/python/slurmcluster.py starts the daemons itself,
+  # no systemd needed); slurm-wlm-basic-plugins (a dependency) brings the pmix plugin Open MPI's ranks start with.
+  munge slurmctld slurmd slurm-client
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -11,8 +11,9 @@ from typing import Any
 
 from hympi.errors import HympiFatal
 
-# python/hympi/contract.py -> the repository root is three levels up (hympi.paths imports this module).
-CONTRACT_PATH = Path(__file__).resolve().parents[2] / "contract.toml"
+# Package data: in the repository a link to the root's contract.toml (the file CMake reads too), in an installed
+# package its copy, so `pip install .` works away from the repository.
+CONTRACT_PATH = Path(__file__).resolve().parent / "contract.toml"
 FIELD_TYPES = ("string", "number", "integer", "boolean", "object", "array")
 OPTION_TYPES = ("string", "path", "bool", "int", "seconds")
 

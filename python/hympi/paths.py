@@ -1,9 +1,17 @@
-"""Where the compiled apps live."""
+"""Where the compiled apps and the profiling library live.
+
+The first of these that is set wins: HYMPI_BIN_DIR, HYMPI_PREFIX (PREFIX/bin), the install prefix the CMake build
+tree recorded when this package was built from it with `pip install .` (install.toml inside the package), the
+repository's build/bin; a binary missing from that directory is then looked up on PATH.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from hympi.errors import HympiFatal
@@ -11,20 +19,74 @@ from hympi.settings import settings
 
 # python/hympi/paths.py -> repository root is three levels up.
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# Written by setup.py from the CMake tree's build/hympi-install.toml into a built (non-editable) package only: an
+# editable install runs from the repository, whose own build/bin it should use.
+INSTALL_RECORD = Path(__file__).resolve().parent / "install.toml"
+
+
+@dataclass(frozen=True)
+class InstallRecord:
+    """The install layout a CMake build tree was configured with: CMAKE_INSTALL_PREFIX and GNUInstallDirs' dirs."""
+
+    prefix: Path
+    bindir: str
+    libdir: str
+
+
+@dataclass(frozen=True)
+class AppDirs:
+    """The directories of the hympi-* binaries and of libhympi-profile.so, and the rule that chose them."""
+
+    bin: Path
+    lib: Path
+    origin: str
+
+
+@lru_cache(maxsize=1)
+def install_record(path: Path = INSTALL_RECORD) -> InstallRecord | None:
+    """The recorded install layout, None without one; HympiFatal naming the file when it is malformed."""
+    if not path.is_file():
+        return None
+    try:
+        table = tomllib.loads(path.read_text())
+        return InstallRecord(Path(table["prefix"]), str(table["bindir"]), str(table["libdir"]))
+    except (OSError, tomllib.TOMLDecodeError, KeyError) as err:
+        raise HympiFatal(f"install record {path} is unreadable ({err}); reinstall the hympi package") from None
+
+
+def app_dirs() -> AppDirs:
+    """Where the apps are (see the module docstring); HympiFatal only for a malformed install record."""
+    options = settings()
+    explicit = options.text("bin_dir")
+    if explicit:
+        return AppDirs(Path(explicit), Path(explicit).parent / "lib", options.get("bin_dir").name)
+    record = install_record()
+    prefix = options.text("prefix")
+    if prefix:
+        # The same layout below any prefix as the recorded one (lib/x86_64-linux-gnu under /usr, say), else bin, lib.
+        libdir = record.libdir if record else "lib"
+        return AppDirs(Path(prefix) / "bin", Path(prefix) / libdir, options.get("prefix").name)
+    if record is not None:
+        where = record.prefix
+        return AppDirs(where / record.bindir, where / record.libdir, f"the install prefix {where} recorded at build")
+    return AppDirs(REPO_ROOT / "build" / "bin", REPO_ROOT / "build" / "lib", "the repository's build")
 
 
 def bin_dir() -> Path:
-    """Directory of the hympi-* binaries: $HYMPI_BIN_DIR, else the repository's build/bin."""
-    env = settings().text("bin_dir")
-    return Path(env) if env else REPO_ROOT / "build" / "bin"
+    """Directory of the hympi-* binaries (see app_dirs); HympiFatal only for a malformed install record."""
+    return app_dirs().bin
 
 
 def binary(name: str) -> Path:
     """Full path of binary `name` (e.g. 'hympi-rb3d'); raises HympiFatal if it was not built."""
-    candidate = bin_dir() / name
+    dirs = app_dirs()
+    candidate = dirs.bin / name
     if candidate.is_file() and os.access(candidate, os.X_OK):
         return candidate
     found = shutil.which(name)
     if found:
         return Path(found)
-    raise HympiFatal(f"{name} not found in {bin_dir()} or on PATH (run 'make' first)")
+    raise HympiFatal(
+        f"{name} not found in {dirs.bin} ({dirs.origin}) or on PATH "
+        "(run 'make', or 'cmake --install' and set HYMPI_PREFIX)"
+    )

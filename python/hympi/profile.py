@@ -14,7 +14,7 @@ from typing import SupportsInt
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import RunOutcome, mpi_flavor, run_command
-from hympi.paths import bin_dir
+from hympi.paths import app_dirs
 from hympi.settings import settings
 
 LAUNCHERS = ("mpirun", "mpiexec", "orterun")
@@ -28,9 +28,9 @@ def _as_int_matrix(rows: Iterable[Iterable[SupportsInt]]) -> tuple[tuple[int, ..
 
 
 def library_path() -> Path:
-    """libhympi-profile.so: $HYMPI_PROFILE_LIB, else next to the build's bin directory (build/lib)."""
+    """libhympi-profile.so: $HYMPI_PROFILE_LIB, else in the lib directory beside the apps'; HympiFatal if missing."""
     env = settings().text("profile_lib")
-    path = Path(env) if env else bin_dir().parent / "lib" / "libhympi-profile.so"
+    path = Path(env) if env else app_dirs().lib / "libhympi-profile.so"
     if not path.is_file():
         raise HympiFatal(f"profiling library {path} not found (run 'make' first, or set HYMPI_PROFILE_LIB)")
     return path

@@ -44,7 +44,7 @@ from hympi.contract import contract
 from hympi.errors import UsageError
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
-from hympi.launch import slurm
+from hympi.launch import slurm, slurm_jobs
 from hympi.launch.mpirun import (
     BIND_POLICIES,
     DEFAULT_MEMBIND,
@@ -681,7 +681,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     run that reaches its end (prints its result) removes its checkpoint. The sweep ends 'interrupted' while some run
     stopped with a checkpoint left, so the same command line (or --resume) continues it."""
     console = console or Console()
-    runner = runner or run_command
+    runner = runner or (slurm_jobs.step_runner if params.launcher == "slurm" else run_command)
     done = store.done_keys(sweep.id)
     stopped = _stopped_keys(store, sweep.id) if params.checkpoint_dir else set()
 
@@ -776,6 +776,8 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
            "--db", str(db.resolve()), "--launcher", "slurm", "--resume"]
     if params.oversubscribe:
         cmd.append("--oversubscribe")
+    if not params.warmup:
+        cmd.append("--no-warmup")
     if params.checkpoint_dir:
         cmd += ["--checkpoint-dir", params.checkpoint_dir, "--checkpoint-every", str(params.checkpoint_every)]
     for name, value in params.mpi_params:

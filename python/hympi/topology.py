@@ -41,11 +41,14 @@ def run_hympi_info(spec: str, output: str) -> str:
     return proc.stdout
 
 
+def summary_from_json(data: JsonObject) -> MachineSummary:
+    """The summary hympi-info printed as JSON, as a record; KeyError or TypeError for a missing or mistyped field."""
+    caches = tuple((int(c["level"]), int(c["size_bytes"]), int(c["count"])) for c in data["caches"])
+    return MachineSummary(int(data["packages"]), int(data["numa_nodes"]), int(data["cores"]), int(data["pus"]),
+                          caches, str(data["hash"]), json.dumps(data))
+
+
 @lru_cache(maxsize=8)
 def machine_summary(spec: str = "this") -> MachineSummary:
-    """Topology summary of `spec` ('this', 'synthetic:...', or an hwloc XML path)."""
-    raw = run_hympi_info(spec, "json")
-    data = json.loads(raw)
-    caches = tuple((c["level"], c["size_bytes"], c["count"]) for c in data["caches"])
-    return MachineSummary(data["packages"], data["numa_nodes"], data["cores"], data["pus"], caches, data["hash"],
-                          raw.strip())
+    """Topology summary of `spec` ('this', 'synthetic:...', or an hwloc XML path); UsageError for a bad spec."""
+    return summary_from_json(json.loads(run_hympi_info(spec, "json")))

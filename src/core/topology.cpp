@@ -4,6 +4,7 @@
 #include <cstring>
 #include <iomanip>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <utility>
 
@@ -76,6 +77,17 @@ Topology Topology::from_xml_file(const std::string& path) {
     throw TopologyError("cannot read hwloc XML '" + path + "': " + std::strerror(err));
   }
   return Topology(finish_load(topo, "XML '" + path + "'"));
+}
+
+Topology Topology::from_xml_text(const std::string& xml) {
+  hwloc_topology_t topo = init_topology();
+  // hwloc wants the length including the terminating NUL, as hwloc_topology_export_xmlbuffer reports it.
+  if (hwloc_topology_set_xmlbuffer(topo, xml.c_str(), static_cast<int>(xml.size() + 1)) < 0) {
+    const int err = errno;
+    hwloc_topology_destroy(topo);
+    throw TopologyError(std::string("cannot read hwloc XML text: ") + std::strerror(err));
+  }
+  return Topology(finish_load(topo, "XML text"));
 }
 
 Topology Topology::from_synthetic(const std::string& description) {
@@ -254,9 +266,10 @@ std::string Topology::to_xml() const {
   int length = 0;
   if (hwloc_topology_export_xmlbuffer(topo_, &buffer, &length, 0) < 0)
     throw TopologyError(std::string("cannot export topology as XML: ") + std::strerror(errno));
-  std::string out(buffer, static_cast<std::size_t>(length > 0 ? length - 1 : 0));
-  hwloc_free_xmlbuffer(topo_, buffer);
-  return out;
+  // hwloc allocated the buffer and must free it, also when the copy below throws.
+  const auto release = [topo = topo_](char* p) { hwloc_free_xmlbuffer(topo, p); };
+  const std::unique_ptr<char, decltype(release)> owned(buffer, release);
+  return std::string(owned.get(), static_cast<std::size_t>(length > 0 ? length - 1 : 0));
 }
 
 }  // namespace hympi

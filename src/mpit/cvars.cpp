@@ -227,7 +227,20 @@ Session::Session() {
   HYMPI_MPIT(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided));
 }
 
-Session::~Session() { MPI_T_finalize(); }
+Session::~Session() {
+#if defined(MPICH_VERSION)
+  // MPICH's MPI_Init starts MPI_T without counting itself, so the last MPI_T_finalize before MPI_Finalize
+  // frees the control variables the running library still reads: a later collective, or the next
+  // MPI_T_init_thread, dereferences NULL (pmodels/mpich#7954, fixed after 5.0.1; seen here with 4.0.2).
+  // While MPI runs, MPI_Finalize ends MPI_T as well, so the session is left open.
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized != 0 && finalized == 0) return;
+#endif
+  MPI_T_finalize();
+}
 
 CvarHandle::CvarHandle(const Session& /*session*/, int index) {
   HYMPI_MPIT(MPI_T_cvar_handle_alloc(index, nullptr, &handle_, &count_));

@@ -6,9 +6,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+import slurmcluster
 
 REPO = Path(__file__).resolve().parents[2]
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -49,3 +52,15 @@ def fake_launcher(tmp_path: Path) -> tuple[dict[str, str], Path]:
     script.write_text(f"#!/bin/sh\ntouch {marker}\nexit 0\n")
     script.chmod(0o755)
     return {"HYMPI_MPIRUN": str(script), "HYMPI_MPI_FLAVOR": "openmpi"}, marker
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurmcluster.SlurmCluster]:
+    """A single-node Slurm on localhost (munged, slurmctld, slurmd), started once per test process; the test is
+    skipped, with the reason and the daemons' log tails, where it cannot run (not root, packages missing)."""
+    try:
+        cluster = slurmcluster.start(tmp_path_factory.mktemp("slurm"))
+    except slurmcluster.ClusterUnavailable as exc:
+        pytest.skip(f"no Slurm: {exc}")
+    yield cluster
+    slurmcluster.stop(cluster)

@@ -128,7 +128,8 @@ while i < len(args) and args[i].startswith("-"):
 os.execve(args[i], args[i:], env)
 '''
 
-# An srun look-alike: --ntasks N, --export=ALL,K=V,..., then the app.
+# An srun look-alike: --ntasks N, --export=ALL[,K=V,...] (as Slurm 22.05 does it: a K already in srun's environment
+# keeps its value), then the app.
 FAKE_SRUN = r'''#!PYTHON
 import os, sys
 args = sys.argv[1:]
@@ -137,12 +138,13 @@ i = 0
 while i < len(args) and args[i].startswith("-"):
     flag = args[i]
     if flag == "--ntasks":
-        env["FAKE_RANKS"] = args[i + 1]; i += 2
+        # FAKE_SRUN_SINGLETONS: each task an MPI job of its own, as with a --mpi plugin the library does not speak.
+        env["FAKE_RANKS"] = "1" if env.get("FAKE_SRUN_SINGLETONS") else args[i + 1]; i += 2
     elif flag == "--cpus-per-task":
         i += 2
     elif flag.startswith("--export="):
         for item in flag.split("=", 1)[1].split(",")[1:]:
-            key, value = item.split("=", 1); env[key] = value
+            key, value = item.split("=", 1); env.setdefault(key, value)
         i += 1
     else:
         i += 1
@@ -175,8 +177,16 @@ def fake_bin_dir(tmp: Path, with_launchers: bool = True) -> dict[str, str]:
     return env
 
 
+# Beside the fake srun (where hympi looks for Slurm's other commands): the pretend allocation is always running.
+FAKE_SCONTROL = r'''#!/bin/sh
+echo "JobId=$SLURM_JOB_ID JobName=fake JobState=RUNNING Reason=None ExitCode=0:0"
+'''
+
+
 def fake_srun(tmp: Path) -> dict[str, str]:
-    """Env that makes hympi use the srun look-alike, inside a pretend 2-CPU allocation."""
+    """Env that makes hympi use the srun look-alike (and a scontrol that says the job runs), inside a pretend 2-CPU
+    allocation."""
+    _script(tmp / "scontrol", FAKE_SCONTROL)
     return {"HYMPI_SRUN": str(_script(tmp / "srun", FAKE_SRUN)), "FAKE_SRUN_LOG": str(tmp / "srun.log"),
             "SLURM_JOB_ID": "4242", "SLURM_NTASKS": "2", "SLURM_CPUS_PER_TASK": "1"}
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import hympi
 from fakeapps import fake_bin_dir, fake_srun, launches
 from hympi.errors import UsageError
-from hympi.launch.mpirun import LaunchSpec
+from hympi.launch.mpirun import LaunchSpec, mpi_flavor
 from hympi.launch.slurm import BatchRequest, build_srun_command, sbatch_script
 from hympi.store import Store
 
@@ -22,21 +22,41 @@ def _no_slurm() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
 
 
+def _srun_env(cmd: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """Splits `env VAR=VALUE... srun ...` into the variables (in order) and the srun command."""
+    assert cmd[0] == "env", cmd
+    at = next(i for i, arg in enumerate(cmd[1:], 1) if "=" not in arg)
+    return [tuple(arg.split("=", 1)) for arg in cmd[1:at]], cmd[at:]  # type: ignore[misc]
+
+
 def test_srun_command_is_an_argument_list_with_the_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("HYMPI_BIN_DIR", fake_bin_dir(tmp_path)["HYMPI_BIN_DIR"])
+    monkeypatch.setenv("HYMPI_MPI_FLAVOR", "openmpi")
+    mpi_flavor.cache_clear()  # the flavour is asked once per launcher and process
     spec = LaunchSpec("hympi-rb3d", 4, 2, "numa", "scatter", ("--size", "32"), False, (("HYMPI_VIRTUAL_NODES", "1"),))
-    cmd = build_srun_command(spec, srun="/opt/slurm/bin/srun")
+    env, cmd = _srun_env(build_srun_command(spec, srun="/opt/slurm/bin/srun"))
     assert cmd[0] == "/opt/slurm/bin/srun"
     assert cmd[cmd.index("--ntasks") + 1] == "4" and cmd[cmd.index("--cpus-per-task") + 1] == "2"
     assert "--cpu-bind=none" in cmd and "--overcommit" not in cmd
-    export = next(a for a in cmd if a.startswith("--export="))
-    assert export.split("=", 1)[1].split(",") == ["ALL", "OMP_NUM_THREADS=2", "HYMPI_BIND=numa", "HYMPI_DIST=scatter",
-                                                  "HYMPI_MEMBIND=none", "HYMPI_VIRTUAL_NODES=1"]
+    # The layout is set in srun's environment, which --export=ALL carries: srun --export=ALL,VAR=VALUE would let a
+    # VAR the user had set win over the layout's.
+    assert "--export=ALL" in cmd
+    assert env == [("OMP_NUM_THREADS", "2"), ("HYMPI_BIND", "numa"), ("HYMPI_DIST", "scatter"),
+                   ("HYMPI_MEMBIND", "none"), ("HYMPI_VIRTUAL_NODES", "1")]
+    assert "--mpi=pmix" in cmd  # Open MPI's ranks find each other through PMIx
     assert cmd[-3].endswith("hympi-rb3d") and cmd[-2:] == ["--size", "32"]
     over = build_srun_command(LaunchSpec("hympi-rb3d", 8, 1, oversubscribe=True), srun="srun")
     assert "--overcommit" in over
-    with pytest.raises(UsageError, match="comma"):
-        build_srun_command(LaunchSpec("hympi-rb3d", 1, 1, env=(("HYMPI_X", "a,b"),)), srun="srun")
+    monkeypatch.setenv("HYMPI_MPI_FLAVOR", "mpich")
+    mpi_flavor.cache_clear()
+    assert "--mpi=pmi2" in build_srun_command(LaunchSpec("hympi-rb3d", 2, 1), srun="srun")
+    monkeypatch.setenv("HYMPI_SRUN_MPI", "pmix_v4")
+    assert "--mpi=pmix_v4" in build_srun_command(LaunchSpec("hympi-rb3d", 2, 1), srun="srun")
+    mpi_flavor.cache_clear()  # not to leave "mpich" cached for the next test in this process
+    commas = build_srun_command(LaunchSpec("hympi-rb3d", 1, 1, env=(("HYMPI_H5_HINTS", "a=1,b=2"),)), srun="srun")
+    assert ("HYMPI_H5_HINTS", "a=1,b=2") in _srun_env(commas)[0]
+    with pytest.raises(UsageError, match="not a variable name"):
+        build_srun_command(LaunchSpec("hympi-rb3d", 1, 1, env=(("A=B", "c"),)), srun="srun")
 
 
 def test_sbatch_script_requests_the_largest_layout_and_resumes_the_sweep():
@@ -62,13 +82,14 @@ def test_outside_an_allocation_the_sweep_becomes_an_sbatch_script(tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.startswith("#!/bin/bash") and "#SBATCH --ntasks=2" in out
-    srun_lines = [line for line in out.splitlines() if line.split(" ", 1)[0].endswith("srun")]
+    srun_lines = [line for line in out.splitlines()
+                  if line.startswith("env ") and any(Path(arg).name == "srun" for arg in shlex.split(line))]
     assert len(srun_lines) == 12  # 4 layouts (no local PU limit applies to an allocation) x (warm-up + 2 repeats)
     assert all(shlex.split(line)[-3:] == [str(tmp_path / "bin" / "hympi-rb3d"), "--size", "16"] for line in srun_lines)
     assert not db.exists()
 
     proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1,2", "--launcher", "slurm", "--db", str(db),
-                 "--sbatch", str(script), "--", "--size", "16", env=env)
+                 "--no-warmup", "--sbatch", str(script), "--", "--size", "16", env=env)
     assert proc.returncode == 0, proc.stderr
     assert f"sbatch {script}" in proc.stdout
     body = script.read_text()
@@ -76,6 +97,7 @@ def test_outside_an_allocation_the_sweep_becomes_an_sbatch_script(tmp_path: Path
     assert exec_line[0] == "exec" and exec_line[2:4] == ["sweep", "rb3d"]
     assert exec_line[exec_line.index("--db") + 1] == str(db.resolve())
     assert "--resume" in exec_line and exec_line[exec_line.index("--launcher") + 1] == "slurm"
+    assert "--no-warmup" in exec_line  # the allocation's sweep runs the rounds asked for, no more
     assert exec_line[-3:] == ["--", "--size", "16"]
     assert os.access(script, os.X_OK)
     assert not db.exists() and not launches(env)
@@ -93,6 +115,18 @@ def test_inside_an_allocation_the_sweep_runs_every_layout_with_srun(tmp_path: Pa
     with Store.open(db, create=False) as store:
         runs = {(r.ranks, r.threads): r for r in store.runs()}
     assert {k: r.status for k, r in runs.items()} == {(1, 1): "ok", (1, 2): "failed", (2, 1): "ok"}
-    assert runs[(2, 1)].command[0] == env["HYMPI_SRUN"]
+    assert _srun_env(list(runs[(2, 1)].command))[1][0] == env["HYMPI_SRUN"]
     assert runs[(2, 1)].record["rate"] == 21.0  # the fake app saw 2 tasks from srun --ntasks
     assert sorted(launches(env)) == ["1x1", "1x2", "2x1"]
+
+
+def test_tasks_that_do_not_form_one_mpi_job_fail_the_run(tmp_path: Path):
+    env = {**_no_slurm(), **fake_bin_dir(tmp_path), **fake_srun(tmp_path), "FAKE_SRUN_SINGLETONS": "1"}
+    db = tmp_path / "r.db"
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--launcher", "slurm", "--no-warmup", "--db", str(db), env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        runs = {r.ranks: r for r in store.runs()}
+    assert runs[1].status == "ok"  # one task is one rank either way
+    assert runs[2].status == "failed" and "srun started 2 tasks but the app ran as an MPI job of 1 rank" in \
+        runs[2].stderr_tail

@@ -67,6 +67,8 @@ class Topology {
   static Topology from_synthetic(const std::string& description);
   /// "this", "synthetic:<description>" or the path of an XML file.
   static Topology from_spec(const std::string& spec);
+  /// A topology from hwloc XML text (what to_xml() returns, e.g. received from another node).
+  static Topology from_xml_text(const std::string& xml);
 
   Topology(const Topology&) = delete;
   Topology& operator=(const Topology&) = delete;

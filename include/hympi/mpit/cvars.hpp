@@ -32,7 +32,8 @@ class MpiTError : public Error {
 /// Throws MpiTError when `code` is not MPI_SUCCESS; use through HYMPI_MPIT.
 void check_mpit(int code, const char* call, const std::source_location& where = std::source_location::current());
 
-/// One MPI_T tool-interface session: MPI_T_init_thread on construction, MPI_T_finalize on destruction.
+/// One MPI_T tool-interface session: MPI_T_init_thread on construction, MPI_T_finalize on destruction
+/// (under MPICH while MPI runs, MPI_Finalize ends it instead: see ~Session).
 ///
 /// Works before, during or after MPI_Init; sessions nest (the MPI library counts them), so any number
 /// may be alive at once. Use a session's cvars from one thread at a time.

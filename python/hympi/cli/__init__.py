@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hympi import __version__
-from hympi.cli import affinity, config, export, info, place, profile, report, run, study, sweep, tune
+from hympi.cli import affinity, config, export, info, layout, place, profile, report, run, study, sweep, tune
 from hympi.cli.parser import Parser, Subparsers
 from hympi.errors import HympiError, UsageError
 from hympi.settings import load_settings
@@ -28,7 +28,7 @@ class Command(Protocol):
 # One module per subcommand.
 COMMANDS: dict[str, Command] = {"run": run, "affinity": affinity, "info": info, "profile": profile, "place": place,
                                 "sweep": sweep, "study": study, "report": report, "export": export,
-                                "config": config, "tune": tune}
+                                "config": config, "tune": tune, "layout": layout}
 
 # What follows `--` for the subcommands that take it, shown in their usage line; the others refuse it.
 TRAILERS: dict[str, str] = {"run": "[-- APP-ARGS]", "affinity": "[-- APP-ARGS]", "sweep": "[-- APP-ARGS]",

@@ -1,13 +1,17 @@
-"""hympi affinity: where every rank and thread of a layout really runs."""
+"""hympi affinity: where every rank and thread of a layout really runs, checked against the layout spec."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 
-from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, print_app_help
+from hympi.cli.common import add_layout_options, asks_for_help, launch_command, layout_spec, print_app_help
 from hympi.cli.parser import Subparsers
 from hympi.cli.run import report
-from hympi.launch.mpirun import launch
+from hympi.launch.layout import LayoutSpec
+from hympi.launch.layout_check import layout_mismatches
+from hympi.launch.mpirun import LaunchSpec, run_command
+from hympi.place.tree import load_node_tree
 
 
 def add_parser(sub: Subparsers, name: str) -> None:
@@ -16,15 +20,31 @@ def add_parser(sub: Subparsers, name: str) -> None:
                        description="Show where each rank and thread runs (host, PU, core, NUMA, package).")
     add_layout_options(p)
     p.add_argument("--check", action="store_true",
-                   help="fail if a thread runs outside its set or two threads share a core under core binding")
+                   help="fail if a thread runs outside its set, two threads share a core under core binding, or any "
+                        "thread is not on the cpuset the layout spec intends ('hympi layout' prints them)")
     p.add_argument("--json", action="store_true", help="print the result record as JSON")
     p.set_defaults(handler=main)
 
 
+def intended_layout(spec: LaunchSpec, bind: str) -> LayoutSpec:
+    """The one-node layout spec whose cpusets the run must show, whoever binds (the same rule for hympi and the
+    launcher); `bind` is the binding asked for (a rankfile's run launches with HYMPI_BIND=none)."""
+    return LayoutSpec(1, spec.ranks, spec.threads, bind, spec.dist, spec.rankfile, spec.oversubscribe)
+
+
 def main(args: argparse.Namespace) -> int:
-    """Launches hympi-affinity with the layout and prints its table."""
+    """Launches hympi-affinity with the layout, prints its table and, with --check, compares it with the spec."""
     if asks_for_help(args.app_args):
         return print_app_help("hympi-affinity")
     app_args = ["--check"] if args.check else []
     spec = layout_spec(args, "hympi-affinity", app_args + list(args.app_args))
-    return report(launch(spec, timeout=args.timeout), args.json, args.timeout)
+    outcome = run_command(launch_command(spec, args.launcher), args.timeout)
+    code = report(outcome, args.json, args.timeout)
+    if not args.check or outcome.result is None:
+        return code
+    places = intended_layout(spec, spec.bind).placements(load_node_tree("this"))
+    problems = layout_mismatches(places, list(outcome.result.binding))
+    for problem in problems:
+        print(f"layout mismatch: {problem}", file=sys.stderr)
+    print(f"layout check ({spec.binder} binds): {'FAILED' if problems else 'PASSED'}", file=sys.stderr)
+    return code or (1 if problems else 0)

@@ -10,11 +10,16 @@ import sys
 from pathlib import Path
 
 from hympi.errors import UsageError
+from hympi.launch import slurm
+from hympi.launch.detect import find_launcher
+from hympi.launch.layout import LAYOUT_BINDS, TARGETS
 from hympi.launch.mpirun import (
     BIND_POLICIES,
+    BINDERS,
     DISTRIBUTIONS,
     MEMORY_POLICIES,
     LaunchSpec,
+    build_command,
     check_layout,
     validate_with_app,
 )
@@ -77,6 +82,13 @@ def add_layout_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=seconds, default=None, metavar="S",
                         help="kill the run after S seconds")
     parser.add_argument("--rankfile", default=None, metavar="FILE", help="Open MPI rankfile to place ranks with")
+    parser.add_argument("--launcher", default=None, metavar="NAME",
+                        help=f"{', '.join(TARGETS)}: launch with that launcher, checked against its --version "
+                             "(default: $HYMPI_MPIRUN, mpirun or mpiexec)")
+    parser.add_argument("--binder", default="hympi", metavar="WHO",
+                        help="hympi: hympi binds ranks and threads with hwloc, the launcher binds nothing (default); "
+                             "launcher: the launcher binds with the layout's arguments ('hympi layout' shows them) "
+                             "and OpenMP places the threads")
 
 
 def layout_settings(args: argparse.Namespace) -> Settings:
@@ -99,16 +111,34 @@ def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) 
         raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout}")
     env = (("HYMPI_VIRTUAL_NODES", str(virtual_nodes)),)
     bind = resolved.text("bind")
+    if args.launcher is not None and args.launcher not in TARGETS:
+        raise UsageError(f"unknown launcher '{args.launcher}' (expected {', '.join(TARGETS)})")
+    if args.binder not in BINDERS:
+        raise UsageError(f"unknown binder '{args.binder}' (expected {', '.join(BINDERS)})")
+    if args.binder == "launcher" and not args.rankfile and bind not in LAYOUT_BINDS:
+        raise UsageError(f"--binder launcher needs --bind {' or '.join(LAYOUT_BINDS)}, got '{bind}'")
     if args.rankfile:
         # mpirun binds every rank where the rankfile says; the app must not rebind it (HYMPI_BIND=none).
         # Every slot and host is checked here, because mpirun reports a bad one only as ORTE noise.
         check_rankfile_fits(args.rankfile, args.ranks)
         bind = "none"
     spec = LaunchSpec(app_binary, args.ranks, args.threads, bind, resolved.text("dist"), tuple(app_args),
-                      bool(resolved.value("oversubscribe")), env, args.rankfile, membind=resolved.text("membind"))
+                      bool(resolved.value("oversubscribe")), env, args.rankfile, membind=resolved.text("membind"),
+                      binder=args.binder)
     check_layout(spec, machine_summary().pus)
     validate_with_app(spec)
     return spec
+
+
+def launch_command(spec: LaunchSpec, target: str | None) -> list[str]:
+    """The command that launches `spec` with launcher `target` (None: the default MPI launcher); HympiFatal when that
+    launcher is not installed, UsageError when it cannot spell a launcher-bound layout."""
+    if target is None:
+        return build_command(spec)
+    found = find_launcher(target)
+    if target == "slurm":
+        return slurm.build_srun_command(spec, found.path)
+    return build_command(spec, found.path, "mpich" if target == "mpich" else "openmpi")
 
 
 def asks_for_help(app_args: list[str]) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -13,11 +14,13 @@ from rich.table import Table
 from hympi.cli.common import check_output_file
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
+from hympi.node_topologies import read_node_topologies
 from hympi.place import PlacementReport, place
 from hympi.place.groups import BETWEEN, GROUP_NAMES, parse_groups
 from hympi.place.mapping import FILLS
 from hympi.place.matrix import read_matrix
 from hympi.place.rankfile import write_hydra, write_openmpi_rankfile
+from hympi.place.tree import NodeTree, load_node_tree, parse_topology_xml
 
 
 def add_parser(sub: Subparsers, name: str) -> None:
@@ -32,9 +35,15 @@ def add_parser(sub: Subparsers, name: str) -> None:
                               "sends to each rank).")
     p.add_argument("--matrix", required=True,
                    help="hympi profile JSON, coordinate list ('ranks N' + 'src dst volume' lines) or dense text")
-    p.add_argument("--topology", default="this", help="this | <file.xml> | synthetic:'<description>' (one node)")
-    p.add_argument("--nodes", type=int, default=1, help="number of such nodes (default 1)")
-    p.add_argument("--ranks-per-node", type=int, default=None, help="ranks on each node (default: ranks / nodes)")
+    p.add_argument("--topology", action="append", default=None,
+                   help="this | <file.xml> | synthetic:'<description>': one node, copied --nodes times (default this); "
+                        "given several times, one per node (unlike nodes)")
+    p.add_argument("--node-topologies", default=None, metavar="FILE",
+                   help="one node per entry of FILE, as `hympi info --all-nodes --json` wrote it (each node's own "
+                        "hwloc tree; hosts from it when they are distinct real hosts)")
+    p.add_argument("--nodes", type=int, default=None, help="number of nodes (default 1, or one per topology given)")
+    p.add_argument("--ranks-per-node", type=int, default=None,
+                   help="ranks on each node (default: ranks / nodes; on unlike nodes in proportion to their cores)")
     p.add_argument("--fill", default="compact", help=f"within a node: {' or '.join(FILLS)} (default compact)")
     p.add_argument("--hosts", default=None, help="comma-separated host names for the rankfile, one per node")
     p.add_argument("--groups", default=None, metavar="COARSE:FINE",
@@ -55,6 +64,41 @@ def host_names(hosts: str | None, nodes: int) -> list[str]:
     return names
 
 
+@dataclass(frozen=True)
+class NodeChoice:
+    """The nodes asked for: one topology copied `nodes` times, or one tree per node (and the hosts they came from)."""
+
+    topology: str
+    nodes: int
+    trees: tuple[NodeTree, ...] = ()
+    hosts: tuple[str, ...] = ()
+
+
+def choose_nodes(args: argparse.Namespace) -> NodeChoice:
+    """--topology (once or per node), --node-topologies and --nodes, checked against each other; UsageError for
+    a contradiction or a topology that cannot be loaded."""
+    if args.node_topologies is not None and args.topology:
+        raise UsageError("--node-topologies and --topology both describe the nodes; give one of them")
+    if args.node_topologies is not None:
+        gathered = read_node_topologies(args.node_topologies)
+        trees = tuple(parse_topology_xml(n.xml, f"{args.node_topologies} node {n.node}") for n in gathered.nodes)
+        names = tuple(n.host for n in gathered.nodes)
+        # Virtual nodes share one machine (host/vnN): a rankfile cannot tell them apart by host.
+        real = len(set(names)) == len(names) and not any("/" in h for h in names)
+        return _checked(NodeChoice(args.node_topologies, len(trees), trees, names if real else ()), args.nodes)
+    specs = args.topology or ["this"]
+    if len(specs) == 1:
+        return NodeChoice(specs[0], 1 if args.nodes is None else args.nodes)
+    return _checked(NodeChoice(",".join(specs), len(specs), tuple(load_node_tree(t) for t in specs)), args.nodes)
+
+
+def _checked(choice: NodeChoice, nodes: int | None) -> NodeChoice:
+    """`choice`, unless --nodes says another number of nodes (UsageError)."""
+    if nodes is not None and nodes != choice.nodes:
+        raise UsageError(f"--nodes {nodes} contradicts the {choice.nodes} node topologies given")
+    return choice
+
+
 def _pct(share: float) -> str:
     """'12.5%'."""
     return f"{100 * share:.1f}%"
@@ -63,7 +107,10 @@ def _pct(share: float) -> str:
 def comparison_table(report: PlacementReport) -> Table:
     """Cost and traffic shares of each mapping."""
     m = report.cluster
-    table = Table(title=f"{m.nodes} node(s) x {m.cores_per_node} cores, {report.per_node} ranks/node")
+    title = f"{m.nodes} node(s) x {m.cores_per_node} cores, {report.per_node} ranks/node" if m.uniform else (
+        f"{m.nodes} unlike nodes: {'+'.join(str(m.cores_of(k)) for k in range(m.nodes))} cores, "
+        f"{'+'.join(map(str, report.node_ranks))} ranks")
+    table = Table(title=title)
     for col in ("mapping", "cost (vol x hops)", "inter-node", "inter-package", "intra-package"):
         table.add_column(col, justify="right", no_wrap=col == "mapping")
     for p, c, s in zip(report.placements, report.costs, report.shares, strict=True):
@@ -94,8 +141,9 @@ def main(args: argparse.Namespace) -> int:
         check_output_file(f"{args.out}.hydra", "--out")  # its MPICH twin is written beside it
     matrix = read_matrix(args.matrix)
     groups = parse_groups(args.groups, matrix.ranks) if args.groups is not None else None
-    hosts = host_names(args.hosts, args.nodes)
-    report = place(matrix, args.topology, args.nodes, args.ranks_per_node, args.fill, groups)
+    nodes = choose_nodes(args)
+    hosts = list(nodes.hosts) if args.hosts is None and nodes.hosts else host_names(args.hosts, nodes.nodes)
+    report = place(matrix, nodes.topology, nodes.nodes, args.ranks_per_node, args.fill, groups, nodes.trees)
     best = report.best()
     rankfile = write_openmpi_rankfile(report.cluster, best.slots, hosts)
     if args.out:

@@ -15,12 +15,13 @@ from hympi.cli.common import (
     add_layout_options,
     add_mpi_param_options,
     asks_for_help,
+    launch_command,
     layout_spec,
     mpi_params_from_args,
     print_app_help,
 )
 from hympi.cli.parser import Subparsers
-from hympi.launch.mpirun import RunOutcome, launch
+from hympi.launch.mpirun import RunOutcome, run_command
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.result import PREFIX, ResultRecord, placement_share
@@ -105,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
         return print_app_help(app.binary)  # the help needs no layout and no launch
     mpi_params = mpi_params_from_args(args)
     spec = dataclasses.replace(layout_spec(args, app.binary, args.app_args), mpi_params=mpi_params)
-    outcome = launch(spec, timeout=args.timeout)
+    outcome = run_command(launch_command(spec, args.launcher), args.timeout)
     code = report(outcome, args.json, args.timeout)
     read_back = outcome.record.get("mpi_cvars") if outcome.record is not None else None
     for text in ignored_texts(mpi_params, read_back if isinstance(read_back, dict) else None):

@@ -21,8 +21,8 @@ from hympi.cli.common import (
     report_interrupt,
 )
 from hympi.cli.parser import Subparsers
-from hympi.errors import UsageError
-from hympi.launch import slurm
+from hympi.errors import HympiFatal, UsageError
+from hympi.launch import slurm, slurm_jobs
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, MEMORY_POLICIES, format_command
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
@@ -165,6 +165,12 @@ def add_parser(sub: Subparsers, name: str) -> None:
     p.add_argument("--sbatch", default=None, metavar="PATH",
                    help="slurm outside an allocation: where to write the sbatch script "
                         "(default hympi-sweep-APP.sbatch)")
+    p.add_argument("--submit", action="store_true",
+                   help="slurm outside an allocation: submit the sbatch script (after checking that the controller "
+                        "answers) and print the job id")
+    p.add_argument("--wait", action="store_true",
+                   help="slurm outside an allocation: submit the script, wait for the job to end, print its output "
+                        "and exit 0 only when every run in it succeeded")
     p.add_argument("--dry-run", action="store_true", help="print the launch commands; run and record nothing")
     p.set_defaults(handler=main)
 
@@ -233,6 +239,32 @@ def make_checkpoint_dir(directory: str) -> Path | None:
     return path
 
 
+def submit_script(script: Path, req: slurm.BatchRequest, runs: int, wait: bool) -> int:
+    """Submits the written sbatch script (removing it when sbatch refuses it) and, with `wait`, follows the job to
+    its end: prints its output and returns 0 when it completed, 1 otherwise (HympiFatal when Slurm fails us)."""
+    try:
+        job_id = slurm_jobs.submit(script, req.workdir)
+    except HympiFatal:
+        script.unlink(missing_ok=True)
+        raise
+    output = Path(req.workdir) / slurm.batch_output(req, job_id)
+    print(f"submitted job {job_id} ({script}: {runs} runs); output: {output}", flush=True)
+    if not wait:
+        return 0
+    try:
+        final = slurm_jobs.wait_for(job_id)
+    except KeyboardInterrupt:
+        print(f"hympi: stopped waiting; job {job_id} goes on (scancel {job_id} stops it)", file=sys.stderr)
+        return 130
+    if output.is_file():
+        print(output.read_text(errors="replace"), end="")
+    if final is None:
+        print(f"hympi: job {job_id} ended and Slurm has forgotten how; see {output}", file=sys.stderr)
+        return 1
+    print(f"job {job_id} {final.state} (exit code {final.exit_code})", flush=True)
+    return 0 if final.state == "COMPLETED" and final.exit_code == 0 else 1
+
+
 def main(args: argparse.Namespace) -> int:
     """Plans, validates, then runs (or prints, or writes an sbatch script for) the sweep."""
     params = params_from_args(args)
@@ -259,6 +291,11 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"every layout needs more than the {summary.pus} PUs of this machine "
                          "(pass --oversubscribe to run them anyway)")
     outside = params.launcher == "slurm" and not slurm.in_allocation()
+    submit = args.submit or args.wait
+    if submit and not outside:
+        raise UsageError("--submit and --wait submit an sbatch script: they need --launcher slurm outside an "
+                         "allocation" + (" (this process runs in Slurm job "
+                                         f"{slurm_jobs.current_job()})" if slurm.in_allocation() else ""))
     # The runs need the checkpoint directory, and the app checks the options naming it; a dry run or an sbatch
     # script creates nothing (the app then checks the options without it).
     created = make_checkpoint_dir(params.checkpoint_dir) if params.checkpoint_dir and not (args.dry_run or outside) \
@@ -281,14 +318,18 @@ def main(args: argparse.Namespace) -> int:
             for item in the_plan.items:
                 print(format_command(command_for(params, item)))
             return 0
+        if submit:
+            slurm_jobs.check_reachable()  # before anything is written: an unreachable Slurm leaves no trace
         target = Path(args.sbatch or f"hympi-sweep-{params.app}.sbatch")
         try:
             target.write_text(script)
         except OSError as exc:
             raise UsageError(f"cannot write sbatch script {target} ({exc.strerror or exc})") from None
         target.chmod(0o755)
-        print(f"wrote {target}: {len(the_plan.items)} runs; submit with: sbatch {target}")
-        return 0
+        if not submit:
+            print(f"wrote {target}: {len(the_plan.items)} runs; submit with: sbatch {target}")
+            return 0
+        return submit_script(target, req, len(the_plan.items), args.wait)
     if args.dry_run:
         for item in the_plan.items:
             print(format_command(command_for(params, item, restartable(params, item))))

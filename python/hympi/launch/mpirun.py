@@ -17,7 +17,10 @@ from functools import lru_cache
 from hympi.contract import contract, enum_names
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
+from hympi.launch.banner import target_of_banner
+from hympi.launch.layout import LayoutSpec
 from hympi.paths import binary
+from hympi.place.tree import load_node_tree
 from hympi.result import ResultError, ResultRecord, parse_result
 from hympi.settings import settings
 
@@ -26,6 +29,9 @@ DISTRIBUTIONS = enum_names("Distribution")
 MEMORY_POLICIES = enum_names("MemoryPolicy")
 DEFAULT_MEMBIND = str(contract().option("membind").default)  # type: ignore[union-attr]
 MPI_FLAVORS = ("openmpi", "mpich")
+# Who binds ranks and threads: hympi itself with hwloc (the launcher binds nothing), or the launcher from the layout
+# spec's arguments (the app then keeps the binding it inherits: HYMPI_BIND=none).
+BINDERS = ("hympi", "launcher")
 
 
 def mpit_read_env() -> str | None:
@@ -62,6 +68,13 @@ class LaunchSpec:
     mpi_params: tuple[tuple[str, str], ...] = ()
     mpit_read: tuple[str, ...] = ()
     membind: str = DEFAULT_MEMBIND
+    binder: str = "hympi"
+
+    def layout(self) -> LayoutSpec:
+        """This run as a one-node layout spec: the launcher binds as asked under binder 'launcher' (or as the
+        rankfile says), and nothing under binder 'hympi'."""
+        bind = self.bind if self.binder == "launcher" else "none"
+        return LayoutSpec(1, self.ranks, self.threads, bind, self.dist, self.rankfile, self.oversubscribe)
 
     def read_back_names(self) -> tuple[str, ...]:
         """The control variables the app reads back: every parameter set, then `mpit_read` (e.g. a tune's other
@@ -74,6 +87,8 @@ class LaunchSpec:
         env = {"OMP_NUM_THREADS": str(self.threads), "HYMPI_BIND": self.bind, "HYMPI_DIST": self.dist,
                "HYMPI_MEMBIND": self.membind}
         env.update({"HYMPI_OVERSUBSCRIBE": "1"} if self.oversubscribe else {})  # the apps' binding check allows it
+        if self.binder == "launcher":
+            env.update({**self.layout().omp_env(), "HYMPI_BIND": "none"})  # keep what the launcher bound
         names = self.read_back_names()
         read_env = mpit_read_env() if names else None
         if read_env:
@@ -178,28 +193,37 @@ def check_layout(spec: LaunchSpec, pus: int) -> None:
                          f"{pus} PUs of this machine (pass --oversubscribe to run anyway)")
 
 
+def launcher_target(launcher: str, flavor: str) -> str:
+    """The layout target of a local launcher: mpich, or openmpi4/openmpi5 from its --version banner (an unreadable
+    banner, e.g. a test's stand-in, counts as Open MPI 4)."""
+    if flavor == "mpich":
+        return "mpich"
+    return "openmpi5" if target_of_banner(launcher_version(launcher)) == "openmpi5" else "openmpi4"
+
+
 def build_command(spec: LaunchSpec, launcher: str | None = None, flavor: str | None = None) -> list[str]:
-    """The launcher's argument list for `spec` (never a shell string)."""
+    """The launcher's argument list for `spec` (never a shell string): the layout spec's arguments for this
+    launcher, the environment, then the app. UsageError for a launcher-bound layout it cannot spell."""
     launcher = launcher or launcher_path()
     flavor = flavor or mpi_flavor(launcher)
     app = str(binary(spec.app_binary))
+    layout = spec.layout()
+    native = spec.binder == "launcher" or bool(spec.rankfile)
+    # Under binder hympi the launcher binds nothing (--bind-to none), spelled alike by every version.
+    target = launcher_target(launcher, flavor) if native else ("mpich" if flavor == "mpich" else "openmpi4")
+    needs_tree = spec.binder == "launcher" or (bool(spec.rankfile) and flavor == "mpich")
+    args = list(layout.arguments(target, load_node_tree("this") if needs_tree else None))
+    env = {**spec.app_env(), **spec.mpi_env(flavor)}
     if flavor == "mpich":
-        cmd = [launcher, "-n", str(spec.ranks)]
-        cmd += ["-bind-to", "none"]  # hympi binds ranks and threads itself, with hwloc
-        for key, value in {**spec.app_env(), **spec.mpi_env(flavor)}.items():
+        cmd = [launcher, *args]
+        for key, value in env.items():
             cmd += ["-genv", key, value]
         return [*cmd, app, *spec.app_args]
-    cmd = [launcher]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    cmd += ["-np", str(spec.ranks)]
-    if spec.rankfile:
-        cmd += ["--rankfile", spec.rankfile]
-    else:
-        cmd += ["--bind-to", "none"]  # hympi binds ranks and threads itself, with hwloc
-    # Open MPI counts one slot per core and refuses more ranks; check_layout already vetted the layout.
-    cmd.append("--oversubscribe")
-    for key, value in {**spec.app_env(), **spec.mpi_env(flavor)}.items():
+    cmd = [launcher, *(["--allow-run-as-root"] if os.geteuid() == 0 else []), *args]
+    if spec.binder == "hympi":
+        # Open MPI counts one slot per core and refuses more ranks; check_layout already vetted the layout.
+        cmd.append("--oversubscribe")
+    for key, value in env.items():
         cmd += ["-x", f"{key}={value}"]
     return [*cmd, app, *spec.app_args]
 

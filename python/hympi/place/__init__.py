@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hympi.errors import UsageError
@@ -10,7 +11,8 @@ from hympi.jsontypes import JsonObject
 from hympi.place.groups import Groups, contiguous, group_shares, interleaved
 from hympi.place.mapping import Placement, block, check_fit, cost, round_robin, shares, tree_map
 from hympi.place.matrix import CommMatrix
-from hympi.place.tree import ClusterTree, load_node_tree
+from hympi.place.tree import ClusterTree, NodeTree, load_node_tree
+from hympi.place.unlike import place_unlike
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class PlacementReport:
     shares: tuple[dict[str, float], ...]
     groups: Groups | None = None
     group_shares: tuple[dict[str, dict[str, float]], ...] = ()
+    node_ranks: tuple[int, ...] = ()  # unlike nodes: the ranks of each node (per_node is then the largest)
 
     def best(self) -> Placement:
         """The placement the rankfile gets: groups-contiguous in groups mode, else the computed tree-map."""
@@ -37,21 +40,32 @@ class PlacementReport:
             mappings[p.name] = {"cost": c, "shares": s, "slots": [[x.node, x.core] for x in p.slots]}
             if self.group_shares:
                 mappings[p.name]["groups"] = self.group_shares[k]
-        out: JsonObject = {"nodes": self.cluster.nodes, "ranks_per_node": self.per_node,
-                           "cores_per_node": self.cluster.cores_per_node, "topology": self.cluster.tree.spec,
-                           "mappings": mappings, "chosen": self.best().name}
+        out: JsonObject = {**self._cluster_fields(), "mappings": mappings, "chosen": self.best().name}
         if self.groups is not None:
             out["groups"] = list(self.groups.sizes)
         return out
 
+    def _cluster_fields(self) -> JsonObject:
+        """Nodes, ranks and cores per node and topology: one value each on identical nodes, one per node else."""
+        c = self.cluster
+        if c.uniform:
+            return {"nodes": c.nodes, "ranks_per_node": self.per_node, "cores_per_node": c.cores_per_node,
+                    "topology": c.tree.spec}
+        return {"nodes": c.nodes, "ranks_per_node": list(self.node_ranks),
+                "cores_per_node": [c.cores_of(k) for k in range(c.nodes)],
+                "topology": [c.tree_of(k).spec for k in range(c.nodes)]}
+
 
 def place(matrix: CommMatrix, topology: str = "this", nodes: int = 1, per_node: int | None = None,
-          fill: str = "compact", groups: Groups | None = None) -> PlacementReport:
-    """Maps the matrix's ranks onto `nodes` copies of `topology` and compares with round-robin and block; with
-    `groups` also each group on its own contiguous nodes and the groups interleaved, with per-group shares."""
+          fill: str = "compact", groups: Groups | None = None, node_trees: Sequence[NodeTree] = ()) -> PlacementReport:
+    """Maps the matrix's ranks onto `nodes` copies of `topology` (or one node per tree of `node_trees`) and compares
+    with round-robin and block; with `groups` also each group on its own contiguous nodes and the groups
+    interleaved, with per-group shares. UsageError when the ranks do not fit, or for groups on unlike nodes."""
     if nodes < 1:
         raise UsageError(f"--nodes must be >= 1, got {nodes}")
-    cluster = ClusterTree(load_node_tree(topology), nodes)
+    cluster = ClusterTree.of_nodes(node_trees) if node_trees else ClusterTree(load_node_tree(topology), nodes)
+    if not cluster.uniform:
+        return _place_unlike(cluster, matrix, per_node, fill, groups)
     k = per_node if per_node is not None else math.ceil(matrix.ranks / nodes)
     if per_node is None and k > cluster.cores_per_node:
         raise UsageError(f"matrix has {matrix.ranks} ranks but {nodes} node(s) x {cluster.cores_per_node} cores "
@@ -65,3 +79,13 @@ def place(matrix: CommMatrix, topology: str = "this", nodes: int = 1, per_node: 
         by_group = tuple(group_shares(cluster, matrix, groups, p.slots) for p in maps)
     return PlacementReport(cluster, k, maps, tuple(cost(cluster, matrix, p.slots) for p in maps),
                            tuple(shares(cluster, matrix, p.slots) for p in maps), groups, by_group)
+
+
+def _place_unlike(cluster: ClusterTree, matrix: CommMatrix, per_node: int | None, fill: str,
+                  groups: Groups | None) -> PlacementReport:
+    """place() on unlike nodes (place/unlike.py)."""
+    if groups is not None:
+        raise UsageError("--groups needs identical nodes (the nodes given differ)")
+    counts, maps = place_unlike(cluster, matrix, per_node, fill)
+    return PlacementReport(cluster, per_node or max(counts), maps, tuple(cost(cluster, matrix, p.slots) for p in maps),
+                           tuple(shares(cluster, matrix, p.slots) for p in maps), node_ranks=tuple(counts))

@@ -103,8 +103,8 @@ def cost(cluster: ClusterTree, matrix: CommMatrix, slots: Sequence[Slot]) -> flo
 
 def shares(cluster: ClusterTree, matrix: CommMatrix, slots: Sequence[Slot]) -> dict[str, float]:
     """Fraction of the off-diagonal volume that is inter-node, inter-package and intra-package."""
-    nodes, cores = slot_arrays(slots)
-    package = np.array([c.package for c in cluster.tree.cores], dtype=np.int64)[cores]
+    at = slot_arrays(slots)
+    nodes, package = at[0], cluster.packages(at)
     off_node = nodes[matrix.src] != nodes[matrix.dst]
     off_package = ~off_node & (package[matrix.src] != package[matrix.dst])
     total = matrix.total()

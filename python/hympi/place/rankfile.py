@@ -18,7 +18,7 @@ def write_openmpi_rankfile(cluster: ClusterTree, slots: Sequence[Slot], hosts: S
     """`rank r=host slot=package:core-in-package` lines (logical indexes, as Open MPI's rankfile reads them)."""
     lines = []
     for rank, slot in enumerate(slots):
-        core = cluster.tree.cores[slot.core]
+        core = cluster.tree_of(slot.node).cores[slot.core]
         lines.append(f"rank {rank}={hosts[slot.node]} slot={core.package}:{core.core_in_package}")
     return "\n".join(lines) + "\n"
 
@@ -31,7 +31,7 @@ def write_hydra(cluster: ClusterTree, slots: Sequence[Slot], hosts: Sequence[str
     """
     per_node: dict[int, list[str]] = {}
     for slot in slots:
-        pus = sorted(cluster.tree.cores[slot.core].pus)
+        pus = sorted(cluster.tree_of(slot.node).cores[slot.core].pus)
         per_node.setdefault(slot.node, []).append("+".join(str(p) for p in pus))
     lists = {",".join(v) for v in per_node.values()}
     head = [f"# MPICH/Hydra equivalent of {rankfile_name}: one line per rank, in rank order.",
@@ -106,6 +106,11 @@ def local_host_names() -> frozenset[str]:
     return frozenset({name, name.split(".", 1)[0], socket.getfqdn(), "localhost", "127.0.0.1"})
 
 
+def other_hosts_possible() -> bool:
+    """Whether mpirun may start ranks on hosts besides this one (an allocation or a default hostfile is set)."""
+    return any(os.environ.get(var) for var in _ALLOCATION_VARS)
+
+
 def check_rankfile_fits(path: str | Path, ranks: int, cluster: ClusterTree | None = None) -> list[RankfileEntry]:
     """check_rankfile, plus: every slot exists on this machine's tree and every host is this one.
 
@@ -115,7 +120,7 @@ def check_rankfile_fits(path: str | Path, ranks: int, cluster: ClusterTree | Non
     entries = check_rankfile(path, ranks)
     cluster = cluster or ClusterTree(load_node_tree("this"), 1)
     expected_sets(cluster, entries)  # UsageError for a package or core this machine does not have
-    if not any(os.environ.get(var) for var in _ALLOCATION_VARS):
+    if not other_hosts_possible():
         names = local_host_names()
         for e in entries:
             if e.host not in names:

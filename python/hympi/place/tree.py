@@ -1,4 +1,5 @@
-"""The machine as a tree of cores (from hwloc XML), replicated over nodes, with tree distances."""
+"""The machine as a tree of cores (from hwloc XML), replicated over nodes or one per unlike node, with tree
+distances."""
 
 from __future__ import annotations
 
@@ -158,37 +159,99 @@ def core_distances(tree: NodeTree) -> npt.NDArray[np.int64]:
 
 @dataclass(frozen=True)
 class ClusterTree:
-    """The hardware tree ranks are placed on: `nodes` copies of one node tree under a network root."""
+    """The hardware tree ranks are placed on: `nodes` nodes under a network root, each a copy of `tree`, unless
+    `node_trees` gives every node its own tree (unlike nodes; then `tree` is node 0's)."""
 
     tree: NodeTree
     nodes: int
+    node_trees: tuple[NodeTree, ...] = ()
+
+    @classmethod
+    def of_nodes(cls, trees: Sequence[NodeTree]) -> ClusterTree:
+        """One node per tree: N copies of one tree when they all have the same cores, else a cluster of unlike
+        nodes; ValueError for no trees."""
+        if not trees:
+            raise ValueError("a cluster needs at least one node tree")
+        first = trees[0]
+        if all(_same_shape(first, t) for t in trees[1:]):
+            return cls(first, len(trees))
+        return cls(first, len(trees), tuple(trees))
+
+    @property
+    def uniform(self) -> bool:
+        """True when every node is a copy of `tree`."""
+        return not self.node_trees
+
+    def tree_of(self, node: int) -> NodeTree:
+        """The tree of node `node` (IndexError outside 0..nodes-1 on unlike nodes)."""
+        return self.node_trees[node] if self.node_trees else self.tree
+
+    def cores_of(self, node: int) -> int:
+        """Cores of node `node`."""
+        return len(self.tree_of(node).cores)
 
     @property
     def cores_per_node(self) -> int:
-        """Cores of one node."""
+        """Cores of every node; ValueError on unlike nodes (cores_of gives each node's)."""
+        if self.node_trees:
+            raise ValueError("unlike nodes have no single cores-per-node count; use cores_of(node)")
         return len(self.tree.cores)
 
+    @property
+    def height(self) -> int:
+        """The largest distance inside any node; crossing nodes costs one more."""
+        return max(t.height for t in self.node_trees) if self.node_trees else self.tree.height
+
     def distance(self, a: Slot, b: Slot) -> int:
-        """Hops from a core up to the lowest common ancestor: 0 same core .. height+1 across nodes."""
+        """Hops from a core up to the lowest common ancestor: 0 same core .. height+1 across nodes, a shorter node's
+        missing levels counted as unshared on unlike nodes."""
         if a.node != b.node:
-            return self.tree.height + 1
-        pa, pb = self.tree.cores[a.core].path, self.tree.cores[b.core].path
+            return self.height + 1
+        tree = self.tree_of(a.node)
+        pa, pb = tree.cores[a.core].path, tree.cores[b.core].path
         common = 0
         for x, y in zip(pa, pb, strict=False):
             if x != y:
                 break
             common += 1
-        return max(len(pa), len(pb)) - common
+        if pa == pb:
+            return 0
+        # Every node is counted from the network root: the levels a shorter node lacks are levels its cores do
+        # not share, so sharing only the node costs the same on every node (no padding on identical nodes).
+        return max(len(pa), len(pb)) - common + self.height - tree.height
 
     def distances(self, a: Slots, b: Slots) -> npt.NDArray[np.int64]:
         """distance() of many pairs at once: a[k] to b[k], each given as (node array, core array)."""
-        within = core_distances(self.tree)[a[1], b[1]]
-        return np.where(a[0] != b[0], self.tree.height + 1, within)
+        if self.uniform:
+            within = core_distances(self.tree)[a[1], b[1]]
+        else:
+            within = np.zeros(len(a[0]), dtype=np.int64)
+            for k, tree in enumerate(self.node_trees):
+                here = (a[0] == k) & (b[0] == k)
+                d = core_distances(tree)[a[1][here], b[1][here]]
+                within[here] = np.where(d > 0, d + self.height - tree.height, 0)
+        return np.where(a[0] != b[0], self.height + 1, within)
+
+    def packages(self, at: Slots) -> npt.NDArray[np.int64]:
+        """The package of every slot (node array, core array)."""
+        if self.uniform:
+            return np.array([c.package for c in self.tree.cores], dtype=np.int64)[at[1]]
+        out = np.zeros(len(at[0]), dtype=np.int64)
+        for k, tree in enumerate(self.node_trees):
+            here = at[0] == k
+            out[here] = np.array([c.package for c in tree.cores], dtype=np.int64)[at[1][here]]
+        return out
 
     def level(self, a: Slot, b: Slot) -> str:
         """'inter-node', 'inter-package' or 'intra-package' (seed 002's intra-node ratio splits these)."""
         if a.node != b.node:
             return "inter-node"
-        if self.tree.cores[a.core].package != self.tree.cores[b.core].package:
+        tree = self.tree_of(a.node)
+        if tree.cores[a.core].package != tree.cores[b.core].package:
             return "inter-package"
         return "intra-package"
+
+
+def _same_shape(a: NodeTree, b: NodeTree) -> bool:
+    """Whether two node trees have the same cores and hierarchy (their specs may differ)."""
+    return a.cores == b.cores and a.packages == b.packages and a.numa_nodes == b.numa_nodes

@@ -1,0 +1,148 @@
+"""Talking to a Slurm controller: is it reachable, submitting an sbatch script, a job's state, waiting for its end,
+and telling a failed job step from an allocation that ended under it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hympi.errors import HympiFatal
+from hympi.launch.mpirun import RunOutcome, run_command
+from hympi.settings import settings
+
+# scontrol ping answers at once; sbatch, squeue and scontrol show retry an unreachable controller for ~10 s.
+QUERY_TIMEOUT_S = 60.0
+# States in which a job still holds its allocation, so a failed step is the step's own failure.
+ALIVE_STATES = frozenset({"RUNNING", "CONFIGURING", "SUSPENDED", "RESIZING"})
+WAITING_STATES = frozenset({"PENDING", "REQUEUED", *ALIVE_STATES, "COMPLETING"})
+
+
+@dataclass(frozen=True)
+class JobState:
+    """A Slurm job's state as the controller reports it (RUNNING, COMPLETED, CANCELLED, ...) and its exit code."""
+
+    job_id: str
+    state: str
+    exit_code: int | None
+
+
+def slurm_tool(name: str) -> str:
+    """Slurm's `name` (sbatch, scontrol): beside $HYMPI_SRUN when that is set, else on PATH; HympiFatal when absent."""
+    srun = settings().text("srun")
+    if srun:
+        beside = Path(srun).parent / name
+        if beside.is_file() and os.access(beside, os.X_OK):
+            return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise HympiFatal(f"{name} not found: --launcher slurm needs Slurm's client commands (slurm-client) on PATH")
+    return found
+
+
+def _run(cmd: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs a Slurm client command; HympiFatal when it cannot start or does not answer in QUERY_TIMEOUT_S."""
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, cwd=cwd, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise HympiFatal(f"{cmd[0]} did not answer: {exc}") from None
+
+
+def _last_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The last non-empty line a Slurm command printed (its error, as a rule)."""
+    lines = [line.strip() for line in (proc.stderr + "\n" + proc.stdout).splitlines() if line.strip()]
+    return lines[-1] if lines else f"exit code {proc.returncode}"
+
+
+def check_reachable() -> None:
+    """Returns when the Slurm controller answers `scontrol ping`; HympiFatal naming what scontrol said otherwise."""
+    proc = _run([slurm_tool("scontrol"), "ping"])
+    if proc.returncode != 0 or " is UP" not in proc.stdout:
+        first = next((line.strip() for line in (proc.stdout + proc.stderr).splitlines() if line.strip()),
+                     f"exit code {proc.returncode}")
+        conf = os.environ.get("SLURM_CONF", "the default slurm.conf")
+        raise HympiFatal(f"the Slurm controller is not reachable ({first}; configuration: {conf}); nothing submitted")
+
+
+def submit(script: Path, workdir: str) -> str:
+    """Submits `script` with sbatch from `workdir` (where its --output lands); returns the job id, HympiFatal naming
+    sbatch's error when the controller refuses it."""
+    proc = _run([slurm_tool("sbatch"), "--parsable", str(script)], cwd=workdir)
+    job_id = proc.stdout.strip().split(";", 1)[0]  # --parsable: "ID" or "ID;cluster"
+    if proc.returncode != 0 or not job_id.isdigit():
+        raise HympiFatal(f"sbatch refused {script}: {_last_line(proc)}")
+    return job_id
+
+
+def job_state(job_id: str) -> JobState | None:
+    """The job's state from `scontrol show job`; None when the controller no longer knows the job (purged after
+    MinJobAge); HympiFatal when the controller does not answer."""
+    proc = _run([slurm_tool("scontrol"), "--oneliner", "show", "job", job_id])
+    if proc.returncode != 0:
+        if "Invalid job id" in proc.stderr + proc.stdout:
+            return None
+        raise HympiFatal(f"scontrol cannot tell the state of job {job_id}: {_last_line(proc)}")
+    state = re.search(r"\bJobState=(\S+)", proc.stdout)
+    code = re.search(r"\bExitCode=(\d+):(\d+)", proc.stdout)
+    if state is None:
+        raise HympiFatal(f"scontrol show job {job_id} names no JobState: {_last_line(proc)}")
+    # ExitCode=STATUS:SIGNAL; a job killed by a signal reads as a shell reports it, 128 + the signal.
+    exit_code = None if code is None else (128 + int(code.group(2)) if code.group(2) != "0" else int(code.group(1)))
+    return JobState(job_id, state.group(1), exit_code)
+
+
+def wait_for(job_id: str) -> JobState | None:
+    """Polls the job until it leaves the queue and returns its final state (None if it was purged before hympi saw
+    its end); the first polls are 0.5 s apart, later ones up to 5 s (sbatch --wait polls up to every 10 s, which
+    would make a short job look slow). HympiFatal when the controller stops answering."""
+    start = time.monotonic()
+    while True:
+        state = job_state(job_id)
+        if state is None or state.state not in WAITING_STATES:
+            return state
+        time.sleep(min(5.0, max(0.5, (time.monotonic() - start) / 10)))
+
+
+def current_job() -> str | None:
+    """The id of the allocation this process runs in ($SLURM_JOB_ID), or None outside one."""
+    return os.environ.get("SLURM_JOB_ID") or None
+
+
+def _tasks(cmd: list[str]) -> int | None:
+    """The task count of an srun command line built by build_srun_command (its --ntasks)."""
+    try:
+        return int(cmd[cmd.index("--ntasks") + 1])
+    except (ValueError, IndexError):
+        return None
+
+
+def _one_mpi_job(outcome: RunOutcome, tasks: int | None) -> RunOutcome:
+    """The outcome, or a failed one when the app reported fewer ranks than srun started tasks: with a --mpi plugin
+    the MPI library does not speak, every task is an MPI job of its own and the layout silently collapses."""
+    if outcome.result is None or tasks is None or outcome.result.ranks == tasks:
+        return outcome
+    note = (f"hympi: srun started {tasks} tasks but the app ran as an MPI job of {outcome.result.ranks} rank(s): the "
+            "tasks did not join one job; set HYMPI_SRUN_MPI to the plugin this MPI needs (srun --mpi=list)")
+    return dataclasses.replace(outcome, status="failed", stderr=f"{outcome.stderr.rstrip()}\n{note}".lstrip())
+
+
+def step_runner(cmd: list[str], timeout: float) -> RunOutcome:
+    """Runs one srun job step; a step whose tasks did not form one MPI job of --ntasks ranks is failed. When the step
+    did not succeed and the allocation has ended under it (scancel of the job, time limit, salloc's allocation
+    revoked), HympiFatal instead of an outcome: the step is not the layout's failure, and every later srun would fail
+    the same way, so the sweep stops (interrupted) and --resume continues it."""
+    outcome = _one_mpi_job(run_command(cmd, timeout), _tasks(cmd))
+    job_id = current_job()
+    if outcome.status in ("ok", "unverified") or job_id is None:
+        return outcome
+    state = job_state(job_id)
+    if state is None or state.state not in ALIVE_STATES:
+        ended = "is gone" if state is None else f"has ended ({state.state})"
+        raise HympiFatal(f"the Slurm allocation {job_id} {ended}: the run in progress is not recorded; continue "
+                         "with --resume in a new allocation")
+    return outcome

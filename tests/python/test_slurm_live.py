@@ -1,0 +1,166 @@
+"""`hympi sweep --launcher slurm` against a real single-node Slurm (slurmcluster.py): job steps inside an allocation,
+an sbatch submission waited on, a cancelled step and a cancelled allocation, and a controller that does not answer."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import slurmcluster
+from hympi.store import Store
+from hympi.store.db import Run
+from slurmcluster import SlurmCluster
+
+HYMPI = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())"]
+# rb3d at 16^3 verifies in milliseconds; 1x1 and 2x1 fit the 2-core allocation every test asks for.
+SWEEP = ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--no-warmup", "--seed", "7", "--launcher", "slurm"]
+APP_ARGS = ["--", "--size", "16"]
+
+
+def _two_cpus(cluster: SlurmCluster) -> None:
+    """Skips on a node too small for the 2x1 layout."""
+    if cluster.cpus < 2:
+        pytest.skip(f"the node has {cluster.cpus} CPU; the sweeps need 2")
+
+
+def _salloc(cluster: SlurmCluster, *args: str) -> list[str]:
+    """`salloc` for two tasks running `hympi ARGS` (salloc runs it here, with SLURM_JOB_ID set)."""
+    return ["salloc", "--ntasks", "2", "--time", "5", "--quiet", *HYMPI, *args]
+
+
+def _runs(db: Path) -> list[Run]:
+    """Every run in the database, in the order recorded."""
+    with Store.open(db, create=False) as store:
+        return store.runs()
+
+
+def _assert_one_mpi_job_per_run(run: Run) -> None:
+    """The run was an srun step of R tasks wired into one MPI job: the app saw R ranks, each bound and reporting."""
+    assert run.command[0] == "env" and any(Path(a).name == "srun" for a in run.command), run.command
+    assert "--mpi=pmix" in run.command, run.command
+    record = run.record
+    assert record is not None and record["verified"] is True
+    assert record["ranks"] == run.ranks, f"{run.ranks} tasks gave an MPI job of {record['ranks']} ranks"
+    assert sorted({b["rank"] for b in record["binding"]}) == list(range(run.ranks))
+
+
+def _steps(cluster: SlurmCluster) -> list[str]:
+    """The running job steps (JOB.STEP) of the cluster."""
+    out = cluster.slurm("squeue", "-h", "--steps", "-o", "%i").stdout.split()
+    return [s for s in out if re.fullmatch(r"\d+\.\d+", s)]
+
+
+def _wait_for_step(cluster: SlurmCluster, proc: subprocess.Popen[str], index: int, timeout: float = 60) -> str:
+    """Polls until step number `index` of the running job appears; fails if the sweep ends first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = [s for s in _steps(cluster) if s.endswith(f".{index}")]
+        if found:
+            return found[0]
+        assert proc.poll() is None, f"the sweep ended before step {index}: {proc.communicate()}"
+        time.sleep(0.05)
+    raise AssertionError(f"no step {index} after {timeout} s")
+
+
+def test_sweep_inside_an_allocation_runs_each_layout_as_one_srun_step(slurm_cluster: SlurmCluster, tmp_path: Path):
+    _two_cpus(slurm_cluster)
+    db = tmp_path / "r.db"
+    # A user's own OMP_NUM_THREADS must not reach the ranks: each layout's thread count does.
+    env = {**slurm_cluster.env(), "OMP_NUM_THREADS": "2"}
+    proc = subprocess.run(_salloc(slurm_cluster, *SWEEP, "--db", str(db), *APP_ARGS), capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runs = _runs(db)
+    assert sorted((r.ranks, r.status) for r in runs) == [(1, "ok"), (2, "ok")]
+    for run in runs:
+        _assert_one_mpi_job_per_run(run)
+        assert run.record is not None and run.record["threads"] == 1
+
+
+def test_sbatch_submission_is_waited_on_and_its_runs_land_in_the_db(slurm_cluster: SlurmCluster, tmp_path: Path):
+    _two_cpus(slurm_cluster)
+    db, script = tmp_path / "r.db", tmp_path / "sweep.sbatch"
+    proc = subprocess.run([*HYMPI, *SWEEP, "--db", str(db), "--sbatch", str(script), "--wait", *APP_ARGS],
+                          capture_output=True, text=True, env=slurm_cluster.env(), cwd=tmp_path, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    job = re.search(r"submitted job (\d+)", proc.stdout)
+    assert job is not None, proc.stdout
+    assert f"job {job.group(1)} COMPLETED (exit code 0)" in proc.stdout
+    assert "sweep 1 finished: 2 ok" in proc.stdout  # the job's own output, printed once it ended
+    assert (tmp_path / f"hympi-sweep-rb3d-{job.group(1)}.out").is_file()
+    runs = _runs(db)
+    assert sorted((r.ranks, r.status) for r in runs) == [(1, "ok"), (2, "ok")]
+    for run in runs:
+        _assert_one_mpi_job_per_run(run)
+    with Store.open(db, create=False) as store:
+        assert store.sweep(1).status == "finished"
+
+
+def test_cancelled_step_fails_the_run_cancelled_allocation_stops_and_resume_finishes(slurm_cluster: SlurmCluster,
+                                                                                      tmp_path: Path):
+    _two_cpus(slurm_cluster)
+    db = tmp_path / "r.db"
+    # Two rounds of two layouts; srun, MPI_Init and 300 iterations keep each run going for ~0.5 s or more, time enough
+    # to cancel it while it runs.
+    long_args = [*APP_ARGS, "--iterations", "300"]
+    args = [*SWEEP, "--repeat", "2", "--db", str(db), *long_args]
+    with subprocess.Popen(_salloc(slurm_cluster, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=slurm_cluster.env(), cwd=tmp_path) as proc:
+        first = _wait_for_step(slurm_cluster, proc, 0)
+        assert slurm_cluster.slurm("scancel", first).returncode == 0
+        _wait_for_step(slurm_cluster, proc, 2)  # step 1 ran after the cancelled one; step 2 runs now
+        job = first.split(".")[0]
+        assert slurm_cluster.slurm("scancel", job).returncode == 0
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0, out + err
+    # scancel marks the job CANCELLED, then COMPLETING while its steps are killed; the sweep may see either.
+    assert re.search(f"hympi: error: the Slurm allocation {job} has ended \\((CANCELLED|COMPLETING)\\)", err), out + err
+    stopped = _runs(db)
+    assert [r.status for r in stopped] == ["failed", "ok"], [(r.status, r.stderr_tail) for r in stopped]
+    assert f"STEP {first} ON localhost CANCELLED" in stopped[0].stderr_tail
+    _assert_one_mpi_job_per_run(stopped[1])
+    with Store.open(db, create=False) as store:
+        assert store.sweep(1).status == "interrupted"
+
+    proc2 = subprocess.run(_salloc(slurm_cluster, *SWEEP, "--repeat", "2", "--resume", "--db", str(db), *long_args),
+                           capture_output=True, text=True, env=slurm_cluster.env(), cwd=tmp_path, timeout=120,
+                           check=False)
+    # The cancelled run stays failed (it is recorded), so the resumed sweep exits 1 like any sweep with a failure.
+    assert proc2.returncode == 1, proc2.stdout + proc2.stderr
+    assert "resuming sweep 1" in proc2.stdout and "2 already recorded" in proc2.stdout, proc2.stdout
+    runs = _runs(db)
+    assert [(r.status, r.started_at) for r in runs[:2]] == [(r.status, r.started_at) for r in stopped]
+    assert [r.status for r in runs] == ["failed", "ok", "ok", "ok"]
+    assert sorted((r.ranks, r.repeat) for r in runs) == [(1, 1), (1, 2), (2, 1), (2, 2)]  # each item once
+    for run in runs[1:]:
+        _assert_one_mpi_job_per_run(run)
+    with Store.open(db, create=False) as store:
+        assert store.sweep(1).status == "finished"
+
+
+def test_unreachable_controller_submits_nothing(tmp_path: Path):
+    for tool in ("scontrol", "sbatch"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not installed (slurm-client)")
+    munge = tmp_path / "munge.socket"  # never created: nothing answers on either port
+    conf = slurmcluster.write_conf(tmp_path, "NodeName=localhost CPUs=1", slurmcluster.free_port(),
+                                   slurmcluster.free_port(), munge)
+    db, script = tmp_path / "r.db", tmp_path / "sweep.sbatch"
+    env = slurmcluster.client_env(conf)
+    for flag in ("--submit", "--wait"):
+        start = time.monotonic()
+        proc = subprocess.run([*HYMPI, *SWEEP, "--db", str(db), "--sbatch", str(script), flag, *APP_ARGS],
+                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("hympi: error: the Slurm controller is not reachable"), lines
+        assert str(conf) in lines[0]
+        assert time.monotonic() - start < 10  # scontrol ping answers at once; sbatch would retry for ~10 s
+        assert not script.exists() and not db.exists() and proc.stdout == ""
