@@ -14,6 +14,7 @@ from hympi.place.bisect import COARSEST, bisect
 from hympi.place.graph import from_matrix, subgraph
 from hympi.place.matrix import CommMatrix, halo3d, read_matrix, write_coo, write_matrix
 from hympi.place.tree import ClusterTree, load_node_tree
+from hympi.place.unlike import unlike_round_robin
 
 NODE64 = "synthetic:pack:2 core:32 pu:1"  # the node: 2 packages x 32 cores
 
@@ -75,10 +76,14 @@ def test_coordinate_list_errors_name_file_line_and_value(tmp_path, content, need
         read_matrix(path)
 
 
-def test_sparse_cost_and_shares_equal_the_dense_definition():
-    cluster = ClusterTree(load_node_tree("synthetic:pack:2 l3:1 l2:2 core:2 pu:1"), 3)
+@pytest.mark.parametrize("specs", [("synthetic:pack:2 l3:1 l2:2 core:2 pu:1",) * 3,
+                                   ("synthetic:pack:2 l3:1 l2:2 core:2 pu:1", "synthetic:pack:1 core:8 pu:1",
+                                    "synthetic:pack:4 core:2 pu:1")], ids=["like-nodes", "unlike-nodes"])
+def test_sparse_cost_and_shares_equal_the_dense_definition(specs):
+    cluster = ClusterTree.of_nodes([load_node_tree(s) for s in specs])
+    assert cluster.uniform == (len(set(specs)) == 1)
     matrix = random_sparse(20, 4, 3)
-    slots = mapping.round_robin(cluster, 20, 8).slots
+    slots = unlike_round_robin([8, 8, 4]).slots
     v = matrix.dense()
     dense_cost = sum((v[i][j] + v[j][i]) * cluster.distance(slots[i], slots[j])
                      for i in range(20) for j in range(i + 1, 20))
