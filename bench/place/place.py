@@ -39,7 +39,7 @@ from typing import NoReturn
 import numpy as np
 
 from hympi.errors import HympiError, UsageError
-from hympi.place.matrix import CommMatrix, halo3d, write_coo
+from hympi.place.matrix import CommMatrix, halo3d, write_coo, write_matrix
 from hympi.place.tree import load_node_tree
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,18 +93,6 @@ def irregular(n: int, seed: int = 20) -> CommMatrix:
     perm = rng.permutation(n)
     s, t = perm[np.concatenate(src)], perm[np.concatenate(dst)]
     return CommMatrix.from_entries(n, s, t, rng.integers(1, 1000, len(s)).astype(float), f"irregular({n})")
-
-
-def write_dense(matrix: CommMatrix, path: Path) -> None:
-    """The dense text form, one row per line, written row by row (n^2 numbers, never n^2 in memory at once)."""
-    order = np.argsort(matrix.src, kind="stable")
-    starts = np.searchsorted(matrix.src[order], np.arange(matrix.ranks + 1))
-    with path.open("w") as out:
-        for i in range(matrix.ranks):
-            row = ["0"] * matrix.ranks
-            for k in order[starts[i]:starts[i + 1]]:
-                row[int(matrix.dst[k])] = f"{matrix.vol[k]:g}"
-            out.write(" ".join(row) + "\n")
 
 
 @dataclass(frozen=True)
@@ -211,7 +199,7 @@ def main() -> int:
             base = None
             if old is not None and n <= args.baseline_max:
                 dense = work / f"{kind}-{n}.txt"
-                write_dense(matrix, dense)
+                write_matrix(matrix, dense)
                 base = run_place(old, dense, args.node, n // cores, args.baseline_cap)
                 dense.unlink()
             ratio = (new.tree_map / base.tree_map if base and base.tree_map and new.tree_map is not None

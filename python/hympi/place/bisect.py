@@ -196,7 +196,8 @@ def _initial(g: Graph, size0: int, tol: int, final_tol: int, rng: np.random.Gene
 
 
 def bisect(g: Graph, size0: int, rng: np.random.Generator) -> Part:
-    """Parts 0/1 of every vertex, part 0 holding exactly size0 vertex weight (unit weights: ranks), minimal cut."""
+    """Parts 0/1 of every vertex, part 0 holding exactly size0 vertex weight (unit weights: ranks), minimal cut;
+    size0 must lie strictly between 0 and the total weight (the caller's trivial splits need no bisection)."""
     total = int(g.vweights.sum())
     levels, maps = [g], []
     # Coarse vertices may not outweigh the smaller part's share of a coarsest graph, or balance becomes lumpy.

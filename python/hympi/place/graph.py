@@ -65,7 +65,8 @@ def from_matrix(matrix: CommMatrix) -> Graph:
 
 
 def subgraph(g: Graph, members: IntArray) -> Graph:
-    """The graph induced by `members`, vertex k of the result being members[k]."""
+    """The graph induced by `members` (distinct vertices of g; IndexError outside 0..n-1), vertex k of the result
+    being members[k]."""
     k = len(members)
     pos = np.full(g.n, -1, dtype=np.int64)
     pos[members] = np.arange(k, dtype=np.int64)

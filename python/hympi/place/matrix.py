@@ -50,7 +50,8 @@ class CommMatrix:
 
     @classmethod
     def from_dense(cls, rows: Sequence[Sequence[float]], source: str = "") -> CommMatrix:
-        """From a square list of rows (small matrices: tests, generators); entries are not validated."""
+        """From a square list of rows (small matrices: tests, generators); entries are not validated, ValueError
+        if the rows are not square."""
         a = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(rows))
         s, d = np.nonzero(a)
         return cls.from_entries(len(rows), s, d, a[s, d], source)
@@ -213,14 +214,22 @@ def _chain(first: tuple[str, list[str]], rest: Iterable[tuple[str, list[str]]]) 
 
 
 def write_matrix(matrix: CommMatrix, path: str | Path, comment: str = "") -> None:
-    """Writes the dense text form (one row per line; O(n^2) text), readable by read_matrix."""
-    lines = [f"# {line}" for line in comment.splitlines()] if comment else []
-    lines += [" ".join(f"{v:g}" for v in row) for row in matrix.dense()]
-    Path(path).write_text("\n".join(lines) + "\n")
+    """Writes the dense text form (one row per line: O(n^2) text, written a row at a time), readable by
+    read_matrix; OSError if the file cannot be written."""
+    starts = np.searchsorted(matrix.src, np.arange(matrix.ranks + 1))  # entries are sorted by (src, dst)
+    with open(path, "w", encoding="utf-8") as out:
+        for line in comment.splitlines() if comment else []:
+            out.write(f"# {line}\n")
+        for i in range(matrix.ranks):
+            row = ["0"] * matrix.ranks
+            for k in range(starts[i], starts[i + 1]):
+                row[int(matrix.dst[k])] = f"{matrix.vol[k]:g}"
+            out.write(" ".join(row) + "\n")
 
 
 def write_coo(matrix: CommMatrix, path: str | Path, comment: str = "") -> None:
-    """Writes the coordinate list ('ranks N', then one 'src dst volume' line per entry), readable by read_matrix."""
+    """Writes the coordinate list ('ranks N', then one 'src dst volume' line per entry), readable by read_matrix;
+    OSError if the file cannot be written."""
     lines = [f"# {line}" for line in comment.splitlines()] if comment else []
     lines.append(f"{COO_HEADER} {matrix.ranks}")
     lines += [f"{s} {d} {v:.17g}" for s, d, v in zip(matrix.src.tolist(), matrix.dst.tolist(), matrix.vol.tolist(),

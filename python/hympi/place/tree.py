@@ -221,7 +221,8 @@ class ClusterTree:
         return max(len(pa), len(pb)) - common + self.height - tree.height
 
     def distances(self, a: Slots, b: Slots) -> npt.NDArray[np.int64]:
-        """distance() of many pairs at once: a[k] to b[k], each given as (node array, core array)."""
+        """distance() of many pairs at once: a[k] to b[k], each given as (node array, core array); IndexError for a
+        core a node does not have."""
         if self.uniform:
             within = core_distances(self.tree)[a[1], b[1]]
         else:
@@ -233,7 +234,7 @@ class ClusterTree:
         return np.where(a[0] != b[0], self.height + 1, within)
 
     def packages(self, at: Slots) -> npt.NDArray[np.int64]:
-        """The package of every slot (node array, core array)."""
+        """The package of every slot (node array, core array); IndexError for a core a node does not have."""
         if self.uniform:
             return np.array([c.package for c in self.tree.cores], dtype=np.int64)[at[1]]
         out = np.zeros(len(at[0]), dtype=np.int64)
