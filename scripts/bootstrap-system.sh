@@ -13,6 +13,9 @@ packages=(
   # A real single-node Slurm for the --launcher slurm tests (tests/python/slurmcluster.py starts the daemons itself,
   # no systemd needed); slurm-wlm-basic-plugins (a dependency) brings the pmix plugin Open MPI's ranks start with.
   munge slurmctld slurmd slurm-client
+  # MPICH beside Open MPI (which stays the default mpirun: higher alternatives priority): the sanitizer tree of
+  # `make test` is built and its MPI suites run against it, parallel HDF5 of the same MPI included.
+  mpich libmpich-dev libhdf5-mpich-dev
 )
 missing=()
 for p in "${packages[@]}"; do

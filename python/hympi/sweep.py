@@ -55,6 +55,7 @@ from hympi.launch.mpirun import (
     build_command,
     launcher_path,
     launcher_version,
+    one_mpi_job,
     run_command,
     validate_with_app,
 )
@@ -708,6 +709,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     started = now_utc()
                     restart = restartable(params, item)
                     outcome = runner(command_for(params, item, restart), params.timeout)
+                    if params.launcher != "slurm":  # the srun step runner checks its --ntasks itself
+                        outcome = one_mpi_job(outcome, item.ranks)
                     run = _outcome_run(sweep.id, params, item, outcome, started, restart)
                     if item.key() in done:
                         store.replace_run(run)

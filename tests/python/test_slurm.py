@@ -128,5 +128,6 @@ def test_tasks_that_do_not_form_one_mpi_job_fail_the_run(tmp_path: Path):
     with Store.open(db, create=False) as store:
         runs = {r.ranks: r for r in store.runs()}
     assert runs[1].status == "ok"  # one task is one rank either way
-    assert runs[2].status == "failed" and "srun started 2 tasks but the app ran as an MPI job of 1 rank" in \
+    assert runs[2].status == "failed"
+    assert "2 ranks were started but the app ran as an MPI job of 1 rank(s): the tasks did not join one job" in \
         runs[2].stderr_tail

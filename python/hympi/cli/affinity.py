@@ -10,7 +10,7 @@ from hympi.cli.parser import Subparsers
 from hympi.cli.run import report
 from hympi.launch.layout import LayoutSpec
 from hympi.launch.layout_check import layout_mismatches
-from hympi.launch.mpirun import LaunchSpec, run_command
+from hympi.launch.mpirun import LaunchSpec, one_mpi_job, run_command
 from hympi.place.tree import load_node_tree
 
 
@@ -38,7 +38,7 @@ def main(args: argparse.Namespace) -> int:
         return print_app_help("hympi-affinity")
     app_args = ["--check"] if args.check else []
     spec = layout_spec(args, "hympi-affinity", app_args + list(args.app_args))
-    outcome = run_command(launch_command(spec, args.launcher), args.timeout)
+    outcome = one_mpi_job(run_command(launch_command(spec, args.launcher), args.timeout), spec.ranks)
     code = report(outcome, args.json, args.timeout)
     if not args.check or outcome.result is None:
         return code

@@ -21,7 +21,7 @@ from hympi.cli.common import (
     print_app_help,
 )
 from hympi.cli.parser import Subparsers
-from hympi.launch.mpirun import RunOutcome, run_command
+from hympi.launch.mpirun import RunOutcome, one_mpi_job, run_command
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.result import PREFIX, ResultRecord, placement_share
@@ -106,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
         return print_app_help(app.binary)  # the help needs no layout and no launch
     mpi_params = mpi_params_from_args(args)
     spec = dataclasses.replace(layout_spec(args, app.binary, args.app_args), mpi_params=mpi_params)
-    outcome = run_command(launch_command(spec, args.launcher), args.timeout)
+    outcome = one_mpi_job(run_command(launch_command(spec, args.launcher), args.timeout), spec.ranks)
     code = report(outcome, args.json, args.timeout)
     read_back = outcome.record.get("mpi_cvars") if outcome.record is not None else None
     for text in ignored_texts(mpi_params, read_back if isinstance(read_back, dict) else None):

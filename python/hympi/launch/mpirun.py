@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shlex
@@ -133,6 +134,22 @@ class RunOutcome:
     def stderr_tail(self, lines: int = 20) -> str:
         """The last lines of stderr, for records and messages."""
         return "\n".join(self.stderr.splitlines()[-lines:])
+
+
+# What to check when the ranks of a launch do not form one MPI job (one_mpi_job).
+LAUNCHER_REMEDY = ("is the launcher of the MPI the app was built with? (HYMPI_MPIRUN, HYMPI_BIN_DIR; "
+                   "`hympi info` names the launcher)")
+
+
+def one_mpi_job(outcome: RunOutcome, ranks: int, remedy: str = LAUNCHER_REMEDY) -> RunOutcome:
+    """The outcome, or a failed one (its stderr ending with a note and `remedy`) when the app reported an MPI job of
+    other than `ranks` ranks: a launcher of another MPI, or srun with a --mpi plugin the library does not speak,
+    starts every rank as a job of its own, and the layout silently collapses into singletons that all verify."""
+    if outcome.result is None or outcome.result.ranks == ranks:
+        return outcome
+    note = (f"hympi: {ranks} ranks were started but the app ran as an MPI job of {outcome.result.ranks} rank(s): "
+            f"{remedy}")
+    return dataclasses.replace(outcome, status="failed", stderr=f"{outcome.stderr.rstrip()}\n{note}".lstrip())
 
 
 def launcher_path() -> str:
@@ -303,5 +320,5 @@ def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | Non
 
 
 def launch(spec: LaunchSpec, timeout: float | None = None) -> RunOutcome:
-    """Builds the command for `spec` and runs it."""
-    return run_command(build_command(spec), timeout)
+    """Builds the command for `spec` and runs it; failed when its ranks did not form one MPI job (one_mpi_job)."""
+    return one_mpi_job(run_command(build_command(spec), timeout), spec.ranks)

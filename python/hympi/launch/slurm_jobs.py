@@ -3,7 +3,6 @@ and telling a failed job step from an allocation that ended under it."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shutil
@@ -13,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hympi.errors import HympiFatal
-from hympi.launch.mpirun import RunOutcome, run_command
+from hympi.launch.mpirun import RunOutcome, one_mpi_job, run_command
 from hympi.settings import settings
 
 # scontrol ping answers at once; sbatch, squeue and scontrol show retry an unreachable controller for ~10 s.
@@ -108,6 +107,10 @@ def wait_for(job_id: str) -> JobState | None:
         time.sleep(min(5.0, max(0.5, (time.monotonic() - start) / 10)))
 
 
+# Why srun's tasks may not form one MPI job, and the fix (one_mpi_job).
+SRUN_REMEDY = "the tasks did not join one job; set HYMPI_SRUN_MPI to the plugin this MPI needs (srun --mpi=list)"
+
+
 def current_job() -> str | None:
     """The id of the allocation this process runs in ($SLURM_JOB_ID), or None outside one."""
     return os.environ.get("SLURM_JOB_ID") or None
@@ -121,22 +124,15 @@ def _tasks(cmd: list[str]) -> int | None:
         return None
 
 
-def _one_mpi_job(outcome: RunOutcome, tasks: int | None) -> RunOutcome:
-    """The outcome, or a failed one when the app reported fewer ranks than srun started tasks: with a --mpi plugin
-    the MPI library does not speak, every task is an MPI job of its own and the layout silently collapses."""
-    if outcome.result is None or tasks is None or outcome.result.ranks == tasks:
-        return outcome
-    note = (f"hympi: srun started {tasks} tasks but the app ran as an MPI job of {outcome.result.ranks} rank(s): the "
-            "tasks did not join one job; set HYMPI_SRUN_MPI to the plugin this MPI needs (srun --mpi=list)")
-    return dataclasses.replace(outcome, status="failed", stderr=f"{outcome.stderr.rstrip()}\n{note}".lstrip())
-
-
 def step_runner(cmd: list[str], timeout: float) -> RunOutcome:
     """Runs one srun job step; a step whose tasks did not form one MPI job of --ntasks ranks is failed. When the step
     did not succeed and the allocation has ended under it (scancel of the job, time limit, salloc's allocation
     revoked), HympiFatal instead of an outcome: the step is not the layout's failure, and every later srun would fail
     the same way, so the sweep stops (interrupted) and --resume continues it."""
-    outcome = _one_mpi_job(run_command(cmd, timeout), _tasks(cmd))
+    tasks = _tasks(cmd)
+    outcome = run_command(cmd, timeout)
+    if tasks is not None:
+        outcome = one_mpi_job(outcome, tasks, SRUN_REMEDY)
     job_id = current_job()
     if outcome.status in ("ok", "unverified") or job_id is None:
         return outcome
