@@ -32,7 +32,7 @@ def pair_and_ring() -> CommMatrix:
     v[0][1] = v[1][0] = 100.0
     for a, b in ((2, 3), (3, 4), (4, 5), (5, 2)):
         v[a][b] = v[b][a] = 1.0
-    return CommMatrix(tuple(tuple(r) for r in v), "pair+ring")
+    return CommMatrix.from_dense(v, "pair+ring")
 
 
 def test_all_nodes_identical_and_hash_of_the_real_node(capsys: pytest.CaptureFixture[str]) -> None:
@@ -127,8 +127,7 @@ def test_heavy_pair_lands_in_the_big_nodes_package_as_brute_force_does() -> None
     a, b = best.slots[0], best.slots[1]
     assert a.node == b.node == 1 and cluster.level(a, b) == "intra-package"
     every = [Slot(k, c) for k in range(cluster.nodes) for c in range(cluster.cores_of(k))]
-    weights = matrix.symmetric()
-    optimum = min(cost(cluster, weights, p) for p in itertools.permutations(every, matrix.ranks))
+    optimum = min(cost(cluster, matrix, p) for p in itertools.permutations(every, matrix.ranks))
     chosen = report.costs[[p.name for p in report.placements].index("tree-map")]
     assert chosen == pytest.approx(optimum)
     assert chosen < min(report.costs[:2])  # round-robin and block put the pair on the small node or apart
@@ -141,7 +140,7 @@ def test_heavy_pair_lands_in_the_big_nodes_package_as_brute_force_does() -> None
 def test_place_on_unlike_topologies_from_the_command_line(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     matrix = tmp_path / "m.txt"
-    matrix.write_text("\n".join(" ".join(str(int(x)) for x in row) for row in pair_and_ring().volume))
+    matrix.write_text("\n".join(" ".join(str(int(x)) for x in row) for row in pair_and_ring().dense()))
     out = tmp_path / "ranks.txt"
     assert main(["place", "--matrix", str(matrix), "--topology", SMALL, "--topology", BIG, "--out", str(out)]) == 0
     assert "2 unlike nodes: 2+4 cores, 2+4 ranks" in capsys.readouterr().out
@@ -160,7 +159,7 @@ def test_place_on_unlike_topologies_from_the_command_line(tmp_path: Path,
 def test_place_unlike_bad_input(args: list[str], needle: str, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     matrix = tmp_path / "m.txt"
-    matrix.write_text("\n".join(" ".join(str(int(x)) for x in row) for row in pair_and_ring().volume))
+    matrix.write_text("\n".join(" ".join(str(int(x)) for x in row) for row in pair_and_ring().dense()))
     out = tmp_path / "ranks.txt"
     assert needle in refused(["place", "--matrix", str(matrix), *args, "--out", str(out)], capsys)
     assert not out.exists()

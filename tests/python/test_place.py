@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from pathlib import Path
@@ -33,7 +34,7 @@ def random_matrix(n: int, seed: int) -> CommMatrix:
     """A sparse random traffic matrix (fixed seed)."""
     rnd = random.Random(seed)
     v = [[float(rnd.randint(1, 100)) if i != j and rnd.random() < 0.4 else 0.0 for j in range(n)] for i in range(n)]
-    return CommMatrix(tuple(tuple(r) for r in v), f"random({n}, {seed})")
+    return CommMatrix.from_dense(v, f"random({n}, {seed})")
 
 
 def test_cpuset_parsers():
@@ -82,15 +83,29 @@ SMALL_CASES = [
 
 
 @pytest.mark.parametrize(("spec", "nodes"), SMALL_CASES)
-@pytest.mark.parametrize("exact_limit", [mapping.EXACT_LIMIT, 0], ids=["exact-splits", "greedy-splits"])
-def test_optimal_where_brute_force_is_possible(spec, nodes, exact_limit, monkeypatch):
+@pytest.mark.parametrize(("exact_limit", "global_limit"),
+                         [(mapping.EXACT_LIMIT, mapping.GLOBAL_LIMIT), (0, mapping.GLOBAL_LIMIT), (0, 0)],
+                         ids=["exact-splits", "multilevel-splits", "multilevel-alone"])
+def test_optimal_where_brute_force_is_possible(spec, nodes, exact_limit, global_limit, monkeypatch):
     monkeypatch.setattr(mapping, "EXACT_LIMIT", exact_limit)
+    monkeypatch.setattr(mapping, "GLOBAL_LIMIT", global_limit)  # 0: no global swap pass to mend the splits
     cluster = ClusterTree(load_node_tree(spec), nodes)
-    for matrix in (ring(8), halo3d((2, 2, 2)), random_matrix(8, 1), random_matrix(8, 2), random_matrix(8, 3)):
+    for k, matrix in enumerate(tiny_matrices()):
         placement = mapping.tree_map(cluster, matrix, 8 // nodes)
         assert len(set(placement.slots)) == len(placement.slots), "two ranks on one core"
-        got = mapping.cost(cluster, matrix.symmetric(), placement.slots)
-        assert got == pytest.approx(mapping.brute_force(cluster, matrix)), matrix.source
+        got = mapping.cost(cluster, matrix, placement.slots)
+        assert got == pytest.approx(optimum(spec, nodes, k)), matrix.source
+
+
+def tiny_matrices() -> tuple[CommMatrix, ...]:
+    """8-rank matrices small enough for brute force."""
+    return ring(8), halo3d((2, 2, 2)), random_matrix(8, 1), random_matrix(8, 2), random_matrix(8, 3)
+
+
+@functools.cache
+def optimum(spec: str, nodes: int, k: int) -> float:
+    """Brute-force minimum cost of tiny_matrices()[k] (computed once per worker for all variants of the test)."""
+    return mapping.brute_force(ClusterTree(load_node_tree(spec), nodes), tiny_matrices()[k])
 
 
 def two_groups(coarse: int, fine: int, inside: float = 100.0, plane: float = 5.0) -> CommMatrix:
@@ -104,7 +119,7 @@ def two_groups(coarse: int, fine: int, inside: float = 100.0, plane: float = 5.0
                 v[i][j] = inside
         if i < coarse:
             v[i][coarse] = plane
-    return CommMatrix(tuple(tuple(r) for r in v), f"two_groups({coarse}, {fine})")
+    return CommMatrix.from_dense(v, f"two_groups({coarse}, {fine})")
 
 
 @pytest.mark.parametrize(("sizes", "per_node", "coarse_nodes", "fine_off"),
@@ -140,7 +155,7 @@ def test_group_shares_and_contiguous_counts_by_hand():
     assert contiguous_counts(cluster, Groups((2, 6)), 4) == [[2, 0, 0], [0, 4, 2]]  # own nodes: 1 + 2 <= 3
     assert contiguous_counts(cluster, Groups((3, 6)), 3) == [[3, 0, 0], [0, 3, 3]]
     assert contiguous_counts(cluster, Groups((5, 6)), 4) == [[4, 1, 0], [0, 3, 3]]  # 2 + 2 > 3: share node 1
-    matrix = CommMatrix(((0, 4, 1), (4, 0, 0), (0, 2, 0)))  # coarse 0-1: 8, fine 2: none, between 1 + 2
+    matrix = CommMatrix.from_dense(((0, 4, 1), (4, 0, 0), (0, 2, 0)))  # coarse 0-1: 8, fine 2: none, between 1 + 2
     slots = [Slot(0, 0), Slot(1, 0), Slot(1, 1)]
     shares = group_shares(cluster, matrix, Groups((2, 1)), slots)
     assert shares["coarse"] == {"volume": 8 / 11, "inter-node": 1.0}
@@ -179,7 +194,7 @@ def test_pencil_groups_profiled_with_pairwise_exchange_feed_groups_placement(tmp
         assert proc.returncode == 0, proc.stderr
         matrix = read_matrix(out)
         labels = groups.labels
-        pairs = {(i, j) for i in range(6) for j in range(6) if matrix.volume[i][j] > 0}
+        pairs = set(zip(matrix.src.tolist(), matrix.dst.tolist(), strict=True))
         inside[exchange] = {(i, j) for i, j in pairs if labels[i] == labels[j]}
         assert any(labels[i] < labels[j] for i, j in pairs)  # coarse -> fine: the inflow plane, either way
     assert inside["pairwise"] == {(i, j) for g in (0, 1) for i in groups.members(g) for j in groups.members(g)
@@ -196,7 +211,7 @@ def test_pencil_groups_profiled_with_pairwise_exchange_feed_groups_placement(tmp
 def test_matrix_text_round_trip(tmp_path):
     path = tmp_path / "m.txt"
     write_matrix(halo3d((2, 2, 1)), path, comment="2x2 halo")
-    assert read_matrix(path).volume == halo3d((2, 2, 1)).volume
+    assert read_matrix(path).dense() == halo3d((2, 2, 1)).dense()
 
 
 def test_rankfile_and_hydra_files(tmp_path):
@@ -290,6 +305,9 @@ def test_rankfile_takes_effect_end_to_end(tmp_path):
         ("0 x\n1 0\n", [], "'x'"),
         ("0 nan\n1 0\n", [], "nan"),
         ("", [], "empty"),
+        ("ranks 2\n0 1 -3\n", [], "m.txt:2: volume '-3' must be finite and >= 0"),  # coordinate lists
+        ("ranks 2\n# c\n0 2 1\n", [], "m.txt:3: rank 2 out of range 0..1"),
+        ("ranks 2\n0 1\n", [], "m.txt:2: expected 'src dst volume', got '0 1'"),
         ("0 1 1\n1 0 1\n1 1 0\n", ["--topology", "synthetic:pack:1 core:2 pu:1"], "3 ranks"),
         ("0 1\n1 0\n", ["--topology", "synthetic:pack:1 core:2 pu:1", "--nodes", "2", "--ranks-per-node", "3"], "3"),
         ("0 1\n1 0\n", ["--topology", "/nonexistent/machine.xml"], "/nonexistent/machine.xml"),

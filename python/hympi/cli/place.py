@@ -27,8 +27,14 @@ def add_parser(sub: Subparsers, name: str) -> None:
     """Registers `hympi place`."""
     p = sub.add_parser(name, help="map ranks to cores from a communication matrix",
                        description="Map ranks to cores so heavy talkers share caches, packages and nodes; "
-                                   "write an Open MPI rankfile (and FILE.hydra for MPICH).")
-    p.add_argument("--matrix", required=True, help="hympi profile JSON or a text matrix (row i: volume i sends)")
+                                   "write an Open MPI rankfile (and FILE.hydra for MPICH).",
+                       epilog="Matrix formats ('#' starts a comment): a hympi profile JSON file (its 'bytes'); a "
+                              "coordinate list, first line 'ranks N', then one 'src dst volume' line per entry "
+                              "(ranks 0..N-1, volume >= 0, repeated pairs add up; memory grows with the lines, "
+                              "use it for thousands of ranks); or a dense text matrix (row i: the volume rank i "
+                              "sends to each rank).")
+    p.add_argument("--matrix", required=True,
+                   help="hympi profile JSON, coordinate list ('ranks N' + 'src dst volume' lines) or dense text")
     p.add_argument("--topology", action="append", default=None,
                    help="this | <file.xml> | synthetic:'<description>': one node, copied --nodes times (default this); "
                         "given several times, one per node (unlike nodes)")

@@ -71,14 +71,13 @@ def place(matrix: CommMatrix, topology: str = "this", nodes: int = 1, per_node: 
         raise UsageError(f"matrix has {matrix.ranks} ranks but {nodes} node(s) x {cluster.cores_per_node} cores "
                          f"= {nodes * cluster.cores_per_node} cannot hold them")
     check_fit(cluster, matrix.ranks, k)
-    weights = matrix.symmetric()
     maps: tuple[Placement, ...] = (round_robin(cluster, matrix.ranks, k), block(cluster, matrix.ranks, k),
                                    tree_map(cluster, matrix, k, fill))
     by_group: tuple[dict[str, dict[str, float]], ...] = ()
     if groups is not None:
         maps += (contiguous(cluster, matrix, groups, k, fill), interleaved(cluster, groups, k))
         by_group = tuple(group_shares(cluster, matrix, groups, p.slots) for p in maps)
-    return PlacementReport(cluster, k, maps, tuple(cost(cluster, weights, p.slots) for p in maps),
+    return PlacementReport(cluster, k, maps, tuple(cost(cluster, matrix, p.slots) for p in maps),
                            tuple(shares(cluster, matrix, p.slots) for p in maps), groups, by_group)
 
 
@@ -88,6 +87,5 @@ def _place_unlike(cluster: ClusterTree, matrix: CommMatrix, per_node: int | None
     if groups is not None:
         raise UsageError("--groups needs identical nodes (the nodes given differ)")
     counts, maps = place_unlike(cluster, matrix, per_node, fill)
-    weights = matrix.symmetric()
-    return PlacementReport(cluster, per_node or max(counts), maps, tuple(cost(cluster, weights, p.slots) for p in maps),
+    return PlacementReport(cluster, per_node or max(counts), maps, tuple(cost(cluster, matrix, p.slots) for p in maps),
                            tuple(shares(cluster, matrix, p.slots) for p in maps), node_ranks=tuple(counts))

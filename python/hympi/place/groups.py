@@ -12,10 +12,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from hympi.errors import UsageError
+from hympi.place.graph import from_matrix, subgraph
 from hympi.place.mapping import GLOBAL_LIMIT, Placement, dealt, global_refine, map_within_nodes, partition
 from hympi.place.matrix import CommMatrix
-from hympi.place.tree import ClusterTree, Slot
+from hympi.place.tree import ClusterTree, Slot, slot_arrays
 
 GROUP_NAMES = ("coarse", "fine")
 BETWEEN = "between"
@@ -83,16 +86,17 @@ def contiguous(cluster: ClusterTree, matrix: CommMatrix, groups: Groups, per_nod
     """Each group on its own contiguous nodes (contiguous_counts); inside a group the ranks are split over its nodes
     with minimal cut, each node is mapped down its tree with every rank on it, then ranks of one group swap while
     the cost drops."""
-    weights = matrix.symmetric()
+    graph = from_matrix(matrix)
     node_ranks: list[list[int]] = [[] for _ in range(cluster.nodes)]
     for g, counts in enumerate(contiguous_counts(cluster, groups, per_node)):
         used = [node for node, c in enumerate(counts) if c]
-        parts = partition(groups.members(g), [counts[node] for node in used], weights)
+        members = np.asarray(groups.members(g), dtype=np.int64)
+        parts = partition(subgraph(graph, members), [counts[node] for node in used])
         for node, part in zip(used, parts, strict=True):
-            node_ranks[node] += part
-    slots = map_within_nodes(cluster, node_ranks, weights, fill)
+            node_ranks[node] += members[part].tolist()
+    slots = map_within_nodes(cluster, node_ranks, graph, fill)
     if matrix.ranks <= GLOBAL_LIMIT:
-        slots = global_refine(cluster, weights, slots, groups.labels)
+        slots = global_refine(cluster, graph.dense(), slots, groups.labels)
     return Placement("groups-contiguous", tuple(slots))
 
 
@@ -107,17 +111,13 @@ def group_shares(cluster: ClusterTree, matrix: CommMatrix, groups: Groups,
     """Per kind of traffic ('coarse' and 'fine': inside that group; 'between'): its share of the total volume
     ('volume') and the share of its own volume that crosses nodes ('inter-node'; 0 without such traffic)."""
     kinds = (*GROUP_NAMES, BETWEEN)
-    volume = dict.fromkeys(kinds, 0.0)
-    off = dict.fromkeys(kinds, 0.0)
-    labels = groups.labels
-    for i, row in enumerate(matrix.volume):
-        for j, v in enumerate(row):
-            if i == j or not v:
-                continue
-            kind = GROUP_NAMES[labels[i]] if labels[i] == labels[j] else BETWEEN
-            volume[kind] += v
-            if slots[i].node != slots[j].node:
-                off[kind] += v
+    labels = np.asarray(groups.labels, dtype=np.int64)
+    nodes = slot_arrays(slots)[0]
+    a, b = labels[matrix.src], labels[matrix.dst]
+    kind = np.where(a == b, a, len(GROUP_NAMES))  # index into kinds
+    off = nodes[matrix.src] != nodes[matrix.dst]
+    volume = np.bincount(kind, weights=matrix.vol, minlength=len(kinds))
+    crossing = np.bincount(kind[off], weights=matrix.vol[off], minlength=len(kinds))
     total = matrix.total()
-    return {k: {"volume": volume[k] / total if total else 0.0, "inter-node": off[k] / volume[k] if volume[k] else 0.0}
-            for k in kinds}
+    return {k: {"volume": float(volume[i] / total) if total else 0.0,
+                "inter-node": float(crossing[i] / volume[i]) if volume[i] else 0.0} for i, k in enumerate(kinds)}

@@ -5,8 +5,8 @@ Algorithm (docs/placement.md has the details and the complexity):
    are split into one group per child, of the sizes the children get (block counts per node; within a
    node spread evenly over the children, or filled in order with fill='compact'), so that the volume cut
    between groups is minimal: exactly (enumerating all partitions) when there are at most EXACT_LIMIT of
-   them, else by recursive bisection, each bisection by greedy graph growing followed by Kernighan-Lin
-   pairwise-swap refinement.
+   them, else by recursive bisection, each bisection multilevel (bisect.py: heavy-edge coarsening, greedy
+   growing, boundary Fiduccia-Mattheyses refinement); the matrix stays sparse throughout.
 2. A final global pass swaps any two ranks while that lowers the total cost (for n <= GLOBAL_LIMIT).
 The tree distance counts levels up to the lowest common ancestor, so the cost is the sum over tree levels
 of the volume cut at that level: step 1 minimises the expensive (upper) cuts first.
@@ -19,11 +19,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from hympi.errors import UsageError
-from hympi.place.matrix import CommMatrix
-from hympi.place.tree import ClusterTree, Slot
+from hympi.place.bisect import bisect
+from hympi.place.graph import Graph, from_matrix, subgraph
+from hympi.place.matrix import CommMatrix, IntArray
+from hympi.place.tree import ClusterTree, Slot, slot_arrays
 
 EXACT_LIMIT = 20000  # enumerate a split exactly when it has at most this many candidate partitions
+BISECT_TRIES = 2  # independent multilevel bisections (random matchings) per split; the smallest cut is kept
 GLOBAL_LIMIT = 96  # global swap refinement up to this many ranks (O(n^3) per pass)
 FILLS = ("spread", "compact")
 
@@ -88,22 +94,23 @@ def block(cluster: ClusterTree, ranks: int, per_node: int) -> Placement:
     return Placement("block", tuple(slots))
 
 
-def cost(cluster: ClusterTree, weights: Weights, slots: Sequence[Slot]) -> float:
-    """sum over rank pairs i<j of (v_ij + v_ji) x distance(slot_i, slot_j)."""
-    n = len(slots)
-    return sum(weights[i][j] * cluster.distance(slots[i], slots[j]) for i in range(n) for j in range(i + 1, n)
-               if weights[i][j])
+def cost(cluster: ClusterTree, matrix: CommMatrix, slots: Sequence[Slot]) -> float:
+    """sum over rank pairs i<j of (v_ij + v_ji) x distance(slot_i, slot_j), over the stored entries only."""
+    at = slot_arrays(slots)
+    d = cluster.distances((at[0][matrix.src], at[1][matrix.src]), (at[0][matrix.dst], at[1][matrix.dst]))
+    return float(matrix.vol @ d)
 
 
 def shares(cluster: ClusterTree, matrix: CommMatrix, slots: Sequence[Slot]) -> dict[str, float]:
     """Fraction of the off-diagonal volume that is inter-node, inter-package and intra-package."""
-    out = {"inter-node": 0.0, "inter-package": 0.0, "intra-package": 0.0}
+    at = slot_arrays(slots)
+    nodes, package = at[0], cluster.packages(at)
+    off_node = nodes[matrix.src] != nodes[matrix.dst]
+    off_package = ~off_node & (package[matrix.src] != package[matrix.dst])
     total = matrix.total()
-    for i, row in enumerate(matrix.volume):
-        for j, v in enumerate(row):
-            if i != j and v:
-                out[cluster.level(slots[i], slots[j])] += v
-    return {k: (v / total if total else 0.0) for k, v in out.items()}
+    parts = {"inter-node": float(matrix.vol[off_node].sum()), "inter-package": float(matrix.vol[off_package].sum())}
+    parts["intra-package"] = total - parts["inter-node"] - parts["inter-package"]
+    return {k: (v / total if total else 0.0) for k, v in parts.items()}
 
 
 def split_counts(n: int, capacities: Sequence[int], fill: str) -> list[int]:
@@ -128,10 +135,22 @@ def split_counts(n: int, capacities: Sequence[int], fill: str) -> list[int]:
     return out
 
 
-def _cut(weights: Weights, groups: Sequence[Sequence[int]]) -> float:
-    """Volume between different groups."""
-    owner = {r: g for g, members in enumerate(groups) for r in members}
-    return sum(weights[a][b] for a in owner for b in owner if a < b and owner[a] != owner[b])
+def _assignments(sizes: Sequence[int]) -> npt.NDArray[np.int16]:
+    """Every split of vertices 0..n-1 into ordered groups of these sizes, one row of group labels each (groups
+    chosen in lexicographic order, group by group)."""
+    n = sum(sizes)
+    rows = np.full((1, n), len(sizes) - 1, dtype=np.int16)
+    for label, size in enumerate(sizes[:-1]):
+        blocks = []
+        for row in rows:
+            free = np.flatnonzero(row == len(sizes) - 1).tolist()
+            chosen = list(itertools.combinations(free, size))
+            combos = np.array(chosen, dtype=np.int64).reshape(len(chosen), size)
+            block = np.repeat(row[None, :], len(combos), axis=0)
+            block[np.arange(len(combos))[:, None], combos] = label
+            blocks.append(block)
+        rows = np.concatenate(blocks)
+    return rows
 
 
 def _count_partitions(sizes: Sequence[int]) -> int:
@@ -143,106 +162,45 @@ def _count_partitions(sizes: Sequence[int]) -> int:
     return out
 
 
-def _exact_partition(ranks: list[int], sizes: list[int], weights: Weights) -> list[list[int]]:
-    """Minimum-cut split into groups of the given sizes by enumeration (small cases)."""
-    best: tuple[float, list[list[int]]] | None = None
-
-    def rec(left: list[int], k: int, acc: list[list[int]]) -> None:
-        nonlocal best
-        if k == len(sizes) - 1:
-            groups = [*acc, left]
-            c = _cut(weights, groups)
-            if best is None or c < best[0] - 1e-12:
-                best = (c, [list(g) for g in groups])
-            return
-        for combo in itertools.combinations(left, sizes[k]):
-            chosen = set(combo)
-            rec([r for r in left if r not in chosen], k + 1, [*acc, list(combo)])
-
-    rec(list(ranks), 0, [])
-    assert best is not None
-    return best[1]
+def _exact_partition(g: Graph, sizes: Sequence[int]) -> list[IntArray]:
+    """Minimum-cut split of g's vertices into groups of the given sizes by enumeration (at most EXACT_LIMIT
+    candidates, each cut evaluated over the edges at once; the first minimum in enumeration order wins)."""
+    labels = _assignments(sizes)
+    cuts = (labels[:, g.rows] != labels[:, g.indices]).astype(np.float64) @ g.weights
+    best = labels[int(np.flatnonzero(cuts <= cuts.min() + 1e-9)[0])]
+    return [np.flatnonzero(best == k) for k in range(len(sizes))]
 
 
-def _greedy_partition(ranks: list[int], sizes: list[int], weights: Weights) -> list[list[int]]:
-    """Greedy graph growing (each group grows by its most connected rank) + Kernighan-Lin swaps."""
-    free = list(ranks)
-    groups: list[list[int]] = []
-    for size in sizes[:-1]:
-        group: list[int] = []
-        if size:
-            # Seed with the free rank that talks least to the other free ranks' heaviest partners:
-            # the lowest-index rank of minimal total volume keeps chains and grids contiguous.
-            seed = min(free, key=lambda r: (sum(weights[r][o] for o in free), r))
-            group.append(seed)
-            free.remove(seed)
-        while len(group) < size:
-            nxt = max(free, key=lambda r: (sum(weights[r][g] for g in group) - 0.5 * sum(weights[r][o] for o in free),
-                                           -r))
-            group.append(nxt)
-            free.remove(nxt)
-        groups.append(group)
-    groups.append(free)
-    return _refine_groups(groups, weights)
-
-
-def _refine_groups(groups: list[list[int]], weights: Weights, max_passes: int = 20) -> list[list[int]]:
-    """Kernighan-Lin style: swap two ranks of different groups while that lowers the cut."""
-    owner = {r: g for g, members in enumerate(groups) for r in members}
-    everyone = list(owner)
-    for _ in range(max_passes):
-        improved = False
-        # ext[r][g]: r's volume to group g
-        ext = {r: [0.0] * len(groups) for r in everyone}
-        for r in everyone:
-            for o in everyone:
-                if o != r:
-                    ext[r][owner[o]] += weights[r][o]
-        for a, b in itertools.combinations(everyone, 2):
-            ga, gb = owner[a], owner[b]
-            if ga == gb:
-                continue
-            gain = (ext[a][gb] - ext[a][ga]) + (ext[b][ga] - ext[b][gb]) - 2 * weights[a][b]
-            if gain > 1e-12:
-                owner[a], owner[b] = gb, ga
-                for r in everyone:
-                    if r != a:
-                        ext[r][ga] -= weights[r][a]
-                        ext[r][gb] += weights[r][a]
-                    if r != b:
-                        ext[r][gb] -= weights[r][b]
-                        ext[r][ga] += weights[r][b]
-                improved = True
-        if not improved:
-            break
-    out: list[list[int]] = [[] for _ in groups]
-    for r in everyone:
-        out[owner[r]].append(r)
-    return [sorted(g) for g in out]
-
-
-def partition(ranks: list[int], sizes: list[int], weights: Weights) -> list[list[int]]:
-    """Splits `ranks` into groups of `sizes` with minimal volume between groups."""
+def partition(g: Graph, sizes: Sequence[int]) -> list[IntArray]:
+    """Splits the vertices of g into groups of `sizes` (summing to g.n) with minimal weight between groups: exactly
+    when there are at most EXACT_LIMIT ways, else by recursive multilevel bisection (deterministic)."""
+    everyone = np.arange(g.n, dtype=np.int64)
     if len(sizes) == 1:
-        return [list(ranks)]
+        return [everyone]
+    if max(sizes) <= 1:  # every pair is cut whatever the order: all pairs meet at this level
+        return [everyone[k:k + 1] if sizes[k] else everyone[:0] for k in range(len(sizes))]
     if _count_partitions(sizes) <= EXACT_LIMIT:
-        return _exact_partition(ranks, sizes, weights)
-    if len(sizes) == 2:
-        return _greedy_partition(ranks, sizes, weights)
-    # k-way as recursive bisection: halve the children, bisect the ranks to match, recurse.
+        return _exact_partition(g, sizes)
     half = len(sizes) // 2
-    left, right = _greedy_partition(ranks, [sum(sizes[:half]), sum(sizes[half:])], weights)
-    return partition(left, sizes[:half], weights) + partition(right, sizes[half:], weights)
+    size0 = sum(sizes[:half])
+    if 0 < size0 < g.n:
+        part = min((bisect(g, size0, np.random.default_rng([g.n, k])) for k in range(BISECT_TRIES)), key=g.cut)
+        left, right = np.flatnonzero(part == 0), np.flatnonzero(part == 1)
+    else:
+        left, right = everyone[:size0], everyone[size0:]
+    return ([left[x] for x in partition(subgraph(g, left), sizes[:half])]
+            + [right[x] for x in partition(subgraph(g, right), sizes[half:])])
 
 
 def _map_subtree(cluster: ClusterTree, node: int, prefix: tuple[frozenset[int], ...], cores: tuple[int, ...],
-                 ranks: list[int], weights: Weights, fill: str, out: dict[int, Slot]) -> None:
-    """Recursively places `ranks` on `cores` (a subtree of one node) following the tree."""
-    if not ranks:
+                 ranks: IntArray, g: Graph, fill: str, out: dict[int, Slot]) -> None:
+    """Recursively places `ranks` (g: their induced graph) on `cores` (a subtree of one node) following the
+    tree."""
+    if not len(ranks):
         return
     if len(cores) == 1:
         assert len(ranks) == 1
-        out[ranks[0]] = Slot(node, cores[0])
+        out[int(ranks[0])] = Slot(node, cores[0])
         return
     children = cluster.tree.children(prefix, cores)
     while len(children) == 1:  # a level that does not branch here
@@ -252,10 +210,10 @@ def _map_subtree(cluster: ClusterTree, node: int, prefix: tuple[frozenset[int], 
         prefix = deeper
         children = cluster.tree.children(prefix, cores)
     sizes = split_counts(len(ranks), [len(c) for c in children], fill)
-    groups = partition(ranks, sizes, weights)
-    for child, group in zip(children, groups, strict=True):
+    for child, group in zip(children, partition(g, sizes), strict=True):
         child_prefix = cluster.tree.cores[child[0]].path[: len(prefix) + 1]
-        _map_subtree(cluster, node, child_prefix, child, group, weights, fill, out)
+        _map_subtree(cluster, node, child_prefix, child, ranks[group], subgraph(g, group) if len(group) > 1 else g,
+                     fill, out)
 
 
 def global_refine(cluster: ClusterTree, weights: Weights, slots: list[Slot], labels: Sequence[int] | None = None,
@@ -284,21 +242,21 @@ def global_refine(cluster: ClusterTree, weights: Weights, slots: list[Slot], lab
 
 
 def tree_map(cluster: ClusterTree, matrix: CommMatrix, per_node: int, fill: str = "compact") -> Placement:
-    """The computed placement: recursive partitioning along the tree, then global swap refinement."""
+    """The computed placement: recursive partitioning along the tree, then global swap refinement (small n)."""
     if fill not in FILLS:
         raise UsageError(f"unknown fill '{fill}' (expected {', '.join(FILLS)})")
     n = matrix.ranks
     check_fit(cluster, n, per_node)
-    weights = matrix.symmetric()
+    g = from_matrix(matrix)
     counts = node_counts(n, cluster.nodes, per_node)
-    groups = partition(list(range(n)), counts, weights) if cluster.nodes > 1 else [list(range(n))]
-    slots = map_within_nodes(cluster, groups, weights, fill)
+    groups = partition(g, counts) if cluster.nodes > 1 else [np.arange(n, dtype=np.int64)]
+    slots = map_within_nodes(cluster, groups, g, fill)
     if n <= GLOBAL_LIMIT:
-        slots = global_refine(cluster, weights, slots)
+        slots = global_refine(cluster, g.dense(), slots)
     return Placement("tree-map", tuple(slots))
 
 
-def map_within_nodes(cluster: ClusterTree, node_ranks: Sequence[Sequence[int]], weights: Weights,
+def map_within_nodes(cluster: ClusterTree, node_ranks: Sequence[Sequence[int] | IntArray], g: Graph,
                      fill: str = "compact") -> list[Slot]:
     """Slots of ranks 0..n-1 when node_ranks[k] lists the ranks on node k: each node's ranks partitioned down its
     tree (the ranks must be 0..n-1 once each, at most a node's cores per node)."""
@@ -306,13 +264,14 @@ def map_within_nodes(cluster: ClusterTree, node_ranks: Sequence[Sequence[int]], 
     all_cores = tuple(range(cluster.cores_per_node))
     root = cluster.tree.cores[0].path[:1]
     for node, members in enumerate(node_ranks):
-        _map_subtree(cluster, node, root, all_cores, list(members), weights, fill, out)
+        ranks = np.asarray(members, dtype=np.int64)
+        _map_subtree(cluster, node, root, all_cores, ranks, subgraph(g, ranks), fill, out)
     return [out[r] for r in range(len(out))]
 
 
 def brute_force(cluster: ClusterTree, matrix: CommMatrix) -> float:
     """Minimum cost over every assignment of the ranks to distinct cores (tiny cases only: tests)."""
-    weights = matrix.symmetric()
+    weights = from_matrix(matrix).dense()
     every = [Slot(node, c) for node in range(cluster.nodes) for c in range(cluster.cores_per_node)]
     if math.perm(len(every), matrix.ranks) > 2_000_000:
         raise UsageError(f"brute force over {len(every)} cores for {matrix.ranks} ranks is too large")

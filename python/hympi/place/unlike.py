@@ -18,7 +18,10 @@ import itertools
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from hympi.errors import UsageError
+from hympi.place.graph import Graph, from_matrix, subgraph
 from hympi.place.mapping import (
     EXACT_LIMIT,
     FILLS,
@@ -124,14 +127,15 @@ def _swap_refine(weights: Weights, groups: list[list[int]], heights: Sequence[in
     return groups
 
 
-def split_over_nodes(cluster: ClusterTree, weights: Weights, counts: Sequence[int]) -> list[list[int]]:
+def split_over_nodes(cluster: ClusterTree, g: Graph, counts: Sequence[int]) -> list[list[int]]:
     """The ranks of each node (counts[k] on node k), maximising sum of node height x volume inside the node."""
     ranks = list(range(sum(counts)))
     heights = [cluster.tree_of(k).height for k in range(cluster.nodes)]
     if _split_count(counts) <= EXACT_LIMIT:
-        return max(_all_splits(ranks, counts), key=lambda g: _score(weights, g, heights))
-    groups = partition(ranks, list(counts), weights)
-    return _swap_refine(weights, groups, heights) if len(ranks) <= GLOBAL_LIMIT else groups
+        weights = g.dense()  # few ranks: enumerable
+        return max(_all_splits(ranks, counts), key=lambda groups: _score(weights, groups, heights))
+    groups = [part.tolist() for part in partition(g, list(counts))]
+    return _swap_refine(g.dense(), groups, heights) if len(ranks) <= GLOBAL_LIMIT else groups
 
 
 def unlike_tree_map(cluster: ClusterTree, matrix: CommMatrix, counts: Sequence[int],
@@ -140,16 +144,16 @@ def unlike_tree_map(cluster: ClusterTree, matrix: CommMatrix, counts: Sequence[i
     then global swap refinement; UsageError for an unknown fill."""
     if fill not in FILLS:
         raise UsageError(f"unknown fill '{fill}' (expected {', '.join(FILLS)})")
-    weights = matrix.symmetric()
+    g = from_matrix(matrix)
     slots: dict[int, Slot] = {}
-    for node, members in enumerate(split_over_nodes(cluster, weights, counts)):
-        # Relabel the node's ranks 0..m-1: map_within_nodes maps the ranks 0..n-1 of the matrix it gets.
-        sub = [[weights[a][b] for b in members] for a in members]
+    for node, members in enumerate(split_over_nodes(cluster, g, counts)):
+        # Relabel the node's ranks 0..m-1: map_within_nodes maps the ranks 0..n-1 of the graph it gets.
+        sub = subgraph(g, np.asarray(members, dtype=np.int64))
         local = map_within_nodes(ClusterTree(cluster.tree_of(node), 1), [list(range(len(members)))], sub, fill)
         slots.update({rank: Slot(node, s.core) for rank, s in zip(members, local, strict=True)})
     placed = [slots[r] for r in range(matrix.ranks)]
     if matrix.ranks <= GLOBAL_LIMIT:
-        placed = global_refine(cluster, weights, placed)
+        placed = global_refine(cluster, g.dense(), placed)
     return Placement("tree-map", tuple(placed))
 
 
