@@ -12,7 +12,8 @@ import sys
 # export must not import.
 HEAVY = ("numpy", "matplotlib", "sklearn", "hympi.report", "hympi.sweep", "hympi.study", "hympi.tune.search",
          "hympi.tune.predict", "hympi.tune.results", "hympi.tune.output", "hympi.tune.tuner", "hympi.cli.sweep_main",
-         "hympi.cli.tune_main", "hympi.cli.tune_predict")
+         "hympi.cli.tune_main", "hympi.cli.tune_predict", "hympi.cli.place_main", "hympi.place.placement",
+         "hympi.place.mapping")
 
 # One fresh interpreter: the modules after building the parser, then after importing sweep's work (which must pull
 # in numpy and hympi.sweep: proof that the first list would show them).
