@@ -42,9 +42,10 @@ from hympi.apps import get_app
 from hympi.launch.mpirun import LaunchSpec, format_command, launch
 from hympi.store import Store
 from hympi.tune.cvars import load_listing
+from hympi.tune.options import DEFAULT_EI_STOP
 from hympi.tune.predict import evaluate, mean_ratio
 from hympi.tune.results import Measured, best, speedup, tune_results
-from hympi.tune.search import DEFAULT_EI_STOP, Search, Stop
+from hympi.tune.search import Search, Stop
 from hympi.tune.space import Configuration, SearchSpace, load_space
 
 HERE = Path(__file__).resolve().parent

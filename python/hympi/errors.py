@@ -20,3 +20,19 @@ class HympiFatal(HympiError):
 
 class UsageError(Exception):
     """Bad user input: one line naming the bad value, exit code 2, nothing launched."""
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """The sweep was stopped by a signal (SIGTERM); finished runs are stored, `--resume` continues.
+
+    `exit_code` is the shell's convention for death by that signal (143 for SIGTERM).
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"signal {signum}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number."""
+        return 128 + self.signum

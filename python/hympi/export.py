@@ -8,7 +8,7 @@ import json
 from typing import TypedDict
 
 from hympi.jsontypes import JsonObject
-from hympi.report.analysis import run_placement_share
+from hympi.result import run_placement_share
 from hympi.store import MachineRecord, Store
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hympi.contract import FieldEntry, contract
+
+if TYPE_CHECKING:  # a type only: the store (sqlite) is not needed to parse a result line
+    from hympi.store import Run
 
 PREFIX = "HYMPI_RESULT "
 
@@ -134,3 +137,10 @@ def placement_share(page_placement: Mapping[str, Any] | None) -> float | None:
             pages += float(summary.get("pages", 0) or 0)
             on_intended += float(summary.get("on_intended", 0) or 0)
     return on_intended / pages if pages > 0 else None
+
+
+def run_placement_share(run: Run) -> float | None:
+    """The share of the pages of the arrays a run reported (page_placement) on their intended NUMA nodes, None when
+    it reported none."""
+    placement = run.record.get("page_placement") if run.record else None
+    return placement_share(placement) if isinstance(placement, dict) else None

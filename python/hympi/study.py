@@ -15,40 +15,22 @@ from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.mpirun import DEFAULT_MEMBIND, MEMORY_POLICIES
 from hympi.paths import binary
-from hympi.report import write_report
 from hympi.report.compare import MIN_SEPARATE
 from hympi.report.datalayout import MIN_NUMA, NOTE_PREFIX, OPTION, layouts, needs_numa
+from hympi.report.writer import write_report
 from hympi.store import MachineRecord, Store
+from hympi.study_options import (
+    DATA_LAYOUT,
+    FULL_MAX_REPEAT,
+    FULL_MIN_TIME_S,
+    PINGPONG,
+    STUDY_APPS,
+    StudyApp,
+)
 from hympi.sweep import Plan, SweepParams, open_sweep, plan, record_machine, run_sweep, validate_layouts
 from hympi.topology import MachineSummary
 
-
-@dataclass(frozen=True)
-class StudyApp:
-    """An app the study sweeps, with its problem size in quick and full mode."""
-
-    name: str
-    quick_args: tuple[str, ...]
-    full_args: tuple[str, ...]
-
-
-# Problem sizes only: no iteration counts, so every app scales its iterations to the study's minimum kernel time
-# (HYMPI_MIN_TIME); a fixed count would switch that off (repetitions_fixed in the record).
-# Declared per app in contract.toml (study_quick, study_full); apps without them are not swept.
-STUDY_APPS: tuple[StudyApp, ...] = tuple(StudyApp(a.name, a.study_quick, a.study_full) for a in contract().apps
-                                         if a.study_quick is not None and a.study_full is not None)
-
-# Measurement protocol per mode: minimum seconds of each run's timed region, and the --repeat auto budget (rounds).
-# Quick: 6 apps x 3 layouts on a 2-core machine = 18 warm-ups + 72 measured runs of ~0.5 s kernel time (plus
-# start-up) in the 4 rounds a verdict needs, at most 1 more round: measured 3-4 minutes on a busy 2-core VM, under
-# the 5 minutes promised (docs/study.md).
-QUICK_MIN_TIME_S = 0.5
-FULL_MIN_TIME_S = 1.0
-QUICK_MAX_REPEAT = 5
-FULL_MAX_REPEAT = 10
-
-# The ping-pong hierarchy probe: latency and bandwidth per level (shared cache .. network), not a layout sweep.
-PINGPONG = "pingpong"
+# The ping-pong probe (study_options.PINGPONG).
 # Quick keeps both probe runs around a second each on a small machine; full is the app's own default measurement.
 PINGPONG_QUICK_ARGS: tuple[str, ...] = ("--iterations", "200", "--max-bytes", str(1 << 20),
                                         "--multi-bytes", str(1 << 18))
@@ -56,11 +38,11 @@ PINGPONG_FULL_ARGS: tuple[str, ...] = ("--iterations", "1000", "--max-bytes", st
                                        "--multi-bytes", str(1 << 20))
 
 
-# The data-layout experiment (seed 000 Fig. 9): BT-MZ on one rank, its zone arrays placed four ways (--data-layout),
-# per thread count. Quick: class W (16 zones, ~6 MB, seconds per run) at 1 thread and all cores; full: class A
-# (~50 MB, beyond most last-level caches) at 1, 2, 4, ... and all cores. Fixed rounds, not --repeat auto: the
-# question is each layout against first touch at each thread count, which needs MIN_SEPARATE runs on each side.
-DATA_LAYOUT = "data-layout"
+# The data-layout experiment (study_options.DATA_LAYOUT; seed 000 Fig. 9): BT-MZ on one rank, its zone arrays
+# placed four ways (--data-layout), per thread count. Quick: class W (16 zones, ~6 MB, seconds per run) at 1 thread
+# and all cores; full: class A (~50 MB, beyond most last-level caches) at 1, 2, 4, ... and all cores. Fixed rounds,
+# not --repeat auto: the question is each layout against first touch at each thread count, which needs MIN_SEPARATE
+# runs on each side.
 DATA_LAYOUT_APP = "bt-mz"
 DATA_LAYOUT_QUICK_ARGS: tuple[str, ...] = ("--class", "W")
 DATA_LAYOUT_FULL_ARGS: tuple[str, ...] = ("--class", "A")
@@ -144,22 +126,6 @@ class StudyOptions:
     confidence: float = 0.95
     seed: int = 0
     warmup: bool = True
-
-
-def default_apps() -> tuple[str, ...]:
-    """Every app the study knows, STREAM first, then the data-layout experiment, the ping-pong probe last."""
-    return (*(a.name for a in STUDY_APPS), DATA_LAYOUT, PINGPONG)
-
-
-def check_apps(names: tuple[str, ...]) -> None:
-    """Rejects app names the study does not know (UsageError)."""
-    known = default_apps()
-    for name in names:
-        if name == DATA_LAYOUT:
-            continue
-        get_app(name)
-        if name not in known:
-            raise UsageError(f"the study does not sweep '{name}' (it sweeps {', '.join(known)})")
 
 
 def membind_axis(store: Store, study_id: int, summary: MachineSummary, options: StudyOptions,

@@ -14,7 +14,6 @@ import hashlib
 import json
 import math
 import os
-import secrets
 import signal
 import socket
 import statistics
@@ -40,8 +39,7 @@ from rich.progress import (
 )
 
 from hympi.apps import get_app
-from hympi.contract import contract
-from hympi.errors import UsageError
+from hympi.errors import SweepInterrupted, UsageError
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
@@ -61,81 +59,24 @@ from hympi.launch.mpirun import (
 )
 from hympi.paths import REPO_ROOT
 from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compare, contenders
-from hympi.settings import DEFAULT, settings
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
+from hympi.sweep_options import (
+    DEFAULT_MAX_REPEAT,
+    DEFAULT_MIN_TIME_S,
+    DEFAULT_TIMEOUT_S,
+    LAUNCHERS,
+    SEED_LIMIT,
+    checkpoint_apps,
+)
 from hympi.topology import MachineSummary
 from hympi.tune.cvars import ignored_texts
 
-LAUNCHERS = ("mpirun", "slurm")
-DEFAULT_TIMEOUT_S = 600.0
-DEFAULT_MIN_TIME_S = float(contract().option("min_time").default)  # type: ignore[union-attr]
-# --repeat auto: the measured rounds every layout gets before the first decision, and the default budget.
-AUTO_MIN_REPEAT = 3
-DEFAULT_MAX_REPEAT = 10
-SEED_LIMIT = 2**32
-# Probes time many round trips inside one run with their own arguments: no warm-up run, no minimum time.
-PROBES = ("pingpong",)
 # Variables that change how a run behaves; recorded with every run.
 _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "HYMPI_", "OMPI_MCA_", "MPICH_", "I_MPI_", "UCX_", "FI_")
-# --checkpoint-dir without --checkpoint-every: one checkpoint per this many steps (the issue's cadence).
-DEFAULT_CHECKPOINT_EVERY = 50
 # Exit code of an app for bad input: after --restart, the checkpoint itself was refused (corrupt, another problem).
 BAD_INPUT_EXIT = 2
 # What a sweep item runs, whichever repeat: (ranks, threads, bind, membind, item arguments).
 SweepLayout = tuple[int, int, str, str, tuple[str, ...]]
-
-
-def parse_int_list(option: str, text: str) -> tuple[int, ...]:
-    """'1,2,4' -> (1, 2, 4); raises UsageError naming `option` for empty, non-integer or < 1 entries."""
-    parts = [p.strip() for p in text.split(",")]
-    if not text.strip() or any(p == "" for p in parts):
-        raise UsageError(f"{option} needs a comma-separated list of positive integers, got '{text}'")
-    values: list[int] = []
-    for part in parts:
-        try:
-            value = int(part)
-        except ValueError:
-            raise UsageError(f"{option}: '{part}' is not an integer") from None
-        if value < 1:
-            raise UsageError(f"{option}: {value} must be >= 1")
-        if value not in values:
-            values.append(value)
-    return tuple(values)
-
-
-def parse_choice_list(option: str, text: str, choices: tuple[str, ...]) -> tuple[str, ...]:
-    """'core,none' -> ('core', 'none'); raises UsageError for empty lists or values not in `choices`."""
-    parts = [p.strip() for p in text.split(",")]
-    if not text.strip() or any(p == "" for p in parts):
-        raise UsageError(f"{option} needs a comma-separated list from {', '.join(choices)}, got '{text}'")
-    values: list[str] = []
-    for part in parts:
-        if part not in choices:
-            raise UsageError(f"{option}: unknown value '{part}' (expected {', '.join(choices)})")
-        if part not in values:
-            values.append(part)
-    return tuple(values)
-
-
-def cross_layouts(ranks: tuple[int, ...], threads: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
-    """Every (ranks, threads) pair, ranks-major."""
-    return tuple((r, t) for r in ranks for t in threads)
-
-
-def default_min_time() -> float:
-    """The --min-time default from the options layer (hympi.toml's min_time, $HYMPI_MIN_TIME, else 1 s, as the apps
-    resolve it); UsageError if the value is not a number >= 0."""
-    return float(settings().value("min_time"))
-
-
-def min_time_is_set() -> bool:
-    """Whether a config file or HYMPI_MIN_TIME sets the minimum time (else a command may pick its own default)."""
-    return settings().get("min_time").source != DEFAULT
-
-
-def random_seed() -> int:
-    """A fresh seed for the run order (recorded with the sweep, so a resumed sweep keeps its order)."""
-    return secrets.randbelow(SEED_LIMIT)
 
 
 @dataclass(frozen=True)
@@ -284,11 +225,6 @@ class SweepParams:
         checkpoint directory never take each other's files, and a resumed sweep finds its own."""
         text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:8]
-
-
-def checkpoint_apps() -> tuple[str, ...]:
-    """The apps contract.toml declares with checkpoints = true."""
-    return tuple(a.name for a in contract().apps if a.checkpoints)
 
 
 def check_checkpoint_dir(app: str, directory: str, every: int) -> None:
@@ -489,22 +425,6 @@ def record_machine(store: Store, summary: MachineSummary, launcher: str) -> Mach
     """This machine's row in the store (topology, MPI library, compiler)."""
     return store.ensure_machine(socket.gethostname(), summary.hash, mpi_library(launcher), compiler_version(),
                                 summary.as_dict())
-
-
-class SweepInterrupted(KeyboardInterrupt):
-    """The sweep was stopped by a signal (SIGTERM); finished runs are stored, `--resume` continues.
-
-    `exit_code` is the shell's convention for death by that signal (143 for SIGTERM).
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(f"signal {signum}")
-        self.signum = signum
-
-    @property
-    def exit_code(self) -> int:
-        """128 + the signal number."""
-        return 128 + self.signum
 
 
 @contextmanager

@@ -19,7 +19,7 @@ from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, RunOutcome
 from hympi.report.hierarchy import LEVEL_ORDER
 from hympi.result import ResultError, ResultRecord, parse_record, parse_result
 from hympi.settings import load_settings
-from hympi.study import STUDY_APPS
+from hympi.study_options import STUDY_APPS
 from records import full_record
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from conftest import assert_refused, hympi_json
 from hympi import study
-from hympi.report import ensure_out_dir
+from hympi.cli.common import ensure_out_dir
 from hympi.report.datalayout import NOTE_PREFIX, base_args, layout_of, layouts, needs_numa
 from hympi.store import Store
 from hympi.topology import MachineSummary, machine_summary

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hympi.report import write_report
 from hympi.report.analysis import group_runs
 from hympi.report.explain import Breakdown, explain, pick_stream, ranked, reason
+from hympi.report.writer import write_report
 from hympi.store import Run, Store
 
 

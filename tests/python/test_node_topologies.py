@@ -14,9 +14,9 @@ from conftest import hympi
 from hympi.cli import main
 from hympi.cli.info import print_nodes
 from hympi.node_topologies import parse_node_topologies
-from hympi.place import place
 from hympi.place.mapping import cost
 from hympi.place.matrix import CommMatrix
+from hympi.place.placement import place
 from hympi.place.rankfile import read_rankfile
 from hympi.place.tree import ClusterTree, Slot, load_node_tree
 from hympi.topology import machine_summary

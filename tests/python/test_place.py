@@ -13,9 +13,9 @@ import hympi.place.mapping as mapping
 from conftest import REPO, hympi
 from hympi.errors import UsageError
 from hympi.paths import binary
-from hympi.place import place
 from hympi.place.groups import Groups, contiguous_counts, group_shares, parse_groups
 from hympi.place.matrix import CommMatrix, halo3d, read_matrix, ring, write_matrix
+from hympi.place.placement import place
 from hympi.place.rankfile import (
     binding_problems,
     check_rankfile_fits,

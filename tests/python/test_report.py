@@ -24,8 +24,9 @@ import websocket
 import tunedata
 from conftest import hympi
 from fakeapps import REPO
-from hympi.report import ensure_out_dir, write_report
+from hympi.cli.common import ensure_out_dir
 from hympi.report.analysis import group_runs, recommend
+from hympi.report.writer import write_report
 from hympi.store import Run, Store
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

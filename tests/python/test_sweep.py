@@ -24,7 +24,8 @@ from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome
 from hympi.store import Store
 from hympi.store.schema import SCHEMA_VERSION
-from hympi.sweep import SweepParams, cross_layouts, open_sweep, parse_choice_list, parse_int_list, plan, run_sweep
+from hympi.sweep import SweepParams, open_sweep, plan, run_sweep
+from hympi.sweep_options import cross_layouts, parse_choice_list, parse_int_list
 
 
 def _statuses(db: Path) -> dict[tuple[int, int, int], str]:

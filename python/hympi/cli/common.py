@@ -7,9 +7,10 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
-from hympi.errors import UsageError
+from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch import slurm
 from hympi.launch.detect import find_launcher
 from hympi.launch.layout import LAYOUT_BINDS, TARGETS
@@ -26,7 +27,6 @@ from hympi.launch.mpirun import (
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.settings import Settings, settings
-from hympi.sweep import SweepInterrupted
 from hympi.topology import machine_summary
 from hympi.tune.cvars import check_params, load_listing, parse_assignment
 
@@ -167,6 +167,20 @@ def check_output_file(path: str, option: str) -> Path:
         raise UsageError(f"{option} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise UsageError(f"{option} {path} is not writable")
+    return out
+
+
+def ensure_out_dir(path: str | os.PathLike[str]) -> Path:
+    """Creates `path` if needed and proves it is writable; raises UsageError (nothing else touched) otherwise."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"output directory {out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".hympi-write-test-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"output directory {out} is not writable ({exc.strerror or exc})") from None
     return out
 
 

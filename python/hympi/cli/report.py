@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hympi.cli.common import add_db_option
+from hympi.cli.common import add_db_option, ensure_out_dir
 from hympi.cli.parser import Subparsers
-from hympi.report import ensure_out_dir, write_report
 from hympi.store import Store
 from hympi.tune.cvars import load_listing
 
@@ -28,7 +27,9 @@ def add_parser(sub: Subparsers, name: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Writes the report and prints where it is."""
+    """Writes the report and prints where it is; UsageError for a missing database or an unknown id."""
+    from hympi.report.writer import write_report  # numpy, matplotlib and every section: only when a report is written
+
     # The database and the ids are checked first, so bad input leaves no empty output directory behind.
     with Store.open(args.db, create=False) as store:
         for stale in store.mark_stale_interrupted():  # its hympi died (SIGKILL): say so instead of 'running'

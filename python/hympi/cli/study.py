@@ -8,22 +8,19 @@ from pathlib import Path
 
 from rich.console import Console
 
-from hympi.cli.common import add_db_option, parse_seconds
+from hympi.cli.common import add_db_option, ensure_out_dir, parse_seconds
 from hympi.cli.parser import Subparsers
 from hympi.cli.sweep import add_measurement_options, measurement
-from hympi.errors import UsageError
-from hympi.report import ensure_out_dir
-from hympi.study import (
+from hympi.errors import SweepInterrupted, UsageError
+from hympi.study_options import (
     FULL_MAX_REPEAT,
     FULL_MIN_TIME_S,
     QUICK_MAX_REPEAT,
     QUICK_MIN_TIME_S,
-    StudyOptions,
     check_apps,
     default_apps,
-    run_study,
 )
-from hympi.sweep import AUTO_MIN_REPEAT, SweepInterrupted, default_min_time, min_time_is_set, parse_choice_list
+from hympi.sweep_options import AUTO_MIN_REPEAT, default_min_time, min_time_is_set, parse_choice_list
 from hympi.topology import machine_summary
 
 
@@ -51,7 +48,9 @@ def add_parser(sub: Subparsers, name: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Checks the options, runs the study and prints where the report is."""
+    """Checks the options, runs the study and prints where the report is; UsageError on bad input."""
+    from hympi.study import StudyOptions, run_study  # numpy, the sweeps and the report: only when a study runs
+
     apps = parse_choice_list("--apps", args.apps, default_apps())
     check_apps(apps)
     timeout = parse_seconds("--timeout", args.timeout, False) if args.timeout is not None else \

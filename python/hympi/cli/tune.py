@@ -1,32 +1,15 @@
-"""hympi tune params|run|best: MPI control variables and layout, searched together; the best as files to use."""
+"""hympi tune params|run|best|predict|evaluate: MPI control variables and layout, searched together; the best as
+files to use. Its options here; the subcommands' work in cli/tune_main.py and cli/tune_predict.py."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from rich.console import Console
-from rich.table import Table
-
-from hympi.apps import APPS, get_app
-from hympi.cli import tune_predict
-from hympi.cli.common import add_db_option, parse_integer, parse_seconds, report_interrupt
+from hympi.apps import APPS
+from hympi.cli.common import add_db_option, seconds
 from hympi.cli.parser import Parser, Subparsers
-from hympi.cli.sweep import parse_seed
-from hympi.errors import HympiFatal, UsageError
-from hympi.paths import binary
-from hympi.store import Store
-from hympi.sweep import DEFAULT_TIMEOUT_S, default_min_time, random_seed, record_machine
-from hympi.topology import machine_summary
-from hympi.tune.cvars import Cvar, CvarListing, load_listing
-from hympi.tune.output import FORMATS, best_of_tune, render
-from hympi.tune.results import Measured, best, default_of, speedup
-from hympi.tune.search import DEFAULT_EI_STOP, STRATEGIES, check_strategy, default_budget
-from hympi.tune.space import SearchSpace, load_space
-from hympi.tune.tuner import TuneOutcome, TuneParams, check_layouts, open_tune, run_tune
-
-DESCRIPTION_WIDTH = 70
+from hympi.sweep_options import DEFAULT_TIMEOUT_S
+from hympi.tune.options import DEFAULT_EI_STOP, DEFAULT_PROFILE_TIMEOUT_S, FORMATS, STRATEGIES
 
 
 def add_parser(sub: Subparsers, name: str) -> None:
@@ -41,7 +24,7 @@ def add_parser(sub: Subparsers, name: str) -> None:
                                                                      "contains TEXT (case-insensitive)")
     params.add_argument("--json", action="store_true", help="print the listing as JSON (usable as --cvars FILE)")
     params.add_argument("--cvars", default=None, metavar="FILE", help="read a saved listing instead of the library")
-    params.set_defaults(handler=main_params)
+    params.set_defaults(handler=main)
 
     run = tune_sub.add_parser("run", help="measure configurations of a search space and report the best",
                               description="hympi tune run APP --space FILE [options] [-- APP-ARGS]")
@@ -68,7 +51,7 @@ def add_parser(sub: Subparsers, name: str) -> None:
     add_db_option(run)
     run.add_argument("--resume", action="store_true",
                      help="continue the latest unfinished tune with the same program, space and options")
-    run.set_defaults(handler=main_run, forwards_unknown=True)
+    run.set_defaults(handler=main, forwards_unknown=True)
 
     best_p = tune_sub.add_parser("best", help="the best configuration as mca-params.conf, MPICH env or run flags")
     best_p.add_argument("--tune", default=None, metavar="ID", help="which tune (default: the latest)")
@@ -76,159 +59,49 @@ def add_parser(sub: Subparsers, name: str) -> None:
                         help="mca (Open MPI mca-params.conf), mpich (environment file) or flags (hympi run "
                              "command); default: the machine's library's file and the flags")
     add_db_option(best_p)
-    best_p.set_defaults(handler=main_best)
-    tune_predict.add_predict_parser(tune_sub, "predict")
-    tune_predict.add_evaluate_parser(tune_sub, "evaluate")
+    best_p.set_defaults(handler=main)
+    add_predict_parser(tune_sub, "predict")
+    add_evaluate_parser(tune_sub, "evaluate")
 
 
-def _no_app_args(args: argparse.Namespace) -> None:
-    """UsageError for app arguments given to a subcommand that runs no app."""
-    if args.app_args:
-        raise UsageError(f"hympi tune {args.tune_command} takes no app arguments, got '{' '.join(args.app_args)}'")
+def add_predict_parser(sub: Subparsers, name: str) -> None:
+    """Registers `hympi tune predict`."""
+    p = sub.add_parser(name, help="predict the best layout and MPI parameters of a program from its profile",
+                       description="Profile the program once at the space's default layout (or reuse its stored "
+                                   "profile), train the network on the other tuned programs in the database and "
+                                   "print the configuration with the highest predicted speedup over the default.")
+    p.add_argument("app", nargs="?", default=None,
+                   help=f"one of: {', '.join(sorted(APPS))} (or give it first after --)")
+    p.add_argument("--space", required=True, metavar="FILE", help="search space (TOML) to choose from")
+    add_db_option(p)
+    _add_cvars_option(p)
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
+                   help=f"kill the profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
+    p.set_defaults(handler=main, forwards_unknown=True)
 
 
-def cvar_table(cvars: list[Cvar], library: str) -> Table:
-    """The control variables as a table: name, type, value, enum items, scope, description."""
-    table = Table(title=f"{len(cvars)} MPI control variables of {library}")
-    for column in ("name", "type", "value", "enum values", "scope", "description"):
-        table.add_column(column, no_wrap=column in ("name", "type"), overflow="fold")
-    for cvar in cvars:
-        description = cvar.description if len(cvar.description) <= DESCRIPTION_WIDTH \
-            else cvar.description[:DESCRIPTION_WIDTH - 3] + "..."
-        table.add_row(cvar.name, cvar.datatype, cvar.value if cvar.value is not None else "-",
-                      ", ".join(cvar.enum), cvar.scope, description)
-    return table
+def add_evaluate_parser(sub: Subparsers, name: str) -> None:
+    """Registers `hympi tune evaluate`."""
+    p = sub.add_parser(name, help="leave-one-program-out evaluation of the predictor",
+                       description="For every tuned program: train on the others, predict its best configuration "
+                                   "and divide the speedup its own tune measured for that configuration by the best "
+                                   "measured one. Programs without a stored profile are profiled once.")
+    add_db_option(p)
+    _add_cvars_option(p)
+    p.add_argument("--no-profile", action="store_true", help="leave out programs without a stored profile")
+    p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
+                   help=f"kill a profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
+    p.set_defaults(handler=main)
 
 
-def filtered(listing: CvarListing, text: str | None) -> list[Cvar]:
-    """The cvars whose name or description contains `text` (all without it), by name."""
-    needle = (text or "").lower()
-    return [c for _, c in sorted(listing.cvars.items())
-            if not needle or needle in c.name.lower() or needle in c.description.lower()]
-
-
-def main_params(args: argparse.Namespace) -> int:
-    """Prints the library's control variables (filtered by --grep), as a table or JSON."""
-    _no_app_args(args)
-    listing = load_listing(args.cvars)
-    cvars = filtered(listing, args.grep)
-    if args.json:
-        print(json.dumps({"format": "hympi-mpit", "mpi_library": listing.mpi_library,
-                          "cvars": [c.as_dict() for c in cvars]}, indent=1))
-        return 0
-    Console().print(cvar_table(cvars, listing.mpi_library))
-    return 0
-
-
-def _tune_params(args: argparse.Namespace, space: SearchSpace) -> TuneParams:
-    """Checked TuneParams from the command line and the space's size; UsageError on bad input."""
-    size = len(space.configurations())
-    strategy = args.strategy
-    if strategy not in STRATEGIES:
-        raise UsageError(f"unknown strategy '{strategy}' (expected {', '.join(STRATEGIES)})")
-    max_runs = parse_integer("--max-runs", args.max_runs, 1) if args.max_runs is not None \
-        else default_budget(strategy, size)
-    ei_stop = parse_seconds("--ei-stop", args.ei_stop, True)
-    check_strategy(strategy, size, max_runs, ei_stop)
-    repeat = parse_integer("--repeat", args.repeat, 1, "a number of runs")
-    seed = parse_seed(args.seed) if args.seed is not None else random_seed()
-    timeout = parse_seconds("--timeout", args.timeout, False)
-    min_time = parse_seconds("--min-time", args.min_time, True) if args.min_time is not None \
-        else default_min_time()
-    params = TuneParams(args.app, tuple(args.app_args), strategy, max_runs, repeat, seed, timeout, min_time,
-                        ei_stop, bool(args.oversubscribe))
-    params.check()
-    return params
-
-
-def results_table(outcome: TuneOutcome, space: SearchSpace) -> Table:
-    """Every measured configuration, best first: score, runs, status, speedup over the default, memory."""
-    default = default_of(outcome.results, space.default)
-    table = Table(title=f"tune {outcome.tune.id}: {outcome.tune.program} ({outcome.tune.strategy})")
-    for column in ("configuration", "score (rate)", "runs", "status", "speedup vs default", "peak MiB/rank"):
-        table.add_column(column, overflow="fold")
-    ranked = sorted(outcome.results, key=lambda m: (m.score is None, -(m.score or 0.0)))
-    for m in ranked:
-        table.add_row(m.config.label(), f"{m.score:.4g}" if m.score is not None else "-", str(m.runs), m.status,
-                      speedup(m, default).text, f"{m.max_rss_mib:.1f}" if m.max_rss_mib is not None else "-")
-    return table
-
-
-def _summary(outcome: TuneOutcome, space: SearchSpace, params: TuneParams) -> list[str]:
-    """The lines after the table: budget used, why it stopped, the best, what the library ignored."""
-    size = len(space.configurations())
-    measured = len(outcome.results)
-    lines = [f"measured {measured} of {size} configurations ({100.0 * measured / size:.0f} %) with "
-             f"{params.repeat} measured run(s) each; stopped: {outcome.stop}"]
-    top: Measured | None = best(outcome.results)
-    default = default_of(outcome.results, space.default)
-    if top is not None and top.config == space.default:
-        lines.append(f"best: the default configuration ({top.config.label()}); nothing measured beat it")
-    elif top is not None:
-        lines.append(f"best: {top.config.label()}: {speedup(top, default).text} over the default")
-    if params.repeat < 2:
-        lines.append("speedups have no confidence interval: measure with --repeat 2 or more (4 to separate)")
-    ignored = sorted({name for m in outcome.results for name in m.ignored})
-    if ignored:
-        lines.append(f"ignored by the MPI library (set, but read back unchanged): {', '.join(ignored)}")
-    unchecked = [m for m in outcome.results if not m.checked]
-    if unchecked:
-        lines.append(f"{len(unchecked)} configuration(s) could not be checked: the app reported no MPI_T read-back")
-    return lines
-
-
-def main_run(args: argparse.Namespace) -> int:
-    """Validates everything (space, cvars, layouts, budget), then runs or resumes the tune and reports it."""
-    try:
-        binary(get_app(args.app).binary)
-    except HympiFatal as exc:  # the program to tune is not there: bad input, nothing launched
-        raise UsageError(str(exc)) from None
-    listing = load_listing(args.cvars)
-    space = load_space(args.space, listing.cvars, listing.library)
-    params = _tune_params(args, space)
-    summary = machine_summary()
-    check_layouts(params, space, summary.pus)
-    console = Console()
-    store = Store.open(args.db)
-    try:
-        machine = record_machine(store, summary, "mpirun")
-        tune, resumed = open_tune(store, machine, params, space, args.resume)
-        params = TuneParams.from_dict(tune.params)
-        verb = "resuming" if resumed else "starting"
-        console.print(f"{verb} tune {tune.id}: {params.program}, {params.strategy} over "
-                      f"{len(space.configurations())} configurations (at most {params.max_runs}), "
-                      f"{params.repeat} measured run(s) each, seed {params.seed} -> {args.db}", highlight=False)
-        outcome = run_tune(store, machine, tune, space, console)
-        console.print(results_table(outcome, space))
-        for line in _summary(outcome, space, params):
-            console.print(line, highlight=False)
-        console.print(f"use it: hympi tune best --tune {tune.id} --db {args.db}", highlight=False)
-        return 0 if best(outcome.results) is not None else 1
-    except KeyboardInterrupt as exc:  # SweepInterrupted (SIGTERM) too
-        return report_interrupt("tune", args.db, exc)
-    finally:
-        store.close()
-
-
-def main_best(args: argparse.Namespace) -> int:
-    """Prints the best configuration of a tune as an mca-params.conf snippet, an MPICH env file or run flags."""
-    _no_app_args(args)
-    tune_id = parse_integer("--tune", args.tune, 1, "a tune id") if args.tune is not None else None
-    with Store.open(args.db, create=False) as store:
-        found = best_of_tune(store, tune_id)
-    if args.format is not None:
-        sys.stdout.write(render(found, args.format))
-        return 0
-    native = "mpich" if "mpich" in found.mpi_library.lower() or "hydra" in found.mpi_library.lower() else "mca"
-    sys.stdout.write(render(found, native))
-    sys.stdout.write(render(found, "flags"))
-    return 0
-
-
-SUBCOMMANDS = {"params": main_params, "run": main_run, "best": main_best, "predict": tune_predict.predict_main,
-               "evaluate": tune_predict.evaluate_main}
+def _add_cvars_option(parser: argparse.ArgumentParser) -> None:
+    """--cvars FILE: a saved control variable listing instead of the library's."""
+    parser.add_argument("--cvars", default=None, metavar="FILE",
+                        help="read spaces against a saved 'hympi tune params --json' listing, not the library")
 
 
 def main(args: argparse.Namespace) -> int:
-    """Runs the tune subcommand named on the command line."""
-    return SUBCOMMANDS[args.tune_command](args)
+    """Runs the tune subcommand named on the command line (cli/tune_main.SUBCOMMANDS; UsageError on bad input)."""
+    from hympi.cli import tune_main  # numpy, scikit-learn, the sweep and the store: only when a tune subcommand runs
+
+    return tune_main.SUBCOMMANDS[args.tune_command](args)

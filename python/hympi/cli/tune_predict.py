@@ -15,9 +15,6 @@ from functools import cache
 from rich.console import Console
 from rich.table import Table
 
-from hympi.apps import APPS
-from hympi.cli.common import add_db_option, seconds
-from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.launch.mpirun import launcher_path, mpi_env_name
 from hympi.store import Store
@@ -39,7 +36,6 @@ from hympi.tune.predict import (
     tuned_programs,
 )
 from hympi.tune.programs import (
-    DEFAULT_PROFILE_TIMEOUT_S,
     check_program,
     profile_program,
     profile_spec,
@@ -47,42 +43,6 @@ from hympi.tune.programs import (
     stored_profile,
 )
 from hympi.tune.space import Configuration, load_space
-
-
-def add_predict_parser(sub: Subparsers, name: str) -> None:
-    """Registers `hympi tune predict`."""
-    p = sub.add_parser(name, help="predict the best layout and MPI parameters of a program from its profile",
-                       description="Profile the program once at the space's default layout (or reuse its stored "
-                                   "profile), train the network on the other tuned programs in the database and "
-                                   "print the configuration with the highest predicted speedup over the default.")
-    p.add_argument("app", nargs="?", default=None,
-                   help=f"one of: {', '.join(sorted(APPS))} (or give it first after --)")
-    p.add_argument("--space", required=True, metavar="FILE", help="search space (TOML) to choose from")
-    add_db_option(p)
-    _add_cvars_option(p)
-    p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
-                   help=f"kill the profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
-    p.set_defaults(handler=predict_main, forwards_unknown=True)
-
-
-def add_evaluate_parser(sub: Subparsers, name: str) -> None:
-    """Registers `hympi tune evaluate`."""
-    p = sub.add_parser(name, help="leave-one-program-out evaluation of the predictor",
-                       description="For every tuned program: train on the others, predict its best configuration "
-                                   "and divide the speedup its own tune measured for that configuration by the best "
-                                   "measured one. Programs without a stored profile are profiled once.")
-    add_db_option(p)
-    _add_cvars_option(p)
-    p.add_argument("--no-profile", action="store_true", help="leave out programs without a stored profile")
-    p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
-                   help=f"kill a profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
-    p.set_defaults(handler=evaluate_main)
-
-
-def _add_cvars_option(parser: argparse.ArgumentParser) -> None:
-    """--cvars FILE: a saved control variable listing instead of the library's."""
-    parser.add_argument("--cvars", default=None, metavar="FILE",
-                        help="read spaces against a saved 'hympi tune params --json' listing, not the library")
 
 
 def _cvars_source(path: str | None) -> Callable[[], dict[str, Cvar]]:

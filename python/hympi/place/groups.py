@@ -15,10 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from hympi.errors import UsageError
+from hympi.place.arrays import slot_arrays
 from hympi.place.graph import from_matrix, subgraph
 from hympi.place.mapping import GLOBAL_LIMIT, Placement, dealt, global_refine, map_within_nodes, partition
 from hympi.place.matrix import CommMatrix
-from hympi.place.tree import ClusterTree, Slot, slot_arrays
+from hympi.place.tree import ClusterTree, Slot
 
 GROUP_NAMES = ("coarse", "fine")
 BETWEEN = "between"

@@ -23,15 +23,16 @@ import numpy as np
 import numpy.typing as npt
 
 from hympi.errors import UsageError
+from hympi.place.arrays import distances, packages, slot_arrays
 from hympi.place.bisect import bisect
 from hympi.place.graph import Graph, from_matrix, subgraph
 from hympi.place.matrix import CommMatrix, IntArray
-from hympi.place.tree import ClusterTree, Slot, slot_arrays
+from hympi.place.options import FILLS
+from hympi.place.tree import ClusterTree, Slot
 
 EXACT_LIMIT = 20000  # enumerate a split exactly when it has at most this many candidate partitions
 BISECT_TRIES = 2  # independent multilevel bisections (random matchings) per split; the smallest cut is kept
 GLOBAL_LIMIT = 96  # global swap refinement up to this many ranks (O(n^3) per pass)
-FILLS = ("spread", "compact")
 
 Weights = Sequence[Sequence[float]]
 
@@ -97,14 +98,14 @@ def block(cluster: ClusterTree, ranks: int, per_node: int) -> Placement:
 def cost(cluster: ClusterTree, matrix: CommMatrix, slots: Sequence[Slot]) -> float:
     """sum over rank pairs i<j of (v_ij + v_ji) x distance(slot_i, slot_j), over the stored entries only."""
     at = slot_arrays(slots)
-    d = cluster.distances((at[0][matrix.src], at[1][matrix.src]), (at[0][matrix.dst], at[1][matrix.dst]))
+    d = distances(cluster, (at[0][matrix.src], at[1][matrix.src]), (at[0][matrix.dst], at[1][matrix.dst]))
     return float(matrix.vol @ d)
 
 
 def shares(cluster: ClusterTree, matrix: CommMatrix, slots: Sequence[Slot]) -> dict[str, float]:
     """Fraction of the off-diagonal volume that is inter-node, inter-package and intra-package."""
     at = slot_arrays(slots)
-    nodes, package = at[0], cluster.packages(at)
+    nodes, package = at[0], packages(cluster, at)
     off_node = nodes[matrix.src] != nodes[matrix.dst]
     off_package = ~off_node & (package[matrix.src] != package[matrix.dst])
     total = matrix.total()

@@ -8,9 +8,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
-import numpy.typing as npt
-
 from hympi.errors import UsageError
 from hympi.topology import run_hympi_info
 
@@ -139,24 +136,6 @@ class Slot:
     core: int
 
 
-# Many slots as arrays: (nodes, cores).
-Slots = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
-
-
-def slot_arrays(slots: Sequence[Slot]) -> Slots:
-    """The nodes and cores of the slots as arrays."""
-    return (np.fromiter((s.node for s in slots), dtype=np.int64, count=len(slots)),
-            np.fromiter((s.core for s in slots), dtype=np.int64, count=len(slots)))
-
-
-@lru_cache(maxsize=16)
-def core_distances(tree: NodeTree) -> npt.NDArray[np.int64]:
-    """Hops from core a up to the lowest common ancestor with core b, for every two cores of one node."""
-    probe = ClusterTree(tree, 1)
-    n = len(tree.cores)
-    return np.array([[probe.distance(Slot(0, a), Slot(0, b)) for b in range(n)] for a in range(n)], dtype=np.int64)
-
-
 @dataclass(frozen=True)
 class ClusterTree:
     """The hardware tree ranks are placed on: `nodes` nodes under a network root, each a copy of `tree`, unless
@@ -219,29 +198,6 @@ class ClusterTree:
         # Every node is counted from the network root: the levels a shorter node lacks are levels its cores do
         # not share, so sharing only the node costs the same on every node (no padding on identical nodes).
         return max(len(pa), len(pb)) - common + self.height - tree.height
-
-    def distances(self, a: Slots, b: Slots) -> npt.NDArray[np.int64]:
-        """distance() of many pairs at once: a[k] to b[k], each given as (node array, core array); IndexError for a
-        core a node does not have."""
-        if self.uniform:
-            within = core_distances(self.tree)[a[1], b[1]]
-        else:
-            within = np.zeros(len(a[0]), dtype=np.int64)
-            for k, tree in enumerate(self.node_trees):
-                here = (a[0] == k) & (b[0] == k)
-                d = core_distances(tree)[a[1][here], b[1][here]]
-                within[here] = np.where(d > 0, d + self.height - tree.height, 0)
-        return np.where(a[0] != b[0], self.height + 1, within)
-
-    def packages(self, at: Slots) -> npt.NDArray[np.int64]:
-        """The package of every slot (node array, core array); IndexError for a core a node does not have."""
-        if self.uniform:
-            return np.array([c.package for c in self.tree.cores], dtype=np.int64)[at[1]]
-        out = np.zeros(len(at[0]), dtype=np.int64)
-        for k, tree in enumerate(self.node_trees):
-            here = at[0] == k
-            out[here] = np.array([c.package for c in tree.cores], dtype=np.int64)[at[1][here]]
-        return out
 
     def level(self, a: Slot, b: Slot) -> str:
         """'inter-node', 'inter-package' or 'intra-package' (seed 002's intra-node ratio splits these)."""

@@ -24,7 +24,6 @@ from hympi.errors import UsageError
 from hympi.place.graph import Graph, from_matrix, subgraph
 from hympi.place.mapping import (
     EXACT_LIMIT,
-    FILLS,
     GLOBAL_LIMIT,
     Placement,
     Weights,
@@ -35,6 +34,7 @@ from hympi.place.mapping import (
     split_counts,
 )
 from hympi.place.matrix import CommMatrix
+from hympi.place.options import FILLS
 from hympi.place.tree import ClusterTree, Slot
 
 

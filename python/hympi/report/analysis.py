@@ -21,7 +21,7 @@ from hympi.report.compare import (
     is_finite_positive,
     tie_break,
 )
-from hympi.result import placement_share
+from hympi.result import run_placement_share
 from hympi.store import WARMUP_REPEAT, Run
 from hympi.store.db import DEFAULT_MEMBIND
 
@@ -112,13 +112,6 @@ class AppGroup:
 def median_or_none(values: list[float]) -> float | None:
     """Median, or None for no values (never raises)."""
     return statistics.median(values) if values else None
-
-
-def run_placement_share(run: Run) -> float | None:
-    """The share of the pages of the arrays a run reported (page_placement) on their intended NUMA nodes, None when
-    it reported none."""
-    placement = run.record.get("page_placement") if run.record else None
-    return placement_share(placement) if isinstance(placement, dict) else None
 
 
 def _values(runs: list[Run], name: str) -> list[float]:

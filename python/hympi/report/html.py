@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING
 
-from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend, run_placement_share
+from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend
 from hympi.report.blades import BladesView, blades_section
 from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, checkpoint_io_view
 from hympi.report.datalayout import BASELINE, DataLayoutView, needs_numa
@@ -15,6 +15,7 @@ from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reason
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import ModelFit, describe, fit_model
 from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
+from hympi.result import run_placement_share
 from hympi.store import MachineRecord, Run
 from hympi.store.db import DEFAULT_MEMBIND
 

@@ -9,10 +9,9 @@ from dataclasses import dataclass
 from hympi.errors import UsageError
 from hympi.launch.mpirun import mpi_env_name
 from hympi.store import Store, TuneRecord
+from hympi.tune.options import FORMATS
 from hympi.tune.results import Measured, Speedup, best, default_of, speedup, tune_results
 from hympi.tune.space import Configuration
-
-FORMATS = ("mca", "mpich", "flags")
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,8 @@ from hympi.profile import plan_profile, run_profile
 from hympi.store import MachineRecord, ProfileRecord, Store
 from hympi.topology import MachineSummary
 from hympi.tune.features import FEATURE_NAMES, StaticFeatures, program_features
+from hympi.tune.options import DEFAULT_PROFILE_TIMEOUT_S
 from hympi.tune.space import Configuration
-
-DEFAULT_PROFILE_TIMEOUT_S = 600.0
 
 
 def program_text(app: str, app_args: Sequence[str]) -> str:

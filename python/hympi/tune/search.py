@@ -22,10 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from hympi.errors import UsageError
+from hympi.tune.options import DEFAULT_EI_STOP, STRATEGIES
 from hympi.tune.space import Configuration, SearchSpace
 
-STRATEGIES = ("exhaustive", "random", "guided")
-DEFAULT_EI_STOP = 0.005
 # Random configurations guided measures (after the default) before it trusts the model.
 GUIDED_INITIAL = 3
 # Other layouts guided measures once each (seeded random MPI parameters) before it trusts the model.

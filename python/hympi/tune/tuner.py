@@ -20,9 +20,11 @@ from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, validate_with_app
 from hympi.store import MachineRecord, Store, TuneRecord
 from hympi.store.db import owner_alive
-from hympi.sweep import SEED_LIMIT, SweepParams, plan, run_sweep
+from hympi.sweep import SweepParams, plan, run_sweep
+from hympi.sweep_options import SEED_LIMIT
+from hympi.tune.options import DEFAULT_EI_STOP, STRATEGIES
 from hympi.tune.results import Measured, sweep_configuration, tune_results
-from hympi.tune.search import DEFAULT_EI_STOP, STRATEGIES, Proposal, Search, Stop
+from hympi.tune.search import Proposal, Search, Stop
 from hympi.tune.space import Configuration, SearchSpace
 
 Runner = Callable[[list[str], float], RunOutcome]

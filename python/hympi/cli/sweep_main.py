@@ -1,0 +1,246 @@
+"""hympi sweep's work: plans, validates, then runs (or prints, or writes an sbatch script for) the sweep."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from hympi.cli.common import mpi_params_from_args, parse_integer, parse_seconds, report_interrupt
+from hympi.cli.sweep import measurement
+from hympi.errors import HympiFatal, UsageError
+from hympi.launch import slurm, slurm_jobs
+from hympi.launch.mpirun import BIND_POLICIES, MEMORY_POLICIES, format_command
+from hympi.report.analysis import group_runs, recommend
+from hympi.report.explain import explain, verdict_reasons
+from hympi.settings import settings
+from hympi.store import Store
+from hympi.sweep import (
+    SweepParams,
+    batch_request,
+    command_for,
+    cpu_limit,
+    open_sweep,
+    plan,
+    record_machine,
+    restartable,
+    restartable_items,
+    run_sweep,
+    validate_layouts,
+)
+from hympi.sweep_options import (
+    DEFAULT_CHECKPOINT_EVERY,
+    PROBES,
+    cross_layouts,
+    default_min_time,
+    parse_choice_list,
+    parse_int_list,
+)
+from hympi.topology import machine_summary
+from hympi.twolevel import INNER_MODES, check_options, expand, sweep_axes
+
+
+def checkpoint_options(args: argparse.Namespace) -> tuple[str, int]:
+    """(absolute checkpoint directory or "", checkpoint cadence) from --checkpoint-dir / --checkpoint-every;
+    UsageError for a cadence without a directory or one that is not an integer >= 1 (the directory itself is
+    checked by SweepParams.check)."""
+    if args.checkpoint_dir is None:
+        if args.checkpoint_every is not None:
+            raise UsageError("--checkpoint-every needs --checkpoint-dir")
+        return "", 0
+    if not args.checkpoint_dir.strip():
+        raise UsageError("--checkpoint-dir needs a directory, got ''")
+    every = DEFAULT_CHECKPOINT_EVERY if args.checkpoint_every is None else \
+        parse_integer("--checkpoint-every", args.checkpoint_every, 1, "a number of steps")
+    return str(Path(args.checkpoint_dir).expanduser().absolute()), every
+
+
+def params_from_args(args: argparse.Namespace) -> SweepParams:
+    """Checked SweepParams from the command line (UsageError on bad input)."""
+    layout_args: tuple[tuple[str, ...], ...] = ()
+    if args.n1 is not None or args.n2 is not None or args.inner is not None:
+        check_options(args.app, args.ranks is not None or args.threads is not None, tuple(args.app_args))
+        two_level = expand(parse_int_list("--n1", "1" if args.n1 is None else args.n1),
+                           parse_int_list("--n2", "1" if args.n2 is None else args.n2),
+                           parse_choice_list("--inner", ",".join(INNER_MODES) if args.inner is None else args.inner,
+                                             INNER_MODES))
+        layouts, layout_args = sweep_axes(two_level)
+    else:
+        layouts = cross_layouts(parse_int_list("--ranks", "1" if args.ranks is None else args.ranks),
+                                parse_int_list("--threads", "1" if args.threads is None else args.threads))
+    # --bind is a list here, so only the single-valued layout options go through the layer's override.
+    resolved = (settings().override("dist", args.dist, "--dist")
+                .override("oversubscribe", args.oversubscribe, "--oversubscribe")
+                .override("virtual_nodes", args.virtual_nodes, "--virtual-nodes"))
+    binds = parse_choice_list("--bind", args.bind if args.bind is not None else resolved.text("bind"), BIND_POLICIES)
+    membinds = parse_choice_list("--membind", args.membind if args.membind is not None else resolved.text("membind"),
+                                 MEMORY_POLICIES)
+    timeout = parse_seconds("--timeout", args.timeout, False)
+    probe = args.app in PROBES
+    repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, 1, 0.0 if probe else default_min_time())
+    checkpoint_dir, checkpoint_every = checkpoint_options(args)
+    params = SweepParams(args.app, layouts, binds, resolved.text("dist"), repeat,
+                         tuple(args.app_args), timeout, bool(resolved.value("oversubscribe")),
+                         int(resolved.value("virtual_nodes")), args.launcher, min_time, seed,
+                         not (args.no_warmup or probe), auto, max_repeat, confidence,
+                         checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, membinds=membinds,
+                         layout_args=layout_args)
+    params.check()
+    # Checked last: it asks the MPI library (one short launch) only when the rest of the command line is sound.
+    mpi_params = mpi_params_from_args(args)
+    return dataclasses.replace(params, mpi_params=mpi_params) if mpi_params else params
+
+
+def make_checkpoint_dir(directory: str) -> Path | None:
+    """Creates the checkpoint directory (and its parents); returns it when this call created it (to remove it again
+    if the sweep is refused), None when it existed. UsageError when it cannot be created."""
+    path = Path(directory)
+    if path.is_dir():
+        return None
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:
+        raise UsageError(f"--checkpoint-dir {directory} cannot be created ({exc.strerror or exc})") from None
+    return path
+
+
+def submit_script(script: Path, req: slurm.BatchRequest, runs: int, wait: bool) -> int:
+    """Submits the written sbatch script (removing it when sbatch refuses it) and, with `wait`, follows the job to
+    its end: prints its output and returns 0 when it completed, 1 otherwise (HympiFatal when Slurm fails us)."""
+    try:
+        job_id = slurm_jobs.submit(script, req.workdir)
+    except HympiFatal:
+        script.unlink(missing_ok=True)
+        raise
+    output = Path(req.workdir) / slurm.batch_output(req, job_id)
+    print(f"submitted job {job_id} ({script}: {runs} runs); output: {output}", flush=True)
+    if not wait:
+        return 0
+    try:
+        final = slurm_jobs.wait_for(job_id)
+    except KeyboardInterrupt:
+        print(f"hympi: stopped waiting; job {job_id} goes on (scancel {job_id} stops it)", file=sys.stderr)
+        return 130
+    if output.is_file():
+        print(output.read_text(errors="replace"), end="")
+    if final is None:
+        print(f"hympi: job {job_id} ended and Slurm has forgotten how; see {output}", file=sys.stderr)
+        return 1
+    print(f"job {job_id} {final.state} (exit code {final.exit_code})", flush=True)
+    return 0 if final.state == "COMPLETED" and final.exit_code == 0 else 1
+
+
+def main(args: argparse.Namespace) -> int:
+    """Plans, validates, then runs (or prints, or writes an sbatch script for) the sweep."""
+    params = params_from_args(args)
+    console = Console()
+    resume = args.resume
+    if isinstance(resume, int) and not isinstance(resume, bool):
+        with Store.open(args.db, create=False) as existing:  # the recorded parameters win over the command line
+            recorded = existing.sweep(resume)
+        if recorded.app != params.app:
+            raise UsageError(f"sweep {resume} is a sweep of {recorded.app}, not {params.app}")
+        kept = SweepParams.from_dict(recorded.params)
+        if args.app_args and tuple(args.app_args) != kept.app_args:
+            raise UsageError(f"--resume {resume}: sweep {resume} ran with app arguments '{' '.join(kept.app_args)}', "
+                             f"not '{' '.join(args.app_args)}'; start a new sweep to change them")
+        if params.checkpoint_dir and params.checkpoint_dir != kept.checkpoint_dir:
+            raise UsageError(f"--resume {resume}: sweep {resume} keeps its checkpoints in "
+                             f"'{kept.checkpoint_dir or '(none)'}', not '{params.checkpoint_dir}'")
+        params = kept
+    elif params.checkpoint_dir:
+        resume = True  # the checkpoint directory holds the sweep's state: the same command line continues it
+    summary = machine_summary()
+    the_plan = plan(params, cpu_limit(params, summary))
+    if not the_plan.items:
+        raise UsageError(f"every layout needs more than the {summary.pus} PUs of this machine "
+                         "(pass --oversubscribe to run them anyway)")
+    outside = params.launcher == "slurm" and not slurm.in_allocation()
+    submit = args.submit or args.wait
+    if submit and not outside:
+        raise UsageError("--submit and --wait submit an sbatch script: they need --launcher slurm outside an "
+                         "allocation" + (" (this process runs in Slurm job "
+                                         f"{slurm_jobs.current_job()})" if slurm.in_allocation() else ""))
+    # The runs need the checkpoint directory, and the app checks the options naming it; a dry run or an sbatch
+    # script creates nothing (the app then checks the options without it).
+    created = make_checkpoint_dir(params.checkpoint_dir) if params.checkpoint_dir and not (args.dry_run or outside) \
+        else None
+    try:
+        validate_layouts(params, the_plan.items)
+    except BaseException:
+        if created is not None:
+            created.rmdir()
+        raise
+    for ranks, threads in the_plan.skipped:
+        print(f"hympi: skipping {ranks}x{threads}: {ranks * threads} > {summary.pus} PUs (use --oversubscribe)",
+              file=sys.stderr)
+    if outside:
+        req = batch_request(params, Path(args.db), len(the_plan.items))
+        script = slurm.sbatch_script(req)
+        if args.dry_run:
+            print(script, end="")
+            print("# job steps the script's sweep runs with srun:")
+            for item in the_plan.items:
+                print(format_command(command_for(params, item)))
+            return 0
+        if submit:
+            slurm_jobs.check_reachable()  # before anything is written: an unreachable Slurm leaves no trace
+        target = Path(args.sbatch or f"hympi-sweep-{params.app}.sbatch")
+        try:
+            target.write_text(script)
+        except OSError as exc:
+            raise UsageError(f"cannot write sbatch script {target} ({exc.strerror or exc})") from None
+        target.chmod(0o755)
+        if not submit:
+            print(f"wrote {target}: {len(the_plan.items)} runs; submit with: sbatch {target}")
+            return 0
+        return submit_script(target, req, len(the_plan.items), args.wait)
+    if args.dry_run:
+        for item in the_plan.items:
+            print(format_command(command_for(params, item, restartable(params, item))))
+        return 0
+    store = Store.open(args.db)
+    try:
+        machine = record_machine(store, summary, params.launcher)
+        sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), resume)
+        if resumed:  # the recorded parameters (seed included) decide the order of what is left
+            params = SweepParams.from_dict(sweep.params)
+            the_plan = plan(params, cpu_limit(params, summary))
+        done = len(store.done_keys(sweep.id))
+        again = len(restartable_items(store, sweep.id, params))
+        restarts = f", {again} to restart from a checkpoint" if again else ""
+        verb = "resuming" if resumed else "starting"
+        warm = len(the_plan.layouts) if params.warmup else 0
+        rounds = f"{params.repeat}..{params.max_repeat} rounds (--repeat auto)" if params.auto else \
+            f"{params.repeat} round(s)"
+        console.print(f"{verb} sweep {sweep.id}: {params.app}, {len(the_plan.items)} runs ({warm} warm-up, "
+                      f"{rounds}, order seed {params.seed}, min time {params.min_time:g} s; {done} already recorded"
+                      f"{restarts}) -> {args.db}", highlight=False)
+        result = run_sweep(store, sweep, params, the_plan.items, console)
+        runs = store.runs([sweep.id])
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(result.statuses.items())) or "nothing to run"
+        if result.restarted:
+            counts += f"; {result.restarted} restarted from a checkpoint"
+        if result.restartable:
+            console.print(f"sweep {sweep.id} stopped: {counts}; {result.restartable} run(s) left a checkpoint in "
+                          f"{params.checkpoint_dir}: run the same command again to restart them from it",
+                          highlight=False)
+        else:
+            console.print(f"sweep {sweep.id} finished: {counts}", highlight=False)
+        if result.auto is not None:
+            console.print(result.auto.text, highlight=False)
+        for group in group_runs(runs, {sweep.id: machine.id}):
+            console.print(f"{group.app} {group.problem}: {recommend(group, params.confidence)}", highlight=False)
+            for line in verdict_reasons(group, explain(group), params.confidence):
+                console.print(f"  why: {line}", highlight=False)
+        console.print(f"results: {args.db} (hympi report --db {args.db}; hympi export --db {args.db})",
+                      highlight=False)
+        failed = sum(1 for r in runs if r.status != "ok")
+        return 1 if failed else 0
+    except KeyboardInterrupt as exc:  # SIGTERM (SweepInterrupted): the batch system's stop; exit as killed by it
+        return report_interrupt("sweep", args.db, exc)
+    finally:
+        store.close()

@@ -1,0 +1,110 @@
+"""Writes the static HTML report (index.html and its PNG plots) from the results database."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hympi.report.analysis import group_runs
+from hympi.report.blades import blades_views
+from hympi.report.datalayout import data_layout_views, experiment_notes, is_data_layout_run
+from hympi.report.hierarchy import PINGPONG_APP, hierarchy_probes
+from hympi.report.html import GroupFigures, TuningView, explain_groups, render
+from hympi.report.transposes import transpose_view
+from hympi.store import Store, now_utc
+
+if TYPE_CHECKING:  # a type only: the predictor loads only when a report has tunes (_tuning_view)
+    from hympi.tune.predict import CvarSource
+
+
+def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSource | None) -> TuningView | None:
+    """The Tuning section's data and figures for these tunes (None without any): the predictor is evaluated with
+    `cvars` (default: the installed library's, read only when a stored space has MPI parameters)."""
+    if not tune_ids:
+        return None
+    from hympi.report import plots
+    from hympi.report.tuning import prediction, tuning_data
+    from hympi.tune.cvars import load_listing
+
+    programs = tuple(tuning_data(store, tune_ids))
+    predicted = prediction(store, cvars or (lambda: load_listing(None).cvars))
+    memory = {}
+    for program in programs:
+        if plots.tune_memory(program, out_dir / f"{program.slug}-memory.png") is not None:
+            memory[program.slug] = f"{program.slug}-memory.png"
+    ratios = ""
+    if predicted.verdicts:
+        ratios = "tune-prediction.png"
+        plots.prediction_ratios(predicted.verdicts, out_dir / ratios)
+    return TuningView(programs, predicted, memory, ratios)
+
+
+def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None, notes: tuple[str, ...] = (),
+                 title: str = "hympi study", cvars: CvarSource | None = None) -> Path:
+    """Writes index.html and its PNG plots into `out_dir`; returns the path of index.html. Runs of tunes go to the
+    Tuning section (with `cvars` for rebuilding their spaces), not to the per-app sections."""
+    runs = store.runs(sweep_ids)
+    sweeps = store.sweeps()
+    machine_of = {s.id: s.machine_id for s in sweeps}
+    wanted = set(sweep_ids) if sweep_ids is not None else {s.id for s in sweeps}
+    machine_ids = sorted({machine_of[i] for i in wanted if i in machine_of})
+    machines = [store.machine(i) for i in machine_ids]
+    tune_of = {s.id: s.tune_id for s in sweeps if s.tune_id is not None}
+    tune_ids = {tune_of[i] for i in wanted if i in tune_of}
+    # Ping-pong runs measure the communication hierarchy, not a layout: their own section, not an app group. A
+    # tune's runs differ in MPI parameters the layout groups do not show: they belong to the Tuning section.
+    # The data-layout experiment's runs differ in where their pages are, which a layout group does not show: they get
+    # their own section (report.datalayout).
+    groups = group_runs([r for r in runs if r.app != PINGPONG_APP and r.sweep_id not in tune_of
+                         and not is_data_layout_run(r)], machine_of)
+    numa = {m.id: (int(m.summary["numa_nodes"]) if isinstance(m.summary.get("numa_nodes"), int) else None)
+            for m in machines}
+    layout_views = data_layout_views([r for r in runs if r.sweep_id not in tune_of], machine_of, numa)
+    probes = hierarchy_probes(runs, machine_of)
+    failed_probes = sum(1 for r in runs if r.app == PINGPONG_APP and r.status != "ok")
+    from hympi.report import plots  # matplotlib takes a second to import: only when a report is written
+
+    explained = explain_groups(groups, machines)
+    transposes = {g.slug: transpose_view(g) for g in groups}
+    figures: dict[str, GroupFigures] = {}
+    for group in groups:
+        rate, mem, split, moved = (f"{group.slug}-{kind}.png" for kind in ("rate", "memory", "comm-comp",
+                                                                             "transposes"))
+        plots.rate_vs_threads(group, out_dir / rate)
+        plots.memory(group, out_dir / mem)
+        # An app that records no phases (STREAM) gets no chart at all, not an empty one; the same for transposes.
+        drawn = plots.comm_comp(group, explained[group.slug][0], out_dir / split)
+        view = transposes[group.slug]
+        if view is not None:
+            plots.transposes(view, f"{group.app} {group.problem}: transposes and field memory per layout",
+                             out_dir / moved)
+        figures[group.slug] = GroupFigures(rate, mem, split if drawn is not None else None,
+                                           moved if view is not None else None)
+    probe_figures: dict[str, str] = {}
+    for probe in probes:
+        probe_figures[probe.slug] = f"{probe.slug}-bandwidth.png"
+        plots.bandwidth_vs_size(probe, out_dir / probe_figures[probe.slug])
+    layout_figures: dict[str, str] = {}
+    for layout_view in layout_views:
+        if layout_view.comparable:  # one NUMA domain: nothing to compare, no figure of noise
+            layout_figures[layout_view.slug] = f"{layout_view.slug}.png"
+            plots.data_layouts(layout_view, out_dir / layout_figures[layout_view.slug])
+    cores = {m.id: int(m.summary["cores"]) if isinstance(m.summary.get("cores"), int) else 1 for m in machines}
+    blade_views = blades_views([r for r in runs if r.sweep_id not in tune_of], machine_of, cores)
+    blade_figures: dict[str, dict[str, str]] = {}
+    for blade_view in blade_views:
+        names = {kind: f"{blade_view.slug}-{kind}.png" for kind in ("time", "ratio", "memory")}
+        plots.blades_time(blade_view, out_dir / names["time"])
+        plots.blades_ratio(blade_view, out_dir / names["ratio"])
+        plots.blades_memory(blade_view, out_dir / names["memory"])
+        blade_figures[blade_view.slug] = names
+    tuning = _tuning_view(store, out_dir, tune_ids, cvars)
+    page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes,
+                  explained, tuning, transposes, data_layouts=layout_views, data_layout_figures=layout_figures,
+                  data_layout_notes=experiment_notes(notes), blades=blade_views, blades_figures=blade_figures)
+    index = out_dir / "index.html"
+    tmp = out_dir / ".index.html.tmp"
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, index)
+    return index
