@@ -154,8 +154,8 @@ def _assignments(sizes: Sequence[int]) -> npt.NDArray[np.int16]:
     return rows
 
 
-def _count_partitions(sizes: Sequence[int]) -> int:
-    """Number of ways to split sum(sizes) items into ordered groups of these sizes."""
+def count_partitions(sizes: Sequence[int]) -> int:
+    """Number of ways to split sum(sizes) items into ordered groups of these sizes (a multinomial; never fails)."""
     out, left = 1, sum(sizes)
     for s in sizes:
         out *= math.comb(left, s)
@@ -180,7 +180,7 @@ def partition(g: Graph, sizes: Sequence[int]) -> list[IntArray]:
         return [everyone]
     if max(sizes) <= 1:  # every pair is cut whatever the order: all pairs meet at this level
         return [everyone[k:k + 1] if sizes[k] else everyone[:0] for k in range(len(sizes))]
-    if _count_partitions(sizes) <= EXACT_LIMIT:
+    if count_partitions(sizes) <= EXACT_LIMIT:
         return _exact_partition(g, sizes)
     half = len(sizes) // 2
     size0 = sum(sizes[:half])

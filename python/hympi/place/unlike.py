@@ -15,7 +15,6 @@ mapping.GLOBAL_LIMIT ranks.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,6 +26,7 @@ from hympi.place.mapping import (
     GLOBAL_LIMIT,
     Placement,
     Weights,
+    count_partitions,
     global_refine,
     map_within_nodes,
     node_counts,
@@ -100,15 +100,6 @@ def _all_splits(ranks: list[int], sizes: Sequence[int]) -> list[list[list[int]]]
     return out
 
 
-def _split_count(sizes: Sequence[int]) -> int:
-    """Number of ordered splits into groups of these sizes (a multinomial)."""
-    out, left = 1, sum(sizes)
-    for s in sizes:
-        out *= math.comb(left, s)
-        left -= s
-    return out
-
-
 def _swap_refine(weights: Weights, groups: list[list[int]], heights: Sequence[int]) -> list[list[int]]:
     """Swaps two ranks of different nodes while that raises the score (first improvement, O(n^3) per pass)."""
     improved = True
@@ -131,7 +122,7 @@ def split_over_nodes(cluster: ClusterTree, g: Graph, counts: Sequence[int]) -> l
     """The ranks of each node (counts[k] on node k), maximising sum of node height x volume inside the node."""
     ranks = list(range(sum(counts)))
     heights = [cluster.tree_of(k).height for k in range(cluster.nodes)]
-    if _split_count(counts) <= EXACT_LIMIT:
+    if count_partitions(counts) <= EXACT_LIMIT:
         weights = g.dense()  # few ranks: enumerable
         return max(_all_splits(ranks, counts), key=lambda groups: _score(weights, groups, heights))
     groups = [part.tolist() for part in partition(g, list(counts))]
