@@ -22,7 +22,9 @@ class BuildPyWithInstallRecord(build_py):
         # build_py never removes what an earlier build left (a deleted module, a record since removed).
         shutil.rmtree(self.build_lib, ignore_errors=True)
         super().run()
-        if CMAKE_RECORD.is_file():
+        # An editable install (setuptools >= 64 sets editable_mode) runs from the repository and uses its build/bin:
+        # it gets no record, and its temporary build_lib holds no package folder to copy into.
+        if CMAKE_RECORD.is_file() and not getattr(self, "editable_mode", False):
             shutil.copyfile(CMAKE_RECORD, Path(self.build_lib) / "hympi" / "install.toml")
 
 

@@ -43,6 +43,7 @@ from hympi.errors import SweepInterrupted, UsageError
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
+from hympi.launch.command import launch_command
 from hympi.launch.mpirun import (
     BIND_POLICIES,
     DEFAULT_MEMBIND,
@@ -50,7 +51,6 @@ from hympi.launch.mpirun import (
     MEMORY_POLICIES,
     LaunchSpec,
     RunOutcome,
-    build_command,
     launcher_path,
     launcher_version,
     one_mpi_job,
@@ -384,9 +384,9 @@ def command_for(params: SweepParams, item: SweepItem, restart: bool = False) -> 
     and --restart from its checkpoint when `restart`)."""
     spec = params.spec(item.ranks, item.threads, item.bind, (*item.args, *io_args(params, item, restart)),
                        item.membind)
-    if params.launcher == "slurm":
+    if params.launcher == "slurm":  # srun need not exist here: outside an allocation this is the sbatch script's
         return slurm.build_srun_command(spec)
-    return build_command(spec)
+    return launch_command(spec, None if params.launcher == "mpirun" else params.launcher)
 
 
 def run_env(params: SweepParams, item: SweepItem) -> tuple[tuple[str, str], ...]:

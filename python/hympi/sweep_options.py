@@ -9,7 +9,9 @@ from hympi.contract import contract
 from hympi.errors import UsageError
 from hympi.settings import DEFAULT, settings
 
-LAUNCHERS = ("mpirun", "slurm")
+# mpirun: the default MPI launcher (HYMPI_MPIRUN or the first on PATH); the others are the layout spec's targets,
+# each checked against its --version banner (hympi.launch.detect).
+LAUNCHERS = ("mpirun", "openmpi4", "openmpi5", "mpich", "slurm")
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_MIN_TIME_S = float(contract().option("min_time").default)  # type: ignore[union-attr]
 # --repeat auto: the measured rounds every layout gets before the first decision, and the default budget.

@@ -233,3 +233,12 @@ def test_hympi_binder_keeps_todays_command():
     assert "HYMPI_BIND=core" in cmd and not any(a.startswith("OMP_PLACES") for a in cmd)
 
 
+
+
+def test_a_sweep_with_a_launcher_not_installed_writes_nothing(tmp_path):
+    # mpirun here is Open MPI 4: asking for Open MPI 5 is an environment error, found before the database exists.
+    db = tmp_path / "r.db"
+    proc = hympi("sweep", "rb3d", "--ranks", "1", "--launcher", "openmpi5", "--db", str(db))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "openmpi5" in proc.stderr
+    assert not db.exists()

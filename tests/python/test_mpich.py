@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, hympi
+from hympi.store import Store
 from test_profile import PATTERN, expected_matrices
 
 MPIEXEC = shutil.which("mpiexec.mpich")
@@ -81,3 +82,15 @@ def test_a_launcher_of_another_mpi_fails_the_run_instead_of_two_singletons(mpich
     proc = hympi("run", "rb3d", "--ranks", "2", "--", "--size", "16", "--iterations", "2", env=env)
     assert proc.returncode == 1
     assert "2 ranks were started but the app ran as an MPI job of 1 rank(s)" in proc.stderr
+
+
+def test_a_sweep_launches_with_the_named_launcher(mpich_env, tmp_path):
+    db = tmp_path / "r.db"
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--launcher", "mpich", "--no-warmup", "--db", str(db),
+                 "--", "--size", "16", "--iterations", "4", env=mpich_env)
+    assert proc.returncode == 0, proc.stderr
+    with Store.open(db, create=False) as store:
+        runs = {r.ranks: r for r in store.runs()}
+    assert {ranks: run.status for ranks, run in runs.items()} == {1: "ok", 2: "ok"}
+    assert all(run.command[0] == MPIEXEC and "MPICH" in str((run.record or {}).get("mpi_library"))
+               for run in runs.values())

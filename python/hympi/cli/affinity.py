@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hympi.cli.common import add_layout_options, asks_for_help, launch_command, layout_spec, print_app_help
+from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, print_app_help
 from hympi.cli.parser import Subparsers
 from hympi.cli.run import report
+from hympi.launch.command import launch_command
 from hympi.launch.layout import LayoutSpec
 from hympi.launch.layout_check import layout_mismatches
 from hympi.launch.mpirun import LaunchSpec, one_mpi_job, run_command

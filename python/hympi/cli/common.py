@@ -11,8 +11,6 @@ import tempfile
 from pathlib import Path
 
 from hympi.errors import SweepInterrupted, UsageError
-from hympi.launch import slurm
-from hympi.launch.detect import find_launcher
 from hympi.launch.layout import LAYOUT_BINDS, TARGETS
 from hympi.launch.mpirun import (
     BIND_POLICIES,
@@ -20,7 +18,6 @@ from hympi.launch.mpirun import (
     DISTRIBUTIONS,
     MEMORY_POLICIES,
     LaunchSpec,
-    build_command,
     check_layout,
     validate_with_app,
 )
@@ -128,17 +125,6 @@ def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) 
     check_layout(spec, machine_summary().pus)
     validate_with_app(spec)
     return spec
-
-
-def launch_command(spec: LaunchSpec, target: str | None) -> list[str]:
-    """The command that launches `spec` with launcher `target` (None: the default MPI launcher); HympiFatal when that
-    launcher is not installed, UsageError when it cannot spell a launcher-bound layout."""
-    if target is None:
-        return build_command(spec)
-    found = find_launcher(target)
-    if target == "slurm":
-        return slurm.build_srun_command(spec, found.path)
-    return build_command(spec, found.path, "mpich" if target == "mpich" else "openmpi")
 
 
 def asks_for_help(app_args: list[str]) -> bool:

@@ -8,9 +8,10 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from hympi.cli.common import launch_command, seconds
+from hympi.cli.common import seconds
 from hympi.cli.parser import Subparsers
 from hympi.errors import HympiFatal, UsageError
+from hympi.launch.command import launch_command
 from hympi.launch.layout import TARGETS
 from hympi.launch.mpirun import LaunchSpec, launcher_path, mpi_flavor, run_command
 from hympi.node_topologies import NodeTopologies, parse_node_topologies

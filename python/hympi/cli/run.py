@@ -15,12 +15,12 @@ from hympi.cli.common import (
     add_layout_options,
     add_mpi_param_options,
     asks_for_help,
-    launch_command,
     layout_spec,
     mpi_params_from_args,
     print_app_help,
 )
 from hympi.cli.parser import Subparsers
+from hympi.launch.command import launch_command
 from hympi.launch.mpirun import RunOutcome, one_mpi_job, run_command
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree

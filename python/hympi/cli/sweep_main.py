@@ -13,6 +13,7 @@ from hympi.cli.common import mpi_params_from_args, parse_integer, parse_seconds,
 from hympi.cli.sweep import measurement
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch import slurm, slurm_jobs
+from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import BIND_POLICIES, MEMORY_POLICIES, format_command
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
@@ -89,6 +90,8 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
                          checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, membinds=membinds,
                          layout_args=layout_args)
     params.check()
+    if params.launcher not in ("mpirun", "slurm"):
+        find_launcher(params.launcher)  # not installed, or another version: exit 1 before anything is written
     # Checked last: it asks the MPI library (one short launch) only when the rest of the command line is sound.
     mpi_params = mpi_params_from_args(args)
     return dataclasses.replace(params, mpi_params=mpi_params) if mpi_params else params
