@@ -18,14 +18,6 @@ endif()
 set(HYMPI_TEST_DATA_DIR ${PROJECT_SOURCE_DIR}/tests/data)
 set(HYMPI_TEST_SUPPORT_DIR ${PROJECT_SOURCE_DIR}/tests/support)
 
-# Under HYMPI_SANITIZE the suites' own code is compiled without instrumentation and linked with the sanitizer
-# runtimes: every access the library makes is still checked (its code is instrumented, and the interceptors see
-# every allocation), and the suites build in ~0.57 of the time, which make test's budget needs. Templates the
-# suites instantiate from library headers are the part this leaves unchecked.
-if(HYMPI_SANITIZE)
-  set(HYMPI_TEST_SANITIZE -fno-sanitize=all)
-endif()
-
 # The unit suites test code that calls no MPI: one tree of `make test` runs them (the sanitizer tree), the
 # other only the MPI suites, which run once per MPI implementation.
 option(HYMPI_UNIT_SUITES "With HYMPI_TEST_SUITES: build and register the unit suites (unit.*), not only mpi.*" ON)
@@ -34,7 +26,7 @@ option(HYMPI_UNIT_SUITES "With HYMPI_TEST_SUITES: build and register the unit su
 if(HYMPI_TEST_SUITES)
   add_library(hympi_gtest_mpi_main OBJECT ${HYMPI_TEST_SUPPORT_DIR}/gtest_mpi_main.cpp)
   target_link_libraries(hympi_gtest_mpi_main PRIVATE MPI::MPI_CXX OpenMP::OpenMP_CXX GTest::gtest hympi_warnings)
-  target_compile_options(hympi_gtest_mpi_main PRIVATE ${HYMPI_TEST_OPTIMIZATION} ${HYMPI_TEST_SANITIZE})
+  target_compile_options(hympi_gtest_mpi_main PRIVATE ${HYMPI_TEST_OPTIMIZATION} ${HYMPI_LIGHT_SANITIZE})
 endif()
 
 # hympi_add_unit_test(<name> LIBS <targets>... SOURCES <sources>...): GoogleTest binary run as
@@ -46,7 +38,7 @@ function(hympi_add_unit_test name)
   cmake_parse_arguments(ARG "" "" "LIBS;SOURCES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main hympi_warnings)
-  target_compile_options(${name} PRIVATE ${HYMPI_TEST_OPTIMIZATION} ${HYMPI_TEST_SANITIZE})
+  target_compile_options(${name} PRIVATE ${HYMPI_TEST_OPTIMIZATION} ${HYMPI_LIGHT_SANITIZE})
   target_include_directories(${name} PRIVATE ${HYMPI_TEST_SUPPORT_DIR})
   target_compile_definitions(${name} PRIVATE HYMPI_TEST_DATA="${HYMPI_TEST_DATA_DIR}")
   add_test(NAME unit.${name} COMMAND ${name})
@@ -64,7 +56,7 @@ function(hympi_add_mpi_test name)
   cmake_parse_arguments(ARG "" "" "LIBS;RANKS;SOURCES" ${ARGN})
   add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:hympi_gtest_mpi_main>)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest hympi_warnings)
-  target_compile_options(${name} PRIVATE ${HYMPI_TEST_OPTIMIZATION} ${HYMPI_TEST_SANITIZE})
+  target_compile_options(${name} PRIVATE ${HYMPI_TEST_OPTIMIZATION} ${HYMPI_LIGHT_SANITIZE})
   target_include_directories(${name} PRIVATE ${HYMPI_TEST_SUPPORT_DIR})
   target_compile_definitions(${name} PRIVATE HYMPI_TEST_DATA="${HYMPI_TEST_DATA_DIR}")
   set(ranks ${ARG_RANKS})
