@@ -83,3 +83,60 @@ function(hympi_add_mpi_test name)
                          ENVIRONMENT "OMP_NUM_THREADS=1;${HYMPI_TEST_ENVIRONMENT}")
   endforeach()
 endfunction()
+
+# hympi_add_checked_run(<test> RANKS <np> [THREADS <nt>] [TIMEOUT <s>] EXPECT <regex> [EXIT <code>]
+#                       [ENVIRONMENT <var=value>...] COMMAND <program> <args>...): the CTest entry <test>, the
+# program launched at <np> ranks x <nt> threads (default 1). It passes only when the run exits <code> (default 0),
+# prints a line matching <regex> and no sanitizer report: cmake/run_app_test.cmake checks all three, where CTest's
+# PASS_REGULAR_EXPRESSION alone ignores the exit status (a run that printed its verdict and then failed in
+# MPI_Finalize, or with a leak report at exit, passed).
+set(HYMPI_APP_TEST_CHECKER ${PROJECT_SOURCE_DIR}/cmake/run_app_test.cmake)
+function(hympi_add_checked_run test)
+  cmake_parse_arguments(ARG "" "RANKS;THREADS;TIMEOUT;EXPECT;EXIT" "ENVIRONMENT;COMMAND" ${ARGN})
+  if(NOT ARG_RANKS OR NOT ARG_COMMAND OR NOT ARG_EXPECT)
+    message(FATAL_ERROR "hympi_add_checked_run(${test}): RANKS, EXPECT and COMMAND are required")
+  endif()
+  if(NOT ARG_THREADS)
+    set(ARG_THREADS 1)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  if(NOT DEFINED ARG_EXIT)
+    set(ARG_EXIT 0)
+  endif()
+  # The checker stops the run 10 s before CTest would kill the checker, so a hung run is reported as the run's
+  # timeout, with its output so far.
+  math(EXPR run_timeout "${ARG_TIMEOUT} - 10")
+  add_test(NAME ${test}
+           COMMAND ${CMAKE_COMMAND} "-DHYMPI_EXPECT=${ARG_EXPECT}" -DHYMPI_EXPECT_EXIT=${ARG_EXIT}
+                   -DHYMPI_TIMEOUT=${run_timeout} -P ${HYMPI_APP_TEST_CHECKER}
+                   -- ${MPIEXEC_EXECUTABLE} ${HYMPI_MPIEXEC_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${ARG_RANKS} ${ARG_COMMAND})
+  # PROCESSORS = ranks x threads, so ctest -j never runs spinning OpenMP teams on shared cores.
+  math(EXPR procs "${ARG_RANKS} * ${ARG_THREADS}")
+  set_tests_properties(${test} PROPERTIES TIMEOUT ${ARG_TIMEOUT} PROCESSORS ${procs}
+    ENVIRONMENT "OMP_NUM_THREADS=${ARG_THREADS};${ARG_ENVIRONMENT};${HYMPI_TEST_ENVIRONMENT}")
+endfunction()
+
+# hympi_add_app_test(<name> RANKS <np> [THREADS <nt>] [TIMEOUT <s>] [FAILS] COMMAND <app> <args>...): the app run
+# app.<name>, unbound (HYMPI_BIND=none: tests share the cores). It must exit 0 and print the verifier's
+# "Verification = SUCCESSFUL" line; FAILS: it must print "UNSUCCESSFUL" and exit 1 instead (a verifier shown to
+# fail on a wrong answer, not a crash).
+function(hympi_add_app_test name)
+  cmake_parse_arguments(ARG "FAILS" "" "" ${ARGN})
+  if(ARG_FAILS)
+    set(verdict EXPECT "Verification    = +UNSUCCESSFUL" EXIT 1)
+  else()
+    set(verdict EXPECT "Verification    = +SUCCESSFUL" EXIT 0)
+  endif()
+  hympi_add_checked_run(app.${name} ${ARG_UNPARSED_ARGUMENTS} ${verdict} ENVIRONMENT HYMPI_BIND=none)
+endfunction()
+
+# The checker itself, on commands whose outcome is known (a verified run that exits 3 must fail, ...): registered
+# once wherever app runs are, so a checker that passed everything could not hide behind them.
+if(HYMPI_BUILD_TESTS AND HYMPI_BUILD_APPS)
+  add_test(NAME app.checker
+           COMMAND ${CMAKE_COMMAND} -DHYMPI_CHECKER=${HYMPI_APP_TEST_CHECKER}
+                   -P ${PROJECT_SOURCE_DIR}/cmake/test_run_app_test.cmake)
+  set_tests_properties(app.checker PROPERTIES TIMEOUT 60)
+endif()
