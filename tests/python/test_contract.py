@@ -46,13 +46,62 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if not k.startswith("HYMPI_")}, **MPI_ENV, **extra}
 
 
-# --- the Python side reads the contract --------------------------------------------------------------------
-def test_python_tables_come_from_the_contract():
-    c = contract()
-    assert [a.name for a in c.apps] == list(APPS)
-    assert c.enums["BindPolicy"] == BIND_POLICIES and c.enums["Distribution"] == DISTRIBUTIONS
-    assert c.enums["CommLevel"] == LEVEL_ORDER
-    assert {s.name for s in STUDY_APPS} == {a.name for a in c.apps if a.study_quick is not None}
+# --- the Python tables agree with what the C++ side was built from and does ----------------------------------------
+# The Python tables are read from contract.toml, so comparing them with contract() again could not fail. They are
+# compared instead with the C++ view cmake/gen_contract.py wrote at configure time (a second reader of the file, the
+# one the apps compile against) and with what the built apps accept and print.
+GENERATED = BIN.parent / "generated" / "hympi" / "contract.hpp"
+
+
+def _generated_header() -> str:
+    if not GENERATED.is_file():
+        pytest.skip(f"{GENERATED} is not generated (configure the build)")
+    return GENERATED.read_text()
+
+
+def _spelled(names: tuple[str, ...]) -> str:
+    """'none, core, numa or package': how the apps list an enum's names in their refusals."""
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+
+
+def test_python_tables_match_the_generated_cxx_header():
+    header = _generated_header()
+    texts = {name: tuple(re.findall(r'"((?:[^"\\]|\\.)*)"', body))
+             for name, body in re.findall(r"std::array<std::string_view, \d+> k(\w+)Texts\{([^}]*)\}", header)}
+    assert texts["BindPolicy"] == BIND_POLICIES and texts["Distribution"] == DISTRIBUTIONS
+    assert texts["CommLevel"] == LEVEL_ORDER
+    assert texts == contract().enums  # every enum, in declaration order
+    apps = re.findall(r'^    \{"([^"]+)", "([^"]+)", "', header[header.index("kApps"):], re.MULTILINE)
+    assert apps == [(name, spec.binary) for name, spec in APPS.items()]
+    assert {s.name for s in STUDY_APPS} <= {name for name, _ in apps}
+
+
+def test_the_apps_accept_exactly_the_python_bindings_and_distributions():
+    app = _app("affinity")
+    for i, bind in enumerate(BIND_POLICIES):
+        dist = DISTRIBUTIONS[i % len(DISTRIBUTIONS)]  # every binding and every distribution, in 4 runs
+        proc = subprocess.run([str(app), "--bind", bind, "--dist", dist], capture_output=True, text=True, timeout=60,
+                              env=_clean_env(), check=False)
+        assert proc.returncode == 0, proc.stderr
+        record = parse_result(proc.stdout)
+        assert record is not None and (record.bind, record.dist) == (bind, dist)
+    # The app's refusal lists its own names: the same as Python's, in the same order.
+    for flag, names in (("--bind", BIND_POLICIES), ("--dist", DISTRIBUTIONS)):
+        proc = subprocess.run([str(app), flag, "nosuch"], capture_output=True, text=True, timeout=60,
+                              env=_clean_env(), check=False)
+        assert proc.returncode == 2 and f"(expected {_spelled(names)})" in proc.stderr, proc.stderr
+
+
+def test_pingpong_reports_levels_the_report_orders():
+    """The hierarchy report orders the levels the ping-pong measures by LEVEL_ORDER: every level the app prints must
+    be one of them (an unknown one would be dropped from the report)."""
+    proc = subprocess.run(["mpirun", "-np", "2", "--bind-to", "none", str(_app("pingpong")), *QUICK_ARGS["pingpong"]],
+                          capture_output=True, text=True, timeout=300, env=_clean_env(), check=False)
+    assert proc.returncode == 0, proc.stderr
+    record = parse_result(proc.stdout)
+    assert record is not None
+    levels = record.metrics["levels"]
+    assert levels and set(levels) <= set(LEVEL_ORDER), sorted(levels)
 
 
 def test_result_record_dataclass_matches_the_declared_fields():
