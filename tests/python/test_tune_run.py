@@ -3,8 +3,10 @@ what the uninterrupted one does, and one real tune of rb3d under mpirun."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,12 +15,13 @@ from rich.console import Console
 from conftest import REPO, hympi
 from hympi.cli import main as cli_main
 from hympi.contract import contract
-from hympi.errors import HympiFatal
+from hympi.errors import HympiFatal, UsageError
 from hympi.launch.mpirun import RunOutcome
 from hympi.paths import binary
 from hympi.store import Store
 from hympi.tune.cvars import parse_cvars, read_listing
-from hympi.tune.output import best_of_tune, mca_params, mpich_env, run_command_text
+from hympi.tune.declared import declared_names, parse_mpivars, parse_ompi_info
+from hympi.tune.output import BestConfiguration, best_of_tune, mca_params, render, run_command_text
 from hympi.tune.results import tune_results
 from hympi.tune.space import parse_space
 from hympi.tune.tuner import TuneParams, open_tune, run_tune
@@ -147,7 +150,9 @@ def test_an_interrupted_tune_resumes_to_the_same_measurements(tmp_path: Path, st
     assert any(ignored == ("btl_vader_eager_limit",) for config, _, ignored in whole
                if config.params().get("btl_vader_eager_limit") == "65536")
     assert "btl_vader_eager_limit = 8192" in mca_params(found).splitlines()
-    assert "export MPIR_CVAR_BTL_VADER_EAGER_LIMIT=8192" in mpich_env(found).splitlines()
+    # An Open MPI parameter is no MPICH variable: the MPICH snippet is refused, naming it (test_tune_best_* below).
+    with pytest.raises(UsageError, match="MPICH does not declare MPIR_CVAR_BTL_VADER_EAGER_LIMIT"):
+        render(found, "mpich", lambda flavor: frozenset({"MPIR_CVAR_ASYNC_PROGRESS"}))
     assert run_command_text(found) == (f"hympi run rb3d -n {found.best.config.ranks} --threads 1 --bind core "
                                        "--mpi-param btl_vader_eager_limit=8192 -- --size 8")
 
@@ -198,3 +203,79 @@ def test_the_installed_library_lists_its_cvars_and_the_app_reads_them_back(tmp_p
     record = json.loads(proc.stdout.strip().splitlines()[-1])
     assert record["mpi_cvars"] == {"btl_vader_eager_limit": "8192"}
     assert "ignored" not in proc.stderr
+
+
+# --- tune best --format mca|mpich: only what the target library declares ------------------------------------------
+def _best(tmp_path: Path) -> BestConfiguration:
+    """The best configuration of a tune on Open MPI 4.1.4: 2 ranks, bind core, btl_vader_eager_limit 8192."""
+    _tune(tmp_path / "t.db", FakeLauncher(), False)
+    with Store.open(tmp_path / "t.db") as store:
+        return best_of_tune(store, None)
+
+
+def _on_mpich(found: BestConfiguration, params: tuple[tuple[str, str], ...]) -> BestConfiguration:
+    """`found` as if the tune had run on MPICH and found `params` best."""
+    config = dataclasses.replace(found.best.config, mpi_params=params)
+    return dataclasses.replace(found, mpi_library="MPICH Version: 4.0.2", best=dataclasses.replace(found.best,
+                                                                                                   config=config))
+
+
+def test_tune_best_writes_for_another_library_only_what_it_declares(tmp_path: Path):
+    found = _best(tmp_path)
+    asked: list[str] = []
+
+    def mpich_knows(*names: str):  # a stand-in for mpivars' listing, recording which library was asked
+        def lookup(flavor: str) -> frozenset[str]:
+            asked.append(flavor)
+            return frozenset(names)
+        return lookup
+
+    with pytest.raises(UsageError) as refused:
+        render(found, "mpich", mpich_knows("MPIR_CVAR_ASYNC_PROGRESS"))
+    assert str(refused.value) == ("MPICH does not declare MPIR_CVAR_BTL_VADER_EAGER_LIMIT (parameters of Open MPI "
+                                  f"4.1.4, tune {found.tune.id}): nothing written")
+    # A name the target does declare is written under its own spelling (the check filters, it does not refuse all).
+    text = render(found, "mpich", mpich_knows("MPIR_CVAR_BTL_VADER_EAGER_LIMIT"))
+    assert "export MPIR_CVAR_BTL_VADER_EAGER_LIMIT=8192" in text.splitlines()
+    assert asked == ["mpich", "mpich"]
+    # The tune's own library was checked when the tune ran: its format asks nothing and writes every parameter.
+    assert "btl_vader_eager_limit = 8192" in render(found, "mca", mpich_knows()).splitlines()
+    assert render(found, "flags", mpich_knows()).startswith("hympi run rb3d")
+    assert asked == ["mpich", "mpich"]
+    # No listing of the target at all (its tool missing) refuses every parameter rather than guess.
+    with pytest.raises(UsageError, match=r"^cannot write btl_vader_eager_limit for MPICH: .*mpivars"):
+        render(found, "mpich", lambda flavor: None)
+    # The other direction: an MPICH tune's variables are no Open MPI MCA parameters.
+    mpich_found = _on_mpich(found, (("MPIR_CVAR_ASYNC_PROGRESS", "1"),))
+    assert "export MPIR_CVAR_ASYNC_PROGRESS=1" in render(mpich_found, "mpich", mpich_knows()).splitlines()
+    with pytest.raises(UsageError, match=r"^Open MPI does not declare MPIR_CVAR_ASYNC_PROGRESS "):
+        render(mpich_found, "mca", lambda flavor: frozenset({"btl_vader_eager_limit"}))
+
+
+def test_the_listing_tools_outputs_are_parsed():
+    mpivars = ("3 MPI Control Variables\n"
+               "\tMPIR_CVAR_BCAST_MIN_PROCS       =8\tSCOPE_ALL_EQ\tNo-object\tMPI_INT\tVERBOSITY_USER_BASIC\tLet's\n"
+               "\tMPIR_CVAR_ASYNC_PROGRESS=0\tSCOPE_ALL_EQ\tNo-object\tMPI_INT\tVERBOSITY_USER_BASIC\tIf set\n"
+               "\tMPIR_CVAR_CH3_NOLOCAL=0\tSCOPE_ALL_EQ\tNo-object\tMPI_INT\tVERBOSITY_USER_BASIC\tx\n\n"
+               "1 MPI Performance Variables\n\tMPIR_CVAR_NOT_A_CVAR=0\tpvar\n")
+    assert parse_mpivars(mpivars) == {"MPIR_CVAR_BCAST_MIN_PROCS", "MPIR_CVAR_ASYNC_PROGRESS",
+                                      "MPIR_CVAR_CH3_NOLOCAL"}
+    ompi = ("mca:btl:vader:param:btl_vader_eager_limit:value:4096\n"
+            "mca:btl:vader:param:btl_vader_eager_limit:source:default\n"
+            "mca:coll:tuned:param:coll_tuned_use_dynamic_rules:value:false\nompi:version:full:4.1.4\n")
+    assert parse_ompi_info(ompi) == {"btl_vader_eager_limit", "coll_tuned_use_dynamic_rules"}
+
+
+@pytest.mark.skipif(shutil.which("mpivars") is None, reason="MPICH's mpivars is not installed")
+def test_tune_best_format_mpich_refuses_open_mpi_parameters_against_the_installed_mpich(tmp_path: Path):
+    declared = declared_names("mpich")
+    assert declared is not None and "MPIR_CVAR_ASYNC_PROGRESS" in declared  # a variable every MPICH 3/4 has
+    assert "MPIR_CVAR_BTL_VADER_EAGER_LIMIT" not in declared
+    _tune(tmp_path / "t.db", FakeLauncher(), False)
+    proc = hympi("tune", "best", "--db", str(tmp_path / "t.db"), "--format", "mpich")
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.strip().splitlines() == [
+        "hympi: error: MPICH does not declare MPIR_CVAR_BTL_VADER_EAGER_LIMIT (parameters of Open MPI 4.1.4, tune 1):"
+        " nothing written"]
+    native = hympi("tune", "best", "--db", str(tmp_path / "t.db"))  # the tune's own library: written as before
+    assert native.returncode == 0 and "btl_vader_eager_limit = 8192" in native.stdout.splitlines()

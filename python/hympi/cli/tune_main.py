@@ -22,7 +22,7 @@ from hympi.sweep_options import default_min_time, random_seed
 from hympi.topology import machine_summary
 from hympi.tune.cvars import Cvar, CvarListing, load_listing
 from hympi.tune.options import STRATEGIES
-from hympi.tune.output import best_of_tune, render
+from hympi.tune.output import best_of_tune, render, tuned_flavor
 from hympi.tune.results import Measured, best, default_of, speedup
 from hympi.tune.search import check_strategy, default_budget
 from hympi.tune.space import SearchSpace, load_space
@@ -169,7 +169,7 @@ def main_best(args: argparse.Namespace) -> int:
     if args.format is not None:
         sys.stdout.write(render(found, args.format))
         return 0
-    native = "mpich" if "mpich" in found.mpi_library.lower() or "hydra" in found.mpi_library.lower() else "mca"
+    native = "mpich" if tuned_flavor(found.mpi_library) == "mpich" else "mca"
     sys.stdout.write(render(found, native))
     sys.stdout.write(render(found, "flags"))
     return 0

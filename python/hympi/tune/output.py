@@ -4,11 +4,13 @@ environment file, and the `hympi run` command with its layout flags."""
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hympi.errors import UsageError
 from hympi.launch.mpirun import mpi_env_name
 from hympi.store import Store, TuneRecord
+from hympi.tune.declared import TOOLS, declared_names
 from hympi.tune.options import FORMATS
 from hympi.tune.results import Measured, Speedup, best, default_of, speedup, tune_results
 from hympi.tune.space import Configuration
@@ -55,6 +57,42 @@ def _header(found: BestConfiguration) -> list[str]:
             f"{found.best.config.bind} (run it with: {run_command_text(found)})"]
 
 
+# The MPI flavour (launch.mpirun.MPI_FLAVORS) each library format is written for.
+FORMAT_FLAVORS = {"mca": "openmpi", "mpich": "mpich"}
+DeclaredLookup = Callable[[str], "frozenset[str] | None"]
+
+
+def tuned_flavor(mpi_library: str) -> str:
+    """'mpich' or 'openmpi': the flavour of the library a tune ran on, from its version string."""
+    lower = mpi_library.lower()
+    return "mpich" if "mpich" in lower or "hydra" in lower else "openmpi"
+
+
+def target_name(name: str, flavor: str) -> str:
+    """How the library of `flavor` names parameter `name`: MPIR_CVAR_<NAME> (MPICH) or the MCA name (Open MPI)."""
+    return mpi_env_name(name, "mpich") if flavor == "mpich" else name.removeprefix("OMPI_MCA_")
+
+
+def check_declared(found: BestConfiguration, flavor: str, lookup: DeclaredLookup = declared_names) -> None:
+    """Raises UsageError naming every parameter of the best configuration that the library of `flavor` does not
+    declare. A tune's parameters were checked against the library it ran on, so only a snippet for the other
+    flavour asks the target library (`lookup`) what it declares; no listing at all refuses every parameter."""
+    params = found.best.config.mpi_params
+    if not params or tuned_flavor(found.mpi_library) == flavor:
+        return
+    tool, library = TOOLS[flavor]
+    declared = lookup(flavor)
+    missing = [name for name, _ in params if declared is None or target_name(name, flavor) not in declared]
+    if not missing:
+        return
+    tuned = found.mpi_library.split(",")[0].strip() or "another library"
+    if declared is None:
+        raise UsageError(f"cannot write {', '.join(missing)} for {library}: which parameters it declares is unknown "
+                         f"here ({tool} is not installed or failed); the tune ran on {tuned}")
+    raise UsageError(f"{library} does not declare {', '.join(target_name(n, flavor) for n in missing)} "
+                     f"(parameters of {tuned}, tune {found.tune.id}): nothing written")
+
+
 def mca_params(found: BestConfiguration) -> str:
     """An Open MPI mca-params.conf snippet: comment header, then 'name = value' per parameter."""
     lines = _header(found)
@@ -86,8 +124,11 @@ def run_command_text(found: BestConfiguration) -> str:
     return shlex.join(run_flags(found.best.config, found.tune.app, args))
 
 
-def render(found: BestConfiguration, fmt: str) -> str:
-    """The snippet in format `fmt` (mca, mpich or flags); UsageError for another format."""
+def render(found: BestConfiguration, fmt: str, lookup: DeclaredLookup = declared_names) -> str:
+    """The snippet in format `fmt` (mca, mpich or flags); UsageError for another format, or for a parameter the
+    format's library does not declare (check_declared)."""
+    if fmt in FORMAT_FLAVORS:
+        check_declared(found, FORMAT_FLAVORS[fmt], lookup)
     if fmt == "mca":
         return mca_params(found)
     if fmt == "mpich":
