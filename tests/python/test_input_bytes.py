@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import skips
 from conftest import hympi
+from fakeapps import fake_bin_dir
 from hympi.cli import main, tune_main
 from hympi.errors import UsageError
 from hympi.node_topologies import read_node_topologies
@@ -138,7 +139,7 @@ COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "space": lambda f, d: ["tune", "run", "rb3d", "--space", str(f), "--cvars", str(CVARS_FILE), "--max-runs", "0",
                            "--db", str(d / "r.db")],
     "rankfile": lambda f, d: ["layout", "--nodes", "1", "--ranks-per-node", "2", "--rankfile", str(f),
-                              "--topology", TOPOLOGY],
+                              "--for", "openmpi4", "--topology", TOPOLOGY],
     "cvars": lambda f, d: ["tune", "params", "--json", "--cvars", str(f)],
     "nodes": lambda f, d: ["place", "--matrix", str(d / "m.txt"), "--node-topologies", str(f)],
     "matrix": lambda f, d: ["place", "--matrix", str(f), "--topology", TOPOLOGY],
@@ -175,7 +176,9 @@ def _cli_property(kind: str, data: bytes) -> None:
         (folder / "m.txt").write_text("0 5\n5 0\n")
         marker = folder / "launched"
         launcher = folder / "mpirun"
-        launcher.write_text(f"#!/bin/sh\ntouch {marker}\nexit 0\n")
+        # A --version probe (which launcher is this?) is not a launch.
+        launcher.write_text(f'#!/bin/sh\n[ "$1" = --version ] && echo "mpirun (Open MPI) 4.1.4" && exit 0\n'
+                            f"touch {marker}\nexit 0\n")
         launcher.chmod(0o755)
         path = folder / "input"
         path.write_bytes(data)
@@ -239,35 +242,41 @@ def test_an_apps_error_that_is_not_utf8_is_echoed_in_one_line(tmp_path: Path):
     assert not marker.exists()
 
 
-def _piped_to_head(args: list[str]) -> subprocess.CompletedProcess:
-    """`hympi ARGS | head -c 1`, waiting for head to exit first so that hympi writes into a closed pipe; the
-    completed process is hympi's (its exit code and stderr)."""
-    head = subprocess.Popen(["head", "-c", "1"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
-    assert head.stdin is not None
-    cmd = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", *args]
-    # head reads one byte and exits: hympi's later writes find the pipe closed.
-    proc = subprocess.run(cmd, stdout=head.stdin, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
-    head.stdin.close()
-    head.wait(timeout=30)
-    return proc
+HYMPI = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())"]
+PRINTING = {"layout": ["layout", "--nodes", "64", "--ranks-per-node", "2", "--for", "openmpi4", "--topology", TOPOLOGY],
+            "tune-params-json": ["tune", "params", "--json", "--cvars", str(CVARS_FILE)],
+            "sweep-dry-run": ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--repeat", "40", "--dry-run"]}
 
 
 @needs_info
-@pytest.mark.parametrize("args", [
-    ["layout", "--nodes", "64", "--ranks-per-node", "2", "--topology", TOPOLOGY],
-    ["tune", "params", "--json", "--cvars", str(CVARS_FILE)],
-    ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--repeats", "40", "--dry-run"],
-], ids=["layout", "tune-params-json", "sweep-dry-run"])
-def test_a_reader_that_stops_early_ends_hympi_quietly(args: list[str]):
-    proc = _piped_to_head(args)
-    assert proc.stderr == "", proc.stderr
-    assert proc.returncode in (0, 141)
+@pytest.mark.parametrize("name", sorted(PRINTING))
+def test_output_into_a_closed_pipe_ends_hympi_quietly_with_141(name: str, tmp_path: Path):
+    """stdout is a pipe whose reader has already gone, so hympi's first write fails whatever the timing."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([*HYMPI, *PRINTING[name]], stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              timeout=120, env={**os.environ, **fake_bin_dir(tmp_path)}, check=False)
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (141, "")
+    assert not (tmp_path / "launches.log").exists() and not (tmp_path / "hympi-results.db").exists()
 
 
-def test_a_closed_stdout_after_everything_was_written_is_still_quiet():
-    """Python's own flush at exit would print 'Exception ignored ... BrokenPipeError': main flushes first."""
-    proc = _piped_to_head(["tune", "params", "--json", "--cvars", str(CVARS_FILE)])
-    assert "Exception ignored" not in proc.stderr and "BrokenPipeError" not in proc.stderr
+@needs_info
+def test_hympi_layout_piped_to_head_prints_no_traceback(tmp_path: Path):
+    """The case of the issue as a shell runs it: head exits after one line. 2000 nodes print ~100 KB, more than a
+    pipe holds, so hympi is still writing when head has gone."""
+    head = subprocess.Popen(["head", "-1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert head.stdin is not None and head.stdout is not None
+    args = ["layout", "--nodes", "2000", "--ranks-per-node", "2", "--for", "openmpi4", "--topology", TOPOLOGY]
+    proc = subprocess.run([*HYMPI, *args], stdout=head.stdin, stderr=subprocess.PIPE, text=True, timeout=120,
+                          check=False)
+    head.stdin.close()  # hympi is done: head sees the end of its input, if it is still reading
+    first = head.stdout.read()
+    head.wait(timeout=30)
+    assert first.count(b"\n") == 1
+    assert (proc.returncode, proc.stderr) == (141, "")
 
 
 def test_an_unexpected_error_is_one_line_naming_a_bug(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
