@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
+from hympi.textfile import read_utf8
 from hympi.topology import MachineSummary, summary_from_json
 
 # The summary fields people compare nodes by, with their names in tables and messages.
@@ -90,7 +90,7 @@ def parse_node_topologies(text: str, origin: str) -> NodeTopologies:
         data = json.loads(text)
         nodes = tuple(NodeTopology(int(n["node"]), str(n["host"]), int(n["ranks"]), str(n["source"]),
                                    summary_from_json(n["summary"]), str(n["xml"])) for n in data["nodes"])
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: JSON nested too deeply
         raise UsageError(f"{origin} is not the JSON of hympi info --all-nodes --json ({type(exc).__name__}: {exc})"
                          ) from None
     if not nodes:
@@ -103,7 +103,7 @@ def parse_node_topologies(text: str, origin: str) -> NodeTopologies:
 def read_node_topologies(path: str) -> NodeTopologies:
     """The node topologies saved in `path`; UsageError naming the file when it cannot be read or is not that JSON."""
     try:
-        text = Path(path).read_text()
+        text = read_utf8(path, "node topologies")
     except OSError as exc:
         raise UsageError(f"cannot read node topologies {path} ({exc.strerror or exc})") from None
     return parse_node_topologies(text, path)

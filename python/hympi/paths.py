@@ -50,7 +50,7 @@ def install_record(path: Path = INSTALL_RECORD) -> InstallRecord | None:
     try:
         table = tomllib.loads(path.read_text())
         return InstallRecord(Path(table["prefix"]), str(table["bindir"]), str(table["libdir"]))
-    except (OSError, tomllib.TOMLDecodeError, KeyError) as err:
+    except (OSError, ValueError, KeyError) as err:  # ValueError: TOMLDecodeError and UnicodeDecodeError
         raise HympiFatal(f"install record {path} is unreadable ({err}); reinstall the hympi package") from None
 
 

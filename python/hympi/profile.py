@@ -99,7 +99,7 @@ def read_profile(path: str | Path) -> Profile:
     p = Path(path)
     try:
         data = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: JSONDecodeError and UnicodeDecodeError
         raise HympiError(f"cannot read profile {p}: {exc}") from None
     if data.get("format") != "hympi-profile":
         raise HympiError(f"{p} is not a hympi profile (format={data.get('format')!r})")

@@ -17,6 +17,7 @@ from typing import Any
 
 from hympi.contract import OptionEntry, contract
 from hympi.errors import UsageError
+from hympi.textfile import read_utf8
 
 CONFIG_KEY = "config"
 DEFAULT = "default"
@@ -85,11 +86,13 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def read_config(path: Path) -> dict[str, Any]:
     """key -> value of the config file at `path`; UsageError naming the file and the first unknown key."""
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(read_utf8(path, "config file"))
     except OSError as exc:
         raise UsageError(f"cannot read config file {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config file {path}: {exc}") from None
+    except RecursionError:  # arrays or tables nested deeper than tomllib's stack
+        raise UsageError(f"config file {path}: TOML nested too deeply") from None
     entries = _flatten(data)
     for key in entries:
         if contract().option(key) is None or key == CONFIG_KEY:

@@ -406,7 +406,8 @@ def compiler_version() -> str:
                 compiler = line.split("=", 1)[1].strip() or compiler
                 break
     try:
-        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        out = subprocess.run([compiler, "--version"], capture_output=True, text=True, errors="replace",
+                             timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return compiler
     first = out.stdout.strip().splitlines()

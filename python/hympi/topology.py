@@ -33,7 +33,7 @@ class MachineSummary:
 def run_hympi_info(spec: str, output: str) -> str:
     """stdout of `hympi-info --<output> --topology SPEC` ('json' or 'xml'); bad specs raise UsageError."""
     cmd = [str(binary("hympi-info")), f"--{output}", "--topology", spec]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=60, check=False)
     if proc.returncode == 2:
         raise UsageError(proc.stderr.strip().removeprefix("hympi-info: error: "))
     if proc.returncode != 0:

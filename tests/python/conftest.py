@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import skips
 import slurmcluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,6 +19,34 @@ os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 # Apps and sweeps take their minimum kernel time from here: 0 keeps the tests' runs as short as their arguments say.
 os.environ.setdefault("HYMPI_MIN_TIME", "0")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Registers skips.needs' mark, so that a typo in its name is an error (--strict-markers), not a silent run."""
+    config.addinivalue_line("markers", f"{skips.MARKER}(reason, present, detail): what the test needs (skips.py)")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skips, or under CI fails, a test whose skips.needs mark is not met."""
+    skips.apply_needs(item)
+
+
+def _skip_message(report: pytest.TestReport | pytest.CollectReport) -> str:
+    """The reason text of a skipped test's report ('Skipped: ' taken off)."""
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Ends the run with one line counting its skips by reason (skips.summary_line), so that a skip is seen: here,
+    after pytest's own summary (pytest_terminal_summary would print it before the short summary and the totals).
+    xdist workers report to the controller, which prints the line once."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(config, "workerinput"):
+        return
+    skipped = reporter.stats.get("skipped", [])
+    reporter.write_line(skips.summary_line(_skip_message(report) for report in skipped))
 
 
 def hympi(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -57,10 +86,11 @@ def fake_launcher(tmp_path: Path) -> tuple[dict[str, str], Path]:
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[slurmcluster.SlurmCluster]:
     """A single-node Slurm on localhost (munged, slurmctld, slurmd), started once per test process; the test is
-    skipped, with the reason and the daemons' log tails, where it cannot run (not root, packages missing)."""
+    skipped (failed under CI), with the reason and the daemons' log tails, where it cannot run (not root, packages
+    missing)."""
     try:
         cluster = slurmcluster.start(tmp_path_factory.mktemp("slurm"))
     except slurmcluster.ClusterUnavailable as exc:
-        pytest.skip(f"no Slurm: {exc}")
+        skips.skip(skips.Reason.SLURM, str(exc))
     yield cluster
     slurmcluster.stop(cluster)

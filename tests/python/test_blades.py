@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import skips
 from conftest import assert_refused
 from mpiapps import have, record, run, run_single
 
@@ -15,7 +16,7 @@ BINARY = "hympi-blades"
 PROBLEM = ("--blades", "5", "--grid", "20", "9", "6", "--iterations", "8")
 LAYOUTS = [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1)]  # N1 x N2
 
-needs_app = pytest.mark.skipif(not have(BINARY), reason=f"{BINARY} is not built")
+needs_app = skips.needs(skips.Reason.NOT_BUILT, have(BINARY), f"mpirun and {BINARY}")
 
 
 @needs_app

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import skips
 from conftest import assert_refused, hympi
 from fakeapps import launches
 from fakeblades import BLADE_MSG, COMP, HALO_MSG, OMP, WAIT, fake_blades_bin
@@ -198,8 +199,7 @@ def test_schema_8_keeps_older_runs_and_keys_runs_by_item_arguments(tmp_path: Pat
         assert attempt.item_args == args and len(new.runs()) == 3
 
 
-@pytest.mark.skipif(not (Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin") / "hympi-blades").is_file(),
-                    reason="hympi-blades is not built")
+@skips.needs(skips.Reason.NOT_BUILT, not skips.missing_binaries("hympi-blades"), "hympi-blades")
 def test_the_real_app_agrees_bitwise_across_modes(tmp_path: Path):
     db = tmp_path / "r.db"
     proc = hympi("sweep", "blades", "--n1", "1,2", "--n2", "1,2", "--oversubscribe", "--no-warmup", "--min-time", "0",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import skips
 from hympi.apps import APPS
 from hympi.contract import CONTRACT_PATH, contract
 from hympi.errors import UsageError
@@ -35,10 +36,7 @@ QUICK_ARGS = {"affinity": (), "stream": ("--elements", "10000", "--repeats", "2"
 
 
 def _app(name: str) -> Path:
-    path = BIN / APPS[name].binary
-    if not path.is_file():
-        pytest.skip(f"{path} is not built")
-    return path
+    return skips.require_binary(BIN / APPS[name].binary)
 
 
 def _clean_env(**extra: str) -> dict[str, str]:

@@ -12,13 +12,15 @@ from pathlib import Path
 
 import pytest
 
+import skips
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
 BENCH = BIN / "hympi-bench-io"
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMP_NUM_THREADS": "1"}
 
-pytestmark = pytest.mark.skipif(not BENCH.is_file(), reason=f"{BENCH} is not built")
+pytestmark = skips.needs(skips.Reason.NOT_BUILT, BENCH.is_file(), str(BENCH))
 
 
 def _bench(*args: str, ranks: int = 2) -> subprocess.CompletedProcess[str]:

@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+import skips
 from conftest import REPO, hympi
 from hympi.cli import main
 from hympi.errors import UsageError
@@ -134,7 +135,7 @@ def test_launcher_target_comes_from_the_banner(banner, target):
     assert target_of_banner(banner) == target
 
 
-@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun")
+@skips.needs(skips.Reason.OPEN_MPI, skips.have_mpirun(), "mpirun is not on PATH")
 def test_installed_launchers_are_detected():
     found, banner = probe(shutil.which("mpirun") or "")
     assert found is not None and found.target in ("openmpi4", "openmpi5", "mpich"), banner
@@ -186,9 +187,9 @@ def test_docs_table_is_generated_by_hympi_layout():
         "python scripts/launchers_doc.py"
 
 
-needs_openmpi4 = pytest.mark.skipif(
-    shutil.which("mpirun") is None or probe(shutil.which("mpirun") or "")[0] is None
-    or probe(shutil.which("mpirun") or "")[0].target != "openmpi4", reason="needs Open MPI 4's mpirun")
+_MPIRUN_TARGET = probe(shutil.which("mpirun") or "")[0] if skips.have_mpirun() else None
+needs_openmpi4 = skips.needs(skips.Reason.OPEN_MPI, _MPIRUN_TARGET is not None and _MPIRUN_TARGET.target == "openmpi4",
+                             "needs Open MPI 4's mpirun (Debian 12's)")
 
 
 @needs_openmpi4

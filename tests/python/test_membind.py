@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import skips
 from conftest import hympi, hympi_json
 from fakeapps import fake_bin_dir, launches
 from hympi.errors import UsageError
@@ -174,8 +175,7 @@ def _numa_nodes() -> int:
     return machine_summary().numa_nodes
 
 
-@pytest.mark.skipif(shutil.which("mpirun") is None or not (BIN / "hympi-rb3d").exists(),
-                    reason="needs mpirun and hympi-rb3d")
+@skips.needs_apps("hympi-rb3d")
 @pytest.mark.parametrize("policy", MEMORY_POLICIES)
 def test_rb3d_records_its_policy_and_where_its_arrays_went(policy: str):
     code, rec = hympi_json("run", "rb3d", "--ranks", "2", "--membind", policy, "--json", "--",

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+import skips
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("HYMPI_BIN_DIR", REPO / "build" / "bin"))
 MPIRUN = shutil.which("mpirun")
 
-pytestmark = pytest.mark.skipif(
-    MPIRUN is None or not (BIN / "hympi-rb3d").exists(), reason=f"needs mpirun and {BIN}/hympi-rb3d"
-)
+pytestmark = skips.needs_apps("hympi-rb3d")
 
 # Slack for comparing phase sums (omp_get_wtime) with time_s (MPI_Wtime): two clocks.
 CLOCK_SLACK_S = 1e-4
@@ -153,8 +153,7 @@ def test_stream_repeats_until_min_time_and_still_verifies():
 
 
 def test_npb_mz_repeats_the_whole_benchmark_and_every_repetition_verifies():
-    if not (BIN / "hympi-sp-mz").exists():
-        pytest.skip("needs hympi-sp-mz")
+    skips.require_apps("hympi-sp-mz")
     once = record(run("hympi-sp-mz", 2, "--class", "S", "--min-time", "0"))
     assert once["timed_repetitions"] == 1
     # Relative to one run here: the test machine may be loaded.

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import skips
 from conftest import REPO, hympi
 from hympi.store import Store
 from test_profile import PATTERN, expected_matrices
@@ -20,12 +21,14 @@ MPIEXEC = shutil.which("mpiexec.mpich")
 
 @pytest.fixture(scope="module")
 def mpich_env() -> dict[str, str]:
-    """Environment that makes hympi launch the MPICH tree's apps with Hydra; skips without that tree."""
+    """Environment that makes hympi launch the MPICH tree's apps with Hydra; skips without that tree (fails under
+    CI)."""
     tree = os.environ.get("HYMPI_TEST_MPICH_BUILD")
     if not tree or not (Path(tree) / "bin" / "hympi-rb3d").is_file():
-        pytest.skip("no MPICH tree (HYMPI_TEST_MPICH_BUILD: make test sets it to the sanitizer tree)")
+        skips.skip(skips.Reason.MPICH, "no MPICH tree (HYMPI_TEST_MPICH_BUILD: make test sets it to the sanitizer "
+                                       "tree)")
     if MPIEXEC is None:
-        pytest.skip("MPICH's mpiexec.mpich is not installed")
+        skips.skip(skips.Reason.MPICH, "mpiexec.mpich is not installed")
     return {"HYMPI_BIN_DIR": str(Path(tree) / "bin"), "HYMPI_MPIRUN": MPIEXEC,
             "HYMPI_PROFILE_LIB": str(Path(tree) / "lib" / "libhympi-profile.so"),
             # The tree is instrumented: the same sanitizer settings as its CTest runs (CMakeLists.txt).

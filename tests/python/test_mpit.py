@@ -7,8 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
+import skips
 from conftest import REPO
 from hympi.result import parse_result
 
@@ -20,10 +19,7 @@ FIELDS = {"name", "datatype", "count", "value", "enum", "scope", "verbosity", "b
 
 
 def _binary(name: str) -> Path:
-    path = BIN / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not built")
-    return path
+    return skips.require_binary(BIN / name)
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -65,7 +61,7 @@ def test_an_app_reports_the_cvars_it_read_back_after_mpi_init():
     record = parse_result(proc.stdout)
     assert record is not None
     if not record.mpi_library.startswith("Open MPI"):
-        pytest.skip("Open MPI's MCA variables")
+        skips.skip(skips.Reason.OPEN_MPI, f"Open MPI's MCA variables, the app was built with {record.mpi_library}")
     assert record.mpi_cvars == {"btl_vader_eager_limit": "8192", "no_such_cvar": None}
 
 

@@ -15,20 +15,19 @@ import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-h5py = pytest.importorskip("h5py")
-np = pytest.importorskip("numpy")
+import skips
+
+h5py = skips.import_or_skip("h5py", skips.Reason.H5PY)
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
 MPIRUN = shutil.which("mpirun")
 BENCHES = ["bt-mz", "sp-mz", "lu-mz"]
 
-pytestmark = pytest.mark.skipif(
-    MPIRUN is None or not all((BIN / f"hympi-{b}").exists() for b in BENCHES),
-    reason="needs mpirun and the hympi NPB-MZ apps in build/bin",
-)
+pytestmark = skips.needs_apps(*(f"hympi-{b}" for b in BENCHES))
 
 
 def class_data(bench: str, cls: str = "S") -> dict:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import skips
 from hympi.paths import bin_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -16,11 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def pingpong() -> Path:
-    """The built hympi-pingpong ($HYMPI_BIN_DIR or build/bin); skips the test when it is not built."""
-    path = bin_dir() / "hympi-pingpong"
-    if not path.is_file():
-        pytest.skip(f"{path} is not built")
-    return path
+    """The built hympi-pingpong ($HYMPI_BIN_DIR or build/bin); skips the test when it is not built (fails under
+    CI)."""
+    return skips.require_binary(bin_dir() / "hympi-pingpong")
 
 
 @pytest.mark.parametrize(

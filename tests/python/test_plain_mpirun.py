@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import skips
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
 MPIRUN = shutil.which("mpirun")
@@ -19,10 +21,7 @@ RANKS = 2
 # What the user's shell might carry that would fix the layout: plain mpirun must work without it.
 LAYOUT_VARIABLES = ("OMP_NUM_THREADS", "HYMPI_BIND", "HYMPI_DIST", "HYMPI_VIRTUAL_NODES", "HYMPI_OVERSUBSCRIBE")
 
-pytestmark = pytest.mark.skipif(
-    MPIRUN is None or not (BIN / "hympi-affinity").exists() or not (BIN / "hympi-info").exists(),
-    reason="needs mpirun, hympi-affinity and hympi-info",
-)
+pytestmark = skips.needs_apps("hympi-affinity", "hympi-info")
 
 
 def machine() -> dict:
@@ -70,8 +69,7 @@ def warnings(proc: subprocess.CompletedProcess) -> list[str]:
 @pytest.mark.parametrize("binary, args", [("hympi-affinity", ["--check"]),
                                           ("hympi-pingpong", ["--max-bytes", "1024", "--iterations", "20"])])
 def test_unset_thread_count_gives_each_rank_its_own_pus(binary: str, args: list[str]) -> None:
-    if not (BIN / binary).exists():
-        pytest.skip(f"needs {binary}")
+    skips.require_apps(binary)
     proc = plain_mpirun(binary, *args)
     assert proc.returncode == 0, proc.stderr
     rec = record(proc)
@@ -117,8 +115,7 @@ def test_one_thread_per_pu_in_every_rank_is_warned_recorded_and_fails_the_check(
 
 
 def test_every_app_records_the_sharing() -> None:
-    if not (BIN / "hympi-pingpong").exists():
-        pytest.skip("needs hympi-pingpong")
+    skips.require_apps("hympi-pingpong")
     proc = plain_mpirun("hympi-pingpong", "--max-bytes", "16", "--iterations", "5", "--no-multi",
                         env={"OMP_NUM_THREADS": str(pus())})
     assert proc.returncode == 0, proc.stderr

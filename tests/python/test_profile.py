@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import skips
 from conftest import REPO, hympi
 from hympi.errors import HympiError
 from hympi.profile import read_profile
@@ -64,7 +65,7 @@ def programs(tmp_path_factory) -> dict[str, Path]:
 @pytest.mark.parametrize("ranks", [3, 4])
 def test_profile_matrix_is_exact(programs, language, ranks, tmp_path):
     if language not in programs:
-        pytest.skip("mpif90 not installed")
+        skips.skip(skips.Reason.FORTRAN, "mpif90 is not installed")
     out = tmp_path / "traffic.json"
     proc = hympi("profile", "--out", str(out), "--", *MPIRUN, "-np", str(ranks), str(programs[language]),
                  timeout=120)

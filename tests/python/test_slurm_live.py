@@ -10,8 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
+import skips
 import slurmcluster
 from hympi.store import Store
 from hympi.store.db import Run
@@ -24,9 +23,9 @@ APP_ARGS = ["--", "--size", "16"]
 
 
 def _two_cpus(cluster: SlurmCluster) -> None:
-    """Skips on a node too small for the 2x1 layout."""
+    """Skips on a node too small for the 2x1 layout (hardware: skips under CI too)."""
     if cluster.cpus < 2:
-        pytest.skip(f"the node has {cluster.cpus} CPU; the sweeps need 2")
+        skips.skip(skips.Reason.FEW_CPUS, f"the node has {cluster.cpus} CPU; the sweeps need 2")
 
 
 def _salloc(cluster: SlurmCluster, *args: str) -> list[str]:
@@ -148,7 +147,7 @@ def test_cancelled_step_fails_the_run_cancelled_allocation_stops_and_resume_fini
 def test_unreachable_controller_submits_nothing(tmp_path: Path):
     for tool in ("scontrol", "sbatch"):
         if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not installed (slurm-client)")
+            skips.skip(skips.Reason.SLURM, f"{tool} is not installed (slurm-client)")
     munge = tmp_path / "munge.socket"  # never created: nothing answers on either port
     conf = slurmcluster.write_conf(tmp_path, "NodeName=localhost CPUs=1", slurmcluster.free_port(),
                                    slurmcluster.free_port(), munge)

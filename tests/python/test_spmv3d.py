@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+import skips
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / "build" / "bin"
 MPIRUN = shutil.which("mpirun")
 
-pytestmark = pytest.mark.skipif(
-    MPIRUN is None or not (BIN / "hympi-spmv3d").exists(), reason="needs mpirun and build/bin/hympi-spmv3d"
-)
+pytestmark = skips.needs_apps("hympi-spmv3d")
 
 
 def run(binary: str, ranks: int, threads: int, *args: str) -> subprocess.CompletedProcess:

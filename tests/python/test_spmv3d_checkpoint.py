@@ -8,11 +8,13 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from mpiapps import have, one_error_line, record, run, run_single
+import skips
+from mpiapps import one_error_line, record, run, run_single
 
-pytestmark = pytest.mark.skipif(not have("hympi-spmv3d"), reason="needs mpirun and build/bin/hympi-spmv3d")
+pytestmark = skips.needs_apps("hympi-spmv3d")
 
 GRID = ["--global", "13", "10", "9", "--reps", "1"]  # uneven blocks at 2 and 3 ranks
 EVERY = 4  # checkpoint cadence
@@ -89,12 +91,11 @@ def test_a_restarted_solve_checkpoints_again_and_that_restarts_too(full, tmp_pat
 
 
 def h5py_or_skip():
-    return pytest.importorskip("h5py")
+    return skips.import_or_skip("h5py", skips.Reason.H5PY)
 
 
 def test_snapshot_is_the_checkpointed_solution_in_single_precision(tmp_path):
     h5py = h5py_or_skip()
-    np = pytest.importorskip("numpy")
     ck, prefix = tmp_path / "cg.h5", tmp_path / "snap"
     spmv(
         2,
@@ -128,7 +129,6 @@ def test_snapshot_is_the_checkpointed_solution_in_single_precision(tmp_path):
 
 def test_snapshots_of_a_solve_reach_the_manufactured_solution_and_the_xdmf_names_them(tmp_path):
     h5py = h5py_or_skip()
-    np = pytest.importorskip("numpy")
     prefix = tmp_path / "snap"
     rec = spmv(3, 1, "--snapshot", str(prefix), "--snapshot-every", "1")
     n = rec["metrics"]["cg_iterations"]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import skips
 from conftest import hympi
 from fakeapps import fake_bin_dir, launches
 from hympi.apps import APPS
@@ -41,9 +42,7 @@ def _sweep(db: Path, ckpt: Path, *extra: str) -> list[str]:
 def test_the_contracts_checkpoint_apps_are_the_ones_that_take_the_options(name: str):
     """contract.toml's checkpoints = true is what `hympi sweep --checkpoint-dir` relies on: such an app takes
     --checkpoint/--checkpoint-every/--restart (AppDefinition::checkpoints()), and no other app does."""
-    path = bin_dir() / APPS[name].binary
-    if not path.is_file():
-        pytest.skip(f"{path} is not built")
+    path = skips.require_binary(bin_dir() / APPS[name].binary)
     proc = subprocess.run([str(path), "--help"], capture_output=True, text=True, timeout=60, check=False,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr
@@ -187,11 +186,13 @@ def test_bad_checkpoint_input_exits_2_with_one_line_and_nothing_written(tmp_path
     assert not (tmp_path / "DIR").exists() and (tmp_path / "FILE").read_text().startswith("a file")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a mode 0555 directory")
 def test_an_unwritable_checkpoint_dir_is_refused(tmp_path: Path):
     env = fake_bin_dir(tmp_path)
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o555)
+    if os.geteuid() == 0:
+        # Root writes into a mode 0555 directory (make test runs as root); nobody creates files in /proc/1.
+        locked = Path("/proc/1")
     proc = hympi("sweep", "rb3d", "--checkpoint-dir", str(locked), "--db", str(tmp_path / "r.db"), env=env)
     assert proc.returncode == 2 and "is not writable" in proc.stderr and not launches(env)
 
@@ -200,9 +201,7 @@ def test_a_real_rb3d_run_killed_after_its_checkpoint_restarts_from_it(tmp_path: 
     """hympi-rb3d itself: the sweep is SIGKILLed once the run's first checkpoint is on disk, and the same command
     again restarts the run from the step that checkpoint holds (the app's io.restart_step); rb3d's own verification
     (its residual history equals a one-rank solve's from the start) passes on the restarted run."""
-    rb3d = bin_dir() / "hympi-rb3d"
-    if not rb3d.is_file():
-        pytest.skip(f"{rb3d} is not built")
+    skips.require_binary(bin_dir() / "hympi-rb3d")
     db, ckpt = tmp_path / "r.db", tmp_path / "ckpt"
     args = ["sweep", "rb3d", "--ranks", "1", "--no-warmup", "--db", str(db), "--checkpoint-dir", str(ckpt),
             "--checkpoint-every", "10", "--", "--size", "48", "--iterations", "3000"]

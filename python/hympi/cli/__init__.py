@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
+import signal
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Protocol
 
@@ -12,7 +15,7 @@ from hympi import __version__
 from hympi.cli import affinity, config, export, info, layout, place, profile, report, run, study, sweep, tune
 from hympi.cli.parser import Parser, Subparsers
 from hympi.errors import HympiError, UsageError
-from hympi.settings import load_settings
+from hympi.settings import load_settings, settings
 
 
 class Command(Protocol):
@@ -52,7 +55,65 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `hympi` script; returns the exit code."""
+    """Entry point of the `hympi` script; returns the exit code. Every outcome is one line at most on stderr: bad
+    input exit 2, a failed run 1, a closed stdout pipe 141 quietly, and any other error 1 as an internal error."""
+    try:
+        code = _dispatch(argv)
+        # A reader that closed the pipe early (`hympi layout ... | head -1`) shows here, not at interpreter exit
+        # where Python prints "Exception ignored ... BrokenPipeError" after main has returned.
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError as exc:
+        if _stdout_reader_gone():
+            return _stdout_closed()
+        return _internal_error(exc)  # a pipe of our own (a child's stdin) broke: that is not the user's doing
+    except Exception as exc:  # noqa: BLE001 - the one place an error nobody expected becomes a line, not a traceback
+        return _internal_error(exc)
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reading end is closed (poll reports POLLERR on such a write end)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError):  # stdout closed or not a file (io.UnsupportedOperation is both)
+        return False
+
+
+def _stdout_closed() -> int:
+    """Exit code of a process whose stdout reader went away (128 + SIGPIPE, as the shell reports `yes | head`).
+
+    Python's documented recipe (library/signal.html, "Note on SIGPIPE"): point stdout at /dev/null, so that the
+    flush at interpreter exit finds nothing to fail on, instead of restoring SIGPIPE's default action, which would
+    also kill a sweep mid-write of its database.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
+
+
+def _internal_error(exc: Exception) -> int:
+    """Reports an uncaught error as hympi's bug in one line (the traceback too under HYMPI_DEBUG); exit code 1."""
+    if _debug():
+        traceback.print_exception(exc, file=sys.stderr)
+    text = " ".join(str(exc).split())  # one line, whatever the message holds
+    print(f"hympi: internal error (bug): {type(exc).__name__}: {text}"
+          f"{'' if _debug() else ' (HYMPI_DEBUG=1 shows the traceback)'}", file=sys.stderr)
+    return 1
+
+
+def _debug() -> bool:
+    """Whether HYMPI_DEBUG (or debug = true in the config file) asks for tracebacks of internal errors."""
+    try:
+        return bool(settings().value("debug"))
+    except Exception:  # noqa: BLE001 - the settings may be what failed; the one line is printed regardless
+        return False
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    """Parses the command line and runs the subcommand; bad input and failed runs are one line each."""
     argv = list(sys.argv[1:] if argv is None else argv)
     app_args: list[str] = []
     if "--" in argv:  # everything after -- belongs to the app

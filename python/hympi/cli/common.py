@@ -134,7 +134,8 @@ def asks_for_help(app_args: list[str]) -> bool:
 
 def print_app_help(app_binary: str) -> int:
     """Prints the app's own --help (run directly, no MPI launch); returns hympi's exit code (0, or 1 on failure)."""
-    proc = subprocess.run([str(binary(app_binary)), "--help"], capture_output=True, text=True, timeout=60,
+    proc = subprocess.run([str(binary(app_binary)), "--help"], capture_output=True, text=True, errors="replace",
+                          timeout=60,
                           check=False, env={**os.environ, "OMP_NUM_THREADS": "1"})
     sys.stdout.write(proc.stdout)
     if proc.returncode != 0:

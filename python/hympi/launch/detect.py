@@ -33,7 +33,8 @@ def probe(path: str) -> tuple[Launcher | None, str]:
     """(the launcher at `path`, or None when it does not run or its banner is unknown; the banner's first line or
     the reason it failed)."""
     try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace",
+                             timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"{path} --version failed ({exc})"
     text = out.stdout + out.stderr

@@ -171,7 +171,8 @@ def mpi_flavor(launcher: str) -> str:
     if env_flavor:
         return env_flavor
     try:
-        out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        out = subprocess.run([launcher, "--version"], capture_output=True, text=True, errors="replace",
+                             timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HympiFatal(f"cannot run MPI launcher {launcher}: {exc}") from exc
     text = out.stdout + out.stderr
@@ -181,7 +182,8 @@ def mpi_flavor(launcher: str) -> str:
 def launcher_version(launcher: str) -> str:
     """First line of the launcher's --version banner (e.g. 'mpirun (Open MPI) 4.1.4'), or 'unknown'."""
     try:
-        out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        out = subprocess.run([launcher, "--version"], capture_output=True, text=True, errors="replace",
+                             timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     lines = (out.stdout + out.stderr).strip().splitlines()
@@ -249,7 +251,9 @@ def validate_with_app(spec: LaunchSpec) -> None:
     """Asks the app itself whether its arguments suit the layout, without MPI (raises UsageError)."""
     cmd = [str(binary(spec.app_binary)), "--validate-ranks", str(spec.ranks), *spec.app_args]
     env = {**os.environ, **spec.app_env()}
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, check=False)
+    # errors="replace": the app echoes the user's bytes (a --data path, a file's content); one that is not UTF-8
+    # must reach the user as one line, not as a UnicodeDecodeError here.
+    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", env=env, timeout=60, check=False)
     if proc.returncode == 2:
         lines = proc.stderr.strip().splitlines() or [f"invalid arguments for {spec.app_binary}"]
         raise UsageError(lines[-1].split(": error: ", 1)[-1])
@@ -301,7 +305,8 @@ def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | Non
         # subprocess would fail on nan or inf only after the launcher had started.
         raise UsageError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    # errors="replace": app and launcher output is whatever bytes they print (see validate_with_app).
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
                             env={**os.environ, **(env or {})}, start_new_session=True,
                             # Only a preloaded libc call runs in the child: no imports, no Python-level locks,
                             # so rich's refresh thread cannot deadlock it.

@@ -47,7 +47,8 @@ def slurm_tool(name: str) -> str:
 def _run(cmd: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
     """Runs a Slurm client command; HympiFatal when it cannot start or does not answer in QUERY_TIMEOUT_S."""
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=QUERY_TIMEOUT_S, cwd=cwd, check=False)
+        return subprocess.run(cmd, capture_output=True, text=True, errors="replace",
+                              timeout=QUERY_TIMEOUT_S, cwd=cwd, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise HympiFatal(f"{cmd[0]} did not answer: {exc}") from None
 

@@ -133,6 +133,8 @@ def _read_profile(text: str, path: str) -> CommMatrix:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UsageError(f"matrix '{path}' is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    except RecursionError:  # nested deeper than the parser's stack: not a profile either
+        raise UsageError(f"matrix '{path}' is not valid JSON: nested too deeply") from None
     if not isinstance(data, dict) or not isinstance(data.get("bytes"), list):
         raise UsageError(f"matrix '{path}' has no 'bytes' list (expected a hympi profile file)")
     rows = data["bytes"]

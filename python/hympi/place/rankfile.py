@@ -12,6 +12,7 @@ from pathlib import Path
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.place.tree import ClusterTree, Slot, load_node_tree
+from hympi.textfile import read_utf8
 
 
 def write_openmpi_rankfile(cluster: ClusterTree, slots: Sequence[Slot], hosts: Sequence[str]) -> str:
@@ -58,7 +59,7 @@ _LINE = re.compile(r"^rank\s+(\d+)\s*=\s*(\S+)\s+slot\s*=\s*(\d+):(\d+)\s*$")
 def read_rankfile(path: str | Path) -> list[RankfileEntry]:
     """Parses the `slot=P:C` rankfiles hympi place writes; raises UsageError naming a bad line."""
     try:
-        text = Path(path).read_text()
+        text = read_utf8(path, "rankfile")
     except OSError as exc:
         raise UsageError(f"cannot read rankfile '{path}': {exc.strerror}") from None
     entries = []

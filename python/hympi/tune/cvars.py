@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import LaunchSpec, build_command, mpi_env_name, run_command
+from hympi.textfile import read_utf8
 
 MPIT_BINARY = "hympi-mpit"
 MPIT_FORMAT = "hympi-mpit"
@@ -144,19 +144,27 @@ def cvar_from_json(entry: object, index: int) -> Cvar:
                 str(entry.get("verbosity", "")), str(entry.get("description", "")), str(entry.get("bind", "")))
 
 
+def _listing_from_json(json_text: str) -> CvarListing:
+    """The listing in `json_text`; ValueError (json.JSONDecodeError is one) saying why it is not one."""
+    try:
+        data = json.loads(json_text)
+    except RecursionError:  # JSON nested deeper than the parser's stack
+        raise ValueError("JSON nested too deeply") from None
+    if not isinstance(data, dict) or data.get("format") != MPIT_FORMAT:
+        raise ValueError(f"not a {MPIT_FORMAT} document")
+    entries = data.get("cvars")
+    if not isinstance(entries, list):
+        raise ValueError("no cvars list")
+    cvars = [cvar_from_json(entry, i) for i, entry in enumerate(entries)]
+    return CvarListing(str(data.get("mpi_library", "unknown")), {c.name: c for c in cvars})
+
+
 def parse_listing(json_text: str) -> CvarListing:
     """The library name and cvars of one `hympi-mpit --json` output; raises HympiFatal when it is not that format."""
     try:
-        data = json.loads(json_text)
-        if not isinstance(data, dict) or data.get("format") != MPIT_FORMAT:
-            raise ValueError(f"not a {MPIT_FORMAT} document")
-        entries = data.get("cvars")
-        if not isinstance(entries, list):
-            raise ValueError("no cvars list")
-        cvars = [cvar_from_json(entry, i) for i, entry in enumerate(entries)]
-    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        return _listing_from_json(json_text)
+    except ValueError as exc:
         raise HympiFatal(f"{MPIT_BINARY} printed no usable cvar list: {exc}") from None
-    return CvarListing(str(data.get("mpi_library", "unknown")), {c.name: c for c in cvars})
 
 
 def parse_cvars(json_text: str) -> dict[str, Cvar]:
@@ -271,7 +279,12 @@ def load_listing(path: str | None, timeout: float = DEFAULT_TIMEOUT_S) -> CvarLi
     if path is None:
         return read_listing(timeout)
     try:
-        text = Path(path).read_text()
+        text = read_utf8(path, "control variables file")
     except OSError as exc:
         raise UsageError(f"cannot read control variables from {path}: {exc.strerror or exc}") from None
-    return parse_listing(text)
+    try:
+        return _listing_from_json(text)
+    except ValueError as exc:
+        # The user's file, not the library's output: bad input that names the file (exit 2).
+        raise UsageError(f"control variables file {path} is not a 'hympi tune params --json' listing: {exc}"
+                         ) from None

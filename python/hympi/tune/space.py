@@ -40,6 +40,7 @@ from typing import Any
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import BIND_POLICIES
+from hympi.textfile import read_utf8
 from hympi.tune.cvars import Cvar
 
 LAYOUT_KEYS = ("ranks", "threads", "bind")
@@ -403,9 +404,11 @@ def load_space(path: str | Path, cvars: Mapping[str, Cvar], library: str = "the 
     """The search space in TOML file `path` (see parse_space); raises UsageError for a missing or malformed file."""
     file = Path(path)
     try:
-        data = tomllib.loads(file.read_text())
+        data = tomllib.loads(read_utf8(file, "search space"))
     except OSError as exc:
         raise UsageError(f"cannot read search space {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"search space {path} is not valid TOML: {exc}") from None
+    except RecursionError:  # arrays or tables nested deeper than tomllib's stack
+        raise UsageError(f"search space {path} is not valid TOML: nested too deeply") from None
     return parse_space(data, cvars, library)
