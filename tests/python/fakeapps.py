@@ -129,9 +129,13 @@ os.execve(args[i], args[i:], env)
 '''
 
 # An srun look-alike: --ntasks N, --export=ALL[,K=V,...] (as Slurm 22.05 does it: a K already in srun's environment
-# keeps its value), then the app.
+# keeps its value), then the app. With FAKE_SRUN_CANCEL_AT=RxT the step of that layout ends as a step that Slurm
+# cancelled after the app printed its result and before the step completed: the app's output, then slurmstepd's
+# line naming step $SLURM_JOB_ID.<n> CANCELLED (n counts the steps in FAKE_SRUN_LOG), and srun's exit code 0. The
+# step of layout FAKE_SRUN_OTHER_AT ends normally but its stderr holds the same line for job FAKE_SRUN_OTHER_JOB (as
+# an app that echoes another job's log would print): not a cancel of this step.
 FAKE_SRUN = r'''#!PYTHON
-import os, sys
+import os, subprocess, sys
 args = sys.argv[1:]
 env = dict(os.environ)
 i = 0
@@ -148,8 +152,19 @@ while i < len(args) and args[i].startswith("-"):
         i += 1
     else:
         i += 1
-with open(os.environ["FAKE_SRUN_LOG"], "a") as log:
+log_path = os.environ["FAKE_SRUN_LOG"]
+step = len(open(log_path).read().splitlines()) if os.path.exists(log_path) else 0
+with open(log_path, "a") as log:
     log.write(" ".join(sys.argv) + "\n")
+layout = f"{env.get('FAKE_RANKS', '1')}x{env.get('OMP_NUM_THREADS', '1')}"
+banner = "slurmstepd: error: *** STEP {}.{} ON localhost CANCELLED AT 2026-01-01T00:00:00 ***"
+if layout in (env.get("FAKE_SRUN_CANCEL_AT"), env.get("FAKE_SRUN_OTHER_AT")):
+    app = subprocess.run(args[i:], env=env, capture_output=True, text=True, timeout=60)
+    sys.stdout.write(app.stdout)
+    sys.stderr.write(app.stderr)
+    job = env["SLURM_JOB_ID"] if layout == env.get("FAKE_SRUN_CANCEL_AT") else env["FAKE_SRUN_OTHER_JOB"]
+    print(banner.format(job, step), file=sys.stderr)
+    sys.exit(app.returncode)
 os.execve(args[i], args[i:], env)
 '''
 
