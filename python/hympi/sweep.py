@@ -456,7 +456,8 @@ class AutoOutcome:
 @dataclass(frozen=True)
 class SweepResult:
     """What one call of run_sweep did; `restarted` runs continued from a checkpoint, `restartable` stopped before
-    their end with a checkpoint left (the sweep then stays unfinished: running it again restarts them)."""
+    their end with a checkpoint left, `cancelled` launches the batch system ended (the sweep then stays unfinished:
+    running it again restarts or reruns them)."""
 
     sweep: Sweep
     ran: int
@@ -465,6 +466,7 @@ class SweepResult:
     auto: AutoOutcome | None = None
     restarted: int = 0
     restartable: int = 0
+    cancelled: int = 0
 
 
 def open_sweep(store: Store, machine: MachineRecord, params: SweepParams, total: int, resume: bool | int,
@@ -514,7 +516,7 @@ def _line(item: SweepItem, run: Run) -> str:
     colour = {"ok": "green", "unverified": "yellow"}.get(run.status, "red")
     rate = run.value("rate")
     what = f"{rate:.4g} {run.record.get('rate_unit', '')}" if rate is not None and run.record else ""
-    tail = run.stderr_tail.strip().splitlines()[-1:] if run.status in ("failed", "timeout") else []
+    tail = run.stderr_tail.strip().splitlines()[-1:] if run.status in ("failed", "timeout", "cancelled") else []
     why = f" [dim]{tail[0][:100]}[/dim]" if tail else ""
     label = item.label() + (" warm-up" if item.repeat == WARMUP_REPEAT else "")
     if run.restarted_from_step is not None:
@@ -601,7 +603,10 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     With checkpoints (params.checkpoint_dir), an item whose run stopped before its end (timeout, killed) and left a
     checkpoint runs again with --restart from it, and its record replaces the stopped one (kept as an attempt); a
     run that reaches its end (prints its result) removes its checkpoint. The sweep ends 'interrupted' while some run
-    stopped with a checkpoint left, so the same command line (or --resume) continues it."""
+    stopped with a checkpoint left, so the same command line (or --resume) continues it.
+
+    A launch the batch system cancelled (status 'cancelled', slurm_jobs.step_runner) is stored as an attempt, not as
+    the item's run: the item stays to be run, so the sweep ends 'interrupted' and --resume runs it again."""
     console = console or Console()
     runner = runner or (slurm_jobs.step_runner if params.launcher == "slurm" else run_command)
     done = store.done_keys(sweep.id)
@@ -614,6 +619,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     statuses: dict[str, int] = {}
     ran = 0
     restarted = 0
+    cancelled = 0
     layouts = tuple(dict.fromkeys(i.layout() for i in items))
     store.claim_sweep(sweep.id)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -624,7 +630,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
             task = progress.add_task(f"sweep {sweep.id} {params.app}", total=len(todo))
 
             def run_items(batch: list[SweepItem]) -> None:
-                nonlocal ran, restarted
+                nonlocal ran, restarted, cancelled
                 for item in batch:
                     progress.update(task, description=f"sweep {sweep.id} {params.app} {item.label()}")
                     started = now_utc()
@@ -633,7 +639,10 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     if params.launcher != "slurm":  # the srun step runner checks its --ntasks itself
                         outcome = one_mpi_job(outcome, item.ranks)
                     run = _outcome_run(sweep.id, params, item, outcome, started, restart)
-                    if item.key() in done:
+                    if run.status == "cancelled":  # not the layout's result: kept, and the item left to run again
+                        store.add_attempt(run)
+                        cancelled += 1
+                    elif item.key() in done:
                         store.replace_run(run)
                     else:
                         store.add_run(run)
@@ -676,8 +685,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
         store.set_sweep_status(sweep.id, "interrupted")
         raise
     left = len(restartable_items(store, sweep.id, params))
-    store.set_sweep_status(sweep.id, "interrupted" if left else "finished")
-    return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto, restarted, left)
+    store.set_sweep_status(sweep.id, "interrupted" if left or cancelled else "finished")
+    return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto, restarted, left, cancelled)
 
 
 def sbatch_command(params: SweepParams, db: Path) -> list[str]:

@@ -18,7 +18,10 @@ REPO = Path(__file__).resolve().parents[2]
 # takes them: --checkpoint PATH --checkpoint-every N writes "fake-checkpoint N" to PATH (through PATH.tmp and a
 # rename) before anything else, --restart PATH reads it back (exit 2 naming the file when it is not one) and the
 # record gets an "io" object with restart_step; --hang-once hangs at --hang-at only when not restarting. The record
-# names the memory policy of $HYMPI_MEMBIND (as the frame does) and an array "u" all on node 0.
+# names the memory policy of $HYMPI_MEMBIND (as the frame does) and an array "u" all on node 0. With
+# $FAKE_HOLD_AFTER=N every launch after the first N (counted in $FAKE_LOG) hangs as --hang-at does: a sweep started
+# so cannot finish before a test has stopped it, however slow the machine, and the environment variable is no
+# sweep parameter, so resuming the sweep without it runs to its end.
 FAKE_APP = r'''#!PYTHON
 import json, os, random, sys, time
 args = sys.argv[1:]
@@ -34,10 +37,13 @@ rank = int(os.environ.get("OMPI_COMM_WORLD_RANK") or 0)
 threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
 layout = f"{ranks}x{threads}"
 runs_before = 0
+launches_before = 0
 if rank == 0 and os.environ.get("FAKE_LOG"):
     if os.path.exists(os.environ["FAKE_LOG"]):
         with open(os.environ["FAKE_LOG"]) as log:
-            runs_before = log.read().split().count(layout)
+            logged = log.read().split()
+        runs_before = logged.count(layout)
+        launches_before = len(logged)
     with open(os.environ["FAKE_LOG"], "a") as log:
         log.write(layout + "\n")
 rate = 10.0 * ranks + threads
@@ -63,7 +69,9 @@ if opt("--checkpoint") and every and rank == 0:
         f.write(f"fake-checkpoint {max(step0, 0) + every}\n")
     os.replace(opt("--checkpoint") + ".tmp", opt("--checkpoint"))
 time.sleep(float(opt("--sleep", "0")))
-if layout == opt("--hang-at") and not (step0 >= 0 and "--hang-once" in args):
+held = os.environ.get("FAKE_HOLD_AFTER")
+if (layout == opt("--hang-at") and not (step0 >= 0 and "--hang-once" in args)) or \
+        (held and rank == 0 and launches_before >= int(held)):
     if os.environ.get("FAKE_PIDS"):
         with open(os.environ["FAKE_PIDS"], "a") as f:
             f.write(f"{os.getpid()}\n")
@@ -129,9 +137,13 @@ os.execve(args[i], args[i:], env)
 '''
 
 # An srun look-alike: --ntasks N, --export=ALL[,K=V,...] (as Slurm 22.05 does it: a K already in srun's environment
-# keeps its value), then the app.
+# keeps its value), then the app. With FAKE_SRUN_CANCEL_AT=RxT the step of that layout ends as a step that Slurm
+# cancelled after the app printed its result and before the step completed: the app's output, then slurmstepd's
+# line naming step $SLURM_JOB_ID.<n> CANCELLED (n counts the steps in FAKE_SRUN_LOG), and srun's exit code 0. The
+# step of layout FAKE_SRUN_OTHER_AT ends normally but its stderr holds the same line for job FAKE_SRUN_OTHER_JOB (as
+# an app that echoes another job's log would print): not a cancel of this step.
 FAKE_SRUN = r'''#!PYTHON
-import os, sys
+import os, subprocess, sys
 args = sys.argv[1:]
 env = dict(os.environ)
 i = 0
@@ -148,8 +160,19 @@ while i < len(args) and args[i].startswith("-"):
         i += 1
     else:
         i += 1
-with open(os.environ["FAKE_SRUN_LOG"], "a") as log:
+log_path = os.environ["FAKE_SRUN_LOG"]
+step = len(open(log_path).read().splitlines()) if os.path.exists(log_path) else 0
+with open(log_path, "a") as log:
     log.write(" ".join(sys.argv) + "\n")
+layout = f"{env.get('FAKE_RANKS', '1')}x{env.get('OMP_NUM_THREADS', '1')}"
+banner = "slurmstepd: error: *** STEP {}.{} ON localhost CANCELLED AT 2026-01-01T00:00:00 ***"
+if layout in (env.get("FAKE_SRUN_CANCEL_AT"), env.get("FAKE_SRUN_OTHER_AT")):
+    app = subprocess.run(args[i:], env=env, capture_output=True, text=True, timeout=60)
+    sys.stdout.write(app.stdout)
+    sys.stderr.write(app.stderr)
+    job = env["SLURM_JOB_ID"] if layout == env.get("FAKE_SRUN_CANCEL_AT") else env["FAKE_SRUN_OTHER_JOB"]
+    print(banner.format(job, step), file=sys.stderr)
+    sys.exit(app.returncode)
 os.execve(args[i], args[i:], env)
 '''
 

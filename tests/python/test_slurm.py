@@ -14,6 +14,7 @@ from fakeapps import fake_bin_dir, fake_srun, launches
 from hympi.errors import UsageError
 from hympi.launch.mpirun import LaunchSpec, mpi_flavor
 from hympi.launch.slurm import BatchRequest, build_srun_command, sbatch_script
+from hympi.launch.slurm_jobs import StepEnd, step_end
 from hympi.store import Store
 
 
@@ -131,3 +132,51 @@ def test_tasks_that_do_not_form_one_mpi_job_fail_the_run(tmp_path: Path):
     assert runs[2].status == "failed"
     assert "2 ranks were started but the app ran as an MPI job of 1 rank(s): the tasks did not join one job" in \
         runs[2].stderr_tail
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("slurmstepd: error: *** STEP 4242.3 ON localhost CANCELLED AT 2026-01-01T00:00:00 ***",
+     StepEnd("4242.3", "CANCELLED", "")),
+    ("slurmstepd-node7: error: *** STEP 4242.0 ON node7 CANCELLED AT 2026-01-01T00:00:00 DUE TO TIME LIMIT ***",
+     StepEnd("4242.0", "CANCELLED", "DUE TO TIME LIMIT")),
+    ("slurmstepd: error: *** JOB 4242 ON localhost CANCELLED AT 2026-01-01T00:00:00 DUE TO PREEMPTION ***",
+     StepEnd("4242", "CANCELLED", "DUE TO PREEMPTION")),
+    ("slurmstepd: error: *** STEP 99.0 ON localhost CANCELLED AT 2026-01-01T00:00:00 ***", None),  # another job
+    ("*** STEP 4242.0 ON localhost CANCELLED AT 2026-01-01T00:00:00 ***", None),  # not slurmstepd's line
+    ("srun: error: localhost: task 1: Exited with exit code 3", None),
+])
+def test_step_end_is_slurmstepd_s_line_for_this_job(line: str, expected: StepEnd | None) -> None:
+    stderr = f"rank 0: starting\n{line}\nsrun: error: localhost: task 0: Killed\n"
+    assert step_end(stderr, "4242") == expected
+
+
+def test_a_step_slurm_cancelled_after_the_app_printed_is_an_attempt_and_resume_runs_it(tmp_path: Path) -> None:
+    """A cancel that lands after the app printed a verified result, before the step completed: srun exits 0, yet
+    Slurm ended the step, so the launch is no result; the sweep goes on, ends interrupted and --resume runs it."""
+    env = {**_no_slurm(), **fake_bin_dir(tmp_path), **fake_srun(tmp_path)}
+    db = tmp_path / "r.db"
+    args = ["sweep", "rb3d", "--ranks", "1,2", "--launcher", "slurm", "--no-warmup", "--seed", "3", "--db", str(db)]
+    proc = hympi(*args, env={**env, "FAKE_SRUN_CANCEL_AT": "2x1", "FAKE_SRUN_OTHER_AT": "1x1",
+                             "FAKE_SRUN_OTHER_JOB": "99"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 cancelled, 1 ok" in proc.stdout and "--resume" in proc.stdout, proc.stdout
+    with Store.open(db, create=False) as store:
+        runs, attempts, sweep = store.runs(), store.attempts(), store.sweep(1)
+    assert [(r.ranks, r.status) for r in runs] == [(1, "ok")]  # another job's cancel line is not this step's
+    (cancelled,) = attempts
+    assert (cancelled.ranks, cancelled.status, cancelled.returncode) == (2, "cancelled", 0)
+    assert cancelled.record is not None and cancelled.record["verified"] is True  # what the app printed before
+    step = launches(env).index("2x1")  # the fake srun numbers its steps in launch order
+    assert f"*** STEP 4242.{step} ON localhost CANCELLED AT" in cancelled.stderr_tail
+    assert f"hympi: Slurm ended the launch: step 4242.{step} CANCELLED" in cancelled.stderr_tail
+    assert sweep.status == "interrupted"
+
+    again = hympi(*args, "--resume", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "resuming sweep 1" in again.stdout and "1 already recorded" in again.stdout, again.stdout
+    with Store.open(db, create=False) as store:
+        rerun, kept, sweep = store.runs(), store.attempts(), store.sweep(1)
+    assert [(r.ranks, r.status) for r in rerun] == [(1, "ok"), (2, "ok")]
+    assert rerun[0].started_at == runs[0].started_at  # the finished run was not repeated
+    assert kept == attempts and sweep.status == "finished"
+    assert sorted(launches(env)) == ["1x1", "2x1", "2x1"]

@@ -3,8 +3,10 @@ an sbatch submission waited on, a cancelled step and a cancelled allocation, and
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -20,6 +22,9 @@ HYMPI = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit
 # rb3d at 16^3 verifies in milliseconds; 1x1 and 2x1 fit the 2-core allocation every test asks for.
 SWEEP = ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--no-warmup", "--seed", "7", "--launcher", "slurm"]
 APP_ARGS = ["--", "--size", "16"]
+# Runs long enough (~0.5 s of iterations after MPI start-up on a fast machine) that the app is still running when a
+# test, having seen its processes, holds it (_hold_app); short enough for the runs a test lets finish.
+LONG_ARGS = [*APP_ARGS, "--iterations", "10000"]
 
 
 def _two_cpus(cluster: SlurmCluster) -> None:
@@ -67,6 +72,62 @@ def _wait_for_step(cluster: SlurmCluster, proc: subprocess.Popen[str], index: in
     raise AssertionError(f"no step {index} after {timeout} s")
 
 
+def _step_fields(cluster: SlurmCluster, step: str) -> dict[str, str]:
+    """The KEY=VALUE fields of `scontrol show step` (State, Tasks, ...); empty once the controller forgets the step."""
+    out = cluster.slurm("scontrol", "--oneliner", "show", "step", step).stdout
+    return dict(field.split("=", 1) for field in out.split() if "=" in field)
+
+
+def _app_pids(cluster: SlurmCluster, step: str) -> list[int]:
+    """The pids of the step's app processes on this node (scontrol listpids: every process of the step)."""
+    pids = []
+    for line in cluster.slurm("scontrol", "listpids", step).stdout.splitlines()[1:]:  # after the header
+        fields = line.split()
+        try:
+            comm = Path(f"/proc/{fields[0]}/comm").read_text().strip()
+        except (OSError, IndexError):
+            continue  # exited meanwhile
+        if comm == "hympi-rb3d":
+            pids.append(int(fields[0]))
+    return pids
+
+
+def _proc_state(pid: int) -> str:
+    """The process's state letter (R, S, T, Z), or 'gone'."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def _hold_app(cluster: SlurmCluster, proc: subprocess.Popen[str], step: str, timeout: float = 60) -> None:
+    """Waits until Slurm runs `step` and every one of its tasks runs the app, then stops (SIGSTOP) those app
+    processes and waits until each is stopped: from then on the app cannot finish, so a cancel of the step lands
+    on an app still in its run however fast or busy the machine (Slurm's cancel kills stopped processes too). The
+    one moment left to chance, from seeing the app's processes to stopping them, its iterations (LONG_ARGS) outlast
+    many times over; should they not, the test fails saying so rather than cancelling a finished step."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the sweep ended before step {step} could be held: {proc.communicate()}"
+        fields = _step_fields(cluster, step)
+        assert fields, f"step {step} ended before its app could be held: make its run longer"
+        pids = _app_pids(cluster, step) if fields.get("State") == "RUNNING" else []
+        if len(pids) == int(fields["Tasks"]):
+            break
+        time.sleep(0.02)
+    else:
+        raise AssertionError(f"step {step}: its tasks did not all run the app within {timeout} s")
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            raise AssertionError(f"step {step}'s app ended before it could be held: make its run longer") from None
+    while any(_proc_state(pid) not in ("T", "t") for pid in pids):
+        assert time.monotonic() < deadline, f"step {step}'s app was not stopped: {[_proc_state(p) for p in pids]}"
+        assert all(_proc_state(pid) != "gone" for pid in pids), f"step {step}'s app ended before it was stopped"
+        time.sleep(0.01)
+
+
 def test_sweep_inside_an_allocation_runs_each_layout_as_one_srun_step(slurm_cluster: SlurmCluster, tmp_path: Path):
     _two_cpus(slurm_cluster)
     db = tmp_path / "r.db"
@@ -102,19 +163,20 @@ def test_sbatch_submission_is_waited_on_and_its_runs_land_in_the_db(slurm_cluste
         assert store.sweep(1).status == "finished"
 
 
-def test_cancelled_step_fails_the_run_cancelled_allocation_stops_and_resume_finishes(slurm_cluster: SlurmCluster,
-                                                                                      tmp_path: Path):
+def test_cancelled_step_is_kept_as_an_attempt_cancelled_allocation_stops_and_resume_finishes(
+        slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     _two_cpus(slurm_cluster)
     db = tmp_path / "r.db"
-    # Two rounds of two layouts; srun, MPI_Init and 300 iterations keep each run going for ~0.5 s or more, time enough
-    # to cancel it while it runs.
-    long_args = [*APP_ARGS, "--iterations", "300"]
-    args = [*SWEEP, "--repeat", "2", "--db", str(db), *long_args]
+    # Two rounds of two layouts. Each step is cancelled only once its app is held mid-run (_hold_app), so the cancel
+    # lands on an app that is still computing on a fast idle machine as on a slow busy one.
+    args = [*SWEEP, "--repeat", "2", "--db", str(db), *LONG_ARGS]
     with subprocess.Popen(_salloc(slurm_cluster, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           env=slurm_cluster.env(), cwd=tmp_path) as proc:
         first = _wait_for_step(slurm_cluster, proc, 0)
+        _hold_app(slurm_cluster, proc, first)
         assert slurm_cluster.slurm("scancel", first).returncode == 0
-        _wait_for_step(slurm_cluster, proc, 2)  # step 1 ran after the cancelled one; step 2 runs now
+        third = _wait_for_step(slurm_cluster, proc, 2)  # step 1 ran after the cancelled one; step 2 runs now
+        _hold_app(slurm_cluster, proc, third)  # so it cannot finish, and be recorded, before the allocation ends
         job = first.split(".")[0]
         assert slurm_cluster.slurm("scancel", job).returncode == 0
         out, err = proc.communicate(timeout=60)
@@ -122,26 +184,30 @@ def test_cancelled_step_fails_the_run_cancelled_allocation_stops_and_resume_fini
     # scancel marks the job CANCELLED, then COMPLETING while its steps are killed; the sweep may see either.
     assert re.search(f"hympi: error: the Slurm allocation {job} has ended \\((CANCELLED|COMPLETING)\\)", err), out + err
     stopped = _runs(db)
-    assert [r.status for r in stopped] == ["failed", "ok"], [(r.status, r.stderr_tail) for r in stopped]
-    assert f"STEP {first} ON localhost CANCELLED" in stopped[0].stderr_tail
-    _assert_one_mpi_job_per_run(stopped[1])
     with Store.open(db, create=False) as store:
+        (cancelled,) = store.attempts()  # the cancelled step is kept, as an attempt; not as the layout's run
         assert store.sweep(1).status == "interrupted"
+    assert [r.status for r in stopped] == ["ok"], [(r.status, r.stderr_tail) for r in stopped]
+    _assert_one_mpi_job_per_run(stopped[0])
+    assert cancelled.status == "cancelled" and cancelled.record is None, cancelled  # held before it printed a result
+    assert f"STEP {first} ON localhost CANCELLED" in cancelled.stderr_tail, cancelled.stderr_tail
+    assert f"hympi: Slurm ended the launch: step {first} CANCELLED" in cancelled.stderr_tail
 
-    proc2 = subprocess.run(_salloc(slurm_cluster, *SWEEP, "--repeat", "2", "--resume", "--db", str(db), *long_args),
-                           capture_output=True, text=True, env=slurm_cluster.env(), cwd=tmp_path, timeout=120,
+    proc2 = subprocess.run(_salloc(slurm_cluster, *SWEEP, "--repeat", "2", "--resume", "--db", str(db), *LONG_ARGS),
+                           capture_output=True, text=True, env=slurm_cluster.env(), cwd=tmp_path, timeout=180,
                            check=False)
-    # The cancelled run stays failed (it is recorded), so the resumed sweep exits 1 like any sweep with a failure.
-    assert proc2.returncode == 1, proc2.stdout + proc2.stderr
-    assert "resuming sweep 1" in proc2.stdout and "2 already recorded" in proc2.stdout, proc2.stdout
+    # The resumed sweep runs the cancelled step's layout again, with the two never finished, and ends finished.
+    assert proc2.returncode == 0, proc2.stdout + proc2.stderr
+    assert "resuming sweep 1" in proc2.stdout and "1 already recorded" in proc2.stdout, proc2.stdout
     runs = _runs(db)
-    assert [(r.status, r.started_at) for r in runs[:2]] == [(r.status, r.started_at) for r in stopped]
-    assert [r.status for r in runs] == ["failed", "ok", "ok", "ok"]
+    assert (runs[0].status, runs[0].started_at) == (stopped[0].status, stopped[0].started_at)
+    assert [r.status for r in runs] == ["ok", "ok", "ok", "ok"]
     assert sorted((r.ranks, r.repeat) for r in runs) == [(1, 1), (1, 2), (2, 1), (2, 2)]  # each item once
-    for run in runs[1:]:
+    assert (cancelled.ranks, cancelled.repeat) in {(r.ranks, r.repeat) for r in runs[1:]}  # run again
+    for run in runs:
         _assert_one_mpi_job_per_run(run)
     with Store.open(db, create=False) as store:
-        assert store.sweep(1).status == "finished"
+        assert store.sweep(1).status == "finished" and store.attempts() == [cancelled]
 
 
 def test_unreachable_controller_submits_nothing(tmp_path: Path):

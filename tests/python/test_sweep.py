@@ -194,20 +194,41 @@ def test_killed_sweep_resumes_without_duplicates_or_losses(tmp_path: Path, how: 
     assert "starting sweep" in again.stdout  # a finished sweep is not resumed; a new one starts
 
 
-def test_resume_by_id_uses_the_recorded_parameters(tmp_path: Path):
+def _wait_for_held_launch(env: dict[str, str], proc: subprocess.Popen[str], limit: float = 60.0) -> int:
+    """Polls until a launch of the sweep hangs (FAKE_HOLD_AFTER: the fake app wrote its pid) and returns that pid:
+    from then on the sweep cannot finish on its own, however slow or fast the machine."""
+    pids = Path(env["FAKE_PIDS"])
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, f"the sweep ended before a launch was held: {proc.communicate()}"
+        if pids.exists() and pids.read_text().split():
+            return int(pids.read_text().split()[0])
+        time.sleep(0.05)
+    raise AssertionError(f"no held launch after {limit} s")
+
+
+def test_resume_by_id_uses_the_recorded_parameters(tmp_path: Path) -> None:
     env = fake_bin_dir(tmp_path)
     db = tmp_path / "r.db"
     args = ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--repeat", "3", "--db", str(db), "--",
             "--sleep", "0.2"]
-    proc = _sweep_process(args, env)
-    _wait_for_runs(db, 2, proc)
+    # The third launch hangs until the sweep is interrupted: the interrupt cannot come after the sweep's end (it did,
+    # on a busy machine, when the sweep's remaining sleeps were all that kept it going: it exited 0).
+    proc = _sweep_process(args, {**env, "FAKE_HOLD_AFTER": "2"})
+    held = _wait_for_held_launch(env, proc)
+    assert _wait_for_runs(db, 2, proc) == 2
     proc.send_signal(signal.SIGINT)
-    proc.communicate(timeout=30)
-    assert proc.returncode == 130
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert not pid_alive(held)  # the interrupt ended the launch in flight
     resumed = hympi("sweep", "rb3d", "--db", str(db), "--resume", "1", env=env)
     assert resumed.returncode == 0, resumed.stderr
+    assert "resuming sweep 1" in resumed.stdout and "2 already recorded" in resumed.stdout, resumed.stdout
     with Store.open(db, create=False) as store:
-        assert len(store.runs()) == 8 and len(store.sweeps()) == 1  # 2 layouts x (warm-up + 3)
+        runs = store.runs()
+        assert len(runs) == 8 and len(store.sweeps()) == 1  # 2 layouts x (warm-up + 3)
+        assert store.sweep(1).status == "finished"
+    assert all(r.command[-2:] == ("--sleep", "0.2") and r.status == "ok" for r in runs)  # the recorded arguments
     wrong = hympi("sweep", "stream", "--db", str(db), "--resume", "1", env=env)
     assert wrong.returncode == 2 and "sweep 1 is a sweep of rb3d" in wrong.stderr
     missing = hympi("sweep", "rb3d", "--db", str(db), "--resume", "9", env=env)
@@ -246,19 +267,25 @@ def test_resume_by_id_refuses_other_app_arguments_naming_both(tmp_path: Path):
     assert _digest(db) == before and len(launches(env)) == launched
 
 
-def test_a_live_sweep_is_not_resumed_twice(tmp_path: Path):
+def test_a_live_sweep_is_not_resumed_twice(tmp_path: Path) -> None:
     env = fake_bin_dir(tmp_path)
     db = tmp_path / "r.db"
     args = ["sweep", "rb3d", "--ranks", "1,2", "--repeat", "4", "--db", str(db), "--", "--sleep", "0.3"]
-    proc = _sweep_process(args, env)
+    # The second launch hangs until the test stops the sweep, so the sweep is live while the second process asks, on
+    # any machine (sleeps alone let a busy machine finish the sweep first: the second then resumed a finished one).
+    proc = _sweep_process(args, {**env, "FAKE_HOLD_AFTER": "1"})
     try:
-        _wait_for_runs(db, 1, proc)
+        held = _wait_for_held_launch(env, proc)
         second = hympi("sweep", "rb3d", "--db", str(db), "--resume", "1", env=env)
         assert second.returncode == 2 and f"pid {proc.pid}" in second.stderr, second.stderr
+        assert proc.poll() is None and pid_alive(held)  # the refusal touched neither the sweep nor its launch
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert proc.returncode == 143
+    assert not pid_alive(held)
+    with Store.open(db, create=False) as store:
+        assert len(store.runs()) == 1 and store.sweep(1).status == "interrupted"
 
 
 def _digest(path: Path) -> str:

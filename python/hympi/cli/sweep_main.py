@@ -227,7 +227,11 @@ def main(args: argparse.Namespace) -> int:
         counts = ", ".join(f"{n} {status}" for status, n in sorted(result.statuses.items())) or "nothing to run"
         if result.restarted:
             counts += f"; {result.restarted} restarted from a checkpoint"
-        if result.restartable:
+        if result.cancelled:
+            console.print(f"sweep {sweep.id} stopped: {counts}; {result.cancelled} launch(es) cancelled by Slurm are "
+                          "kept as attempts, not results: run it again with --resume to run them again",
+                          highlight=False)
+        elif result.restartable:
             console.print(f"sweep {sweep.id} stopped: {counts}; {result.restartable} run(s) left a checkpoint in "
                           f"{params.checkpoint_dir}: run the same command again to restart them from it",
                           highlight=False)
@@ -242,7 +246,7 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"results: {args.db} (hympi report --db {args.db}; hympi export --db {args.db})",
                       highlight=False)
         failed = sum(1 for r in runs if r.status != "ok")
-        return 1 if failed else 0
+        return 1 if failed or result.cancelled else 0
     except KeyboardInterrupt as exc:  # SIGTERM (SweepInterrupted): the batch system's stop; exit as killed by it
         return report_interrupt("sweep", args.db, exc)
     finally:

@@ -104,7 +104,8 @@ class LaunchSpec:
 
 @dataclass
 class RunOutcome:
-    """What one launch produced; status is ok, failed, timeout or unverified."""
+    """What one launch produced; status is ok, failed, timeout or unverified, or cancelled when the batch system ended
+    the launcher's step (slurm_jobs.mark_step_end): then it is no result of the layout's, whatever the app printed."""
 
     status: str
     returncode: int | None

@@ -8,7 +8,7 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hympi.errors import HympiFatal
@@ -125,21 +125,69 @@ def _tasks(cmd: list[str]) -> int | None:
         return None
 
 
+# slurmstepd writes this into the step's own stderr when Slurm ends the step (or the whole job) before its tasks have
+# all exited: "slurmstepd: error: *** STEP 1234.0 ON node CANCELLED AT 2024-05-01T12:00:00 ***", with " DUE TO TIME
+# LIMIT", " DUE TO PREEMPTION" or " DUE TO NODE FAILURE, ..." for the batch system's own reasons (Slurm's
+# src/slurmd/slurmstepd/req.c). It is the step's state as Slurm records it that survives the step everywhere:
+# `scontrol show step` forgets a step the moment it ends, and sacct answers only where accounting is configured.
+STEP_ENDED = re.compile(r"^slurmstepd(?:-\S+)?: error: \*\*\* (?:STEP (?P<job>\d+)\.(?P<step>\w+)|JOB (?P<whole>\d+)) "
+                        r"ON \S+ (?P<state>CANCELLED) AT \S+(?P<reason>(?: DUE TO [^*]*?)?) \*\*\*", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class StepEnd:
+    """How Slurm ended a job step: the step ('1234.0', or the job's id when the whole job was ended), its state
+    (CANCELLED) and Slurm's reason, if it gave one ('DUE TO TIME LIMIT')."""
+
+    step: str
+    state: str
+    reason: str
+
+    def text(self) -> str:
+        """'step 1234.0 CANCELLED DUE TO TIME LIMIT', as a note says it."""
+        what = f"step {self.step}" if "." in self.step else f"job {self.step}"
+        return f"{what} {self.state}{' ' + self.reason if self.reason else ''}"
+
+
+def step_end(stderr: str, job_id: str) -> StepEnd | None:
+    """The end Slurm gave a step of job `job_id`, as slurmstepd announced it in the step's stderr; None when Slurm
+    did not end it (its tasks exited on their own). Lines naming another job are not this step's."""
+    for match in STEP_ENDED.finditer(stderr):
+        if job_id in (match["job"], match["whole"]):
+            step = f"{match['job']}.{match['step']}" if match["job"] else job_id
+            return StepEnd(step, match["state"], match["reason"].strip())
+    return None
+
+
+def mark_step_end(outcome: RunOutcome, job_id: str) -> RunOutcome:
+    """The outcome of an srun step, 'cancelled' when Slurm ended the step, whatever srun's exit code and whatever the
+    app printed before: a cancel that lands after the app printed its result but before the step completed leaves
+    srun exiting 0 with a verified result, and that run did not run to its end under Slurm."""
+    ended = step_end(outcome.stderr, job_id)
+    if ended is None:
+        return outcome
+    note = f"hympi: Slurm ended the launch: {ended.text()} (not the layout's result; --resume runs it again)"
+    return replace(outcome, status="cancelled", stderr=f"{outcome.stderr.rstrip()}\n{note}".lstrip())
+
+
 def step_runner(cmd: list[str], timeout: float) -> RunOutcome:
-    """Runs one srun job step; a step whose tasks did not form one MPI job of --ntasks ranks is failed. When the step
-    did not succeed and the allocation has ended under it (scancel of the job, time limit, salloc's allocation
-    revoked), HympiFatal instead of an outcome: the step is not the layout's failure, and every later srun would fail
-    the same way, so the sweep stops (interrupted) and --resume continues it."""
+    """Runs one srun job step; a step whose tasks did not form one MPI job of --ntasks ranks is failed, and one that
+    Slurm ended (scancel of the step, its time limit) is 'cancelled' (mark_step_end), even when srun exited 0. When
+    the allocation has ended under the step (scancel of the job, time limit, salloc's allocation revoked), HympiFatal
+    instead of an outcome, whatever the step did: the step is not the layout's result, and every later srun would
+    fail the same way, so the sweep stops (interrupted) and --resume continues it."""
     tasks = _tasks(cmd)
     outcome = run_command(cmd, timeout)
     if tasks is not None:
         outcome = one_mpi_job(outcome, tasks, SRUN_REMEDY)
     job_id = current_job()
-    if outcome.status in ("ok", "unverified") or job_id is None:
+    if job_id is None:
         return outcome
+    # Asked after every step, not only failed ones: a step that printed its result while the allocation was being
+    # cancelled is no more a result than one that was killed.
     state = job_state(job_id)
     if state is None or state.state not in ALIVE_STATES:
         ended = "is gone" if state is None else f"has ended ({state.state})"
         raise HympiFatal(f"the Slurm allocation {job_id} {ended}: the run in progress is not recorded; continue "
                          "with --resume in a new allocation")
-    return outcome
+    return mark_step_end(outcome, job_id)

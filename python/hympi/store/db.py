@@ -20,6 +20,8 @@ from hympi.store.schema import current_version, migrate
 
 DEFAULT_DB = "hympi-results.db"
 RUN_STATUSES = ("ok", "failed", "timeout", "unverified")
+# A launch the batch system ended (Slurm's CANCELLED): kept as an attempt only, so the item stays to be run again.
+ATTEMPT_STATUSES = (*RUN_STATUSES, "cancelled")
 # The memory policy of a run recorded before runs had one (and of a run that sets none): first touch.
 DEFAULT_MEMBIND = "none"
 TUNE_STATUSES = ("running", "interrupted", "finished")
@@ -209,8 +211,9 @@ class Run:
 
 @dataclass(frozen=True)
 class Attempt:
-    """An earlier launch of a sweep item that a restart from its checkpoint replaced in the runs table (a timeout
-    or a failure; kept so the history of the item stays visible)."""
+    """A launch of a sweep item that is not its run: an earlier one a restart from its checkpoint replaced in the
+    runs table (a timeout or a failure), or one the batch system cancelled (status 'cancelled'; the item has no run
+    until it runs again); kept so the history of the item stays visible."""
 
     sweep_id: int
     ranks: int
@@ -433,6 +436,21 @@ class Store:
                 conn.execute("DELETE FROM run_mpi_params WHERE run_id = ?", (row[0],))
                 conn.execute("DELETE FROM runs WHERE id = ?", (row[0],))
             return self._insert_run(conn, run)
+
+    def add_attempt(self, run: Run) -> None:
+        """Stores a launch of an item as an attempt only (a step Slurm cancelled): the item keeps its run, or has
+        none, so resuming the sweep runs it again."""
+        if run.status not in ATTEMPT_STATUSES:
+            raise ValueError(f"attempt status must be one of {ATTEMPT_STATUSES}, got {run.status!r}")
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO run_attempts (sweep_id, ranks, threads, bind, membind, item_args_json, repeat,"
+                         " command_json, status, returncode, wall_s, restarted_from_step, result_json, stderr_tail,"
+                         " started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (run.sweep_id, run.ranks, run.threads, run.bind, run.membind,
+                          json.dumps(list(run.item_args)), run.repeat, json.dumps(list(run.command)), run.status,
+                          run.returncode, run.wall_s, run.restarted_from_step,
+                          json.dumps(run.record, sort_keys=True) if run.record is not None else None,
+                          run.stderr_tail, run.started_at or now_utc(), run.finished_at or now_utc()))
 
     @staticmethod
     def _insert_run(conn: sqlite3.Connection, run: Run) -> int:
