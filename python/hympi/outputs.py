@@ -1,9 +1,10 @@
 """Writing output files: never over one of the command's inputs, and always whole.
 
-Every file hympi writes goes through `output_file`: a temporary file in the target's directory (same file system,
-so the rename is atomic), renamed over the target once it is complete. A write that fails or is interrupted leaves
-the old file (or none) and no half-written one; `check_not_input` refuses an output that is an input before
-anything is read, so `hympi export --db g.db -o g.db` can no longer replace the database with its own export.
+Every file hympi writes goes through `output_stream` (or `write_output`): a temporary file in the target's
+directory (same file system, so the rename is atomic), renamed over the target once it is complete. A write that
+fails or is interrupted leaves the old file (or none) and no half-written one; `check_not_input` refuses an output
+that is an input before anything is read, so `hympi export --db g.db -o g.db` can no longer replace the database
+with its own export.
 """
 
 from __future__ import annotations
