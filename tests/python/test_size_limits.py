@@ -175,3 +175,10 @@ def test_run_with_more_ranks_than_any_job_launches_nothing(tmp_path):
     proc = hympi("run", "rb3d", "--ranks", HUGE, "--oversubscribe", env=env, timeout=TIMEOUT_S)
     assert_refused(proc, f"--ranks {HUGE}", "ranks x threads in one job")
     assert launches(env) == []
+
+
+def test_info_all_nodes_with_more_ranks_than_any_job_launches_nothing(tmp_path):
+    env = fake_bin_dir(tmp_path)
+    proc = hympi("info", "--all-nodes", "--ranks", HUGE, env=env, timeout=TIMEOUT_S)
+    assert_refused(proc, "--ranks", HUGE, "ranks x threads in one job")
+    assert launches(env) == []
