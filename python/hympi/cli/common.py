@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from hympi.errors import SweepInterrupted, UsageError
@@ -19,8 +20,11 @@ from hympi.launch.mpirun import (
     MEMORY_POLICIES,
     LaunchSpec,
     check_layout,
+    configured_flavor,
     validate_with_app,
 )
+from hympi.limits import check_path
+from hympi.outputs import Inputs, check_not_input
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.settings import Settings, settings
@@ -99,6 +103,7 @@ def layout_settings(args: argparse.Namespace) -> Settings:
 def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) -> LaunchSpec:
     """A checked LaunchSpec from parsed options; raises UsageError before anything is launched."""
     resolved = layout_settings(args)
+    configured_flavor()  # a bad HYMPI_MPI_FLAVOR is refused here, not when the launch command is built
     virtual_nodes = int(resolved.value("virtual_nodes"))
     if args.ranks >= 1 and args.ranks < virtual_nodes:
         # Each pretend node needs a rank; fewer ranks would silently give fewer nodes than asked for.
@@ -144,8 +149,11 @@ def print_app_help(app_binary: str) -> int:
     return 0
 
 
-def check_output_file(path: str, option: str) -> Path:
-    """An output file hympi may create or replace; raises UsageError (nothing written) otherwise."""
+def check_output_file(path: str, option: str, inputs: Inputs | None = None) -> Path:
+    """An output file hympi may create or replace (through hympi.outputs.write_output: a temporary file in its
+    directory, renamed over it); raises UsageError (nothing written) otherwise, and when it is one of the command's
+    `inputs` (option -> path: writing it would destroy what the command reads)."""
+    check_path(option, path)
     out = Path(path)
     parent = out.resolve().parent
     if out.is_dir():
@@ -154,6 +162,7 @@ def check_output_file(path: str, option: str) -> Path:
         raise UsageError(f"{option} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise UsageError(f"{option} {path} is not writable")
+    check_not_input(option, out, inputs or {})
     return out
 
 
@@ -171,9 +180,21 @@ def ensure_out_dir(path: str | os.PathLike[str]) -> Path:
     return out
 
 
+def path_argument(option: str) -> Callable[[str], str]:
+    """argparse type of a path option: the path as given, refused while parsing when the system could not even look
+    it up (longer than PATH_MAX or a component longer than NAME_MAX)."""
+    def checked(text: str) -> str:
+        try:
+            return check_path(option, text)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option}: ")) from None
+    return checked
+
+
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     """--db PATH: the SQLite results database (default ./hympi-results.db)."""
-    parser.add_argument("--db", default="hympi-results.db", help="results database (default ./hympi-results.db)")
+    parser.add_argument("--db", default="hympi-results.db", type=path_argument("--db"),
+                        help="results database (default ./hympi-results.db)")
 
 
 def add_mpi_param_options(parser: argparse.ArgumentParser) -> None:
@@ -188,7 +209,9 @@ def add_mpi_param_options(parser: argparse.ArgumentParser) -> None:
 
 def mpi_params_from_args(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
     """The --mpi-param assignments, canonical and sorted; UsageError for a name that is not a control variable of
-    the library or a value outside its type (the library is asked only when there are parameters)."""
+    the library or a value outside its type (the library is asked only when there are parameters). A bad
+    HYMPI_MPI_FLAVOR is refused here too: the flavour names the variables that set the parameters."""
+    configured_flavor()
     if not args.mpi_param:
         return ()
     assignments = [parse_assignment(text) for text in args.mpi_param]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from hympi.cli.common import add_db_option
+from hympi.cli.common import add_db_option, check_output_file
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.export import rows, to_csv, to_json
+from hympi.outputs import write_output
 from hympi.store import Store
 
 
@@ -29,10 +29,8 @@ def main(args: argparse.Namespace) -> int:
     if args.format not in ("csv", "json"):
         raise UsageError(f"--format must be csv or json, got '{args.format}'")
     if args.output is not None:
-        parent = Path(args.output).resolve().parent
-        if not parent.is_dir():
-            raise UsageError(f"cannot write {args.output}: directory {parent} does not exist")
-    with Store.open(args.db, create=False) as store:
+        check_output_file(args.output, "--output", {"--db": args.db})
+    with Store.read(args.db) as store:
         if args.sweep:
             for sweep_id in args.sweep:
                 store.sweep(sweep_id)  # UsageError for an unknown id
@@ -42,7 +40,7 @@ def main(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     try:
-        Path(args.output).write_text(text, encoding="utf-8")
+        write_output(args.output, text)
     except OSError as exc:
         raise UsageError(f"cannot write {args.output} ({exc.strerror or exc})") from None
     print(f"wrote {len(data)} runs to {args.output}", file=sys.stderr)

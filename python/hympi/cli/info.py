@@ -14,6 +14,7 @@ from hympi.errors import HympiFatal, UsageError
 from hympi.launch.command import launch_command
 from hympi.launch.layout import TARGETS
 from hympi.launch.mpirun import LaunchSpec, launcher_path, mpi_flavor, run_command
+from hympi.limits import MAX_JOB_THREADS, count_argument
 from hympi.node_topologies import NodeTopologies, parse_node_topologies
 from hympi.place.rankfile import other_hosts_possible
 from hympi.settings import settings
@@ -30,7 +31,7 @@ def add_parser(sub: Subparsers, name: str) -> None:
                                                        "of hympi place --node-topologies)")
     p.add_argument("--all-nodes", action="store_true",
                    help="launch hympi-info under MPI; one leader rank per node reports its own topology")
-    p.add_argument("--ranks", "-n", "-np", type=int, default=None, metavar="R",
+    p.add_argument("--ranks", "-n", "-np", type=count_argument(MAX_JOB_THREADS), default=None, metavar="R",
                    help="with --all-nodes: ranks to launch (default: one per virtual node)")
     p.add_argument("--virtual-nodes", default=None, metavar="N",
                    help="with --all-nodes: split this machine into N pretend nodes (HYMPI_VIRTUAL_NODES)")

@@ -10,6 +10,7 @@ from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.launch.detect import detect_launcher
 from hympi.launch.layout import DISTRIBUTIONS, LAYOUT_BINDS, TARGETS, LayoutSpec, cpu_list
+from hympi.limits import MAX_NODE_PUS, MAX_NODES, count_argument
 from hympi.place.tree import NodeTree, load_node_tree
 
 # The program each target's arguments follow.
@@ -21,9 +22,11 @@ def add_parser(sub: Subparsers, name: str) -> None:
     p = sub.add_parser(name, help="spell one layout for a launcher (dry run)",
                        description="Print a launcher's arguments and environment for nodes x ranks per node x threads "
                                    "and the cpuset every rank and thread gets; nothing is launched.")
-    p.add_argument("--nodes", type=int, default=1, metavar="N", help="nodes (default 1)")
-    p.add_argument("--ranks-per-node", type=int, default=1, metavar="R", help="MPI ranks per node (default 1)")
-    p.add_argument("--threads", type=int, default=1, metavar="T", help="OpenMP threads per rank (default 1)")
+    p.add_argument("--nodes", type=count_argument(MAX_NODES), default=1, metavar="N", help="nodes (default 1)")
+    p.add_argument("--ranks-per-node", type=count_argument(MAX_NODE_PUS), default=1, metavar="R",
+                   help="MPI ranks per node (default 1)")
+    p.add_argument("--threads", type=count_argument(MAX_NODE_PUS), default=1, metavar="T",
+                   help="OpenMP threads per rank (default 1)")
     p.add_argument("--bind", default="core", help=f"{', '.join(LAYOUT_BINDS)} (default core)")
     p.add_argument("--dist", default="compact", help=f"{', '.join(DISTRIBUTIONS)} (default compact)")
     p.add_argument("--rankfile", default=None, metavar="FILE", help="place ranks by an Open MPI rankfile instead")
@@ -76,6 +79,7 @@ def markdown(spec: LayoutSpec, tree: NodeTree) -> str:
 def main(args: argparse.Namespace) -> int:
     """Checks the layout, picks the launcher (given or detected) and prints its spelling and the cpusets."""
     spec = spec_from_args(args)
+    spec.check_size()  # before hwloc is asked for the topology
     if args.target is not None and args.target not in TARGETS:
         raise UsageError(f"unknown launcher '{args.target}' (expected {', '.join(TARGETS)})")
     tree = load_node_tree(args.topology)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from hympi.cli.parser import Subparsers
+from hympi.limits import MAX_NODE_PUS, MAX_NODES, count_argument
 from hympi.place.options import FILLS
 
 
@@ -27,8 +28,9 @@ def add_parser(sub: Subparsers, name: str) -> None:
     p.add_argument("--node-topologies", default=None, metavar="FILE",
                    help="one node per entry of FILE, as `hympi info --all-nodes --json` wrote it (each node's own "
                         "hwloc tree; hosts from it when they are distinct real hosts)")
-    p.add_argument("--nodes", type=int, default=None, help="number of nodes (default 1, or one per topology given)")
-    p.add_argument("--ranks-per-node", type=int, default=None,
+    p.add_argument("--nodes", type=count_argument(MAX_NODES), default=None,
+                   help="number of nodes (default 1, or one per topology given)")
+    p.add_argument("--ranks-per-node", type=count_argument(MAX_NODE_PUS), default=None,
                    help="ranks on each node (default: ranks / nodes; on unlike nodes in proportion to their cores)")
     p.add_argument("--fill", default="compact", help=f"within a node: {' or '.join(FILLS)} (default compact)")
     p.add_argument("--hosts", default=None, help="comma-separated host names for the rankfile, one per node")

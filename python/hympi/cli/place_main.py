@@ -14,21 +14,23 @@ from rich.table import Table
 from hympi.cli.common import check_output_file
 from hympi.errors import UsageError
 from hympi.node_topologies import read_node_topologies
+from hympi.outputs import write_output
 from hympi.place.groups import BETWEEN, GROUP_NAMES, parse_groups
 from hympi.place.matrix import read_matrix
 from hympi.place.placement import PlacementReport, place
-from hympi.place.rankfile import write_hydra, write_openmpi_rankfile
+from hympi.place.rankfile import check_host_names, write_hydra, write_openmpi_rankfile
 from hympi.place.tree import NodeTree, load_node_tree, parse_topology_xml
 
 
 def host_names(hosts: str | None, nodes: int) -> list[str]:
     """One host name per node: --hosts, this host for one node, node0.. otherwise."""
     if hosts is None:
-        return [socket.gethostname()] if nodes == 1 else [f"node{i}" for i in range(nodes)]
+        return check_host_names([socket.gethostname()], "this host's name") if nodes == 1 else \
+            [f"node{i}" for i in range(nodes)]
     names = [h.strip() for h in hosts.split(",")]
     if len(names) != nodes or not all(names):
         raise UsageError(f"--hosts '{hosts}' must name {nodes} host(s)")
-    return names
+    return check_host_names(names, "--hosts")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,8 @@ def choose_nodes(args: argparse.Namespace) -> NodeChoice:
         names = tuple(n.host for n in gathered.nodes)
         # Virtual nodes share one machine (host/vnN): a rankfile cannot tell them apart by host.
         real = len(set(names)) == len(names) and not any("/" in h for h in names)
+        if real:
+            check_host_names(names, f"--node-topologies {args.node_topologies}")
         return _checked(NodeChoice(args.node_topologies, len(trees), trees, names if real else ()), args.nodes)
     specs = args.topology or ["this"]
     if len(specs) == 1:
@@ -101,11 +105,22 @@ def groups_table(report: PlacementReport) -> Table:
     return table
 
 
+def place_inputs(args: argparse.Namespace) -> dict[str, str | None]:
+    """Every file `hympi place` reads (option -> path), which its --out must not replace: the matrix, the node
+    topologies file and each --topology that is a file (not 'this' or 'synthetic:...')."""
+    inputs: dict[str, str | None] = {"--matrix": args.matrix, "--node-topologies": args.node_topologies}
+    for number, spec in enumerate(args.topology or [], 1):
+        if Path(spec).is_file():
+            inputs[f"--topology ({number})" if len(args.topology) > 1 else "--topology"] = spec
+    return inputs
+
+
 def main(args: argparse.Namespace) -> int:
     """Reads the matrix and topology, maps, compares, writes rankfiles."""
     if args.out:
-        check_output_file(args.out, "--out")
-        check_output_file(f"{args.out}.hydra", "--out")  # its MPICH twin is written beside it
+        inputs = place_inputs(args)
+        check_output_file(args.out, "--out", inputs)
+        check_output_file(f"{args.out}.hydra", "--out", inputs)  # its MPICH twin is written beside it
     matrix = read_matrix(args.matrix)
     groups = parse_groups(args.groups, matrix.ranks) if args.groups is not None else None
     nodes = choose_nodes(args)
@@ -116,8 +131,8 @@ def main(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         try:
-            out.write_text(rankfile)
-            Path(f"{out}.hydra").write_text(write_hydra(report.cluster, best.slots, hosts, out.name))
+            write_output(out, rankfile)
+            write_output(f"{out}.hydra", write_hydra(report.cluster, best.slots, hosts, out.name))
         except OSError as exc:
             raise UsageError(f"cannot write --out {args.out} ({exc.strerror or exc})") from None
     if args.json:

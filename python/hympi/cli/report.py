@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from hympi.cli.common import add_db_option, ensure_out_dir
 from hympi.cli.parser import Subparsers
+from hympi.outputs import check_not_input
 from hympi.store import Store
 from hympi.tune.cvars import load_listing
 
@@ -31,9 +33,10 @@ def main(args: argparse.Namespace) -> int:
     from hympi.report.writer import write_report  # numpy, matplotlib and every section: only when a report is written
 
     # The database and the ids are checked first, so bad input leaves no empty output directory behind.
-    with Store.open(args.db, create=False) as store:
-        for stale in store.mark_stale_interrupted():  # its hympi died (SIGKILL): say so instead of 'running'
-            print(f"hympi: sweep {stale} was left running by a process that no longer exists; marked interrupted "
+    check_not_input("--out", Path(args.out) / "index.html", {"--db": args.db, "--cvars": args.cvars})
+    with Store.read(args.db) as store:  # read-only: a report never changes the database
+        for stale in store.stale_sweeps():  # its hympi died (SIGKILL): say so instead of showing it 'running'
+            print(f"hympi: sweep {stale} was left running by a process that no longer exists "
                   f"(continue it with hympi sweep ... --resume {stale})", file=sys.stderr)
         sweep_ids = args.sweep
         notes: tuple[str, ...] = ()

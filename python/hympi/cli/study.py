@@ -12,6 +12,7 @@ from hympi.cli.common import add_db_option, ensure_out_dir, parse_seconds
 from hympi.cli.parser import Subparsers
 from hympi.cli.sweep import add_measurement_options, measurement
 from hympi.errors import SweepInterrupted, UsageError
+from hympi.launch.mpirun import configured_flavor
 from hympi.study_options import (
     FULL_MAX_REPEAT,
     FULL_MIN_TIME_S,
@@ -64,6 +65,7 @@ def main(args: argparse.Namespace) -> int:
     repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, AUTO_MIN_REPEAT, min_default)
     if args.app_args:
         raise UsageError(f"hympi study takes no app arguments, got '{' '.join(args.app_args)}'")
+    configured_flavor()  # before the report directory or the database is made
     out = ensure_out_dir(args.out)
     options = StudyOptions(args.quick, out, Path(args.db), apps, repeat, timeout, args.resume, min_time, auto,
                            max_repeat, confidence, seed, not args.no_warmup)

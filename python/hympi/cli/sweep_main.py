@@ -9,12 +9,19 @@ from pathlib import Path
 
 from rich.console import Console
 
-from hympi.cli.common import mpi_params_from_args, parse_integer, parse_seconds, report_interrupt
+from hympi.cli.common import (
+    check_output_file,
+    mpi_params_from_args,
+    parse_integer,
+    parse_seconds,
+    report_interrupt,
+)
 from hympi.cli.sweep import measurement
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import BIND_POLICIES, MEMORY_POLICIES, format_command
+from hympi.outputs import write_output
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
 from hympi.settings import settings
@@ -189,14 +196,14 @@ def main(args: argparse.Namespace) -> int:
             for item in the_plan.items:
                 print(format_command(command_for(params, item)))
             return 0
+        target = check_output_file(args.sbatch or f"hympi-sweep-{params.app}.sbatch", "--sbatch",
+                                   {"--db": args.db, "--cvars": args.cvars})
         if submit:
             slurm_jobs.check_reachable()  # before anything is written: an unreachable Slurm leaves no trace
-        target = Path(args.sbatch or f"hympi-sweep-{params.app}.sbatch")
         try:
-            target.write_text(script)
+            write_output(target, script, mode=0o755)
         except OSError as exc:
             raise UsageError(f"cannot write sbatch script {target} ({exc.strerror or exc})") from None
-        target.chmod(0o755)
         if not submit:
             print(f"wrote {target}: {len(the_plan.items)} runs; submit with: sbatch {target}")
             return 0

@@ -15,6 +15,7 @@ from hympi.cli import tune_predict
 from hympi.cli.common import parse_integer, parse_seconds, report_interrupt
 from hympi.cli.sweep import parse_seed
 from hympi.errors import HympiFatal, UsageError
+from hympi.launch.mpirun import configured_flavor
 from hympi.paths import binary
 from hympi.store import Store
 from hympi.sweep import record_machine
@@ -133,6 +134,7 @@ def main_run(args: argparse.Namespace) -> int:
         binary(get_app(args.app).binary)
     except HympiFatal as exc:  # the program to tune is not there: bad input, nothing launched
         raise UsageError(str(exc)) from None
+    configured_flavor()  # the flavour names the variables that set the space's parameters
     listing = load_listing(args.cvars)
     space = load_space(args.space, listing.cvars, listing.library)
     params = _tune_params(args, space)
@@ -164,7 +166,7 @@ def main_best(args: argparse.Namespace) -> int:
     """Prints the best configuration of a tune as an mca-params.conf snippet, an MPICH env file or run flags."""
     _no_app_args(args)
     tune_id = parse_integer("--tune", args.tune, 1, "a tune id") if args.tune is not None else None
-    with Store.open(args.db, create=False) as store:
+    with Store.read(args.db) as store:
         found = best_of_tune(store, tune_id)
     if args.format is not None:
         sys.stdout.write(render(found, args.format))

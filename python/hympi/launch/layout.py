@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from hympi.contract import enum_names
 from hympi.errors import UsageError
+from hympi.limits import MAX_JOB_THREADS, MAX_NODE_PUS, MAX_NODES
 from hympi.place.rankfile import check_rankfile, expected_sets
 from hympi.place.tree import ClusterTree, NodeTree
 
@@ -82,12 +83,23 @@ class LayoutSpec:
         """All ranks of the job."""
         return self.nodes * self.ranks_per_node
 
-    def check(self, tree: NodeTree) -> None:
-        """Rejects a layout that is malformed or does not fit one node of `tree` (UsageError naming the value)."""
-        for name, value in (("--nodes", self.nodes), ("--ranks-per-node", self.ranks_per_node),
-                            ("--threads", self.threads)):
+    def check_size(self) -> None:
+        """Rejects counts below 1 or beyond hympi's limits (every thread of every rank gets a cpuset; UsageError
+        naming the value), before any topology is loaded."""
+        for name, value, limit in (("--nodes", self.nodes, MAX_NODES),
+                                   ("--ranks-per-node", self.ranks_per_node, MAX_NODE_PUS),
+                                   ("--threads", self.threads, MAX_NODE_PUS)):
             if value < 1:
                 raise UsageError(f"{name} must be >= 1, got {value}")
+            limit.check(name, value)
+        MAX_NODE_PUS.check(f"--ranks-per-node {self.ranks_per_node} x --threads {self.threads} =",
+                           self.ranks_per_node * self.threads)
+        MAX_JOB_THREADS.check(f"--nodes {self.nodes} x --ranks-per-node {self.ranks_per_node} x --threads "
+                              f"{self.threads} =", self.nodes * self.ranks_per_node * self.threads)
+
+    def check(self, tree: NodeTree) -> None:
+        """Rejects a layout that is malformed or does not fit one node of `tree` (UsageError naming the value)."""
+        self.check_size()
         if self.bind not in (*LAYOUT_BINDS, "none"):
             raise UsageError(f"unknown binding '{self.bind}' (expected {', '.join(LAYOUT_BINDS)})")
         if self.dist not in DISTRIBUTIONS:

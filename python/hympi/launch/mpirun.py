@@ -20,6 +20,7 @@ from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.banner import target_of_banner
 from hympi.launch.layout import LayoutSpec
+from hympi.limits import MAX_JOB_THREADS, MAX_NODE_PUS
 from hympi.paths import binary
 from hympi.place.tree import load_node_tree
 from hympi.result import ResultError, ResultRecord, parse_result
@@ -165,11 +166,24 @@ def launcher_path() -> str:
     raise HympiFatal("no MPI launcher found (install Open MPI or MPICH, or set HYMPI_MPIRUN)")
 
 
+def configured_flavor() -> str | None:
+    """The MPI flavour set by HYMPI_MPI_FLAVOR or the config file's mpi_flavor (None when unset: the launcher's
+    banner decides); UsageError naming the variable or key for a value that is not one of MPI_FLAVORS, which
+    would otherwise spell the launch command as Open MPI's and name no MPI control variable at all."""
+    setting = settings().get("mpi_flavor")
+    if not setting.value:
+        return None
+    if setting.value not in MPI_FLAVORS:
+        raise UsageError(f"{setting.name}: unknown MPI flavour '{setting.value}' (expected {', '.join(MPI_FLAVORS)})")
+    return str(setting.value)
+
+
 @lru_cache(maxsize=4)
 def mpi_flavor(launcher: str) -> str:
-    """'openmpi' or 'mpich', from the launcher's --version banner."""
-    env_flavor = settings().text("mpi_flavor")
-    if env_flavor:
+    """'openmpi' or 'mpich': HYMPI_MPI_FLAVOR (checked by configured_flavor), else from the launcher's --version
+    banner."""
+    env_flavor = configured_flavor()
+    if env_flavor is not None:
         return env_flavor
     try:
         out = subprocess.run([launcher, "--version"], capture_output=True, text=True, errors="replace",
@@ -202,6 +216,8 @@ def check_layout(spec: LaunchSpec, pus: int) -> None:
         raise UsageError(f"--ranks must be >= 1, got {spec.ranks}")
     if spec.threads < 1:
         raise UsageError(f"--threads must be >= 1, got {spec.threads}")
+    MAX_NODE_PUS.check("--threads", spec.threads)  # a rank's threads share its node
+    MAX_JOB_THREADS.check(f"--ranks {spec.ranks} x --threads {spec.threads} =", spec.ranks * spec.threads)
     if spec.bind not in BIND_POLICIES:
         raise UsageError(f"unknown binding '{spec.bind}' (expected {', '.join(BIND_POLICIES)})")
     if spec.dist not in DISTRIBUTIONS:

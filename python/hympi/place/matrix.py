@@ -17,6 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from hympi.errors import UsageError
+from hympi.limits import MAX_JOB_THREADS
+from hympi.outputs import output_stream, write_output
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -159,7 +161,8 @@ def _read_coo(lines: Iterable[tuple[int, list[str]]], header: tuple[int, list[st
     number, fields = header
     if len(fields) != 2 or not fields[1].isdigit() or int(fields[1]) < 1:
         raise UsageError(f"{path}:{number}: expected 'ranks N' with N >= 1, got '{' '.join(fields)}'")
-    ranks = int(fields[1])
+    # A rank is at least one thread of the job; beyond that the (src, dst) keys of from_entries overflow int64.
+    ranks = MAX_JOB_THREADS.check(f"{path}:{number}: 'ranks'", int(fields[1]))
     src: list[int] = []
     dst: list[int] = []
     vol: list[float] = []
@@ -219,7 +222,7 @@ def write_matrix(matrix: CommMatrix, path: str | Path, comment: str = "") -> Non
     """Writes the dense text form (one row per line: O(n^2) text, written a row at a time), readable by
     read_matrix; OSError if the file cannot be written."""
     starts = np.searchsorted(matrix.src, np.arange(matrix.ranks + 1))  # entries are sorted by (src, dst)
-    with open(path, "w", encoding="utf-8") as out:
+    with output_stream(path) as out:
         for line in comment.splitlines() if comment else []:
             out.write(f"# {line}\n")
         for i in range(matrix.ranks):
@@ -236,7 +239,7 @@ def write_coo(matrix: CommMatrix, path: str | Path, comment: str = "") -> None:
     lines.append(f"{COO_HEADER} {matrix.ranks}")
     lines += [f"{s} {d} {v:.17g}" for s, d, v in zip(matrix.src.tolist(), matrix.dst.tolist(), matrix.vol.tolist(),
                                                         strict=True)]
-    Path(path).write_text("\n".join(lines) + "\n")
+    write_output(path, "\n".join(lines) + "\n")
 
 
 def ring(n: int, volume: float = 1.0) -> CommMatrix:

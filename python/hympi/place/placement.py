@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
+from hympi.limits import MAX_JOB_THREADS
 from hympi.place.groups import Groups, contiguous, group_shares, interleaved
 from hympi.place.mapping import Placement, block, check_fit, cost, round_robin, shares, tree_map
 from hympi.place.matrix import CommMatrix
@@ -65,6 +66,10 @@ def place(matrix: CommMatrix, topology: str = "this", nodes: int = 1, per_node: 
     if nodes < 1:
         raise UsageError(f"--nodes must be >= 1, got {nodes}")
     cluster = ClusterTree.of_nodes(node_trees) if node_trees else ClusterTree(load_node_tree(topology), nodes)
+    # The mappings hold arrays over every core of the modelled cluster: bounded like the threads of one job.
+    cores = cluster.nodes * cluster.cores_per_node if cluster.uniform else \
+        sum(cluster.cores_of(k) for k in range(cluster.nodes))
+    MAX_JOB_THREADS.check(f"the cores of {cluster.nodes} node(s),", cores)
     if not cluster.uniform:
         return _place_unlike(cluster, matrix, per_node, fill, groups)
     k = per_node if per_node is not None else math.ceil(matrix.ranks / nodes)

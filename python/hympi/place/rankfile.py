@@ -53,7 +53,22 @@ class RankfileEntry:
     core: int
 
 
-_LINE = re.compile(r"^rank\s+(\d+)\s*=\s*(\S+)\s+slot\s*=\s*(\d+):(\d+)\s*$")
+# A host name as hympi writes and reads it in a rankfile: RFC 1123 letters, digits, '-' and '.' (and '_', which some
+# sites use), starting with a letter, digit or '_'. Whitespace, '#', '=', ',' and ':' are the separators of the
+# rankfile, its comments, --hosts and the Hydra host file ('host:1'), so a name holding one cannot be read back.
+HOST_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]*"
+_HOST = re.compile(HOST_NAME)
+_LINE = re.compile(rf"^rank\s+(\d+)\s*=\s*({HOST_NAME})\s+slot\s*=\s*(\d+):(\d+)\s*$")
+
+
+def check_host_names(names: Sequence[str], source: str) -> list[str]:
+    """`names` as a list, or UsageError naming `source` (e.g. '--hosts') and the first name a rankfile cannot hold
+    (the rule read_rankfile parses with: HOST_NAME)."""
+    for name in names:
+        if _HOST.fullmatch(name) is None:
+            raise UsageError(f"{source}: host name {name!r} is not a rankfile host name (letters, digits, '.', '-' "
+                             "and '_', not starting with '.' or '-')")
+    return list(names)
 
 
 def read_rankfile(path: str | Path) -> list[RankfileEntry]:

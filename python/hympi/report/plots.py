@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from hympi.outputs import output_stream
 from hympi.report.analysis import AppGroup, Layout, LayoutStats
 from hympi.report.blades import MODE_NAMES, BladesView
 from hympi.report.compare import Comparison
@@ -35,7 +36,8 @@ _STYLES = ("-", "--", ":", "-.")
 def _save(fig: Figure, path: Path) -> Path:
     """Writes a figure as PNG and closes it."""
     fig.tight_layout()
-    fig.savefig(path, format="png", dpi=110)
+    with output_stream(path, binary=True) as stream:
+        fig.savefig(stream, format="png", dpi=110)
     plt.close(fig)
     return path
 

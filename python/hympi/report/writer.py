@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hympi.outputs import write_output
 from hympi.report.analysis import group_runs
 from hympi.report.blades import blades_views
 from hympi.report.datalayout import data_layout_views, experiment_notes, is_data_layout_run
@@ -103,8 +103,4 @@ def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None
     page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes,
                   explained, tuning, transposes, data_layouts=layout_views, data_layout_figures=layout_figures,
                   data_layout_notes=experiment_notes(notes), blades=blade_views, blades_figures=blade_figures)
-    index = out_dir / "index.html"
-    tmp = out_dir / ".index.html.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, index)
-    return index
+    return write_output(out_dir / "index.html", page)

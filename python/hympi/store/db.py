@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,9 +17,12 @@ from typing import Any
 
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
-from hympi.store.schema import current_version, migrate
+from hympi.store.schema import SCHEMA_VERSION, current_version, migrate
 
 DEFAULT_DB = "hympi-results.db"
+# How long a connection waits for another process's write lock (a sweep committing a run, a migration) before it
+# gives up with "database is locked".
+BUSY_TIMEOUT_S = 30.0
 RUN_STATUSES = ("ok", "failed", "timeout", "unverified")
 # A launch the batch system ended (Slurm's CANCELLED): kept as an attempt only, so the item stays to be run again.
 ATTEMPT_STATUSES = (*RUN_STATUSES, "cancelled")
@@ -237,17 +241,14 @@ class Attempt:
         return (self.ranks, self.threads, self.bind, self.repeat, self.membind, self.item_args)
 
 
-class Store:
-    """An open results database; every write is its own transaction."""
+# Why an existing file without any table is refused where a database must already exist.
+_EMPTY = "{db} is not a hympi results database (it is empty; 'hympi sweep' or 'hympi study' creates one)"
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
-        self.conn = conn
-        self.path = path
 
-    @classmethod
-    def open(cls, path: str | os.PathLike[str], create: bool = True) -> Store:
-        """Opens (and if `create`, creates) the database at `path`; raises UsageError if it is not usable."""
-        db = Path(path)
+def _check_path(db: Path, create: bool) -> None:
+    """UsageError unless `db` can be opened: an existing readable file, or (with `create`) a name in a writable
+    directory."""
+    try:
         if db.is_dir():
             raise UsageError(f"database path {db} is a directory")
         if not db.exists():
@@ -258,21 +259,79 @@ class Store:
                 raise UsageError(f"cannot create database {db}: directory {parent} is missing or not writable")
         elif not os.access(db, os.R_OK):
             raise UsageError(f"cannot read database {db}")
+    except OSError as exc:  # a name the system refuses to look up (too long, a loop of links)
+        raise UsageError(f"cannot open database {str(db)[:80]}: {exc.strerror or exc}") from None
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switches the database to WAL mode (a no-op once it is). The switch needs the file to itself, and SQLite
+    reports "database is locked" at once, without waiting, while another process holds it (two sweeps creating one
+    database): so it is retried, for up to BUSY_TIMEOUT_S like any other lock."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
         try:
-            conn = sqlite3.connect(str(db), isolation_level=None, timeout=30.0)
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+class Store:
+    """An open results database; every write is its own transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], create: bool = True) -> Store:
+        """Opens (and if `create`, creates) the database at `path` for writing, migrated to the current schema;
+        raises UsageError if it is not usable."""
+        db = Path(path)
+        _check_path(db, create)
+        try:
+            conn = sqlite3.connect(str(db), isolation_level=None, timeout=BUSY_TIMEOUT_S)
         except sqlite3.Error as exc:
             raise UsageError(f"cannot open database {db}: {exc}") from None
         try:
             version = current_version(conn, str(db))  # reads only: a foreign or newer file stays untouched
+            if version == 0 and not create:
+                raise UsageError(_EMPTY.format(db=db))  # a file named by mistake is not made a database
             if db.exists() and version > 0 and not os.access(db, os.W_OK):
                 raise UsageError(f"database {db} is not writable")
-            conn.execute("PRAGMA journal_mode = WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA busy_timeout = 30000")
-            migrate(conn, version, now_utc())
+            migrate(conn, str(db), version, now_utc())
         except BaseException:
             conn.close()
             raise
+        return cls(conn, db)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> Store:
+        """Opens an existing results database for the commands that only read it (report, export, tune best):
+        SQLite's read-only mode, so no file given by mistake (an empty one included) is turned into a database.
+        UsageError for a missing file or one that is not a hympi results database. A database of an older
+        schema is the exception: it is ours, and the readers need the current tables, so it is migrated first."""
+        db = Path(path)
+        _check_path(db, create=False)
+        try:
+            conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_S)
+        except sqlite3.Error as exc:
+            raise UsageError(f"cannot open database {db}: {exc}") from None
+        try:
+            version = current_version(conn, str(db))
+            if version == 0:
+                raise UsageError(_EMPTY.format(db=db))
+        except BaseException:
+            conn.close()
+            raise
+        if version < SCHEMA_VERSION:
+            conn.close()
+            return cls.open(db, create=False)
         return cls(conn, db)
 
     def close(self) -> None:
@@ -357,11 +416,14 @@ class Store:
             conn.execute("UPDATE sweeps SET status = 'running', finished_at = NULL, owner_host = ?, owner_pid = ?, "
                          "owner_start = ? WHERE id = ?", (socket.gethostname(), pid, process_start(pid), sweep_id))
 
+    def stale_sweeps(self) -> list[int]:
+        """The ids of 'running' sweeps whose owner process is gone (killed with SIGKILL, a crashed node); reads only."""
+        return [s.id for s in self.sweeps() if s.status == "running"
+                and not owner_alive(s.owner_host, s.owner_pid, s.owner_start)]
+
     def mark_stale_interrupted(self) -> list[int]:
-        """Marks 'running' sweeps whose owner process is gone (killed with SIGKILL, a crashed node) interrupted;
-        returns their ids."""
-        stale = [s.id for s in self.sweeps() if s.status == "running"
-                 and not owner_alive(s.owner_host, s.owner_pid, s.owner_start)]
+        """Marks the stale_sweeps interrupted; returns their ids."""
+        stale = self.stale_sweeps()
         for sweep_id in stale:
             with self.transaction() as conn:
                 conn.execute("UPDATE sweeps SET status = 'interrupted' WHERE id = ? AND status = 'running'",

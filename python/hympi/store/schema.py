@@ -277,7 +277,22 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
 def current_version(conn: sqlite3.Connection, path: str) -> int:
-    """The schema version of an open database: 0 for a new empty file; raises UsageError if it is not ours."""
+    """The schema version of an open database: 0 for a new empty file; raises UsageError if it is not ours.
+
+    Its reads are one snapshot (the caller's transaction, or one of its own): read one by one, another process
+    creating the database could mark it ours between them, and a file with tables but no mark looks foreign."""
+    if conn.in_transaction:
+        return _version(conn, path)
+    conn.execute("BEGIN")
+    try:
+        return _version(conn, path)
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")  # it only read
+
+
+def _version(conn: sqlite3.Connection, path: str) -> int:
+    """current_version's reads, inside a transaction."""
     try:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
@@ -295,14 +310,25 @@ def current_version(conn: sqlite3.Connection, path: str) -> int:
     return version
 
 
-def migrate(conn: sqlite3.Connection, from_version: int, now: str) -> int:
-    """Applies every migration after `from_version`, each in its own transaction; returns the new version."""
+def migrate(conn: sqlite3.Connection, path: str, from_version: int, now: str) -> int:
+    """Applies every migration after `from_version` (read before, outside any lock), each in its own
+    BEGIN IMMEDIATE transaction; returns the new version.
+
+    Two processes opening one new (or old) database at once both read the old version; each step therefore takes
+    the write lock first and reads the version again under it, skipping what the other process has applied by
+    then (otherwise the second one repeats the first's ALTER TABLE: "duplicate column name").
+    """
     if from_version == 0:
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, description TEXT NOT "
-                     "NULL, applied_at TEXT NOT NULL)")
-        conn.execute("COMMIT")
+        try:
+            # Both statements are idempotent: the other process may have marked the file ours since it was read.
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, description TEXT "
+                         "NOT NULL, applied_at TEXT NOT NULL)")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
     for migration in MIGRATIONS:
         if migration.version <= from_version:
             continue
@@ -311,6 +337,10 @@ def migrate(conn: sqlite3.Connection, from_version: int, now: str) -> int:
             conn.execute("PRAGMA foreign_keys = OFF")  # outside the transaction: inside one it is a no-op
         conn.execute("BEGIN IMMEDIATE")
         try:
+            from_version = current_version(conn, path)  # under the write lock: the version no one else can change
+            if migration.version <= from_version:
+                conn.execute("ROLLBACK")  # applied by another process since the version was first read
+                continue
             for statement in _statements(migration.sql):
                 conn.execute(statement)
             if migration.rebuilds:
@@ -322,7 +352,8 @@ def migrate(conn: sqlite3.Connection, from_version: int, now: str) -> int:
                          (migration.version, migration.description, now))
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
         finally:
             if migration.rebuilds:

@@ -1,0 +1,105 @@
+"""Issue 30 B.9: the commands that only read the results database (report, export, tune best) open it read-only
+(SQLite mode=ro): a file given as --db that is not a hympi database (an empty one included) is refused, one line
+and exit 2, and left exactly as it was; a database is never changed by reading it."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from conftest import hympi
+from hympi.errors import UsageError
+from hympi.store import SCHEMA_VERSION, Store, schema
+
+READERS = (["report", "--out", "rep"], ["export"], ["export", "--format", "json"], ["tune", "best"])
+
+
+def digest(path: Path) -> str:
+    """The file's content hash."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def files(path: Path) -> list[str]:
+    """Every path under `path`."""
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def assert_refused(proc, *needles: str) -> None:
+    """Exit 2 and one stderr line naming every needle."""
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("command", [*READERS, ["tune", "predict", "rb3d", "--space", "s.toml"]])
+@pytest.mark.parametrize("kind", ["empty", "empty-sqlite"])
+def test_an_empty_file_is_refused_and_left_empty(command, kind, tmp_path):
+    db = tmp_path / "g.db"
+    if kind == "empty":
+        db.write_bytes(b"")
+    else:  # a valid SQLite file without a single table: what the old readers turned into a hympi database too
+        sqlite3.connect(db).close()
+    before, listing = digest(db), files(tmp_path)
+    args = [str(tmp_path / a) if a in ("rep", "s.toml") else a for a in command]
+    proc = hympi(*args, "--db", str(db))
+    assert_refused(proc, str(db), "not a hympi results database")
+    assert digest(db) == before
+    assert files(tmp_path) == listing  # no -wal, -shm or report directory either
+
+
+def test_read_refuses_an_empty_file_and_writes_nothing(tmp_path):
+    db = tmp_path / "empty.db"
+    db.write_bytes(b"")
+    with pytest.raises(UsageError, match="is not a hympi results database"):
+        Store.read(db)
+    assert db.stat().st_size == 0
+    with pytest.raises(UsageError, match="is not a hympi results database"):
+        Store.open(db, create=False)  # a database that must exist is not created from an empty file either
+    assert db.stat().st_size == 0
+    with Store.open(db) as created:  # where creating is the point (sweep, study), it still is
+        assert created.schema_version() == SCHEMA_VERSION
+
+
+def test_read_opens_the_database_read_only(tmp_path):
+    db = tmp_path / "r.db"
+    with Store.open(db) as store:
+        store.ensure_machine("h", "t", "m", "c", {})
+    before = digest(db)
+    with Store.read(db) as store:
+        assert [m[0] for m in store.conn.execute("SELECT hostname FROM machines")] == ["h"]
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            store.conn.execute("DELETE FROM machines")
+    assert digest(db) == before
+
+
+def test_read_of_an_older_schema_migrates_it_once(tmp_path, monkeypatch):
+    db = tmp_path / "old.db"
+    with monkeypatch.context() as patch:
+        patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
+        Store.open(db).close()
+    with Store.read(db) as store:  # the readers' queries need the current tables: an old database is ours to upgrade
+        assert store.schema_version() == SCHEMA_VERSION
+        assert store.sweeps() == []
+
+
+def test_reading_never_marks_a_stale_sweep(tmp_path):
+    """The report says a sweep's process is gone; only the --resume that takes the sweep over records it."""
+    db = tmp_path / "r.db"
+    with Store.open(db) as store:
+        machine = store.ensure_machine("h", "t", "m", "c", {})
+        sweep = store.create_sweep(machine.id, "rb3d", {"app": "rb3d"}, 1)
+        store.conn.execute("UPDATE sweeps SET owner_pid = 2147483646 WHERE id = ?", (sweep.id,))  # no such process
+    before = digest(db)
+    proc = hympi("report", "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert proc.returncode == 0, proc.stderr
+    assert f"sweep {sweep.id} was left running by a process that no longer exists" in proc.stderr
+    assert f"--resume {sweep.id}" in proc.stderr
+    assert digest(db) == before
+    with Store.read(db) as store:
+        assert store.sweep(sweep.id).status == "running"
+        assert store.stale_sweeps() == [sweep.id]
