@@ -66,7 +66,11 @@ void MzApp::validate(const Layout& layout) const {
                           "every layout)");
   }
   if (max_threads_ < 0) throw InvalidArgument("--max-threads must be >= 0, got " + std::to_string(max_threads_));
-  if (iterations_ < 0) throw InvalidArgument("--iterations must be >= 0, got " + std::to_string(iterations_));
+  // 0 stands for "the class's count" inside; given on the command line it would be silently ignored.
+  if (iterations_option_->count() > 0 && iterations_ < 1)
+    throw InvalidArgument("--iterations must be >= 1, got " + std::to_string(iterations_) +
+                          " (leave it out for the " + std::to_string(p.niter) + " iterations of class " +
+                          problem_class_ + ")");
   for (int n : split_table_) {
     if (n < 1) throw InvalidArgument("--split-table entries must be >= 1, got " + std::to_string(n));
   }

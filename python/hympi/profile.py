@@ -16,6 +16,7 @@ from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import RunOutcome, mpi_flavor, run_command
 from hympi.paths import app_dirs
 from hympi.settings import settings
+from hympi.textfile import file_problem
 
 LAUNCHERS = ("mpirun", "mpiexec", "orterun")
 # Lower edges (bytes) of the message-size bins libhympi-profile counts in; the last bin is open-ended.
@@ -28,9 +29,17 @@ def _as_int_matrix(rows: Iterable[Iterable[SupportsInt]]) -> tuple[tuple[int, ..
 
 
 def library_path() -> Path:
-    """libhympi-profile.so: $HYMPI_PROFILE_LIB, else in the lib directory beside the apps'; HympiFatal if missing."""
-    env = settings().text("profile_lib")
-    path = Path(env) if env else app_dirs().lib / "libhympi-profile.so"
+    """libhympi-profile.so: $HYMPI_PROFILE_LIB (or the config file's profile_lib), else in the lib directory beside
+    the apps'. A named one that is missing or not a file is bad input (UsageError naming where it came from); the
+    built one missing is an incomplete build (HympiFatal)."""
+    setting = settings().get("profile_lib")
+    if setting.value:
+        path = Path(str(setting.value))
+        problem = file_problem(path)
+        if problem is not None:
+            raise UsageError(f"{setting.name}: profiling library {path} {problem}")
+        return path
+    path = app_dirs().lib / "libhympi-profile.so"
     if not path.is_file():
         raise HympiFatal(f"profiling library {path} not found (run 'make' first, or set HYMPI_PROFILE_LIB)")
     return path

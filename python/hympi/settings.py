@@ -17,7 +17,7 @@ from typing import Any
 
 from hympi.contract import OptionEntry, contract
 from hympi.errors import UsageError
-from hympi.textfile import read_utf8
+from hympi.textfile import file_problem, read_utf8
 
 CONFIG_KEY = "config"
 DEFAULT = "default"
@@ -147,8 +147,11 @@ def load_settings(config: str | None = None, environ: Mapping[str, str] | None =
     else:
         chosen = Setting(CONFIG_KEY, str(config_option.default), DEFAULT, CONFIG_KEY)
     path = Path(str(chosen.value))
-    if chosen.source != DEFAULT and not path.is_file():
-        raise UsageError(f"config file {path} (from {chosen.source}) does not exist")
+    # Named by the flag or variable that gave it (the apps' Settings::load words it alike); a directory, FIFO or
+    # device is said to be one, not to be missing.
+    problem = file_problem(path) if chosen.source != DEFAULT else None
+    if problem is not None:
+        raise UsageError(f"config file {path} ({chosen.name}) {problem}")
     file = read_config(path) if path.is_file() else {}
     values: list[Setting] = []
     for option in contract().options:

@@ -22,7 +22,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 
@@ -290,15 +290,47 @@ def remove_checkpoint(params: SweepParams, item: SweepItem) -> None:
             leftover.unlink(missing_ok=True)
 
 
-def reject_checkpoint(params: SweepParams, item: SweepItem) -> Path | None:
-    """Moves a checkpoint the app refused on restart (exit 2: corrupt, another app's or size's) to <name>.rejected,
-    so no later resume fails on it again (the run stays failed; the file is kept to look at); returns the new name."""
+def reject_checkpoint(params: SweepParams, item: SweepItem, suffix: str = ".rejected") -> Path | None:
+    """Moves a checkpoint no later resume may restart from to <name><suffix>: one the app refused on restart (exit
+    2: corrupt, another app's or size's; .rejected) or one a restart could not get past (.stalled, see
+    checkpoint_state). The run keeps its status; the file is kept to look at; returns the new name."""
     path = checkpoint_path(params, item)
     if path is None or not path.is_file():
         return None
-    target = path.with_name(path.name + ".rejected")
+    target = path.with_name(path.name + suffix)
     os.replace(path, target)
     return target
+
+
+CheckpointState = tuple[int, int, int]
+
+
+def checkpoint_state(params: SweepParams, item: SweepItem) -> CheckpointState | None:
+    """(inode, size, mtime in ns) of the item's checkpoint, None when there is none. The app replaces the file by a
+    rename (a new inode) whenever it writes one, so the same state before and after a restarted launch means that the
+    launch wrote none: restarting from that file again would stop at the same place (the checkpoint of the last
+    step, with the verification longer than --timeout; or a --timeout shorter than one checkpoint interval)."""
+    path = checkpoint_path(params, item)
+    if path is None:
+        return None
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def untimed_restart(outcome: RunOutcome) -> RunOutcome:
+    """The outcome of a launch restarted from a checkpoint, 'failed' with a note at the end of its stderr when it
+    ended ok but timed no step (rate <= 0 or none: it restarted from the checkpoint of its last step and only
+    verified). Recorded 'ok', its rate 0 would stand for a measurement that was never made."""
+    rate = outcome.record.get("rate") if outcome.record is not None else None
+    if outcome.status != "ok" or (isinstance(rate, (int, float)) and rate > 0):
+        return outcome
+    note = ("hympi: restarted from the checkpoint of its last step: verified, but no step was left to time (an "
+            "earlier launch was stopped after its last step, during the verification: a longer --timeout lets "
+            "it end)")
+    return replace(outcome, status="failed", stderr=f"{outcome.stderr.rstrip()}\n{note}".lstrip())
 
 
 @dataclass(frozen=True)
@@ -635,9 +667,12 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     progress.update(task, description=f"sweep {sweep.id} {params.app} {item.label()}")
                     started = now_utc()
                     restart = restartable(params, item)
+                    before = checkpoint_state(params, item) if restart else None
                     outcome = runner(command_for(params, item, restart), params.timeout)
                     if params.launcher != "slurm":  # the srun step runner checks its --ntasks itself
                         outcome = one_mpi_job(outcome, item.ranks)
+                    if restart:
+                        outcome = untimed_restart(outcome)
                     run = _outcome_run(sweep.id, params, item, outcome, started, restart)
                     if run.status == "cancelled":  # not the layout's result: kept, and the item left to run again
                         store.add_attempt(run)
@@ -657,6 +692,17 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                         if moved is not None:
                             progress.console.print(f"  [yellow]the app refused the checkpoint: moved to {moved}; "
                                                    "the run stays failed[/yellow]", highlight=False)
+                    elif restart and checkpoint_state(params, item) == before:
+                        # Restarted and stopped again without a newer checkpoint: one more restart would stop at
+                        # the same place, and so would every later one. Bounded here, at one futile restart.
+                        moved = reject_checkpoint(params, item, ".stalled")
+                        if moved is not None:
+                            longer = f"; a --timeout above {params.timeout:g} s lets it end" \
+                                if run.status == "timeout" else ""
+                            progress.console.print(
+                                f"  [yellow]restarted from its checkpoint and stopped again ({run.status}) before "
+                                f"writing a newer one: not restarted again (checkpoint moved to {moved}){longer}"
+                                "[/yellow]", highlight=False)
                     progress.advance(task)
 
             run_items(todo)

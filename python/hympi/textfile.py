@@ -8,6 +8,7 @@ naming the file and where the byte is.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from hympi.errors import UsageError
@@ -22,6 +23,29 @@ def decode_utf8(data: bytes, what: str, origin: str | os.PathLike[str]) -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         raise UsageError(f"{what} {os.fspath(origin)} is not UTF-8 text: byte 0x{data[exc.start]:02x} on line {line}"
                          ) from None
+
+
+def file_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why `path` cannot be read as an input file, in words that follow the path (None for a regular file or a link
+    to one): 'does not exist', 'is a directory', 'is a FIFO', 'is a device', 'is a socket'. The C++ twin is
+    hympi::file_problem; a FIFO would block the reader and /dev/null read as empty, so both refuse them."""
+    try:
+        mode = os.stat(path).st_mode  # follows links, as opening the file would
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as exc:  # a directory on the way without search permission, a name too long
+        return f"cannot be examined ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if stat.S_ISFIFO(mode):
+        return "is a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device"
+    if stat.S_ISSOCK(mode):
+        return "is a socket"
+    return "is not a regular file"
 
 
 def read_utf8(path: str | os.PathLike[str], what: str) -> str:

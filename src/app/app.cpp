@@ -47,19 +47,31 @@ struct IoCommandLine {
   std::vector<std::string> hints;
 };
 
+/// A cadence given on the command line: a number of steps >= 1. IoOptions keeps 0 for "none", so an explicit 0,
+/// which would write nothing and say nothing, is refused here, where "given" is still known.
+const CLI::Validator kCadence(
+    [](std::string& text) -> std::string {
+      int steps = 0;
+      if (CLI::detail::lexical_cast(text, steps) && steps >= 1) return "";
+      return "must be a number of steps >= 1 (0 would write nothing), got '" + text + "'";
+    },
+    "N>=1");
+
 void add_io_options(CLI::App& cli, IoCommandLine& line) {
   h5::IoOptions& io = line.io;
   cli.add_option("--checkpoint", io.checkpoint_path, "write checkpoints to this HDF5 file (atomically replaced)")
       ->type_name("PATH");
   cli.add_option("--checkpoint-every", io.checkpoint_every, "a checkpoint after every N steps (needs --checkpoint)")
-      ->type_name("N");
+      ->type_name("N")
+      ->check(kCadence);
   cli.add_option("--restart", io.restart_path, "start from this checkpoint (any ranks x threads may have written it)")
       ->type_name("PATH");
   cli.add_option("--snapshot", io.snapshot_prefix,
                  "write single-precision snapshots PREFIX-<step>.h5 with the XDMF sidecar PREFIX.xmf")
       ->type_name("PREFIX");
   cli.add_option("--snapshot-every", io.snapshot_every, "a snapshot after every N steps (needs --snapshot)")
-      ->type_name("N");
+      ->type_name("N")
+      ->check(kCadence);
   cli.add_option("--h5-sieve-bytes", line.sieve_bytes, "HDF5 sieve buffer bytes (env HYMPI_H5_SIEVE_BYTES)");
   cli.add_option("--h5-alignment", line.alignment, "align datasets to this many bytes (env HYMPI_H5_ALIGNMENT)");
   cli.add_option("--h5-transfer", line.transfer, "collective or independent (env HYMPI_H5_TRANSFER)");

@@ -32,8 +32,12 @@ SettingValue config_file(const std::string& from_cli, const EnvLookup& getenv) {
     chosen = {from_cli, "command line", "--config"};
   else if (from_env != nullptr && *from_env != '\0')
     chosen = {from_env, "env " + env, env};
-  if (chosen.source != "default" && !std::filesystem::is_regular_file(chosen.text))
-    throw InvalidArgument("config file " + chosen.text + " (from " + chosen.source + ") does not exist");
+  // Named by the flag or variable that gave it (the CLI exports --config as HYMPI_CONFIG to the apps it launches,
+  // so an app names that variable); a directory, FIFO or device is said to be one, not to be missing.
+  if (chosen.source != "default") {
+    if (const std::string problem = file_problem(chosen.text); !problem.empty())
+      throw InvalidArgument("config file " + chosen.text + " (" + chosen.name + ") " + problem);
+  }
   return chosen;
 }
 

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <filesystem>
 #include <sstream>
 
 namespace hympi {
@@ -20,6 +21,31 @@ std::string describe(const std::string& call, int code, int rank, const std::sou
 
 MpiError::MpiError(const std::string& call, int code, int rank, const std::source_location& where)
     : Error(describe(call, code, rank, where)), code_(code) {}
+
+std::string file_problem(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);  // follows links, as opening the file would
+  switch (status.type()) {
+    case fs::file_type::regular:
+      return "";
+    case fs::file_type::not_found:
+      return "does not exist";
+    case fs::file_type::directory:
+      return "is a directory";
+    case fs::file_type::fifo:
+      return "is a FIFO";
+    case fs::file_type::character:
+    case fs::file_type::block:
+      return "is a device";
+    case fs::file_type::socket:
+      return "is a socket";
+    case fs::file_type::none:  // stat itself failed (a directory on the way without search permission)
+      return "cannot be examined (" + ec.message() + ")";
+    default:
+      return "is not a regular file";
+  }
+}
 
 void check_mpi(int code, const char* call, const std::source_location& where) {
   if (code == MPI_SUCCESS) return;

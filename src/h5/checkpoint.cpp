@@ -237,6 +237,11 @@ void IoOptions::validate() const {
     throw InvalidArgument("--checkpoint-every " + std::to_string(checkpoint_every) + " needs --checkpoint PATH");
   if (snapshot_every > 0 && snapshot_prefix.empty())
     throw InvalidArgument("--snapshot-every " + std::to_string(snapshot_every) + " needs --snapshot PREFIX");
+  // A path without a cadence (or with cadence 0) would be accepted and nothing written: say so instead.
+  if (checkpoint_every == 0 && !checkpoint_path.empty())
+    throw InvalidArgument("--checkpoint " + checkpoint_path + " writes nothing without --checkpoint-every N (N >= 1)");
+  if (snapshot_every == 0 && !snapshot_prefix.empty())
+    throw InvalidArgument("--snapshot " + snapshot_prefix + " writes nothing without --snapshot-every N (N >= 1)");
   if (!checkpoint_path.empty()) {
     require_directory("--checkpoint", checkpoint_path);
     if (fs::is_directory(checkpoint_path))

@@ -94,15 +94,25 @@ IsClass parse_is_class(const nlohmann::json& data, const std::string& name) {
 
 IsClass load_is_class(const std::string& name, const std::string& data_file) {
   const std::string path = data_file.empty() ? verification_file_path() : data_file;
+  // The path comes from --data or HYMPI_DATA_DIR: every way it can be wrong is the user's input (exit 2).
+  if (const std::string problem = file_problem(path); !problem.empty())
+    throw InvalidArgument("data file " + path + " " + problem);
   std::ifstream in(path);
-  if (!in) throw Error("cannot open data file " + path);
+  if (!in) throw InvalidArgument("cannot open data file " + path);
   nlohmann::json data;
   try {
     data = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw Error("cannot parse data file " + path + ": " + e.what());
+    throw InvalidArgument("data file " + path + " is not valid JSON: " + e.what());
   }
-  return parse_is_class(data, name);
+  try {
+    return parse_is_class(data, name);
+  } catch (const InvalidArgument& e) {
+    // An unknown class: the user's --class first, named with the known ones, then the file that lacks it.
+    throw InvalidArgument(std::string(e.what()) + " in data file " + path);
+  } catch (const std::exception& e) {
+    throw InvalidArgument("data file " + path + ": " + e.what());
+  }
 }
 
 Randlc::Randlc(double seed, double a) : x_(generator_value(seed, "seed")), a_(generator_value(a, "multiplier")) {}

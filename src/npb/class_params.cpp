@@ -32,18 +32,21 @@ std::string verification_file_path() {
 }
 
 nlohmann::json load_json_file(const std::string& path) {
+  // The path comes from --data or HYMPI_DATA_DIR: every way it can be wrong is the user's input (exit 2).
+  if (const std::string problem = file_problem(path); !problem.empty())
+    throw InvalidArgument("data file " + path + " " + problem);
   std::ifstream in(path);
-  if (!in) throw Error("cannot open data file " + path);
+  if (!in) throw InvalidArgument("cannot open data file " + path);
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw Error("cannot parse data file " + path + ": " + e.what());
+    throw InvalidArgument("data file " + path + " is not valid JSON: " + e.what());
   }
 }
 
 ClassParams load_class_params(const nlohmann::json& data, Benchmark b, const std::string& problem_class) {
   const std::string name = to_string(b);
-  if (!data.contains(name)) throw Error("data file has no section for " + name);
+  if (!data.contains(name)) throw Error("no section for " + name);
   const auto& section = data.at(name);
   if (problem_class.empty() || problem_class[0] == '_' || !section.contains(problem_class)) {
     std::string known;
@@ -76,7 +79,17 @@ ClassParams load_class_params(const nlohmann::json& data, Benchmark b, const std
 }
 
 ClassParams load_class_params(Benchmark b, const std::string& problem_class, const std::string& data_file) {
-  return load_class_params(load_json_file(data_file.empty() ? verification_file_path() : data_file), b, problem_class);
+  const std::string path = data_file.empty() ? verification_file_path() : data_file;
+  const nlohmann::json data = load_json_file(path);
+  try {
+    return load_class_params(data, b, problem_class);
+  } catch (const InvalidArgument& e) {
+    // An unknown class: the user's --class first, named with the known ones, then the file that lacks it.
+    throw InvalidArgument(std::string(e.what()) + " in data file " + path);
+  } catch (const std::exception& e) {
+    // A missing key or a value of the wrong type: the file is malformed, so name it.
+    throw InvalidArgument("data file " + path + " (" + to_string(b) + " class " + problem_class + "): " + e.what());
+  }
 }
 
 }  // namespace hympi::npb

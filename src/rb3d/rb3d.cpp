@@ -26,7 +26,9 @@ void Rb3dOptions::validate(int ranks, int threads) const {
   if (!(omega > 0.0 && omega < 2.0)) throw InvalidArgument("omega must be in (0, 2), got " + std::to_string(omega));
   if (residual_every < 1)
     throw InvalidArgument("residual interval must be >= 1, got " + std::to_string(residual_every));
-  if (!(tolerance >= 0.0)) throw InvalidArgument("tolerance must be >= 0, got " + std::to_string(tolerance));
+  // 1e400 parses as inf: refused like nan, since a bound that never binds is not what was typed.
+  if (!(std::isfinite(tolerance) && tolerance >= 0.0))
+    throw InvalidArgument("--tolerance must be a finite number >= 0, got " + std::to_string(tolerance));
   // One spacing h for all axes keeps the 7-point weights equal; a cube is what the scheme solves.
   if (global[1] != global[0] || global[2] != global[0])
     throw InvalidArgument("rb3d needs a cubic grid (nx = ny = nz), got " + std::to_string(global[0]) + "x" +

@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 # (hympi profile's preload) it writes a profile of large all-to-all messages there. Checkpoints as the real frame
 # takes them: --checkpoint PATH --checkpoint-every N writes "fake-checkpoint N" to PATH (through PATH.tmp and a
 # rename) before anything else, --restart PATH reads it back (exit 2 naming the file when it is not one) and the
-# record gets an "io" object with restart_step; --hang-once hangs at --hang-at only when not restarting. The record
+# record gets an "io" object with restart_step; --hang-once hangs at --hang-at only when not restarting. With
+# --steps N the run ends at step N, as the real apps at --iterations: no checkpoint beyond N, none of the step it
+# restarted from, and rate 0 when it restarts from step N (nothing left to time). The record
 # names the memory policy of $HYMPI_MEMBIND (as the frame does) and an array "u" all on node 0. With
 # $FAKE_HOLD_AFTER=N every launch after the first N (counted in $FAKE_LOG) hangs as --hang-at does: a sweep started
 # so cannot finish before a test has stopped it, however slow the machine, and the environment variable is no
@@ -64,10 +66,14 @@ if opt("--restart"):
         print(f"hympi-rb3d: error: {opt('--restart')} is not a hympi checkpoint", file=sys.stderr)
         sys.exit(2)
 every = int(opt("--checkpoint-every", "0"))
-if opt("--checkpoint") and every and rank == 0:
+last = int(opt("--steps", "0")) or None
+step = max(step0, 0) + every if last is None else min(max(step0, 0) + every, last)
+if opt("--checkpoint") and every and rank == 0 and step != step0:
     with open(opt("--checkpoint") + ".tmp", "w") as f:
-        f.write(f"fake-checkpoint {max(step0, 0) + every}\n")
+        f.write(f"fake-checkpoint {step}\n")
     os.replace(opt("--checkpoint") + ".tmp", opt("--checkpoint"))
+if last is not None and step0 >= last:
+    rate = 0.0
 time.sleep(float(opt("--sleep", "0")))
 held = os.environ.get("FAKE_HOLD_AFTER")
 if (layout == opt("--hang-at") and not (step0 >= 0 and "--hang-once" in args)) or \

@@ -141,6 +141,55 @@ def test_a_refused_checkpoint_is_moved_aside_and_the_run_stays_failed(tmp_path: 
         assert store.sweeps()[0].status == "finished"  # nothing left to restart: the next command starts anew
 
 
+def _last_step_sweep(db: Path, ckpt: Path, *app_args: str) -> list[str]:
+    """A sweep whose 2x1 run writes the checkpoint of its last step (--steps 50 = --checkpoint-every), then hangs
+    where the real apps verify: a verification longer than --timeout."""
+    return ["sweep", "rb3d", "--ranks", "1,2", "--no-warmup", "--seed", "3", "--db", str(db), "--checkpoint-dir",
+            str(ckpt), "--checkpoint-every", "50", "--timeout", "3", "--", "--steps", "50", "--hang-at", "2x1",
+            *app_args]
+
+
+def test_a_restart_that_cannot_get_past_its_checkpoint_is_not_restarted_again(tmp_path: Path):
+    """Issue 30 B.15: the restart from the last step's checkpoint hangs in the verification again and writes no
+    newer checkpoint. Restarting it once more would do the same, on every invocation forever: the checkpoint is
+    set aside (.stalled), the run stays timeout, and the sweep is finished, not left to be continued."""
+    env = fake_bin_dir(tmp_path)
+    db, ckpt = tmp_path / "r.db", tmp_path / "ckpt"
+    first = hympi(*_last_step_sweep(db, ckpt), env=env, timeout=120)
+    assert first.returncode == 1 and "1 run(s) left a checkpoint" in _text(first.stdout), first.stdout
+    (left,) = _checkpoints(ckpt)
+    again = hympi(*_last_step_sweep(db, ckpt), env=env, timeout=120)
+    assert again.returncode == 1, again.stdout + again.stderr
+    text = _text(again.stdout)
+    assert "1 restarted from a checkpoint" in text and "not restarted again" in text and "--timeout above 3 s" in text
+    assert "left a checkpoint" not in text and "sweep 1 finished" in text
+    assert sorted(launches(env)) == ["1x1", "2x1", "2x1"]  # the stopped run restarted once
+    assert _checkpoints(ckpt) == [left + ".stalled"]
+    with Store.open(db, create=False) as store:
+        assert [s.status for s in store.sweeps()] == ["finished"]
+        run = next(r for r in store.runs() if r.ranks == 2)
+        assert run.status == "timeout" and "--restart" in run.command
+
+
+def test_a_run_restarted_from_its_last_step_is_not_recorded_ok_with_rate_0(tmp_path: Path):
+    """Issue 30 B.15: restarted from the checkpoint of its last step, the run only verifies and times nothing (the
+    apps report rate 0). Recorded 'ok', it claimed a measurement while the summary found no verified rate: it is
+    'failed', and says why."""
+    env = fake_bin_dir(tmp_path)
+    db, ckpt = tmp_path / "r.db", tmp_path / "ckpt"
+    first = hympi(*_last_step_sweep(db, ckpt, "--hang-once"), env=env, timeout=120)
+    assert first.returncode == 1, first.stdout + first.stderr
+    again = hympi(*_last_step_sweep(db, ckpt, "--hang-once"), env=env, timeout=120)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "no step was left to time" in _text(again.stdout)
+    assert _checkpoints(ckpt) == []  # it reached its end
+    with Store.open(db, create=False) as store:
+        run = next(r for r in store.runs() if r.ranks == 2)
+        assert run.status == "failed" and run.restarted_from_step == 50 and run.value("rate") == 0.0
+        assert "a longer --timeout lets it end" in run.stderr_tail
+        assert [s.status for s in store.sweeps()] == ["finished"]
+
+
 def test_dry_run_shows_the_checkpoint_options_and_creates_nothing(tmp_path: Path):
     env = fake_bin_dir(tmp_path)
     ckpt = tmp_path / "no" / "such"

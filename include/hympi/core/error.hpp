@@ -38,6 +38,11 @@ class MpiError : public Error {
   int code_;
 };
 
+/// Why `path` cannot be read as an input file, in words that follow the path: "" for a regular file (or a link to
+/// one), else "does not exist", "is a directory", "is a FIFO", "is a device", "is a socket" or "is not a regular
+/// file". Callers refuse anything but a regular file: a FIFO blocks the reader, /dev/null reads as empty.
+[[nodiscard]] std::string file_problem(const std::string& path);
+
 /// Throws MpiError when `code` is not MPI_SUCCESS; use through HYMPI_MPI.
 void check_mpi(int code, const char* call,
                const std::source_location& where = std::source_location::current());

@@ -109,8 +109,8 @@ struct IoOptions {
   std::string snapshot_prefix;  ///< where snapshots go ("" = none)
   int snapshot_every = 0;       ///< a snapshot after every this many steps (0: none)
   H5Options h5;
-  /// Throws InvalidArgument naming the bad value (a cadence without a path or the reverse, a missing
-  /// directory, a restart file that does not exist).
+  /// Throws InvalidArgument naming the bad value (a cadence without a path, a path without a cadence >= 1, a
+  /// missing directory, a restart file that does not exist).
   void validate() const;
   [[nodiscard]] bool any() const { return !checkpoint_path.empty() || !restart_path.empty() || !snapshot_prefix.empty(); }
   [[nodiscard]] nlohmann::json to_json() const;

@@ -58,8 +58,8 @@ struct IsClass {
 /// Class `name` from the parsed data file; throws InvalidArgument for an unknown class (naming the
 /// known ones) and Error for a malformed or out-of-range entry.
 [[nodiscard]] IsClass parse_is_class(const nlohmann::json& data, const std::string& name);
-/// Class `name` from `data_file` (empty: verification_file_path()); throws Error when the file cannot
-/// be read or parsed, and what parse_is_class throws.
+/// Class `name` from `data_file` (empty: verification_file_path()); throws InvalidArgument naming the file when
+/// it cannot be read, is not JSON or its entry is malformed, and for an unknown class (naming the known ones).
 [[nodiscard]] IsClass load_is_class(const std::string& name, const std::string& data_file);
 
 /// NPB's randlc generator x <- a x mod 2^46 on integer states below 2^46.

@@ -47,12 +47,13 @@ struct ClassParams {
 
 /// Path of the verification file: $HYMPI_DATA_DIR/npb-mz/verification.json, else the build's data dir.
 [[nodiscard]] std::string verification_file_path();
-/// Reads and parses a JSON file; throws Error naming the path when it cannot.
+/// Reads and parses a JSON file; throws InvalidArgument naming the path when it is missing, not a regular file,
+/// unreadable or not JSON.
 [[nodiscard]] nlohmann::json load_json_file(const std::string& path);
 /// Class parameters; throws InvalidArgument naming the class when the file lacks it.
 [[nodiscard]] ClassParams load_class_params(const nlohmann::json& data, Benchmark b, const std::string& problem_class);
-/// Class parameters from `data_file` (empty: verification_file_path()); throws Error naming the
-/// path when it cannot be read, InvalidArgument naming the class when the file lacks it.
+/// Class parameters from `data_file` (empty: verification_file_path()); throws InvalidArgument naming the path
+/// when it cannot be read or is malformed, naming the class when the file lacks it.
 [[nodiscard]] ClassParams load_class_params(Benchmark b, const std::string& problem_class,
                                             const std::string& data_file = "");
 

@@ -127,10 +127,12 @@ def _dispatch(argv: list[str] | None) -> int:
         args.app_args = unknown + app_args
         if app_args and args.command not in TRAILERS:
             raise UsageError(f"hympi {args.command} takes no arguments after --, got '{' '.join(app_args)}'")
+        # A bad config file or HYMPI_* value stops every command before it does anything; given --config, so that
+        # its errors name --config and not the variable it is exported as below.
+        load_settings(args.config)
         if args.config is not None:
             # The apps hympi launches read the same file: they resolve HYMPI_CONFIG like --config.
             os.environ["HYMPI_CONFIG"] = args.config
-        load_settings()  # a bad config file or HYMPI_* value stops every command before it does anything
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
     except UsageError as exc:

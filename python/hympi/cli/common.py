@@ -46,6 +46,15 @@ def parse_seconds(option: str, text: str, allow_zero: bool) -> float:
     return value
 
 
+def parse_number(option: str, text: str, what: str) -> float:
+    """`text` as a number; UsageError naming `option`, the value and `what` it should be otherwise (the range is
+    the caller's check, where the option's meaning is)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise UsageError(f"{option}: '{text}' is not {what}") from None
+
+
 def parse_integer(option: str, text: str, minimum: int, what: str = "an integer") -> int:
     """An integer >= minimum; UsageError naming `option` and the value otherwise ('what' says what was expected)."""
     try:

@@ -170,10 +170,14 @@ def main(args: argparse.Namespace) -> int:
                          "(pass --oversubscribe to run them anyway)")
     outside = params.launcher == "slurm" and not slurm.in_allocation()
     submit = args.submit or args.wait
-    if submit and not outside:
-        raise UsageError("--submit and --wait submit an sbatch script: they need --launcher slurm outside an "
-                         "allocation" + (" (this process runs in Slurm job "
-                                         f"{slurm_jobs.current_job()})" if slurm.in_allocation() else ""))
+    # Each of these only shapes the sbatch script; anywhere else it would be ignored without a word.
+    script_flags = [flag for flag, given in (("--sbatch", args.sbatch is not None), ("--submit", args.submit),
+                                             ("--wait", args.wait)) if given]
+    if script_flags and not outside:
+        raise UsageError(f"{' and '.join(script_flags)}: only a sweep with --launcher slurm outside an allocation "
+                         "writes an sbatch script" + (" (this process runs in Slurm job "
+                                                      f"{slurm_jobs.current_job()})" if slurm.in_allocation() else
+                                                      f" (the launcher is {params.launcher})"))
     # The runs need the checkpoint directory, and the app checks the options naming it; a dry run or an sbatch
     # script creates nothing (the app then checks the options without it).
     created = make_checkpoint_dir(params.checkpoint_dir) if params.checkpoint_dir and not (args.dry_run or outside) \

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from hympi.apps import get_app
 from hympi.cli import tune_predict
-from hympi.cli.common import parse_integer, parse_seconds, report_interrupt
+from hympi.cli.common import parse_integer, parse_number, parse_seconds, report_interrupt
 from hympi.cli.sweep import parse_seed
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.mpirun import configured_flavor
@@ -79,7 +79,7 @@ def _tune_params(args: argparse.Namespace, space: SearchSpace) -> TuneParams:
         raise UsageError(f"unknown strategy '{strategy}' (expected {', '.join(STRATEGIES)})")
     max_runs = parse_integer("--max-runs", args.max_runs, 1) if args.max_runs is not None \
         else default_budget(strategy, size)
-    ei_stop = parse_seconds("--ei-stop", args.ei_stop, True)
+    ei_stop = parse_number("--ei-stop", args.ei_stop, "a fraction (0.005 = 0.5 %)")
     check_strategy(strategy, size, max_runs, ei_stop)
     repeat = parse_integer("--repeat", args.repeat, 1, "a number of runs")
     seed = parse_seed(args.seed) if args.seed is not None else random_seed()

@@ -42,7 +42,7 @@ from hympi.tune.programs import (
     program_text,
     stored_profile,
 )
-from hympi.tune.space import Configuration, load_space
+from hympi.tune.space import Configuration, parse_space, read_space
 
 
 def _cvars_source(path: str | None) -> Callable[[], dict[str, Cvar]]:
@@ -71,14 +71,17 @@ def predict_main(args: argparse.Namespace) -> int:
         raise UsageError("no program given (usage: hympi tune predict APP --space FILE [-- APP-ARGS])")
     app, app_args = words[0], tuple(words[1:])
     program = program_text(app, app_args)
+    # What the user typed first (the app, the space file), then what the store holds: an unknown app or a missing
+    # space is named as such, not hidden behind "no results database" or "needs finished tunes".
+    check_program(app)
+    space_table = read_space(args.space)
     with Store.open(args.db, create=False) as store:
         others = finished_programs(store) - {program}
         if len(others) < MIN_PROGRAMS:
             raise UsageError(f"predicting needs finished tunes of at least {MIN_PROGRAMS} other programs in "
                              f"{args.db}, found {len(others)} (run hympi tune run on more programs first)")
-        check_program(app)
         listing = load_listing(args.cvars)
-        space = load_space(args.space, listing.cvars, listing.library)
+        space = parse_space(space_table, listing.cvars, listing.library)
         summary = machine_summary()
         launch = profile_spec(app, app_args, space.default, summary)
         tuned = [t for t in tuned_programs(store, lambda: listing.cvars) if t.program != program]

@@ -275,7 +275,10 @@ def validate_with_app(spec: LaunchSpec) -> None:
         lines = proc.stderr.strip().splitlines() or [f"invalid arguments for {spec.app_binary}"]
         raise UsageError(lines[-1].split(": error: ", 1)[-1])
     if proc.returncode != 0:
-        raise HympiFatal(f"{spec.app_binary} --validate-ranks failed: {proc.stderr.strip()}")
+        # The user never typed --validate-ranks: say what hympi was doing, and the app's own last line.
+        last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise HympiFatal(f"{spec.app_binary} failed while checking its arguments for {spec.ranks} rank(s) "
+                         f"(exit code {proc.returncode}): {last}")
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

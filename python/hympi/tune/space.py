@@ -400,15 +400,20 @@ def parse_space(data: Mapping[str, Any], cvars: Mapping[str, Cvar], library: str
     return space
 
 
-def load_space(path: str | Path, cvars: Mapping[str, Cvar], library: str = "the MPI library") -> SearchSpace:
-    """The search space in TOML file `path` (see parse_space); raises UsageError for a missing or malformed file."""
+def read_space(path: str | Path) -> dict[str, Any]:
+    """The TOML table of search space file `path`, not yet checked against the control variables (so a command can
+    refuse a missing or malformed file before it asks the MPI library for them); UsageError naming the file."""
     file = Path(path)
     try:
-        data = tomllib.loads(read_utf8(file, "search space"))
+        return tomllib.loads(read_utf8(file, "search space"))
     except OSError as exc:
         raise UsageError(f"cannot read search space {path}: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"search space {path} is not valid TOML: {exc}") from None
     except RecursionError:  # arrays or tables nested deeper than tomllib's stack
         raise UsageError(f"search space {path} is not valid TOML: nested too deeply") from None
-    return parse_space(data, cvars, library)
+
+
+def load_space(path: str | Path, cvars: Mapping[str, Cvar], library: str = "the MPI library") -> SearchSpace:
+    """The search space in TOML file `path` (see parse_space); raises UsageError for a missing or malformed file."""
+    return parse_space(read_space(path), cvars, library)

@@ -1,0 +1,238 @@
+"""Issue 30 B.12-B.14, each class on its own: bad input is exit 2 and one line naming the bad value and where it
+came from (B.12), in words that say what is wrong (B.13), and nothing typed is silently ignored (B.14); nothing is
+launched or written. B.15 (sweep checkpoints) is in test_sweep_checkpoint.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import skips
+from conftest import REPO, hympi
+from fakeapps import fake_bin_dir, launches
+from tunedata import CVARS_JSON, SPACE_TOML
+
+BIN = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
+
+
+def one_line_exit_2(proc: subprocess.CompletedProcess, *needles: str) -> str:
+    """The one stderr line of a process that exited 2; each needle must be in it."""
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+def tree(path: Path) -> list[str]:
+    """Every path under `path`, to prove that nothing was written there."""
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def app(name: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`hympi-NAME --validate-ranks 1 ARGS`: the app's own check, no MPI."""
+    path = skips.require_binary(BIN / f"hympi-{name}")
+    return subprocess.run([str(path), "--validate-ranks", "1", *args], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}, check=False)
+
+
+def bad_data(tmp_path: Path) -> dict[str, Path]:
+    """NPB data files that cannot be used: missing, a directory, not JSON, JSON without the classes."""
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "text.json").write_text("not json at all\n")
+    (tmp_path / "empty.json").write_text("{}\n")
+    (tmp_path / "no-keys.json").write_text('{"bt": {"S": {}}, "is": {"S": {}}, "_meta": {}}\n')
+    return {"missing": tmp_path / "missing.json", "directory": tmp_path / "dir", "not JSON": tmp_path / "text.json",
+            "no sections": tmp_path / "empty.json", "no keys": tmp_path / "no-keys.json"}
+
+
+# --- B.12: exit 2, not 1, for bad input, naming the file ---------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "not JSON", "no sections", "no keys"])
+@pytest.mark.parametrize("name", ["bt-mz", "is"])
+def test_a_bad_npb_data_file_is_exit_2_naming_it(name: str, kind: str, fake_launcher, tmp_path: Path):
+    env, marker = fake_launcher
+    data = bad_data(tmp_path)[kind]
+    proc = hympi("run", name, "--ranks", "1", "--", "--class", "S", "--data", str(data), env=env)
+    line = one_line_exit_2(proc, str(data))
+    assert "validate-ranks" not in line
+    assert not marker.exists(), "launched with a bad data file"
+
+
+@pytest.mark.parametrize("kind", ["missing", "malformed"])
+def test_a_bad_hympi_data_dir_is_exit_2_naming_the_file(kind: str, fake_launcher, tmp_path: Path):
+    env, marker = fake_launcher
+    root = tmp_path / "data"
+    if kind == "malformed":
+        (root / "npb-mz").mkdir(parents=True)
+        (root / "npb-mz" / "verification.json").write_text('{"bt": [1, 2]}\n')
+    proc = hympi("run", "bt-mz", "--ranks", "1", "--", "--class", "S", env={**env, "HYMPI_DATA_DIR": str(root)})
+    one_line_exit_2(proc, str(root / "npb-mz" / "verification.json"))
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("name", ["bt-mz", "is"])
+def test_an_unknown_class_is_named_first_then_the_file_that_lacks_it(name: str):
+    line = one_line_exit_2(app(name, "--class", "Q"), "known:", "verification.json")
+    assert line.startswith(f"hympi-{name}: error: unknown class 'Q'"), line
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"format": "hympi-mpit"}', "[]"])
+def test_malformed_cvars_content_is_exit_2_naming_the_file(content: str, fake_launcher, tmp_path: Path):
+    env, marker = fake_launcher
+    cvars = tmp_path / "cvars.json"
+    cvars.write_text(content)
+    one_line_exit_2(hympi("tune", "params", "--cvars", str(cvars)), str(cvars))
+    one_line_exit_2(hympi("run", "rb3d", "--mpi-param", "btl_vader_eager_limit=4096", "--cvars", str(cvars),
+                          env=env), str(cvars))
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_a_bad_hympi_profile_lib_is_exit_2_naming_it(kind: str, tmp_path: Path):
+    lib = tmp_path / ("missing.so" if kind == "missing" else "libdir")
+    if kind == "directory":
+        lib.mkdir()
+    marker, out = tmp_path / "ran", tmp_path / "p.json"
+    proc = hympi("profile", "--out", str(out), "--", "touch", str(marker), env={"HYMPI_PROFILE_LIB": str(lib)})
+    one_line_exit_2(proc, "HYMPI_PROFILE_LIB", str(lib))
+    assert not marker.exists() and not out.exists()
+
+
+# --- B.13: messages that say what is wrong -----------------------------------------------------------------------
+
+def _special(tmp_path: Path, kind: str) -> Path:
+    """A config path that exists but is no file: a directory, a FIFO, a device."""
+    if kind == "directory":
+        return tmp_path
+    if kind == "FIFO":
+        fifo = tmp_path / "config.fifo"
+        os.mkfifo(fifo)
+        return fifo
+    return Path("/dev/null")
+
+
+WORDS = {"directory": "is a directory", "FIFO": "is a FIFO", "device": "is a device"}
+
+
+@pytest.mark.parametrize("kind", ["directory", "FIFO", "device"])
+def test_a_config_path_that_is_not_a_file_is_called_what_it_is(kind: str, tmp_path: Path):
+    path = _special(tmp_path, kind)
+    # hympi names the flag or the variable that gave the path; the apps word it alike.
+    flag = one_line_exit_2(hympi("--config", str(path), "config"), f"config file {path} (--config) {WORDS[kind]}")
+    env = one_line_exit_2(hympi("config", env={"HYMPI_CONFIG": str(path)}), f"(HYMPI_CONFIG) {WORDS[kind]}")
+    direct = one_line_exit_2(app("rb3d", "--config", str(path)), f"(--config) {WORDS[kind]}")
+    for line in (flag, env, direct):
+        assert "does not exist" not in line
+
+
+def test_a_missing_config_given_with_the_flag_is_named_by_the_flag(tmp_path: Path):
+    missing = tmp_path / "missing.toml"
+    line = one_line_exit_2(hympi("--config", str(missing), "config"), f"{missing} (--config) does not exist")
+    assert "HYMPI_CONFIG" not in line
+    one_line_exit_2(hympi("config", env={"HYMPI_CONFIG": str(missing)}), f"{missing} (HYMPI_CONFIG) does not exist")
+
+
+@pytest.mark.parametrize(("value", "words"), [("soon", "'soon' is not a fraction"),
+                                              ("inf", "--ei-stop must be a finite fraction >= 0, got inf"),
+                                              ("-0.1", "--ei-stop must be a finite fraction >= 0, got -0.1")])
+def test_ei_stop_is_described_as_a_fraction(value: str, words: str, tmp_path: Path):
+    env = fake_bin_dir(tmp_path)
+    space = tmp_path / "space.toml"
+    space.write_text(SPACE_TOML)
+    proc = hympi("tune", "run", "rb3d", "--space", str(space), "--cvars", str(CVARS_JSON), "--strategy", "guided",
+                 "--ei-stop", value, "--db", str(tmp_path / "t.db"), env=env)
+    line = one_line_exit_2(proc, words)
+    assert "seconds" not in line
+    assert not launches(env) and not (tmp_path / "t.db").exists()
+
+
+def test_tune_predict_names_an_unknown_app_and_a_missing_space_first(tmp_path: Path):
+    """Before the store is looked at: an empty or missing database would otherwise be all the user hears of."""
+    env = fake_bin_dir(tmp_path)
+    space = tmp_path / "space.toml"
+    space.write_text(SPACE_TOML)
+    db = tmp_path / "none.db"
+    one_line_exit_2(hympi("tune", "predict", "nosuch", "--space", str(space), "--db", str(db), env=env),
+                    "unknown app 'nosuch'")
+    missing = tmp_path / "missing.toml"
+    one_line_exit_2(hympi("tune", "predict", "rb3d", "--space", str(missing), "--db", str(db), env=env),
+                    f"search space {missing}")
+    assert not db.exists() and not launches(env)
+
+
+def test_an_app_failing_its_check_is_not_described_by_an_option_the_user_never_typed(tmp_path: Path):
+    """The app's argument check (`--validate-ranks`, hympi's own call) ends with exit 1: the line says what hympi
+    was doing and the app's last line, not the internal option."""
+    env = fake_bin_dir(tmp_path)
+    broken = Path(env["HYMPI_BIN_DIR"]) / "hympi-rb3d"
+    broken.unlink()
+    broken.write_text("#!/bin/sh\necho 'hympi-rb3d: error: cannot read /proc/self/maps' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    proc = hympi("run", "rb3d", "--ranks", "1", env=env)
+    assert proc.returncode == 1, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "validate-ranks" not in line
+    assert "checking its arguments" in line and "cannot read /proc/self/maps" in line
+    assert not launches(env)
+
+
+# --- B.14: nothing typed is silently ignored ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--checkpoint", "{d}/c.h5", "--checkpoint-every", "0"], "--checkpoint-every: must be a number of steps >= 1"),
+        (["--checkpoint-every", "0"], "--checkpoint-every: must be a number of steps >= 1"),
+        (["--checkpoint", "{d}/c.h5"], "--checkpoint {d}/c.h5 writes nothing without --checkpoint-every"),
+        (["--snapshot", "{d}/s", "--snapshot-every", "0"], "--snapshot-every: must be a number of steps >= 1"),
+        (["--snapshot", "{d}/s"], "--snapshot {d}/s writes nothing without --snapshot-every"),
+    ],
+)
+@pytest.mark.parametrize("name", ["rb3d", "bt-mz"])
+def test_a_checkpoint_or_snapshot_that_would_write_nothing_is_refused(name: str, args: list[str], words: str,
+                                                                      fake_launcher, tmp_path: Path):
+    env, marker = fake_launcher
+    out = tmp_path / "out"
+    out.mkdir()
+    args = [a.format(d=out) for a in args]
+    proc = hympi("run", name, "--ranks", "1", "--", *args, env=env)
+    one_line_exit_2(proc, words.format(d=out))
+    assert not marker.exists() and tree(out) == []
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_bt_mz_iterations_below_one_is_refused_not_ignored(value: str, fake_launcher):
+    env, marker = fake_launcher
+    proc = hympi("run", "bt-mz", "--ranks", "1", "--", "--class", "S", f"--iterations={value}", env=env)
+    one_line_exit_2(proc, f"--iterations must be >= 1, got {value}", "iterations of class S")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("value", ["1e400", "inf", "nan", "-1"])
+def test_rb3d_tolerance_must_be_finite(value: str, fake_launcher):
+    env, marker = fake_launcher
+    proc = hympi("run", "rb3d", "--ranks", "1", "--", f"--tolerance={value}", env=env)
+    one_line_exit_2(proc, "--tolerance must be a finite number >= 0")
+    assert not marker.exists()
+
+
+def test_a_finite_tolerance_is_still_taken():
+    assert app("rb3d", "--tolerance", "1e-6").returncode == 0
+
+
+@pytest.mark.parametrize("flags", [("--sbatch", "{d}/job.sbatch"), ("--sbatch", "{d}/job.sbatch", "--launcher",
+                                                                     "mpirun")])
+def test_sbatch_without_the_slurm_launcher_is_refused(flags: tuple[str, ...], tmp_path: Path):
+    env = fake_bin_dir(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    db = tmp_path / "r.db"
+    proc = hympi("sweep", "rb3d", "--ranks", "1", "--no-warmup", "--db", str(db),
+                 *[f.format(d=out) for f in flags], env=env)
+    one_line_exit_2(proc, "--sbatch", "--launcher slurm", "the launcher is mpirun")
+    assert tree(out) == [] and not db.exists() and not launches(env)
