@@ -3,7 +3,7 @@
 # machine, same layouts, same run. Builds the reference outside the repository (in $WORK).
 #
 #   bench/npb-mz/run.sh [--classes "A B"] [--layouts "1x2 2x1"] [--benchmarks "bt-mz sp-mz lu-mz"]
-#                       [--repeat N]
+#                       [--repeat N] [--build-only]
 #
 # Each case runs the reference and hympi alternately N times (default 2); the table keeps every
 # run and the summary the best Mop/s of each, so a noisy neighbour hurts both sides alike.
@@ -13,7 +13,8 @@
 # NPB_REF_SRC (an unpacked NPB3.4-MZ-MPI folder, for machines without git access), else
 # NPB_REF_GIT (bare git dir of github:LLNL/NPB; cloned from GitHub when absent);
 # NPB_REF_BIN (a folder of <benchmark>.<class>.x that this script built on another machine of
-# the same architecture, for a machine without gfortran; only missing binaries are built),
+# the same architecture, for a machine without gfortran; only missing binaries are built;
+# `--build-only` builds them, with MARCH naming the node's CPU, into $WORK/NPB3.4-MZ-MPI/bin and stops),
 # RUN_TIMEOUT (seconds before a run is killed and recorded without Mop/s, default 1800).
 # Output: one line per run in $WORK/results.tsv and a summary table on stdout.
 set -euo pipefail
@@ -28,12 +29,14 @@ classes="A"
 layouts="1x2 2x1"
 benchmarks="bt-mz sp-mz lu-mz"
 repeat=2
+build_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --classes) classes=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
     --benchmarks) benchmarks=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
+    --build-only) build_only=1; shift ;;
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -94,6 +97,11 @@ if ((missing)); then
     ) &
   done
   for job in $(jobs -p); do wait "$job" || exit 1; done
+fi
+
+if ((build_only)); then
+  echo "reference binaries: $ref/bin"
+  exit 0
 fi
 
 # --- hympi ------------------------------------------------------------------------------------

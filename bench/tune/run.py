@@ -4,6 +4,7 @@
 Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 1] [--repeat 2] [--min-time 0.5]
                                           [--max-runs 12] [--ei-stop F] [--lopo-repeat 2] [--lopo-min-time 0.3]
                                           [--replay-seeds 20] [--recheck-pairs 4] [--work DIR]
+                                          [--lu-mz-class W] [--is-class A] [--space APP=FILE ...]
 
 * guided: for IS class A (bench/tune/is-48.toml, 51 configurations) and LU-MZ class W (bench/tune/lu-mz-48.toml,
   49 configurations), `hympi tune run --strategy exhaustive`, then `--strategy guided --max-runs N` for every seed,
@@ -77,9 +78,29 @@ LOPO_PROGRAMS = tuple(Program(app, args, LOPO_SPACE) for app, args in (
     ("spmv3d", ("--global", "48", "48", "48")), ("rb3d", ("--size", "32")), ("rb3d", ("--size", "64"))))
 
 
-def with_lu_class(programs: tuple[Program, ...], lu_class: str) -> tuple[Program, ...]:
-    """`programs` with LU-MZ at class `lu_class` (class W takes ~3 s a run on 2 idle cores, 2-4x that on busy ones)."""
-    return tuple(Program(p.app, ("--class", lu_class), p.space_file) if p.app == "lu-mz" else p for p in programs)
+def with_class(programs: tuple[Program, ...], app: str, npb_class: str) -> tuple[Program, ...]:
+    """`programs` with `app` (an NPB app) at class `npb_class` (LU-MZ class W takes ~3 s a run on 2 idle cores,
+    2-4x that on busy ones)."""
+    return tuple(Program(p.app, ("--class", npb_class), p.space_file) if p.app == app else p for p in programs)
+
+
+def with_spaces(programs: tuple[Program, ...], spaces: dict[str, Path]) -> tuple[Program, ...]:
+    """`programs` with the search spaces `spaces` names (by app) instead of their own (e.g. a many-core node's)."""
+    return tuple(Program(p.app, p.args, spaces.get(p.app, p.space_file)) for p in programs)
+
+
+def parse_spaces(items: list[str]) -> dict[str, Path]:
+    """APP=FILE items of --space as {app: file}; exits 2 naming an unknown app or a missing file."""
+    spaces = {}
+    known = [p.app for p in GUIDED_PROGRAMS]
+    for item in items:
+        app, sep, file = item.partition("=")
+        if not sep or app not in known:
+            reject("--space", f"'{item}' is not APP=FILE with APP one of {', '.join(known)}")
+        if not Path(file).is_file():
+            reject("--space", f"{file}: no such file")
+        spaces[app] = Path(file)
+    return spaces
 
 
 def reject(option: str, message: str) -> NoReturn:
@@ -226,14 +247,14 @@ def recheck(program: Program, space: SearchSpace, pick: Configuration, top: Conf
 
 
 def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opts: Options, max_runs: int,
-                replay_seeds: int, recheck_pairs: int, apps: list[str], lu_class: str) -> None:
-    """Exhaustive and guided tunes of IS A and LU-MZ W; prints the comparison tables."""
+                replay_seeds: int, recheck_pairs: int, programs: tuple[Program, ...]) -> None:
+    """Exhaustive and guided tunes of `programs` (IS A and LU-MZ W); prints the comparison tables."""
     db = work / "tune.db"
     listing = load_listing(str(cvars))
     rows = []
     replays = []
     noise = []
-    for program in (p for p in with_lu_class(GUIDED_PROGRAMS, lu_class) if p.app in apps):
+    for program in programs:
         space = load_space(str(program.space_file), listing.cvars, listing.library)
         size = len(space.configurations())
         exhaustive_id = tune(hympi, db, cvars, program, space, "exhaustive", seeds[0], opts, None, work)
@@ -294,7 +315,7 @@ def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options, lu_class
     db = work / "lopo.db"
     listing = load_listing(str(cvars))
     space = load_space(str(LOPO_SPACE), listing.cvars, listing.library)
-    for program in with_lu_class(LOPO_PROGRAMS, lu_class):
+    for program in with_class(LOPO_PROGRAMS, "lu-mz", lu_class):
         tune(hympi, db, cvars, program, space, "exhaustive", 1, opts, None, work)
     out = run([*hympi, "tune", "evaluate", "--db", str(db), "--cvars", str(cvars), "--timeout", "300"], 3600,
               work / "evaluate.log")
@@ -339,6 +360,9 @@ def main() -> int:
     parser.add_argument("--programs", default=",".join(p.app for p in GUIDED_PROGRAMS),
                         help="guided part: which of its programs (is, lu-mz)")
     parser.add_argument("--lu-mz-class", default="W", choices=("S", "W", "A"), help="LU-MZ's class in both parts")
+    parser.add_argument("--is-class", default="A", choices=("S", "W", "A", "B"), help="IS's class (guided part)")
+    parser.add_argument("--space", action="append", default=[], metavar="APP=FILE",
+                        help="guided part: tune APP over FILE instead of its space in bench/tune (repeatable)")
     parser.add_argument("--seeds", default="1", help="comma-separated seeds of the guided tunes (the first also "
                                                      "seeds the exhaustive tune's record)")
     parser.add_argument("--repeat", type=int, default=2, help="measured runs per configuration (guided part)")
@@ -358,7 +382,9 @@ def main() -> int:
     for part in parts:
         if part not in PARTS:
             reject("--parts", f"unknown part '{part}' (choose from {', '.join(PARTS)})")
-    programs = parse_programs(args.programs)
+    apps = parse_programs(args.programs)
+    programs = tuple(p for p in with_spaces(with_class(with_class(GUIDED_PROGRAMS, "lu-mz", args.lu_mz_class), "is",
+                                                       args.is_class), parse_spaces(args.space)) if p.app in apps)
     try:
         seeds = [int(s) for s in args.seeds.split(",") if s]
     except ValueError:
@@ -381,7 +407,7 @@ def main() -> int:
         cvars.write_text(run([*hympi, "tune", "params", "--json"], 120))
     if "guided" in parts:
         guided_part(hympi, work, cvars, seeds, Options(args.repeat, args.min_time, True, args.ei_stop), args.max_runs,
-                    args.replay_seeds, args.recheck_pairs, programs, args.lu_mz_class)
+                    args.replay_seeds, args.recheck_pairs, programs)
     if "lopo" in parts:
         lopo_part(hympi, work, cvars, Options(args.lopo_repeat, args.lopo_min_time, False), args.lu_mz_class)
     if "report" in parts:

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The measurements a 2-core machine cannot make, in one call on a many-core node (issue 34): `hympi study` over
+# every core, NPB-MZ against the Fortran reference from N x 1 to 1 x N, the blade row's Fig. 8 up to N2 = 8, pencil
+# weak scaling 1 -> N ranks and guided vs exhaustive tuning, each part in a share of one time budget, one Markdown
+# table per measurement. Needs only the built apps, mpirun and a Python 3.11+ with numpy, rich, matplotlib and
+# scikit-learn (a bare compute node's python3 will do: no install, hympi is taken from this tree).
+#
+#   bench/node/run.sh [--quick] [--out DIR] [--budget SECONDS] [--parts study,npb,blades,pencil,tune]
+#
+# Environment: HYMPI_BIN_DIR (the apps, default <repo>/build/bin), NPB_REF_BIN (a folder of the NPB3.4-MZ
+# Fortran reference's <benchmark>.<class>.x, built by `bench/npb-mz/run.sh --build-only`; without it the NPB table
+# has hympi's runs alone), PYTHON (default <repo>/.venv/bin/python, else python3), NODE_LIBS (shared libraries
+# packed by bench/node/pack.sh: each one the apps or the reference need and the node lacks is linked in).
+# --quick: small problems and short budgets, so the test suite runs it end to end on 2 cores (tests/python).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+export PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH}
+export HYMPI_BIN_DIR=${HYMPI_BIN_DIR:-$repo/build/bin}
+python=${PYTHON:-$repo/.venv/bin/python}
+[[ -x $python ]] || python=python3
+if [[ -n ${NODE_LIBS:-} ]]; then
+  linked=$(mktemp -d)
+  export LD_LIBRARY_PATH=$linked${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  for _ in 1 2 3 4; do  # a library linked in may need others the node lacks
+    missing=$(for exe in "$HYMPI_BIN_DIR"/hympi-* "${NPB_REF_BIN:-/nonexistent}"/*.x; do
+                [[ -x $exe ]] && ldd "$exe"; done 2>/dev/null | awk '/not found/ { print $1 }' | sort -u)
+    [[ -z $missing ]] && break
+    for lib in $missing; do [[ -e $NODE_LIBS/$lib ]] && ln -sf "$NODE_LIBS/$lib" "$linked/$lib"; done
+  done
+  [[ -z $missing ]] || echo "run.sh: the node lacks $missing (not in NODE_LIBS)" >&2
+fi
+exec "$python" "$repo/bench/node/node.py" "$@"

@@ -1,0 +1,109 @@
+"""bench/node/run.sh, the many-core node script, end to end in its reduced mode on this machine (so it cannot rot
+between the days a many-core node is lent), and its refusals of bad options."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "bench/node/run.sh"
+PARTS = ("study", "npb", "blades", "pencil", "tune")
+# The stand-in reference's Mop/s: every hympi / Fortran cell must be hympi's Mop/s divided by it.
+FAKE_MOPS = 250.0
+
+
+def fake_reference(folder: Path, unverified: str) -> Path:
+    """NPB_REF_BIN with a class S 'reference' per benchmark that prints NPB's result lines (it runs under mpirun
+    like the real one); `unverified`'s fails its verification."""
+    folder.mkdir()
+    for bench in ("bt-mz", "sp-mz", "lu-mz"):
+        verdict = "UNSUCCESSFUL" if bench == unverified else "SUCCESSFUL"
+        exe = folder / f"{bench}.S.x"
+        exe.write_text(f"#!/bin/sh\necho ' Mop/s total     =   {FAKE_MOPS}'\necho ' Verification    =   {verdict}'\n")
+        exe.chmod(0o755)
+    return folder
+
+
+def run_script(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+    """bench/node/run.sh with this test run's interpreter (the venv) and build."""
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, check=False,
+                          env={**os.environ, "PYTHON": sys.executable, **(env or {})})
+
+
+def rows(markdown: str) -> list[list[str]]:
+    """The body rows of every Markdown table in `markdown`, split into cells."""
+    out = []
+    for line in markdown.splitlines():
+        if line.startswith("|") and not line.startswith("|---"):
+            out.append([cell.strip() for cell in line.strip("|").split("|")])
+    return out
+
+
+def test_quick_mode_runs_every_part_and_writes_its_tables(tmp_path):
+    out = tmp_path / "out"
+    ref = fake_reference(tmp_path / "ref", unverified="lu-mz")
+    proc = run_script("--quick", "--out", str(out), env={"NPB_REF_BIN": str(ref)})
+    # The stand-in LU-MZ reference does not verify: the script must say so and fail.
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    for part in PARTS:
+        assert (out / f"{part}.md").is_file(), part
+    node = (out / "node.md").read_text()
+    assert [line for line in node.splitlines() if line.startswith("## ")] == \
+        [line for line in node.splitlines() if re.match(r"## (study|npb|blades|pencil|tune) \(\d+ s\)$", line)]
+    assert "cut by the time budget" not in node
+
+    study = rows((out / "study.md").read_text())
+    layouts = {r[0] for r in study if r[0] != "layout"}
+    assert {"1x1", "2x1", "1x2"} <= layouts, study
+    assert "recommended" in [r[4] for r in study]
+
+    npb = [r for r in rows((out / "npb.md").read_text()) if r[0] != "benchmark"]
+    assert {(r[0], r[1]) for r in npb} == {(b, lay) for b in ("bt-mz", "sp-mz", "lu-mz") for lay in ("2x1", "1x2")}
+    for bench, _, fortran, hympi, ratio in npb:
+        assert re.fullmatch(r"\d+", hympi), hympi  # verified hympi runs: a plain number
+        assert fortran == ("250 (NOT verified)" if bench == "lu-mz" else "250")
+        assert float(ratio) == pytest.approx(int(hympi) / FAKE_MOPS, abs=0.01)
+
+    pencil = [r for r in rows((out / "pencil.md").read_text()) if r[0] != "ranks"]
+    assert [r[0] for r in pencil] == ["1", "2"]
+    assert pencil[0][3] == "reference" and re.match(r"\d+\.\d+ \[\d+\.\d+, \d+\.\d+\]", pencil[1][3])
+
+    blades = (out / "blades.md").read_text()
+    assert "MPI/hybrid" in blades and "identical across layouts and modes" in blades
+
+    tune = rows((out / "tune.md").read_text())
+    strategies = [r[1] for r in tune if r[0].startswith("is ")]
+    assert "exhaustive" in strategies and "guided" in strategies, tune
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--parts", "study,foo"], "--parts: unknown part 'foo'"),
+        (["--parts", ","], "--parts: no part given"),
+        (["--budget", "-5"], "--budget: must be a number of seconds > 0, got -5.0"),
+        (["--budget", "nan"], "--budget: must be a number of seconds > 0, got nan"),
+    ],
+)
+def test_bad_options_are_refused_before_anything_runs(tmp_path, args, needle):
+    out = tmp_path / "out"
+    proc = run_script(*args, "--out", str(out), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == f"node: {needle}", proc.stderr
+    assert not out.exists()
+
+
+def test_an_output_folder_with_files_is_not_overwritten(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "node.md").write_text("earlier results")
+    proc = run_script("--quick", "--out", str(out), timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "exists and is not empty" in proc.stderr
+    assert (out / "node.md").read_text() == "earlier results"
