@@ -1,6 +1,7 @@
 // hympi-blades: the blade-row multi-block solver (seed 000 §3.3, AKIE): blades over N1 groups, J over N2 OpenMP
 // threads (--inner openmp) or N2 ranks per group (--inner mpi), one kernel source for both, bitwise equal states,
 // checked against a manufactured solution.
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 
@@ -39,6 +40,30 @@ class BladesApp final : public hympi::AppDefinition {
   }
   /// Throws InvalidArgument naming the bad value: sizes, --inner, N1 > blades, N2 > J, ranks not N1 x N2.
   void validate(const hympi::Layout& layout) const override { options(0.0).validate(layout.ranks, layout.threads); }
+  /// The two float states of each blade a rank owns, with a ghost row each side of its J rows and a ghost plane
+  /// each side of K, rows padded to 16 floats (BladeRowSolver's blocks); --verify bitwise runs the one-rank
+  /// solver on rank 0 while rank 0's own still lives.
+  hympi::MemoryEstimate memory_estimate(const hympi::Layout& layout) const override {
+    const blades::RunOptions o = options(0.0);
+    const blades::Levels levels = blades::resolve_levels(o.problem, o.inner, layout.ranks, layout.threads, o.n2);
+    const auto [ni, nj, nk] = o.problem.grid;
+    const auto state = [&](long blades_held, long rows) {
+      const double pitch = std::ceil(double(ni) / 16) * 16;
+      return 2.0 * double(blades_held) * pitch * double(rows + 2) * double(nk + 2) * sizeof(float);
+    };
+    const auto share = [](long n, long parts) { return n / parts + (n % parts > 0 ? 1 : 0); };
+    double rank = state(share(o.problem.blades, levels.n1), share(nj, levels.ranks_per_group));
+    double total = rank * layout.ranks;
+    std::string counted = "--blades " + std::to_string(blades_) + " --grid " + std::to_string(ni) + " " +
+                          std::to_string(nj) + " " + std::to_string(nk) + " (2 float states per point with ghosts";
+    if (o.verify_bitwise) {
+      const double whole = state(o.problem.blades, nj);
+      rank += whole;
+      total += whole;
+      counted += ", and the whole row again on rank 0 for --verify bitwise";
+    }
+    return {rank, total, counted + ")"};
+  }
 
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
     const bool fixed = iterations_option_->count() > 0;

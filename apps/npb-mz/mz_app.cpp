@@ -2,6 +2,9 @@
 
 #include "mz_io.hpp"
 
+#include "hympi/npb/cfd.hpp"
+
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <vector>
@@ -9,7 +12,7 @@
 namespace hympi::npb {
 
 void MzApp::add_options(CLI::App& cli) {
-  cli.add_option("--class", problem_class_, "problem class: S, W, A, B, C, D (E, F: geometry only)")
+  cli.add_option("--class", problem_class_, "problem class: S, W, A, B, C, D (E, F: geometry only, never run)")
       ->capture_default_str();
   cli.add_option("--packing", packing_, "zone-to-rank packing: npb (reference bin packing) or lpt")
       ->capture_default_str();
@@ -46,6 +49,9 @@ void MzApp::apply_settings(const Settings& settings) {
 
 void MzApp::validate(const Layout& layout) const {
   const ClassParams p = load_class_params(benchmark_, problem_class_, data_file_);
+  if (p.geometry_only)
+    throw InvalidArgument("--class " + problem_class_ + ": " + to_string(benchmark_) + " class " + problem_class_ +
+                          " is geometry only (never run or verified here); run S, W, A, B, C or D");
   const ZoneGrid zones(p.geometry);
   if (layout.ranks > zones.num_zones()) {
     throw InvalidArgument(std::to_string(layout.ranks) + " ranks exceed the " + std::to_string(zones.num_zones()) +
@@ -77,6 +83,35 @@ void MzApp::validate(const Layout& layout) const {
   if (!(split_tolerance_ >= 0.0)) {
     throw InvalidArgument("--split-tolerance must be >= 0, got " + std::to_string(split_tolerance_));
   }
+}
+
+MemoryEstimate MzApp::memory_estimate(const Layout& layout) const {
+  const ClassParams p = load_class_params(benchmark_, problem_class_, data_file_);
+  const ZoneGrid grid(p.geometry);
+  ZonePartitionOptions po;
+  po.method = parse_packing_method(packing_);
+  po.threads_per_rank = layout.threads;
+  po.balance_threads = balance_threads_;
+  po.max_threads = max_threads_;
+  const ZonePartition partition(grid, layout.ranks, po);
+  // The arrays of CfdZoneFields (u, rhs, forcing: 5 each; us, vs, ws, qs, rho_i, square; SP also speed) and of
+  // LU's zones (u, rsd, frct: 5 each; qs, rho_i).
+  const double doubles = benchmark_ == Benchmark::bt ? 21 : benchmark_ == Benchmark::sp ? 22 : 17;
+  double rank = 0, total = 0;
+  for (int r = 0; r < layout.ranks; ++r) {
+    double mine = 0;
+    for (const int id : partition.zones_of(r))
+      mine += double(ZoneDims::of(grid.zones()[static_cast<std::size_t>(id)]).size1()) * doubles * sizeof(double);
+    rank = std::max(rank, mine);
+    total += mine;
+  }
+  return {rank, total,
+          "--class " + problem_class_ + " (" + std::to_string(int(doubles)) + " doubles per point of its zones)"};
+}
+
+void MzApp::check_restart(const std::string& path, const h5::CheckpointHeader& header) const {
+  const ClassParams p = load_class_params(benchmark_, problem_class_, data_file_);
+  check_mz_checkpoint(path, header, iterations_ > 0 ? iterations_ : p.niter);
 }
 
 nlohmann::json MzApp::problem_size() const {

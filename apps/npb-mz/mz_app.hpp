@@ -22,9 +22,13 @@ class MzApp final : public AppDefinition {
   /// Without --data, the verification file lies in data_dir (config file or HYMPI_DATA_DIR) when one is set;
   /// the data layouts' locations come from num_locs (HYMPI_NUM_LOCS).
   void apply_settings(const Settings& settings) override;
-  /// Rejects an unknown class, more ranks than zones, thread counts below 1, an unknown --data-layout and a
+  /// Rejects an unknown class, a geometry-only class (E, F), more ranks than zones, thread counts below 1, an unknown --data-layout and a
   /// layout other than first-touch for LU-MZ (exit 2).
   void validate(const Layout& layout) const override;
+  /// Each rank's zones (the partition run() makes): BT 21, SP 22, LU 17 doubles per point, x rows padded.
+  [[nodiscard]] MemoryEstimate memory_estimate(const Layout& layout) const override;
+  /// A checkpoint's time step within this run's (check_mz_checkpoint).
+  void check_restart(const std::string& path, const h5::CheckpointHeader& header) const override;
   /// Checkpoints hold each zone's solution; a restart continues the run bit for bit (any layout).
   [[nodiscard]] bool checkpoints() const override { return true; }
   /// Benchmark, class, time step, mesh and zone sizes (mz_problem_size); throws like validate().

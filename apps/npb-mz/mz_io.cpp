@@ -56,6 +56,12 @@ nlohmann::json mz_problem_size(const std::string& benchmark, const ClassParams& 
           {"zone_y_sizes", grid.y_sizes()}};
 }
 
+void check_mz_checkpoint(const std::string& path, const h5::CheckpointHeader& h, int niter) {
+  if (h.step < 0 || h.step > niter)
+    throw h5::BadFile(path + ": checkpoint at time step " + std::to_string(h.step) + ", beyond the " +
+                      std::to_string(niter) + " time steps of this run");
+}
+
 MzHooks mz_io_hooks(h5::IoSession& io, const ZoneGrid& grid, const ZonePartition& partition, int rank, int niter,
                     double dt) {
   // Zone id -> index into the rank's field list (-1: another rank's zone).
@@ -69,10 +75,7 @@ MzHooks mz_io_hooks(h5::IoSession& io, const ZoneGrid& grid, const ZonePartition
     long done = 0;
     io.restart([&](h5::File& f, const h5::CheckpointHeader& h) {
       // The header is the same on every rank, so every rank throws alike (no rank left in a collective).
-      if (h.step < 0 || h.step > niter) {
-        throw h5::BadFile(f.path() + ": checkpoint at time step " + std::to_string(h.step) + ", beyond the " +
-                          std::to_string(niter) + " time steps of this run");
-      }
+      check_mz_checkpoint(f.path(), h, niter);
       for (const Zone& z : grid.zones()) {
         const int l = local[static_cast<std::size_t>(z.id)];
         const h5::Block3 block = zone_block(z, l >= 0, kComponents, 0, 0);

@@ -20,6 +20,10 @@ namespace hympi::npb {
 [[nodiscard]] nlohmann::json mz_problem_size(const std::string& benchmark, const ClassParams& p,
                                              const ZoneGrid& grid);
 
+/// Throws h5::BadFile naming `path` when checkpoint `header` holds a time step outside 0 .. `niter`: the hooks'
+/// restart and the app's check before launch both call it.
+void check_mz_checkpoint(const std::string& path, const h5::CheckpointHeader& header, int niter);
+
 /// The driver hooks that restart from `io`'s checkpoint (resume), write checkpoints and snapshots
 /// when due (after_step). Each zone's u is dataset "zone_NNN/u", (z, y, x, 5) of the zone's
 /// nz x ny x nx points (the x padding left out); snapshots hold its density and energy per unit

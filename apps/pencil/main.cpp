@@ -1,11 +1,14 @@
 // hympi-pencil: the seed-004 scheme (planes <-> pencils twice per substep, spectral z, compact x and y,
 // low-storage RK3) on a manufactured advection-diffusion problem, verified against its exact solution.
+#include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 
 #include "hympi/app/app.hpp"
 #include "hympi/pencil/groups.hpp"
+#include "hympi/pencil/io.hpp"
 
 namespace {
 
@@ -48,6 +51,42 @@ class PencilApp final : public hympi::AppDefinition {
     pencil::validate_split(pencil::coupled_problems(o.solver), pencil::parse_group_split(groups_), layout.ranks);
   }
 
+  /// Each grid's arrays per rank: u, the last and this substep's N and u_yy in planes, u and N in pencils, the
+  /// transpose's send and receive buffers, 8 doubles per stored point (x, y and the kept z modes' doubles);
+  /// --verify order builds the 2nx x 2ny grid while the first lives; --groups holds the coarse grid, the fine
+  /// one and the standalone fine run it is compared with, spread over the ranks.
+  hympi::MemoryEstimate memory_estimate(const hympi::Layout& layout) const override {
+    const pencil::RunOptions o = options(0.0);
+    const auto bytes = [](const pencil::PencilOptions& p, int ranks) {
+      const auto [nx, ny, nz] = p.grid;
+      const double d = double(pencil::dealiased_modes(nz, pencil::PencilOptions::kMinNz).doubles());
+      const double lines = double(ny) * d;
+      const double planes = std::ceil(double(nx) / ranks) * lines, pencils = std::ceil(lines / ranks) * double(nx);
+      return 8.0 * sizeof(double) * std::max(planes, pencils);
+    };
+    std::string counted = "--grid " + std::to_string(grid_[0]) + " " + std::to_string(grid_[1]) + " " +
+                          std::to_string(grid_[2]) + " (8 arrays x 8 B per stored point";
+    double rank = 0;
+    if (groups_.empty()) {
+      rank = bytes(o.solver, layout.ranks);
+      if (o.verify == pencil::VerifyMode::order) {
+        pencil::PencilOptions fine = o.solver;
+        fine.grid[0] *= 2;
+        fine.grid[1] *= 2;
+        rank += bytes(fine, layout.ranks);
+        counted += ", and the 2nx x 2ny grid of --verify order";
+      }
+    } else {
+      const pencil::CoupledProblems p = pencil::coupled_problems(o.solver);
+      rank = (bytes(p.coarse, 1) + 2 * bytes(p.fine, 1)) / layout.ranks;
+      counted += ", the coarse and twice the fine grid of --groups";
+    }
+    return {rank, rank * layout.ranks, counted + ")"};
+  }
+  /// The time stepper's scalars of the checkpoint, its steps within --steps (pencil::checkpoint_state).
+  void check_restart(const std::string& path, const hympi::h5::CheckpointHeader& header) const override {
+    (void)pencil::checkpoint_state(path, header, steps_);
+  }
   /// Checkpoints hold the stepped grids' states (both groups' when coupled) and the time stepper's scalars.
   bool checkpoints() const override { return true; }
   /// The grid, whether two groups run (then the file holds both grids) and the wire (a single wire rounds every

@@ -1,8 +1,10 @@
 // hympi-rb3d: red-black Gauss-Seidel for 3D Poisson, verified against one rank or the exact solution.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
 #include "hympi/app/app.hpp"
+#include "hympi/grid/cart.hpp"
 #include "hympi/rb3d/rb3d.hpp"
 
 namespace {
@@ -31,6 +33,28 @@ class Rb3dApp final : public hympi::AppDefinition {
         ->capture_default_str();
   }
   void validate(const hympi::Layout& layout) const override { options().validate(layout.ranks, layout.threads); }
+  /// u and f of the largest block with halos; --verify reference re-solves the whole grid on rank 0 after the
+  /// run's grids are freed, so the job's peak is the larger of the two.
+  hympi::MemoryEstimate memory_estimate(const hympi::Layout& layout) const override {
+    const auto o = options();
+    const auto dims = hympi::choose_process_grid(layout.ranks, o.global, o.dims);
+    double rank = 2 * hympi::largest_block_bytes(o.global, dims, 1, sizeof(double));
+    double total = rank * layout.ranks;
+    std::string counted = "--size " + std::to_string(n_) + " (u and f with halos, 16 B per point";
+    if (verify_ == "reference") {
+      const double whole = 2 * hympi::largest_block_bytes(o.global, {1, 1, 1}, 1, sizeof(double));
+      rank = std::max(rank, whole);
+      total = std::max(total, whole);
+      counted += ", and the whole grid again on rank 0 for --verify reference";
+    }
+    return {rank, total, counted + ")"};
+  }
+  /// A checkpoint past --iterations would leave nothing to run.
+  void check_restart(const std::string& path, const hympi::h5::CheckpointHeader& header) const override {
+    if (header.step > options_.iterations)
+      throw hympi::h5::BadFile("--restart " + path + " is at iteration " + std::to_string(header.step) +
+                               ", beyond the " + std::to_string(options_.iterations) + " asked for");
+  }
   bool checkpoints() const override { return true; }
   nlohmann::json problem_size() const override { return {{"global", {n_, n_, n_}}}; }
   hympi::ResultRecord run(hympi::AppContext& ctx) override {

@@ -1,4 +1,6 @@
 // hympi-spmv3d: HPCG's 27-point operator, repeated SpMV and CG, with halo/compute overlap.
+#include <algorithm>
+#include <cstdint>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -51,6 +53,47 @@ class Spmv3dApp final : public hympi::AppDefinition {
     const auto o = options();
     o.validate(layout.ranks, layout.threads);
     resolved_global_ = o.resolve(layout.ranks).first;
+  }
+  /// The vectors of the largest block with ghosts: the operator's halo grid and CG's x*, b, x, r, p and q (x and
+  /// y alone without CG), the CSR matrix's rows (27 values, 27 column indexes, a row start); --verify reference
+  /// re-solves the whole grid on rank 0 (stencil, ghost 1) after the run's arrays are freed.
+  hympi::MemoryEstimate memory_estimate(const hympi::Layout& layout) const override {
+    const auto o = options();
+    const auto [global, dims] = o.resolve(layout.ranks);
+    const bool cg = o.cg_iterations > 0;
+    const double vectors = cg ? 7 : 3;
+    double rank = vectors * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
+    if (o.op == hympi::SpmvOperator::csr)
+      rank += hympi::largest_block_bytes(global, dims, 0, 1) * (27 * sizeof(double) + 27 * sizeof(std::int32_t) +
+                                                                 sizeof(std::int64_t));
+    double total = rank * layout.ranks;
+    std::string counted = "--global " + std::to_string(global[0]) + " " + std::to_string(global[1]) + " " +
+                          std::to_string(global[2]) + " (" + std::to_string(int(vectors)) +
+                          " vectors with ghosts, 8 B per point each" +
+                          (o.op == hympi::SpmvOperator::csr ? ", the CSR matrix's 332 B per point" : "");
+    if (verify_ == "reference" && cg) {
+      const double whole = vectors * hympi::largest_block_bytes(global, {1, 1, 1}, 1, sizeof(double));
+      rank = std::max(rank, whole);
+      total = std::max(total, whole);
+      counted += ", and the whole grid again on rank 0 for --verify reference";
+    }
+    return {rank, total, counted + ")"};
+  }
+  /// A checkpoint holds CG iteration step (1 .. --cg-iterations) with its number rr and step + 1 residuals.
+  void check_restart(const std::string& path, const hympi::h5::CheckpointHeader& h) const override {
+    const auto bad = [&](const std::string& why) { return hympi::h5::BadFile("checkpoint " + path + " " + why); };
+    const int limit = options_.cg_iterations;
+    if (h.step < 1 || h.step > limit)
+      throw bad("holds CG iteration " + std::to_string(h.step) + ", past the limit --cg-iterations " +
+                std::to_string(limit));
+    const auto rr = h.state.find("rr");
+    const auto residuals = h.state.find("residuals");
+    if (!h.state.is_object() || rr == h.state.end() || !rr->is_number() || residuals == h.state.end() ||
+        !residuals->is_array() || !std::all_of(residuals->begin(), residuals->end(),
+                                               [](const nlohmann::json& v) { return v.is_number(); }))
+      throw bad("has no CG state (the number rr, the residuals)");
+    if (residuals->size() != static_cast<std::size_t>(h.step) + 1)
+      throw bad("has " + std::to_string(residuals->size()) + " residuals for iteration " + std::to_string(h.step));
   }
   /// Checkpoints hold CG's state; the repeated products alone have none (--cg-iterations 0 with them is bad input).
   bool checkpoints() const override { return true; }

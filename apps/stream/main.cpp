@@ -1,6 +1,4 @@
 // hympi-stream: STREAM copy/scale/add/triad bandwidth of all ranks together.
-#include <hwloc.h>
-
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -9,19 +7,6 @@
 #include "hympi/stream/stream.hpp"
 
 namespace {
-
-/// Ranks this process shares the machine with: the launcher's local size when it says (Open MPI,
-/// MPICH/Hydra), else all `ranks` (hympi launches on one machine, virtual nodes included).
-int ranks_on_this_machine(int ranks) {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0') continue;
-    char* end = nullptr;
-    const long local = std::strtol(value, &end, 10);
-    if (*end == '\0' && local >= 1) return static_cast<int>(local);
-  }
-  return ranks;
-}
 
 class StreamApp final : public hympi::AppDefinition {
  public:
@@ -35,16 +20,20 @@ class StreamApp final : public hympi::AppDefinition {
                                      "more until the timed triads reach --min-time")
                           ->capture_default_str();
   }
-  void validate(const hympi::Layout& layout) const override {
+  void validate(const hympi::Layout&) const override {
     if (options_.repeats < 2)
       throw hympi::InvalidArgument("--repeats must be >= 2, got " + std::to_string(options_.repeats));
     if (elements_option_->count() > 0) {
       // 0 is only the internal "size from the caches"; given explicitly it is a mistake.
       if (elements_ < 1) throw hympi::InvalidArgument("--elements must be >= 1, got " + std::to_string(elements_));
-      const hympi::Topology machine = hympi::Topology::this_machine();
-      hympi::check_stream_memory(static_cast<std::size_t>(elements_), ranks_on_this_machine(layout.ranks),
-                                 hwloc_get_root_obj(machine.get())->total_memory);
     }
+  }
+  /// The three arrays of --elements doubles per rank (sized from the caches without it: small by design).
+  hympi::MemoryEstimate memory_estimate(const hympi::Layout& layout) const override {
+    if (elements_option_->count() == 0) return {};
+    // In doubles: elements * 24 * ranks can overflow 64 bits for a mistyped size.
+    const double rank = 3.0 * sizeof(double) * static_cast<double>(elements_);
+    return {rank, rank * layout.ranks, "--elements " + std::to_string(elements_) + " (3 arrays x 8 B per element)"};
   }
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
     hympi::StreamOptions options = options_;

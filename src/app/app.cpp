@@ -1,10 +1,12 @@
 #include "hympi/app/app.hpp"
 
+#include <hwloc.h>
 #include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -188,12 +190,26 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
     return error_exit_code(prog, e);
   }
   const bool root = env->rank() == 0;
-  try {
-    app.validate({env->size(), env->threads()});
-  } catch (const InvalidArgument& e) {
-    // Validation depends only on options and layout, so every rank fails alike; rank 0 speaks.
-    if (root) std::cerr << prog << ": error: " << e.what() << "\n";
-    return 2;
+  {
+    // The memory check depends on each node's memory and rank count, so ranks may disagree: all agree on the
+    // outcome (no rank left waiting in a collective), and the lowest failing rank speaks.
+    std::string refusal;
+    try {
+      validate_layout(app, {env->size(), env->threads()}, env->machine_size());
+    } catch (const InvalidArgument& e) {
+      refusal = e.what();
+    }
+    const int mine = refusal.empty() ? env->size() : env->rank();
+    int first = env->size();
+    try {
+      HYMPI_MPI(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, env->world()));
+    } catch (const std::exception& e) {
+      return error_exit_code(prog, e);
+    }
+    if (first < env->size()) {
+      if (env->rank() == first) std::cerr << prog << ": error: " << refusal << std::endl;
+      return 2;
+    }
   }
   try {
     const Topology topology = Topology::this_machine();
@@ -224,7 +240,10 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
     std::optional<h5::IoSession> io;
     if (options.io) {
       io.emplace(env->world(), *options.io, app.name(), app.problem_size(),
-                 std::to_string(env->size()) + "x" + std::to_string(env->threads()));
+                 std::to_string(env->size()) + "x" + std::to_string(env->threads()),
+                 [&app](const std::string& path, const h5::CheckpointHeader& header) {
+                   app.check_restart(path, header);
+                 });
       context.io = &*io;
       if (!options.io->checkpoint_path.empty() || io->restarting()) context.min_time_s = 0.0;
     }
@@ -281,7 +300,57 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
   return 1;
 }
 
+/// Bytes as GiB with one decimal, for messages.
+std::string gib(double bytes) {
+  char text[48];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(1u << 30));
+  return text;
+}
+
 }  // namespace
+
+double largest_block_bytes(const std::array<long, 3>& global, const std::array<int, 3>& dims, int ghost,
+                           std::size_t element_bytes) {
+  std::array<double, 3> padded{};
+  for (std::size_t d = 0; d < 3; ++d) {
+    const long parts = std::max(dims[d], 1);
+    padded[d] = double(global[d] / parts + (global[d] % parts > 0 ? 1 : 0)) + 2.0 * ghost;
+  }
+  const double line = std::max(1.0, 64.0 / double(element_bytes));
+  return std::ceil(padded[0] / line) * line * padded[1] * padded[2] * double(element_bytes);
+}
+
+void check_memory(const MemoryEstimate& estimate, int ranks, int ranks_on_node, double node_bytes) {
+  if (estimate.rank_bytes <= 0 && estimate.total_bytes <= 0) return;
+  // A node holds ranks_on_node ranks, never more than all of them; the largest rank bounds each one.
+  const int on_node = std::clamp(ranks_on_node, 1, std::max(ranks, 1));
+  const double node = on_node >= ranks ? std::max(estimate.total_bytes, estimate.rank_bytes)
+                                       : std::min(estimate.total_bytes, estimate.rank_bytes * on_node);
+  if (estimate.rank_bytes > node_bytes || node > node_bytes)
+    throw InvalidArgument(estimate.counted + " needs an estimated " + gib(node) + " on this machine (" +
+                          std::to_string(on_node) + " rank(s), up to " + gib(estimate.rank_bytes) +
+                          " each), more than its " + gib(node_bytes) + " of memory");
+}
+
+int ranks_on_this_machine(int ranks) {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    const long local = std::strtol(value, &end, 10);
+    if (*end == '\0' && local >= 1) return static_cast<int>(local);
+  }
+  return ranks;
+}
+
+void validate_layout(const AppDefinition& app, const Layout& layout, int ranks_on_node) {
+  app.validate(layout);
+  const MemoryEstimate estimate = app.memory_estimate(layout);
+  if (estimate.rank_bytes <= 0 && estimate.total_bytes <= 0) return;
+  const Topology machine = Topology::this_machine();
+  check_memory(estimate, layout.ranks, ranks_on_node,
+               static_cast<double>(hwloc_get_root_obj(machine.get())->total_memory));
+}
 
 std::string AppDefinition::description() const {
   for (const auto& declared : contract::kApps)
@@ -398,7 +467,13 @@ int run_app(int argc, char** argv, AppDefinition& app) {
     if (cli.count("--validate-ranks") > 0) {
       if (validate_ranks < 1)
         throw InvalidArgument("--validate-ranks must be >= 1, got " + std::to_string(validate_ranks));
-      app.validate({validate_ranks, validation_threads(validate_ranks, options.virtual_nodes)});
+      validate_layout(app, {validate_ranks, validation_threads(validate_ranks, options.virtual_nodes)},
+                      ranks_on_this_machine(validate_ranks));
+      if (options.io && !options.io->restart_path.empty())
+        (void)h5::check_checkpoint_file(options.io->restart_path, app.name(), app.problem_size(),
+                                        [&app](const std::string& path, const h5::CheckpointHeader& header) {
+                                          app.check_restart(path, header);
+                                        });
       return 0;
     }
   } catch (const std::exception& e) {

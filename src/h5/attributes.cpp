@@ -60,21 +60,23 @@ void File::set_number(const std::string& key, double value, const std::string& o
 }
 
 bool File::has_attribute(const std::string& key, const std::string& object) const {
-  const SilencedErrors quiet;
-  const Handle target = open_object(hid_t(file_), object);
-  const bool found = target.valid() && H5Aexists(target.get(), key.c_str()) > 0;
-  H5Eclear2(H5E_DEFAULT);
-  return found;
+  return detail::has_attribute(hid_t(file_), key, object);
 }
 
 nlohmann::json File::attribute(const std::string& key, const std::string& object) const {
-  const SilencedErrors quiet;
-  const std::string where = "attribute '" + key + "' of " + path_;
   // Collective metadata reads: rank 0 reads, every rank gets the same bytes, so the outcome is the same.
-  const Handle target = open_object(hid_t(file_), object);
+  return detail::read_attribute(hid_t(file_), path_, key, object);
+}
+
+namespace detail {
+
+nlohmann::json read_attribute(hid_t file, const std::string& path, const std::string& key, const std::string& object) {
+  const SilencedErrors quiet;
+  const std::string where = "attribute '" + key + "' of " + path;
+  const Handle target = open_object(file, object);
   if (!target.valid() || H5Aexists(target.get(), key.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
-    throw BadFile(path_ + " has no " + where.substr(0, where.find(" of ")));
+    throw BadFile(path + " has no " + where.substr(0, where.find(" of ")));
   }
   Handle attr(H5Aopen(target.get(), key.c_str(), H5P_DEFAULT), H5Aclose);
   Handle type(H5Aget_type(attr.get()), H5Tclose);
@@ -93,5 +95,15 @@ nlohmann::json File::attribute(const std::string& key, const std::string& object
     throw BadFile("cannot read " + where + ": " + error_stack_message());
   return value;
 }
+
+bool has_attribute(hid_t file, const std::string& key, const std::string& object) {
+  const SilencedErrors quiet;
+  const Handle target = open_object(file, object);
+  const bool found = target.valid() && H5Aexists(target.get(), key.c_str()) > 0;
+  H5Eclear2(H5E_DEFAULT);
+  return found;
+}
+
+}  // namespace detail
 
 }  // namespace hympi::h5

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "h5_handles.hpp"
+#include "hympi/core/checksum.hpp"
 #include "hympi/core/comm.hpp"
 
 #ifndef HYMPI_VERSION
@@ -73,6 +74,52 @@ std::string dataset_of(const SnapshotField& field) {
   return field.grid.empty() ? field.name : field.grid + "/" + field.name;
 }
 
+/// The attribute that holds header_checksum().
+constexpr const char* kHeaderChecksum = "header_checksum";
+
+/// The header as the root attributes of a checkpoint hold it, `get` reading one attribute (File::attribute or
+/// the serial reader), and the header checksum it stores; throws BadFile naming `path` when the format, an
+/// attribute or the checksum is missing or of the wrong type. One decoder for the launched app and the check
+/// before launch.
+std::pair<CheckpointHeader, std::string> decode_header(const std::string& path,
+                                                       const std::function<bool(const std::string&)>& has,
+                                                       const std::function<nlohmann::json(const std::string&)>& get) {
+  if (!has("format") || get("format") != kCheckpointFormat)
+    throw BadFile(path + " is not a hympi checkpoint (no format \"" + kCheckpointFormat + "\")");
+  // Checkpoints written before the header had a checksum are refused: what they carry cannot be told from a
+  // damaged header, and a restart from one could only be trusted after its verification failed or not.
+  if (!has(kHeaderChecksum))
+    throw BadFile(path + " has no header checksum (written by an older hympi): start the run anew");
+  CheckpointHeader header;
+  try {
+    header.app = get("app").get<std::string>();
+    header.global_size = get("global_size");
+    header.step = static_cast<long>(get("step").get<double>());
+    header.time = get("time").get<double>();
+    header.layout = get("layout").get<std::string>();
+    header.state = get("state");
+    const nlohmann::json stored = get(kHeaderChecksum);
+    return {header, stored.is_string() ? stored.get<std::string>() : stored.dump()};
+  } catch (const nlohmann::json::exception& e) {
+    throw BadFile(path + ": damaged checkpoint header (" + e.what() + ")");
+  }
+}
+
+/// Everything a restart demands of a decoded header: this app's and this size's first (another run's intact
+/// checkpoint is named as such), then intact (its checksum), then the app's own `check`. Throws BadFile naming
+/// `path`.
+void check_header(const std::string& path, const CheckpointHeader& header, const std::string& stored_checksum,
+                  const std::string& app, const nlohmann::json& global_size, const HeaderCheck& check) {
+  if (header.app != app) throw BadFile(path + " is a checkpoint of " + header.app + ", not of " + app);
+  if (header.global_size != global_size)
+    throw BadFile(path + " is a checkpoint of size " + header.global_size.dump() + ", this run's is " +
+                  global_size.dump());
+  if (stored_checksum != header_checksum(header))
+    throw BadFile(path + ": checkpoint header fails its checksum (step, time, layout or state changed): the file "
+                  "is corrupted");
+  if (check) check(path, header);
+}
+
 void require_directory(const std::string& option, const std::string& path) {
   const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
   if (!fs::is_directory(parent))
@@ -94,6 +141,7 @@ CheckpointWriter::CheckpointWriter(MPI_Comm comm, const std::string& path, const
     file_.set_text("hympi_version", HYMPI_VERSION);
     file_.set_attribute("state", header.state);
     file_.set_attribute("h5_options", options.to_json());
+    file_.set_text(kHeaderChecksum, header_checksum(header));
   } catch (...) {
     // The destructor does not run for a constructor that throws: drop the temporary here.
     file_.close_quietly();
@@ -115,34 +163,47 @@ void CheckpointWriter::commit() {
 }
 
 CheckpointReader::CheckpointReader(MPI_Comm comm, const std::string& path, const H5Options& options,
-                                   const std::string& app, const nlohmann::json& global_size)
+                                   const std::string& app, const nlohmann::json& global_size,
+                                   const HeaderCheck& check)
     : file_(File::open(comm, path, options)) {
   // Every rank reads the same attributes (collective metadata reads), so every rank throws alike.
   try {
-    if (!file_.has_attribute("format") || file_.attribute("format") != kCheckpointFormat)
-      throw BadFile(path + " is not a hympi checkpoint (no format \"" + kCheckpointFormat + "\")");
-    header_.app = file_.attribute("app").get<std::string>();
-    header_.global_size = file_.attribute("global_size");
-    header_.step = static_cast<long>(file_.attribute("step").get<double>());
-    header_.time = file_.attribute("time").get<double>();
-    header_.layout = file_.attribute("layout").get<std::string>();
-    header_.state = file_.attribute("state");
+    const auto [header, stored] = decode_header(
+        path, [&](const std::string& key) { return file_.has_attribute(key); },
+        [&](const std::string& key) { return file_.attribute(key); });
+    check_header(path, header, stored, app, global_size, check);
+    header_ = header;
   } catch (const BadFile&) {
     file_.close();
     throw;
-  } catch (const nlohmann::json::exception& e) {
-    file_.close();
-    throw BadFile(path + ": damaged checkpoint header (" + e.what() + ")");
   }
-  if (header_.app != app) {
-    file_.close();
-    throw BadFile(path + " is a checkpoint of " + header_.app + ", not of " + app);
-  }
-  if (header_.global_size != global_size) {
-    file_.close();
-    throw BadFile(path + " is a checkpoint of size " + header_.global_size.dump() + ", this run's is " +
-                  global_size.dump());
-  }
+}
+
+std::string header_checksum(const CheckpointHeader& header) {
+  // Over the values as a reader decodes them (the state's JSON text re-dumped is the same text), so the
+  // checksum does not depend on how HDF5 stores the attributes, only on what they say.
+  const std::string text = nlohmann::json::array({header.app, header.global_size, header.step, header.time,
+                                                  header.layout, header.state})
+                               .dump();
+  std::uint64_t sum = 0;
+  for (std::size_t i = 0; i < text.size(); ++i)
+    sum += element_hash(i, static_cast<unsigned char>(text[i]));
+  return checksum_hex(sum);
+}
+
+CheckpointHeader check_checkpoint_file(const std::string& path, const std::string& app,
+                                       const nlohmann::json& global_size, const HeaderCheck& check) {
+  const detail::SilencedErrors quiet;
+  // The default (sec2) driver: one process, no MPI, as h5dump reads it.
+  const detail::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid())
+    throw BadFile("cannot open " + path + " (missing, truncated or not HDF5): " + detail::error_stack_message());
+  const auto [header, stored] = decode_header(
+      path, [&](const std::string& key) { return detail::has_attribute(file.get(), key, "/"); },
+      [&](const std::string& key) { return detail::read_attribute(file.get(), path, key, "/"); });
+  check_header(path, header, stored, app, global_size, check);
+  detail::verify_stored_checksums(file.get(), path);
+  return header;
 }
 
 SnapshotSeries::SnapshotSeries(MPI_Comm comm, std::string prefix, H5Options options)
@@ -264,9 +325,9 @@ nlohmann::json IoOptions::to_json() const {
 }
 
 IoSession::IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size,
-                     std::string layout)
+                     std::string layout, HeaderCheck check)
     : comm_(comm), options_(std::move(options)), app_(std::move(app)), global_size_(std::move(global_size)),
-      layout_(std::move(layout)) {
+      layout_(std::move(layout)), check_(std::move(check)) {
   if (!options_.snapshot_prefix.empty()) snapshots_.emplace(comm_, options_.snapshot_prefix, options_.h5);
 }
 
@@ -282,8 +343,15 @@ bool IoSession::snapshot_due(long step) const {
 
 CheckpointHeader IoSession::restart(const std::function<void(File&, const CheckpointHeader&)>& read) {
   const double start = MPI_Wtime();
-  CheckpointReader reader(comm_, options_.restart_path, options_.h5, app_, global_size_);
-  read(reader.file(), reader.header());
+  CheckpointReader reader(comm_, options_.restart_path, options_.h5, app_, global_size_, check_);
+  try {
+    read(reader.file(), reader.header());
+  } catch (const nlohmann::json::exception& e) {
+    // The header is the same on every rank, so every rank gets here alike: a state the app cannot read is the
+    // file's fault (exit 2), never an abort.
+    reader.file().close();
+    throw BadFile(options_.restart_path + ": checkpoint state unreadable (" + e.what() + ")");
+  }
   reader.file().close();
   totals_.restart_s = MPI_Wtime() - start;
   totals_.restart_bytes = file_bytes(options_.restart_path);

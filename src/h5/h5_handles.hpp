@@ -63,6 +63,16 @@ class SilencedErrors {
 /// clears the stack.
 std::string error_stack_message();
 
+/// Reads attribute `key` of `object` in the open file `file` (named `path` in messages) as JSON: numbers as
+/// numbers, JSON text parsed, other strings as strings; throws BadFile naming the file and key when it is
+/// missing or unreadable. No MPI: File::attribute and the serial checkpoint check share it.
+nlohmann::json read_attribute(hid_t file, const std::string& path, const std::string& key, const std::string& object);
+/// Whether `object` of `file` has attribute `key`; never throws.
+bool has_attribute(hid_t file, const std::string& key, const std::string& object);
+/// Serially (no MPI) recomputes the checksum of every dataset of the open file `file` (named `path`) and
+/// compares it with the one stored beside it; throws BadFile naming the dataset when one has none or differs.
+void verify_stored_checksums(hid_t file, const std::string& path);
+
 /// Outcome of one rank's part of a collective step, before the ranks agree on it.
 struct LocalOutcome {
   bool failed = false;

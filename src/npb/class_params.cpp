@@ -63,6 +63,7 @@ ClassParams load_class_params(const nlohmann::json& data, Benchmark b, const std
   p.niter = c.contains("niter") ? c.at("niter").get<int>() : c.at("itmax").get<int>();
   p.dt = c.at("dt").get<double>();
   p.has_reference = c.contains("xcrref") && c.contains("xceref");
+  p.geometry_only = c.value("geometry_only", false);
   if (p.has_reference) {
     p.niter_ref = c.at("verify_iterations_ref").get<int>();
     p.dt_ref = c.at("verify_dtref").get<double>();

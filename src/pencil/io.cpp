@@ -69,27 +69,32 @@ void write_snapshot(h5::IoSession& io, std::span<const IoGrid> grids, const Penc
   io.snapshot(solver.steps_done(), solver.time(), fields);
 }
 
+CheckpointState checkpoint_state(const std::string& path, const h5::CheckpointHeader& h, long max_steps) {
+  const auto bad = [&](const std::string& why) { return h5::BadFile("checkpoint " + path + " " + why); };
+  CheckpointState s;
+  try {
+    s.steps = h.state.at("steps").get<long>();
+    s.t = h.state.at("t").get<double>();
+    s.dt_bound = h.state.at("dt_bound").get<double>();
+  } catch (const nlohmann::json::exception&) {
+    throw bad("has no solver state (numbers t, dt_bound, steps)");
+  }
+  if (s.steps > max_steps)
+    throw bad("holds step " + std::to_string(s.steps) + ", past the " + std::to_string(max_steps) + " steps asked for");
+  if (!(s.dt_bound > 0) || !std::isfinite(s.dt_bound) || !std::isfinite(s.t) || s.steps < 1)
+    throw bad("has a state no step leaves (t, dt_bound, steps)");
+  return s;
+}
+
 void restart_pencil(h5::IoSession& io, std::span<const IoGrid> grids, PencilSolver& solver, long max_steps) {
   std::vector<double> u(solver.state().size());
-  double t = 0, dt_bound = 0;
-  long steps = 0;
+  CheckpointState s;
   io.restart([&](h5::File& f, const h5::CheckpointHeader& h) {
-    const auto bad = [&](const std::string& why) { return h5::BadFile("checkpoint " + f.path() + " " + why); };
-    try {
-      steps = h.state.at("steps").get<long>();
-      t = h.state.at("t").get<double>();
-      dt_bound = h.state.at("dt_bound").get<double>();
-    } catch (const nlohmann::json::exception&) {
-      throw bad("has no solver state (numbers t, dt_bound, steps)");
-    }
-    if (steps > max_steps)
-      throw bad("holds step " + std::to_string(steps) + ", past the " + std::to_string(max_steps) + " steps asked for");
-    if (!(dt_bound > 0) || !std::isfinite(dt_bound) || !std::isfinite(t) || steps < 1)
-      throw bad("has a state no step leaves (t, dt_bound, steps)");
+    s = checkpoint_state(f.path(), h, max_steps);
     for (const IoGrid& g : grids)
       f.read(state_dataset(g), state_block(g, solver), g.mine ? std::span<double>(u) : std::span<double>());
   });
-  solver.resume(u, t, dt_bound, steps);
+  solver.resume(u, s.t, s.dt_bound, s.steps);
 }
 
 StepHook io_hook(h5::IoSession* io, std::span<const IoGrid> grids) {

@@ -107,6 +107,13 @@ void RunOptions::validate(int ranks) const {
   if (!(tolerance_scale > 0) || !std::isfinite(tolerance_scale))
     throw InvalidArgument("tolerance scale must be > 0, got " + std::to_string(tolerance_scale));
   solver.validate(ranks);
+  if (verify == VerifyMode::order) {
+    // The second, 2nx x 2ny grid of the order check must split over the same ranks.
+    PencilOptions fine = solver;
+    fine.grid[0] *= 2;
+    fine.grid[1] *= 2;
+    fine.validate(ranks);
+  }
 }
 
 nlohmann::json GridCheck::to_json() const {

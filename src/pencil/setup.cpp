@@ -49,13 +49,9 @@ void PencilOptions::validate(int ranks) const {
                           " in x and y is too small for the compact closures (needs >= 6 points each)");
   const ZModes modes = dealiased_modes(nz, kMinNz);
   if (ranks < 1) throw InvalidArgument("ranks must be >= 1, got " + std::to_string(ranks));
-  if (nx < ranks)
-    throw InvalidArgument("nx = " + std::to_string(nx) + " x planes cannot be split over " + std::to_string(ranks) +
-                          " ranks");
-  if (ny * modes.doubles() < ranks)
-    throw InvalidArgument("ny x 2 x " + std::to_string(modes.kept) + " modes = " +
-                          std::to_string(ny * modes.doubles()) + " pencil lines cannot be split over " +
-                          std::to_string(ranks) + " ranks");
+  // The transpose's own checks, made here so --validate-ranks refuses what the launched run would (fewer x planes
+  // or (z, y) lines than ranks, blocks past MPI's int counts).
+  transpose::Transpose::check_extents({nx, ny, modes.doubles()}, ranks, transpose.exchange);
   if (!(lx > 0) || !(problem.ly > 0) || !std::isfinite(lx) || !std::isfinite(problem.ly))
     throw InvalidArgument("domain lengths must be > 0, got lx = " + std::to_string(lx) + ", ly = " + std::to_string(problem.ly));
   if (!(problem.nu > 0) || !std::isfinite(problem.nu))

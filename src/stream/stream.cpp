@@ -35,18 +35,6 @@ std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on
                                contract::kStreamMinElements);
 }
 
-void check_stream_memory(std::size_t elements, int ranks_on_node, std::uint64_t memory_bytes) {
-  // In doubles: elements * 24 * ranks can overflow 64 bits for a mistyped size.
-  const double need = 3.0 * sizeof(double) * static_cast<double>(elements) * std::max(ranks_on_node, 1);
-  if (need > static_cast<double>(memory_bytes)) {
-    char gib[96];
-    std::snprintf(gib, sizeof gib, " rank(s) on this machine = %.1f GiB, more than its %.1f GiB of memory",
-                  need / (1 << 30), static_cast<double>(memory_bytes) / (1 << 30));
-    throw InvalidArgument("--elements " + std::to_string(elements) + " needs 3 arrays x 8 B x " +
-                          std::to_string(elements) + " x " + std::to_string(std::max(ranks_on_node, 1)) + gib);
-  }
-}
-
 double stream_deviation(std::span<const double> a, std::span<const double> b, std::span<const double> c,
                         int passes) {
   if (passes < 1) throw InvalidArgument("STREAM passes to verify must be >= 1, got " + std::to_string(passes));

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "hympi/core/error.hpp"
@@ -13,12 +15,13 @@ namespace hympi::transpose {
 
 namespace {
 
-/// `value` as an MPI int count; throws InvalidArgument naming what overflows.
-int mpi_count(long value, const char* what) {
-  if (value > INT_MAX)
-    throw InvalidArgument(std::string(what) + " of " + std::to_string(value) +
-                          " elements is too large for MPI's int counts (use more ranks)");
-  return static_cast<int>(value);
+/// Throws InvalidArgument naming `what` when `elements` (a count or an offset of an exchange) exceeds MPI's int.
+void require_int_count(double elements, const char* what) {
+  if (elements > double(INT_MAX)) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.0f", elements);
+    throw InvalidArgument(std::string(what) + " of " + count + " elements is too large for MPI's int counts (use more ranks)");
+  }
 }
 
 }  // namespace
@@ -72,18 +75,9 @@ Extent block_extent(long n, int parts, int index) {
 Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOptions& options)
     : n_(n), lines_(n[1] * n[2]), options_(options) {
   options_.validate();
-  static constexpr const char* kName[3] = {"nx", "ny", "nz"};
-  for (int d = 0; d < 3; ++d)
-    if (n[d] < 1) throw InvalidArgument(std::string("grid extent ") + kName[d] + " must be >= 1, got " +
-                                        std::to_string(n[d]));
-  // The size check needs no communication, so every rank throws before the collective duplicate.
   HYMPI_MPI(MPI_Comm_size(comm, &ranks_));
-  if (n[0] < ranks_)
-    throw InvalidArgument("cannot split nx = " + std::to_string(n[0]) + " x planes over " + std::to_string(ranks_) +
-                          " ranks (fewer planes than ranks)");
-  if (lines_ < ranks_)
-    throw InvalidArgument("cannot split ny*nz = " + std::to_string(lines_) + " (z, y) lines over " +
-                          std::to_string(ranks_) + " ranks (fewer lines than ranks)");
+  // Needs no communication, so every rank throws before the collective duplicate.
+  check_extents(n, ranks_, options_.exchange);
   comm_ = Comm::duplicate(comm);
   // HYMPI_MPI needs error codes back, whatever handler the caller's communicator had.
   HYMPI_MPI(MPI_Comm_set_errhandler(comm_.get(), MPI_ERRORS_RETURN));
@@ -98,7 +92,8 @@ Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOption
   const long my_x = planes_x().size(), my_lines = pencil_lines().size();
   // Every block is at most (largest x share) x (largest line share): the first rank's in both.
   const long largest = block_extent(n_[0], ranks_, 0).size() * block_extent(lines_, ranks_, 0).size();
-  padded_block_ = mpi_count(largest, "a transpose block");
+  // check_extents() vouched for every count and offset below fitting an int.
+  padded_block_ = static_cast<int>(largest);
   const bool padded = options_.exchange == TransposeExchange::alltoall;
   long send_at = 0, recv_at = 0;
   for (int r = 0; r < ranks_; ++r) {
@@ -107,10 +102,10 @@ Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOption
     // The own block stays out of the exchange: the local transpose reads and writes it in the planes (the
     // own-block scratch with a single wire).
     const bool self = r == rank_;
-    send_counts_[i] = self ? 0 : mpi_count(my_x * pencil_lines(r).size(), "a transpose block");
-    recv_counts_[i] = self ? 0 : mpi_count(planes_x(r).size() * my_lines, "a transpose block");
-    send_displs_[i] = mpi_count(padded ? r * largest : send_at, "a transpose buffer");
-    recv_displs_[i] = mpi_count(padded ? r * largest : recv_at, "a transpose buffer");
+    send_counts_[i] = self ? 0 : static_cast<int>(my_x * pencil_lines(r).size());
+    recv_counts_[i] = self ? 0 : static_cast<int>(planes_x(r).size() * my_lines);
+    send_displs_[i] = static_cast<int>(padded ? r * largest : send_at);
+    recv_displs_[i] = static_cast<int>(padded ? r * largest : recv_at);
     send_at += send_counts_[i];
     recv_at += recv_counts_[i];
   }
@@ -133,6 +128,33 @@ Transpose::Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOption
     send_d_.resize(buffer_size);
     recv_d_.resize(buffer_size);
   }
+}
+
+void Transpose::check_extents(std::array<long, 3> n, int ranks, TransposeExchange exchange) {
+  static constexpr const char* kName[3] = {"nx", "ny", "nz"};
+  for (int d = 0; d < 3; ++d)
+    if (n[d] < 1) throw InvalidArgument(std::string("grid extent ") + kName[d] + " must be >= 1, got " +
+                                        std::to_string(n[d]));
+  if (ranks < 1) throw InvalidArgument("a transpose needs >= 1 ranks, got " + std::to_string(ranks));
+  if (n[0] < ranks)
+    throw InvalidArgument("cannot split nx = " + std::to_string(n[0]) + " x planes over " + std::to_string(ranks) +
+                          " ranks (fewer planes than ranks)");
+  // In doubles: ny * nz and the buffers below can overflow a long for a mistyped size.
+  const double lines = double(n[1]) * double(n[2]);
+  if (lines < ranks)
+    throw InvalidArgument("cannot split ny*nz = " + std::to_string(long(lines)) + " (z, y) lines over " +
+                          std::to_string(ranks) + " ranks (fewer lines than ranks)");
+  // block_extent gives the first ranks one more: rank 0 holds the largest share of both splits, the last the least.
+  const double x_min = double(n[0] / ranks), x0 = x_min + (n[0] % ranks > 0 ? 1 : 0);
+  const double l_min = std::floor(lines / ranks), l0 = l_min + (std::fmod(lines, double(ranks)) > 0 ? 1 : 0);
+  const double largest = x0 * l0;
+  require_int_count(largest, "a transpose block");
+  // The offsets of an exchange stay below its buffer's end: padded, one largest block per rank; otherwise the
+  // other ranks' blocks of this rank's planes (sent) or lines (received), at most the bounds below.
+  const double buffer = exchange == TransposeExchange::alltoall
+                            ? double(ranks) * largest
+                            : std::max(x0 * (lines - l_min), (double(n[0]) - x_min) * l0);
+  require_int_count(buffer, "a transpose buffer");
 }
 
 std::size_t Transpose::plane_size() const noexcept {

@@ -1,6 +1,8 @@
 #pragma once
 // The frame every reference app runs in: options, MPI start-up, binding, errors, result line.
 #include <CLI/CLI.hpp>
+#include <array>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +23,30 @@ struct Layout {
   int ranks = 1;
   int threads = 1;
 };
+
+/// The memory an app's problem needs at its peak, as the app estimates it from its options and layout: what the
+/// frame compares with the node's memory before anything is allocated (--validate-ranks and the launched run).
+struct MemoryEstimate {
+  double rank_bytes = 0;   ///< the largest rank's peak
+  double total_bytes = 0;  ///< all ranks' together at the job's peak
+  /// The option and value that set the size and what was counted, for the refusal, e.g.
+  /// "--size 4096 (u and f with halos, 16 B per point)".
+  std::string counted;
+};
+
+/// Bytes of the largest block of `global` points split over a `dims` process grid (the first blocks take the
+/// remainder), with `ghost` layers of `element_bytes` elements and rows padded to 64-byte lines as Grid3D pads
+/// them; in doubles, so no mistyped size overflows. Never throws.
+[[nodiscard]] double largest_block_bytes(const std::array<long, 3>& global, const std::array<int, 3>& dims, int ghost,
+                                         std::size_t element_bytes);
+
+/// Throws InvalidArgument naming estimate.counted and the estimate in GiB when one rank's peak, or the peak of
+/// the `ranks_on_node` (of `ranks`) ranks on one node, exceeds `node_bytes`. Never throws for an empty estimate.
+void check_memory(const MemoryEstimate& estimate, int ranks, int ranks_on_node, double node_bytes);
+
+/// Ranks this process shares the machine with, for a check without MPI: the launcher's local size when it says
+/// (Open MPI, MPICH/Hydra), else all `ranks` (hympi run launches on one machine, virtual nodes included).
+[[nodiscard]] int ranks_on_this_machine(int ranks);
 
 /// What an app's run() gets: its environment, the machine, a metrics sink and the bindings.
 struct AppContext {
@@ -64,14 +90,33 @@ class AppDefinition {
   [[nodiscard]] virtual bool checkpoints() const { return false; }
   /// The problem size a checkpoint records and a restart demands (any JSON; called after validate()).
   [[nodiscard]] virtual nlohmann::json problem_size() const { return nullptr; }
+  /// The memory the problem needs on `layout` (called after validate()); empty: not estimated (apps whose
+  /// memory does not grow with their options). Throws InvalidArgument like validate().
+  [[nodiscard]] virtual MemoryEstimate memory_estimate(const Layout& layout) const {
+    (void)layout;
+    return {};
+  }
+  /// What a restart demands of checkpoint `path`'s header beyond the app and size the frame checks (a step
+  /// within this run's, the state the app reads); throws h5::BadFile naming `path`. The check before launch
+  /// (--validate-ranks with --restart) and the launched run's restart both call it.
+  virtual void check_restart(const std::string& path, const h5::CheckpointHeader& header) const {
+    (void)path;
+    (void)header;
+  }
   /// Runs, verifies and returns what was measured (collective over env.world()).
   virtual ResultRecord run(AppContext& context) = 0;
 };
 
+/// Every check of `app`'s options for `layout` with `ranks_on_node` ranks on this machine: app.validate(), then its
+/// memory_estimate() against this machine's memory (hwloc). The one function --validate-ranks and the launched
+/// run both call, so the two cannot drift; throws InvalidArgument naming the bad value.
+void validate_layout(const AppDefinition& app, const Layout& layout, int ranks_on_node);
+
 /// Parses options, initialises MPI, binds, validates, runs `app` and prints HYMPI_RESULT on
 /// rank 0. Returns the process exit code: 0 ok, 1 runtime failure or failed verification
 /// (with --require-verified, the default), 2 bad input. `--validate-ranks N` only validates
-/// the options for N ranks, without MPI, so launchers can reject bad input before launching.
+/// the options for N ranks, without MPI, so launchers can reject bad input before launching: validate_layout()
+/// and, with --restart, the checkpoint (h5::check_checkpoint_file with the app's check_restart).
 /// A `--min-time` (or HYMPI_MIN_TIME) that is negative or not a finite number is bad input. The frame's
 /// options (--bind, --dist, --oversubscribe, --min-time, HYMPI_VIRTUAL_NODES, ...) come from the options
 /// layer (Settings): defaults < hympi.toml or --config < HYMPI_* < command line; an unknown key in the

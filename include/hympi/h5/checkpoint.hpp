@@ -27,6 +27,23 @@ struct CheckpointHeader {
   nlohmann::json state = nlohmann::json::object();  ///< the app's small state (residual history, scalars)
 };
 
+/// The checksum "header_checksum" a checkpoint stores over its header (app, size, step, time, layout, state), as
+/// 16 hex digits: a changed digit in any of them is refused on restart rather than surfacing later as a failed
+/// verification. Never throws.
+[[nodiscard]] std::string header_checksum(const CheckpointHeader& header);
+
+/// What a restart demands of a checkpoint's header beyond its app and size (the step bound of this run, the
+/// state the app needs); throws BadFile naming `path`. The app's launched run and the check before launch
+/// (check_checkpoint_file) call the same one.
+using HeaderCheck = std::function<void(const std::string& path, const CheckpointHeader& header)>;
+
+/// Checks the checkpoint `path` without MPI (HDF5 serially, one process), as a restart would: an HDF5 file with
+/// hympi's format, written by `app` for `global_size`, its header checksum intact, `check` satisfied and every
+/// dataset's checksum right. Returns its header; throws BadFile naming the file and what is wrong (a missing
+/// `path` as "cannot open": IoOptions::validate names it first in the apps). Reads the whole file once.
+CheckpointHeader check_checkpoint_file(const std::string& path, const std::string& app,
+                                       const nlohmann::json& global_size, const HeaderCheck& check);
+
 /// Writes one checkpoint: to "<path>.tmp", and only commit() (flush, close, rename) puts it under
 /// `path`, so a kill or a failure during the write leaves the previous checkpoint untouched.
 class CheckpointWriter {
@@ -56,9 +73,10 @@ class CheckpointWriter {
 class CheckpointReader {
  public:
   /// Opens `path` (collective) and reads its header; throws BadFile naming the file when it is missing,
-  /// not a hympi checkpoint, or was written by another app or for another global size.
+  /// not a hympi checkpoint, has a damaged header (its checksum) or none, was written by another app or for
+  /// another global size, or fails `check` (when given).
   CheckpointReader(MPI_Comm comm, const std::string& path, const H5Options& options, const std::string& app,
-                   const nlohmann::json& global_size);
+                   const nlohmann::json& global_size, const HeaderCheck& check = {});
   [[nodiscard]] const CheckpointHeader& header() const { return header_; }
   File& file() { return file_; }
 
@@ -130,8 +148,9 @@ struct IoTotals {
 /// and the time and bytes each took.
 class IoSession {
  public:
-  /// `global_size` and `app` go into every checkpoint and are demanded on restart.
-  IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size, std::string layout);
+  /// `global_size` and `app` go into every checkpoint and are demanded on restart, with `check` (may be empty).
+  IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size, std::string layout,
+            HeaderCheck check = {});
   [[nodiscard]] const IoOptions& options() const { return options_; }
   [[nodiscard]] bool restarting() const { return !options_.restart_path.empty(); }
   /// Whether a checkpoint is due after `step` steps.
@@ -155,6 +174,7 @@ class IoSession {
   std::string app_;
   nlohmann::json global_size_;
   std::string layout_;
+  HeaderCheck check_;
   std::optional<SnapshotSeries> snapshots_;
   IoTotals totals_;
 };

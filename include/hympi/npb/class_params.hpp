@@ -34,6 +34,8 @@ struct ClassParams {
   int niter = 0;
   double dt = 0.0;
   bool has_reference = false;
+  /// The data file keeps the class for its geometry only ("geometry_only": E and F): the apps refuse to run it.
+  bool geometry_only = false;
   int niter_ref = 0;
   double dt_ref = 0.0;
   double epsilon = 1e-8;

@@ -35,6 +35,15 @@ void write_checkpoint(h5::IoSession& io, std::span<const IoGrid> grids, const Pe
 /// (x0, 0, 0), spacing (hx, hy, 2 pi / nz)). Collective over the world; throws h5::IoError.
 void write_snapshot(h5::IoSession& io, std::span<const IoGrid> grids, const PencilSolver& solver);
 
+/// The time stepper's scalars of checkpoint `path`'s header (t, dt_bound, steps); throws h5::BadFile naming `path`
+/// when they are missing, no step leaves them (steps < 1, t or dt_bound not finite, dt_bound <= 0) or steps exceed
+/// `max_steps`. restart_pencil and the app's check before launch both use it.
+struct CheckpointState {
+  double t = 0, dt_bound = 0;
+  long steps = 0;
+};
+CheckpointState checkpoint_state(const std::string& path, const h5::CheckpointHeader& header, long max_steps);
+
 /// Restores `solver` (this rank's grid) from io's restart file, as PencilSolver::resume; any layout reads any
 /// other's checkpoint. Collective over the world; throws h5::BadFile naming the file when it is not this run's
 /// (io checks app and problem), lacks a grid's state, or holds more steps than `max_steps`; h5::IoError.

@@ -62,8 +62,8 @@ inline constexpr double kRb3dBytesPerPoint = 48.0;
 /// Runs the solver on `comm` (collective); the phases of the timed loop go to `metrics` ("sweep",
 /// "halo", "residual", "residual_halo"), the initial residual before the loop does not.
 /// Every overlap strategy and tile size gives the same residuals bit for bit. With `io`, the solve starts
-/// from its restart checkpoint (throws h5::BadFile for a bad one, InvalidArgument for one beyond
-/// `options.iterations`), writes checkpoints and snapshots as due (throws h5::IoError) and ends bit for bit
+/// from its restart checkpoint (throws h5::BadFile for a bad one or one the session's header check refuses,
+/// e.g. the app's step beyond --iterations), writes checkpoints and snapshots as due (throws h5::IoError) and ends bit for bit
 /// where an uninterrupted solve would, whatever layout wrote the checkpoint.
 Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metrics, h5::IoSession* io = nullptr);
 

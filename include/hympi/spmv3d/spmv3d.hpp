@@ -48,8 +48,8 @@ struct Spmv3dResult {
 /// restart file if there is one and writes checkpoints (x, r, p, rr, the residual history) and
 /// snapshots (x) at its cadence, counted in CG iterations; a restarted solve ends bit for bit as the
 /// uninterrupted one, on any layout. Throws InvalidArgument for options that do not validate on this
-/// communicator, h5::BadFile for a restart file that is not this solve's (or is past
-/// options.cg_iterations), h5::IoError for a failed write or read, MpiError for a failed MPI call.
+/// communicator, h5::BadFile for a restart file that is not this solve's (or that
+/// the session's header check refuses: the app's, a step past --cg-iterations), h5::IoError for a failed write or read, MpiError for a failed MPI call.
 Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& spmv_metrics, Metrics& cg_metrics,
                         h5::IoSession* io = nullptr);
 /// run_spmv3d with both regions' phases in one `metrics`; throws as that does.

@@ -38,10 +38,6 @@ struct StreamResult {
 /// caches (STREAM's rule, contract.toml [stream]), at least 1 Mi doubles.
 std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on_node);
 
-/// Throws InvalidArgument naming the size when the three arrays of `elements` doubles of each of
-/// `ranks_on_node` ranks need more than `memory_bytes` (the machine's memory).
-void check_stream_memory(std::size_t elements, int ranks_on_node, std::uint64_t memory_bytes);
-
 /// The scalar of STREAM's scale and triad kernels.
 inline constexpr double kStreamScalar = 3.0;
 /// Largest relative deviation stream_deviation() may report for a verified run.

@@ -102,6 +102,12 @@ class Transpose {
   /// option is bad (TransposeOptions::validate); MpiError when duplicating `comm` fails.
   Transpose(std::array<long, 3> n, MPI_Comm comm, const TransposeOptions& options);
 
+  /// The checks of the constructor that need no communicator, for `ranks` ranks: so an app can refuse a grid
+  /// before MPI starts (its --validate-ranks) with the words the constructor would use. Throws InvalidArgument
+  /// when an extent is < 1, nx or ny*nz is smaller than `ranks`, or a block, an offset or a buffer of the
+  /// exchange is too large for MPI's int counts.
+  static void check_extents(std::array<long, 3> n, int ranks, TransposeExchange exchange);
+
   /// x planes this rank owns.
   [[nodiscard]] Extent planes_x() const noexcept { return planes_x(rank_); }
   /// x planes rank `rank` owns; throws InvalidArgument for a rank outside the communicator.

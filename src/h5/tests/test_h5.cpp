@@ -278,6 +278,128 @@ TEST(H5, CheckpointAppearsOnlyWhenCommitted) {
   EXPECT_THROW(CheckpointReader(MPI_COMM_WORLD, path, H5Options{}, "rb3d", size), BadFile);
 }
 
+/// Rewrites root attribute `key` of `path` (a fixed-length string, as hympi stores them) with `text`, serially:
+/// what a user editing a checkpoint with h5py does.
+void rewrite_text_attribute(const std::string& path, const std::string& key, const std::string& text) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(file, 0);
+  H5Adelete(file, key.c_str());
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, text.size());
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t attr = H5Acreate2(file, key.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(H5Awrite(attr, type, text.data()), 0);
+  H5Aclose(attr);
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Fclose(file);
+}
+
+TEST(H5, HeaderChecksumChangesWithEveryHeaderValue) {
+  const CheckpointHeader base{"rb3d", nlohmann::json{8, 8, 8}, 20, 0.5, "2x1", {{"residuals", {1.0, 0.25}}}};
+  const std::string sum = header_checksum(base);
+  EXPECT_EQ(sum.size(), 16u);
+  EXPECT_EQ(header_checksum(base), sum);
+  auto changed = base;
+  changed.step = 21;
+  EXPECT_NE(header_checksum(changed), sum);
+  changed = base;
+  changed.time = 0.5000000000000001;
+  EXPECT_NE(header_checksum(changed), sum);
+  changed = base;
+  changed.state["residuals"][1] = 0.35;  // one digit
+  EXPECT_NE(header_checksum(changed), sum);
+  changed = base;
+  changed.layout = "1x2";
+  EXPECT_NE(header_checksum(changed), sum);
+  changed = base;
+  changed.global_size = nlohmann::json{8, 8, 9};
+  EXPECT_NE(header_checksum(changed), sum);
+}
+
+TEST(H5, ChangedHeaderIsRefusedByTheReaderAndTheSerialCheck) {
+  const Scratch scratch;
+  const test::World world;
+  const std::string path = scratch.file("header.h5");
+  const Grid3D<double> field = filled(split_along(kGlobal, 2), 1);
+  const nlohmann::json size = kGlobal;
+  const nlohmann::json state = {{"residuals", {1.5, 0.75}}};
+  {
+    CheckpointWriter writer(MPI_COMM_WORLD, path, H5Options{}, {"rb3d", size, 10, 0.0, "1x1", state});
+    writer.file().write("u", Block3::of(field, kGlobal), field.data());
+    writer.commit();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  long checked_step = -1;
+  const HeaderCheck check = [&](const std::string&, const CheckpointHeader& h) { checked_step = h.step; };
+  if (world.rank == 0) {
+    // Intact: the serial check (no collective) reads it whole and hands the header to the app's check.
+    EXPECT_EQ(check_checkpoint_file(path, "rb3d", size, check).step, 10);
+    EXPECT_EQ(checked_step, 10);
+    EXPECT_THROW((void)check_checkpoint_file(path, "rb3d", size,
+                                             [](const std::string& p, const CheckpointHeader&) {
+                                               throw BadFile(p + ": the app's own refusal");
+                                             }),
+                 BadFile);
+  }
+  // One digit of the residual history, same length.
+  if (world.rank == 0) rewrite_text_attribute(path, "state", "{\"residuals\":[1.5,0.85]}");
+  MPI_Barrier(MPI_COMM_WORLD);
+  const auto expect_refused = [&](const std::string& words) {
+    try {
+      CheckpointReader reader(MPI_COMM_WORLD, path, H5Options{}, "rb3d", size, check);
+      ADD_FAILURE() << "a changed header was accepted";
+    } catch (const BadFile& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+    if (world.rank == 0) {
+      try {
+        (void)check_checkpoint_file(path, "rb3d", size, check);
+        ADD_FAILURE() << "the serial check accepted a changed header";
+      } catch (const BadFile& e) {
+        EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  };
+  expect_refused("header fails its checksum");
+  // A checkpoint without the checksum (an older hympi's) is refused, saying why.
+  if (world.rank == 0) {
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    H5Adelete(file, "header_checksum");
+    H5Fclose(file);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  expect_refused("no header checksum");
+}
+
+TEST(H5, SerialCheckFindsAFlippedDataByte) {
+  const Scratch scratch;
+  const test::World world;
+  const std::string path = scratch.file("serial.h5");
+  const Grid3D<double> field = filled(split_along(kGlobal, 2), 1);
+  const nlohmann::json size = kGlobal;
+  {
+    CheckpointWriter writer(MPI_COMM_WORLD, path, H5Options{}, {"rb3d", size, 10, 0.0, "1x1", {}});
+    writer.file().write("u", Block3::of(field, kGlobal), field.data());
+    writer.file().write_vector("v", 5, world.rank == 0 ? 0 : 5, std::vector<double>(world.rank == 0 ? 5 : 0, 0.5));
+    writer.commit();
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world.rank == 0) {
+    EXPECT_NO_THROW((void)check_checkpoint_file(path, "rb3d", size, {}));
+    flip_byte(path, data_offset(path, "u") + 8 * 17 + 3);
+    try {
+      (void)check_checkpoint_file(path, "rb3d", size, {});
+      ADD_FAILURE() << "a flipped byte passed the serial check";
+    } catch (const BadFile& e) {
+      EXPECT_NE(std::string(e.what()).find("dataset 'u'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("fails its checksum"), std::string::npos) << e.what();
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
 TEST(H5, UnwritableDirectoryIsAnIoErrorOnEveryRank) {
   const Scratch scratch;
   const test::World world;
