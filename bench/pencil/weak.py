@@ -2,14 +2,15 @@
 """hympi-pencil weak scaling: core time per degree of freedom and step (the seed's Time/DoF) vs one rank.
 
 Usage: .venv/bin/python bench/pencil/weak.py [--per-rank 64 64 64] [--ranks 1,2] [--threads 1] [--steps 100]
-                                             [--repeat 5]
+                                             [--repeat 5] [--stream-repeats 10]
 
 Every rank owns the same block: the grid grows in x (nx = per-rank nx x ranks; x is what the planes split),
 so each rank packs, sends and transforms the same bytes at every rank count. Runs alternate between rank
 counts, `--repeat` times each, so slow phases of a noisy machine hit every count alike. The figure is the
 ratio of median Time/DoF at R ranks to 1 rank with a bootstrap confidence interval (hympi's comparison
 engine); the target is <= 1.3. Layouts with more ranks x threads than the machine has cores are run,
-printed and marked oversubscribed, and are not counted against the target.
+printed and marked oversubscribed, and are not counted against the target. Interrupted (Ctrl-C, SIGINT), it prints
+the table of the rounds it completed (at least one); every launch's wall time goes to stderr as it ends.
 
 The bound measured in the same run: STREAM triad at every rank count, interleaved with the solver runs. A
 memory-bound code's Time/DoF grows as the bandwidth per rank falls, so the table also prints the per-rank
@@ -21,11 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 import numpy as np
 
 from hympi.launch.mpirun import LaunchSpec, launch
-from hympi.report.compare import ratio_ci
+from hympi.report.compare import MIN_SAMPLES, ratio_ci
 from hympi.topology import machine_summary
 
 TARGET = 1.3
@@ -33,9 +35,12 @@ TARGET = 1.3
 
 def verified_record(spec: LaunchSpec) -> dict:
     """The result record of one verified run; exits naming the app and layout when it fails or does not verify."""
+    started = time.monotonic()
     outcome = launch(spec, timeout=600)
     if outcome.status != "ok" or outcome.record is None or not outcome.record["verified"]:
         sys.exit(f"weak: {spec.app_binary} {spec.ranks}x{spec.threads} {outcome.status}: {outcome.stderr_tail()}")
+    took = time.monotonic() - started
+    print(f"weak: {spec.app_binary} {spec.ranks}x{spec.threads} ok, {took:.1f} s", file=sys.stderr, flush=True)
     return outcome.record
 
 
@@ -49,6 +54,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--exchange", default="alltoallv")
     parser.add_argument("--wire", default="double")
+    parser.add_argument("--stream-repeats", type=int, default=10, help="timed triads per STREAM run")
     args = parser.parse_args()
     counts = sorted({int(r) for r in args.ranks.split(",")} | {1})
     cores = machine_summary().cores
@@ -58,30 +64,44 @@ def main() -> int:
                                      "--exchange", args.exchange, "--wire", args.wire))
              for r in counts}
     stream = {r: LaunchSpec("hympi-stream", r, args.threads, oversubscribe=specs[r].oversubscribe,
-                            app_args=("--repeats", "10")) for r in counts}
+                            app_args=("--repeats", str(args.stream_repeats))) for r in counts}
     samples: dict[int, list[float]] = {r: [] for r in counts}
     triad_per_rank: dict[int, list[float]] = {r: [] for r in counts}
-    for _ in range(args.repeat):
-        for r in counts:
-            samples[r].append(float(verified_record(specs[r])["metrics"]["time_per_dof_s"]))
-            triad_per_rank[r].append(float(verified_record(stream[r])["rate"]) / r)
-    print(f"weak scaling, {nx}x{ny}x{nz} points per rank, {args.threads} thread(s) per rank, {cores} cores")
+    rounds = 0
+    try:
+        for _ in range(args.repeat):
+            round_samples = {r: float(verified_record(specs[r])["metrics"]["time_per_dof_s"]) for r in counts}
+            round_triads = {r: float(verified_record(stream[r])["rate"]) / r for r in counts}
+            for r in counts:  # whole rounds only, so every rank count has the same number of samples
+                samples[r].append(round_samples[r])
+                triad_per_rank[r].append(round_triads[r])
+            rounds += 1
+    except KeyboardInterrupt:
+        print(f"weak: interrupted after {rounds} of {args.repeat} rounds", file=sys.stderr)
+        if rounds == 0:
+            return 130
+    print(f"weak scaling, {nx}x{ny}x{nz} points per rank, {args.threads} thread(s) per rank, {cores} cores, "
+          f"{rounds} round(s)")
     print("| ranks | grid | Time/DoF us (median) | ratio to 1 rank [95% CI] | triad GB/s per rank | "
           "triad per rank vs 1 rank | Time/DoF ratio x triad ratio | counted |")
     print("|---|---|---|---|---|---|---|---|")
     for r in counts:
-        ratio, low, high = ratio_ci(samples[r], samples[1])
+        if rounds >= MIN_SAMPLES:
+            ratio, low, high = ratio_ci(samples[r], samples[1])
+        else:  # one round: the ratio of the medians, no interval
+            ratio = low = high = float(np.median(samples[r])) / float(np.median(samples[1]))
         bandwidth = float(np.median(triad_per_rank[r])) / float(np.median(triad_per_rank[1]))
         counted = not specs[r].oversubscribe
-        versus = "reference" if r == 1 else f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
+        versus = "reference" if r == 1 else (f"{ratio:.3f} [{low:.3f}, {high:.3f}]" if rounds >= MIN_SAMPLES
+                                             else f"{ratio:.3f} (1 round, no interval)")
         print(f"| {r} | {nx * r}x{ny}x{nz} | {float(np.median(samples[r])) * 1e6:.4f} | {versus} | "
               f"{float(np.median(triad_per_rank[r])):.2f} | {bandwidth:.3f} | {ratio * bandwidth:.3f} | "
               f"{'yes' if counted else 'no (oversubscribed)'} |")
         print(json.dumps({"ranks": r, "threads": args.threads, "grid": [nx * r, ny, nz], "time_per_dof_s": samples[r],
                           "ratio": ratio, "ci": [low, high], "triad_gbs_per_rank": triad_per_rank[r],
                           "triad_ratio": bandwidth, "oversubscribed": not counted,
-                          "target_met": (high <= TARGET) if counted else None}))
-    return 0
+                          "target_met": (high <= TARGET) if counted and rounds >= MIN_SAMPLES else None}))
+    return 0 if rounds == args.repeat else 130
 
 
 if __name__ == "__main__":
