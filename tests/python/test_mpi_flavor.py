@@ -4,30 +4,15 @@ launched, written or turned into a traceback (with --mpi-param it used to be a V
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from conftest import hympi
 from fakeapps import fake_bin_dir, launches
 from hympi.errors import UsageError
 from hympi.launch.mpirun import MPI_FLAVORS, configured_flavor, mpi_flavor
+from refusals import assert_refused, files
 
 GARBAGE = ("garbage", "OpenMPI", "mpich2", "openmpi ", "intel")
-
-
-def assert_refused(proc, *needles: str) -> None:
-    """Exit 2 and one stderr line naming every needle."""
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-
-
-def files(path: Path) -> list[str]:
-    """Every path under `path`."""
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
 
 
 @pytest.mark.parametrize("flavor", MPI_FLAVORS)

@@ -4,7 +4,6 @@ renamed over the target, so a failed write leaves the old file and no half-writt
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -16,25 +15,7 @@ from hympi.errors import UsageError
 from hympi.outputs import check_not_input, output_stream, same_file, write_output
 from hympi.store import Store
 from hympi.topology import run_hympi_info
-
-
-def digest(path: Path) -> str:
-    """The file's content hash."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def files(path: Path) -> list[str]:
-    """Every path under `path`."""
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
-
-
-def assert_refused(proc, *needles: str) -> None:
-    """Exit 2 and one stderr line naming every needle."""
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+from refusals import assert_refused, digest, files
 
 
 def results_db(path: Path) -> Path:

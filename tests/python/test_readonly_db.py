@@ -4,36 +4,16 @@ and exit 2, and left exactly as it was; a database is never changed by reading i
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
-from pathlib import Path
 
 import pytest
 
-from conftest import hympi
+from conftest import REPO, hympi
 from hympi.errors import UsageError
 from hympi.store import SCHEMA_VERSION, Store, schema
+from refusals import assert_refused, digest, files
 
 READERS = (["report", "--out", "rep"], ["export"], ["export", "--format", "json"], ["tune", "best"])
-
-
-def digest(path: Path) -> str:
-    """The file's content hash."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def files(path: Path) -> list[str]:
-    """Every path under `path`."""
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
-
-
-def assert_refused(proc, *needles: str) -> None:
-    """Exit 2 and one stderr line naming every needle."""
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("command", [*READERS, ["tune", "predict", "rb3d", "--space", "s.toml"]])
@@ -44,6 +24,8 @@ def test_an_empty_file_is_refused_and_left_empty(command, kind, tmp_path):
         db.write_bytes(b"")
     else:  # a valid SQLite file without a single table: what the old readers turned into a hympi database too
         sqlite3.connect(db).close()
+    # tune predict checks its space file before the database: a real one, so the database is what it refuses.
+    (tmp_path / "s.toml").write_text((REPO / "bench/tune/example-space.toml").read_text())
     before, listing = digest(db), files(tmp_path)
     args = [str(tmp_path / a) if a in ("rep", "s.toml") else a for a in command]
     proc = hympi(*args, "--db", str(db))

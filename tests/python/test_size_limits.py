@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -25,25 +24,12 @@ from hympi.limits import (
     count_argument,
 )
 from hympi.topology import synthetic_pus
+from refusals import assert_refused, files
 
 HUGE = "100000000000"
 SMALL_NODE = "synthetic:pack:1 core:2 pu:1"
 # Each of these ran until killed, or died in a traceback, before the limits: a hang now fails at this timeout.
 TIMEOUT_S = 60
-
-
-def assert_refused(proc: subprocess.CompletedProcess, *needles: str) -> None:
-    """Exit 2 and one stderr line naming every needle (the value and the limit)."""
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-
-
-def files(path: Path) -> list[str]:
-    """Every path under `path` (proves that nothing was written)."""
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
 
 
 # --- the limits themselves ------------------------------------------------------------------------------------------
