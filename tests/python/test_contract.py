@@ -53,7 +53,7 @@ GENERATED = BIN.parent / "generated" / "hympi" / "contract.hpp"
 
 def _generated_header() -> str:
     if not GENERATED.is_file():
-        pytest.skip(f"{GENERATED} is not generated (configure the build)")
+        skips.skip(skips.Reason.NOT_BUILT, f"{GENERATED} is not generated (configure the build)")
     return GENERATED.read_text()
 
 

@@ -95,7 +95,8 @@ def test_bad_options_are_refused_before_anything_runs(tmp_path, args, needle):
     out = tmp_path / "out"
     proc = run_script(*args, "--out", str(out), timeout=60)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == f"node: {needle}", proc.stderr
+    assert proc.stderr.startswith(f"node: {needle}"), proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not out.exists()
 
 

@@ -264,7 +264,7 @@ def test_the_listing_tools_outputs_are_parsed():
     assert parse_ompi_info(ompi) == {"btl_vader_eager_limit", "coll_tuned_use_dynamic_rules"}
 
 
-@pytest.mark.skipif(shutil.which("mpivars") is None, reason="MPICH's mpivars is not installed")
+@skips.needs(skips.Reason.MPICH, shutil.which("mpivars") is not None, "MPICH's mpivars is not installed")
 def test_tune_best_format_mpich_refuses_open_mpi_parameters_against_the_installed_mpich(tmp_path: Path):
     declared = declared_names("mpich")
     assert declared is not None and "MPIR_CVAR_ASYNC_PROGRESS" in declared  # a variable every MPICH 3/4 has

@@ -90,7 +90,7 @@ def test_hympi_run_refuses_it_and_launches_nothing(app: str, fake_launcher: tupl
     assert_refused(["run", app, "--ranks", "2", "--threads", "1", "--", *args], named, fake_launcher)
 
 
-@pytest.mark.skipif(MPIRUN is None, reason="needs mpirun")
+@skips.needs(skips.Reason.OPEN_MPI, MPIRUN is not None, "mpirun is not on PATH")
 @pytest.mark.parametrize("app", ["rb3d", "blades"])
 def test_the_launched_app_refuses_it_alike_without_bad_alloc(app: str) -> None:
     args, named = TOO_BIG[app]
@@ -129,7 +129,7 @@ def test_pencil_verify_order_checks_the_doubled_grid_too() -> None:
 @pytest.mark.parametrize("app", ["bt-mz", "sp-mz", "lu-mz"])
 def test_geometry_only_npb_classes_never_run(app: str, cls: str, fake_launcher: tuple[dict[str, str], Path]) -> None:
     if not (BIN / f"hympi-{app}").exists():
-        pytest.skip(f"hympi-{app} not built")
+        skips.skip(skips.Reason.NOT_BUILT, f"hympi-{app} in {BIN}")
     one_line(validate(app, 4, "--class", cls), f"--class {cls}", "geometry only")
     assert_refused(["run", app, "--ranks", "2", "--threads", "1", "--", "--class", cls], "geometry only",
                    fake_launcher)
@@ -154,7 +154,7 @@ RB3D = ["--size", "20", "--residual-every", "5"]
 def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkpoint of iteration 20 written by 2 ranks."""
     if MPIRUN is None:
-        pytest.skip("needs mpirun")
+        skips.skip(skips.Reason.OPEN_MPI, "mpirun is not on PATH")
     path = tmp_path_factory.mktemp("ck") / "rb3d.h5"
     proc = mpirun("rb3d", 2, *RB3D, "--iterations", "20", "--checkpoint", str(path), "--checkpoint-every", "20")
     assert proc.returncode == 0 and path.exists(), proc.stderr
