@@ -18,14 +18,15 @@ PARTS = ("study", "npb", "blades", "pencil", "tune")
 FAKE_MOPS = 250.0
 
 
-def fake_reference(folder: Path, unverified: str) -> Path:
+def fake_reference(folder: Path, unverified: str = "", sleep_s: float = 0.0) -> Path:
     """NPB_REF_BIN with a class S 'reference' per benchmark that prints NPB's result lines (it runs under mpirun
-    like the real one); `unverified`'s fails its verification."""
+    like the real one) after `sleep_s`; `unverified`'s fails its verification."""
     folder.mkdir()
     for bench in ("bt-mz", "sp-mz", "lu-mz"):
         verdict = "UNSUCCESSFUL" if bench == unverified else "SUCCESSFUL"
         exe = folder / f"{bench}.S.x"
-        exe.write_text(f"#!/bin/sh\necho ' Mop/s total     =   {FAKE_MOPS}'\necho ' Verification    =   {verdict}'\n")
+        exe.write_text(f"#!/bin/sh\nsleep {sleep_s}\necho ' Mop/s total     =   {FAKE_MOPS}'\n"
+                       f"echo ' Verification    =   {verdict}'\n")
         exe.chmod(0o755)
     return folder
 
@@ -48,7 +49,8 @@ def rows(markdown: str) -> list[list[str]]:
 def test_quick_mode_runs_every_part_and_writes_its_tables(tmp_path):
     out = tmp_path / "out"
     ref = fake_reference(tmp_path / "ref", unverified="lu-mz")
-    proc = run_script("--quick", "--out", str(out), env={"NPB_REF_BIN": str(ref)})
+    # A budget no part reaches on any machine: what the parts print must not depend on the machine's load.
+    proc = run_script("--quick", "--out", str(out), "--budget", "3600", env={"NPB_REF_BIN": str(ref)})
     # The stand-in LU-MZ reference does not verify: the script must say so and fail.
     assert proc.returncode == 1, proc.stderr[-3000:]
     for part in PARTS:
@@ -80,6 +82,20 @@ def test_quick_mode_runs_every_part_and_writes_its_tables(tmp_path):
     tune = rows((out / "tune.md").read_text())
     strategies = [r[1] for r in tune if r[0].startswith("is ")]
     assert "exhaustive" in strategies and "guided" in strategies, tune
+
+
+def test_a_part_cut_by_the_budget_says_so_and_keeps_its_table(tmp_path):
+    out = tmp_path / "out"
+    # The first reference run outlasts the whole budget, so the cut lands in it whatever the machine's speed.
+    ref = fake_reference(tmp_path / "ref", sleep_s=30)
+    proc = run_script("--quick", "--parts", "npb", "--budget", "2", "--out", str(out), env={"NPB_REF_BIN": str(ref)},
+                      timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    npb = [r for r in rows((out / "npb.md").read_text()) if r[0] != "benchmark"]
+    assert npb[0][:3] == ["bt-mz", "2x1", "cut (budget)"], npb
+    assert all(r[2] == "not run (budget)" for r in npb[1:]), npb
+    assert len(npb) == 6
+    assert (out / "node.md").read_text().count("| not run (budget) |") == 5
 
 
 @pytest.mark.parametrize(
