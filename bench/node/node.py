@@ -257,10 +257,12 @@ def blades_layouts(node: Node) -> list[tuple[int, int]]:
     return layouts
 
 
-def script_part(node: Node, deadline: float, name: str, command: list[str], results_from: str = "") -> tuple[str, bool]:
-    """Runs a benchmark script; its Markdown tables as they are, other output from the first line that starts with
-    `results_from` (the script's progress before it stays in the log) kept in a fenced block."""
-    outcome = call([node.python, *command], deadline, node.work / f"{name}.log")
+def script_part(node: Node, deadline: float, name: str, command: list[str], results_from: str = "",
+                env: dict[str, str] | None = None) -> tuple[str, bool]:
+    """Runs a benchmark script (with `env` added to the environment); its Markdown tables as they are, other output
+    from the first line that starts with `results_from` (the script's progress before it stays in the log) kept in a
+    fenced block."""
+    outcome = call([node.python, *command], deadline, node.work / f"{name}.log", env)
     output = outcome.stdout.splitlines()
     start = next((i for i, line in enumerate(output) if line.startswith(results_from)), len(output))
     # Markdown tables and headings pass as they are; JSON lines stay in the log; the rest is fenced.
@@ -330,13 +332,13 @@ def tune_part(node: Node, deadline: float) -> tuple[str, bool]:
     hympi = node.work / "hympi"
     hympi.write_text(f"#!/bin/sh\nexec {shlex.join(node.hympi())} \"$@\"\n")
     hympi.chmod(0o755)
-    os.environ["HYMPI"] = str(hympi)
     size = ["--is-class", "S", "--repeat", "2", "--min-time", "0", "--max-runs", "3", "--recheck-pairs", "0"] \
         if node.quick else ["--is-class", "A", "--repeat", "2", "--min-time", "0.3", "--max-runs", "5",
                             "--recheck-pairs", "2"]
     body, ok = script_part(node, deadline, "tune", [str(REPO / "bench/tune/run.py"), "--parts", "guided",
                                                     "--programs", "is", "--space", f"is={tune_space(node)}",
-                                                    "--work", str(node.work / "tune"), *size])
+                                                    "--work", str(node.work / "tune"), *size],
+                            env={"HYMPI": str(hympi)})
     db = node.work / "tune" / "tune.db"
     if "| exhaustive |" not in body and db.exists():  # cut before run.py's tables: what the database holds
         body += "\n" + tunes_table(db)

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 import skips
+from damage import damaged
 
 h5py = skips.import_or_skip("h5py", skips.Reason.H5PY)
 
@@ -149,32 +150,11 @@ def test_snapshot_read_with_h5py_matches_the_field(tmp_path: Path) -> None:
             assert f[dataset].shape == (20, 20, 20)
 
 
-def damaged_copy(source: Path, target: Path, damage: str) -> Path:
-    shutil.copy(source, target)
-    if damage == "truncated":
-        with open(target, "r+b") as f:
-            f.truncate(target.stat().st_size // 2)
-    elif damage == "flipped":
-        with h5py.File(target, "r") as f:
-            offset = f["u"].id.get_offset() + 8 * 1234 + 5
-        with open(target, "r+b") as f:
-            f.seek(offset)
-            byte = f.read(1)[0]
-            f.seek(offset)
-            f.write(bytes([byte ^ 0x01]))
-    elif damage == "other-app":
-        with h5py.File(target, "r+") as f:
-            f.attrs["app"] = np.bytes_(b"spmv3d")
-    elif damage == "not-hdf5":
-        target.write_text("not a checkpoint\n")
-    return target
-
-
 @pytest.mark.parametrize(
     ("damage", "args", "words"),
     [
         ("truncated", [], "truncated"),
-        ("flipped", [], "checksum"),
+        ("flipped-bit", [], "checksum"),
         ("other-app", [], "checkpoint of spmv3d, not of rb3d"),
         ("not-hdf5", [], "not HDF5"),
         ("none", ["--size", "16"], "this run's is"),
@@ -184,7 +164,7 @@ def damaged_copy(source: Path, target: Path, damage: str) -> Path:
 def test_bad_checkpoint_is_one_line_exit_2(
     checkpoint_at_20: Path, tmp_path: Path, damage: str, args: list[str], words: str
 ) -> None:
-    bad = damaged_copy(checkpoint_at_20, tmp_path / "bad.h5", damage)
+    bad = damaged(checkpoint_at_20, tmp_path / "bad.h5", damage)
     given = dict(zip(args[::2], args[1::2], strict=True))
     size, iterations = given.get("--size", "20"), given.get("--iterations", "40")
     proc = run(2, 1, "--size", size, "--residual-every", "5", "--iterations", iterations, "--restart", str(bad))

@@ -17,13 +17,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import skips
 from conftest import assert_refused
-
-h5py = skips.import_or_skip("h5py", skips.Reason.H5PY)
+from damage import damaged
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("HYMPI_BIN_DIR", REPO / "build" / "bin"))
@@ -159,43 +157,6 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = mpirun("rb3d", 2, *RB3D, "--iterations", "20", "--checkpoint", str(path), "--checkpoint-every", "20")
     assert proc.returncode == 0 and path.exists(), proc.stderr
     return path
-
-
-def flip_state_digit(path: Path) -> None:
-    """Changes one digit of the residual history the header holds, keeping its length (a plausible edit)."""
-    with h5py.File(path, "r+") as f:
-        state = bytes(f.attrs["state"]).rstrip(b"\0").decode()
-        at = next(i for i, c in enumerate(state) if c.isdigit() and i > state.index("residuals") + 12)
-        digit = str((int(state[at]) + 1) % 10)
-        f.attrs["state"] = np.bytes_((state[:at] + digit + state[at + 1 :]).encode())
-
-
-def damaged(source: Path, target: Path, damage: str) -> Path:
-    shutil.copy(source, target)
-    if damage == "empty":
-        target.write_bytes(b"")
-    elif damage == "truncated":
-        with open(target, "r+b") as f:
-            f.truncate(target.stat().st_size // 2)
-    elif damage == "not-hdf5":
-        target.write_text("not a checkpoint\n")
-    elif damage == "other-app":
-        with h5py.File(target, "r+") as f:
-            f.attrs["app"] = np.bytes_(b"spmv3d")
-    elif damage == "flipped-bit":
-        with h5py.File(target, "r") as f:
-            offset = f["u"].id.get_offset() + 8 * 1234 + 5
-        with open(target, "r+b") as f:
-            f.seek(offset)
-            byte = f.read(1)[0]
-            f.seek(offset)
-            f.write(bytes([byte ^ 0x01]))
-    elif damage == "state-digit":
-        flip_state_digit(target)
-    elif damage == "no-header-checksum":
-        with h5py.File(target, "r+") as f:
-            del f.attrs["header_checksum"]
-    return target
 
 
 BAD_CHECKPOINTS = [

@@ -1,0 +1,60 @@
+"""Damaged copies of an rb3d checkpoint, the one way tests make them: the app's own check (test_checkpoint.py) and
+hympi's check before launch (test_validation.py) must refuse the same damage."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+import skips
+
+h5py = skips.import_or_skip("h5py", skips.Reason.H5PY)
+
+DAMAGES = ("none", "empty", "truncated", "not-hdf5", "other-app", "flipped-bit", "state-digit", "no-header-checksum")
+
+
+def flip_state_digit(path: Path) -> None:
+    """Changes one digit of the residual history the header holds, keeping its length (a plausible edit)."""
+    with h5py.File(path, "r+") as f:
+        state = bytes(f.attrs["state"]).rstrip(b"\0").decode()
+        at = next(i for i, c in enumerate(state) if c.isdigit() and i > state.index("residuals") + 12)
+        digit = str((int(state[at]) + 1) % 10)
+        f.attrs["state"] = np.bytes_((state[:at] + digit + state[at + 1 :]).encode())
+
+
+def flip_field_bit(path: Path) -> None:
+    """Flips the lowest bit of one byte inside the field `u`, behind HDF5's back (a silent disk error)."""
+    with h5py.File(path, "r") as f:
+        offset = f["u"].id.get_offset() + 8 * 1234 + 5
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ 0x01]))
+
+
+def damaged(source: Path, target: Path, damage: str) -> Path:
+    """A copy of checkpoint `source` at `target` with `damage` (one of DAMAGES) done to it."""
+    if damage not in DAMAGES:
+        raise ValueError(f"unknown damage {damage!r}")
+    shutil.copy(source, target)
+    if damage == "empty":
+        target.write_bytes(b"")
+    elif damage == "truncated":
+        with open(target, "r+b") as f:
+            f.truncate(target.stat().st_size // 2)
+    elif damage == "not-hdf5":
+        target.write_text("not a checkpoint\n")
+    elif damage == "other-app":
+        with h5py.File(target, "r+") as f:
+            f.attrs["app"] = np.bytes_(b"spmv3d")
+    elif damage == "flipped-bit":
+        flip_field_bit(target)
+    elif damage == "state-digit":
+        flip_state_digit(target)
+    elif damage == "no-header-checksum":
+        with h5py.File(target, "r+") as f:
+            del f.attrs["header_checksum"]
+    return target
