@@ -40,7 +40,7 @@ from typing import NoReturn
 
 from hympi.launch.mpirun import launcher_path, launcher_version
 from hympi.report.analysis import group_runs, recommend, verdict
-from hympi.report.compare import MIN_SAMPLES, ratio_ci
+from hympi.stats.compare import MIN_SAMPLES, ratio_ci
 from hympi.store import Store
 from hympi.topology import MachineSummary, machine_summary, run_hympi_info
 from hympi.tune.results import best, tune_results

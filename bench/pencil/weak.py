@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from hympi.launch.mpirun import LaunchSpec, launch
-from hympi.report.compare import MIN_SAMPLES, ratio_ci
+from hympi.stats.compare import MIN_SAMPLES, ratio_ci
 from hympi.topology import machine_summary
 
 TARGET = 1.3

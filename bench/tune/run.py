@@ -9,7 +9,7 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
 * guided: for IS class A (bench/tune/is-48.toml, 51 configurations) and LU-MZ class W (bench/tune/lu-mz-48.toml,
   49 configurations), `hympi tune run --strategy exhaustive`, then `--strategy guided --max-runs N` for every seed,
   all in DIR/tune.db. Per guided tune: its best configuration, the exhaustive tune's median for that same
-  configuration, their ratio to the exhaustive best (with report.compare's interval) and the configurations used
+  configuration, their ratio to the exhaustive best (with stats.compare's interval) and the configurations used
   as a share of the exhaustive tune's. A pick that is not the exhaustive best is re-measured against it,
   alternately (--recheck-pairs runs each): the exhaustive best is the highest of ~50 noisy medians, so the ratio of
   the stored medians is biased against the pick. The search is also replayed (no launch) on the exhaustive tune's
@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import NoReturn
 
 from hympi.apps import get_app
+from hympi.launch.cvars import load_listing
 from hympi.launch.mpirun import LaunchSpec, format_command, launch
 from hympi.store import Store
-from hympi.tune.cvars import load_listing
 from hympi.tune.options import DEFAULT_EI_STOP
 from hympi.tune.predict import evaluate, mean_ratio
 from hympi.tune.results import Measured, best, speedup, tune_results
@@ -227,7 +227,7 @@ def recheck(program: Program, space: SearchSpace, pick: Configuration, top: Conf
             min_time: float) -> tuple[float, str]:
     """Measures the guided pick and the exhaustive best alternately (`pairs` runs each, after one warm-up of each),
     so the exhaustive best's winner's-curse advantage (the highest of ~50 noisy medians) is gone: ratio of medians
-    pick/best and report.compare's verdict."""
+    pick/best and stats.compare's verdict."""
     binary = get_app(program.app).binary
     read = tuple(p.name for p in space.parameters)
     rates: dict[Configuration, list[float]] = {pick: [], top: []}

@@ -15,9 +15,9 @@ from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.mpirun import DEFAULT_MEMBIND, MEMORY_POLICIES
 from hympi.paths import binary
-from hympi.report.compare import MIN_SEPARATE
 from hympi.report.datalayout import MIN_NUMA, NOTE_PREFIX, OPTION, layouts, needs_numa
 from hympi.report.writer import write_report
+from hympi.stats.compare import MIN_SEPARATE
 from hympi.store import MachineRecord, Store
 from hympi.study_options import (
     DATA_LAYOUT,

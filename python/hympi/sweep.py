@@ -44,6 +44,7 @@ from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.command import launch_command
+from hympi.launch.cvars import ignored_texts
 from hympi.launch.mpirun import (
     BIND_POLICIES,
     DEFAULT_MEMBIND,
@@ -58,7 +59,7 @@ from hympi.launch.mpirun import (
     validate_with_app,
 )
 from hympi.paths import REPO_ROOT
-from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compare, contenders
+from hympi.stats.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compare, contenders
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.sweep_options import (
     DEFAULT_MAX_REPEAT,
@@ -69,7 +70,6 @@ from hympi.sweep_options import (
     checkpoint_apps,
 )
 from hympi.topology import MachineSummary
-from hympi.tune.cvars import ignored_texts
 
 # Variables that change how a run behaves; recorded with every run.
 _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "HYMPI_", "OMPI_MCA_", "MPICH_", "I_MPI_", "UCX_", "FI_")

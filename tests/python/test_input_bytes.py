@@ -24,11 +24,11 @@ from conftest import hympi
 from fakeapps import fake_bin_dir
 from hympi.cli import main, tune_main
 from hympi.errors import UsageError
+from hympi.launch.cvars import load_listing, parse_cvars
 from hympi.node_topologies import read_node_topologies
 from hympi.place.matrix import read_matrix
 from hympi.place.rankfile import read_rankfile
 from hympi.settings import read_config
-from hympi.tune.cvars import load_listing, parse_cvars
 from hympi.tune.space import load_space
 
 REPO = Path(__file__).resolve().parents[2]

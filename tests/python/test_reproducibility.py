@@ -16,7 +16,7 @@ from pathlib import Path
 from conftest import hympi
 from fakeapps import fake_bin_dir, launches
 from hympi.report.analysis import group_runs, pair, verdict
-from hympi.report.compare import Comparison
+from hympi.stats.compare import Comparison
 from hympi.store import Store
 
 RATES = "1x1=1.0,2x1=1.0,3x1=1.3"

@@ -16,10 +16,10 @@ import tunedata
 from conftest import hympi
 from fakeapps import REPO, fake_bin_dir, launches
 from hympi.errors import HympiError
+from hympi.launch.cvars import Cvar
 from hympi.profile import read_profile
 from hympi.store import Store
 from hympi.topology import MachineSummary
-from hympi.tune.cvars import Cvar
 from hympi.tune.features import FEATURE_NAMES, StaticFeatures, call_group, program_features
 from hympi.tune.predict import (
     cross_validate,

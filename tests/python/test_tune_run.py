@@ -16,10 +16,10 @@ import skips
 from conftest import REPO, hympi
 from hympi.cli import main as cli_main
 from hympi.errors import HympiFatal, UsageError
+from hympi.launch.cvars import parse_cvars, read_listing
 from hympi.launch.mpirun import RunOutcome
 from hympi.paths import binary
 from hympi.store import Store
-from hympi.tune.cvars import parse_cvars, read_listing
 from hympi.tune.declared import declared_names, parse_mpivars, parse_ompi_info
 from hympi.tune.output import BestConfiguration, best_of_tune, mca_params, render, run_command_text
 from hympi.tune.results import tune_results

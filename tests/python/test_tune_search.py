@@ -9,10 +9,10 @@ import pytest
 
 from conftest import REPO
 from hympi.errors import UsageError
+from hympi.launch.cvars import parse_cvars
 from hympi.report.analysis import group_runs
 from hympi.store import Run, Store
 from hympi.sweep import SweepParams
-from hympi.tune.cvars import parse_cvars
 from hympi.tune.results import measure, speedup
 from hympi.tune.search import Search, Stop, check_strategy, default_budget
 from hympi.tune.space import Configuration, SearchSpace, parse_space

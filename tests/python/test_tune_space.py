@@ -12,9 +12,9 @@ import pytest
 import hympi.launch.mpirun as mpirun
 from conftest import REPO
 from hympi.errors import HympiFatal, UsageError
+from hympi.launch.cvars import Cvar, check_params, env_name, ignored, ignored_texts, parse_cvars, parse_listing
 from hympi.launch.mpirun import LaunchSpec, build_command
 from hympi.launch.slurm import build_srun_command
-from hympi.tune.cvars import Cvar, check_params, env_name, ignored, ignored_texts, parse_cvars, parse_listing
 from hympi.tune.space import Configuration, load_space, parse_space
 from hympi.tune.tuner import TuneParams
 

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fakeapps import REPO
+from hympi.launch.cvars import Cvar, parse_cvars
 from hympi.store import Run, Store
-from hympi.tune.cvars import Cvar, parse_cvars
 from hympi.tune.features import FEATURE_NAMES
 from hympi.tune.space import Configuration, SearchSpace, parse_space
 from hympi.tune.tuner import TuneParams

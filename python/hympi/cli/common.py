@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hympi.errors import SweepInterrupted, UsageError
+from hympi.launch.cvars import check_params, load_listing, parse_assignment
 from hympi.launch.layout import LAYOUT_BINDS, TARGETS
 from hympi.launch.mpirun import (
     BIND_POLICIES,
@@ -29,7 +30,6 @@ from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.settings import Settings, settings
 from hympi.topology import machine_summary
-from hympi.tune.cvars import check_params, load_listing, parse_assignment
 
 HELP_FLAGS = ("-h", "--help")
 

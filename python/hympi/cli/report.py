@@ -8,9 +8,9 @@ from pathlib import Path
 
 from hympi.cli.common import add_db_option, ensure_out_dir
 from hympi.cli.parser import Subparsers
+from hympi.launch.cvars import load_listing
 from hympi.outputs import check_not_input
 from hympi.store import Store
-from hympi.tune.cvars import load_listing
 
 
 def add_parser(sub: Subparsers, name: str) -> None:

@@ -21,11 +21,11 @@ from hympi.cli.common import (
 )
 from hympi.cli.parser import Subparsers
 from hympi.launch.command import launch_command
+from hympi.launch.cvars import ignored_texts
 from hympi.launch.mpirun import RunOutcome, one_mpi_job, run_command
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.result import PREFIX, ResultRecord, placement_share
-from hympi.tune.cvars import ignored_texts
 
 
 def add_parser(sub: Subparsers, name: str) -> None:

@@ -15,13 +15,13 @@ from hympi.cli import tune_predict
 from hympi.cli.common import parse_integer, parse_number, parse_seconds, report_interrupt
 from hympi.cli.sweep import parse_seed
 from hympi.errors import HympiFatal, UsageError
+from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
 from hympi.paths import binary
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.sweep_options import default_min_time, random_seed
 from hympi.topology import machine_summary
-from hympi.tune.cvars import Cvar, CvarListing, load_listing
 from hympi.tune.options import STRATEGIES
 from hympi.tune.output import best_of_tune, render, tuned_flavor
 from hympi.tune.results import Measured, best, default_of, speedup

@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.table import Table
 
 from hympi.errors import UsageError
+from hympi.launch.cvars import Cvar, load_listing
 from hympi.launch.mpirun import launcher_path, mpi_env_name
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary
-from hympi.tune.cvars import Cvar, load_listing
 from hympi.tune.output import run_flags
 from hympi.tune.predict import (
     MIN_PROGRAMS,

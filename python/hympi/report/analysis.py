@@ -1,7 +1,7 @@
 """Statistics per layout and the plain-language recommendation, computed from the stored runs.
 
 Warm-up runs (repeat number 0) are kept in AppGroup.runs for the record but enter no statistic; every 'A vs B'
-sentence comes from hympi.report.compare (ratio of medians with a bootstrap confidence interval).
+sentence comes from hympi.stats.compare (ratio of medians with a bootstrap confidence interval).
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import hashlib
 import statistics
 from dataclasses import dataclass, field
 
-from hympi.report.compare import (
+from hympi.result import run_placement_share
+from hympi.stats.compare import (
     DEFAULT_CONFIDENCE,
     MIN_SAMPLES,
     Comparison,
@@ -21,7 +22,6 @@ from hympi.report.compare import (
     is_finite_positive,
     tie_break,
 )
-from hympi.result import run_placement_share
 from hympi.store import WARMUP_REPEAT, Run
 from hympi.store.db import DEFAULT_MEMBIND
 
@@ -210,7 +210,7 @@ def labels(group: AppGroup) -> dict[LayoutStats, str]:
 
 def pair(group: AppGroup, a: LayoutStats, b: LayoutStats, confidence: float = DEFAULT_CONFIDENCE,
          ) -> Comparison | Refusal:
-    """The verdict on layouts a vs b of a group (ratio of medians, bootstrap CI; see hympi.report.compare)."""
+    """The verdict on layouts a vs b of a group (ratio of medians, bootstrap CI; see hympi.stats.compare)."""
     names = labels(group)
     return compare(_sample(a, names[a]), _sample(b, names[b]), confidence)
 

@@ -3,7 +3,7 @@ location, by access pattern, at random), one rank, per thread count.
 
 Runs whose app arguments hold `--data-layout` belong here, not to the per-app layout sections: they differ in where
 the pages are, which the layout statistics do not show. For each thread count every layout is compared with first
-touch by hympi.report.compare (ratio of median rates, bootstrap interval; 'indistinguishable here' when the interval
+touch by hympi.stats.compare (ratio of median rates, bootstrap interval; 'indistinguishable here' when the interval
 holds 1), never by bare medians. On a machine with one NUMA domain every layout puts every page on that domain, so
 the page shows why nothing is compared instead of plotting noise.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from hympi.contract import contract
 from hympi.jsontypes import JsonObject
-from hympi.report.compare import DEFAULT_CONFIDENCE, Comparison, Refusal, Sample, compare, is_finite_positive
+from hympi.stats.compare import DEFAULT_CONFIDENCE, Comparison, Refusal, Sample, compare, is_finite_positive
 from hympi.store import WARMUP_REPEAT, Run
 
 OPTION = "--data-layout"

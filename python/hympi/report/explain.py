@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from hympi.report.analysis import AppGroup, Layout, LayoutKey, labels, verdict
-from hympi.report.compare import DEFAULT_CONFIDENCE, Comparison
+from hympi.stats.compare import DEFAULT_CONFIDENCE, Comparison
 from hympi.store import WARMUP_REPEAT, Run
 
 MEMORY_BOUND = 0.8

@@ -362,7 +362,7 @@ def _tuning_overview(programs: tuple[ProgramTuning, ...]) -> str:
                     f"<td>{_speedup_cell(ref.params_gain) if ref.params_gain else '-'}</td></tr>")
     caption = ("per program, from the tune that measured most of its space: speedup = median rate of the best "
                "configuration / median rate of the default (the space's default layout, MPI parameters at the "
-               "library's defaults), with the bootstrap interval of report.compare; the last column separates what "
+               "library's defaults), with the bootstrap interval of stats.compare; the last column separates what "
                "the MPI parameters add from what the layout adds")
     return f"<table class='tune-speedup'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
 

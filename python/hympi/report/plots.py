@@ -19,12 +19,12 @@ from matplotlib.ticker import FuncFormatter
 from hympi.outputs import output_stream
 from hympi.report.analysis import AppGroup, Layout, LayoutStats
 from hympi.report.blades import MODE_NAMES, BladesView
-from hympi.report.compare import Comparison
 from hympi.report.datalayout import BASELINE, DataLayoutView, layouts
 from hympi.report.explain import Breakdown
 from hympi.report.hierarchy import HierarchyProbe
 from hympi.report.transposes import MIB, TransposeView
 from hympi.report.tuning import ProgramTuning
+from hympi.stats.compare import Comparison
 from hympi.store.db import DEFAULT_MEMBIND
 from hympi.tune.predict import ProgramVerdict
 from hympi.tune.space import UNSET_LABEL

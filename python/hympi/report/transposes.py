@@ -3,7 +3,7 @@ transpose_share, steps, plane_bytes_per_rank, pencil_bytes_per_rank).
 
 Layouts may run different numbers of time steps (the apps scale them to a minimum kernel time), so transpose times
 are compared per time step: each run's rate is steps / transpose_s, and every 'A vs B' sentence is the verdict of
-hympi.report.compare on those rates (ratio of medians, bootstrap interval), never a ranking of bare medians. Without
+hympi.stats.compare on those rates (ratio of medians, bootstrap interval), never a ranking of bare medians. Without
 `steps` in a record the whole run's transpose_s is used. Memory per rank is what the app reports (the largest rank),
 not a timing: it is shown, not compared.
 """
@@ -14,8 +14,8 @@ import statistics
 from dataclasses import dataclass
 
 from hympi.report.analysis import AppGroup, labels
-from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Comparison, Refusal, Sample, compare
 from hympi.report.explain import timed_ok
+from hympi.stats.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Comparison, Refusal, Sample, compare
 from hympi.store import Run
 
 MIB = 2.0**20

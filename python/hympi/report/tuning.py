@@ -1,5 +1,5 @@
 """The report's Tuning section, as data: per tuned program the speedup of its best configuration over the default
-(with report.compare's interval), what each search strategy spent and reached, the MPI memory per process of
+(with stats.compare's interval), what each search strategy spent and reached, the MPI memory per process of
 every parameter value, and the predictor's leave-one-program-out verdicts."""
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSou
     `cvars` (default: the installed library's, read only when a stored space has MPI parameters)."""
     if not tune_ids:
         return None
+    from hympi.launch.cvars import load_listing
     from hympi.report import plots
     from hympi.report.tuning import prediction, tuning_data
-    from hympi.tune.cvars import load_listing
 
     programs = tuple(tuning_data(store, tune_ids))
     predicted = prediction(store, cvars or (lambda: load_listing(None).cvars))

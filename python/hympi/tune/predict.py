@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from hympi.errors import HympiError, UsageError
+from hympi.launch.cvars import Cvar, cvar_from_json
 from hympi.store import Store, TuneRecord
-from hympi.tune.cvars import Cvar, cvar_from_json
 from hympi.tune.features import feature_vector
 from hympi.tune.programs import stored_profile
 from hympi.tune.results import Measured, tune_results

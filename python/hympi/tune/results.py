@@ -6,10 +6,10 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from hympi.report.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, MIN_SEPARATE, Comparison, Sample, compare
+from hympi.launch.cvars import ignored
+from hympi.stats.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, MIN_SEPARATE, Comparison, Sample, compare
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
 from hympi.sweep import SweepParams
-from hympi.tune.cvars import ignored
 from hympi.tune.space import Configuration
 
 MEASURED_STATUSES = ("ok", "failed", "timeout", "unverified")
@@ -88,7 +88,7 @@ def tune_results(store: Store, tune_id: int) -> list[Measured]:
 @dataclass(frozen=True)
 class Speedup:
     """A configuration's score over the default's: the ratio of medians, its bootstrap interval when both have
-    enough ok runs (report.compare), and whether the interval excludes 1."""
+    enough ok runs (stats.compare), and whether the interval excludes 1."""
 
     ratio: float | None
     low: float | None = None
@@ -98,7 +98,7 @@ class Speedup:
 
 
 def speedup(measured: Measured, default: Measured | None, confidence: float = DEFAULT_CONFIDENCE) -> Speedup:
-    """The speedup of `measured` over the default configuration, with a confidence interval (report.compare's
+    """The speedup of `measured` over the default configuration, with a confidence interval (stats.compare's
     bootstrap) where both have >= MIN_SAMPLES ok runs; the text says 'indistinguishable' when the interval holds 1
     and why no interval exists otherwise."""
     if measured.score is None:

@@ -39,9 +39,9 @@ from typing import Any
 
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
+from hympi.launch.cvars import Cvar
 from hympi.launch.mpirun import BIND_POLICIES
 from hympi.textfile import read_utf8
-from hympi.tune.cvars import Cvar
 
 LAYOUT_KEYS = ("ranks", "threads", "bind")
 # A range that would expand past this many values is a typo (a step of 1 over bytes), not a search space.

@@ -1,0 +1,3 @@
+"""Statistics and fitted models, below every package that measures or reports: the ratio of medians with its
+bootstrap interval (stats.compare) and the least-squares performance models (stats.model, stats.blades_model).
+Imports only numpy and nothing of hympi above the foundation modules."""
