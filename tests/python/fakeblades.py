@@ -8,7 +8,7 @@ from pathlib import Path
 
 from fakeapps import _script, fake_bin_dir
 
-# The fake's phases per iteration (report/blades_model.py's terms): comp = COMP * share + OMP * g(T),
+# The fake's phases per iteration (stats/blades_model.py's terms): comp = COMP * share + OMP * g(T),
 # halo = HALO_MSG * m_halo + WAIT * share * (s - 1) [m_halo > 0], blade = BLADE_MSG * m_blade + WAIT * share * (s - 1)
 # [m_blade > 0] (s = max(1, N1*N2 / FAKE_CORES)); t_iter = their sum.
 COMP, OMP, HALO_MSG, BLADE_MSG, WAIT = 1e-8, 2e-4, 5e-4, 3e-4, 5e-9

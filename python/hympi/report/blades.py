@@ -1,7 +1,7 @@
 """The report's "Hybrid vs MPI (blade row)" section (seed 000 §4.4, Figs. 7 and 8), for hympi-blades runs: time per
 iteration per N1 x N2 in each level-2 mode (median, min-max), the ratio MPI time / hybrid time per N1 x N2 with the
 bootstrap interval of hympi.stats.compare ('indistinguishable' where it holds 1), memory per process and per core,
-and the phase model of hympi.report.blades_model against the measurements.
+and the phase model of hympi.stats.blades_model against the measurements.
 
 A run's layout is what its record says it ran (metrics n1, n2, inner); a run without a record (failed) is placed by
 its launch shape and app arguments (hympi.twolevel.of_run). Problems (blades, grid) and machines are never pooled.
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from html import escape
 
 from hympi.report.analysis import median_or_none
-from hympi.report.blades_model import BladesModel, Observation, fit, why_sentence
 from hympi.report.explain import timed_ok
 from hympi.report.transposes import metric
+from hympi.stats.blades_model import BladesModel, Observation, fit, why_sentence
 from hympi.stats.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, ratio_ci
 from hympi.store import Run
 from hympi.twolevel import INNER_MODES, TwoLevelLayout, of_run

@@ -13,9 +13,9 @@ from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, 
 from hympi.report.datalayout import BASELINE, DataLayoutView, needs_numa
 from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
 from hympi.report.hierarchy import HierarchyProbe, level_rank
-from hympi.report.model import ModelFit, describe, fit_model
 from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
 from hympi.result import run_placement_share
+from hympi.stats.model import ModelFit, describe, fit_model
 from hympi.store import MachineRecord, Run
 from hympi.store.db import DEFAULT_MEMBIND
 

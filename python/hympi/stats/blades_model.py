@@ -10,7 +10,7 @@ with W = N1 x N2 workers on C cores (hwloc), s = max(1, W / C) the oversubscript
                        +  c5 x blade bytes / min(W, C)
 
   share = ceil(B / N1) x I x ceil(J / N2) x K cells of the busiest worker (its own computation);
-  g(T) = 0 for T = 1 OpenMP thread per rank, else 1 + log2(T) (report.model.g_threads): fork/join and barriers,
+  g(T) = 0 for T = 1 OpenMP thread per rank, else 1 + log2(T) (stats.model.g_threads): fork/join and barriers,
          dearer when the threads share cores with other workers (x (s - 1)); in the blade exchange it is the barrier
          the threads meet before one of them exchanges;
   wait = share x (s - 1): an oversubscribed worker waits in its first exchange while the workers sharing its core
@@ -18,7 +18,7 @@ with W = N1 x N2 workers on C cores (hwloc), s = max(1, W / C) the oversubscript
   m_halo = group-halo messages per rank and iteration (0 for openmp or N2 = 1, 1 for N2 = 2, else 2);
   m_blade = 2 blade-exchange messages per rank and iteration once N1 > 1, else 0.
 
-The coefficients (all >= 0) come from one non-negative least-squares problem (report.model.nnls) with, per layout,
+The coefficients (all >= 0) come from one non-negative least-squares problem (stats.model.nnls) with, per layout,
 a row per phase (the term's columns against the measured phase: metrics comp_iteration_s, group_halo_iteration_s,
 blade_exchange_iteration_s, per iteration, max over ranks) and a row for the total (every column against
 iteration_s, weight TOTAL_WEIGHT). Each layout's rows are divided by its measured t_iter, so every layout counts
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hympi.report.model import g_threads, nnls
+from hympi.stats.model import g_threads, nnls
 
 
 @dataclass(frozen=True)
