@@ -14,8 +14,9 @@ from conftest import assert_refused, hympi
 from fakeapps import launches
 from fakeblades import BLADE_MSG, COMP, HALO_MSG, OMP, WAIT, fake_blades_bin
 from hympi.cli.common import ensure_out_dir
+from hympi.report.blades import why_sentence
 from hympi.report.writer import write_report
-from hympi.stats.blades_model import Observation, fit, relative_error, why_sentence
+from hympi.stats.blades_model import Observation, fit, relative_error
 from hympi.store import Run, Store, schema
 from hympi.sweep import SweepParams, plan
 from hympi.twolevel import TwoLevelLayout, expand, of_run, sweep_axes

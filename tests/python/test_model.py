@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from hympi.report.analysis import group_runs
-from hympi.stats.model import describe, f_ranks, fit_model, g_threads, nnls
+from hympi.report.model import describe, fit_model
+from hympi.stats.model import f_ranks, g_threads, nnls
 from hympi.store import Run
 
 A, B, C = 8.0, 0.3, 0.2  # seconds per unit of work: computation on one core, per comm step, per sync step

@@ -10,7 +10,7 @@ import pytest
 
 from hympi.report.analysis import AppGroup, group_runs
 from hympi.report.blades import BladesView, blades_views
-from hympi.stats.model import fit_model
+from hympi.report.model import fit_model
 from hympi.store import Store
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "measured"

@@ -16,7 +16,7 @@ from html import escape
 from hympi.report.analysis import median_or_none
 from hympi.report.explain import timed_ok
 from hympi.report.transposes import metric
-from hympi.stats.blades_model import BladesModel, Observation, fit, why_sentence
+from hympi.stats.blades_model import BladesModel, Observation, fit
 from hympi.stats.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, ratio_ci
 from hympi.store import Run
 from hympi.twolevel import INNER_MODES, TwoLevelLayout, of_run
@@ -215,6 +215,50 @@ def blades_views(runs: list[Run], machine_of: dict[int, int], cores_of: dict[int
         views.append(BladesView(machine_id, blades, grid, cores, cells, tuple(ratios), model, tuple(why),
                                 confidence))
     return views
+
+
+def _ms(seconds: float) -> str:
+    """'0.123 ms' ('0 ms' below a nanosecond: rounding noise of the fit)."""
+    return f"{seconds * 1e3:.3g} ms" if abs(seconds) >= 1e-9 else "0 ms"
+
+
+def why_sentence(model: BladesModel, n1: int, n2: int, ratio: float | None, low: float | None,
+                 high: float | None) -> str:
+    """One sentence for layout N1 x N2: whether hybrid wins (MPI / hybrid time ratio > 1 with its interval) and
+    why, from the fitted terms of that layout in both modes (group halo and the other costs of N1 x N2 ranks vs the
+    OpenMP overhead); 'not measured in both modes' when either is missing."""
+    pairs = [(h, m) for h in model.predictions for m in model.predictions
+             if h.obs.inner == "openmp" and m.obs.inner == "mpi" and h.obs.n2 == m.obs.n2 == n2
+             and h.obs.n1 == m.obs.n1 == n1]
+    name = f"{n1}x{n2}"
+    if not pairs:
+        return f"{name}: not measured in both modes."
+    hybrid, mpi = pairs[0]
+    halo = mpi.terms[1]
+    # Everything else the MPI mode pays beyond the hybrid mode's costs other than OpenMP (the blade exchange of
+    # N1 x N2 ranks instead of N1, waiting): model(mpi) - model(hybrid) = halo + other - omp.
+    other = (mpi.model - mpi.terms[1]) - (hybrid.model - hybrid.openmp_overhead)
+    omp = hybrid.openmp_overhead
+    mpi_cost = halo + other
+    if ratio is None or low is None or high is None:
+        verdict = "no ratio (too few runs)"
+    elif low <= 1.0 <= high:
+        verdict = f"hybrid and MPI are indistinguishable (MPI / hybrid {ratio:.2f}, CI {low:.2f}-{high:.2f})"
+    elif ratio > 1.0:
+        verdict = f"hybrid wins (MPI / hybrid {ratio:.2f}, CI {low:.2f}-{high:.2f})"
+    else:
+        verdict = f"hybrid loses (MPI / hybrid {ratio:.2f}, CI {low:.2f}-{high:.2f})"
+    if n2 == 1:
+        return (f"{name}: {verdict}; both modes run the same decomposition (no level 2: no group halo, one thread), "
+                "so only noise can separate them.")
+    shared = hybrid.obs.oversubscription > 1.0
+    crowded = (f" ({hybrid.obs.workers} workers on {hybrid.obs.cores} cores: waiting threads share cores, which "
+               "costs a fork/join or barrier far more than waiting ranks)") if shared else ""
+    side = "more" if mpi_cost > omp else "less"
+    return (f"{name}: {verdict}; in the model the MPI mode pays {_ms(halo)} of group halo and {_ms(other)} of "
+            f"other differences (blade exchange of N1 x N2 ranks, waiting) per iteration, {side} than the "
+            f"{_ms(omp)} of OpenMP fork/join and barrier overhead the hybrid mode pays{crowded}, so the model has "
+            f"{'hybrid' if mpi_cost > omp else 'MPI'} ahead by {_ms(abs(mpi_cost - omp))}.")
 
 
 def _num(value: float | None, scale: float = 1.0, fmt: str = ".4g") -> str:

@@ -13,9 +13,10 @@ from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, 
 from hympi.report.datalayout import BASELINE, DataLayoutView, needs_numa
 from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
 from hympi.report.hierarchy import HierarchyProbe, level_rank
+from hympi.report.model import describe, fit_model, policy
 from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
 from hympi.result import run_placement_share
-from hympi.stats.model import ModelFit, describe, fit_model
+from hympi.stats.model import ModelFit
 from hympi.store import MachineRecord, Run
 from hympi.store.db import DEFAULT_MEMBIND
 
@@ -165,7 +166,7 @@ def _model_table(fit: ModelFit) -> str:
         rows.append(f"<tr class='{kind}'>{cells}</tr>")
     unit = f" in {escape(fit.unit)}" if fit.unit else ""
     caption = (f"model vs measured (rate{unit}; error = relative error of the predicted time, %; "
-               f"bind {escape(fit.policy)})")
+               f"bind {escape(policy(fit))})")
     return f"<table class='model'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
 
 

@@ -1,5 +1,5 @@
-"""A three-term performance model fitted to the measured layouts of one app group, predicting the layouts that
-were not run:
+"""A three-term performance model fitted to the measured layouts of one app group (report.model picks them),
+predicting the layouts that were not run:
 
     t(R, T) = a / (R x T)  +  b x f(R)  +  c x g(T),      a, b, c >= 0 (non-negative least squares)
 
@@ -21,9 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-
-from hympi.report.analysis import AppGroup
-from hympi.store.db import DEFAULT_MEMBIND
 
 TERMS = ("t_comp", "t_comm", "t_sync")
 MIN_LAYOUTS = 3
@@ -97,7 +94,8 @@ class ModelRow:
 
 @dataclass(frozen=True)
 class ModelFit:
-    """The fitted model of one app group, or why there is none (coefficients None, `note` says why)."""
+    """The model fitted to the layouts of one binding and memory policy (`bind`, `membind`) whose rates are in
+    `unit`, or why there is none (coefficients None, `note` says why)."""
 
     bind: str
     unit: str
@@ -106,12 +104,7 @@ class ModelFit:
     error: float | None
     error_kind: str
     note: str
-    membind: str = DEFAULT_MEMBIND
-
-    @property
-    def policy(self) -> str:
-        """'core', or 'core, membind interleave' under another memory policy than the default: what was fitted."""
-        return self.bind if self.membind == DEFAULT_MEMBIND else f"{self.bind}, membind {self.membind}"
+    membind: str
 
     def predict(self, ranks: int, threads: int) -> float | None:
         """Predicted time per unit of work for a layout, None without a fit."""
@@ -141,30 +134,11 @@ def _splits(cores: int) -> list[tuple[int, int]]:
     return [(r, cores // r) for r in range(1, cores + 1) if cores % r == 0]
 
 
-def _pick_bind(group: AppGroup) -> tuple[str, str] | None:
-    """The binding and memory policy with the most distinct measured (ranks, threads) layouts (ties: the default
-    memory policy, then alphabetical)."""
-    seen: dict[tuple[str, str], set[tuple[int, int]]] = {}
-    for s in group.layouts:
-        if s.rate_median is not None:
-            seen.setdefault((s.bind, s.membind), set()).add((s.ranks, s.threads))
-    if not seen:
-        return None
-    return sorted(seen, key=lambda b: (-len(seen[b]), b[0], b[1] != DEFAULT_MEMBIND, b[1]))[0]
-
-
-def fit_model(group: AppGroup, machine_cores: int | None = None) -> ModelFit:
-    """Fits the model to the group's measured layouts (one binding and memory policy) and predicts the other splits
-    of the measured core counts and of `machine_cores`; with fewer than 3 distinct layouts returns no coefficients
-    and says so."""
-    picked = _pick_bind(group)
-    unit = group.rate_unit
-    if picked is None:
-        return ModelFit("", unit, None, (), None, "", "no layout produced a rate, so there is nothing to fit")
-    bind, membind = picked
-    # The group's LayoutStats already hold each layout's median over its ok, non-warm-up runs.
-    measured = {(s.ranks, s.threads): s.rate_median for s in group.layouts
-                if (s.bind, s.membind) == picked and s.rate_median is not None}
+def fit_layouts(measured: dict[tuple[int, int], float], bind: str, membind: str, unit: str,
+                machine_cores: int | None = None) -> ModelFit:
+    """Fits the model to the measured rates per (ranks, threads) of one binding and memory policy and predicts the
+    other splits of the measured core counts and of `machine_cores`; with fewer than 3 distinct layouts returns no
+    coefficients and says so."""
     times = {k: 1.0 / v for k, v in measured.items()}
     if len(times) < MIN_LAYOUTS:
         names = ", ".join(f"{r}x{t}" for r, t in sorted(times))
@@ -212,17 +186,3 @@ def fit_model(group: AppGroup, machine_cores: int | None = None) -> ModelFit:
         rows.append(ModelRow(key[0], key[1], measured.get(key), pred_rate, err, loo.get(key)))
     return ModelFit(bind, unit, (float(coef[0]), float(coef[1]), float(coef[2])), tuple(rows), error, kind,
                     "; ".join(notes), membind)
-
-
-def describe(fit: ModelFit) -> str:
-    """The model and its error in one paragraph (or why there is no model)."""
-    if fit.coefficients is None:
-        return f"Model: {fit.note}."
-    a, b, c = fit.coefficients
-    per = f"s per {fit.unit.removesuffix('/s')}" if fit.unit.endswith("/s") else "s per unit of work"
-    measured = sum(1 for r in fit.rows if r.measured is not None)
-    text = (f"Model t(R, T) = a / (R x T) + b x f(R) + c x g(T), f(R) = 1 + log2 R and g(T) = 1 + log2 T (0 for "
-            f"one rank or thread), t = 1 / rate, fitted by non-negative least squares to the {measured} measured "
-            f"layouts with bind {fit.policy}: a = {a:.4g}, b = {b:.4g}, c = {c:.4g} ({per}). "
-            f"{fit.error_kind.capitalize()} error of the time: {100 * (fit.error or 0.0):.1f} % (mean absolute).")
-    return f"{text} Note: {fit.note}." if fit.note else text
