@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hympi.contract import FieldEntry, contract
-
-if TYPE_CHECKING:  # a type only: the store (sqlite) is not needed to parse a result line
-    from hympi.store import Run
+from hympi.store import Run
 
 PREFIX = "HYMPI_RESULT "
 

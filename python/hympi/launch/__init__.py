@@ -1,1 +1,2 @@
-"""Building and running launch commands (mpirun/mpiexec locally; Slurm comes later)."""
+"""Building and running launch commands (mpirun/mpiexec locally, Slurm) and the MPI library's control variables
+(launch.cvars)."""

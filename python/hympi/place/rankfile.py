@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
-from hympi.place.tree import ClusterTree, Slot, load_node_tree
+from hympi.place.tree import ClusterTree, Slot, load_node_tree, parse_cpu_list
 from hympi.textfile import read_utf8
 
 
@@ -147,8 +147,6 @@ def check_rankfile_fits(path: str | Path, ranks: int, cluster: ClusterTree | Non
 
 def binding_problems(rows: Sequence[JsonObject], path: str | Path, cluster: ClusterTree) -> list[str]:
     """Where the observed thread bindings (the HYMPI_RESULT 'binding' rows) differ from the rankfile's slots."""
-    from hympi.place.tree import parse_cpu_list
-
     expected = expected_sets(cluster, read_rankfile(path))
     problems = []
     for row in rows:

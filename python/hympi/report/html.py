@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from html import escape
-from typing import TYPE_CHECKING
 
 from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend
 from hympi.report.blades import BladesView, blades_section
@@ -15,14 +14,13 @@ from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reason
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import describe, fit_model, policy
 from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
+from hympi.report.tuning import MEMORY_MARGIN, Prediction, ProgramTuning
 from hympi.result import run_placement_share
 from hympi.stats.model import ModelFit
 from hympi.store import MachineRecord, Run
 from hympi.store.db import DEFAULT_MEMBIND
-
-if TYPE_CHECKING:  # at run time only inside the Tuning functions: hympi.sweep imports this package, tune imports sweep
-    from hympi.report.tuning import Prediction, ProgramTuning
-    from hympi.tune.results import Speedup
+from hympi.tune.predict import mean_ratio
+from hympi.tune.results import Speedup
 
 _CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
@@ -407,8 +405,6 @@ def _prediction_part(prediction: Prediction, ratios: str) -> str:
                     f"<td>{v.predicted_speedup:.3f}</td><td>{measured}</td><td class='l'>{escape(v.best)}</td>"
                     f"<td>{v.best_speedup:.3f}</td><td><b>{_num(v.ratio, '.3f')}</b></td>"
                     f"<td class='l'>{escape(v.baseline or '-')}</td><td>{_num(v.baseline_ratio, '.3f')}</td></tr>")
-    from hympi.tune.predict import mean_ratio
-
     mean, base = mean_ratio(prediction.verdicts), mean_ratio(prediction.verdicts, baseline=True)
     caption = ("the network is trained on every other program, predicts this one's best configuration from its "
                "profile, and the ratio is the speedup this program's own tune measured for that configuration over "
@@ -433,8 +429,6 @@ def _prediction_part(prediction: Prediction, ratios: str) -> str:
 
 def _memory_part(programs: tuple[ProgramTuning, ...], figures: dict[str, str]) -> str:
     """Per program: the memory figure and one sentence per parameter on whether its value changes memory."""
-    from hympi.report.tuning import MEMORY_MARGIN
-
     parts = ["<h3 id='tuning-memory'>MPI memory per process vs parameters</h3>",
              "<p class='muted'>peak resident memory per process (median of each configuration's runs) against each "
              f"MPI parameter's value; a spread below {100 * MEMORY_MARGIN:.0f} % at equal ranks counts as no "

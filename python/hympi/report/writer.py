@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from hympi.launch.cvars import load_listing
 from hympi.outputs import write_output
+from hympi.report import plots
 from hympi.report.analysis import group_runs
 from hympi.report.blades import blades_views
 from hympi.report.datalayout import data_layout_views, experiment_notes, is_data_layout_run
 from hympi.report.hierarchy import PINGPONG_APP, hierarchy_probes
 from hympi.report.html import GroupFigures, TuningView, explain_groups, render
 from hympi.report.transposes import transpose_view
+from hympi.report.tuning import prediction, tuning_data
 from hympi.store import Store, now_utc
-
-if TYPE_CHECKING:  # a type only: the predictor loads only when a report has tunes (_tuning_view)
-    from hympi.tune.predict import CvarSource
+from hympi.tune.predict import CvarSource
 
 
 def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSource | None) -> TuningView | None:
@@ -23,10 +23,6 @@ def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSou
     `cvars` (default: the installed library's, read only when a stored space has MPI parameters)."""
     if not tune_ids:
         return None
-    from hympi.launch.cvars import load_listing
-    from hympi.report import plots
-    from hympi.report.tuning import prediction, tuning_data
-
     programs = tuple(tuning_data(store, tune_ids))
     predicted = prediction(store, cvars or (lambda: load_listing(None).cvars))
     memory = {}
@@ -63,8 +59,6 @@ def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None
     layout_views = data_layout_views([r for r in runs if r.sweep_id not in tune_of], machine_of, numa)
     probes = hierarchy_probes(runs, machine_of)
     failed_probes = sum(1 for r in runs if r.app == PINGPONG_APP and r.status != "ok")
-    from hympi.report import plots  # matplotlib takes a second to import: only when a report is written
-
     explained = explain_groups(groups, machines)
     transposes = {g.slug: transpose_view(g) for g in groups}
     figures: dict[str, GroupFigures] = {}
