@@ -1,4 +1,5 @@
-// hympi-blades: the blade-row multi-block solver (seed 000 §3.3, AKIE): blades over N1 groups, J over N2 OpenMP
+// hympi-blades: the blade-row multi-block solver (AKIE in Jin et al., "High performance computing using MPI and
+// OpenMP on multi-core parallel systems", §3.3): blades over N1 groups, J over N2 OpenMP
 // threads (--inner openmp) or N2 ranks per group (--inner mpi), one kernel source for both, bitwise equal states,
 // checked against a manufactured solution.
 #include <cmath>

@@ -1,5 +1,6 @@
-// hympi-pencil: the seed-004 scheme (planes <-> pencils twice per substep, spectral z, compact x and y,
-// low-storage RK3) on a manufactured advection-diffusion problem, verified against its exact solution.
+// hympi-pencil: the scheme of Sillero et al., "Hybrid OpenMP-MPI turbulent boundary layer code over 32k cores"
+// (planes <-> pencils twice per substep, spectral z, compact x and y, low-storage RK3) on a manufactured
+// advection-diffusion problem, verified against its exact solution.
 #include <algorithm>
 #include <cmath>
 #include <iomanip>

@@ -84,7 +84,7 @@ class Rb3dApp final : public hympi::AppDefinition {
                 << "  sweeps (" << hympi::to_string(o.overlap.strategy) << "): t_comm " << res.sweep_times.comm_s
                 << " s, t_comp " << res.sweep_times.comp_s << " s, elapsed " << res.sweep_times.wall_s << " s\n";
       if (!model.is_null())
-        std::cout << "  seed-003 model: C = " << model["C"].get<double>() << ", P = " << ctx.env.threads()
+        std::cout << "  Kaiser-Baden model: C = " << model["C"].get<double>() << ", P = " << ctx.env.threads()
                   << ": commthread predicted " << model["predicted_s"].get<double>() << " s per sweep (bulk "
                   << res.sweep_times.wall_s / res.sweeps << " s)\n";
       std::cout << "  max error " << res.max_error << " (discretisation error " << res.discretisation_error << ")\n"

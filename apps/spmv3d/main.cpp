@@ -150,7 +150,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
                   << ", residual " << res.cg_residuals.front() << " -> " << res.cg_residuals.back() << ", error "
                   << res.cg_max_error << ", " << res.cg_time_s << " s, " << cg_gflops << " GFLOP/s\n";
       if (!model.is_null())
-        std::cout << "  seed-003 model: C = " << model["C"].get<double>() << ", P = " << threads
+        std::cout << "  Kaiser-Baden model: C = " << model["C"].get<double>() << ", P = " << threads
                   << ": commthread predicted " << model["predicted_s"].get<double>() << " s per SpMV (bulk "
                   << res.spmv_times.wall_s / res.spmv_reps << " s)\n";
       std::cout << "  verification (" << verify_ << "): "

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Hybrid vs two-level MPI on the blade row (issue 19; seed 000 §4.4, Figs. 7 and 8): sweeps hympi-blades over
+"""Hybrid vs two-level MPI on the blade row (issue 19; Jin et al., "High performance computing using MPI and OpenMP
+on multi-core parallel systems", §4.4, Figs. 7 and 8): sweeps hympi-blades over
 N1 x N2 layouts in both level-2 modes (`hympi sweep blades --n1 .. --n2 .. --inner openmp,mpi`), fits the phase
 model of hympi.stats.blades_model and prints, per layout, measured vs model time per iteration with the relative
 error (target: every layout within 15 %), then the MPI time / hybrid time table with its bootstrap interval.

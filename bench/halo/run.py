@@ -11,10 +11,11 @@ For every layout R x T: STREAM triad with that layout, then
     point for the stencil; CSR adds 12 B per nonzero and 8 B per row);
   * hympi-rb3d (n^3) with the same strategies, its colour sweeps counted at 24 B per point
     (u and f read, u written) and 3.5 flops per point;
-  * seed 003's model: the bulk run's C = t_comm / (t_comm + t_comp) gives the predicted
-    commthread time P (1 - C) / (P - 1) x t_bulk, printed next to the measured commthread time;
-  * seed 001's problems, 40x40x3 and 120x120x3 per node (one node here), t_comm and t_comp per
-    SpMV in the bulk strategy.
+  * the model of Kaiser and Baden, "Overlapping communication and computation with OpenMP and MPI" (§4.2): the
+    bulk run's C = t_comm / (t_comm + t_comp) gives the predicted commthread time P (1 - C) / (P - 1) x t_bulk,
+    printed next to the measured commthread time;
+  * part `seed`: the SpMV problems of Chow, "How to use hybrid MPI-OpenMP on IBM SP systems", 40x40x3 and
+    120x120x3 per node (one node here), t_comm and t_comp per SpMV in the bulk strategy.
 commthread needs 2 threads per rank: at T = 1 the app must reject it (exit 2), which is checked.
 The VM this was written on changes its memory bandwidth by 3x from one run to the next (other
 tenants), so every application run is paired with a STREAM run of the same layout just before

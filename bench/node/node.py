@@ -12,7 +12,8 @@ early leaves its time to the next ones):
 * npb: NPB-MZ BT, SP and LU at class B (quick: S) on every split N x 1 ... 1 x N of the cores, the Fortran
   reference (NPB_REF_BIN) and hympi back to back, both unbound as bench/npb-mz/run.sh runs them: Mop/s and
   hympi / Fortran. Layouts go all-ranks, all-threads, then the splits between, so a short budget keeps the ends.
-* blades: bench/blades/blades.py, hybrid vs two-level MPI on the blade row (seed paper 000, Figs. 7-8) up to N2 = 8.
+* blades: bench/blades/blades.py, hybrid vs two-level MPI on the blade row (Jin et al., "High performance computing
+  using MPI and OpenMP on multi-core parallel systems", Figs. 7-8) up to N2 = 8.
 * pencil: bench/pencil/weak.py, Time/DoF from 1 rank to every core, with the STREAM triad of the same run.
 * tune: bench/tune/run.py's guided part for IS over a space of this node's rank counts (written at run time).
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""hympi-pencil weak scaling: core time per degree of freedom and step (the seed's Time/DoF) vs one rank.
+"""hympi-pencil weak scaling: core time per degree of freedom and step (the Time/DoF of Sillero et al., "Hybrid
+OpenMP-MPI turbulent boundary layer code over 32k cores", Tables 1 and 4) vs one rank.
 
 Usage: .venv/bin/python bench/pencil/weak.py [--per-rank 64 64 64] [--ranks 1,2] [--threads 1] [--steps 100]
                                              [--repeat 5] [--stream-repeats 10]

@@ -38,8 +38,9 @@ PINGPONG_FULL_ARGS: tuple[str, ...] = ("--iterations", "1000", "--max-bytes", st
                                        "--multi-bytes", str(1 << 20))
 
 
-# The data-layout experiment (study_options.DATA_LAYOUT; seed 000 Fig. 9): BT-MZ on one rank, its zone arrays
-# placed four ways (--data-layout), per thread count. Quick: class W (16 zones, ~6 MB, seconds per run) at 1 thread
+# The data-layout experiment (study_options.DATA_LAYOUT; Jin et al., "High performance computing using MPI and
+# OpenMP on multi-core parallel systems", Fig. 9): BT-MZ on one rank, its zone arrays placed four ways
+# (--data-layout), per thread count. Quick: class W (16 zones, ~6 MB, seconds per run) at 1 thread
 # and all cores; full: class A (~50 MB, beyond most last-level caches) at 1, 2, 4, ... and all cores. Fixed rounds,
 # not --repeat auto: the question is each layout against first touch at each thread count, which needs MIN_SEPARATE
 # runs on each side.
@@ -291,7 +292,7 @@ def run_data_layout_experiment(store: Store, machine: MachineRecord, study_id: i
             params = SweepParams.from_dict(sweep.params)
             the_plan = plan(params, summary.pus)
         sweeps.append((params, the_plan, sweep.id))
-    say(f"[bold]{DATA_LAYOUT}[/bold] (seed Fig. 9: {DATA_LAYOUT_APP} {' '.join(args)}, 1 rank, "
+    say(f"[bold]{DATA_LAYOUT}[/bold] (Jin et al. Fig. 9: {DATA_LAYOUT_APP} {' '.join(args)}, 1 rank, "
         f"{', '.join(layouts())}): sweeps {', '.join(str(i) for _, _, i in sweeps)}, threads "
         f"{', '.join(map(str, threads))}, {repeat} round(s) each")
     rounds = sorted({item.repeat for _, p, _ in sweeps for item in p.items})

@@ -1,4 +1,5 @@
-"""Two-level layouts (seed 000 §3.3, AKIE's P1h vs P2D): N1 level-1 MPI ranks x N2 level-2 workers, the level 2
+"""Two-level layouts (AKIE's P1h vs P2D in Jin et al., "High performance computing using MPI and OpenMP on multi-core
+parallel systems", §3.3): N1 level-1 MPI ranks x N2 level-2 workers, the level 2
 either OpenMP threads inside each rank (`--inner openmp`: hybrid) or N2 MPI ranks per group (`--inner mpi`: a 2-D
 layout of communicators), one code base. A sweep over N1 x N2 x inner gives each launch its own level-2 arguments:
 

@@ -109,8 +109,9 @@ CommThreadModel model_comm_thread(const OverlapTimes& bulk, int threads) {
   m.threads = threads;
   m.comm_fraction = bulk.comm_s / (bulk.comm_s + bulk.comp_s);
   const double p = threads;
-  // Seed 003: the bulk step takes 1 = C + (1 - C); the P (1 - C) work moves onto P - 1 threads
-  // while the spare thread communicates, which is fully hidden as long as C <= T.
+  // Kaiser and Baden, "Overlapping communication and computation with OpenMP and MPI", §4.2: the bulk step
+  // takes 1 = C + (1 - C); the P (1 - C) work moves onto P - 1 threads while the spare thread communicates,
+  // which is fully hidden as long as C <= T.
   m.relative_time = std::max(p * (1.0 - m.comm_fraction) / (p - 1.0), m.comm_fraction);
   m.predicted_s = m.relative_time * bulk.wall_s;
   return m;

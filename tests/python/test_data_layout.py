@@ -1,7 +1,8 @@
-"""The data-layout experiment (seed 000 Fig. 9): every --data-layout of BT-MZ and SP-MZ ends in the same verification
-bits and records where its pages are; bad layouts are refused before launching; the study runs the experiment only
-where the machine has several NUMA domains, and otherwise says why. (The report's figure from stored runs of a
-2-NUMA machine is in test_report.py.)"""
+"""The data-layout experiment (Jin et al., "High performance computing using MPI and OpenMP on multi-core parallel
+systems", Fig. 9): every --data-layout of BT-MZ and SP-MZ ends in the same verification bits and records where its
+pages are; bad layouts are refused before launching; the study runs the experiment only where the machine has
+several NUMA domains, and otherwise says why. (The report's figure from stored runs of a 2-NUMA machine is in
+test_report.py.)"""
 
 from __future__ import annotations
 

@@ -109,7 +109,8 @@ def optimum(spec: str, nodes: int, k: int) -> float:
 
 
 def two_groups(coarse: int, fine: int, inside: float = 100.0, plane: float = 5.0) -> CommMatrix:
-    """Seed 004's two groups: all-to-all transposes inside each group (`inside` per pair), the coarse ranks sending
+    """The two groups of Sillero et al., "Hybrid OpenMP-MPI turbulent boundary layer code over 32k cores" (§2.1):
+    all-to-all transposes inside each group (`inside` per pair), the coarse ranks sending
     their part of the inflow plane to the fine group's first rank (`plane`)."""
     n = coarse + fine
     v = [[0.0] * n for _ in range(n)]

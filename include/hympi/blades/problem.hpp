@@ -1,5 +1,6 @@
 #pragma once
-// The blade-row problem (seed 000 §3.3, AKIE): B blades of I x J x K cells in a periodic ring along K, the two
+// The blade-row problem (AKIE in Jin et al., "High performance computing using MPI and OpenMP on multi-core
+// parallel systems", §3.3): B blades of I x J x K cells in a periodic ring along K, the two
 // levels of parallelism (blades over N1 groups; J over N2 threads or ranks inside a group) and the manufactured
 // solution the scheme is checked against, with its error bound.
 #include <array>

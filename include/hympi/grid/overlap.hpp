@@ -27,7 +27,7 @@ namespace hympi {
 enum class OverlapStrategy {
   bulk,        ///< exchange, then compute everything with loop-level OpenMP
   split,       ///< begin exchange, compute interior, end exchange, compute the boundary shell
-  comm_thread  ///< thread 0 drives MPI while the others compute interior regions (seed 003)
+  comm_thread  ///< thread 0 drives MPI while the others compute interior regions (Kaiser and Baden, §4.2)
 };
 
 template <>
@@ -63,7 +63,8 @@ std::vector<Box3> tile_box(const Box3& box, const std::optional<std::array<long,
 std::vector<Box3> shell_boxes(const std::array<long, 3>& extent, int width, const ExchangedSides& sides,
                               Box3& interior);
 
-/// The work items of one sweep, split by dependence on the halo (seed 003's two region sets).
+/// The work items of one sweep, split by dependence on the halo (the two region sets of Kaiser and Baden,
+/// "Overlapping communication and computation with OpenMP and MPI", §4.2 and Fig. 1).
 class OverlapPlan {
  public:
   /// Plans a block of `extent` owned points with a shell of `width` on the `sides` that
@@ -101,7 +102,7 @@ struct OverlapTimes {
   }
 };
 
-/// Seed 003's model of sparing one of P threads for communication.
+/// Kaiser and Baden's model (§4.2) of sparing one of P threads for communication: T = P (1 - C) / (P - 1).
 struct CommThreadModel {
   double comm_fraction = 0;  ///< C = t_comm / (t_comm + t_comp) measured without overlap
   int threads = 0;           ///< P
@@ -208,7 +209,7 @@ OverlapTimes OverlapDriver::apply(Grid3D<double>& exchanged, Kernel&& kernel) {
           });
           comm_s = omp_get_wtime() - start;
         }
-        // Seed 003's first region set: thread 0's region is empty, the others get one
+        // Kaiser and Baden's first region set: thread 0's region is empty, the others get one
         // contiguous region each (a team of one computes it after communicating).
         const int workers = team > 1 ? team - 1 : 1;
         const int worker = team > 1 ? tid - 1 : 0;

@@ -1,6 +1,7 @@
 #pragma once
 // DistributedArray<T, Rank>: one shared array, globally indexed, whose blocks live on the NUMA
-// memory of the locations that own them (seed 000 §5.2).
+// memory of the locations that own them (Jin et al., "High performance computing using MPI and OpenMP on
+// multi-core parallel systems", §5.2).
 #include <array>
 #include <concepts>
 #include <cstddef>
@@ -93,7 +94,7 @@ class DistributedArray {
         storage_(checked_bytes(distribution_.size())) {
     placed_by_ = detail::place_pages(distribution_, storage_.bytes(), sizeof(T), options.placement, page_owner_);
   }
-  /// Distributed over every location (the seed's default without a location clause).
+  /// Distributed over every location (Jin et al.'s default without a location clause).
   DistributedArray(const Locations& locations, const Index& extents, const std::vector<DimDistribution>& dims,
                    ArrayOptions options = {})
       : DistributedArray(locations, extents, dims, locations.everywhere(), options) {}
@@ -112,7 +113,7 @@ class DistributedArray {
   [[nodiscard]] T& operator[](const Index& index) noexcept { return data()[offset(index)]; }
   [[nodiscard]] const T& operator[](const Index& index) const noexcept { return data()[offset(index)]; }
 
-  /// The location owning element `index` (the seed's onloc target). Throws InvalidArgument when
+  /// The location owning element `index` (Jin et al.'s onloc target). Throws InvalidArgument when
   /// the index lies outside the array.
   [[nodiscard]] int where(const Index& index) const { return distribution_.where(index); }
   template <std::integral... I>

@@ -1,6 +1,7 @@
 #pragma once
-// How an array's index space is spread over a range of locations (seed 000 §5.2.1,
-// `#pragma omp distribute(BLOCK, *: A) location(m:n)`), independent of the element type.
+// How an array's index space is spread over a range of locations (Jin et al., "High performance computing using
+// MPI and OpenMP on multi-core parallel systems", §5.2.1: `#pragma omp distribute(BLOCK, *: A) location(m:n)`),
+// independent of the element type.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -14,7 +15,7 @@
 
 namespace hympi::locality {
 
-/// How one dimension of an array is spread: in blocks over locations, or not at all (the seed's `*`).
+/// How one dimension of an array is spread: in blocks over locations, or not at all (Jin et al.'s `*`).
 enum class DimDistribution { block, none };
 
 }  // namespace hympi::locality

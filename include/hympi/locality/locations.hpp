@@ -1,6 +1,7 @@
 #pragma once
-// Locations (seed 000 §5.1): `nlocs` virtual execution engines, each a set of PUs and the NUMA
-// memory near them, mapped onto the machine's topology. Threads, tasks and array blocks are
+// Locations (Jin et al., "High performance computing using MPI and OpenMP on multi-core parallel systems",
+// §5.1): `nlocs` virtual execution engines, each a set of PUs and the NUMA memory near them, mapped onto the
+// machine's topology. Threads, tasks and array blocks are
 // placed on locations; hwloc then binds threads to a location's cpuset and pages to its nodeset.
 #include <cstddef>
 #include <string>
@@ -31,11 +32,12 @@ struct Location {
   Bitmap nodeset;  ///< NUMA nodes (OS indexes) memory of this location is bound to
 };
 
-/// A range m:n of locations, both ends included (the seed's `location(m:n)`; one location is m:m).
+/// A range m:n of locations, both ends included (Jin et al.'s `location(m:n)`; one location is m:m).
 ///
 /// The range is the sequence m, m+1, ..., n; each value is taken modulo nlocs (negative values
 /// too: -1 is nlocs-1), so 2:5 over 4 locations is 2, 3, 0, 1 and 0:7 visits every location
-/// twice. The seed makes out-of-range values wrap rather than fail, "for some fault tolerance".
+/// twice. Jin et al. (§5.1.1) make out-of-range values wrap rather than fail, "to support some level of fault
+/// tolerance".
 struct LocationRange {
   int first = 0;
   int last = 0;
@@ -87,7 +89,7 @@ class Locations {
 
   /// nlocs, the number of locations (>= 1).
   [[nodiscard]] int size() const noexcept { return static_cast<int>(locations_.size()); }
-  /// `index` taken modulo nlocs into 0 .. nlocs-1 (the seed's wrap-around; negative values too).
+  /// `index` taken modulo nlocs into 0 .. nlocs-1 (Jin et al.'s wrap-around; negative values too).
   [[nodiscard]] int wrap(long long index) const noexcept;
   /// The location `index` after wrap(); never throws.
   [[nodiscard]] const Location& at(long long index) const noexcept {
@@ -95,7 +97,7 @@ class Locations {
   }
   /// Every location, in order.
   [[nodiscard]] const std::vector<Location>& all() const noexcept { return locations_; }
-  /// The range 0 : nlocs-1 (the seed's default when a region names no location).
+  /// The range 0 : nlocs-1 (Jin et al.'s default when a region names no location).
   [[nodiscard]] LocationRange everywhere() const noexcept { return {0, size() - 1}; }
   /// The location of slot `slot` (0-based) of `range`: wrap(range.first + slot).
   [[nodiscard]] int location_of_slot(const LocationRange& range, long long slot) const noexcept {
@@ -119,7 +121,7 @@ class Locations {
 /// Throws InvalidArgument naming the range when it is empty (last < first).
 void check_range(const LocationRange& range);
 
-/// Block distribution, the seed's rule for threads over locations and array indexes over blocks:
+/// Block distribution, Jin et al.'s rule for threads over locations and array indexes over blocks:
 /// `n` items over `parts` parts, the first n % parts parts one item larger. Part `p` holds
 /// [block_begin(n, parts, p), block_begin(n, parts, p + 1)). Needs parts >= 1 (not checked: callers do).
 [[nodiscard]] constexpr long long block_begin(long long n, long long parts, long long p) noexcept {

@@ -1,7 +1,8 @@
 #pragma once
-// Parallel regions and tasks on locations (seed 000 §5.1): `location(m:n)` on a parallel region,
-// the block mapping of threads to locations, inheritance by nested regions and child tasks, and
-// `onloc` tasks that really run on a thread of the location that owns the data.
+// Parallel regions and tasks on locations (Jin et al., "High performance computing using MPI and OpenMP on
+// multi-core parallel systems", §5.1 and §5.2.2): `location(m:n)` on a parallel region, the block mapping of
+// threads to locations, inheritance by nested regions and child tasks, and `onloc` tasks that really run on a
+// thread of the location that owns the data.
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -124,7 +125,7 @@ class Here {
   void task_on(long long location, F&& f) {
     enqueue(locations().wrap(location), detail::make_task(std::forward<F>(f)));
   }
-  /// Queues `f` on the location that owns `array`'s element `index` (the seed's `onloc(A[i])`).
+  /// Queues `f` on the location that owns `array`'s element `index` (Jin et al.'s `onloc(A[i])`).
   /// Throws InvalidArgument when the array is distributed over other Locations than this
   /// region's, `index` is outside the array, or as task_on does.
   template <class Array, class F>
@@ -170,7 +171,7 @@ class Here {
 };
 
 /// Runs `body(Here&)` on a team of `nthreads` OpenMP threads over the locations of `range`
-/// (the seed's `#pragma omp parallel location(m:n) num_threads(nthreads)`).
+/// (Jin et al.'s `#pragma omp parallel location(m:n) num_threads(nthreads)`).
 ///
 /// Threads go to locations as plan_threads() says, using the team size OpenMP granted. When the
 /// topology is this machine each thread is bound to its location's cpuset
@@ -185,13 +186,13 @@ void parallel(const Locations& locations, const LocationRange& range, int nthrea
   detail::run_region(locations, range, nthreads, nullptr, detail::erase(body), &detail::call_body<Body>);
 }
 
-/// parallel() over every location (the seed's default for a region without a location clause).
+/// parallel() over every location (Jin et al.'s default for a region without a location clause).
 template <class Body>
 void parallel(const Locations& locations, int nthreads, Body&& body) {
   parallel(locations, locations.everywhere(), nthreads, std::forward<Body>(body));
 }
 
-/// parallel() over the locations `array` is distributed on (the seed's `parallel onloc(A)`).
+/// parallel() over the locations `array` is distributed on (Jin et al.'s `parallel onloc(A)`).
 template <class Array, class Body>
 void parallel_onloc(const Array& array, int nthreads, Body&& body) {
   parallel(array.locations(), array.range(), nthreads, std::forward<Body>(body));

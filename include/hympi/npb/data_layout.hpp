@@ -1,6 +1,7 @@
 #pragma once
-// Where the zone arrays of BT-MZ and SP-MZ live, and which team sweeps them: the four data layouts of
-// seed 000 §5.3 (Fig. 9: first touch, one location, access pattern, random), on the locality layer.
+// Where the zone arrays of BT-MZ and SP-MZ live, and which team sweeps them: the four data layouts of Jin et al.,
+// "High performance computing using MPI and OpenMP on multi-core parallel systems", §5.3 (Fig. 9: first touch,
+// one location, access pattern, random), on the locality layer.
 #include <mpi.h>
 
 #include <cstddef>

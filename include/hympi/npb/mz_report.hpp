@@ -17,7 +17,8 @@ void print_header(std::ostream& os, const ClassParams& p, int niter, int nranks,
 void print_partition(std::ostream& os, const ZonePartition& partition);
 /// One line on OVERFLOW-style zone splitting `split` (the solver itself runs on unsplit zones).
 void print_split_summary(std::ostream& os, const ZoneSplit& split);
-/// Seed 000's Table 3 for this grid: for each number of groups, the points splitting costs and how
+/// Table 3 of Jin et al. ("High performance computing using MPI and OpenMP on multi-core parallel systems") for this
+/// grid: for each number of groups, the points splitting costs and how
 /// well whole zones (NPB bin packing) and split blocks (LPT) balance. Throws what split_zones throws.
 void print_split_table(std::ostream& os, const ZoneGrid& grid, const std::vector<int>& groups, double tolerance);
 /// When the series has more than one run: how many, and that the figures cover them all.

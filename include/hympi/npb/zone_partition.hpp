@@ -109,7 +109,7 @@ struct ZoneSplit {
   int nranks = 1;
   /// total_points / original_points - 1.
   [[nodiscard]] double extra_fraction() const noexcept { return total_points / original_points - 1.0; }
-  /// Blocks, points and imbalance as JSON (the seed's Table 3 columns and more).
+  /// Blocks, points and imbalance as JSON (Jin et al.'s Table 3 columns and more).
   [[nodiscard]] nlohmann::json to_json() const;
 };
 

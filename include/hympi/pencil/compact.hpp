@@ -1,6 +1,7 @@
 #pragma once
 // Compact (Pade, tridiagonal) derivatives on non-periodic lines, and the batched Thomas solver under them
-// (issue 16: the seed's compact finite differences in x on pencils and in y on planes).
+// (issue 16: the compact finite differences of Sillero et al., "Hybrid OpenMP-MPI turbulent boundary layer code
+// over 32k cores", in x on pencils and in y on planes).
 #include <cstddef>
 #include <span>
 #include <vector>

@@ -1,5 +1,6 @@
 #pragma once
-// Two coupled MPI groups (issue 16, the seed's two boundary layers): a coarse auxiliary simulation feeds the
+// Two coupled MPI groups (issue 16; the two boundary layers of Sillero et al., "Hybrid OpenMP-MPI turbulent
+// boundary layer code over 32k cores", §2.1): a coarse auxiliary simulation feeds the
 // main fine one its inflow plane every substep over the world communicator, and both agree on the time step
 // by an Allreduce over the world; each group's idle time at these two global operations is measured, and the
 // split of the ranks can be chosen by a short measured warm-up.

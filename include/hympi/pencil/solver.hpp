@@ -1,5 +1,6 @@
 #pragma once
-// The pencil solver (issue 16, the seed's scheme on a model equation): a 3D advection-diffusion equation with
+// The pencil solver (issue 16; the scheme of Sillero et al., "Hybrid OpenMP-MPI turbulent boundary layer code over
+// 32k cores", on a model equation): a 3D advection-diffusion equation with
 // a quadratic z term, spectral and dealiased in z, compact finite differences in y on planes and in x on
 // pencils (two global transposes per substep), 3-substep low-storage semi-implicit Runge-Kutta.
 #include <mpi.h>
@@ -19,7 +20,7 @@ namespace hympi::pencil {
 /// u_t + c u_x + u u_z = nu (u_xx + u_yy + u_zz) + f on x in [x0, x0 + lx], y in [0, ly], z periodic over 2 pi,
 /// with the manufactured solution u = sin(pi y / ly) cos(kappa (x - c t)) Z(z), Z = 1 + sin(z)/2 + cos(2z)/4,
 /// and the forcing f that makes it exact. Dirichlet values from u at x = x0 (inflow, c > 0), x = x0 + lx and
-/// the walls y = 0, ly (where u = 0). u u_z is the seed's kind of term: a product formed in physical z space,
+/// the walls y = 0, ly (where u = 0). u u_z is Sillero et al.'s kind of term: a product formed in physical z space,
 /// so every substep runs the c2r/r2c transforms and the 2/3 rule; Z holds modes |k| <= 2, u u_z |k| <= 4.
 struct Problem {
   double c = 1.0;                          ///< advection speed in x

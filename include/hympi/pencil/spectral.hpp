@@ -1,6 +1,7 @@
 #pragma once
 // The spectral z direction: FFTW real-to-complex transforms of batches of z lines with RAII plans, and the
-// 2/3 rule (issue 16: the seed holds a field as psi(Kz, Ny, Nx/N), only the kept modes).
+// 2/3 rule (issue 16: Sillero et al., "Hybrid OpenMP-MPI turbulent boundary layer code over 32k cores", §2.2,
+// hold a field as psi(Kz, Ny, Nx/N), only the kept modes).
 #include <fftw3.h>
 
 #include <cstddef>

@@ -125,7 +125,8 @@ struct LevelResult {
   AlphaBeta fit;
 };
 
-/// k pairs of one level ping-ponging at once (seed 001's "number of pairs" table).
+/// k pairs of one level ping-ponging at once (the "Number of pairs" tables of Chow, "How to use hybrid MPI-OpenMP on
+/// IBM SP systems": overhead and bandwidth per pair and aggregate).
 struct MultiPairResult {
   CommLevel level = CommLevel::node;
   int pairs = 0;

@@ -1,6 +1,7 @@
 #pragma once
-// Plane <-> pencil global transpose of a real 3D array (issue 16; the seed's three steps: pack with a
-// realignment and an optional cast to float, one exchange, a cache-blocked local transpose).
+// Plane <-> pencil global transpose of a real 3D array (issue 16; the three sub-steps of Sillero et al.,
+// "Hybrid OpenMP-MPI turbulent boundary layer code over 32k cores", §2.3: pack with a realignment and an optional
+// cast to float, one exchange, a cache-blocked local transpose).
 #include <mpi.h>
 
 #include <array>

@@ -1,4 +1,5 @@
-"""hympi tune predict / hympi tune evaluate: the predictor across programs (seed 002 §3.2's ANN) on the command line.
+"""hympi tune predict / hympi tune evaluate: the predictor across programs (the ANN of Wang et al., "Research of MPI
+programs optimization technology on multi-core clusters", §3.2) on the command line.
 
 `predict --space FILE -- APP [ARGS]` profiles the program once (or reuses its stored profile), trains on every
 other tuned program in the store and prints the configuration with the highest predicted speedup; `evaluate`

@@ -1,6 +1,7 @@
-"""Placement of two MPI groups (hympi-pencil --groups COARSE:FINE): each group on its own contiguous nodes (seed 004's
-custom mapping of the small group) against both groups interleaved over the nodes, and the off-node share of the
-traffic inside each group (the transposes) and between them (the inflow plane).
+"""Placement of two MPI groups (hympi-pencil --groups COARSE:FINE): each group on its own contiguous nodes (after the
+custom mapping of the small group in Sillero et al., "Hybrid OpenMP-MPI turbulent boundary layer code over 32k
+cores", §3) against both groups interleaved over the nodes, and the off-node share of the traffic inside each group
+(the transposes) and between them (the inflow plane).
 
 The groups are contiguous in world-rank order, as MPI_Comm_split by group colour makes them: the first COARSE world
 ranks are the coarse group, the next FINE the fine group.

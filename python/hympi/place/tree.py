@@ -200,7 +200,8 @@ class ClusterTree:
         return max(len(pa), len(pb)) - common + self.height - tree.height
 
     def level(self, a: Slot, b: Slot) -> str:
-        """'inter-node', 'inter-package' or 'intra-package' (seed 002's intra-node ratio splits these)."""
+        """'inter-node', 'inter-package' or 'intra-package' (the intra-node communication ratio of Wang et al.,
+        "Research of MPI programs optimization technology on multi-core clusters", §3.3, splits these)."""
         if a.node != b.node:
             return "inter-node"
         tree = self.tree_of(a.node)

@@ -1,4 +1,5 @@
-"""The report's "Hybrid vs MPI (blade row)" section (seed 000 §4.4, Figs. 7 and 8), for hympi-blades runs: time per
+"""The report's "Hybrid vs MPI (blade row)" section (Jin et al., "High performance computing using MPI and OpenMP on
+multi-core parallel systems", §4.4, Figs. 7 and 8), for hympi-blades runs: time per
 iteration per N1 x N2 in each level-2 mode (median, min-max), the ratio MPI time / hybrid time per N1 x N2 with the
 bootstrap interval of hympi.stats.compare ('indistinguishable' where it holds 1), memory per process and per core,
 and the phase model of hympi.stats.blades_model against the measurements.
@@ -332,5 +333,5 @@ def blades_section(views: list[BladesView], figures: dict[str, dict[str, str]], 
                     for v in views)
     modes = "; ".join(f"{k}: {v}" for k, v in MODE_NAMES.items())
     return (f"<h2 id='blades'>Hybrid vs MPI (blade row)</h2><p class='muted'>the same solver with level 2 as "
-            f"{escape(modes)}; N1 ranks over the blades, N2 workers inside each blade (seed 000 Figs. 7 and 8)</p>"
+            f"{escape(modes)}; N1 ranks over the blades, N2 workers inside each blade (Jin et al., Figs. 7 and 8)</p>"
             f"{parts}")

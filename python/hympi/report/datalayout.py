@@ -1,5 +1,6 @@
-"""The data-layout experiment (seed 000 §5.3, Fig. 9): BT-MZ with its zone arrays placed four ways (first touch, one
-location, by access pattern, at random), one rank, per thread count.
+"""The data-layout experiment (Jin et al., "High performance computing using MPI and OpenMP on multi-core parallel
+systems", §5.3, Fig. 9): BT-MZ with its zone arrays placed four ways (first touch, one location, by access pattern,
+at random), one rank, per thread count.
 
 Runs whose app arguments hold `--data-layout` belong here, not to the per-app layout sections: they differ in where
 the pages are, which the layout statistics do not show. For each thread count every layout is compared with first

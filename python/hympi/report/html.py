@@ -502,7 +502,7 @@ def _data_layout_view(view: DataLayoutView, figure: str | None, host: str | None
             "<th>rate median</th><th>rate max</th><th>ratio to first touch (CI)</th>"
             "<th class='l'>pages of u per NUMA node</th><th>where intended</th></tr>")
     rows = []
-    # NPB counts floating-point operations: Mop/s / 1000 is the paper's Gflop/s.
+    # NPB counts floating-point operations: Mop/s / 1000 is Jin et al.'s Gflop/s (Figs. 4, 5, 9).
     scale, unit = (1e-3, "Gflop/s") if view.rate_unit == "Mop/s" else (1.0, view.rate_unit or "-")
     for c in view.cells:
         share = "-" if c.on_intended is None else f"{100 * c.on_intended:.0f} %"
@@ -523,8 +523,9 @@ def _data_layout_view(view: DataLayoutView, figure: str | None, host: str | None
 
 def data_layout_section(views: list[DataLayoutView], figures: dict[str, str], notes: tuple[str, ...],
                         hosts: dict[int, str] | None = None) -> str:
-    """The data-layout experiment (seed 000 Fig. 9): each measured problem, and the study's notes about it (e.g. that
-    this machine has one NUMA domain); '' when there is neither."""
+    """The data-layout experiment (Jin et al., "High performance computing using MPI and OpenMP on multi-core parallel
+    systems", Fig. 9): each measured problem, and the study's notes about it (e.g. that this machine has one NUMA
+    domain); '' when there is neither."""
     if not views and not notes:
         return ""
     intro = ("<p class='muted'>BT-MZ on one rank with its zone arrays placed four ways (<code>--data-layout</code>): "

@@ -1,8 +1,9 @@
 """The report's figures (matplotlib, Agg backend): rate vs threads, memory per layout, where the timed region goes
 (computation, communication, other, imbalance), ping-pong bandwidth vs message size per level of the
 communication hierarchy, transpose time and plane / pencil memory per layout (hympi-pencil), the data-layout
-experiment's rate per data layout per thread count (seed 000 Fig. 9), the blade row's time per iteration and MPI /
-hybrid ratio per N1 x N2 (seed 000 Figs. 7, 8) with memory per process and per core, and for tunes the memory per
+experiment's rate per data layout per thread count (Jin et al., "High performance computing using MPI and OpenMP on
+multi-core parallel systems", Fig. 9), the blade row's time per iteration and MPI / hybrid ratio per N1 x N2 (Jin et
+al., Figs. 7, 8) with memory per process and per core, and for tunes the memory per
 process vs MPI parameter values and the predictor's leave-one-program-out ratios."""
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ _LAYOUT_COLOURS = {"first-touch": "#4c72b0", "one-location": "#dd8452", "access-
 def data_layouts(view: DataLayoutView, path: Path) -> Path:
     """Fig. 9: median rate per data layout, grouped by thread count (min-max as error bars), each bar other than
     first touch labelled with its ratio to first touch (≈ when the comparison cannot separate them)."""
-    # NPB counts floating-point operations: its Mop/s / 1000 is the paper's Gflop/s.
+    # NPB counts floating-point operations: its Mop/s / 1000 is Jin et al.'s Gflop/s.
     scale, unit = (1e-3, "Gflop/s (NPB Mop/s / 1000)") if view.rate_unit == "Mop/s" else (1.0, view.rate_unit)
     groups = view.threads()
     names = [n for n in layouts() if any(c.layout == n for c in view.cells)]

@@ -1,4 +1,5 @@
-"""A model of hympi-blades' time per iteration that explains the MPI / hybrid ratio (seed 000 §4.4, Figs. 7-8):
+"""A model of hympi-blades' time per iteration that explains the MPI / hybrid ratio (Jin et al., "High performance
+computing using MPI and OpenMP on multi-core parallel systems", §4.4, Figs. 7-8):
 
     t_iter = t_comp + t_group_halo + t_blade_exchange
 

@@ -1,6 +1,7 @@
-"""The predictor across programs (seed 002 §3.2's ANN): a neural network trained on the tunes in the results
-store predicts, for a program it has not seen, the configuration (layout and MPI parameters) with the highest
-speedup over the space's default, from the program's profile features and the configuration's encoding.
+"""The predictor across programs (the ANN of Wang et al., "Research of MPI programs optimization technology on
+multi-core clusters", §3.2): a neural network trained on the tunes in the results store predicts, for a program it
+has not seen, the configuration (layout and MPI parameters) with the highest speedup over the space's default, from
+the program's profile features and the configuration's encoding.
 
 Training rows: for every program with a measured default configuration, each measured configuration gives
 features(program) ++ encode(configuration) -> log(score / default score). A configuration that failed (crashed,

@@ -27,9 +27,10 @@ TEST(Cart, TooManyRanksOrBadSizesAreRejected) {
 }
 
 TEST(Cart, PerRankProcessGridCutsTheSmallestFaces) {
-  // Seed 001's thin slab, 40x40x3 per rank: cutting across y (40x3 faces) beats 2x2 (80x3 faces)
-  // and any z split (40x40 faces); a global 40x40x3 grid would be cut the same way, but per rank
-  // the grid grows with the cuts, so 1x4x1 makes a 40x160x3 grid.
+  // The thin slab of Chow, "How to use hybrid MPI-OpenMP on IBM SP systems" (40x40x3 per node there), here
+  // 40x40x3 per rank: cutting across y (40x3 faces) beats 2x2 (80x3 faces) and any z split (40x40 faces); a
+  // global 40x40x3 grid would be cut the same way, but per rank the grid grows with the cuts, so 1x4x1 makes a
+  // 40x160x3 grid.
   EXPECT_EQ(choose_process_grid_per_rank(4, {40, 40, 3}), (std::array<int, 3>{1, 4, 1}));
   EXPECT_EQ(choose_process_grid_per_rank(4, {40, 40, 3}, {2, 0, 0}), (std::array<int, 3>{2, 2, 1}));
   // Equal faces: the slowest axis is split first, as in choose_process_grid.

@@ -1,4 +1,5 @@
-// Overlap planning without MPI: strategy parsing, shells, tiles, and seed 003's model.
+// Overlap planning without MPI: strategy parsing, shells, tiles, and the communication-thread model of Kaiser and
+// Baden, "Overlapping communication and computation with OpenMP and MPI" (§4.2).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -133,7 +134,7 @@ TEST(OverlapPlan, WorkItemsOfEveryStrategyCoverTheBlockOnce) {
   EXPECT_THROW(OverlapPlan(n, 0, sides_from_mask(63), OverlapOptions{}), InvalidArgument);
 }
 
-TEST(CommThreadModel, MatchesSeed003) {
+TEST(CommThreadModel, MatchesKaiserBaden) {
   // P = 8: break-even at C = 1/8, the best case T = P/(2P-1) at C = P/(2P-1) = 8/15.
   auto m = model_comm_thread({1.0, 0.125, 0.875}, 8);
   EXPECT_DOUBLE_EQ(m.comm_fraction, 0.125);

@@ -1,4 +1,5 @@
-// The NPB-MZ data layouts (seed 000 Fig. 9): names, the random draw, which location owns each page of a
+// The NPB-MZ data layouts (Jin et al., "High performance computing using MPI and OpenMP on multi-core parallel
+// systems", Fig. 9): names, the random draw, which location owns each page of a
 // zone array under each layout on a synthetic 4-NUMA machine (nothing bound there), the team that runs
 // the sweeps, and on this machine what the kernel says about the pages. A whole BT-MZ/SP-MZ run per
 // layout, verification bits compared, is tests/python/test_data_layout.py.
