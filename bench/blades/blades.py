@@ -19,44 +19,25 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import NoReturn
 
 from hympi.report.blades import BladesView, blades_views, layout_of
 from hympi.store import Store
 from hympi.topology import machine_summary
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
+from common import hympi_here, parse_layouts, reject, require_positive
+
 TOLERANCE = 0.15
-
-
-def reject(option: str, message: str) -> NoReturn:
-    """Exits 2 with one line naming the option and what is wrong with its value."""
-    print(f"blades.py: {option}: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def parse_layouts(text: str) -> list[tuple[int, int]]:
-    """(N1, N2) for each comma-separated N1xN2; exits 2 naming a bad one."""
-    layouts = []
-    for item in (part for part in text.split(",") if part):
-        match = re.fullmatch(r"([1-9][0-9]*)x([1-9][0-9]*)", item)
-        if match is None:
-            reject("--layouts", f"'{item}' is not N1xN2 (e.g. 2x2)")
-        layouts.append((int(match.group(1)), int(match.group(2))))
-    if not layouts:
-        reject("--layouts", "no layout given")
-    return layouts
 
 
 def sweep(db: Path, n1s: list[int], n2: int, args: argparse.Namespace) -> int:
     """One `hympi sweep blades` for these N1 at one N2, both modes; returns its exit code (its output passes)."""
-    cmd = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", "sweep", "blades",
-           "--n1", ",".join(map(str, n1s)), "--n2", str(n2), "--inner", "openmp,mpi", "--repeat", str(args.repeat),
-           "--oversubscribe", "--min-time", f"{args.min_time:g}", "--db", str(db), "--",
+    cmd = [*hympi_here(), "sweep", "blades", "--n1", ",".join(map(str, n1s)), "--n2", str(n2), "--inner", "openmp,mpi",
+           "--repeat", str(args.repeat), "--oversubscribe", "--min-time", f"{args.min_time:g}", "--db", str(db), "--",
            "--blades", str(args.blades), "--grid", *map(str, args.grid), "--iterations", str(args.iterations)]
     return subprocess.run(cmd, timeout=3600, check=False).returncode
 
@@ -110,11 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", help="results database (default: a temporary one)")
     parser.add_argument("--tolerance", type=float, default=TOLERANCE, help="largest |model error| allowed")
     args = parser.parse_args(argv)
-    layouts = parse_layouts(args.layouts)
-    for option, value in (("--repeat", args.repeat), ("--blades", args.blades), ("--iterations", args.iterations),
-                          *((f"--grid {axis}", g) for axis, g in zip("IJK", args.grid, strict=True))):
-        if value < 1:
-            reject(option, f"must be >= 1, got {value}")
+    layouts = parse_layouts(args.layouts, "N1xN2 (e.g. 2x2)")  # (N1, N2) each
+    require_positive((("--repeat", args.repeat), ("--blades", args.blades), ("--iterations", args.iterations),
+                      *((f"--grid {axis}", g) for axis, g in zip("IJK", args.grid, strict=True))))
     if args.repeat < 2:
         reject("--repeat", f"the ratio's interval needs >= 2 rounds, got {args.repeat}")
     if not (math.isfinite(args.tolerance) and args.tolerance > 0):

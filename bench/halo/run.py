@@ -28,54 +28,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
 
 from hympi.errors import UsageError
-from hympi.launch.mpirun import LaunchSpec, format_command, launch, validate_with_app
+from hympi.launch.mpirun import LaunchSpec, format_command, validate_with_app
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
+import common
+from common import options_of, parse_layouts, parse_names, record_of, require_positive
+
+common.PROG = "bench"  # what this script's error lines have always begun with
 
 STRATEGIES = ("bulk", "split", "commthread")
 PARTS = ("spmv3d", "rb3d", "csr", "seed")
-
-
-def reject(option: str, message: str) -> NoReturn:
-    """Exits 2 with one line naming the option and what is wrong with its value."""
-    print(f"bench: {option}: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def parse_subset(text: str, allowed: tuple[str, ...], option: str) -> list[str]:
-    """The comma-separated names in `text`; exits 2 naming the first one not in `allowed`."""
-    names = [name for name in text.split(",") if name]
-    for name in names:
-        if name not in allowed:
-            reject(option, f"unknown value '{name}' (choose from {', '.join(allowed)})")
-    return names
-
-
-def parse_layouts(text: str) -> list[tuple[str, int, int]]:
-    """(layout, ranks, threads) for each comma-separated RANKSxTHREADS; exits 2 naming a bad one."""
-    layouts = []
-    for layout in (name for name in text.split(",") if name):
-        match = re.fullmatch(r"([1-9][0-9]*)x([1-9][0-9]*)", layout)
-        if match is None:
-            reject("--layouts", f"'{layout}' is not RANKSxTHREADS with positive counts (e.g. 1x2)")
-        layouts.append((layout, int(match.group(1)), int(match.group(2))))
-    if not layouts:
-        reject("--layouts", "no layout given")
-    return layouts
-
-
-def run_verified(spec: LaunchSpec) -> dict:
-    """One verified run's record (exits loudly on a failure)."""
-    outcome = launch(spec, timeout=900)
-    if outcome.status != "ok" or outcome.record is None:
-        sys.exit(f"bench: {format_command(outcome.command)}: {outcome.status}\n{outcome.stderr_tail()}")
-    return outcome.record
+RUN_TIMEOUT_S = 900.0
 
 
 def paired(spec: LaunchSpec, repeat: int, gbps: Callable[[dict], float]) -> dict:
@@ -83,8 +52,8 @@ def paired(spec: LaunchSpec, repeat: int, gbps: Callable[[dict], float]) -> dict
     stream_spec = LaunchSpec("hympi-stream", spec.ranks, spec.threads, app_args=("--repeats", "5"))
     pairs = []
     for _ in range(repeat):
-        triad = run_verified(stream_spec)["rate"]
-        record = run_verified(spec)
+        triad = record_of(stream_spec, RUN_TIMEOUT_S)["rate"]
+        record = record_of(spec, RUN_TIMEOUT_S)
         pairs.append((gbps(record) / triad, triad, record))
     pairs.sort(key=lambda p: p[0])
     ratio, _, record = pairs[len(pairs) // 2]
@@ -122,12 +91,11 @@ def main() -> int:
     parser.add_argument("--parts", default=",".join(PARTS), help="which measurements, of " + ",".join(PARTS))
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="strategies for spmv3d and rb3d")
     args = parser.parse_args()
-    for option in ("n", "csr_n", "reps", "iterations", "repeat"):
-        if getattr(args, option) < 1:
-            reject("--" + option.replace("_", "-"), f"must be >= 1, got {getattr(args, option)}")
-    layouts = parse_layouts(args.layouts)
-    parts = parse_subset(args.parts, PARTS, "--parts")
-    strategies = parse_subset(args.strategies, STRATEGIES, "--strategies")
+    require_positive(options_of(args, "n", "csr_n", "reps", "iterations", "repeat"))
+    layouts = [(f"{r}x{t}", r, t)
+               for r, t in parse_layouts(args.layouts, "RANKSxTHREADS with positive counts (e.g. 1x2)")]
+    parts = parse_names(args.parts, PARTS, "--parts")
+    strategies = parse_names(args.strategies, STRATEGIES, "--strategies")
     points = float(args.n) ** 3
     common = ("--reps", str(args.reps), "--cg-iterations", "0", "--verify", "exact")
     n = str(args.n)
@@ -201,7 +169,7 @@ def main() -> int:
             record_row(row, rows)
         for size in ((40, 40, 3), (120, 120, 3)) if "seed" in parts else ():
             seed_args = ("--global", *map(str, size), "--reps", "500", "--cg-iterations", "0", "--verify", "exact")
-            rec = run_verified(LaunchSpec("hympi-spmv3d", ranks, threads, app_args=seed_args))
+            rec = record_of(LaunchSpec("hympi-spmv3d", ranks, threads, app_args=seed_args), RUN_TIMEOUT_S)
             reps = rec["metrics"]["spmv_reps"]
             record_row(
                 {

@@ -31,9 +31,12 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from hympi.launch.mpirun import LaunchSpec, build_command, format_command
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
+from common import options_of, parse_layouts, reject, require_positive
 
 BENCH_LINE = re.compile(r"^HYMPI_BENCH (\{.*\})$", re.MULTILINE)
 RESULT_LINE = re.compile(r"^HYMPI_RESULT (\{.*\})$", re.MULTILINE)
@@ -42,25 +45,6 @@ DD_BLOCK = 4 * 2**20
 GB = 1e9
 TARGET = 0.7
 OVERHEAD_TARGET = 0.05
-
-
-def reject(option: str, message: str) -> NoReturn:
-    """Exits 2 with one line naming the option and what is wrong with its value."""
-    print(f"io.py: {option}: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def parse_layouts(text: str) -> list[tuple[int, int]]:
-    """(ranks, threads) for each comma-separated RxT; exits 2 naming a bad one."""
-    layouts = []
-    for item in (part for part in text.split(",") if part):
-        match = re.fullmatch(r"([1-9][0-9]*)x([1-9][0-9]*)", item)
-        if match is None:
-            reject("--layouts", f"'{item}' is not RANKSxTHREADS (e.g. 2x1)")
-        layouts.append((int(match.group(1)), int(match.group(2))))
-    if not layouts:
-        reject("--layouts", "no layout given")
-    return layouts
 
 
 def dd(*args: str) -> float:
@@ -205,10 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", help="write every record as JSON to this file")
     args = parser.parse_args(argv)
     layouts = parse_layouts(args.layouts)
-    for option, value in (("--mib", args.mib), ("--repeat", args.repeat), ("--rb3d-size", args.rb3d_size),
-                          ("--rb3d-iterations", args.rb3d_iterations), ("--rb3d-every", args.rb3d_every)):
-        if value < 1:
-            reject(option, f"must be >= 1, got {value}")
+    require_positive(options_of(args, "mib", "repeat", "rb3d_size", "rb3d_iterations", "rb3d_every"))
     if args.global_ and min(args.global_) < 1:
         reject("--global", f"sizes must be >= 1, got {args.global_}")
     if not args.global_ and args.mib % 2:

@@ -37,7 +37,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 from hympi.launch.mpirun import launcher_path, launcher_version
 from hympi.report.analysis import group_runs, recommend, verdict
@@ -46,7 +45,12 @@ from hympi.store import Store
 from hympi.topology import MachineSummary, machine_summary, run_hympi_info
 from hympi.tune.results import best, tune_results
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
+import common
+from common import REPO, hympi_here, parse_names, reject, require_seconds
+
+common.PROG = "node"  # what this script's error lines have always begun with
+
 DEFAULT_BUDGET_S = 520.0  # the issue's 9 minutes on a 16-core node, less the start-up of the node itself
 QUICK_BUDGET_S = 240.0
 # Seconds an interrupted part gets to record what it finished before it is killed.
@@ -87,7 +91,7 @@ class Node:
 
     def hympi(self) -> list[str]:
         """The hympi command from this tree, with the interpreter running this script."""
-        return [self.python, "-c", "import sys; from hympi.cli import main; sys.exit(main())"]
+        return hympi_here(self.python)
 
 
 @dataclass(frozen=True)
@@ -101,12 +105,6 @@ class Outcome:
     def cut(self) -> bool:
         """True when the deadline interrupted the command."""
         return self.returncode is None
-
-
-def reject(option: str, message: str) -> NoReturn:
-    """Exits 2 with one line naming the option and what is wrong with its value."""
-    print(f"node: {option}: {message}", file=sys.stderr)
-    sys.exit(2)
 
 
 def call(command: list[str], deadline: float, log: Path, env: dict[str, str] | None = None) -> Outcome:
@@ -393,15 +391,11 @@ def main() -> int:
                         help=f"seconds for all parts (default {DEFAULT_BUDGET_S:g}, quick {QUICK_BUDGET_S:g})")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"of {','.join(PARTS)}")
     args = parser.parse_args()
-    parts = [p for p in args.parts.split(",") if p]
-    for part in parts:
-        if part not in PARTS:
-            reject("--parts", f"unknown part '{part}' (choose from {', '.join(PARTS)})")
+    parts = parse_names(args.parts, PARTS, "--parts", "part")
     if not parts:
         reject("--parts", "no part given")
     budget = args.budget if args.budget is not None else (QUICK_BUDGET_S if args.quick else DEFAULT_BUDGET_S)
-    if not (math.isfinite(budget) and budget > 0):
-        reject("--budget", f"must be a number of seconds > 0, got {budget}")
+    require_seconds([("--budget", budget)], zero_ok=False)
     if args.out.exists() and any(args.out.iterdir()):
         reject("--out", f"{args.out} exists and is not empty (nothing is overwritten)")
     node = Node(machine_summary(), args.out.resolve(), args.quick, sys.executable)

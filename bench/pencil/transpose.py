@@ -24,47 +24,20 @@ import re
 import statistics
 import subprocess
 import sys
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import Any
 
 from hympi.launch.mpirun import LaunchSpec, build_command, format_command
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
+from common import options_of, parse_counts, parse_shapes, require_positive
 
 IMPLEMENTATIONS = ("alltoallv/double", "alltoall/double", "pairwise/double", "alltoallv/single", "alltoall/single",
                    "pairwise/single")
 BENCH_LINE = re.compile(r"^HYMPI_BENCH (\{.*\})$", re.MULTILINE)
 
 
-def reject(option: str, message: str) -> NoReturn:
-    """Exits 2 with one line naming the option and what is wrong with its value."""
-    print(f"transpose.py: {option}: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def parse_grids(text: str) -> list[tuple[int, int, int]]:
-    """(nx, ny, nz) for each comma-separated NXxNYxNZ; exits 2 naming a bad one."""
-    grids = []
-    for item in (part for part in text.split(",") if part):
-        match = re.fullmatch(r"([1-9][0-9]*)x([1-9][0-9]*)x([1-9][0-9]*)", item)
-        if match is None:
-            reject("--grids", f"'{item}' is not NXxNYxNZ with positive sizes (e.g. 128x128x128)")
-        grids.append((int(match.group(1)), int(match.group(2)), int(match.group(3))))
-    if not grids:
-        reject("--grids", "no grid given")
-    return grids
-
-
-def parse_counts(text: str, option: str) -> list[int]:
-    """The comma-separated positive integers of `text`; exits 2 naming a bad one."""
-    counts = []
-    for item in (part for part in text.split(",") if part):
-        if not item.isdigit() or int(item) < 1:
-            reject(option, f"'{item}' is not a positive integer")
-        counts.append(int(item))
-    if not counts:
-        reject(option, "nothing given")
-    return counts
-
-
-def run_once(grid: tuple[int, int, int], ranks: int, args: argparse.Namespace) -> dict[str, Any]:
+def run_once(grid: tuple[int, ...], ranks: int, args: argparse.Namespace) -> dict[str, Any]:
     """One verified benchmark run's HYMPI_BENCH record (exits 1 with the command and stderr on a failure)."""
     bench_args = ("--grid", *(str(n) for n in grid), "--reps", str(args.reps), "--fftw-planner", args.fftw_planner)
     spec = LaunchSpec(app_binary="hympi-bench-transpose", ranks=ranks, threads=args.threads, bind="none",
@@ -107,11 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fftw-planner", choices=("measure", "patient"), default="measure")
     parser.add_argument("--output", help="write every run's record as JSON to this file")
     args = parser.parse_args(argv)
-    grids = parse_grids(args.grids)
+    grids = parse_shapes(args.grids, "--grids", 3, "NXxNYxNZ with positive sizes (e.g. 128x128x128)", "grid")
     rank_counts = parse_counts(args.ranks, "--ranks")
-    for option, value in (("--reps", args.reps), ("--repeat", args.repeat), ("--threads", args.threads)):
-        if value < 1:
-            reject(option, f"must be >= 1, got {value}")
+    require_positive(options_of(args, "reps", "repeat", "threads"))
     cores = os.cpu_count() or 1
     header = (f"{'grid':>13} {'ranks':>5} {'over':>4} {'FFTW ms':>8} "
               + " ".join(f"{name:>16}" for name in IMPLEMENTATIONS) + f" {'local/copy':>10}")

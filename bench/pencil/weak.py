@@ -24,12 +24,16 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from hympi.launch.mpirun import LaunchSpec, launch
 from hympi.stats.compare import MIN_SAMPLES, ratio_ci
 from hympi.topology import machine_summary
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
+from common import parse_counts
 
 TARGET = 1.3
 
@@ -57,7 +61,7 @@ def main() -> int:
     parser.add_argument("--wire", default="double")
     parser.add_argument("--stream-repeats", type=int, default=10, help="timed triads per STREAM run")
     args = parser.parse_args()
-    counts = sorted({int(r) for r in args.ranks.split(",")} | {1})
+    counts = sorted({*parse_counts(args.ranks, "--ranks"), 1})
     cores = machine_summary().cores
     nx, ny, nz = args.per_rank
     specs = {r: LaunchSpec("hympi-pencil", r, args.threads, oversubscribe=r * args.threads > cores,

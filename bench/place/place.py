@@ -34,7 +34,6 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 import numpy as np
 
@@ -42,26 +41,19 @@ from hympi.errors import HympiError, UsageError
 from hympi.place.matrix import CommMatrix, halo3d, write_coo, write_matrix
 from hympi.place.tree import load_node_tree
 
-REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
+from common import REPO, hympi_here, parse_counts, reject
+
 BASELINE = "deb7ffa"  # main before the sparse rewrite: dense matrices, greedy growing + Kernighan-Lin
 NEIGHBOURS = 6
 
 
-def reject(option: str, message: str) -> NoReturn:
-    """Exits 2 with one line naming the option and what is wrong with its value."""
-    print(f"place.py: {option}: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
 def parse_sizes(text: str, option: str, cores: int) -> list[int]:
     """Comma-separated rank counts, each a positive multiple of the cores per node; exits 2 naming a bad one."""
-    sizes = []
-    for item in (part for part in text.split(",") if part):
-        if not item.isdigit() or int(item) < 1:
-            reject(option, f"'{item}' is not a positive integer")
-        if int(item) % cores:
-            reject(option, f"{item} ranks do not fill nodes of {cores} cores")
-        sizes.append(int(item))
+    sizes = parse_counts(text, option, empty_ok=True)
+    for size in sizes:
+        if size % cores:
+            reject(option, f"{size} ranks do not fill nodes of {cores} cores")
     return sizes
 
 
@@ -126,8 +118,8 @@ with open(sys.argv[2], "w") as out:
 def run_place(pythonpath: Path, matrix: Path, node: str, nodes: int, cap: float) -> Run:
     """Runs `hympi place ... --json` with the hympi package under `pythonpath`, killed after `cap` seconds; the
     time and peak memory are the placement process's own (MEASURE)."""
-    place = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", "place",
-             "--matrix", str(matrix), "--topology", f"synthetic:{node}", "--nodes", str(nodes), "--json"]
+    place = [*hympi_here(), "place", "--matrix", str(matrix), "--topology", f"synthetic:{node}", "--nodes", str(nodes),
+             "--json"]
     report = matrix.with_suffix(".measure.json")
     proc = subprocess.run([sys.executable, "-c", MEASURE, str(cap), str(report), *place], capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(pythonpath)}, timeout=cap + 120,

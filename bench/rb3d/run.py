@@ -14,8 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from hympi.launch.mpirun import LaunchSpec, launch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
+from common import parse_layouts
 
 
 def best(spec: LaunchSpec, repeat: int, key: str) -> dict:
@@ -38,8 +42,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     rows = []
-    for layout in args.layouts.split(","):
-        ranks, threads = (int(x) for x in layout.split("x"))
+    for ranks, threads in parse_layouts(args.layouts):
+        layout = f"{ranks}x{threads}"
         stream = best(LaunchSpec("hympi-stream", ranks, threads, app_args=("--repeats", "10")), args.repeat, "rate")
         rb3d = best(LaunchSpec("hympi-rb3d", ranks, threads,
                                app_args=("--size", str(args.n), "--iterations", str(args.iterations),

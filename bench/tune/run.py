@@ -28,26 +28,29 @@ command, default: the one next to this Python, else on PATH), HYMPI_BIN_DIR as f
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 from hympi.apps import get_app
 from hympi.launch.cvars import load_listing
-from hympi.launch.mpirun import LaunchSpec, format_command, launch
+from hympi.launch.mpirun import LaunchSpec
 from hympi.store import Store
 from hympi.tune.options import DEFAULT_EI_STOP
 from hympi.tune.predict import evaluate, mean_ratio
 from hympi.tune.results import Measured, best, speedup, tune_results
 from hympi.tune.search import Search, Stop
 from hympi.tune.space import Configuration, SearchSpace, load_space
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
+import common
+from common import hympi_command, options_of, parse_names, record_of, reject, require_positive, require_seconds
+
+common.PROG = "bench"  # what this script's error lines have always begun with
 
 HERE = Path(__file__).resolve().parent
 PARTS = ("guided", "lopo", "report")
@@ -101,33 +104,6 @@ def parse_spaces(items: list[str]) -> dict[str, Path]:
             reject("--space", f"{file}: no such file")
         spaces[app] = Path(file)
     return spaces
-
-
-def reject(option: str, message: str) -> NoReturn:
-    """Exits 2 with one line naming the option and what is wrong with its value."""
-    print(f"bench: {option}: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-def parse_programs(text: str) -> list[str]:
-    """The guided part's apps named in `text` (comma-separated); exits 2 naming an unknown one."""
-    names = [name for name in text.split(",") if name]
-    known = [p.app for p in GUIDED_PROGRAMS]
-    for name in names:
-        if name not in known:
-            reject("--programs", f"unknown program '{name}' (choose from {', '.join(known)})")
-    return names
-
-
-def hympi_command() -> list[str]:
-    """The hympi command: $HYMPI, else the script next to this Python, else hympi on PATH; exits 2 without one."""
-    if os.environ.get("HYMPI"):
-        return [os.environ["HYMPI"]]
-    beside = Path(sys.executable).parent / "hympi"
-    found = str(beside) if beside.exists() else shutil.which("hympi")
-    if found is None:
-        reject("HYMPI", "no hympi command next to this Python or on PATH (set HYMPI)")
-    return [found]
 
 
 def run(command: list[str], timeout: float, log: Path | None = None) -> str:
@@ -236,11 +212,9 @@ def recheck(program: Program, space: SearchSpace, pick: Configuration, top: Conf
             spec = LaunchSpec(binary, config.ranks, config.threads, config.bind, "compact",
                               (*program.args, "--min-time", f"{min_time:g}"), True, mpi_params=config.mpi_params,
                               mpit_read=read)
-            outcome = launch(spec, RUN_TIMEOUT_S)
-            if outcome.status != "ok" or outcome.record is None:
-                sys.exit(f"bench: {format_command(outcome.command)}: {outcome.status}\n{outcome.stderr_tail()}")
+            record = record_of(spec, RUN_TIMEOUT_S)
             if index > 0:  # the first round is the warm-up
-                rates[config].append(float(outcome.record["rate"]))
+                rates[config].append(float(record["rate"]))
     measured = {c: Measured(c, statistics.median(r), len(r), "ok", None, rates=tuple(r)) for c, r in rates.items()}
     verdict = speedup(measured[pick], measured[top])
     return (measured[pick].score or 0.0) / (measured[top].score or 1.0), verdict.text
@@ -378,11 +352,8 @@ def main() -> int:
                              "many runs each (0: off)")
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("WORK", "/tmp/hympi-tune-bench")))
     args = parser.parse_args()
-    parts = [p for p in args.parts.split(",") if p]
-    for part in parts:
-        if part not in PARTS:
-            reject("--parts", f"unknown part '{part}' (choose from {', '.join(PARTS)})")
-    apps = parse_programs(args.programs)
+    parts = parse_names(args.parts, PARTS, "--parts", "part")
+    apps = parse_names(args.programs, (p.app for p in GUIDED_PROGRAMS), "--programs", "program")
     programs = tuple(p for p in with_spaces(with_class(with_class(GUIDED_PROGRAMS, "lu-mz", args.lu_mz_class), "is",
                                                        args.is_class), parse_spaces(args.space)) if p.app in apps)
     try:
@@ -393,12 +364,8 @@ def main() -> int:
         reject("--seeds", "no seed given")
     if args.recheck_pairs < 0:
         reject("--recheck-pairs", f"must be >= 0, got {args.recheck_pairs}")
-    for option in ("repeat", "lopo_repeat", "max_runs", "replay_seeds"):
-        if getattr(args, option) < 1:
-            reject("--" + option.replace("_", "-"), f"must be >= 1, got {getattr(args, option)}")
-    for option in ("min_time", "lopo_min_time", "ei_stop"):
-        if not (math.isfinite(getattr(args, option)) and getattr(args, option) >= 0):
-            reject("--" + option.replace("_", "-"), f"must be a number of seconds >= 0, got {getattr(args, option)}")
+    require_positive(options_of(args, "repeat", "lopo_repeat", "max_runs", "replay_seeds"))
+    require_seconds(options_of(args, "min_time", "lopo_min_time", "ei_stop"), zero_ok=True)
     hympi = hympi_command()
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)

@@ -779,13 +779,4 @@ bool File::exists(const std::string& name) const {
   return true;
 }
 
-void File::create_group(const std::string& name) {
-  const SilencedErrors quiet;
-  agree(comm_, attempt([&] {
-          Handle group(checked(H5Gcreate2(hid_t(file_), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                               "cannot create group '" + name + "' in " + path_),
-                       H5Gclose);
-        }), agreed_failure_);
-}
-
 }  // namespace hympi::h5

@@ -18,8 +18,6 @@ enum class HaloPattern { faces, full };
 
 template <>
 struct EnumNames<HaloPattern> : contract::HaloPatternNames<HaloPattern> {};
-/// Parses "faces|full"; throws InvalidArgument naming the value otherwise.
-inline HaloPattern parse_halo_pattern(const std::string& text) { return parse_enum<HaloPattern>(text); }
 
 /// Persistent nonblocking exchange of ghost layers; begin()/end() split it so work can overlap.
 ///

@@ -139,8 +139,6 @@ class File {
   void read_vector(const std::string& name, long offset, std::span<double> values);
   /// Whether dataset (or group path) `name` exists.
   [[nodiscard]] bool exists(const std::string& name) const;
-  /// Creates group `name` (parents must exist); throws IoError.
-  void create_group(const std::string& name);
 
   /// Sets attribute `key` of the file's root group (or of object `object`) to `value`, stored as a
   /// JSON string; every rank must pass the same value. Throws IoError.

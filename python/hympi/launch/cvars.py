@@ -195,11 +195,6 @@ def read_listing(timeout: float = DEFAULT_TIMEOUT_S) -> CvarListing:
     return parse_listing(_json_part(outcome.stdout))
 
 
-def list_cvars(timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Cvar]:
-    """The installed MPI library's control variables by name (see read_listing for failures)."""
-    return read_listing(timeout).cvars
-
-
 def env_name(name: str, flavor: str) -> str:
     """The environment variable that sets cvar `name` for the flavour (see launch.mpirun.mpi_env_name); raises
     ValueError for an unknown flavour."""

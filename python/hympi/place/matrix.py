@@ -124,11 +124,6 @@ def _dense_rows(rows: Iterable[tuple[str, list[str]]], source: str) -> CommMatri
     return CommMatrix.from_entries(count, np.concatenate(src), np.concatenate(dst), np.concatenate(vol), source)
 
 
-def parse_rows(rows: list[list[str]], source: str) -> CommMatrix:
-    """Validates rows of text entries into a square, non-negative CommMatrix (UsageError naming the bad value)."""
-    return _dense_rows(((f"{source} row {i}", r) for i, r in enumerate(rows)), source)
-
-
 def _read_profile(text: str, path: str) -> CommMatrix:
     """A hympi profile (its `bytes`, row i = sent by rank i) or any JSON object with a square `bytes` list."""
     try:

@@ -215,12 +215,6 @@ def pair(group: AppGroup, a: LayoutStats, b: LayoutStats, confidence: float = DE
     return compare(_sample(a, names[a]), _sample(b, names[b]), confidence)
 
 
-def all_pairs(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> tuple[Comparison | Refusal, ...]:
-    """The verdict on every pair of layouts of a group, in layout order."""
-    layouts = group.layouts
-    return tuple(pair(group, a, b, confidence) for i, a in enumerate(layouts) for b in layouts[i + 1:])
-
-
 def _counterpart(ref: LayoutStats, layouts: list[LayoutStats]) -> tuple[LayoutStats, str] | None:
     """The best-median layout of the other kind (hybrid vs pure MPI) on as many cores as `ref`, and the kind."""
     same = [s for s in layouts if s.cores == ref.cores and s is not ref and s.rate_median is not None]
