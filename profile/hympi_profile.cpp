@@ -46,6 +46,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "hympi/contract.hpp"
+
 namespace {
 
 // Collectives we list; the order is the order of the JSON output.
@@ -73,9 +75,10 @@ constexpr const char* kCollectiveNames[kNumCollectives] = {
     "MPI_Scatter",  "MPI_Scatterv",  "MPI_Allgather", "MPI_Allgatherv",       "MPI_Alltoall", "MPI_Alltoallv",
     "MPI_Reduce_scatter", "MPI_Reduce_scatter_block", "MPI_Scan", "MPI_Exscan"};
 
-// Message-size bins: bin i holds sizes in [kBinEdges[i], kBinEdges[i + 1]); the last is open.
-constexpr int kNumBins = 7;
-constexpr std::uint64_t kBinEdges[kNumBins] = {0, 64, 512, 4096, 32768, 262144, 2097152};
+// Message-size bins (contract.toml [profile]): bin i holds sizes in [kBinEdges[i], kBinEdges[i + 1]); the last is
+// open.
+constexpr auto& kBinEdges = hympi::contract::kProfileSizeBins;
+constexpr int kNumBins = static_cast<int>(kBinEdges.size());
 // Histogram kinds: point-to-point first, then one per collective in Collective order.
 constexpr int kP2p = 0;
 constexpr int kNumKinds = 1 + kNumCollectives;
@@ -319,7 +322,7 @@ void write_uints(FILE* f, const std::uint64_t* values, int count) {
 // gathered count rows (kCountsPerRank each).
 void write_histograms(FILE* f, const std::vector<std::uint64_t>& all_counts, int n) {
   std::fprintf(f, "  \"size_bins\": ");
-  write_uints(f, kBinEdges, kNumBins);
+  write_uints(f, kBinEdges.data(), kNumBins);
   std::fprintf(f, ",\n  \"histograms\": {");
   bool first = true;
   for (int k = 0; k < kNumKinds; ++k) {

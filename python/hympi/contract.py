@@ -3,6 +3,7 @@ HYMPI_RESULT fields and STREAM's sizing rule (the apps see it through the genera
 
 from __future__ import annotations
 
+import itertools
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
@@ -95,6 +96,7 @@ class Contract:
     options: tuple[OptionEntry, ...]
     fields: tuple[FieldEntry, ...]
     stream: StreamSizing
+    profile_size_bins: tuple[int, ...]
 
     def app(self, name: str) -> AppEntry | None:
         """The app called `name`, or None."""
@@ -130,8 +132,11 @@ def parse_contract(data: dict[str, Any]) -> Contract:
     fields = tuple(FieldEntry(n, f["type"], bool(f["required"]), str(f.get("unit", "")), f["written_by"],
                               f["meaning"]) for n, f in data["result"]["field"].items())
     s = data["stream"]
+    bins = tuple(int(edge) for edge in data["profile"]["size_bins"])
+    if not bins or bins[0] != 0 or any(b <= a for a, b in itertools.pairwise(bins)):
+        raise ValueError(f"[profile] size_bins must ascend from 0, got {list(bins)}")
     return Contract(apps, enums, what, options, fields,
-                    StreamSizing(int(s["llc_multiple"]), int(s["min_elements"]), float(s["memory_fraction"])))
+                    StreamSizing(int(s["llc_multiple"]), int(s["min_elements"]), float(s["memory_fraction"])), bins)
 
 
 @lru_cache(maxsize=1)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import SupportsInt
 
+from hympi.contract import contract
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import RunOutcome, mpi_flavor, run_command
@@ -18,9 +19,10 @@ from hympi.paths import app_dirs
 from hympi.settings import settings
 from hympi.textfile import file_problem
 
-LAUNCHERS = ("mpirun", "mpiexec", "orterun")
-# Lower edges (bytes) of the message-size bins libhympi-profile counts in; the last bin is open-ended.
-SIZE_BINS = (0, 64, 512, 4096, 32768, 262144, 2097152)
+MPI_LAUNCHER_NAMES = ("mpirun", "mpiexec", "orterun")
+# Lower edges (bytes) of the message-size bins libhympi-profile counts in (contract.toml [profile]); the last bin is
+# open-ended.
+SIZE_BINS = contract().profile_size_bins
 
 
 def _as_int_matrix(rows: Iterable[Iterable[SupportsInt]]) -> tuple[tuple[int, ...], ...]:
@@ -69,7 +71,7 @@ def plan_profile(command: list[str], out: str | Path, library: Path | None = Non
     preload = os.environ.get("LD_PRELOAD", "")
     env = (("LD_PRELOAD", f"{lib}:{preload}" if preload else str(lib)), ("HYMPI_PROFILE_OUT", str(out_path)))
     cmd = list(command)
-    if Path(cmd[0]).name in LAUNCHERS and mpi_flavor(cmd[0]) == "openmpi":
+    if Path(cmd[0]).name in MPI_LAUNCHER_NAMES and mpi_flavor(cmd[0]) == "openmpi":
         # Local ranks inherit the launcher's environment; -x also forwards it to other nodes.
         cmd[1:1] = ["-x", "LD_PRELOAD", "-x", "HYMPI_PROFILE_OUT"]
     return ProfilePlan(tuple(cmd), env, out_path)

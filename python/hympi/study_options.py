@@ -8,6 +8,19 @@ from dataclasses import dataclass
 from hympi.apps import get_app
 from hympi.contract import contract
 from hympi.errors import UsageError
+from hympi.params import (
+    AUTO,
+    AUTO_MIN_REPEAT,
+    CONFIDENCE,
+    MAX_REPEAT,
+    MIN_TIME,
+    REPEAT,
+    SEED,
+    TIMEOUT,
+    WARMUP,
+    Param,
+    choice_list,
+)
 
 
 @dataclass(frozen=True)
@@ -33,6 +46,8 @@ QUICK_MIN_TIME_S = 0.5
 FULL_MIN_TIME_S = 1.0
 QUICK_MAX_REPEAT = 5
 FULL_MAX_REPEAT = 10
+QUICK_TIMEOUT_S = 120.0
+FULL_TIMEOUT_S = 1800.0
 
 # The ping-pong hierarchy probe: latency and bandwidth per level (shared cache .. network), not a layout sweep.
 PINGPONG = "pingpong"
@@ -54,3 +69,23 @@ def check_apps(names: tuple[str, ...]) -> None:
         get_app(name)
         if name not in known:
             raise UsageError(f"the study does not sweep '{name}' (it sweeps {', '.join(known)})")
+
+
+QUICK = Param("quick", "--quick", "small problems, finishes in minutes on a small machine")
+APPS = Param("apps", "--apps", "comma-separated subset of the apps to sweep (and data-layout, the Fig. 9 experiment; "
+             "pingpong, the hierarchy probe)", choice_list(default_apps()), default_apps())
+
+# Every parameter of `hympi study` that shapes its measurements; the defaults follow --quick.
+STUDY = (QUICK, APPS,
+         REPEAT.described(f"measured runs per layout, or auto (the default): {AUTO_MIN_REPEAT} rounds, then more "
+                          "rounds of the layouts still in the noise of the best, up to --max-repeat (default "
+                          f"{QUICK_MAX_REPEAT} quick, {FULL_MAX_REPEAT} full)", AUTO),
+         MAX_REPEAT.described(MAX_REPEAT.help, lambda values: None if values[REPEAT.name] != AUTO else
+                              QUICK_MAX_REPEAT if values[QUICK.name] else FULL_MAX_REPEAT),
+         CONFIDENCE,
+         MIN_TIME.described(f"minimum seconds of each run's timed region (default $HYMPI_MIN_TIME, else "
+                            f"{QUICK_MIN_TIME_S:g} quick, {FULL_MIN_TIME_S:g} full; 0 = off)",
+                            lambda values: QUICK_MIN_TIME_S if values[QUICK.name] else FULL_MIN_TIME_S),
+         SEED, WARMUP,
+         TIMEOUT.described(f"seconds per run (default {QUICK_TIMEOUT_S:g} quick, {FULL_TIMEOUT_S:g} full)",
+                           lambda values: QUICK_TIMEOUT_S if values[QUICK.name] else FULL_TIMEOUT_S))

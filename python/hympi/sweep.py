@@ -20,9 +20,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from types import FrameType
 
@@ -46,10 +46,7 @@ from hympi.launch import slurm, slurm_jobs
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
 from hympi.launch.mpirun import (
-    BIND_POLICIES,
     DEFAULT_MEMBIND,
-    DISTRIBUTIONS,
-    MEMORY_POLICIES,
     LaunchSpec,
     RunOutcome,
     launcher_path,
@@ -58,17 +55,21 @@ from hympi.launch.mpirun import (
     run_command,
     validate_with_app,
 )
-from hympi.paths import REPO_ROOT
-from hympi.stats.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Sample, compare, contenders
-from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
-from hympi.sweep_options import (
+from hympi.params import (
+    AUTO,
+    DEFAULT_CONFIDENCE,
     DEFAULT_MAX_REPEAT,
-    DEFAULT_MIN_TIME_S,
     DEFAULT_TIMEOUT_S,
-    LAUNCHERS,
-    SEED_LIMIT,
-    checkpoint_apps,
+    MAX_REPEAT,
+    as_record,
+    check_fields,
+    declared_default,
+    from_record,
 )
+from hympi.paths import REPO_ROOT
+from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
+from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
+from hympi.sweep_options import LAUNCHER, RANKS, SWEEP, SWEEP_REPEAT, THREADS, checkpoint_apps
 from hympi.topology import MachineSummary
 
 # Variables that change how a run behaves; recorded with every run.
@@ -77,6 +78,13 @@ _ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "HYMPI_", "OMPI_MCA_", "MPICH_", "I_MP
 BAD_INPUT_EXIT = 2
 # What a sweep item runs, whichever repeat: (ranks, threads, bind, membind, item arguments).
 SweepLayout = tuple[int, int, str, str, tuple[str, ...]]
+
+
+# What sweeps recorded before a parameter existed ran with (SweepParams.from_dict).
+RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": False, "auto": False,
+                                         "max_repeat": lambda data: data["repeat"]}
+# Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
+SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args")
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,7 @@ class SweepParams:
     oversubscribe: bool = False
     virtual_nodes: int = 1
     launcher: str = "mpirun"
-    min_time: float = DEFAULT_MIN_TIME_S
+    min_time: float = declared_default("min_time")
     seed: int = 0
     warmup: bool = True
     auto: bool = False
@@ -120,26 +128,10 @@ class SweepParams:
         return self.layout_args[index] if self.layout_args else ()
 
     def as_dict(self) -> JsonObject:
-        """JSON-ready form, stored with the sweep (mpi_params, mpit_read, the checkpoint settings and the memory
-        policies only when not the default, so a sweep without any keeps the identity it had before they existed)."""
-        data: JsonObject = {
-            "app": self.app, "layouts": [list(x) for x in self.layouts], "binds": list(self.binds),
-            "dist": self.dist, "repeat": self.repeat, "app_args": list(self.app_args), "timeout": self.timeout,
-            "oversubscribe": self.oversubscribe, "virtual_nodes": self.virtual_nodes, "launcher": self.launcher,
-            "min_time": self.min_time, "seed": self.seed, "warmup": self.warmup, "auto": self.auto,
-            "max_repeat": self.max_repeat, "confidence": self.confidence}
-        if self.mpi_params:
-            data["mpi_params"] = [list(x) for x in self.mpi_params]
-        if self.mpit_read:
-            data["mpit_read"] = list(self.mpit_read)
-        if self.checkpoint_dir:
-            data["checkpoint_dir"] = self.checkpoint_dir
-            data["checkpoint_every"] = self.checkpoint_every
-        if self.membinds != (DEFAULT_MEMBIND,):
-            data["membinds"] = list(self.membinds)
-        if self.layout_args:
-            data["layout_args"] = [list(x) for x in self.layout_args]
-        return data
+        """JSON-ready form, stored with the sweep (mpi_params, mpit_read, the checkpoint settings, the memory
+        policies and per-layout arguments only when not the default, so a sweep without any keeps the identity it
+        had before they existed)."""
+        return as_record(self, SPELLED_WHEN_SET)
 
     def identity(self) -> JsonObject:
         """What `--resume` matches on: every parameter except the seed (drawn anew by each command line)."""
@@ -150,22 +142,12 @@ class SweepParams:
     @classmethod
     def from_dict(cls, data: JsonObject) -> SweepParams:
         """The inverse of as_dict; a sweep recorded before a key existed gets the behaviour it ran with (no warm-up,
-        no minimum time, fixed repeats, seed 0, no MPI parameters)."""
-        return cls(data["app"], tuple((int(r), int(t)) for r, t in data["layouts"]), tuple(data["binds"]),
-                   data["dist"], int(data["repeat"]), tuple(data["app_args"]), float(data["timeout"]),
-                   bool(data["oversubscribe"]), int(data["virtual_nodes"]), data["launcher"],
-                   float(data.get("min_time", 0.0)), int(data.get("seed", 0)), bool(data.get("warmup", False)),
-                   bool(data.get("auto", False)),
-                   int(data["max_repeat"] if "max_repeat" in data else data["repeat"]),
-                   float(data.get("confidence", DEFAULT_CONFIDENCE)),
-                   tuple((str(n), str(v)) for n, v in data.get("mpi_params", [])),
-                   tuple(str(n) for n in data.get("mpit_read", [])), str(data.get("checkpoint_dir", "")),
-                   int(data.get("checkpoint_every", 0)),
-                   tuple(str(m) for m in data.get("membinds", [DEFAULT_MEMBIND])),
-                   tuple(tuple(str(a) for a in x) for x in data.get("layout_args", [])))
+        no minimum time, fixed repeats, seed 0)."""
+        return from_record(cls, data, RECORDED_BEFORE)
 
     def check(self) -> None:
-        """Rejects bad values (UsageError, one line naming the value) before anything runs."""
+        """Rejects bad values (UsageError, one line naming the value) before anything runs: each field with the
+        check its declaration (hympi.sweep_options) gives the flag, then what only fields together decide."""
         get_app(self.app)
         if not self.layouts:
             raise UsageError("the sweep has no layouts")
@@ -176,37 +158,16 @@ class SweepParams:
             raise UsageError(f"{len(self.layout_args)} per-layout argument lists for {len(self.layouts)} layouts")
         if not self.binds:
             raise UsageError("--bind needs at least one binding")
-        for bind in self.binds:
-            if bind not in BIND_POLICIES:
-                raise UsageError(f"unknown binding '{bind}' (expected {', '.join(BIND_POLICIES)})")
-        if self.dist not in DISTRIBUTIONS:
-            raise UsageError(f"unknown distribution '{self.dist}' (expected {', '.join(DISTRIBUTIONS)})")
         if not self.membinds:
             raise UsageError("--membind needs at least one memory policy")
-        for membind in self.membinds:
-            if membind not in MEMORY_POLICIES:
-                raise UsageError(f"unknown memory policy '{membind}' (expected {', '.join(MEMORY_POLICIES)})")
-        if self.repeat < 1:
-            raise UsageError(f"--repeat must be >= 1, got {self.repeat}")
-        if not (math.isfinite(self.timeout) and self.timeout > 0):
-            raise UsageError(f"--timeout must be a finite number of seconds > 0, got {self.timeout:g}")
-        if not (math.isfinite(self.min_time) and self.min_time >= 0):
-            raise UsageError(f"--min-time must be a finite number of seconds >= 0, got {self.min_time:g}")
-        if not 0 <= self.seed < SEED_LIMIT:
-            raise UsageError(f"--seed must be between 0 and {SEED_LIMIT - 1}, got {self.seed}")
+        check_fields(self, SWEEP)
         if self.auto and self.max_repeat < self.repeat:
             raise UsageError(f"--max-repeat {self.max_repeat} is below the {self.repeat} rounds --repeat auto "
                              "always runs")
-        if not 0.5 <= self.confidence < 1.0:
-            raise UsageError(f"--confidence must be in [0.5, 1), got {self.confidence:g}")
-        if self.virtual_nodes < 1:
-            raise UsageError(f"--virtual-nodes must be >= 1, got {self.virtual_nodes}")
         fewest = min(self.layouts, key=lambda x: x[0])
         if self.virtual_nodes > fewest[0]:
             raise UsageError(f"--virtual-nodes {self.virtual_nodes}: layout {fewest[0]}x{fewest[1]} has only "
                              f"{fewest[0]} rank(s), and every virtual node needs at least one")
-        if self.launcher not in LAUNCHERS:
-            raise UsageError(f"unknown launcher '{self.launcher}' (expected {', '.join(LAUNCHERS)})")
         if self.checkpoint_dir:
             check_checkpoint_dir(self.app, self.checkpoint_dir, self.checkpoint_every)
 
@@ -744,21 +705,18 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
     exe = Path(sys.executable).parent / "hympi"
     inline = "import sys; from hympi.cli import main; sys.exit(main())"
     head = [str(exe)] if exe.is_file() else [sys.executable, "-c", inline]
-    ranks = sorted({r for r, _ in params.layouts})
-    threads = sorted({t for _, t in params.layouts})
-    repeat = ["--repeat", "auto", "--max-repeat", str(params.max_repeat), "--confidence", f"{params.confidence:g}"] \
-        if params.auto else ["--repeat", str(params.repeat)]
-    cmd = [*head, "sweep", params.app, "--ranks", ",".join(map(str, ranks)), "--threads", ",".join(map(str, threads)),
-           "--bind", ",".join(params.binds), "--membind", ",".join(params.membinds), "--dist", params.dist, *repeat,
-           "--timeout", f"{params.timeout:g}", "--virtual-nodes", str(params.virtual_nodes),
-           "--min-time", f"{params.min_time:g}", "--seed", str(params.seed),
-           "--db", str(db.resolve()), "--launcher", "slurm", "--resume"]
-    if params.oversubscribe:
-        cmd.append("--oversubscribe")
-    if not params.warmup:
-        cmd.append("--no-warmup")
-    if params.checkpoint_dir:
-        cmd += ["--checkpoint-dir", params.checkpoint_dir, "--checkpoint-every", str(params.checkpoint_every)]
+    ranks = tuple(sorted({r for r, _ in params.layouts}))
+    threads = tuple(sorted({t for _, t in params.layouts}))
+    cmd = [*head, "sweep", params.app, *RANKS.spell(ranks), *THREADS.spell(threads),
+           *SWEEP_REPEAT.spell(AUTO if params.auto else params.repeat)]
+    defaults = {f.name: f.default for f in fields(params)}
+    for p in SWEEP:
+        value = getattr(params, p.name, None)
+        if p in (SWEEP_REPEAT, LAUNCHER) or value is None or (p is MAX_REPEAT and not params.auto) or \
+                (p.name in SPELLED_WHEN_SET and value == defaults[p.name]):
+            continue
+        cmd += p.spell(value)
+    cmd += ["--db", str(db.resolve()), *LAUNCHER.spell("slurm"), "--resume"]
     for name, value in params.mpi_params:
         cmd += ["--mpi-param", f"{name}={value}"]
     if params.app_args:

@@ -1,59 +1,41 @@
-"""A sweep's options that the command line needs before any sweep runs: defaults, list parsers, the order seed.
-Kept apart from hympi.sweep (numpy, the store, the statistics) so that building hympi's parser stays cheap."""
+"""A sweep's parameters, declared once (hympi.params): `hympi sweep` registers and resolves them, SweepParams checks
+its fields with them and sbatch_command spells them again. Kept apart from hympi.sweep (numpy, the store, the
+statistics) so that building hympi's parser stays cheap."""
 
 from __future__ import annotations
 
-import secrets
+from collections.abc import Mapping
 
 from hympi.contract import contract
-from hympi.errors import UsageError
-from hympi.settings import DEFAULT, settings
+from hympi.launch.command import DEFAULT_LAUNCHER, LAUNCHERS
+from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, MEMORY_POLICIES
+from hympi.params import (
+    CONFIDENCE,
+    MAX_REPEAT,
+    MIN_TIME,
+    OVERSUBSCRIBE,
+    REPEAT,
+    SEED,
+    TIMEOUT,
+    WARMUP,
+    Param,
+    Value,
+    choice,
+    choice_list,
+    integer_from,
+    parse_int_list,
+)
+from hympi.twolevel import INNER_MODES, TWO_LEVEL_APPS
 
-# mpirun: the default MPI launcher (HYMPI_MPIRUN or the first on PATH); the others are the layout spec's targets,
-# each checked against its --version banner (hympi.launch.detect).
-LAUNCHERS = ("mpirun", "openmpi4", "openmpi5", "mpich", "slurm")
-DEFAULT_TIMEOUT_S = 600.0
-DEFAULT_MIN_TIME_S = float(contract().option("min_time").default)  # type: ignore[union-attr]
-# --repeat auto: the measured rounds every layout gets before the first decision, and the default budget.
-AUTO_MIN_REPEAT = 3
-DEFAULT_MAX_REPEAT = 10
-SEED_LIMIT = 2**32
 # Probes time many round trips inside one run with their own arguments: no warm-up run, no minimum time.
 PROBES = ("pingpong",)
 # --checkpoint-dir without --checkpoint-every: one checkpoint per this many steps (the issue's cadence).
 DEFAULT_CHECKPOINT_EVERY = 50
 
 
-def parse_int_list(option: str, text: str) -> tuple[int, ...]:
-    """'1,2,4' -> (1, 2, 4); raises UsageError naming `option` for empty, non-integer or < 1 entries."""
-    parts = [p.strip() for p in text.split(",")]
-    if not text.strip() or any(p == "" for p in parts):
-        raise UsageError(f"{option} needs a comma-separated list of positive integers, got '{text}'")
-    values: list[int] = []
-    for part in parts:
-        try:
-            value = int(part)
-        except ValueError:
-            raise UsageError(f"{option}: '{part}' is not an integer") from None
-        if value < 1:
-            raise UsageError(f"{option}: {value} must be >= 1")
-        if value not in values:
-            values.append(value)
-    return tuple(values)
-
-
-def parse_choice_list(option: str, text: str, choices: tuple[str, ...]) -> tuple[str, ...]:
-    """'core,none' -> ('core', 'none'); raises UsageError for empty lists or values not in `choices`."""
-    parts = [p.strip() for p in text.split(",")]
-    if not text.strip() or any(p == "" for p in parts):
-        raise UsageError(f"{option} needs a comma-separated list from {', '.join(choices)}, got '{text}'")
-    values: list[str] = []
-    for part in parts:
-        if part not in choices:
-            raise UsageError(f"{option}: unknown value '{part}' (expected {', '.join(choices)})")
-        if part not in values:
-            values.append(part)
-    return tuple(values)
+def checkpoint_apps() -> tuple[str, ...]:
+    """The apps contract.toml declares with checkpoints = true."""
+    return tuple(a.name for a in contract().apps if a.checkpoints)
 
 
 def cross_layouts(ranks: tuple[int, ...], threads: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
@@ -61,22 +43,50 @@ def cross_layouts(ranks: tuple[int, ...], threads: tuple[int, ...]) -> tuple[tup
     return tuple((r, t) for r in ranks for t in threads)
 
 
-def default_min_time() -> float:
-    """The --min-time default from the options layer (hympi.toml's min_time, $HYMPI_MIN_TIME, else 1 s, as the apps
-    resolve it); UsageError if the value is not a number >= 0."""
-    return float(settings().value("min_time"))
+def _probe(values: Mapping[str, Value]) -> bool:
+    """Whether the app swept is a probe (PROBES)."""
+    return values.get("app") in PROBES
 
 
-def min_time_is_set() -> bool:
-    """Whether a config file or HYMPI_MIN_TIME sets the minimum time (else a command may pick its own default)."""
-    return settings().get("min_time").source != DEFAULT
+RANKS = Param("ranks", "--ranks", "comma-separated MPI rank counts (default 1)", parse_int_list, aliases=("-n",))
+THREADS = Param("threads", "--threads", "comma-separated OpenMP threads per rank (default 1)", parse_int_list,
+                aliases=("-t",))
+N1 = Param("n1", "--n1", f"two-level apps ({', '.join(TWO_LEVEL_APPS)}), instead of --ranks/--threads: "
+           "comma-separated level-1 rank counts (default 1)", parse_int_list)
+N2 = Param("n2", "--n2", "two-level apps: comma-separated level-2 sizes, OpenMP threads per rank (--inner openmp) or "
+           "ranks per group (--inner mpi) (default 1)", parse_int_list)
+INNER = Param("inner", "--inner", f"two-level apps: comma-separated level-2 modes from {', '.join(INNER_MODES)} "
+              "(default both); openmp launches N1 ranks x N2 threads, mpi N1*N2 ranks x 1 thread with --n2 N2",
+              choice_list(INNER_MODES))
+BINDS = Param("binds", "--bind", f"comma-separated bindings from {', '.join(BIND_POLICIES)} (default HYMPI_BIND or "
+              "core)", choice_list(BIND_POLICIES), setting="bind")
+DIST = Param("dist", "--dist", f"distribution: {', '.join(DISTRIBUTIONS)} (default HYMPI_DIST or compact)",
+             choice(DISTRIBUTIONS, "distribution"), setting="dist")
+MEMBINDS = Param("membinds", "--membind", f"comma-separated memory policies from {', '.join(MEMORY_POLICIES)}, "
+                 "crossed with the bindings (default HYMPI_MEMBIND or none: first touch)", choice_list(MEMORY_POLICIES),
+                 setting="membind")
+SWEEP_REPEAT = REPEAT.described("measured runs per layout, or auto: 3, then more rounds of the layouts still in the "
+                                "noise of the best until it is separated or --max-repeat is spent (default 1)", 1)
+SWEEP_MIN_TIME = MIN_TIME.described(MIN_TIME.help, lambda values: 0.0 if _probe(values) else None)
+SWEEP_WARMUP = WARMUP.described(f"{WARMUP.help} (never done for {', '.join(PROBES)})",
+                                lambda values: not _probe(values))
+SWEEP_OVERSUBSCRIBE = OVERSUBSCRIBE.described("also run layouts with ranks x threads > PUs")
+VIRTUAL_NODES = Param("virtual_nodes", "--virtual-nodes", "split this machine into N pretend nodes "
+                      "(HYMPI_VIRTUAL_NODES)", integer_from(1, "a number of nodes"), setting="virtual_nodes",
+                      metavar="N")
+LAUNCHER = Param("launcher", "--launcher", f"{' or '.join(LAUNCHERS)} (default {DEFAULT_LAUNCHER})",
+                 choice(LAUNCHERS, "launcher"), DEFAULT_LAUNCHER)
+CHECKPOINT_DIR = Param("checkpoint_dir", "--checkpoint-dir",
+                       f"apps with checkpoints ({', '.join(checkpoint_apps())}): every run writes its checkpoint to "
+                       "DIR/<run>.h5; a run that times out or is killed restarts from it when the same command runs "
+                       "again (a sweep with a checkpoint directory always resumes); a run that ends removes its "
+                       "checkpoint", lambda option, text: text, metavar="DIR")
+CHECKPOINT_EVERY = Param("checkpoint_every", "--checkpoint-every",
+                         f"with --checkpoint-dir: a checkpoint every N steps (default {DEFAULT_CHECKPOINT_EVERY})",
+                         integer_from(1, "a number of steps"),
+                         lambda values: DEFAULT_CHECKPOINT_EVERY if values.get("checkpoint_dir") else None,
+                         metavar="N")
 
-
-def random_seed() -> int:
-    """A fresh seed for the run order (recorded with the sweep, so a resumed sweep keeps its order)."""
-    return secrets.randbelow(SEED_LIMIT)
-
-
-def checkpoint_apps() -> tuple[str, ...]:
-    """The apps contract.toml declares with checkpoints = true."""
-    return tuple(a.name for a in contract().apps if a.checkpoints)
+# Every parameter of `hympi sweep` that defines the sweep (SweepParams' fields), in the order they resolve.
+SWEEP = (RANKS, THREADS, N1, N2, INNER, BINDS, DIST, MEMBINDS, SWEEP_REPEAT, MAX_REPEAT, CONFIDENCE, SWEEP_MIN_TIME,
+         SEED, SWEEP_WARMUP, TIMEOUT, SWEEP_OVERSUBSCRIBE, VIRTUAL_NODES, LAUNCHER, CHECKPOINT_DIR, CHECKPOINT_EVERY)

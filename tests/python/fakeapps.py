@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
+
+from hympi.profile import SIZE_BINS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -91,7 +94,7 @@ if rank == 0 and os.environ.get("HYMPI_PROFILE_OUT"):  # as libhympi-profile wou
     zeros = [[0] * ranks for _ in range(ranks)]
     with open(os.environ["HYMPI_PROFILE_OUT"], "w") as out:
         json.dump({"format": "hympi-profile", "ranks": ranks, "bytes": zeros, "messages": zeros, "collectives": {},
-                   "mpi_library": "fake MPI", "size_bins": [0, 64, 512, 4096, 32768, 262144, 2097152],
+                   "mpi_library": "fake MPI", "size_bins": SIZE_BINS,
                    "histograms": {"MPI_Alltoallv": [0, 0, 0, 0, 0, 6 * ranks, 2 * ranks]},
                    "mpi_time_s": [0.5] * ranks, "wall_time_s": [2.0] * ranks}, out)
 if rank == 0:
@@ -194,7 +197,7 @@ def fake_bin_dir(tmp: Path, with_launchers: bool = True) -> dict[str, str]:
     """A bin dir whose hympi-rb3d is the fake app (hympi-info is the real one); returns the env to use it."""
     bin_dir = tmp / "bin"
     bin_dir.mkdir(exist_ok=True)
-    _script(bin_dir / "hympi-rb3d", FAKE_APP)
+    _script(bin_dir / "hympi-rb3d", FAKE_APP.replace("SIZE_BINS", json.dumps(list(SIZE_BINS))))
     info = bin_dir / "hympi-info"
     if not info.exists():
         built = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")  # the real apps the tests run

@@ -72,6 +72,8 @@ def test_python_tables_match_the_generated_cxx_header():
     apps = re.findall(r'^    \{"([^"]+)", "([^"]+)", "', header[header.index("kApps"):], re.MULTILINE)
     assert apps == [(name, spec.binary) for name, spec in APPS.items()]
     assert {s.name for s in STUDY_APPS} <= {name for name, _ in apps}
+    bins = re.search(r"kProfileSizeBins = \{([^}]*)\}", header)
+    assert bins is not None and tuple(int(b) for b in bins.group(1).split(",")) == contract().profile_size_bins
 
 
 def test_the_apps_accept_exactly_the_python_bindings_and_distributions():

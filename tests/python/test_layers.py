@@ -20,9 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "python" / "hympi"
 CONTRACT = "hympi layers: imports only go down"
 
-# Cycles of modules tolerated for now. The cli restructuring (cli.sweep <-> cli.sweep_main) removes this one and
-# empties the list; the test fails when a listed cycle is gone, so the list never outlives the cycle.
-KNOWN_CYCLES: tuple[frozenset[str], ...] = (frozenset({"hympi.cli.sweep", "hympi.cli.sweep_main"}),)
+# Cycles of modules tolerated: none. (The test fails when a listed cycle is gone, so an entry never outlives it.)
+KNOWN_CYCLES: tuple[frozenset[str], ...] = ()
 
 # hympi imports inside functions, allowed: each subcommand's parser is built on every call, and its work (numpy,
 # scikit-learn, matplotlib, the sweeps, the report) is imported only when that subcommand runs (test_startup.py).

@@ -22,10 +22,11 @@ from conftest import hympi
 from fakeapps import fake_bin_dir, launches, pid_alive
 from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome
+from hympi.params import parse_choice_list, parse_int_list
 from hympi.store import Store
 from hympi.store.schema import SCHEMA_VERSION
 from hympi.sweep import SweepParams, open_sweep, plan, run_sweep
-from hympi.sweep_options import cross_layouts, parse_choice_list, parse_int_list
+from hympi.sweep_options import cross_layouts
 
 
 def _statuses(db: Path) -> dict[tuple[int, int, int], str]:

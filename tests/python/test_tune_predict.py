@@ -17,7 +17,7 @@ from conftest import hympi
 from fakeapps import REPO, fake_bin_dir, launches
 from hympi.errors import HympiError
 from hympi.launch.cvars import Cvar
-from hympi.profile import read_profile
+from hympi.profile import SIZE_BINS, read_profile
 from hympi.store import Store
 from hympi.topology import MachineSummary
 from hympi.tune.features import FEATURE_NAMES, StaticFeatures, call_group, program_features
@@ -55,7 +55,7 @@ def space_file(tmp_path) -> Path:
 def _profile(tmp_path: Path, histograms: dict[str, list[int]], wall: list[float], mpi: list[float]) -> Path:
     """A profile JSON file as libhympi-profile writes it (2 ranks)."""
     data = {"format": "hympi-profile", "ranks": 2, "bytes": [[0, 1], [1, 0]], "messages": [[0, 1], [1, 0]],
-            "collectives": {}, "mpi_library": "test", "size_bins": [0, 64, 512, 4096, 32768, 262144, 2097152],
+            "collectives": {}, "mpi_library": "test", "size_bins": list(SIZE_BINS),
             "histograms": histograms, "mpi_time_s": mpi, "wall_time_s": wall}
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(data))

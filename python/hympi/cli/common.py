@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hympi.errors import SweepInterrupted, UsageError
+from hympi.launch.command import LAUNCHERS
 from hympi.launch.cvars import check_params, load_listing, parse_assignment
-from hympi.launch.layout import LAYOUT_BINDS, TARGETS
+from hympi.launch.layout import LAYOUT_BINDS
 from hympi.launch.mpirun import (
     BIND_POLICIES,
     BINDERS,
@@ -26,44 +27,13 @@ from hympi.launch.mpirun import (
 )
 from hympi.limits import check_path
 from hympi.outputs import Inputs, check_not_input
+from hympi.params import parse_seconds
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.settings import Settings, settings
 from hympi.topology import machine_summary
 
 HELP_FLAGS = ("-h", "--help")
-
-
-def parse_seconds(option: str, text: str, allow_zero: bool) -> float:
-    """A finite number of seconds (> 0, or >= 0 with allow_zero); UsageError naming the value otherwise."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{option}: '{text}' is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise UsageError(f"{option} must be a finite number of seconds {bound}, got {text}")
-    return value
-
-
-def parse_number(option: str, text: str, what: str) -> float:
-    """`text` as a number; UsageError naming `option`, the value and `what` it should be otherwise (the range is
-    the caller's check, where the option's meaning is)."""
-    try:
-        return float(text)
-    except ValueError:
-        raise UsageError(f"{option}: '{text}' is not {what}") from None
-
-
-def parse_integer(option: str, text: str, minimum: int, what: str = "an integer") -> int:
-    """An integer >= minimum; UsageError naming `option` and the value otherwise ('what' says what was expected)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise UsageError(f"{option}: '{text}' is not {what}") from None
-    if value < minimum:
-        raise UsageError(f"{option} must be >= {minimum}, got {value}")
-    return value
 
 
 def seconds(text: str) -> float:
@@ -93,7 +63,7 @@ def add_layout_options(parser: argparse.ArgumentParser) -> None:
                         help="kill the run after S seconds")
     parser.add_argument("--rankfile", default=None, metavar="FILE", help="Open MPI rankfile to place ranks with")
     parser.add_argument("--launcher", default=None, metavar="NAME",
-                        help=f"{', '.join(TARGETS)}: launch with that launcher, checked against its --version "
+                        help=f"{', '.join(LAUNCHERS)}: launch with that launcher, checked against its --version "
                              "(default: $HYMPI_MPIRUN, mpirun or mpiexec)")
     parser.add_argument("--binder", default="hympi", metavar="WHO",
                         help="hympi: hympi binds ranks and threads with hwloc, the launcher binds nothing (default); "
@@ -122,8 +92,8 @@ def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) 
         raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout}")
     env = (("HYMPI_VIRTUAL_NODES", str(virtual_nodes)),)
     bind = resolved.text("bind")
-    if args.launcher is not None and args.launcher not in TARGETS:
-        raise UsageError(f"unknown launcher '{args.launcher}' (expected {', '.join(TARGETS)})")
+    if args.launcher is not None and args.launcher not in LAUNCHERS:
+        raise UsageError(f"unknown launcher '{args.launcher}' (expected {', '.join(LAUNCHERS)})")
     if args.binder not in BINDERS:
         raise UsageError(f"unknown binder '{args.binder}' (expected {', '.join(BINDERS)})")
     if args.binder == "launcher" and not args.rankfile and bind not in LAYOUT_BINDS:

@@ -11,8 +11,7 @@ from rich.table import Table
 from hympi.cli.common import seconds
 from hympi.cli.parser import Subparsers
 from hympi.errors import HympiFatal, UsageError
-from hympi.launch.command import launch_command
-from hympi.launch.layout import TARGETS
+from hympi.launch.command import LAUNCHERS, launch_command
 from hympi.launch.mpirun import LaunchSpec, launcher_path, mpi_flavor, run_command
 from hympi.limits import MAX_JOB_THREADS, count_argument
 from hympi.node_topologies import NodeTopologies, parse_node_topologies
@@ -38,7 +37,7 @@ def add_parser(sub: Subparsers, name: str) -> None:
     p.add_argument("--node-topology", default=None, metavar="SPECS",
                    help="with --all-nodes: what each node reports instead of its hardware, ';'-separated this | "
                         "synthetic:<description> | <file.xml>, one per node or one for all (HYMPI_NODE_TOPOLOGY)")
-    p.add_argument("--launcher", default=None, metavar="NAME", help=f"with --all-nodes: {', '.join(TARGETS)}")
+    p.add_argument("--launcher", default=None, metavar="NAME", help=f"with --all-nodes: {', '.join(LAUNCHERS)}")
     p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="with --all-nodes: kill after S seconds")
     p.set_defaults(handler=main)
 
@@ -74,8 +73,8 @@ def all_nodes_spec(args: argparse.Namespace) -> LaunchSpec:
         raise UsageError(f"--ranks must be >= 1, got {ranks}")
     if ranks < virtual_nodes:
         raise UsageError(f"--virtual-nodes {virtual_nodes} needs at least {virtual_nodes} ranks, got --ranks {ranks}")
-    if args.launcher is not None and args.launcher not in TARGETS:
-        raise UsageError(f"unknown launcher '{args.launcher}' (expected {', '.join(TARGETS)})")
+    if args.launcher is not None and args.launcher not in LAUNCHERS:
+        raise UsageError(f"unknown launcher '{args.launcher}' (expected {', '.join(LAUNCHERS)})")
     text = resolved.text("node_topology")
     specs = split_specs(text)
     for spec in dict.fromkeys(specs):

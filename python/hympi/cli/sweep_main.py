@@ -5,26 +5,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Console
 
-from hympi.cli.common import (
-    check_output_file,
-    mpi_params_from_args,
-    parse_integer,
-    parse_seconds,
-    report_interrupt,
-)
-from hympi.cli.sweep import measurement
+from hympi.cli.common import check_output_file, mpi_params_from_args, report_interrupt
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.detect import find_launcher
-from hympi.launch.mpirun import BIND_POLICIES, MEMORY_POLICIES, format_command
+from hympi.launch.mpirun import format_command
 from hympi.outputs import write_output
+from hympi.params import Value, from_record, ints, resolve, rounds, texts
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
-from hympi.settings import settings
 from hympi.store import Store
 from hympi.sweep import (
     SweepParams,
@@ -39,63 +33,38 @@ from hympi.sweep import (
     run_sweep,
     validate_layouts,
 )
-from hympi.sweep_options import (
-    DEFAULT_CHECKPOINT_EVERY,
-    PROBES,
-    cross_layouts,
-    default_min_time,
-    parse_choice_list,
-    parse_int_list,
-)
+from hympi.sweep_options import SWEEP, cross_layouts
 from hympi.topology import machine_summary
 from hympi.twolevel import INNER_MODES, check_options, expand, sweep_axes
 
 
-def checkpoint_options(args: argparse.Namespace) -> tuple[str, int]:
-    """(absolute checkpoint directory or "", checkpoint cadence) from --checkpoint-dir / --checkpoint-every;
-    UsageError for a cadence without a directory or one that is not an integer >= 1 (the directory itself is
-    checked by SweepParams.check)."""
-    if args.checkpoint_dir is None:
-        if args.checkpoint_every is not None:
-            raise UsageError("--checkpoint-every needs --checkpoint-dir")
-        return "", 0
-    if not args.checkpoint_dir.strip():
-        raise UsageError("--checkpoint-dir needs a directory, got ''")
-    every = DEFAULT_CHECKPOINT_EVERY if args.checkpoint_every is None else \
-        parse_integer("--checkpoint-every", args.checkpoint_every, 1, "a number of steps")
-    return str(Path(args.checkpoint_dir).expanduser().absolute()), every
+def layouts_of(app: str, values: Mapping[str, Value], app_args: tuple[str, ...],
+               ) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ...], ...]]:
+    """The (ranks, threads) launches and their own app arguments: --ranks x --threads, or for a two-level app
+    --n1 x --n2 x --inner (hympi.twolevel); UsageError for the two mixed."""
+    if any(key in values for key in ("n1", "n2", "inner")):
+        check_options(app, "ranks" in values or "threads" in values, app_args)
+        return sweep_axes(expand(ints(values, "n1"), ints(values, "n2"), texts(values, "inner", INNER_MODES)))
+    return cross_layouts(ints(values, "ranks"), ints(values, "threads")), ()
 
 
 def params_from_args(args: argparse.Namespace) -> SweepParams:
-    """Checked SweepParams from the command line (UsageError on bad input)."""
-    layout_args: tuple[tuple[str, ...], ...] = ()
-    if args.n1 is not None or args.n2 is not None or args.inner is not None:
-        check_options(args.app, args.ranks is not None or args.threads is not None, tuple(args.app_args))
-        two_level = expand(parse_int_list("--n1", "1" if args.n1 is None else args.n1),
-                           parse_int_list("--n2", "1" if args.n2 is None else args.n2),
-                           parse_choice_list("--inner", ",".join(INNER_MODES) if args.inner is None else args.inner,
-                                             INNER_MODES))
-        layouts, layout_args = sweep_axes(two_level)
-    else:
-        layouts = cross_layouts(parse_int_list("--ranks", "1" if args.ranks is None else args.ranks),
-                                parse_int_list("--threads", "1" if args.threads is None else args.threads))
-    # --bind is a list here, so only the single-valued layout options go through the layer's override.
-    resolved = (settings().override("dist", args.dist, "--dist")
-                .override("oversubscribe", args.oversubscribe, "--oversubscribe")
-                .override("virtual_nodes", args.virtual_nodes, "--virtual-nodes"))
-    binds = parse_choice_list("--bind", args.bind if args.bind is not None else resolved.text("bind"), BIND_POLICIES)
-    membinds = parse_choice_list("--membind", args.membind if args.membind is not None else resolved.text("membind"),
-                                 MEMORY_POLICIES)
-    timeout = parse_seconds("--timeout", args.timeout, False)
-    probe = args.app in PROBES
-    repeat, auto, max_repeat, confidence, min_time, seed = measurement(args, 1, 0.0 if probe else default_min_time())
-    checkpoint_dir, checkpoint_every = checkpoint_options(args)
-    params = SweepParams(args.app, layouts, binds, resolved.text("dist"), repeat,
-                         tuple(args.app_args), timeout, bool(resolved.value("oversubscribe")),
-                         int(resolved.value("virtual_nodes")), args.launcher, min_time, seed,
-                         not (args.no_warmup or probe), auto, max_repeat, confidence,
-                         checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every, membinds=membinds,
-                         layout_args=layout_args)
+    """Checked SweepParams from the command line (UsageError on bad input): each parameter as hympi.sweep_options
+    declares it, then what only their combination decides."""
+    values = resolve(args, SWEEP, {"app": args.app})
+    layouts, layout_args = layouts_of(args.app, values, tuple(args.app_args))
+    measured = rounds(values)
+    if "checkpoint_every" in values and "checkpoint_dir" not in values:
+        raise UsageError("--checkpoint-every needs --checkpoint-dir")
+    checkpoint_dir = str(values.get("checkpoint_dir", ""))
+    if "checkpoint_dir" in values:
+        if not checkpoint_dir.strip():
+            raise UsageError("--checkpoint-dir needs a directory, got ''")
+        checkpoint_dir = str(Path(checkpoint_dir).expanduser().absolute())
+    params = from_record(SweepParams, {
+        **values, "app": args.app, "layouts": layouts, "layout_args": layout_args, "app_args": tuple(args.app_args),
+        "repeat": measured.repeat, "auto": measured.auto, "max_repeat": measured.max_repeat,
+        "checkpoint_dir": checkpoint_dir})
     params.check()
     if params.launcher not in ("mpirun", "slurm"):
         find_launcher(params.launcher)  # not installed, or another version: exit 1 before anything is written

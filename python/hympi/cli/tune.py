@@ -8,8 +8,8 @@ import argparse
 from hympi.apps import APPS
 from hympi.cli.common import add_db_option, seconds
 from hympi.cli.parser import Parser, Subparsers
-from hympi.sweep_options import DEFAULT_TIMEOUT_S
-from hympi.tune.options import DEFAULT_EI_STOP, DEFAULT_PROFILE_TIMEOUT_S, FORMATS, STRATEGIES
+from hympi.params import register
+from hympi.tune.options import DEFAULT_PROFILE_TIMEOUT_S, FORMATS, TUNE_RUN
 
 
 def add_parser(sub: Subparsers, name: str) -> None:
@@ -30,22 +30,7 @@ def add_parser(sub: Subparsers, name: str) -> None:
                               description="hympi tune run APP --space FILE [options] [-- APP-ARGS]")
     run.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
     run.add_argument("--space", required=True, metavar="FILE", help="search space (TOML; see docs/tune.md)")
-    run.add_argument("--strategy", default="exhaustive", help=f"{', '.join(STRATEGIES)} (default exhaustive)")
-    run.add_argument("--max-runs", default=None, metavar="N",
-                     help="configurations to measure at most (default: all for exhaustive and random, a quarter "
-                          "of the space for guided)")
-    run.add_argument("--ei-stop", default=str(DEFAULT_EI_STOP), metavar="F",
-                     help=f"guided: stop when the best expected relative improvement is below F "
-                          f"(default {DEFAULT_EI_STOP:g} = {DEFAULT_EI_STOP * 100:g} %%)")
-    run.add_argument("--repeat", default="1", metavar="R",
-                     help="measured runs per configuration (default 1; >= 2 gives speedup intervals)")
-    run.add_argument("--seed", default=None, metavar="S", help="seed of random and guided (default: drawn; "
-                                                               "recorded with the tune)")
-    run.add_argument("--timeout", default=str(DEFAULT_TIMEOUT_S), metavar="S",
-                     help=f"seconds before a run is killed and recorded as timeout (default {DEFAULT_TIMEOUT_S:g})")
-    run.add_argument("--min-time", default=None, metavar="S",
-                     help="minimum seconds of each run's timed region (default $HYMPI_MIN_TIME or 1; 0 = off)")
-    run.add_argument("--oversubscribe", action="store_true", help="allow layouts with ranks x threads > PUs")
+    register(run, TUNE_RUN)
     run.add_argument("--cvars", default=None, metavar="FILE",
                      help="check the space against a saved 'hympi tune params --json' listing instead of the library")
     add_db_option(run)

@@ -12,17 +12,16 @@ from rich.table import Table
 
 from hympi.apps import get_app
 from hympi.cli import tune_predict
-from hympi.cli.common import parse_integer, parse_number, parse_seconds, report_interrupt
-from hympi.cli.sweep import parse_seed
+from hympi.cli.common import report_interrupt
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
+from hympi.params import AUTO, from_record, parse_integer, resolve
 from hympi.paths import binary
 from hympi.store import Store
 from hympi.sweep import record_machine
-from hympi.sweep_options import default_min_time, random_seed
 from hympi.topology import machine_summary
-from hympi.tune.options import STRATEGIES
+from hympi.tune.options import TUNE_RUN
 from hympi.tune.output import best_of_tune, render, tuned_flavor
 from hympi.tune.results import Measured, best, default_of, speedup
 from hympi.tune.search import check_strategy, default_budget
@@ -72,22 +71,18 @@ def main_params(args: argparse.Namespace) -> int:
 
 
 def _tune_params(args: argparse.Namespace, space: SearchSpace) -> TuneParams:
-    """Checked TuneParams from the command line and the space's size; UsageError on bad input."""
+    """Checked TuneParams from the command line (each parameter as hympi.tune.options declares it) and the space's
+    size; UsageError on bad input."""
+    values = resolve(args, TUNE_RUN)
+    if values["repeat"] == AUTO:
+        raise UsageError("hympi tune run --repeat auto: the tuner measures every configuration alike; give a "
+                         "number of runs")
     size = len(space.configurations())
-    strategy = args.strategy
-    if strategy not in STRATEGIES:
-        raise UsageError(f"unknown strategy '{strategy}' (expected {', '.join(STRATEGIES)})")
-    max_runs = parse_integer("--max-runs", args.max_runs, 1) if args.max_runs is not None \
-        else default_budget(strategy, size)
-    ei_stop = parse_number("--ei-stop", args.ei_stop, "a fraction (0.005 = 0.5 %)")
-    check_strategy(strategy, size, max_runs, ei_stop)
-    repeat = parse_integer("--repeat", args.repeat, 1, "a number of runs")
-    seed = parse_seed(args.seed) if args.seed is not None else random_seed()
-    timeout = parse_seconds("--timeout", args.timeout, False)
-    min_time = parse_seconds("--min-time", args.min_time, True) if args.min_time is not None \
-        else default_min_time()
-    params = TuneParams(args.app, tuple(args.app_args), strategy, max_runs, repeat, seed, timeout, min_time,
-                        ei_stop, bool(args.oversubscribe))
+    strategy = str(values["strategy"])
+    if "max_runs" not in values:
+        values["max_runs"] = default_budget(strategy, size)
+    params = from_record(TuneParams, {**values, "app": args.app, "app_args": tuple(args.app_args)})
+    check_strategy(strategy, size, params.max_runs, params.ei_stop)
     params.check()
     return params
 

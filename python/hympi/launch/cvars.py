@@ -15,7 +15,7 @@ MPIT_BINARY = "hympi-mpit"
 MPIT_FORMAT = "hympi-mpit"
 # Shared-memory and collective components open only with more than one rank, and only open ones have cvars.
 MPIT_RANKS = 2
-DEFAULT_TIMEOUT_S = 60.0
+LISTING_TIMEOUT_S = 60.0
 
 # The value range of each integer datatype MPI_T reports (C int, unsigned, long, ... on LP64).
 _INT_RANGES: dict[str, tuple[int, int]] = {
@@ -184,7 +184,7 @@ def mpit_command() -> list[str]:
     return build_command(spec)
 
 
-def read_listing(timeout: float = DEFAULT_TIMEOUT_S) -> CvarListing:
+def read_listing(timeout: float = LISTING_TIMEOUT_S) -> CvarListing:
     """Runs hympi-mpit under the launcher and parses its listing; raises HympiFatal when it fails or times out."""
     cmd = mpit_command()
     outcome = run_command(cmd, timeout)
@@ -268,7 +268,7 @@ def ignored_texts(set_params: tuple[tuple[str, str], ...], read_back: dict[str, 
             for name in ignored(set_params, read_back)]
 
 
-def load_listing(path: str | None, timeout: float = DEFAULT_TIMEOUT_S) -> CvarListing:
+def load_listing(path: str | None, timeout: float = LISTING_TIMEOUT_S) -> CvarListing:
     """The cvars from a saved `hympi tune params --json` / `hympi-mpit --json` file when `path` is given, else from
     the installed library (read_listing); UsageError for an unreadable file, HympiFatal for an unusable listing."""
     if path is None:

@@ -10,9 +10,9 @@ import hashlib
 import statistics
 from dataclasses import dataclass, field
 
+from hympi.params import DEFAULT_CONFIDENCE
 from hympi.result import run_placement_share
 from hympi.stats.compare import (
-    DEFAULT_CONFIDENCE,
     MIN_SAMPLES,
     Comparison,
     Refusal,

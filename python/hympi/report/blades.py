@@ -14,11 +14,12 @@ import hashlib
 from dataclasses import dataclass
 from html import escape
 
+from hympi.params import DEFAULT_CONFIDENCE
 from hympi.report.analysis import median_or_none
 from hympi.report.explain import timed_ok
 from hympi.report.transposes import metric
 from hympi.stats.blades_model import BladesModel, Observation, fit
-from hympi.stats.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, ratio_ci
+from hympi.stats.compare import MIN_SAMPLES, ratio_ci
 from hympi.store import Run
 from hympi.twolevel import INNER_MODES, TwoLevelLayout, of_run
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 
 from hympi.contract import contract
 from hympi.jsontypes import JsonObject
-from hympi.stats.compare import DEFAULT_CONFIDENCE, Comparison, Refusal, Sample, compare, is_finite_positive
+from hympi.params import DEFAULT_CONFIDENCE
+from hympi.stats.compare import Comparison, Refusal, Sample, compare, is_finite_positive
 from hympi.store import WARMUP_REPEAT, Run
 
 OPTION = "--data-layout"

@@ -14,8 +14,9 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from hympi.params import DEFAULT_CONFIDENCE
 from hympi.report.analysis import AppGroup, Layout, LayoutKey, labels, verdict
-from hympi.stats.compare import DEFAULT_CONFIDENCE, Comparison
+from hympi.stats.compare import Comparison
 from hympi.store import WARMUP_REPEAT, Run
 
 MEMORY_BOUND = 0.8

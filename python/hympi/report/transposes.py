@@ -13,9 +13,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from hympi.params import DEFAULT_CONFIDENCE
 from hympi.report.analysis import AppGroup, labels
 from hympi.report.explain import timed_ok
-from hympi.stats.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, Comparison, Refusal, Sample, compare
+from hympi.stats.compare import MIN_SAMPLES, Comparison, Refusal, Sample, compare
 from hympi.store import Run
 
 MIB = 2.0**20

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hympi.params import DEFAULT_CONFIDENCE
+
 RESAMPLES = 2000
 BOOTSTRAP_SEED = 20231113
 MIN_SAMPLES = 2
 MIN_SEPARATE = 4
-DEFAULT_CONFIDENCE = 0.95
 # Memory per node differing by less than this fraction is not a reason to prefer a layout.
 MEMORY_MARGIN = 0.05
 

@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 
-DEFAULT_TIMEOUT_S = 30.0
+PARAMETER_LIST_TIMEOUT_S = 30.0
 # The listing tool of each flavour (launch.mpirun.MPI_FLAVORS) and the library name messages use.
 TOOLS = {"mpich": ("mpivars", "MPICH"), "openmpi": ("ompi_info", "Open MPI")}
 # mpivars: a "<N> MPI Control Variables" header, then one tab-indented "NAME<padding>=value<TAB>..." line per
@@ -45,7 +45,7 @@ def parse_ompi_info(text: str) -> frozenset[str]:
     return frozenset(m.group(1) for line in text.splitlines() if (m := _OMPI_ROW.match(line)))
 
 
-def declared_names(flavor: str, timeout: float = DEFAULT_TIMEOUT_S) -> frozenset[str] | None:
+def declared_names(flavor: str, timeout: float = PARAMETER_LIST_TIMEOUT_S) -> frozenset[str] | None:
     """The control variables the installed library of `flavor` declares (the names its own tool lists), or None when
     its tool is not installed, fails, or lists nothing (then nothing is known to be declared); ValueError for an
     unknown flavour."""

@@ -1,9 +1,39 @@
-"""hympi tune's option values the command line shows before any tune runs; apart from the search and the
-predictor (numpy, scikit-learn) so that building hympi's parser stays cheap."""
+"""hympi tune's parameters, declared once (hympi.params), and the option values the command line shows before any
+tune runs; apart from the search and the predictor (numpy, scikit-learn) so that building hympi's parser stays
+cheap."""
 
 from __future__ import annotations
+
+import math
+
+from hympi.errors import UsageError
+from hympi.params import MIN_TIME, OVERSUBSCRIBE, REPEAT, SEED, TIMEOUT, Param, choice, integer_from, parse_number
 
 STRATEGIES = ("exhaustive", "random", "guided")
 DEFAULT_EI_STOP = 0.005
 FORMATS = ("mca", "mpich", "flags")
 DEFAULT_PROFILE_TIMEOUT_S = 600.0
+
+
+def parse_fraction(option: str, text: str) -> float:
+    """A finite fraction >= 0 (0.005 = 0.5 %)."""
+    value = parse_number(option, text, "a fraction (0.005 = 0.5 %)")
+    if not (math.isfinite(value) and value >= 0):
+        raise UsageError(f"{option} must be a finite fraction >= 0, got {text}")
+    return value
+
+
+STRATEGY = Param("strategy", "--strategy", f"{', '.join(STRATEGIES)} (default exhaustive)",
+                 choice(STRATEGIES, "strategy"), "exhaustive")
+MAX_RUNS = Param("max_runs", "--max-runs", "configurations to measure at most (default: all for exhaustive and "
+                 "random, a quarter of the space for guided)", integer_from(1), metavar="N")
+EI_STOP = Param("ei_stop", "--ei-stop", f"guided: stop when the best expected relative improvement is below F "
+                f"(default {DEFAULT_EI_STOP:g} = {DEFAULT_EI_STOP * 100:g} %%)", parse_fraction, DEFAULT_EI_STOP,
+                metavar="F")
+
+# Every parameter of `hympi tune run` that defines the tune (TuneParams' fields). --repeat takes a number here:
+# the tuner measures every configuration alike (--repeat auto is refused naming the flag).
+TUNE_RUN = (STRATEGY, MAX_RUNS, EI_STOP,
+            REPEAT.described("measured runs per configuration (default 1; >= 2 gives speedup intervals)", 1),
+            SEED.described("seed of random and guided (default: drawn; recorded with the tune)"),
+            TIMEOUT, MIN_TIME, OVERSUBSCRIBE)

@@ -7,7 +7,8 @@ import statistics
 from dataclasses import dataclass
 
 from hympi.launch.cvars import ignored
-from hympi.stats.compare import DEFAULT_CONFIDENCE, MIN_SAMPLES, MIN_SEPARATE, Comparison, Sample, compare
+from hympi.params import DEFAULT_CONFIDENCE
+from hympi.stats.compare import MIN_SAMPLES, MIN_SEPARATE, Comparison, Sample, compare
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
 from hympi.sweep import SweepParams
 from hympi.tune.space import Configuration

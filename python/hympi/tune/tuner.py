@@ -8,7 +8,6 @@ measurement steers the model as if the tune had never stopped.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,11 +17,11 @@ from hympi.apps import get_app
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, validate_with_app
+from hympi.params import DEFAULT_TIMEOUT_S, as_record, check_fields, declared_default, from_record
 from hympi.store import MachineRecord, Store, TuneRecord
 from hympi.store.db import owner_alive
 from hympi.sweep import SweepParams, plan, run_sweep
-from hympi.sweep_options import SEED_LIMIT
-from hympi.tune.options import DEFAULT_EI_STOP, STRATEGIES
+from hympi.tune.options import DEFAULT_EI_STOP, STRATEGIES, TUNE_RUN
 from hympi.tune.results import Measured, sweep_configuration, tune_results
 from hympi.tune.search import Proposal, Search, Stop
 from hympi.tune.space import Configuration, SearchSpace
@@ -41,8 +40,8 @@ class TuneParams:
     max_runs: int
     repeat: int = 1
     seed: int = 0
-    timeout: float = 600.0
-    min_time: float = 1.0
+    timeout: float = DEFAULT_TIMEOUT_S
+    min_time: float = declared_default("min_time")
     ei_stop: float = DEFAULT_EI_STOP
     oversubscribe: bool = False
 
@@ -53,16 +52,12 @@ class TuneParams:
 
     def as_dict(self) -> JsonObject:
         """JSON-ready form, stored with the tune."""
-        return {"app": self.app, "app_args": list(self.app_args), "strategy": self.strategy,
-                "max_runs": self.max_runs, "repeat": self.repeat, "seed": self.seed, "timeout": self.timeout,
-                "min_time": self.min_time, "ei_stop": self.ei_stop, "oversubscribe": self.oversubscribe}
+        return as_record(self)
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> TuneParams:
         """The inverse of as_dict."""
-        return cls(str(data["app"]), tuple(data["app_args"]), str(data["strategy"]), int(data["max_runs"]),
-                   int(data["repeat"]), int(data["seed"]), float(data["timeout"]), float(data["min_time"]),
-                   float(data["ei_stop"]), bool(data["oversubscribe"]))
+        return from_record(cls, data)
 
     def identity(self, space: SearchSpace) -> JsonObject:
         """What --resume matches on: every parameter but the seed, and the space as written."""
@@ -72,26 +67,21 @@ class TuneParams:
         return data
 
     def check(self) -> None:
-        """Rejects bad values (UsageError naming the value) before anything runs."""
+        """Rejects bad values (UsageError naming the value) before anything runs: each field with the check its
+        declaration (hympi.tune.options) gives the flag."""
         get_app(self.app)
-        if self.strategy not in STRATEGIES:
+        if self.strategy not in STRATEGIES:  # the default too: a record read back may name one no longer known
             raise UsageError(f"unknown strategy '{self.strategy}' (expected {', '.join(STRATEGIES)})")
-        if self.repeat < 1:
-            raise UsageError(f"--repeat must be >= 1, got {self.repeat}")
-        if not 0 <= self.seed < SEED_LIMIT:
-            raise UsageError(f"--seed must be between 0 and {SEED_LIMIT - 1}, got {self.seed}")
-        if not (math.isfinite(self.timeout) and self.timeout > 0):
-            raise UsageError(f"--timeout must be a finite number of seconds > 0, got {self.timeout:g}")
-        if not (math.isfinite(self.min_time) and self.min_time >= 0):
-            raise UsageError(f"--min-time must be a finite number of seconds >= 0, got {self.min_time:g}")
+        check_fields(self, TUNE_RUN)
 
     def sweep_params(self, config: Configuration, space: SearchSpace) -> SweepParams:
         """The one-layout sweep that measures `config` (warm-up, then `repeat` measured runs); every parameter of
         the space is read back, set or not, so every configuration (the default too) pays the same MPI_T cost
         (about 3 MiB per rank with Open MPI 4.1) and records the library's values."""
-        return SweepParams(self.app, ((config.ranks, config.threads),), (config.bind,), "compact", self.repeat,
-                           self.app_args, self.timeout, self.oversubscribe, 1, "mpirun", self.min_time, self.seed,
-                           True, mpi_params=config.mpi_params, mpit_read=tuple(p.name for p in space.parameters))
+        return SweepParams(app=self.app, layouts=((config.ranks, config.threads),), binds=(config.bind,),
+                           repeat=self.repeat, app_args=self.app_args, timeout=self.timeout,
+                           oversubscribe=self.oversubscribe, min_time=self.min_time, seed=self.seed, warmup=True,
+                           mpi_params=config.mpi_params, mpit_read=tuple(p.name for p in space.parameters))
 
 
 def check_layouts(params: TuneParams, space: SearchSpace, pus: int) -> None:

@@ -1,0 +1,149 @@
+"""Parameters declared once (hympi.params): the same flag is refused with the same line in every command that takes
+it, a value comes from the flag, else the options layer where the user set it, else the command's default; records
+round-trip through JSON by keyword; and the sbatch script's command line parses back to the sweep it came from."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+import tunedata
+from conftest import hympi
+from hympi.errors import UsageError
+from hympi.params import MIN_TIME, Param, from_record, register, resolve, seconds_from_zero
+from hympi.study_options import STUDY
+from hympi.sweep import SweepParams, sbatch_command
+from hympi.sweep_options import SWEEP
+from hympi.tune.options import TUNE_RUN
+from hympi.tune.tuner import TuneParams
+
+# (flag, bad value) -> what every command's one line must hold.
+SHARED_REFUSALS = [
+    (("--min-time", "-1"), "--min-time must be a finite number of seconds >= 0, got -1"),
+    (("--min-time", "soon"), "--min-time: 'soon' is not a number of seconds"),
+    (("--timeout", "nan"), "--timeout must be a finite number of seconds > 0, got nan"),
+    (("--seed", "-3"), "--seed must be >= 0, got -3"),
+    (("--seed", str(2**32)), "--seed must be between 0 and 4294967295"),
+    (("--repeat", "0"), "--repeat must be >= 1, got 0"),
+    (("--repeat", "many"), "--repeat: 'many' is not a number of runs or 'auto'"),
+]
+
+
+def _commands(tmp_path: Path) -> dict[str, list[str]]:
+    """sweep, study and tune run, each with what it needs apart from the flag under test."""
+    space = tmp_path / "space.toml"
+    space.write_text(tunedata.SPACE_TOML)
+    return {"sweep": ["sweep", "rb3d", "--dry-run"],
+            "study": ["study", "--out", str(tmp_path / "report"), "--db", str(tmp_path / "study.db")],
+            "tune run": ["tune", "run", "rb3d", "--space", str(space), "--cvars", str(tunedata.CVARS_JSON),
+                         "--db", str(tmp_path / "tune.db")]}
+
+
+@pytest.mark.parametrize(("flag", "words"), SHARED_REFUSALS)
+def test_a_shared_flag_is_refused_alike_by_every_command(tmp_path: Path, flag: tuple[str, str], words: str) -> None:
+    lines = {}
+    for name, args in _commands(tmp_path).items():
+        proc = hympi(*args, *flag)
+        assert proc.returncode == 2, (name, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1, (name, proc.stderr)
+        lines[name] = proc.stderr.strip()
+    assert len(set(lines.values())) == 1 and words in lines["sweep"], lines
+    assert not (tmp_path / "report").exists() and not (tmp_path / "study.db").exists()
+    assert not (tmp_path / "tune.db").exists()
+
+
+def _values(params: tuple[Param, ...], *argv: str, known: dict[str, object] | None = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser()
+    register(parser, params)
+    return dict(resolve(parser.parse_args(list(argv)), params, known))
+
+
+def test_a_value_comes_from_the_flag_then_the_users_setting_then_the_commands_default(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)  # no hympi.toml here
+    monkeypatch.delenv("HYMPI_CONFIG", raising=False)
+    monkeypatch.delenv("HYMPI_MIN_TIME", raising=False)
+    assert _values(STUDY, "--quick")["min_time"] == 0.5  # the study's own default, --quick
+    assert _values(STUDY)["min_time"] == 1.0
+    assert _values(SWEEP)["min_time"] == 1.0  # contract.toml's default
+    assert _values(SWEEP, known={"app": "pingpong"})["min_time"] == 0.0  # a probe's sweep
+    monkeypatch.setenv("HYMPI_MIN_TIME", "0.25")
+    assert _values(STUDY, "--quick")["min_time"] == 0.25  # the user's setting beats the command's default
+    assert _values(SWEEP)["min_time"] == 0.25
+    assert _values(SWEEP, "--min-time", "2")["min_time"] == 2.0  # the flag beats both
+    (tmp_path / "hympi.toml").write_text("min_time = 0.75\n")
+    monkeypatch.delenv("HYMPI_MIN_TIME")
+    assert _values(TUNE_RUN)["min_time"] == 0.75  # hympi.toml, in every command
+    assert _values(STUDY)["timeout"] == 1800.0 and _values(STUDY, "--quick")["timeout"] == 120.0
+    assert _values(SWEEP)["warmup"] is True and _values(SWEEP, "--no-warmup")["warmup"] is False
+    assert _values(SWEEP, known={"app": "pingpong"})["warmup"] is False
+
+
+def test_the_options_layer_value_takes_the_parameters_form(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HYMPI_BIND", "numa")
+    monkeypatch.setenv("HYMPI_OVERSUBSCRIBE", "1")
+    values = _values(SWEEP)
+    assert values["binds"] == ("numa",) and values["oversubscribe"] is True
+    assert _values(SWEEP, "--bind", "core,none")["binds"] == ("core", "none")
+
+
+def test_a_declared_check_names_the_flag() -> None:
+    with pytest.raises(UsageError, match=r"^--min-time must be a finite number of seconds >= 0, got inf$"):
+        MIN_TIME.check_text(float("inf"))
+    assert seconds_from_zero("--min-time", "0") == 0.0
+
+
+def test_a_record_checks_its_fields_with_the_declarations() -> None:
+    with pytest.raises(UsageError, match="--timeout must be a finite number of seconds > 0"):
+        SweepParams(app="rb3d", layouts=((1, 1),), timeout=-1.0).check()
+    with pytest.raises(UsageError, match="--min-time must be a finite number of seconds >= 0"):
+        TuneParams(app="rb3d", app_args=(), strategy="exhaustive", max_runs=1, min_time=float("nan")).check()
+    with pytest.raises(UsageError, match="unknown launcher 'lam'"):
+        SweepParams(app="rb3d", layouts=((1, 1),), launcher="lam").check()
+
+
+def test_records_round_trip_through_json_by_keyword() -> None:
+    params = SweepParams(app="rb3d", layouts=((1, 2), (2, 1)), binds=("core", "numa"), repeat=3, auto=True,
+                         max_repeat=7, confidence=0.9, min_time=0.125, seed=11, warmup=False,
+                         mpi_params=(("btl_vader_single_copy_mechanism", "none"),), checkpoint_dir="/tmp/ck",
+                         checkpoint_every=5, membinds=("none", "interleave"), app_args=("--size", "16"))
+    stored = json.loads(json.dumps(params.as_dict()))
+    assert SweepParams.from_dict(stored) == params
+    tune = TuneParams(app="is", app_args=("--class", "S"), strategy="guided", max_runs=4, repeat=2, seed=5,
+                      timeout=30.0, min_time=0.0, ei_stop=0.01, oversubscribe=True)
+    assert TuneParams.from_dict(json.loads(json.dumps(tune.as_dict()))) == tune
+
+
+def test_a_sweep_recorded_before_a_parameter_existed_keeps_what_it_ran_with() -> None:
+    old = {"app": "rb3d", "layouts": [[1, 1], [2, 1]], "binds": ["core"], "dist": "compact", "repeat": 4,
+           "app_args": [], "timeout": 60, "oversubscribe": False, "virtual_nodes": 1, "launcher": "mpirun"}
+    params = SweepParams.from_dict(old)
+    assert (params.min_time, params.seed, params.warmup, params.auto, params.max_repeat) == (0.0, 0, False, False, 4)
+    assert params.timeout == 60.0 and isinstance(params.timeout, float)
+    assert params.as_dict().keys() == {*old, "min_time", "seed", "warmup", "auto", "max_repeat", "confidence"}
+
+
+def test_the_sbatch_command_parses_back_to_the_same_sweep(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    params = from_record(SweepParams, {
+        "app": "rb3d", "layouts": ((1, 1), (1, 2), (2, 1), (2, 2)), "binds": ("core", "none"), "dist": "scatter",
+        "repeat": 3, "auto": True, "max_repeat": 6, "confidence": 0.9, "min_time": 0.3, "seed": 42,
+        "warmup": False, "timeout": 77.5, "oversubscribe": True, "virtual_nodes": 2, "launcher": "slurm",
+        "checkpoint_dir": str(tmp_path / "ck"), "checkpoint_every": 10, "membinds": ("none", "interleave"),
+        "app_args": ("--size", "24")})
+    cmd = sbatch_command(params, tmp_path / "r.db")
+    argv = cmd[cmd.index("sweep") + 2:cmd.index("--")]
+    parser = argparse.ArgumentParser()
+    register(parser, SWEEP)
+    parser.add_argument("--db")
+    parser.add_argument("--resume", action="store_true")
+    values = resolve(parser.parse_args(argv), SWEEP, {"app": "rb3d"})
+    assert values["repeat"] == "auto" and values["max_repeat"] == 6
+    back = from_record(SweepParams, {**values, "app": "rb3d", "app_args": tuple(cmd[cmd.index("--") + 1:]),
+                                     "layouts": tuple((r, t) for r in values["ranks"] for t in values["threads"]),
+                                     "repeat": 3, "auto": True})
+    assert back == params
