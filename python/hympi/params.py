@@ -135,30 +135,31 @@ def parse_int_list(option: str, text: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-def parse_choice_list(option: str, text: str, choices: tuple[str, ...]) -> tuple[str, ...]:
-    """'core,none' -> ('core', 'none'); raises UsageError for empty lists or values not in `choices`."""
+def parse_choice_list(option: str, text: str, choices: tuple[str, ...], what: str = "value") -> tuple[str, ...]:
+    """'core,none' -> ('core', 'none'); raises UsageError for empty lists or values not in `choices` (`what` names
+    the kind: 'binding', 'memory policy')."""
     parts = [p.strip() for p in text.split(",")]
     if not text.strip() or any(p == "" for p in parts):
         raise UsageError(f"{option} needs a comma-separated list from {', '.join(choices)}, got '{text}'")
     values: list[str] = []
     for part in parts:
         if part not in choices:
-            raise UsageError(f"{option}: unknown value '{part}' (expected {', '.join(choices)})")
+            raise UsageError(f"{option}: unknown {what} '{part}' (expected {', '.join(choices)})")
         if part not in values:
             values.append(part)
     return tuple(values)
 
 
-def choice_list(choices: tuple[str, ...]) -> Parse:
-    """The parser of a comma-separated list from `choices`."""
-    return lambda option, text: parse_choice_list(option, text, choices)
+def choice_list(choices: tuple[str, ...], what: str) -> Parse:
+    """The parser of a comma-separated list from `choices` (`what` names the kind)."""
+    return lambda option, text: parse_choice_list(option, text, choices, what)
 
 
 def choice(choices: tuple[str, ...], what: str) -> Parse:
     """The parser of one of `choices` (`what` names the kind: 'launcher', 'strategy')."""
     def parse(option: str, text: str) -> str:
         if text not in choices:
-            raise UsageError(f"unknown {what} '{text}' (expected {', '.join(choices)})")
+            raise UsageError(f"{option}: unknown {what} '{text}' (expected {', '.join(choices)})")
         return text
     return parse
 

@@ -57,13 +57,14 @@ N2 = Param("n2", "--n2", "two-level apps: comma-separated level-2 sizes, OpenMP 
            "ranks per group (--inner mpi) (default 1)", parse_int_list)
 INNER = Param("inner", "--inner", f"two-level apps: comma-separated level-2 modes from {', '.join(INNER_MODES)} "
               "(default both); openmp launches N1 ranks x N2 threads, mpi N1*N2 ranks x 1 thread with --n2 N2",
-              choice_list(INNER_MODES))
+              choice_list(INNER_MODES, "mode"))
 BINDS = Param("binds", "--bind", f"comma-separated bindings from {', '.join(BIND_POLICIES)} (default HYMPI_BIND or "
-              "core)", choice_list(BIND_POLICIES), setting="bind")
+              "core)", choice_list(BIND_POLICIES, "binding"), setting="bind")
 DIST = Param("dist", "--dist", f"distribution: {', '.join(DISTRIBUTIONS)} (default HYMPI_DIST or compact)",
              choice(DISTRIBUTIONS, "distribution"), setting="dist")
 MEMBINDS = Param("membinds", "--membind", f"comma-separated memory policies from {', '.join(MEMORY_POLICIES)}, "
-                 "crossed with the bindings (default HYMPI_MEMBIND or none: first touch)", choice_list(MEMORY_POLICIES),
+                 "crossed with the bindings (default HYMPI_MEMBIND or none: first touch)",
+                 choice_list(MEMORY_POLICIES, "memory policy"),
                  setting="membind")
 SWEEP_REPEAT = REPEAT.described("measured runs per layout, or auto: 3, then more rounds of the layouts still in the "
                                 "noise of the best until it is separated or --max-repeat is spent (default 1)", 1)

@@ -41,7 +41,7 @@ def test_the_policy_goes_to_every_rank_and_is_checked():
         (["run", "rb3d", "--membind", "bogus"], {}, "--membind: unknown memory policy 'bogus'"),
         (["run", "rb3d", "--membind", ""], {}, "--membind"),
         (["run", "rb3d"], {"HYMPI_MEMBIND": "bogus"}, "HYMPI_MEMBIND: unknown memory policy 'bogus'"),
-        (["sweep", "rb3d", "--membind", "bogus"], {}, "--membind: unknown value 'bogus'"),
+        (["sweep", "rb3d", "--membind", "bogus"], {}, "--membind: unknown memory policy 'bogus'"),
         (["sweep", "rb3d", "--membind", "none,"], {}, "--membind"),
         (["sweep", "rb3d"], {"HYMPI_MEMBIND": "bogus"}, "HYMPI_MEMBIND"),
     ],
