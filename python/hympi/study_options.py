@@ -73,7 +73,8 @@ def check_apps(names: tuple[str, ...]) -> None:
 
 QUICK = Param("quick", "--quick", "small problems, finishes in minutes on a small machine")
 APPS = Param("apps", "--apps", "comma-separated subset of the apps to sweep (and data-layout, the Fig. 9 experiment; "
-             "pingpong, the hierarchy probe)", choice_list(default_apps(), "app"), default_apps())
+             "pingpong, the hierarchy probe)", choice_list(default_apps(), "app"), default_apps(),
+             metavar="APP,...")
 
 # Every parameter of `hympi study` that shapes its measurements; the defaults follow --quick.
 STUDY = (QUICK, APPS,

@@ -48,24 +48,25 @@ def _probe(values: Mapping[str, Value]) -> bool:
     return values.get("app") in PROBES
 
 
-RANKS = Param("ranks", "--ranks", "comma-separated MPI rank counts (default 1)", parse_int_list, aliases=("-n",))
+RANKS = Param("ranks", "--ranks", "comma-separated MPI rank counts (default 1)", parse_int_list, metavar="R,...",
+              aliases=("-n",))
 THREADS = Param("threads", "--threads", "comma-separated OpenMP threads per rank (default 1)", parse_int_list,
-                aliases=("-t",))
+                metavar="T,...", aliases=("-t",))
 N1 = Param("n1", "--n1", f"two-level apps ({', '.join(TWO_LEVEL_APPS)}), instead of --ranks/--threads: "
-           "comma-separated level-1 rank counts (default 1)", parse_int_list)
+           "comma-separated level-1 rank counts (default 1)", parse_int_list, metavar="N1,...")
 N2 = Param("n2", "--n2", "two-level apps: comma-separated level-2 sizes, OpenMP threads per rank (--inner openmp) or "
-           "ranks per group (--inner mpi) (default 1)", parse_int_list)
+           "ranks per group (--inner mpi) (default 1)", parse_int_list, metavar="N2,...")
 INNER = Param("inner", "--inner", f"two-level apps: comma-separated level-2 modes from {', '.join(INNER_MODES)} "
               "(default both); openmp launches N1 ranks x N2 threads, mpi N1*N2 ranks x 1 thread with --n2 N2",
-              choice_list(INNER_MODES, "mode"))
+              choice_list(INNER_MODES, "mode"), metavar="MODE,...")
 BINDS = Param("binds", "--bind", f"comma-separated bindings from {', '.join(BIND_POLICIES)} (default HYMPI_BIND or "
-              "core)", choice_list(BIND_POLICIES, "binding"), setting="bind")
+              "core)", choice_list(BIND_POLICIES, "binding"), setting="bind",
+              metavar="BIND,...")
 DIST = Param("dist", "--dist", f"distribution: {', '.join(DISTRIBUTIONS)} (default HYMPI_DIST or compact)",
-             choice(DISTRIBUTIONS, "distribution"), setting="dist")
+             choice(DISTRIBUTIONS, "distribution"), setting="dist", metavar="DIST")
 MEMBINDS = Param("membinds", "--membind", f"comma-separated memory policies from {', '.join(MEMORY_POLICIES)}, "
                  "crossed with the bindings (default HYMPI_MEMBIND or none: first touch)",
-                 choice_list(MEMORY_POLICIES, "memory policy"),
-                 setting="membind")
+                 choice_list(MEMORY_POLICIES, "memory policy"), setting="membind", metavar="POLICY,...")
 SWEEP_REPEAT = REPEAT.described("measured runs per layout, or auto: 3, then more rounds of the layouts still in the "
                                 "noise of the best until it is separated or --max-repeat is spent (default 1)", 1)
 SWEEP_MIN_TIME = MIN_TIME.described(MIN_TIME.help, lambda values: 0.0 if _probe(values) else None)
@@ -76,7 +77,7 @@ VIRTUAL_NODES = Param("virtual_nodes", "--virtual-nodes", "split this machine in
                       "(HYMPI_VIRTUAL_NODES)", integer_from(1, "a number of nodes"), setting="virtual_nodes",
                       metavar="N")
 LAUNCHER = Param("launcher", "--launcher", f"{' or '.join(LAUNCHERS)} (default {DEFAULT_LAUNCHER})",
-                 choice(LAUNCHERS, "launcher"), DEFAULT_LAUNCHER)
+                 choice(LAUNCHERS, "launcher"), DEFAULT_LAUNCHER, metavar="NAME")
 CHECKPOINT_DIR = Param("checkpoint_dir", "--checkpoint-dir",
                        f"apps with checkpoints ({', '.join(checkpoint_apps())}): every run writes its checkpoint to "
                        "DIR/<run>.h5; a run that times out or is killed restarts from it when the same command runs "

@@ -226,9 +226,9 @@ def test_usage_lines_show_what_follows_double_dash(command, trailer):
 
 
 def test_np_is_ranks():
-    args, _ = build_parser().parse_known_args(["run", "rb3d", "-np", "3"])
+    args, _ = build_parser("run").parse_known_args(["run", "rb3d", "-np", "3"])
     assert args.ranks == 3
-    args, _ = build_parser().parse_known_args(["affinity", "-n", "2"])
+    args, _ = build_parser("affinity").parse_known_args(["affinity", "-n", "2"])
     assert args.ranks == 2
 
 

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 import skips
 from conftest import hympi
 from fakeapps import fake_bin_dir
-from hympi.cli import main, tune_main
+from hympi.cli import main
+from hympi.cli import tune as tune_command
 from hympi.errors import UsageError
 from hympi.launch.cvars import load_listing, parse_cvars
 from hympi.node_topologies import read_node_topologies
@@ -283,7 +284,7 @@ def test_an_unexpected_error_is_one_line_naming_a_bug(monkeypatch: pytest.Monkey
     def broken(args: object) -> int:
         raise ZeroDivisionError("division by zero\nsecond line")
 
-    monkeypatch.setitem(tune_main.SUBCOMMANDS, "params", broken)
+    monkeypatch.setitem(tune_command.SUBCOMMANDS, "params", broken)
     monkeypatch.delenv("HYMPI_DEBUG", raising=False)
     assert main(["tune", "params", "--cvars", str(CVARS_FILE)]) == 1
     err = capsys.readouterr().err
@@ -299,9 +300,9 @@ def test_an_unexpected_error_is_one_line_naming_a_bug(monkeypatch: pytest.Monkey
 def test_an_unexpected_error_in_a_real_process_prints_no_traceback(tmp_path: Path):
     """Through a real process: a subcommand that raises what nobody catches (injected by sitecustomize) is one line."""
     (tmp_path / "sitecustomize.py").write_text(
-        "from hympi.cli import tune_main\n"
+        "from hympi.cli import tune\n"
         "def _broken(args):\n    raise RuntimeError('injected')\n"
-        "tune_main.SUBCOMMANDS['params'] = _broken\n")
+        "tune.SUBCOMMANDS['params'] = _broken\n")
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]), "HYMPI_DEBUG": ""}
     proc = hympi("tune", "params", "--cvars", str(CVARS_FILE), env=env)
     assert proc.returncode == 1

@@ -1,8 +1,13 @@
-"""The hympi command line: subcommands dispatched from a table."""
+"""The hympi command line: subcommands dispatched from a table, one module under hympi.cli per subcommand.
+
+Only the module of the subcommand named on the command line is imported (importlib, by the table's name): each
+module imports its work at its top, and a `hympi` call pays for the one subcommand it runs, not for all of them
+(tests/python/test_startup.py)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import select
 import signal
@@ -12,46 +17,79 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hympi import __version__
-from hympi.cli import affinity, config, export, info, layout, place, profile, report, run, study, sweep, tune
 from hympi.cli.parser import Parser, Subparsers
 from hympi.errors import HympiError, UsageError
 from hympi.settings import load_settings, settings
 
 
 class Command(Protocol):
-    """What a subcommand module provides."""
+    """What a subcommand module (hympi.cli.NAME) provides."""
 
-    def add_parser(self, sub: Subparsers, name: str) -> None:
-        """Registers the subcommand's parser under `name`, with `handler` set to its main."""
+    def add_parser(self, sub: Subparsers, name: str, summary: str) -> None:
+        """Registers the subcommand's parser under `name` with the one-line `summary`, `handler` set to its main."""
 
     def main(self, args: argparse.Namespace) -> int:
         """Runs the subcommand; returns the exit code."""
 
 
-# One module per subcommand.
-COMMANDS: dict[str, Command] = {"run": run, "affinity": affinity, "info": info, "profile": profile, "place": place,
-                                "sweep": sweep, "study": study, "report": report, "export": export,
-                                "config": config, "tune": tune, "layout": layout}
+# Every subcommand: its module hympi.cli.NAME and the line `hympi --help` shows for it.
+COMMANDS: dict[str, str] = {
+    "run": "run one app",
+    "affinity": "binding table of a layout",
+    "info": "topology summary",
+    "profile": "record who sends how much to whom in any MPI program",
+    "place": "map ranks to cores from a communication matrix",
+    "sweep": "sweep layouts of one app into the results database",
+    "study": "characterise this machine and write the report",
+    "report": "HTML report of the results database",
+    "export": "raw runs as CSV or JSON",
+    "config": "show the effective options and where each came from",
+    "tune": "search MPI parameters and layout for the fastest configuration",
+    "layout": "spell one layout for a launcher (dry run)",
+}
 
 # What follows `--` for the subcommands that take it, shown in their usage line; the others refuse it.
 TRAILERS: dict[str, str] = {"run": "[-- APP-ARGS]", "affinity": "[-- APP-ARGS]", "sweep": "[-- APP-ARGS]",
                             "profile": "-- COMMAND [ARG ...]", "tune": "[-- APP-ARGS]"}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every subcommand registered."""
+def command_module(name: str) -> Command:
+    """The module of subcommand `name` (a key of COMMANDS), imported now."""
+    module: Command = importlib.import_module(f"{__name__}.{name}")
+    return module
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser: every subcommand listed, and `command`'s own options registered (its module imported);
+    the others take none, so a command line naming one of them gets that one's parser from a second call."""
     parser = Parser(prog="hympi", description="Hybrid MPI + OpenMP layouts, measured and explained.")
     parser.add_argument("--version", action="version", version=f"hympi {__version__}")
     parser.add_argument("--config", default=None, metavar="PATH",
                         help="config file (default ./hympi.toml when present; HYMPI_CONFIG); the apps read it too")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for name, module in COMMANDS.items():
-        module.add_parser(sub, name)
+    for name, summary in COMMANDS.items():
+        if name != command:
+            sub.add_parser(name, help=summary, add_help=False)
+            continue
+        command_module(name).add_parser(sub, name, summary)
         if name in TRAILERS:
-            command = sub.choices[name]
+            chosen = sub.choices[name]
             # argparse cannot show arguments it does not parse; append the `--` part to its own usage line.
-            command.usage = command.format_usage().removeprefix("usage: ").rstrip() + " " + TRAILERS[name]
+            chosen.usage = chosen.format_usage().removeprefix("usage: ").rstrip() + " " + TRAILERS[name]
     return parser
+
+
+def named_command(argv: list[str]) -> str | None:
+    """The subcommand an argument list names: its first word that is not an option or --config's value."""
+    after_config = False
+    for arg in argv:
+        if after_config:
+            after_config = False
+        elif arg == "--config":
+            after_config = True
+        elif not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -120,7 +158,7 @@ def _dispatch(argv: list[str] | None) -> int:
         split = argv.index("--")
         argv, app_args = argv[:split], argv[split + 1:]
     try:
-        args, unknown = build_parser().parse_known_args(argv)
+        args, unknown = build_parser(named_command(argv)).parse_known_args(argv)
         if unknown and not getattr(args, "forwards_unknown", False):
             raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
         # `hympi run bt-mz --class W`: options hympi does not know are the app's (the app validates them).

@@ -15,9 +15,9 @@ from hympi.launch.mpirun import LaunchSpec, one_mpi_job, run_command
 from hympi.place.tree import load_node_tree
 
 
-def add_parser(sub: Subparsers, name: str) -> None:
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi affinity`."""
-    p = sub.add_parser(name, help="binding table of a layout",
+    p = sub.add_parser(name, help=summary,
                        description="Show where each rank and thread runs (host, PU, core, NUMA, package).")
     add_layout_options(p)
     p.add_argument("--check", action="store_true",

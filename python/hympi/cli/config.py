@@ -8,13 +8,14 @@ import json
 from rich.console import Console
 from rich.table import Table
 
+from hympi.cli.parser import Subparsers
 from hympi.contract import contract
 from hympi.settings import load_settings
 
 
-def add_parser(sub: argparse._SubParsersAction, name: str) -> None:  # type: ignore[type-arg]
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi config`."""
-    p = sub.add_parser(name, help="show the effective options and where each came from",
+    p = sub.add_parser(name, help=summary,
                        description="Every option of the options layer (defaults < hympi.toml or --config < HYMPI_* "
                                    "environment < command line) with its value and source")
     p.add_argument("--json", action="store_true", help="print {key: {value, source, env}} as JSON")

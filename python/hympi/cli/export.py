@@ -13,9 +13,9 @@ from hympi.outputs import write_output
 from hympi.store import Store
 
 
-def add_parser(sub: Subparsers, name: str) -> None:
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi export`."""
-    p = sub.add_parser(name, help="raw runs as CSV or JSON", description="Export every stored run as CSV or JSON.")
+    p = sub.add_parser(name, help=summary, description="Export every stored run as CSV or JSON.")
     p.add_argument("--format", default="csv", help="csv or json (default csv)")
     add_db_option(p)
     p.add_argument("--sweep", type=int, action="append", default=None, metavar="ID",

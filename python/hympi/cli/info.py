@@ -20,9 +20,9 @@ from hympi.settings import settings
 from hympi.topology import machine_summary
 
 
-def add_parser(sub: Subparsers, name: str) -> None:
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi info`."""
-    p = sub.add_parser(name, help="topology summary",
+    p = sub.add_parser(name, help=summary,
                        description="Topology of this machine (hwloc); with --all-nodes, of every node of a launched "
                                    "job, nodes grouped by topology and their differences shown.")
     p.add_argument("--topology", default=None, help="this | synthetic:<description> | <file.xml> (default this)")

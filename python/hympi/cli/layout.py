@@ -17,9 +17,9 @@ from hympi.place.tree import NodeTree, load_node_tree
 PROGRAMS = {"openmpi4": "mpirun", "openmpi5": "mpirun", "mpich": "mpiexec", "slurm": "srun"}
 
 
-def add_parser(sub: Subparsers, name: str) -> None:
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi layout`."""
-    p = sub.add_parser(name, help="spell one layout for a launcher (dry run)",
+    p = sub.add_parser(name, help=summary,
                        description="Print a launcher's arguments and environment for nodes x ranks per node x threads "
                                    "and the cpuset every rank and thread gets; nothing is launched.")
     p.add_argument("--nodes", type=count_argument(MAX_NODES), default=1, metavar="N", help="nodes (default 1)")

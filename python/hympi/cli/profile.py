@@ -14,9 +14,9 @@ from hympi.errors import HympiError
 from hympi.profile import Profile, plan_profile, run_profile
 
 
-def add_parser(sub: Subparsers, name: str) -> None:
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi profile`."""
-    p = sub.add_parser(name, help="record who sends how much to whom in any MPI program",
+    p = sub.add_parser(name, help=summary,
                        description="Run CMD (e.g. mpirun -np 4 ./a.out) with libhympi-profile.so preloaded; "
                                    "write the rank x rank bytes/messages matrix when it calls MPI_Finalize.")
     p.add_argument("--out", default="hympi-profile.json", help="matrix file to write (default hympi-profile.json)")

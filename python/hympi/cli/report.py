@@ -10,12 +10,13 @@ from hympi.cli.common import add_db_option, ensure_out_dir
 from hympi.cli.parser import Subparsers
 from hympi.launch.cvars import load_listing
 from hympi.outputs import check_not_input
+from hympi.report.writer import write_report
 from hympi.store import Store
 
 
-def add_parser(sub: Subparsers, name: str) -> None:
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi report`."""
-    p = sub.add_parser(name, help="HTML report of the results database",
+    p = sub.add_parser(name, help=summary,
                        description="Write DIR/index.html with plots, tables and a recommendation per app.")
     add_db_option(p)
     p.add_argument("--out", default="hympi-report", help="output directory (default ./hympi-report)")
@@ -30,8 +31,6 @@ def add_parser(sub: Subparsers, name: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Writes the report and prints where it is; UsageError for a missing database or an unknown id."""
-    from hympi.report.writer import write_report  # numpy, matplotlib and every section: only when a report is written
-
     # The database and the ids are checked first, so bad input leaves no empty output directory behind.
     check_not_input("--out", Path(args.out) / "index.html", {"--db": args.db, "--cvars": args.cvars})
     with Store.read(args.db) as store:  # read-only: a report never changes the database

@@ -28,9 +28,9 @@ from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.result import PREFIX, ResultRecord, placement_share
 
 
-def add_parser(sub: Subparsers, name: str) -> None:
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi run`."""
-    p = sub.add_parser(name, help="run one app",
+    p = sub.add_parser(name, help=summary,
                        description="Run an app: hympi run APP [options] [app options] [-- APP-ARGS]; "
                                    "hympi run APP -- --help shows the app's own options")
     p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")

@@ -12,13 +12,14 @@ from hympi.cli.parser import Subparsers
 from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.mpirun import configured_flavor
 from hympi.params import from_record, register, resolve, rounds, texts
+from hympi.study import StudyOptions, run_study
 from hympi.study_options import STUDY, check_apps
 from hympi.topology import machine_summary
 
 
-def add_parser(sub: Subparsers, name: str) -> None:
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi study`."""
-    p = sub.add_parser(name, help="characterise this machine and write the report",
+    p = sub.add_parser(name, help=summary,
                        description="Topology, STREAM, then sweeps of every built app over the layouts that fill the "
                                    "cores (plus 1x1), memory per layout, the data-layout experiment (BT-MZ with its "
                                    "arrays placed four ways; needs >= 2 NUMA domains), the ping-pong "
@@ -32,8 +33,6 @@ def add_parser(sub: Subparsers, name: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Checks the options, runs the study and prints where the report is; UsageError on bad input."""
-    from hympi.study import StudyOptions, run_study  # numpy, the sweeps and the report: only when a study runs
-
     values = resolve(args, STUDY)
     check_apps(texts(values, "apps"))
     measured = rounds(values)

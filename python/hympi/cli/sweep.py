@@ -1,16 +1,52 @@
 """hympi sweep APP: every ranks x threads x binding x memory policy layout (or, for a two-level app, every
-N1 x N2 x inner mode), repeated, recorded; resumable. Its options here (the parameters that define the sweep are
-declared in hympi.sweep_options); the sweep itself in cli/sweep_main.py."""
+N1 x N2 x inner mode), repeated, recorded; resumable. The parameters that define a sweep are declared in
+hympi.sweep_options; here they are registered, resolved into SweepParams, and the sweep is planned, validated, then
+run (or printed, or written as an sbatch script)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from rich.console import Console
 
 from hympi.apps import APPS
-from hympi.cli.common import add_db_option, add_mpi_param_options
+from hympi.cli.common import (
+    add_db_option,
+    add_mpi_param_options,
+    check_output_file,
+    mpi_params_from_args,
+    report_interrupt,
+)
 from hympi.cli.parser import Subparsers
-from hympi.params import parse_integer, register
-from hympi.sweep_options import SWEEP
+from hympi.errors import HympiFatal, UsageError
+from hympi.launch import slurm, slurm_jobs
+from hympi.launch.detect import find_launcher
+from hympi.launch.mpirun import format_command
+from hympi.outputs import write_output
+from hympi.params import Value, from_record, ints, parse_integer, register, resolve, rounds, texts
+from hympi.report.analysis import group_runs, recommend
+from hympi.report.explain import explain, verdict_reasons
+from hympi.store import Store
+from hympi.sweep import (
+    SweepParams,
+    batch_request,
+    command_for,
+    cpu_limit,
+    open_sweep,
+    plan,
+    record_machine,
+    restartable,
+    restartable_items,
+    run_sweep,
+    validate_layouts,
+)
+from hympi.sweep_options import SWEEP, cross_layouts
+from hympi.topology import machine_summary
+from hympi.twolevel import INNER_MODES, check_options, expand, sweep_axes
 
 
 def _resume_value(text: str) -> int:
@@ -18,9 +54,9 @@ def _resume_value(text: str) -> int:
     return parse_integer("--resume", text, 1, "a sweep id")
 
 
-def add_parser(sub: Subparsers, name: str) -> None:
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi sweep`."""
-    p = sub.add_parser(name, help="sweep layouts of one app into the results database",
+    p = sub.add_parser(name, help=summary,
                        description="Run APP for every ranks x threads x binding x memory policy layout, --repeat "
                                    "times each, and record every run: hympi sweep APP --ranks 1,2 --threads 1,2 "
                                    "[-- app args]")
@@ -43,8 +79,198 @@ def add_parser(sub: Subparsers, name: str) -> None:
     p.set_defaults(handler=main)
 
 
-def main(args: argparse.Namespace) -> int:
-    """Runs `hympi sweep` (cli/sweep_main.main: UsageError on bad input, the sweep's exit code otherwise)."""
-    from hympi.cli import sweep_main  # numpy, the store and the report sections: only when a sweep runs
 
-    return sweep_main.main(args)
+
+def layouts_of(app: str, values: Mapping[str, Value], app_args: tuple[str, ...],
+               ) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, ...], ...]]:
+    """The (ranks, threads) launches and their own app arguments: --ranks x --threads, or for a two-level app
+    --n1 x --n2 x --inner (hympi.twolevel); UsageError for the two mixed."""
+    if any(key in values for key in ("n1", "n2", "inner")):
+        check_options(app, "ranks" in values or "threads" in values, app_args)
+        return sweep_axes(expand(ints(values, "n1"), ints(values, "n2"), texts(values, "inner", INNER_MODES)))
+    return cross_layouts(ints(values, "ranks"), ints(values, "threads")), ()
+
+
+def params_from_args(args: argparse.Namespace) -> SweepParams:
+    """Checked SweepParams from the command line (UsageError on bad input): each parameter as hympi.sweep_options
+    declares it, then what only their combination decides."""
+    values = resolve(args, SWEEP, {"app": args.app})
+    layouts, layout_args = layouts_of(args.app, values, tuple(args.app_args))
+    measured = rounds(values)
+    if "checkpoint_every" in values and "checkpoint_dir" not in values:
+        raise UsageError("--checkpoint-every needs --checkpoint-dir")
+    checkpoint_dir = str(values.get("checkpoint_dir", ""))
+    if "checkpoint_dir" in values:
+        if not checkpoint_dir.strip():
+            raise UsageError("--checkpoint-dir needs a directory, got ''")
+        checkpoint_dir = str(Path(checkpoint_dir).expanduser().absolute())
+    params = from_record(SweepParams, {
+        **values, "app": args.app, "layouts": layouts, "layout_args": layout_args, "app_args": tuple(args.app_args),
+        "repeat": measured.repeat, "auto": measured.auto, "max_repeat": measured.max_repeat,
+        "checkpoint_dir": checkpoint_dir})
+    params.check()
+    if params.launcher not in ("mpirun", "slurm"):
+        find_launcher(params.launcher)  # not installed, or another version: exit 1 before anything is written
+    # Checked last: it asks the MPI library (one short launch) only when the rest of the command line is sound.
+    mpi_params = mpi_params_from_args(args)
+    return dataclasses.replace(params, mpi_params=mpi_params) if mpi_params else params
+
+
+def make_checkpoint_dir(directory: str) -> Path | None:
+    """Creates the checkpoint directory (and its parents); returns it when this call created it (to remove it again
+    if the sweep is refused), None when it existed. UsageError when it cannot be created."""
+    path = Path(directory)
+    if path.is_dir():
+        return None
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:
+        raise UsageError(f"--checkpoint-dir {directory} cannot be created ({exc.strerror or exc})") from None
+    return path
+
+
+def submit_script(script: Path, req: slurm.BatchRequest, runs: int, wait: bool) -> int:
+    """Submits the written sbatch script (removing it when sbatch refuses it) and, with `wait`, follows the job to
+    its end: prints its output and returns 0 when it completed, 1 otherwise (HympiFatal when Slurm fails us)."""
+    try:
+        job_id = slurm_jobs.submit(script, req.workdir)
+    except HympiFatal:
+        script.unlink(missing_ok=True)
+        raise
+    output = Path(req.workdir) / slurm.batch_output(req, job_id)
+    print(f"submitted job {job_id} ({script}: {runs} runs); output: {output}", flush=True)
+    if not wait:
+        return 0
+    try:
+        final = slurm_jobs.wait_for(job_id)
+    except KeyboardInterrupt:
+        print(f"hympi: stopped waiting; job {job_id} goes on (scancel {job_id} stops it)", file=sys.stderr)
+        return 130
+    if output.is_file():
+        print(output.read_text(errors="replace"), end="")
+    if final is None:
+        print(f"hympi: job {job_id} ended and Slurm has forgotten how; see {output}", file=sys.stderr)
+        return 1
+    print(f"job {job_id} {final.state} (exit code {final.exit_code})", flush=True)
+    return 0 if final.state == "COMPLETED" and final.exit_code == 0 else 1
+
+
+def main(args: argparse.Namespace) -> int:
+    """Plans, validates, then runs (or prints, or writes an sbatch script for) the sweep."""
+    params = params_from_args(args)
+    console = Console()
+    resume = args.resume
+    if isinstance(resume, int) and not isinstance(resume, bool):
+        with Store.open(args.db, create=False) as existing:  # the recorded parameters win over the command line
+            recorded = existing.sweep(resume)
+        if recorded.app != params.app:
+            raise UsageError(f"sweep {resume} is a sweep of {recorded.app}, not {params.app}")
+        kept = SweepParams.from_dict(recorded.params)
+        if args.app_args and tuple(args.app_args) != kept.app_args:
+            raise UsageError(f"--resume {resume}: sweep {resume} ran with app arguments '{' '.join(kept.app_args)}', "
+                             f"not '{' '.join(args.app_args)}'; start a new sweep to change them")
+        if params.checkpoint_dir and params.checkpoint_dir != kept.checkpoint_dir:
+            raise UsageError(f"--resume {resume}: sweep {resume} keeps its checkpoints in "
+                             f"'{kept.checkpoint_dir or '(none)'}', not '{params.checkpoint_dir}'")
+        params = kept
+    elif params.checkpoint_dir:
+        resume = True  # the checkpoint directory holds the sweep's state: the same command line continues it
+    summary = machine_summary()
+    the_plan = plan(params, cpu_limit(params, summary))
+    if not the_plan.items:
+        raise UsageError(f"every layout needs more than the {summary.pus} PUs of this machine "
+                         "(pass --oversubscribe to run them anyway)")
+    outside = params.launcher == "slurm" and not slurm.in_allocation()
+    submit = args.submit or args.wait
+    # Each of these only shapes the sbatch script; anywhere else it would be ignored without a word.
+    script_flags = [flag for flag, given in (("--sbatch", args.sbatch is not None), ("--submit", args.submit),
+                                             ("--wait", args.wait)) if given]
+    if script_flags and not outside:
+        raise UsageError(f"{' and '.join(script_flags)}: only a sweep with --launcher slurm outside an allocation "
+                         "writes an sbatch script" + (" (this process runs in Slurm job "
+                                                      f"{slurm_jobs.current_job()})" if slurm.in_allocation() else
+                                                      f" (the launcher is {params.launcher})"))
+    # The runs need the checkpoint directory, and the app checks the options naming it; a dry run or an sbatch
+    # script creates nothing (the app then checks the options without it).
+    created = make_checkpoint_dir(params.checkpoint_dir) if params.checkpoint_dir and not (args.dry_run or outside) \
+        else None
+    try:
+        validate_layouts(params, the_plan.items)
+    except BaseException:
+        if created is not None:
+            created.rmdir()
+        raise
+    for ranks, threads in the_plan.skipped:
+        print(f"hympi: skipping {ranks}x{threads}: {ranks * threads} > {summary.pus} PUs (use --oversubscribe)",
+              file=sys.stderr)
+    if outside:
+        req = batch_request(params, Path(args.db), len(the_plan.items))
+        script = slurm.sbatch_script(req)
+        if args.dry_run:
+            print(script, end="")
+            print("# job steps the script's sweep runs with srun:")
+            for item in the_plan.items:
+                print(format_command(command_for(params, item)))
+            return 0
+        target = check_output_file(args.sbatch or f"hympi-sweep-{params.app}.sbatch", "--sbatch",
+                                   {"--db": args.db, "--cvars": args.cvars})
+        if submit:
+            slurm_jobs.check_reachable()  # before anything is written: an unreachable Slurm leaves no trace
+        try:
+            write_output(target, script, mode=0o755)
+        except OSError as exc:
+            raise UsageError(f"cannot write sbatch script {target} ({exc.strerror or exc})") from None
+        if not submit:
+            print(f"wrote {target}: {len(the_plan.items)} runs; submit with: sbatch {target}")
+            return 0
+        return submit_script(target, req, len(the_plan.items), args.wait)
+    if args.dry_run:
+        for item in the_plan.items:
+            print(format_command(command_for(params, item, restartable(params, item))))
+        return 0
+    store = Store.open(args.db)
+    try:
+        machine = record_machine(store, summary, params.launcher)
+        sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), resume)
+        if resumed:  # the recorded parameters (seed included) decide the order of what is left
+            params = SweepParams.from_dict(sweep.params)
+            the_plan = plan(params, cpu_limit(params, summary))
+        done = len(store.done_keys(sweep.id))
+        again = len(restartable_items(store, sweep.id, params))
+        restarts = f", {again} to restart from a checkpoint" if again else ""
+        verb = "resuming" if resumed else "starting"
+        warm = len(the_plan.layouts) if params.warmup else 0
+        rounds = f"{params.repeat}..{params.max_repeat} rounds (--repeat auto)" if params.auto else \
+            f"{params.repeat} round(s)"
+        console.print(f"{verb} sweep {sweep.id}: {params.app}, {len(the_plan.items)} runs ({warm} warm-up, "
+                      f"{rounds}, order seed {params.seed}, min time {params.min_time:g} s; {done} already recorded"
+                      f"{restarts}) -> {args.db}", highlight=False)
+        result = run_sweep(store, sweep, params, the_plan.items, console)
+        runs = store.runs([sweep.id])
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(result.statuses.items())) or "nothing to run"
+        if result.restarted:
+            counts += f"; {result.restarted} restarted from a checkpoint"
+        if result.cancelled:
+            console.print(f"sweep {sweep.id} stopped: {counts}; {result.cancelled} launch(es) cancelled by Slurm are "
+                          "kept as attempts, not results: run it again with --resume to run them again",
+                          highlight=False)
+        elif result.restartable:
+            console.print(f"sweep {sweep.id} stopped: {counts}; {result.restartable} run(s) left a checkpoint in "
+                          f"{params.checkpoint_dir}: run the same command again to restart them from it",
+                          highlight=False)
+        else:
+            console.print(f"sweep {sweep.id} finished: {counts}", highlight=False)
+        if result.auto is not None:
+            console.print(result.auto.text, highlight=False)
+        for group in group_runs(runs, {sweep.id: machine.id}):
+            console.print(f"{group.app} {group.problem}: {recommend(group, params.confidence)}", highlight=False)
+            for line in verdict_reasons(group, explain(group), params.confidence):
+                console.print(f"  why: {line}", highlight=False)
+        console.print(f"results: {args.db} (hympi report --db {args.db}; hympi export --db {args.db})",
+                      highlight=False)
+        failed = sum(1 for r in runs if r.status != "ok")
+        return 1 if failed or result.cancelled else 0
+    except KeyboardInterrupt as exc:  # SIGTERM (SweepInterrupted): the batch system's stop; exit as killed by it
+        return report_interrupt("sweep", args.db, exc)
+    finally:
+        store.close()

@@ -1,20 +1,41 @@
 """hympi tune params|run|best|predict|evaluate: MPI control variables and layout, searched together; the best as
-files to use. Its options here; the subcommands' work in cli/tune_main.py and cli/tune_predict.py."""
+files to use. The tune's parameters are declared in hympi.tune.options; predict and evaluate's work is in
+cli/tune_predict.py."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
-from hympi.apps import APPS
-from hympi.cli.common import add_db_option, seconds
+from rich.console import Console
+from rich.table import Table
+
+from hympi.apps import APPS, get_app
+from hympi.cli import tune_predict
+from hympi.cli.common import add_db_option, report_interrupt, seconds
 from hympi.cli.parser import Parser, Subparsers
-from hympi.params import register
+from hympi.errors import HympiFatal, UsageError
+from hympi.launch.cvars import Cvar, CvarListing, load_listing
+from hympi.launch.mpirun import configured_flavor
+from hympi.params import AUTO, from_record, parse_integer, register, resolve
+from hympi.paths import binary
+from hympi.store import Store
+from hympi.sweep import record_machine
+from hympi.topology import machine_summary
 from hympi.tune.options import DEFAULT_PROFILE_TIMEOUT_S, FORMATS, TUNE_RUN
+from hympi.tune.output import best_of_tune, render, tuned_flavor
+from hympi.tune.results import Measured, best, default_of, speedup
+from hympi.tune.search import check_strategy, default_budget
+from hympi.tune.space import SearchSpace, load_space
+from hympi.tune.tuner import TuneOutcome, TuneParams, check_layouts, open_tune, run_tune
+
+DESCRIPTION_WIDTH = 70
 
 
-def add_parser(sub: Subparsers, name: str) -> None:
+def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi tune` and its subcommands params, run and best."""
-    p = sub.add_parser(name, help="search MPI parameters and layout for the fastest configuration",
+    p = sub.add_parser(name, help=summary,
                        description="hympi tune params | run APP --space FILE | best: tune MPI control variables "
                                    "(from the installed library) together with ranks, threads and binding")
     tune_sub = p.add_subparsers(dest="tune_command", required=True, parser_class=Parser)
@@ -85,8 +106,153 @@ def _add_cvars_option(parser: argparse.ArgumentParser) -> None:
                         help="read spaces against a saved 'hympi tune params --json' listing, not the library")
 
 
-def main(args: argparse.Namespace) -> int:
-    """Runs the tune subcommand named on the command line (cli/tune_main.SUBCOMMANDS; UsageError on bad input)."""
-    from hympi.cli import tune_main  # numpy, scikit-learn, the sweep and the store: only when a tune subcommand runs
 
-    return tune_main.SUBCOMMANDS[args.tune_command](args)
+
+def _no_app_args(args: argparse.Namespace) -> None:
+    """UsageError for app arguments given to a subcommand that runs no app."""
+    if args.app_args:
+        raise UsageError(f"hympi tune {args.tune_command} takes no app arguments, got '{' '.join(args.app_args)}'")
+
+
+def cvar_table(cvars: list[Cvar], library: str) -> Table:
+    """The control variables as a table: name, type, value, enum items, scope, description."""
+    table = Table(title=f"{len(cvars)} MPI control variables of {library}")
+    for column in ("name", "type", "value", "enum values", "scope", "description"):
+        table.add_column(column, no_wrap=column in ("name", "type"), overflow="fold")
+    for cvar in cvars:
+        description = cvar.description if len(cvar.description) <= DESCRIPTION_WIDTH \
+            else cvar.description[:DESCRIPTION_WIDTH - 3] + "..."
+        table.add_row(cvar.name, cvar.datatype, cvar.value if cvar.value is not None else "-",
+                      ", ".join(cvar.enum), cvar.scope, description)
+    return table
+
+
+def filtered(listing: CvarListing, text: str | None) -> list[Cvar]:
+    """The cvars whose name or description contains `text` (all without it), by name."""
+    needle = (text or "").lower()
+    return [c for _, c in sorted(listing.cvars.items())
+            if not needle or needle in c.name.lower() or needle in c.description.lower()]
+
+
+def main_params(args: argparse.Namespace) -> int:
+    """Prints the library's control variables (filtered by --grep), as a table or JSON."""
+    _no_app_args(args)
+    listing = load_listing(args.cvars)
+    cvars = filtered(listing, args.grep)
+    if args.json:
+        print(json.dumps({"format": "hympi-mpit", "mpi_library": listing.mpi_library,
+                          "cvars": [c.as_dict() for c in cvars]}, indent=1))
+        return 0
+    Console().print(cvar_table(cvars, listing.mpi_library))
+    return 0
+
+
+def _tune_params(args: argparse.Namespace, space: SearchSpace) -> TuneParams:
+    """Checked TuneParams from the command line (each parameter as hympi.tune.options declares it) and the space's
+    size; UsageError on bad input."""
+    values = resolve(args, TUNE_RUN)
+    if values["repeat"] == AUTO:
+        raise UsageError("hympi tune run --repeat auto: the tuner measures every configuration alike; give a "
+                         "number of runs")
+    size = len(space.configurations())
+    strategy = str(values["strategy"])
+    if "max_runs" not in values:
+        values["max_runs"] = default_budget(strategy, size)
+    params = from_record(TuneParams, {**values, "app": args.app, "app_args": tuple(args.app_args)})
+    check_strategy(strategy, size, params.max_runs, params.ei_stop)
+    params.check()
+    return params
+
+
+def results_table(outcome: TuneOutcome, space: SearchSpace) -> Table:
+    """Every measured configuration, best first: score, runs, status, speedup over the default, memory."""
+    default = default_of(outcome.results, space.default)
+    table = Table(title=f"tune {outcome.tune.id}: {outcome.tune.program} ({outcome.tune.strategy})")
+    for column in ("configuration", "score (rate)", "runs", "status", "speedup vs default", "peak MiB/rank"):
+        table.add_column(column, overflow="fold")
+    ranked = sorted(outcome.results, key=lambda m: (m.score is None, -(m.score or 0.0)))
+    for m in ranked:
+        table.add_row(m.config.label(), f"{m.score:.4g}" if m.score is not None else "-", str(m.runs), m.status,
+                      speedup(m, default).text, f"{m.max_rss_mib:.1f}" if m.max_rss_mib is not None else "-")
+    return table
+
+
+def _summary(outcome: TuneOutcome, space: SearchSpace, params: TuneParams) -> list[str]:
+    """The lines after the table: budget used, why it stopped, the best, what the library ignored."""
+    size = len(space.configurations())
+    measured = len(outcome.results)
+    lines = [f"measured {measured} of {size} configurations ({100.0 * measured / size:.0f} %) with "
+             f"{params.repeat} measured run(s) each; stopped: {outcome.stop}"]
+    top: Measured | None = best(outcome.results)
+    default = default_of(outcome.results, space.default)
+    if top is not None and top.config == space.default:
+        lines.append(f"best: the default configuration ({top.config.label()}); nothing measured beat it")
+    elif top is not None:
+        lines.append(f"best: {top.config.label()}: {speedup(top, default).text} over the default")
+    if params.repeat < 2:
+        lines.append("speedups have no confidence interval: measure with --repeat 2 or more (4 to separate)")
+    ignored = sorted({name for m in outcome.results for name in m.ignored})
+    if ignored:
+        lines.append(f"ignored by the MPI library (set, but read back unchanged): {', '.join(ignored)}")
+    unchecked = [m for m in outcome.results if not m.checked]
+    if unchecked:
+        lines.append(f"{len(unchecked)} configuration(s) could not be checked: the app reported no MPI_T read-back")
+    return lines
+
+
+def main_run(args: argparse.Namespace) -> int:
+    """Validates everything (space, cvars, layouts, budget), then runs or resumes the tune and reports it."""
+    try:
+        binary(get_app(args.app).binary)
+    except HympiFatal as exc:  # the program to tune is not there: bad input, nothing launched
+        raise UsageError(str(exc)) from None
+    configured_flavor()  # the flavour names the variables that set the space's parameters
+    listing = load_listing(args.cvars)
+    space = load_space(args.space, listing.cvars, listing.library)
+    params = _tune_params(args, space)
+    summary = machine_summary()
+    check_layouts(params, space, summary.pus)
+    console = Console()
+    store = Store.open(args.db)
+    try:
+        machine = record_machine(store, summary, "mpirun")
+        tune, resumed = open_tune(store, machine, params, space, args.resume)
+        params = TuneParams.from_dict(tune.params)
+        verb = "resuming" if resumed else "starting"
+        console.print(f"{verb} tune {tune.id}: {params.program}, {params.strategy} over "
+                      f"{len(space.configurations())} configurations (at most {params.max_runs}), "
+                      f"{params.repeat} measured run(s) each, seed {params.seed} -> {args.db}", highlight=False)
+        outcome = run_tune(store, machine, tune, space, console)
+        console.print(results_table(outcome, space))
+        for line in _summary(outcome, space, params):
+            console.print(line, highlight=False)
+        console.print(f"use it: hympi tune best --tune {tune.id} --db {args.db}", highlight=False)
+        return 0 if best(outcome.results) is not None else 1
+    except KeyboardInterrupt as exc:  # SweepInterrupted (SIGTERM) too
+        return report_interrupt("tune", args.db, exc)
+    finally:
+        store.close()
+
+
+def main_best(args: argparse.Namespace) -> int:
+    """Prints the best configuration of a tune as an mca-params.conf snippet, an MPICH env file or run flags."""
+    _no_app_args(args)
+    tune_id = parse_integer("--tune", args.tune, 1, "a tune id") if args.tune is not None else None
+    with Store.read(args.db) as store:
+        found = best_of_tune(store, tune_id)
+    if args.format is not None:
+        sys.stdout.write(render(found, args.format))
+        return 0
+    native = "mpich" if tuned_flavor(found.mpi_library) == "mpich" else "mca"
+    sys.stdout.write(render(found, native))
+    sys.stdout.write(render(found, "flags"))
+    return 0
+
+
+SUBCOMMANDS = {"params": main_params, "run": main_run, "best": main_best, "predict": tune_predict.predict_main,
+               "evaluate": tune_predict.evaluate_main}
+
+
+def main(args: argparse.Namespace) -> int:
+    """Runs the tune subcommand named on the command line (SUBCOMMANDS; UsageError on bad input)."""
+    return SUBCOMMANDS[args.tune_command](args)

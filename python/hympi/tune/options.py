@@ -24,7 +24,7 @@ def parse_fraction(option: str, text: str) -> float:
 
 
 STRATEGY = Param("strategy", "--strategy", f"{', '.join(STRATEGIES)} (default exhaustive)",
-                 choice(STRATEGIES, "strategy"), "exhaustive")
+                 choice(STRATEGIES, "strategy"), "exhaustive", metavar="NAME")
 MAX_RUNS = Param("max_runs", "--max-runs", "configurations to measure at most (default: all for exhaustive and "
                  "random, a quarter of the space for guided)", integer_from(1), metavar="N")
 EI_STOP = Param("ei_stop", "--ei-stop", f"guided: stop when the best expected relative improvement is below F "
