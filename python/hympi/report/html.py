@@ -14,8 +14,9 @@ from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reason
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import describe, fit_model, policy
 from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
-from hympi.report.tuning import MEMORY_MARGIN, Prediction, ProgramTuning
+from hympi.report.tuning import Prediction, ProgramTuning
 from hympi.result import run_placement_share
+from hympi.stats.compare import MEMORY_MARGIN
 from hympi.stats.model import ModelFit
 from hympi.store import MachineRecord, Run
 from hympi.store.db import DEFAULT_MEMBIND

@@ -13,9 +13,6 @@ from hympi.tune.predict import CvarSource, ProgramVerdict, evaluate
 from hympi.tune.results import Measured, Speedup, best, default_of, speedup, tune_results
 from hympi.tune.space import UNSET_LABEL, Configuration
 
-# Memory per process differing by less than this fraction across a parameter's values is no difference.
-MEMORY_MARGIN = 0.05
-
 
 @dataclass(frozen=True)
 class TuneSummary:
