@@ -14,10 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hympi.errors import UsageError
+from hympi.params import choice
 
 # Apps whose level 2 is chosen by --inner (and --n2 for the MPI mode).
 TWO_LEVEL_APPS = ("blades",)
 INNER_MODES = ("openmp", "mpi")
+# One mode, checked as --inner's list parser checks each entry (hympi.sweep_options.INNER).
+INNER_MODE = choice(INNER_MODES, "mode")
 # The app options the expansion sets itself; the sweep's own app arguments must not set them too.
 LEVEL_OPTIONS = ("--inner", "--n2")
 
@@ -52,10 +55,10 @@ class TwoLevelLayout:
 
 
 def expand(n1s: tuple[int, ...], n2s: tuple[int, ...], inners: tuple[str, ...]) -> tuple[TwoLevelLayout, ...]:
-    """Every (N1, N2, inner), mode-major then N1, N2; UsageError for an unknown inner mode."""
+    """Every (N1, N2, inner), mode-major then N1, N2; UsageError for an unknown inner mode (the line --inner's
+    declaration gives it)."""
     for inner in inners:
-        if inner not in INNER_MODES:
-            raise UsageError(f"--inner: unknown value '{inner}' (expected {', '.join(INNER_MODES)})")
+        INNER_MODE("--inner", inner)
     return tuple(TwoLevelLayout(n1, n2, inner) for inner in inners for n1 in n1s for n2 in n2s)
 
 
