@@ -244,10 +244,11 @@ def restartable(params: SweepParams, item: SweepItem) -> bool:
 
 
 def remove_checkpoint(params: SweepParams, item: SweepItem) -> None:
-    """Deletes the checkpoint of a run that reached its end (and a temporary one a kill during a write left)."""
+    """Deletes the checkpoint of a run that reached its end, a temporary one a kill during a write left, and the
+    lock file its writer held (h5::CheckpointLock)."""
     path = checkpoint_path(params, item)
     if path is not None:
-        for leftover in (path, path.with_name(path.name + ".tmp")):
+        for leftover in (path, *(path.with_name(path.name + suffix) for suffix in (".tmp", ".lock"))):
             leftover.unlink(missing_ok=True)
 
 

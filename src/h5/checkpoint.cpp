@@ -1,15 +1,18 @@
 #include "hympi/h5/checkpoint.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <sstream>
+#include <thread>
 
 #include "h5_handles.hpp"
 #include "hympi/core/checksum.hpp"
@@ -324,10 +327,50 @@ nlohmann::json IoOptions::to_json() const {
           {"h5", h5.to_json()}};
 }
 
+CheckpointLock::CheckpointLock(MPI_Comm comm, const std::string& path, double wait_s) {
+  LocalOutcome outcome;
+  if (Comm(comm, false).rank() == 0) {
+    const std::string lock = lock_path(path);
+    const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      outcome = {true, false, "cannot open " + lock + ": " + std::strerror(errno)};
+    } else {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+      for (;;) {
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+          fd_ = fd;
+          break;
+        }
+        const int error = errno;
+        if (error == ENOLCK || error == EOPNOTSUPP || error == ENOSYS) {
+          ::close(fd);
+          break;
+        }
+        if ((error != EWOULDBLOCK && error != EINTR) || std::chrono::steady_clock::now() >= deadline) {
+          ::close(fd);
+          outcome = {true, false,
+                     error == EWOULDBLOCK
+                         ? "checkpoint " + path + " is being written by another process (it holds " + lock +
+                               " after " + std::to_string(int(wait_s)) + " s); two runs must not share a checkpoint"
+                         : "cannot lock " + lock + ": " + std::strerror(error)};
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+  }
+  agree(comm, outcome);
+}
+
+CheckpointLock::~CheckpointLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
 IoSession::IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size,
                      std::string layout, HeaderCheck check)
     : comm_(comm), options_(std::move(options)), app_(std::move(app)), global_size_(std::move(global_size)),
       layout_(std::move(layout)), check_(std::move(check)) {
+  if (!options_.checkpoint_path.empty()) lock_.emplace(comm_, options_.checkpoint_path);
   if (!options_.snapshot_prefix.empty()) snapshots_.emplace(comm_, options_.snapshot_prefix, options_.h5);
 }
 

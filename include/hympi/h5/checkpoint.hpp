@@ -69,6 +69,28 @@ class CheckpointWriter {
   bool committed_ = false;
 };
 
+/// How long a run waits for another process to let go of its checkpoint (CheckpointLock): a killed sweep's launch
+/// is still dying when the resumed sweep starts, and its launcher ends it within seconds.
+inline constexpr double kCheckpointLockWaitS = 30.0;
+
+/// An exclusive lock on "<path>.lock", held while a run writes checkpoint `path`: two processes writing the same
+/// checkpoint would rename each other's temporary file away (a killed sweep's launch still running beside its
+/// resume). Rank 0 holds it with flock, which the kernel releases when the process dies, even by SIGKILL.
+/// Collective; waits up to `wait_s` for a holder to go, then every rank throws IoError naming the file. A file
+/// system without flock (ENOLCK, EOPNOTSUPP: some NFS mounts) gets no lock rather than no checkpoints.
+class CheckpointLock {
+ public:
+  CheckpointLock(MPI_Comm comm, const std::string& path, double wait_s = kCheckpointLockWaitS);
+  CheckpointLock(const CheckpointLock&) = delete;
+  CheckpointLock& operator=(const CheckpointLock&) = delete;
+  ~CheckpointLock();
+  /// The lock file of checkpoint `path`.
+  [[nodiscard]] static std::string lock_path(const std::string& path) { return path + ".lock"; }
+
+ private:
+  int fd_ = -1;  ///< rank 0's open lock file while it holds the lock, else -1
+};
+
 /// Opens a checkpoint for restart and checks it belongs to this run.
 class CheckpointReader {
  public:
@@ -175,6 +197,7 @@ class IoSession {
   nlohmann::json global_size_;
   std::string layout_;
   HeaderCheck check_;
+  std::optional<CheckpointLock> lock_;  ///< held from construction while checkpoints are written
   std::optional<SnapshotSeries> snapshots_;
   IoTotals totals_;
 };

@@ -4,7 +4,9 @@
 // a truncated or a foreign file; an unwritable directory is an IoError; snapshots get their XDMF sidecar.
 #include <gtest/gtest.h>
 #include <hdf5.h>
+#include <fcntl.h>
 #include <mpi.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -412,6 +414,32 @@ TEST(H5, UnwritableDirectoryIsAnIoErrorOnEveryRank) {
   } catch (const IoError& e) {
     EXPECT_NE(std::string(e.what()).find("regular/c.h5"), std::string::npos) << e.what();
   }
+}
+
+TEST(H5, OneWriterPerCheckpointAndEveryRankHearsOfAnother) {
+  const Scratch scratch;
+  const test::World world;
+  const std::string path = scratch.file("run.h5");
+  // Another process's flock, as a killed sweep's launch still running holds it (flock locks belong to the open
+  // file, so a second open of the same file in this process conflicts like another process would).
+  int other = -1;
+  if (world.rank == 0) {
+    other = ::open(CheckpointLock::lock_path(path).c_str(), O_RDWR | O_CREAT, 0644);
+    ASSERT_EQ(::flock(other, LOCK_EX | LOCK_NB), 0);
+  }
+  try {
+    const CheckpointLock lock(MPI_COMM_WORLD, path, 0.2);
+    ADD_FAILURE() << "took a checkpoint another process writes";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("run.h5 is being written by another process"), std::string::npos)
+        << e.what();
+  }
+  if (world.rank == 0) ::close(other);  // the other writer died: the lock is free
+  {
+    const CheckpointLock lock(MPI_COMM_WORLD, path, 0.2);
+    EXPECT_THROW(CheckpointLock(MPI_COMM_WORLD, path, 0.1), IoError);  // held while it lives
+  }
+  const CheckpointLock again(MPI_COMM_WORLD, path, 0.2);  // and released when it goes
 }
 
 TEST(H5, SnapshotsGetAnXdmfSidecar) {
