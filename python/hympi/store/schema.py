@@ -26,6 +26,35 @@ class Migration:
     rebuilds: bool = False
 
 
+# The runs table as of version 6, around the columns that key a sweep item besides ranks, threads, bind and repeat
+# (none until version 7): those go after bind. SQLite changes a UNIQUE constraint only by rebuilding the table.
+_RUNS_BEFORE_KEY = ("id INTEGER PRIMARY KEY", "sweep_id INTEGER NOT NULL REFERENCES sweeps(id)", "app TEXT NOT NULL",
+                    "problem TEXT", "ranks INTEGER NOT NULL", "threads INTEGER NOT NULL", "bind TEXT NOT NULL")
+_RUNS_AFTER_KEY = ("dist TEXT NOT NULL", "repeat INTEGER NOT NULL", "app_args_json TEXT NOT NULL",
+                   "env_json TEXT NOT NULL", "command_json TEXT NOT NULL",
+                   "status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unverified'))",
+                   "returncode INTEGER", "wall_s REAL NOT NULL", "rate REAL", "rate_unit TEXT", "time_s REAL",
+                   "comm_s REAL", "comp_s REAL", "imbalance REAL", "max_rss_mib REAL", "node_rss_mib REAL",
+                   "result_json TEXT", "stderr_tail TEXT NOT NULL", "started_at TEXT NOT NULL",
+                   "finished_at TEXT NOT NULL", "restarted_from_step INTEGER")
+_MEMBIND = "membind TEXT NOT NULL DEFAULT 'none'"
+_ITEM_ARGS = "item_args_json TEXT NOT NULL DEFAULT '[]'"
+
+
+def _rebuild_runs(old_key: tuple[str, ...], new_key: tuple[str, ...]) -> str:
+    """SQL that rebuilds runs with the item key columns `new_key` (definitions) in place of `old_key`, keeping every
+    row and id; the new columns start at their defaults. It drops the runs_app index with the old table."""
+    def names(columns: tuple[str, ...]) -> list[str]:
+        return [column.split()[0] for column in columns]
+
+    copied = ", ".join(names(_RUNS_BEFORE_KEY + old_key + _RUNS_AFTER_KEY))
+    unique = ", ".join(["sweep_id", "ranks", "threads", "bind", *names(new_key), "repeat"])
+    columns = ",\n".join((*_RUNS_BEFORE_KEY, *new_key, *_RUNS_AFTER_KEY, f"UNIQUE ({unique})"))
+    return (f"CREATE TABLE runs_new (\n{columns}\n);\n"
+            f"INSERT INTO runs_new ({copied})\n    SELECT {copied} FROM runs;\n"
+            "DROP TABLE runs;\nALTER TABLE runs_new RENAME TO runs;\n")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "machines, sweeps and runs", """
         CREATE TABLE machines (
@@ -169,102 +198,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         CREATE INDEX run_attempts_item ON run_attempts (sweep_id, ranks, threads, bind, repeat);
     """),
-    Migration(7, "memory policy (--membind) per run: a sweep item is ranks x threads x bind x membind x repeat", """
-        CREATE TABLE runs_new (
-            id INTEGER PRIMARY KEY,
-            sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
-            app TEXT NOT NULL,
-            problem TEXT,
-            ranks INTEGER NOT NULL,
-            threads INTEGER NOT NULL,
-            bind TEXT NOT NULL,
-            membind TEXT NOT NULL DEFAULT 'none',
-            dist TEXT NOT NULL,
-            repeat INTEGER NOT NULL,
-            app_args_json TEXT NOT NULL,
-            env_json TEXT NOT NULL,
-            command_json TEXT NOT NULL,
-            status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unverified')),
-            returncode INTEGER,
-            wall_s REAL NOT NULL,
-            rate REAL,
-            rate_unit TEXT,
-            time_s REAL,
-            comm_s REAL,
-            comp_s REAL,
-            imbalance REAL,
-            max_rss_mib REAL,
-            node_rss_mib REAL,
-            result_json TEXT,
-            stderr_tail TEXT NOT NULL,
-            started_at TEXT NOT NULL,
-            finished_at TEXT NOT NULL,
-            restarted_from_step INTEGER,
-            UNIQUE (sweep_id, ranks, threads, bind, membind, repeat)
-        );
-        INSERT INTO runs_new (id, sweep_id, app, problem, ranks, threads, bind, dist, repeat, app_args_json, env_json,
-                              command_json, status, returncode, wall_s, rate, rate_unit, time_s, comm_s, comp_s,
-                              imbalance, max_rss_mib, node_rss_mib, result_json, stderr_tail, started_at, finished_at,
-                              restarted_from_step)
-            SELECT id, sweep_id, app, problem, ranks, threads, bind, dist, repeat, app_args_json, env_json,
-                   command_json, status, returncode, wall_s, rate, rate_unit, time_s, comm_s, comp_s, imbalance,
-                   max_rss_mib, node_rss_mib, result_json, stderr_tail, started_at, finished_at, restarted_from_step
-            FROM runs;
-        UPDATE runs_new SET membind = json_extract(result_json, '$.membind')
+    Migration(7, "memory policy (--membind) per run: a sweep item is ranks x threads x bind x membind x repeat",
+              _rebuild_runs((), (_MEMBIND,)) + """
+        UPDATE runs SET membind = json_extract(result_json, '$.membind')
             WHERE result_json IS NOT NULL AND json_valid(result_json)
               AND json_extract(result_json, '$.membind') IN ('local', 'interleave', 'location', 'none');
-        DROP TABLE runs;
-        ALTER TABLE runs_new RENAME TO runs;
         CREATE INDEX runs_app ON runs (app, ranks, threads, bind, membind);
         ALTER TABLE run_attempts ADD COLUMN membind TEXT NOT NULL DEFAULT 'none';
         DROP INDEX run_attempts_item;
         CREATE INDEX run_attempts_item ON run_attempts (sweep_id, ranks, threads, bind, membind, repeat);
     """, rebuilds=True),
     Migration(8, "per-item app arguments (a two-level sweep's --inner/--n2): a sweep item is ranks x threads x bind x "
-                 "membind x item arguments x repeat", """
-        CREATE TABLE runs_new (
-            id INTEGER PRIMARY KEY,
-            sweep_id INTEGER NOT NULL REFERENCES sweeps(id),
-            app TEXT NOT NULL,
-            problem TEXT,
-            ranks INTEGER NOT NULL,
-            threads INTEGER NOT NULL,
-            bind TEXT NOT NULL,
-            membind TEXT NOT NULL DEFAULT 'none',
-            item_args_json TEXT NOT NULL DEFAULT '[]',
-            dist TEXT NOT NULL,
-            repeat INTEGER NOT NULL,
-            app_args_json TEXT NOT NULL,
-            env_json TEXT NOT NULL,
-            command_json TEXT NOT NULL,
-            status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'timeout', 'unverified')),
-            returncode INTEGER,
-            wall_s REAL NOT NULL,
-            rate REAL,
-            rate_unit TEXT,
-            time_s REAL,
-            comm_s REAL,
-            comp_s REAL,
-            imbalance REAL,
-            max_rss_mib REAL,
-            node_rss_mib REAL,
-            result_json TEXT,
-            stderr_tail TEXT NOT NULL,
-            started_at TEXT NOT NULL,
-            finished_at TEXT NOT NULL,
-            restarted_from_step INTEGER,
-            UNIQUE (sweep_id, ranks, threads, bind, membind, item_args_json, repeat)
-        );
-        INSERT INTO runs_new (id, sweep_id, app, problem, ranks, threads, bind, membind, dist, repeat, app_args_json,
-                              env_json, command_json, status, returncode, wall_s, rate, rate_unit, time_s, comm_s,
-                              comp_s, imbalance, max_rss_mib, node_rss_mib, result_json, stderr_tail, started_at,
-                              finished_at, restarted_from_step)
-            SELECT id, sweep_id, app, problem, ranks, threads, bind, membind, dist, repeat, app_args_json, env_json,
-                   command_json, status, returncode, wall_s, rate, rate_unit, time_s, comm_s, comp_s, imbalance,
-                   max_rss_mib, node_rss_mib, result_json, stderr_tail, started_at, finished_at, restarted_from_step
-            FROM runs;
-        DROP TABLE runs;
-        ALTER TABLE runs_new RENAME TO runs;
+                 "membind x item arguments x repeat",
+              _rebuild_runs((_MEMBIND,), (_MEMBIND, _ITEM_ARGS)) + """
         CREATE INDEX runs_app ON runs (app, ranks, threads, bind, membind);
         ALTER TABLE run_attempts ADD COLUMN item_args_json TEXT NOT NULL DEFAULT '[]';
         DROP INDEX run_attempts_item;
