@@ -20,6 +20,7 @@ from hympi.stats.blades_model import Observation, fit, relative_error
 from hympi.store import Run, Store, schema
 from hympi.sweep import SweepParams, plan
 from hympi.twolevel import TwoLevelLayout, expand, of_run, sweep_axes
+from olddb import store_at
 
 REPO = Path(__file__).resolve().parents[2]
 PROBLEM = ["--", "--blades", "4", "--grid", "8", "8", "4"]
@@ -176,15 +177,13 @@ def test_relative_error_and_a_model_that_misses():
     assert fit(observations[:2]) is None
 
 
-def test_schema_8_keeps_older_runs_and_keys_runs_by_item_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_schema_8_keeps_older_runs_and_keys_runs_by_item_arguments(tmp_path: Path):
     path = tmp_path / "old.db"
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:7])
-    with Store.open(path) as old:
+    with store_at(path, 7) as old:
         machine = old.ensure_machine("h", "t", "m", "c", {})
         sweep = old.create_sweep(machine.id, "blades", {"app": "blades"}, 2)
         old.add_run(Run(sweep.id, "blades", 2, 1, "core", "compact", 1, ("--inner", "openmp"), (), ("mpirun",), "ok",
                         0, 1.0, {"rate": 1.0}))
-    monkeypatch.undo()
     with Store.open(path) as new:
         assert new.schema_version() == schema.SCHEMA_VERSION >= 8
         (kept,) = new.runs()

@@ -21,6 +21,7 @@ from hympi.store import Run, Store, schema
 from hympi.study import StudyOptions, membind_axis
 from hympi.sweep import SweepItem, SweepParams, checkpoint_path
 from hympi.topology import machine_summary
+from olddb import store_at
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
@@ -128,17 +129,15 @@ def _run(sweep_id: int, membind: str = "none", repeat: int = 1) -> Run:
                {"rate": 1.0, "membind": membind}, membind=membind)
 
 
-def test_schema_7_keys_runs_by_policy_and_keeps_older_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_schema_7_keys_runs_by_policy_and_keeps_older_runs(tmp_path: Path):
     path = tmp_path / "old.db"
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:6])
-    with Store.open(path) as old:
+    with store_at(path, 6) as old:
         machine = old.ensure_machine("h", "t", "m", "c", {})
         sweep = old.create_sweep(machine.id, "rb3d", {"app": "rb3d"}, 2)
         run_id = old.add_run(_run(sweep.id))
         old.conn.execute("INSERT INTO run_mpi_params (run_id, name, value) VALUES (?, 'btl', 'self')", (run_id,))
         old.add_run(Run(sweep.id, "rb3d", 1, 1, "core", "compact", 2, (), (), ("mpirun",), "ok", 0, 1.0,
                         {"rate": 1.0, "membind": "interleave"}))  # the policy only its record knows
-    monkeypatch.undo()
     with Store.open(path) as new:
         assert new.schema_version() == schema.SCHEMA_VERSION >= 7
         assert [r.membind for r in new.runs()] == ["none", "interleave"]

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from hympi.errors import UsageError
-from hympi.store import APPLICATION_ID, SCHEMA_VERSION, Run, Store, schema
+from hympi.store import APPLICATION_ID, SCHEMA_VERSION, Run, Store
+from olddb import store_at
 
 _RECORD = {"rate": 1.5, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": True}
 
@@ -109,16 +110,13 @@ def test_study_notes(store: Store):
     assert [s.id for s in store.study_sweeps(study_id)] == [sweep.id]
 
 
-def test_migration_from_version_1_keeps_the_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_migration_from_version_1_keeps_the_data(tmp_path: Path):
     path = tmp_path / "old.db"
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
-    with Store.open(path) as old:
-        assert old.schema_version() == 1
+    with store_at(path, 1) as old:
         machine = old.ensure_machine("h", "t", "m", "c", {})
         cur = old.conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, "
                                "created_at) VALUES (?, 'rb3d', '{}', '{}', 1, 'finished', 'now')", (machine.id,))
         old.add_run(_run(int(cur.lastrowid)))
-    monkeypatch.undo()
     with Store.open(path) as new:
         assert new.schema_version() == SCHEMA_VERSION
         assert len(new.runs()) == 1
@@ -156,12 +154,10 @@ def test_missing_database_is_not_created_for_reading(tmp_path: Path):
         Store.open(tmp_path / "no" / "such" / "dir.db")
 
 
-def test_migration_4_renames_the_binding_rows_and_the_affinity_problem(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch):
+def test_migration_4_renames_the_binding_rows_and_the_affinity_problem(tmp_path: Path):
     path = tmp_path / "old.db"
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:3])
     rows = [{"rank": 0, "thread": 0, "core": 1}]
-    with Store.open(path) as old:
+    with store_at(path, 3) as old:
         machine = old.ensure_machine("h", "t", "m", "c", {})
         cur = old.conn.execute("INSERT INTO sweeps (machine_id, app, params_key, params_json, total, status, "
                                "created_at) VALUES (?, 'affinity', '{}', '{}', 2, 'finished', 'now')", (machine.id,))
@@ -169,7 +165,6 @@ def test_migration_4_renames_the_binding_rows_and_the_affinity_problem(tmp_path:
         old.add_run(_run(sweep_id, record={"app": "affinity", "problem": "placement", "placement": rows}))
         old.add_run(_run(sweep_id, repeat=2, status="failed", record=None))
         old.conn.execute("UPDATE runs SET app = 'affinity', problem = 'placement'")
-    monkeypatch.undo()
     with Store.open(path) as new:
         assert new.schema_version() == SCHEMA_VERSION
         runs = new.runs()

@@ -9,9 +9,8 @@ import traceback
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
-import pytest
-
 from hympi.store import SCHEMA_VERSION, Store, schema
+from olddb import store_at
 
 # Every try starts PROCESSES openers at one barrier; before the fix 3 of 4 tries of two sweeps failed, so TRIES
 # tries make a pass by luck all but impossible.
@@ -57,12 +56,11 @@ def test_processes_creating_one_database_at_once_all_succeed(tmp_path: Path):
             assert len(store.conn.execute("SELECT id FROM machines").fetchall()) == 1
 
 
-def test_processes_upgrading_one_old_database_at_once_all_succeed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_processes_upgrading_one_old_database_at_once_all_succeed(tmp_path: Path):
     for attempt in range(TRIES // 2):
         path = tmp_path / f"old-{attempt}.db"
-        with monkeypatch.context() as patch:
-            patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:1])
-            Store.open(path).close()
+        with store_at(path, 1):
+            pass
         errors = _race(path)
         assert errors == [], f"try {attempt}: {errors[0]}"
         conn = sqlite3.connect(path)
