@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from hympi.apps import get_app
+from hympi.apps import AppSpec, get_app
 from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.mpirun import DEFAULT_MEMBIND, MEMORY_POLICIES
@@ -18,7 +18,7 @@ from hympi.paths import binary
 from hympi.report.datalayout import MIN_NUMA, NOTE_PREFIX, OPTION, layouts, needs_numa
 from hympi.report.writer import write_report
 from hympi.stats.compare import MIN_SEPARATE
-from hympi.store import MachineRecord, Store
+from hympi.store import MachineRecord, Store, Sweep
 from hympi.study_options import (
     DATA_LAYOUT,
     FULL_MAX_REPEAT,
@@ -150,6 +150,32 @@ def membind_axis(store: Store, study_id: int, summary: MachineSummary, options: 
     return (DEFAULT_MEMBIND,)
 
 
+def _warn(store: Store, study_id: int, say: Callable[[str], None], note: str) -> None:
+    """Records a study note on what was skipped or went wrong, and says it in yellow."""
+    store.add_study_note(study_id, note)
+    say(f"[yellow]{note}[/yellow]")
+
+
+def _unbuilt(spec: AppSpec) -> str | None:
+    """Why the study skips an app: its binary is not built yet; None when it is built."""
+    try:
+        binary(spec.binary)
+    except HympiFatal:
+        return f"skipped, {spec.binary} is not built yet"
+    return None
+
+
+def _open_study_sweep(store: Store, machine: MachineRecord, study_id: int, options: StudyOptions, params: SweepParams,
+                      the_plan: Plan, summary: MachineSummary) -> tuple[Sweep, bool, SweepParams, Plan]:
+    """open_sweep for one of the study's sweeps: the sweep, whether it resumed one, and the parameters and plan it
+    runs with (a resumed sweep's recorded ones: its seed keeps the order it started with)."""
+    sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), options.resume, study_id)
+    if resumed:
+        params = SweepParams.from_dict(sweep.params)
+        the_plan = plan(params, summary.pus)
+    return sweep, resumed, params, the_plan
+
+
 def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
               say: Callable[[str], None] | None = None) -> Path:
     """Sweeps every built app over the layouts that fill the cores, records notes for the ones skipped, reports."""
@@ -171,12 +197,8 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
         sweep_ids: list[int] = []
         for app in (a for a in STUDY_APPS if a.name in options.apps):
             spec = get_app(app.name)
-            try:
-                binary(spec.binary)
-            except HympiFatal:
-                note = f"{app.name}: skipped, {spec.binary} is not built yet"
-                store.add_study_note(study_id, note)
-                say(f"[yellow]{note}[/yellow]")
+            if (unbuilt := _unbuilt(spec)) is not None:
+                _warn(store, study_id, say, f"{app.name}: {unbuilt}")
                 continue
             params = SweepParams(app.name, layouts, ("core",), "compact", options.repeat,
                                  app_args(app, options.quick, summary, max_ranks), options.timeout,
@@ -187,14 +209,10 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
             try:
                 validate_layouts(params, the_plan.items)
             except (UsageError, HympiFatal) as exc:
-                note = f"{app.name}: skipped, it rejected '{' '.join(params.app_args)}': {exc}"
-                store.add_study_note(study_id, note)
-                say(f"[yellow]{note}[/yellow]")
+                _warn(store, study_id, say, f"{app.name}: skipped, it rejected '{' '.join(params.app_args)}': {exc}")
                 continue
-            sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), options.resume, study_id)
-            if resumed:  # its recorded seed keeps the order it started with
-                params = SweepParams.from_dict(sweep.params)
-                the_plan = plan(params, summary.pus)
+            sweep, resumed, params, the_plan = _open_study_sweep(store, machine, study_id, options, params, the_plan,
+                                                                 summary)
             say(f"[bold]{app.name}[/bold] ({spec.description}): sweep {sweep.id}"
                 f"{' resumed' if resumed else ''}, {len(the_plan.items)} runs, args {' '.join(params.app_args)}")
             result = run_sweep(store, sweep, params, the_plan.items, console)
@@ -217,12 +235,8 @@ def run_pingpong_probe(store: Store, machine: MachineRecord, study_id: int, opti
                        summary: MachineSummary, console: Console, say: Callable[[str], None]) -> list[int]:
     """Runs the ping-pong probe (one sweep per ProbeRun, recorded like any run); notes a missing binary or failure."""
     spec = get_app(PINGPONG)
-    try:
-        binary(spec.binary)
-    except HympiFatal:
-        note = f"{PINGPONG}: skipped, {spec.binary} is not built yet"
-        store.add_study_note(study_id, note)
-        say(f"[yellow]{note}[/yellow]")
+    if (unbuilt := _unbuilt(spec)) is not None:
+        _warn(store, study_id, say, f"{PINGPONG}: {unbuilt}")
         return []
     args = PINGPONG_QUICK_ARGS if options.quick else PINGPONG_FULL_ARGS
     sweep_ids: list[int] = []
@@ -237,21 +251,18 @@ def run_pingpong_probe(store: Store, machine: MachineRecord, study_id: int, opti
         try:
             validate_layouts(params, the_plan.items)
         except (UsageError, HympiFatal) as exc:
-            note = f"{PINGPONG}: {where} skipped, it rejected '{' '.join(args)}': {exc}"
-            store.add_study_note(study_id, note)
-            say(f"[yellow]{note}[/yellow]")
+            _warn(store, study_id, say, f"{PINGPONG}: {where} skipped, it rejected '{' '.join(args)}': {exc}")
             continue
-        sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), options.resume, study_id)
+        sweep, resumed, params, the_plan = _open_study_sweep(store, machine, study_id, options, params, the_plan,
+                                                             summary)
         say(f"[bold]{PINGPONG}[/bold] ({spec.description}): sweep {sweep.id}{' resumed' if resumed else ''}, "
             f"{where}, args {' '.join(args)}")
         result = run_sweep(store, sweep, params, the_plan.items, console)
         sweep_ids.append(sweep.id)
         bad = {status: n for status, n in result.statuses.items() if status != "ok"}
         if bad:
-            note = (f"{PINGPONG}: the run with {where} ended {', '.join(bad)}; its level is missing from the "
-                    "communication hierarchy (stderr tail under All runs)")
-            store.add_study_note(study_id, note)
-            say(f"[yellow]{note}[/yellow]")
+            _warn(store, study_id, say, f"{PINGPONG}: the run with {where} ended {', '.join(bad)}; its level is "
+                  "missing from the communication hierarchy (stderr tail under All runs)")
     return sweep_ids
 
 
@@ -261,17 +272,13 @@ def run_data_layout_experiment(store: Store, machine: MachineRecord, study_id: i
     load drift hits every layout alike. On fewer than MIN_NUMA NUMA domains every layout puts every page on the one
     domain: the study notes that and runs nothing. A missing binary or rejected arguments are notes too."""
     def note(text: str) -> list[int]:
-        store.add_study_note(study_id, NOTE_PREFIX + text)
-        say(f"[yellow]{NOTE_PREFIX}{text}[/yellow]")
+        _warn(store, study_id, say, NOTE_PREFIX + text)
         return []
 
     if summary.numa_nodes < MIN_NUMA:
         return note(needs_numa(summary.numa_nodes))
-    spec = get_app(DATA_LAYOUT_APP)
-    try:
-        binary(spec.binary)
-    except HympiFatal:
-        return note(f"skipped, {spec.binary} is not built yet")
+    if (unbuilt := _unbuilt(get_app(DATA_LAYOUT_APP))) is not None:
+        return note(unbuilt)
     threads = data_layout_threads(summary, options.quick)
     args = DATA_LAYOUT_QUICK_ARGS if options.quick else DATA_LAYOUT_FULL_ARGS
     # --repeat N is honoured; auto (the study's default) becomes the rounds a verdict against first touch needs.
@@ -287,10 +294,7 @@ def run_data_layout_experiment(store: Store, machine: MachineRecord, study_id: i
             validate_layouts(params, the_plan.items)
         except (UsageError, HympiFatal) as exc:
             return note(f"skipped, {DATA_LAYOUT_APP} rejected '{' '.join(params.app_args)}': {exc}")
-        sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), options.resume, study_id)
-        if resumed:  # its recorded seed keeps the order it started with
-            params = SweepParams.from_dict(sweep.params)
-            the_plan = plan(params, summary.pus)
+        sweep, _, params, the_plan = _open_study_sweep(store, machine, study_id, options, params, the_plan, summary)
         sweeps.append((params, the_plan, sweep.id))
     say(f"[bold]{DATA_LAYOUT}[/bold] (Jin et al. Fig. 9: {DATA_LAYOUT_APP} {' '.join(args)}, 1 rank, "
         f"{', '.join(layouts())}): sweeps {', '.join(str(i) for _, _, i in sweeps)}, threads "
