@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from hympi.contract import OptionEntry, contract
 from hympi.errors import UsageError
-from hympi.textfile import file_problem, read_utf8
+from hympi.textfile import file_problem, read_toml
 
 CONFIG_KEY = "config"
 DEFAULT = "default"
@@ -85,15 +84,7 @@ def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def read_config(path: Path) -> dict[str, Any]:
     """key -> value of the config file at `path`; UsageError naming the file and the first unknown key."""
-    try:
-        data = tomllib.loads(read_utf8(path, "config file"))
-    except OSError as exc:
-        raise UsageError(f"cannot read config file {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"config file {path}: {exc}") from None
-    except RecursionError:  # arrays or tables nested deeper than tomllib's stack
-        raise UsageError(f"config file {path}: TOML nested too deeply") from None
-    entries = _flatten(data)
+    entries = _flatten(read_toml(path, "config file"))
     for key in entries:
         if contract().option(key) is None or key == CONFIG_KEY:
             raise UsageError(f"config file {path}: unknown key '{key}'")

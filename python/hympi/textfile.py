@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import stat
+import tomllib
 from pathlib import Path
+from typing import Any
 
 from hympi.errors import UsageError
 
@@ -52,3 +54,16 @@ def read_utf8(path: str | os.PathLike[str], what: str) -> str:
     """The text of the UTF-8 file `path`; UsageError for bytes that are not UTF-8, OSError (for the caller to word)
     when it cannot be read."""
     return decode_utf8(Path(path).read_bytes(), what, path)
+
+
+def read_toml(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
+    """The TOML table of file `path`; UsageError naming `what` (e.g. 'config file') and the file when it cannot be
+    read, is not UTF-8 or is not valid TOML."""
+    try:
+        return tomllib.loads(read_utf8(path, what))
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {os.fspath(path)}: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{what} {os.fspath(path)} is not valid TOML: {exc}") from None
+    except RecursionError:  # arrays or tables nested deeper than tomllib's stack
+        raise UsageError(f"{what} {os.fspath(path)} is not valid TOML: nested too deeply") from None

@@ -31,7 +31,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +40,7 @@ from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.cvars import Cvar
 from hympi.launch.mpirun import BIND_POLICIES
-from hympi.textfile import read_utf8
+from hympi.textfile import read_toml
 
 LAYOUT_KEYS = ("ranks", "threads", "bind")
 # A range that would expand past this many values is a typo (a step of 1 over bytes), not a search space.
@@ -403,15 +402,7 @@ def parse_space(data: Mapping[str, Any], cvars: Mapping[str, Cvar], library: str
 def read_space(path: str | Path) -> dict[str, Any]:
     """The TOML table of search space file `path`, not yet checked against the control variables (so a command can
     refuse a missing or malformed file before it asks the MPI library for them); UsageError naming the file."""
-    file = Path(path)
-    try:
-        return tomllib.loads(read_utf8(file, "search space"))
-    except OSError as exc:
-        raise UsageError(f"cannot read search space {path}: {exc.strerror or exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"search space {path} is not valid TOML: {exc}") from None
-    except RecursionError:  # arrays or tables nested deeper than tomllib's stack
-        raise UsageError(f"search space {path} is not valid TOML: nested too deeply") from None
+    return read_toml(path, "search space")
 
 
 def load_space(path: str | Path, cvars: Mapping[str, Cvar], library: str = "the MPI library") -> SearchSpace:
