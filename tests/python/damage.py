@@ -14,6 +14,29 @@ h5py = skips.import_or_skip("h5py", skips.Reason.H5PY)
 
 DAMAGES = ("none", "empty", "truncated", "not-hdf5", "other-app", "flipped-bit", "state-digit", "no-header-checksum")
 
+# (damage, restart arguments besides the file, words of the one error line) for a checkpoint of a 20^3 rb3d run at
+# iteration 20: what both checks must refuse, and how they word it.
+BAD_CHECKPOINTS = [
+    ("empty", [], "not HDF5"),
+    ("truncated", [], "truncated"),
+    ("not-hdf5", [], "not HDF5"),
+    # App and size are named before the checksum: another app's real checkpoint is named as such.
+    ("other-app", [], "checkpoint of spmv3d, not of rb3d"),
+    ("none", ["--size", "16"], "this run's is"),
+    ("none", ["--iterations", "10"], "beyond the 10"),
+    ("flipped-bit", [], "fails its checksum"),
+    ("state-digit", [], "header fails its checksum"),
+    ("no-header-checksum", [], "no header checksum"),
+]
+
+
+def restart_args(bad: Path, args: list[str]) -> list[str]:
+    """rb3d's arguments for restarting from `bad` (20^3 to iteration 40 unless `args` says otherwise)."""
+    given = dict(zip(args[::2], args[1::2], strict=True))
+    return ["--size", given.get("--size", "20"), "--residual-every", "5", "--iterations",
+            given.get("--iterations", "40"), "--restart", str(bad)]
+
+
 
 def flip_state_digit(path: Path) -> None:
     """Changes one digit of the residual history the header holds, keeping its length (a plausible edit)."""

@@ -48,6 +48,13 @@ def record(proc: subprocess.CompletedProcess) -> dict:
     return json.loads(lines[0][len("HYMPI_RESULT ") :])
 
 
+def verified_record(proc: subprocess.CompletedProcess) -> dict:
+    """The one HYMPI_RESULT record of a successful run that verified its result."""
+    rec = record(proc)
+    assert rec["verified"] is True, rec
+    return rec
+
+
 def one_error_line(proc: subprocess.CompletedProcess, code: int) -> str:
     """The single stderr line of a run that failed with exit `code`."""
     assert proc.returncode == code, proc.stdout + proc.stderr

@@ -142,9 +142,12 @@ def test_place_bad_out_writes_nothing(where, tmp_path):
     assert tree(tmp_path) == before
 
 
-@pytest.mark.parametrize("kind", ["missing", "not-sqlite", "directory", "other-sqlite"])
-def test_report_bad_db_leaves_no_output_directory(kind, tmp_path):
-    db = tmp_path / "results.db"
+BAD_DBS = ("missing", "not-sqlite", "directory", "other-sqlite")
+
+
+def bad_db(db: Path, kind: str) -> Path:
+    """What --db names that is not a hympi results database: nothing, a text file, a directory, another program's
+    SQLite file."""
     if kind == "not-sqlite":
         db.write_text("this is not a database\n" * 100)
     elif kind == "directory":
@@ -153,6 +156,12 @@ def test_report_bad_db_leaves_no_output_directory(kind, tmp_path):
         with sqlite3.connect(db) as conn:
             conn.execute("CREATE TABLE t (x)")
         conn.close()
+    return db
+
+
+@pytest.mark.parametrize("kind", BAD_DBS)
+def test_report_bad_db_leaves_no_output_directory(kind, tmp_path):
+    db = bad_db(tmp_path / "results.db", kind)
     content = db.read_bytes() if db.is_file() else None
     out = tmp_path / "report"
     proc = hympi("report", "--db", str(db), "--out", str(out))
@@ -256,13 +265,9 @@ def test_run_command_refuses_a_bad_timeout_before_starting(value, tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("kind", ["missing", "not-sqlite", "directory"])
+@pytest.mark.parametrize("kind", BAD_DBS)
 def test_export_bad_db_writes_nothing(kind, tmp_path):
-    db = tmp_path / "results.db"
-    if kind == "not-sqlite":
-        db.write_text("not a database\n" * 100)
-    elif kind == "directory":
-        db.mkdir()
+    db = bad_db(tmp_path / "results.db", kind)
     before = tree(tmp_path)
     proc = hympi("export", "--db", str(db), "--output", str(tmp_path / "runs.csv"))
     assert_usage_error(proc, str(db))

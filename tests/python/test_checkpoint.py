@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 import skips
-from damage import damaged
+from damage import BAD_CHECKPOINTS, damaged, restart_args
+from mpiapps import record
 
 h5py = skips.import_or_skip("h5py", skips.Reason.H5PY)
 
@@ -50,14 +51,6 @@ def command(ranks: int, threads: int, *args: str) -> list[str]:
 
 def run(ranks: int, threads: int, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command(ranks, threads, *args), capture_output=True, text=True, timeout=120, check=False)
-
-
-def record(proc: subprocess.CompletedProcess[str]) -> dict:
-    """The HYMPI_RESULT record of a successful run."""
-    assert proc.returncode == 0, proc.stderr
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("HYMPI_RESULT ")]
-    assert len(lines) == 1, proc.stdout
-    return json.loads(lines[0][len("HYMPI_RESULT ") :])
 
 
 def final_state(rec: dict) -> tuple:
@@ -150,24 +143,12 @@ def test_snapshot_read_with_h5py_matches_the_field(tmp_path: Path) -> None:
             assert f[dataset].shape == (20, 20, 20)
 
 
-@pytest.mark.parametrize(
-    ("damage", "args", "words"),
-    [
-        ("truncated", [], "truncated"),
-        ("flipped-bit", [], "checksum"),
-        ("other-app", [], "checkpoint of spmv3d, not of rb3d"),
-        ("not-hdf5", [], "not HDF5"),
-        ("none", ["--size", "16"], "this run's is"),
-        ("none", ["--iterations", "10"], "beyond the 10"),
-    ],
-)
+@pytest.mark.parametrize(("damage", "args", "words"), BAD_CHECKPOINTS)
 def test_bad_checkpoint_is_one_line_exit_2(
     checkpoint_at_20: Path, tmp_path: Path, damage: str, args: list[str], words: str
 ) -> None:
     bad = damaged(checkpoint_at_20, tmp_path / "bad.h5", damage)
-    given = dict(zip(args[::2], args[1::2], strict=True))
-    size, iterations = given.get("--size", "20"), given.get("--iterations", "40")
-    proc = run(2, 1, "--size", size, "--residual-every", "5", "--iterations", iterations, "--restart", str(bad))
+    proc = run(2, 1, *restart_args(bad, args))
     assert proc.returncode == 2, proc.stderr
     lines = error_lines(proc)
     assert len(lines) == 1 and str(bad) in lines[0] and words in lines[0], proc.stderr

@@ -4,7 +4,6 @@ traffic models, and the apps' own bad input exits 2 before MPI with one line nam
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import skips
+from mpiapps import verified_record
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("HYMPI_BIN_DIR", REPO / "build" / "bin"))
@@ -41,16 +41,6 @@ def run(binary: str, ranks: int, *args: str, threads: int = 1, env: dict[str, st
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=full_env, check=False)
 
 
-def record(proc: subprocess.CompletedProcess) -> dict:
-    """The one HYMPI_RESULT record of a successful, verified run."""
-    assert proc.returncode == 0, proc.stderr
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("HYMPI_RESULT ")]
-    assert len(lines) == 1, proc.stdout
-    rec = json.loads(lines[0][len("HYMPI_RESULT "):])
-    assert rec["verified"] is True
-    return rec
-
-
 def assert_phases_within_time(rec: dict) -> None:
     """comp_s + comm_s (averages over ranks) fit into time_s (the slowest rank's timed region)."""
     assert rec["comp_s"] > 0
@@ -61,7 +51,7 @@ def assert_phases_within_time(rec: dict) -> None:
 
 def test_rb3d_iterates_until_min_time_and_the_reference_uses_the_same_count():
     # One rank: 50 iterations of 16^3 take milliseconds, so 0.3 s needs many more.
-    rec = record(run("hympi-rb3d", 1, "--size", "16", "--min-time", "0.3"))
+    rec = verified_record(run("hympi-rb3d", 1, "--size", "16", "--min-time", "0.3"))
     assert rec["time_s"] >= 0.3
     assert rec["min_time_s"] == 0.3 and rec["repetitions_fixed"] is False
     assert rec["timed_repetitions"] > 50  # the default count is only the first chunk
@@ -75,7 +65,7 @@ def test_rb3d_iterates_until_min_time_and_the_reference_uses_the_same_count():
     # Two ranks agree on the count, and verify=reference passed: one rank re-solved with exactly
     # this count and got the same residual history bit for bit. (On a loaded machine the first
     # 50 iterations alone may already last the minimum.)
-    rec = record(run("hympi-rb3d", 2, "--size", "16", "--residual-every", "7", "--min-time", "0.5"))
+    rec = verified_record(run("hympi-rb3d", 2, "--size", "16", "--residual-every", "7", "--min-time", "0.5"))
     assert rec["time_s"] >= 0.5 and rec["timed_repetitions"] >= 50
     assert rec["metrics"]["verify"] == "reference"
     iterations = rec["timed_repetitions"]
@@ -83,33 +73,34 @@ def test_rb3d_iterates_until_min_time_and_the_reference_uses_the_same_count():
 
 
 def test_rb3d_with_iterations_runs_exactly_that_many():
-    rec = record(run("hympi-rb3d", 1, "--size", "16", "--iterations", "7", "--min-time", "0.3"))
+    rec = verified_record(run("hympi-rb3d", 1, "--size", "16", "--iterations", "7", "--min-time", "0.3"))
     assert rec["timed_repetitions"] == 7 and rec["repetitions_fixed"] is True
     assert rec["min_time_s"] == 0.3
     assert rec["time_s"] < 0.3
 
 
 def test_min_time_defaults_to_the_environment():
-    rec = record(run("hympi-rb3d", 1, "--size", "12", env={"HYMPI_MIN_TIME": "0.15"}))
+    rec = verified_record(run("hympi-rb3d", 1, "--size", "12", env={"HYMPI_MIN_TIME": "0.15"}))
     assert rec["min_time_s"] == 0.15 and rec["time_s"] >= 0.15
-    rec = record(run("hympi-rb3d", 1, "--size", "12", env={"HYMPI_MIN_TIME": "0"}))
+    rec = verified_record(run("hympi-rb3d", 1, "--size", "12", env={"HYMPI_MIN_TIME": "0"}))
     assert rec["min_time_s"] == 0 and rec["timed_repetitions"] == 50
 
 
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_rb3d_phases_cover_only_the_timed_loop(ranks: int):
-    rec = record(run("hympi-rb3d", ranks, "--size", "24", "--iterations", "40", "--min-time", "0"))
+    rec = verified_record(run("hympi-rb3d", ranks, "--size", "24", "--iterations", "40", "--min-time", "0"))
     assert_phases_within_time(rec)
     assert set(rec["phases"]) <= {"sweep", "halo", "residual", "residual_halo"}
 
 
 def test_spmv3d_scales_reps_and_reports_the_products_phases():
     # One rank: 20 products of 16^3 take milliseconds, so 0.2 s needs many more.
-    rec = record(run("hympi-spmv3d", 1, "--global", "16", "16", "16", "--min-time", "0.2", "--cg-iterations", "0"))
+    rec = verified_record(run("hympi-spmv3d", 1, "--global", "16", "16", "16", "--min-time", "0.2",
+                              "--cg-iterations", "0"))
     assert rec["time_s"] >= 0.2 and rec["repetitions_fixed"] is False
     assert rec["timed_repetitions"] > 20 and rec["metrics"]["spmv_reps"] == rec["timed_repetitions"]
     # Two ranks (which on a loaded machine may need no more than the first 20 products).
-    rec = record(run("hympi-spmv3d", 2, "--global", "16", "16", "16", "--min-time", "0.2"))
+    rec = verified_record(run("hympi-spmv3d", 2, "--global", "16", "16", "16", "--min-time", "0.2"))
     assert rec["time_s"] >= 0.2 and rec["repetitions_fixed"] is False
     reps = rec["timed_repetitions"]
     assert reps >= 20 and rec["metrics"]["spmv_reps"] == reps
@@ -121,13 +112,13 @@ def test_spmv3d_scales_reps_and_reports_the_products_phases():
     assert rec["bytes_moved"] == 16 * 16**3 * reps
     assert rec["kernel_gbs"] == pytest.approx(rec["bytes_moved"] / rec["time_s"] / 1e9)
 
-    fixed = record(run("hympi-spmv3d", 1, "--global", "16", "16", "16", "--reps", "5", "--min-time", "0.2"))
+    fixed = verified_record(run("hympi-spmv3d", 1, "--global", "16", "16", "16", "--reps", "5", "--min-time", "0.2"))
     assert fixed["timed_repetitions"] == 5 and fixed["repetitions_fixed"] is True
 
 
 def test_spmv3d_csr_traffic_counts_the_matrix():
-    rec = record(run("hympi-spmv3d", 1, "--global", "8", "8", "8", "--operator", "csr", "--reps", "4",
-                     "--cg-iterations", "0"))
+    rec = verified_record(run("hympi-spmv3d", 1, "--global", "8", "8", "8", "--operator", "csr", "--reps", "4",
+                              "--cg-iterations", "0"))
     points, nonzeros = 8**3, (3 * 8 - 2) ** 3
     per_product = 16 * points + nonzeros * (8 + 4) + (points + 1) * 8
     assert rec["bytes_moved"] == per_product * 4
@@ -136,7 +127,7 @@ def test_spmv3d_csr_traffic_counts_the_matrix():
 def test_stream_repeats_until_min_time_and_still_verifies():
     # Small arrays: thousands of passes, past the point where the values would overflow unrefilled.
     elements = 1 << 15
-    rec = record(run("hympi-stream", 1, "--elements", str(elements), "--min-time", "0.1"))
+    rec = verified_record(run("hympi-stream", 1, "--elements", str(elements), "--min-time", "0.1"))
     assert rec["time_s"] >= 0.1 and rec["repetitions_fixed"] is False
     passes = rec["timed_repetitions"]
     assert passes > 300 and rec["metrics"]["timed_repeats"] == passes
@@ -146,7 +137,7 @@ def test_stream_repeats_until_min_time_and_still_verifies():
     assert_phases_within_time(rec)
 
     # A given count is exact (the first pass untimed); every rank's triads count.
-    fixed = record(run("hympi-stream", 2, "--elements", str(elements), "--repeats", "4", "--min-time", "0.1"))
+    fixed = verified_record(run("hympi-stream", 2, "--elements", str(elements), "--repeats", "4", "--min-time", "0.1"))
     assert fixed["timed_repetitions"] == 3 and fixed["repetitions_fixed"] is True
     assert fixed["bytes_moved"] == 24 * elements * 2 * 3
     assert_phases_within_time(fixed)
@@ -154,12 +145,12 @@ def test_stream_repeats_until_min_time_and_still_verifies():
 
 def test_npb_mz_repeats_the_whole_benchmark_and_every_repetition_verifies():
     skips.require_apps("hympi-sp-mz")
-    once = record(run("hympi-sp-mz", 2, "--class", "S", "--min-time", "0"))
+    once = verified_record(run("hympi-sp-mz", 2, "--class", "S", "--min-time", "0"))
     assert once["timed_repetitions"] == 1
     # Relative to one run here: the test machine may be loaded.
     min_time = round(2.5 * once["time_s"] + 0.05, 3)
     proc = run("hympi-sp-mz", 2, "--class", "S", "--min-time", str(min_time))
-    rec = record(proc)
+    rec = verified_record(proc)
     times = rec["metrics"]["repetition_s"]
     assert len(times) == rec["timed_repetitions"] == rec["metrics"]["repetitions"]
     assert rec["time_s"] == pytest.approx(sum(times)) and rec["time_s"] >= min_time

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import skips
+from mpiapps import verified_record
 
 h5py = skips.import_or_skip("h5py", skips.Reason.H5PY)
 
@@ -63,16 +64,6 @@ def single(bench: str, *args: str) -> subprocess.CompletedProcess:
                           check=False)
 
 
-def record(proc: subprocess.CompletedProcess) -> dict:
-    """The one HYMPI_RESULT record of a successful, verified run."""
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("HYMPI_RESULT ")]
-    assert len(lines) == 1, proc.stdout
-    rec = json.loads(lines[0][len("HYMPI_RESULT "):])
-    assert rec["verified"] is True
-    return rec
-
-
 def verification_bits(rec: dict) -> dict:
     """The verification values as exact hex floats: equal means equal bits."""
     ver = rec["metrics"]["verification"]
@@ -110,10 +101,10 @@ def test_restart_from_the_middle_step_is_bitwise_at_the_same_and_another_layout(
     # The uninterrupted run, its final state checkpointed and snapshotted.
     full = run(bench, 1, 2, "--checkpoint", str(tmp_path / "full.h5"), "--checkpoint-every", end,
                "--snapshot", str(tmp_path / "snap"), "--snapshot-every", end)
-    full_rec = record(full)
+    full_rec = verified_record(full)
     # The same run checkpointing at the middle step (checkpoints must not change a bit of it).
     first = run(bench, 1, 2, "--checkpoint", str(tmp_path / "mid.h5"), "--checkpoint-every", str(mid))
-    assert verification_bits(record(first)) == verification_bits(full_rec)
+    assert verification_bits(verified_record(first)) == verification_bits(full_rec)
     assert not (tmp_path / "mid.h5.tmp").exists()
     zones = [f"zone_{z:03d}" for z in range(class_data(bench)["num_zones"])]
     assert list(zone_fields(tmp_path / "mid.h5")) == zones
@@ -121,7 +112,7 @@ def test_restart_from_the_middle_step_is_bitwise_at_the_same_and_another_layout(
         out = tmp_path / f"restart-{ranks}x{threads}.h5"
         proc = run(bench, ranks, threads, "--restart", str(tmp_path / "mid.h5"), "--checkpoint", str(out),
                    "--checkpoint-every", end)
-        rec = record(proc)
+        rec = verified_record(proc)
         assert rec["io"]["restart_step"] == mid, rec["io"]
         assert rec["metrics"]["first_step"] == mid + 1
         assert rec["metrics"]["iterations"] == niter
@@ -159,7 +150,7 @@ def session_processes(sid: int) -> list[int]:
 def test_sigkill_after_a_checkpoint_then_restart_is_bitwise(tmp_path):
     bench = "sp-mz"
     niter = class_niter(bench)
-    full_rec = record(run(bench, 1, 2))
+    full_rec = verified_record(run(bench, 1, 2))
     ckpt = tmp_path / "kill.h5"
     # A checkpoint after every step: the first appears early and the job is still running when it does.
     proc = subprocess.Popen(mpirun_cmd(bench, 2, 1, "--checkpoint", str(ckpt), "--checkpoint-every", "1"),
@@ -181,8 +172,8 @@ def test_sigkill_after_a_checkpoint_then_restart_is_bitwise(tmp_path):
     assert proc.returncode == -signal.SIGKILL
     assert not session_processes(proc.pid)
     out = tmp_path / "after.h5"
-    rec = record(run(bench, 1, 2, "--restart", str(ckpt), "--checkpoint", str(out), "--checkpoint-every",
-                     str(niter)))
+    rec = verified_record(run(bench, 1, 2, "--restart", str(ckpt), "--checkpoint", str(out), "--checkpoint-every",
+                              str(niter)))
     assert 1 <= rec["io"]["restart_step"] < niter, rec["io"]
     assert verification_bits(rec) == verification_bits(full_rec)
 

@@ -21,7 +21,7 @@ import pytest
 
 import skips
 from conftest import assert_refused
-from damage import damaged
+from damage import BAD_CHECKPOINTS, damaged, restart_args
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("HYMPI_BIN_DIR", REPO / "build" / "bin"))
@@ -157,26 +157,6 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = mpirun("rb3d", 2, *RB3D, "--iterations", "20", "--checkpoint", str(path), "--checkpoint-every", "20")
     assert proc.returncode == 0 and path.exists(), proc.stderr
     return path
-
-
-BAD_CHECKPOINTS = [
-    ("empty", [], "not HDF5"),
-    ("truncated", [], "truncated"),
-    ("not-hdf5", [], "not HDF5"),
-    # App and size are named before the checksum: another app's real checkpoint is named as such.
-    ("other-app", [], "checkpoint of spmv3d, not of rb3d"),
-    ("none", ["--size", "16"], "this run's is"),
-    ("none", ["--iterations", "10"], "beyond the 10"),
-    ("flipped-bit", [], "fails its checksum"),
-    ("state-digit", [], "header fails its checksum"),
-    ("no-header-checksum", [], "no header checksum"),
-]
-
-
-def restart_args(bad: Path, args: list[str]) -> list[str]:
-    given = dict(zip(args[::2], args[1::2], strict=True))
-    return ["--size", given.get("--size", "20"), "--residual-every", "5", "--iterations",
-            given.get("--iterations", "40"), "--restart", str(bad)]
 
 
 @pytest.mark.parametrize(("damage", "args", "words"), BAD_CHECKPOINTS)
