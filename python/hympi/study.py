@@ -27,7 +27,7 @@ from hympi.study_options import (
     STUDY_APPS,
     StudyApp,
 )
-from hympi.sweep import Plan, SweepParams, open_sweep, plan, record_machine, run_sweep, validate_layouts
+from hympi.sweep import Plan, SweepParams, SweepResult, open_sweep, plan, record_machine, run_sweep, validate_layouts
 from hympi.topology import MachineSummary
 
 # The ping-pong probe (study_options.PINGPONG).
@@ -150,12 +150,6 @@ def membind_axis(store: Store, study_id: int, summary: MachineSummary, options: 
     return (DEFAULT_MEMBIND,)
 
 
-def _warn(store: Store, study_id: int, say: Callable[[str], None], note: str) -> None:
-    """Records a study note on what was skipped or went wrong, and says it in yellow."""
-    store.add_study_note(study_id, note)
-    say(f"[yellow]{note}[/yellow]")
-
-
 def _unbuilt(spec: AppSpec) -> str | None:
     """Why the study skips an app: its binary is not built yet; None when it is built."""
     try:
@@ -165,15 +159,53 @@ def _unbuilt(spec: AppSpec) -> str | None:
     return None
 
 
-def _open_study_sweep(store: Store, machine: MachineRecord, study_id: int, options: StudyOptions, params: SweepParams,
-                      the_plan: Plan, summary: MachineSummary) -> tuple[Sweep, bool, SweepParams, Plan]:
-    """open_sweep for one of the study's sweeps: the sweep, whether it resumed one, and the parameters and plan it
-    runs with (a resumed sweep's recorded ones: its seed keeps the order it started with)."""
-    sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), options.resume, study_id)
-    if resumed:
-        params = SweepParams.from_dict(sweep.params)
-        the_plan = plan(params, summary.pus)
-    return sweep, resumed, params, the_plan
+@dataclass(frozen=True)
+class _OpenSweep:
+    """A study sweep ready to run: a resumed one with its recorded parameters (its seed keeps the order it started
+    with) and their plan."""
+
+    sweep: Sweep
+    resumed: bool
+    params: SweepParams
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class _Study:
+    """A study under way: where it records, what it was asked for, the machine and where it speaks."""
+
+    store: Store
+    machine: MachineRecord
+    study_id: int
+    options: StudyOptions
+    summary: MachineSummary
+    console: Console
+    say: Callable[[str], None]
+
+    def warn(self, note: str) -> None:
+        """Records a study note on what was skipped or went wrong, and says it in yellow."""
+        self.store.add_study_note(self.study_id, note)
+        self.say(f"[yellow]{note}[/yellow]")
+
+    def open(self, params: SweepParams, skipped: str) -> _OpenSweep | None:
+        """Plans `params`, has the app check them and opens (or resumes) their sweep; None, with the note
+        '`skipped`, it rejected ARGS: why', when the app rejects them."""
+        the_plan = plan(params, self.summary.pus)
+        try:
+            validate_layouts(params, the_plan.items)
+        except (UsageError, HympiFatal) as exc:
+            self.warn(f"{skipped}, it rejected '{' '.join(params.app_args)}': {exc}")
+            return None
+        sweep, resumed = open_sweep(self.store, self.machine, params, len(the_plan.items), self.options.resume,
+                                    self.study_id)
+        if resumed:
+            params = SweepParams.from_dict(sweep.params)
+            the_plan = plan(params, self.summary.pus)
+        return _OpenSweep(sweep=sweep, resumed=resumed, params=params, plan=the_plan)
+
+    def run(self, opened: _OpenSweep) -> SweepResult:
+        """Runs the whole plan of an opened sweep."""
+        return run_sweep(self.store, opened.sweep, opened.params, opened.plan.items, self.console)
 
 
 def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
@@ -193,51 +225,47 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
     with Store.open(options.db) as store:
         machine = record_machine(store, summary, "mpirun")
         study_id = store.create_study(machine.id, options.quick, str(options.out_dir))
+        study = _Study(store=store, machine=machine, study_id=study_id, options=options, summary=summary,
+                       console=console, say=say)
         membinds = membind_axis(store, study_id, summary, options, say)
         sweep_ids: list[int] = []
         for app in (a for a in STUDY_APPS if a.name in options.apps):
             spec = get_app(app.name)
             if (unbuilt := _unbuilt(spec)) is not None:
-                _warn(store, study_id, say, f"{app.name}: {unbuilt}")
+                study.warn(f"{app.name}: {unbuilt}")
                 continue
             params = SweepParams(app.name, layouts, ("core",), "compact", options.repeat,
                                  app_args(app, options.quick, summary, max_ranks), options.timeout,
                                  min_time=options.min_time, seed=options.seed, warmup=options.warmup,
                                  auto=options.auto, max_repeat=options.max_repeat, confidence=options.confidence,
                                  membinds=membinds)
-            the_plan = plan(params, summary.pus)
-            try:
-                validate_layouts(params, the_plan.items)
-            except (UsageError, HympiFatal) as exc:
-                _warn(store, study_id, say, f"{app.name}: skipped, it rejected '{' '.join(params.app_args)}': {exc}")
+            if (opened := study.open(params, f"{app.name}: skipped")) is None:
                 continue
-            sweep, resumed, params, the_plan = _open_study_sweep(store, machine, study_id, options, params, the_plan,
-                                                                 summary)
-            say(f"[bold]{app.name}[/bold] ({spec.description}): sweep {sweep.id}"
-                f"{' resumed' if resumed else ''}, {len(the_plan.items)} runs, args {' '.join(params.app_args)}")
-            result = run_sweep(store, sweep, params, the_plan.items, console)
-            sweep_ids.append(sweep.id)
+            say(f"[bold]{app.name}[/bold] ({spec.description}): sweep {opened.sweep.id}"
+                f"{' resumed' if opened.resumed else ''}, {len(opened.plan.items)} runs, args "
+                f"{' '.join(opened.params.app_args)}")
+            result = study.run(opened)
+            sweep_ids.append(opened.sweep.id)
             if result.auto is not None:
                 store.add_study_note(study_id, f"{app.name}: {result.auto.text}")
                 say(f"  {result.auto.text}")
         if DATA_LAYOUT in options.apps:
-            sweep_ids += run_data_layout_experiment(store, machine, study_id, options, summary, console, say)
+            sweep_ids += run_data_layout_experiment(study)
         if PINGPONG in options.apps:
-            sweep_ids += run_pingpong_probe(store, machine, study_id, options, summary, console, say)
+            sweep_ids += run_pingpong_probe(study)
         store.finish_study(study_id)
-        study = store.study(study_id)
         say("writing the report")
-        return write_report(store, options.out_dir, sweep_ids, study.notes,
+        return write_report(store, options.out_dir, sweep_ids, store.study(study_id).notes,
                             title=f"hympi study of {machine.hostname}" + (" (quick)" if options.quick else ""))
 
 
-def run_pingpong_probe(store: Store, machine: MachineRecord, study_id: int, options: StudyOptions,
-                       summary: MachineSummary, console: Console, say: Callable[[str], None]) -> list[int]:
+def run_pingpong_probe(study: _Study) -> list[int]:
     """Runs the ping-pong probe (one sweep per ProbeRun, recorded like any run); notes a missing binary or failure."""
     spec = get_app(PINGPONG)
     if (unbuilt := _unbuilt(spec)) is not None:
-        _warn(store, study_id, say, f"{PINGPONG}: {unbuilt}")
+        study.warn(f"{PINGPONG}: {unbuilt}")
         return []
+    options, summary = study.options, study.summary
     args = PINGPONG_QUICK_ARGS if options.quick else PINGPONG_FULL_ARGS
     sweep_ids: list[int] = []
     for probe in pingpong_runs(summary.cores):
@@ -246,66 +274,54 @@ def run_pingpong_probe(store: Store, machine: MachineRecord, study_id: int, opti
         params = SweepParams(PINGPONG, ((probe.ranks, 1),), ("core",), "compact", 1, args, options.timeout,
                              oversubscribe=probe.ranks > summary.pus, virtual_nodes=probe.virtual_nodes,
                              min_time=0.0, seed=options.seed, warmup=False)
-        the_plan = plan(params, summary.pus)
         where = f"{probe.ranks} ranks" + (f" on {probe.virtual_nodes} virtual nodes" if probe.virtual_nodes > 1 else "")
-        try:
-            validate_layouts(params, the_plan.items)
-        except (UsageError, HympiFatal) as exc:
-            _warn(store, study_id, say, f"{PINGPONG}: {where} skipped, it rejected '{' '.join(args)}': {exc}")
+        if (opened := study.open(params, f"{PINGPONG}: {where} skipped")) is None:
             continue
-        sweep, resumed, params, the_plan = _open_study_sweep(store, machine, study_id, options, params, the_plan,
-                                                             summary)
-        say(f"[bold]{PINGPONG}[/bold] ({spec.description}): sweep {sweep.id}{' resumed' if resumed else ''}, "
-            f"{where}, args {' '.join(args)}")
-        result = run_sweep(store, sweep, params, the_plan.items, console)
-        sweep_ids.append(sweep.id)
+        study.say(f"[bold]{PINGPONG}[/bold] ({spec.description}): sweep {opened.sweep.id}"
+                  f"{' resumed' if opened.resumed else ''}, {where}, args {' '.join(args)}")
+        result = study.run(opened)
+        sweep_ids.append(opened.sweep.id)
         bad = {status: n for status, n in result.statuses.items() if status != "ok"}
         if bad:
-            _warn(store, study_id, say, f"{PINGPONG}: the run with {where} ended {', '.join(bad)}; its level is "
-                  "missing from the communication hierarchy (stderr tail under All runs)")
+            study.warn(f"{PINGPONG}: the run with {where} ended {', '.join(bad)}; its level is missing from the "
+                       "communication hierarchy (stderr tail under All runs)")
     return sweep_ids
 
 
-def run_data_layout_experiment(store: Store, machine: MachineRecord, study_id: int, options: StudyOptions,
-                               summary: MachineSummary, console: Console, say: Callable[[str], None]) -> list[int]:
+def run_data_layout_experiment(study: _Study) -> list[int]:
     """Fig. 9: one sweep per data layout (BT-MZ, 1 rank, binding core), their rounds interleaved in a seeded order so
     load drift hits every layout alike. On fewer than MIN_NUMA NUMA domains every layout puts every page on the one
     domain: the study notes that and runs nothing. A missing binary or rejected arguments are notes too."""
-    def note(text: str) -> list[int]:
-        _warn(store, study_id, say, NOTE_PREFIX + text)
-        return []
-
+    options, summary = study.options, study.summary
     if summary.numa_nodes < MIN_NUMA:
-        return note(needs_numa(summary.numa_nodes))
+        study.warn(NOTE_PREFIX + needs_numa(summary.numa_nodes))
+        return []
     if (unbuilt := _unbuilt(get_app(DATA_LAYOUT_APP))) is not None:
-        return note(unbuilt)
+        study.warn(NOTE_PREFIX + unbuilt)
+        return []
     threads = data_layout_threads(summary, options.quick)
     args = DATA_LAYOUT_QUICK_ARGS if options.quick else DATA_LAYOUT_FULL_ARGS
     # --repeat N is honoured; auto (the study's default) becomes the rounds a verdict against first touch needs.
     repeat = max(options.repeat, DATA_LAYOUT_QUICK_REPEAT if options.quick else DATA_LAYOUT_FULL_REPEAT) \
         if options.auto else options.repeat
-    sweeps: list[tuple[SweepParams, Plan, int]] = []
+    sweeps: list[_OpenSweep] = []
     for layout in layouts():
         params = SweepParams(DATA_LAYOUT_APP, tuple((1, t) for t in threads), ("core",), "compact", repeat,
                              (*args, OPTION, layout), options.timeout, min_time=options.min_time, seed=options.seed,
                              warmup=options.warmup)
-        the_plan = plan(params, summary.pus)
-        try:
-            validate_layouts(params, the_plan.items)
-        except (UsageError, HympiFatal) as exc:
-            return note(f"skipped, {DATA_LAYOUT_APP} rejected '{' '.join(params.app_args)}': {exc}")
-        sweep, _, params, the_plan = _open_study_sweep(store, machine, study_id, options, params, the_plan, summary)
-        sweeps.append((params, the_plan, sweep.id))
-    say(f"[bold]{DATA_LAYOUT}[/bold] (Jin et al. Fig. 9: {DATA_LAYOUT_APP} {' '.join(args)}, 1 rank, "
-        f"{', '.join(layouts())}): sweeps {', '.join(str(i) for _, _, i in sweeps)}, threads "
-        f"{', '.join(map(str, threads))}, {repeat} round(s) each")
-    rounds = sorted({item.repeat for _, p, _ in sweeps for item in p.items})
+        if (opened := study.open(params, f"{NOTE_PREFIX}{DATA_LAYOUT_APP} skipped")) is None:
+            return []
+        sweeps.append(opened)
+    study.say(f"[bold]{DATA_LAYOUT}[/bold] (Jin et al. Fig. 9: {DATA_LAYOUT_APP} {' '.join(args)}, 1 rank, "
+              f"{', '.join(layouts())}): sweeps {', '.join(str(s.sweep.id) for s in sweeps)}, threads "
+              f"{', '.join(map(str, threads))}, {repeat} round(s) each")
+    rounds = sorted({item.repeat for s in sweeps for item in s.plan.items})
     for round_no in rounds:
-        order = np.random.default_rng([sweeps[0][0].seed, round_no, len(sweeps)]).permutation(len(sweeps))
+        order = np.random.default_rng([sweeps[0].params.seed, round_no, len(sweeps)]).permutation(len(sweeps))
         for k in order:
-            params, the_plan, sweep_id = sweeps[int(k)]
-            items = tuple(i for i in the_plan.items if i.repeat == round_no)
-            run_sweep(store, store.sweep(sweep_id), params, items, console)
+            opened = sweeps[int(k)]
+            items = tuple(i for i in opened.plan.items if i.repeat == round_no)
+            run_sweep(study.store, study.store.sweep(opened.sweep.id), opened.params, items, study.console)
             if round_no != rounds[-1]:  # more rounds to come: not finished (a killed study resumes it)
-                store.set_sweep_status(sweep_id, "running")
-    return [sweep_id for _, _, sweep_id in sweeps]
+                study.store.set_sweep_status(opened.sweep.id, "running")
+    return [s.sweep.id for s in sweeps]
