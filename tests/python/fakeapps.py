@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+from abc import ABC, abstractmethod
 from pathlib import Path
 
+from hympi.launch.mpirun import RunOutcome
 from hympi.profile import SIZE_BINS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -237,3 +239,32 @@ def pid_alive(pid: int) -> bool:
         return False
     stat = Path(f"/proc/{pid}/stat")
     return not (stat.exists() and stat.read_text().split()[2] == "Z")
+
+
+class InProcessLauncher(ABC):
+    """A launcher that runs nothing (run_sweep's and run_tune's `runner`): every launch is 'ok' with the record
+    `record(cmd)` makes of its command; raises KeyboardInterrupt at launch number `stop_at` (a killed run)."""
+
+    def __init__(self, stop_at: int | None = None) -> None:
+        self.launched = 0
+        self.stop_at = stop_at
+
+    def __call__(self, cmd: list[str], timeout: float) -> RunOutcome:
+        self.launched += 1
+        if self.launched == self.stop_at:
+            raise KeyboardInterrupt
+        return RunOutcome("ok", 0, 0.0, cmd, "", "", self.record(cmd))
+
+    @abstractmethod
+    def record(self, cmd: list[str]) -> dict:
+        """The HYMPI_RESULT record of the launch of `cmd`."""
+
+
+def launch_ranks(cmd: list[str]) -> int:
+    """The rank count of a launch command (-np N)."""
+    return int(cmd[cmd.index("-np") + 1])
+
+
+def launch_env(cmd: list[str]) -> dict[str, str]:
+    """The K=V settings a launch command passes to the app."""
+    return dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))

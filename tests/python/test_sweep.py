@@ -19,9 +19,8 @@ import pytest
 from rich.console import Console
 
 from conftest import hympi
-from fakeapps import fake_bin_dir, launches, pid_alive
+from fakeapps import InProcessLauncher, fake_bin_dir, launch_env, launch_ranks, launches, pid_alive
 from hympi.errors import UsageError
-from hympi.launch.mpirun import RunOutcome
 from hympi.params import parse_choice_list, parse_int_list
 from hympi.store import Store
 from hympi.store.schema import SCHEMA_VERSION
@@ -402,27 +401,20 @@ def test_a_version_2_database_migrates_and_its_running_sweep_without_owner_count
         assert store.mark_stale_interrupted() == [] and store.sweep(mine.id).status == "running"
 
 
-class _NoisyRunner:
-    """An in-process launcher: the rate of each launch from its layout and how often that layout ran before;
-    raises KeyboardInterrupt at launch number `stop_at` (that launch is not counted, as a killed run)."""
+class _NoisyRunner(InProcessLauncher):
+    """The rate of each launch from its layout and how often that layout ran before."""
 
     def __init__(self, stop_at: int | None = None) -> None:
+        super().__init__(stop_at)
         self.counts: dict[str, int] = {}
-        self.launched = 0
-        self.stop_at = stop_at
 
-    def __call__(self, cmd: list[str], timeout: float) -> RunOutcome:
-        self.launched += 1
-        if self.launched == self.stop_at:
-            raise KeyboardInterrupt
-        ranks = int(cmd[cmd.index("-np") + 1])
-        threads = int(next(a.split("=")[1] for a in cmd if a.startswith("OMP_NUM_THREADS=")))
-        layout = f"{ranks}x{threads}"
+    def record(self, cmd: list[str]) -> dict:
+        ranks = launch_ranks(cmd)
+        layout = f"{ranks}x{launch_env(cmd)['OMP_NUM_THREADS']}"
         seen = self.counts.get(layout, 0)
         self.counts[layout] = seen + 1
         rate = {"1x1": 1.0, "2x1": 1.15, "1x2": 1.1}[layout] * (1 + random.Random(f"{layout}:{seen}").uniform(-.3, .3))
-        record = {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p", "node_rss_mib": 10.0 * ranks}
-        return RunOutcome("ok", 0, 0.0, cmd, "", "", record)
+        return {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p", "node_rss_mib": 10.0 * ranks}
 
 
 def _auto_sweep(db: Path, runner: _NoisyRunner, resume: bool) -> tuple[list[tuple], str | None]:

@@ -14,10 +14,10 @@ from rich.console import Console
 
 import skips
 from conftest import REPO, hympi
+from fakeapps import InProcessLauncher, launch_env, launch_ranks
 from hympi.cli import main as cli_main
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import parse_cvars, read_listing
-from hympi.launch.mpirun import RunOutcome
 from hympi.paths import binary
 from hympi.store import Store
 from hympi.tune.declared import declared_names, parse_mpivars, parse_ompi_info
@@ -91,27 +91,19 @@ def test_params_lists_and_filters_the_cvars(monkeypatch, capsys):
     assert listed["coll_tuned_alltoall_algorithm"] == CVARS["coll_tuned_alltoall_algorithm"]
 
 
-class FakeLauncher:
-    """An in-process launcher: a rate from the layout and eager limit; the library 'ignores' eager limits above
-    16384 (reads back 4096); raises KeyboardInterrupt at launch `stop_at` (a killed tune)."""
+class FakeLauncher(InProcessLauncher):
+    """A rate from the layout and eager limit; the library 'ignores' eager limits above 16384 (reads back 4096)."""
 
-    def __init__(self, stop_at: int | None = None) -> None:
-        self.launched = 0
-        self.stop_at = stop_at
-
-    def __call__(self, cmd: list[str], timeout: float) -> RunOutcome:
-        self.launched += 1
-        if self.launched == self.stop_at:
-            raise KeyboardInterrupt
-        env = dict(a.split("=", 1) for a in cmd if "=" in a and not a.startswith("-"))
-        ranks = int(cmd[cmd.index("-np") + 1])
+    def record(self, cmd: list[str]) -> dict:
+        env = launch_env(cmd)
+        ranks = launch_ranks(cmd)
         eager = env.get("OMPI_MCA_btl_vader_eager_limit")
         taken = eager if eager is None or int(eager) <= 16384 else "4096"
         rate = 10.0 * ranks * (1.5 if taken == "8192" else 1.0) * (1.2 if env["HYMPI_BIND"] == "core" else 1.0)
         record: dict = {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p", "max_rss_mib": 5.0 * ranks}
         if eager is not None:
             record["mpi_cvars"] = {"btl_vader_eager_limit": taken}
-        return RunOutcome("ok", 0, 0.0, cmd, "", "", record)
+        return record
 
 
 SPACE = {"layout": {"ranks": [1, 2], "bind": ["core", "none"], "default": {"ranks": 2}},
