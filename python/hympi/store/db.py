@@ -377,11 +377,30 @@ class Store:
 
     def machine(self, machine_id: int) -> MachineRecord:
         """The machine with this id."""
-        row = self.conn.execute("SELECT id, hostname, topology_hash, mpi_library, compiler, summary_json FROM machines "
-                                "WHERE id = ?", (machine_id,)).fetchone()
-        if row is None:
-            raise UsageError(f"no machine {machine_id} in {self.path}")
+        row = self._row("machines", "id, hostname, topology_hash, mpi_library, compiler, summary_json", "machine",
+                        machine_id)
         return MachineRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
+
+    # rows by id: sweeps and tunes are owned while they run -------------------------------------------------------
+    def _row(self, table: str, columns: str, what: str, row_id: int) -> tuple[Any, ...]:
+        """The `columns` of the row of `table` with this id; UsageError naming `what` (e.g. 'sweep') if none."""
+        row: tuple[Any, ...] | None = self.conn.execute(f"SELECT {columns} FROM {table} WHERE id = ?",
+                                                        (row_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"no {what} {row_id} in {self.path}")
+        return row
+
+    def _set(self, table: str, row_id: int, **values: str | int | None) -> None:
+        """Sets columns (named by the keywords) of the row of `table` with this id."""
+        assignments = ", ".join(f"{column} = ?" for column in values)
+        with self.transaction() as conn:
+            conn.execute(f"UPDATE {table} SET {assignments} WHERE id = ?", (*values.values(), row_id))
+
+    def _claim(self, table: str, row_id: int) -> None:
+        """Marks a sweep or tune running and owned by this process (so a later reader can tell when it died)."""
+        pid = os.getpid()
+        self._set(table, row_id, status="running", finished_at=None, owner_host=socket.gethostname(),
+                  owner_pid=pid, owner_start=process_start(pid))
 
     # sweeps -------------------------------------------------------------------------------------------------
     _SWEEP_COLUMNS = ("id, machine_id, app, params_json, total, status, created_at, finished_at, study_id, "
@@ -411,10 +430,7 @@ class Store:
 
     def claim_sweep(self, sweep_id: int) -> None:
         """Marks a sweep running and owned by this process (so a later reader can tell when it died)."""
-        pid = os.getpid()
-        with self.transaction() as conn:
-            conn.execute("UPDATE sweeps SET status = 'running', finished_at = NULL, owner_host = ?, owner_pid = ?, "
-                         "owner_start = ? WHERE id = ?", (socket.gethostname(), pid, process_start(pid), sweep_id))
+        self._claim("sweeps", sweep_id)
 
     def stale_sweeps(self) -> list[int]:
         """The ids of 'running' sweeps whose owner process is gone (killed with SIGKILL, a crashed node); reads only."""
@@ -432,8 +448,7 @@ class Store:
 
     def set_sweep_note(self, sweep_id: int, note: str) -> None:
         """Records what the sweep decided (e.g. how --repeat auto ended)."""
-        with self.transaction() as conn:
-            conn.execute("UPDATE sweeps SET note = ? WHERE id = ?", (note, sweep_id))
+        self._set("sweeps", sweep_id, note=note)
 
     def set_sweep_total(self, sweep_id: int, total: int) -> None:
         """Updates the planned number of runs (--repeat auto adds rounds)."""
@@ -442,10 +457,7 @@ class Store:
 
     def sweep(self, sweep_id: int) -> Sweep:
         """The sweep with this id; UsageError if there is none."""
-        row = self.conn.execute(f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE id = ?", (sweep_id,)).fetchone()
-        if row is None:
-            raise UsageError(f"no sweep {sweep_id} in {self.path}")
-        return self._sweep(row)
+        return self._sweep(self._row("sweeps", self._SWEEP_COLUMNS, "sweep", sweep_id))
 
     def sweeps(self) -> list[Sweep]:
         """Every sweep, oldest first."""
@@ -460,9 +472,7 @@ class Store:
 
     def set_sweep_status(self, sweep_id: int, status: str) -> None:
         """Marks a sweep running, interrupted or finished."""
-        finished = now_utc() if status == "finished" else None
-        with self.transaction() as conn:
-            conn.execute("UPDATE sweeps SET status = ?, finished_at = ? WHERE id = ?", (status, finished, sweep_id))
+        self._set("sweeps", sweep_id, status=status, finished_at=now_utc() if status == "finished" else None)
 
     def attach_sweep(self, sweep_id: int, study_id: int) -> None:
         """Counts a (resumed) sweep as part of a study."""
@@ -623,10 +633,7 @@ class Store:
 
     def tune(self, tune_id: int) -> TuneRecord:
         """The tune with this id; UsageError if there is none."""
-        row = self.conn.execute(f"SELECT {self._TUNE_COLUMNS} FROM tunes WHERE id = ?", (tune_id,)).fetchone()
-        if row is None:
-            raise UsageError(f"no tune {tune_id} in {self.path}")
-        return self._tune(row)
+        return self._tune(self._row("tunes", self._TUNE_COLUMNS, "tune", tune_id))
 
     def tunes(self) -> list[TuneRecord]:
         """Every tune, oldest first."""
@@ -634,23 +641,17 @@ class Store:
 
     def claim_tune(self, tune_id: int) -> None:
         """Marks a tune running and owned by this process (so a later reader can tell when it died)."""
-        pid = os.getpid()
-        with self.transaction() as conn:
-            conn.execute("UPDATE tunes SET status = 'running', finished_at = NULL, owner_host = ?, owner_pid = ?, "
-                         "owner_start = ? WHERE id = ?", (socket.gethostname(), pid, process_start(pid), tune_id))
+        self._claim("tunes", tune_id)
 
     def set_tune_status(self, tune_id: int, status: str) -> None:
         """Marks a tune running, interrupted or finished; ValueError for another status."""
         if status not in TUNE_STATUSES:
             raise ValueError(f"tune status must be one of {TUNE_STATUSES}, got {status!r}")
-        finished = now_utc() if status == "finished" else None
-        with self.transaction() as conn:
-            conn.execute("UPDATE tunes SET status = ?, finished_at = ? WHERE id = ?", (status, finished, tune_id))
+        self._set("tunes", tune_id, status=status, finished_at=now_utc() if status == "finished" else None)
 
     def set_tune_note(self, tune_id: int, note: str) -> None:
         """Records how the tune ended (budget spent, expected improvement below the stop rule, ...)."""
-        with self.transaction() as conn:
-            conn.execute("UPDATE tunes SET note = ? WHERE id = ?", (note, tune_id))
+        self._set("tunes", tune_id, note=note)
 
     def latest_unfinished_tune(self, identity: JsonObject) -> TuneRecord | None:
         """The newest tune with exactly this identity that has not finished, if any (a running one whose owner
@@ -717,10 +718,8 @@ class Store:
 
     def study(self, study_id: int) -> Study:
         """The study with this id; UsageError if there is none."""
-        row = self.conn.execute("SELECT id, machine_id, quick, out_dir, notes_json, created_at, finished_at"
-                                " FROM studies WHERE id = ?", (study_id,)).fetchone()
-        if row is None:
-            raise UsageError(f"no study {study_id} in {self.path}")
+        row = self._row("studies", "id, machine_id, quick, out_dir, notes_json, created_at, finished_at", "study",
+                        study_id)
         return Study(row[0], row[1], bool(row[2]), row[3], tuple(json.loads(row[4])), row[5], row[6])
 
     def study_sweeps(self, study_id: int) -> list[Sweep]:
