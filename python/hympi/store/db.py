@@ -40,6 +40,13 @@ def now_utc() -> str:
     return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
+def _of_sweeps(sweep_ids: list[int] | None) -> tuple[str, list[int]]:
+    """The WHERE clause (and its parameters) that keeps the rows of the given sweeps; none for None (every row)."""
+    if sweep_ids is None:
+        return "", []
+    return f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})", list(sweep_ids)
+
+
 def process_start(pid: int) -> str | None:
     """The start time of process `pid` in clock ticks since boot (/proc), or None where it cannot be read."""
     try:
@@ -562,13 +569,10 @@ class Store:
         sql = ("SELECT sweep_id, ranks, threads, bind, repeat, command_json, status, returncode, wall_s,"
                " restarted_from_step, result_json, stderr_tail, started_at, finished_at, membind, item_args_json"
                " FROM run_attempts")
-        params: list[int] = []
-        if sweep_ids is not None:
-            sql += f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})"
-            params = list(sweep_ids)
+        where, params = _of_sweeps(sweep_ids)
         return [Attempt(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], r[7], r[8], r[9],
                         json.loads(r[10]) if r[10] else None, r[11], r[12], r[13], r[14], tuple(json.loads(r[15])))
-                for r in self.conn.execute(sql + " ORDER BY id", params)]
+                for r in self.conn.execute(sql + where + " ORDER BY id", params)]
 
     def done_keys(self, sweep_id: int) -> set[ItemKey]:
         """The (ranks, threads, bind, repeat, membind, item_args) items of a sweep that already have a recorded run."""
@@ -581,14 +585,11 @@ class Store:
         sql = ("SELECT sweep_id, app, ranks, threads, bind, dist, repeat, app_args_json, env_json, command_json,"
                " status, returncode, wall_s, result_json, stderr_tail, started_at, finished_at, id,"
                " restarted_from_step, membind, item_args_json FROM runs")
-        params: list[int] = []
-        if sweep_ids is not None:
-            sql += f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})"
-            params = list(sweep_ids)
+        where, params = _of_sweeps(sweep_ids)
+        sql += where
         mpi_sql = "SELECT run_id, name, value FROM run_mpi_params"
-        if sweep_ids is not None:
-            mpi_sql += (" WHERE run_id IN (SELECT id FROM runs WHERE sweep_id IN "
-                        f"({', '.join('?' * len(sweep_ids))}))")
+        if where:
+            mpi_sql += f" WHERE run_id IN (SELECT id FROM runs{where})"
         mpi: dict[int, list[tuple[str, str]]] = {}
         for run_id, name, value in self.conn.execute(mpi_sql + " ORDER BY run_id, name", params):
             mpi.setdefault(run_id, []).append((name, value))
