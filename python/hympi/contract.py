@@ -37,8 +37,19 @@ class AppEntry:
     checkpoints: bool = False
 
 
+class _Typed:
+    """An entry with a type that may name an enum's values (enum:<Name>)."""
+
+    type: str
+
+    @property
+    def enum(self) -> str | None:
+        """The enum the entry names a value of, or None."""
+        return enum_of(self.type)
+
+
 @dataclass(frozen=True)
-class OptionEntry:
+class OptionEntry(_Typed):
     """One HYMPI_* option: config key, variable, type (see OPTION_TYPES, or enum:<Name>), default and users."""
 
     key: str
@@ -48,14 +59,9 @@ class OptionEntry:
     used_by: tuple[str, ...]
     meaning: str
 
-    @property
-    def enum(self) -> str | None:
-        """The enum the option names a value of, or None."""
-        return enum_of(self.type)
-
 
 @dataclass(frozen=True)
-class FieldEntry:
+class FieldEntry(_Typed):
     """One HYMPI_RESULT field: type (see FIELD_TYPES, or enum:<Name>), whether required, unit and meaning."""
 
     name: str
@@ -64,11 +70,6 @@ class FieldEntry:
     unit: str
     written_by: str
     meaning: str
-
-    @property
-    def enum(self) -> str | None:
-        """The enum the field names a value of, or None."""
-        return enum_of(self.type)
 
 
 @dataclass(frozen=True)
