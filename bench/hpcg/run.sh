@@ -24,6 +24,8 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../common.sh
+source "$repo/bench/common.sh"
 BUILD=${BUILD:-$repo/build}
 WORK=${WORK:-/tmp/hympi-hpcg}
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}
@@ -37,19 +39,16 @@ while [[ $# -gt 0 ]]; do
     --repeat) repeat=${2-}; shift; shift || true ;;
     --n) n=${2-}; shift; shift || true ;;
     --ranks) ranks=${2-}; shift; shift || true ;;
-    *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
+    *) refuse "unknown argument '$1'" ;;
   esac
 done
-[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --repeat must be a positive integer, got '$repeat'" >&2; exit 2; }
+need_positive_int --repeat "$repeat"
 # HPCG needs a multiple of 8 per axis for its 4 multigrid levels.
 [[ $n =~ ^[1-9][0-9]*$ ]] && ((n >= 16 && n % 8 == 0)) ||
-  { echo "run.sh: --n must be a multiple of 8 and >= 16 (HPCG's multigrid), got '$n'" >&2; exit 2; }
-[[ $ranks =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --ranks must be a positive integer, got '$ranks'" >&2; exit 2; }
-[[ $RUN_TIMEOUT =~ ^[1-9][0-9]*$ ]] ||
-  { echo "run.sh: RUN_TIMEOUT must be a positive number of seconds, got '$RUN_TIMEOUT'" >&2; exit 2; }
-for tool in git mpicxx mpirun; do
-  command -v "$tool" >/dev/null || { echo "run.sh: $tool is not on PATH" >&2; exit 2; }
-done
+  refuse "--n must be a multiple of 8 and >= 16 (HPCG's multigrid), got '$n'"
+need_positive_int --ranks "$ranks"
+need_run_timeout
+need_tools git mpicxx mpirun
 
 mkdir -p "$WORK"
 mpirun_flags=()
@@ -61,9 +60,9 @@ if [[ ! -x $xhpcg ]]; then
   src=$WORK/hpcg-src
   rm -rf "$src"
   git clone --quiet "$HPCG_GIT" "$src" ||
-    { echo "run.sh: cannot clone HPCG from HPCG_GIT='$HPCG_GIT'" >&2; exit 2; }
+    refuse "cannot clone HPCG from HPCG_GIT='$HPCG_GIT'"
   git -C "$src" checkout --quiet "$HPCG_REF" ||
-    { echo "run.sh: HPCG_REF='$HPCG_REF' is not a commit or tag of $HPCG_GIT" >&2; exit 2; }
+    refuse "HPCG_REF='$HPCG_REF' is not a commit or tag of $HPCG_GIT"
   # Our flags, not setup/Make.MPI_GCC_OMP's (-ffast-math would let the compiler reorder sums).
   sed -e 's/^CXXFLAGS .*/CXXFLAGS     = $(HPCG_DEFS) -O3 -march=native -fopenmp/' \
     "$src/setup/Make.MPI_GCC_OMP" > "$src/setup/Make.hympi"
@@ -74,10 +73,7 @@ if [[ ! -x $xhpcg ]]; then
 fi
 
 # --- hympi ------------------------------------------------------------------------------------
-if [[ ! -x $BUILD/bin/hympi-spmv3d ]]; then
-  cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-if [[ -f $BUILD/build.ninja ]]; then nice ninja -C "$BUILD" hympi-spmv3d >/dev/null; fi
+build_hympi -- hympi-spmv3d
 
 # --- runs -------------------------------------------------------------------------------------
 results=$WORK/results.tsv

@@ -20,6 +20,8 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../common.sh
+source "$repo/bench/common.sh"
 BUILD=${BUILD:-$repo/build}
 WORK=${WORK:-/tmp/hympi-npb-mz}
 MARCH=${MARCH:-native}
@@ -37,13 +39,13 @@ while [[ $# -gt 0 ]]; do
     --benchmarks) benchmarks=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
     --build-only) build_only=1; shift ;;
-    *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
+    *) refuse "unknown argument '$1'" ;;
   esac
 done
-[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --repeat must be a positive integer, got '$repeat'" >&2; exit 2; }
-[[ $RUN_TIMEOUT =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: RUN_TIMEOUT must be a positive number of seconds, got '$RUN_TIMEOUT'" >&2; exit 2; }
+need_positive_int --repeat "$repeat"
+need_run_timeout
 if command -v c++ >/dev/null && ! c++ -march="$MARCH" -x c++ -E - </dev/null >/dev/null 2>&1; then
-  echo "run.sh: MARCH='$MARCH' is not a CPU the compiler knows (-march=)" >&2; exit 2
+  refuse "MARCH='$MARCH' is not a CPU the compiler knows (-march=)"
 fi
 
 mkdir -p "$WORK"
@@ -105,11 +107,7 @@ if ((build_only)); then
 fi
 
 # --- hympi ------------------------------------------------------------------------------------
-if [[ ! -x $BUILD/bin/hympi-bt-mz ]]; then
-  cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DHYMPI_MARCH="$MARCH" >/dev/null
-fi
-# A BUILD without build.ninja holds apps built on another machine by `make build`: used as they are.
-if [[ -f $BUILD/build.ninja ]]; then nice ninja -C "$BUILD" hympi-bt-mz hympi-sp-mz hympi-lu-mz >/dev/null; fi
+build_hympi -DHYMPI_MARCH="$MARCH" -- hympi-bt-mz hympi-sp-mz hympi-lu-mz
 
 # --- runs: ours and theirs back to back for every case ----------------------------------------
 results=$WORK/results.tsv

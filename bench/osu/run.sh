@@ -21,6 +21,8 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../common.sh
+source "$repo/bench/common.sh"
 BUILD=${BUILD:-$repo/build}
 WORK=${WORK:-/tmp/hympi-osu}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
@@ -31,24 +33,20 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --repeat) repeat=${2-}; shift; shift || true ;;
     --tolerance) tolerance=${2-}; shift; shift || true ;;
-    *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
+    *) refuse "unknown argument '$1'" ;;
   esac
 done
-[[ $repeat =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --repeat must be a positive integer, got '$repeat'" >&2; exit 2; }
+need_positive_int --repeat "$repeat"
 [[ $tolerance =~ ^0?\.[0-9]+$ && ! $tolerance =~ ^0?\.0+$ ]] ||
-  { echo "run.sh: --tolerance must be a fraction between 0 and 1 (e.g. 0.10), got '$tolerance'" >&2; exit 2; }
-[[ $RUN_TIMEOUT =~ ^[1-9][0-9]*$ ]] ||
-  { echo "run.sh: RUN_TIMEOUT must be a positive number of seconds, got '$RUN_TIMEOUT'" >&2; exit 2; }
+  refuse "--tolerance must be a fraction between 0 and 1 (e.g. 0.10), got '$tolerance'"
+need_run_timeout
 if [[ -n ${OSU_SRC:-} ]]; then
   [[ -x $OSU_SRC/configure && -f $OSU_SRC/mpi/pt2pt/osu_latency.c ]] ||
-    { echo "run.sh: OSU_SRC='$OSU_SRC' is not an unpacked osu-micro-benchmarks source (no configure, mpi/pt2pt/osu_latency.c)" >&2; exit 2; }
+    refuse "OSU_SRC='$OSU_SRC' is not an unpacked osu-micro-benchmarks source (no configure, mpi/pt2pt/osu_latency.c)"
 elif ! git --git-dir="$OSU_GIT" rev-parse --verify -q HEAD >/dev/null 2>&1; then
-  echo "run.sh: OSU_GIT='$OSU_GIT' is not a git directory; set OSU_SRC to an unpacked osu-micro-benchmarks source or OSU_GIT to a clone of one" >&2
-  exit 2
+  refuse "OSU_GIT='$OSU_GIT' is not a git directory; set OSU_SRC to an unpacked osu-micro-benchmarks source or OSU_GIT to a clone of one"
 fi
-for tool in mpicc mpirun; do
-  command -v "$tool" >/dev/null || { echo "run.sh: $tool is not on PATH" >&2; exit 2; }
-done
+need_tools mpicc mpirun
 
 mkdir -p "$WORK"
 mpirun_flags=()
@@ -73,11 +71,7 @@ if [[ ! -x $osu ]]; then
 fi
 
 # --- hympi ------------------------------------------------------------------------------------
-if [[ ! -x $BUILD/bin/hympi-pingpong ]]; then
-  cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-# A BUILD without build.ninja holds apps built elsewhere by `make build`: used as they are.
-if [[ -f $BUILD/build.ninja ]]; then nice ninja -C "$BUILD" hympi-pingpong >/dev/null; fi
+build_hympi -- hympi-pingpong
 
 # --- runs -------------------------------------------------------------------------------------
 results=$WORK/results.tsv

@@ -1,0 +1,39 @@
+# Sourced by the comparison scripts (bench/*/run.sh): their refusals of bad input (one line naming the value,
+# exit 2, before anything is built or written) and the build of the hympi apps they compare.
+
+# Refuses with one line and exit 2.
+refuse() {
+  echo "run.sh: $*" >&2
+  exit 2
+}
+
+# NAME VALUE: VALUE must be a positive integer.
+need_positive_int() {
+  [[ $2 =~ ^[1-9][0-9]*$ ]] || refuse "$1 must be a positive integer, got '$2'"
+}
+
+# RUN_TIMEOUT must be a whole number of seconds > 0.
+need_run_timeout() {
+  [[ $RUN_TIMEOUT =~ ^[1-9][0-9]*$ ]] || refuse "RUN_TIMEOUT must be a positive number of seconds, got '$RUN_TIMEOUT'"
+}
+
+# TOOL...: each must be on PATH.
+need_tools() {
+  local tool
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || refuse "$tool is not on PATH"
+  done
+}
+
+# [CMAKE_ARG...] -- TARGET...: configures $BUILD (from $repo) with the CMake arguments when the first target is not
+# built yet, then builds the targets. A BUILD without build.ninja holds apps built elsewhere by `make build`: used
+# as they are.
+build_hympi() {
+  local cmake_args=()
+  while [[ $1 != -- ]]; do cmake_args+=("$1"); shift; done
+  shift
+  if [[ ! -x $BUILD/bin/$1 ]]; then
+    cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" >/dev/null
+  fi
+  if [[ -f $BUILD/build.ninja ]]; then nice ninja -C "$BUILD" "$@" >/dev/null; fi
+}
