@@ -25,6 +25,12 @@ need_tools() {
   done
 }
 
+# Sets mpirun_flags to what Open MPI's mpirun needs to run as root and more ranks than cores (none for others).
+set_mpirun_flags() {
+  mpirun_flags=()
+  if mpirun --version 2>/dev/null | grep -q "Open MPI"; then mpirun_flags+=(--allow-run-as-root --oversubscribe); fi
+}
+
 # [CMAKE_ARG...] -- TARGET...: configures $BUILD (from $repo) with the CMake arguments when the first target is not
 # built yet, then builds the targets. A BUILD without build.ninja holds apps built elsewhere by `make build`: used
 # as they are.

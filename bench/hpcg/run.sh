@@ -51,8 +51,7 @@ need_run_timeout
 need_tools git mpicxx mpirun
 
 mkdir -p "$WORK"
-mpirun_flags=()
-if mpirun --version 2>/dev/null | grep -q "Open MPI"; then mpirun_flags+=(--allow-run-as-root --oversubscribe); fi
+set_mpirun_flags
 
 # --- HPCG -------------------------------------------------------------------------------------
 xhpcg=$WORK/xhpcg

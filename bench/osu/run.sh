@@ -49,8 +49,7 @@ fi
 need_tools mpicc mpirun
 
 mkdir -p "$WORK"
-mpirun_flags=()
-if mpirun --version 2>/dev/null | grep -q "Open MPI"; then mpirun_flags+=(--allow-run-as-root --oversubscribe); fi
+set_mpirun_flags
 
 # --- OSU --------------------------------------------------------------------------------------
 osu=$WORK/osu_latency
