@@ -459,8 +459,7 @@ class Store:
 
     def set_sweep_total(self, sweep_id: int, total: int) -> None:
         """Updates the planned number of runs (--repeat auto adds rounds)."""
-        with self.transaction() as conn:
-            conn.execute("UPDATE sweeps SET total = ? WHERE id = ?", (total, sweep_id))
+        self._set("sweeps", sweep_id, total=total)
 
     def sweep(self, sweep_id: int) -> Sweep:
         """The sweep with this id; UsageError if there is none."""
@@ -483,8 +482,7 @@ class Store:
 
     def attach_sweep(self, sweep_id: int, study_id: int) -> None:
         """Counts a (resumed) sweep as part of a study."""
-        with self.transaction() as conn:
-            conn.execute("UPDATE sweeps SET study_id = ? WHERE id = ?", (study_id, sweep_id))
+        self._set("sweeps", sweep_id, study_id=study_id)
 
     # runs ---------------------------------------------------------------------------------------------------
     def add_run(self, run: Run) -> int:
@@ -714,8 +712,7 @@ class Store:
 
     def finish_study(self, study_id: int) -> None:
         """Marks a study finished."""
-        with self.transaction() as conn:
-            conn.execute("UPDATE studies SET finished_at = ? WHERE id = ?", (now_utc(), study_id))
+        self._set("studies", study_id, finished_at=now_utc())
 
     def study(self, study_id: int) -> Study:
         """The study with this id; UsageError if there is none."""
