@@ -104,9 +104,15 @@ class AppGroup:
     @property
     def slug(self) -> str:
         """A file-name-safe identifier for the group's plots."""
-        safe = "".join(c if c.isalnum() else "-" for c in f"{self.app}-{self.problem or 'x'}")
-        digest = hashlib.sha1("\0".join(self.app_args).encode()).hexdigest()[:8]
-        return f"{safe.strip('-')}-m{self.machine_id}-{digest}"
+        return file_slug(self.app, self.problem, self.machine_id, self.app_args)
+
+
+def file_slug(app: str, problem: str, machine_id: int, app_args: tuple[str, ...]) -> str:
+    """A file-name-safe identifier of one app configuration on one machine: app and problem with every other
+    character a dash, the machine, a digest of the arguments."""
+    safe = "".join(c if c.isalnum() else "-" for c in f"{app}-{problem or 'x'}")
+    digest = hashlib.sha1("\0".join(app_args).encode()).hexdigest()[:8]
+    return f"{safe.strip('-')}-m{machine_id}-{digest}"
 
 
 def median_or_none(values: list[float]) -> float | None:

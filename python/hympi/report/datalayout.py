@@ -11,13 +11,13 @@ the page shows why nothing is compared instead of plotting noise.
 
 from __future__ import annotations
 
-import hashlib
 import statistics
 from dataclasses import dataclass, replace
 
 from hympi.contract import contract
 from hympi.jsontypes import JsonObject
 from hympi.params import DEFAULT_CONFIDENCE
+from hympi.report.analysis import file_slug
 from hympi.stats.compare import Comparison, Refusal, Sample, compare, is_finite_positive
 from hympi.store import WARMUP_REPEAT, Run
 
@@ -135,9 +135,7 @@ class DataLayoutView:
     @property
     def slug(self) -> str:
         """A file-name-safe identifier for the figure."""
-        safe = "".join(c if c.isalnum() else "-" for c in f"{self.app}-{self.problem or 'x'}")
-        digest = hashlib.sha1("\0".join(self.args).encode()).hexdigest()[:8]
-        return f"data-layout-{safe.strip('-')}-m{self.machine_id}-{digest}"
+        return "data-layout-" + file_slug(self.app, self.problem, self.machine_id, self.args)
 
     @property
     def comparable(self) -> bool:
