@@ -27,7 +27,18 @@ from hympi.study_options import (
     STUDY_APPS,
     StudyApp,
 )
-from hympi.sweep import Plan, SweepParams, open_sweep, plan, record_machine, run_sweep, validate_layouts
+from hympi.params import from_record
+from hympi.program import ProgramRun
+from hympi.sweep import (
+    Plan,
+    SweepParams,
+    open_sweep,
+    plan,
+    program_fields,
+    record_machine,
+    run_sweep,
+    validate_layouts,
+)
 from hympi.topology import MachineSummary
 
 # The ping-pong probe (study_options.PINGPONG).
@@ -127,6 +138,7 @@ class StudyOptions:
     confidence: float = 0.95
     seed: int = 0
     warmup: bool = True
+    programs: tuple[ProgramRun, ...] = ()
 
 
 def membind_axis(store: Store, study_id: int, summary: MachineSummary, options: StudyOptions,
@@ -178,8 +190,8 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
                 store.add_study_note(study_id, note)
                 say(f"[yellow]{note}[/yellow]")
                 continue
-            params = SweepParams(app.name, layouts, ("core",), "compact", options.repeat,
-                                 app_args(app, options.quick, summary, max_ranks), options.timeout,
+            params = SweepParams(app=app.name, layouts=layouts, repeat=options.repeat,
+                                 app_args=app_args(app, options.quick, summary, max_ranks), timeout=options.timeout,
                                  min_time=options.min_time, seed=options.seed, warmup=options.warmup,
                                  auto=options.auto, max_repeat=options.max_repeat, confidence=options.confidence,
                                  membinds=membinds)
@@ -202,6 +214,9 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
             if result.auto is not None:
                 store.add_study_note(study_id, f"{app.name}: {result.auto.text}")
                 say(f"  {result.auto.text}")
+        for entry in options.programs:
+            sweep_ids.append(run_program_sweep(store, machine, study_id, options, layouts, summary.pus, entry, console,
+                                               say))
         if DATA_LAYOUT in options.apps:
             sweep_ids += run_data_layout_experiment(store, machine, study_id, options, summary, console, say)
         if PINGPONG in options.apps:
@@ -211,6 +226,30 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
         say("writing the report")
         return write_report(store, options.out_dir, sweep_ids, study.notes,
                             title=f"hympi study of {machine.hostname}" + (" (quick)" if options.quick else ""))
+
+
+def run_program_sweep(store: Store, machine: MachineRecord, study_id: int, options: StudyOptions,
+                      layouts: tuple[tuple[int, int], ...], pus: int, entry: ProgramRun, console: Console,
+                      say: Callable[[str], None]) -> int:
+    """Sweeps one program of a programs file over the study's layouts, with the study's rounds; returns the sweep id.
+    A program has no timed region to stretch: the minimum time does not apply."""
+    params = from_record(SweepParams, {
+        **program_fields(entry.program), "layouts": layouts, "repeat": options.repeat, "app_args": entry.args,
+        "timeout": options.timeout, "min_time": 0.0, "seed": options.seed, "warmup": options.warmup,
+        "auto": options.auto, "max_repeat": options.max_repeat, "confidence": options.confidence})
+    params.check()
+    the_plan = plan(params, pus)
+    sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), options.resume, study_id)
+    if resumed:
+        params = SweepParams.from_dict(sweep.params)
+        the_plan = plan(params, pus)
+    say(f"[bold]{params.app}[/bold] (your program: {entry.program.summary()}): sweep {sweep.id}"
+        f"{' resumed' if resumed else ''}, {len(the_plan.items)} runs, args {' '.join(params.app_args)}")
+    result = run_sweep(store, sweep, params, the_plan.items, console)
+    if result.auto is not None:
+        store.add_study_note(study_id, f"{params.app}: {result.auto.text}")
+        say(f"  {result.auto.text}")
+    return sweep.id
 
 
 def run_pingpong_probe(store: Store, machine: MachineRecord, study_id: int, options: StudyOptions,
@@ -229,7 +268,7 @@ def run_pingpong_probe(store: Store, machine: MachineRecord, study_id: int, opti
     for probe in pingpong_runs(summary.cores):
         # A 1-core machine, or the 4-rank virtual-node run on fewer PUs, shares cores: still shows the levels.
         # The probe times its own round trips: no warm-up run, and the minimum time does not apply (HYMPI_MIN_TIME=0).
-        params = SweepParams(PINGPONG, ((probe.ranks, 1),), ("core",), "compact", 1, args, options.timeout,
+        params = SweepParams(app=PINGPONG, layouts=((probe.ranks, 1),), app_args=args, timeout=options.timeout,
                              oversubscribe=probe.ranks > summary.pus, virtual_nodes=probe.virtual_nodes,
                              min_time=0.0, seed=options.seed, warmup=False)
         the_plan = plan(params, summary.pus)
@@ -279,8 +318,8 @@ def run_data_layout_experiment(store: Store, machine: MachineRecord, study_id: i
         if options.auto else options.repeat
     sweeps: list[tuple[SweepParams, Plan, int]] = []
     for layout in layouts():
-        params = SweepParams(DATA_LAYOUT_APP, tuple((1, t) for t in threads), ("core",), "compact", repeat,
-                             (*args, OPTION, layout), options.timeout, min_time=options.min_time, seed=options.seed,
+        params = SweepParams(app=DATA_LAYOUT_APP, layouts=tuple((1, t) for t in threads), repeat=repeat,
+                             app_args=(*args, OPTION, layout), timeout=options.timeout, min_time=options.min_time, seed=options.seed,
                              warmup=options.warmup)
         the_plan = plan(params, summary.pus)
         try:
