@@ -14,7 +14,9 @@ from hympi.apps import get_app
 from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.mpirun import DEFAULT_MEMBIND, MEMORY_POLICIES
+from hympi.params import from_record
 from hympi.paths import binary
+from hympi.program import ProgramRun
 from hympi.report.datalayout import MIN_NUMA, NOTE_PREFIX, OPTION, layouts, needs_numa
 from hympi.report.writer import write_report
 from hympi.stats.compare import MIN_SEPARATE
@@ -27,8 +29,6 @@ from hympi.study_options import (
     STUDY_APPS,
     StudyApp,
 )
-from hympi.params import from_record
-from hympi.program import ProgramRun
 from hympi.sweep import (
     Plan,
     SweepParams,
@@ -319,8 +319,8 @@ def run_data_layout_experiment(store: Store, machine: MachineRecord, study_id: i
     sweeps: list[tuple[SweepParams, Plan, int]] = []
     for layout in layouts():
         params = SweepParams(app=DATA_LAYOUT_APP, layouts=tuple((1, t) for t in threads), repeat=repeat,
-                             app_args=(*args, OPTION, layout), timeout=options.timeout, min_time=options.min_time, seed=options.seed,
-                             warmup=options.warmup)
+                             app_args=(*args, OPTION, layout), timeout=options.timeout, min_time=options.min_time,
+                             seed=options.seed, warmup=options.warmup)
         the_plan = plan(params, summary.pus)
         try:
             validate_layouts(params, the_plan.items)

@@ -28,10 +28,10 @@ from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import format_command
 from hympi.outputs import write_output
 from hympi.params import Value, from_record, ints, parse_integer, register, resolve, rounds, texts
+from hympi.program import PROGRAM
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
 from hympi.store import Store
-from hympi.program import PROGRAM
 from hympi.sweep import (
     SweepParams,
     batch_request,
