@@ -177,6 +177,8 @@ def main(args: argparse.Namespace) -> int:
         if params.checkpoint_dir and params.checkpoint_dir != kept.checkpoint_dir:
             raise UsageError(f"--resume {resume}: sweep {resume} keeps its checkpoints in "
                              f"'{kept.checkpoint_dir or '(none)'}', not '{params.checkpoint_dir}'")
+        if kept.program:
+            kept.check()  # a program rebuilt since is another program: refused, not resumed
         params = kept
     elif params.checkpoint_dir:
         resume = True  # the checkpoint directory holds the sweep's state: the same command line continues it
