@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import userprograms
-from userprograms import Program
+from userprograms import Invocation
 
 # hybrid.c's size for the tests: about 0.1 s a run at 1x1 on the test machine.
 POINTS = 200_000
@@ -23,7 +23,7 @@ def hybrid_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return userprograms.hybrid_binary(tmp_path_factory)
 
 
-def metric(program: Program, proc: subprocess.CompletedProcess) -> float:
+def metric(program: Invocation, proc: subprocess.CompletedProcess) -> float:
     """The figure of merit `program.metric` reads from a run's output (exactly one match)."""
     found = re.findall(program.metric, proc.stdout)
     assert len(found) == 1, proc.stdout
@@ -42,7 +42,7 @@ def test_hybrid_verifies_its_result_and_reports_its_rate(hybrid_binary, ranks, t
     program = userprograms.hybrid(hybrid_binary, POINTS, STEPS)
     proc = userprograms.launch(program, ranks, threads, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert re.search(program.verification, proc.stdout), proc.stdout
+    assert re.search(program.verify, proc.stdout), proc.stdout
     assert layout(userprograms.HYBRID_LAYOUT, proc) == (ranks, threads)
     seconds = float(re.search(r"^time: ([0-9.]+) s$", proc.stdout, re.MULTILINE)[1])
     assert metric(program, proc) == pytest.approx(POINTS * STEPS / seconds / 1e6, rel=1e-3, abs=0.1)
@@ -64,7 +64,7 @@ def test_a_wrong_result_fails_verification_with_exit_1(hybrid_binary, ranks, tmp
     proc = userprograms.launch(program, ranks, 1, tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert re.search(r"(?m)^verification: FAILED \(max relative error [0-9.e+-]+ > 1e-09\)$", proc.stdout)
-    assert not re.search(program.verification, proc.stdout)
+    assert not re.search(program.verify, proc.stdout)
 
 
 @pytest.mark.parametrize(("args", "line"), [
@@ -88,7 +88,7 @@ def test_lammps_runs_the_melt_input_and_prints_its_rate(ranks, tmp_path):
     program = userprograms.lammps(cells=cells, steps=steps)
     proc = userprograms.launch(program, ranks, 1, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert re.search(program.verification, proc.stdout), proc.stdout
+    assert re.search(program.verify, proc.stdout), proc.stdout
     assert layout(userprograms.LAMMPS_LAYOUT, proc) == (ranks, 1)
     loop = re.search(userprograms.LAMMPS_LOOP, proc.stdout)
     assert loop, proc.stdout

@@ -37,16 +37,17 @@ HYBRID_LAYOUT = r"hybrid: ([0-9]+) ranks x ([0-9]+) threads"
 
 
 @dataclass(frozen=True)
-class Program:
-    """A program under study as a user would describe it: its command (executable first), the expression whose one
-    group is the figure of merit, that figure's unit and better direction, and the expression that matches only
-    the output of a run that completed correctly."""
+class Invocation:
+    """A program as a test hands it to hympi: its command line (executable first) and what hympi's --metric,
+    --metric-unit, --better and --verify take for it (the same names as hympi.program.Program's fields): the
+    expression whose first group is the figure of merit, its unit and direction, and the expression that matches
+    only the output of a run that completed correctly."""
 
     command: tuple[str, ...]
     metric: str
-    unit: str
+    metric_unit: str
     better: Literal["higher", "lower"]
-    verification: str
+    verify: str
 
 
 @functools.cache
@@ -69,13 +70,13 @@ def hybrid_binary(factory: pytest.TempPathFactory) -> Path:
     return _compile(factory.getbasetemp() / "userprograms")
 
 
-def hybrid(binary: Path, points: int, steps: int, *, broken: bool = False) -> Program:
+def hybrid(binary: Path, points: int, steps: int, *, broken: bool = False) -> Invocation:
     """hybrid.c's run over `points` points for `steps` steps; `broken` gives it a wrong start so its check fails."""
-    return Program(command=(str(binary), str(points), str(steps), *(("--break",) if broken else ())),
-                   metric=HYBRID_RATE, unit="Mupdates/s", better="higher", verification=HYBRID_VERIFIED)
+    return Invocation(command=(str(binary), str(points), str(steps), *(("--break",) if broken else ())),
+                      metric=HYBRID_RATE, metric_unit="Mupdates/s", better="higher", verify=HYBRID_VERIFIED)
 
 
-def lammps(*, cells: int = 10, steps: int = 500) -> Program:
+def lammps(*, cells: int = 10, steps: int = 500) -> Invocation:
     """LAMMPS's Lennard-Jones melt in a box of `cells`^3 fcc cells (4 atoms each) for `steps` steps, writing no
     files (no log.lammps); the defaults take about 1.5 s on one core of the test machine. Skips (fails under CI)
     when lmp is not installed."""
@@ -84,11 +85,12 @@ def lammps(*, cells: int = 10, steps: int = 500) -> Program:
         skips.skip(skips.Reason.LAMMPS, "lmp is not on PATH (Debian package lammps)")
     command = (lmp, "-in", str(LAMMPS_INPUT), "-var", "cells", str(cells), "-var", "steps", str(steps),
                "-log", "none", "-nocite")
-    return Program(command=command, metric=LAMMPS_RATE, unit="timesteps/s", better="higher",
-                   verification=LAMMPS_COMPLETED)
+    return Invocation(command=command, metric=LAMMPS_RATE, metric_unit="timesteps/s", better="higher",
+                      verify=LAMMPS_COMPLETED)
 
 
-def launch(program: Program, ranks: int, threads: int, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+def launch(program: Invocation, ranks: int, threads: int, cwd: Path,
+           timeout: float = 120) -> subprocess.CompletedProcess:
     """Runs `program` on `ranks` x `threads` under mpirun, unbound, in `cwd`; skips (fails under CI) without
     mpirun."""
     if not skips.have_mpirun():
