@@ -51,7 +51,7 @@ def parse_pattern(option: str, text: str) -> str:
         raise UsageError(f"{option} '{text}' is not a regular expression: {exc}") from None
     if option == METRIC.flag and pattern.groups < 1:
         raise UsageError(f"{option} '{text}' has no group: put the number it captures in parentheses, "
-                         r"e.g. 'Performance: ([0-9.eE+-]+) timesteps/s'")
+                         r"e.g. '([0-9.]+) timesteps/s'")
     return text
 
 
