@@ -16,6 +16,9 @@ packages=(
   # MPICH beside Open MPI (which stays the default mpirun: higher alternatives priority): the sanitizer tree of
   # `make test` is built and its MPI suites run against it, parallel HDF5 of the same MPI included.
   mpich libmpich-dev libhdf5-mpich-dev
+  # A real MPI program hympi did not build, studied as a user's would be (lmp; tests/python/userprograms.py runs
+  # tests/data/lammps/in.melt, from its examples): about 70 MB installed. Not lammps-examples (145 MB for that file).
+  lammps
 )
 missing=()
 for p in "${packages[@]}"; do

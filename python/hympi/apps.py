@@ -27,4 +27,5 @@ def get_app(name: str) -> AppSpec:
     try:
         return APPS[name]
     except KeyError:
-        raise UsageError(f"unknown app '{name}' (known: {', '.join(sorted(APPS))})") from None
+        raise UsageError(f"unknown app '{name}' (known: {', '.join(sorted(APPS))}); a program of your own is named by "
+                         f"its path, e.g. ./{name}") from None

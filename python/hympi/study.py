@@ -14,7 +14,9 @@ from hympi.apps import AppSpec, get_app
 from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.mpirun import DEFAULT_MEMBIND, MEMORY_POLICIES
+from hympi.params import from_record
 from hympi.paths import binary
+from hympi.program import ProgramRun
 from hympi.report.datalayout import MIN_NUMA, NOTE_PREFIX, OPTION, layouts, needs_numa
 from hympi.report.writer import write_report
 from hympi.stats.compare import MIN_SEPARATE
@@ -27,7 +29,17 @@ from hympi.study_options import (
     STUDY_APPS,
     StudyApp,
 )
-from hympi.sweep import Plan, SweepParams, SweepResult, open_sweep, plan, record_machine, run_sweep, validate_layouts
+from hympi.sweep import (
+    Plan,
+    SweepParams,
+    SweepResult,
+    open_sweep,
+    plan,
+    program_fields,
+    record_machine,
+    run_sweep,
+    validate_layouts,
+)
 from hympi.topology import MachineSummary
 
 # The ping-pong probe (study_options.PINGPONG).
@@ -127,6 +139,7 @@ class StudyOptions:
     confidence: float = 0.95
     seed: int = 0
     warmup: bool = True
+    programs: tuple[ProgramRun, ...] = ()
 
 
 def membind_axis(store: Store, study_id: int, summary: MachineSummary, options: StudyOptions,
@@ -196,6 +209,10 @@ class _Study:
         except (UsageError, HympiFatal) as exc:
             self.warn(f"{skipped}, it rejected '{' '.join(params.app_args)}': {exc}")
             return None
+        return self.open_planned(params, the_plan)
+
+    def open_planned(self, params: SweepParams, the_plan: Plan) -> _OpenSweep:
+        """Opens (or resumes) the sweep of `params`, planned as `the_plan`."""
         sweep, resumed = open_sweep(self.store, self.machine, params, len(the_plan.items), self.options.resume,
                                     self.study_id)
         if resumed:
@@ -204,8 +221,12 @@ class _Study:
         return _OpenSweep(sweep=sweep, resumed=resumed, params=params, plan=the_plan)
 
     def run(self, opened: _OpenSweep) -> SweepResult:
-        """Runs the whole plan of an opened sweep."""
-        return run_sweep(self.store, opened.sweep, opened.params, opened.plan.items, self.console)
+        """Runs the whole plan of an opened sweep; notes how --repeat auto ended, if it did."""
+        result = run_sweep(self.store, opened.sweep, opened.params, opened.plan.items, self.console)
+        if result.auto is not None:
+            self.store.add_study_note(self.study_id, f"{opened.params.app}: {result.auto.text}")
+            self.say(f"  {result.auto.text}")
+        return result
 
 
 def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
@@ -234,8 +255,8 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
             if (unbuilt := _unbuilt(spec)) is not None:
                 study.warn(f"{app.name}: {unbuilt}")
                 continue
-            params = SweepParams(app.name, layouts, ("core",), "compact", options.repeat,
-                                 app_args(app, options.quick, summary, max_ranks), options.timeout,
+            params = SweepParams(app=app.name, layouts=layouts, repeat=options.repeat,
+                                 app_args=app_args(app, options.quick, summary, max_ranks), timeout=options.timeout,
                                  min_time=options.min_time, seed=options.seed, warmup=options.warmup,
                                  auto=options.auto, max_repeat=options.max_repeat, confidence=options.confidence,
                                  membinds=membinds)
@@ -244,11 +265,10 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
             say(f"[bold]{app.name}[/bold] ({spec.description}): sweep {opened.sweep.id}"
                 f"{' resumed' if opened.resumed else ''}, {len(opened.plan.items)} runs, args "
                 f"{' '.join(opened.params.app_args)}")
-            result = study.run(opened)
+            study.run(opened)
             sweep_ids.append(opened.sweep.id)
-            if result.auto is not None:
-                store.add_study_note(study_id, f"{app.name}: {result.auto.text}")
-                say(f"  {result.auto.text}")
+        for entry in options.programs:
+            sweep_ids.append(run_program_sweep(study, layouts, entry))
         if DATA_LAYOUT in options.apps:
             sweep_ids += run_data_layout_experiment(study)
         if PINGPONG in options.apps:
@@ -257,6 +277,23 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
         say("writing the report")
         return write_report(store, options.out_dir, sweep_ids, store.study(study_id).notes,
                             title=f"hympi study of {machine.hostname}" + (" (quick)" if options.quick else ""))
+
+
+def run_program_sweep(study: _Study, layouts: tuple[tuple[int, int], ...], entry: ProgramRun) -> int:
+    """Sweeps one program of a programs file over the study's layouts, with the study's rounds; returns the sweep id.
+    A program has no timed region to stretch: the minimum time does not apply."""
+    options = study.options
+    params = from_record(SweepParams, {
+        **program_fields(entry.program), "layouts": layouts, "repeat": options.repeat, "app_args": entry.args,
+        "timeout": options.timeout, "min_time": 0.0, "seed": options.seed, "warmup": options.warmup,
+        "auto": options.auto, "max_repeat": options.max_repeat, "confidence": options.confidence})
+    params.check()
+    opened = study.open_planned(params, plan(params, study.summary.pus))
+    study.say(f"[bold]{opened.params.app}[/bold] (your program: {entry.program.summary()}): sweep {opened.sweep.id}"
+              f"{' resumed' if opened.resumed else ''}, {len(opened.plan.items)} runs, args "
+              f"{' '.join(opened.params.app_args)}")
+    study.run(opened)
+    return opened.sweep.id
 
 
 def run_pingpong_probe(study: _Study) -> list[int]:
@@ -271,7 +308,7 @@ def run_pingpong_probe(study: _Study) -> list[int]:
     for probe in pingpong_runs(summary.cores):
         # A 1-core machine, or the 4-rank virtual-node run on fewer PUs, shares cores: still shows the levels.
         # The probe times its own round trips: no warm-up run, and the minimum time does not apply (HYMPI_MIN_TIME=0).
-        params = SweepParams(PINGPONG, ((probe.ranks, 1),), ("core",), "compact", 1, args, options.timeout,
+        params = SweepParams(app=PINGPONG, layouts=((probe.ranks, 1),), app_args=args, timeout=options.timeout,
                              oversubscribe=probe.ranks > summary.pus, virtual_nodes=probe.virtual_nodes,
                              min_time=0.0, seed=options.seed, warmup=False)
         where = f"{probe.ranks} ranks" + (f" on {probe.virtual_nodes} virtual nodes" if probe.virtual_nodes > 1 else "")
@@ -306,9 +343,9 @@ def run_data_layout_experiment(study: _Study) -> list[int]:
         if options.auto else options.repeat
     sweeps: list[_OpenSweep] = []
     for layout in layouts():
-        params = SweepParams(DATA_LAYOUT_APP, tuple((1, t) for t in threads), ("core",), "compact", repeat,
-                             (*args, OPTION, layout), options.timeout, min_time=options.min_time, seed=options.seed,
-                             warmup=options.warmup)
+        params = SweepParams(app=DATA_LAYOUT_APP, layouts=tuple((1, t) for t in threads), repeat=repeat,
+                             app_args=(*args, OPTION, layout), timeout=options.timeout, min_time=options.min_time,
+                             seed=options.seed, warmup=options.warmup)
         if (opened := study.open(params, f"{NOTE_PREFIX}{DATA_LAYOUT_APP} skipped")) is None:
             return []
         sweeps.append(opened)

@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from pathlib import Path
 from types import FrameType
 
@@ -45,6 +46,7 @@ from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
+from hympi.launch.layout import LAYOUT_BINDS
 from hympi.launch.mpirun import (
     DEFAULT_MEMBIND,
     LaunchSpec,
@@ -67,6 +69,7 @@ from hympi.params import (
     from_record,
 )
 from hympi.paths import REPO_ROOT
+from hympi.program import PROGRAM, Program, file_digest, judge, program_named, program_of
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.sweep_options import LAUNCHER, RANKS, SWEEP, SWEEP_REPEAT, THREADS, checkpoint_apps
@@ -84,7 +87,8 @@ SweepLayout = tuple[int, int, str, str, tuple[str, ...]]
 RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": False, "auto": False,
                                          "max_repeat": lambda data: data["repeat"]}
 # Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
-SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args")
+SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args",
+                    "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir")
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,9 @@ class SweepParams:
     `membinds` is the memory-policy axis (HYMPI_MEMBIND), crossed with the bindings. `layout_args` (empty, or one
     entry per layout) are each layout's own app arguments, after `app_args`: a two-level sweep (hympi.twolevel) gives
     every (ranks, threads) launch its level-2 options, so equal launch shapes of other modes are other items.
+    A sweep of a program of the user's own (hympi.program) has its absolute path in `program` ("" for an app; `app`
+    is then the program's name), its file's sha256, its figure of merit and verification, and `workdir`, where it
+    runs; the launcher binds it (it does not call hympi's binding).
     """
 
     app: str
@@ -122,6 +129,21 @@ class SweepParams:
     checkpoint_every: int = 0
     membinds: tuple[str, ...] = (DEFAULT_MEMBIND,)
     layout_args: tuple[tuple[str, ...], ...] = ()
+    program: str = ""
+    program_sha256: str = ""
+    metric: str = ""
+    metric_unit: str = ""
+    better: str = ""
+    verify: str = ""
+    workdir: str = ""
+
+    def program_spec(self) -> Program | None:
+        """The program swept, None for a sweep of one of hympi's apps."""
+        if not self.program:
+            return None
+        return Program(name=self.app, path=self.program, sha256=self.program_sha256, metric=self.metric,
+                       metric_unit=self.metric_unit, better=self.better or "higher", verify=self.verify,
+                       workdir=self.workdir)
 
     def args_of(self, index: int) -> tuple[str, ...]:
         """The own app arguments of layout number `index` (() without per-layout arguments)."""
@@ -148,7 +170,11 @@ class SweepParams:
     def check(self) -> None:
         """Rejects bad values (UsageError, one line naming the value) before anything runs: each field with the
         check its declaration (hympi.sweep_options) gives the flag, then what only fields together decide."""
-        get_app(self.app)
+        program = self.program_spec()
+        if program is None:
+            get_app(self.app)
+        else:
+            check_program(program, self)
         if not self.layouts:
             raise UsageError("the sweep has no layouts")
         for ranks, threads in self.layouts:
@@ -175,7 +201,10 @@ class SweepParams:
              membind: str = DEFAULT_MEMBIND) -> LaunchSpec:
         """The launch of one layout under memory policy `membind` (HYMPI_MIN_TIME tells the app how long its timed
         region must last); `extra_args` (the item's own arguments, then a run's --checkpoint ... --restart ...)
-        follow the app's arguments."""
+        follow the app's arguments. A program is bound by the launcher (and OMP_PLACES / OMP_PROC_BIND)."""
+        if self.program:
+            return LaunchSpec(self.program, ranks, threads, bind, self.dist, (*self.app_args, *extra_args),
+                              self.oversubscribe, mpi_params=self.mpi_params, membind=membind, binder="launcher")
         return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, (*self.app_args, *extra_args),
                           self.oversubscribe,
                           (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")),
@@ -186,6 +215,47 @@ class SweepParams:
         checkpoint directory never take each other's files, and a resumed sweep finds its own."""
         text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def program_fields(program: Program) -> dict[str, str]:
+    """The SweepParams fields that name `program`, for from_record with the rest of a sweep's parameters."""
+    return {"app": program.name, "program": program.path, "program_sha256": program.sha256, "metric": program.metric,
+            "metric_unit": program.metric_unit, "better": program.better if program.metric else "",
+            "verify": program.verify, "workdir": program.workdir}
+
+
+def program_subject(subject: str, values: Mapping[str, object]) -> dict[str, str]:
+    """The SweepParams fields naming a command's subject: {"app": subject} for one of hympi's apps, or a program's
+    fields (program_fields) for a path; `values` are the resolved --metric/--metric-unit/--better/--verify, which
+    only a program takes (UsageError naming the flag otherwise)."""
+    if not program_named(subject):
+        given = [p.flag for p in PROGRAM if p.name in values]
+        if given:
+            raise UsageError(f"{given[0]} is for a program of your own (named by its path); {subject} is not one")
+        return {"app": subject}
+    text = {p.name: str(values.get(p.name, "")) for p in PROGRAM}
+    return program_fields(program_of(subject, metric=text["metric"], metric_unit=text["metric_unit"],
+                                     better=text["better"] or "higher", verify=text["verify"]))
+
+
+def check_program(program: Program, params: SweepParams) -> None:
+    """What a sweep of a program demands (UsageError naming the value): its figure of merit declared right, bindings
+    a launcher can give, no checkpoints (hympi cannot ask a program to write them), and the file unchanged since
+    the sweep was recorded (a rebuilt binary is another program: a new sweep)."""
+    program.check()
+    for bind in params.binds:
+        if bind not in (*LAYOUT_BINDS, "none"):
+            raise UsageError(f"--bind {bind}: a program is bound by the launcher, which binds to "
+                             f"{', '.join(LAYOUT_BINDS)} or none")
+    if params.checkpoint_dir:
+        raise UsageError(f"--checkpoint-dir: only hympi's apps ({', '.join(checkpoint_apps())}) write checkpoints "
+                         "a sweep can restart from")
+    path = Path(program.path)
+    if not path.is_file():
+        raise UsageError(f"program {program.path}: no such file")
+    if file_digest(path) != program.sha256:
+        raise UsageError(f"program {program.path} has changed since this sweep was recorded (sha256 "
+                         f"{program.sha256[:12]}...): start a new sweep")
 
 
 def check_checkpoint_dir(app: str, directory: str, every: int) -> None:
@@ -365,6 +435,8 @@ def cpu_limit(params: SweepParams, summary: MachineSummary) -> int | None:
 def validate_layouts(params: SweepParams, items: tuple[SweepItem, ...]) -> None:
     """Asks the app whether its arguments suit every layout (no MPI); raises UsageError before anything runs. The
     checkpoint options are asked about too once their directory exists (the app may check that it does)."""
+    if params.program:
+        return  # a program has no --validate-ranks to ask
     seen: set[SweepLayout] = set()
     for item in items:
         if item.layout() not in seen:
@@ -602,7 +674,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     A launch the batch system cancelled (status 'cancelled', slurm_jobs.step_runner) is stored as an attempt, not as
     the item's run: the item stays to be run, so the sweep ends 'interrupted' and --resume runs it again."""
     console = console or Console()
-    runner = runner or (slurm_jobs.step_runner if params.launcher == "slurm" else run_command)
+    program = params.program_spec()
+    runner = runner or (slurm_jobs.step_runner if params.launcher == "slurm" else
+                        partial(run_command, cwd=params.workdir or None))
     done = store.done_keys(sweep.id)
     stopped = _stopped_keys(store, sweep.id) if params.checkpoint_dir else set()
 
@@ -631,7 +705,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     restart = restartable(params, item)
                     before = checkpoint_state(params, item) if restart else None
                     outcome = runner(command_for(params, item, restart), params.timeout)
-                    if params.launcher != "slurm":  # the srun step runner checks its --ntasks itself
+                    if program is not None:
+                        outcome = judge(program, outcome, item.ranks, item.threads, (*params.app_args, *item.args))
+                    elif params.launcher != "slurm":  # the srun step runner checks its --ntasks itself
                         outcome = one_mpi_job(outcome, item.ranks)
                     if restart:
                         outcome = untimed_restart(outcome)

@@ -18,13 +18,19 @@ def have(binary: str) -> bool:
     return MPIRUN is not None and (BIN / binary).exists()
 
 
-def run(binary: str, ranks: int, threads: int, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """Runs `binary ARGS` on `ranks` x `threads` under mpirun."""
+def mpirun_command(ranks: int, threads: int) -> list[str]:
+    """mpirun's words that start `ranks` processes of `threads` OpenMP threads each, unbound: Open MPI binds to a
+    core by default at 2 ranks or fewer, which would put all of a rank's threads on one core."""
     assert MPIRUN is not None
-    cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none", "-np", str(ranks)]
+    cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none", "-np", str(ranks), "-x", f"OMP_NUM_THREADS={threads}"]
     if os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
-    cmd += ["-x", f"OMP_NUM_THREADS={threads}", str(BIN / binary), "--bind", "none", "--min-time", "0", *args]
+    return cmd
+
+
+def run(binary: str, ranks: int, threads: int, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Runs `binary ARGS` on `ranks` x `threads` under mpirun."""
+    cmd = [*mpirun_command(ranks, threads), str(BIN / binary), "--bind", "none", "--min-time", "0", *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False, cwd=cwd)
 
 

@@ -1,6 +1,6 @@
 """The one way a test skips: hardware this machine lacks may skip anywhere; a part the bootstrap installs or builds
-(Slurm, MPICH, Chromium, h5py, Fortran, Open MPI, the apps) skips on a developer's machine but fails when CI is set,
-so that CI is never green because what it should have tested did not start (issue 30, A.2).
+(Slurm, MPICH, Chromium, h5py, Fortran, LAMMPS, Open MPI, the apps) skips on a developer's machine but fails when CI
+is set, so that CI is never green because what it should have tested did not start (issue 30, A.2).
 
 Every skip message starts with its reason's text (`Reason.value`), which is what the summary line at the end of the
 run counts by (conftest.py's pytest_terminal_summary).
@@ -39,6 +39,7 @@ class Reason(Enum):
     CHROMIUM = "no Chromium"
     H5PY = "no h5py"
     FORTRAN = "no Fortran"
+    LAMMPS = "no LAMMPS"
     NOT_BUILT = "not built"
     # Privileges `make test` runs with (root, as its README says) that a developer's shell may lack.
     NOT_ROOT = "not root"

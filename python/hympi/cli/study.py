@@ -12,6 +12,7 @@ from hympi.cli.parser import Subparsers
 from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.mpirun import configured_flavor
 from hympi.params import from_record, register, resolve, rounds, texts
+from hympi.program import load_programs
 from hympi.study import StudyOptions, run_study
 from hympi.study_options import STUDY, check_apps
 from hympi.topology import machine_summary
@@ -27,6 +28,9 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p.add_argument("--out", default="hympi-report", help="report directory (default ./hympi-report)")
     add_db_option(p)
     register(p, STUDY)
+    p.add_argument("--programs", default=None, metavar="FILE",
+                   help="a programs file (TOML, [[program]] entries: name, command, inputs, metric, metric_unit, "
+                        "better, verify): sweep each of your programs too; alone, without --apps, only them")
     p.add_argument("--resume", action="store_true", help="continue interrupted sweeps of an earlier study")
     p.set_defaults(handler=main)
 
@@ -34,6 +38,9 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
 def main(args: argparse.Namespace) -> int:
     """Checks the options, runs the study and prints where the report is; UsageError on bad input."""
     values = resolve(args, STUDY)
+    programs = load_programs(args.programs) if args.programs is not None else ()
+    if programs and args.apps is None:
+        values["apps"] = ()  # the user's programs, not hympi's own apps, unless --apps asks for them too
     check_apps(texts(values, "apps"))
     measured = rounds(values)
     if args.app_args:
@@ -42,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
     out = ensure_out_dir(args.out)
     options = from_record(StudyOptions, {**values, "out_dir": out, "db": args.db, "resume": args.resume,
                                          "repeat": measured.repeat, "auto": measured.auto,
-                                         "max_repeat": measured.max_repeat})
+                                         "max_repeat": measured.max_repeat, "programs": programs})
     try:
         index = run_study(options, machine_summary(), Console())
     except SweepInterrupted as exc:

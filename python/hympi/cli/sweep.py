@@ -28,6 +28,7 @@ from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import format_command
 from hympi.outputs import write_output
 from hympi.params import Value, from_record, ints, parse_integer, register, resolve, rounds, texts
+from hympi.program import PROGRAM
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
 from hympi.store import Store
@@ -38,6 +39,7 @@ from hympi.sweep import (
     cpu_limit,
     open_sweep,
     plan,
+    program_subject,
     record_machine,
     restartable,
     restartable_items,
@@ -60,8 +62,10 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                        description="Run APP for every ranks x threads x binding x memory policy layout, --repeat "
                                    "times each, and record every run: hympi sweep APP --ranks 1,2 --threads 1,2 "
                                    "[-- app args]")
-    p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
+    p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}; or a program of your own, by its path (anything "
+                              "with a '/': ./solver, /usr/bin/lmp), its arguments after --")
     register(p, SWEEP)
+    register(p, PROGRAM)
     add_mpi_param_options(p)
     add_db_option(p)
     p.add_argument("--resume", nargs="?", const=True, default=False, type=_resume_value, metavar="ID",
@@ -95,6 +99,7 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
     """Checked SweepParams from the command line (UsageError on bad input): each parameter as hympi.sweep_options
     declares it, then what only their combination decides."""
     values = resolve(args, SWEEP, {"app": args.app})
+    named = program_subject(args.app, resolve(args, PROGRAM))
     layouts, layout_args = layouts_of(args.app, values, tuple(args.app_args))
     measured = rounds(values)
     if "checkpoint_every" in values and "checkpoint_dir" not in values:
@@ -105,7 +110,7 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
             raise UsageError("--checkpoint-dir needs a directory, got ''")
         checkpoint_dir = str(Path(checkpoint_dir).expanduser().absolute())
     params = from_record(SweepParams, {
-        **values, "app": args.app, "layouts": layouts, "layout_args": layout_args, "app_args": tuple(args.app_args),
+        **values, **named, "layouts": layouts, "layout_args": layout_args, "app_args": tuple(args.app_args),
         "repeat": measured.repeat, "auto": measured.auto, "max_repeat": measured.max_repeat,
         "checkpoint_dir": checkpoint_dir})
     params.check()
@@ -172,6 +177,8 @@ def main(args: argparse.Namespace) -> int:
         if params.checkpoint_dir and params.checkpoint_dir != kept.checkpoint_dir:
             raise UsageError(f"--resume {resume}: sweep {resume} keeps its checkpoints in "
                              f"'{kept.checkpoint_dir or '(none)'}', not '{params.checkpoint_dir}'")
+        if kept.program:
+            kept.check()  # a program rebuilt since is another program: refused, not resumed
         params = kept
     elif params.checkpoint_dir:
         resume = True  # the checkpoint directory holds the sweep's state: the same command line continues it

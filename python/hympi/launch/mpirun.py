@@ -316,8 +316,10 @@ def _die_with_parent() -> None:
         _PRCTL(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG = 1
 
 
-def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | None = None) -> RunOutcome:
-    """Runs a launch command; a run past `timeout` seconds is killed and reported as 'timeout'.
+def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | None = None,
+                cwd: str | None = None) -> RunOutcome:
+    """Runs a launch command (in directory `cwd`, None: this process's); a run past `timeout` seconds is killed and
+    reported as 'timeout'.
 
     Raises UsageError, before anything starts, for a timeout that is not a finite number > 0.
     """
@@ -327,7 +329,7 @@ def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | Non
     start = time.monotonic()
     # errors="replace": app and launcher output is whatever bytes they print (see validate_with_app).
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                            env={**os.environ, **(env or {})}, start_new_session=True,
+                            env={**os.environ, **(env or {})}, start_new_session=True, cwd=cwd,
                             # Only a preloaded libc call runs in the child: no imports, no Python-level locks,
                             # so rich's refresh thread cannot deadlock it.
                             preexec_fn=_die_with_parent if _PRCTL is not None else None)  # noqa: PLW1509

@@ -1,0 +1,294 @@
+"""A program of the user's own as the subject of a run, sweep, study or tune: an executable hympi did not build.
+
+It is named by a path (anything containing '/': `./solver`, `/usr/bin/lmp`), so it can never be taken for one of
+hympi's apps, whose names hold no '/'. Its arguments pass through unchanged. Its figure of merit is the job's wall
+time as hympi measures it (lower is better) unless --metric gives a regular expression whose first group captures a
+number from its output, with --metric-unit and --better higher|lower. --verify gives an expression that must match
+the output, else the run failed with that reason; without it, a zero exit status is the only check there is.
+
+The database keys a program's sweeps by its absolute path, the sha256 of its file and its arguments: a rebuilt
+binary is a new program, never resumed into the old one's runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import shutil
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from hympi.apps import APPS
+from hympi.errors import UsageError
+from hympi.jsontypes import JsonObject
+from hympi.launch.mpirun import RunOutcome
+from hympi.params import Param, choice
+from hympi.textfile import file_problem, read_utf8
+
+# Which way a figure of merit improves.
+BETTER = ("higher", "lower")
+# The default figure of merit: the job's wall time, as hympi measured it, in launches per hour so that, like every
+# app's rate, a larger value is better (its inverse is the wall time).
+WALL_TIME_UNIT = "runs/h"
+SECONDS_PER_HOUR = 3600.0
+# Output lines kept in the reason of a run whose metric or verification was not found.
+SHOWN_LINES = 5
+
+
+def program_named(text: str) -> bool:
+    """Whether the subject `text` of a command names a program by its path (it contains '/') rather than an app."""
+    return "/" in text
+
+
+def parse_pattern(option: str, text: str) -> str:
+    """A regular expression that compiles; for --metric, with a first group to capture the number."""
+    try:
+        pattern = re.compile(text)
+    except re.error as exc:
+        raise UsageError(f"{option} '{text}' is not a regular expression: {exc}") from None
+    if option == METRIC.flag and pattern.groups < 1:
+        raise UsageError(f"{option} '{text}' has no group: put the number it captures in parentheses, "
+                         r"e.g. '([0-9.]+) timesteps/s'")
+    return text
+
+
+def parse_unit(option: str, text: str) -> str:
+    """A unit: printable, one line, not empty."""
+    if not text.strip() or not text.isprintable():
+        raise UsageError(f"{option} must be a printable unit such as 'timesteps/s', got {text!r}")
+    return text.strip()
+
+
+METRIC = Param("metric", "--metric", "a program's figure of merit: a regular expression whose first group captures "
+               "a number from its output (default: the job's wall time)", parse_pattern, metavar="REGEX")
+METRIC_UNIT = Param("metric_unit", "--metric-unit", "the unit of --metric's number (e.g. timesteps/s)", parse_unit,
+                    metavar="UNIT")
+BETTER_WAY = Param("better", "--better", "whether a higher or a lower --metric is better (default higher)",
+                   choice(BETTER, "direction"), metavar="higher|lower")
+VERIFY = Param("verify", "--verify", "a program's verification: a regular expression its output must match, else the "
+               r"run failed (e.g. 'Verification\s*=\s*SUCCESSFUL')", parse_pattern, metavar="REGEX")
+# The parameters every command that runs a program takes.
+PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY)
+
+
+@dataclass(frozen=True)
+class Program:
+    """One program: `name` labels it in tables, `path` is its absolute path and `sha256` its file's digest; `metric`
+    ("" = wall time), `metric_unit` and `better` say what is measured, `verify` ("" = none) what must be printed;
+    `workdir` ("" = hympi's) is where it runs (a programs file's directory, where its inputs are)."""
+
+    name: str
+    path: str
+    sha256: str
+    metric: str = ""
+    metric_unit: str = ""
+    better: str = "higher"
+    verify: str = ""
+    workdir: str = ""
+
+    def check(self) -> None:
+        """Checks the figure of merit's declarations together (UsageError): a unit or a direction needs --metric."""
+        if not self.metric and (self.metric_unit or self.better != "higher"):
+            given = METRIC_UNIT.flag if self.metric_unit else BETTER_WAY.flag
+            raise UsageError(f"{given} needs {METRIC.flag}: without it the figure of merit is the wall time")
+        for param in PROGRAM:
+            value = getattr(self, param.name)
+            if value:
+                param.check_text(value)
+
+    @property
+    def unit(self) -> str:
+        """The unit of the rate the run's record carries (larger is better, as for every app)."""
+        if not self.metric:
+            return WALL_TIME_UNIT
+        unit = self.metric_unit or "units"
+        return unit if self.better == "higher" else f"1/({unit})"
+
+    def summary(self) -> str:
+        """One line for a sweep's header: what is measured and checked."""
+        merit = (f"figure of merit {self.metric!r} ({self.metric_unit or 'no unit'}, {self.better} is better)"
+                 if self.metric else "figure of merit: wall time")
+        check = f"verified by {self.verify!r}" if self.verify else "verified by its exit status only"
+        return f"{self.path} (sha256 {self.sha256[:12]}): {merit}, {check}"
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def locate(text: str, base: Path | None = None) -> Path:
+    """The absolute path of program `text` (relative to `base`, else to the working directory); UsageError when it is
+    missing, not a regular file, or not executable."""
+    path = Path(text).expanduser()
+    if not path.is_absolute():
+        path = (base or Path.cwd()) / path
+    path = Path(os.path.normpath(path))
+    if not path.exists():
+        raise UsageError(f"program {text}: no such file")
+    if not path.is_file():
+        raise UsageError(f"program {text} is not a file")
+    if not os.access(path, os.X_OK):
+        raise UsageError(f"program {text} is not executable (chmod +x {path})")
+    return path
+
+
+def program_of(text: str, metric: str = "", metric_unit: str = "", better: str = "higher", verify: str = "",
+               name: str = "", base: Path | None = None, workdir: str = "") -> Program:
+    """The checked Program at path `text` (UsageError naming the bad value before anything runs)."""
+    path = locate(text, base)
+    try:
+        digest = file_digest(path)
+    except OSError as exc:
+        raise UsageError(f"program {text} cannot be read ({exc.strerror or exc})") from None
+    program = Program(name=name or path.name, path=str(path), sha256=digest, metric=metric, metric_unit=metric_unit,
+                      better=better, verify=verify, workdir=workdir)
+    program.check()
+    return program
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    """A program with the arguments one entry of a programs file gives it."""
+
+    program: Program
+    args: tuple[str, ...]
+
+
+# The keys of a [[program]] table in a programs file, and what each must be.
+PROGRAM_KEYS = {"name": "a name", "command": "a list of strings: the program, then its arguments",
+                "inputs": "a list of files the program reads", **{p.name: "a string" for p in PROGRAM}}
+
+
+def _strings(value: object) -> tuple[str, ...] | None:
+    """A list of strings as a tuple, else None."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
+
+
+def _entry(table: object, number: int, base: Path, origin: str) -> ProgramRun:
+    """One [[program]] table, checked (UsageError naming the file, the entry and the key)."""
+    where = f"{origin}: program {number}"
+    if not isinstance(table, dict):
+        raise UsageError(f"{where} is not a table")
+    unknown = sorted(set(table) - set(PROGRAM_KEYS))
+    if unknown:
+        raise UsageError(f"{where}: unknown key '{unknown[0]}' (known: {', '.join(PROGRAM_KEYS)})")
+    name = table.get("name")
+    if not isinstance(name, str) or not name.strip() or "/" in name or not name.isprintable():
+        raise UsageError(f"{where}: 'name' must be a name without '/', got {name!r}")
+    where = f"{origin}: program '{name}'"
+    if name in APPS:
+        raise UsageError(f"{where}: '{name}' is one of hympi's apps; give the program another name")
+    command = _strings(table.get("command"))
+    if not command:
+        raise UsageError(f"{where}: 'command' must be {PROGRAM_KEYS['command']}")
+    inputs = _strings(table.get("inputs", []))
+    if inputs is None:
+        raise UsageError(f"{where}: 'inputs' must be {PROGRAM_KEYS['inputs']}")
+    for name_of_input in inputs:
+        problem = file_problem(base / name_of_input)
+        if problem is not None:
+            raise UsageError(f"{where}: input {name_of_input} {problem} (inputs are relative to {base})")
+    texts = {}
+    for param in PROGRAM:
+        value = table.get(param.name, "")
+        if not isinstance(value, str):
+            raise UsageError(f"{where}: '{param.name}' must be {PROGRAM_KEYS[param.name]}")
+        texts[param.name] = param.parse(param.flag, value) if value and param.parse else value
+    # A bare command name is looked up on PATH (it cannot be taken for an app here: the entry has a name).
+    found = command[0] if program_named(command[0]) else shutil.which(command[0])
+    if found is None:
+        raise UsageError(f"{where}: program {command[0]} is not on PATH")
+    program = program_of(found, name=name, base=base, workdir=str(base), metric=str(texts["metric"]),
+                         metric_unit=str(texts["metric_unit"]), better=str(texts["better"] or "higher"),
+                         verify=str(texts["verify"]))
+    return ProgramRun(program, command[1:])
+
+
+def load_programs(path: str) -> tuple[ProgramRun, ...]:
+    """The programs of a programs file (TOML: one [[program]] table each with name, command, inputs, metric,
+    metric_unit, better, verify); paths in it are relative to its directory, where the programs run. UsageError,
+    one line naming the file and the entry, for anything wrong in it."""
+    problem = file_problem(path)
+    if problem is not None:
+        raise UsageError(f"programs file {path} {problem}")
+    try:
+        data = tomllib.loads(read_utf8(path, "programs file"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"programs file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"programs file {path} cannot be read ({exc.strerror or exc})") from None
+    unknown = sorted(set(data) - {"program"})
+    if unknown:
+        raise UsageError(f"programs file {path}: unknown table '{unknown[0]}' (expected [[program]] entries)")
+    tables = data.get("program")
+    if not isinstance(tables, list) or not tables:
+        raise UsageError(f"programs file {path} names no program (expected [[program]] entries)")
+    base = Path(path).expanduser().absolute().parent
+    runs = tuple(_entry(table, number, base, path) for number, table in enumerate(tables, 1))
+    names = [r.program.name for r in runs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise UsageError(f"programs file {path}: program name '{twice[0]}' is used twice")
+    return runs
+
+
+def _last_lines(text: str) -> str:
+    """The last lines of a program's output, for a reason that says what it printed instead."""
+    lines = [line for line in text.splitlines() if line.strip()][-SHOWN_LINES:]
+    return " | ".join(line.strip()[:200] for line in lines) or "(no output)"
+
+
+def _failed(outcome: RunOutcome, reason: str) -> RunOutcome:
+    """The outcome as a failed run whose stderr ends with hympi's reason (so it is recorded and shown)."""
+    return dataclasses.replace(outcome, status="failed", record=None, result=None,
+                               stderr=f"{outcome.stderr.rstrip()}\nhympi: {reason}".lstrip())
+
+
+def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args: tuple[str, ...]) -> RunOutcome:
+    """The outcome of one launch of `program` as hympi records it: a timeout or a cancelled step stays so; a non-zero
+    exit, a verification not found or a metric not found (or not a number) is a failed run with that reason;
+    otherwise an ok run whose record holds the figure of merit as its rate (larger is better), the wall time and
+    the layout. The output is searched as the program wrote it, stdout then stderr."""
+    if outcome.status in ("timeout", "cancelled"):
+        return dataclasses.replace(outcome, record=None, result=None)
+    if outcome.returncode != 0:
+        return _failed(outcome, f"{program.name} exited with code {outcome.returncode}")
+    text = f"{outcome.stdout}\n{outcome.stderr}"
+    if program.verify and re.search(program.verify, text) is None:
+        return _failed(outcome, f"verification {program.verify!r} not found in the output; its last lines: "
+                                f"{_last_lines(text)}")
+    if program.metric:
+        found = re.search(program.metric, text)
+        if found is None:
+            return _failed(outcome, f"metric {program.metric!r} not found in the output; its last lines: "
+                                    f"{_last_lines(text)}")
+        try:
+            value = float(found.group(1))
+        except (TypeError, ValueError):
+            return _failed(outcome, f"metric {program.metric!r} captured {found.group(1)!r}, not a number")
+        if not (value > 0 and value < float("inf")):
+            return _failed(outcome, f"metric {program.metric!r} captured {value:g}: a figure of merit must be a "
+                                    "positive number")
+        rate = value if program.better == "higher" else 1.0 / value
+        merit: JsonObject = {"value": value, "unit": program.metric_unit, "better": program.better}
+    else:
+        if outcome.seconds <= 0:
+            return _failed(outcome, "the run took no measurable time")
+        rate = SECONDS_PER_HOUR / outcome.seconds
+        merit = {"value": outcome.seconds, "unit": "s", "better": "lower"}
+    record: JsonObject = {
+        "app": program.name, "problem": " ".join(args) or "(no arguments)", "time_s": outcome.seconds,
+        "rate": rate, "rate_unit": program.unit, "verified": True, "ranks": ranks, "threads": threads,
+        "metrics": {"merit": merit, "verification": f"matched {program.verify!r}" if program.verify else
+                    "exit status 0", "program": program.path, "sha256": program.sha256}}
+    return dataclasses.replace(outcome, status="ok", record=record, result=None)

@@ -1,0 +1,207 @@
+"""A program of the user's own (hympi.program): how its output becomes a run's status and figure of merit, the
+programs file, bad input refused before anything starts, and sweeps of small scripts under the real launcher."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_refused, hympi
+from hympi.errors import UsageError
+from hympi.launch.mpirun import RunOutcome
+from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of
+from hympi.store import Store
+
+
+def _outcome(stdout: str, returncode: int | None = 0, status: str = "failed", seconds: float = 2.0) -> RunOutcome:
+    """What run_command gives for a program's launch: no HYMPI_RESULT line, so 'failed' until judged."""
+    return RunOutcome(status, returncode, seconds, ["mpirun", "./p"], stdout, "launcher noise\n")
+
+
+def _program(**fields: str) -> Program:
+    return Program(name="p", path="/x/p", sha256="0" * 64, **fields)
+
+
+def test_the_wall_time_is_the_default_figure_of_merit():
+    out = judge(_program(), _outcome("anything\n", seconds=4.0), 2, 1, ("-in", "a"))
+    assert out.status == "ok" and out.record is not None
+    assert out.record["rate"] == pytest.approx(SECONDS_PER_HOUR / 4.0) and out.record["rate_unit"] == WALL_TIME_UNIT
+    assert out.record["time_s"] == 4.0 and out.record["problem"] == "-in a"
+    assert out.record["metrics"]["merit"] == {"value": 4.0, "unit": "s", "better": "lower"}
+    assert out.record["metrics"]["verification"] == "exit status 0"
+
+
+@pytest.mark.parametrize(("better", "rate"), [("higher", 250.0), ("lower", 1 / 250.0)])
+def test_a_captured_metric_becomes_a_rate_that_grows_with_quality(better: str, rate: float):
+    program = _program(metric=r"Performance: ([0-9.]+) steps/s", metric_unit="steps/s", better=better)
+    out = judge(program, _outcome("Loop\nPerformance: 250 steps/s\n"), 1, 2, ())
+    assert out.status == "ok" and out.record is not None and out.record["rate"] == pytest.approx(rate)
+    assert out.record["rate_unit"] == ("steps/s" if better == "higher" else "1/(steps/s)")
+    assert out.record["metrics"]["merit"]["value"] == 250.0
+
+
+@pytest.mark.parametrize(("stdout", "returncode", "reason"), [
+    ("Performance: 3 steps/s\nok\n", 3, "p exited with code 3"),
+    ("Performance: 3 steps/s\n", 0, "verification 'RESULT OK' not found in the output; its last lines: Performance"),
+    ("RESULT OK\nno figure here\n", 0, "metric 'Performance: ([0-9.]+|nan) steps/s' not found in the output; its "
+                                       "last lines: RESULT OK | no figure here"),
+    ("RESULT OK\nPerformance: . steps/s\n", 0, "captured '.', not a number"),
+    ("RESULT OK\nPerformance: nan steps/s\n", 0, "captured nan: a figure of merit must be a positive number"),
+    ("RESULT OK\nPerformance: 0 steps/s\n", 0, "captured 0: a figure of merit must be a positive number"),
+])
+def test_a_run_without_its_exit_status_verification_or_metric_failed_with_the_reason(stdout: str, returncode: int,
+                                                                                      reason: str):
+    program = _program(metric=r"Performance: ([0-9.]+|nan) steps/s", metric_unit="steps/s", verify="RESULT OK")
+    out = judge(program, _outcome(stdout, returncode), 1, 1, ())
+    assert out.status == "failed" and out.record is None
+    assert out.stderr.splitlines()[-1] == f"hympi: {reason}" or reason in out.stderr.splitlines()[-1], out.stderr
+    assert out.stderr.startswith("launcher noise")  # the launcher's own words are kept
+
+
+def test_a_timeout_stays_a_timeout_whatever_was_printed():
+    out = judge(_program(), _outcome("RESULT OK\n", None, status="timeout"), 1, 1, ())
+    assert out.status == "timeout" and out.record is None
+
+
+def _script(directory: Path, name: str, body: str) -> Path:
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def test_program_of_names_the_file_and_its_digest(tmp_path: Path):
+    path = _script(tmp_path, "solver", "echo hi\n")
+    program = program_of(str(path))
+    assert program.name == "solver" and program.path == str(path)
+    assert program.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    (tmp_path / "plain").write_text("data")
+    for text, needle in ((str(tmp_path / "absent"), "no such file"), (str(tmp_path), "is not a file"),
+                         (str(tmp_path / "plain"), "is not executable")):
+        with pytest.raises(UsageError, match=needle):
+            program_of(text)
+    with pytest.raises(UsageError, match="--metric-unit needs --metric"):
+        program_of(str(path), metric_unit="s")
+
+
+PROGRAMS = """
+[[program]]
+name = "first"
+command = ["./solver", "-in", "in.txt"]
+inputs = ["in.txt"]
+metric = 'rate ([0-9.]+)'
+metric_unit = "Mupd/s"
+verify = "OK"
+
+[[program]]
+name = "second"
+command = ["sh", "-c", "true"]
+"""
+
+
+def test_a_programs_file_names_each_program_its_arguments_and_where_it_runs(tmp_path: Path):
+    _script(tmp_path, "solver", "echo rate 5\n")
+    (tmp_path / "in.txt").write_text("input")
+    (tmp_path / "p.toml").write_text(PROGRAMS)
+    first, second = load_programs(str(tmp_path / "p.toml"))
+    assert first.program.name == "first" and first.args == ("-in", "in.txt")
+    assert first.program.path == str(tmp_path / "solver") and first.program.workdir == str(tmp_path)
+    assert first.program.metric == "rate ([0-9.]+)" and first.program.verify == "OK"
+    assert second.program.path.endswith("/sh") and second.args == ("-c", "true")
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    (lambda t: t.replace('inputs = ["in.txt"]', 'inputs = ["gone.txt"]'), "input gone.txt does not exist"),
+    (lambda t: t.replace('name = "second"', 'name = "rb3d"'), "'rb3d' is one of hympi's apps"),
+    (lambda t: t.replace('name = "second"', 'name = "first"'), "program name 'first' is used twice"),
+    (lambda t: t.replace("metric = 'rate ([0-9.]+)'", "metric = 'rate ('"), "--metric 'rate (' is not a regular"),
+    (lambda t: t.replace("metric = 'rate ([0-9.]+)'", "metric = 'rate'"), "--metric 'rate' has no group"),
+    (lambda t: t.replace('verify = "OK"', "verify = 3"), "'verify' must be a string"),
+    (lambda t: t.replace('verify = "OK"', 'verfy = "OK"'), "unknown key 'verfy'"),
+    (lambda t: t.replace('["sh", "-c", "true"]', '["no-such-program-here"]'), "no-such-program-here is not on PATH"),
+    (lambda t: t.replace("[[program]]", "[program]", 1), "is not valid TOML"),
+    (lambda t: "", "names no program"),
+])
+def test_a_bad_programs_file_is_refused_in_one_line_before_anything_runs(tmp_path: Path, change, needle: str,
+                                                                        fake_launcher):
+    _script(tmp_path, "solver", "echo rate 5\n")
+    (tmp_path / "in.txt").write_text("input")
+    (tmp_path / "p.toml").write_text(change(PROGRAMS))
+    db = tmp_path / "r.db"
+    assert_refused(["study", "--programs", str(tmp_path / "p.toml"), "--db", str(db), "--out", str(tmp_path / "rep")],
+                   needle, fake_launcher)
+    assert not db.exists() and not (tmp_path / "rep").exists()
+
+
+def test_a_programs_file_that_is_not_utf8_is_refused(tmp_path: Path, fake_launcher):
+    (tmp_path / "p.toml").write_bytes(b'[[program]]\nname = "caf\xe9"\n')
+    assert_refused(["study", "--programs", str(tmp_path / "p.toml"), "--db", str(tmp_path / "r.db")],
+                   "is not UTF-8 text: byte 0xe9 on line 2", fake_launcher)
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["./absent"], "program ./absent: no such file"),
+    (["./data"], "program ./data is not executable"),
+    (["./ok", "--metric", "rate ("], "--metric 'rate (' is not a regular expression"),
+    (["./ok", "--verify", "[z-a]"], "--verify '[z-a]' is not a regular expression"),
+    (["./ok", "--better", "lower"], "--better needs --metric"),
+    (["./ok", "--metric", "r ([0-9]+)", "--better", "up"], "--better"),
+    (["./ok", "--checkpoint-dir", "ck"], "--checkpoint-dir: only hympi's apps"),
+    (["./ok", "--bind", "none,core"], ""),  # accepted: the launcher binds to core or nothing
+    (["rb3d", "--metric", "r ([0-9]+)"], "--metric is for a program of your own"),
+    (["mysolver"], "unknown app 'mysolver' (known: "),
+])
+def test_bad_program_input_is_refused_before_launch(tmp_path: Path, fake_launcher, extra: list[str], needle: str,
+                                                    monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _script(tmp_path, "ok", "echo fine\n")
+    (tmp_path / "data").write_text("not a program")
+    if not needle:
+        proc = hympi("sweep", *extra, "--dry-run", env=fake_launcher[0])
+        assert proc.returncode == 0, proc.stderr
+        return
+    assert_refused(["sweep", *extra, "--db", str(tmp_path / "r.db")], needle, fake_launcher)
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_a_program_is_swept_under_the_real_launcher_and_its_output_judged(tmp_path: Path):
+    """A shell script as the program, bound by mpirun: its rank count reaches it, its metric is captured, a run
+    whose verification line is missing fails with the reason, and a hang is killed as a timeout; the runs are
+    keyed by the program's path and digest, and a changed file is a new program, not a resume."""
+    solver = _script(tmp_path, "solver", """
+n=${OMPI_COMM_WORLD_SIZE:-${PMI_SIZE:-1}}
+r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
+[ "$r" = 0 ] || exit 0
+if [ -e "TMP/hang" ]; then sleep 60; fi
+echo "ranks $n threads $OMP_NUM_THREADS"
+printf 'caf\\351 output\\n'
+echo "rate $((n * 100 + OMP_NUM_THREADS))"
+[ "$n" = 2 ] && [ "$OMP_NUM_THREADS" = 1 ] || echo "RESULT OK"
+""".replace("TMP", str(tmp_path)))
+    db = tmp_path / "r.db"
+    args = ["sweep", str(solver), "--ranks", "1,2", "--threads", "1", "--repeat", "1", "--no-warmup",
+            "--metric", r"rate ([0-9]+)", "--metric-unit", "rank-points", "--verify", "RESULT OK", "--db", str(db),
+            "--timeout", "20"]
+    proc = hympi(*args)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # 2x1 misses its verification line
+    with Store.open(db, create=False) as store:
+        (sweep,) = store.sweeps()
+        assert sweep.params["program"] == str(solver)
+        assert sweep.params["program_sha256"] == hashlib.sha256(solver.read_bytes()).hexdigest()
+        runs = {(r.ranks, r.threads): r for r in store.runs()}
+    assert runs[(1, 1)].status == "ok" and runs[(1, 1)].value("rate") == 101
+    assert runs[(1, 1)].record is not None and runs[(1, 1)].record["rate_unit"] == "rank-points"
+    assert runs[(2, 1)].status == "failed" and "verification 'RESULT OK' not found" in runs[(2, 1)].stderr_tail
+    assert "--bind-to" in runs[(1, 1)].command  # the launcher binds a program
+    solver.write_text(solver.read_text() + "\n# rebuilt\n")
+    again = hympi(*args, "--resume", "1")
+    assert again.returncode == 2 and "has changed since this sweep was recorded" in again.stderr, again.stderr
+    (tmp_path / "hang").write_text("")
+    hang = hympi("sweep", str(solver), "--ranks", "1", "--repeat", "1", "--no-warmup", "--timeout", "3",
+                 "--db", str(tmp_path / "h.db"))
+    with Store.open(tmp_path / "h.db", create=False) as store:
+        assert [r.status for r in store.runs()] == ["timeout"], hang.stdout + hang.stderr
+    os.remove(tmp_path / "hang")

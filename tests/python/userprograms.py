@@ -1,0 +1,99 @@
+"""Programs hympi did not build, for the tests of any executable under study (issue 32): our own hybrid MPI + OpenMP
+program (tests/programs/hybrid.c, compiled here) and LAMMPS from Debian's package `lammps` (the bootstrap installs
+it), each with the regular expressions that read its figure of merit and show that it finished correctly."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+import skips
+from mpiapps import mpirun_command
+
+REPO = Path(__file__).resolve().parents[2]
+HYBRID_SOURCE = REPO / "tests" / "programs" / "hybrid.c"
+# LAMMPS's examples/melt/in.melt with its size and run length as variables: the example itself sets neither from
+# the command line, and Debian ships it in lammps-examples, 145 MB installed for this one 600-byte file.
+LAMMPS_INPUT = REPO / "tests" / "data" / "lammps" / "in.melt"
+
+# lmp's last lines: "Loop time of 1.50 on 1 procs for 500 steps with 4000 atoms", "Performance: 143584.889 tau/day,
+# 332.372 timesteps/s" ("ns/day, hours/ns, ..." before it in other unit systems), "98.2% CPU use with 1 MPI tasks x
+# 1 OpenMP threads", and last of all "Total wall time: 0:00:01".
+LAMMPS_RATE = r"([0-9]+(?:\.[0-9]*)?) timesteps/s"
+LAMMPS_COMPLETED = r"(?m)^Total wall time: [0-9]+:[0-9]{2}:[0-9]{2}$"
+# "procs" counts ranks times OpenMP threads; the world size is in LAMMPS_LAYOUT.
+LAMMPS_LOOP = r"Loop time of ([0-9.]+) on ([0-9]+) procs for ([0-9]+) steps with ([0-9]+) atoms"
+LAMMPS_LAYOUT = r"([0-9]+) MPI tasks x ([0-9]+) OpenMP threads"
+
+HYBRID_RATE = r"rate: ([0-9]+(?:\.[0-9]*)?) Mupdates/s"
+HYBRID_VERIFIED = r"(?m)^verification: SUCCESSFUL"
+HYBRID_LAYOUT = r"hybrid: ([0-9]+) ranks x ([0-9]+) threads"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A program as a test hands it to hympi: its command line (executable first) and what hympi's --metric,
+    --metric-unit, --better and --verify take for it (the same names as hympi.program.Program's fields): the
+    expression whose first group is the figure of merit, its unit and direction, and the expression that matches
+    only the output of a run that completed correctly."""
+
+    command: tuple[str, ...]
+    metric: str
+    metric_unit: str
+    better: Literal["higher", "lower"]
+    verify: str
+
+
+@functools.cache
+def _compile(directory: Path) -> Path:
+    mpicc = shutil.which("mpicc")
+    if mpicc is None:
+        skips.skip(skips.Reason.OPEN_MPI, "mpicc is not on PATH")
+    directory.mkdir(parents=True, exist_ok=True)
+    binary = directory / "hybrid"
+    proc = subprocess.run([mpicc, "-fopenmp", "-O2", "-o", str(binary), str(HYBRID_SOURCE), "-lm"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        skips.skip(skips.Reason.NOT_BUILT, f"mpicc -fopenmp could not compile {HYBRID_SOURCE}: {proc.stderr.strip()}")
+    return binary
+
+
+def hybrid_binary(factory: pytest.TempPathFactory) -> Path:
+    """tests/programs/hybrid.c compiled with `mpicc -fopenmp -O2`, once per session (per xdist worker) whichever
+    test asks first; skips (fails under CI) without mpicc or when it does not compile."""
+    return _compile(factory.getbasetemp() / "userprograms")
+
+
+def hybrid(binary: Path, points: int, steps: int, *, broken: bool = False) -> Invocation:
+    """hybrid.c's run over `points` points for `steps` steps; `broken` gives it a wrong start so its check fails."""
+    return Invocation(command=(str(binary), str(points), str(steps), *(("--break",) if broken else ())),
+                      metric=HYBRID_RATE, metric_unit="Mupdates/s", better="higher", verify=HYBRID_VERIFIED)
+
+
+def lammps(*, cells: int = 10, steps: int = 500) -> Invocation:
+    """LAMMPS's Lennard-Jones melt in a box of `cells`^3 fcc cells (4 atoms each) for `steps` steps, writing no
+    files (no log.lammps); the defaults take about 1.5 s on one core of the test machine. Skips (fails under CI)
+    when lmp is not installed."""
+    lmp = shutil.which("lmp")
+    if lmp is None:
+        skips.skip(skips.Reason.LAMMPS, "lmp is not on PATH (Debian package lammps)")
+    command = (lmp, "-in", str(LAMMPS_INPUT), "-var", "cells", str(cells), "-var", "steps", str(steps),
+               "-log", "none", "-nocite")
+    return Invocation(command=command, metric=LAMMPS_RATE, metric_unit="timesteps/s", better="higher",
+                      verify=LAMMPS_COMPLETED)
+
+
+def launch(program: Invocation, ranks: int, threads: int, cwd: Path,
+           timeout: float = 120) -> subprocess.CompletedProcess:
+    """Runs `program` on `ranks` x `threads` under mpirun, unbound, in `cwd`; skips (fails under CI) without
+    mpirun."""
+    if not skips.have_mpirun():
+        skips.skip(skips.Reason.OPEN_MPI, "mpirun is not on PATH")
+    return subprocess.run([*mpirun_command(ranks, threads), *program.command], capture_output=True, text=True,
+                          timeout=timeout, check=False, cwd=cwd)
