@@ -369,7 +369,7 @@ def _json(value: object) -> Any:
 def _typed(hint: Any, value: Any) -> Any:
     """`value` (JSON) as type `hint`: int, float, bool, str, tuple[X, ...] or tuple[X, Y]; a dataclass field takes
     an instance as it is (a record built in code, never stored)."""
-    if dataclasses.is_dataclass(hint) and isinstance(value, hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint) and isinstance(value, hint):
         return value
     origin = typing.get_origin(hint)
     if origin is tuple:

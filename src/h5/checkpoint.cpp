@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -327,43 +328,60 @@ nlohmann::json IoOptions::to_json() const {
           {"h5", h5.to_json()}};
 }
 
+namespace {
+
+/// Whether `fd` is still the file at `path`: a holder that let go unlinks the lock file, and a waiter that opened
+/// it before then holds a lock on a file nobody else will ever open, so it must open the path again.
+bool still_linked(int fd, const std::string& path) {
+  struct stat opened {}, named {};
+  return ::fstat(fd, &opened) == 0 && ::stat(path.c_str(), &named) == 0 && opened.st_dev == named.st_dev &&
+         opened.st_ino == named.st_ino;
+}
+
+}  // namespace
+
 CheckpointLock::CheckpointLock(MPI_Comm comm, const std::string& path, double wait_s) {
   LocalOutcome outcome;
   if (Comm(comm, false).rank() == 0) {
     const std::string lock = lock_path(path);
-    const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      outcome = {true, false, "cannot open " + lock + ": " + std::strerror(errno)};
-    } else {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
-      for (;;) {
-        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+    for (;;) {
+      const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        outcome = {true, false, "cannot open " + lock + ": " + std::strerror(errno)};
+        break;
+      }
+      if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        if (still_linked(fd, lock)) {
           fd_ = fd;
           break;
         }
-        const int error = errno;
-        if (error == ENOLCK || error == EOPNOTSUPP || error == ENOSYS) {
-          ::close(fd);
-          break;
-        }
-        if ((error != EWOULDBLOCK && error != EINTR) || std::chrono::steady_clock::now() >= deadline) {
-          ::close(fd);
-          outcome = {true, false,
-                     error == EWOULDBLOCK
-                         ? "checkpoint " + path + " is being written by another process (it holds " + lock +
-                               " after " + std::to_string(int(wait_s)) + " s); two runs must not share a checkpoint"
-                         : "cannot lock " + lock + ": " + std::strerror(error)};
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        ::close(fd);  // the holder let go and removed it: take the new one
+        continue;
       }
+      const int error = errno;
+      ::close(fd);
+      if (error == ENOLCK || error == EOPNOTSUPP || error == ENOSYS) break;
+      if ((error != EWOULDBLOCK && error != EINTR) || std::chrono::steady_clock::now() >= deadline) {
+        outcome = {true, false,
+                   error == EWOULDBLOCK
+                       ? "checkpoint " + path + " is being written by another process (it holds " + lock + " after " +
+                             std::to_string(int(wait_s)) + " s); two runs must not share a checkpoint"
+                       : "cannot lock " + lock + ": " + std::strerror(error)};
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+    if (fd_ >= 0) lock_ = lock;
   }
   agree(comm, outcome);
 }
 
 CheckpointLock::~CheckpointLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+  if (fd_ < 0) return;
+  // Removed while still held, so no run is left a lock file; a waiter that opened it checks still_linked.
+  ::unlink(lock_.c_str());
+  ::close(fd_);
 }
 
 IoSession::IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size,

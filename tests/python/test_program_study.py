@@ -19,7 +19,7 @@ def _toml_list(items: tuple[str, ...]) -> str:
     return "[" + ", ".join(f"'{item}'" for item in items) + "]"
 
 
-def _entry(name: str, invocation) -> str:  # noqa: ANN001 - userprograms.Invocation
+def _entry(name: str, invocation) -> str:
     return (f"[[program]]\nname = '{name}'\ncommand = {_toml_list(invocation.command)}\n"
             f"metric = '{invocation.metric}'\nmetric_unit = '{invocation.metric_unit}'\n"
             f"better = '{invocation.better}'\nverify = '{invocation.verify}'\n\n")

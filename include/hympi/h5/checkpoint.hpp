@@ -76,8 +76,9 @@ inline constexpr double kCheckpointLockWaitS = 30.0;
 /// An exclusive lock on "<path>.lock", held while a run writes checkpoint `path`: two processes writing the same
 /// checkpoint would rename each other's temporary file away (a killed sweep's launch still running beside its
 /// resume). Rank 0 holds it with flock, which the kernel releases when the process dies, even by SIGKILL.
-/// Collective; waits up to `wait_s` for a holder to go, then every rank throws IoError naming the file. A file
-/// system without flock (ENOLCK, EOPNOTSUPP: some NFS mounts) gets no lock rather than no checkpoints.
+/// Collective; waits up to `wait_s` for a holder to go, then every rank throws IoError naming the file. The holder
+/// removes the lock file when it lets go. A file system without flock (ENOLCK, EOPNOTSUPP: some NFS mounts) gets no
+/// lock rather than no checkpoints.
 class CheckpointLock {
  public:
   CheckpointLock(MPI_Comm comm, const std::string& path, double wait_s = kCheckpointLockWaitS);
@@ -88,7 +89,8 @@ class CheckpointLock {
   [[nodiscard]] static std::string lock_path(const std::string& path) { return path + ".lock"; }
 
  private:
-  int fd_ = -1;  ///< rank 0's open lock file while it holds the lock, else -1
+  int fd_ = -1;       ///< rank 0's open lock file while it holds the lock, else -1
+  std::string lock_;  ///< its path (rank 0, while held)
 };
 
 /// Opens a checkpoint for restart and checks it belongs to this run.

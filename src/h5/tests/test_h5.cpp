@@ -439,7 +439,9 @@ TEST(H5, OneWriterPerCheckpointAndEveryRankHearsOfAnother) {
     const CheckpointLock lock(MPI_COMM_WORLD, path, 0.2);
     EXPECT_THROW(CheckpointLock(MPI_COMM_WORLD, path, 0.1), IoError);  // held while it lives
   }
-  const CheckpointLock again(MPI_COMM_WORLD, path, 0.2);  // and released when it goes
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_FALSE(fs::exists(CheckpointLock::lock_path(path)));  // released and removed: no lock file left behind
+  const CheckpointLock again(MPI_COMM_WORLD, path, 0.2);  // and free again
 }
 
 TEST(H5, SnapshotsGetAnXdmfSidecar) {
