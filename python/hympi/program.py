@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,16 +141,17 @@ def locate(text: str, base: Path | None = None) -> Path:
     return path
 
 
-def program_of(text: str, metric: str = "", metric_unit: str = "", better: str = "higher", verify: str = "",
-               name: str = "", base: Path | None = None, workdir: str = "") -> Program:
-    """The checked Program at path `text` (UsageError naming the bad value before anything runs)."""
+def program_of(text: str, merit: Mapping[str, object] | None = None, name: str = "", base: Path | None = None,
+               workdir: str = "") -> Program:
+    """The checked Program at path `text` (UsageError naming the bad value before anything runs); `merit` holds the
+    values of PROGRAM's declarations given (metric, metric_unit, better, verify; absent: the default)."""
     path = locate(text, base)
     try:
         digest = file_digest(path)
     except OSError as exc:
         raise UsageError(f"program {text} cannot be read ({exc.strerror or exc})") from None
-    program = Program(name=name or path.name, path=str(path), sha256=digest, metric=metric, metric_unit=metric_unit,
-                      better=better, verify=verify, workdir=workdir)
+    given = {p.name: str(merit[p.name]) for p in PROGRAM if merit and merit.get(p.name)}
+    program = Program(name=name or path.name, path=str(path), sha256=digest, workdir=workdir, **given)
     program.check()
     return program
 
@@ -208,9 +210,7 @@ def _entry(table: object, number: int, base: Path, origin: str) -> ProgramRun:
     found = command[0] if program_named(command[0]) else shutil.which(command[0])
     if found is None:
         raise UsageError(f"{where}: program {command[0]} is not on PATH")
-    program = program_of(found, name=name, base=base, workdir=str(base), metric=str(texts["metric"]),
-                         metric_unit=str(texts["metric_unit"]), better=str(texts["better"] or "higher"),
-                         verify=str(texts["verify"]))
+    program = program_of(found, texts, name=name, base=base, workdir=str(base))
     return ProgramRun(program, command[1:])
 
 

@@ -233,9 +233,7 @@ def program_subject(subject: str, values: Mapping[str, object]) -> dict[str, str
         if given:
             raise UsageError(f"{given[0]} is for a program of your own (named by its path); {subject} is not one")
         return {"app": subject}
-    text = {p.name: str(values.get(p.name, "")) for p in PROGRAM}
-    return program_fields(program_of(subject, metric=text["metric"], metric_unit=text["metric_unit"],
-                                     better=text["better"] or "higher", verify=text["verify"]))
+    return program_fields(program_of(subject, values))
 
 
 def check_program(program: Program, params: SweepParams) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_refused, hympi
+from conftest import assert_refused, hympi, hympi_json
 from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome
 from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of
@@ -84,7 +84,7 @@ def test_program_of_names_the_file_and_its_digest(tmp_path: Path):
         with pytest.raises(UsageError, match=needle):
             program_of(text)
     with pytest.raises(UsageError, match="--metric-unit needs --metric"):
-        program_of(str(path), metric_unit="s")
+        program_of(str(path), {"metric_unit": "s"})
 
 
 PROGRAMS = """
@@ -205,3 +205,29 @@ echo "rate $((n * 100 + OMP_NUM_THREADS))"
     with Store.open(tmp_path / "h.db", create=False) as store:
         assert [r.status for r in store.runs()] == ["timeout"], hang.stdout + hang.stderr
     os.remove(tmp_path / "hang")
+
+
+def test_hympi_run_launches_a_program_bound_by_the_launcher_and_judges_it(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _script(tmp_path, "solver", 'echo "threads $OMP_NUM_THREADS places $OMP_PLACES"\necho "rate 42"\n'
+                                '[ "$1" = good ] && echo "RESULT OK"\nexit 0\n')
+    code, record = hympi_json("run", "./solver", "--threads", "2", "--oversubscribe", "--metric", r"rate ([0-9]+)",
+                              "--verify", "RESULT OK", "--json", "--", "good")
+    assert code == 0 and record["rate"] == 42 and record["threads"] == 2 and record["problem"] == "good"
+    bad = hympi("run", "./solver", "--verify", "RESULT OK", "--", "bad")
+    assert bad.returncode == 1 and "run failed: verification 'RESULT OK' not found" in bad.stderr, bad.stderr
+    shown = hympi("run", "./solver", "--threads", "2", "--oversubscribe", "--", "good")
+    assert "threads 2 places cores" in shown.stdout and "by the launcher" in shown.stdout, shown.stdout
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["./ok", "--binder", "hympi"], "--binder hympi: a program of your own does not call hympi's binding"),
+    (["./ok", "--metric", "no group"], "--metric 'no group' has no group"),
+    (["rb3d", "--verify", "x"], "--verify is for a program of your own"),
+    (["./absent"], "program ./absent: no such file"),
+])
+def test_hympi_run_refuses_bad_program_input_before_launch(tmp_path: Path, fake_launcher, monkeypatch,
+                                                           extra: list[str], needle: str):
+    monkeypatch.chdir(tmp_path)
+    _script(tmp_path, "ok", "echo fine\n")
+    assert_refused(["run", *extra], needle, fake_launcher)

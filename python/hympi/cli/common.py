@@ -65,10 +65,10 @@ def add_layout_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--launcher", default=None, metavar="NAME",
                         help=f"{', '.join(LAUNCHERS)}: launch with that launcher, checked against its --version "
                              "(default: $HYMPI_MPIRUN, mpirun or mpiexec)")
-    parser.add_argument("--binder", default="hympi", metavar="WHO",
-                        help="hympi: hympi binds ranks and threads with hwloc, the launcher binds nothing (default); "
-                             "launcher: the launcher binds with the layout's arguments ('hympi layout' shows them) "
-                             "and OpenMP places the threads")
+    parser.add_argument("--binder", default=None, metavar="WHO",
+                        help="hympi: hympi binds ranks and threads with hwloc, the launcher binds nothing (default for "
+                             "hympi's apps); launcher: the launcher binds with the layout's arguments ('hympi layout' "
+                             "shows them) and OpenMP places the threads (always for a program of your own)")
 
 
 def layout_settings(args: argparse.Namespace) -> Settings:
@@ -79,8 +79,10 @@ def layout_settings(args: argparse.Namespace) -> Settings:
             .override("virtual_nodes", args.virtual_nodes, "--virtual-nodes"))
 
 
-def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) -> LaunchSpec:
-    """A checked LaunchSpec from parsed options; raises UsageError before anything is launched."""
+def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str], program: bool = False) -> LaunchSpec:
+    """A checked LaunchSpec from parsed options; raises UsageError before anything is launched. A `program` of the
+    user's own (hympi.program) never calls hympi's binding: the launcher binds it (or nothing, with --bind none),
+    and it has no --validate-ranks to ask."""
     resolved = layout_settings(args)
     configured_flavor()  # a bad HYMPI_MPI_FLAVOR is refused here, not when the launch command is built
     virtual_nodes = int(resolved.value("virtual_nodes"))
@@ -94,9 +96,13 @@ def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) 
     bind = resolved.text("bind")
     if args.launcher is not None and args.launcher not in LAUNCHERS:
         raise UsageError(f"unknown launcher '{args.launcher}' (expected {', '.join(LAUNCHERS)})")
-    if args.binder not in BINDERS:
-        raise UsageError(f"unknown binder '{args.binder}' (expected {', '.join(BINDERS)})")
-    if args.binder == "launcher" and not args.rankfile and bind not in LAYOUT_BINDS:
+    binder = args.binder or ("launcher" if program else "hympi")
+    if binder not in BINDERS:
+        raise UsageError(f"unknown binder '{binder}' (expected {', '.join(BINDERS)})")
+    if program and binder != "launcher":
+        raise UsageError(f"--binder {binder}: a program of your own does not call hympi's binding; the launcher binds "
+                         "it (--binder launcher)")
+    if binder == "launcher" and not args.rankfile and bind not in LAYOUT_BINDS and not (program and bind == "none"):
         raise UsageError(f"--binder launcher needs --bind {' or '.join(LAYOUT_BINDS)}, got '{bind}'")
     if args.rankfile:
         # mpirun binds every rank where the rankfile says; the app must not rebind it (HYMPI_BIND=none).
@@ -105,9 +111,10 @@ def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str]) 
         bind = "none"
     spec = LaunchSpec(app_binary, args.ranks, args.threads, bind, resolved.text("dist"), tuple(app_args),
                       bool(resolved.value("oversubscribe")), env, args.rankfile, membind=resolved.text("membind"),
-                      binder=args.binder)
+                      binder=binder)
     check_layout(spec, machine_summary().pus)
-    validate_with_app(spec)
+    if not program:
+        validate_with_app(spec)
     return spec
 
 

@@ -20,11 +20,14 @@ from hympi.cli.common import (
     print_app_help,
 )
 from hympi.cli.parser import Subparsers
+from hympi.errors import UsageError
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
-from hympi.launch.mpirun import RunOutcome, one_mpi_job, run_command
+from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
+from hympi.params import register, resolve
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
+from hympi.program import PROGRAM, judge, program_named, program_of
 from hympi.result import PREFIX, ResultRecord, placement_share
 
 
@@ -33,8 +36,10 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p = sub.add_parser(name, help=summary,
                        description="Run an app: hympi run APP [options] [app options] [-- APP-ARGS]; "
                                    "hympi run APP -- --help shows the app's own options")
-    p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
+    p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}; or a program of your own, by its path (anything "
+                              "with a '/': ./solver, /usr/bin/lmp), its arguments after --")
     add_layout_options(p)
+    register(p, PROGRAM)
     add_mpi_param_options(p)
     p.add_argument("--json", action="store_true", help="print the result record as JSON")
     p.set_defaults(handler=main, forwards_unknown=True)
@@ -52,6 +57,22 @@ def result_table(record: ResultRecord) -> Table:
             ("imbalance (max/avg)", f"{record.imbalance:.3f}"),
             ("peak memory", f"{record.max_rss_mib:.1f} MiB/rank, {record.node_rss_mib:.1f} MiB/node"),
             ("verified", "yes" if record.verified else "NO")]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def program_table(outcome: RunOutcome, spec: LaunchSpec) -> Table:
+    """A program's run: its layout, how the launcher bound it, the wall time and its figure of merit."""
+    assert outcome.record is not None
+    metrics = outcome.record["metrics"]
+    merit = metrics["merit"]
+    table = Table(title=f"{outcome.record['app']} {outcome.record['problem']}", show_header=False)
+    rows = [("layout", f"{spec.ranks} ranks x {spec.threads} threads"),
+            ("binding", f"{spec.bind} ({spec.dist}), by the launcher"),
+            ("wall time", f"{outcome.seconds:.4g} s"),
+            ("figure of merit", f"{merit['value']:.6g} {merit['unit']} ({merit['better']} is better)"),
+            ("verified", metrics["verification"])]
     for name, value in rows:
         table.add_row(name, value)
     return table
@@ -76,6 +97,11 @@ def failure_message(outcome: RunOutcome, timeout: float | None) -> str:
         return f"run timed out after {timeout:g} s and was killed" if timeout else "run timed out and was killed"
     if outcome.status == "unverified":
         return f"run failed verification (exit code {outcome.returncode})"
+    if outcome.returncode == 0 and outcome.stderr.rstrip().splitlines()[-1:] == []:
+        return f"run exited with code 0 but printed no {PREFIX.strip()} line"
+    last = outcome.stderr.rstrip().splitlines()[-1] if outcome.stderr.strip() else ""
+    if last.startswith("hympi: "):  # hympi's own reason (a program's verification or metric not found)
+        return f"run failed: {last.removeprefix('hympi: ')}"
     if outcome.returncode == 0:
         return f"run exited with code 0 but printed no {PREFIX.strip()} line"
     return f"run failed (exit code {outcome.returncode})"
@@ -99,8 +125,32 @@ def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> 
     return 0
 
 
+def run_program(args: argparse.Namespace) -> int:
+    """Launches a program of the user's own (hympi.program), bound by the launcher, and judges its output."""
+    program = program_of(args.app, resolve(args, PROGRAM))
+    spec = layout_spec(args, program.path, args.app_args, program=True)
+    outcome = judge(program, run_command(launch_command(spec, args.launcher), args.timeout), spec.ranks,
+                    spec.threads, tuple(args.app_args))
+    if args.json:
+        print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
+    else:
+        sys.stdout.write(outcome.stdout)
+        if outcome.record is not None:
+            Console().print(program_table(outcome, spec))
+    if outcome.status != "ok":
+        print(f"hympi: error: {failure_message(outcome, args.timeout)}", file=sys.stderr)
+        print(outcome.stderr_tail(), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     """Validates, launches and reports one run."""
+    if program_named(args.app):
+        return run_program(args)
+    given = [p.flag for p in PROGRAM if getattr(args, p.name, None) is not None]
+    if given:
+        raise UsageError(f"{given[0]} is for a program of your own (named by its path); {args.app} is not one")
     app = get_app(args.app)
     if asks_for_help(args.app_args):
         return print_app_help(app.binary)  # the help needs no layout and no launch
