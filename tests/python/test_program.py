@@ -14,6 +14,7 @@ from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome
 from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of
 from hympi.store import Store
+from userprograms import hybrid, hybrid_binary
 
 
 def _outcome(stdout: str, returncode: int | None = 0, status: str = "failed", seconds: float = 2.0) -> RunOutcome:
@@ -231,3 +232,23 @@ def test_hympi_run_refuses_bad_program_input_before_launch(tmp_path: Path, fake_
     monkeypatch.chdir(tmp_path)
     _script(tmp_path, "ok", "echo fine\n")
     assert_refused(["run", *extra], needle, fake_launcher)
+
+
+def test_hympi_tune_run_searches_layouts_and_mpi_parameters_of_a_program(tmp_path: Path, tmp_path_factory):
+    """The hybrid test program (mpicc-built, no hympi inside) tuned over ranks and an Open MPI parameter: every
+    configuration measured through the program's own metric, the best named, its parameters set through the
+    launcher's environment."""
+    invocation = hybrid(hybrid_binary(tmp_path_factory), 400_000, 20)
+    (tmp_path / "space.toml").write_text("[layout]\nranks = [1, 2]\ndefault = { ranks = 1 }\n"
+                                         "[mpi.btl_vader_eager_limit]\nvalues = [4096, 8192]\n")
+    db = tmp_path / "t.db"
+    proc = hympi("tune", "run", invocation.command[0], "--space", str(tmp_path / "space.toml"), "--db", str(db),
+                 "--metric", invocation.metric, "--metric-unit", invocation.metric_unit, "--verify", invocation.verify,
+                 "--", *invocation.command[1:], timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "best:" in proc.stdout
+    with Store.open(db, create=False) as store:
+        runs = store.runs()
+    assert {(r.ranks, r.status) for r in runs} == {(1, "ok"), (2, "ok")}
+    assert all(r.record is not None and r.record["rate_unit"] == "Mupdates/s" for r in runs)
+    assert any("OMPI_MCA_btl_vader_eager_limit=8192" in " ".join(r.command) for r in runs)

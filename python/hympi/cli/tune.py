@@ -20,8 +20,9 @@ from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
 from hympi.params import AUTO, from_record, parse_integer, register, resolve
 from hympi.paths import binary
+from hympi.program import PROGRAM, program_named
 from hympi.store import Store
-from hympi.sweep import record_machine
+from hympi.sweep import program_subject, record_machine
 from hympi.topology import machine_summary
 from hympi.tune.options import DEFAULT_PROFILE_TIMEOUT_S, FORMATS, TUNE_RUN
 from hympi.tune.output import best_of_tune, render, tuned_flavor
@@ -49,9 +50,11 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
 
     run = tune_sub.add_parser("run", help="measure configurations of a search space and report the best",
                               description="hympi tune run APP --space FILE [options] [-- APP-ARGS]")
-    run.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}")
+    run.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}; or a program of your own, by its path (anything "
+                                "with a '/'), its arguments after --")
     run.add_argument("--space", required=True, metavar="FILE", help="search space (TOML; see docs/tune.md)")
     register(run, TUNE_RUN)
+    register(run, PROGRAM)
     run.add_argument("--cvars", default=None, metavar="FILE",
                      help="check the space against a saved 'hympi tune params --json' listing instead of the library")
     add_db_option(run)
@@ -158,7 +161,10 @@ def _tune_params(args: argparse.Namespace, space: SearchSpace) -> TuneParams:
     strategy = str(values["strategy"])
     if "max_runs" not in values:
         values["max_runs"] = default_budget(strategy, size)
-    params = from_record(TuneParams, {**values, "app": args.app, "app_args": tuple(args.app_args)})
+    named = program_subject(args.app, resolve(args, PROGRAM))
+    subject = tuple(sorted(named.items())) if program_named(args.app) else ()
+    params = from_record(TuneParams, {**values, "app": named["app"], "app_args": tuple(args.app_args),
+                                      "subject": subject})
     check_strategy(strategy, size, params.max_runs, params.ei_stop)
     params.check()
     return params
@@ -203,7 +209,8 @@ def _summary(outcome: TuneOutcome, space: SearchSpace, params: TuneParams) -> li
 def main_run(args: argparse.Namespace) -> int:
     """Validates everything (space, cvars, layouts, budget), then runs or resumes the tune and reports it."""
     try:
-        binary(get_app(args.app).binary)
+        if not program_named(args.app):
+            binary(get_app(args.app).binary)
     except HympiFatal as exc:  # the program to tune is not there: bad input, nothing launched
         raise UsageError(str(exc)) from None
     configured_flavor()  # the flavour names the variables that set the space's parameters

@@ -44,6 +44,8 @@ class TuneParams:
     min_time: float = declared_default("min_time")
     ei_stop: float = DEFAULT_EI_STOP
     oversubscribe: bool = False
+    # A program of the user's own: its sweep fields (hympi.sweep.program_fields) as sorted pairs; () for an app.
+    subject: tuple[tuple[str, str], ...] = ()
 
     @property
     def program(self) -> str:
@@ -51,8 +53,9 @@ class TuneParams:
         return " ".join([self.app, *self.app_args])
 
     def as_dict(self) -> JsonObject:
-        """JSON-ready form, stored with the tune."""
-        return as_record(self)
+        """JSON-ready form, stored with the tune (the subject only for a program, so an app's tune keeps the identity
+        it had before programs could be tuned)."""
+        return as_record(self, ("subject",))
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> TuneParams:
@@ -69,7 +72,8 @@ class TuneParams:
     def check(self) -> None:
         """Rejects bad values (UsageError naming the value) before anything runs: each field with the check its
         declaration (hympi.tune.options) gives the flag."""
-        get_app(self.app)
+        if not self.subject:
+            get_app(self.app)
         if self.strategy not in STRATEGIES:  # the default too: a record read back may name one no longer known
             raise UsageError(f"unknown strategy '{self.strategy}' (expected {', '.join(STRATEGIES)})")
         check_fields(self, TUNE_RUN)
@@ -78,20 +82,26 @@ class TuneParams:
         """The one-layout sweep that measures `config` (warm-up, then `repeat` measured runs); every parameter of
         the space is read back, set or not, so every configuration (the default too) pays the same MPI_T cost
         (about 3 MiB per rank with Open MPI 4.1) and records the library's values."""
-        return SweepParams(app=self.app, layouts=((config.ranks, config.threads),), binds=(config.bind,),
-                           repeat=self.repeat, app_args=self.app_args, timeout=self.timeout,
-                           oversubscribe=self.oversubscribe, min_time=self.min_time, seed=self.seed, warmup=True,
-                           mpi_params=config.mpi_params, mpit_read=tuple(p.name for p in space.parameters))
+        # A program reads nothing back (it does not call hympi's MPI_T read-back).
+        read_back = () if self.subject else tuple(p.name for p in space.parameters)
+        return from_record(SweepParams, {
+            "app": self.app, "layouts": ((config.ranks, config.threads),), "binds": (config.bind,),
+            "repeat": self.repeat, "app_args": self.app_args, "timeout": self.timeout,
+            "oversubscribe": self.oversubscribe, "min_time": self.min_time, "seed": self.seed, "warmup": True,
+            "mpi_params": config.mpi_params, "mpit_read": read_back, **dict(self.subject)})
 
 
 def check_layouts(params: TuneParams, space: SearchSpace, pus: int) -> None:
     """Rejects, before anything runs, a layout that needs more PUs than the machine has (without --oversubscribe)
     or that the app refuses for its arguments (the app's --validate-ranks); raises UsageError naming it."""
-    binary = get_app(params.app).binary
     for ranks, threads, bind in space.layouts():
         if ranks * threads > pus and not params.oversubscribe:
             raise UsageError(f"layout {ranks}x{threads} of the space needs {ranks * threads} PUs, this machine has "
                              f"{pus} (pass --oversubscribe, or add a [[constraint]] max_cpus = {pus})")
+        if params.subject:  # a program has no --validate-ranks: its sweep's own checks (bindings, file unchanged)
+            params.sweep_params(Configuration(ranks=ranks, threads=threads, bind=bind), space).check()
+            continue
+        binary = get_app(params.app).binary
         validate_with_app(LaunchSpec(binary, ranks, threads, bind, "compact", params.app_args,
                                      params.oversubscribe))
 
