@@ -27,6 +27,7 @@ from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
 from hympi.params import register, resolve
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
+from hympi.probe import apply_probe, launch_probed
 from hympi.program import PROGRAM, judge, program_named, program_of
 from hympi.result import PREFIX, ResultRecord, placement_share
 
@@ -129,14 +130,18 @@ def run_program(args: argparse.Namespace) -> int:
     """Launches a program of the user's own (hympi.program), bound by the launcher, and judges its output."""
     program = program_of(args.app, resolve(args, PROGRAM))
     spec = layout_spec(args, program.path, args.app_args, program=True)
-    outcome = judge(program, run_command(launch_command(spec, args.launcher), args.timeout), spec.ranks,
-                    spec.threads, tuple(args.app_args))
+    launched, processes = launch_probed(lambda env: run_command(
+        launch_command(dataclasses.replace(spec, env=(*spec.env, *env)), args.launcher), args.timeout))
+    outcome = apply_probe(judge(program, launched, spec.ranks, spec.threads, tuple(args.app_args)), processes,
+                          spec.ranks, spec.threads)
     if args.json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     else:
         sys.stdout.write(outcome.stdout)
         if outcome.record is not None:
             Console().print(program_table(outcome, spec))
+            for finding in outcome.record["probe"]["findings"]:
+                print(f"hympi: finding: {finding}", file=sys.stderr)
     if outcome.status != "ok":
         print(f"hympi: error: {failure_message(outcome, args.timeout)}", file=sys.stderr)
         print(outcome.stderr_tail(), file=sys.stderr)
