@@ -267,6 +267,7 @@ void record_collective(Collective which, std::uint64_t bytes) {
 }
 
 void record_init() {
+  hympi_probe::on_init();
   State& s = state();
   std::lock_guard lock(s.mutex);
   start_clock(s);

@@ -190,6 +190,13 @@ void stop_sampler(Probe& p) {
 
 namespace hympi_probe {
 
+void on_init() {
+  Probe* p = probe();
+  if (p == nullptr) return;
+  std::lock_guard lock(p->mutex);
+  for (Thread& t : p->threads) hwloc_bitmap_zero(t.used);
+}
+
 void write(const MpiFigures& mpi) {
   Probe* p = probe();
   if (p == nullptr) return;

@@ -90,3 +90,18 @@ def test_live_probe_of_programs_hympi_did_not_build(tmp_path: Path, tmp_path_fac
     program = hybrid(hybrid_binary(tmp_path_factory), 20000, 10)
     wrong = hympi("run", program.command[0], "--ranks", "2", "--launcher", "mpich", "--", *program.command[1:])
     assert wrong.returncode == 1 and "launched as 2 singletons" in wrong.stderr, wrong.stderr
+
+
+def test_the_affinity_check_of_a_program_passes_as_bound_and_fails_when_it_rebinds_itself(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory):
+    """`hympi affinity PROGRAM --check`: the hybrid program at 1x2 runs where the layout says; run through taskset -c 0
+    (a program that rebinds itself), rank 1 is found on PU 0 instead of its own core."""
+    program = hybrid(hybrid_binary(tmp_path_factory), 200_000, 20)
+    good = hympi("affinity", program.command[0], "--ranks", "1", "--threads", "2", "--check", "--",
+                 *program.command[1:])
+    assert good.returncode == 0 and "layout check (launcher binds, probe watches): PASSED" in good.stderr, \
+        good.stdout + good.stderr
+    rebound = hympi("affinity", "/usr/bin/taskset", "--ranks", "2", "--check", "--", "-c", "0", *program.command)
+    assert rebound.returncode == 1, rebound.stdout + rebound.stderr
+    assert "layout mismatch: rank 1 thread 0: intended" in rebound.stderr and "bound to 0," in rebound.stderr
+    assert "FAILED" in rebound.stderr.splitlines()[-1]
