@@ -234,4 +234,8 @@ def apply_probe(outcome: RunOutcome, processes: Sequence[ProbeProcess], ranks: i
                                    stderr=f"{outcome.stderr.rstrip()}\nhympi: {problem}".lstrip())
     if outcome.record is None:
         return outcome
-    return dataclasses.replace(outcome, record={**outcome.record, **probe_record(processes, ranks, threads)})
+    record = {**outcome.record, **probe_record(processes, ranks, threads)}
+    mpi = [p.wall_s for p in processes if p.mpi_initialized]
+    if mpi:  # the program's own time, MPI_Init to MPI_Finalize of its slowest rank: what comm_s + comp_s split
+        record["time_s"] = max(mpi)
+    return dataclasses.replace(outcome, record=record)

@@ -355,4 +355,20 @@ def verdict_reasons(group: AppGroup, breakdowns: tuple[Breakdown, ...],
         about = _TOPICS.get(statement.topic, statement.topic)
         lines.append(f"{result.better} against {about} ({result.worse}): "
                      f"{reason(better, worse, separated=result.separated)}")
-    return lines
+    return [*lines, *probe_findings(group)]
+
+
+def probe_findings(group: AppGroup) -> list[str]:
+    """What the probe saw inside a program's runs (hympi.probe), one line per finding with the layouts it held in,
+    in the order the layouts first show it: idle threads, threads sharing a PU."""
+    layouts: dict[str, list[str]] = {}
+    for run in timed_ok(group.runs):
+        probe = run.record.get("probe") if run.record else None
+        if not isinstance(probe, dict):
+            continue
+        for finding in probe.get("findings", []):
+            name = f"{run.ranks}x{run.threads}"
+            seen = layouts.setdefault(str(finding), [])
+            if name not in seen:
+                seen.append(name)
+    return [f"{', '.join(names)} (probe): {finding}" for finding, names in layouts.items()]
