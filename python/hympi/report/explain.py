@@ -20,7 +20,8 @@ from hympi.stats.compare import Comparison
 from hympi.store import WARMUP_REPEAT, Run
 
 MEMORY_BOUND = 0.8
-"""A layout whose kernel moves at least this share of the STREAM triad bandwidth of its own layout is memory-bound."""
+"""A layout whose kernel moves at least this share of the STREAM triad bandwidth of its own layout, and at most all of it,
+is memory-bound; above 1 its data come from cache."""
 
 STREAM_APP = "stream"
 
@@ -263,6 +264,13 @@ def _bandwidth_note(better: Breakdown, worse: Breakdown, b: str, w: str) -> str:
     sb, sw = better.bandwidth_share, worse.bandwidth_share
     if sb is None or sw is None:
         return ""
+    above = [(name, share) for name, share in ((b, sb), (w, sw)) if share > 1.0]
+    if above:
+        # A kernel cannot stream from memory faster than STREAM does: its data came from cache (or the bytes-moved
+        # count overstates its traffic), so memory bandwidth explains nothing here.
+        said = " and ".join(f"{name} {share:.2f}" for name, share in above)
+        return (f"bandwidth share of STREAM above 1 ({said}): that kernel's working set is served at least partly "
+                "from cache, so memory bandwidth does not bound it")
     if sb >= MEMORY_BOUND and sw >= MEMORY_BOUND:
         text = (f"both are memory-bound (bandwidth share {sb:.2f} and {sw:.2f} of STREAM on their own layout), so "
                 f"their speed follows the bandwidth each layout gets: STREAM reaches {better.stream_gbs:.3g} GB/s "
