@@ -20,8 +20,8 @@ from hympi.stats.compare import Comparison
 from hympi.store import WARMUP_REPEAT, Run
 
 MEMORY_BOUND = 0.8
-"""A layout whose kernel moves at least this share of the STREAM triad bandwidth of its own layout, and at most all of it,
-is memory-bound; above 1 its data come from cache."""
+"""A layout whose kernel moves at least this share of the STREAM triad bandwidth of its own layout, and at most all
+of it, is memory-bound; above 1 its data come from cache."""
 
 STREAM_APP = "stream"
 
