@@ -15,6 +15,7 @@
 #include <hwloc/linux.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -116,6 +117,9 @@ void sample(Probe& p) {
 
 void* sampler_main(void* raw) {
   Probe& p = *static_cast<Probe*>(raw);
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the program's signals go to its own threads, never to ours
   while (!p.stop.load(std::memory_order_relaxed)) {
     sample(p);
     timespec pause{0, kSampleMs * 1000000L};
@@ -267,6 +271,12 @@ __attribute__((constructor)) void start_probe() {
     add_thread(*p, "");
   }
   p->sampling = real_create()(&p->sampler, nullptr, sampler_main, p) == 0;
+  // A child that forks off without exec has no sampler and is no rank: it writes nothing and joins nothing.
+  pthread_atfork(nullptr, nullptr, [] {
+    Probe* child = probe();
+    child->sampling = false;
+    child->written.store(true);
+  });
 }
 
 // A process that never reached MPI_Finalize (no MPI at all, or an exit before it) writes at exit.

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from hympi.errors import HympiFatal
+from hympi.errors import HympiFatal, UsageError
 from hympi.settings import settings
+from hympi.textfile import file_problem
 
 # python/hympi/paths.py -> repository root is three levels up.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -90,3 +91,20 @@ def binary(name: str) -> Path:
         f"{name} not found in {dirs.bin} ({dirs.origin}) or on PATH "
         "(run 'make', or 'cmake --install' and set HYMPI_PREFIX)"
     )
+
+
+def profile_library() -> Path:
+    """libhympi-profile.so: $HYMPI_PROFILE_LIB (or the config file's profile_lib), else in the lib directory beside
+    the apps'. A named one that is missing or not a file is bad input (UsageError naming where it came from); the
+    built one missing is an incomplete build (HympiFatal)."""
+    setting = settings().get("profile_lib")
+    if setting.value:
+        path = Path(str(setting.value))
+        problem = file_problem(path)
+        if problem is not None:
+            raise UsageError(f"{setting.name}: profiling library {path} {problem}")
+        return path
+    path = app_dirs().lib / "libhympi-profile.so"
+    if not path.is_file():
+        raise HympiFatal(f"profiling library {path} not found (run 'make' first, or set HYMPI_PROFILE_LIB)")
+    return path

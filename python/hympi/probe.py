@@ -27,10 +27,9 @@ from hympi.jsontypes import JsonObject
 from hympi.launch.layout import ThreadPlace, cpu_list
 from hympi.launch.layout_check import layout_mismatches
 from hympi.launch.mpirun import RunOutcome
-from hympi.paths import app_dirs
+from hympi.paths import profile_library
 from hympi.place.tree import parse_cpu_list
 
-PROBE_LIBRARY = "libhympi-profile.so"
 # A thread that used less CPU than this share of its process's busiest thread did nothing useful here.
 IDLE_SHARE = 0.05
 # Libraries whose threads are OpenMP threads (GCC's libgomp, LLVM's libomp, Intel's libiomp5).
@@ -69,8 +68,9 @@ class ProbeProcess:
 
 def probe_env(directory: Path) -> Env:
     """The environment a launch needs for the probe to write into `directory` (the ranks get it, not the launcher)."""
-    library = app_dirs().lib / PROBE_LIBRARY
-    return (("LD_PRELOAD", str(library)), ("HYMPI_PROBE_DIR", str(directory)),
+    library = str(profile_library())
+    preload = os.environ.get("LD_PRELOAD", "")  # the user's own preloads stay, after the probe
+    return (("LD_PRELOAD", f"{library}:{preload}" if preload else library), ("HYMPI_PROBE_DIR", str(directory)),
             ("HYMPI_PROFILE_OUT", str(directory / "profile.json")))
 
 

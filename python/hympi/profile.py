@@ -12,12 +12,10 @@ from pathlib import Path
 from typing import SupportsInt
 
 from hympi.contract import contract
-from hympi.errors import HympiError, HympiFatal, UsageError
+from hympi.errors import HympiError, UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import RunOutcome, mpi_flavor, run_command
-from hympi.paths import app_dirs
-from hympi.settings import settings
-from hympi.textfile import file_problem
+from hympi.paths import profile_library
 
 MPI_LAUNCHER_NAMES = ("mpirun", "mpiexec", "orterun")
 # Lower edges (bytes) of the message-size bins libhympi-profile counts in (contract.toml [profile]); the last bin is
@@ -28,23 +26,6 @@ SIZE_BINS = contract().profile_size_bins
 def _as_int_matrix(rows: Iterable[Iterable[SupportsInt]]) -> tuple[tuple[int, ...], ...]:
     """A JSON list of lists as a tuple matrix of ints."""
     return tuple(tuple(int(x) for x in r) for r in rows)
-
-
-def library_path() -> Path:
-    """libhympi-profile.so: $HYMPI_PROFILE_LIB (or the config file's profile_lib), else in the lib directory beside
-    the apps'. A named one that is missing or not a file is bad input (UsageError naming where it came from); the
-    built one missing is an incomplete build (HympiFatal)."""
-    setting = settings().get("profile_lib")
-    if setting.value:
-        path = Path(str(setting.value))
-        problem = file_problem(path)
-        if problem is not None:
-            raise UsageError(f"{setting.name}: profiling library {path} {problem}")
-        return path
-    path = app_dirs().lib / "libhympi-profile.so"
-    if not path.is_file():
-        raise HympiFatal(f"profiling library {path} not found (run 'make' first, or set HYMPI_PROFILE_LIB)")
-    return path
 
 
 @dataclass(frozen=True)
@@ -66,7 +47,7 @@ def plan_profile(command: list[str], out: str | Path, library: Path | None = Non
     if shutil.which(command[0]) is None:
         # Popen would raise FileNotFoundError (or PermissionError) only after the plan was made.
         raise UsageError(f"command '{command[0]}' not found or not executable")
-    lib = library or library_path()
+    lib = library or profile_library()
     out_path = Path(out).resolve()
     preload = os.environ.get("LD_PRELOAD", "")
     env = (("LD_PRELOAD", f"{lib}:{preload}" if preload else str(lib)), ("HYMPI_PROFILE_OUT", str(out_path)))
