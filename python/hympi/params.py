@@ -315,6 +315,13 @@ def texts(values: Mapping[str, Value], name: str, default: tuple[str, ...] = ())
     return tuple(str(v) for v in value) if isinstance(value, tuple) else (str(value),)
 
 
+def seconds_of(args: object, param: Param) -> float | None:
+    """The resolved value of one seconds parameter (--timeout) from the parsed arguments; None when it has none."""
+    value = resolve(args, (param,)).get(param.name)
+    assert value is None or isinstance(value, float), value
+    return value
+
+
 def _integer(value: Value) -> int:
     """A resolved integer value (the parser made it one)."""
     assert isinstance(value, int), value

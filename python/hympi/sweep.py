@@ -57,6 +57,7 @@ from hympi.launch.mpirun import (
     run_command,
     validate_with_app,
 )
+from hympi.layout_options import LAUNCHER, RANKS, THREADS
 from hympi.params import (
     AUTO,
     DEFAULT_CONFIDENCE,
@@ -72,7 +73,7 @@ from hympi.paths import REPO_ROOT
 from hympi.program import PROGRAM, Program, file_digest, judge, program_named, program_of
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
-from hympi.sweep_options import LAUNCHER, RANKS, SWEEP, SWEEP_REPEAT, THREADS, checkpoint_apps
+from hympi.sweep_options import SWEEP, SWEEP_REPEAT, checkpoint_apps
 from hympi.topology import MachineSummary
 
 # Variables that change how a run behaves; recorded with every run.

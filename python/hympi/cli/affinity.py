@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, print_app_help
+from hympi.cli.common import add_layout_options, asks_for_help, launch_of, print_app_help
 from hympi.cli.parser import Subparsers
 from hympi.cli.run import report
 from hympi.launch.command import launch_command
@@ -38,9 +38,10 @@ def main(args: argparse.Namespace) -> int:
     if asks_for_help(args.app_args):
         return print_app_help("hympi-affinity")
     app_args = ["--check"] if args.check else []
-    spec = layout_spec(args, "hympi-affinity", app_args + list(args.app_args))
-    outcome = one_mpi_job(run_command(launch_command(spec, args.launcher), args.timeout), spec.ranks)
-    code = report(outcome, args.json, args.timeout)
+    launch = launch_of(args, "affinity", "hympi-affinity", app_args + list(args.app_args))
+    spec = launch.spec
+    outcome = one_mpi_job(run_command(launch_command(spec, launch.launcher), launch.timeout), spec.ranks)
+    code = report(outcome, args.json, launch.timeout)
     if not args.check or outcome.result is None:
         return code
     places = intended_layout(spec, spec.bind).placements(load_node_tree("this"))

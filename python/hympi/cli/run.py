@@ -15,7 +15,7 @@ from hympi.cli.common import (
     add_layout_options,
     add_mpi_param_options,
     asks_for_help,
-    layout_spec,
+    launch_of,
     mpi_params_from_args,
     print_app_help,
 )
@@ -128,8 +128,9 @@ def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> 
 def run_program(args: argparse.Namespace) -> int:
     """Launches a program of the user's own (hympi.program), bound by the launcher, and judges its output."""
     program = program_of(args.app, resolve(args, PROGRAM))
-    spec = layout_spec(args, program.path, args.app_args, program=True)
-    outcome = judge(program, run_command(launch_command(spec, args.launcher), args.timeout), spec.ranks,
+    launch = launch_of(args, "run", program.path, args.app_args, program=True)
+    spec = launch.spec
+    outcome = judge(program, run_command(launch_command(spec, launch.launcher), launch.timeout), spec.ranks,
                     spec.threads, tuple(args.app_args))
     if args.json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
@@ -138,7 +139,7 @@ def run_program(args: argparse.Namespace) -> int:
         if outcome.record is not None:
             Console().print(program_table(outcome, spec))
     if outcome.status != "ok":
-        print(f"hympi: error: {failure_message(outcome, args.timeout)}", file=sys.stderr)
+        print(f"hympi: error: {failure_message(outcome, launch.timeout)}", file=sys.stderr)
         print(outcome.stderr_tail(), file=sys.stderr)
         return 1
     return 0
@@ -155,15 +156,16 @@ def main(args: argparse.Namespace) -> int:
     if asks_for_help(args.app_args):
         return print_app_help(app.binary)  # the help needs no layout and no launch
     mpi_params = mpi_params_from_args(args)
-    spec = dataclasses.replace(layout_spec(args, app.binary, args.app_args), mpi_params=mpi_params)
-    outcome = one_mpi_job(run_command(launch_command(spec, args.launcher), args.timeout), spec.ranks)
-    code = report(outcome, args.json, args.timeout)
+    launch = launch_of(args, "run", app.binary, args.app_args)
+    spec = dataclasses.replace(launch.spec, mpi_params=mpi_params)
+    outcome = one_mpi_job(run_command(launch_command(spec, launch.launcher), launch.timeout), spec.ranks)
+    code = report(outcome, args.json, launch.timeout)
     read_back = outcome.record.get("mpi_cvars") if outcome.record is not None else None
     for text in ignored_texts(mpi_params, read_back if isinstance(read_back, dict) else None):
         print(f"hympi: warning: {text}", file=sys.stderr)
-    if args.rankfile and outcome.result is not None and outcome.result.binding:
+    if spec.rankfile and outcome.result is not None and outcome.result.binding:
         # The rankfile took effect only if every rank really runs on its slot's PUs.
-        problems = binding_problems(list(outcome.result.binding), args.rankfile,
+        problems = binding_problems(list(outcome.result.binding), spec.rankfile,
                                     ClusterTree(load_node_tree("this"), 1))
         for problem in problems:
             print(f"rankfile problem: {problem}", file=sys.stderr)

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from hympi.apps import APPS, get_app
 from hympi.cli import tune_predict
-from hympi.cli.common import add_db_option, report_interrupt, seconds
+from hympi.cli.common import add_db_option, report_interrupt
 from hympi.cli.parser import Parser, Subparsers
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
@@ -24,7 +24,7 @@ from hympi.program import PROGRAM, program_named
 from hympi.store import Store
 from hympi.sweep import program_subject, record_machine
 from hympi.topology import machine_summary
-from hympi.tune.options import DEFAULT_PROFILE_TIMEOUT_S, FORMATS, TUNE_RUN
+from hympi.tune.options import FORMATS, PROFILE_TIMEOUT, TUNE_RUN
 from hympi.tune.output import best_of_tune, render, tuned_flavor
 from hympi.tune.results import Measured, best, default_of, speedup
 from hympi.tune.search import check_strategy, default_budget
@@ -84,8 +84,7 @@ def add_predict_parser(sub: Subparsers, name: str) -> None:
     p.add_argument("--space", required=True, metavar="FILE", help="search space (TOML) to choose from")
     add_db_option(p)
     _add_cvars_option(p)
-    p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
-                   help=f"kill the profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
+    register(p, (PROFILE_TIMEOUT,))
     p.set_defaults(handler=main, forwards_unknown=True)
 
 
@@ -98,8 +97,7 @@ def add_evaluate_parser(sub: Subparsers, name: str) -> None:
     add_db_option(p)
     _add_cvars_option(p)
     p.add_argument("--no-profile", action="store_true", help="leave out programs without a stored profile")
-    p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
-                   help=f"kill a profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
+    register(p, (PROFILE_TIMEOUT,))
     p.set_defaults(handler=main)
 
 

@@ -7,12 +7,22 @@ from __future__ import annotations
 import math
 
 from hympi.errors import UsageError
-from hympi.params import MIN_TIME, OVERSUBSCRIBE, REPEAT, SEED, TIMEOUT, Param, choice, integer_from, parse_number
+from hympi.params import (
+    DEFAULT_TIMEOUT_S,
+    MIN_TIME,
+    OVERSUBSCRIBE,
+    REPEAT,
+    SEED,
+    TIMEOUT,
+    Param,
+    choice,
+    integer_from,
+    parse_number,
+)
 
 STRATEGIES = ("exhaustive", "random", "guided")
 DEFAULT_EI_STOP = 0.005
 FORMATS = ("mca", "mpich", "flags")
-DEFAULT_PROFILE_TIMEOUT_S = 600.0
 
 
 def parse_fraction(option: str, text: str) -> float:
@@ -27,6 +37,8 @@ STRATEGY = Param("strategy", "--strategy", f"{', '.join(STRATEGIES)} (default ex
                  choice(STRATEGIES, "strategy"), "exhaustive", metavar="NAME")
 MAX_RUNS = Param("max_runs", "--max-runs", "configurations to measure at most (default: all for exhaustive and "
                  "random, a quarter of the space for guided)", integer_from(1), metavar="N")
+# tune predict and evaluate: a profiled run's limit (the sweep's default: a profile is one run of a tuned program).
+PROFILE_TIMEOUT = TIMEOUT.described(f"kill a profiled run after S seconds (default {DEFAULT_TIMEOUT_S:g})")
 EI_STOP = Param("ei_stop", "--ei-stop", f"guided: stop when the best expected relative improvement is below F "
                 f"(default {DEFAULT_EI_STOP:g} = {DEFAULT_EI_STOP * 100:g} %%)", parse_fraction, DEFAULT_EI_STOP,
                 metavar="F")
