@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hympi.cli.common import add_layout_options, asks_for_help, launch_of, print_app_help
+from hympi.cli.common import asks_for_help, launch_of, print_app_help
 from hympi.cli.parser import Subparsers
 from hympi.cli.run import report
 from hympi.launch.command import launch_command
 from hympi.launch.layout import LayoutSpec
 from hympi.launch.layout_check import layout_mismatches
 from hympi.launch.mpirun import LaunchSpec, one_mpi_job, run_command
+from hympi.layout_options import LAUNCH
+from hympi.params import register
 from hympi.place.tree import load_node_tree
 
 
@@ -19,7 +21,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi affinity`."""
     p = sub.add_parser(name, help=summary,
                        description="Show where each rank and thread runs (host, PU, core, NUMA, package).")
-    add_layout_options(p)
+    register(p, LAUNCH)
     p.add_argument("--check", action="store_true",
                    help="fail if a thread runs outside its set, two threads share a core under core binding, or any "
                         "thread is not on the cpuset the layout spec intends ('hympi layout' prints them)")

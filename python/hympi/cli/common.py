@@ -18,7 +18,7 @@ from hympi.launch.mpirun import LaunchSpec, check_layout, configured_flavor, val
 from hympi.layout_options import BINDS, LAUNCH, MEMBINDS, RANKS, THREADS, LaunchParams
 from hympi.limits import check_path
 from hympi.outputs import Inputs, check_not_input
-from hympi.params import from_record, register, resolve
+from hympi.params import from_record, resolve
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.topology import machine_summary
@@ -33,11 +33,6 @@ class Launch:
     spec: LaunchSpec
     launcher: str
     timeout: float | None
-
-
-def add_layout_options(parser: argparse.ArgumentParser) -> None:
-    """The layout's parameters (hympi.layout_options.LAUNCH): --ranks, --threads, --bind, --dist, --membind, ..."""
-    register(parser, LAUNCH)
 
 
 def launch_of(args: argparse.Namespace, command: str, app_binary: str, app_args: list[str],

@@ -12,7 +12,6 @@ from rich.table import Table
 
 from hympi.apps import APPS, get_app
 from hympi.cli.common import (
-    add_layout_options,
     add_mpi_param_options,
     asks_for_help,
     launch_of,
@@ -24,6 +23,7 @@ from hympi.errors import UsageError
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
+from hympi.layout_options import LAUNCH
 from hympi.params import register, resolve
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
@@ -38,7 +38,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                                    "hympi run APP -- --help shows the app's own options")
     p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}; or a program of your own, by its path (anything "
                               "with a '/': ./solver, /usr/bin/lmp), its arguments after --")
-    add_layout_options(p)
+    register(p, LAUNCH)
     register(p, PROGRAM)
     add_mpi_param_options(p)
     p.add_argument("--json", action="store_true", help="print the result record as JSON")
