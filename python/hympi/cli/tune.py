@@ -18,7 +18,7 @@ from hympi.cli.parser import Parser, Subparsers
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
-from hympi.params import AUTO, from_record, parse_integer, register, resolve
+from hympi.params import from_record, parse_integer, register, resolve, rounds
 from hympi.paths import binary
 from hympi.program import PROGRAM, program_named
 from hympi.store import Store
@@ -152,9 +152,10 @@ def _tune_params(args: argparse.Namespace, space: SearchSpace) -> TuneParams:
     """Checked TuneParams from the command line (each parameter as hympi.tune.options declares it) and the space's
     size; UsageError on bad input."""
     values = resolve(args, TUNE_RUN)
-    if values["repeat"] == AUTO:
-        raise UsageError("hympi tune run --repeat auto: the tuner measures every configuration alike; give a "
-                         "number of runs")
+    measured = rounds(values)
+    values["repeat"] = measured.repeat
+    if measured.auto:
+        values.update(auto=True, max_repeat=measured.max_repeat)
     size = len(space.configurations())
     strategy = str(values["strategy"])
     if "max_runs" not in values:
@@ -186,7 +187,7 @@ def _summary(outcome: TuneOutcome, space: SearchSpace, params: TuneParams) -> li
     size = len(space.configurations())
     measured = len(outcome.results)
     lines = [f"measured {measured} of {size} configurations ({100.0 * measured / size:.0f} %) with "
-             f"{params.repeat} measured run(s) each; stopped: {outcome.stop}"]
+             f"{params.repeat_text} measured run(s) each; stopped: {outcome.stop}"]
     top: Measured | None = best(outcome.results)
     default = default_of(outcome.results, space.default)
     if top is not None and top.config == space.default:
@@ -226,7 +227,7 @@ def main_run(args: argparse.Namespace) -> int:
         verb = "resuming" if resumed else "starting"
         console.print(f"{verb} tune {tune.id}: {params.program}, {params.strategy} over "
                       f"{len(space.configurations())} configurations (at most {params.max_runs}), "
-                      f"{params.repeat} measured run(s) each, seed {params.seed} -> {args.db}", highlight=False)
+                      f"{params.repeat_text} measured run(s) each, seed {params.seed} -> {args.db}", highlight=False)
         outcome = run_tune(store, machine, tune, space, console)
         console.print(results_table(outcome, space))
         for line in _summary(outcome, space, params):

@@ -8,7 +8,9 @@ import math
 
 from hympi.errors import UsageError
 from hympi.params import (
+    CONFIDENCE,
     DEFAULT_TIMEOUT_S,
+    MAX_REPEAT,
     MIN_TIME,
     OVERSUBSCRIBE,
     REPEAT,
@@ -43,9 +45,11 @@ EI_STOP = Param("ei_stop", "--ei-stop", f"guided: stop when the best expected re
                 f"(default {DEFAULT_EI_STOP:g} = {DEFAULT_EI_STOP * 100:g} %%)", parse_fraction, DEFAULT_EI_STOP,
                 metavar="F")
 
-# Every parameter of `hympi tune run` that defines the tune (TuneParams' fields). --repeat takes a number here:
-# the tuner measures every configuration alike (--repeat auto is refused naming the flag).
+# Every parameter of `hympi tune run` that defines the tune (TuneParams' fields).
 TUNE_RUN = (STRATEGY, MAX_RUNS, EI_STOP,
-            REPEAT.described("measured runs per configuration (default 1; >= 2 gives speedup intervals)", 1),
+            REPEAT.described("measured runs per configuration (default 1; >= 2 gives speedup intervals), or auto: 3, "
+                             "then more rounds until the configuration is separated from the best one measured "
+                             "before it or --max-repeat is spent", 1),
+            MAX_REPEAT, CONFIDENCE,
             SEED.described("seed of random and guided (default: drawn; recorded with the tune)"),
             TIMEOUT, MIN_TIME, OVERSUBSCRIBE)
