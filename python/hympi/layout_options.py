@@ -1,19 +1,21 @@
 """The parameters of a launch's layout, declared once (hympi.params): `hympi sweep` takes them as lists (every
 combination is swept), `hympi run` and `hympi affinity` take the same flags with the same parsers and refuse a list
-of more than one value (LaunchParams.one_value): one command line launches one layout. Kept apart from hympi.sweep
+of more than one value (one_value): one command line launches one layout. Kept apart from hympi.sweep
 (numpy, the store) so that building hympi's parser stays cheap."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
 from hympi.errors import UsageError
 from hympi.launch.command import DEFAULT_LAUNCHER, LAUNCHERS
 from hympi.launch.mpirun import BIND_POLICIES, BINDERS, DISTRIBUTIONS, MEMORY_POLICIES
 from hympi.limits import check_path
 from hympi.params import OVERSUBSCRIBE, TIMEOUT, Param, choice, choice_list, integer_from, parse_int_list, text_of
+
+Item = TypeVar("Item", int, str)
 
 RANKS = Param("ranks", "--ranks", "comma-separated MPI rank counts (default 1)", parse_int_list, metavar="R,...",
               aliases=("-n", "-np"))
@@ -53,7 +55,7 @@ LAUNCH = (RANKS.described("MPI ranks (default 1)"), THREADS.described("OpenMP th
 
 @dataclass(frozen=True)
 class LaunchParams:
-    """The values LAUNCH resolved to (hympi.params.from_record); the lists as given, one_value picks their one."""
+    """The values LAUNCH resolved to (hympi.params.from_record); the lists as given (one_value picks their one)."""
 
     binds: tuple[str, ...]
     dist: str
@@ -67,11 +69,11 @@ class LaunchParams:
     rankfile: str = ""
     binder: str = ""
 
-    def one_value(self, param: Param, command: str) -> Any:
-        """The one value of list parameter `param` (--ranks, --bind, ...); UsageError naming the list and `hympi
-        sweep` when it has several: `hympi command` launches one layout."""
-        value = getattr(self, param.name)
-        if len(value) > 1:
-            raise UsageError(f"{param.flag} {text_of(value)}: hympi {command} launches one layout; give one value, "
-                             "or sweep them with hympi sweep")
-        return value[0]
+
+def one_value(values: tuple[Item, ...], param: Param, command: str, verb: str = "launches") -> Item:
+    """The one value of list parameter `param` (--ranks, --bind, ...); UsageError naming the list and `hympi sweep`
+    when it has several: `hympi command` launches (or spells, `verb`) one layout."""
+    if len(values) > 1:
+        raise UsageError(f"{param.flag} {text_of(values)}: hympi {command} {verb} one layout; give one value, or "
+                         "sweep them with hympi sweep")
+    return values[0]

@@ -15,7 +15,7 @@ from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.cvars import check_params, load_listing, parse_assignment
 from hympi.launch.layout import LAYOUT_BINDS
 from hympi.launch.mpirun import LaunchSpec, check_layout, configured_flavor, validate_with_app
-from hympi.layout_options import BINDS, LAUNCH, MEMBINDS, RANKS, THREADS, LaunchParams
+from hympi.layout_options import BINDS, LAUNCH, MEMBINDS, RANKS, THREADS, LaunchParams, one_value
 from hympi.limits import check_path
 from hympi.outputs import Inputs, check_not_input
 from hympi.params import from_record, resolve
@@ -39,11 +39,11 @@ def launch_of(args: argparse.Namespace, command: str, app_binary: str, app_args:
               program: bool = False) -> Launch:
     """The layout `hympi command` launches, checked; raises UsageError before anything is launched. Each parameter
     is resolved from its flag, hympi.toml or HYMPI_*, or its default (hympi.params.resolve); a list of several values
-    is refused (LaunchParams.one_value). A `program` of the user's own (hympi.program) never calls hympi's binding:
+    is refused (one_value). A `program` of the user's own (hympi.program) never calls hympi's binding:
     the launcher binds it (or nothing, with --bind none), and it has no --validate-ranks to ask."""
     values = from_record(LaunchParams, resolve(args, LAUNCH))
-    ranks, threads = (int(values.one_value(p, command)) for p in (RANKS, THREADS))
-    bind, membind = (str(values.one_value(p, command)) for p in (BINDS, MEMBINDS))
+    ranks, threads = one_value(values.ranks, RANKS, command), one_value(values.threads, THREADS, command)
+    bind, membind = one_value(values.binds, BINDS, command), one_value(values.membinds, MEMBINDS, command)
     configured_flavor()  # a bad HYMPI_MPI_FLAVOR is refused here, not when the launch command is built
     if ranks < values.virtual_nodes:
         # Each pretend node needs a rank; fewer ranks would silently give fewer nodes than asked for.
