@@ -70,6 +70,7 @@ from hympi.params import (
     from_record,
 )
 from hympi.paths import REPO_ROOT
+from hympi.probe import apply_probe, launch_probed
 from hympi.program import PROGRAM, Program, file_digest, judge, program_named, program_of
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
@@ -444,11 +445,14 @@ def validate_layouts(params: SweepParams, items: tuple[SweepItem, ...]) -> None:
             validate_with_app(params.spec(item.ranks, item.threads, item.bind, (*item.args, *io), item.membind))
 
 
-def command_for(params: SweepParams, item: SweepItem, restart: bool = False) -> list[str]:
+def command_for(params: SweepParams, item: SweepItem, restart: bool = False,
+                env: tuple[tuple[str, str], ...] = ()) -> list[str]:
     """The launch command of one item as an argument list, for the sweep's launcher (with its checkpoint options,
-    and --restart from its checkpoint when `restart`)."""
+    and --restart from its checkpoint when `restart`; `env` for every rank: the probe's)."""
     spec = params.spec(item.ranks, item.threads, item.bind, (*item.args, *io_args(params, item, restart)),
                        item.membind)
+    if env:
+        spec = replace(spec, env=(*spec.env, *env))
     if params.launcher == "slurm":  # srun need not exist here: outside an allocation this is the sbatch script's
         return slurm.build_srun_command(spec)
     return launch_command(spec, None if params.launcher == "mpirun" else params.launcher)
@@ -576,6 +580,15 @@ def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: R
                membind=item.membind, item_args=item.args)
 
 
+def run_program(params: SweepParams, program: Program, item: SweepItem,
+                runner: Callable[[list[str], float], RunOutcome]) -> RunOutcome:
+    """One launch of a program of the user's own, with the probe preloaded into its ranks, judged on its output
+    (hympi.program.judge) and on what the probe saw (hympi.probe.apply_probe)."""
+    outcome, processes = launch_probed(lambda env: runner(command_for(params, item, env=env), params.timeout))
+    outcome = judge(program, outcome, item.ranks, item.threads, (*params.app_args, *item.args))
+    return apply_probe(outcome, processes, item.ranks, item.threads)
+
+
 def _line(item: SweepItem, run: Run) -> str:
     """One progress line for a finished run."""
     colour = {"ok": "green", "unverified": "yellow"}.get(run.status, "red")
@@ -587,6 +600,9 @@ def _line(item: SweepItem, run: Run) -> str:
     if run.restarted_from_step is not None:
         label += f" from step {run.restarted_from_step}"
     untaken = "".join(f" [yellow]{text}[/yellow]" for text in ignored_texts(run.mpi_params, run.read_back()))
+    probe = run.record.get("probe") if run.record else None
+    if isinstance(probe, dict):
+        untaken += "".join(f" [yellow]{text}[/yellow]" for text in probe.get("findings", []))
     return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}{untaken}"
 
 
@@ -705,11 +721,12 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     started = now_utc()
                     restart = restartable(params, item)
                     before = checkpoint_state(params, item) if restart else None
-                    outcome = runner(command_for(params, item, restart), params.timeout)
-                    if program is not None:
-                        outcome = judge(program, outcome, item.ranks, item.threads, (*params.app_args, *item.args))
-                    elif params.launcher != "slurm":  # the srun step runner checks its --ntasks itself
-                        outcome = one_mpi_job(outcome, item.ranks)
+                    if program is not None:  # judged on its output and on what the probe saw
+                        outcome = run_program(params, program, item, runner)
+                    else:
+                        outcome = runner(command_for(params, item, restart), params.timeout)
+                        if params.launcher != "slurm":  # the srun step runner checks its --ntasks itself
+                            outcome = one_mpi_job(outcome, item.ranks)
                     if restart:
                         outcome = untimed_restart(outcome)
                     run = _outcome_run(sweep.id, params, item, outcome, started, restart)

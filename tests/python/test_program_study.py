@@ -52,3 +52,6 @@ def test_a_study_of_lammps_and_a_hybrid_program_recommends_a_layout_for_each(tmp
         summary = re.search(rf"{name} [^:]*: (.*?)(?= melt | heat | Machine )", text)
         assert summary is not None and ("recommended" in summary.group(1) or "fastest" in summary.group(1)), text[:3000]
     assert "timesteps/s" in text and "Mupdates/s" in text
+    # The probe saw inside the runs: Debian's LAMMPS has no OpenMP threads.
+    assert "1x2 (probe): each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2): this program does not use " \
+           "OpenMP threads here" in text

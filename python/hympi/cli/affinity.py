@@ -5,22 +5,31 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hympi.cli.common import asks_for_help, launch_of, print_app_help
+from rich.console import Console
+from rich.table import Table
+
+from hympi.cli.common import asks_for_help, launch_of, print_app_help, run_program_probed
 from hympi.cli.parser import Subparsers
 from hympi.cli.run import report
+from hympi.errors import UsageError
 from hympi.launch.command import launch_command
-from hympi.launch.layout import LayoutSpec
+from hympi.launch.layout import LayoutSpec, cpu_list
 from hympi.launch.layout_check import layout_mismatches
 from hympi.launch.mpirun import LaunchSpec, one_mpi_job, run_command
 from hympi.layout_options import LAUNCH
 from hympi.params import register
 from hympi.place.tree import load_node_tree
+from hympi.probe import affinity_problems
+from hympi.program import program_named, program_of
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     """Registers `hympi affinity`."""
     p = sub.add_parser(name, help=summary,
                        description="Show where each rank and thread runs (host, PU, core, NUMA, package).")
+    p.add_argument("program", nargs="?", default=None,
+                   help="a program of your own (by its path, anything with a '/'; its arguments after --) to watch "
+                        "through the probe instead of hympi-affinity")
     register(p, LAUNCH)
     p.add_argument("--check", action="store_true",
                    help="fail if a thread runs outside its set, two threads share a core under core binding, or any "
@@ -35,8 +44,40 @@ def intended_layout(spec: LaunchSpec, bind: str) -> LayoutSpec:
     return LayoutSpec(1, spec.ranks, spec.threads, bind, spec.dist, spec.rankfile, spec.oversubscribe)
 
 
+def check_program(args: argparse.Namespace) -> int:
+    """Runs a program of the user's own under the probe, bound by the launcher, and prints where each of its ranks'
+    OpenMP threads was bound and ran; with --check, compares that with the layout spec."""
+    if not program_named(args.program):
+        raise UsageError(f"hympi affinity {args.program}: a program of your own is named by its path (./"
+                         f"{args.program}); without one, hympi-affinity is run")
+    program = program_of(args.program)
+    launch = launch_of(args, "affinity", program.path, args.app_args, program=True)
+    spec = launch.spec
+    outcome, processes = run_program_probed(program, launch, args.app_args)
+    table = Table(title=f"{program.name}: where each thread was bound and ran (probe)")
+    for column in ("host", "rank", "thread", "bound", "ran on PUs"):
+        table.add_column(column)
+    for p in processes:
+        for t in p.threads:
+            table.add_row(p.host, str(p.rank), str(t.number), cpu_list(t.bound), cpu_list(t.used))
+    Console().print(table)
+    if outcome.status != "ok":
+        print(f"hympi: error: the run {outcome.status}: {outcome.stderr_tail(1).removeprefix('hympi: ')}",
+              file=sys.stderr)
+        return 1
+    if not args.check:
+        return 0
+    problems = affinity_problems(processes, intended_layout(spec, spec.bind).placements(load_node_tree("this")))
+    for problem in problems:
+        print(f"layout mismatch: {problem}", file=sys.stderr)
+    print(f"layout check (launcher binds, probe watches): {'FAILED' if problems else 'PASSED'}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def main(args: argparse.Namespace) -> int:
     """Launches hympi-affinity with the layout, prints its table and, with --check, compares it with the spec."""
+    if args.program is not None:
+        return check_program(args)
     if asks_for_help(args.app_args):
         return print_app_help("hympi-affinity")
     app_args = ["--check"] if args.check else []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import subprocess
 import sys
@@ -12,15 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hympi.errors import SweepInterrupted, UsageError
+from hympi.launch.command import launch_command
 from hympi.launch.cvars import check_params, load_listing, parse_assignment
 from hympi.launch.layout import LAYOUT_BINDS
-from hympi.launch.mpirun import LaunchSpec, check_layout, configured_flavor, validate_with_app
+from hympi.launch.mpirun import LaunchSpec, RunOutcome, check_layout, configured_flavor, run_command, validate_with_app
 from hympi.layout_options import BINDS, LAUNCH, MEMBINDS, RANKS, THREADS, LaunchParams, one_value
 from hympi.limits import check_path
 from hympi.outputs import Inputs, check_not_input
 from hympi.params import from_record, resolve
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
+from hympi.probe import ProbeProcess, apply_probe, launch_probed
+from hympi.program import Program, judge
 from hympi.topology import machine_summary
 
 HELP_FLAGS = ("-h", "--help")
@@ -68,6 +72,18 @@ def launch_of(args: argparse.Namespace, command: str, app_binary: str, app_args:
     if not program:
         validate_with_app(spec)
     return Launch(spec, values.launcher, values.timeout)
+
+
+def run_program_probed(program: Program, launch: Launch, app_args: list[str],
+                       ) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
+    """Launches a program of the user's own with the probe preloaded and judges its output with what the probe saw
+    (hympi.probe); returns the judged outcome and the probed processes."""
+    spec = launch.spec
+    launched, processes = launch_probed(lambda env: run_command(
+        launch_command(dataclasses.replace(spec, env=(*spec.env, *env)), launch.launcher), launch.timeout))
+    outcome = apply_probe(judge(program, launched, spec.ranks, spec.threads, tuple(app_args)), processes,
+                          spec.ranks, spec.threads)
+    return outcome, processes
 
 
 def asks_for_help(app_args: list[str]) -> bool:

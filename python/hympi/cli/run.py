@@ -17,6 +17,7 @@ from hympi.cli.common import (
     launch_of,
     mpi_params_from_args,
     print_app_help,
+    run_program_probed,
 )
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
@@ -27,7 +28,7 @@ from hympi.layout_options import LAUNCH
 from hympi.params import register, resolve
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
-from hympi.program import PROGRAM, judge, program_named, program_of
+from hympi.program import PROGRAM, program_named, program_of
 from hympi.result import PREFIX, ResultRecord, placement_share
 
 
@@ -130,14 +131,15 @@ def run_program(args: argparse.Namespace) -> int:
     program = program_of(args.app, resolve(args, PROGRAM))
     launch = launch_of(args, "run", program.path, args.app_args, program=True)
     spec = launch.spec
-    outcome = judge(program, run_command(launch_command(spec, launch.launcher), launch.timeout), spec.ranks,
-                    spec.threads, tuple(args.app_args))
+    outcome, _ = run_program_probed(program, launch, args.app_args)
     if args.json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     else:
         sys.stdout.write(outcome.stdout)
         if outcome.record is not None:
             Console().print(program_table(outcome, spec))
+            for finding in outcome.record["probe"]["findings"]:
+                print(f"hympi: finding: {finding}", file=sys.stderr)
     if outcome.status != "ok":
         print(f"hympi: error: {failure_message(outcome, launch.timeout)}", file=sys.stderr)
         print(outcome.stderr_tail(), file=sys.stderr)

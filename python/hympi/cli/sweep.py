@@ -249,9 +249,13 @@ def main(args: argparse.Namespace) -> int:
         warm = len(the_plan.layouts) if params.warmup else 0
         rounds = f"{params.repeat}..{params.max_repeat} rounds (--repeat auto)" if params.auto else \
             f"{params.repeat} round(s)"
+        program = params.program_spec()
+        timing = f"min time {params.min_time:g} s" if program is None else "probe preloaded"
         console.print(f"{verb} sweep {sweep.id}: {params.app}, {len(the_plan.items)} runs ({warm} warm-up, "
-                      f"{rounds}, order seed {params.seed}, min time {params.min_time:g} s; {done} already recorded"
+                      f"{rounds}, order seed {params.seed}, {timing}; {done} already recorded"
                       f"{restarts}) -> {args.db}", highlight=False)
+        if program is not None:
+            console.print(f"your program: {program.summary()}", highlight=False)
         result = run_sweep(store, sweep, params, the_plan.items, console)
         runs = store.runs([sweep.id])
         counts = ", ".join(f"{n} {status}" for status, n in sorted(result.statuses.items())) or "nothing to run"

@@ -20,7 +20,8 @@ from hympi.stats.compare import Comparison
 from hympi.store import WARMUP_REPEAT, Run
 
 MEMORY_BOUND = 0.8
-"""A layout whose kernel moves at least this share of the STREAM triad bandwidth of its own layout is memory-bound."""
+"""A layout whose kernel moves at least this share of the STREAM triad bandwidth of its own layout, and at most all
+of it, is memory-bound; above 1 its data come from cache."""
 
 STREAM_APP = "stream"
 
@@ -263,6 +264,13 @@ def _bandwidth_note(better: Breakdown, worse: Breakdown, b: str, w: str) -> str:
     sb, sw = better.bandwidth_share, worse.bandwidth_share
     if sb is None or sw is None:
         return ""
+    above = [(name, share) for name, share in ((b, sb), (w, sw)) if share > 1.0]
+    if above:
+        # A kernel cannot stream from memory faster than STREAM does: its data came from cache (or the bytes-moved
+        # count overstates its traffic), so memory bandwidth explains nothing here.
+        said = " and ".join(f"{name} {share:.2f}" for name, share in above)
+        return (f"bandwidth share of STREAM above 1 ({said}): that kernel's working set is served at least partly "
+                "from cache, so memory bandwidth does not bound it")
     if sb >= MEMORY_BOUND and sw >= MEMORY_BOUND:
         text = (f"both are memory-bound (bandwidth share {sb:.2f} and {sw:.2f} of STREAM on their own layout), so "
                 f"their speed follows the bandwidth each layout gets: STREAM reaches {better.stream_gbs:.3g} GB/s "
@@ -355,4 +363,20 @@ def verdict_reasons(group: AppGroup, breakdowns: tuple[Breakdown, ...],
         about = _TOPICS.get(statement.topic, statement.topic)
         lines.append(f"{result.better} against {about} ({result.worse}): "
                      f"{reason(better, worse, separated=result.separated)}")
-    return lines
+    return [*lines, *probe_findings(group)]
+
+
+def probe_findings(group: AppGroup) -> list[str]:
+    """What the probe saw inside a program's runs (hympi.probe), one line per finding with the layouts it held in,
+    in the order the layouts first show it: idle threads, threads sharing a PU."""
+    layouts: dict[str, list[str]] = {}
+    for run in timed_ok(group.runs):
+        probe = run.record.get("probe") if run.record else None
+        if not isinstance(probe, dict):
+            continue
+        for finding in probe.get("findings", []):
+            name = f"{run.ranks}x{run.threads}"
+            seen = layouts.setdefault(str(finding), [])
+            if name not in seen:
+                seen.append(name)
+    return [f"{', '.join(names)} (probe): {finding}" for finding, names in layouts.items()]

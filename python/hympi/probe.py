@@ -1,0 +1,241 @@
+"""The probe: what libhympi-profile, preloaded with HYMPI_PROBE_DIR set, saw inside any program's run, and the
+findings hympi draws from it without the program's help.
+
+Each process writes probe-<host>-<pid>.json (profile/probe.cpp): the MPI world it saw, its wall time and time inside
+MPI, its peak memory, and its threads: the main thread, then every thread created with pthread_create, with the
+library that created it. A GCC binary's OpenMP threads are those libgomp created (libgomp has no OMPT); threads of the
+MPI library (progress, PMIx) are left out of the thread findings. From these:
+- singletons: N processes each saw an MPI world of size 1 (or never initialised MPI) when N ranks were launched;
+- the closed-loop affinity check: each OpenMP thread's binding against the layout's intended cpuset, and threads of
+  one rank bound to a shared PU;
+- idle threads: OpenMP threads that used under IDLE_SHARE of the busiest thread's CPU time, or never started;
+- the "why" figures of a run: time inside MPI, imbalance across ranks, memory per process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hympi.jsontypes import JsonObject
+from hympi.launch.layout import ThreadPlace, cpu_list
+from hympi.launch.layout_check import layout_mismatches
+from hympi.launch.mpirun import RunOutcome
+from hympi.paths import app_dirs
+from hympi.place.tree import parse_cpu_list
+
+PROBE_LIBRARY = "libhympi-profile.so"
+# A thread that used less CPU than this share of its process's busiest thread did nothing useful here.
+IDLE_SHARE = 0.05
+# Libraries whose threads are OpenMP threads (GCC's libgomp, LLVM's libomp, Intel's libiomp5).
+OPENMP_RUNTIMES = ("libgomp", "libomp", "libiomp")
+
+
+# Environment variables for a launch's ranks.
+Env = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ProbeThread:
+    """One thread of a process: its number (0 = main, then OpenMP threads in creation order), CPU seconds, binding
+    and the PUs it was seen on."""
+
+    number: int
+    cpu_s: float
+    bound: frozenset[int]
+    used: frozenset[int]
+
+
+@dataclass(frozen=True)
+class ProbeProcess:
+    """One process of a run as the probe saw it."""
+
+    host: str
+    pid: int
+    mpi_initialized: bool
+    rank: int
+    world_size: int
+    wall_s: float
+    mpi_s: float
+    max_rss_mib: float
+    threads: tuple[ProbeThread, ...]
+
+
+def probe_env(directory: Path) -> Env:
+    """The environment a launch needs for the probe to write into `directory` (the ranks get it, not the launcher)."""
+    library = app_dirs().lib / PROBE_LIBRARY
+    return (("LD_PRELOAD", str(library)), ("HYMPI_PROBE_DIR", str(directory)),
+            ("HYMPI_PROFILE_OUT", str(directory / "profile.json")))
+
+
+def launch_probed(launch: Callable[[Env], RunOutcome]) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
+    """Runs `launch` with the probe's environment (a fresh directory, removed afterwards) and reads what it wrote."""
+    with tempfile.TemporaryDirectory(prefix="hympi-probe-") as directory:
+        outcome = launch(probe_env(Path(directory)))
+        return outcome, read_probe(Path(directory))
+
+
+def _process(data: JsonObject) -> ProbeProcess:
+    mpi = data["mpi"]
+    threads: list[ProbeThread] = []
+    for entry in data["threads"]:
+        creator = os.path.basename(str(entry["creator"]))
+        if entry["index"] != 0 and not creator.startswith(OPENMP_RUNTIMES):
+            continue  # the MPI library's own threads
+        threads.append(ProbeThread(len(threads), float(entry["cpu_s"]), parse_cpu_list(str(entry["bound"])),
+                                   parse_cpu_list(str(entry["used"]))))
+    return ProbeProcess(str(data["host"]), int(data["pid"]), bool(mpi["initialized"]), int(mpi["rank"]),
+                        int(mpi["size"]), float(mpi["wall_s"]) if mpi["initialized"] else float(data["wall_s"]),
+                        float(mpi["mpi_s"]), float(data["max_rss_kib"]) / 1024.0, tuple(threads))
+
+
+def read_probe(directory: Path) -> tuple[ProbeProcess, ...]:
+    """Every process file of a run's probe directory, ordered by rank then pid; files that do not parse are left
+    out (a process killed while writing leaves only its temporary file). When some process initialised MPI, those
+    that did not are left out too: helpers the MPI library started (an Open MPI singleton's orted inherits the
+    preload), not ranks."""
+    processes = []
+    for path in sorted(directory.glob("probe-*.json")):
+        try:
+            processes.append(_process(json.loads(path.read_text(errors="replace"))))
+        except (ValueError, KeyError, TypeError):
+            continue
+    ranks = [p for p in processes if p.mpi_initialized] or processes
+    return tuple(sorted(ranks, key=lambda p: (p.rank, p.pid)))
+
+
+def _numbers(values: Sequence[int]) -> str:
+    """'2-4' or '1, 3': thread numbers as a person writes them."""
+    ordered = sorted(set(values))
+    if len(ordered) > 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"{ordered[0]}-{ordered[-1]}"
+    return ", ".join(map(str, ordered))
+
+
+def singleton_problem(processes: Sequence[ProbeProcess], ranks: int) -> str | None:
+    """Why the run is not one MPI job of `ranks` ranks, or None: a program launched as N singletons (an MPI the
+    launcher does not speak) or as N processes that never initialised MPI."""
+    if ranks < 2 or not processes:
+        return None
+    if all(not p.mpi_initialized for p in processes):
+        return (f"launched as {len(processes)} independent processes that never initialised MPI: the program does "
+                "not use MPI, so its ranks do not work together")
+    if all(p.world_size == 1 for p in processes if p.mpi_initialized):
+        return (f"launched as {len(processes)} singletons (each process saw MPI_COMM_WORLD of size 1 instead of "
+                f"{ranks}): the program's MPI is not the launcher's")
+    return None
+
+
+def idle_threads(processes: Sequence[ProbeProcess], threads: int) -> str | None:
+    """The finding about OpenMP threads that did no work, or None: threads that never started, or used under
+    IDLE_SHARE of the busiest thread's CPU time in their process."""
+    if threads < 2 or not processes:
+        return None
+    started = {len(p.threads) for p in processes}
+    if max(started) < threads:
+        return (f"each rank ran {max(started)} of the {threads} threads asked for (OMP_NUM_THREADS={threads}): "
+                "this program does not use OpenMP threads here")
+    idle: dict[int, list[int]] = {}
+    for p in processes:
+        busiest = max(t.cpu_s for t in p.threads)
+        idle[p.rank] = [t.number for t in p.threads if busiest > 0 and t.cpu_s < IDLE_SHARE * busiest]
+    if not any(idle.values()):
+        return None
+    share = f"under {100 * IDLE_SHARE:.0f} % of their rank's busiest thread's CPU time"
+    if len({tuple(v) for v in idle.values()}) == 1:
+        return (f"threads {_numbers(next(iter(idle.values())))} of every rank used {share}: this program does not use "
+                "OpenMP threads here")
+    return "; ".join(f"rank {r}'s threads {_numbers(v)} used {share}" for r, v in sorted(idle.items()) if v)
+
+
+def binding_rows(processes: Sequence[ProbeProcess]) -> list[JsonObject]:
+    """The probe's threads as HYMPI_RESULT-style binding rows (rank, thread, bound, pu: a PU it ran on, one outside
+    its binding first)."""
+    rows: list[JsonObject] = []
+    for p in processes:
+        for t in p.threads:
+            outside = sorted(t.used - t.bound)
+            pu = outside[0] if outside else min(t.used, default=-1)
+            rows.append({"host": p.host, "rank": p.rank, "thread": t.number, "bound": cpu_list(t.bound), "pu": pu})
+    return rows
+
+
+def shared_pus(processes: Sequence[ProbeProcess]) -> list[str]:
+    """Threads of one rank bound to a common PU: 'rank 3's threads 1-3 shared PU 5'."""
+    out = []
+    for p in processes:
+        for pu in sorted(set().union(*(t.bound for t in p.threads)) if p.threads else ()):
+            sharing = [t.number for t in p.threads if t.bound == frozenset({pu})]
+            if len(sharing) > 1:
+                out.append(f"rank {p.rank}'s threads {_numbers(sharing)} shared PU {pu}")
+    return out
+
+
+def affinity_problems(processes: Sequence[ProbeProcess], places: Sequence[ThreadPlace]) -> list[str]:
+    """The closed-loop check: threads bound elsewhere than the layout intends, and threads of one rank sharing a
+    PU they should not (one line each; [] when everything matches)."""
+    return [*shared_pus(processes), *layout_mismatches(places, binding_rows(processes))]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """A run's 'why' figures from the probe: the slowest rank's time inside and outside MPI, the imbalance of the
+    time outside MPI (max / mean), and peak memory (largest process, and summed over each host's processes)."""
+
+    comm_s: float
+    comp_s: float
+    imbalance: float
+    max_rss_mib: float
+    node_rss_mib: float
+
+
+def figures(processes: Sequence[ProbeProcess]) -> Figures | None:
+    """The run's figures, None without processes."""
+    if not processes:
+        return None
+    compute = [max(0.0, p.wall_s - p.mpi_s) for p in processes]
+    mean = sum(compute) / len(compute)
+    per_host: dict[str, float] = {}
+    for p in processes:
+        per_host[p.host] = per_host.get(p.host, 0.0) + p.max_rss_mib
+    return Figures(comm_s=max(p.mpi_s for p in processes), comp_s=max(compute),
+                   imbalance=max(compute) / mean if mean > 0 else 1.0,
+                   max_rss_mib=max(p.max_rss_mib for p in processes), node_rss_mib=max(per_host.values()))
+
+
+def probe_record(processes: Sequence[ProbeProcess], ranks: int, threads: int) -> JsonObject:
+    """What a run's record gains from the probe: the figures under their HYMPI_RESULT names, the binding rows, and
+    the findings in words."""
+    found = figures(processes)
+    record: JsonObject = {"binding": binding_rows(processes)}
+    if found is not None:
+        record.update({"comm_s": found.comm_s, "comp_s": found.comp_s, "imbalance": found.imbalance,
+                       "max_rss_mib": found.max_rss_mib, "node_rss_mib": found.node_rss_mib})
+    findings = [text for text in (idle_threads(processes, threads), *shared_pus(processes)) if text]
+    walls = [p.wall_s for p in processes if p.wall_s > 0]
+    share = found.comm_s / max(walls) if found and walls and math.isfinite(found.comm_s) else None
+    record["probe"] = {"processes": len(processes), "findings": findings,
+                       "mpi_share": share, "ranks_seen": sorted({p.world_size for p in processes})}
+    return record
+
+
+def apply_probe(outcome: RunOutcome, processes: Sequence[ProbeProcess], ranks: int, threads: int) -> RunOutcome:
+    """A judged program run with what the probe saw: a run that was not one MPI job of `ranks` ranks failed with
+    that reason; an ok run's record gains probe_record's figures, binding rows and findings."""
+    problem = singleton_problem(processes, ranks)
+    if problem is not None and outcome.status == "ok":
+        return dataclasses.replace(outcome, status="failed", record=None,
+                                   stderr=f"{outcome.stderr.rstrip()}\nhympi: {problem}".lstrip())
+    if outcome.record is None:
+        return outcome
+    record = {**outcome.record, **probe_record(processes, ranks, threads)}
+    mpi = [p.wall_s for p in processes if p.mpi_initialized]
+    if mpi:  # the program's own time, MPI_Init to MPI_Finalize of its slowest rank: what comm_s + comp_s split
+        record["time_s"] = max(mpi)
+    return dataclasses.replace(outcome, record=record)

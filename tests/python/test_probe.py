@@ -1,0 +1,107 @@
+"""The probe (libhympi-profile with HYMPI_PROBE_DIR, hympi.probe): findings on recorded probe files of real runs
+(tests/data/probe: the hybrid test program and Debian's LAMMPS, captured once under mpirun and mpiexec.mpich), and
+live runs of programs hympi did not build."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import hympi
+from hympi.launch.layout import LayoutSpec
+from hympi.place.tree import load_node_tree
+from hympi.probe import (
+    affinity_problems,
+    figures,
+    idle_threads,
+    probe_record,
+    read_probe,
+    shared_pus,
+    singleton_problem,
+)
+from hympi.store import Store
+from userprograms import hybrid, hybrid_binary, lammps
+
+RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "probe"
+
+
+def test_a_bound_hybrid_run_shows_its_busy_threads_and_the_mpi_libraries_threads_are_left_out():
+    (process,) = read_probe(RECORDED / "hybrid-1x2")
+    assert process.world_size == 1 and process.rank == 0 and process.mpi_initialized
+    assert [t.number for t in process.threads] == [0, 1]  # main + libgomp's; Open MPI's progress threads left out
+    assert process.threads[0].bound == frozenset({0}) and process.threads[1].bound == frozenset({1})
+    assert min(t.cpu_s for t in process.threads) > 0.5 * max(t.cpu_s for t in process.threads)
+    assert idle_threads([process], 2) is None and shared_pus([process]) == []
+    assert singleton_problem([process], 1) is None
+    places = LayoutSpec(1, 1, 2, "core").placements(load_node_tree("this"))
+    assert affinity_problems([process], places) == [] or len(load_node_tree("this").cores) != 2
+
+
+def test_lammps_without_openmp_threads_is_told_it_does_not_use_them():
+    processes = read_probe(RECORDED / "lammps-1x2")
+    assert idle_threads(processes, 2) == ("each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2): this "
+                                          "program does not use OpenMP threads here")
+    assert idle_threads(processes, 1) is None  # one thread asked for, one ran
+
+
+def test_two_threads_bound_to_one_pu_fail_the_affinity_check():
+    processes = read_probe(RECORDED / "hybrid-2x2-shared")
+    assert [p.rank for p in processes] == [0, 1] and all(p.world_size == 2 for p in processes)
+    assert shared_pus(processes) == ["rank 0's threads 0, 1 shared PU 0", "rank 1's threads 0, 1 shared PU 1"]
+    record = probe_record(processes, 2, 2)
+    assert record["probe"]["findings"] == shared_pus(processes)
+    assert {(row["rank"], row["thread"]) for row in record["binding"]} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+
+
+def test_processes_of_another_mpis_launcher_are_singletons_and_its_helpers_are_not_ranks():
+    processes = read_probe(RECORDED / "singletons")
+    assert len(processes) == 2  # the two singletons' orted helpers, which never initialised MPI, left out
+    assert singleton_problem(processes, 2) == ("launched as 2 singletons (each process saw MPI_COMM_WORLD of size 1 "
+                                               "instead of 2): the program's MPI is not the launcher's")
+    assert singleton_problem(read_probe(RECORDED / "hybrid-2x2-shared"), 2) is None
+
+
+def test_the_why_figures_come_from_each_rank_s_time_inside_and_outside_mpi():
+    processes = read_probe(RECORDED / "hybrid-2x2-shared")
+    found = figures(processes)
+    assert found is not None
+    assert found.comm_s == max(p.mpi_s for p in processes)
+    compute = [p.wall_s - p.mpi_s for p in processes]
+    assert found.comp_s == max(compute) and found.imbalance == pytest.approx(max(compute) / (sum(compute) / 2))
+    assert found.max_rss_mib == max(p.max_rss_mib for p in processes) > 1
+    assert found.node_rss_mib == pytest.approx(sum(p.max_rss_mib for p in processes))  # one host
+
+
+def test_live_probe_of_programs_hympi_did_not_build(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory):
+    """A sweep of LAMMPS (no OpenMP in Debian's build) at 1x2 records the idle-thread finding; `hympi run` of the
+    hybrid program under MPICH's launcher (it is built with Open MPI) fails as singletons."""
+    melt = lammps(cells=4, steps=50)
+    db = tmp_path / "r.db"
+    proc = hympi("sweep", melt.command[0], "--ranks", "1", "--threads", "2", "--repeat", "1", "--no-warmup",
+                 "--db", str(db), "--", *melt.command[1:])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        (run,) = store.runs()
+    assert run.record is not None and run.record["probe"]["findings"] == [
+        "each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2): this program does not use OpenMP threads "
+        "here"]
+    assert run.value("max_rss_mib") is not None and run.value("comm_s") is not None
+    program = hybrid(hybrid_binary(tmp_path_factory), 20000, 10)
+    wrong = hympi("run", program.command[0], "--ranks", "2", "--launcher", "mpich", "--", *program.command[1:])
+    assert wrong.returncode == 1 and "launched as 2 singletons" in wrong.stderr, wrong.stderr
+
+
+def test_the_affinity_check_of_a_program_passes_as_bound_and_fails_when_it_rebinds_itself(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory):
+    """`hympi affinity PROGRAM --check`: the hybrid program at 1x2 runs where the layout says; run through taskset -c 0
+    (a program that rebinds itself), rank 1 is found on PU 0 instead of its own core."""
+    program = hybrid(hybrid_binary(tmp_path_factory), 200_000, 20)
+    good = hympi("affinity", program.command[0], "--ranks", "1", "--threads", "2", "--check", "--",
+                 *program.command[1:])
+    assert good.returncode == 0 and "layout check (launcher binds, probe watches): PASSED" in good.stderr, \
+        good.stdout + good.stderr
+    rebound = hympi("affinity", "/usr/bin/taskset", "--ranks", "2", "--check", "--", "-c", "0", *program.command)
+    assert rebound.returncode == 1, rebound.stdout + rebound.stderr
+    assert "layout mismatch: rank 1 thread 0: intended" in rebound.stderr and "bound to 0," in rebound.stderr
+    assert "FAILED" in rebound.stderr.splitlines()[-1]
