@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 from hympi.contract import contract
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
+from hympi.limits import Limit
 from hympi.settings import DEFAULT, settings
 
 Value = str | int | float | bool | tuple[Any, ...]
@@ -89,6 +90,11 @@ def parse_integer(option: str, text: str, minimum: int, what: str = "an integer"
 def integer_from(minimum: int, what: str = "an integer") -> Parse:
     """The parser of an integer >= minimum."""
     return lambda option, text: parse_integer(option, text, minimum, what)
+
+
+def count_within(limit: Limit) -> Parse:
+    """The parser of a count (--nodes, --ranks-per-node): an integer >= 1 no larger than `limit` (its reason named)."""
+    return lambda option, text: limit.check(option, parse_integer(option, text, 1))
 
 
 def parse_repeat(option: str, text: str) -> int | str:
@@ -313,6 +319,13 @@ def texts(values: Mapping[str, Value], name: str, default: tuple[str, ...] = ())
     """A resolved list of names (`default` when it has no value)."""
     value = values.get(name, default)
     return tuple(str(v) for v in value) if isinstance(value, tuple) else (str(value),)
+
+
+def seconds_of(args: object, param: Param) -> float | None:
+    """The resolved value of one seconds parameter (--timeout) from the parsed arguments; None when it has none."""
+    value = resolve(args, (param,)).get(param.name)
+    assert value is None or isinstance(value, float), value
+    return value
 
 
 def _integer(value: Value) -> int:

@@ -20,7 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from functools import partial
@@ -57,6 +57,7 @@ from hympi.launch.mpirun import (
     run_command,
     validate_with_app,
 )
+from hympi.layout_options import LAUNCHER, RANKS, THREADS
 from hympi.params import (
     AUTO,
     DEFAULT_CONFIDENCE,
@@ -73,7 +74,7 @@ from hympi.probe import apply_probe, launch_probed
 from hympi.program import PROGRAM, Program, file_digest, judge, program_named, program_of
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
-from hympi.sweep_options import LAUNCHER, RANKS, SWEEP, SWEEP_REPEAT, THREADS, checkpoint_apps
+from hympi.sweep_options import SWEEP, SWEEP_REPEAT, checkpoint_apps
 from hympi.topology import MachineSummary
 
 # Variables that change how a run behaves; recorded with every run.
@@ -632,23 +633,23 @@ def measured_samples(runs: list[Run], layouts: tuple[SweepLayout, ...], before_r
 
 
 def still_open(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list[Run], round_no: int,
-               ) -> tuple[SweepLayout, ...]:
+               reference: Sequence[Sample] = ()) -> tuple[SweepLayout, ...]:
     """The layouts --repeat auto runs again in `round_no`: the best median and every layout not separated from it,
     judged on rounds before `round_no` only (so a resumed sweep decides the same); () when the best is separated.
-    A layout with no ok run at all is not run again (more repeats cannot make it comparable)."""
+    A layout with no ok run at all is not run again (more repeats cannot make it comparable). The `reference`
+    samples, measured outside this sweep (a tune's best configuration so far), compete too but are never run."""
     samples = measured_samples(runs, layouts, round_no)
     by_name = {layout_name(x): x for x in layouts}
-    hopeful = [s for s in samples if s.rates]
+    hopeful = [s for s in samples if s.rates] + [s for s in reference if s.rates]
     top = contenders(hopeful, params.confidence)
-    if len(top) <= 1:
-        return ()
-    return tuple(by_name[s.label] for s in top)
+    own = tuple(by_name[s.label] for s in top if s.label in by_name)
+    return own if len(top) > 1 else ()
 
 
 def _auto_text(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list[Run], rounds: int,
-               separated: bool) -> str:
+               separated: bool, reference: Sequence[Sample] = ()) -> str:
     """The sentence that records how --repeat auto ended."""
-    samples = [s for s in measured_samples(runs, layouts, rounds + 1) if len(s.rates) >= MIN_SAMPLES]
+    samples = [s for s in (*measured_samples(runs, layouts, rounds + 1), *reference) if len(s.rates) >= MIN_SAMPLES]
     if len(samples) < 2:
         return (f"--repeat auto: after {rounds} round(s) fewer than two layouts have {MIN_SAMPLES} ok runs; "
                 "nothing to separate")
@@ -676,9 +677,11 @@ def restartable_items(store: Store, sweep_id: int, params: SweepParams) -> list[
 
 def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[SweepItem, ...],
               console: Console | None = None,
-              runner: Callable[[list[str], float], RunOutcome] | None = None) -> SweepResult:
+              runner: Callable[[list[str], float], RunOutcome] | None = None,
+              reference: Sequence[Sample] = ()) -> SweepResult:
     """Runs every item not yet recorded for `sweep`, storing each run in its own transaction; with params.auto,
-    then adds rounds of the layouts still in the noise of the best (see still_open) up to params.max_repeat.
+    then adds rounds of the layouts still in the noise of the best (see still_open; the best may be one of the
+    `reference` samples measured elsewhere) up to params.max_repeat.
 
     With checkpoints (params.checkpoint_dir), an item whose run stopped before its end (timeout, killed) and left a
     checkpoint runs again with --restart from it, and its record replaces the stopped one (kept as an attempt); a
@@ -764,7 +767,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                 separated = False
                 while True:
                     runs = store.runs([sweep.id])
-                    open_layouts = still_open(params, layouts, runs, rounds + 1)
+                    open_layouts = still_open(params, layouts, runs, rounds + 1, reference)
                     if not open_layouts:
                         separated = True
                         break
@@ -777,7 +780,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     progress.update(task, total=(progress.tasks[0].total or 0) + len(batch))
                     run_items(batch)
                 runs = store.runs([sweep.id])
-                auto = AutoOutcome(rounds, separated, _auto_text(params, layouts, runs, rounds, separated))
+                auto = AutoOutcome(rounds, separated, _auto_text(params, layouts, runs, rounds, separated, reference))
                 store.set_sweep_note(sweep.id, auto.text)
                 store.set_sweep_total(sweep.id, len(runs))
     except BaseException:

@@ -1,14 +1,13 @@
-"""A sweep's parameters, declared once (hympi.params): `hympi sweep` registers and resolves them, SweepParams checks
-its fields with them and sbatch_command spells them again. Kept apart from hympi.sweep (numpy, the store, the
-statistics) so that building hympi's parser stays cheap."""
+"""A sweep's parameters, declared once (hympi.params; the layout's, shared with `hympi run`, in hympi.layout_options):
+`hympi sweep` registers and resolves them, SweepParams checks its fields with them and sbatch_command spells them
+again. Kept apart from hympi.sweep (numpy, the store, the statistics) so that building hympi's parser stays cheap."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from hympi.contract import contract
-from hympi.launch.command import DEFAULT_LAUNCHER, LAUNCHERS
-from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, MEMORY_POLICIES
+from hympi.layout_options import BINDS, DIST, LAUNCHER, MEMBINDS, RANKS, THREADS, VIRTUAL_NODES
 from hympi.params import (
     CONFIDENCE,
     MAX_REPEAT,
@@ -20,7 +19,6 @@ from hympi.params import (
     WARMUP,
     Param,
     Value,
-    choice,
     choice_list,
     integer_from,
     parse_int_list,
@@ -48,10 +46,6 @@ def _probe(values: Mapping[str, Value]) -> bool:
     return values.get("app") in PROBES
 
 
-RANKS = Param("ranks", "--ranks", "comma-separated MPI rank counts (default 1)", parse_int_list, metavar="R,...",
-              aliases=("-n",))
-THREADS = Param("threads", "--threads", "comma-separated OpenMP threads per rank (default 1)", parse_int_list,
-                metavar="T,...", aliases=("-t",))
 N1 = Param("n1", "--n1", f"two-level apps ({', '.join(TWO_LEVEL_APPS)}), instead of --ranks/--threads: "
            "comma-separated level-1 rank counts (default 1)", parse_int_list, metavar="N1,...")
 N2 = Param("n2", "--n2", "two-level apps: comma-separated level-2 sizes, OpenMP threads per rank (--inner openmp) or "
@@ -59,25 +53,12 @@ N2 = Param("n2", "--n2", "two-level apps: comma-separated level-2 sizes, OpenMP 
 INNER = Param("inner", "--inner", f"two-level apps: comma-separated level-2 modes from {', '.join(INNER_MODES)} "
               "(default both); openmp launches N1 ranks x N2 threads, mpi N1*N2 ranks x 1 thread with --n2 N2",
               choice_list(INNER_MODES, "mode"), metavar="MODE,...")
-BINDS = Param("binds", "--bind", f"comma-separated bindings from {', '.join(BIND_POLICIES)} (default HYMPI_BIND or "
-              "core)", choice_list(BIND_POLICIES, "binding"), setting="bind",
-              metavar="BIND,...")
-DIST = Param("dist", "--dist", f"distribution: {', '.join(DISTRIBUTIONS)} (default HYMPI_DIST or compact)",
-             choice(DISTRIBUTIONS, "distribution"), setting="dist", metavar="DIST")
-MEMBINDS = Param("membinds", "--membind", f"comma-separated memory policies from {', '.join(MEMORY_POLICIES)}, "
-                 "crossed with the bindings (default HYMPI_MEMBIND or none: first touch)",
-                 choice_list(MEMORY_POLICIES, "memory policy"), setting="membind", metavar="POLICY,...")
 SWEEP_REPEAT = REPEAT.described("measured runs per layout, or auto: 3, then more rounds of the layouts still in the "
                                 "noise of the best until it is separated or --max-repeat is spent (default 1)", 1)
 SWEEP_MIN_TIME = MIN_TIME.described(MIN_TIME.help, lambda values: 0.0 if _probe(values) else None)
 SWEEP_WARMUP = WARMUP.described(f"{WARMUP.help} (never done for {', '.join(PROBES)})",
                                 lambda values: not _probe(values))
 SWEEP_OVERSUBSCRIBE = OVERSUBSCRIBE.described("also run layouts with ranks x threads > PUs")
-VIRTUAL_NODES = Param("virtual_nodes", "--virtual-nodes", "split this machine into N pretend nodes "
-                      "(HYMPI_VIRTUAL_NODES)", integer_from(1, "a number of nodes"), setting="virtual_nodes",
-                      metavar="N")
-LAUNCHER = Param("launcher", "--launcher", f"{' or '.join(LAUNCHERS)} (default {DEFAULT_LAUNCHER})",
-                 choice(LAUNCHERS, "launcher"), DEFAULT_LAUNCHER, metavar="NAME")
 CHECKPOINT_DIR = Param("checkpoint_dir", "--checkpoint-dir",
                        f"apps with checkpoints ({', '.join(checkpoint_apps())}): every run writes its checkpoint to "
                        "DIR/<run>.h5; a run that times out or is killed restarts from it when the same command runs "

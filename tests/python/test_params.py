@@ -13,6 +13,7 @@ import pytest
 import tunedata
 from conftest import hympi
 from hympi.errors import UsageError
+from hympi.layout_options import LAUNCH
 from hympi.params import MIN_TIME, Param, from_record, register, resolve, seconds_from_zero
 from hympi.study_options import STUDY
 from hympi.sweep import SweepParams, sbatch_command
@@ -80,6 +81,73 @@ def test_a_value_comes_from_the_flag_then_the_users_setting_then_the_commands_de
     assert _values(STUDY)["timeout"] == 1800.0 and _values(STUDY, "--quick")["timeout"] == 120.0
     assert _values(SWEEP)["warmup"] is True and _values(SWEEP, "--no-warmup")["warmup"] is False
     assert _values(SWEEP, known={"app": "pingpong"})["warmup"] is False
+
+
+def test_a_layout_parameter_of_run_and_affinity_comes_from_hympi_toml_then_hympi_env_then_the_flag(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("HYMPI_CONFIG", "HYMPI_MEMBIND", "HYMPI_VIRTUAL_NODES", "HYMPI_OVERSUBSCRIBE"):
+        monkeypatch.delenv(name, raising=False)
+    assert _values(LAUNCH)["membinds"] == ("none",) and _values(LAUNCH)["virtual_nodes"] == 1  # contract.toml's
+    (tmp_path / "hympi.toml").write_text('membind = "local"\nvirtual_nodes = 2\noversubscribe = true\n')
+    values = _values(LAUNCH)
+    assert (values["membinds"], values["virtual_nodes"], values["oversubscribe"]) == (("local",), 2, True)
+    monkeypatch.setenv("HYMPI_MEMBIND", "interleave")
+    monkeypatch.setenv("HYMPI_VIRTUAL_NODES", "3")
+    assert (_values(LAUNCH)["membinds"], _values(LAUNCH)["virtual_nodes"]) == (("interleave",), 3)
+    values = _values(LAUNCH, "--membind", "location", "--virtual-nodes", "4")
+    assert (values["membinds"], values["virtual_nodes"]) == (("location",), 4)
+
+
+def test_a_layout_parameter_of_hympi_layout_comes_from_hympi_toml_then_hympi_env_then_the_flag(tmp_path: Path) -> None:
+    config = tmp_path / "hympi.toml"
+    config.write_text('dist = "scatter"\nbind = "numa"\n')
+    base = ["layout", "--ranks-per-node", "4", "--for", "openmpi4", "--topology",
+            "synthetic:pack:2 numa:2 core:8 pu:2", "--json"]
+
+    def shown(*flags: str, **env: str) -> tuple[str, str]:
+        proc = hympi(*base, *flags, env={"HYMPI_CONFIG": str(config), "HYMPI_DIST": "", "HYMPI_BIND": "", **env})
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        return out["dist"], out["bind"]
+
+    assert shown() == ("scatter", "numa")
+    assert shown(HYMPI_DIST="compact", HYMPI_BIND="package") == ("compact", "package")
+    assert shown("--dist", "scatter", "--bind", "core", HYMPI_DIST="compact", HYMPI_BIND="package") == \
+        ("scatter", "core")
+
+
+# (flag, bad value): run, affinity and sweep refuse each with the same one line (the declaration's parser).
+LAYOUT_REFUSALS = [("--ranks", "abc"), ("--ranks", "0"), ("--threads", "2,,4"), ("--bind", "bogus"),
+                   ("--membind", "bogus"), ("--dist", "bogus"), ("--virtual-nodes", "0"), ("--launcher", "lam"),
+                   ("--timeout", "nan")]
+
+
+@pytest.mark.parametrize(("flag", "value"), LAYOUT_REFUSALS)
+def test_a_bad_layout_value_gets_the_same_line_from_run_affinity_and_sweep(
+        flag: str, value: str, fake_launcher: tuple[dict[str, str], Path]) -> None:
+    env, marker = fake_launcher
+    lines = {}
+    for command in (["run", "rb3d"], ["affinity"], ["sweep", "rb3d", "--dry-run"]):
+        proc = hympi(*command, flag, value, env=env)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, (command, proc.stderr)
+        lines[command[0]] = proc.stderr.strip()
+    assert len(set(lines.values())) == 1, lines
+    assert flag in lines["run"] and value in lines["run"], lines
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--ranks", "1,2"), ("-n", "2,4"), ("--threads", "1,2"),
+                                             ("--bind", "core,numa"), ("--membind", "none,local")])
+def test_run_refuses_a_list_naming_hympi_sweep(flag: str, value: str, fake_launcher: tuple[dict[str, str], Path],
+                                               ) -> None:
+    env, marker = fake_launcher
+    proc = hympi("run", "rb3d", flag, value, env=env)
+    name = {"-n": "--ranks"}.get(flag, flag)
+    assert proc.returncode == 2 and proc.stderr.strip() == (
+        f"hympi: error: {name} {value}: hympi run launches one layout; give one value, or sweep them with hympi "
+        "sweep"), proc.stderr
+    assert not marker.exists()
 
 
 def test_the_options_layer_value_takes_the_parameters_form(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import parse_cvars, read_listing
 from hympi.paths import binary
 from hympi.store import Store
+from hympi.sweep import SweepParams
 from hympi.tune.declared import declared_names, parse_mpivars, parse_ompi_info
 from hympi.tune.output import BestConfiguration, best_of_tune, mca_params, render, run_command_text
 from hympi.tune.results import tune_results
@@ -147,6 +149,56 @@ def test_an_interrupted_tune_resumes_to_the_same_measurements(tmp_path: Path, st
         render(found, "mpich", lambda flavor: frozenset({"MPIR_CVAR_ASYNC_PROGRESS"}))
     assert run_command_text(found) == (f"hympi run rb3d -n {found.best.config.ranks} --threads 1 --bind core "
                                        "--mpi-param btl_vader_eager_limit=8192 -- --size 8")
+
+
+class NoisyEagerLauncher(InProcessLauncher):
+    """Rates with 10 % noise: eager limit 8192 within the noise of the default (unset), 65536 three times as fast."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, int] = {}
+
+    def record(self, cmd: list[str]) -> dict:
+        eager = launch_env(cmd).get("OMPI_MCA_btl_vader_eager_limit", "default")
+        seen = self.counts.get(eager, 0)
+        self.counts[eager] = seen + 1
+        noise = 1 + random.Random(f"{eager}:{seen}").uniform(-.1, .1)
+        rate = {"default": 100.0, "8192": 101.0, "65536": 300.0}[eager] * noise
+        return {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p"}
+
+
+def test_repeat_auto_measures_a_configuration_until_it_is_separated_from_the_best_so_far(tmp_path: Path):
+    space = parse_space({"layout": {"ranks": [1], "default": {"ranks": 1}},
+                         "mpi": {"btl_vader_eager_limit": {"values": [8192, 65536]}}}, CVARS)
+    params = TuneParams("rb3d", ("--size", "8"), "exhaustive", 3, repeat=3, auto=True, max_repeat=7, seed=5,
+                        min_time=0.0)
+    assert TuneParams.from_dict(json.loads(json.dumps(params.as_dict()))) == params
+    with Store.open(tmp_path / "t.db") as store:
+        machine = store.ensure_machine("h", "t", "Open MPI 4.1.4", "c", {})
+        tune, _ = open_tune(store, machine, params, space, False)
+        run_tune(store, machine, tune, space, Console(file=io.StringIO()), NoisyEagerLauncher())
+        runs = {m.config.params().get("btl_vader_eager_limit", "default"): m.runs
+                for m in tune_results(store, tune.id)}
+        notes = {SweepParams.from_dict(s.params).mpi_params: s.note for s in store.tune_sweeps(tune.id)}
+    # The default has nothing to be separated from: the rounds a separation needs (4); 8192 stays in its noise to the
+    # budget; 65536 is clear as soon as a separation may be claimed (4 rounds).
+    assert runs == {"default": 4, "8192": 7, "65536": 4}, runs
+    assert notes[(("btl_vader_eager_limit", "8192"),)].startswith("--repeat auto: budget of 7 round(s) spent")
+    assert "separated from the runner-up after 4 round(s)" in notes[(("btl_vader_eager_limit", "65536"),)]
+
+
+def test_tune_run_takes_repeat_auto_as_the_sweep_does(tmp_path: Path, fake_launcher, monkeypatch, capsys):
+    env, marker = fake_launcher
+    (tmp_path / "space.toml").write_text(SMALL)
+    lines = []
+    for command in (["tune", "run", "rb3d", "--space", str(tmp_path / "space.toml"), "--cvars", str(FIXTURE)],
+                    ["sweep", "rb3d", "--dry-run"]):
+        assert _cli(monkeypatch, env, *command, "--db", str(tmp_path / "t.db"), "--repeat", "auto", "--max-repeat",
+                    "2") == 2
+        lines.append(capsys.readouterr().err.strip())
+    assert lines[0] == lines[1] == ("hympi: error: --max-repeat must be >= 3 (the rounds --repeat auto always runs), "
+                                    "got 2")
+    assert not marker.exists() and not (tmp_path / "t.db").exists()
 
 
 def test_a_real_tune_of_rb3d_under_mpirun(tmp_path: Path):

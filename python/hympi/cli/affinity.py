@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 
 from rich.console import Console
 from rich.table import Table
 
-from hympi.cli.common import add_layout_options, asks_for_help, layout_spec, print_app_help
+from hympi.cli.common import asks_for_help, launch_of, print_app_help, run_program_probed
 from hympi.cli.parser import Subparsers
 from hympi.cli.run import report
 from hympi.errors import UsageError
@@ -17,9 +16,11 @@ from hympi.launch.command import launch_command
 from hympi.launch.layout import LayoutSpec, cpu_list
 from hympi.launch.layout_check import layout_mismatches
 from hympi.launch.mpirun import LaunchSpec, one_mpi_job, run_command
+from hympi.layout_options import LAUNCH
+from hympi.params import register
 from hympi.place.tree import load_node_tree
-from hympi.probe import affinity_problems, apply_probe, launch_probed
-from hympi.program import judge, program_named, program_of
+from hympi.probe import affinity_problems
+from hympi.program import program_named, program_of
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -29,7 +30,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p.add_argument("program", nargs="?", default=None,
                    help="a program of your own (by its path, anything with a '/'; its arguments after --) to watch "
                         "through the probe instead of hympi-affinity")
-    add_layout_options(p)
+    register(p, LAUNCH)
     p.add_argument("--check", action="store_true",
                    help="fail if a thread runs outside its set, two threads share a core under core binding, or any "
                         "thread is not on the cpuset the layout spec intends ('hympi layout' prints them)")
@@ -50,11 +51,9 @@ def check_program(args: argparse.Namespace) -> int:
         raise UsageError(f"hympi affinity {args.program}: a program of your own is named by its path (./"
                          f"{args.program}); without one, hympi-affinity is run")
     program = program_of(args.program)
-    spec = layout_spec(args, program.path, args.app_args, program=True)
-    launched, processes = launch_probed(lambda env: run_command(
-        launch_command(dataclasses.replace(spec, env=(*spec.env, *env)), args.launcher), args.timeout))
-    outcome = apply_probe(judge(program, launched, spec.ranks, spec.threads, tuple(args.app_args)), processes,
-                          spec.ranks, spec.threads)
+    launch = launch_of(args, "affinity", program.path, args.app_args, program=True)
+    spec = launch.spec
+    outcome, processes = run_program_probed(program, launch, args.app_args)
     table = Table(title=f"{program.name}: where each thread was bound and ran (probe)")
     for column in ("host", "rank", "thread", "bound", "ran on PUs"):
         table.add_column(column)
@@ -82,9 +81,10 @@ def main(args: argparse.Namespace) -> int:
     if asks_for_help(args.app_args):
         return print_app_help("hympi-affinity")
     app_args = ["--check"] if args.check else []
-    spec = layout_spec(args, "hympi-affinity", app_args + list(args.app_args))
-    outcome = one_mpi_job(run_command(launch_command(spec, args.launcher), args.timeout), spec.ranks)
-    code = report(outcome, args.json, args.timeout)
+    launch = launch_of(args, "affinity", "hympi-affinity", app_args + list(args.app_args))
+    spec = launch.spec
+    outcome = one_mpi_job(run_command(launch_command(spec, launch.launcher), launch.timeout), spec.ranks)
+    code = report(outcome, args.json, launch.timeout)
     if not args.check or outcome.result is None:
         return code
     places = intended_layout(spec, spec.bind).placements(load_node_tree("this"))

@@ -3,119 +3,87 @@
 from __future__ import annotations
 
 import argparse
-import math
+import dataclasses
 import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from hympi.errors import SweepInterrupted, UsageError
-from hympi.launch.command import LAUNCHERS
+from hympi.launch.command import launch_command
 from hympi.launch.cvars import check_params, load_listing, parse_assignment
 from hympi.launch.layout import LAYOUT_BINDS
-from hympi.launch.mpirun import (
-    BIND_POLICIES,
-    BINDERS,
-    DISTRIBUTIONS,
-    MEMORY_POLICIES,
-    LaunchSpec,
-    check_layout,
-    configured_flavor,
-    validate_with_app,
-)
+from hympi.launch.mpirun import LaunchSpec, RunOutcome, check_layout, configured_flavor, run_command, validate_with_app
+from hympi.layout_options import BINDS, LAUNCH, MEMBINDS, RANKS, THREADS, LaunchParams, one_value
 from hympi.limits import check_path
 from hympi.outputs import Inputs, check_not_input
-from hympi.params import parse_seconds
+from hympi.params import from_record, resolve
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
-from hympi.settings import Settings, settings
+from hympi.probe import ProbeProcess, apply_probe, launch_probed
+from hympi.program import Program, judge
 from hympi.topology import machine_summary
 
 HELP_FLAGS = ("-h", "--help")
 
 
-def seconds(text: str) -> float:
-    """argparse type of --timeout: a finite number of seconds > 0 (nan, inf, 0 and negatives are refused)."""
-    try:
-        return parse_seconds("--timeout", text, allow_zero=False)
-    except UsageError:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got '{text}'") from None
+@dataclass(frozen=True)
+class Launch:
+    """One checked layout to launch, with the launcher to launch it and its time limit (None: none)."""
+
+    spec: LaunchSpec
+    launcher: str
+    timeout: float | None
 
 
-def add_layout_options(parser: argparse.ArgumentParser) -> None:
-    """--ranks, --threads, --bind, --dist, --membind, --oversubscribe, --virtual-nodes, --timeout."""
-    parser.add_argument("--ranks", "-n", "-np", type=int, default=1, metavar="R",
-                        help="MPI ranks (default 1)")
-    parser.add_argument("--threads", "-t", type=int, default=1, metavar="T", help="OpenMP threads per rank (default 1)")
-    # No argparse defaults for the options of the options layer: unset, they come from hympi.toml, HYMPI_* or
-    # contract.toml's default (layout_spec resolves them).
-    parser.add_argument("--bind", default=None, help=f"binding: {', '.join(BIND_POLICIES)} (default core; HYMPI_BIND)")
-    parser.add_argument("--dist", default=None, help=f"distribution: {', '.join(DISTRIBUTIONS)} (HYMPI_DIST)")
-    parser.add_argument("--membind", default=None,
-                        help=f"memory policy: {', '.join(MEMORY_POLICIES)} (default none: first touch; HYMPI_MEMBIND)")
-    parser.add_argument("--oversubscribe", action="store_true", default=None,
-                        help="allow ranks x threads > PUs (HYMPI_OVERSUBSCRIBE)")
-    parser.add_argument("--virtual-nodes", default=None, metavar="N",
-                        help="split this machine into N pretend nodes (HYMPI_VIRTUAL_NODES; needs >= N ranks)")
-    parser.add_argument("--timeout", type=seconds, default=None, metavar="S",
-                        help="kill the run after S seconds")
-    parser.add_argument("--rankfile", default=None, metavar="FILE", help="Open MPI rankfile to place ranks with")
-    parser.add_argument("--launcher", default=None, metavar="NAME",
-                        help=f"{', '.join(LAUNCHERS)}: launch with that launcher, checked against its --version "
-                             "(default: $HYMPI_MPIRUN, mpirun or mpiexec)")
-    parser.add_argument("--binder", default=None, metavar="WHO",
-                        help="hympi: hympi binds ranks and threads with hwloc, the launcher binds nothing (default for "
-                             "hympi's apps); launcher: the launcher binds with the layout's arguments ('hympi layout' "
-                             "shows them) and OpenMP places the threads (always for a program of your own)")
-
-
-def layout_settings(args: argparse.Namespace) -> Settings:
-    """The options layer with the layout flags given on the command line on top; UsageError for a bad value."""
-    return (settings().override("bind", args.bind, "--bind").override("dist", args.dist, "--dist")
-            .override("membind", args.membind, "--membind")
-            .override("oversubscribe", args.oversubscribe, "--oversubscribe")
-            .override("virtual_nodes", args.virtual_nodes, "--virtual-nodes"))
-
-
-def layout_spec(args: argparse.Namespace, app_binary: str, app_args: list[str], program: bool = False) -> LaunchSpec:
-    """A checked LaunchSpec from parsed options; raises UsageError before anything is launched. A `program` of the
-    user's own (hympi.program) never calls hympi's binding: the launcher binds it (or nothing, with --bind none),
-    and it has no --validate-ranks to ask."""
-    resolved = layout_settings(args)
+def launch_of(args: argparse.Namespace, command: str, app_binary: str, app_args: list[str],
+              program: bool = False) -> Launch:
+    """The layout `hympi command` launches, checked; raises UsageError before anything is launched. Each parameter
+    is resolved from its flag, hympi.toml or HYMPI_*, or its default (hympi.params.resolve); a list of several values
+    is refused (one_value). A `program` of the user's own (hympi.program) never calls hympi's binding:
+    the launcher binds it (or nothing, with --bind none), and it has no --validate-ranks to ask."""
+    values = from_record(LaunchParams, resolve(args, LAUNCH))
+    ranks, threads = one_value(values.ranks, RANKS, command), one_value(values.threads, THREADS, command)
+    bind, membind = one_value(values.binds, BINDS, command), one_value(values.membinds, MEMBINDS, command)
     configured_flavor()  # a bad HYMPI_MPI_FLAVOR is refused here, not when the launch command is built
-    virtual_nodes = int(resolved.value("virtual_nodes"))
-    if args.ranks >= 1 and args.ranks < virtual_nodes:
+    if ranks < values.virtual_nodes:
         # Each pretend node needs a rank; fewer ranks would silently give fewer nodes than asked for.
-        raise UsageError(f"--virtual-nodes {virtual_nodes} needs at least {virtual_nodes} ranks, "
-                         f"got --ranks {args.ranks}")
-    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout}")
-    env = (("HYMPI_VIRTUAL_NODES", str(virtual_nodes)),)
-    bind = resolved.text("bind")
-    if args.launcher is not None and args.launcher not in LAUNCHERS:
-        raise UsageError(f"unknown launcher '{args.launcher}' (expected {', '.join(LAUNCHERS)})")
-    binder = args.binder or ("launcher" if program else "hympi")
-    if binder not in BINDERS:
-        raise UsageError(f"unknown binder '{binder}' (expected {', '.join(BINDERS)})")
+        raise UsageError(f"--virtual-nodes {values.virtual_nodes} needs at least {values.virtual_nodes} ranks, got "
+                         f"--ranks {ranks}")
+    env = (("HYMPI_VIRTUAL_NODES", str(values.virtual_nodes)),)
+    binder = values.binder or ("launcher" if program else "hympi")
     if program and binder != "launcher":
         raise UsageError(f"--binder {binder}: a program of your own does not call hympi's binding; the launcher binds "
                          "it (--binder launcher)")
-    if binder == "launcher" and not args.rankfile and bind not in LAYOUT_BINDS and not (program and bind == "none"):
+    rankfile = values.rankfile or None
+    if binder == "launcher" and not rankfile and bind not in LAYOUT_BINDS and not (program and bind == "none"):
         raise UsageError(f"--binder launcher needs --bind {' or '.join(LAYOUT_BINDS)}, got '{bind}'")
-    if args.rankfile:
+    if rankfile:
         # mpirun binds every rank where the rankfile says; the app must not rebind it (HYMPI_BIND=none).
         # Every slot and host is checked here, because mpirun reports a bad one only as ORTE noise.
-        check_rankfile_fits(args.rankfile, args.ranks)
+        check_rankfile_fits(rankfile, ranks)
         bind = "none"
-    spec = LaunchSpec(app_binary, args.ranks, args.threads, bind, resolved.text("dist"), tuple(app_args),
-                      bool(resolved.value("oversubscribe")), env, args.rankfile, membind=resolved.text("membind"),
-                      binder=binder)
+    spec = LaunchSpec(app_binary, ranks, threads, bind, values.dist, tuple(app_args), values.oversubscribe, env,
+                      rankfile, membind=membind, binder=binder)
     check_layout(spec, machine_summary().pus)
     if not program:
         validate_with_app(spec)
-    return spec
+    return Launch(spec, values.launcher, values.timeout)
+
+
+def run_program_probed(program: Program, launch: Launch, app_args: list[str],
+                       ) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
+    """Launches a program of the user's own with the probe preloaded and judges its output with what the probe saw
+    (hympi.probe); returns the judged outcome and the probed processes."""
+    spec = launch.spec
+    launched, processes = launch_probed(lambda env: run_command(
+        launch_command(dataclasses.replace(spec, env=(*spec.env, *env)), launch.launcher), launch.timeout))
+    outcome = apply_probe(judge(program, launched, spec.ranks, spec.threads, tuple(app_args)), processes,
+                          spec.ranks, spec.threads)
+    return outcome, processes
 
 
 def asks_for_help(app_args: list[str]) -> bool:

@@ -8,16 +8,19 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from hympi.cli.common import seconds
 from hympi.cli.parser import Subparsers
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.command import LAUNCHERS, launch_command
 from hympi.launch.mpirun import LaunchSpec, launcher_path, mpi_flavor, run_command
+from hympi.layout_options import RUN_TIMEOUT
 from hympi.limits import MAX_JOB_THREADS, count_argument
 from hympi.node_topologies import NodeTopologies, parse_node_topologies
+from hympi.params import register, seconds_of
 from hympi.place.rankfile import other_hosts_possible
 from hympi.settings import settings
 from hympi.topology import machine_summary
+
+ALL_NODES_TIMEOUT = RUN_TIMEOUT.described("with --all-nodes: kill the job after S seconds (default: none)")
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -38,7 +41,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                    help="with --all-nodes: what each node reports instead of its hardware, ';'-separated this | "
                         "synthetic:<description> | <file.xml>, one per node or one for all (HYMPI_NODE_TOPOLOGY)")
     p.add_argument("--launcher", default=None, metavar="NAME", help=f"with --all-nodes: {', '.join(LAUNCHERS)}")
-    p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="with --all-nodes: kill after S seconds")
+    register(p, (ALL_NODES_TIMEOUT,))
     p.set_defaults(handler=main)
 
 
@@ -93,10 +96,11 @@ def gather(args: argparse.Namespace) -> NodeTopologies:
     """Launches hympi-info --all-nodes and reads what rank 0 printed; UsageError for bad input (also one the job
     found, exit 2), HympiFatal when the launch fails."""
     spec = all_nodes_spec(args)
-    outcome = run_command(launch_command(spec, args.launcher), args.timeout)
+    timeout = seconds_of(args, ALL_NODES_TIMEOUT)
+    outcome = run_command(launch_command(spec, args.launcher), timeout)
     lines = [line for line in outcome.stderr.splitlines() if "hympi-info: error: " in line]
     if outcome.status == "timeout":
-        raise HympiFatal(f"hympi-info --all-nodes timed out after {args.timeout:g} s")
+        raise HympiFatal(f"hympi-info --all-nodes timed out after {timeout:g} s")
     if outcome.returncode != 0:
         why = lines[-1].split("hympi-info: error: ", 1)[1] if lines else outcome.stderr_tail(3)
         if outcome.returncode == 2 and lines:

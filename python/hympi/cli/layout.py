@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.launch.detect import detect_launcher
-from hympi.launch.layout import DISTRIBUTIONS, LAYOUT_BINDS, TARGETS, LayoutSpec, cpu_list
-from hympi.limits import MAX_NODE_PUS, MAX_NODES, count_argument
+from hympi.launch.layout import LAYOUT_BINDS, TARGETS, LayoutSpec, cpu_list
+from hympi.layout_options import BINDS, DIST, RANKFILE, THREADS, one_value
+from hympi.params import OVERSUBSCRIBE, from_record, register, resolve
+from hympi.place.options import NODES, RANKS_PER_NODE
 from hympi.place.tree import NodeTree, load_node_tree
 
+# The parameters of the layout spelled, shared with hympi run (hympi.layout_options) and hympi place.
+LAYOUT = (NODES.described("nodes (default 1)", 1), RANKS_PER_NODE.described("MPI ranks per node (default 1)", 1),
+          THREADS.described("OpenMP threads per rank (default 1)"),
+          BINDS.described(f"{', '.join(LAYOUT_BINDS)} or none (default HYMPI_BIND or core)"), DIST,
+          RANKFILE.described("place ranks by an Open MPI rankfile instead"),
+          OVERSUBSCRIBE.described("allow ranks x threads > cores of a node (HYMPI_OVERSUBSCRIBE)"))
 # The program each target's arguments follow.
 PROGRAMS = {"openmpi4": "mpirun", "openmpi5": "mpirun", "mpich": "mpiexec", "slurm": "srun"}
 
@@ -22,15 +31,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p = sub.add_parser(name, help=summary,
                        description="Print a launcher's arguments and environment for nodes x ranks per node x threads "
                                    "and the cpuset every rank and thread gets; nothing is launched.")
-    p.add_argument("--nodes", type=count_argument(MAX_NODES), default=1, metavar="N", help="nodes (default 1)")
-    p.add_argument("--ranks-per-node", type=count_argument(MAX_NODE_PUS), default=1, metavar="R",
-                   help="MPI ranks per node (default 1)")
-    p.add_argument("--threads", type=count_argument(MAX_NODE_PUS), default=1, metavar="T",
-                   help="OpenMP threads per rank (default 1)")
-    p.add_argument("--bind", default="core", help=f"{', '.join(LAYOUT_BINDS)} (default core)")
-    p.add_argument("--dist", default="compact", help=f"{', '.join(DISTRIBUTIONS)} (default compact)")
-    p.add_argument("--rankfile", default=None, metavar="FILE", help="place ranks by an Open MPI rankfile instead")
-    p.add_argument("--oversubscribe", action="store_true", help="allow ranks x threads > cores of a node")
+    register(p, LAYOUT)
     p.add_argument("--for", dest="target", default=None,
                    help=f"{', '.join(TARGETS)} (default: the launcher installed here, from its --version)")
     p.add_argument("--topology", default="this", metavar="SPEC",
@@ -42,10 +43,26 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p.set_defaults(handler=main)
 
 
+@dataclass(frozen=True)
+class LayoutParams:
+    """The values LAYOUT resolved to (hympi.params.from_record)."""
+
+    nodes: int
+    ranks_per_node: int
+    binds: tuple[str, ...]
+    dist: str
+    oversubscribe: bool
+    threads: tuple[int, ...] = (1,)
+    rankfile: str = ""
+
+
 def spec_from_args(args: argparse.Namespace) -> LayoutSpec:
-    """The layout of the command line (checked later against the topology)."""
-    return LayoutSpec(args.nodes, args.ranks_per_node, args.threads, args.bind, args.dist, args.rankfile,
-                      args.oversubscribe)
+    """The layout of the command line (checked later against the topology); UsageError for a list of several
+    threads or bindings (one layout is spelled)."""
+    values = from_record(LayoutParams, resolve(args, LAYOUT))
+    return LayoutSpec(values.nodes, values.ranks_per_node, one_value(values.threads, THREADS, "layout", "spells"),
+                      one_value(values.binds, BINDS, "layout", "spells"), values.dist, values.rankfile or None,
+                      values.oversubscribe)
 
 
 def environment(spec: LayoutSpec) -> dict[str, str]:

@@ -15,12 +15,12 @@ from rich.table import Table
 from hympi.cli.common import check_output_file
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
-from hympi.limits import MAX_NODE_PUS, MAX_NODES, count_argument
 from hympi.node_topologies import read_node_topologies
 from hympi.outputs import write_output
+from hympi.params import from_record, register, resolve
 from hympi.place.groups import BETWEEN, GROUP_NAMES, parse_groups
 from hympi.place.matrix import read_matrix
-from hympi.place.options import FILLS
+from hympi.place.options import PLACE, PlaceParams
 from hympi.place.placement import PlacementReport, place
 from hympi.place.rankfile import check_host_names, write_hydra, write_openmpi_rankfile
 from hympi.place.tree import NodeTree, load_node_tree, parse_topology_xml
@@ -44,11 +44,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p.add_argument("--node-topologies", default=None, metavar="FILE",
                    help="one node per entry of FILE, as `hympi info --all-nodes --json` wrote it (each node's own "
                         "hwloc tree; hosts from it when they are distinct real hosts)")
-    p.add_argument("--nodes", type=count_argument(MAX_NODES), default=None,
-                   help="number of nodes (default 1, or one per topology given)")
-    p.add_argument("--ranks-per-node", type=count_argument(MAX_NODE_PUS), default=None,
-                   help="ranks on each node (default: ranks / nodes; on unlike nodes in proportion to their cores)")
-    p.add_argument("--fill", default="compact", help=f"within a node: {' or '.join(FILLS)} (default compact)")
+    register(p, PLACE)
     p.add_argument("--hosts", default=None, help="comma-separated host names for the rankfile, one per node")
     p.add_argument("--groups", default=None, metavar="COARSE:FINE",
                    help="two MPI groups in world-rank order (hympi-pencil --groups): also compare each group on its "
@@ -81,7 +77,7 @@ class NodeChoice:
     hosts: tuple[str, ...] = ()
 
 
-def choose_nodes(args: argparse.Namespace) -> NodeChoice:
+def choose_nodes(args: argparse.Namespace, counts: PlaceParams) -> NodeChoice:
     """--topology (once or per node), --node-topologies and --nodes, checked against each other; UsageError for
     a contradiction or a topology that cannot be loaded."""
     if args.node_topologies is not None and args.topology:
@@ -94,11 +90,11 @@ def choose_nodes(args: argparse.Namespace) -> NodeChoice:
         real = len(set(names)) == len(names) and not any("/" in h for h in names)
         if real:
             check_host_names(names, f"--node-topologies {args.node_topologies}")
-        return _checked(NodeChoice(args.node_topologies, len(trees), trees, names if real else ()), args.nodes)
+        return _checked(NodeChoice(args.node_topologies, len(trees), trees, names if real else ()), counts.nodes)
     specs = args.topology or ["this"]
     if len(specs) == 1:
-        return NodeChoice(specs[0], 1 if args.nodes is None else args.nodes)
-    return _checked(NodeChoice(",".join(specs), len(specs), tuple(load_node_tree(t) for t in specs)), args.nodes)
+        return NodeChoice(specs[0], 1 if counts.nodes is None else counts.nodes)
+    return _checked(NodeChoice(",".join(specs), len(specs), tuple(load_node_tree(t) for t in specs)), counts.nodes)
 
 
 def _checked(choice: NodeChoice, nodes: int | None) -> NodeChoice:
@@ -155,15 +151,16 @@ def place_inputs(args: argparse.Namespace) -> dict[str, str | None]:
 
 def main(args: argparse.Namespace) -> int:
     """Reads the matrix and topology, maps, compares, writes rankfiles."""
+    counts = from_record(PlaceParams, resolve(args, PLACE))
     if args.out:
         inputs = place_inputs(args)
         check_output_file(args.out, "--out", inputs)
         check_output_file(f"{args.out}.hydra", "--out", inputs)  # its MPICH twin is written beside it
     matrix = read_matrix(args.matrix)
     groups = parse_groups(args.groups, matrix.ranks) if args.groups is not None else None
-    nodes = choose_nodes(args)
+    nodes = choose_nodes(args, counts)
     hosts = list(nodes.hosts) if args.hosts is None and nodes.hosts else host_names(args.hosts, nodes.nodes)
-    report = place(matrix, nodes.topology, nodes.nodes, args.ranks_per_node, args.fill, groups, nodes.trees)
+    report = place(matrix, nodes.topology, nodes.nodes, counts.ranks_per_node, counts.fill, groups, nodes.trees)
     best = report.best()
     rankfile = write_openmpi_rankfile(report.cluster, best.slots, hosts)
     if args.out:

@@ -8,10 +8,14 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
-from hympi.cli.common import check_output_file, seconds
+from hympi.cli.common import check_output_file
 from hympi.cli.parser import Subparsers
 from hympi.errors import HympiError
+from hympi.layout_options import RUN_TIMEOUT
+from hympi.params import register, seconds_of
 from hympi.profile import Profile, plan_profile, run_profile
+
+PROFILE_TIMEOUT = RUN_TIMEOUT.described("kill the program after S seconds (default: none)")
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -20,7 +24,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                        description="Run CMD (e.g. mpirun -np 4 ./a.out) with libhympi-profile.so preloaded; "
                                    "write the rank x rank bytes/messages matrix when it calls MPI_Finalize.")
     p.add_argument("--out", default="hympi-profile.json", help="matrix file to write (default hympi-profile.json)")
-    p.add_argument("--timeout", type=seconds, default=None, metavar="S", help="kill the program after S seconds")
+    register(p, (PROFILE_TIMEOUT,))
     p.add_argument("--quiet", action="store_true", help="do not echo the program's output")
     p.set_defaults(handler=main)
 
@@ -68,12 +72,13 @@ def main(args: argparse.Namespace) -> int:
     """Runs the program under the profiler and reports the matrix."""
     out = check_output_file(args.out, "--out")  # before the program runs, not after
     plan = plan_profile(args.app_args, out)
-    outcome, profile = run_profile(plan, args.timeout)
+    timeout = seconds_of(args, PROFILE_TIMEOUT)
+    outcome, profile = run_profile(plan, timeout)
     if not args.quiet:
         sys.stdout.write(outcome.stdout)
         sys.stderr.write(outcome.stderr)
     if outcome.returncode != 0:
-        why = (f"timed out after {args.timeout:g} s and was killed" if outcome.status == "timeout"
+        why = (f"timed out after {timeout:g} s and was killed" if outcome.status == "timeout"
                else f"exit code {outcome.returncode}")
         raise HympiError(f"profiled command failed ({why}): {' '.join(plan.command)}")
     if profile is None:

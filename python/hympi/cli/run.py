@@ -12,23 +12,23 @@ from rich.table import Table
 
 from hympi.apps import APPS, get_app
 from hympi.cli.common import (
-    add_layout_options,
     add_mpi_param_options,
     asks_for_help,
-    layout_spec,
+    launch_of,
     mpi_params_from_args,
     print_app_help,
+    run_program_probed,
 )
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
+from hympi.layout_options import LAUNCH
 from hympi.params import register, resolve
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
-from hympi.probe import apply_probe, launch_probed
-from hympi.program import PROGRAM, judge, program_named, program_of
+from hympi.program import PROGRAM, program_named, program_of
 from hympi.result import PREFIX, ResultRecord, placement_share
 
 
@@ -39,7 +39,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                                    "hympi run APP -- --help shows the app's own options")
     p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}; or a program of your own, by its path (anything "
                               "with a '/': ./solver, /usr/bin/lmp), its arguments after --")
-    add_layout_options(p)
+    register(p, LAUNCH)
     register(p, PROGRAM)
     add_mpi_param_options(p)
     p.add_argument("--json", action="store_true", help="print the result record as JSON")
@@ -129,11 +129,9 @@ def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> 
 def run_program(args: argparse.Namespace) -> int:
     """Launches a program of the user's own (hympi.program), bound by the launcher, and judges its output."""
     program = program_of(args.app, resolve(args, PROGRAM))
-    spec = layout_spec(args, program.path, args.app_args, program=True)
-    launched, processes = launch_probed(lambda env: run_command(
-        launch_command(dataclasses.replace(spec, env=(*spec.env, *env)), args.launcher), args.timeout))
-    outcome = apply_probe(judge(program, launched, spec.ranks, spec.threads, tuple(args.app_args)), processes,
-                          spec.ranks, spec.threads)
+    launch = launch_of(args, "run", program.path, args.app_args, program=True)
+    spec = launch.spec
+    outcome, _ = run_program_probed(program, launch, args.app_args)
     if args.json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     else:
@@ -143,7 +141,7 @@ def run_program(args: argparse.Namespace) -> int:
             for finding in outcome.record["probe"]["findings"]:
                 print(f"hympi: finding: {finding}", file=sys.stderr)
     if outcome.status != "ok":
-        print(f"hympi: error: {failure_message(outcome, args.timeout)}", file=sys.stderr)
+        print(f"hympi: error: {failure_message(outcome, launch.timeout)}", file=sys.stderr)
         print(outcome.stderr_tail(), file=sys.stderr)
         return 1
     return 0
@@ -160,15 +158,16 @@ def main(args: argparse.Namespace) -> int:
     if asks_for_help(args.app_args):
         return print_app_help(app.binary)  # the help needs no layout and no launch
     mpi_params = mpi_params_from_args(args)
-    spec = dataclasses.replace(layout_spec(args, app.binary, args.app_args), mpi_params=mpi_params)
-    outcome = one_mpi_job(run_command(launch_command(spec, args.launcher), args.timeout), spec.ranks)
-    code = report(outcome, args.json, args.timeout)
+    launch = launch_of(args, "run", app.binary, args.app_args)
+    spec = dataclasses.replace(launch.spec, mpi_params=mpi_params)
+    outcome = one_mpi_job(run_command(launch_command(spec, launch.launcher), launch.timeout), spec.ranks)
+    code = report(outcome, args.json, launch.timeout)
     read_back = outcome.record.get("mpi_cvars") if outcome.record is not None else None
     for text in ignored_texts(mpi_params, read_back if isinstance(read_back, dict) else None):
         print(f"hympi: warning: {text}", file=sys.stderr)
-    if args.rankfile and outcome.result is not None and outcome.result.binding:
+    if spec.rankfile and outcome.result is not None and outcome.result.binding:
         # The rankfile took effect only if every rank really runs on its slot's PUs.
-        problems = binding_problems(list(outcome.result.binding), args.rankfile,
+        problems = binding_problems(list(outcome.result.binding), spec.rankfile,
                                     ClusterTree(load_node_tree("this"), 1))
         for problem in problems:
             print(f"rankfile problem: {problem}", file=sys.stderr)

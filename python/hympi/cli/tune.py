@@ -13,18 +13,18 @@ from rich.table import Table
 
 from hympi.apps import APPS, get_app
 from hympi.cli import tune_predict
-from hympi.cli.common import add_db_option, report_interrupt, seconds
+from hympi.cli.common import add_db_option, report_interrupt
 from hympi.cli.parser import Parser, Subparsers
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
-from hympi.params import AUTO, from_record, parse_integer, register, resolve
+from hympi.params import from_record, parse_integer, register, resolve, rounds
 from hympi.paths import binary
 from hympi.program import PROGRAM, program_named
 from hympi.store import Store
 from hympi.sweep import program_subject, record_machine
 from hympi.topology import machine_summary
-from hympi.tune.options import DEFAULT_PROFILE_TIMEOUT_S, FORMATS, TUNE_RUN
+from hympi.tune.options import FORMATS, PROFILE_TIMEOUT, TUNE_RUN
 from hympi.tune.output import best_of_tune, render, tuned_flavor
 from hympi.tune.results import Measured, best, default_of, speedup
 from hympi.tune.search import check_strategy, default_budget
@@ -84,8 +84,7 @@ def add_predict_parser(sub: Subparsers, name: str) -> None:
     p.add_argument("--space", required=True, metavar="FILE", help="search space (TOML) to choose from")
     add_db_option(p)
     _add_cvars_option(p)
-    p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
-                   help=f"kill the profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
+    register(p, (PROFILE_TIMEOUT,))
     p.set_defaults(handler=main, forwards_unknown=True)
 
 
@@ -98,8 +97,7 @@ def add_evaluate_parser(sub: Subparsers, name: str) -> None:
     add_db_option(p)
     _add_cvars_option(p)
     p.add_argument("--no-profile", action="store_true", help="leave out programs without a stored profile")
-    p.add_argument("--timeout", type=seconds, default=DEFAULT_PROFILE_TIMEOUT_S, metavar="S",
-                   help=f"kill a profiled run after S seconds (default {DEFAULT_PROFILE_TIMEOUT_S:g})")
+    register(p, (PROFILE_TIMEOUT,))
     p.set_defaults(handler=main)
 
 
@@ -154,9 +152,10 @@ def _tune_params(args: argparse.Namespace, space: SearchSpace) -> TuneParams:
     """Checked TuneParams from the command line (each parameter as hympi.tune.options declares it) and the space's
     size; UsageError on bad input."""
     values = resolve(args, TUNE_RUN)
-    if values["repeat"] == AUTO:
-        raise UsageError("hympi tune run --repeat auto: the tuner measures every configuration alike; give a "
-                         "number of runs")
+    measured = rounds(values)
+    values["repeat"] = measured.repeat
+    if measured.auto:
+        values.update(auto=True, max_repeat=measured.max_repeat)
     size = len(space.configurations())
     strategy = str(values["strategy"])
     if "max_runs" not in values:
@@ -188,7 +187,7 @@ def _summary(outcome: TuneOutcome, space: SearchSpace, params: TuneParams) -> li
     size = len(space.configurations())
     measured = len(outcome.results)
     lines = [f"measured {measured} of {size} configurations ({100.0 * measured / size:.0f} %) with "
-             f"{params.repeat} measured run(s) each; stopped: {outcome.stop}"]
+             f"{params.repeat_text} measured run(s) each; stopped: {outcome.stop}"]
     top: Measured | None = best(outcome.results)
     default = default_of(outcome.results, space.default)
     if top is not None and top.config == space.default:
@@ -228,7 +227,7 @@ def main_run(args: argparse.Namespace) -> int:
         verb = "resuming" if resumed else "starting"
         console.print(f"{verb} tune {tune.id}: {params.program}, {params.strategy} over "
                       f"{len(space.configurations())} configurations (at most {params.max_runs}), "
-                      f"{params.repeat} measured run(s) each, seed {params.seed} -> {args.db}", highlight=False)
+                      f"{params.repeat_text} measured run(s) each, seed {params.seed} -> {args.db}", highlight=False)
         outcome = run_tune(store, machine, tune, space, console)
         console.print(results_table(outcome, space))
         for line in _summary(outcome, space, params):

@@ -19,9 +19,11 @@ from rich.table import Table
 from hympi.errors import UsageError
 from hympi.launch.cvars import Cvar, load_listing
 from hympi.launch.mpirun import launcher_path, mpi_env_name
+from hympi.params import seconds_of
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary
+from hympi.tune.options import PROFILE_TIMEOUT
 from hympi.tune.output import run_flags
 from hympi.tune.predict import (
     MIN_PROGRAMS,
@@ -52,6 +54,13 @@ def _cvars_source(path: str | None) -> Callable[[], dict[str, Cvar]]:
     return cache(lambda: load_listing(path).cvars)
 
 
+def _timeout(args: argparse.Namespace) -> float:
+    """--timeout of a profiled run (PROFILE_TIMEOUT: the flag, else its default)."""
+    timeout = seconds_of(args, PROFILE_TIMEOUT)
+    assert timeout is not None  # the declaration has a default
+    return timeout
+
+
 def parameter_lines(config: Configuration, library: str) -> str:
     """The MPI parameters in the library's own form: Open MPI mca-params.conf lines, or MPICH `export MPIR_CVAR_*`
     lines (a comment when every parameter keeps its default)."""
@@ -67,6 +76,7 @@ def parameter_lines(config: Configuration, library: str) -> str:
 def predict_main(args: argparse.Namespace) -> int:
     """Profiles (once), trains and prints the predicted configuration; UsageError (exit 2, nothing launched) for an
     unknown program or too few tuned programs."""
+    timeout = _timeout(args)
     words = ([args.app] if args.app else []) + list(args.app_args)
     if not words:
         raise UsageError("no program given (usage: hympi tune predict APP --space FILE [-- APP-ARGS])")
@@ -93,7 +103,7 @@ def predict_main(args: argparse.Namespace) -> int:
                              f"space's axes; predicting needs {MIN_PROGRAMS} ({'; '.join(notes + more) or 'none'})")
         reused = stored_profile(store, program) is not None
         machine = record_machine(store, summary, launcher_path())
-        record = profile_program(store, machine, summary, launch, app, args.timeout)
+        record = profile_program(store, machine, summary, launch, app, timeout)
         predictor = train(data)
         config, speedup = predict_best(predictor, record.features, space)
     how = "its stored profile" if reused else "profiled once now"
@@ -140,6 +150,7 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float)
 
 def evaluate_main(args: argparse.Namespace) -> int:
     """Prints the leave-one-program-out table and the mean ratios; UsageError (exit 2) with too few programs."""
+    timeout = _timeout(args)
     with Store.open(args.db, create=False) as store:
         found = finished_programs(store)
         if len(found) < MIN_PROGRAMS + 1:
@@ -147,7 +158,7 @@ def evaluate_main(args: argparse.Namespace) -> int:
                              f"{args.db}, found {len(found)}")
         cvars = _cvars_source(args.cvars)
         if not args.no_profile:
-            _profile_missing(store, tuned_programs(store, cvars), args.timeout)
+            _profile_missing(store, tuned_programs(store, cvars), timeout)
         verdicts, notes = evaluate(store, cvars)
     Console(width=200).print(verdict_table(verdicts))
     for note in notes:

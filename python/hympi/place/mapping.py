@@ -27,7 +27,7 @@ from hympi.place.arrays import distances, packages, slot_arrays
 from hympi.place.bisect import bisect
 from hympi.place.graph import Graph, from_matrix, subgraph
 from hympi.place.matrix import CommMatrix, IntArray
-from hympi.place.options import FILLS
+from hympi.place.options import FILL
 from hympi.place.tree import ClusterTree, Slot
 
 EXACT_LIMIT = 20000  # enumerate a split exactly when it has at most this many candidate partitions
@@ -244,8 +244,7 @@ def global_refine(cluster: ClusterTree, weights: Weights, slots: list[Slot], lab
 
 def tree_map(cluster: ClusterTree, matrix: CommMatrix, per_node: int, fill: str = "compact") -> Placement:
     """The computed placement: recursive partitioning along the tree, then global swap refinement (small n)."""
-    if fill not in FILLS:
-        raise UsageError(f"unknown fill '{fill}' (expected {', '.join(FILLS)})")
+    FILL.check_text(fill)
     n = matrix.ranks
     check_fit(cluster, n, per_node)
     g = from_matrix(matrix)

@@ -34,7 +34,7 @@ from hympi.place.mapping import (
     split_counts,
 )
 from hympi.place.matrix import CommMatrix
-from hympi.place.options import FILLS
+from hympi.place.options import FILL
 from hympi.place.tree import ClusterTree, Slot
 
 
@@ -133,8 +133,7 @@ def unlike_tree_map(cluster: ClusterTree, matrix: CommMatrix, counts: Sequence[i
                     fill: str = "compact") -> Placement:
     """The computed placement on unlike nodes: the split over nodes, each node's group mapped down its own tree,
     then global swap refinement; UsageError for an unknown fill."""
-    if fill not in FILLS:
-        raise UsageError(f"unknown fill '{fill}' (expected {', '.join(FILLS)})")
+    FILL.check_text(fill)
     g = from_matrix(matrix)
     slots: dict[int, Slot] = {}
     for node, members in enumerate(split_over_nodes(cluster, g, counts)):

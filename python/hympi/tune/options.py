@@ -7,12 +7,24 @@ from __future__ import annotations
 import math
 
 from hympi.errors import UsageError
-from hympi.params import MIN_TIME, OVERSUBSCRIBE, REPEAT, SEED, TIMEOUT, Param, choice, integer_from, parse_number
+from hympi.params import (
+    CONFIDENCE,
+    DEFAULT_TIMEOUT_S,
+    MAX_REPEAT,
+    MIN_TIME,
+    OVERSUBSCRIBE,
+    REPEAT,
+    SEED,
+    TIMEOUT,
+    Param,
+    choice,
+    integer_from,
+    parse_number,
+)
 
 STRATEGIES = ("exhaustive", "random", "guided")
 DEFAULT_EI_STOP = 0.005
 FORMATS = ("mca", "mpich", "flags")
-DEFAULT_PROFILE_TIMEOUT_S = 600.0
 
 
 def parse_fraction(option: str, text: str) -> float:
@@ -27,13 +39,17 @@ STRATEGY = Param("strategy", "--strategy", f"{', '.join(STRATEGIES)} (default ex
                  choice(STRATEGIES, "strategy"), "exhaustive", metavar="NAME")
 MAX_RUNS = Param("max_runs", "--max-runs", "configurations to measure at most (default: all for exhaustive and "
                  "random, a quarter of the space for guided)", integer_from(1), metavar="N")
+# tune predict and evaluate: a profiled run's limit (the sweep's default: a profile is one run of a tuned program).
+PROFILE_TIMEOUT = TIMEOUT.described(f"kill a profiled run after S seconds (default {DEFAULT_TIMEOUT_S:g})")
 EI_STOP = Param("ei_stop", "--ei-stop", f"guided: stop when the best expected relative improvement is below F "
                 f"(default {DEFAULT_EI_STOP:g} = {DEFAULT_EI_STOP * 100:g} %%)", parse_fraction, DEFAULT_EI_STOP,
                 metavar="F")
 
-# Every parameter of `hympi tune run` that defines the tune (TuneParams' fields). --repeat takes a number here:
-# the tuner measures every configuration alike (--repeat auto is refused naming the flag).
+# Every parameter of `hympi tune run` that defines the tune (TuneParams' fields).
 TUNE_RUN = (STRATEGY, MAX_RUNS, EI_STOP,
-            REPEAT.described("measured runs per configuration (default 1; >= 2 gives speedup intervals)", 1),
+            REPEAT.described("measured runs per configuration (default 1; >= 2 gives speedup intervals), or auto: 3, "
+                             "then more rounds until the configuration is separated from the best one measured "
+                             "before it or --max-repeat is spent", 1),
+            MAX_REPEAT, CONFIDENCE,
             SEED.described("seed of random and guided (default: drawn; recorded with the tune)"),
             TIMEOUT, MIN_TIME, OVERSUBSCRIBE)

@@ -11,12 +11,12 @@ from pathlib import Path
 from hympi.apps import get_app
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.mpirun import LaunchSpec, build_command, validate_with_app
+from hympi.params import DEFAULT_TIMEOUT_S
 from hympi.paths import binary
 from hympi.profile import plan_profile, run_profile
 from hympi.store import MachineRecord, ProfileRecord, Store
 from hympi.topology import MachineSummary
 from hympi.tune.features import FEATURE_NAMES, StaticFeatures, program_features
-from hympi.tune.options import DEFAULT_PROFILE_TIMEOUT_S
 from hympi.tune.space import Configuration
 
 
@@ -55,7 +55,7 @@ def stored_profile(store: Store, program: str) -> ProfileRecord | None:
 
 
 def profile_program(store: Store, machine: MachineRecord, summary: MachineSummary, launch: LaunchSpec, app: str,
-                    timeout: float = DEFAULT_PROFILE_TIMEOUT_S) -> ProfileRecord:
+                    timeout: float = DEFAULT_TIMEOUT_S) -> ProfileRecord:
     """The program's stored profile, or (when it has none) one profiled run at `launch`, stored with its features;
     raises HympiError when the run fails or writes no profile."""
     program = program_text(app, launch.app_args)

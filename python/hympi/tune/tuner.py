@@ -8,6 +8,7 @@ measurement steers the model as if the tune had never stopped.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,22 +18,36 @@ from hympi.apps import get_app
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, validate_with_app
-from hympi.params import DEFAULT_TIMEOUT_S, as_record, check_fields, declared_default, from_record
+from hympi.params import (
+    AUTO,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MAX_REPEAT,
+    DEFAULT_TIMEOUT_S,
+    as_record,
+    check_fields,
+    declared_default,
+    from_record,
+)
+from hympi.stats.compare import MIN_SEPARATE, Sample
 from hympi.store import MachineRecord, Store, TuneRecord
 from hympi.store.db import owner_alive
 from hympi.sweep import SweepParams, plan, run_sweep
 from hympi.tune.options import DEFAULT_EI_STOP, STRATEGIES, TUNE_RUN
-from hympi.tune.results import Measured, sweep_configuration, tune_results
+from hympi.tune.results import Measured, best, sweep_configuration, tune_results
 from hympi.tune.search import Proposal, Search, Stop
 from hympi.tune.space import Configuration, SearchSpace
 
 Runner = Callable[[list[str], float], RunOutcome]
+# TuneParams' fields stored only when not at their default (as_dict).
+OPTIONAL = ("subject", "auto", "max_repeat", "confidence")
 
 
 @dataclass(frozen=True)
 class TuneParams:
     """Everything that defines a tune besides its space; equal parameters (except the seed) and an equal space
-    identify the tune to resume."""
+    identify the tune to resume. `repeat`, `auto`, `max_repeat` and `confidence` mean what they mean in a sweep
+    (hympi.sweep.SweepParams): with `auto`, each configuration's sweep adds rounds until it is separated from the
+    best configuration measured before it, or `max_repeat` rounds are spent."""
 
     app: str
     app_args: tuple[str, ...]
@@ -46,16 +61,24 @@ class TuneParams:
     oversubscribe: bool = False
     # A program of the user's own: its sweep fields (hympi.sweep.program_fields) as sorted pairs; () for an app.
     subject: tuple[tuple[str, str], ...] = ()
+    auto: bool = False
+    max_repeat: int = DEFAULT_MAX_REPEAT
+    confidence: float = DEFAULT_CONFIDENCE
 
     @property
     def program(self) -> str:
         """The program tuned, as text: the app and its problem arguments ('is --class A')."""
         return " ".join([self.app, *self.app_args])
 
+    @property
+    def repeat_text(self) -> str:
+        """How many measured runs each configuration gets: '3' or 'auto: 3 to 10'."""
+        return f"{AUTO}: {self.repeat} to {self.max_repeat}" if self.auto else str(self.repeat)
+
     def as_dict(self) -> JsonObject:
-        """JSON-ready form, stored with the tune (the subject only for a program, so an app's tune keeps the identity
-        it had before programs could be tuned)."""
-        return as_record(self, ("subject",))
+        """JSON-ready form, stored with the tune (the subject only for a program, --repeat auto's fields only with
+        it, so a tune keeps the identity it had before programs could be tuned or repeats chosen by the noise)."""
+        return as_record(self, OPTIONAL)
 
     @classmethod
     def from_dict(cls, data: JsonObject) -> TuneParams:
@@ -79,14 +102,16 @@ class TuneParams:
         check_fields(self, TUNE_RUN)
 
     def sweep_params(self, config: Configuration, space: SearchSpace) -> SweepParams:
-        """The one-layout sweep that measures `config` (warm-up, then `repeat` measured runs); every parameter of
-        the space is read back, set or not, so every configuration (the default too) pays the same MPI_T cost
-        (about 3 MiB per rank with Open MPI 4.1) and records the library's values."""
+        """The one-layout sweep that measures `config` (warm-up, then `repeat` measured runs, and with `auto` the
+        rounds its sweep adds); every parameter of the space is read back, set or not, so every configuration (the
+        default too) pays the same MPI_T cost (about 3 MiB per rank with Open MPI 4.1) and records the library's
+        values."""
         # A program reads nothing back (it does not call hympi's MPI_T read-back).
         read_back = () if self.subject else tuple(p.name for p in space.parameters)
         return from_record(SweepParams, {
             "app": self.app, "layouts": ((config.ranks, config.threads),), "binds": (config.bind,),
-            "repeat": self.repeat, "app_args": self.app_args, "timeout": self.timeout,
+            "repeat": self.repeat, "auto": self.auto, "max_repeat": self.max_repeat, "confidence": self.confidence,
+            "app_args": self.app_args, "timeout": self.timeout,
             "oversubscribe": self.oversubscribe, "min_time": self.min_time, "seed": self.seed, "warmup": True,
             "mpi_params": config.mpi_params, "mpit_read": read_back, **dict(self.subject)})
 
@@ -137,6 +162,12 @@ def _measure(store: Store, machine: MachineRecord, tune: TuneRecord, params: Tun
     """Measures one configuration as a sweep attached to the tune (continuing its interrupted sweep if there is
     one); returns the launches made."""
     sweep_params = params.sweep_params(config, space)
+    reference = _reference(store, tune, config)
+    if params.auto and not reference:
+        # Nothing to separate it from (the default, measured first): it gets the rounds a separation needs, so that
+        # the configurations after it can be separated from it.
+        sweep_params = dataclasses.replace(sweep_params, repeat=min(params.max_repeat, max(params.repeat,
+                                                                                            MIN_SEPARATE)))
     items = plan(sweep_params, None).items
     pending = [s for s in store.tune_sweeps(tune.id)
                if s.status != "finished" and sweep_configuration(s) == config]
@@ -147,8 +178,18 @@ def _measure(store: Store, machine: MachineRecord, tune: TuneRecord, params: Tun
         sweep = store.create_sweep(machine.id, params.app, sweep_params.as_dict(), len(items),
                                    identity=sweep_params.identity(), tune_id=tune.id)
     console.print(f"[bold]{config.label()}[/bold] ({why}; sweep {sweep.id})", highlight=False)
-    result = run_sweep(store, sweep, sweep_params, items, console, runner)
+    result = run_sweep(store, sweep, sweep_params, items, console, runner, reference)
     return result.ran
+
+
+def _reference(store: Store, tune: TuneRecord, config: Configuration) -> tuple[Sample, ...]:
+    """What --repeat auto separates a configuration from: the best other configuration measured so far (none for
+    the first), its rates as they are (its sweep is finished and not run again)."""
+    top = best([m for m in tune_results(store, tune.id) if m.config != config])
+    if top is None:
+        return ()
+    cores = top.config.ranks * top.config.threads
+    return (Sample(f"best so far: {top.config.label()}", top.rates, top.config.threads, cores),)
 
 
 def _why(proposal: Proposal) -> str:
