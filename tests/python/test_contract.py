@@ -118,7 +118,8 @@ def test_every_hympi_variable_in_the_code_is_declared():
     # Not options: result prefix, MPI and MPI_T check macros, build settings, the profiler's and the probe's output
     # (set by hympi).
     internal = {"HYMPI_RESULT", "HYMPI_MPI", "HYMPI_CHECK", "HYMPI_DATA_DIR_DEFAULT", "HYMPI_PROFILE_OUT",
-                "HYMPI_PROBE_DIR", "HYMPI_SPMV_SIMD", "HYMPI_VERSION", "HYMPI_TEST_DATA", "HYMPI_BUILD_TESTS", "HYMPI_WERROR",
+                "HYMPI_PROBE_DIR", "HYMPI_SPMV_SIMD", "HYMPI_VERSION", "HYMPI_TEST_DATA", "HYMPI_BUILD_TESTS",
+                "HYMPI_WERROR",
                 "HYMPI_MARCH", "HYMPI_TEST_DATA_DIR", "HYMPI_TEST_SUPPORT_DIR", "HYMPI_GENERATED_DIR",
                 "HYMPI_CONTRACT_BINARIES", "HYMPI_RESULT_", "HYMPI_MPIT"}
     found: set[str] = set()
