@@ -40,13 +40,15 @@ from rich.progress import (
 )
 
 from hympi.apps import get_app
-from hympi.errors import SweepInterrupted, UsageError
+from hympi.busy.accounting import Interference
+from hympi.busy.sampler import Sampler
+from hympi.errors import HympiFatal, SweepInterrupted, UsageError
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
-from hympi.launch.layout import LAYOUT_BINDS
+from hympi.launch.layout import LAYOUT_BINDS, LayoutSpec
 from hympi.launch.mpirun import (
     DEFAULT_MEMBIND,
     LaunchSpec,
@@ -60,6 +62,7 @@ from hympi.launch.mpirun import (
 from hympi.params import (
     AUTO,
     DEFAULT_CONFIDENCE,
+    DEFAULT_DISTURBED_ABOVE,
     DEFAULT_MAX_REPEAT,
     DEFAULT_TIMEOUT_S,
     MAX_REPEAT,
@@ -69,6 +72,7 @@ from hympi.params import (
     from_record,
 )
 from hympi.paths import REPO_ROOT
+from hympi.place.tree import NodeTree, load_node_tree
 from hympi.program import PROGRAM, Program, file_digest, judge, program_named, program_of
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
@@ -88,7 +92,8 @@ RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": F
                                          "max_repeat": lambda data: data["repeat"]}
 # Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
 SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args",
-                    "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir")
+                    "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir",
+                    "disturbed_above")
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,8 @@ class SweepParams:
     every (ranks, threads) launch its level-2 options, so equal launch shapes of other modes are other items.
     A sweep of a program of the user's own (hympi.program) has its absolute path in `program` ("" for an app; `app`
     is then the program's name), its file's sha256, its figure of merit and verification, and `workdir`, where it
-    runs; the launcher binds it (it does not call hympi's binding).
+    runs; the launcher binds it (it does not call hympi's binding). A run during which other processes used more
+    than `disturbed_above` cores of its PUs is disturbed (hympi.busy): recorded, marked, never counted.
     """
 
     app: str
@@ -136,6 +142,7 @@ class SweepParams:
     better: str = ""
     verify: str = ""
     workdir: str = ""
+    disturbed_above: float = DEFAULT_DISTURBED_ABOVE
 
     def program_spec(self) -> Program | None:
         """The program swept, None for a sweep of one of hympi's apps."""
@@ -566,13 +573,15 @@ def _refuse_if_owned(sweep: Sweep) -> None:
 
 
 def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: RunOutcome, started: str,
-                 restarted: bool = False) -> Run:
-    """The store record of one launch; a restarted one records the step it continued from (io.restart_step)."""
+                 restarted: bool = False, interference: Interference | None = None) -> Run:
+    """The store record of one launch; a restarted one records the step it continued from (io.restart_step), a
+    sampled one the other work beside it and whether that disturbed it (params.disturbed_above)."""
     return Run(sweep_id, params.app, item.ranks, item.threads, item.bind, params.dist, item.repeat,
                (*params.app_args, *item.args), run_env(params, item), tuple(outcome.command), outcome.status,
                outcome.returncode, outcome.seconds, outcome.record, outcome.stderr_tail(), started, now_utc(),
                mpi_params=params.mpi_params, restarted_from_step=restart_step(outcome.record) if restarted else None,
-               membind=item.membind, item_args=item.args)
+               membind=item.membind, item_args=item.args, interference=interference,
+               disturbed=interference is not None and interference.disturbed(params.disturbed_above))
 
 
 def _line(item: SweepItem, run: Run) -> str:
@@ -586,6 +595,8 @@ def _line(item: SweepItem, run: Run) -> str:
     if run.restarted_from_step is not None:
         label += f" from step {run.restarted_from_step}"
     untaken = "".join(f" [yellow]{text}[/yellow]" for text in ignored_texts(run.mpi_params, run.read_back()))
+    if run.disturbed and run.interference is not None:
+        untaken += f" [yellow]disturbed: other work used {run.interference.outside_cores:.2f} cores[/yellow]"
     return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}{untaken}"
 
 
@@ -598,14 +609,15 @@ def layout_name(layout: SweepLayout) -> str:
 
 
 def measured_samples(runs: list[Run], layouts: tuple[SweepLayout, ...], before_round: int) -> list[Sample]:
-    """Per layout, the ok rates of measured rounds 1 .. before_round-1 (warm-ups and later rounds left out)."""
+    """Per layout, the ok rates of measured rounds 1 .. before_round-1 (warm-ups, later rounds and disturbed runs
+    left out)."""
     rates: dict[SweepLayout, list[float]] = {x: [] for x in layouts}
     memory: dict[SweepLayout, list[float]] = {x: [] for x in layouts}
     for run in runs:
         key = (run.ranks, run.threads, run.bind, run.membind, run.item_args)
         rate = run.value("rate")
-        if key in rates and 1 <= run.repeat < before_round and run.status == "ok" and rate is not None and rate > 0 \
-                and math.isfinite(rate):
+        if key in rates and 1 <= run.repeat < before_round and run.status == "ok" and not run.disturbed \
+                and rate is not None and rate > 0 and math.isfinite(rate):
             rates[key].append(rate)
             node = run.value("node_rss_mib")
             if node is not None:
@@ -619,14 +631,28 @@ def still_open(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list
                ) -> tuple[SweepLayout, ...]:
     """The layouts --repeat auto runs again in `round_no`: the best median and every layout not separated from it,
     judged on rounds before `round_no` only (so a resumed sweep decides the same); () when the best is separated.
-    A layout with no ok run at all is not run again (more repeats cannot make it comparable)."""
+    A layout with no ok run at all is not run again (more repeats cannot make it comparable); one left with fewer
+    than MIN_SAMPLES clean runs because others were disturbed is (it cannot be judged yet)."""
     samples = measured_samples(runs, layouts, round_no)
-    by_name = {layout_name(x): x for x in layouts}
     hopeful = [s for s in samples if s.rates]
     top = contenders(hopeful, params.confidence)
-    if len(top) <= 1:
-        return ()
-    return tuple(by_name[s.label] for s in top)
+    short = {layout_name(x) for x in _short_of_clean(runs, layouts, round_no)}
+    chosen = {s.label for s in top} if len(top) > 1 else set()
+    return tuple(x for x in layouts if layout_name(x) in chosen | short)
+
+
+def _short_of_clean(runs: list[Run], layouts: tuple[SweepLayout, ...], before_round: int) -> list[SweepLayout]:
+    """The layouts with a disturbed ok run in rounds before `before_round` and fewer than MIN_SAMPLES clean ones."""
+    clean = {layout_name(x): 0 for x in layouts}
+    hit: set[str] = set()
+    for run in runs:
+        name = layout_name((run.ranks, run.threads, run.bind, run.membind, run.item_args))
+        if name in clean and 1 <= run.repeat < before_round and run.status == "ok":
+            if run.disturbed:
+                hit.add(name)
+            else:
+                clean[name] += 1
+    return [x for x in layouts if layout_name(x) in hit and clean[layout_name(x)] < MIN_SAMPLES]
 
 
 def _auto_text(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list[Run], rounds: int,
@@ -658,6 +684,20 @@ def restartable_items(store: Store, sweep_id: int, params: SweepParams) -> list[
             if restartable(params, item)]
 
 
+def occupied_pus(params: SweepParams, layouts: tuple[SweepLayout, ...]) -> dict[SweepLayout, frozenset[int]]:
+    """The PUs each layout's threads are bound to, where the binding decides them: not for virtual nodes, an
+    oversubscribed machine, Slurm (which places the steps) or a machine whose topology cannot be read; a layout
+    left out is watched on every PU."""
+    if params.virtual_nodes > 1 or params.oversubscribe or params.launcher == "slurm":
+        return {}
+    try:
+        tree: NodeTree = load_node_tree("this")
+    except (HympiFatal, UsageError, OSError):
+        return {}
+    return {x: LayoutSpec(1, x[0], x[1], x[2], params.dist).occupied(tree) for x in layouts
+            if x[0] * x[1] <= len(tree.cores)}
+
+
 def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[SweepItem, ...],
               console: Console | None = None,
               runner: Callable[[list[str], float], RunOutcome] | None = None) -> SweepResult:
@@ -687,6 +727,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     restarted = 0
     cancelled = 0
     layouts = tuple(dict.fromkeys(i.layout() for i in items))
+    occupied = occupied_pus(params, layouts)
     store.claim_sweep(sweep.id)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
@@ -702,14 +743,16 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     started = now_utc()
                     restart = restartable(params, item)
                     before = checkpoint_state(params, item) if restart else None
-                    outcome = runner(command_for(params, item, restart), params.timeout)
+                    with Sampler() as sampler:
+                        outcome = runner(command_for(params, item, restart), params.timeout)
                     if program is not None:
                         outcome = judge(program, outcome, item.ranks, item.threads, (*params.app_args, *item.args))
                     elif params.launcher != "slurm":  # the srun step runner checks its --ntasks itself
                         outcome = one_mpi_job(outcome, item.ranks)
                     if restart:
                         outcome = untimed_restart(outcome)
-                    run = _outcome_run(sweep.id, params, item, outcome, started, restart)
+                    run = _outcome_run(sweep.id, params, item, outcome, started, restart,
+                                       sampler.interference(occupied.get(item.layout())))
                     if run.status == "cancelled":  # not the layout's result: kept, and the item left to run again
                         store.add_attempt(run)
                         cancelled += 1

@@ -11,6 +11,7 @@ from hympi.launch.command import DEFAULT_LAUNCHER, LAUNCHERS
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, MEMORY_POLICIES
 from hympi.params import (
     CONFIDENCE,
+    DISTURBED_ABOVE,
     MAX_REPEAT,
     MIN_TIME,
     OVERSUBSCRIBE,
@@ -91,4 +92,5 @@ CHECKPOINT_EVERY = Param("checkpoint_every", "--checkpoint-every",
 
 # Every parameter of `hympi sweep` that defines the sweep (SweepParams' fields), in the order they resolve.
 SWEEP = (RANKS, THREADS, N1, N2, INNER, BINDS, DIST, MEMBINDS, SWEEP_REPEAT, MAX_REPEAT, CONFIDENCE, SWEEP_MIN_TIME,
-         SEED, SWEEP_WARMUP, TIMEOUT, SWEEP_OVERSUBSCRIBE, VIRTUAL_NODES, LAUNCHER, CHECKPOINT_DIR, CHECKPOINT_EVERY)
+         SEED, SWEEP_WARMUP, TIMEOUT, SWEEP_OVERSUBSCRIBE, VIRTUAL_NODES, LAUNCHER, CHECKPOINT_DIR, CHECKPOINT_EVERY,
+         DISTURBED_ABOVE)
