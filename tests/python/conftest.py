@@ -24,6 +24,8 @@ os.environ.setdefault("HYMPI_MIN_TIME", "0")
 def pytest_configure(config: pytest.Config) -> None:
     """Registers skips.needs' mark, so that a typo in its name is an error (--strict-markers), not a silent run."""
     config.addinivalue_line("markers", f"{skips.MARKER}(reason, present, detail): what the test needs (skips.py)")
+    config.addinivalue_line("markers", "quiet_machine: true only while nothing else loads the machine (other "
+                            "tests included): run alone, after the parallel pass (Makefile test-python)")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

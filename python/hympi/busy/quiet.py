@@ -56,8 +56,9 @@ def probe(seconds: float) -> Load:
     last = take_sample(root)
     after = _process_times()
     wall = last.at - first.at
-    used = [(name, (cpu - before[key][1]) / wall) for key, (name, cpu) in after.items()
-            if key in before and key[0] not in own and cpu > before[key][1]]
+    # A process born during the probe (a compiler a build just started) used all its time in it.
+    used = [(name, (cpu - before.get(key, (name, 0.0))[1]) / wall) for key, (name, cpu) in after.items()
+            if key[0] not in own and cpu > before.get(key, (name, 0.0))[1]]
     top = tuple(sorted(used, key=lambda x: x[1], reverse=True)[:TOP])
     return Load(outside_cores=interference((first, last), None).outside_cores, top=top)
 
