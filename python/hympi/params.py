@@ -40,9 +40,8 @@ DEFAULT_MAX_REPEAT = 10
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_TIMEOUT_S = 600.0
 # A run is disturbed when processes outside its tree used more than this many cores on its PUs, averaged over the
-# run (hympi.busy): a quarter of a core changes a two-core layout's speed by ~10 %, well past the noise of a quiet
-# machine (measured there: under 0.05).
-DEFAULT_DISTURBED_ABOVE = 0.25
+# run (hympi.busy): contract.toml's default, the one a record built in code takes.
+DEFAULT_DISTURBED_ABOVE = float(str(contract().option("disturbed_above").default))  # type: ignore[union-attr]
 SEED_LIMIT = 2**32
 
 
@@ -291,13 +290,13 @@ WARMUP = Param("warmup", "--no-warmup", "skip the uncounted warm-up run per layo
 WAIT_QUIET = Param("wait_quiet", "--wait-quiet", "when the quiet check finds the machine busy, wait up to S seconds "
                    "for it to calm down before measuring (default 0: measure at once, saying so)", seconds_from_zero,
                    0.0, metavar="S")
-IGNORE_LOAD = Param("ignore_load", "--ignore-load", "skip the quiet check before measuring")
+IGNORE_LOAD = Param("ignore_load", "--ignore-load", "skip the quiet check before measuring", setting="ignore_load")
 # The quiet check before a sweep or study measures (hympi.busy.quiet): not part of what the measurements are.
 QUIET_CHECK = (WAIT_QUIET, IGNORE_LOAD)
 DISTURBED_ABOVE = Param("disturbed_above", "--disturbed-above", "a run is disturbed (marked, left out of the "
                         "verdicts) when processes outside it used more than this many cores on its PUs on average "
-                        f"(default {DEFAULT_DISTURBED_ABOVE:g}; recorded with the sweep)", parse_cores,
-                        DEFAULT_DISTURBED_ABOVE, metavar="CORES")
+                        f"(default $HYMPI_DISTURBED_ABOVE or {DEFAULT_DISTURBED_ABOVE:g}; recorded with the sweep)",
+                        parse_cores, setting="disturbed_above", metavar="CORES")
 OVERSUBSCRIBE = Param("oversubscribe", "--oversubscribe", "allow layouts with ranks x threads > PUs",
                       setting="oversubscribe")
 

@@ -831,8 +831,8 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
     for p in SWEEP:
         value = getattr(params, p.name, None)
         if p in (SWEEP_REPEAT, LAUNCHER) or value is None or (p is MAX_REPEAT and not params.auto) or \
-                (p.name in SPELLED_WHEN_SET and value == defaults[p.name]):
-            continue
+                (p.name in SPELLED_WHEN_SET and value == defaults[p.name] and not p.setting):
+            continue  # a default the environment inside the allocation could change is spelled out
         cmd += p.spell(value)
     cmd += ["--db", str(db.resolve()), *LAUNCHER.spell("slurm"), "--resume"]
     for name, value in params.mpi_params:

@@ -19,9 +19,9 @@ import pytest
 from rich.console import Console
 
 from fakeapps import InProcessLauncher, fake_bin_dir, launch_env, launch_ranks
-from hympi.busy.accounting import interference
+from hympi.busy.accounting import TICK_S, interference
 from hympi.busy.quiet import PROBE_S, Load, probe, quiet_start
-from hympi.busy.sample import Sample
+from hympi.busy.sample import PuTimes, Sample
 from hympi.launch.mpirun import RunOutcome
 from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.place.tree import load_node_tree
@@ -54,6 +54,16 @@ def test_other_work_on_the_runs_pus_from_recorded_samples():
     # The first and last sample alone miss the 0.10 s that left the tree's count: 0.10 s more outside.
     assert interference([samples[0], samples[-1]], frozenset({0, 1})).outside_cpu_s == pytest.approx(0.75)
     assert [Sample.from_json(s.as_json()) for s in samples] == samples
+
+
+def test_a_tick_of_other_work_does_not_disturb_a_run_of_milliseconds():
+    first = Sample(at=10.0, pus=(PuTimes(busy=5.0, steal=0.0),), tree_cpu_s=1.0)
+    tick = Sample(at=10.002, pus=(PuTimes(busy=5.0 + TICK_S, steal=0.0),), tree_cpu_s=1.0)
+    short = interference([first, tick], frozenset({0}))
+    assert short.outside_cores > 1 and not short.disturbed(DEFAULT_DISTURBED_ABOVE)
+    # The same other work over a longer run: 10 ticks in 20 ms, half a core, past what resolution explains.
+    busy = Sample(at=10.02, pus=(PuTimes(busy=5.0 + 10 * TICK_S, steal=0.0),), tree_cpu_s=1.0)
+    assert interference([first, busy], frozenset({0})).disturbed(DEFAULT_DISTURBED_ABOVE)
 
 
 class _Machine:

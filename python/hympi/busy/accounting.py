@@ -9,24 +9,31 @@ another guest is lost to the run just as well.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hympi.busy.sample import Sample
 
+# The kernel counts CPU time in clock ticks: each reading is up to one tick short.
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
 
 @dataclass(frozen=True)
 class Interference:
     """Other work during one run: `outside_cpu_s` CPU seconds on its PUs (steal included), `steal_s` of them
-    stolen by the hypervisor, and `outside_cores`, the outside seconds per second of the run."""
+    stolen by the hypervisor, and `outside_cores`, the outside seconds per second of the run. `uncertainty_s` is
+    what the readings' tick resolution alone can put into outside_cpu_s (not stored: the verdict is, as disturbed)."""
 
     outside_cpu_s: float
     steal_s: float
     outside_cores: float
+    uncertainty_s: float = 0.0
 
     def disturbed(self, threshold: float) -> bool:
-        """Whether the outside load exceeds `threshold` cores."""
-        return self.outside_cores > threshold
+        """Whether the outside load exceeds `threshold` cores by more than the readings' resolution (a run of a
+        few milliseconds cannot be judged: one tick of someone else's work would make it look disturbed)."""
+        return self.outside_cores > threshold and self.outside_cpu_s > self.uncertainty_s
 
 
 def interference(samples: Sequence[Sample], pus: frozenset[int] | None) -> Interference:
@@ -41,4 +48,7 @@ def interference(samples: Sequence[Sample], pus: frozenset[int] | None) -> Inter
     tree = max(s.tree_cpu_s for s in samples) - first.tree_cpu_s
     outside = max(0.0, busy - max(0.0, tree)) + steal
     wall = last.at - first.at
-    return Interference(outside_cpu_s=outside, steal_s=steal, outside_cores=outside / wall if wall > 0 else 0.0)
+    # Each PU's busy and steal and the tree's time, read at both ends.
+    uncertainty = TICK_S * (4 * len(chosen) + 2)
+    return Interference(outside_cpu_s=outside, steal_s=steal, outside_cores=outside / wall if wall > 0 else 0.0,
+                        uncertainty_s=uncertainty)
