@@ -639,7 +639,7 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
             f"<link rel='icon' href='data:,'><style>{_CSS}</style></head><body data-report='{escape(meta)}'>"
             f"<h1>{escape(title)}</h1><p class='muted'>generated {escape(generated)}; {len(runs)} runs; "
             "higher rate is better; layouts are MPI ranks x OpenMP threads per rank</p>"
-            f"{notes_html}<h2 id='summary'>Summary</h2>{quiet}<ul>{toc}</ul>{empty}"
+            f"{notes_html}<h2 id='summary'>Summary</h2><ul>{toc}</ul>{quiet}{empty}"
             f"{_machine_section(machines, groups)}{sections}{layout_part}{blade_part}{hierarchy}{io_part}{tuned}"
             f"{_runs_table(runs)}"
             "</body></html>\n")
