@@ -19,16 +19,18 @@ import pytest
 from rich.console import Console
 
 from fakeapps import InProcessLauncher, fake_bin_dir, launch_env, launch_ranks
-from hympi.busy.accounting import TICK_S, interference
+from hympi.busy.accounting import TICK_S, Interference, interference
 from hympi.busy.quiet import PROBE_S, Load, probe, quiet_start
 from hympi.busy.sample import PuTimes, Sample
+from hympi.export import rows, to_csv
 from hympi.launch.mpirun import RunOutcome
 from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.place.tree import load_node_tree
 from hympi.report.analysis import group_runs, recommend, verdict
+from hympi.report.html import GroupFigures, render
 from hympi.report.quiet import quiet_sentence
-from hympi.store import Store
-from hympi.sweep import SweepParams, open_sweep, plan, run_sweep
+from hympi.store import Run, Store
+from hympi.sweep import SweepParams, measured_samples, open_sweep, plan, run_sweep, still_open
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "busy"
 
@@ -252,3 +254,57 @@ def test_the_probe_sees_a_spinner_and_names_it(tmp_path, quiet_machine):
     finally:
         spinner.stop()
     assert load.outside_cores > 0.6 and load.top[0][0] == name, load
+
+
+def _stored(sweep_id: int, ranks: int, repeat: int, rate: float, outside: float | None) -> Run:
+    """A run of layout ranks x 1 with the other work `outside` cores beside it (None: not measured)."""
+    busy = None if outside is None else Interference(outside_cpu_s=outside * 2.0, steal_s=0.0, outside_cores=outside)
+    return Run(sweep_id, "rb3d", ranks, 1, "core", "compact", repeat, (), (), ("mpirun",), "ok", 0, 2.0,
+               {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p"}, interference=busy,
+               disturbed=busy is not None and busy.disturbed(DEFAULT_DISTURBED_ABOVE))
+
+
+def test_disturbed_runs_are_stored_exported_marked_and_counted_in_no_verdict(tmp_path: Path):
+    with Store.open(tmp_path / "r.db") as store:
+        machine = store.ensure_machine("h", "t", "m", "c", {})
+        sweep = store.create_sweep(machine.id, "rb3d", {"app": "rb3d"}, 12)
+        # 2x1 is twice as fast, except in its two runs beside a compile (0.9 cores of other work).
+        for repeat in range(1, 7):
+            store.add_run(_stored(sweep.id, 1, repeat, 1.0 + 0.01 * repeat, 0.02))
+            store.add_run(_stored(sweep.id, 2, repeat, 0.5 if repeat in (2, 5) else 2.0 + 0.01 * repeat,
+                                  0.9 if repeat in (2, 5) else 0.01))
+        store.add_run(_stored(sweep.id, 1, 7, 1.0, None))  # recorded before hympi measured other work
+        runs = store.runs([sweep.id])
+        exported = {(r["ranks"], r["repeat"]): r for r in rows(store, [sweep.id])}
+    assert [(r.ranks, r.repeat) for r in runs if r.disturbed] == [(2, 2), (2, 5)]
+    assert runs[3].interference == Interference(outside_cpu_s=1.8, steal_s=0.0, outside_cores=0.9)
+    assert runs[-1].interference is None and not runs[-1].disturbed
+    assert (exported[(2, 2)]["outside_cores"], exported[(2, 2)]["disturbed"]) == (0.9, True)
+    assert (exported[(1, 7)]["outside_cores"], exported[(1, 7)]["disturbed"]) == (None, None)
+    assert "outside_cores" in to_csv(list(exported.values())).splitlines()[0]
+    (group,) = group_runs(runs, {sweep.id: machine.id})
+    two = next(s for s in group.layouts if s.ranks == 2)
+    assert (two.runs, two.ok, two.disturbed, two.disturbed_load) == (6, 6, 2, 0.9)
+    assert sorted(two.rates) == [2.01, 2.03, 2.04, 2.06] and two.disturbed_rates == (0.5, 0.5)
+    assert verdict(group).recommended is two and recommend(group).startswith("Best: 2 ranks x 1 thread")
+    page = render("t", "now", [], [group], {group.slug: GroupFigures("r.png", "m.png")}, runs, ())
+    assert "2 (0.90 cores)" in page and page.count("disturbed (0.90 cores)") == 2
+    assert ("The machine was busy: 2 of 12 measured runs (17 %) overlapped other work above the threshold and are "
+            "left out of the verdicts (median 0.02 cores of other work beside a run).") in page
+
+
+def test_too_few_clean_runs_withhold_the_verdict_and_auto_measures_that_layout_again():
+    runs = [_stored(1, 1, repeat, 1.0, 0.0) for repeat in (1, 2, 3)]
+    runs += [_stored(1, 2, repeat, 0.5 if repeat > 1 else 2.0, 0.9 if repeat > 1 else 0.0) for repeat in (1, 2, 3)]
+    (group,) = group_runs(runs, {1: 1})
+    assert recommend(group) == ("2 of 3 runs of 2x1 overlapped other work using 0.9 cores; no verdict (measure again "
+                                "on a quiet machine, or with --repeat auto).")
+    params = SweepParams("rb3d", ((1, 1), (2, 1)), repeat=3, auto=True, max_repeat=6)
+    layouts = ((1, 1, "core", "none", ()), (2, 1, "core", "none", ()))
+    assert [len(s.rates) for s in measured_samples(runs, layouts, 4)] == [3, 1]
+    # Every 2x1 run disturbed: no clean rate at all, yet --repeat auto measures it again (a layout without any ok
+    # run is not); 1x1, alone with rates, has nothing to be separated from.
+    hit = [*runs[:3], *(_stored(1, 2, repeat, 0.5, 0.9) for repeat in (1, 2, 3))]
+    assert still_open(params, layouts, hit, 4) == (layouts[1],)
+    hit += [_stored(1, 2, 4, 2.0, 0.0), _stored(1, 2, 5, 2.0, 0.0)]
+    assert still_open(params, layouts, hit, 6) == still_open(params, layouts, [r for r in hit if not r.disturbed], 6)
