@@ -12,8 +12,9 @@ from hympi.busy.accounting import Interference, interference
 from hympi.busy.sample import Sample, take_sample
 
 # Seconds between samples: the first and last decide the totals; the ones between keep the tree's time of
-# descendants that end unwaited for. Each costs one read of /proc/stat and of the tree's processes.
-SAMPLE_INTERVAL_S = 0.5
+# descendants that end unwaited for. Finding the tree reads every process's parent (psutil): ~5 ms a sample on a
+# busy 2-core VM, so 2 s keeps a 1.5 s run's overhead under 1 % (bench/interference, docs/performance.md).
+SAMPLE_INTERVAL_S = 2.0
 
 
 class Sampler:
