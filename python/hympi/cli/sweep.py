@@ -165,6 +165,7 @@ def submit_script(script: Path, req: slurm.BatchRequest, runs: int, wait: bool) 
 def main(args: argparse.Namespace) -> int:
     """Plans, validates, then runs (or prints, or writes an sbatch script for) the sweep."""
     params = params_from_args(args)
+    quiet = resolve(args, QUIET_CHECK)  # checked before anything is written
     console = Console()
     resume = args.resume
     if isinstance(resume, int) and not isinstance(resume, bool):
@@ -254,7 +255,6 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"{verb} sweep {sweep.id}: {params.app}, {len(the_plan.items)} runs ({warm} warm-up, "
                       f"{rounds}, order seed {params.seed}, min time {params.min_time:g} s; {done} already recorded"
                       f"{restarts}) -> {args.db}", highlight=False)
-        quiet = resolve(args, QUIET_CHECK)
         if not quiet["ignore_load"]:
             quiet_start(params.disturbed_above, float(str(quiet["wait_quiet"])), slurm.in_allocation(),
                         lambda text: console.print(f"hympi: {text}", highlight=False))
