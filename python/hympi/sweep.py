@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields, replace
 from functools import partial
 from pathlib import Path
@@ -686,9 +686,8 @@ def restartable_items(store: Store, sweep_id: int, params: SweepParams) -> list[
 
 def occupied_pus(params: SweepParams, layouts: tuple[SweepLayout, ...]) -> dict[SweepLayout, frozenset[int]]:
     """The PUs each layout's threads are bound to, where the binding decides them: not for virtual nodes, an
-    oversubscribed machine, Slurm (which places the steps) or a machine whose topology cannot be read; a layout
-    left out is watched on every PU."""
-    if params.virtual_nodes > 1 or params.oversubscribe or params.launcher == "slurm":
+    oversubscribed machine or a machine whose topology cannot be read; a layout left out is watched on every PU."""
+    if params.virtual_nodes > 1 or params.oversubscribe:
         return {}
     try:
         tree: NodeTree = load_node_tree("this")
@@ -743,7 +742,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     started = now_utc()
                     restart = restartable(params, item)
                     before = checkpoint_state(params, item) if restart else None
-                    with Sampler() as sampler:
+                    # Slurm's steps are its daemons' children, not this process's: other work cannot be told apart.
+                    sampler = Sampler() if params.launcher != "slurm" else None
+                    with sampler or nullcontext():
                         outcome = runner(command_for(params, item, restart), params.timeout)
                     if program is not None:
                         outcome = judge(program, outcome, item.ranks, item.threads, (*params.app_args, *item.args))
@@ -752,7 +753,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     if restart:
                         outcome = untimed_restart(outcome)
                     run = _outcome_run(sweep.id, params, item, outcome, started, restart,
-                                       sampler.interference(occupied.get(item.layout())))
+                                       sampler.interference(occupied.get(item.layout())) if sampler else None)
                     if run.status == "cancelled":  # not the layout's result: kept, and the item left to run again
                         store.add_attempt(run)
                         cancelled += 1
