@@ -660,8 +660,10 @@ def _auto_text(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list
     """The sentence that records how --repeat auto ended."""
     samples = [s for s in measured_samples(runs, layouts, rounds + 1) if len(s.rates) >= MIN_SAMPLES]
     if len(samples) < 2:
-        return (f"--repeat auto: after {rounds} round(s) fewer than two layouts have {MIN_SAMPLES} ok runs; "
-                "nothing to separate")
+        hit = sum(1 for r in runs if r.disturbed and r.repeat >= 1)
+        left_out = f" ({hit} run(s) overlapped other work and count in no verdict)" if hit else ""
+        return (f"--repeat auto: after {rounds} round(s) fewer than two layouts have {MIN_SAMPLES} ok runs"
+                f"{left_out}; nothing to separate")
     ranked = sorted(samples, key=lambda s: s.median, reverse=True)
     verdict = compare(ranked[0], ranked[1], params.confidence)
     detail = verdict.sentence()

@@ -299,6 +299,9 @@ def test_too_few_clean_runs_withhold_the_verdict_and_auto_measures_that_layout_a
     (group,) = group_runs(runs, {1: 1})
     assert recommend(group) == ("2 of 3 runs of 2x1 overlapped other work using 0.9 cores; no verdict (measure again "
                                 "on a quiet machine, or with --repeat auto).")
+    every = [_stored(1, ranks, repeat, 1.0, 0.9) for ranks in (1, 2) for repeat in (1, 2, 3)]
+    (group,) = group_runs(every, {1: 1})  # no clean run at all: the reason, not "no verified result"
+    assert recommend(group).startswith("3 of 3 runs of 1x1 overlapped other work using 0.9 cores; 3 of 3 runs of 2x1")
     params = SweepParams("rb3d", ((1, 1), (2, 1)), repeat=3, auto=True, max_repeat=6)
     layouts = ((1, 1, "core", "none", ()), (2, 1, "core", "none", ()))
     assert [len(s.rates) for s in measured_samples(runs, layouts, 4)] == [3, 1]

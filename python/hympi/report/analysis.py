@@ -346,13 +346,13 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
     if failed:
         parts = [f"{named[s]}: {', '.join(f'{n} {st}' for st, n in s.statuses if st != 'ok')}" for s in failed]
         failures = f" Not ok: {'; '.join(parts)}."
+    result = verdict(group, confidence)
+    if result.withheld:  # before the counts below, which leave the disturbed runs out
+        return f"{result.withheld}; no verdict (measure again on a quiet machine, or with --repeat auto).{failures}"
     with_rates = [s for s in group.layouts if s.rate_median is not None]
     if not with_rates:
         return f"No layout of {group.app} produced a verified result, so there is nothing to recommend.{failures}"
     unit = f" {group.rate_unit}" if group.rate_unit else ""
-    result = verdict(group, confidence)
-    if result.withheld:
-        return f"{result.withheld}; no verdict (measure again on a quiet machine, or with --repeat auto).{failures}"
     chosen = result.recommended
     if chosen is None:
         if len(with_rates) == 1:

@@ -80,7 +80,7 @@ def rate_vs_threads(group: AppGroup, path: Path) -> Path:
     if hit:
         ax.scatter([t for t, _ in hit], [r for _, r in hit], marker="x", color="#b42318", zorder=3,
                    label="disturbed run (left out)")
-    threads = sorted({s.threads for s in layouts})
+    threads = sorted({s.threads for s in layouts} | {t for t, _ in hit})
     ax.set_xscale("log", base=2)
     ax.set_xticks(threads or [1])
     ax.set_xticklabels([str(t) for t in threads] or ["1"])
@@ -90,10 +90,11 @@ def rate_vs_threads(group: AppGroup, path: Path) -> Path:
     top = max([*((s.rate_max or s.rate_median or 0.0) for s in layouts), *(r for _, r in hit)], default=0.0)
     ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
     ax.grid(True, alpha=0.3)
-    if layouts:
+    if layouts or hit:
         ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no successful runs", ha="center", va="center", transform=ax.transAxes)
+    if not layouts:
+        ax.text(0.5, 0.5, "no clean runs: every one disturbed" if hit else "no successful runs", ha="center",
+                va="center", transform=ax.transAxes)
     return _save(fig, path)
 
 
