@@ -318,7 +318,7 @@ def run_pingpong_probe(study: _Study) -> list[int]:
         # The probe times its own round trips: no warm-up run, and the minimum time does not apply (HYMPI_MIN_TIME=0).
         params = SweepParams(app=PINGPONG, layouts=((probe.ranks, 1),), app_args=args, timeout=options.timeout,
                              oversubscribe=probe.ranks > summary.pus, virtual_nodes=probe.virtual_nodes,
-                             min_time=0.0, seed=options.seed, warmup=False)
+                             min_time=0.0, seed=options.seed, warmup=False, disturbed_above=options.disturbed_above)
         where = f"{probe.ranks} ranks" + (f" on {probe.virtual_nodes} virtual nodes" if probe.virtual_nodes > 1 else "")
         if (opened := study.open(params, f"{PINGPONG}: {where} skipped")) is None:
             continue
@@ -353,7 +353,7 @@ def run_data_layout_experiment(study: _Study) -> list[int]:
     for layout in layouts():
         params = SweepParams(app=DATA_LAYOUT_APP, layouts=tuple((1, t) for t in threads), repeat=repeat,
                              app_args=(*args, OPTION, layout), timeout=options.timeout, min_time=options.min_time,
-                             seed=options.seed, warmup=options.warmup)
+                             seed=options.seed, warmup=options.warmup, disturbed_above=options.disturbed_above)
         if (opened := study.open(params, f"{NOTE_PREFIX}{DATA_LAYOUT_APP} skipped")) is None:
             return []
         sweeps.append(opened)
