@@ -26,7 +26,7 @@ from hympi.export import rows, to_csv
 from hympi.launch.mpirun import RunOutcome
 from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.place.tree import load_node_tree
-from hympi.report.analysis import group_runs, recommend, verdict
+from hympi.report.analysis import AppGroup, group_runs, recommend, verdict
 from hympi.report.html import GroupFigures, render
 from hympi.report.quiet import quiet_sentence
 from hympi.store import Run, Store
@@ -189,8 +189,8 @@ class _SpinningRunner(InProcessLauncher):
         return {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p"}
 
 
-def _sweep(tmp: Path, runner: _SpinningRunner) -> tuple[list, str]:
-    """Six rounds of 1x1 and 2x1 without warm-up (12 launches), in launch order; and the recommendation."""
+def _sweep(tmp: Path, runner: _SpinningRunner) -> tuple[list[Run], AppGroup]:
+    """Six rounds of 1x1 and 2x1 without warm-up (12 launches): the runs in launch order, and their group."""
     params = SweepParams("rb3d", ((1, 1), (2, 1)), repeat=6, warmup=False, min_time=0.0, seed=3)
     the_plan = plan(params, cpu_limit=2)
     with Store.open(tmp / "r.db") as store:
