@@ -45,6 +45,10 @@ class CsvRow(TypedDict):
     pages_on_intended: float | None  # share of the reported arrays' pages on the nodes the memory policy meant
     verified: bool | None
     restarted_from_step: int | None  # the checkpoint step a restarted run continued from
+    outside_cpu_s: float | None  # CPU seconds other processes used on the run's PUs, steal included (hympi.busy)
+    outside_cores: float | None  # the same per second of the run
+    steal_s: float | None
+    disturbed: bool | None  # outside_cores above the sweep's --disturbed-above (None: not measured)
     started_at: str
     finished_at: str
     command: str  # a JSON list
@@ -71,6 +75,7 @@ def rows(store: Store, sweep_ids: list[int] | None = None) -> list[ExportRow]:
         if machine_id not in machines:
             machines[machine_id] = store.machine(machine_id)
         m = machines[machine_id]
+        busy = run.interference
         out.append({"run_id": run.id, "sweep_id": run.sweep_id, "machine_id": machine_id, "hostname": m.hostname,
                     "topology_hash": m.topology_hash, "mpi_library": m.mpi_library, "compiler": m.compiler,
                     "app": run.app, "problem": run.problem, "ranks": run.ranks, "threads": run.threads,
@@ -83,6 +88,9 @@ def rows(store: Store, sweep_ids: list[int] | None = None) -> list[ExportRow]:
                     "node_rss_mib": run.value("node_rss_mib"), "pages_on_intended": run_placement_share(run),
                     "verified": run.record.get("verified") if run.record else None,
                     "restarted_from_step": run.restarted_from_step,
+                    "outside_cpu_s": busy.outside_cpu_s if busy else None,
+                    "outside_cores": busy.outside_cores if busy else None,
+                    "steal_s": busy.steal_s if busy else None, "disturbed": run.disturbed if busy else None,
                     "started_at": run.started_at, "finished_at": run.finished_at,
                     "command": json.dumps(list(run.command)), "stderr_tail": run.stderr_tail,
                     "env": dict(run.env), "result": run.record})

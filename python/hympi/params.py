@@ -40,6 +40,9 @@ AUTO_MIN_REPEAT = 3
 DEFAULT_MAX_REPEAT = 10
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_TIMEOUT_S = 600.0
+# A run is disturbed when processes outside its tree used more than this many cores on its PUs, averaged over the
+# run (hympi.busy): contract.toml's default, the one a record built in code takes.
+DEFAULT_DISTURBED_ABOVE = float(str(contract().option("disturbed_above").default))  # type: ignore[union-attr]
 SEED_LIMIT = 2**32
 
 
@@ -120,6 +123,14 @@ def parse_confidence(option: str, text: str) -> float:
         raise UsageError(f"{option}: '{text}' is not a number") from None
     if not (math.isfinite(value) and 0.5 <= value < 1.0):
         raise UsageError(f"{option} must be in [0.5, 1) (e.g. 0.95), got {text}")
+    return value
+
+
+def parse_cores(option: str, text: str) -> float:
+    """A finite number of cores > 0 (a load threshold)."""
+    value = parse_number(option, text, "a number of cores")
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{option} must be a finite number of cores > 0, got {text}")
     return value
 
 
@@ -282,6 +293,16 @@ SEED = Param("seed", "--seed", "seed of the randomised run order (default: drawn
 TIMEOUT = Param("timeout", "--timeout", f"seconds before a run is killed and recorded as timeout (default "
                 f"{DEFAULT_TIMEOUT_S:g})", seconds_above_zero, DEFAULT_TIMEOUT_S, metavar="S")
 WARMUP = Param("warmup", "--no-warmup", "skip the uncounted warm-up run per layout", negate=True)
+WAIT_QUIET = Param("wait_quiet", "--wait-quiet", "when the quiet check finds the machine busy, wait up to S seconds "
+                   "for it to calm down before measuring (default 0: measure at once, saying so)", seconds_from_zero,
+                   0.0, metavar="S")
+IGNORE_LOAD = Param("ignore_load", "--ignore-load", "skip the quiet check before measuring", setting="ignore_load")
+# The quiet check before a sweep or study measures (hympi.busy.quiet): not part of what the measurements are.
+QUIET_CHECK = (WAIT_QUIET, IGNORE_LOAD)
+DISTURBED_ABOVE = Param("disturbed_above", "--disturbed-above", "a run is disturbed (marked, left out of the "
+                        "verdicts) when processes outside it used more than this many cores on its PUs on average "
+                        f"(default $HYMPI_DISTURBED_ABOVE or {DEFAULT_DISTURBED_ABOVE:g}; recorded with the sweep)",
+                        parse_cores, setting="disturbed_above", metavar="CORES")
 OVERSUBSCRIBE = Param("oversubscribe", "--oversubscribe", "allow layouts with ranks x threads > PUs",
                       setting="oversubscribe")
 

@@ -11,10 +11,12 @@ import numpy as np
 from rich.console import Console
 
 from hympi.apps import AppSpec, get_app
+from hympi.busy.quiet import quiet_start
 from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
+from hympi.launch import slurm
 from hympi.launch.mpirun import DEFAULT_MEMBIND, MEMORY_POLICIES
-from hympi.params import from_record
+from hympi.params import DEFAULT_DISTURBED_ABOVE, from_record
 from hympi.paths import binary
 from hympi.program import ProgramRun
 from hympi.report.datalayout import MIN_NUMA, NOTE_PREFIX, OPTION, layouts, needs_numa
@@ -140,6 +142,9 @@ class StudyOptions:
     seed: int = 0
     warmup: bool = True
     programs: tuple[ProgramRun, ...] = ()
+    disturbed_above: float = DEFAULT_DISTURBED_ABOVE
+    wait_quiet: float = 0.0
+    ignore_load: bool = False
 
 
 def membind_axis(store: Store, study_id: int, summary: MachineSummary, options: StudyOptions,
@@ -243,6 +248,8 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
     say(f"layouts: {', '.join(f'{r}x{t}' for r, t in layouts)}; {rounds}"
         f"{', 1 warm-up each' if options.warmup else ''}; min time {options.min_time:g} s per run; order seed "
         f"{options.seed}; {'quick' if options.quick else 'full'} problem sizes")
+    if not options.ignore_load:
+        quiet_start(options.disturbed_above, options.wait_quiet, slurm.in_allocation(), say)
     with Store.open(options.db) as store:
         machine = record_machine(store, summary, "mpirun")
         study_id = store.create_study(machine.id, options.quick, str(options.out_dir))
@@ -259,7 +266,7 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
                                  app_args=app_args(app, options.quick, summary, max_ranks), timeout=options.timeout,
                                  min_time=options.min_time, seed=options.seed, warmup=options.warmup,
                                  auto=options.auto, max_repeat=options.max_repeat, confidence=options.confidence,
-                                 membinds=membinds)
+                                 membinds=membinds, disturbed_above=options.disturbed_above)
             if (opened := study.open(params, f"{app.name}: skipped")) is None:
                 continue
             say(f"[bold]{app.name}[/bold] ({spec.description}): sweep {opened.sweep.id}"
@@ -286,7 +293,8 @@ def run_program_sweep(study: _Study, layouts: tuple[tuple[int, int], ...], entry
     params = from_record(SweepParams, {
         **program_fields(entry.program), "layouts": layouts, "repeat": options.repeat, "app_args": entry.args,
         "timeout": options.timeout, "min_time": 0.0, "seed": options.seed, "warmup": options.warmup,
-        "auto": options.auto, "max_repeat": options.max_repeat, "confidence": options.confidence})
+        "auto": options.auto, "max_repeat": options.max_repeat, "confidence": options.confidence,
+        "disturbed_above": options.disturbed_above})
     params.check()
     opened = study.open_planned(params, plan(params, study.summary.pus))
     study.say(f"[bold]{opened.params.app}[/bold] (your program: {entry.program.summary()}): sweep {opened.sweep.id}"
@@ -310,7 +318,7 @@ def run_pingpong_probe(study: _Study) -> list[int]:
         # The probe times its own round trips: no warm-up run, and the minimum time does not apply (HYMPI_MIN_TIME=0).
         params = SweepParams(app=PINGPONG, layouts=((probe.ranks, 1),), app_args=args, timeout=options.timeout,
                              oversubscribe=probe.ranks > summary.pus, virtual_nodes=probe.virtual_nodes,
-                             min_time=0.0, seed=options.seed, warmup=False)
+                             min_time=0.0, seed=options.seed, warmup=False, disturbed_above=options.disturbed_above)
         where = f"{probe.ranks} ranks" + (f" on {probe.virtual_nodes} virtual nodes" if probe.virtual_nodes > 1 else "")
         if (opened := study.open(params, f"{PINGPONG}: {where} skipped")) is None:
             continue
@@ -345,7 +353,7 @@ def run_data_layout_experiment(study: _Study) -> list[int]:
     for layout in layouts():
         params = SweepParams(app=DATA_LAYOUT_APP, layouts=tuple((1, t) for t in threads), repeat=repeat,
                              app_args=(*args, OPTION, layout), timeout=options.timeout, min_time=options.min_time,
-                             seed=options.seed, warmup=options.warmup)
+                             seed=options.seed, warmup=options.warmup, disturbed_above=options.disturbed_above)
         if (opened := study.open(params, f"{NOTE_PREFIX}{DATA_LAYOUT_APP} skipped")) is None:
             return []
         sweeps.append(opened)

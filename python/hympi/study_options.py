@@ -12,8 +12,10 @@ from hympi.params import (
     AUTO,
     AUTO_MIN_REPEAT,
     CONFIDENCE,
+    DISTURBED_ABOVE,
     MAX_REPEAT,
     MIN_TIME,
+    QUIET_CHECK,
     REPEAT,
     SEED,
     TIMEOUT,
@@ -89,4 +91,5 @@ STUDY = (QUICK, APPS,
                             lambda values: QUICK_MIN_TIME_S if values[QUICK.name] else FULL_MIN_TIME_S),
          SEED, WARMUP,
          TIMEOUT.described(f"seconds per run (default {QUICK_TIMEOUT_S:g} quick, {FULL_TIMEOUT_S:g} full)",
-                           lambda values: QUICK_TIMEOUT_S if values[QUICK.name] else FULL_TIMEOUT_S))
+                           lambda values: QUICK_TIMEOUT_S if values[QUICK.name] else FULL_TIMEOUT_S),
+         DISTURBED_ABOVE, *QUIET_CHECK)

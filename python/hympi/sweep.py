@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, fields, replace
 from functools import partial
 from pathlib import Path
@@ -40,13 +40,15 @@ from rich.progress import (
 )
 
 from hympi.apps import get_app
-from hympi.errors import SweepInterrupted, UsageError
+from hympi.busy.accounting import Interference
+from hympi.busy.sampler import Sampler
+from hympi.errors import HympiFatal, SweepInterrupted, UsageError
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
-from hympi.launch.layout import LAYOUT_BINDS
+from hympi.launch.layout import LAYOUT_BINDS, LayoutSpec
 from hympi.launch.mpirun import (
     DEFAULT_MEMBIND,
     LaunchSpec,
@@ -61,6 +63,7 @@ from hympi.layout_options import LAUNCHER, RANKS, THREADS
 from hympi.params import (
     AUTO,
     DEFAULT_CONFIDENCE,
+    DEFAULT_DISTURBED_ABOVE,
     DEFAULT_MAX_REPEAT,
     DEFAULT_TIMEOUT_S,
     MAX_REPEAT,
@@ -70,6 +73,7 @@ from hympi.params import (
     from_record,
 )
 from hympi.paths import REPO_ROOT
+from hympi.place.tree import NodeTree, load_node_tree
 from hympi.probe import apply_probe, launch_probed
 from hympi.program import PROGRAM, Program, file_digest, judge, program_named, program_of
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
@@ -90,7 +94,8 @@ RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": F
                                          "max_repeat": lambda data: data["repeat"]}
 # Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
 SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args",
-                    "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir")
+                    "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir",
+                    "disturbed_above")
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,8 @@ class SweepParams:
     every (ranks, threads) launch its level-2 options, so equal launch shapes of other modes are other items.
     A sweep of a program of the user's own (hympi.program) has its absolute path in `program` ("" for an app; `app`
     is then the program's name), its file's sha256, its figure of merit and verification, and `workdir`, where it
-    runs; the launcher binds it (it does not call hympi's binding).
+    runs; the launcher binds it (it does not call hympi's binding). A run during which other processes used more
+    than `disturbed_above` cores of its PUs is disturbed (hympi.busy): recorded, marked, never counted.
     """
 
     app: str
@@ -138,6 +144,7 @@ class SweepParams:
     better: str = ""
     verify: str = ""
     workdir: str = ""
+    disturbed_above: float = DEFAULT_DISTURBED_ABOVE
 
     def program_spec(self) -> Program | None:
         """The program swept, None for a sweep of one of hympi's apps."""
@@ -571,13 +578,15 @@ def _refuse_if_owned(sweep: Sweep) -> None:
 
 
 def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: RunOutcome, started: str,
-                 restarted: bool = False) -> Run:
-    """The store record of one launch; a restarted one records the step it continued from (io.restart_step)."""
+                 restarted: bool = False, interference: Interference | None = None) -> Run:
+    """The store record of one launch; a restarted one records the step it continued from (io.restart_step), a
+    sampled one the other work beside it and whether that disturbed it (params.disturbed_above)."""
     return Run(sweep_id, params.app, item.ranks, item.threads, item.bind, params.dist, item.repeat,
                (*params.app_args, *item.args), run_env(params, item), tuple(outcome.command), outcome.status,
                outcome.returncode, outcome.seconds, outcome.record, outcome.stderr_tail(), started, now_utc(),
                mpi_params=params.mpi_params, restarted_from_step=restart_step(outcome.record) if restarted else None,
-               membind=item.membind, item_args=item.args)
+               membind=item.membind, item_args=item.args, interference=interference,
+               disturbed=interference is not None and interference.disturbed(params.disturbed_above))
 
 
 def run_program(params: SweepParams, program: Program, item: SweepItem,
@@ -603,6 +612,8 @@ def _line(item: SweepItem, run: Run) -> str:
     probe = run.record.get("probe") if run.record else None
     if isinstance(probe, dict):
         untaken += "".join(f" [yellow]{text}[/yellow]" for text in probe.get("findings", []))
+    if run.disturbed and run.interference is not None:
+        untaken += f" [yellow]disturbed: other work used {run.interference.outside_cores:.2f} cores[/yellow]"
     return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}{untaken}"
 
 
@@ -615,14 +626,15 @@ def layout_name(layout: SweepLayout) -> str:
 
 
 def measured_samples(runs: list[Run], layouts: tuple[SweepLayout, ...], before_round: int) -> list[Sample]:
-    """Per layout, the ok rates of measured rounds 1 .. before_round-1 (warm-ups and later rounds left out)."""
+    """Per layout, the ok rates of measured rounds 1 .. before_round-1 (warm-ups, later rounds and disturbed runs
+    left out)."""
     rates: dict[SweepLayout, list[float]] = {x: [] for x in layouts}
     memory: dict[SweepLayout, list[float]] = {x: [] for x in layouts}
     for run in runs:
         key = (run.ranks, run.threads, run.bind, run.membind, run.item_args)
         rate = run.value("rate")
-        if key in rates and 1 <= run.repeat < before_round and run.status == "ok" and rate is not None and rate > 0 \
-                and math.isfinite(rate):
+        if key in rates and 1 <= run.repeat < before_round and run.status == "ok" and not run.disturbed \
+                and rate is not None and rate > 0 and math.isfinite(rate):
             rates[key].append(rate)
             node = run.value("node_rss_mib")
             if node is not None:
@@ -636,14 +648,29 @@ def still_open(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list
                reference: Sequence[Sample] = ()) -> tuple[SweepLayout, ...]:
     """The layouts --repeat auto runs again in `round_no`: the best median and every layout not separated from it,
     judged on rounds before `round_no` only (so a resumed sweep decides the same); () when the best is separated.
-    A layout with no ok run at all is not run again (more repeats cannot make it comparable). The `reference`
+    A layout with no ok run at all is not run again (more repeats cannot make it comparable); one left with fewer
+    than MIN_SAMPLES clean runs because others were disturbed is (it cannot be judged yet). The `reference`
     samples, measured outside this sweep (a tune's best configuration so far), compete too but are never run."""
     samples = measured_samples(runs, layouts, round_no)
-    by_name = {layout_name(x): x for x in layouts}
     hopeful = [s for s in samples if s.rates] + [s for s in reference if s.rates]
     top = contenders(hopeful, params.confidence)
-    own = tuple(by_name[s.label] for s in top if s.label in by_name)
-    return own if len(top) > 1 else ()
+    short = {layout_name(x) for x in _short_of_clean(runs, layouts, round_no)}
+    chosen = {s.label for s in top} if len(top) > 1 else set()
+    return tuple(x for x in layouts if layout_name(x) in chosen | short)
+
+
+def _short_of_clean(runs: list[Run], layouts: tuple[SweepLayout, ...], before_round: int) -> list[SweepLayout]:
+    """The layouts with a disturbed ok run in rounds before `before_round` and fewer than MIN_SAMPLES clean ones."""
+    clean = {layout_name(x): 0 for x in layouts}
+    hit: set[str] = set()
+    for run in runs:
+        name = layout_name((run.ranks, run.threads, run.bind, run.membind, run.item_args))
+        if name in clean and 1 <= run.repeat < before_round and run.status == "ok":
+            if run.disturbed:
+                hit.add(name)
+            else:
+                clean[name] += 1
+    return [x for x in layouts if layout_name(x) in hit and clean[layout_name(x)] < MIN_SAMPLES]
 
 
 def _auto_text(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list[Run], rounds: int,
@@ -651,8 +678,10 @@ def _auto_text(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list
     """The sentence that records how --repeat auto ended."""
     samples = [s for s in (*measured_samples(runs, layouts, rounds + 1), *reference) if len(s.rates) >= MIN_SAMPLES]
     if len(samples) < 2:
-        return (f"--repeat auto: after {rounds} round(s) fewer than two layouts have {MIN_SAMPLES} ok runs; "
-                "nothing to separate")
+        hit = sum(1 for r in runs if r.disturbed and r.repeat >= 1)
+        left_out = f" ({hit} run(s) overlapped other work and count in no verdict)" if hit else ""
+        return (f"--repeat auto: after {rounds} round(s) fewer than two layouts have {MIN_SAMPLES} ok runs"
+                f"{left_out}; nothing to separate")
     ranked = sorted(samples, key=lambda s: s.median, reverse=True)
     verdict = compare(ranked[0], ranked[1], params.confidence)
     detail = verdict.sentence()
@@ -673,6 +702,19 @@ def restartable_items(store: Store, sweep_id: int, params: SweepParams) -> list[
         return []
     return [item for item in (SweepItem(*key) for key in sorted(_stopped_keys(store, sweep_id)))
             if restartable(params, item)]
+
+
+def occupied_pus(params: SweepParams, layouts: tuple[SweepLayout, ...]) -> dict[SweepLayout, frozenset[int]]:
+    """The PUs each layout's threads are bound to, where the binding decides them: not for virtual nodes, an
+    oversubscribed machine or a machine whose topology cannot be read; a layout left out is watched on every PU."""
+    if params.virtual_nodes > 1 or params.oversubscribe:
+        return {}
+    try:
+        tree: NodeTree = load_node_tree("this")
+    except (HympiFatal, UsageError, OSError):
+        return {}
+    return {x: LayoutSpec(1, x[0], x[1], x[2], params.dist).occupied(tree) for x in layouts
+            if x[0] * x[1] <= len(tree.cores)}
 
 
 def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[SweepItem, ...],
@@ -706,6 +748,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     restarted = 0
     cancelled = 0
     layouts = tuple(dict.fromkeys(i.layout() for i in items))
+    occupied = occupied_pus(params, layouts)
     store.claim_sweep(sweep.id)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
@@ -721,15 +764,19 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     started = now_utc()
                     restart = restartable(params, item)
                     before = checkpoint_state(params, item) if restart else None
-                    if program is not None:  # judged on its output and on what the probe saw
-                        outcome = run_program(params, program, item, runner)
-                    else:
-                        outcome = runner(command_for(params, item, restart), params.timeout)
-                        if params.launcher != "slurm":  # the srun step runner checks its --ntasks itself
-                            outcome = one_mpi_job(outcome, item.ranks)
+                    # Slurm's steps are its daemons' children, not this process's: other work cannot be told apart.
+                    sampler = Sampler() if params.launcher != "slurm" else None
+                    with sampler or nullcontext():
+                        if program is not None:  # judged on its output and on what the probe saw
+                            outcome = run_program(params, program, item, runner)
+                        else:
+                            outcome = runner(command_for(params, item, restart), params.timeout)
+                    if program is None and params.launcher != "slurm":  # srun's step runner checks its --ntasks
+                        outcome = one_mpi_job(outcome, item.ranks)
                     if restart:
                         outcome = untimed_restart(outcome)
-                    run = _outcome_run(sweep.id, params, item, outcome, started, restart)
+                    run = _outcome_run(sweep.id, params, item, outcome, started, restart,
+                                       sampler.interference(occupied.get(item.layout())) if sampler else None)
                     if run.status == "cancelled":  # not the layout's result: kept, and the item left to run again
                         store.add_attempt(run)
                         cancelled += 1
@@ -808,8 +855,8 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
     for p in SWEEP:
         value = getattr(params, p.name, None)
         if p in (SWEEP_REPEAT, LAUNCHER) or value is None or (p is MAX_REPEAT and not params.auto) or \
-                (p.name in SPELLED_WHEN_SET and value == defaults[p.name]):
-            continue
+                (p.name in SPELLED_WHEN_SET and value == defaults[p.name] and not p.setting):
+            continue  # a default the environment inside the allocation could change is spelled out
         cmd += p.spell(value)
     cmd += ["--db", str(db.resolve()), *LAUNCHER.spell("slurm"), "--resume"]
     for name, value in params.mpi_params:

@@ -10,6 +10,7 @@ from hympi.contract import contract
 from hympi.layout_options import BINDS, DIST, LAUNCHER, MEMBINDS, RANKS, THREADS, VIRTUAL_NODES
 from hympi.params import (
     CONFIDENCE,
+    DISTURBED_ABOVE,
     MAX_REPEAT,
     MIN_TIME,
     OVERSUBSCRIBE,
@@ -72,4 +73,5 @@ CHECKPOINT_EVERY = Param("checkpoint_every", "--checkpoint-every",
 
 # Every parameter of `hympi sweep` that defines the sweep (SweepParams' fields), in the order they resolve.
 SWEEP = (RANKS, THREADS, N1, N2, INNER, BINDS, DIST, MEMBINDS, SWEEP_REPEAT, MAX_REPEAT, CONFIDENCE, SWEEP_MIN_TIME,
-         SEED, SWEEP_WARMUP, TIMEOUT, SWEEP_OVERSUBSCRIBE, VIRTUAL_NODES, LAUNCHER, CHECKPOINT_DIR, CHECKPOINT_EVERY)
+         SEED, SWEEP_WARMUP, TIMEOUT, SWEEP_OVERSUBSCRIBE, VIRTUAL_NODES, LAUNCHER, CHECKPOINT_DIR, CHECKPOINT_EVERY,
+         DISTURBED_ABOVE)

@@ -19,11 +19,17 @@ os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
 # Apps and sweeps take their minimum kernel time from here: 0 keeps the tests' runs as short as their arguments say.
 os.environ.setdefault("HYMPI_MIN_TIME", "0")
+# Tests run beside each other (pytest-xdist) and beside other work: no quiet check before their sweeps, and no run of
+# theirs judged disturbed unless a test asks for it (test_busy.py builds its sweeps with the documented default).
+os.environ.setdefault("HYMPI_IGNORE_LOAD", "1")
+os.environ.setdefault("HYMPI_DISTURBED_ABOVE", "1000")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Registers skips.needs' mark, so that a typo in its name is an error (--strict-markers), not a silent run."""
     config.addinivalue_line("markers", f"{skips.MARKER}(reason, present, detail): what the test needs (skips.py)")
+    config.addinivalue_line("markers", "quiet_machine: true only while nothing else loads the machine (other "
+                            "tests included): run alone, after the parallel pass (Makefile test-python)")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

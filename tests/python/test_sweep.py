@@ -320,6 +320,9 @@ def _digest(path: Path) -> str:
         (["sweep", "rb3d", "--virtual-nodes", "5", "--ranks", "2"], "--virtual-nodes 5"),
         (["sweep", "rb3d", "--virtual-nodes", "2", "--ranks", "1,2"], "layout 1x1"),
         (["sweep", "rb3d", "--launcher", "pbs"], "pbs"),
+        (["sweep", "rb3d", "--disturbed-above", "0"], "--disturbed-above must be a finite number of cores > 0"),
+        (["sweep", "rb3d", "--disturbed-above", "nan"], "nan"),
+        (["sweep", "rb3d", "--wait-quiet", "-1"], "-1"),
         (["sweep", "nosuchapp"], "nosuchapp"),
         (["sweep", "rb3d", "--ranks", "8", "--threads", "8"], "--oversubscribe"),
         (["sweep", "rb3d", "--", "--reject"], "--reject"),
@@ -331,6 +334,8 @@ def _digest(path: Path) -> str:
         (["study", "--timeout", "nan"], "nan"),
         (["study", "--min-time", "inf"], "inf"),
         (["study", "--seed", "-1"], "-1"),
+        (["study", "--disturbed-above", "x"], "'x'"),
+        (["study", "--wait-quiet", "inf"], "inf"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_the_database_untouched(tmp_path: Path, args, needle):

@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from hympi.apps import APPS
+from hympi.busy.quiet import quiet_start
 from hympi.cli.common import (
     add_db_option,
     add_mpi_param_options,
@@ -27,7 +28,7 @@ from hympi.launch import slurm, slurm_jobs
 from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import format_command
 from hympi.outputs import write_output
-from hympi.params import Value, from_record, ints, parse_integer, register, resolve, rounds, texts
+from hympi.params import QUIET_CHECK, Value, from_record, ints, parse_integer, register, resolve, rounds, texts
 from hympi.program import PROGRAM
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
@@ -65,6 +66,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p.add_argument("app", help=f"one of: {', '.join(sorted(APPS))}; or a program of your own, by its path (anything "
                               "with a '/': ./solver, /usr/bin/lmp), its arguments after --")
     register(p, SWEEP)
+    register(p, QUIET_CHECK)
     register(p, PROGRAM)
     add_mpi_param_options(p)
     add_db_option(p)
@@ -163,6 +165,7 @@ def submit_script(script: Path, req: slurm.BatchRequest, runs: int, wait: bool) 
 def main(args: argparse.Namespace) -> int:
     """Plans, validates, then runs (or prints, or writes an sbatch script for) the sweep."""
     params = params_from_args(args)
+    quiet = resolve(args, QUIET_CHECK)  # checked before anything is written
     console = Console()
     resume = args.resume
     if isinstance(resume, int) and not isinstance(resume, bool):
@@ -256,6 +259,9 @@ def main(args: argparse.Namespace) -> int:
                       f"{restarts}) -> {args.db}", highlight=False)
         if program is not None:
             console.print(f"your program: {program.summary()}", highlight=False)
+        if not quiet["ignore_load"]:
+            quiet_start(params.disturbed_above, float(str(quiet["wait_quiet"])), slurm.in_allocation(),
+                        lambda text: console.print(f"hympi: {text}", highlight=False))
         result = run_sweep(store, sweep, params, the_plan.items, console)
         runs = store.runs([sweep.id])
         counts = ", ".join(f"{n} {status}" for status, n in sorted(result.statuses.items())) or "nothing to run"

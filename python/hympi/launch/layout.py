@@ -151,6 +151,10 @@ class LayoutSpec:
             cores = [mine[(slot * t_count + t) % len(mine)] for t in range(t_count)]
         return tuple(tree.cores[c].pus for c in cores)
 
+    def occupied(self, tree: NodeTree) -> frozenset[int]:
+        """Every PU a thread of one node's ranks is bound to (every PU under bind none; rankfiles aside)."""
+        return frozenset().union(*(cpus for r in range(self.ranks_per_node) for cpus in self.rank_cpus(tree, r)))
+
     def placements(self, tree: NodeTree) -> tuple[ThreadPlace, ...]:
         """Every rank's every thread with its intended PU set on nodes that all look like `tree`."""
         if self.rankfile:

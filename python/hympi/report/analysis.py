@@ -1,7 +1,8 @@
 """Statistics per layout and the plain-language recommendation, computed from the stored runs.
 
-Warm-up runs (repeat number 0) are kept in AppGroup.runs for the record but enter no statistic; every 'A vs B'
-sentence comes from hympi.stats.compare (ratio of medians with a bootstrap confidence interval).
+Warm-up runs (repeat number 0) are kept in AppGroup.runs for the record but enter no statistic, and neither do
+disturbed runs (other work on their PUs above the sweep's threshold, hympi.busy); every 'A vs B' sentence comes from
+hympi.stats.compare (ratio of medians with a bootstrap confidence interval).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ class LayoutStats(Layout):
 
     `runs`, `ok` and every statistic leave the warm-up runs out; `warmups` counts them and `rates` holds the ok rates.
     `placement_median` is the median share of the reported arrays' pages on their intended NUMA nodes (None when no
-    run reported its arrays).
+    run reported its arrays). `disturbed` counts the measured runs that overlapped other work (in `runs` and `ok`,
+    in no statistic), `disturbed_rates` are their rates and `disturbed_load` their median outside load in cores.
     """
 
     runs: int
@@ -79,6 +81,9 @@ class LayoutStats(Layout):
     rates: tuple[float, ...] = ()
     warmups: int = 0
     placement_median: float | None = None
+    disturbed: int = 0
+    disturbed_rates: tuple[float, ...] = ()
+    disturbed_load: float | None = None
 
     def describe(self) -> str:
         """'2 ranks x 1 thread, bind core' for sentences (', membind interleave' under another memory policy than
@@ -128,12 +133,14 @@ def _values(runs: list[Run], name: str) -> list[float]:
 def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: str = DEFAULT_MEMBIND,
                  ) -> LayoutStats:
     """Min/median/max rate and medians of time, comm, comp, memory and page placement over the ok measured runs of
-    one layout."""
+    one layout that no other work disturbed."""
     warmups = sum(1 for r in runs if r.repeat == WARMUP_REPEAT)
-    runs = [r for r in runs if r.repeat != WARMUP_REPEAT]
+    measured = [r for r in runs if r.repeat != WARMUP_REPEAT]
+    hit = [r for r in measured if r.disturbed]
+    runs = [r for r in measured if not r.disturbed]
     rates = [v for v in _values(runs, "rate") if is_finite_positive(v)]
     statuses: dict[str, int] = {}
-    for run in runs:
+    for run in measured:
         statuses[run.status] = statuses.get(run.status, 0) + 1
     per_core = []
     for run in runs:
@@ -142,12 +149,14 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: 
             nodes = run.record.get("nodes", 1) or 1
             per_core.append(node * nodes / (ranks * threads))
     shares = [v for v in (run_placement_share(r) for r in runs if r.status == "ok") if v is not None]
-    return LayoutStats(ranks, threads, bind, len(runs), statuses.get("ok", 0), tuple(sorted(statuses.items())),
+    return LayoutStats(ranks, threads, bind, len(measured), statuses.get("ok", 0), tuple(sorted(statuses.items())),
                        min(rates) if rates else None, median_or_none(rates), max(rates) if rates else None,
                        median_or_none(_values(runs, "time_s")), median_or_none(_values(runs, "comm_s")),
                        median_or_none(_values(runs, "comp_s")), median_or_none(_values(runs, "imbalance")),
                        median_or_none(_values(runs, "max_rss_mib")), median_or_none(per_core),
                        median_or_none(_values(runs, "node_rss_mib")), tuple(rates), warmups, median_or_none(shares),
+                       len(hit), tuple(v for v in _values(hit, "rate") if is_finite_positive(v)),
+                       median_or_none([r.interference.outside_cores for r in hit if r.interference is not None]),
                        membind=membind)
 
 
@@ -197,13 +206,15 @@ class Verdict:
     """The structured recommendation of one app group: the layout to use and every comparison that backs it.
 
     `recommended` is None when no layout has the MIN_SAMPLES ok runs a comparison needs. `contenders` are the
-    layouts not separated from the fastest median (one: the best is separated from the runner-up).
+    layouts not separated from the fastest median (one: the best is separated from the runner-up). `withheld` says
+    why there is no verdict when other work disturbed so many runs of a layout that it cannot be judged ("" else).
     """
 
     recommended: LayoutStats | None
     contenders: tuple[LayoutStats, ...]
     statements: tuple[Statement, ...]
     confidence: float
+    withheld: str = ""
 
 
 def labels(group: AppGroup) -> dict[LayoutStats, str]:
@@ -234,6 +245,9 @@ def _counterpart(ref: LayoutStats, layouts: list[LayoutStats]) -> tuple[LayoutSt
 def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
     """Which layout to use and the comparisons behind it; never ranks two layouts whose CI contains 1."""
     names = labels(group)
+    withheld = disturbed_reason(group)
+    if withheld:
+        return Verdict(None, (), (), confidence, withheld)
     usable = [s for s in group.layouts if len(s.rates) >= MIN_SAMPLES]
     if not usable:
         return Verdict(None, (), (), confidence)
@@ -280,6 +294,17 @@ def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
     return Verdict(chosen, tuple(top), tuple(statements), confidence)
 
 
+def disturbed_reason(group: AppGroup) -> str:
+    """Why no verdict can be given when other work disturbed a layout's runs until fewer than MIN_SAMPLES clean ok
+    runs are left ('6 of 10 runs of 1x2 overlapped other work using 0.9 cores'), "" when none did: judging the
+    others without it could recommend a layout that the disturbed one beats."""
+    names = labels(group)
+    parts = [f"{s.disturbed} of {s.runs} runs of {names[s]} overlapped other work using "
+             f"{s.disturbed_load or 0.0:.1f} cores" for s in group.layouts
+             if s.disturbed and len(s.rates) < MIN_SAMPLES <= len(s.rates) + len(s.disturbed_rates)]
+    return "; ".join(parts)
+
+
 def _sentence(statement: Statement, names: dict[str, LayoutStats], most: int, skip_first: bool = False,
               chosen: str = "") -> str:
     """One statement as text: why the pair is compared, then the verdict (skip_first: the verdict is said already)."""
@@ -321,11 +346,13 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
     if failed:
         parts = [f"{named[s]}: {', '.join(f'{n} {st}' for st, n in s.statuses if st != 'ok')}" for s in failed]
         failures = f" Not ok: {'; '.join(parts)}."
+    result = verdict(group, confidence)
+    if result.withheld:  # before the counts below, which leave the disturbed runs out
+        return f"{result.withheld}; no verdict (measure again on a quiet machine, or with --repeat auto).{failures}"
     with_rates = [s for s in group.layouts if s.rate_median is not None]
     if not with_rates:
         return f"No layout of {group.app} produced a verified result, so there is nothing to recommend.{failures}"
     unit = f" {group.rate_unit}" if group.rate_unit else ""
-    result = verdict(group, confidence)
     chosen = result.recommended
     if chosen is None:
         if len(with_rates) == 1:

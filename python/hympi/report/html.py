@@ -6,13 +6,14 @@ import json
 from dataclasses import dataclass
 from html import escape
 
-from hympi.report.analysis import AppGroup, best_stream_bandwidth, recommend
+from hympi.report.analysis import AppGroup, LayoutStats, best_stream_bandwidth, recommend
 from hympi.report.blades import BladesView, blades_section
 from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, checkpoint_io_view
 from hympi.report.datalayout import BASELINE, DataLayoutView, needs_numa
 from hympi.report.explain import Breakdown, explain, pick_stream, verdict_reasons
 from hympi.report.hierarchy import HierarchyProbe, level_rank
 from hympi.report.model import describe, fit_model, policy
+from hympi.report.quiet import quiet_sentence
 from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
 from hympi.report.tuning import Prediction, ProgramTuning
 from hympi.result import run_placement_share
@@ -39,6 +40,7 @@ details pre { white-space: pre-wrap; font-size: 0.85em; max-width: 40em; text-al
 table.breakdown td { white-space: nowrap; } tr.predicted td { color: #555; }
 caption { text-align: left; font-size: 0.9em; color: #444; max-width: 60em; }
 table.tune-predicted td.l, table.tune-speedup td.l, table.tune-strategies td.l { max-width: 16em; }
+.disturbed { color: #9a6700; font-weight: bold; }
 """
 
 
@@ -90,7 +92,8 @@ def _layout_table(group: AppGroup) -> str:
     """Min/median/max rate and medians of the other measures, one row per layout."""
     head = ("<tr><th>layout</th><th>bind</th><th>membind</th><th>cores</th><th>runs</th><th>ok</th><th>rate min</th>"
             "<th>rate median</th><th>rate max</th><th>time s</th><th>comm s</th><th>comp s</th><th>imbalance</th>"
-            "<th>MiB/process</th><th>MiB/core</th><th>MiB/node</th><th>pages where intended</th></tr>")
+            "<th>MiB/process</th><th>MiB/core</th><th>MiB/node</th><th>pages where intended</th><th>disturbed</th>"
+            "</tr>")
     rows = []
     for s in group.layouts:
         rows.append(f"<tr><td>{s.label}</td><td>{escape(s.bind)}</td><td>{escape(s.membind)}</td><td>{s.cores}</td>"
@@ -99,11 +102,20 @@ def _layout_table(group: AppGroup) -> str:
                     f"<td>{_num(s.rate_max)}</td><td>{_num(s.time_median)}</td><td>{_num(s.comm_median)}</td>"
                     f"<td>{_num(s.comp_median)}</td><td>{_num(s.imbalance_median, '.3f')}</td>"
                     f"<td>{_num(s.rss_per_process_mib, '.1f')}</td><td>{_num(s.rss_per_core_mib, '.1f')}</td>"
-                    f"<td>{_num(s.rss_per_node_mib, '.1f')}</td><td>{_pages(s.placement_median)}</td></tr>")
+                    f"<td>{_num(s.rss_per_node_mib, '.1f')}</td><td>{_pages(s.placement_median)}</td>"
+                    f"<td>{_disturbed_cell(s)}</td></tr>")
     unit = f" (rate in {escape(group.rate_unit)})" if group.rate_unit else ""
     caption = (f"per layout, over repeats{unit}; membind = memory policy (none: first touch); pages where intended "
-               "= median share of the reported arrays' pages on the NUMA nodes the policy meant")
+               "= median share of the reported arrays' pages on the NUMA nodes the policy meant; disturbed = runs "
+               "that overlapped other work (median cores it used), counted in runs and ok, in no statistic")
     return f"<table class='layouts'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+
+
+def _disturbed_cell(s: LayoutStats) -> str:
+    """'2 (0.9 cores)': the layout's disturbed runs and the median other work beside them; '-' for none."""
+    if not s.disturbed:
+        return "-"
+    return f"<span class='disturbed'>{s.disturbed} ({_num(s.disturbed_load, '.2f')} cores)</span>"
 
 
 def _share(part: float | None, whole: float | None) -> str:
@@ -552,6 +564,8 @@ def _runs_table(runs: list[Run]) -> str:
                 if r.stderr_tail.strip() else "")
         unit = escape(str(r.record.get("rate_unit", ""))) if r.record else ""
         restart = "" if r.restarted_from_step is None else f" (restarted at step {r.restarted_from_step})"
+        if r.disturbed and r.interference is not None:
+            restart += f" <span class='disturbed'>disturbed ({r.interference.outside_cores:.2f} cores)</span>"
         rows.append(f"<tr><td>{r.id}</td><td>{r.sweep_id}</td><td class='l'>{escape(r.app)}</td>"
                     f"<td class='l'>{escape(r.problem)}</td><td>{r.ranks}x{r.threads}</td><td>{escape(r.bind)}</td>"
                     f"<td>{escape(r.membind)}</td>"
@@ -618,13 +632,14 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
                        for i, g in enumerate(groups))
     anything = groups or hierarchy or tuned or io_part or layout_part or blade_part
     empty = "" if anything else "<p class='note'>No runs recorded yet.</p>"
+    quiet = f"<p class='quiet'>{escape(text)}</p>" if (text := quiet_sentence(runs)) else ""
     meta = json.dumps({"runs": len(runs), "groups": len(groups)})
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{escape(title)}</title>"
             f"<link rel='icon' href='data:,'><style>{_CSS}</style></head><body data-report='{escape(meta)}'>"
             f"<h1>{escape(title)}</h1><p class='muted'>generated {escape(generated)}; {len(runs)} runs; "
             "higher rate is better; layouts are MPI ranks x OpenMP threads per rank</p>"
-            f"{notes_html}<h2 id='summary'>Summary</h2><ul>{toc}</ul>{empty}"
+            f"{notes_html}<h2 id='summary'>Summary</h2><ul>{toc}</ul>{quiet}{empty}"
             f"{_machine_section(machines, groups)}{sections}{layout_part}{blade_part}{hierarchy}{io_part}{tuned}"
             f"{_runs_table(runs)}"
             "</body></html>\n")

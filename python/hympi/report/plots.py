@@ -55,7 +55,7 @@ def _ok(group: AppGroup) -> list[LayoutStats]:
 
 def rate_vs_threads(group: AppGroup, path: Path) -> Path:
     """Median rate vs OpenMP threads per rank, one line per core count (and binding and memory policy), min-max as
-    error bars."""
+    error bars; each disturbed run's rate a red cross (in no line)."""
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     layouts = _ok(group)
     binds = sorted({(s.bind, s.membind) for s in layouts})
@@ -76,20 +76,25 @@ def rate_vs_threads(group: AppGroup, path: Path) -> Path:
                     label=label)
         for s, xi, yi in zip(members, x, y, strict=True):
             ax.annotate(s.label, (xi, yi), textcoords="offset points", xytext=(5, 5), fontsize=8)
-    threads = sorted({s.threads for s in layouts})
+    hit = [(s.threads, rate) for s in group.layouts for rate in s.disturbed_rates]
+    if hit:
+        ax.scatter([t for t, _ in hit], [r for _, r in hit], marker="x", color="#b42318", zorder=3,
+                   label="disturbed run (left out)")
+    threads = sorted({s.threads for s in layouts} | {t for t, _ in hit})
     ax.set_xscale("log", base=2)
     ax.set_xticks(threads or [1])
     ax.set_xticklabels([str(t) for t in threads] or ["1"])
     ax.set_xlabel("OpenMP threads per MPI rank (ranks = cores / threads)")
     ax.set_ylabel(f"rate ({group.rate_unit})" if group.rate_unit else "rate")
     ax.set_title(f"{group.app} {group.problem}: rate per layout (median, min-max)")
-    top = max((s.rate_max or s.rate_median or 0.0) for s in layouts) if layouts else 0.0
+    top = max([*((s.rate_max or s.rate_median or 0.0) for s in layouts), *(r for _, r in hit)], default=0.0)
     ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
     ax.grid(True, alpha=0.3)
-    if layouts:
+    if layouts or hit:
         ax.legend(fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no successful runs", ha="center", va="center", transform=ax.transAxes)
+    if not layouts:
+        ax.text(0.5, 0.5, "no clean runs: every one disturbed" if hit else "no successful runs", ha="center",
+                va="center", transform=ax.transAxes)
     return _save(fig, path)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from hympi.busy.accounting import Interference
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.store.schema import SCHEMA_VERSION, current_version, migrate
@@ -195,6 +196,9 @@ class Run:
     restarted_from_step: int | None = None
     membind: str = DEFAULT_MEMBIND
     item_args: tuple[str, ...] = ()
+    # Other work on its PUs while it ran (None: not measured), and whether that exceeded the sweep's threshold.
+    interference: Interference | None = None
+    disturbed: bool = False
 
     def key(self) -> ItemKey:
         """The sweep item this run is: (ranks, threads, bind, repeat, membind, item_args)."""
@@ -554,6 +558,10 @@ class Store:
         if run.item_args:
             columns.append("item_args_json")
             values.append(json.dumps(list(run.item_args)))
+        if run.interference is not None:
+            columns += ["outside_cpu_s", "outside_cores", "steal_s", "disturbed"]
+            values += [run.interference.outside_cpu_s, run.interference.outside_cores, run.interference.steal_s,
+                       int(run.disturbed)]
         cur = conn.execute(f"INSERT INTO runs ({', '.join(columns)}) VALUES ({', '.join('?' * len(values))})", values)
         run_id = int(cur.lastrowid or 0)
         back = run.read_back() or {}
@@ -582,7 +590,8 @@ class Store:
         """Every run (of the given sweeps, if any), in the order they were recorded."""
         sql = ("SELECT sweep_id, app, ranks, threads, bind, dist, repeat, app_args_json, env_json, command_json,"
                " status, returncode, wall_s, result_json, stderr_tail, started_at, finished_at, id,"
-               " restarted_from_step, membind, item_args_json FROM runs")
+               " restarted_from_step, membind, item_args_json, outside_cpu_s, outside_cores, steal_s, disturbed"
+               " FROM runs")
         where, params = _of_sweeps(sweep_ids)
         sql += where
         mpi_sql = "SELECT run_id, name, value FROM run_mpi_params"
@@ -596,7 +605,10 @@ class Store:
             out.append(Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])),
                            tuple(sorted(json.loads(r[8]).items())), tuple(json.loads(r[9])), r[10], r[11], r[12],
                            json.loads(r[13]) if r[13] else None, r[14], r[15], r[16], r[17],
-                           tuple(mpi.get(r[17], ())), r[18], r[19], tuple(json.loads(r[20]))))
+                           tuple(mpi.get(r[17], ())), r[18], r[19], tuple(json.loads(r[20])),
+                           None if r[21] is None else Interference(outside_cpu_s=r[21], outside_cores=r[22],
+                                                                   steal_s=r[23]),
+                           bool(r[24])))
         return out
 
     def run_mpi_params(self, run_id: int) -> list[tuple[str, str, str | None]]:

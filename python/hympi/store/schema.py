@@ -217,6 +217,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX run_attempts_item ON run_attempts (sweep_id, ranks, threads, bind, membind, item_args_json,
                                                         repeat);
     """, rebuilds=True),
+    Migration(9, "other work during each run (hympi.busy): CPU seconds outside the run's process tree on its PUs, "
+                 "as cores, steal, and whether that disturbed the run (NULL: not measured)", """
+        ALTER TABLE runs ADD COLUMN outside_cpu_s REAL;
+        ALTER TABLE runs ADD COLUMN outside_cores REAL;
+        ALTER TABLE runs ADD COLUMN steal_s REAL;
+        ALTER TABLE runs ADD COLUMN disturbed INTEGER;
+    """),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
