@@ -15,8 +15,7 @@ namespace hympi {
 /// What a phase spends its time on; decides whether it counts as comm_s or comp_s.
 enum class PhaseKind { computation, communication, other };
 
-template <>
-struct EnumNames<PhaseKind> : contract::PhaseKindNames<PhaseKind> {};
+contract::PhaseKindNames<PhaseKind> enum_names(PhaseKind);
 
 /// min/avg/max over ranks of one phase's time.
 struct PhaseStats {
