@@ -18,14 +18,6 @@
 
 namespace hympi::h5 {
 
-using detail::agree;
-using detail::as_io_failure;
-using detail::attempt;
-using detail::error_stack_message;
-using detail::Handle;
-using detail::LocalOutcome;
-using detail::SilencedErrors;
-
 namespace detail {
 
 std::string error_stack_message() {
