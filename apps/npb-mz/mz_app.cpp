@@ -167,15 +167,8 @@ ResultRecord MzApp::run(AppContext& ctx) {
     print_report(std::cout, p, r, nranks, partition.total_threads());
   }
 
-  ResultRecord rec;
-  rec.app = name();
-  rec.problem = "class " + p.problem_class;
-  rec.time_s = r.seconds;
-  rec.rate = r.mops;
-  rec.rate_unit = "Mop/s";
   // The last repetition's verification block is printed; a failure of any counts.
-  rec.verified = series.all_verified;
-  rec.timed_repetitions = static_cast<int>(series.runs.size());
+  ResultRecord rec = repeated_runs_record(name(), p.problem_class, series);
   rec.metrics = nlohmann::json{{"mops_total", r.mops},
                                {"mops_per_process", r.mops / nranks},
                                {"mops_per_thread", r.mops / partition.total_threads()},

@@ -118,6 +118,23 @@ class AppDefinition {
   virtual ResultRecord run(AppContext& context) = 0;
 };
 
+/// The record of an NPB-style benchmark run whole until it reached the minimum time (RepeatedRuns, e.g. IsSeries,
+/// MzSeries): "class <problem_class>", the time and Mop/s of series.total (all runs together), verified when every
+/// run verified, one timed repetition per run.
+template <class Series>
+[[nodiscard]] ResultRecord repeated_runs_record(const std::string& app, const std::string& problem_class,
+                                                const Series& series) {
+  ResultRecord rec;
+  rec.app = app;
+  rec.problem = "class " + problem_class;
+  rec.time_s = series.total.seconds;
+  rec.rate = series.total.mops;
+  rec.rate_unit = "Mop/s";
+  rec.verified = series.all_verified;
+  rec.timed_repetitions = static_cast<int>(series.runs.size());
+  return rec;
+}
+
 /// Every check of `app`'s options for `layout` with `ranks_on_node` ranks on this machine: app.validate(), then its
 /// memory_estimate() against this machine's memory (hwloc). The one function --validate-ranks and the launched
 /// run both call, so the two cannot drift; throws InvalidArgument naming the bad value.
