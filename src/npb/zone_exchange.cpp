@@ -30,7 +30,7 @@ ZoneExchange::ZoneExchange(const ZoneGrid& grid, const ZonePartition& partition,
   const auto& mine = partition.zones_of(rank_);
   for (std::size_t i = 0; i < mine.size(); ++i) local_index_[mine[i]] = static_cast<int>(i);
 
-  for (int peer = 0; peer < size; ++peer) {
+  for (int peer = 0; peer < partition.num_ranks(); ++peer) {
     if (peer == rank_) continue;
     Link link{peer, {}, {}, {}, {}};
     // Both sides list segments in the sender's zone order, so no headers travel with the data.
