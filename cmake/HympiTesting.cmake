@@ -29,13 +29,21 @@ if(HYMPI_TEST_SUITES)
   target_compile_options(hympi_gtest_mpi_main PRIVATE ${HYMPI_TEST_OPTIMIZATION} ${HYMPI_LIGHT_SANITIZE})
 endif()
 
-# hympi_add_unit_test(<name> LIBS <targets>... SOURCES <sources>...): GoogleTest binary run as
-# one serial process.
+# A suite's sources: SOURCES when given, else tests/<name>.cpp (the layer's tests/ folder), so a layer lists its
+# suites by name alone.
+macro(hympi_test_sources name)
+  if(NOT ARG_SOURCES)
+    set(ARG_SOURCES tests/${name}.cpp)
+  endif()
+endmacro()
+
+# hympi_add_unit_test(<name> LIBS <targets>... [SOURCES <sources>...]): GoogleTest binary run as one serial process.
 function(hympi_add_unit_test name)
   if(NOT HYMPI_TEST_SUITES OR NOT HYMPI_UNIT_SUITES)
     return()
   endif()
   cmake_parse_arguments(ARG "" "" "LIBS;SOURCES" ${ARGN})
+  hympi_test_sources(${name})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main hympi_warnings)
   target_compile_options(${name} PRIVATE ${HYMPI_TEST_OPTIMIZATION} ${HYMPI_LIGHT_SANITIZE})
@@ -45,7 +53,7 @@ function(hympi_add_unit_test name)
   set_tests_properties(unit.${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2;${HYMPI_TEST_ENVIRONMENT}")
 endfunction()
 
-# hympi_add_mpi_test(<name> LIBS <targets>... RANKS <n>... SOURCES <sources>...): one CTest entry
+# hympi_add_mpi_test(<name> LIBS <targets>... RANKS <n>... [SOURCES <sources>...]): one CTest entry
 # per rank count (of those in HYMPI_MPI_TEST_RANKS, when set).
 set(HYMPI_MPI_TEST_RANKS "" CACHE STRING
   "rank counts the MPI suites run at, e.g. 1;3;4 (empty: each suite's own list; a suite the filter would leave without a multi-rank run keeps its list)")
@@ -54,6 +62,7 @@ function(hympi_add_mpi_test name)
     return()
   endif()
   cmake_parse_arguments(ARG "" "" "LIBS;RANKS;SOURCES" ${ARGN})
+  hympi_test_sources(${name})
   add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:hympi_gtest_mpi_main>)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest hympi_warnings)
   target_compile_options(${name} PRIVATE ${HYMPI_TEST_OPTIMIZATION} ${HYMPI_LIGHT_SANITIZE})
@@ -81,6 +90,21 @@ function(hympi_add_mpi_test name)
              COMMAND ${MPIEXEC_EXECUTABLE} ${HYMPI_MPIEXEC_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${np} $<TARGET_FILE:${name}>)
     set_tests_properties(mpi.${name}.np${np} PROPERTIES TIMEOUT 300 PROCESSORS ${np}
                          ENVIRONMENT "OMP_NUM_THREADS=1;${HYMPI_TEST_ENVIRONMENT}")
+  endforeach()
+endfunction()
+
+# hympi_add_unit_tests(<name>... LIBS <targets>...) and hympi_add_mpi_tests(<name>... LIBS <targets>... RANKS <n>...):
+# one suite per name, each from tests/<name>.cpp, for a layer's suites that share their libraries (and rank counts).
+function(hympi_add_unit_tests)
+  cmake_parse_arguments(ARG "" "" "LIBS" ${ARGN})
+  foreach(name IN LISTS ARG_UNPARSED_ARGUMENTS)
+    hympi_add_unit_test(${name} LIBS ${ARG_LIBS})
+  endforeach()
+endfunction()
+function(hympi_add_mpi_tests)
+  cmake_parse_arguments(ARG "" "" "LIBS;RANKS" ${ARGN})
+  foreach(name IN LISTS ARG_UNPARSED_ARGUMENTS)
+    hympi_add_mpi_test(${name} LIBS ${ARG_LIBS} RANKS ${ARG_RANKS})
   endforeach()
 endfunction()
 

@@ -22,9 +22,8 @@ class BladesApp final : public hympi::AppDefinition {
     cli.add_option("--grid", grid_, "points per blade I J K (I and J include both walls; storage I fastest)")
         ->expected(3)
         ->capture_default_str();
-    iterations_option_ =
-        cli.add_option("--iterations", iterations_, "iterations; default: at least this many, more until --min-time")
-            ->capture_default_str();
+    cli.add_option("--iterations", iterations_, "iterations; default: at least this many, more until --min-time")
+        ->capture_default_str();
     cli.add_option("--inner", inner_,
                    "level 2 inside a group of blades: openmp (N2 = OpenMP threads, N1 = ranks) or mpi (N2 = --n2 "
                    "ranks per group, N1 = ranks / N2)")
@@ -39,6 +38,7 @@ class BladesApp final : public hympi::AppDefinition {
     cli.add_option("--tolerance-scale", tolerance_scale_, "multiplies the verification bound (tests)")
         ->capture_default_str();
   }
+  std::string repetitions_option() const override { return "--iterations"; }
   /// Throws InvalidArgument naming the bad value: sizes, --inner, N1 > blades, N2 > J, ranks not N1 x N2.
   void validate(const hympi::Layout& layout) const override { options(0.0).validate(layout.ranks, layout.threads); }
   /// The two float states of each blade a rank owns, with a ghost row each side of its J rows and a ghost plane
@@ -67,8 +67,7 @@ class BladesApp final : public hympi::AppDefinition {
   }
 
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
-    const bool fixed = iterations_option_->count() > 0;
-    const blades::RunOptions o = options(fixed ? 0.0 : ctx.min_time_s);
+    const blades::RunOptions o = options(ctx.kernel_min_time_s());
     const blades::RunResult r = blades::run_blades(ctx.env.world(), o, ctx.metrics);
     const auto n = static_cast<double>(r.iterations);
     const auto cells = static_cast<double>(o.problem.cells());
@@ -97,8 +96,6 @@ class BladesApp final : public hympi::AppDefinition {
     rec.rate_unit = "Mcell/s";
     rec.verified = verified;
     rec.timed_repetitions = static_cast<int>(r.iterations);
-    rec.repetitions_fixed = fixed;
-    rec.min_time_s = ctx.min_time_s;
     rec.metrics = {{"blades", o.problem.blades},
                    {"grid", o.problem.grid},
                    {"inner", blades::to_string(o.inner)},
@@ -141,7 +138,6 @@ class BladesApp final : public hympi::AppDefinition {
   long blades_ = 8;
   std::vector<long> grid_{48, 32, 24};
   long iterations_ = 100;
-  CLI::Option* iterations_option_ = nullptr;
   std::string inner_ = "openmp";
   int n2_ = 1;
   double offset_ = 0.25;

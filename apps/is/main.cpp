@@ -34,32 +34,21 @@ class IsApp final : public hympi::AppDefinition {
     if (root) hympi::is::print_header(std::cout, c, nranks);
     hympi::is::IsBenchmark benchmark(c, ctx.env.world());
     // The class fixes the iterations (verification needs them): --min-time repeats the whole benchmark.
-    const hympi::is::IsSeries series = hympi::is::run_is_series(benchmark, ctx.min_time_s);
+    const hympi::is::IsSeries series = hympi::is::run_is_series(benchmark, ctx.kernel_min_time_s());
     // This rank's own times, so the frame's comm_s and imbalance see rank differences.
     for (const hympi::is::IsResult& r : series.runs) {
       ctx.metrics.add("rank", hympi::PhaseKind::computation, r.local_seconds - r.local_comm_seconds);
       ctx.metrics.add("alltoall", hympi::PhaseKind::communication, r.local_comm_seconds);
     }
-    if (root) hympi::is::print_report(std::cout, c, series, nranks, ctx.min_time_s);
+    if (root) hympi::is::print_report(std::cout, c, series, nranks, ctx.kernel_min_time_s());
 
     const hympi::is::IsResult& r = series.total;
-    hympi::ResultRecord rec;
-    rec.app = name();
-    rec.problem = "class " + c.name;
-    rec.time_s = r.seconds;
-    rec.rate = r.mops;
-    rec.rate_unit = "Mop/s";
-    rec.verified = series.all_verified;
-    rec.timed_repetitions = static_cast<int>(series.runs.size());
-    rec.repetitions_fixed = false;
-    rec.min_time_s = ctx.min_time_s;
-    std::vector<double> repetition_s;
-    for (const hympi::is::IsResult& run : series.runs) repetition_s.push_back(run.seconds);
+    hympi::ResultRecord rec = hympi::repeated_runs_record(name(), c.name, series);
     rec.metrics = nlohmann::json{{"mops_total", r.mops},
                                  {"mops_per_process", r.mops / nranks},
                                  {"iterations", r.iterations},
                                  {"repetitions", series.runs.size()},
-                                 {"repetition_s", repetition_s},
+                                 {"repetition_s", series.run_seconds()},
                                  {"exchange_s", r.comm_seconds},
                                  {"max_keys_per_rank", r.max_keys_per_rank},
                                  {"class", c.to_json()},

@@ -153,8 +153,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
   }
 
   // --iterations fixes the run (it cannot verify); otherwise repeat to reach --min-time.
-  const bool fixed = iterations_option_->count() > 0;
-  const double min_time_s = fixed ? 0.0 : ctx.min_time_s;
+  const double min_time_s = ctx.kernel_min_time_s();
   const MzSeries series =
       run_mz_series(p, grid, partition, ctx.env.world(), mo, min_time_s, rank == 0 ? &std::cout : nullptr);
   // This rank's own times, so the framework's imbalance sees rank differences.
@@ -164,27 +163,18 @@ ResultRecord MzApp::run(AppContext& ctx) {
   }
   const MzResult& r = series.total;
   if (rank == 0) {
-    print_repetitions(std::cout, series, min_time_s);
+    print_repetitions(std::cout, series.runs.size(), series.all_verified, min_time_s);
     print_report(std::cout, p, r, nranks, partition.total_threads());
   }
 
-  ResultRecord rec;
-  rec.app = name();
-  rec.problem = "class " + p.problem_class;
-  rec.time_s = r.seconds;
-  rec.rate = r.mops;
-  rec.rate_unit = "Mop/s";
   // The last repetition's verification block is printed; a failure of any counts.
-  rec.verified = series.all_verified;
-  rec.timed_repetitions = static_cast<int>(series.runs.size());
-  rec.repetitions_fixed = fixed;
-  rec.min_time_s = ctx.min_time_s;
+  ResultRecord rec = repeated_runs_record(name(), p.problem_class, series);
   rec.metrics = nlohmann::json{{"mops_total", r.mops},
                                {"mops_per_process", r.mops / nranks},
                                {"mops_per_thread", r.mops / partition.total_threads()},
                                {"iterations", r.niter},
                                {"repetitions", series.runs.size()},
-                               {"repetition_s", series.repetition_seconds()},
+                               {"repetition_s", series.run_seconds()},
                                {"exchange_s", r.exchange_seconds},
                                {"first_step", series.runs.front().first_step},
                                {"io_s", series.runs.front().io_seconds},

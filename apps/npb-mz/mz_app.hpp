@@ -19,6 +19,8 @@ class MzApp final : public AppDefinition {
   explicit MzApp(Benchmark b) : benchmark_(b) {}
   [[nodiscard]] std::string name() const override { return to_string(benchmark_); }
   void add_options(CLI::App& cli) override;
+  /// --iterations: the class's count replaced, the benchmark runs once (it cannot verify).
+  [[nodiscard]] std::string repetitions_option() const override { return "--iterations"; }
   /// Without --data, the verification file lies in data_dir (config file or HYMPI_DATA_DIR) when one is set;
   /// the data layouts' locations come from num_locs (HYMPI_NUM_LOCS).
   void apply_settings(const Settings& settings) override;

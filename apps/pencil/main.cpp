@@ -23,9 +23,8 @@ class PencilApp final : public hympi::AppDefinition {
     cli.add_option("--grid", grid_, "grid points nx ny nz (x and y include both ends; nz even)")
         ->expected(3)
         ->capture_default_str();
-    steps_option_ = cli.add_option("--steps", steps_,
-                                   "time steps; default: at least this many, more until --min-time is reached")
-                        ->capture_default_str();
+    cli.add_option("--steps", steps_, "time steps; default: at least this many, more until --min-time is reached")
+        ->capture_default_str();
     cli.add_option("--exchange", exchange_, "transpose exchange: alltoallv, alltoall or pairwise")
         ->capture_default_str();
     cli.add_option("--wire", wire_, "transpose wire precision: double or single")->capture_default_str();
@@ -42,6 +41,7 @@ class PencilApp final : public hympi::AppDefinition {
     cli.add_option("--tolerance-scale", tolerance_scale_, "multiplies the verification tolerance (tests)")
         ->capture_default_str();
   }
+  std::string repetitions_option() const override { return "--steps"; }
   /// Throws InvalidArgument naming the bad value: grid, steps, enums, tile, a split over layout.ranks, groups.
   void validate(const hympi::Layout& layout) const override {
     const pencil::RunOptions o = options(0.0);
@@ -97,8 +97,7 @@ class PencilApp final : public hympi::AppDefinition {
   }
 
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
-    const bool fixed = steps_option_->count() > 0;
-    const pencil::RunOptions o = options(fixed ? 0.0 : ctx.min_time_s);
+    const pencil::RunOptions o = options(ctx.kernel_min_time_s());
     const int ranks = ctx.env.size(), threads = ctx.env.threads();
     pencil::RunResult r;
     std::optional<pencil::GroupsResult> groups;
@@ -150,8 +149,6 @@ class PencilApp final : public hympi::AppDefinition {
     rec.rate_unit = "Mdof/s";
     rec.verified = verified;
     rec.timed_repetitions = static_cast<int>(r.timed_steps);
-    rec.repetitions_fixed = fixed;
-    rec.min_time_s = ctx.min_time_s;
     rec.metrics = {{"grid", grid_},
                    {"steps", r.steps},
                    {"timed_steps", r.timed_steps},
@@ -188,7 +185,6 @@ class PencilApp final : public hympi::AppDefinition {
 
   std::vector<long> grid_{32, 32, 32};
   long steps_ = 10;
-  CLI::Option* steps_option_ = nullptr;
   std::string exchange_ = "alltoallv";
   std::string wire_ = "double";
   std::string tile_ = "auto";

@@ -15,10 +15,9 @@ class Rb3dApp final : public hympi::AppDefinition {
   void add_options(CLI::App& cli) override {
     // Not -n: that is the launchers' rank count (mpirun -n, hympi -n).
     cli.add_option("--size", n_, "interior points per axis (grid n x n x n)")->capture_default_str();
-    iterations_option_ = cli.add_option("--iterations", options_.iterations,
-                                        "iterations (red + black sweep); default: at least this many, more until "
-                                        "--min-time is reached")
-                             ->capture_default_str();
+    cli.add_option("--iterations", options_.iterations,
+                   "iterations (red + black sweep); default: at least this many, more until --min-time is reached")
+        ->capture_default_str();
     cli.add_option("--omega", options_.omega, "relaxation factor (1 = Gauss-Seidel)")->capture_default_str();
     cli.add_option("--residual-every", options_.residual_every, "residual norm interval")->capture_default_str();
     cli.add_option("--tolerance", options_.tolerance, "stop at residual/initial <= this (0: run all iterations)");
@@ -32,6 +31,7 @@ class Rb3dApp final : public hympi::AppDefinition {
                                                        std::end(hympi::kRb3dVerifyModes))))
         ->capture_default_str();
   }
+  std::string repetitions_option() const override { return "--iterations"; }
   void validate(const hympi::Layout& layout) const override { options().validate(layout.ranks, layout.threads); }
   /// u and f of the largest block with halos; --verify reference re-solves the whole grid on rank 0 after the
   /// run's grids are freed, so the job's peak is the larger of the two.
@@ -59,8 +59,7 @@ class Rb3dApp final : public hympi::AppDefinition {
   nlohmann::json problem_size() const override { return {{"global", {n_, n_, n_}}}; }
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
     auto o = options();
-    const bool fixed = iterations_option_->count() > 0;
-    if (!fixed) o.min_time_s = ctx.min_time_s;
+    o.min_time_s = ctx.kernel_min_time_s();
     const auto res = hympi::solve_rb3d(ctx.env.world(), o, ctx.metrics, ctx.io);
     const bool root = ctx.env.rank() == 0;
 
@@ -99,8 +98,6 @@ class Rb3dApp final : public hympi::AppDefinition {
     r.rate_unit = "GFLOP/s";
     r.verified = verified;
     r.timed_repetitions = res.iterations - res.restarted_at;
-    r.repetitions_fixed = fixed;
-    r.min_time_s = ctx.min_time_s;
     r.bytes_moved = res.bytes;  // kRb3dBytesPerPoint per point and iteration: u and f read, u written
     r.metrics = {{"iterations", res.iterations},
                  {"restarted_at", res.restarted_at},
@@ -139,7 +136,6 @@ class Rb3dApp final : public hympi::AppDefinition {
   std::vector<long> tile_;
   std::vector<int> dims_;
   CLI::Option* tile_option_ = nullptr;
-  CLI::Option* iterations_option_ = nullptr;
   hympi::Rb3dOptions options_;
   std::string verify_ = "reference";
 };

@@ -35,10 +35,9 @@ class Spmv3dApp final : public hympi::AppDefinition {
     cli.add_option("--streaming-stores", streaming_,
                    "stencil writes y bypassing the caches: auto (when y exceeds 32 MiB per rank), on, off")
         ->capture_default_str();
-    reps_option_ = cli.add_option("--reps", options_.spmv_reps,
-                                  "timed SpMV repetitions; default: at least this many, more until --min-time is "
-                                  "reached")
-                       ->capture_default_str();
+    cli.add_option("--reps", options_.spmv_reps,
+                   "timed SpMV repetitions; default: at least this many, more until --min-time is reached")
+        ->capture_default_str();
     cli.add_option("--cg-iterations", options_.cg_iterations, "CG iteration limit (0: no solve)")
         ->capture_default_str();
     cli.add_option("--cg-tolerance", options_.cg_tolerance, "CG stops at ||r||/||r0|| <= this")
@@ -49,6 +48,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
         ->check(CLI::IsMember({"reference", "exact", "none"}))
         ->capture_default_str();
   }
+  std::string repetitions_option() const override { return "--reps"; }
   void validate(const hympi::Layout& layout) const override {
     const auto o = options();
     o.validate(layout.ranks, layout.threads);
@@ -105,8 +105,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
 
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
     auto o = options();
-    const bool fixed = reps_option_->count() > 0;
-    if (!fixed) o.min_time_s = ctx.min_time_s;
+    o.min_time_s = ctx.kernel_min_time_s();
     // The run's phases are those of the timed products, the region rate and time_s cover; CG's
     // are kept apart and reported under cg_phases.
     if (ctx.io != nullptr && ctx.io->options().any() && o.cg_iterations == 0)
@@ -164,8 +163,6 @@ class Spmv3dApp final : public hympi::AppDefinition {
     r.rate_unit = "GFLOP/s";
     r.verified = verified;
     r.timed_repetitions = res.spmv_reps;
-    r.repetitions_fixed = fixed;
-    r.min_time_s = ctx.min_time_s;
     // Operator27::bytes_per_apply: stencil x read and y written once (16 B per point), CSR also the
     // values, column indexes and row starts; no write-allocate (STREAM's convention).
     r.bytes_moved = res.spmv_bytes;
@@ -226,7 +223,6 @@ class Spmv3dApp final : public hympi::AppDefinition {
   std::string streaming_ = "auto";
   std::string verify_ = "reference";
   CLI::Option* tile_option_ = nullptr;
-  CLI::Option* reps_option_ = nullptr;
 };
 
 }  // namespace

@@ -15,11 +15,12 @@ class StreamApp final : public hympi::AppDefinition {
     // Signed, so that -5 is named as given instead of wrapping around to 2^64 - 5.
     elements_option_ =
         cli.add_option("--elements", elements_, "doubles per array per rank (default: 4x last-level cache)");
-    repeats_option_ = cli.add_option("--repeats", options_.repeats,
-                                     "passes of the four kernels, the first untimed; default: at least this many, "
-                                     "more until the timed triads reach --min-time")
-                          ->capture_default_str();
+    cli.add_option("--repeats", options_.repeats,
+                   "passes of the four kernels, the first untimed; default: at least this many, more until the timed "
+                   "triads reach --min-time")
+        ->capture_default_str();
   }
+  std::string repetitions_option() const override { return "--repeats"; }
   void validate(const hympi::Layout&) const override {
     if (options_.repeats < 2)
       throw hympi::InvalidArgument("--repeats must be >= 2, got " + std::to_string(options_.repeats));
@@ -40,8 +41,7 @@ class StreamApp final : public hympi::AppDefinition {
     options.elements = static_cast<std::size_t>(elements_);
     if (options.elements == 0)
       options.elements = hympi::stream_elements_for(ctx.topology.last_level_cache_bytes(), ctx.env.machine_size());
-    const bool fixed = repeats_option_->count() > 0;
-    if (!fixed) options.min_time_s = ctx.min_time_s;
+    options.min_time_s = ctx.kernel_min_time_s();
     const auto s = hympi::run_stream(ctx.env.world(), options, &ctx.metrics);
     // The timed region is the triads: this rank's share of it, for comp_s and the imbalance.
     ctx.metrics.add("triad", hympi::PhaseKind::computation, s.local_triad_s);
@@ -61,8 +61,6 @@ class StreamApp final : public hympi::AppDefinition {
     r.rate_unit = "GB/s";
     r.verified = s.verified;
     r.timed_repetitions = s.timed_repeats;
-    r.repetitions_fixed = fixed;
-    r.min_time_s = ctx.min_time_s;
     r.bytes_moved = s.triad_bytes;  // triad: a written, b and c read, 8 B each, per element and rank
     r.metrics = s.to_json();
     return r;
@@ -72,7 +70,6 @@ class StreamApp final : public hympi::AppDefinition {
   hympi::StreamOptions options_;
   long long elements_ = 0;  ///< 0 when not given: sized from the caches
   CLI::Option* elements_option_ = nullptr;
-  CLI::Option* repeats_option_ = nullptr;
 };
 
 }  // namespace

@@ -37,6 +37,7 @@ struct FrameOptions {
   AffinityOptions affinity;
   locality::MemoryPolicy membind = locality::MemoryPolicy::none;
   double min_time_s = 0.0;
+  bool repetitions_fixed = false;  ///< the app's repetitions_option() was given
   int virtual_nodes = 1;
   std::vector<std::string> mpit_read;  ///< cvars to read back through MPI_T and report in mpi_cvars
   std::optional<h5::IoOptions> io;     ///< checkpoints, restart, snapshots: apps whose checkpoints() is true
@@ -236,7 +237,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
 
     Metrics metrics;
     metrics.set_memory_probe(&placement);
-    AppContext context{*env, topology, metrics, affinity, bindings, options.min_time_s};
+    AppContext context{*env, topology, metrics, affinity, bindings, options.min_time_s, options.repetitions_fixed};
     std::optional<h5::IoSession> io;
     if (options.io) {
       io.emplace(env->world(), *options.io, app.name(), app.problem_size(),
@@ -249,6 +250,8 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
     }
     HYMPI_MPI(MPI_Barrier(env->world()));
     ResultRecord record = app.run(context);
+    record.repetitions_fixed = context.repetitions_fixed;
+    record.min_time_s = context.min_time_s;
     const MetricsSummary summary = metrics.reduce(env->world(), env->node().get());
     const nlohmann::json pages = placement.gather(env->world());
     const auto hosts = env->hosts();
@@ -458,6 +461,8 @@ int run_app(int argc, char** argv, AppDefinition& app) {
       return 0;
     }
     options = frame_options(settings);
+    const std::string repetitions = app.repetitions_option();
+    options.repetitions_fixed = !repetitions.empty() && cli.count(repetitions) > 0;
     if (app.checkpoints()) {
       io_line.io.h5 = h5_options(settings);
       io_line.io.validate();

@@ -46,6 +46,13 @@ long repetitions_for_min_time(long done, double elapsed_s, double min_time_s, lo
   return std::min(static_cast<long>(target), cap);
 }
 
+void print_repetitions(std::ostream& os, std::size_t runs, bool all_verified, double min_time_s) {
+  if (runs <= 1) return;
+  os << " Repeated " << runs << " times to reach --min-time " << min_time_s << " s; "
+     << (all_verified ? "every repetition verified" : "a repetition FAILED verification")
+     << "; time and Mop/s below are over all repetitions\n";
+}
+
 double max_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

@@ -6,13 +6,6 @@
 
 namespace hympi::h5 {
 
-using detail::agree;
-using detail::as_io_failure;
-using detail::attempt;
-using detail::error_stack_message;
-using detail::Handle;
-using detail::SilencedErrors;
-
 namespace {
 
 Handle open_object(hid_t file, const std::string& object) {

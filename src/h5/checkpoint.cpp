@@ -25,8 +25,6 @@
 
 namespace hympi::h5 {
 
-using detail::agree;
-using detail::LocalOutcome;
 namespace fs = std::filesystem;
 
 namespace {

@@ -18,14 +18,6 @@
 
 namespace hympi::h5 {
 
-using detail::agree;
-using detail::as_io_failure;
-using detail::attempt;
-using detail::error_stack_message;
-using detail::Handle;
-using detail::LocalOutcome;
-using detail::SilencedErrors;
-
 namespace detail {
 
 std::string error_stack_message() {
@@ -167,10 +159,11 @@ Handle memory_space(long count) {
   return {checked(H5Screate_simple(1, &n, nullptr), "H5Screate_simple"), H5Sclose};
 }
 
-/// Copies the values of slab `planes` out of strided memory into a dense buffer of the disk type, x
-/// fastest, and returns the checksum of what was packed.
-template <class T>
-std::uint64_t pack(const Block3& block, std::span<const double> data, Planes planes, std::vector<T>& out) {
+/// Walks slab `planes` of `block` value by value: `move(memory, dense)` copies one value between the field's strided
+/// memory (offset `memory` in its data) and the dense slab buffer of the disk type (offset `dense`, x fastest), either
+/// way, and returns it as the disk stores it; the result is the checksum of those values.
+template <class Move>
+std::uint64_t move_slab(const Block3& block, Planes planes, Move move) {
   const MemoryLayout3& m = block.memory;
   const auto e = m.extent;
   const long c = m.components, step = m.step_x();
@@ -179,44 +172,41 @@ std::uint64_t pack(const Block3& block, std::span<const double> data, Planes pla
 #pragma omp parallel for collapse(2) schedule(static) reduction(+ : sum)
   for (long k = planes.begin; k < planes.end; ++k)
     for (long j = 0; j < e[1]; ++j) {
-      const double* row = data.data() + m.offset + k * m.stride_z + j * m.stride_y;
-      T* dst = out.data() + (((k - planes.begin) * e[1] + j) * e[0]) * c;
+      const long row = m.offset + k * m.stride_z + j * m.stride_y;
+      const long dense = (((k - planes.begin) * e[1] + j) * e[0]) * c;
       const long gz = block.box.low[2] + k, gyy = block.box.low[1] + j;
       const std::uint64_t first = std::uint64_t(((gz * gy + gyy) * gx + block.box.low[0]) * c);
       for (long i = 0; i < e[0]; ++i)
-        for (long v = 0; v < c; ++v) {
-          const T value = static_cast<T>(row[i * step + v]);
-          dst[i * c + v] = value;
-          sum += element_hash(first + std::uint64_t(i * c + v), bits_of(value));
-        }
+        for (long v = 0; v < c; ++v)
+          sum += element_hash(first + std::uint64_t(i * c + v), bits_of(move(row + i * step + v, dense + i * c + v)));
     }
   return sum;
+}
+
+/// Copies the values of slab `planes` out of strided memory into a dense buffer of the disk type, x
+/// fastest, and returns the checksum of what was packed.
+template <class T>
+std::uint64_t pack(const Block3& block, std::span<const double> data, Planes planes, std::vector<T>& out) {
+  const double* from = data.data();
+  T* to = out.data();
+  return move_slab(block, planes, [from, to](long memory, long dense) {
+    const T value = static_cast<T>(from[memory]);
+    to[dense] = value;
+    return value;
+  });
 }
 
 /// The inverse of pack(): scatters slab `planes` from a dense buffer read from disk into strided memory;
 /// returns the checksum of the values as stored on disk.
 template <class T>
 std::uint64_t unpack(const Block3& block, const std::vector<T>& in, Planes planes, std::span<double> data) {
-  const MemoryLayout3& m = block.memory;
-  const auto e = m.extent;
-  const long c = m.components, step = m.step_x();
-  const long gx = block.global[0], gy = block.global[1];
-  std::uint64_t sum = 0;
-#pragma omp parallel for collapse(2) schedule(static) reduction(+ : sum)
-  for (long k = planes.begin; k < planes.end; ++k)
-    for (long j = 0; j < e[1]; ++j) {
-      double* row = data.data() + m.offset + k * m.stride_z + j * m.stride_y;
-      const T* src = in.data() + (((k - planes.begin) * e[1] + j) * e[0]) * c;
-      const long gz = block.box.low[2] + k, gyy = block.box.low[1] + j;
-      const std::uint64_t first = std::uint64_t(((gz * gy + gyy) * gx + block.box.low[0]) * c);
-      for (long i = 0; i < e[0]; ++i)
-        for (long v = 0; v < c; ++v) {
-          const T value = src[i * c + v];
-          row[i * step + v] = static_cast<double>(value);
-          sum += element_hash(first + std::uint64_t(i * c + v), bits_of(value));
-        }
-    }
-  return sum;
+  const T* from = in.data();
+  double* to = data.data();
+  return move_slab(block, planes, [from, to](long memory, long dense) {
+    const T value = from[dense];
+    to[memory] = static_cast<double>(value);
+    return value;
+  });
 }
 
 /// Moves the block slab by slab through one bounded buffer: `move(planes, count)` transfers one slab of

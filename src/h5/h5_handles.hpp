@@ -112,3 +112,14 @@ inline LocalOutcome as_io_failure(const std::string& context, const LocalOutcome
 }
 
 }  // namespace hympi::h5::detail
+
+namespace hympi::h5 {
+// The h5 sources call these by their short names.
+using detail::agree;
+using detail::as_io_failure;
+using detail::attempt;
+using detail::error_stack_message;
+using detail::Handle;
+using detail::LocalOutcome;
+using detail::SilencedErrors;
+}  // namespace hympi::h5

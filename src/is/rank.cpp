@@ -194,25 +194,21 @@ IsResult IsBenchmark::run() {
 }
 
 IsSeries run_is_series(IsBenchmark& benchmark, double min_time_s) {
-  IsSeries s;
-  double seconds = 0.0, comm = 0.0, local = 0.0, local_comm = 0.0;
-  s.all_verified = true;
-  do {
-    s.runs.push_back(benchmark.run());
-    const IsResult& r = s.runs.back();
-    seconds += r.seconds;
+  IsSeries s{repeat_runs(min_time_s, [&benchmark] { return benchmark.run(); },
+                         [](const IsResult& r) { return r.verified(); }), {}};
+  double comm = 0.0, local = 0.0, local_comm = 0.0;
+  for (const IsResult& r : s.runs) {
     comm += r.comm_seconds;
     local += r.local_seconds;
     local_comm += r.local_comm_seconds;
-    s.all_verified = s.all_verified && r.verified();
-  } while (seconds < min_time_s && s.all_verified);
+  }
   s.total = s.runs.back();
   const double ops = s.total.mops * s.total.seconds * static_cast<double>(s.runs.size());
-  s.total.seconds = seconds;
+  s.total.seconds = s.seconds;
   s.total.comm_seconds = comm;
   s.total.local_seconds = local;
   s.total.local_comm_seconds = local_comm;
-  s.total.mops = ops / seconds;
+  s.total.mops = ops / s.seconds;
   return s;
 }
 

@@ -35,11 +35,7 @@ void print_report(std::ostream& os, const IsClass& c, const IsSeries& series, in
       os << line;
     }
   }
-  if (series.runs.size() > 1) {
-    os << " Repeated " << series.runs.size() << " times to reach --min-time " << min_time_s << " s; "
-       << (series.all_verified ? "every repetition verified" : "a repetition FAILED verification")
-       << "; time and Mop/s below are over all repetitions\n";
-  }
+  print_repetitions(os, series.runs.size(), series.all_verified, min_time_s);
   os << "\n\n IS Benchmark Completed\n";
   std::snprintf(line, sizeof line, " Class           =                        %s\n", c.name.c_str());
   os << line;

@@ -100,11 +100,4 @@ void print_split_table(std::ostream& os, const ZoneGrid& grid, const std::vector
   os << "\n";
 }
 
-void print_repetitions(std::ostream& os, const MzSeries& series, double min_time_s) {
-  if (series.runs.size() <= 1) return;
-  os << " Repeated " << series.runs.size() << " times to reach --min-time " << min_time_s << " s; "
-     << (series.all_verified ? "every repetition verified" : "a repetition FAILED verification")
-     << "; time and Mop/s below are over all repetitions\n";
-}
-
 }  // namespace hympi::npb

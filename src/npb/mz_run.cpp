@@ -27,14 +27,7 @@ nlohmann::json MzOptions::to_json() const {
 
 MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm,
                 const MzOptions& options, std::ostream* log) {
-  int rank = 0;
-  int size = 0;
-  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
-  HYMPI_MPI(MPI_Comm_size(comm, &size));
-  if (size != partition.num_ranks()) {
-    throw InvalidArgument("communicator has " + std::to_string(size) + " ranks, partition " +
-                          std::to_string(partition.num_ranks()));
-  }
+  const int rank = partition_rank(partition, comm);
   const int niter = options.niter > 0 ? options.niter : p.niter;
   omp_set_num_threads(partition.threads(rank));
   if (p.benchmark == Benchmark::lu && options.layout.layout != DataLayout::first_touch) {
@@ -167,34 +160,25 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
   return r;
 }
 
-std::vector<double> MzSeries::repetition_seconds() const {
-  std::vector<double> out;
-  out.reserve(runs.size());
-  for (const MzResult& r : runs) out.push_back(r.seconds);
-  return out;
-}
-
 MzSeries run_mz_series(const ClassParams& p, const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm,
                        MzOptions options, double min_time_s, std::ostream* log) {
-  MzSeries series;
-  double total_s = 0.0, exchange_s = 0.0, ops = 0.0;
-  bool all_verified = true;
-  do {
+  const auto run = [&] {
     MzResult r = run_mz(p, grid, partition, comm, options, log);
-    total_s += r.seconds;
-    exchange_s += r.exchange_seconds;
-    ops += r.mops * r.seconds;  // Mop of this repetition
-    all_verified = all_verified && r.verification.passed;
-    series.runs.push_back(std::move(r));
     options.progress = false;  // one set of " Time step" lines is enough
     options.hooks = {};        // a repetition starts from the initial state: no restart, no I/O
     options.measure_placement = false;  // every repetition places its arrays alike
-  } while (total_s < min_time_s && all_verified);
+    return r;
+  };
+  MzSeries series{repeat_runs(min_time_s, run, [](const MzResult& r) { return r.verification.passed; }), {}};
+  double exchange_s = 0.0, ops = 0.0;
+  for (const MzResult& r : series.runs) {
+    exchange_s += r.exchange_seconds;
+    ops += r.mops * r.seconds;  // Mop of this repetition
+  }
   series.total = series.runs.back();
-  series.total.seconds = total_s;
+  series.total.seconds = series.seconds;
   series.total.exchange_seconds = exchange_s;
-  series.total.mops = total_s > 0.0 ? ops / total_s : 0.0;
-  series.all_verified = all_verified;
+  series.total.mops = series.seconds > 0.0 ? ops / series.seconds : 0.0;
   return series;
 }
 

@@ -12,21 +12,25 @@ constexpr std::array<ZoneFace, 4> kFaces{ZoneFace::west, ZoneFace::east, ZoneFac
 constexpr int kTag = 4242;
 }  // namespace
 
-ZoneExchange::ZoneExchange(const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm, int ncomp)
-    : grid_(grid), comm_(comm), ncomp_(ncomp) {
+int partition_rank(const ZonePartition& partition, MPI_Comm comm) {
+  int rank = 0;
   int size = 0;
-  HYMPI_MPI(MPI_Comm_rank(comm, &rank_));
+  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
   HYMPI_MPI(MPI_Comm_size(comm, &size));
-  if (size != partition.num_ranks()) {
+  if (size != partition.num_ranks())
     throw InvalidArgument("communicator has " + std::to_string(size) + " ranks but the partition " +
                           std::to_string(partition.num_ranks()));
-  }
+  return rank;
+}
+
+ZoneExchange::ZoneExchange(const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm, int ncomp)
+    : grid_(grid), comm_(comm), rank_(partition_rank(partition, comm)), ncomp_(ncomp) {
   if (ncomp < 1) throw InvalidArgument("components per point " + std::to_string(ncomp) + " must be >= 1");
   local_index_.assign(static_cast<std::size_t>(grid.num_zones()), -1);
   const auto& mine = partition.zones_of(rank_);
   for (std::size_t i = 0; i < mine.size(); ++i) local_index_[mine[i]] = static_cast<int>(i);
 
-  for (int peer = 0; peer < size; ++peer) {
+  for (int peer = 0; peer < partition.num_ranks(); ++peer) {
     if (peer == rank_) continue;
     Link link{peer, {}, {}, {}, {}};
     // Both sides list segments in the sender's zone order, so no headers travel with the data.

@@ -83,29 +83,15 @@ void sweep_box(Grid3D<double>& u, const Grid3D<double>& hf, int colour, double o
 }
 
 double residual_norm(const Grid3D<double>& u, const Grid3D<double>& hf, double h, MPI_Comm comm, long points) {
-  const auto n = u.extent();
   const long sy = u.stride_y(), sz = u.stride_z();
   const double* p = u.data().data();
   const double* f = hf.data().data();
   const double inv_h2 = 1.0 / (h * h);
-  ExactSum total;
-#pragma omp parallel
-  {
-    ExactSum mine;
-#pragma omp for collapse(2) schedule(static)
-    for (long k = 0; k < n[2]; ++k)
-      for (long j = 0; j < n[1]; ++j) {
-        const long row = u.index(0, j, k);
-        for (long i = 0; i < n[0]; ++i) {
-          const long x = row + i;
-          const double r =
-              (f[x] - (6.0 * p[x] - p[x - 1] - p[x + 1] - p[x - sy] - p[x + sy] - p[x - sz] - p[x + sz])) * inv_h2;
-          mine.add(r * r);
-        }
-      }
-#pragma omp critical(hympi_rb3d_residual)
-    total.merge(mine);
-  }
+  ExactSum total = exact_sum_of_points(u, [&](long x) {
+    const double r =
+        (f[x] - (6.0 * p[x] - p[x - 1] - p[x + 1] - p[x - sy] - p[x + sy] - p[x - sz] - p[x + sz])) * inv_h2;
+    return r * r;
+  });
   total.allreduce(comm);
   return std::sqrt(total.value() / static_cast<double>(points));
 }

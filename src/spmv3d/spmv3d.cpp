@@ -18,24 +18,12 @@ namespace {
 
 /// Sum over owned points of a[p] * b[p], exactly: the same bits for every layout (collective).
 double dot(const Grid3D<double>& a, const Grid3D<double>& b, MPI_Comm comm, Metrics& metrics) {
-  const auto n = a.extent();
   const double* pa = a.data().data();
   const double* pb = b.data().data();
   ExactSum total;
   {
     auto t = metrics.time("cg_dot", PhaseKind::computation);
-#pragma omp parallel
-    {
-      ExactSum mine;
-#pragma omp for collapse(2) schedule(static)
-      for (long k = 0; k < n[2]; ++k)
-        for (long j = 0; j < n[1]; ++j) {
-          const long row = a.index(0, j, k);
-          for (long i = 0; i < n[0]; ++i) mine.add(pa[row + i] * pb[row + i]);
-        }
-#pragma omp critical(hympi_spmv3d_dot)
-      total.merge(mine);
-    }
+    total = exact_sum_of_points(a, [&](long x) { return pa[x] * pb[x]; });
   }
   auto t = metrics.time("cg_allreduce", PhaseKind::communication);
   total.allreduce(comm);

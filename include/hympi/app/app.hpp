@@ -56,13 +56,18 @@ struct AppContext {
   AffinityOptions affinity;
   /// Every rank's and thread's observed binding (complete on rank 0, empty elsewhere).
   const std::vector<ThreadBinding>& bindings;
-  /// Seconds of timed kernel work an app should reach by repeating its kernel, unless the user
-  /// fixed the repetitions (--min-time, env HYMPI_MIN_TIME, default 1; 0 = no minimum).
+  /// Seconds of timed kernel work asked for (--min-time, env HYMPI_MIN_TIME, default 1; 0 = no minimum): what the
+  /// result record reports as min_time_s.
   double min_time_s = 0.0;
+  /// Whether the command line gave the app's repetitions_option(): the run repeats exactly as often as it says.
+  bool repetitions_fixed = false;
   /// Checkpoints, restart and snapshots asked for on the command line (--checkpoint, --restart,
   /// --snapshot, ...); null for apps whose checkpoints() is false. With a checkpoint or a restart the
   /// frame sets min_time_s to 0: the step count must not depend on timing for a restart to be bitwise.
   h5::IoSession* io = nullptr;
+
+  /// The minimum time the app's timed part should repeat to reach: min_time_s, or 0 when the repetitions are fixed.
+  [[nodiscard]] double kernel_min_time_s() const { return repetitions_fixed ? 0.0 : min_time_s; }
 };
 
 /// One reference application: options, validation and the measured, verified run.
@@ -76,6 +81,10 @@ class AppDefinition {
   [[nodiscard]] std::string description() const;
   /// Declares the app's own options on `cli`.
   virtual void add_options(CLI::App& cli) = 0;
+  /// The option of add_options() that fixes how often the timed part repeats (e.g. "--iterations"); given, the
+  /// frame sets context.repetitions_fixed and --min-time adds no repetition. Empty (the default): --min-time always
+  /// applies.
+  [[nodiscard]] virtual std::string repetitions_option() const { return {}; }
   /// Takes what the app needs from the resolved options layer (config file, HYMPI_* environment),
   /// after parsing and before validate(); throws InvalidArgument naming a bad value.
   virtual void apply_settings(const Settings& settings) { (void)settings; }
@@ -103,9 +112,28 @@ class AppDefinition {
     (void)path;
     (void)header;
   }
-  /// Runs, verifies and returns what was measured (collective over env.world()).
+  /// Runs, verifies and returns what was measured (collective over env.world()), its timed part repeated to reach
+  /// context.kernel_min_time_s(); the record's timed_repetitions counts the repetitions timed, and the frame fills
+  /// repetitions_fixed and min_time_s from the context.
   virtual ResultRecord run(AppContext& context) = 0;
 };
+
+/// The record of an NPB-style benchmark run whole until it reached the minimum time (RepeatedRuns, e.g. IsSeries,
+/// MzSeries): "class <problem_class>", the time and Mop/s of series.total (all runs together), verified when every
+/// run verified, one timed repetition per run.
+template <class Series>
+[[nodiscard]] ResultRecord repeated_runs_record(const std::string& app, const std::string& problem_class,
+                                                const Series& series) {
+  ResultRecord rec;
+  rec.app = app;
+  rec.problem = "class " + problem_class;
+  rec.time_s = series.total.seconds;
+  rec.rate = series.total.mops;
+  rec.rate_unit = "Mop/s";
+  rec.verified = series.all_verified;
+  rec.timed_repetitions = static_cast<int>(series.runs.size());
+  return rec;
+}
 
 /// Every check of `app`'s options for `layout` with `ranks_on_node` ranks on this machine: app.validate(), then its
 /// memory_estimate() against this machine's memory (hwloc). The one function --validate-ranks and the launched

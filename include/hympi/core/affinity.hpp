@@ -16,10 +16,8 @@ enum class BindPolicy { none, core, numa, package };
 /// How ranks are laid out over the machine's domains: fill one first, or round-robin.
 enum class Distribution { compact, scatter };
 
-template <>
-struct EnumNames<BindPolicy> : contract::BindPolicyNames<BindPolicy> {};
-template <>
-struct EnumNames<Distribution> : contract::DistributionNames<Distribution> {};
+contract::BindPolicyNames<BindPolicy> enum_names(BindPolicy);
+contract::DistributionNames<Distribution> enum_names(Distribution);
 /// Parses "none|core|numa|package"; throws InvalidArgument naming the value otherwise.
 inline BindPolicy parse_bind_policy(const std::string& text) { return parse_enum<BindPolicy>(text); }
 /// Parses "compact|scatter"; throws InvalidArgument naming the value otherwise.

@@ -4,15 +4,18 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "hympi/contract.hpp"
 #include "hympi/core/error.hpp"
 
 namespace hympi {
 
-/// Specialised next to each named enum as `template <> struct EnumNames<E> : contract::ENames<E> {};`.
+/// The contract's names of enum E. Each named enum declares, next to it and in its own namespace,
+/// `contract::ENames<E> enum_names(E);` (never defined: only its type is used); argument-dependent lookup finds
+/// it there, so an enum of a nested namespace (locality, npb, transpose) is named without reopening hympi.
 template <class E>
-struct EnumNames;
+using EnumNames = decltype(enum_names(std::declval<E>()));
 
 /// An enum whose names the contract declares.
 template <class E>

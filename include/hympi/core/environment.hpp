@@ -14,8 +14,7 @@ namespace hympi {
 /// MPI thread support levels, in increasing order.
 enum class ThreadLevel { single, funneled, serialized, multiple };
 
-template <>
-struct EnumNames<ThreadLevel> : contract::ThreadLevelNames<ThreadLevel> {};
+contract::ThreadLevelNames<ThreadLevel> enum_names(ThreadLevel);
 /// Parses "single|funneled|serialized|multiple"; throws InvalidArgument otherwise.
 inline ThreadLevel parse_thread_level(const std::string& text) { return parse_enum<ThreadLevel>(text); }
 

@@ -2,10 +2,13 @@
 // Named phase timers with communication vs computation accounting, reduced over ranks.
 #include <mpi.h>
 
+#include <cstddef>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "hympi/core/enum_names.hpp"
@@ -15,8 +18,7 @@ namespace hympi {
 /// What a phase spends its time on; decides whether it counts as comm_s or comp_s.
 enum class PhaseKind { computation, communication, other };
 
-template <>
-struct EnumNames<PhaseKind> : contract::PhaseKindNames<PhaseKind> {};
+contract::PhaseKindNames<PhaseKind> enum_names(PhaseKind);
 
 /// min/avg/max over ranks of one phase's time.
 struct PhaseStats {
@@ -100,6 +102,39 @@ class Metrics {
 /// at most 100 x done (a short, noisy first measure must not overshoot wildly) and at most `cap`.
 /// Throws InvalidArgument for done < 1, cap < done or a negative or non-finite time.
 long repetitions_for_min_time(long done, double elapsed_s, double min_time_s, long cap);
+
+/// A benchmark run whole, again and again, until its runs' seconds add up to a minimum time: for benchmarks whose
+/// class fixes the iterations (verification needs them), so that only whole runs can be added (NPB IS, NPB-MZ).
+template <class Result>
+struct RepeatedRuns {
+  std::vector<Result> runs;  ///< every run, in order; none follows one that failed verification
+  bool all_verified = true;  ///< every run verified
+  double seconds = 0;        ///< the runs' seconds together
+  /// Each run's seconds, in order (a result's repetition_s).
+  [[nodiscard]] std::vector<double> run_seconds() const {
+    std::vector<double> out;
+    out.reserve(runs.size());
+    for (const Result& r : runs) out.push_back(r.seconds);
+    return out;
+  }
+};
+
+/// Calls `run` until its results' seconds (Result::seconds, the slowest rank's, so that every rank stops after the
+/// same run) reach `min_time_s`, at least once, or until `verified(result)` is false. Throws what `run` throws.
+template <class Run, class Verified>
+[[nodiscard]] RepeatedRuns<std::invoke_result_t<Run&>> repeat_runs(double min_time_s, Run&& run, Verified&& verified) {
+  RepeatedRuns<std::invoke_result_t<Run&>> out;
+  do {
+    out.runs.push_back(run());
+    out.seconds += out.runs.back().seconds;
+    out.all_verified = out.all_verified && verified(out.runs.back());
+  } while (out.seconds < min_time_s && out.all_verified);
+  return out;
+}
+
+/// For more than one run, the NPB-style note before the result block: how many runs reached --min-time
+/// `min_time_s`, whether all verified, and that the block's time and Mop/s cover them all. Nothing for one run.
+void print_repetitions(std::ostream& os, std::size_t runs, bool all_verified, double min_time_s);
 
 /// Peak resident set size of this process in MiB (getrusage's VmHWM).
 double max_rss_mib();

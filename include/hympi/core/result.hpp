@@ -15,7 +15,8 @@ struct ResultRecord {
   std::string rate_unit;    ///< e.g. "GFLOP/s", "GB/s", "Mop/s"
   bool verified = false;    ///< the app's own verification passed
   nlohmann::json metrics = nlohmann::json::object();  ///< app-specific values, with units in the key
-  // How long the timed region ran, for apps that repeat their kernel to reach --min-time.
+  // How long the timed region ran, for apps that repeat their kernel to reach --min-time; the app counts the
+  // repetitions, the app frame (run_app) sets the other two.
   int timed_repetitions = 0;       ///< iterations/repeats in the timed region (0: not reported)
   bool repetitions_fixed = false;  ///< the user fixed the count, so min_time_s did not scale it
   double min_time_s = 0;           ///< the minimum kernel time asked for (0: none)

@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdint>
 
+#include "hympi/grid/grid3d.hpp"
+
 namespace hympi {
 
 /// Accumulates doubles exactly in fixed point (a Kulisch-style long accumulator), so the total
@@ -28,5 +30,27 @@ class ExactSum {
   std::uint32_t pending_ = 0;  // additions since the last carry propagation
   std::int64_t invalid_ = 0;   // count of NaN/inf inputs
 };
+
+/// This rank's exact sum over the owned points of `grid` of term(x), x the point's offset in grid.data(): the (k, j)
+/// rows split over a new OpenMP team (static schedule) and the threads' sums merged, the same bits for any thread
+/// count. Call it outside a parallel region; `term` must not throw.
+template <class T, class Term>
+[[nodiscard]] ExactSum exact_sum_of_points(const Grid3D<T>& grid, Term term) {
+  const auto n = grid.extent();
+  ExactSum total;
+#pragma omp parallel
+  {
+    ExactSum mine;
+#pragma omp for collapse(2) schedule(static)
+    for (long k = 0; k < n[2]; ++k)
+      for (long j = 0; j < n[1]; ++j) {
+        const long row = grid.index(0, j, k);
+        for (long i = 0; i < n[0]; ++i) mine.add(term(row + i));
+      }
+#pragma omp critical(hympi_exact_sum_of_points)
+    total.merge(mine);
+  }
+  return total;
+}
 
 }  // namespace hympi

@@ -16,8 +16,7 @@ namespace hympi {
 /// Which neighbours exchange ghosts: 6 face neighbours, or all 26.
 enum class HaloPattern { faces, full };
 
-template <>
-struct EnumNames<HaloPattern> : contract::HaloPatternNames<HaloPattern> {};
+contract::HaloPatternNames<HaloPattern> enum_names(HaloPattern);
 
 /// Persistent nonblocking exchange of ghost layers; begin()/end() split it so work can overlap.
 ///

@@ -30,8 +30,7 @@ enum class OverlapStrategy {
   comm_thread  ///< thread 0 drives MPI while the others compute interior regions (Kaiser and Baden, §4.2)
 };
 
-template <>
-struct EnumNames<OverlapStrategy> : contract::OverlapStrategyNames<OverlapStrategy> {};
+contract::OverlapStrategyNames<OverlapStrategy> enum_names(OverlapStrategy);
 /// Parses "bulk|split|commthread"; throws InvalidArgument naming the value otherwise.
 inline OverlapStrategy parse_overlap_strategy(const std::string& text) { return parse_enum<OverlapStrategy>(text); }
 

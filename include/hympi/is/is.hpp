@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "hympi/core/metrics.hpp"
+
 namespace hympi::is {
 
 /// A key (classes S to C: keys below 2^23, at most 2^27 of them).
@@ -150,11 +152,9 @@ class IsBenchmark {
 };
 
 /// The benchmark repeated whole until the timed iterations reach a minimum time.
-struct IsSeries {
-  std::vector<IsResult> runs;  ///< every repetition, in order
+struct IsSeries : RepeatedRuns<IsResult> {
   /// The last repetition with seconds, comm_seconds and mops over all repetitions.
   IsResult total;
-  bool all_verified = false;  ///< every repetition verified
 };
 
 /// Runs `benchmark` until the runs' seconds reach `min_time_s` (at least once) or one fails

@@ -18,14 +18,7 @@ namespace hympi::locality {
 /// How one dimension of an array is spread: in blocks over locations, or not at all (Jin et al.'s `*`).
 enum class DimDistribution { block, none };
 
-}  // namespace hympi::locality
-
-namespace hympi {
-template <>
-struct EnumNames<locality::DimDistribution> : contract::DimDistributionNames<locality::DimDistribution> {};
-}  // namespace hympi
-
-namespace hympi::locality {
+contract::DimDistributionNames<DimDistribution> enum_names(DimDistribution);
 
 /// Parses a comma-separated list such as "block,*" or "block,none" (one entry per dimension,
 /// blanks allowed); throws InvalidArgument naming the bad entry.

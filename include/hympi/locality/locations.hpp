@@ -16,14 +16,7 @@ namespace hympi::locality {
 /// Which hwloc object one location is when locations follow the hardware.
 enum class LocationLevel { numa, package, l3 };
 
-}  // namespace hympi::locality
-
-namespace hympi {
-template <>
-struct EnumNames<locality::LocationLevel> : contract::LocationLevelNames<locality::LocationLevel> {};
-}  // namespace hympi
-
-namespace hympi::locality {
+contract::LocationLevelNames<LocationLevel> enum_names(LocationLevel);
 
 /// One location: the PUs its threads run on and the NUMA nodes (OS indexes) its memory lives on.
 struct Location {

@@ -22,14 +22,7 @@ namespace hympi::locality {
 /// places each page on the node of the thread that first touches it.
 enum class MemoryPolicy { local, interleave, location, none };
 
-}  // namespace hympi::locality
-
-namespace hympi {
-template <>
-struct EnumNames<locality::MemoryPolicy> : contract::MemoryPolicyNames<locality::MemoryPolicy> {};
-}  // namespace hympi
-
-namespace hympi::locality {
+contract::MemoryPolicyNames<MemoryPolicy> enum_names(MemoryPolicy);
 
 /// Parses "local|interleave|location|none"; throws InvalidArgument naming the value otherwise.
 inline MemoryPolicy parse_memory_policy(std::string_view text) { return parse_enum<MemoryPolicy>(text); }

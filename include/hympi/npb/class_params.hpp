@@ -14,14 +14,7 @@ namespace hympi::npb {
 
 /// The three NPB-MZ benchmarks.
 enum class Benchmark { bt, sp, lu };
-}  // namespace hympi::npb
-
-namespace hympi {
-template <>
-struct EnumNames<npb::Benchmark> : contract::BenchmarkNames<npb::Benchmark> {};
-}  // namespace hympi
-
-namespace hympi::npb {
+contract::BenchmarkNames<Benchmark> enum_names(Benchmark);
 using hympi::to_string;  // "bt-mz", "sp-mz" or "lu-mz"
 /// Parses "bt-mz", "sp-mz" or "lu-mz" (also without "-mz"); throws InvalidArgument otherwise.
 [[nodiscard]] inline Benchmark parse_benchmark(const std::string& name) { return parse_enum<Benchmark>(name); }

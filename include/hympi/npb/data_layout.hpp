@@ -36,14 +36,7 @@ namespace hympi::npb {
 /// random: each page bound to a location drawn from a seeded generator (reproducible).
 enum class DataLayout { first_touch, one_location, access_pattern, random };
 
-}  // namespace hympi::npb
-
-namespace hympi {
-template <>
-struct EnumNames<npb::DataLayout> : contract::DataLayoutNames<npb::DataLayout> {};
-}  // namespace hympi
-
-namespace hympi::npb {
+contract::DataLayoutNames<DataLayout> enum_names(DataLayout);
 
 /// Parses "first-touch|one-location|access-pattern|random"; throws InvalidArgument naming the value.
 inline DataLayout parse_data_layout(std::string_view text) { return parse_enum<DataLayout>(text); }

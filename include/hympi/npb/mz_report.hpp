@@ -1,6 +1,6 @@
 #pragma once
-// The NPB-style text of a run, printed by rank 0: header, zone-to-rank map, zone splitting, the
-// note on repetitions and the result block.
+// The NPB-style text of a run, printed by rank 0: header, zone-to-rank map, zone splitting and the result block
+// (the note on repetitions is core's print_repetitions).
 #include "hympi/npb/class_params.hpp"
 #include "hympi/npb/mz_run.hpp"
 #include "hympi/npb/zone_grid.hpp"
@@ -21,8 +21,6 @@ void print_split_summary(std::ostream& os, const ZoneSplit& split);
 /// grid: for each number of groups, the points splitting costs and how
 /// well whole zones (NPB bin packing) and split blocks (LPT) balance. Throws what split_zones throws.
 void print_split_table(std::ostream& os, const ZoneGrid& grid, const std::vector<int>& groups, double tolerance);
-/// When the series has more than one run: how many, and that the figures cover them all.
-void print_repetitions(std::ostream& os, const MzSeries& series, double min_time_s);
 /// The NPB-style result block (class, size, iterations, time, Mop/s total and per process, verification).
 void print_report(std::ostream& os, const ClassParams& p, const MzResult& r, int nranks, int total_threads);
 

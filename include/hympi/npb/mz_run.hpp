@@ -2,6 +2,7 @@
 // The NPB-MZ time loop: the zones of this rank stepped together, with the boundary exchange
 // between steps, the verification norms reduced over ranks at the end; and the benchmark
 // repeated whole until a minimum time is reached.
+#include "hympi/core/metrics.hpp"
 #include "hympi/core/topology.hpp"
 #include "hympi/locality/membind.hpp"
 #include "hympi/npb/class_params.hpp"
@@ -84,14 +85,10 @@ struct MzResult {
 
 /// The benchmark repeated whole (initialise, time the loop, verify) until the timed loops sum to
 /// a minimum time: the class fixes the iterations, which verification needs.
-struct MzSeries {
-  std::vector<MzResult> runs;  ///< every repetition, in order
+struct MzSeries : RepeatedRuns<MzResult> {
   /// The last repetition's iterations and verification, with seconds, exchange_seconds and mops
   /// over all repetitions (mops = all operations / all seconds).
   MzResult total;
-  bool all_verified = false;   ///< every repetition verified
-  /// Each repetition's seconds (the slowest rank's).
-  [[nodiscard]] std::vector<double> repetition_seconds() const;
 };
 
 /// Calls run_mz until the runs' seconds reach `min_time_s` (at least once) or one fails

@@ -14,6 +14,10 @@
 
 namespace hympi {
 
+/// This process's rank in `comm`, the rank `partition` numbers it by; throws InvalidArgument when `comm` does not
+/// have partition.num_ranks() ranks and MpiError when an MPI call fails.
+[[nodiscard]] int partition_rank(const ZonePartition& partition, MPI_Comm comm);
+
 /// Exchanges zone boundary planes. Fields are stored per zone as [nz][ny][padded_nx(nx)][ncomp]
 /// doubles, one pointer per zone of this rank in partition.zones_of(rank) order.
 class ZoneExchange {

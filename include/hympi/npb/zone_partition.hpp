@@ -20,8 +20,7 @@ enum class PackingMethod {
   lpt   ///< longest-processing-time: largest first onto the emptiest rank, nothing else
 };
 
-template <>
-struct EnumNames<PackingMethod> : contract::PackingMethodNames<PackingMethod> {};
+contract::PackingMethodNames<PackingMethod> enum_names(PackingMethod);
 /// Parses "npb" or "lpt"; throws InvalidArgument naming the value otherwise.
 [[nodiscard]] inline PackingMethod parse_packing_method(const std::string& name) {
   return parse_enum<PackingMethod>(name);

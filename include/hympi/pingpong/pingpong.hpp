@@ -32,8 +32,7 @@ inline constexpr std::array<CommLevel, 8> kCommLevels = {CommLevel::pu,   CommLe
                                                          CommLevel::l3,   CommLevel::numa,    CommLevel::package,
                                                          CommLevel::node, CommLevel::network};
 
-template <>
-struct EnumNames<CommLevel> : contract::CommLevelNames<CommLevel> {};
+contract::CommLevelNames<CommLevel> enum_names(CommLevel);
 /// Parses a level name; throws InvalidArgument naming the value otherwise.
 inline CommLevel parse_comm_level(const std::string& text) { return parse_enum<CommLevel>(text); }
 

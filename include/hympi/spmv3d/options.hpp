@@ -13,16 +13,14 @@ namespace hympi {
 /// How the operator is applied: matrix-free stencil or an assembled CSR matrix.
 enum class SpmvOperator { stencil, csr };
 
-template <>
-struct EnumNames<SpmvOperator> : contract::SpmvOperatorNames<SpmvOperator> {};
+contract::SpmvOperatorNames<SpmvOperator> enum_names(SpmvOperator);
 /// Parses "stencil|csr"; throws InvalidArgument naming the value otherwise.
 inline SpmvOperator parse_spmv_operator(const std::string& text) { return parse_enum<SpmvOperator>(text); }
 
 /// Whether the stencil writes y with non-temporal (cache-bypassing) stores.
 enum class StreamingStores { automatic, on, off };
 
-template <>
-struct EnumNames<StreamingStores> : contract::StreamingStoresNames<StreamingStores> {};
+contract::StreamingStoresNames<StreamingStores> enum_names(StreamingStores);
 /// Parses "auto|on|off"; throws InvalidArgument naming the value otherwise.
 inline StreamingStores parse_streaming_stores(const std::string& text) { return parse_enum<StreamingStores>(text); }
 

@@ -24,16 +24,8 @@ enum class TransposeExchange { alltoallv, alltoall, pairwise };
 /// The precision of the data on the wire: compute stays in double, single halves the bytes sent.
 enum class WirePrecision { double_precision, single_precision };
 
-}  // namespace hympi::transpose
-
-namespace hympi {
-template <>
-struct EnumNames<transpose::TransposeExchange> : contract::TransposeExchangeNames<transpose::TransposeExchange> {};
-template <>
-struct EnumNames<transpose::WirePrecision> : contract::WirePrecisionNames<transpose::WirePrecision> {};
-}  // namespace hympi
-
-namespace hympi::transpose {
+contract::TransposeExchangeNames<TransposeExchange> enum_names(TransposeExchange);
+contract::WirePrecisionNames<WirePrecision> enum_names(WirePrecision);
 
 using hympi::to_string;  // "alltoallv", "alltoall", "pairwise"; "double", "single" (found by ADL)
 

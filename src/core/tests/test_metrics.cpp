@@ -2,6 +2,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <vector>
 
 #include "hympi/core/error.hpp"
 #include "hympi/core/metrics.hpp"
@@ -51,6 +52,28 @@ TEST(Metrics, ScopeTimesAndMemoryGrows) {
   const double before = max_rss_mib();
   std::vector<char> block(64 << 20, 1);
   EXPECT_GE(max_rss_mib(), before + 60.0) << "peak RSS did not see a 64 MiB touched block";
+}
+
+TEST(Metrics, RepeatRunsStopsAtTheMinimumTimeOrTheFirstFailure) {
+  struct Run {
+    double seconds;
+    bool passed;
+  };
+  const auto series = [](double min_time_s, std::vector<Run> script) {
+    std::size_t next = 0;
+    return repeat_runs(min_time_s, [&] { return script.at(next++); }, [](const Run& r) { return r.passed; });
+  };
+  // Once even without a minimum; then until the seconds add up to it (0.4 + 0.4 < 1, + 0.4 >= 1).
+  EXPECT_EQ(series(0.0, {{0.4, true}, {0.4, true}}).runs.size(), 1U);
+  const auto reached = series(1.0, {{0.4, true}, {0.4, true}, {0.4, true}, {0.4, true}});
+  EXPECT_EQ(reached.runs.size(), 3U);
+  EXPECT_TRUE(reached.all_verified);
+  EXPECT_DOUBLE_EQ(reached.seconds, 1.2);
+  EXPECT_EQ(reached.run_seconds(), (std::vector<double>{0.4, 0.4, 0.4}));
+  // A failed run is the last one.
+  const auto failed = series(10.0, {{0.1, true}, {0.1, false}, {0.1, true}});
+  EXPECT_EQ(failed.runs.size(), 2U);
+  EXPECT_FALSE(failed.all_verified);
 }
 
 TEST(Metrics, RepetitionsForMinTimeExtrapolateWithinBounds) {

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <vector>
 
+#include "throws_message.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/locality/distributed_array.hpp"
 #include "hympi/locality/region.hpp"
@@ -117,12 +118,9 @@ TEST(Distribution, ParsesTheSeedsSpelling) {
   EXPECT_EQ(parse_dim_distributions("none,block,block"), (std::vector<DimDistribution>{N, B, B}));
   EXPECT_EQ(to_string(std::vector<DimDistribution>{B, N}), "block,none");
   EXPECT_THROW((void)parse_dim_distributions("block,,none"), InvalidArgument);
-  try {
-    (void)parse_dim_distributions("cyclic");
-    FAIL();
-  } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(), "unknown dimension distribution 'cyclic' (expected block or none)");
-  }
+  hympi::test::expect_throws_message<InvalidArgument>(
+      [] { (void)parse_dim_distributions("cyclic"); },
+      "unknown dimension distribution 'cyclic' (expected block or none)");
 }
 
 TEST(DistributedArray, GlobalIndexingOnASyntheticMachine) {

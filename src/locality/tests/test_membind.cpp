@@ -7,6 +7,7 @@
 #include <vector>
 #include <string>
 
+#include "throws_message.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/locality/distributed_array.hpp"
 #include "hympi/locality/membind.hpp"
@@ -43,12 +44,9 @@ void touch(std::span<std::byte> bytes) { std::memset(bytes.data(), 1, bytes.size
 TEST(MemoryPolicy, Names) {
   for (const char* name : {"local", "interleave", "location", "none"})
     EXPECT_EQ(hympi::to_string(parse_memory_policy(name)), name);
-  try {
-    (void)parse_memory_policy("bind");
-    FAIL();
-  } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(), "unknown memory policy 'bind' (expected local, interleave, location or none)");
-  }
+  hympi::test::expect_throws_message<InvalidArgument>(
+      [] { (void)parse_memory_policy("bind"); },
+      "unknown memory policy 'bind' (expected local, interleave, location or none)");
 }
 
 TEST(MemoryPolicy, EveryPolicyPlacesTouchedPagesWhereItSays) {

@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "throws_message.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/npb/bt.hpp"
 #include "hympi/npb/data_layout.hpp"
@@ -51,13 +52,9 @@ std::size_t pages_of(std::size_t doubles) {
 TEST(DataLayout, NamesAndBadInput) {
   for (const char* name : {"first-touch", "one-location", "access-pattern", "random"})
     EXPECT_EQ(hympi::to_string(hympi::npb::parse_data_layout(name)), name);
-  try {
-    (void)hympi::npb::parse_data_layout("interleave");
-    FAIL();
-  } catch (const InvalidArgument& e) {
-    EXPECT_STREQ(e.what(),
-                 "unknown data layout 'interleave' (expected first-touch, one-location, access-pattern or random)");
-  }
+  hympi::test::expect_throws_message<InvalidArgument>(
+      [] { (void)hympi::npb::parse_data_layout("interleave"); },
+      "unknown data layout 'interleave' (expected first-touch, one-location, access-pattern or random)");
 }
 
 TEST(DataLayout, RandomOwnersAreReproducibleAndSpread) {

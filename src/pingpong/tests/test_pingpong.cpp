@@ -21,25 +21,29 @@ hympi::Bitmap pu_set(const hympi::Topology& topo, unsigned os) {
 
 }  // namespace
 
-TEST(PingPong, ClassifiesCacheLevelsOnSyntheticTopology) {
-  const auto topo = hympi::Topology::from_synthetic("pack:2 numa:2 l3:1 l2:2 core:2 pu:2");
+TEST(PingPong, ClassifiesPuPairsOnSyntheticTopologies) {
   using L = hympi::CommLevel;
-  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 0)), L::pu);
-  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 1)), L::core);
-  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 2)), L::l2);
-  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 4)), L::l3);
-  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 8)), L::package);  // other NUMA, own L3
-  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 16)), L::node);
-  // A whole-core binding against another core of the same L2.
-  EXPECT_EQ(hympi::classify_sets(topo, topo.core_set(0), topo.core_set(1)), L::l2);
+  const char* const caches = "pack:2 numa:2 l3:1 l2:2 core:2 pu:2";
+  const char* const no_caches = "pack:2 numa:2 core:2 pu:1";
+  struct Pair {
+    const char* machine;
+    unsigned a, b;  // PU OS indexes
+    L level;
+  };
+  for (const Pair& c : {Pair{caches, 0, 0, L::pu}, Pair{caches, 0, 1, L::core}, Pair{caches, 0, 2, L::l2},
+                        Pair{caches, 0, 4, L::l3}, Pair{caches, 0, 8, L::package} /* other NUMA, own L3 */,
+                        Pair{caches, 0, 16, L::node}, Pair{no_caches, 0, 1, L::numa},
+                        Pair{no_caches, 0, 2, L::package}, Pair{no_caches, 3, 4, L::node}}) {
+    const auto topo = hympi::Topology::from_synthetic(c.machine);
+    EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, c.a), pu_set(topo, c.b)), c.level)
+        << c.machine << ": PUs " << c.a << " and " << c.b;
+  }
 }
 
-TEST(PingPong, ClassifiesNumaAndPackageWithoutCaches) {
-  const auto topo = hympi::Topology::from_synthetic("pack:2 numa:2 core:2 pu:1");
-  using L = hympi::CommLevel;
-  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 1)), L::numa);
-  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 0), pu_set(topo, 2)), L::package);
-  EXPECT_EQ(hympi::classify_sets(topo, pu_set(topo, 3), pu_set(topo, 4)), L::node);
+TEST(PingPong, ClassifiesWholeCoresAndRefusesAnEmptySet) {
+  const auto topo = hympi::Topology::from_synthetic("pack:2 numa:2 l3:1 l2:2 core:2 pu:2");
+  // A whole-core binding against another core of the same L2.
+  EXPECT_EQ(hympi::classify_sets(topo, topo.core_set(0), topo.core_set(1)), hympi::CommLevel::l2);
   EXPECT_THROW(hympi::classify_sets(topo, hympi::Bitmap(), pu_set(topo, 1)), hympi::TopologyError);
 }
 
