@@ -441,6 +441,7 @@ TEST(H5, OneWriterPerCheckpointAndEveryRankHearsOfAnother) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_FALSE(fs::exists(CheckpointLock::lock_path(path)));  // released and removed: no lock file left behind
+  MPI_Barrier(MPI_COMM_WORLD);  // every rank has looked before rank 0 creates it again
   const CheckpointLock again(MPI_COMM_WORLD, path, 0.2);  // and free again
 }
 
