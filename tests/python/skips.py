@@ -41,6 +41,8 @@ class Reason(Enum):
     FORTRAN = "no Fortran"
     LAMMPS = "no LAMMPS"
     NOT_BUILT = "not built"
+    # The machine's state: other work on the cores a test that measures other work needs quiet (test_busy.py).
+    BUSY = "the machine is busy"
     # Privileges `make test` runs with (root, as its README says) that a developer's shell may lack.
     NOT_ROOT = "not root"
 
