@@ -18,7 +18,7 @@ import os
 import re
 import shutil
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import RunOutcome
 from hympi.params import Param, choice
+from hympi.probe import Env, ProbeProcess, apply_probe, launch_probed
 from hympi.textfile import file_problem, read_utf8
 
 # Which way a figure of merit improves.
@@ -42,6 +43,14 @@ SHOWN_LINES = 5
 def program_named(text: str) -> bool:
     """Whether the subject `text` of a command names a program by its path (it contains '/') rather than an app."""
     return "/" in text
+
+
+def refuse_program_flags(subject: str, values: Mapping[str, object]) -> None:
+    """UsageError when any of PROGRAM's flags was given (`values`: the resolved ones) for `subject`, one of hympi's
+    apps: they describe a program of the user's own."""
+    given = [p.flag for p in PROGRAM if values.get(p.name) is not None]
+    if given:
+        raise UsageError(f"{given[0]} is for a program of your own (named by its path); {subject} is not one")
 
 
 def parse_pattern(option: str, text: str) -> str:
@@ -240,6 +249,15 @@ def load_programs(path: str) -> tuple[ProgramRun, ...]:
     if twice:
         raise UsageError(f"programs file {path}: program name '{twice[0]}' is used twice")
     return runs
+
+
+def probed_program_run(program: Program, launch: Callable[[Env], RunOutcome], ranks: int, threads: int,
+                       args: tuple[str, ...]) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
+    """One launch of a program of the user's own (`launch` given the probe's environment for its ranks), judged on
+    its output (hympi.program.judge) and on what the probe saw (hympi.probe.apply_probe); with the probed processes.
+    The sweep and `hympi run` / `affinity` both launch programs through it."""
+    launched, processes = launch_probed(launch)
+    return apply_probe(judge(program, launched, ranks, threads, args), processes, ranks, threads), processes
 
 
 def _last_lines(text: str) -> str:

@@ -74,8 +74,7 @@ from hympi.params import (
 )
 from hympi.paths import REPO_ROOT
 from hympi.place.tree import NodeTree, load_node_tree
-from hympi.probe import apply_probe, launch_probed
-from hympi.program import PROGRAM, Program, file_digest, judge, program_named, program_of
+from hympi.program import Program, file_digest, probed_program_run, program_named, program_of, refuse_program_flags
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.sweep_options import SWEEP, SWEEP_REPEAT, checkpoint_apps
@@ -238,9 +237,7 @@ def program_subject(subject: str, values: Mapping[str, object]) -> dict[str, str
     fields (program_fields) for a path; `values` are the resolved --metric/--metric-unit/--better/--verify, which
     only a program takes (UsageError naming the flag otherwise)."""
     if not program_named(subject):
-        given = [p.flag for p in PROGRAM if p.name in values]
-        if given:
-            raise UsageError(f"{given[0]} is for a program of your own (named by its path); {subject} is not one")
+        refuse_program_flags(subject, values)
         return {"app": subject}
     return program_fields(program_of(subject, values))
 
@@ -591,11 +588,10 @@ def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: R
 
 def run_program(params: SweepParams, program: Program, item: SweepItem,
                 runner: Callable[[list[str], float], RunOutcome]) -> RunOutcome:
-    """One launch of a program of the user's own, with the probe preloaded into its ranks, judged on its output
-    (hympi.program.judge) and on what the probe saw (hympi.probe.apply_probe)."""
-    outcome, processes = launch_probed(lambda env: runner(command_for(params, item, env=env), params.timeout))
-    outcome = judge(program, outcome, item.ranks, item.threads, (*params.app_args, *item.args))
-    return apply_probe(outcome, processes, item.ranks, item.threads)
+    """One launch of a sweep item of a program (probed_program_run)."""
+    outcome, _ = probed_program_run(program, lambda env: runner(command_for(params, item, env=env), params.timeout),
+                                    item.ranks, item.threads, (*params.app_args, *item.args))
+    return outcome
 
 
 def _line(item: SweepItem, run: Run) -> str:

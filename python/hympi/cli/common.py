@@ -23,8 +23,8 @@ from hympi.outputs import Inputs, check_not_input
 from hympi.params import from_record, resolve
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
-from hympi.probe import ProbeProcess, apply_probe, launch_probed
-from hympi.program import Program, judge
+from hympi.probe import ProbeProcess
+from hympi.program import Program, probed_program_run
 from hympi.topology import machine_summary
 
 HELP_FLAGS = ("-h", "--help")
@@ -79,11 +79,9 @@ def run_program_probed(program: Program, launch: Launch, app_args: list[str],
     """Launches a program of the user's own with the probe preloaded and judges its output with what the probe saw
     (hympi.probe); returns the judged outcome and the probed processes."""
     spec = launch.spec
-    launched, processes = launch_probed(lambda env: run_command(
-        launch_command(dataclasses.replace(spec, env=(*spec.env, *env)), launch.launcher), launch.timeout))
-    outcome = apply_probe(judge(program, launched, spec.ranks, spec.threads, tuple(app_args)), processes,
-                          spec.ranks, spec.threads)
-    return outcome, processes
+    return probed_program_run(program, lambda env: run_command(
+        launch_command(dataclasses.replace(spec, env=(*spec.env, *env)), launch.launcher), launch.timeout),
+        spec.ranks, spec.threads, tuple(app_args))
 
 
 def asks_for_help(app_args: list[str]) -> bool:

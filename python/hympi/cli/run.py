@@ -20,7 +20,6 @@ from hympi.cli.common import (
     run_program_probed,
 )
 from hympi.cli.parser import Subparsers
-from hympi.errors import UsageError
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
@@ -28,7 +27,7 @@ from hympi.layout_options import LAUNCH
 from hympi.params import register, resolve
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
-from hympi.program import PROGRAM, program_named, program_of
+from hympi.program import PROGRAM, program_named, program_of, refuse_program_flags
 from hympi.result import PREFIX, ResultRecord, placement_share
 
 
@@ -151,9 +150,7 @@ def main(args: argparse.Namespace) -> int:
     """Validates, launches and reports one run."""
     if program_named(args.app):
         return run_program(args)
-    given = [p.flag for p in PROGRAM if getattr(args, p.name, None) is not None]
-    if given:
-        raise UsageError(f"{given[0]} is for a program of your own (named by its path); {args.app} is not one")
+    refuse_program_flags(args.app, resolve(args, PROGRAM))
     app = get_app(args.app)
     if asks_for_help(args.app_args):
         return print_app_help(app.binary)  # the help needs no layout and no launch
