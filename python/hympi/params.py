@@ -25,7 +25,7 @@ from typing import Any, Protocol, TypeVar
 from hympi.contract import contract
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
-from hympi.limits import Limit
+from hympi.limits import Limit, check_path
 from hympi.settings import DEFAULT, settings
 
 Value = str | int | float | bool | tuple[Any, ...]
@@ -181,6 +181,12 @@ def choice(choices: tuple[str, ...], what: str) -> Parse:
     return parse
 
 
+def parse_path(option: str, text: str) -> str:
+    """A path as given, refused when the system could not even look it up (hympi.limits.check_path); whether it
+    must exist, or may be written, is the command's check, where the option's meaning is."""
+    return check_path(option, text)
+
+
 def random_seed() -> int:
     """A fresh seed for the run order (recorded with the sweep or tune, so a resumed one keeps its order)."""
     return secrets.randbelow(SEED_LIMIT)
@@ -208,6 +214,10 @@ class Param:
     metavar: str | None = None
     aliases: tuple[str, ...] = ()
     negate: bool = False
+    # `repeated`: the flag may be given several times, its value the tuple of what each gave; `required`: argparse
+    # refuses the command line without it.
+    repeated: bool = False
+    required: bool = False
 
     def value(self, given: object, values: Mapping[str, Value]) -> Value | None:
         """The value from the flag's text (`given`, None when absent), else the options layer where the user set it
@@ -216,7 +226,10 @@ class Param:
         if self.parse is None:
             if given:
                 return not self.negate
-        elif given is not None:
+        elif self.repeated and given:
+            assert isinstance(given, list), given
+            return tuple(self.parse(self.flag, str(text)) for text in given)
+        elif given is not None and not self.repeated:
             return self.parse(self.flag, str(given))
         if self.setting and settings().get(self.setting).source != DEFAULT:
             return self._setting()
@@ -237,12 +250,15 @@ class Param:
         """Checks a value built in code or read back from a record with the parser the command line uses (the same
         one line for the same bad value)."""
         if self.parse is not None:
-            self.parse(self.flag, text_of(value))
+            for one in value if self.repeated and isinstance(value, tuple) else (value,):
+                self.parse(self.flag, text_of(one))
 
     def spell(self, value: Value | None) -> list[str]:
         """The flags that give `value` again ([] for a switch that is off or no value)."""
         if self.parse is None:
             return [self.flag] if value is not None and bool(value) != self.negate else []
+        if self.repeated and isinstance(value, tuple):
+            return [part for one in value for part in (self.flag, text_of(one))]
         return [] if value is None else [self.flag, text_of(value)]
 
     def described(self, help: str, default: Default = None) -> Param:
@@ -263,7 +279,8 @@ def register(parser: Registry, params: Iterable[Param]) -> None:
         if p.parse is None:
             parser.add_argument(p.flag, *p.aliases, dest=p.name, action="store_true", default=None, help=p.help)
         else:
-            parser.add_argument(p.flag, *p.aliases, dest=p.name, default=None, metavar=p.metavar, help=p.help)
+            parser.add_argument(p.flag, *p.aliases, dest=p.name, default=None, metavar=p.metavar, help=p.help,
+                                action="append" if p.repeated else "store", required=p.required)
 
 
 def resolve(args: object, params: Iterable[Param], known: Mapping[str, Value] | None = None) -> dict[str, Value]:
@@ -303,6 +320,7 @@ DISTURBED_ABOVE = Param("disturbed_above", "--disturbed-above", "a run is distur
                         "verdicts) when processes outside it used more than this many cores on its PUs on average "
                         f"(default $HYMPI_DISTURBED_ABOVE or {DEFAULT_DISTURBED_ABOVE:g}; recorded with the sweep)",
                         parse_cores, setting="disturbed_above", metavar="CORES")
+JSON = Param("json", "--json", "print the result as JSON")
 OVERSUBSCRIBE = Param("oversubscribe", "--oversubscribe", "allow layouts with ranks x threads > PUs",
                       setting="oversubscribe")
 

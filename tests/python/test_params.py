@@ -15,6 +15,7 @@ from conftest import hympi
 from hympi.errors import UsageError
 from hympi.layout_options import LAUNCH
 from hympi.params import MIN_TIME, Param, from_record, register, resolve, seconds_from_zero
+from hympi.place.options import PLACE, PlaceParams
 from hympi.study_options import STUDY
 from hympi.sweep import SweepParams, sbatch_command
 from hympi.sweep_options import SWEEP
@@ -215,3 +216,25 @@ def test_the_sbatch_command_parses_back_to_the_same_sweep(monkeypatch: pytest.Mo
                                      "layouts": tuple((r, t) for r in values["ranks"] for t in values["threads"]),
                                      "repeat": 3, "auto": True})
     assert back == params
+
+
+def test_a_repeated_parameter_is_required_parsed_per_use_and_spelled_back() -> None:
+    """hympi place's declarations: --matrix is required, --topology given per node keeps every value in order
+    (each checked), --hosts is checked as a whole, and spell() gives a command line that parses back."""
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    register(parser, PLACE)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--topology", "this"])  # no --matrix: argparse's usage error
+    args = parser.parse_args(["--matrix", "m.txt", "--topology", "a.xml", "--topology", "synthetic:pack:2 pu:2",
+                              "--hosts", "n1,n2", "--groups", "3:1"])
+    params = from_record(PlaceParams, resolve(args, PLACE))
+    assert params == PlaceParams(matrix="m.txt", topology=("a.xml", "synthetic:pack:2 pu:2"), hosts=("n1", "n2"),
+                                 groups="3:1")
+    spelled = [word for p in PLACE for word in p.spell(getattr(params, p.name))]
+    assert from_record(PlaceParams, resolve(parser.parse_args(spelled), PLACE)) == params
+    for bad, words in ((["--hosts", "n1,,n2"], "--hosts 'n1,,n2' has an empty host name"),
+                       (["--hosts", "a b"], "--hosts: host name 'a b' is not a rankfile host name"),
+                       (["--groups", "3:0"], "--groups '3:0' leaves the fine group empty"),
+                       (["--topology", "this", "--topology", "x" * 5000], "--topology")):
+        with pytest.raises(UsageError, match=words):
+            resolve(parser.parse_args(["--matrix", "m.txt", *bad]), PLACE)

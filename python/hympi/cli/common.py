@@ -154,9 +154,14 @@ def add_mpi_param_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mpi-param", action="append", default=[], metavar="NAME=VALUE",
                         help="set MPI control variable NAME (repeatable; 'hympi tune params' lists them); passed "
                              "as OMPI_MCA_NAME / MPIR_CVAR_NAME and read back by the app")
-    parser.add_argument("--cvars", default=None, metavar="FILE",
-                        help="check MPI parameters against this saved 'hympi tune params --json' listing instead "
+    add_cvars_option(parser, "check MPI parameters against this saved 'hympi tune params --json' listing instead "
                              "of asking the installed library")
+
+
+def add_cvars_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """--cvars FILE: a saved control variable listing ('hympi tune params --json') read instead of the installed
+    library's; `help` says what the command checks against it."""
+    parser.add_argument("--cvars", default=None, metavar="FILE", type=path_argument("--cvars"), help=help)
 
 
 def mpi_params_from_args(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.table import Table
@@ -12,10 +13,23 @@ from hympi.cli.common import check_output_file
 from hympi.cli.parser import Subparsers
 from hympi.errors import HympiError
 from hympi.layout_options import RUN_TIMEOUT
-from hympi.params import register, seconds_of
+from hympi.params import Param, from_record, parse_path, register, resolve
 from hympi.profile import Profile, plan_profile, run_profile
 
-PROFILE_TIMEOUT = RUN_TIMEOUT.described("kill the program after S seconds (default: none)")
+DEFAULT_OUT = "hympi-profile.json"
+OUT = Param("out", "--out", f"matrix file to write (default {DEFAULT_OUT})", parse_path, DEFAULT_OUT, metavar="FILE")
+# Every parameter of `hympi profile` (the program's command line follows `--`).
+PROFILE = (OUT, RUN_TIMEOUT.described("kill the program after S seconds (default: none)"),
+           Param("quiet", "--quiet", "do not echo the program's output"))
+
+
+@dataclass(frozen=True)
+class ProfileParams:
+    """The values PROFILE resolved to (hympi.params.from_record)."""
+
+    out: str = DEFAULT_OUT
+    timeout: float | None = None
+    quiet: bool = False
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -23,9 +37,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p = sub.add_parser(name, help=summary,
                        description="Run CMD (e.g. mpirun -np 4 ./a.out) with libhympi-profile.so preloaded; "
                                    "write the rank x rank bytes/messages matrix when it calls MPI_Finalize.")
-    p.add_argument("--out", default="hympi-profile.json", help="matrix file to write (default hympi-profile.json)")
-    register(p, (PROFILE_TIMEOUT,))
-    p.add_argument("--quiet", action="store_true", help="do not echo the program's output")
+    register(p, PROFILE)
     p.set_defaults(handler=main)
 
 
@@ -70,11 +82,12 @@ def time_line(profile: Profile) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """Runs the program under the profiler and reports the matrix."""
-    out = check_output_file(args.out, "--out")  # before the program runs, not after
+    params = from_record(ProfileParams, resolve(args, PROFILE))
+    out = check_output_file(params.out, OUT.flag)  # before the program runs, not after
     plan = plan_profile(args.app_args, out)
-    timeout = seconds_of(args, PROFILE_TIMEOUT)
+    timeout = params.timeout
     outcome, profile = run_profile(plan, timeout)
-    if not args.quiet:
+    if not params.quiet:
         sys.stdout.write(outcome.stdout)
         sys.stderr.write(outcome.stderr)
     if outcome.returncode != 0:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from hympi.cli.common import add_db_option, ensure_out_dir
+from hympi.cli.common import add_cvars_option, add_db_option, ensure_out_dir
 from hympi.cli.parser import Subparsers
 from hympi.launch.cvars import load_listing
 from hympi.outputs import check_not_input
@@ -24,8 +24,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                    help="only this sweep (repeatable; default: every run)")
     p.add_argument("--study", type=int, default=None, metavar="ID",
                    help="only the sweeps of this study, with its notes")
-    p.add_argument("--cvars", default=None, metavar="FILE",
-                   help="rebuild tunes' spaces with a saved 'hympi tune params --json' listing (default: the library)")
+    add_cvars_option(p, "rebuild tunes' spaces with a saved 'hympi tune params --json' listing (default: the library)")
     p.set_defaults(handler=main)
 
 

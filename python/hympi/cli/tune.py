@@ -13,7 +13,7 @@ from rich.table import Table
 
 from hympi.apps import APPS, get_app
 from hympi.cli import tune_predict
-from hympi.cli.common import add_db_option, report_interrupt
+from hympi.cli.common import add_cvars_option, add_db_option, report_interrupt
 from hympi.cli.parser import Parser, Subparsers
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
@@ -32,6 +32,8 @@ from hympi.tune.space import SearchSpace, load_space
 from hympi.tune.tuner import TuneOutcome, TuneParams, check_layouts, open_tune, run_tune
 
 DESCRIPTION_WIDTH = 70
+# --cvars of predict and evaluate, which read search spaces.
+SPACES_AGAINST_LISTING = "read spaces against a saved 'hympi tune params --json' listing, not the library"
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -45,7 +47,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     params.add_argument("--grep", default=None, metavar="TEXT", help="only variables whose name or description "
                                                                      "contains TEXT (case-insensitive)")
     params.add_argument("--json", action="store_true", help="print the listing as JSON (usable as --cvars FILE)")
-    params.add_argument("--cvars", default=None, metavar="FILE", help="read a saved listing instead of the library")
+    add_cvars_option(params, "read a saved listing instead of the library")
     params.set_defaults(handler=main)
 
     run = tune_sub.add_parser("run", help="measure configurations of a search space and report the best",
@@ -55,8 +57,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     run.add_argument("--space", required=True, metavar="FILE", help="search space (TOML; see docs/tune.md)")
     register(run, TUNE_RUN)
     register(run, PROGRAM)
-    run.add_argument("--cvars", default=None, metavar="FILE",
-                     help="check the space against a saved 'hympi tune params --json' listing instead of the library")
+    add_cvars_option(run, "check the space against a saved 'hympi tune params --json' listing instead of the library")
     add_db_option(run)
     run.add_argument("--resume", action="store_true",
                      help="continue the latest unfinished tune with the same program, space and options")
@@ -83,7 +84,7 @@ def add_predict_parser(sub: Subparsers, name: str) -> None:
                    help=f"one of: {', '.join(sorted(APPS))} (or give it first after --)")
     p.add_argument("--space", required=True, metavar="FILE", help="search space (TOML) to choose from")
     add_db_option(p)
-    _add_cvars_option(p)
+    add_cvars_option(p, SPACES_AGAINST_LISTING)
     register(p, (PROFILE_TIMEOUT,))
     p.set_defaults(handler=main, forwards_unknown=True)
 
@@ -95,16 +96,10 @@ def add_evaluate_parser(sub: Subparsers, name: str) -> None:
                                    "and divide the speedup its own tune measured for that configuration by the best "
                                    "measured one. Programs without a stored profile are profiled once.")
     add_db_option(p)
-    _add_cvars_option(p)
+    add_cvars_option(p, SPACES_AGAINST_LISTING)
     p.add_argument("--no-profile", action="store_true", help="leave out programs without a stored profile")
     register(p, (PROFILE_TIMEOUT,))
     p.set_defaults(handler=main)
-
-
-def _add_cvars_option(parser: argparse.ArgumentParser) -> None:
-    """--cvars FILE: a saved control variable listing instead of the library's."""
-    parser.add_argument("--cvars", default=None, metavar="FILE",
-                        help="read spaces against a saved 'hympi tune params --json' listing, not the library")
 
 
 

@@ -20,9 +20,9 @@ from hympi.place.arrays import slot_arrays
 from hympi.place.graph import from_matrix, subgraph
 from hympi.place.mapping import GLOBAL_LIMIT, Placement, dealt, global_refine, map_within_nodes, partition
 from hympi.place.matrix import CommMatrix
+from hympi.place.options import GROUP_NAMES, GROUPS, group_sizes
 from hympi.place.tree import ClusterTree, Slot
 
-GROUP_NAMES = ("coarse", "fine")
 BETWEEN = "between"
 
 
@@ -46,23 +46,9 @@ class Groups:
 def parse_groups(text: str, ranks: int) -> Groups:
     """'COARSE:FINE' for a matrix of `ranks` ranks; raises UsageError naming the value for anything but two
     non-empty groups that add up to the ranks."""
-    if text == "auto":
-        raise UsageError("--groups 'auto' cannot be placed: give the split the run chose, COARSE:FINE (its "
-                         "metrics.groups coarse and fine ranks)")
-    parts = text.split(":")
-    if len(parts) > len(GROUP_NAMES):
-        raise UsageError(f"--groups '{text}' has {len(parts)} groups; at most two (COARSE:FINE) are supported")
-    if len(parts) != len(GROUP_NAMES):
-        raise UsageError(f"--groups '{text}' must be COARSE:FINE, two group sizes in world-rank order")
-    try:
-        sizes = tuple(int(p) for p in parts)
-    except ValueError:
-        raise UsageError(f"--groups '{text}' must be COARSE:FINE with integer sizes") from None
-    for name, size in zip(GROUP_NAMES, sizes, strict=True):
-        if size < 1:
-            raise UsageError(f"--groups '{text}' leaves the {name} group empty ({size} ranks)")
+    sizes = group_sizes(GROUPS.flag, text)
     if sum(sizes) != ranks:
-        raise UsageError(f"--groups '{text}' adds up to {sum(sizes)} ranks but the matrix has {ranks}")
+        raise UsageError(f"{GROUPS.flag} '{text}' adds up to {sum(sizes)} ranks but the matrix has {ranks}")
     return Groups(sizes)
 
 
