@@ -62,6 +62,7 @@ struct Probe {
   bool sampling = false;
   std::atomic<bool> stop{false};
   std::atomic<bool> written{false};
+  double sampler_cpu_s = 0.0;  // the sampler's own CPU time, set as it ends (read after the join): the probe's cost
   Clock::time_point start = Clock::now();
 };
 
@@ -125,6 +126,7 @@ void* sampler_main(void* raw) {
     timespec pause{0, kSampleMs * 1000000L};
     nanosleep(&pause, nullptr);
   }
+  p.sampler_cpu_s = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
   return nullptr;
 }
 
@@ -225,7 +227,8 @@ void write(const MpiFigures& mpi) {
                   "\"bytes_sent\": %llu, \"messages_sent\": %llu},\n",
                mpi.initialized ? "true" : "false", mpi.rank, mpi.size, mpi.wall_s, mpi.mpi_s,
                static_cast<unsigned long long>(mpi.bytes_sent), static_cast<unsigned long long>(mpi.messages_sent));
-  std::fprintf(f, " \"wall_s\": %.6f, \"max_rss_kib\": %ld,\n \"threads\": [", since_start(*p), usage.ru_maxrss);
+  std::fprintf(f, " \"wall_s\": %.6f, \"max_rss_kib\": %ld, \"sampler_cpu_s\": %.6f,\n \"threads\": [",
+               since_start(*p), usage.ru_maxrss, p->sampler_cpu_s);
   for (std::size_t i = 0; i < p->threads.size(); ++i) {
     const Thread& t = p->threads[i];
     const double cpu = t.alive ? thread_cpu_seconds(t.handle) : t.cpu_s;

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -26,17 +27,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the 
 from common import parse_counts, parse_layouts
 
 
-def measure(spec: LaunchSpec, probed: bool) -> tuple[float, float]:
-    """(wall s, rate) of one verified launch, with the probe preloaded when `probed` (its files are checked)."""
+def measure(spec: LaunchSpec, probed: bool) -> tuple[float, float, float]:
+    """(wall s, rate, sampler share) of one verified launch, with the probe preloaded when `probed` (its files are
+    checked). The sampler share is the CPU time the probe's sampler threads used, as a share of the core-seconds
+    the layout had (ranks x threads x wall): what the probe takes from a run whose cores are all busy."""
     with tempfile.TemporaryDirectory(prefix="hympi-probe-bench-") as directory:
         env = probe_env(Path(directory)) if probed else ()
         outcome = launch(dataclasses.replace(spec, env=(*spec.env, *env)), timeout=600)
         if outcome.status != "ok" or outcome.record is None:
             sys.exit(f"bench: {spec.ranks}x{spec.threads} {'probed' if probed else 'plain'} {outcome.status}: "
                      f"{outcome.stderr_tail()}")
-        if probed and len(read_probe(Path(directory))) != spec.ranks:
+        processes = read_probe(Path(directory)) if probed else ()
+        if probed and len(processes) != spec.ranks:
             sys.exit(f"bench: the probe wrote no file for every rank of {spec.ranks}x{spec.threads}")
-    return outcome.seconds, float(outcome.record["rate"])
+    sampler_s = sum(p.sampler_cpu_s for p in processes)
+    return outcome.seconds, float(outcome.record["rate"]), sampler_s / (spec.ranks * spec.threads * outcome.seconds)
 
 
 def main() -> int:
@@ -51,24 +56,28 @@ def main() -> int:
     (pairs,) = parse_counts(args.pairs, "--pairs")
     (size,) = parse_counts(args.size, "--size")
     (iterations,) = parse_counts(args.iterations, "--iterations")
-    print("| layout | pairs | wall s plain (median) | wall probed / plain (95 % CI) | rate probed / plain (95 % CI) |")
-    print("|---|---|---|---|---|")
+    print("| layout | pairs | wall s plain (median) | wall probed / plain (95 % CI) | rate probed / plain (95 % CI) "
+          "| sampler CPU, % of the layout's core-seconds (median, max) |")
+    print("|---|---|---|---|---|---|")
     for ranks, threads in layouts:
         spec = LaunchSpec("hympi-rb3d", ranks, threads, app_args=("--size", str(size), "--iterations",
                                                                    str(iterations), "--min-time", "0"))
-        plain: list[tuple[float, float]] = []
-        probed: list[tuple[float, float]] = []
+        plain: list[tuple[float, float, float]] = []
+        probed: list[tuple[float, float, float]] = []
         for pair in range(pairs):
             for with_probe in ((False, True) if pair % 2 == 0 else (True, False)):
                 (probed if with_probe else plain).append(measure(spec, with_probe))
         # Wall time: lower is better, so the ratio of rates 1/t gives probed/plain time as its inverse.
-        wall, wall_low, wall_high = ratio_ci([1 / w for w, _ in plain], [1 / w for w, _ in probed])
-        rate, rate_low, rate_high = ratio_ci([r for _, r in probed], [r for _, r in plain])
-        plain_wall = sorted(w for w, _ in plain)[len(plain) // 2]
+        wall, wall_low, wall_high = ratio_ci([1 / w for w, _, _ in plain], [1 / w for w, _, _ in probed])
+        rate, rate_low, rate_high = ratio_ci([r for _, r, _ in probed], [r for _, r, _ in plain])
+        plain_wall = statistics.median(w for w, _, _ in plain)
+        shares = [100 * share for _, _, share in probed]
         print(f"| {ranks}x{threads} | {pairs} | {plain_wall:.3f} | {wall:.3f} ({wall_low:.3f}-{wall_high:.3f}) | "
-              f"{rate:.3f} ({rate_low:.3f}-{rate_high:.3f}) |")
+              f"{rate:.3f} ({rate_low:.3f}-{rate_high:.3f}) | {statistics.median(shares):.3f} %, "
+              f"{max(shares):.3f} % |")
         print(json.dumps({"layout": f"{ranks}x{threads}", "pairs": pairs, "wall_ratio": [wall, wall_low, wall_high],
-                          "rate_ratio": [rate, rate_low, rate_high]}), file=sys.stderr)
+                          "rate_ratio": [rate, rate_low, rate_high], "sampler_share_pct": shares}),
+              file=sys.stderr)
     return 0
 
 

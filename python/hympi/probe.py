@@ -64,6 +64,8 @@ class ProbeProcess:
     mpi_s: float
     max_rss_mib: float
     threads: tuple[ProbeThread, ...]
+    # The probe's own sampler thread's CPU seconds (0 in files written before it was recorded): its cost.
+    sampler_cpu_s: float = 0.0
 
 
 def probe_env(directory: Path) -> Env:
@@ -88,11 +90,13 @@ def _process(data: JsonObject) -> ProbeProcess:
         creator = os.path.basename(str(entry["creator"]))
         if entry["index"] != 0 and not creator.startswith(OPENMP_RUNTIMES):
             continue  # the MPI library's own threads
-        threads.append(ProbeThread(len(threads), float(entry["cpu_s"]), parse_cpu_list(str(entry["bound"])),
-                                   parse_cpu_list(str(entry["used"]))))
-    return ProbeProcess(str(data["host"]), int(data["pid"]), bool(mpi["initialized"]), int(mpi["rank"]),
-                        int(mpi["size"]), float(mpi["wall_s"]) if mpi["initialized"] else float(data["wall_s"]),
-                        float(mpi["mpi_s"]), float(data["max_rss_kib"]) / 1024.0, tuple(threads))
+        threads.append(ProbeThread(number=len(threads), cpu_s=float(entry["cpu_s"]),
+                                   bound=parse_cpu_list(str(entry["bound"])), used=parse_cpu_list(str(entry["used"]))))
+    return ProbeProcess(host=str(data["host"]), pid=int(data["pid"]), mpi_initialized=bool(mpi["initialized"]),
+                        rank=int(mpi["rank"]), world_size=int(mpi["size"]),
+                        wall_s=float(mpi["wall_s"]) if mpi["initialized"] else float(data["wall_s"]),
+                        mpi_s=float(mpi["mpi_s"]), max_rss_mib=float(data["max_rss_kib"]) / 1024.0,
+                        threads=tuple(threads), sampler_cpu_s=float(data.get("sampler_cpu_s", 0.0)))
 
 
 def read_probe(directory: Path) -> tuple[ProbeProcess, ...]:

@@ -15,13 +15,14 @@ from hympi.probe import (
     affinity_problems,
     figures,
     idle_threads,
+    probe_env,
     probe_record,
     read_probe,
     shared_pus,
     singleton_problem,
 )
 from hympi.store import Store
-from userprograms import hybrid, hybrid_binary, lammps
+from userprograms import hybrid, hybrid_binary, lammps, launch
 
 RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "probe"
 
@@ -105,3 +106,19 @@ def test_the_affinity_check_of_a_program_passes_as_bound_and_fails_when_it_rebin
     assert rebound.returncode == 1, rebound.stdout + rebound.stderr
     assert "layout mismatch: rank 1 thread 0: intended" in rebound.stderr and "bound to 0," in rebound.stderr
     assert "FAILED" in rebound.stderr.splitlines()[-1]
+
+
+def test_the_probe_records_what_its_own_sampler_cost(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+                                                     monkeypatch: pytest.MonkeyPatch):
+    """Each process file carries the sampler thread's CPU seconds (bench/probe reports them as the probe's cost):
+    more than nothing (it ran, every 20 ms) and a small share of the process's wall time (a sampler spinning
+    instead of sleeping, or sampling far too often, would use a large one whatever the load)."""
+    program = hybrid(hybrid_binary(tmp_path_factory), 200_000, 40)
+    for name, value in probe_env(tmp_path):
+        monkeypatch.setenv(name, value)
+    proc = launch(program, 2, 1, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    processes = read_probe(tmp_path)
+    assert len(processes) == 2
+    for process in processes:
+        assert 0 < process.sampler_cpu_s < 0.1 * process.wall_s, process
