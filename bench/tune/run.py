@@ -215,7 +215,8 @@ def recheck(program: Program, space: SearchSpace, pick: Configuration, top: Conf
             record = record_of(spec, RUN_TIMEOUT_S)
             if index > 0:  # the first round is the warm-up
                 rates[config].append(float(record["rate"]))
-    measured = {c: Measured(c, statistics.median(r), len(r), "ok", None, rates=tuple(r)) for c, r in rates.items()}
+    measured = {c: Measured(config=c, score=statistics.median(r), runs=len(r), status="ok", max_rss_mib=None,
+                            rates=tuple(r)) for c, r in rates.items()}
     verdict = speedup(measured[pick], measured[top])
     return (measured[pick].score or 0.0) / (measured[top].score or 1.0), verdict.text
 

@@ -103,11 +103,11 @@ def test_guided_stops_when_no_improvement_is_expected():
 
 
 def _run(sweep_id: int, repeat: int, rate: float | None, status: str = "ok",
-         params: tuple[tuple[str, str], ...] = (), back: dict | None = None) -> Run:
+         params: tuple[tuple[str, str], ...] = (), back: dict | None = None, disturbed: bool = False) -> Run:
     record = None if rate is None else {"rate": rate, "rate_unit": "x", "max_rss_mib": 20.0,
                                         **({"mpi_cvars": back} if back is not None else {})}
     return Run(sweep_id, "rb3d", 2, 1, "core", "compact", repeat, ("--size", "8"), (), ("mpirun",), status, 0, 1.0,
-               record, mpi_params=params)
+               record, mpi_params=params, disturbed=disturbed)
 
 
 def test_store_round_trips_mpi_parameters_and_tunes(tmp_path: Path):
@@ -168,6 +168,18 @@ def test_a_configuration_scores_its_median_ok_rate_and_reports_ignored_parameter
     assert speedup(same, default).text.startswith("indistinguishable")
     one = measure(config, [_run(1, 1, 2.0)])
     assert "no interval" in speedup(one, default).text
+
+
+def test_a_configuration_s_score_leaves_out_the_runs_other_work_disturbed():
+    """Two runs slowed by other work on their cores (hympi.busy marked them) would drag the median from 3.0 to 1.0
+    and give an interval against the default; they are counted apart and score nothing."""
+    config = Configuration(2, 1, "core")
+    runs = [_run(1, 1, 3.0), _run(1, 2, 1.0, disturbed=True), _run(1, 3, 3.1), _run(1, 4, 0.9, disturbed=True),
+            _run(1, 5, 2.9)]
+    m = measure(config, runs)
+    assert (m.score, m.rates, m.runs, m.disturbed, m.status) == (3.0, (3.0, 3.1, 2.9), 5, 2, "ok")
+    all_hit = measure(config, [_run(1, 1, 1.0, disturbed=True), _run(1, 2, 1.1, disturbed=True)])
+    assert (all_hit.score, all_hit.rates, all_hit.disturbed) == (None, (), 2)
 
 
 def test_reports_never_pool_runs_under_other_mpi_parameters():

@@ -165,14 +165,16 @@ def _tune_params(args: argparse.Namespace, space: SearchSpace) -> TuneParams:
 
 
 def results_table(outcome: TuneOutcome, space: SearchSpace) -> Table:
-    """Every measured configuration, best first: score, runs, status, speedup over the default, memory."""
+    """Every measured configuration, best first: score, runs (those other work disturbed, left out of the score),
+    status, speedup over the default, memory."""
     default = default_of(outcome.results, space.default)
     table = Table(title=f"tune {outcome.tune.id}: {outcome.tune.program} ({outcome.tune.strategy})")
     for column in ("configuration", "score (rate)", "runs", "status", "speedup vs default", "peak MiB/rank"):
         table.add_column(column, overflow="fold")
     ranked = sorted(outcome.results, key=lambda m: (m.score is None, -(m.score or 0.0)))
     for m in ranked:
-        table.add_row(m.config.label(), f"{m.score:.4g}" if m.score is not None else "-", str(m.runs), m.status,
+        runs = f"{m.runs} ({m.disturbed} disturbed)" if m.disturbed else str(m.runs)
+        table.add_row(m.config.label(), f"{m.score:.4g}" if m.score is not None else "-", runs, m.status,
                       speedup(m, default).text, f"{m.max_rss_mib:.1f}" if m.max_rss_mib is not None else "-")
     return table
 

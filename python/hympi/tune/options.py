@@ -10,6 +10,7 @@ from hympi.errors import UsageError
 from hympi.params import (
     CONFIDENCE,
     DEFAULT_TIMEOUT_S,
+    DISTURBED_ABOVE,
     MAX_REPEAT,
     MIN_TIME,
     OVERSUBSCRIBE,
@@ -52,4 +53,4 @@ TUNE_RUN = (STRATEGY, MAX_RUNS, EI_STOP,
                              "before it or --max-repeat is spent", 1),
             MAX_REPEAT, CONFIDENCE,
             SEED.described("seed of random and guided (default: drawn; recorded with the tune)"),
-            TIMEOUT, MIN_TIME, OVERSUBSCRIBE)
+            TIMEOUT, MIN_TIME, OVERSUBSCRIBE, DISTURBED_ABOVE)

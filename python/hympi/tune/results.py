@@ -18,10 +18,11 @@ MEASURED_STATUSES = ("ok", "failed", "timeout", "unverified")
 
 @dataclass(frozen=True)
 class Measured:
-    """One measured configuration: its score (median rate of the ok measured runs, higher is better; None when no
-    run was ok), how many measured runs it took, its status, peak memory per rank and the MPI parameters the
-    library ignored. `rates` are the ok rates the score is the median of (for confidence intervals); `checked` says
-    whether the app read the parameters back at all (an app without MPI_T read-back cannot tell)."""
+    """One measured configuration: its score (median rate of the ok measured runs that no other work disturbed,
+    higher is better; None when no such run was ok), how many measured runs it took, its status, peak memory per
+    rank and the MPI parameters the library ignored. `rates` are the rates the score is the median of (for
+    confidence intervals); `disturbed` counts the ok runs left out because other work overlapped them (hympi.busy);
+    `checked` says whether the app read the parameters back at all (an app without MPI_T read-back cannot tell)."""
 
     config: Configuration
     score: float | None
@@ -32,6 +33,7 @@ class Measured:
     rates: tuple[float, ...] = ()
     checked: bool = True
     sweep_id: int | None = None
+    disturbed: int = 0
 
 
 def sweep_configuration(sweep: Sweep) -> Configuration:
@@ -54,7 +56,8 @@ def _status(runs: list[Run]) -> str:
 def measure(config: Configuration, runs: list[Run], sweep_id: int | None = None) -> Measured:
     """The Measured of one configuration from its runs (warm-ups are left out); status 'failed' without runs."""
     measured = [r for r in runs if r.repeat != WARMUP_REPEAT]
-    rates = tuple(rate for r in measured if r.status == "ok" and (rate := r.value("rate")) is not None
+    ok = [r for r in measured if r.status == "ok"]
+    rates = tuple(rate for r in ok if not r.disturbed and (rate := r.value("rate")) is not None
                   and rate > 0 and math.isfinite(rate))
     memory = [m for r in measured if (m := r.value("max_rss_mib")) is not None]
     names: set[str] = set()
@@ -64,9 +67,11 @@ def measure(config: Configuration, runs: list[Run], sweep_id: int | None = None)
         if back is not None and run.mpi_params:
             checked = True
             names.update(ignored(run.mpi_params, back))
-    return Measured(config, statistics.median(rates) if rates else None, len(measured),
-                    _status(measured) if measured else "failed", statistics.median(memory) if memory else None,
-                    tuple(sorted(names)), rates, checked or not config.mpi_params, sweep_id)
+    return Measured(config=config, score=statistics.median(rates) if rates else None, runs=len(measured),
+                    status=_status(measured) if measured else "failed",
+                    max_rss_mib=statistics.median(memory) if memory else None, ignored=tuple(sorted(names)),
+                    rates=rates, checked=checked or not config.mpi_params, sweep_id=sweep_id,
+                    disturbed=sum(1 for r in ok if r.disturbed))
 
 
 def tune_results(store: Store, tune_id: int) -> list[Measured]:

@@ -21,6 +21,7 @@ from hympi.launch.mpirun import LaunchSpec, RunOutcome, validate_with_app
 from hympi.params import (
     AUTO,
     DEFAULT_CONFIDENCE,
+    DEFAULT_DISTURBED_ABOVE,
     DEFAULT_MAX_REPEAT,
     DEFAULT_TIMEOUT_S,
     as_record,
@@ -39,7 +40,7 @@ from hympi.tune.space import Configuration, SearchSpace
 
 Runner = Callable[[list[str], float], RunOutcome]
 # TuneParams' fields stored only when not at their default (as_dict).
-OPTIONAL = ("subject", "auto", "max_repeat", "confidence")
+OPTIONAL = ("subject", "auto", "max_repeat", "confidence", "disturbed_above")
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,8 @@ class TuneParams:
     auto: bool = False
     max_repeat: int = DEFAULT_MAX_REPEAT
     confidence: float = DEFAULT_CONFIDENCE
+    # A run that other work disturbed above this many cores (hympi.busy) is left out of its configuration's score.
+    disturbed_above: float = DEFAULT_DISTURBED_ABOVE
 
     @property
     def program(self) -> str:
@@ -113,7 +116,8 @@ class TuneParams:
             "repeat": self.repeat, "auto": self.auto, "max_repeat": self.max_repeat, "confidence": self.confidence,
             "app_args": self.app_args, "timeout": self.timeout,
             "oversubscribe": self.oversubscribe, "min_time": self.min_time, "seed": self.seed, "warmup": True,
-            "mpi_params": config.mpi_params, "mpit_read": read_back, **dict(self.subject)})
+            "mpi_params": config.mpi_params, "mpit_read": read_back, "disturbed_above": self.disturbed_above,
+            **dict(self.subject)})
 
 
 def check_layouts(params: TuneParams, space: SearchSpace, pus: int) -> None:
