@@ -1,4 +1,5 @@
-"""The one way a test skips: hardware this machine lacks may skip anywhere; a part the bootstrap installs or builds
+"""The one way a test skips: hardware this machine lacks, or other work keeping it busy, may skip anywhere; a part
+the bootstrap installs or builds
 (Slurm, MPICH, Chromium, h5py, Fortran, LAMMPS, Open MPI, the apps) skips on a developer's machine but fails when CI
 is set, so that CI is never green because what it should have tested did not start (issue 30, A.2).
 
@@ -28,7 +29,7 @@ MARKER = "hympi_needs"
 class Reason(Enum):
     """Why a test cannot run here; the value starts its skip message."""
 
-    # Hardware: no bootstrap can add it, so these skip even under CI.
+    # Hardware: no bootstrap can add it, so these skip even under CI (MACHINE).
     NO_SECOND_NUMA = "no second NUMA domain"
     NO_SMT = "no SMT"
     FEW_CPUS = "fewer CPUs than the test needs"
@@ -41,18 +42,20 @@ class Reason(Enum):
     FORTRAN = "no Fortran"
     LAMMPS = "no LAMMPS"
     NOT_BUILT = "not built"
-    # The machine's state: other work on the cores a test that measures other work needs quiet (test_busy.py).
+    # The machine's state: other work on the cores a test that measures other work needs quiet (test_busy.py); no
+    # bootstrap can stop someone else's work either, so it skips even under CI (MACHINE).
     BUSY = "the machine is busy"
     # Privileges `make test` runs with (root, as its README says) that a developer's shell may lack.
     NOT_ROOT = "not root"
 
     @property
-    def hardware(self) -> bool:
-        """Whether the machine itself lacks it (the only reasons that may skip under CI)."""
-        return self in HARDWARE
+    def of_machine(self) -> bool:
+        """Whether it is the machine itself, its hardware or its load (the only reasons that may skip under CI)."""
+        return self in MACHINE
 
 
 HARDWARE = frozenset({Reason.NO_SECOND_NUMA, Reason.NO_SMT, Reason.FEW_CPUS})
+MACHINE = HARDWARE | {Reason.BUSY}
 
 
 def in_ci() -> bool:
@@ -61,10 +64,10 @@ def in_ci() -> bool:
 
 
 def skip(reason: Reason, detail: str, *, module_level: bool = False) -> NoReturn:
-    """Skips the test for `reason`; under CI a reason that is not hardware fails it instead, naming what is
+    """Skips the test for `reason`; under CI a reason that is not the machine's fails it instead, naming what is
     missing. `module_level`: called while a test module is imported (the whole module skips or fails)."""
     message = f"{reason.value}: {detail}"
-    if in_ci() and not reason.hardware:
+    if in_ci() and not reason.of_machine:
         pytest.fail(f"{message} (CI is set: a part `make test` installs or builds must not be skipped)",
                     pytrace=False)
     pytest.skip(message, allow_module_level=module_level)

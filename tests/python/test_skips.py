@@ -27,9 +27,9 @@ def test_no_test_skips_except_through_the_helper():
 
 
 @pytest.mark.parametrize("reason", list(skips.Reason))
-def test_under_ci_only_hardware_skips(reason: skips.Reason, monkeypatch: pytest.MonkeyPatch):
+def test_under_ci_only_the_machine_s_hardware_or_load_skips(reason: skips.Reason, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("CI", "true")
-    expected = pytest.skip.Exception if reason.hardware else pytest.fail.Exception
+    expected = pytest.skip.Exception if reason.of_machine else pytest.fail.Exception
     with pytest.raises(expected) as caught:
         skips.skip(reason, "detail")
     assert str(caught.value.msg).startswith(f"{reason.value}: detail")
@@ -42,9 +42,10 @@ def test_outside_ci_every_reason_skips(reason: skips.Reason, monkeypatch: pytest
         skips.skip(reason, "detail")
 
 
-def test_the_hardware_reasons_are_the_ones_the_issue_allows():
-    assert {r.value for r in skips.HARDWARE} == {"no second NUMA domain", "no SMT", "fewer CPUs than the test needs"}
-    assert not any(r.hardware for r in (skips.Reason.SLURM, skips.Reason.MPICH, skips.Reason.CHROMIUM,
+def test_the_machine_reasons_are_the_ones_the_issue_allows():
+    assert {r.value for r in skips.MACHINE} == {"no second NUMA domain", "no SMT", "fewer CPUs than the test needs",
+                                                "the machine is busy"}
+    assert not any(r.of_machine for r in (skips.Reason.SLURM, skips.Reason.MPICH, skips.Reason.CHROMIUM,
                                         skips.Reason.H5PY, skips.Reason.FORTRAN, skips.Reason.NOT_BUILT))
 
 
