@@ -300,6 +300,14 @@ def pencil_part(node: Node, deadline: float) -> tuple[str, bool]:
                                                   "--ranks", ",".join(map(str, counts)), *size])
 
 
+def probe_part(node: Node, deadline: float) -> tuple[str, bool]:
+    """The probe's cost (issue 32) on rb3d at 1xN and Nx1: paired wall-time ratio and the sampler's CPU share."""
+    layouts = f"1x{node.cores},{node.cores}x1"
+    size = ["--pairs", "2", "--size", "24", "--iterations", "10"] if node.quick else \
+        ["--pairs", "8", "--size", "128", "--iterations", "200"]
+    return script_part(node, deadline, "probe", [str(REPO / "bench/probe/run.py"), "--layouts", layouts, *size])
+
+
 def tune_space(node: Node) -> Path:
     """IS's search space on this node: up to four rank counts (the cores, halves of it), the collective algorithms
     and the shared-memory single-copy mechanism IS's all-to-all exchanges depend on (as bench/tune/is-48.toml)."""
@@ -363,10 +371,11 @@ def tunes_table(db: Path) -> str:
 # Each part with its share of the budget (of what is left when it starts, among the parts still to run).
 PARTS: dict[str, tuple[float, Callable[[Node, float], tuple[str, bool]]]] = {
     "study": (0.2, study_part),
-    "npb": (0.4, npb_part),
+    "npb": (0.35, npb_part),
     "blades": (0.1, blades_part),
     "pencil": (0.1, pencil_part),
     "tune": (0.2, tune_part),
+    "probe": (0.05, probe_part),
 }
 
 

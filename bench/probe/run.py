@@ -21,10 +21,10 @@ from pathlib import Path
 
 from hympi.launch.mpirun import LaunchSpec, launch
 from hympi.probe import probe_env, read_probe
-from hympi.stats.compare import ratio_ci
+from hympi.stats.compare import MIN_SAMPLES, ratio_ci
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
-from common import parse_counts, parse_layouts
+from common import parse_counts, parse_layouts, reject
 
 
 def measure(spec: LaunchSpec, probed: bool) -> tuple[float, float, float]:
@@ -54,6 +54,8 @@ def main() -> int:
     args = parser.parse_args()
     layouts = parse_layouts(args.layouts)
     (pairs,) = parse_counts(args.pairs, "--pairs")
+    if pairs < MIN_SAMPLES:
+        reject("--pairs", f"{pairs} gives no interval: at least {MIN_SAMPLES} pairs")
     (size,) = parse_counts(args.size, "--size")
     (iterations,) = parse_counts(args.iterations, "--iterations")
     print("| layout | pairs | wall s plain (median) | wall probed / plain (95 % CI) | rate probed / plain (95 % CI) "

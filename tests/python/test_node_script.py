@@ -57,7 +57,7 @@ def test_quick_mode_runs_every_part_and_writes_its_tables(tmp_path):
         assert (out / f"{part}.md").is_file(), part
     node = (out / "node.md").read_text()
     assert [line for line in node.splitlines() if line.startswith("## ")] == \
-        [line for line in node.splitlines() if re.match(r"## (study|npb|blades|pencil|tune) \(\d+ s\)$", line)]
+        [line for line in node.splitlines() if re.match(r"## (study|npb|blades|pencil|tune|probe) \(\d+ s\)$", line)]
     assert "cut by the time budget" not in node
 
     study = rows((out / "study.md").read_text())
@@ -82,6 +82,10 @@ def test_quick_mode_runs_every_part_and_writes_its_tables(tmp_path):
     tune = rows((out / "tune.md").read_text())
     strategies = [r[1] for r in tune if r[0].startswith("is ")]
     assert "exhaustive" in strategies and "guided" in strategies, tune
+
+    probe = [r for r in rows((out / "probe.md").read_text()) if r[0] != "layout"]
+    assert [r[0] for r in probe] == ["1x2", "2x1"], probe
+    assert all(re.fullmatch(r"\d+\.\d+ %, \d+\.\d+ %", r[5]) for r in probe), probe
 
 
 def test_a_part_cut_by_the_budget_says_so_and_keeps_its_table(tmp_path):

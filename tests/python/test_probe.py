@@ -4,6 +4,8 @@ live runs of programs hympi did not build."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,13 @@ def test_the_probe_records_what_its_own_sampler_cost(tmp_path: Path, tmp_path_fa
     assert len(processes) == 2
     for process in processes:
         assert 0 < process.sampler_cpu_s < 0.1 * process.wall_s, process
+
+
+@pytest.mark.parametrize(("args", "needle"), [(["--pairs", "1"], "--pairs: 1 gives no interval: at least 2 pairs"),
+                                              (["--layouts", "2y1"], "'2y1' is not RANKSxTHREADS")])
+def test_the_probe_bench_refuses_what_gives_no_interval_before_it_runs(args: list[str], needle: str):
+    proc = subprocess.run([sys.executable, str(RECORDED.parents[2] / "bench" / "probe" / "run.py"), *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+    (line,) = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and needle in line, proc.stderr
+    assert proc.stdout == ""
