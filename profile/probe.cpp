@@ -62,7 +62,10 @@ struct Probe {
   bool sampling = false;
   std::atomic<bool> stop{false};
   std::atomic<bool> written{false};
-  double sampler_cpu_s = 0.0;  // the sampler's own CPU time, set as it ends (read after the join): the probe's cost
+  // The probe's own cost: the sampler's CPU time, set as it ends (read after the join), and the CPU time its start
+  // took on the main thread (the hwloc topology load).
+  double sampler_cpu_s = 0.0;
+  double start_cpu_s = 0.0;
   Clock::time_point start = Clock::now();
 };
 
@@ -227,8 +230,9 @@ void write(const MpiFigures& mpi) {
                   "\"bytes_sent\": %llu, \"messages_sent\": %llu},\n",
                mpi.initialized ? "true" : "false", mpi.rank, mpi.size, mpi.wall_s, mpi.mpi_s,
                static_cast<unsigned long long>(mpi.bytes_sent), static_cast<unsigned long long>(mpi.messages_sent));
-  std::fprintf(f, " \"wall_s\": %.6f, \"max_rss_kib\": %ld, \"sampler_cpu_s\": %.6f,\n \"threads\": [",
-               since_start(*p), usage.ru_maxrss, p->sampler_cpu_s);
+  std::fprintf(f, " \"wall_s\": %.6f, \"max_rss_kib\": %ld, \"sampler_cpu_s\": %.6f, \"start_cpu_s\": %.6f,\n"
+                  " \"threads\": [",
+               since_start(*p), usage.ru_maxrss, p->sampler_cpu_s, p->start_cpu_s);
   for (std::size_t i = 0; i < p->threads.size(); ++i) {
     const Thread& t = p->threads[i];
     const double cpu = t.alive ? thread_cpu_seconds(t.handle) : t.cpu_s;
@@ -264,6 +268,7 @@ namespace {
 __attribute__((constructor)) void start_probe() {
   Probe* p = probe();
   if (p == nullptr) return;
+  const double started = cpu_seconds(CLOCK_THREAD_CPUTIME_ID);
   p->dir = std::getenv("HYMPI_PROBE_DIR");
   hwloc_topology_init(&p->topology);
   hwloc_topology_set_all_types_filter(p->topology, HWLOC_TYPE_FILTER_KEEP_NONE);  // PUs are all it needs
@@ -273,6 +278,7 @@ __attribute__((constructor)) void start_probe() {
     std::lock_guard lock(p->mutex);
     add_thread(*p, "");
   }
+  p->start_cpu_s = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - started;
   p->sampling = real_create()(&p->sampler, nullptr, sampler_main, p) == 0;
   // A child that forks off without exec has no sampler and is no rank: it writes nothing and joins nothing.
   pthread_atfork(nullptr, nullptr, [] {

@@ -28,9 +28,10 @@ from common import parse_counts, parse_layouts, reject
 
 
 def measure(spec: LaunchSpec, probed: bool) -> tuple[float, float, float]:
-    """(wall s, rate, sampler share) of one verified launch, with the probe preloaded when `probed` (its files are
-    checked). The sampler share is the CPU time the probe's sampler threads used, as a share of the core-seconds
-    the layout had (ranks x threads x wall): what the probe takes from a run whose cores are all busy."""
+    """(wall s, rate, probe share) of one verified launch, with the probe preloaded when `probed` (its files are
+    checked). The probe share is the CPU time the probe itself used (its start and its sampler thread, in every
+    process), as a share of the core-seconds the layout had (ranks x threads x wall): what the probe takes from a
+    run whose cores are all busy."""
     with tempfile.TemporaryDirectory(prefix="hympi-probe-bench-") as directory:
         env = probe_env(Path(directory)) if probed else ()
         outcome = launch(dataclasses.replace(spec, env=(*spec.env, *env)), timeout=600)
@@ -40,8 +41,8 @@ def measure(spec: LaunchSpec, probed: bool) -> tuple[float, float, float]:
         processes = read_probe(Path(directory)) if probed else ()
         if probed and len(processes) != spec.ranks:
             sys.exit(f"bench: the probe wrote no file for every rank of {spec.ranks}x{spec.threads}")
-    sampler_s = sum(p.sampler_cpu_s for p in processes)
-    return outcome.seconds, float(outcome.record["rate"]), sampler_s / (spec.ranks * spec.threads * outcome.seconds)
+    probe_s = sum(p.probe_cpu_s for p in processes)
+    return outcome.seconds, float(outcome.record["rate"]), probe_s / (spec.ranks * spec.threads * outcome.seconds)
 
 
 def main() -> int:
@@ -59,7 +60,7 @@ def main() -> int:
     (size,) = parse_counts(args.size, "--size")
     (iterations,) = parse_counts(args.iterations, "--iterations")
     print("| layout | pairs | wall s plain (median) | wall probed / plain (95 % CI) | rate probed / plain (95 % CI) "
-          "| sampler CPU, % of the layout's core-seconds (median, max) |")
+          "| probe's own CPU, % of the layout's core-seconds (median, max) |")
     print("|---|---|---|---|---|---|")
     for ranks, threads in layouts:
         spec = LaunchSpec("hympi-rb3d", ranks, threads, app_args=("--size", str(size), "--iterations",
@@ -78,7 +79,7 @@ def main() -> int:
               f"{rate:.3f} ({rate_low:.3f}-{rate_high:.3f}) | {statistics.median(shares):.3f} %, "
               f"{max(shares):.3f} % |")
         print(json.dumps({"layout": f"{ranks}x{threads}", "pairs": pairs, "wall_ratio": [wall, wall_low, wall_high],
-                          "rate_ratio": [rate, rate_low, rate_high], "sampler_share_pct": shares}),
+                          "rate_ratio": [rate, rate_low, rate_high], "probe_share_pct": shares}),
               file=sys.stderr)
     return 0
 

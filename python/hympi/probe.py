@@ -64,8 +64,15 @@ class ProbeProcess:
     mpi_s: float
     max_rss_mib: float
     threads: tuple[ProbeThread, ...]
-    # The probe's own sampler thread's CPU seconds (0 in files written before it was recorded): its cost.
+    # The probe's own cost (0 in files written before it was recorded): its sampler thread's CPU seconds and the
+    # CPU seconds its start took (the hwloc topology load).
     sampler_cpu_s: float = 0.0
+    start_cpu_s: float = 0.0
+
+    @property
+    def probe_cpu_s(self) -> float:
+        """All the CPU time the probe itself took in this process."""
+        return self.sampler_cpu_s + self.start_cpu_s
 
 
 def probe_env(directory: Path) -> Env:
@@ -96,7 +103,8 @@ def _process(data: JsonObject) -> ProbeProcess:
                         rank=int(mpi["rank"]), world_size=int(mpi["size"]),
                         wall_s=float(mpi["wall_s"]) if mpi["initialized"] else float(data["wall_s"]),
                         mpi_s=float(mpi["mpi_s"]), max_rss_mib=float(data["max_rss_kib"]) / 1024.0,
-                        threads=tuple(threads), sampler_cpu_s=float(data.get("sampler_cpu_s", 0.0)))
+                        threads=tuple(threads), sampler_cpu_s=float(data.get("sampler_cpu_s", 0.0)),
+                        start_cpu_s=float(data.get("start_cpu_s", 0.0)))
 
 
 def read_probe(directory: Path) -> tuple[ProbeProcess, ...]:

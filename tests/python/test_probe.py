@@ -110,11 +110,12 @@ def test_the_affinity_check_of_a_program_passes_as_bound_and_fails_when_it_rebin
     assert "FAILED" in rebound.stderr.splitlines()[-1]
 
 
-def test_the_probe_records_what_its_own_sampler_cost(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+def test_the_probe_records_what_it_cost(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
                                                      monkeypatch: pytest.MonkeyPatch):
-    """Each process file carries the sampler thread's CPU seconds (bench/probe reports them as the probe's cost):
-    more than nothing (it ran, every 20 ms) and a small share of the process's wall time (a sampler spinning
-    instead of sleeping, or sampling far too often, would use a large one whatever the load)."""
+    """Each process file carries the sampler thread's CPU seconds and its start's (bench/probe reports them as the
+    probe's cost): more than nothing (it ran, every 20 ms; it loaded a topology) and a small share of the process's
+    wall time (a sampler spinning instead of sleeping, or sampling far too often, would use a large one whatever
+    the load)."""
     program = hybrid(hybrid_binary(tmp_path_factory), 200_000, 40)
     for name, value in probe_env(tmp_path):
         monkeypatch.setenv(name, value)
@@ -124,6 +125,7 @@ def test_the_probe_records_what_its_own_sampler_cost(tmp_path: Path, tmp_path_fa
     assert len(processes) == 2
     for process in processes:
         assert 0 < process.sampler_cpu_s < 0.1 * process.wall_s, process
+        assert 0 < process.start_cpu_s < process.probe_cpu_s < 0.2 * process.wall_s, process
 
 
 @pytest.mark.parametrize(("args", "needle"), [(["--pairs", "1"], "--pairs: 1 gives no interval: at least 2 pairs"),
