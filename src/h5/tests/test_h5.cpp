@@ -536,8 +536,9 @@ TEST(H5, CheckpointWrittenInTheBackgroundIsPublishedByTheNextAndByFinish) {
   check(20);
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_FALSE(fs::exists(options.checkpoint_path + ".tmp"));
-  if (world.rank == 0)  // every dataset's checksum against the bytes on disk, serially
+  if (world.rank == 0) {  // every dataset's checksum against the bytes on disk, serially
     EXPECT_EQ(check_checkpoint_file(options.checkpoint_path, "rb3d", size, {}).step, 20);
+  }
   EXPECT_EQ(io.totals().checkpoints, 2);
   EXPECT_GT(io.totals().checkpoint_background_s, 0.0);
   // Chunked datasets have no place in the file before HDF5 writes them: no staging for them.
