@@ -808,10 +808,11 @@ void File::write_vector(const std::string& name, long global_size, long offset, 
     Handle dataset = create_dataset(hid_t(file_), name, dims, H5Options{}, H5T_IEEE_F64LE);
     write_checksum(dataset.get(), sum);
     if (staging_ != nullptr) {
-      const std::size_t bytes = values.size_bytes(), start = reserve(*staging_, bytes);
-      if (bytes > 0) std::memcpy(staging_->buffer.data() + start, values.data(), bytes);
+      if (values.empty()) return;
+      const std::size_t start = reserve(*staging_, values.size_bytes());
+      std::memcpy(staging_->buffer.data() + start, values.data(), values.size_bytes());
       add_piece(*staging_, data_address(dataset.get(), on(path_, name)) + std::uint64_t(offset) * sizeof(double),
-                start, bytes);
+                start, values.size_bytes());
       return;
     }
     Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);
