@@ -250,6 +250,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
     }
     HYMPI_MPI(MPI_Barrier(env->world()));
     ResultRecord record = app.run(context);
+    if (io) io->finish();  // the last checkpoint under its name before the run reports
     record.repetitions_fixed = context.repetitions_fixed;
     record.min_time_s = context.min_time_s;
     const MetricsSummary summary = metrics.reduce(env->world(), env->node().get());

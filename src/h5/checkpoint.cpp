@@ -153,7 +153,7 @@ CheckpointWriter::CheckpointWriter(MPI_Comm comm, const std::string& path, const
 }
 
 CheckpointWriter::~CheckpointWriter() {
-  if (committed_) return;
+  if (released_) return;
   file_.close_quietly();
   if (Comm(comm_, false).rank() == 0) std::remove(temporary_path().c_str());
 }
@@ -161,7 +161,12 @@ CheckpointWriter::~CheckpointWriter() {
 void CheckpointWriter::commit() {
   file_.close();
   publish(comm_, temporary_path(), path_);
-  committed_ = true;
+  released_ = true;
+}
+
+void CheckpointWriter::hand_over() {
+  file_.close();
+  released_ = true;
 }
 
 CheckpointReader::CheckpointReader(MPI_Comm comm, const std::string& path, const H5Options& options,
@@ -382,6 +387,30 @@ CheckpointLock::~CheckpointLock() {
   ::close(fd_);
 }
 
+BackgroundWriter::~BackgroundWriter() { wait_quietly(); }
+
+void BackgroundWriter::wait_quietly() noexcept {
+  if (!job_.valid()) return;
+  try {
+    (void)job_.get();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the caller is unwinding already
+  }
+}
+
+void BackgroundWriter::start(std::function<void()> job) {
+  (void)wait();
+  job_ = std::async(std::launch::async, [job = std::move(job)] {
+    const auto begin = std::chrono::steady_clock::now();
+    job();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  });
+}
+
+double BackgroundWriter::wait() {
+  if (!job_.valid()) return 0.0;
+  return job_.get();  // invalidates job_ even when it rethrows the job's exception
+}
+
 IoSession::IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size,
                      std::string layout, HeaderCheck check)
     : comm_(comm), options_(std::move(options)), app_(std::move(app)), global_size_(std::move(global_size)),
@@ -418,15 +447,56 @@ CheckpointHeader IoSession::restart(const std::function<void(File&, const Checkp
   return reader.header();
 }
 
+IoSession::~IoSession() {
+  if (!background_.in_flight()) return;
+  // Unwinding (or finish() never called): the write ends, but no collective may run here to publish it.
+  background_.wait_quietly();
+  if (Comm(comm_, false).rank() == 0) std::remove((options_.checkpoint_path + ".tmp").c_str());
+}
+
 void IoSession::checkpoint(long step, double time, const nlohmann::json& state,
                            const std::function<void(File&)>& write) {
   const double start = MPI_Wtime();
+  publish_in_flight();
   CheckpointWriter writer(comm_, options_.checkpoint_path, options_.h5,
                           CheckpointHeader{app_, global_size_, step, time, layout_, state});
-  write(writer.file());
-  writer.commit();
-  totals_.checkpoints += 1;
+  if (options_.h5.chunk[0] > 0) {
+    write(writer.file());
+    writer.commit();
+    totals_.checkpoints += 1;
+    totals_.checkpoint_bytes += file_bytes(options_.checkpoint_path);
+  } else {
+    staging_.clear();
+    writer.file().stage_into(staging_);
+    write(writer.file());
+    writer.hand_over();
+    in_flight_step_ = step;
+    background_.start([this, temporary = writer.temporary_path()] { staging_.write_into(temporary); });
+  }
   totals_.checkpoint_s += MPI_Wtime() - start;
+}
+
+void IoSession::finish() {
+  const double start = MPI_Wtime();
+  publish_in_flight();
+  totals_.checkpoint_s += MPI_Wtime() - start;
+}
+
+void IoSession::publish_in_flight() {
+  // Every rank started the checkpoint in flight together, so every rank gets here alike.
+  if (!background_.in_flight()) return;
+  const std::string temporary = options_.checkpoint_path + ".tmp";
+  double seconds = 0;
+  const LocalOutcome outcome = attempt([&] { seconds = background_.wait(); });
+  try {
+    agree(comm_, as_io_failure("checkpoint of step " + std::to_string(in_flight_step_), outcome));
+  } catch (const IoError&) {
+    if (Comm(comm_, false).rank() == 0) std::remove(temporary.c_str());
+    throw;
+  }
+  publish(comm_, temporary, options_.checkpoint_path);
+  totals_.checkpoints += 1;
+  totals_.checkpoint_background_s += seconds;
   totals_.checkpoint_bytes += file_bytes(options_.checkpoint_path);
 }
 
@@ -443,6 +513,7 @@ nlohmann::json IoSession::to_json() const {
   out.update({{"checkpoints", totals_.checkpoints},
               {"checkpoint_s", totals_.checkpoint_s},
               {"checkpoint_bytes", totals_.checkpoint_bytes},
+              {"checkpoint_background_s", totals_.checkpoint_background_s},
               {"snapshots", totals_.snapshots},
               {"snapshot_s", totals_.snapshot_s},
               {"snapshot_bytes", totals_.snapshot_bytes},

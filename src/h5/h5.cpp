@@ -8,7 +8,11 @@
 #include <future>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <filesystem>
 
@@ -186,9 +190,8 @@ std::uint64_t move_slab(const Block3& block, Planes planes, Move move) {
 /// Copies the values of slab `planes` out of strided memory into a dense buffer of the disk type, x
 /// fastest, and returns the checksum of what was packed.
 template <class T>
-std::uint64_t pack(const Block3& block, std::span<const double> data, Planes planes, std::vector<T>& out) {
+std::uint64_t pack(const Block3& block, std::span<const double> data, Planes planes, T* to) {
   const double* from = data.data();
-  T* to = out.data();
   return move_slab(block, planes, [from, to](long memory, long dense) {
     const T value = static_cast<T>(from[memory]);
     to[dense] = value;
@@ -227,6 +230,55 @@ void for_each_slab(MPI_Comm comm, const Block3& block, std::size_t element_bytes
   }
 }
 
+/// Room for `bytes` more in `staging`, aligned for doubles; returns where it starts.
+std::size_t reserve(StagedData& staging, std::size_t bytes) {
+  const std::size_t start = (staging.used + alignof(double) - 1) / alignof(double) * alignof(double);
+  if (staging.buffer.size() < start + bytes) staging.buffer.resize(start + bytes);
+  staging.used = start + bytes;
+  return start;
+}
+
+/// Records that `bytes` of the staging buffer at `offset` go to `file_offset`, extending the last piece when
+/// both follow it (rows of a block spanning x, planes of one spanning x and y).
+void add_piece(StagedData& staging, std::uint64_t file_offset, std::size_t offset, std::size_t bytes) {
+  if (!staging.pieces.empty()) {
+    StagedData::Piece& last = staging.pieces.back();
+    if (last.file_offset + last.bytes == file_offset && last.offset + last.bytes == offset) {
+      last.bytes += bytes;
+      return;
+    }
+  }
+  staging.pieces.push_back({file_offset, offset, bytes});
+}
+
+/// Packs the whole block into `staging` as dataset bytes from `dataset_offset` of the file store it, row by row
+/// in file order, and records where each row goes; returns the checksum of the packed values.
+template <class T>
+std::uint64_t stage_block(const Block3& block, std::span<const double> data, std::uint64_t dataset_offset,
+                          StagedData& staging) {
+  if (block.box.empty()) return 0;
+  const auto e = block.memory.extent;
+  const long c = block.memory.components;
+  const std::size_t row = std::size_t(e[0] * c) * sizeof(T);
+  std::size_t offset = reserve(staging, row * std::size_t(e[1] * e[2]));
+  const std::uint64_t sum =
+      pack(block, data, Planes{0, e[2]}, reinterpret_cast<T*>(staging.buffer.data() + offset));
+  const long gx = block.global[0], gy = block.global[1];
+  for (long k = 0; k < e[2]; ++k)
+    for (long j = 0; j < e[1]; ++j, offset += row) {
+      const long first = (((block.box.low[2] + k) * gy + block.box.low[1] + j) * gx + block.box.low[0]) * c;
+      add_piece(staging, dataset_offset + std::uint64_t(first) * sizeof(T), offset, row);
+    }
+  return sum;
+}
+
+/// Where dataset `name`'s data start in the file; throws IoError when HDF5 has not placed them.
+std::uint64_t data_address(hid_t dataset, const std::string& where) {
+  const haddr_t at = H5Dget_offset(dataset);
+  if (at == HADDR_UNDEF) throw IoError(where + " has no place in the file yet");
+  return std::uint64_t(at);
+}
+
 constexpr const char* kChecksum = "hympi_checksum";
 
 void write_checksum(hid_t dataset, std::uint64_t sum) {
@@ -262,6 +314,9 @@ Handle dataset_creation(const std::vector<hsize_t>& dims, const H5Options& optio
   Handle dcpl(checked(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate"), H5Pclose);
   // Every element is written: filling the dataset first would write it twice.
   checked(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time");
+  // Parallel HDF5 places contiguous datasets at creation anyway; said here because a staged write needs the
+  // place (H5Dget_offset) before any data.
+  if (options.chunk[0] == 0) checked(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), "allocation time");
   if (options.chunk[0] > 0 && dims.size() >= 3) {
     std::vector<hsize_t> chunk(dims.size());
     for (std::size_t d = 0; d < dims.size(); ++d)
@@ -536,7 +591,8 @@ File File::open(MPI_Comm comm, const std::string& path, const H5Options& options
 
 File::File(File&& o) noexcept
     : comm_(o.comm_), path_(std::move(o.path_)), options_(std::move(o.options_)),
-      file_(std::exchange(o.file_, -1)), unwinding_at_open_(o.unwinding_at_open_), agreed_failure_(o.agreed_failure_) {}
+      file_(std::exchange(o.file_, -1)), unwinding_at_open_(o.unwinding_at_open_), agreed_failure_(o.agreed_failure_),
+      staging_(std::exchange(o.staging_, nullptr)) {}
 
 File& File::operator=(File&& o) noexcept {
   if (this != &o) {
@@ -547,11 +603,43 @@ File& File::operator=(File&& o) noexcept {
     file_ = std::exchange(o.file_, -1);
     unwinding_at_open_ = o.unwinding_at_open_;
     agreed_failure_ = o.agreed_failure_;
+    staging_ = std::exchange(o.staging_, nullptr);
   }
   return *this;
 }
 
 File::~File() { close_quietly(); }
+
+void File::stage_into(StagedData& staging) {
+  if (options_.chunk[0] > 0)
+    throw InvalidArgument(path_ + ": staged writes need contiguous datasets, not chunk shape " +
+                          nlohmann::json(options_.chunk).dump());
+  staging_ = &staging;
+}
+
+void StagedData::write_into(const std::string& path) const {
+  const auto fail = [&path](const std::string& what) {
+    return IoError("cannot " + what + " " + path + ": " + std::strerror(errno));
+  };
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw fail("open");
+  const auto give_up = [fd](const IoError& error) {
+    ::close(fd);
+    return error;
+  };
+  for (const Piece& piece : pieces) {
+    std::size_t done = 0;
+    while (done < piece.bytes) {
+      const ssize_t n = ::pwrite(fd, buffer.data() + piece.offset + done, piece.bytes - done,
+                                 off_t(piece.file_offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw give_up(fail("write"));
+      done += std::size_t(n);
+    }
+  }
+  if (::fsync(fd) != 0) throw give_up(fail("sync"));
+  if (::close(fd) != 0) throw fail("close");
+}
 
 void File::close_quietly() noexcept {
   if (file_ < 0) return;
@@ -569,7 +657,9 @@ void File::close() {
   const SilencedErrors quiet;
   const hid_t id = hid_t(std::exchange(file_, -1));
   // Flush first (MPI_File_sync: the data reach the disk, not only the page cache), then close.
-  LocalOutcome outcome = attempt([&] { checked(H5Fflush(id, H5F_SCOPE_GLOBAL), "cannot flush " + path_); });
+  LocalOutcome outcome;
+  if (staging_ == nullptr)
+    outcome = attempt([&] { checked(H5Fflush(id, H5F_SCOPE_GLOBAL), "cannot flush " + path_); });
   const LocalOutcome closed = attempt([&] { checked(H5Fclose(id), "cannot close " + path_); });
   if (!outcome.failed) outcome = closed;
   agree(comm_, outcome, agreed_failure_);
@@ -593,32 +683,40 @@ void File::write(const std::string& name, const Block3& block, std::span<const d
   std::vector<double> doubles;
   std::vector<float> floats;
   const std::size_t element_bytes = single ? sizeof(float) : sizeof(double);
-  for_each_slab(comm_, block, element_bytes, options_.slab_bytes, [&](Planes planes, long count) {
-    // A rank whose slab failed still takes part in the remaining collective transfers (with nothing).
-    const LocalOutcome slab = attempt([&] {
-      if (outcome.failed) {
-        planes = {};
-        count = 0;
-      }
-      if (single) {
-        floats.resize(std::max(floats.size(), std::size_t(count)));
-        local_sum += pack(block, data, planes, floats);
-      } else {
-        doubles.resize(std::max(doubles.size(), std::size_t(count)));
-        local_sum += pack(block, data, planes, doubles);
-      }
-      Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);
-      select_planes(space.get(), block, planes);
-      const Handle memory = memory_space(count);
-      const Handle dxpl = transfer(options_.collective);
-      const double dummy = 0;
-      const void* buffer = single ? static_cast<const void*>(floats.data()) : static_cast<const void*>(doubles.data());
-      checked(H5Dwrite(dataset.get(), single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, memory.get(), space.get(),
-                       dxpl.get(), count > 0 ? buffer : &dummy),
-              "write");
+  if (staging_ != nullptr) {
+    outcome = attempt([&] {
+      const std::uint64_t at = data_address(dataset.get(), on(path_, name));
+      local_sum = single ? stage_block<float>(block, data, at, *staging_)
+                         : stage_block<double>(block, data, at, *staging_);
     });
-    if (slab.failed && !outcome.failed) outcome = slab;
-  });
+  } else {
+    for_each_slab(comm_, block, element_bytes, options_.slab_bytes, [&](Planes planes, long count) {
+      // A rank whose slab failed still takes part in the remaining collective transfers (with nothing).
+      const LocalOutcome slab = attempt([&] {
+        if (outcome.failed) {
+          planes = {};
+          count = 0;
+        }
+        if (single) {
+          floats.resize(std::max(floats.size(), std::size_t(count)));
+          local_sum += pack(block, data, planes, floats.data());
+        } else {
+          doubles.resize(std::max(doubles.size(), std::size_t(count)));
+          local_sum += pack(block, data, planes, doubles.data());
+        }
+        Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);
+        select_planes(space.get(), block, planes);
+        const Handle memory = memory_space(count);
+        const Handle dxpl = transfer(options_.collective);
+        const double dummy = 0;
+        const void* buffer = single ? static_cast<const void*>(floats.data()) : static_cast<const void*>(doubles.data());
+        checked(H5Dwrite(dataset.get(), single ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE, memory.get(), space.get(),
+                         dxpl.get(), count > 0 ? buffer : &dummy),
+                "write");
+      });
+      if (slab.failed && !outcome.failed) outcome = slab;
+    });
+  }
   agree(comm_, as_io_failure("cannot write " + on(path_, name), outcome), agreed_failure_);
   const std::uint64_t sum = sum_over(comm_, local_sum);
   agree(comm_, attempt([&] { write_checksum(dataset.get(), sum); }), agreed_failure_);
@@ -708,6 +806,15 @@ void File::write_vector(const std::string& name, long global_size, long offset, 
   agree_on_space(comm_, path_, name, double(global_size) * 8.0, options_.alignment, agreed_failure_);
   const LocalOutcome outcome = attempt([&] {
     Handle dataset = create_dataset(hid_t(file_), name, dims, H5Options{}, H5T_IEEE_F64LE);
+    write_checksum(dataset.get(), sum);
+    if (staging_ != nullptr) {
+      if (values.empty()) return;
+      const std::size_t start = reserve(*staging_, values.size_bytes());
+      std::memcpy(staging_->buffer.data() + start, values.data(), values.size_bytes());
+      add_piece(*staging_, data_address(dataset.get(), on(path_, name)) + std::uint64_t(offset) * sizeof(double),
+                start, values.size_bytes());
+      return;
+    }
     Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);
     select_range(space.get(), offset, n);
     const Handle memory = memory_space(n);
@@ -716,7 +823,6 @@ void File::write_vector(const std::string& name, long global_size, long offset, 
     checked(H5Dwrite(dataset.get(), H5T_NATIVE_DOUBLE, memory.get(), space.get(), dxpl.get(),
                      n > 0 ? values.data() : &dummy),
             "write");
-    write_checksum(dataset.get(), sum);
   });
   agree(comm_, as_io_failure("cannot write " + on(path_, name), outcome), agreed_failure_);
 }

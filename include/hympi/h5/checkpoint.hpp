@@ -4,6 +4,7 @@
 
 #include <array>
 #include <functional>
+#include <future>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -59,6 +60,9 @@ class CheckpointWriter {
   /// Flushes, closes and renames the temporary file onto the final path (collective); throws IoError
   /// (every rank alike) when any of it fails, leaving the previous checkpoint in place.
   void commit();
+  /// Closes the file (collective) and leaves "<path>.tmp" to the caller, who writes the data the file staged
+  /// (File::stage_into), syncs it and renames it; the destructor no longer removes it.
+  void hand_over();
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] std::string temporary_path() const { return path_ + ".tmp"; }
 
@@ -66,7 +70,32 @@ class CheckpointWriter {
   MPI_Comm comm_;
   std::string path_;
   File file_;
-  bool committed_ = false;
+  bool released_ = false;  ///< committed or handed over: the temporary is no longer this writer's to remove
+};
+
+/// One job at a time on a thread of its own, overlapping its caller: a checkpoint's data going to disk while the
+/// solver goes on. Jobs make no MPI or HDF5 calls (the app may hold only MPI_THREAD_FUNNELED, and HDF5 is not
+/// thread-safe): POSIX I/O alone. A job's exception never leaves its thread; wait() hands it to the caller.
+class BackgroundWriter {
+ public:
+  BackgroundWriter() = default;
+  BackgroundWriter(const BackgroundWriter&) = delete;
+  BackgroundWriter& operator=(const BackgroundWriter&) = delete;
+  /// wait_quietly().
+  ~BackgroundWriter();
+  /// Waits for the job in flight (wait(), rethrowing its failure instead of starting), then starts `job`: at
+  /// most one in flight.
+  void start(std::function<void()> job);
+  /// Waits for the job in flight, dropping its failure: for a caller that is unwinding already.
+  void wait_quietly() noexcept;
+  /// Waits for the job in flight, if any, and rethrows its exception (with its reason); returns the seconds it
+  /// ran on its thread (0 when none was in flight).
+  double wait();
+  /// Whether a job was started and not yet waited for.
+  [[nodiscard]] bool in_flight() const { return job_.valid(); }
+
+ private:
+  std::future<double> job_;
 };
 
 /// How long a run waits for another process to let go of its checkpoint (CheckpointLock): a killed sweep's launch
@@ -161,7 +190,8 @@ struct IoOptions {
 /// What an app's I/O cost: written to HYMPI_RESULT's "io".
 struct IoTotals {
   int checkpoints = 0;
-  double checkpoint_s = 0, checkpoint_bytes = 0;
+  double checkpoint_s = 0, checkpoint_bytes = 0;  ///< checkpoint_s: what the solver thread spent on them
+  double checkpoint_background_s = 0;             ///< writing and syncing them on the background thread
   int snapshots = 0;
   double snapshot_s = 0, snapshot_bytes = 0;
   double restart_s = 0, restart_bytes = 0;
@@ -175,6 +205,11 @@ class IoSession {
   /// `global_size` and `app` go into every checkpoint and are demanded on restart, with `check` (may be empty).
   IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size, std::string layout,
             HeaderCheck check = {});
+  IoSession(const IoSession&) = delete;
+  IoSession& operator=(const IoSession&) = delete;
+  /// Waits for a checkpoint still in flight and removes its temporary file: without finish() (a run that
+  /// fails) it is never published.
+  ~IoSession();
   [[nodiscard]] const IoOptions& options() const { return options_; }
   [[nodiscard]] bool restarting() const { return !options_.restart_path.empty(); }
   /// Whether a checkpoint is due after `step` steps.
@@ -184,8 +219,16 @@ class IoSession {
   /// Opens the restart file, checks it belongs to this run, calls `read` with it and returns its header;
   /// throws BadFile (bad file) or IoError (read failed).
   CheckpointHeader restart(const std::function<void(File&, const CheckpointHeader&)>& read);
-  /// Writes a checkpoint of `step` atomically, `write` filling in the datasets; throws IoError.
+  /// Starts a checkpoint of `step`, `write` filling in the datasets (collective): the header, the datasets' layout
+  /// and checksums and each rank's values (copied to a staging buffer) are taken now, and a background thread
+  /// writes the values into "<path>.tmp" and syncs it while the caller goes on. The checkpoint before, if still
+  /// in flight, is waited for and published (renamed onto the path) first. Throws IoError (every rank alike)
+  /// naming the file and the reason, this checkpoint's or the one before's. Chunked datasets (--h5-chunk) are
+  /// written here, before returning, as their place in the file is not known beforehand.
   void checkpoint(long step, double time, const nlohmann::json& state, const std::function<void(File&)>& write);
+  /// Waits for the checkpoint in flight and publishes it (collective); throws IoError like checkpoint(). Every
+  /// run calls it before it reports: its last checkpoint is then on disk under its name.
+  void finish();
   /// Writes a snapshot of `fields`; throws IoError.
   void snapshot(long step, double time, std::span<const SnapshotField> fields);
   [[nodiscard]] const IoTotals& totals() const { return totals_; }
@@ -199,7 +242,13 @@ class IoSession {
   nlohmann::json global_size_;
   std::string layout_;
   HeaderCheck check_;
+  /// Waits for the background write of the checkpoint in flight, agrees on its outcome and, when every rank's
+  /// part is on disk, renames it onto the checkpoint path (collective); throws IoError otherwise.
+  void publish_in_flight();
   std::optional<CheckpointLock> lock_;  ///< held from construction while checkpoints are written
+  StagedData staging_;                  ///< the values of the checkpoint in flight, reused by the next
+  BackgroundWriter background_;         ///< declared after lock_: waited for before the lock goes
+  long in_flight_step_ = 0;             ///< the step of the checkpoint in flight
   std::optional<SnapshotSeries> snapshots_;
   IoTotals totals_;
 };

@@ -108,6 +108,30 @@ struct Block3 {
   void validate(const std::string& dataset) const;
 };
 
+/// The raw data of a File that stages its writes (File::stage_into): each rank's values, packed as the file stores
+/// them, and where each piece goes in the file once it is closed. A checkpoint's background writer puts them
+/// there with POSIX I/O alone (write_into), so the solver thread goes on while the bytes reach the disk.
+struct StagedData {
+  /// `bytes` of `buffer` from `offset` belong at byte `file_offset` of the file.
+  struct Piece {
+    std::uint64_t file_offset = 0;
+    std::size_t offset = 0;
+    std::size_t bytes = 0;
+  };
+  /// Kept from one checkpoint to the next: new memory is what a write pays most for in a VM (docs/performance.md).
+  std::vector<std::byte> buffer;
+  std::size_t used = 0;  ///< bytes of `buffer` staged so far
+  std::vector<Piece> pieces;
+  /// Forgets the staged pieces, keeping the buffer's memory.
+  void clear() {
+    used = 0;
+    pieces.clear();
+  }
+  /// Writes every piece into the existing file `path` and fsyncs it; no MPI, no HDF5. Throws IoError naming the
+  /// file and the system's reason.
+  void write_into(const std::string& path) const;
+};
+
 /// An open HDF5 file shared by every rank of a communicator (RAII: closes on destruction). All
 /// calls are collective over the communicator and must come in the same order on every rank.
 class File {
@@ -152,7 +176,14 @@ class File {
   [[nodiscard]] nlohmann::json attribute(const std::string& key, const std::string& object = "/") const;
   [[nodiscard]] bool has_attribute(const std::string& key, const std::string& object = "/") const;
 
-  /// Flushes and closes (collective); throws IoError when the data could not be written out.
+  /// From now on write() and write_vector() create their datasets (contiguous, allocated at once), checksum and
+  /// record them as before, but pack each rank's values into `staging` instead of writing them: the caller writes
+  /// them with StagedData::write_into after close(). Throws InvalidArgument for chunked datasets (their place in
+  /// the file is not known before HDF5 writes them).
+  void stage_into(StagedData& staging);
+
+  /// Flushes and closes (collective); throws IoError when the data could not be written out. A staging file is
+  /// closed without its sync: its data are not in it yet, and the sync after write_into covers both.
   void close();
 
   /// Closes after a failure every rank agreed on (collective) or, while another exception unwinds, leaves
@@ -169,6 +200,7 @@ class File {
   /// Set when this File threw an error every rank agreed on: all ranks are unwinding together, so
   /// closing collectively on the way out is safe.
   bool agreed_failure_ = false;
+  StagedData* staging_ = nullptr;  ///< where write() packs instead of writing (stage_into), or none
 };
 
 /// The order-independent checksum write() stores: a sum over elements of a hash of (global index,

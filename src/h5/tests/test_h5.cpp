@@ -9,11 +9,14 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -443,6 +446,108 @@ TEST(H5, OneWriterPerCheckpointAndEveryRankHearsOfAnother) {
   EXPECT_FALSE(fs::exists(CheckpointLock::lock_path(path)));  // released and removed: no lock file left behind
   MPI_Barrier(MPI_COMM_WORLD);  // every rank has looked before rank 0 creates it again
   const CheckpointLock again(MPI_COMM_WORLD, path, 0.2);  // and free again
+}
+
+TEST(H5, BackgroundWriterOverlapsItsCallerWithOneJobInFlight) {
+  using namespace std::chrono_literals;
+  BackgroundWriter writer;
+  std::promise<void> release;
+  std::atomic<bool> first_done{false}, second_saw_first_done{false};
+  // start() returns while the job is blocked: the caller (the solver) is not held up by the write.
+  writer.start([&, go = release.get_future().share()] {
+    go.wait();
+    first_done = true;
+  });
+  EXPECT_TRUE(writer.in_flight());
+  EXPECT_FALSE(first_done);
+  // A second checkpoint waits for the first: its start() does not return while the first job is blocked.
+  auto second = std::async(std::launch::async, [&] {
+    writer.start([&] { second_saw_first_done = first_done.load(); });
+  });
+  EXPECT_EQ(second.wait_for(200ms), std::future_status::timeout);
+  release.set_value();
+  second.get();
+  EXPECT_GE(writer.wait(), 0.0);
+  EXPECT_TRUE(second_saw_first_done);
+  EXPECT_FALSE(writer.in_flight());
+  EXPECT_EQ(writer.wait(), 0.0);  // nothing in flight
+}
+
+TEST(H5, BackgroundWriterFailureReachesTheCallerWithItsReason) {
+  BackgroundWriter writer;
+  writer.start([] { throw IoError("cannot write /scratch/run.h5.tmp: No space left on device"); });
+  bool ran = false;
+  try {
+    writer.start([&] { ran = true; });  // the next checkpoint hears of the failure instead of starting
+    ADD_FAILURE() << "a failed write went unnoticed";
+  } catch (const IoError& e) {
+    EXPECT_STREQ(e.what(), "cannot write /scratch/run.h5.tmp: No space left on device");
+  }
+  EXPECT_FALSE(ran);
+  EXPECT_FALSE(writer.in_flight());
+  // The real job's own reason: a staged write into a file that is not there.
+  StagedData staged;
+  staged.buffer.resize(8);
+  staged.pieces.push_back({0, 0, 8});
+  writer.start([&] { staged.write_into("/nonexistent-dir/run.h5.tmp"); });
+  try {
+    (void)writer.wait();
+    ADD_FAILURE() << "a write into a missing directory succeeded";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/run.h5.tmp: No such file"), std::string::npos) << e.what();
+  }
+}
+
+TEST(H5, CheckpointWrittenInTheBackgroundIsPublishedByTheNextAndByFinish) {
+  const Scratch scratch;
+  const test::World world;
+  IoOptions options;
+  options.checkpoint_path = scratch.file("run.h5");
+  options.checkpoint_every = 10;
+  const nlohmann::json size = kGlobal;
+  // Split in x: every row of a rank's block is a piece of its own in the file.
+  const Grid3D<double> field = filled(split_along(kGlobal, 0), 1);
+  const long n = 11, begin = n * world.rank / world.size, end = n * (world.rank + 1) / world.size;
+  std::vector<double> vector;
+  for (long i = begin; i < end; ++i) vector.push_back(1.0 / double(i + 3));
+  const auto write = [&](File& file) {
+    file.write("u", Block3::of(field, kGlobal), field.data());
+    file.write_vector("p", n, begin, vector);
+  };
+  const auto check = [&](long step) {
+    CheckpointReader reader(MPI_COMM_WORLD, options.checkpoint_path, H5Options{}, "rb3d", size);
+    EXPECT_EQ(reader.header().step, step);
+    Grid3D<double> read(split_along(kGlobal, 2), 1);
+    reader.file().read("u", Block3::of(read, kGlobal), read.data());
+    EXPECT_EQ(mismatches(read), 0);
+    std::vector<double> all(world.rank == 0 ? std::size_t(n) : 0);
+    reader.file().read_vector("p", 0, all);
+    for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i], 1.0 / double(i + 3));
+    reader.file().close();
+  };
+  IoSession io(MPI_COMM_WORLD, options, "rb3d", size, "1x1");
+  io.checkpoint(10, 0.0, {{"k", 10}}, write);
+  MPI_Barrier(MPI_COMM_WORLD);
+  // Still in flight: the previous checkpoint (none here) keeps the name until every rank's part is on disk.
+  EXPECT_FALSE(fs::exists(options.checkpoint_path));
+  io.checkpoint(20, 0.0, {{"k", 20}}, write);
+  check(10);
+  io.finish();
+  check(20);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_FALSE(fs::exists(options.checkpoint_path + ".tmp"));
+  if (world.rank == 0) {  // every dataset's checksum against the bytes on disk, serially
+    EXPECT_EQ(check_checkpoint_file(options.checkpoint_path, "rb3d", size, {}).step, 20);
+  }
+  EXPECT_EQ(io.totals().checkpoints, 2);
+  EXPECT_GT(io.totals().checkpoint_background_s, 0.0);
+  // Chunked datasets have no place in the file before HDF5 writes them: no staging for them.
+  H5Options chunked;
+  chunked.chunk = {4, 4, 4};
+  File file = File::create(MPI_COMM_WORLD, scratch.file("chunked.h5"), chunked);
+  StagedData staging;
+  EXPECT_THROW(file.stage_into(staging), InvalidArgument);
+  file.close();
 }
 
 TEST(H5, SnapshotsGetAnXdmfSidecar) {
