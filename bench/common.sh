@@ -48,6 +48,19 @@ set_mpirun_flags() {
   if mpirun --version 2>/dev/null | grep -q "Open MPI"; then mpirun_flags+=(--allow-run-as-root --oversubscribe); fi
 }
 
+# NAME BINARY: builds the reference code NAME once: unless BINARY exists, calls build_NAME SRC on an empty source
+# folder SRC ($WORK/NAME-src), which fetches the source there, configures it (log in $WORK/NAME-configure.log),
+# builds it (log in $WORK/NAME-build.log) and copies the program to BINARY; exits 1 naming both logs if it fails.
+build_reference() {
+  local src=$WORK/$1-src
+  [[ -x $2 ]] && return 0
+  rm -rf "$src"
+  mkdir -p "$src"
+  echo "building $1 in $src" >&2
+  "build_$1" "$src" ||
+    { echo "run.sh: $1 build failed, see $WORK/$1-configure.log and $WORK/$1-build.log" >&2; exit 1; }
+}
+
 # [CMAKE_ARG...] -- TARGET...: configures $BUILD (from $repo) with the CMake arguments when the first target is not
 # built yet, then builds the targets. A BUILD without build.ninja holds apps built elsewhere by `make build`: used
 # as they are.

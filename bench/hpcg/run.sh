@@ -46,21 +46,16 @@ set_mpirun_flags
 
 # --- HPCG -------------------------------------------------------------------------------------
 xhpcg=$WORK/xhpcg
-if [[ ! -x $xhpcg ]]; then
-  src=$WORK/hpcg-src
-  rm -rf "$src"
-  git clone --quiet "$HPCG_GIT" "$src" ||
-    refuse "cannot clone HPCG from HPCG_GIT='$HPCG_GIT'"
-  git -C "$src" checkout --quiet "$HPCG_REF" ||
-    refuse "HPCG_REF='$HPCG_REF' is not a commit or tag of $HPCG_GIT"
+build_hpcg() {  # source folder
+  git clone --quiet "$HPCG_GIT" "$1" || refuse "cannot clone HPCG from HPCG_GIT='$HPCG_GIT'"
+  git -C "$1" checkout --quiet "$HPCG_REF" || refuse "HPCG_REF='$HPCG_REF' is not a commit or tag of $HPCG_GIT"
   # Our flags, not setup/Make.MPI_GCC_OMP's (-ffast-math would let the compiler reorder sums).
   sed -e 's/^CXXFLAGS .*/CXXFLAGS     = $(HPCG_DEFS) -O3 -march=native -fopenmp/' \
-    "$src/setup/Make.MPI_GCC_OMP" > "$src/setup/Make.hympi"
-  echo "building xhpcg ($HPCG_REF) in $src/build" >&2
-  (mkdir -p "$src/build" && cd "$src/build" && ../configure hympi >"$WORK/hpcg-configure.log" 2>&1 &&
-    nice make -j2 >"$WORK/hpcg-build.log" 2>&1 && cp bin/xhpcg "$xhpcg") ||
-    { echo "run.sh: HPCG build failed, see $WORK/hpcg-configure.log and $WORK/hpcg-build.log" >&2; exit 1; }
-fi
+    "$1/setup/Make.MPI_GCC_OMP" > "$1/setup/Make.hympi" &&
+    (mkdir -p "$1/build" && cd "$1/build" && ../configure hympi >"$WORK/hpcg-configure.log" 2>&1 &&
+      nice make -j2 >"$WORK/hpcg-build.log" 2>&1 && cp bin/xhpcg "$xhpcg")
+}
+build_reference hpcg "$xhpcg"
 
 # --- hympi ------------------------------------------------------------------------------------
 build_hympi -- hympi-spmv3d

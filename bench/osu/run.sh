@@ -45,21 +45,17 @@ set_mpirun_flags
 
 # --- OSU --------------------------------------------------------------------------------------
 osu=$WORK/osu_latency
-if [[ ! -x $osu ]]; then
-  src=$WORK/osu-src
-  rm -rf "$src"
-  mkdir -p "$src"
+build_osu() {  # source folder
   if [[ -n ${OSU_SRC:-} ]]; then
-    cp -r "$OSU_SRC"/. "$src"
+    cp -r "$OSU_SRC"/. "$1"
   else
-    git --git-dir="$OSU_GIT" archive HEAD | tar -x -C "$src"
-  fi
-  echo "building osu_latency in $src" >&2
-  # -fcommon: OSU 5.3 defines its option globals in a header, which gcc >= 10 rejects by default.
-  (cd "$src" && ./configure CC=mpicc CXX=mpicxx CFLAGS="-O2 -fcommon" >"$WORK/osu-configure.log" 2>&1 &&
-    nice make -C mpi/pt2pt osu_latency >"$WORK/osu-build.log" 2>&1 && cp mpi/pt2pt/osu_latency "$osu") ||
-    { echo "run.sh: OSU build failed, see $WORK/osu-configure.log and $WORK/osu-build.log" >&2; exit 1; }
-fi
+    git --git-dir="$OSU_GIT" archive HEAD | tar -x -C "$1"
+  fi &&
+    # -fcommon: OSU 5.3 defines its option globals in a header, which gcc >= 10 rejects by default.
+    (cd "$1" && ./configure CC=mpicc CXX=mpicxx CFLAGS="-O2 -fcommon" >"$WORK/osu-configure.log" 2>&1 &&
+      nice make -C mpi/pt2pt osu_latency >"$WORK/osu-build.log" 2>&1 && cp mpi/pt2pt/osu_latency "$osu")
+}
+build_reference osu "$osu"
 
 # --- hympi ------------------------------------------------------------------------------------
 build_hympi -- hympi-pingpong
