@@ -23,10 +23,8 @@
 # Output: one line per run in $WORK/results.tsv, the summary on stdout and in $WORK/summary.txt.
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../common.sh
-source "$repo/bench/common.sh"
-BUILD=${BUILD:-$repo/build}
+source "$(dirname "$0")/../common.sh"
 WORK=${WORK:-/tmp/hympi-hpcg}
 RUN_TIMEOUT=${RUN_TIMEOUT:-900}
 HPCG_GIT=${HPCG_GIT:-https://github.com/hpcg-benchmark/hpcg}
@@ -34,14 +32,7 @@ HPCG_REF=${HPCG_REF:-114602d458d1034faa52b71e4c15aba9b3a17698}
 repeat=3
 n=96
 ranks=2
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --repeat) repeat=${2-}; shift; shift || true ;;
-    --n) n=${2-}; shift; shift || true ;;
-    --ranks) ranks=${2-}; shift; shift || true ;;
-    *) refuse "unknown argument '$1'" ;;
-  esac
-done
+parse_value_options "repeat n ranks" "$@"
 need_positive_int --repeat "$repeat"
 # HPCG needs a multiple of 8 per axis for its 4 multigrid levels.
 [[ $n =~ ^[1-9][0-9]*$ ]] && ((n >= 16 && n % 8 == 0)) ||
@@ -55,21 +46,16 @@ set_mpirun_flags
 
 # --- HPCG -------------------------------------------------------------------------------------
 xhpcg=$WORK/xhpcg
-if [[ ! -x $xhpcg ]]; then
-  src=$WORK/hpcg-src
-  rm -rf "$src"
-  git clone --quiet "$HPCG_GIT" "$src" ||
-    refuse "cannot clone HPCG from HPCG_GIT='$HPCG_GIT'"
-  git -C "$src" checkout --quiet "$HPCG_REF" ||
-    refuse "HPCG_REF='$HPCG_REF' is not a commit or tag of $HPCG_GIT"
+build_hpcg() {  # source folder
+  git clone --quiet "$HPCG_GIT" "$1" || refuse "cannot clone HPCG from HPCG_GIT='$HPCG_GIT'"
+  git -C "$1" checkout --quiet "$HPCG_REF" || refuse "HPCG_REF='$HPCG_REF' is not a commit or tag of $HPCG_GIT"
   # Our flags, not setup/Make.MPI_GCC_OMP's (-ffast-math would let the compiler reorder sums).
   sed -e 's/^CXXFLAGS .*/CXXFLAGS     = $(HPCG_DEFS) -O3 -march=native -fopenmp/' \
-    "$src/setup/Make.MPI_GCC_OMP" > "$src/setup/Make.hympi"
-  echo "building xhpcg ($HPCG_REF) in $src/build" >&2
-  (mkdir -p "$src/build" && cd "$src/build" && ../configure hympi >"$WORK/hpcg-configure.log" 2>&1 &&
-    nice make -j2 >"$WORK/hpcg-build.log" 2>&1 && cp bin/xhpcg "$xhpcg") ||
-    { echo "run.sh: HPCG build failed, see $WORK/hpcg-configure.log and $WORK/hpcg-build.log" >&2; exit 1; }
-fi
+    "$1/setup/Make.MPI_GCC_OMP" > "$1/setup/Make.hympi" &&
+    (mkdir -p "$1/build" && cd "$1/build" && ../configure hympi >"$WORK/hpcg-configure.log" 2>&1 &&
+      nice make -j2 >"$WORK/hpcg-build.log" 2>&1 && cp bin/xhpcg "$xhpcg")
+}
+build_reference hpcg "$xhpcg"
 
 # --- hympi ------------------------------------------------------------------------------------
 build_hympi -- hympi-spmv3d
@@ -93,9 +79,7 @@ run_hympi() {  # run dir
     sed -n 's/^HYMPI_RESULT .*"spmv_GFLOPps":\([0-9.eE+-]*\).*/\1/p' "$1/stdout.log"
 }
 for ((run = 1; run <= repeat; ++run)); do
-  order="hpcg hympi"
-  ((run % 2 == 0)) && order="hympi hpcg"
-  for impl in $order; do
+  for impl in $(run_order "$run" hpcg hympi); do
     dir=$WORK/run-$impl-$run
     rm -rf "$dir"
     mkdir -p "$dir"

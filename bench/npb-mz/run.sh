@@ -19,10 +19,8 @@
 # Output: one line per run in $WORK/results.tsv and a summary table on stdout.
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../common.sh
-source "$repo/bench/common.sh"
-BUILD=${BUILD:-$repo/build}
+source "$(dirname "$0")/../common.sh"
 WORK=${WORK:-/tmp/hympi-npb-mz}
 MARCH=${MARCH:-native}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}

@@ -20,22 +20,14 @@
 # $WORK/summary.tsv (verdict in $WORK/verdict.txt); the load average before and after the runs is printed with it.
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../common.sh
-source "$repo/bench/common.sh"
-BUILD=${BUILD:-$repo/build}
+source "$(dirname "$0")/../common.sh"
 WORK=${WORK:-/tmp/hympi-osu}
 RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 OSU_GIT=${OSU_GIT:-/work/.mirror/forresti+osu-micro-benchmarks/repo}
 repeat=3
 tolerance=0.10
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --repeat) repeat=${2-}; shift; shift || true ;;
-    --tolerance) tolerance=${2-}; shift; shift || true ;;
-    *) refuse "unknown argument '$1'" ;;
-  esac
-done
+parse_value_options "repeat tolerance" "$@"
 need_positive_int --repeat "$repeat"
 [[ $tolerance =~ ^0?\.[0-9]+$ && ! $tolerance =~ ^0?\.0+$ ]] ||
   refuse "--tolerance must be a fraction between 0 and 1 (e.g. 0.10), got '$tolerance'"
@@ -53,21 +45,17 @@ set_mpirun_flags
 
 # --- OSU --------------------------------------------------------------------------------------
 osu=$WORK/osu_latency
-if [[ ! -x $osu ]]; then
-  src=$WORK/osu-src
-  rm -rf "$src"
-  mkdir -p "$src"
+build_osu() {  # source folder
   if [[ -n ${OSU_SRC:-} ]]; then
-    cp -r "$OSU_SRC"/. "$src"
+    cp -r "$OSU_SRC"/. "$1"
   else
-    git --git-dir="$OSU_GIT" archive HEAD | tar -x -C "$src"
-  fi
-  echo "building osu_latency in $src" >&2
-  # -fcommon: OSU 5.3 defines its option globals in a header, which gcc >= 10 rejects by default.
-  (cd "$src" && ./configure CC=mpicc CXX=mpicxx CFLAGS="-O2 -fcommon" >"$WORK/osu-configure.log" 2>&1 &&
-    nice make -C mpi/pt2pt osu_latency >"$WORK/osu-build.log" 2>&1 && cp mpi/pt2pt/osu_latency "$osu") ||
-    { echo "run.sh: OSU build failed, see $WORK/osu-configure.log and $WORK/osu-build.log" >&2; exit 1; }
-fi
+    git --git-dir="$OSU_GIT" archive HEAD | tar -x -C "$1"
+  fi &&
+    # -fcommon: OSU 5.3 defines its option globals in a header, which gcc >= 10 rejects by default.
+    (cd "$1" && ./configure CC=mpicc CXX=mpicxx CFLAGS="-O2 -fcommon" >"$WORK/osu-configure.log" 2>&1 &&
+      nice make -C mpi/pt2pt osu_latency >"$WORK/osu-build.log" 2>&1 && cp mpi/pt2pt/osu_latency "$osu")
+}
+build_reference osu "$osu"
 
 # --- hympi ------------------------------------------------------------------------------------
 build_hympi -- hympi-pingpong
@@ -86,9 +74,7 @@ run_hympi() {  # log
     --max-bytes $((4 << 20)) --show-binding >"$1" 2>&1 || true
 }
 for ((run = 1; run <= repeat; ++run)); do
-  order="osu hympi"
-  ((run % 2 == 0)) && order="hympi osu"
-  for impl in $order; do
+  for impl in $(run_order "$run" osu hympi); do
     log=$WORK/run-$impl-$run.log
     "run_$impl" "$log"
     if [[ $impl == osu ]]; then

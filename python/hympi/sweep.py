@@ -16,7 +16,6 @@ import math
 import os
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -76,6 +75,7 @@ from hympi.paths import REPO_ROOT
 from hympi.place.tree import NodeTree, load_node_tree
 from hympi.program import Program, file_digest, probed_program_run, program_named, program_of, refuse_program_flags
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
+from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.sweep_options import SWEEP, SWEEP_REPEAT, checkpoint_apps
 from hympi.topology import MachineSummary
@@ -637,7 +637,7 @@ def measured_samples(runs: list[Run], layouts: tuple[SweepLayout, ...], before_r
                 memory[key].append(node)
     # The same memory the report's tie-break uses, so the sweep's stopping note and the report choose alike.
     return [Sample(layout_name(x), tuple(rates[x]), x[1], x[0] * x[1],
-                   statistics.median(memory[x]) if memory[x] else None) for x in layouts]
+                   median_or_none(memory[x])) for x in layouts]
 
 
 def still_open(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list[Run], round_no: int,

@@ -125,15 +125,19 @@ if rank == 0:
 sys.exit(0 if verified else 1)
 '''
 
-# An Open MPI look-alike: takes build_command's flags (-np N, -x K=V) and execs the app as rank 0 of N.
-FAKE_MPIRUN = r'''#!PYTHON
-import os, sys
+# How both launcher look-alikes begin: the app's environment, then a walk over the launcher's flags up to the app
+# (each look-alike's branches follow, inside the loop; args[i:] is the app's command line after it).
+_LAUNCHER_FLAGS = r'''#!PYTHON
+import os, subprocess, sys
 args = sys.argv[1:]
 env = dict(os.environ)
 i = 0
 while i < len(args) and args[i].startswith("-"):
     flag = args[i]
-    if flag == "-np":
+'''
+
+# An Open MPI look-alike: takes build_command's flags (-np N, -x K=V) and execs the app as rank 0 of N.
+FAKE_MPIRUN = _LAUNCHER_FLAGS + r'''    if flag == "-np":
         env["FAKE_RANKS"] = args[i + 1]; i += 2
     elif flag == "-x":  # -x K=V sets, -x K forwards the launcher's own value
         key, eq, value = args[i + 1].partition("=")
@@ -153,14 +157,7 @@ os.execve(args[i], args[i:], env)
 # line naming step $SLURM_JOB_ID.<n> CANCELLED (n counts the steps in FAKE_SRUN_LOG), and srun's exit code 0. The
 # step of layout FAKE_SRUN_OTHER_AT ends normally but its stderr holds the same line for job FAKE_SRUN_OTHER_JOB (as
 # an app that echoes another job's log would print): not a cancel of this step.
-FAKE_SRUN = r'''#!PYTHON
-import os, subprocess, sys
-args = sys.argv[1:]
-env = dict(os.environ)
-i = 0
-while i < len(args) and args[i].startswith("-"):
-    flag = args[i]
-    if flag == "--ntasks":
+FAKE_SRUN = _LAUNCHER_FLAGS + r'''    if flag == "--ntasks":
         # FAKE_SRUN_SINGLETONS: each task an MPI job of its own, as with a --mpi plugin the library does not speak.
         env["FAKE_RANKS"] = "1" if env.get("FAKE_SRUN_SINGLETONS") else args[i + 1]; i += 2
     elif flag == "--cpus-per-task":

@@ -20,6 +20,7 @@ from hympi.layout_options import LAUNCH
 from hympi.params import resolve, seconds_above_zero
 from hympi.place.rankfile import _ALLOCATION_VARS
 from hympi.sweep_options import SWEEP
+from refusals import assert_refused, files
 
 # No resource manager or hostfile: only this machine's names are valid rankfile hosts.
 NO_ALLOCATION = dict.fromkeys(_ALLOCATION_VARS, "")
@@ -30,19 +31,6 @@ def timeout_refusal(value: str) -> str:
     with pytest.raises(UsageError) as refused:
         seconds_above_zero("--timeout", value)
     return str(refused.value)
-
-
-def assert_usage_error(proc, needle: str) -> None:
-    """Exit 2 and exactly one stderr line that names the bad value."""
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert needle in lines[0], lines[0]
-
-
-def tree(path: Path) -> list[str]:
-    """Every path under `path`, to prove that nothing was written there."""
-    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
 
 
 def fake_app_env(tmp: Path) -> dict[str, str]:
@@ -63,22 +51,22 @@ def fake_app_env(tmp: Path) -> dict[str, str]:
 def test_bad_timeout(command, value, fake_launcher, tmp_path):
     env, marker = fake_launcher
     args = [command, "rb3d"] if command == "run" else [command]
-    before = tree(tmp_path)
+    before = files(tmp_path)
     # argparse reads `--timeout -inf` as a missing value; `--timeout=-inf` reaches the check.
     timeout = ["--timeout" + value] if value.startswith("=") else ["--timeout", value]
     value = value.removeprefix("=")
     proc = hympi(*args, *timeout, env=env)
-    assert_usage_error(proc, timeout_refusal(value))
+    assert_refused(proc, timeout_refusal(value))
     assert not marker.exists(), "a launcher was started for bad input"
-    assert tree(tmp_path) == before
+    assert files(tmp_path) == before
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "0"])
 def test_profile_bad_timeout(value, tmp_path):
     marker = tmp_path / "ran"
     proc = hympi("profile", "--out", str(tmp_path / "p.json"), "--timeout", value, "--", "touch", str(marker))
-    assert_usage_error(proc, timeout_refusal(value))
-    assert tree(tmp_path) == []
+    assert_refused(proc, timeout_refusal(value))
+    assert files(tmp_path) == []
 
 
 @pytest.mark.parametrize("command", ["run", "affinity"])
@@ -86,7 +74,7 @@ def test_more_virtual_nodes_than_ranks(command, fake_launcher):
     env, marker = fake_launcher
     args = [command, "rb3d"] if command == "run" else [command]
     proc = hympi(*args, "--virtual-nodes", "5", "--ranks", "2", env=env)
-    assert_usage_error(proc, "--virtual-nodes 5")
+    assert_refused(proc, "--virtual-nodes 5")
     assert "--ranks 2" in proc.stderr
     assert not marker.exists()
 
@@ -108,7 +96,7 @@ def test_bad_rankfile_is_refused_before_mpirun(command, lines, needle, fake_laun
     rankfile.write_text("\n".join(line.format(host=os.uname().nodename) for line in lines) + "\n")
     args = [command, "rb3d"] if command == "run" else [command]
     proc = hympi(*args, "--ranks", "2", "--rankfile", str(rankfile), env={**env, **NO_ALLOCATION})
-    assert_usage_error(proc, needle)
+    assert_refused(proc, needle)
     assert not marker.exists(), "mpirun was started with a bad rankfile"
 
 
@@ -123,8 +111,8 @@ def test_rankfile_on_localhost_is_accepted(fake_launcher, tmp_path):
 
 def test_profile_missing_command_launches_nothing(tmp_path):
     proc = hympi("profile", "--out", str(tmp_path / "p.json"), "--", "/nonexistent")
-    assert_usage_error(proc, "/nonexistent")
-    assert tree(tmp_path) == []
+    assert_refused(proc, "/nonexistent")
+    assert files(tmp_path) == []
 
 
 @pytest.mark.parametrize("where", ["missing-dir", "directory"])
@@ -133,9 +121,9 @@ def test_profile_bad_out_is_refused_before_the_program_runs(where, tmp_path):
     (tmp_path / "existing").mkdir()
     out = tmp_path / "missing" / "p.json" if where == "missing-dir" else tmp_path / "existing"
     proc = hympi("profile", "--out", str(out), "--", "touch", str(marker))
-    assert_usage_error(proc, str(out))
+    assert_refused(proc, str(out))
     assert not marker.exists(), "the program ran although --out was bad"
-    assert tree(tmp_path) == ["existing"]
+    assert files(tmp_path) == ["existing"]
 
 
 @pytest.mark.parametrize("where", ["missing-dir", "directory", "hydra-directory"])
@@ -146,10 +134,10 @@ def test_place_bad_out_writes_nothing(where, tmp_path):
     (tmp_path / "rf.hydra").mkdir()
     out = {"missing-dir": tmp_path / "missing" / "rf", "directory": tmp_path / "existing",
            "hydra-directory": tmp_path / "rf"}[where]
-    before = tree(tmp_path)
+    before = files(tmp_path)
     proc = hympi("place", "--matrix", str(matrix), "--out", str(out))
-    assert_usage_error(proc, str(out))
-    assert tree(tmp_path) == before
+    assert_refused(proc, str(out))
+    assert files(tmp_path) == before
 
 
 BAD_DBS = ("missing", "not-sqlite", "directory", "other-sqlite")
@@ -175,7 +163,7 @@ def test_report_bad_db_leaves_no_output_directory(kind, tmp_path):
     content = db.read_bytes() if db.is_file() else None
     out = tmp_path / "report"
     proc = hympi("report", "--db", str(db), "--out", str(out))
-    assert_usage_error(proc, str(db))
+    assert_refused(proc, str(db))
     assert not out.exists(), "an output directory was left behind"
     if content is not None:
         assert db.read_bytes() == content
@@ -232,7 +220,7 @@ def test_exit_0_without_a_record_is_explained(fake_launcher):
 def test_commands_without_app_args_refuse_them(command, fake_launcher):
     env, _marker = fake_launcher
     proc = hympi(*command.split(), "--", "stray", env=env)
-    assert_usage_error(proc, "stray")
+    assert_refused(proc, "stray")
 
 
 @pytest.mark.parametrize(("command", "trailer"),
@@ -280,7 +268,7 @@ def test_run_command_refuses_a_bad_timeout_before_starting(value, tmp_path):
 @pytest.mark.parametrize("kind", BAD_DBS)
 def test_export_bad_db_writes_nothing(kind, tmp_path):
     db = bad_db(tmp_path / "results.db", kind)
-    before = tree(tmp_path)
+    before = files(tmp_path)
     proc = hympi("export", "--db", str(db), "--output", str(tmp_path / "runs.csv"))
-    assert_usage_error(proc, str(db))
-    assert tree(tmp_path) == before
+    assert_refused(proc, str(db))
+    assert files(tmp_path) == before

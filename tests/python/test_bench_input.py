@@ -1,5 +1,6 @@
-"""The benchmark scripts reject bad input with one line naming the value and exit 2, before they
-build, launch or write anything."""
+"""The benchmark scripts reject bad input with one line that begins with the script's name and names the value, and
+exit 2, before they build, launch or write anything: every place they would write (--output or --out, $WORK,
+$BUILD) lies in the test's folder, which must stay empty."""
 
 from __future__ import annotations
 
@@ -10,44 +11,55 @@ from pathlib import Path
 
 import pytest
 
+from refusals import assert_refused, files
+
 REPO = Path(__file__).resolve().parents[2]
+# Per script: its command, the option naming its output (None: it writes under $WORK) and how its lines begin.
+SCRIPTS = {
+    "halo": ((sys.executable, str(REPO / "bench/halo/run.py")), "--output", "bench: "),
+    "node": (("bash", str(REPO / "bench/node/run.sh")), "--out", "node: "),
+    "npb-mz": (("bash", str(REPO / "bench/npb-mz/run.sh")), None, "run.sh: "),
+    "osu": (("bash", str(REPO / "bench/osu/run.sh")), None, "run.sh: "),
+}
+# Set in the caller's environment, these would change what the scripts check.
+SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT")
 
 
 @pytest.mark.parametrize(
-    ("args", "needle"),
+    ("script", "args", "env", "needle"),
     [
-        (["--repeat", "0"], "--repeat: must be >= 1, got 0"),
-        (["--n", "-4"], "--n: must be >= 1, got -4"),
-        (["--layouts", "1x2,3y"], "'3y' is not RANKSxTHREADS"),
-        (["--layouts", "0x2"], "'0x2' is not RANKSxTHREADS"),
-        (["--parts", "spmv3d,foo"], "unknown value 'foo'"),
+        ("halo", ["--repeat", "0"], {}, "--repeat: must be >= 1, got 0"),
+        ("halo", ["--n", "-4"], {}, "--n: must be >= 1, got -4"),
+        ("halo", ["--layouts", "1x2,3y"], {}, "'3y' is not RANKSxTHREADS"),
+        ("halo", ["--layouts", "0x2"], {}, "'0x2' is not RANKSxTHREADS"),
+        ("halo", ["--parts", "spmv3d,foo"], {}, "unknown value 'foo'"),
+        ("node", ["--parts", "study,foo"], {}, "--parts: unknown part 'foo'"),
+        ("node", ["--parts", ","], {}, "--parts: no part given"),
+        ("node", ["--budget", "-5"], {}, "--budget: must be a number of seconds > 0, got -5.0"),
+        ("node", ["--budget", "nan"], {}, "--budget: must be a number of seconds > 0, got nan"),
+        ("npb-mz", ["--repeat", "x"], {}, "--repeat must be a positive integer, got 'x'"),
+        ("npb-mz", [], {"RUN_TIMEOUT": "10m"}, "RUN_TIMEOUT must be a positive number of seconds, got '10m'"),
+        ("npb-mz", [], {"MARCH": "no-such-cpu"}, "MARCH='no-such-cpu' is not a CPU"),
+        ("npb-mz", ["--bogus"], {}, "unknown argument '--bogus'"),
+        ("osu", ["--repeat", "0"], {}, "--repeat must be a positive integer, got '0'"),
+        ("osu", ["--repeat"], {}, "--repeat must be a positive integer, got ''"),
+        ("osu", ["--tolerance", "10%"], {}, "--tolerance must be a fraction between 0 and 1 (e.g. 0.10), got '10%'"),
+        ("osu", ["--tolerance", "0"], {}, "--tolerance must be a fraction between 0 and 1 (e.g. 0.10), got '0'"),
+        ("osu", [], {"RUN_TIMEOUT": "-1"}, "RUN_TIMEOUT must be a positive number of seconds, got '-1'"),
+        ("osu", [], {"OSU_GIT": "/nonexistent/osu.git"}, "OSU_GIT='/nonexistent/osu.git' is not a git directory"),
+        ("osu", [], {"OSU_SRC": "/nonexistent/osu"},
+         "OSU_SRC='/nonexistent/osu' is not an unpacked osu-micro-benchmarks"),
+        ("osu", ["--bogus"], {}, "unknown argument '--bogus'"),
     ],
 )
-def test_halo_bench_rejects_bad_values(tmp_path, args, needle):
-    output = tmp_path / "rows.jsonl"
-    proc = subprocess.run([sys.executable, str(REPO / "bench/halo/run.py"), *args, "--output", str(output)],
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode == 2, proc.stderr
-    assert needle in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert not output.exists()
-
-
-@pytest.mark.parametrize(
-    ("args", "env", "needle"),
-    [
-        (["--repeat", "x"], {}, "--repeat must be a positive integer, got 'x'"),
-        ([], {"RUN_TIMEOUT": "10m"}, "RUN_TIMEOUT must be a positive number of seconds, got '10m'"),
-        ([], {"MARCH": "no-such-cpu"}, "MARCH='no-such-cpu' is not a CPU"),
-        (["--bogus"], {}, "unknown argument '--bogus'"),
-    ],
-)
-def test_npb_bench_rejects_bad_values(tmp_path, args, env, needle):
-    work = tmp_path / "work"
-    proc = subprocess.run(["bash", str(REPO / "bench/npb-mz/run.sh"), *args],
-                          env={**os.environ, "WORK": str(work), **env}, capture_output=True, text=True, timeout=60,
-                          check=False)
-    assert proc.returncode == 2, proc.stderr
-    assert needle in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert not work.exists()
+def test_bench_script_rejects_bad_values(tmp_path: Path, script: str, args: list[str], env: dict[str, str],
+                                         needle: str):
+    command, output_option, prefix = SCRIPTS[script]
+    output = [output_option, str(tmp_path / "out")] if output_option else []
+    base = {k: v for k, v in os.environ.items() if k not in SCRIPT_VARIABLES}
+    proc = subprocess.run([*command, *args, *output], capture_output=True, text=True, timeout=60, check=False,
+                          env={**base, "PYTHON": sys.executable, "WORK": str(tmp_path / "work"),
+                               "BUILD": str(tmp_path / "build"), **env})
+    assert_refused(proc, needle)
+    assert proc.stderr.startswith(prefix), proc.stderr
+    assert files(tmp_path) == []

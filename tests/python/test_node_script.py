@@ -1,5 +1,6 @@
 """bench/node/run.sh, the many-core node script, end to end in its reduced mode on this machine (so it cannot rot
-between the days a many-core node is lent), and its refusals of bad options."""
+between the days a many-core node is lent), and its refusal to overwrite results (its refusals of bad options are
+in test_bench_input.py with the other bench scripts')."""
 
 from __future__ import annotations
 
@@ -100,24 +101,6 @@ def test_a_part_cut_by_the_budget_says_so_and_keeps_its_table(tmp_path):
     assert all(r[2] == "not run (budget)" for r in npb[1:]), npb
     assert len(npb) == 6
     assert (out / "node.md").read_text().count("| not run (budget) |") == 5
-
-
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        (["--parts", "study,foo"], "--parts: unknown part 'foo'"),
-        (["--parts", ","], "--parts: no part given"),
-        (["--budget", "-5"], "--budget: must be a number of seconds > 0, got -5.0"),
-        (["--budget", "nan"], "--budget: must be a number of seconds > 0, got nan"),
-    ],
-)
-def test_bad_options_are_refused_before_anything_runs(tmp_path, args, needle):
-    out = tmp_path / "out"
-    proc = run_script(*args, "--out", str(out), timeout=60)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.startswith(f"node: {needle}"), proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert not out.exists()
 
 
 def test_an_output_folder_with_files_is_not_overwritten(tmp_path):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -26,6 +25,7 @@ from hympi.store import Store
 from hympi.store.schema import SCHEMA_VERSION
 from hympi.sweep import SweepParams, open_sweep, plan, run_sweep
 from hympi.sweep_options import cross_layouts
+from refusals import assert_refused, digest
 
 
 def _statuses(db: Path) -> dict[tuple[int, int, int], str]:
@@ -260,12 +260,12 @@ def test_resume_by_id_refuses_other_app_arguments_naming_both(tmp_path: Path):
     db = tmp_path / "r.db"
     first = hympi("sweep", "rb3d", "--ranks", "1,2", "--db", str(db), "--", "--sleep", "0", env=env)
     assert first.returncode == 0, first.stderr
-    before, launched = _digest(db), len(launches(env))
+    before, launched = digest(db), len(launches(env))
     proc = hympi("sweep", "rb3d", "--db", str(db), "--resume", "1", "--", "--sleep", "0.5", env=env)
     assert proc.returncode == 2
     (line,) = proc.stderr.strip().splitlines()
     assert "'--sleep 0'" in line and "'--sleep 0.5'" in line
-    assert _digest(db) == before and len(launches(env)) == launched
+    assert digest(db) == before and len(launches(env)) == launched
 
 
 def test_a_live_sweep_is_not_resumed_twice(tmp_path: Path) -> None:
@@ -287,10 +287,6 @@ def test_a_live_sweep_is_not_resumed_twice(tmp_path: Path) -> None:
     assert not pid_alive(held)
     with Store.open(db, create=False) as store:
         assert len(store.runs()) == 1 and store.sweep(1).status == "interrupted"
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent"
 
 
 @pytest.mark.parametrize(
@@ -345,14 +341,12 @@ def test_bad_input_exits_2_with_one_line_and_the_database_untouched(tmp_path: Pa
         machine = store.ensure_machine("h", "t", "m", "c", {})
         store.create_sweep(machine.id, "rb3d", {}, 1)
     (tmp_path / "FILE").write_text("a file where a directory should be")
-    before = _digest(db)
+    before = digest(db)
     args = [a.replace("FILE", str(tmp_path / "FILE")) for a in args]
     split = args.index("--") if "--" in args else len(args)
     proc = hympi(*args[:split], "--db", str(db), *args[split:], env=env)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and needle in lines[0], proc.stderr
-    assert _digest(db) == before
+    assert_refused(proc, needle)
+    assert digest(db) == before
     assert not launches(env), "something was launched for bad input"
 
 
@@ -370,12 +364,12 @@ def test_a_database_that_is_not_ours_is_refused_untouched(tmp_path: Path, kind: 
             store.conn.execute("INSERT INTO schema_version VALUES (99, 'future', 'later')")
     else:
         db.write_text("hello\n" * 1000)
-    before = _digest(db)
+    before = digest(db)
     for cmd in (["sweep", "rb3d"], ["report", "--out", str(tmp_path / "rep")], ["export"]):
         proc = hympi(*cmd, "--db", str(db), env=env)
         assert proc.returncode == 2, proc.stderr
         assert ("newer than this hympi" if kind == "newer" else "not a hympi results database") in proc.stderr
-        assert _digest(db) == before
+        assert digest(db) == before
     assert not launches(env)
 
 

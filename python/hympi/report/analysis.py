@@ -8,7 +8,6 @@ hympi.stats.compare (ratio of medians with a bootstrap confidence interval).
 from __future__ import annotations
 
 import hashlib
-import statistics
 from dataclasses import dataclass, field
 
 from hympi.params import DEFAULT_CONFIDENCE
@@ -23,6 +22,7 @@ from hympi.stats.compare import (
     is_finite_positive,
     tie_break,
 )
+from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run
 from hympi.store.db import DEFAULT_MEMBIND
 
@@ -118,11 +118,6 @@ def file_slug(app: str, problem: str, machine_id: int, app_args: tuple[str, ...]
     safe = "".join(c if c.isalnum() else "-" for c in f"{app}-{problem or 'x'}")
     digest = hashlib.sha1("\0".join(app_args).encode()).hexdigest()[:8]
     return f"{safe.strip('-')}-m{machine_id}-{digest}"
-
-
-def median_or_none(values: list[float]) -> float | None:
-    """Median, or None for no values (never raises)."""
-    return statistics.median(values) if values else None
 
 
 def _values(runs: list[Run], name: str) -> list[float]:

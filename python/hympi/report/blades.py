@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from html import escape
 
 from hympi.params import DEFAULT_CONFIDENCE
-from hympi.report.analysis import median_or_none
 from hympi.report.explain import timed_ok
 from hympi.report.transposes import metric
 from hympi.stats.blades_model import BladesModel, Observation, fit
 from hympi.stats.compare import MIN_SAMPLES, ratio_ci
+from hympi.stats.median import median_or_none
 from hympi.store import Run
 from hympi.twolevel import INNER_MODES, TwoLevelLayout, of_run
 
@@ -74,7 +74,7 @@ class BladeCell:
     @property
     def median(self) -> float | None:
         """Median time per iteration."""
-        return median_or_none(list(self.times))
+        return median_or_none(self.times)
 
     @property
     def rss_core_mib(self) -> float | None:
@@ -142,13 +142,13 @@ def _cell(layout: TwoLevelLayout, runs: list[Run]) -> BladeCell:
     times = [v for v in (metric(r, "iteration_s") for r in timed) if v is not None and v > 0]
 
     def med(name: str) -> float | None:
-        return median_or_none([v for v in (metric(r, name) for r in timed) if v is not None])
+        return median_or_none(metric(r, name) for r in timed)
     measured = [r for r in runs if r.repeat != 0]
     return BladeCell(layout, len(measured), len(timed), tuple(times), med("comp_iteration_s"),
                      med("group_halo_iteration_s"), med("blade_exchange_iteration_s"),
                      med("group_halo_bytes_per_iteration"), med("blade_exchange_bytes_per_iteration"),
-                     median_or_none([v for v in (r.value("max_rss_mib") for r in timed) if v is not None]),
-                     median_or_none([v for v in (r.value("node_rss_mib") for r in timed) if v is not None]))
+                     median_or_none(r.value("max_rss_mib") for r in timed),
+                     median_or_none(r.value("node_rss_mib") for r in timed))
 
 
 def _ratio(hybrid: BladeCell | None, mpi: BladeCell | None, confidence: float) -> RatioCell | None:

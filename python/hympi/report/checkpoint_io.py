@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from html import escape
 
 from hympi.iorecord import IoRecord, io_record
-from hympi.report.analysis import median_or_none
+from hympi.stats.median import median_or_none
 from hympi.store import Run
 
 MIB = 2.0**20

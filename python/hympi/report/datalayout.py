@@ -11,7 +11,6 @@ the page shows why nothing is compared instead of plotting noise.
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, replace
 
 from hympi.contract import contract
@@ -19,6 +18,7 @@ from hympi.jsontypes import JsonObject
 from hympi.params import DEFAULT_CONFIDENCE
 from hympi.report.analysis import file_slug
 from hympi.stats.compare import Comparison, Refusal, Sample, compare, is_finite_positive
+from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run
 
 OPTION = "--data-layout"
@@ -108,7 +108,7 @@ class LayoutCell:
     @property
     def median(self) -> float | None:
         """Median rate, None without an ok run."""
-        return statistics.median(self.rates) if self.rates else None
+        return median_or_none(self.rates)
 
     def sentence(self) -> str:
         """The verdict against first touch in words ('' for first touch itself)."""

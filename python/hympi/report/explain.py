@@ -10,13 +10,13 @@ share of time_s times that.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from hympi.params import DEFAULT_CONFIDENCE
 from hympi.report.analysis import AppGroup, Layout, LayoutKey, labels, verdict
 from hympi.stats.compare import Comparison
+from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run
 
 MEMORY_BOUND = 0.8
@@ -34,12 +34,6 @@ one that does comes from phases that cover more than the timed region (records o
 def timed_ok(runs: Iterable[Run]) -> list[Run]:
     """The ok runs that count: warm-up runs (repeat 0) are discarded."""
     return [r for r in runs if r.status == "ok" and r.repeat != WARMUP_REPEAT]
-
-
-def _median(runs: list[Run], name: str) -> float | None:
-    """Median of field `name` over `runs`, None when no run recorded it."""
-    values = [v for v in (r.value(name) for r in runs) if v is not None]
-    return statistics.median(values) if values else None
 
 
 def _by_layout(runs: Iterable[Run]) -> dict[LayoutKey, list[Run]]:
@@ -197,7 +191,8 @@ def explain(group: AppGroup, stream: AppGroup | None = None) -> tuple[Breakdown,
             s.ranks, s.threads, s.bind, s.ok, s.rate_median, s.rate_min, s.rate_max,
             s.time_median, comp if has_phases else None, comm if has_phases else None,
             s.imbalance_median if has_phases else None, has_phases, _top_comm_phase(runs),
-            _median(runs, "kernel_gbs"), _rate_of(triad, s.ranks, s.threads, s.bind, s.membind) if triad else None,
+            median_or_none(r.value("kernel_gbs") for r in runs),
+            _rate_of(triad, s.ranks, s.threads, s.bind, s.membind) if triad else None,
             _efficiency(s.rate_median, one_thread, s.threads) if s.threads > 1 else None,
             _efficiency(s.rate_median, serial, s.cores) if s.cores > 1 else None, membind=s.membind))
     return tuple(out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
 
@@ -64,6 +65,18 @@ def _num(value: float | None, fmt: str = ".4g") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _head(*columns: str, left: tuple[str, ...] = ()) -> str:
+    """A table's header row, a cell per column; the columns named in `left` are aligned left (class 'l') like their
+    cells (text rather than numbers)."""
+    cells = "".join(f"<th class='l'>{c}</th>" if c in left else f"<th>{c}</th>" for c in columns)
+    return f"<tr>{cells}</tr>"
+
+
+def _table(css_class: str, caption: str, head: str, rows: Iterable[str]) -> str:
+    """A captioned table: the header row, then the rows."""
+    return f"<table class='{css_class}'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+
+
 def _machine_section(machines: list[MachineRecord], groups: list[AppGroup]) -> str:
     """Topology, MPI library, compiler and STREAM bandwidth of every machine in the report."""
     parts = ["<h2 id='machine'>Machine</h2>"]
@@ -90,10 +103,9 @@ def _pages(share: float | None) -> str:
 
 def _layout_table(group: AppGroup) -> str:
     """Min/median/max rate and medians of the other measures, one row per layout."""
-    head = ("<tr><th>layout</th><th>bind</th><th>membind</th><th>cores</th><th>runs</th><th>ok</th><th>rate min</th>"
-            "<th>rate median</th><th>rate max</th><th>time s</th><th>comm s</th><th>comp s</th><th>imbalance</th>"
-            "<th>MiB/process</th><th>MiB/core</th><th>MiB/node</th><th>pages where intended</th><th>disturbed</th>"
-            "</tr>")
+    head = _head("layout", "bind", "membind", "cores", "runs", "ok", "rate min", "rate median", "rate max", "time s",
+                 "comm s", "comp s", "imbalance", "MiB/process", "MiB/core", "MiB/node", "pages where intended",
+                 "disturbed")
     rows = []
     for s in group.layouts:
         rows.append(f"<tr><td>{s.label}</td><td>{escape(s.bind)}</td><td>{escape(s.membind)}</td><td>{s.cores}</td>"
@@ -108,7 +120,7 @@ def _layout_table(group: AppGroup) -> str:
     caption = (f"per layout, over repeats{unit}; membind = memory policy (none: first touch); pages where intended "
                "= median share of the reported arrays' pages on the NUMA nodes the policy meant; disturbed = runs "
                "that overlapped other work (median cores it used), counted in runs and ok, in no statistic")
-    return f"<table class='layouts'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+    return _table("layouts", caption, head, rows)
 
 
 def _disturbed_cell(s: LayoutStats) -> str:
@@ -127,9 +139,8 @@ def _share(part: float | None, whole: float | None) -> str:
 
 def _breakdown_table(breakdowns: tuple[Breakdown, ...]) -> str:
     """Per layout: the timed region split into its terms, bandwidth share of STREAM and efficiencies."""
-    head = ("<tr><th>layout</th><th>bind</th><th>timed runs</th><th>time s</th><th>comp s</th><th>comm s</th>"
-            "<th>overlap s</th><th>other s</th><th>imbalance loss s</th><th>kernel GB/s</th><th>STREAM GB/s</th>"
-            "<th>bandwidth share</th><th>thread eff.</th><th>parallel eff.</th></tr>")
+    head = _head("layout", "bind", "timed runs", "time s", "comp s", "comm s", "overlap s", "other s",
+                 "imbalance loss s", "kernel GB/s", "STREAM GB/s", "bandwidth share", "thread eff.", "parallel eff.")
     rows = []
     for b in breakdowns:
         share = b.bandwidth_share
@@ -149,7 +160,7 @@ def _breakdown_table(breakdowns: tuple[Breakdown, ...]) -> str:
     note = (f"<div class='note'>{escape(', '.join(mixed))}: computation or communication exceeds the timed region, "
             "so these phases cover more than the rate and time do (records of an older app version); they are not "
             "split into overlap and other, and no reason is drawn from them.</div>" if mixed else "")
-    return f"<table class='breakdown'><caption>{caption}</caption>{head}{''.join(rows)}</table>{note}"
+    return _table("breakdown", caption, head, rows) + note
 
 
 def _pct_cell(share: float | None) -> str:
@@ -165,8 +176,7 @@ def _model_table(fit: ModelFit) -> str:
     if fit.coefficients is None:
         return ""
     loo = fit.error_kind == "leave-one-out"
-    head = ("<tr><th>layout</th><th>measured</th><th>predicted</th><th>error</th>"
-            + ("<th>error left out</th>" if loo else "") + "</tr>")
+    head = _head("layout", "measured", "predicted", "error", *(("error left out",) if loo else ()))
     rows = []
     for r in fit.rows:
         cells = (f"<td>{r.label}</td><td>{_num(r.measured) if r.measured is not None else 'not run'}</td>"
@@ -178,7 +188,7 @@ def _model_table(fit: ModelFit) -> str:
     unit = f" in {escape(fit.unit)}" if fit.unit else ""
     caption = (f"model vs measured (rate{unit}; error = relative error of the predicted time, %; "
                f"bind {escape(policy(fit))})")
-    return f"<table class='model'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+    return _table("model", caption, head, rows)
 
 
 def _transpose_part(view: TransposeView | None, figure: str | None, node_memory: float | None) -> str:
@@ -186,9 +196,8 @@ def _transpose_part(view: TransposeView | None, figure: str | None, node_memory:
     if view is None:
         return ""
     unit = "ms/step" if view.per_step else "ms/run"
-    head = (f"<tr><th>layout</th><th>runs</th><th>transpose s</th><th>transpose {unit}</th><th>share of run</th>"
-            "<th>plane MiB/rank</th><th>pencil MiB/rank</th><th>planes + pencils MiB/node</th>"
-            + ("<th>of node memory</th>" if node_memory else "") + "</tr>")
+    head = _head("layout", "runs", "transpose s", f"transpose {unit}", "share of run", "plane MiB/rank",
+                 "pencil MiB/rank", "planes + pencils MiB/node", *(("of node memory",) if node_memory else ()))
     rows = []
     for r in view.rows:
         node = r.node_bytes
@@ -209,8 +218,7 @@ def _transpose_part(view: TransposeView | None, figure: str | None, node_memory:
                 if items else "<p class='muted'>no layout has the runs a comparison of transpose times needs</p>")
     img = (f"<figure><img src='{escape(figure)}' alt='transpose time and plane / pencil memory per layout'></figure>"
            if figure else "")
-    return (f"<h3>Transposes and field memory</h3>{verdicts}{img}<table class='transposes'><caption>{caption}"
-            f"</caption>{head}{''.join(rows)}</table>")
+    return f"<h3>Transposes and field memory</h3>{verdicts}{img}" + _table("transposes", caption, head, rows)
 
 
 def _why(group: AppGroup, breakdowns: tuple[Breakdown, ...]) -> str:
@@ -249,30 +257,29 @@ def explain_groups(groups: list[AppGroup], machines: list[MachineRecord]) -> Exp
 
 def _level_table(probe: HierarchyProbe) -> str:
     """One row per level: the pair measured, its 0 B latency, the fitted alpha and beta, the best bandwidth."""
-    head = ("<tr><th class='l'>level</th><th>pair</th><th>pairs at level</th><th>0 B latency us</th>"
-            "<th>alpha us</th><th>beta MB/s</th><th>peak MB/s</th></tr>")
-    rows = "".join(f"<tr data-level='{escape(c.level)}'><td class='l'>{escape(c.level)}</td>"
-                   f"<td>{c.pair[0]},{c.pair[1]}</td><td>{c.pairs_at_level}</td>"
-                   f"<td>{_num(c.zero_byte_latency_us, '.3g')}</td><td>{_num(c.alpha_us, '.3g')}</td>"
-                   f"<td>{_num(c.beta_mbs if c.beta_mbs > 0 else None, '.4g')}</td><td>{_num(c.peak_mbs, '.4g')}</td>"
-                   "</tr>" for c in probe.levels)
-    return (f"<table class='levels'><caption>per level (one-way times; alpha + size / beta fitted to every "
-            f"size)</caption>{head}{rows}</table>")
+    head = _head("level", "pair", "pairs at level", "0 B latency us", "alpha us", "beta MB/s", "peak MB/s",
+                 left=("level",))
+    rows = (f"<tr data-level='{escape(c.level)}'><td class='l'>{escape(c.level)}</td>"
+            f"<td>{c.pair[0]},{c.pair[1]}</td><td>{c.pairs_at_level}</td>"
+            f"<td>{_num(c.zero_byte_latency_us, '.3g')}</td><td>{_num(c.alpha_us, '.3g')}</td>"
+            f"<td>{_num(c.beta_mbs if c.beta_mbs > 0 else None, '.4g')}</td><td>{_num(c.peak_mbs, '.4g')}</td>"
+            "</tr>" for c in probe.levels)
+    return _table("levels", "per level (one-way times; alpha + size / beta fitted to every size)", head, rows)
 
 
 def _multi_table(probe: HierarchyProbe) -> str:
     """k pairs of a level at once: overhead, slowest and fastest pair and the aggregate bandwidth ('' if none)."""
     if not probe.multi:
         return ""
-    head = ("<tr><th class='l'>level</th><th>pairs</th><th>overhead us</th><th>per pair min MB/s</th>"
-            "<th>per pair max MB/s</th><th>aggregate MB/s</th></tr>")
-    rows = "".join(f"<tr data-level='{escape(m.level)}'><td class='l'>{escape(m.level)}</td><td>{m.pairs}</td>"
-                   f"<td>{_num(m.overhead_us, '.3g')}</td><td>{_num(m.per_pair_min_mbs)}</td>"
-                   f"<td>{_num(m.per_pair_max_mbs)}</td><td><b>{_num(m.aggregate_mbs)}</b></td></tr>"
-                   for m in probe.multi)
+    head = _head("level", "pairs", "overhead us", "per pair min MB/s", "per pair max MB/s", "aggregate MB/s",
+                 left=("level",))
+    rows = (f"<tr data-level='{escape(m.level)}'><td class='l'>{escape(m.level)}</td><td>{m.pairs}</td>"
+            f"<td>{_num(m.overhead_us, '.3g')}</td><td>{_num(m.per_pair_min_mbs)}</td>"
+            f"<td>{_num(m.per_pair_max_mbs)}</td><td><b>{_num(m.aggregate_mbs)}</b></td></tr>"
+            for m in probe.multi)
     bytes_ = ((probe.run.record or {}).get("metrics") or {}).get("options", {}).get("multi_bytes")
     size = f" at {bytes_} B" if bytes_ else ""
-    return f"<table class='multi-pair'><caption>multi-pair bandwidth{size}, pairs at once</caption>{head}{rows}</table>"
+    return _table("multi-pair", f"multi-pair bandwidth{size}, pairs at once", head, rows)
 
 
 def _hierarchy_section(probes: list[HierarchyProbe], figures: dict[str, str], failed: int,
@@ -359,9 +366,9 @@ def _honest(program: ProgramTuning) -> list[str]:
 
 def _tuning_overview(programs: tuple[ProgramTuning, ...]) -> str:
     """Per program: the reference tune's best configuration and its speedup over the default."""
-    head = ("<tr><th class='l'>program</th><th>tunes</th><th>configurations measured</th><th>runs</th>"
-            "<th class='l'>default</th><th class='l'>best configuration</th><th>speedup of best vs default</th>"
-            "<th>its MPI parameters vs the same layout with defaults</th></tr>")
+    head = _head("program", "tunes", "configurations measured", "runs", "default", "best configuration",
+                 "speedup of best vs default", "its MPI parameters vs the same layout with defaults",
+                 left=("program", "default", "best configuration"))
     rows = []
     for p in programs:
         ref = p.reference()
@@ -376,14 +383,14 @@ def _tuning_overview(programs: tuple[ProgramTuning, ...]) -> str:
                "configuration / median rate of the default (the space's default layout, MPI parameters at the "
                "library's defaults), with the bootstrap interval of stats.compare; the last column separates what "
                "the MPI parameters add from what the layout adds")
-    return f"<table class='tune-speedup'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+    return _table("tune-speedup", caption, head, rows)
 
 
 def _strategy_table(programs: tuple[ProgramTuning, ...]) -> str:
     """Every tune: strategy, configurations and runs spent, best score reached against the program's reference."""
-    head = ("<tr><th class='l'>program</th><th>tune</th><th class='l'>strategy</th><th class='l'>status</th>"
-            "<th>configurations</th><th>runs</th><th>best score</th><th>of the reference best</th>"
-            "<th>runs of the reference</th><th class='l'>note</th></tr>")
+    head = _head("program", "tune", "strategy", "status", "configurations", "runs", "best score",
+                 "of the reference best", "runs of the reference", "note",
+                 left=("program", "strategy", "status", "note"))
     rows = []
     for p in programs:
         ref = p.reference()
@@ -398,7 +405,7 @@ def _strategy_table(programs: tuple[ProgramTuning, ...]) -> str:
                         f"<td>{spent}</td><td class='l'>{escape(t.tune.note or '')}</td></tr>")
     caption = ("runs used by each search strategy and the best score it reached, against the tune that measured "
                "most of the program's space (the reference: exhaustive when there is one)")
-    return f"<table class='tune-strategies'><caption>{caption}</caption>{head}{''.join(rows)}</table>"
+    return _table("tune-strategies", caption, head, rows)
 
 
 def _prediction_part(prediction: Prediction, ratios: str) -> str:
@@ -407,9 +414,9 @@ def _prediction_part(prediction: Prediction, ratios: str) -> str:
     if not prediction.verdicts:
         parts.append(f"<div class='note'>No prediction: {escape(prediction.missing)}</div>")
         return "".join(parts)
-    head = ("<tr><th class='l'>program</th><th class='l'>predicted configuration</th><th>expected speedup</th>"
-            "<th>measured speedup of it</th><th class='l'>best measured</th><th>best speedup</th><th>ratio</th>"
-            "<th class='l'>baseline pick</th><th>baseline ratio</th></tr>")
+    head = _head("program", "predicted configuration", "expected speedup", "measured speedup of it", "best measured",
+                 "best speedup", "ratio", "baseline pick", "baseline ratio",
+                 left=("program", "predicted configuration", "best measured", "baseline pick"))
     rows = []
     for v in prediction.verdicts:
         measured = "not measured" if v.measured is None else ("failed" if v.measured == 0.0 else _num(v.measured,
@@ -435,8 +442,7 @@ def _prediction_part(prediction: Prediction, ratios: str) -> str:
     notes = "".join(f"<div class='note'>left out: {escape(n)}</div>" for n in prediction.notes)
     figure = (f"<figure><img src='{escape(ratios)}' alt='predicted vs best measured speedup per program'></figure>"
               if ratios else "")
-    parts.append(f"{summary}{figure}<table class='tune-predicted'><caption>{caption}</caption>{head}"
-                 f"{''.join(rows)}</table>{notes}")
+    parts.append(summary + figure + _table("tune-predicted", caption, head, rows) + notes)
     return "".join(parts)
 
 
@@ -511,9 +517,9 @@ def _data_layout_view(view: DataLayoutView, figure: str | None, host: str | None
         if figure:
             parts.append(f"<figure><img src='{escape(figure)}' alt='rate per data layout per thread count'>"
                          "</figure>")
-    head = ("<tr><th>threads</th><th class='l'>data layout</th><th>runs</th><th>ok</th><th>rate min</th>"
-            "<th>rate median</th><th>rate max</th><th>ratio to first touch (CI)</th>"
-            "<th class='l'>pages of u per NUMA node</th><th>where intended</th></tr>")
+    head = _head("threads", "data layout", "runs", "ok", "rate min", "rate median", "rate max",
+                 "ratio to first touch (CI)", "pages of u per NUMA node", "where intended",
+                 left=("data layout", "pages of u per NUMA node"))
     rows = []
     # NPB counts floating-point operations: Mop/s / 1000 is Jin et al.'s Gflop/s (Figs. 4, 5, 9).
     scale, unit = (1e-3, "Gflop/s") if view.rate_unit == "Mop/s" else (1.0, view.rate_unit or "-")
@@ -530,7 +536,7 @@ def _data_layout_view(view: DataLayoutView, figure: str | None, host: str | None
                "warm-ups excluded); pages of u = where the kernel put the solution field's pages (every zone), "
                "from the last ok run; where intended = share on the nodes the layout meant (first touch intends "
                "nothing)")
-    parts.append(f"<table class='data-layout'><caption>{caption}</caption>{head}{''.join(rows)}</table>")
+    parts.append(_table("data-layout", caption, head, rows))
     return "".join(parts)
 
 
@@ -554,10 +560,9 @@ def data_layout_section(views: list[DataLayoutView], figures: dict[str, str], no
 def _runs_table(runs: list[Run]) -> str:
     """Every run: configuration (memory policy included), status, measures, the share of its reported arrays'
     pages where the policy meant them, and the stderr tail of failures."""
-    head = ("<tr><th>id</th><th>sweep</th><th class='l'>app</th><th class='l'>problem</th><th>layout</th>"
-            "<th>bind</th><th>membind</th><th>repeat</th><th class='l'>status</th><th>rc</th><th>rate</th><th>unit</th>"
-            "<th>time s</th><th>comm s</th><th>comp s</th><th>MiB/proc</th><th>MiB/node</th><th>pages where intended"
-            "</th><th>wall s</th><th class='l'>started (UTC)</th><th class='l'>stderr tail</th></tr>")
+    head = _head("id", "sweep", "app", "problem", "layout", "bind", "membind", "repeat", "status", "rc", "rate", "unit",
+                 "time s", "comm s", "comp s", "MiB/proc", "MiB/node", "pages where intended", "wall s",
+                 "started (UTC)", "stderr tail", left=("app", "problem", "status", "started (UTC)", "stderr tail"))
     rows = []
     for r in runs:
         tail = (f"<details><summary>show</summary><pre>{escape(r.stderr_tail)}</pre></details>"

@@ -17,6 +17,7 @@ from hympi.params import DEFAULT_CONFIDENCE
 from hympi.report.analysis import AppGroup, labels
 from hympi.report.explain import timed_ok
 from hympi.stats.compare import MIN_SAMPLES, Comparison, Refusal, Sample, compare
+from hympi.stats.median import median_or_none
 from hympi.store import Run
 
 MIB = 2.0**20
@@ -36,12 +37,6 @@ def _seconds(run: Run, per_step: bool) -> float | None:
         return seconds
     steps = metric(run, "steps")
     return seconds / steps if steps else None
-
-
-def _median(runs: list[Run], name: str) -> float | None:
-    """Median of metrics[name] over the runs that have it."""
-    values = [v for v in (metric(r, name) for r in runs) if v is not None]
-    return statistics.median(values) if values else None
 
 
 def _peak(runs: list[Run], name: str) -> float | None:
@@ -95,9 +90,10 @@ def _row(label: str, runs: list[Run], per_step: bool) -> TransposeRow | None:
     times = [v for v in (_seconds(r, per_step) for r in runs) if v is not None]
     first = runs[0]
     nodes = int((first.record or {}).get("nodes", 1) or 1)
-    return TransposeRow(label, first.ranks, first.threads, nodes, len(runs), _median(runs, "transpose_s"),
-                        statistics.median(times) if times else None, min(times, default=None),
-                        max(times, default=None), _median(runs, "transpose_share"),
+    return TransposeRow(label, first.ranks, first.threads, nodes, len(runs),
+                        median_or_none(metric(r, "transpose_s") for r in runs), median_or_none(times),
+                        min(times, default=None), max(times, default=None),
+                        median_or_none(metric(r, "transpose_share") for r in runs),
                         _peak(runs, "plane_bytes_per_rank"), _peak(runs, "pencil_bytes_per_rank"),
                         tuple(1.0 / v for v in times if v > 0))
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 
 from hympi.launch.cvars import ignored
 from hympi.params import DEFAULT_CONFIDENCE
 from hympi.stats.compare import MIN_SAMPLES, MIN_SEPARATE, Comparison, Sample, compare
+from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
 from hympi.sweep import SweepParams
 from hympi.tune.space import Configuration
@@ -67,11 +67,10 @@ def measure(config: Configuration, runs: list[Run], sweep_id: int | None = None)
         if back is not None and run.mpi_params:
             checked = True
             names.update(ignored(run.mpi_params, back))
-    return Measured(config=config, score=statistics.median(rates) if rates else None, runs=len(measured),
-                    status=_status(measured) if measured else "failed",
-                    max_rss_mib=statistics.median(memory) if memory else None, ignored=tuple(sorted(names)),
-                    rates=rates, checked=checked or not config.mpi_params, sweep_id=sweep_id,
-                    disturbed=sum(1 for r in ok if r.disturbed))
+    return Measured(config=config, score=median_or_none(rates), runs=len(measured),
+                    status=_status(measured) if measured else "failed", max_rss_mib=median_or_none(memory),
+                    ignored=tuple(sorted(names)), rates=rates, checked=checked or not config.mpi_params,
+                    sweep_id=sweep_id, disturbed=sum(1 for r in ok if r.disturbed))
 
 
 def tune_results(store: Store, tune_id: int) -> list[Measured]:
