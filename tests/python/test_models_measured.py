@@ -3,7 +3,9 @@ in tests/data/measured/ (README there says how they were taken). A model that st
 
 from __future__ import annotations
 
+import shutil
 import statistics
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,9 +19,18 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "measured"
 NODE_CORES = 16
 
 
+def _read(name: str) -> Store:
+    """One of the kept databases, read from a copy: Store.read migrates a database of an older schema, which would
+    rewrite the tracked file."""
+    with tempfile.TemporaryDirectory(prefix="hympi-measured-") as directory:
+        copy = Path(directory) / name
+        shutil.copyfile(DATA / name, copy)
+        return Store.read(copy)  # SQLite keeps the open file after the directory is gone
+
+
 def study_groups() -> dict[str, AppGroup]:
     """The node's study: rb3d 64^3 and spmv3d 48^3 on 1x1 and every split of 16 cores."""
-    with Store.read(DATA / "node16-study.db") as store:
+    with _read("node16-study.db") as store:
         runs = store.runs()
         machine_of = {s.id: s.machine_id for s in store.sweeps()}
     return {g.app: g for g in group_runs(runs, machine_of)}
@@ -27,7 +38,7 @@ def study_groups() -> dict[str, AppGroup]:
 
 def blades_view() -> BladesView:
     """The node's blade-row sweep: 13 N1 x N2 layouts up to N2 = 8, both level-2 modes, 2 rounds each."""
-    with Store.read(DATA / "node16-blades.db") as store:
+    with _read("node16-blades.db") as store:
         runs = [r for r in store.runs() if r.app == "blades" and r.repeat > 0]
         machine_of = {s.id: s.machine_id for s in store.sweeps()}
     views = blades_views(runs, machine_of, dict.fromkeys(set(machine_of.values()), NODE_CORES))
