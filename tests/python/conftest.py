@@ -23,6 +23,8 @@ os.environ.setdefault("HYMPI_MIN_TIME", "0")
 # theirs judged disturbed unless a test asks for it (test_busy.py builds its sweeps with the documented default).
 os.environ.setdefault("HYMPI_IGNORE_LOAD", "1")
 os.environ.setdefault("HYMPI_DISTURBED_ABOVE", "1000")
+# The same for records built in code (TuneParams, SweepParams), which take contract.toml's default, not HYMPI_*.
+DISTURBED_ABOVE = float(os.environ["HYMPI_DISTURBED_ABOVE"])
 
 
 def pytest_configure(config: pytest.Config) -> None:
