@@ -232,31 +232,47 @@ def _name(b: Breakdown, other: Breakdown) -> str:
     return f"{b.label} ({', '.join(differ)})" if differ else b.label
 
 
-def _phrases(better: Breakdown, worse: Breakdown, w: str, b: str) -> dict[str, Callable[[], str]]:
-    """How each term is named for the slower layout `worse` against `better`."""
+def _sentence(text: str) -> str:
+    """`text` with its first letter capitalised and a full stop (labels such as '1x2' start with a digit)."""
+    return f"{text[:1].upper()}{text[1:]}."
 
-    def computation() -> str:
-        where, why = [], []
-        if worse.cores != better.cores:
-            where.append(f"on {_plural(worse.cores, 'core')}")
-            why.append(f"{b} uses {better.cores}")
+
+def _causes(better: Breakdown, worse: Breakdown, b: str, w: str) -> dict[str, Callable[[str], str]]:
+    """Per term, the plain sentence saying how the slower layout `worse` spends more time on it than `better`,
+    given that share of its time ('45 %')."""
+
+    def computation(share: str) -> str:
+        eff = (f" at a thread efficiency of {worse.thread_efficiency:.2f}"
+               if worse.threads > 1 and worse.thread_efficiency is not None else "")
+        if worse.cores < better.cores:
+            return f"{w} computes on {worse.cores} of the {better.cores} cores {b} uses{eff}: {share} of its time"
+        if worse.cores > better.cores:
+            return (f"{w} computes slower on {_plural(worse.cores, 'core')} than {b} on {better.cores}{eff}: "
+                    f"{share} of its time")
         if worse.threads != better.threads:
-            where.append(f"with {_plural(worse.threads, 'thread')} per rank")
-        if worse.threads > 1 and worse.thread_efficiency is not None:
-            why.append(f"thread efficiency {worse.thread_efficiency:.2f}")
-        text = " ".join(["computation", *where])
-        return f"{text} ({'; '.join(why)})" if why else text
+            return (f"{w} computes slower with {_plural(worse.threads, 'thread')} per rank{eff}: {share} of its "
+                    "time")
+        return f"{w} computes longer{eff}: {share} of its time"
 
-    def communication() -> str:
-        return f"communication (mostly {worse.top_comm_phase})" if worse.top_comm_phase else "communication"
+    def communication(share: str) -> str:
+        mostly = f", mostly in {worse.top_comm_phase}," if worse.top_comm_phase else ""
+        return f"{w} communicates more{mostly} than {b}: {share} of its time"
 
-    def imbalance() -> str:
+    def imbalance(share: str) -> str:
         if worse.imbalance is not None and worse.imbalance > 1.0:
-            return f"load imbalance (its slowest rank computes {worse.imbalance:.2f}x the average)"
-        return "load imbalance"
+            return (f"{w}'s slowest rank computes {worse.imbalance:.2f}x the average and the others wait for it: "
+                    f"{share} of its time")
+        return f"{w}'s ranks wait for each other more: {share} of its time"
 
-    return {"computation": computation, "communication": communication, "imbalance": imbalance,
-            "other": lambda: "time outside the recorded phases (unaccounted)"}
+    def other(share: str) -> str:
+        return f"{w} spends more time outside the recorded phases (unaccounted): {share} of its time"
+
+    return {"computation": computation, "communication": communication, "imbalance": imbalance, "other": other}
+
+
+_SAVED = {"computation": "computation", "communication": "communication", "imbalance": "waiting for its slowest rank",
+          "other": "time outside the recorded phases"}
+"""What the slower layout saves on, named after a 'less on'."""
 
 
 def _bandwidth_note(better: Breakdown, worse: Breakdown, b: str, w: str) -> str:
@@ -279,68 +295,78 @@ def _bandwidth_note(better: Breakdown, worse: Breakdown, b: str, w: str) -> str:
     return f"bandwidth share of STREAM on their own layout: {b} {sb:.2f}, {w} {sw:.2f}"
 
 
-def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None) -> str:
-    """A sentence naming the term (computation, communication, imbalance, unaccounted) that makes most of the time
-    difference between two layouts, from what they recorded; says so when the data cannot tell.
+def _why_not_split(better: Breakdown, worse: Breakdown) -> str:
+    """Why the two layouts' time cannot be split into terms (phases missing, beyond the region, no time_s)."""
+    mixed = [x for x in (better, worse) if not x.consistent]
+    silent = [x.label for x in (better, worse) if not x.has_phases]
+    if mixed:
+        x = mixed[0]
+        return (f"the phases of {x.label} (computation {x.comp_s:.3g} s, communication {x.comm_s:.3g} s) exceed "
+                f"its timed region ({x.time_s:.3g} s): they cover more than the rate does")
+    if silent:
+        return ("neither layout recorded computation and communication phases" if len(silent) == 2 else
+                f"{silent[0]} recorded no computation and communication phases")
+    return "no timed region (time_s) was recorded"
+
+
+def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None) -> tuple[str, ...]:
+    """Why one of two layouts is faster, in short sentences: a lead (which is faster and by how much, or that the
+    two are within noise), then one sentence per term (computation, communication, imbalance, unaccounted) that
+    costs the slower layout time, largest share of its time first, one for a term it saves on, how much the faster
+    one communicates, and the bandwidth. Says so when the data cannot tell.
 
     `separated` says whether the statistics separated the two layouts; None = judge by the repeats' min-max overlap.
     The faster layout is explained whichever order the two come in.
     """
     if better.rate is None or worse.rate is None:
         missing = better if better.rate is None else worse
-        return f"{missing.label} has no verified timed run, so there is nothing to explain."
+        return (f"{missing.label} has no verified timed run, so there is nothing to explain.",)
     if worse.rate > better.rate:
         better, worse = worse, better
     b, w = _name(better, worse), _name(worse, better)
     assert better.rate is not None and worse.rate is not None
     if worse.rate == better.rate:
-        return f"{b} and {w} ran at the same median rate: there is no difference to explain."
+        return (f"{b} and {w} ran at the same median rate: there is no difference to explain.",)
     t_b, t_w = 1.0 / better.rate, 1.0 / worse.rate  # time per unit of work
-    gap = (t_w - t_b) / t_w  # the share of the slower layout's time it would save running as fast as the better
     noise = "the confidence interval of their ratio contains 1"
     if separated is None:
         noise = "their repeats overlap"
         separated = not (better.rate_min is not None and worse.rate_max is not None
                          and worse.rate_max >= better.rate_min)
-    lead = (f"{b} wins" if separated else
-            f"{b} and {w} are within run-to-run noise of each other ({noise}), so this only describes "
-            f"the {_pct(gap)} difference of the medians: {b} is ahead")
+    needs = f"{w} needs {t_w / t_b:.2f}x {b}'s time for the same work"
+    lead = (f"{b} is faster: {needs}." if separated else
+            f"{b} and {w} are within run-to-run noise of each other ({noise}), so what follows only describes the "
+            f"difference of their medians: {needs}.")
+    out = [lead]
     bandwidth = _bandwidth_note(better, worse, b, w)
     tb, tw = better.terms(), worse.terms()
     if tb is None or tw is None:
-        mixed = [x for x in (better, worse) if not x.consistent]
-        silent = [x.label for x in (better, worse) if not x.has_phases]
-        if mixed:
-            x = mixed[0]
-            why = (f"the phases of {x.label} (computation {x.comp_s:.3g} s, communication {x.comm_s:.3g} s) exceed "
-                   f"its timed region ({x.time_s:.3g} s): they cover more than the rate does")
-        elif silent:
-            why = ("neither layout recorded computation and communication phases" if len(silent) == 2 else
-                   f"{silent[0]} recorded no computation and communication phases")
-        else:
-            why = "no timed region (time_s) was recorded"
-        text = (f"{lead}; {w} needs {t_w / t_b:.2f}x the time for the same work, but {why}, so the runs cannot say "
-                "where the time goes")
-        return f"{text}; {bandwidth}." if bandwidth else f"{text}."
+        out.append(_sentence(f"{_why_not_split(better, worse)}, so the runs cannot say where the time goes"))
+        return (*out, _sentence(bandwidth)) if bandwidth else tuple(out)
     delta = {k: (tw[k] * t_w - tb[k] * t_b) / t_w for k in tw}  # shares of the slower layout's time
     order = sorted(delta, key=lambda k: delta[k], reverse=True)
-    phrases = _phrases(better, worse, w, b)
-    top = order[0]
-    text = f"{lead} because {w} loses {_pct(delta[top])} of its time to {phrases[top]()}"
-    second = order[1]
-    if delta[second] > 0.01 and delta[second] >= 0.5 * delta[top]:
-        text += f" and {_pct(delta[second])} to {phrases[second]()}"
+    causes = _causes(better, worse, b, w)
+    top = delta[order[0]]
+    # The largest term always; another one when it is at least a quarter of it and over 1 % of the time.
+    out += [_sentence(causes[k](_pct(delta[k]))) for k in order
+            if k == order[0] or (delta[k] > 0.01 and delta[k] >= 0.25 * top)]
     saving = order[-1]
-    if delta[saving] < 0 and -delta[saving] >= 0.25 * delta[top]:
-        text += f", although it spends {_pct(-delta[saving])} less on {phrases[saving]()}"
+    if delta[saving] < 0 and -delta[saving] >= 0.25 * top:
+        out.append(f"{w} spends {_pct(-delta[saving])} less of its time on {_SAVED[saving]} than {b}, not enough to "
+                   "make up for it.")
     comm_share = (better.comm_s or 0.0) / better.time_s if better.time_s else 0.0
     if comm_share >= 0.0005:  # a layout that communicates nothing (one rank, STREAM) gets no such remark
-        what = f"communication (mostly {better.top_comm_phase})" if better.top_comm_phase else "communication"
-        text += f"; {what} is {_pct(comm_share)} of {b}'s run"
-    overlap = better.overlap_s or 0.0
-    if overlap > 0 and better.comm_s:
-        text += f", of which {_pct(overlap / better.comm_s)} is hidden behind computation"
-    return f"{text}; {bandwidth}." if bandwidth else f"{text}."
+        what = f"communication, mostly {better.top_comm_phase}," if better.top_comm_phase else "communication"
+        overlap = better.overlap_s or 0.0
+        hidden = (f", {_pct(overlap / better.comm_s)} of it hidden behind computation"
+                  if overlap > 0 and better.comm_s else "")
+        out.append(_sentence(f"{what} is {_pct(comm_share)} of {b}'s run{hidden}"))
+    return (*out, _sentence(bandwidth)) if bandwidth else tuple(out)
+
+
+def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None) -> str:
+    """reasons() as one line of sentences."""
+    return " ".join(reasons(better, worse, separated))
 
 
 _TOPICS = {"runner-up": "the runner-up", "indistinguishable": "a layout inside the noise", "worst": "the worst"}
