@@ -35,6 +35,25 @@ std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on
                                contract::kStreamMinElements);
 }
 
+std::uint64_t cache_bytes_per_pu(std::span<const CacheInfo> caches, int pus, StreamLevel level) {
+  if (level == StreamLevel::memory) throw InvalidArgument("memory is not a cache level");
+  if (pus < 1) throw InvalidArgument("PUs must be >= 1, got " + std::to_string(pus));
+  const int depth = static_cast<int>(level) + 1;
+  for (const CacheInfo& c : caches)
+    if (c.level == depth) return c.size_bytes * static_cast<std::uint64_t>(c.count) / static_cast<std::uint64_t>(pus);
+  std::string found;
+  for (const CacheInfo& c : caches) found += (found.empty() ? "L" : ", L") + std::to_string(c.level);
+  throw InvalidArgument("--level " + to_string(level) + ": hwloc reports no L" + std::to_string(depth) +
+                        " cache on this machine (it reports " + (found.empty() ? "none" : found) + ")");
+}
+
+std::size_t stream_elements_for_cache(std::uint64_t bytes_per_pu, int threads) {
+  // The rule is contract.toml's [stream] cache_fraction.
+  const auto per_thread = static_cast<std::size_t>(contract::kStreamCacheFraction * static_cast<double>(bytes_per_pu) /
+                                                   (3.0 * sizeof(double)));
+  return std::max<std::size_t>(per_thread, 1) * static_cast<std::size_t>(std::max(threads, 1));
+}
+
 double stream_deviation(std::span<const double> a, std::span<const double> b, std::span<const double> c,
                         int passes) {
   if (passes < 1) throw InvalidArgument("STREAM passes to verify must be >= 1, got " + std::to_string(passes));

@@ -3,7 +3,9 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "hympi/core/error.hpp"
@@ -82,4 +84,38 @@ TEST(Stream, RunVerifiesAndCountsItsTraffic) {
   EXPECT_LE(r.triad_mean_gbs, r.triad_gbs * (1 + 1e-12));
   EXPECT_GT(r.local_triad_s, 0.0);
   EXPECT_LE(r.local_triad_s, r.triad_total_s * (1 + 1e-12));  // this rank's time within the slowest's
+}
+
+// --level l1|l2|l3: a thread's share of the cache level as hwloc reports it, and arrays holding half of it.
+TEST(StreamLevel, BytesPerPuAreTheLevelsShareOfEachPu) {
+  // Two cores of two PUs each; hwloc counts the caches per object, so L1 and L2 are two each, L3 one.
+  const auto topo = Topology::from_synthetic(
+      "pack:1 l3:1(size=8388608) l2:2(size=1048576) l1d:2(size=32768) core:2 pu:2");
+  const auto caches = topo.caches();
+  EXPECT_EQ(cache_bytes_per_pu(caches, topo.pus(), StreamLevel::l1), 2u * 32768 / 4);
+  EXPECT_EQ(cache_bytes_per_pu(caches, topo.pus(), StreamLevel::l2), 2u * 1048576 / 4);
+  EXPECT_EQ(cache_bytes_per_pu(caches, topo.pus(), StreamLevel::l3), 8388608u / 4);
+  EXPECT_THROW((void)cache_bytes_per_pu(caches, topo.pus(), StreamLevel::memory), InvalidArgument);
+  EXPECT_THROW((void)cache_bytes_per_pu(caches, 0, StreamLevel::l1), InvalidArgument);
+  const auto no_l3 = Topology::from_synthetic("pack:1 l2:2(size=1048576) core:2 pu:1");
+  try {
+    (void)cache_bytes_per_pu(no_l3.caches(), no_l3.pus(), StreamLevel::l3);
+    FAIL() << "a level hwloc does not report was sized";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("no L3 cache"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)parse_stream_level("l4"), InvalidArgument);
+  EXPECT_EQ(parse_stream_level("l2"), StreamLevel::l2);
+}
+
+TEST(StreamLevel, EachThreadsThreeArraysHoldHalfItsShare) {
+  // 16 KiB per PU: half of it is 8 KiB, 341 doubles in each of the three arrays (341 x 24 B = 8184 B).
+  EXPECT_EQ(stream_elements_for_cache(16384, 1), 341u);
+  EXPECT_EQ(stream_elements_for_cache(16384, 3), 3u * 341);
+  for (const std::uint64_t bytes : {std::uint64_t{24}, std::uint64_t{1} << 20, std::uint64_t{3} << 22}) {
+    const double per_thread = 3.0 * 8 * static_cast<double>(stream_elements_for_cache(bytes, 4)) / 4;
+    EXPECT_LE(per_thread, 0.5 * static_cast<double>(bytes) + 24) << bytes;  // at least one element per thread
+    EXPECT_GT(per_thread, 0.5 * static_cast<double>(bytes) - 24) << bytes;
+  }
+  EXPECT_EQ(stream_elements_for_cache(8, 2), 2u);  // too small a share: one element per thread still
 }
