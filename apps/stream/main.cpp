@@ -54,6 +54,7 @@ class StreamApp final : public hympi::AppDefinition {
     if (level != hympi::StreamLevel::memory) {
       cache_bytes = hympi::cache_bytes_per_pu(ctx.topology.caches(), ctx.topology.pus(), level);
       options.elements = hympi::stream_elements_for_cache(*cache_bytes, ctx.env.threads());
+      options.inner = hympi::stream_inner_for(options.elements);
     } else if (options.elements == 0) {
       options.elements = hympi::stream_elements_for(ctx.topology.last_level_cache_bytes(), ctx.env.machine_size());
     }

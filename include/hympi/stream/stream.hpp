@@ -28,11 +28,15 @@ struct StreamOptions {
   int repeats = 10;          ///< passes of the four kernels, the first untimed (warms caches and TLBs)
   /// Positive: more passes until the timed triads have lasted this many seconds in all.
   double min_time_s = 0.0;
+  /// Repetitions of each kernel inside one timing (stream_inner_for): cache-sized arrays take less time than a
+  /// fork and a timer read.
+  int inner = 1;
 };
 
 /// Aggregate bandwidth of all ranks, in GB/s (1e9 bytes).
 struct StreamResult {
   std::size_t elements = 0;
+  int inner = 1;  ///< repetitions of each kernel per timing
   /// Best pass of each kernel (STREAM's rule).
   double copy_gbs = 0, scale_gbs = 0, add_gbs = 0, triad_gbs = 0;
   double triad_time_s = 0;       ///< best triad time
@@ -56,6 +60,13 @@ std::uint64_t cache_bytes_per_pu(std::span<const CacheInfo> caches, int pus, Str
 /// Array length per rank so that each of a rank's `threads` threads holds contract.toml's cache_fraction of
 /// `bytes_per_pu` in its three arrays (at least one element per thread).
 std::size_t stream_elements_for_cache(std::uint64_t bytes_per_pu, int threads);
+
+/// Triad bytes per rank one timing of a cache-sized kernel covers at least.
+inline constexpr double kStreamInnerBytes = 64.0 * 1024 * 1024;
+
+/// Repetitions of each kernel per timing so that a triad over `elements` doubles per array moves at least
+/// kStreamInnerBytes (1 for arrays that large).
+int stream_inner_for(std::size_t elements);
 
 /// The scalar of STREAM's scale and triad kernels.
 inline constexpr double kStreamScalar = 3.0;

@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from hympi.contract import contract
 from hympi.params import DEFAULT_CONFIDENCE
 from hympi.report.analysis import MEMORY_LEVEL, AppGroup, Layout, LayoutKey, labels, stream_level, verdict
 from hympi.stats.compare import Comparison
@@ -27,7 +28,7 @@ above 1 the level or the kernel's bytes-moved count is wrong."""
 
 STREAM_APP = "stream"
 
-CACHE_LEVELS = ("l1", "l2", "l3")
+CACHE_LEVELS = tuple(level for level in contract().enums["StreamLevel"] if level != MEMORY_LEVEL)
 """stream --level's cache levels, nearest first: a kernel's bound is the nearest one its working set fits."""
 
 PHASE_SLACK = 0.02
@@ -215,7 +216,10 @@ class StreamBounds:
         whose bytes per PU hold the working set of one thread, else memory. (None, None) when neither ran."""
         if working_set_per_thread is not None:
             for cache in self.caches:
-                rate = _rate_of(dict(cache.rates), layout.ranks, layout.threads, layout.bind, layout.membind)
+                # Each thread streams its own cache-sized arrays: any split of the same cores has the same bound
+                # (hympi study runs one per core count).
+                rate = _rate_of(dict(cache.rates), layout.ranks, layout.threads, layout.bind, layout.membind) or \
+                    max((v for (r, t, _, _), v in cache.rates.items() if r * t == layout.cores), default=None)
                 if working_set_per_thread <= cache.bytes_per_pu and rate is not None:
                     return rate, cache.level
         rate = _rate_of(stream_rates(self.memory), layout.ranks, layout.threads, layout.bind, layout.membind)

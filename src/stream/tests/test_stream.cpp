@@ -1,4 +1,5 @@
-// STREAM's verifier fails a perturbed array, and a real run passes it at every rank count.
+// STREAM's verifier fails a perturbed array, a real run passes it at every rank count, and --level sizes the
+// arrays from hwloc's cache levels.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -118,4 +119,20 @@ TEST(StreamLevel, EachThreadsThreeArraysHoldHalfItsShare) {
     EXPECT_GT(per_thread, 0.5 * static_cast<double>(bytes) - 24) << bytes;
   }
   EXPECT_EQ(stream_elements_for_cache(8, 2), 2u);  // too small a share: one element per thread still
+}
+
+TEST(StreamLevel, RepeatedKernelsInOneTimingVerifyAndCountEveryRepetition) {
+  EXPECT_EQ(stream_inner_for(1 << 30), 1);  // arrays larger than a timing's bytes: one repetition
+  EXPECT_EQ(stream_inner_for(1024), static_cast<int>(std::ceil(kStreamInnerBytes / (24.0 * 1024))));
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  StreamOptions o;
+  o.elements = 700;  // an L1-sized array
+  o.repeats = 4;
+  o.inner = 37;
+  const StreamResult r = run_stream(MPI_COMM_WORLD, o);
+  EXPECT_TRUE(r.verified);  // each kernel repeated leaves the arrays as one pass does
+  EXPECT_EQ(r.inner, 37);
+  EXPECT_DOUBLE_EQ(r.triad_bytes, 24.0 * 700 * 37 * ranks * (o.repeats - 1));
+  EXPECT_NEAR(r.triad_gbs, 1e-9 * 24.0 * 700 * 37 * ranks / r.triad_time_s, 1e-9 * r.triad_gbs);
 }
