@@ -89,9 +89,9 @@ TEST(Stream, RunVerifiesAndCountsItsTraffic) {
 
 // --level l1|l2|l3: a thread's share of the cache level as hwloc reports it, and arrays holding half of it.
 TEST(StreamLevel, BytesPerPuAreTheLevelsShareOfEachPu) {
-  // Two cores of two PUs each; hwloc counts the caches per object, so L1 and L2 are two each, L3 one.
+  // Two cores of two PUs each (a synthetic count is per parent object): two L1 and L2 caches, one L3.
   const auto topo = Topology::from_synthetic(
-      "pack:1 l3:1(size=8388608) l2:2(size=1048576) l1d:2(size=32768) core:2 pu:2");
+      "pack:1 l3:1(size=8388608) l2:2(size=1048576) l1d:1(size=32768) core:1 pu:2");
   const auto caches = topo.caches();
   EXPECT_EQ(cache_bytes_per_pu(caches, topo.pus(), StreamLevel::l1), 2u * 32768 / 4);
   EXPECT_EQ(cache_bytes_per_pu(caches, topo.pus(), StreamLevel::l2), 2u * 1048576 / 4);
