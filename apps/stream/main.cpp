@@ -1,4 +1,5 @@
 // hympi-stream: STREAM copy/scale/add/triad bandwidth of all ranks together.
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -8,6 +9,13 @@
 #include "hympi/stream/stream.hpp"
 
 namespace {
+
+/// "L2" for StreamLevel::l2.
+std::string upper(hympi::StreamLevel level) {
+  std::string text = hympi::to_string(level);
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
 
 class StreamApp final : public hympi::AppDefinition {
  public:
@@ -70,7 +78,8 @@ class StreamApp final : public hympi::AppDefinition {
                 << std::endl;
     hympi::ResultRecord r;
     r.app = name();
-    r.problem = std::to_string(s.elements) + " doubles/array/rank";
+    // The level in the problem too: the report's section title, and a group of its own per level.
+    r.problem = std::to_string(s.elements) + " doubles/array/rank" + (cache_bytes ? " in " + upper(level) : "");
     // Rate and time cover every timed triad, not the best one: the same region a kernel's time
     // covers, so kernel GB/s over this rate compares like with like. The best pass stays in metrics.
     r.time_s = s.triad_total_s;

@@ -29,6 +29,7 @@ def test_each_cache_level_holds_half_a_threads_share_of_it_in_three_arrays(threa
         assert rec["stream_level"] == f"l{level}" and rec["cache_bytes_per_pu"] == share, rec
         assert elements == max(int(CACHE_FRACTION * share / 24), 1) * threads, (level, share)
         assert rec["working_set_bytes"] == 24 * elements
+        assert rec["problem"] == f"{elements} doubles/array/rank in L{level}"  # a report section of its own
         assert rec["metrics"]["inner_repetitions"] == max(1, math.ceil(INNER_BYTES / (24 * elements)))
         assert rec["bytes_moved"] == pytest.approx(24 * elements * rec["metrics"]["inner_repetitions"]
                                                    * rec["timed_repetitions"])

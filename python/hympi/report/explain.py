@@ -343,7 +343,7 @@ def _causes(better: Breakdown, worse: Breakdown, b: str, w: str) -> dict[str, Ca
     return {"computation": computation, "communication": communication, "imbalance": imbalance, "other": other}
 
 
-_SAVED = {"computation": "computation", "communication": "communication", "imbalance": "waiting for its slowest rank",
+_SAVED = {"computation": "computation", "communication": "communication", "imbalance": "waiting for the slowest rank",
           "other": "time outside the recorded phases"}
 """What the slower layout saves on, named after a 'less on'."""
 
