@@ -8,7 +8,8 @@ import tomllib
 import pytest
 
 import skips
-from hympi.topology import machine_summary
+from hympi.study import cache_levels
+from hympi.topology import MachineSummary, machine_summary
 from mpiapps import REPO, one_error_line, run, run_single, verified_record
 
 # Read here from the file itself: the C++ side compiles the same number in through the generated header.
@@ -65,3 +66,13 @@ def test_rb3d_and_spmv3d_record_the_arrays_their_kernel_sweeps(ranks: int):
     csr = verified_record(run("hympi-spmv3d", ranks, 1, "--global", "8", "8", "8", "--cg-iterations", "0",
                               "--operator", "csr"))
     assert csr["working_set_bytes"] > stencil["working_set_bytes"] + 27 * 8 * 8 * 8 * 8 // ranks
+
+
+@pytest.mark.parametrize(("caches", "levels"), [
+    (((1, 32 << 10, 2), (2, 512 << 10, 2), (3, 32 << 20, 1)), ("l1", "l2", "l3")),
+    (((1, 32 << 10, 4), (2, 1 << 20, 4)), ("l1", "l2")),  # a VM whose hwloc shows no L3
+    (((2, 1 << 20, 4), (3, 8 << 20, 1), (4, 128 << 20, 1)), ("l2", "l3")),  # no L1 data cache shown; L4 is no level
+    ((), ())])
+def test_the_study_sizes_stream_for_the_cache_levels_hwloc_reports(caches, levels):
+    summary = MachineSummary(packages=1, numa_nodes=1, cores=4, pus=4, caches=caches, hash="h", raw="{}")
+    assert cache_levels(summary) == levels
