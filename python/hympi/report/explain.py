@@ -358,7 +358,7 @@ def _bound_by(level: str | None) -> str:
     return "memory-bound" if level in (None, MEMORY_LEVEL) else f"{str(level).upper()}-bound"
 
 
-def _mib(n: float) -> str:
+def _size(n: float) -> str:
     """Bytes as '48 KiB' or '3.2 MiB'."""
     return f"{n / 1024:.3g} KiB" if n < 2**20 else f"{n / 2**20:.3g} MiB"
 
@@ -371,7 +371,7 @@ def _beyond_stream(x: Breakdown) -> str:
     if x.working_set_per_thread is None:
         return ("it recorded no working set, so the level its data come from is unknown, or its bytes-moved count "
                 "is too high")
-    return (f"more than that level delivers to a working set of {_mib(x.working_set_per_thread)} per thread, so "
+    return (f"more than that level delivers to a working set of {_size(x.working_set_per_thread)} per thread, so "
             "its bytes-moved count is too high or its data sit in a nearer level than that working set fits")
 
 
