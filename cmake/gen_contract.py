@@ -119,6 +119,7 @@ def header(contract: dict[str, Any]) -> str:
             "/// STREAM's sizing rule (see contract.toml [stream]).",
             f"inline constexpr std::size_t kStreamLlcMultiple = {int(stream['llc_multiple'])};",
             f"inline constexpr std::size_t kStreamMinElements = {int(stream['min_elements'])};",
+            f"inline constexpr double kStreamCacheFraction = {float(stream['cache_fraction'])!r};",
             "",
             "/// The profiler's message-size bins: lower edges in bytes (see contract.toml [profile]).",
             f"inline constexpr std::array<std::uint64_t, {len(bins)}> kProfileSizeBins = "

@@ -99,6 +99,7 @@ class Rb3dApp final : public hympi::AppDefinition {
     r.verified = verified;
     r.timed_repetitions = res.iterations - res.restarted_at;
     r.bytes_moved = res.bytes;  // kRb3dBytesPerPoint per point and iteration: u and f read, u written
+    r.working_set_bytes = res.working_set_bytes;
     r.metrics = {{"iterations", res.iterations},
                  {"restarted_at", res.restarted_at},
                  {"residuals", res.residuals},

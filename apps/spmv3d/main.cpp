@@ -166,6 +166,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
     // Operator27::bytes_per_apply: stencil x read and y written once (16 B per point), CSR also the
     // values, column indexes and row starts; no write-allocate (STREAM's convention).
     r.bytes_moved = res.spmv_bytes;
+    r.working_set_bytes = res.spmv_working_set_bytes;
     r.metrics = {{"process_grid", res.dims},
                  {"global", res.global},
                  {"operator", hympi::to_string(o.op)},

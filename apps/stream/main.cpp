@@ -1,12 +1,21 @@
 // hympi-stream: STREAM copy/scale/add/triad bandwidth of all ranks together.
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "hympi/app/app.hpp"
 #include "hympi/stream/stream.hpp"
 
 namespace {
+
+/// "L2" for StreamLevel::l2.
+std::string upper(hympi::StreamLevel level) {
+  std::string text = hympi::to_string(level);
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
 
 class StreamApp final : public hympi::AppDefinition {
  public:
@@ -15,6 +24,9 @@ class StreamApp final : public hympi::AppDefinition {
     // Signed, so that -5 is named as given instead of wrapping around to 2^64 - 5.
     elements_option_ =
         cli.add_option("--elements", elements_, "doubles per array per rank (default: 4x last-level cache)");
+    level_option_ = cli.add_option("--level", level_,
+                                   "size the arrays for l1, l2, l3 (each thread's three arrays hold half its share "
+                                   "of that cache) or memory (the default, 4x last-level cache)");
     cli.add_option("--repeats", options_.repeats,
                    "passes of the four kernels, the first untimed; default: at least this many, more until the timed "
                    "triads reach --min-time")
@@ -28,6 +40,12 @@ class StreamApp final : public hympi::AppDefinition {
       // 0 is only the internal "size from the caches"; given explicitly it is a mistake.
       if (elements_ < 1) throw hympi::InvalidArgument("--elements must be >= 1, got " + std::to_string(elements_));
     }
+    if (level_option_->count() > 0) {
+      const auto level = hympi::parse_stream_level(level_);
+      if (level != hympi::StreamLevel::memory && elements_option_->count() > 0)
+        throw hympi::InvalidArgument("--elements " + std::to_string(elements_) + " and --level " + level_ +
+                                     ": the level sizes the arrays itself, give one of them");
+    }
   }
   /// The three arrays of --elements doubles per rank (sized from the caches without it: small by design).
   hympi::MemoryEstimate memory_estimate(const hympi::Layout& layout) const override {
@@ -39,8 +57,15 @@ class StreamApp final : public hympi::AppDefinition {
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
     hympi::StreamOptions options = options_;
     options.elements = static_cast<std::size_t>(elements_);
-    if (options.elements == 0)
+    const auto level = hympi::parse_stream_level(level_);
+    std::optional<std::uint64_t> cache_bytes;  // a thread's share of the sized cache level
+    if (level != hympi::StreamLevel::memory) {
+      cache_bytes = hympi::cache_bytes_per_pu(ctx.topology.caches(), ctx.topology.pus(), level);
+      options.elements = hympi::stream_elements_for_cache(*cache_bytes, ctx.env.threads());
+      options.inner = hympi::stream_inner_for(options.elements);
+    } else if (options.elements == 0) {
       options.elements = hympi::stream_elements_for(ctx.topology.last_level_cache_bytes(), ctx.env.machine_size());
+    }
     options.min_time_s = ctx.kernel_min_time_s();
     const auto s = hympi::run_stream(ctx.env.world(), options, &ctx.metrics);
     // The timed region is the triads: this rank's share of it, for comp_s and the imbalance.
@@ -53,7 +78,8 @@ class StreamApp final : public hympi::AppDefinition {
                 << std::endl;
     hympi::ResultRecord r;
     r.app = name();
-    r.problem = std::to_string(s.elements) + " doubles/array/rank";
+    // The level in the problem too: the report's section title, and a group of its own per level.
+    r.problem = std::to_string(s.elements) + " doubles/array/rank" + (cache_bytes ? " in " + upper(level) : "");
     // Rate and time cover every timed triad, not the best one: the same region a kernel's time
     // covers, so kernel GB/s over this rate compares like with like. The best pass stays in metrics.
     r.time_s = s.triad_total_s;
@@ -63,6 +89,10 @@ class StreamApp final : public hympi::AppDefinition {
     r.timed_repetitions = s.timed_repeats;
     r.bytes_moved = s.triad_bytes;  // triad: a written, b and c read, 8 B each, per element and rank
     r.metrics = s.to_json();
+    r.working_set_bytes = 3.0 * sizeof(double) * static_cast<double>(s.elements);
+    // Sized by the app (a level, or the memory rule): say for which level. A given --elements is no level.
+    if (elements_option_->count() == 0 || level_option_->count() > 0) r.stream_level = hympi::to_string(level);
+    if (cache_bytes) r.cache_bytes_per_pu = static_cast<double>(*cache_bytes);
     return r;
   }
 
@@ -70,6 +100,8 @@ class StreamApp final : public hympi::AppDefinition {
   hympi::StreamOptions options_;
   long long elements_ = 0;  ///< 0 when not given: sized from the caches
   CLI::Option* elements_option_ = nullptr;
+  std::string level_ = "memory";
+  CLI::Option* level_option_ = nullptr;
 };
 
 }  // namespace

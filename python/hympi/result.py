@@ -56,6 +56,9 @@ class ResultRecord:
     min_time_s: float | None = None
     bytes_moved: float | None = None
     kernel_gbs: float | None = None
+    working_set_bytes: float | None = None
+    stream_level: str | None = None
+    cache_bytes_per_pu: float | None = None
     mpi_cvars: Mapping[str, str | None] | None = None
     io: Mapping[str, Any] | None = None
     membind: str | None = None

@@ -20,6 +20,7 @@ from hympi.params import DEFAULT_DISTURBED_ABOVE, from_record
 from hympi.paths import binary
 from hympi.program import ProgramRun
 from hympi.report.datalayout import MIN_NUMA, NOTE_PREFIX, OPTION, layouts, needs_numa
+from hympi.report.explain import CACHE_LEVELS, STREAM_APP
 from hympi.report.writer import write_report
 from hympi.stats.compare import MIN_SEPARATE
 from hympi.store import MachineRecord, Store, Sweep
@@ -114,6 +115,19 @@ def stream_elements(summary: MachineSummary, max_ranks: int) -> int:
     if memory:
         elements = min(elements, int(memory * rule.memory_fraction) // (3 * 8 * max_ranks))
     return int(elements)
+
+
+# STREAM at each cache level hwloc reports (stream --level, likwid-bench's working sets): the bound of the kernels
+# whose working set per thread fits that level (hympi.report.explain). A bound, not a verdict: one run per core count
+# of the study's layouts, its cores as ranks, no warm-up, this many seconds of triads (cache-sized kernels repeat
+# thousands of times in that).
+CACHE_STREAM_MIN_TIME_S = 0.2
+
+
+def cache_levels(summary: MachineSummary) -> tuple[str, ...]:
+    """The cache levels STREAM can be sized for on this machine (those hwloc reports), nearest first."""
+    reported = {f"l{level}" for level, _, _ in summary.caches}
+    return tuple(level for level in CACHE_LEVELS if level in reported)
 
 
 def app_args(app: StudyApp, quick: bool, summary: MachineSummary, max_ranks: int) -> tuple[str, ...]:
@@ -274,6 +288,8 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
                 f"{' '.join(opened.params.app_args)}")
             study.run(opened)
             sweep_ids.append(opened.sweep.id)
+            if app.name == STREAM_APP:
+                sweep_ids += run_cache_stream(study, layouts)
         for entry in options.programs:
             sweep_ids.append(run_program_sweep(study, layouts, entry))
         if DATA_LAYOUT in options.apps:
@@ -302,6 +318,25 @@ def run_program_sweep(study: _Study, layouts: tuple[tuple[int, int], ...], entry
               f"{' '.join(opened.params.app_args)}")
     study.run(opened)
     return opened.sweep.id
+
+
+def run_cache_stream(study: _Study, layouts: tuple[tuple[int, int], ...]) -> list[int]:
+    """STREAM at each cache level of the machine (CACHE_STREAM_MIN_TIME_S), one sweep per level; returns their ids."""
+    options = study.options
+    counts = sorted({r * t for r, t in layouts})
+    sweep_ids: list[int] = []
+    for level in cache_levels(study.summary):
+        params = SweepParams(app=STREAM_APP, layouts=tuple((c, 1) for c in counts), repeat=1,
+                             app_args=("--level", level), timeout=options.timeout, min_time=CACHE_STREAM_MIN_TIME_S,
+                             seed=options.seed, warmup=False, disturbed_above=options.disturbed_above)
+        if (opened := study.open(params, f"{STREAM_APP} --level {level}: skipped")) is None:
+            continue
+        study.say(f"[bold]{STREAM_APP}[/bold] at {level.upper()}: sweep {opened.sweep.id}"
+                  f"{' resumed' if opened.resumed else ''}, {len(opened.plan.items)} runs, args "
+                  f"{' '.join(opened.params.app_args)}")
+        study.run(opened)
+        sweep_ids.append(opened.sweep.id)
+    return sweep_ids
 
 
 def run_pingpong_probe(study: _Study) -> list[int]:

@@ -20,6 +20,9 @@ nlohmann::json ResultRecord::to_json() const {
     out["bytes_moved"] = *bytes_moved;
     out["kernel_gbs"] = time_s > 0 ? *bytes_moved / time_s * 1e-9 : 0.0;
   }
+  if (working_set_bytes) out["working_set_bytes"] = *working_set_bytes;
+  if (stream_level) out["stream_level"] = *stream_level;
+  if (cache_bytes_per_pu) out["cache_bytes_per_pu"] = *cache_bytes_per_pu;
   return out;
 }
 

@@ -125,6 +125,10 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
   const long points = options.global[0] * options.global[1] * options.global[2];
   Rb3dResult result;
   result.dims = cart.dims();
+  {
+    const double mine = static_cast<double>(u.data().size_bytes() + hf.data().size_bytes());
+    HYMPI_MPI(MPI_Allreduce(&mine, &result.working_set_bytes, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+  }
   const auto measure_residual = [&](Metrics& into) {
     {
       auto t = into.time("residual_halo", PhaseKind::communication);

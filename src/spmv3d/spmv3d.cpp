@@ -74,8 +74,12 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
     // Every array of the products is touched by now: where did the pages go (--membind)?
     spmv_metrics.observe_memory("x", std::as_bytes(x.data()));
     spmv_metrics.observe_memory("y", std::as_bytes(y.data()));
-    for (const auto area : op.csr().storage())
+    double touched = static_cast<double>(x.data().size_bytes() + y.data().size_bytes());
+    for (const auto area : op.csr().storage()) {
       if (!area.empty()) spmv_metrics.observe_memory("A", area);
+      touched += static_cast<double>(area.size());
+    }
+    HYMPI_MPI(MPI_Allreduce(&touched, &result.spmv_working_set_bytes, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
     HYMPI_MPI(MPI_Barrier(cart.comm()));
     OverlapTimes local;
     constexpr long kMaxReps = std::numeric_limits<int>::max() / 2;

@@ -17,6 +17,7 @@ namespace hympi {
 
 nlohmann::json StreamResult::to_json() const {
   return {{"elements", elements},
+          {"inner_repetitions", inner},
           {"copy_GBps", copy_gbs},
           {"scale_GBps", scale_gbs},
           {"add_GBps", add_gbs},
@@ -33,6 +34,30 @@ std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on
   const std::size_t total = contract::kStreamLlcMultiple * last_level_cache_bytes / sizeof(double);
   return std::max<std::size_t>(total / static_cast<std::size_t>(std::max(ranks_on_node, 1)) + 1,
                                contract::kStreamMinElements);
+}
+
+std::uint64_t cache_bytes_per_pu(std::span<const CacheInfo> caches, int pus, StreamLevel level) {
+  if (level == StreamLevel::memory) throw InvalidArgument("memory is not a cache level");
+  if (pus < 1) throw InvalidArgument("PUs must be >= 1, got " + std::to_string(pus));
+  const int depth = static_cast<int>(level) + 1;
+  for (const CacheInfo& c : caches)
+    if (c.level == depth) return c.size_bytes * static_cast<std::uint64_t>(c.count) / static_cast<std::uint64_t>(pus);
+  std::string found;
+  for (const CacheInfo& c : caches) found += (found.empty() ? "L" : ", L") + std::to_string(c.level);
+  throw InvalidArgument("--level " + to_string(level) + ": hwloc reports no L" + std::to_string(depth) +
+                        " cache on this machine (it reports " + (found.empty() ? "none" : found) + ")");
+}
+
+int stream_inner_for(std::size_t elements) {
+  const double per_triad = 24.0 * static_cast<double>(std::max<std::size_t>(elements, 1));
+  return static_cast<int>(std::clamp(std::ceil(kStreamInnerBytes / per_triad), 1.0, 1e6));
+}
+
+std::size_t stream_elements_for_cache(std::uint64_t bytes_per_pu, int threads) {
+  // The rule is contract.toml's [stream] cache_fraction.
+  const auto per_thread = static_cast<std::size_t>(contract::kStreamCacheFraction * static_cast<double>(bytes_per_pu) /
+                                                   (3.0 * sizeof(double)));
+  return std::max<std::size_t>(per_thread, 1) * static_cast<std::size_t>(std::max(threads, 1));
 }
 
 double stream_deviation(std::span<const double> a, std::span<const double> b, std::span<const double> c,
@@ -98,8 +123,11 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options, Metrics* me
   constexpr int kPassesPerFill = 50;
   int since_fill = 0;
   double worst = 0.0;
-  // Bytes moved per element as STREAM counts them (no write-allocate traffic).
-  const double bytes[4] = {16.0 * n, 16.0 * n, 24.0 * n, 24.0 * n};
+  // Bytes moved per element as STREAM counts them (no write-allocate traffic), times the kernel's repetitions
+  // inside one timing. Each kernel's output feeds none of its inputs, so repeating it leaves the arrays (and the
+  // verification) as one run does.
+  const int inner = std::max(options.inner, 1);
+  const double bytes[4] = {16.0 * n * inner, 16.0 * n * inner, 24.0 * n * inner, 24.0 * n * inner};
   double best[4];
   std::fill(std::begin(best), std::end(best), std::numeric_limits<double>::infinity());
   constexpr long kMaxRepeats = std::numeric_limits<int>::max() / 2;
@@ -116,23 +144,28 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options, Metrics* me
     for (int kernel = 0; kernel < 4; ++kernel) {
       HYMPI_MPI(MPI_Barrier(comm));
       const double t0 = MPI_Wtime();
-      switch (kernel) {
-        case 0:
-#pragma omp parallel for schedule(static)
-          for (long i = 0; i < n; ++i) c[i] = a[i];
-          break;
-        case 1:
-#pragma omp parallel for schedule(static)
-          for (long i = 0; i < n; ++i) b[i] = scalar * c[i];
-          break;
-        case 2:
-#pragma omp parallel for schedule(static)
-          for (long i = 0; i < n; ++i) c[i] = a[i] + b[i];
-          break;
-        default:
-#pragma omp parallel for schedule(static)
-          for (long i = 0; i < n; ++i) a[i] = b[i] + scalar * c[i];
-          break;
+      // One fork per timing; a static schedule gives every thread the same elements in each repetition, so the
+      // repetitions need no barrier between them.
+#pragma omp parallel
+      for (int r = 0; r < inner; ++r) {
+        switch (kernel) {
+          case 0:
+#pragma omp for schedule(static) nowait
+            for (long i = 0; i < n; ++i) c[i] = a[i];
+            break;
+          case 1:
+#pragma omp for schedule(static) nowait
+            for (long i = 0; i < n; ++i) b[i] = scalar * c[i];
+            break;
+          case 2:
+#pragma omp for schedule(static) nowait
+            for (long i = 0; i < n; ++i) c[i] = a[i] + b[i];
+            break;
+          default:
+#pragma omp for schedule(static) nowait
+            for (long i = 0; i < n; ++i) a[i] = b[i] + scalar * c[i];
+            break;
+        }
       }
       t[kernel] = MPI_Wtime() - t0;
     }
@@ -151,6 +184,7 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options, Metrics* me
   }
   StreamResult r;
   r.elements = options.elements;
+  r.inner = inner;
   const double gb = 1e-9 * ranks;
   r.copy_gbs = gb * bytes[0] / best[0];
   r.scale_gbs = gb * bytes[1] / best[1];

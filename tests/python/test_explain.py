@@ -8,15 +8,16 @@ from pathlib import Path
 import pytest
 
 from hympi.report.analysis import group_runs
-from hympi.report.explain import Breakdown, explain, pick_stream, ranked, reason
+from hympi.report.explain import Breakdown, explain, pick_stream, ranked, reason, reasons
 from hympi.report.writer import write_report
 from hympi.store import Run, Store
 
 
 def _run(ranks: int, threads: int, repeat: int, rate: float, time_s: float | None = None, comp: float = 0.0,
          comm: float = 0.0, imbalance: float = 1.0, app: str = "rb3d", bind: str = "core",
-         kernel_gbs: float | None = None, sweep: int = 1) -> Run:
-    """An ok run whose record carries the given measures; phases only when comp or comm is set."""
+         kernel_gbs: float | None = None, sweep: int = 1, args: tuple[str, ...] = ("--size", "64"),
+         **fields: object) -> Run:
+    """An ok run whose record carries the given measures (and `fields`); phases only when comp or comm is set."""
     record: dict = {"rate": rate, "rate_unit": "GB/s" if app == "stream" else "GFLOP/s", "problem": "64^3",
                     "verified": True, "comp_s": comp, "comm_s": comm, "imbalance": imbalance,
                     "max_rss_mib": 20.0, "node_rss_mib": 40.0,
@@ -28,8 +29,8 @@ def _run(ranks: int, threads: int, repeat: int, rate: float, time_s: float | Non
         record["time_s"] = time_s
     if kernel_gbs is not None:
         record["kernel_gbs"] = kernel_gbs
-    return Run(sweep, app, ranks, threads, bind, "compact", repeat, ("--size", "64"), (), ("mpirun",), "ok", 0, 1.0,
-               record)
+    record.update(fields)
+    return Run(sweep, app, ranks, threads, bind, "compact", repeat, args, (), ("mpirun",), "ok", 0, 1.0, record)
 
 
 def _layout(breakdowns: tuple[Breakdown, ...], label: str) -> Breakdown:
@@ -58,10 +59,13 @@ def test_imbalance_that_costs_the_slower_layout_is_named_and_warmups_are_ignored
     assert terms is not None and sum(terms.values()) == pytest.approx(1.0)
     assert terms["imbalance"] == pytest.approx(0.31) and terms["communication"] == pytest.approx(0.02)
     assert [b.label for b in ranked(bds)] == [f, s]
+    sentences = reasons(winner, loser)
+    assert sentences[:2] == (f"{f} is faster: {s} needs 1.43x {f}'s time for the same work.",
+                             f"{s}'s slowest rank computes 1.50x the average and the others wait for it: 31 % of its "
+                             "time."), sentences
+    assert not any("computes on" in x or "computes slower" in x for x in sentences)  # equal: not a reason
     text = reason(winner, loser)
-    assert text.startswith(f"{f} wins because {s} loses 31 % of its time to load imbalance (its slowest rank "
-                           "computes 1.50x the average)"), text
-    assert "computation" not in text.split(";")[0]  # computation is equal: it is not the reason
+    assert text == " ".join(sentences)
     assert reason(loser, winner) == text  # the faster layout is explained whichever comes first
 
 
@@ -71,10 +75,11 @@ def test_communication_that_dominates_is_named_with_its_largest_phase():
         runs.append(_run(2, 2, rep, 16.0, time_s=1.0, comp=0.9, comm=0.05))
         runs.append(_run(4, 1, rep, 10.0, time_s=1.6, comp=0.9, comm=0.67))
     bds = explain(group_runs(runs, {1: 1})[0])
-    text = reason(_layout(bds, "2x2"), _layout(bds, "4x1"))
+    sentences = reasons(_layout(bds, "2x2"), _layout(bds, "4x1"))
     # (0.67 - 0.05) s of 4x1's 1.6 s is communication; halo is 80 % of it.
-    assert text.startswith("2x2 wins because 4x1 loses 39 % of its time to communication (mostly halo);"), text
-    assert "communication (mostly halo) is 5.0 % of 2x2's run" in text
+    assert sentences == ("2x2 is faster: 4x1 needs 1.60x 2x2's time for the same work.",
+                         "4x1 communicates more, mostly in halo, than 2x2: 39 % of its time.",
+                         "Communication, mostly halo, is 5.0 % of 2x2's run."), sentences
 
 
 def test_overlap_and_noise_are_said():
@@ -83,10 +88,16 @@ def test_overlap_and_noise_are_said():
     bds = explain(group_runs(runs, {1: 1})[0])
     fast, slow = _layout(bds, "2x1"), _layout(bds, "1x2")
     assert fast.overlap_s == pytest.approx(0.2) and fast.other_s == 0.0
-    text = reason(fast, slow)
-    assert "of which 50 % is hidden behind computation" in text
-    assert text.startswith("2x1 and 1x2 are within run-to-run noise of each other (their repeats overlap)"), text
-    assert reason(fast, slow, separated=True).startswith("2x1 wins because 1x2 loses")
+    sentences = reasons(fast, slow)
+    assert sentences[0] == ("2x1 and 1x2 are within run-to-run noise of each other (their repeats overlap), so what "
+                            "follows only describes the difference of their medians: 1x2 needs 1.10x 2x1's time for "
+                            "the same work."), sentences
+    # Largest first: computation (19 %), then the unaccounted time (6.7 %), then what 1x2 saves on communication.
+    assert [x.split(":")[-1] for x in sentences[1:3]] == [" 19 % of its time.", " 6.7 % of its time."], sentences
+    assert sentences[1].startswith("1x2 computes slower with 2 threads per rank") and "unaccounted" in sentences[2]
+    assert sentences[3] == "1x2 spends 17 % less of its time on communication than 2x1, not enough to make up for it."
+    assert sentences[4] == "Communication, mostly halo, is 40 % of 2x1's run, 50 % of it hidden behind computation."
+    assert reason(fast, slow, separated=True).startswith("2x1 is faster: 1x2 needs 1.10x")
 
 
 def test_thread_and_parallel_efficiency_and_a_computation_reason():
@@ -99,9 +110,9 @@ def test_thread_and_parallel_efficiency_and_a_computation_reason():
     assert _layout(bds, "2x1").parallel_efficiency == pytest.approx(0.9)  # 18 / (2 x 10)
     assert _layout(bds, "1x1").parallel_efficiency is None
     text = reason(_layout(bds, "2x1"), _layout(bds, "1x2"))
-    assert "1x2 loses" in text and "to computation with 2 threads per rank (thread efficiency 0.75)" in text, text
+    assert "1x2 computes slower with 2 threads per rank at a thread efficiency of 0.75: 21 % of its time." in text
     text = reason(_layout(bds, "2x1"), _layout(bds, "1x1"))
-    assert "1x1 loses" in text and "to computation on 1 core (2x1 uses 2)" in text, text
+    assert "1x1 computes on 1 of the 2 cores 2x1 uses: 48 % of its time." in text, text
 
 
 def test_more_cores_that_compute_slower_are_named_with_their_thread_efficiency():
@@ -109,8 +120,8 @@ def test_more_cores_that_compute_slower_are_named_with_their_thread_efficiency()
     runs = [_run(1, 1, 1, 10.0, time_s=1.0, comp=0.99), _run(1, 2, 1, 4.0, time_s=2.5, comp=2.45)]
     bds = explain(group_runs(runs, {1: 1})[0])
     text = reason(_layout(bds, "1x1"), _layout(bds, "1x2"))
-    assert text.startswith("1x1 wins because 1x2 loses 58 % of its time to computation on 2 cores with 2 threads "
-                           "per rank (1x1 uses 1; thread efficiency 0.20)"), text
+    assert text == ("1x1 is faster: 1x2 needs 2.50x 1x1's time for the same work. 1x2 computes slower on 2 cores "
+                    "than 1x1 on 1 at a thread efficiency of 0.20: 58 % of its time."), text
     assert "communication" not in text  # neither communicates: no remark about it
 
 
@@ -120,7 +131,8 @@ def test_an_app_that_computes_only_gets_no_phase_chart(tmp_path: Path):
     runs = [_run(r, t, rep, rate, time_s=0.4, comp=0.4, app="stream")
             for rep in (1, 2) for r, t, rate in ((1, 1, 9.0), (2, 1, 9.3), (1, 2, 7.5))]
     group = group_runs(runs, {1: 1})[0]
-    bds = explain(group, group)
+    bds = explain(group, pick_stream(group, [group]))
+    assert all(b.stream_gbs is None for b in bds)  # STREAM is not measured against itself
     assert all(b.has_phases and b.terms() is not None for b in bds)
     assert plots.comm_comp(group, bds, tmp_path / "x.png") is None and not (tmp_path / "x.png").exists()
     runs = [r if (r.ranks, r.threads) != (2, 1) else _run(2, 1, r.repeat, 9.3, time_s=0.4, comp=0.35, comm=0.04,
@@ -146,14 +158,16 @@ def test_bandwidth_share_is_against_the_stream_of_the_same_layout():
     groups = group_runs(app + _stream_runs(), {1: 1, 2: 1})
     rb3d, stream = (g for g in groups if g.app == "rb3d"), pick_stream(groups[0], groups)
     (rb3d,) = rb3d
-    assert stream is not None and stream.app == "stream"
+    assert stream is not None and stream.memory is not None and stream.memory.app == "stream" and not stream.caches
     bds = explain(rb3d, stream)
     for label, triad in (("1x1", 10.0), ("2x1", 20.0), ("1x2", 16.0)):
         b = _layout(bds, label)
         assert b.stream_gbs == triad and b.bandwidth_share == pytest.approx(0.9), label
     text = reason(_layout(bds, "2x1"), _layout(bds, "1x2"))
-    assert "both are memory-bound (bandwidth share 0.90 and 0.90 of STREAM on their own layout)" in text
-    assert "STREAM reaches 20 GB/s with 2x1 and 16 GB/s with 1x2" in text
+    assert ("Both are memory-bound (bandwidth share 0.90 and 0.90 of STREAM from memory on their own layout; cache "
+            "levels not measured), so their speed follows the bandwidth each layout gets: STREAM from memory reaches "
+            "20 GB/s with 2x1 and 16 GB/s with 1x2.") in text, text
+    assert all(b.bound_level == "memory" and not b.levels_measured for b in bds)
     assert all(b.bandwidth_share is None for b in explain(rb3d))  # no STREAM: n/a, not a guess
     other_machine = group_runs(app + _stream_runs(), {1: 1, 2: 2})
     assert pick_stream(other_machine[0], other_machine) is None  # STREAM of another machine does not count
@@ -170,9 +184,55 @@ def test_a_kernel_faster_than_stream_is_never_called_memory_bound():
     bds = explain(rb3d, pick_stream(rb3d, groups))
     text = reason(_layout(bds, "2x1"), _layout(bds, "1x1"))
     assert "memory-bound" not in text
-    assert "bandwidth share of STREAM above 1 (2x1 1.49 and 1x1 1.68): that kernel's working set is served at least " \
-           "partly from cache, so memory bandwidth does not bound it" in text
+    assert ("Bandwidth share above 1 (2x1 1.49 of STREAM from memory and 1x1 1.68 of STREAM from memory on the same "
+            "layout): its data come at least partly from cache or its bytes-moved count is too high, so memory "
+            "bandwidth does not bound it (the cache levels were not measured: hympi study measures them).") in text
     assert "memory-bound" not in reason(_layout(bds, "1x2"), _layout(bds, "1x1"))
+
+
+def _level_runs(level: str, bytes_per_pu: int, rates: tuple[float, float, float], sweep: int) -> list[Run]:
+    """STREAM sized for a cache level (stream --level): triad rates of 1x1, 2x1 and 1x2, two repeats."""
+    return [_run(r, t, rep, rate, time_s=0.1, app="stream", sweep=sweep, args=("--level", level), stream_level=level,
+                 cache_bytes_per_pu=bytes_per_pu)
+            for rep in (1, 2) for (r, t), rate in zip(((1, 1), (2, 1), (1, 2)), rates, strict=True)]
+
+
+def test_a_kernel_is_measured_against_the_stream_of_the_nearest_level_its_working_set_fits():
+    # 1.5 MiB per rank on one rank and one thread (beyond L2's 1 MiB per PU), half of it per rank or per thread on
+    # two: 1x1 streams from memory, 2x1 and 1x2 from L2. Each kernel moves 0.90 of its level's STREAM; L1 fits none.
+    mib = 2**20
+    app = [_run(1, 1, 1, 3.0, time_s=1.0, comp=0.98, kernel_gbs=9.0, working_set_bytes=1.5 * mib),
+           _run(2, 1, 1, 6.0, time_s=0.5, comp=0.45, comm=0.03, kernel_gbs=72.0, working_set_bytes=0.75 * mib),
+           _run(1, 2, 1, 4.8, time_s=0.625, comp=0.6, kernel_gbs=63.0, working_set_bytes=1.5 * mib)]
+    runs = (app + _stream_runs() + _level_runs("l1", 32 * 1024, (100.0, 200.0, 190.0), 3)
+            + _level_runs("l2", mib, (40.0, 80.0, 70.0), 4))
+    groups = group_runs(runs, {1: 1, 2: 1, 3: 1, 4: 1})
+    (rb3d,) = (g for g in groups if g.app == "rb3d")
+    stream = pick_stream(rb3d, groups)
+    assert stream is not None and [c.level for c in stream.caches] == ["l1", "l2"]
+    bds = explain(rb3d, stream)
+    for label, level, bound in (("1x1", "memory", 10.0), ("2x1", "l2", 80.0), ("1x2", "l2", 70.0)):
+        b = _layout(bds, label)
+        assert (b.bound_level, b.stream_gbs, b.levels_measured) == (level, bound, True), label
+        assert b.bandwidth_share == pytest.approx(0.9), label
+    text = reason(_layout(bds, "2x1"), _layout(bds, "1x2"))
+    assert ("Both are L2-bound (bandwidth share 0.90 and 0.90 of STREAM in L2 on their own layout), so their speed "
+            "follows the bandwidth each layout gets: STREAM in L2 reaches 80 GB/s with 2x1 and 70 GB/s with 1x2.") \
+        in text, text
+    text = reason(_layout(bds, "2x1"), _layout(bds, "1x1"))
+    assert ("2x1 is L2-bound and 1x1 memory-bound (bandwidth share 0.90 and 0.90 on their own layout): STREAM in L2 "
+            "reaches 80 GB/s with 2x1 and from memory 10 GB/s with 1x1.") in text, text
+    # The same kernel moving 1.5x memory's STREAM with a working set no measured cache holds: the count or the
+    # level is off, and it is not memory-bound.
+    fast = [r if (r.app, r.ranks, r.threads) != ("rb3d", 1, 1) else
+            _run(1, 1, 1, 3.0, time_s=1.0, comp=0.98, kernel_gbs=15.0, working_set_bytes=1.5 * mib) for r in runs]
+    groups = group_runs(fast, {1: 1, 2: 1, 3: 1, 4: 1})
+    (rb3d,) = (g for g in groups if g.app == "rb3d")
+    text = reason(*(_layout(explain(rb3d, pick_stream(rb3d, groups)), x) for x in ("2x1", "1x1")))
+    assert "memory-bound" not in text
+    assert ("Bandwidth share above 1 (1x1 1.50 of STREAM from memory on the same layout): more than that level "
+            "delivers to a working set of 1.5 MiB per thread, so its bytes-moved count is too high or its data sit "
+            "in a nearer level than that working set fits.") in text, text
 
 
 def test_no_phases_and_phases_beyond_the_timed_region_are_said_not_explained():
@@ -180,14 +240,13 @@ def test_no_phases_and_phases_beyond_the_timed_region_are_said_not_explained():
     bds = explain(group_runs(runs, {1: 1})[0])
     assert all(not b.has_phases and b.terms() is None and b.other_s is None for b in bds)
     text = reason(_layout(bds, "2x1"), _layout(bds, "1x1"))
-    assert text == ("2x1 wins; 1x1 needs 2.00x the time for the same work, but neither layout recorded computation "
-                    "and communication phases, so the runs cannot say where the time goes.")
-    assert "loses" not in text
+    assert text == ("2x1 is faster: 1x1 needs 2.00x 2x1's time for the same work. Neither layout recorded "
+                    "computation and communication phases, so the runs cannot say where the time goes.")
     runs = [_run(2, 1, 1, 20.0, time_s=0.1, comp=0.3, comm=0.01), _run(1, 1, 1, 10.0, time_s=0.2, comp=0.19)]
     bds = explain(group_runs(runs, {1: 1})[0])
     assert not _layout(bds, "2x1").consistent and _layout(bds, "1x1").consistent
     text = reason(_layout(bds, "2x1"), _layout(bds, "1x1"))
-    assert "the phases of 2x1 (computation 0.3 s, communication 0.01 s) exceed its timed region (0.1 s)" in text
+    assert ". The phases of 2x1 (computation 0.3 s, communication 0.01 s) exceed its timed region (0.1 s)" in text
 
 
 def _store(tmp_path: Path, runs: list[Run]) -> Store:
@@ -220,8 +279,8 @@ def test_report_page_has_why_breakdown_and_model_and_no_chart_for_stream(tmp_pat
     assert not re.search(r"stream[^']*comm-comp\.png", page)  # no <img> for a chart that was not drawn
     assert page.count("<b>Why.</b>") == 2  # one per app
     assert page.count("<table class='breakdown'>") == 2 and page.count("<table class='model'>") == 2
-    assert "<li>2x1 against the runner-up (1x2): 2x1 wins because 1x2 loses" in page
-    assert "<li>2x1 against the worst (1x1): 2x1 wins because 1x1 loses" in page
+    assert "<li>2x1 against the runner-up (1x2): 2x1 is faster: 1x2 needs 1.25x 2x1&#x27;s time" in page
+    assert "<li>2x1 against the worst (1x1): 2x1 is faster: 1x1 needs 2.00x 2x1&#x27;s time" in page
     assert "In-sample error of the time" in page
     model = page.split("<table class='model'>")[1].split("</table>")[0]
     # rb3d on a 4-core machine: 1x1, 2x1, 1x2 measured, the other splits of 2 and 4 cores predicted

@@ -22,6 +22,11 @@ struct ResultRecord {
   double min_time_s = 0;           ///< the minimum kernel time asked for (0: none)
   /// Modelled memory traffic of the timed region summed over ranks (absent: no model).
   std::optional<double> bytes_moved;
+  /// Bytes of the arrays the timed kernel sweeps on one rank, the largest (absent: not reported).
+  std::optional<double> working_set_bytes;
+  /// STREAM only: the level its arrays were sized for, and that cache level's bytes per PU.
+  std::optional<std::string> stream_level;
+  std::optional<double> cache_bytes_per_pu;
   /// The app-level fields as JSON; the repetition fields only when timed_repetitions > 0, and
   /// bytes_moved with kernel_gbs = bytes_moved / time_s / 1e9 only when a traffic model is set.
   [[nodiscard]] nlohmann::json to_json() const;

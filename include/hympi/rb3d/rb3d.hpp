@@ -45,6 +45,7 @@ struct Rb3dResult {
   int restarted_at = 0;           ///< iteration the run started from (a restart's checkpoint step, else 0)
   double time_s = 0;              ///< iteration loop wall time (max over ranks), residuals in it included
   double bytes = 0;               ///< compulsory traffic of the loop's sweeps, all ranks (kRb3dBytesPerPoint)
+  double working_set_bytes = 0;   ///< u and f of the largest rank, ghosts included: what the sweeps touch
   double max_error = 0;           ///< max |u - u_exact| over the grid
   double discretisation_error = 0;  ///< what max_error converges to: the scheme's own error
   double flops = 0;               ///< floating-point operations of this run's sweeps

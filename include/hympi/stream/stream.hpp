@@ -6,10 +6,21 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <string>
+
+#include "hympi/core/enum_names.hpp"
+#include "hympi/core/topology.hpp"
 
 namespace hympi {
 
 class Metrics;
+
+/// The memory level STREAM's arrays are sized for: a cache level (likwid-bench's working sets), or memory.
+enum class StreamLevel { l1, l2, l3, memory };
+
+contract::StreamLevelNames<StreamLevel> enum_names(StreamLevel);
+/// Parses "l1|l2|l3|memory"; throws InvalidArgument naming the value otherwise.
+inline StreamLevel parse_stream_level(const std::string& text) { return parse_enum<StreamLevel>(text); }
 
 /// Options of the bandwidth probe.
 struct StreamOptions {
@@ -17,11 +28,15 @@ struct StreamOptions {
   int repeats = 10;          ///< passes of the four kernels, the first untimed (warms caches and TLBs)
   /// Positive: more passes until the timed triads have lasted this many seconds in all.
   double min_time_s = 0.0;
+  /// Repetitions of each kernel inside one timing (stream_inner_for): cache-sized arrays take less time than a
+  /// fork and a timer read.
+  int inner = 1;
 };
 
 /// Aggregate bandwidth of all ranks, in GB/s (1e9 bytes).
 struct StreamResult {
   std::size_t elements = 0;
+  int inner = 1;  ///< repetitions of each kernel per timing
   /// Best pass of each kernel (STREAM's rule).
   double copy_gbs = 0, scale_gbs = 0, add_gbs = 0, triad_gbs = 0;
   double triad_time_s = 0;       ///< best triad time
@@ -37,6 +52,21 @@ struct StreamResult {
 /// Array length so that each array of all `ranks_on_node` ranks together is >= 4x the last-level
 /// caches (STREAM's rule, contract.toml [stream]), at least 1 Mi doubles.
 std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on_node);
+
+/// Bytes per PU of cache level `level` (1..3): its size x count over the machine's `pus`, a thread's share of it.
+/// Throws InvalidArgument when `caches` (Topology::caches()) has no such level or pus < 1.
+std::uint64_t cache_bytes_per_pu(std::span<const CacheInfo> caches, int pus, StreamLevel level);
+
+/// Array length per rank so that each of a rank's `threads` threads holds contract.toml's cache_fraction of
+/// `bytes_per_pu` in its three arrays (at least one element per thread).
+std::size_t stream_elements_for_cache(std::uint64_t bytes_per_pu, int threads);
+
+/// Triad bytes per rank one timing of a cache-sized kernel covers at least.
+inline constexpr double kStreamInnerBytes = 64.0 * 1024 * 1024;
+
+/// Repetitions of each kernel per timing so that a triad over `elements` doubles per array moves at least
+/// kStreamInnerBytes (1 for arrays that large).
+int stream_inner_for(std::size_t elements);
 
 /// The scalar of STREAM's scale and triad kernels.
 inline constexpr double kStreamScalar = 3.0;

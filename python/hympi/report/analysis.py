@@ -379,11 +379,22 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
     return ". ".join(t[:1].upper() + t[1:] for t in sentences) + "." + failures
 
 
+MEMORY_LEVEL = "memory"
+
+
+def stream_level(group: AppGroup) -> str:
+    """The level a STREAM group's arrays were sized for (stream --level): what its runs recorded, memory when none
+    recorded one (arrays given by --elements, records older than --level)."""
+    levels = [str(r.record["stream_level"]) for r in group.runs if r.record and r.record.get("stream_level")]
+    return levels[-1] if levels else MEMORY_LEVEL
+
+
 def best_stream_bandwidth(groups: list[AppGroup]) -> tuple[float, str, str] | None:
-    """The highest median STREAM triad rate and the layout that reached it, if STREAM ran."""
+    """The highest median STREAM triad rate from memory and the layout that reached it, if STREAM ran (the cache
+    levels' rates are no memory bandwidth)."""
     best: tuple[float, str, str] | None = None
     for group in groups:
-        if group.app != "stream":
+        if group.app != "stream" or stream_level(group) != MEMORY_LEVEL:
             continue
         for s in group.layouts:
             if s.rate_median is not None and (best is None or s.rate_median > best[0]):

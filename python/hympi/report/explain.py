@@ -1,6 +1,7 @@
 """Why one layout beats another: per layout, the timed region split into computation, communication (and
-overlap), load imbalance and unaccounted time, the kernel's share of the STREAM bandwidth of the same layout, and
-thread and parallel efficiency; and a sentence naming the term that makes the difference between two layouts.
+overlap), load imbalance and unaccounted time, the kernel's share of the STREAM bandwidth of the same layout at the
+memory level its working set fits, and thread and parallel efficiency; and short sentences naming the terms that
+make the difference between two layouts.
 
 Everything comes from the ok, timed runs of an AppGroup (warm-up runs, repeat 0, are ignored), medians over repeats.
 Layouts may run different numbers of iterations (apps scale them to a minimum kernel time), so comparisons between
@@ -10,20 +11,26 @@ share of time_s times that.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+import statistics
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
+from hympi.contract import contract
 from hympi.params import DEFAULT_CONFIDENCE
-from hympi.report.analysis import AppGroup, Layout, LayoutKey, labels, verdict
+from hympi.report.analysis import MEMORY_LEVEL, AppGroup, Layout, LayoutKey, labels, stream_level, verdict
 from hympi.stats.compare import Comparison
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run
 
 MEMORY_BOUND = 0.8
-"""A layout whose kernel moves at least this share of the STREAM triad bandwidth of its own layout, and at most all
-of it, is memory-bound; above 1 its data come from cache."""
+"""A layout whose kernel moves at least this share of the STREAM triad bandwidth of its own layout at the level its
+working set fits, and at most all of it, is bound by that level's bandwidth (memory-bound when the level is memory);
+above 1 the level or the kernel's bytes-moved count is wrong."""
 
 STREAM_APP = "stream"
+
+CACHE_LEVELS = tuple(level for level in contract().enums["StreamLevel"] if level != MEMORY_LEVEL)
+"""stream --level's cache levels, nearest first: a kernel's bound is the nearest one its working set fits."""
 
 PHASE_SLACK = 0.02
 """comp_s and comm_s are averages over ranks and time_s the maximum, so neither can exceed time_s beyond timer noise;
@@ -81,6 +88,12 @@ class Breakdown(Layout):
     stream_gbs: float | None
     thread_efficiency: float | None
     parallel_efficiency: float | None
+    working_set_bytes: float | None = field(default=None, kw_only=True)
+    """Bytes the kernel sweeps per rank (the app's record), None when it recorded none."""
+    bound_level: str | None = field(default=None, kw_only=True)
+    """The level whose STREAM rate stream_gbs is (l1, l2, l3 or memory), None without STREAM."""
+    levels_measured: bool = field(default=False, kw_only=True)
+    """Whether STREAM ran at cache levels too, so bound_level was chosen by the working set; else memory's."""
 
     @property
     def consistent(self) -> bool:
@@ -120,8 +133,14 @@ class Breakdown(Layout):
         return max(0.0, self.comp_s * (self.imbalance - 1.0))
 
     @property
+    def working_set_per_thread(self) -> float | None:
+        """working_set_bytes over the threads of a rank: what must fit one thread's share of a cache."""
+        return self.working_set_bytes / self.threads if self.working_set_bytes is not None else None
+
+    @property
     def bandwidth_share(self) -> float | None:
-        """kernel GB/s over the STREAM triad GB/s of the same layout; None when either was not measured."""
+        """kernel GB/s over the STREAM triad GB/s of the same layout at bound_level; None when either was not
+        measured."""
         if self.kernel_gbs is None or not self.stream_gbs:
             return None
         return self.kernel_gbs / self.stream_gbs
@@ -170,8 +189,50 @@ def stream_rates(stream: AppGroup | None) -> dict[LayoutKey, float]:
     return {s.key: s.rate_median for s in stream.layouts if s.rate_median is not None}
 
 
-def explain(group: AppGroup, stream: AppGroup | None = None) -> tuple[Breakdown, ...]:
-    """One Breakdown per layout of `group`, in the group's order; `stream` is the STREAM group of the same machine.
+@dataclass(frozen=True)
+class CacheStream:
+    """STREAM at one cache level (stream --level): its triad rates per layout and the level's bytes per PU."""
+
+    level: str
+    bytes_per_pu: float
+    rates: Mapping[LayoutKey, float]
+
+
+@dataclass(frozen=True)
+class StreamBounds:
+    """The STREAM measurements of one machine: from memory (the group with most timed ok runs, None if it did not
+    run) and at the cache levels that ran, nearest first."""
+
+    memory: AppGroup | None
+    caches: tuple[CacheStream, ...] = ()
+
+    def bound(self, layout: Layout, working_set_per_thread: float | None) -> tuple[float | None, str | None]:
+        """The STREAM rate (GB/s) `layout` is measured against, and its level: the nearest measured cache level
+        whose bytes per PU hold the working set of one thread, else memory. (None, None) when neither ran."""
+        if working_set_per_thread is not None:
+            for cache in self.caches:
+                # Each thread streams its own cache-sized arrays: any split of the same cores has the same bound
+                # (hympi study runs one per core count).
+                rate = _rate_of(dict(cache.rates), layout.ranks, layout.threads, layout.bind, layout.membind) or \
+                    max((v for (r, t, _, _), v in cache.rates.items() if r * t == layout.cores), default=None)
+                if working_set_per_thread <= cache.bytes_per_pu and rate is not None:
+                    return rate, cache.level
+        rate = _rate_of(stream_rates(self.memory), layout.ranks, layout.threads, layout.bind, layout.membind)
+        return (rate, MEMORY_LEVEL) if rate is not None else (None, None)
+
+
+def _cache_stream(group: AppGroup) -> CacheStream | None:
+    """The CacheStream of a STREAM group sized for a cache level, None for memory or without bytes per PU."""
+    sizes = [v for v in (r.value("cache_bytes_per_pu") for r in timed_ok(group.runs)) if v]
+    level = stream_level(group)
+    if level == MEMORY_LEVEL or not sizes:
+        return None
+    return CacheStream(level, statistics.median(sizes), stream_rates(group))
+
+
+def explain(group: AppGroup, stream: StreamBounds | None = None) -> tuple[Breakdown, ...]:
+    """One Breakdown per layout of `group`, in the group's order; `stream` is the STREAM of the same machine
+    (pick_stream).
 
     Layouts without an ok timed run get a Breakdown whose measures are all None. Never raises on missing fields.
     """
@@ -179,7 +240,8 @@ def explain(group: AppGroup, stream: AppGroup | None = None) -> tuple[Breakdown,
     # for what LayoutStats does not keep: whether phases were recorded, the main communication phase, kernel GB/s.
     by_layout = _by_layout(group.runs)
     rates = {s.key: s.rate_median for s in group.layouts if s.rate_median is not None}
-    triad = stream_rates(stream) if stream is not group else {}  # STREAM against itself would always say 1.00
+    if group.app == STREAM_APP:
+        stream = None  # STREAM against itself would always say 1.00, against another level nothing useful
     out = []
     for s in group.layouts:
         runs = by_layout.get(s.key, [])
@@ -187,21 +249,33 @@ def explain(group: AppGroup, stream: AppGroup | None = None) -> tuple[Breakdown,
         has_phases = any(_phases(r) for r in runs) or bool((comp or 0.0) + (comm or 0.0) > 0)
         one_thread = _rate_of(rates, s.ranks, 1, s.bind, s.membind)
         serial = _rate_of(rates, 1, 1, s.bind, s.membind)
+        working_set = median_or_none(r.value("working_set_bytes") for r in runs)
+        bound, level = (stream.bound(s, working_set / s.threads if working_set is not None else None)
+                        if stream is not None else (None, None))
         out.append(Breakdown(
-            s.ranks, s.threads, s.bind, s.ok, s.rate_median, s.rate_min, s.rate_max,
-            s.time_median, comp if has_phases else None, comm if has_phases else None,
-            s.imbalance_median if has_phases else None, has_phases, _top_comm_phase(runs),
-            median_or_none(r.value("kernel_gbs") for r in runs),
-            _rate_of(triad, s.ranks, s.threads, s.bind, s.membind) if triad else None,
-            _efficiency(s.rate_median, one_thread, s.threads) if s.threads > 1 else None,
-            _efficiency(s.rate_median, serial, s.cores) if s.cores > 1 else None, membind=s.membind))
+            ranks=s.ranks, threads=s.threads, bind=s.bind, runs=s.ok, rate=s.rate_median, rate_min=s.rate_min,
+            rate_max=s.rate_max, time_s=s.time_median, comp_s=comp if has_phases else None,
+            comm_s=comm if has_phases else None, imbalance=s.imbalance_median if has_phases else None,
+            has_phases=has_phases, top_comm_phase=_top_comm_phase(runs),
+            kernel_gbs=median_or_none(r.value("kernel_gbs") for r in runs),
+            stream_gbs=bound,
+            thread_efficiency=_efficiency(s.rate_median, one_thread, s.threads) if s.threads > 1 else None,
+            parallel_efficiency=_efficiency(s.rate_median, serial, s.cores) if s.cores > 1 else None,
+            membind=s.membind, working_set_bytes=working_set, bound_level=level,
+            levels_measured=bool(stream and stream.caches)))
     return tuple(out)
 
 
-def pick_stream(group: AppGroup, groups: Iterable[AppGroup]) -> AppGroup | None:
-    """The STREAM group measured on `group`'s machine (the one with most timed ok runs), None if STREAM did not run."""
-    candidates = [g for g in groups if g.app == STREAM_APP and g.machine_id == group.machine_id]
-    return max(candidates, key=lambda g: len(timed_ok(g.runs)), default=None)
+def pick_stream(group: AppGroup, groups: Iterable[AppGroup]) -> StreamBounds | None:
+    """The STREAM measured on `group`'s machine: from memory (the group with most timed ok runs) and at each cache
+    level that ran (likewise); None if STREAM did not run there."""
+    mine = [g for g in groups if g.app == STREAM_APP and g.machine_id == group.machine_id]
+    if not mine:
+        return None
+    most = {level: max((g for g in mine if stream_level(g) == level), key=lambda g: len(timed_ok(g.runs)),
+                       default=None) for level in (*CACHE_LEVELS, MEMORY_LEVEL)}
+    caches = (_cache_stream(g) for g in (most[level] for level in CACHE_LEVELS) if g is not None)
+    return StreamBounds(most[MEMORY_LEVEL], tuple(c for c in caches if c is not None))
 
 
 def ranked(breakdowns: Iterable[Breakdown]) -> list[Breakdown]:
@@ -227,115 +301,173 @@ def _name(b: Breakdown, other: Breakdown) -> str:
     return f"{b.label} ({', '.join(differ)})" if differ else b.label
 
 
-def _phrases(better: Breakdown, worse: Breakdown, w: str, b: str) -> dict[str, Callable[[], str]]:
-    """How each term is named for the slower layout `worse` against `better`."""
+def _sentence(text: str) -> str:
+    """`text` with its first letter capitalised and a full stop (labels such as '1x2' start with a digit)."""
+    return f"{text[:1].upper()}{text[1:]}."
 
-    def computation() -> str:
-        where, why = [], []
-        if worse.cores != better.cores:
-            where.append(f"on {_plural(worse.cores, 'core')}")
-            why.append(f"{b} uses {better.cores}")
+
+def _causes(better: Breakdown, worse: Breakdown, b: str, w: str) -> dict[str, Callable[[str], str]]:
+    """Per term, the plain sentence saying how the slower layout `worse` spends more time on it than `better`,
+    given that share of its time ('45 %')."""
+
+    def computation(share: str) -> str:
+        eff = (f" at a thread efficiency of {worse.thread_efficiency:.2f}"
+               if worse.threads > 1 and worse.thread_efficiency is not None else "")
+        if worse.cores < better.cores:
+            return f"{w} computes on {worse.cores} of the {better.cores} cores {b} uses{eff}: {share} of its time"
+        if worse.cores > better.cores:
+            return (f"{w} computes slower on {_plural(worse.cores, 'core')} than {b} on {better.cores}{eff}: "
+                    f"{share} of its time")
         if worse.threads != better.threads:
-            where.append(f"with {_plural(worse.threads, 'thread')} per rank")
-        if worse.threads > 1 and worse.thread_efficiency is not None:
-            why.append(f"thread efficiency {worse.thread_efficiency:.2f}")
-        text = " ".join(["computation", *where])
-        return f"{text} ({'; '.join(why)})" if why else text
+            return (f"{w} computes slower with {_plural(worse.threads, 'thread')} per rank{eff}: {share} of its "
+                    "time")
+        return f"{w} computes longer{eff}: {share} of its time"
 
-    def communication() -> str:
-        return f"communication (mostly {worse.top_comm_phase})" if worse.top_comm_phase else "communication"
+    def communication(share: str) -> str:
+        mostly = f", mostly in {worse.top_comm_phase}," if worse.top_comm_phase else ""
+        return f"{w} communicates more{mostly} than {b}: {share} of its time"
 
-    def imbalance() -> str:
+    def imbalance(share: str) -> str:
         if worse.imbalance is not None and worse.imbalance > 1.0:
-            return f"load imbalance (its slowest rank computes {worse.imbalance:.2f}x the average)"
-        return "load imbalance"
+            return (f"{w}'s slowest rank computes {worse.imbalance:.2f}x the average and the others wait for it: "
+                    f"{share} of its time")
+        return f"{w}'s ranks wait for each other more: {share} of its time"
 
-    return {"computation": computation, "communication": communication, "imbalance": imbalance,
-            "other": lambda: "time outside the recorded phases (unaccounted)"}
+    def other(share: str) -> str:
+        return f"{w} spends more time outside the recorded phases (unaccounted): {share} of its time"
+
+    return {"computation": computation, "communication": communication, "imbalance": imbalance, "other": other}
+
+
+_SAVED = {"computation": "computation", "communication": "communication", "imbalance": "waiting for the slowest rank",
+          "other": "time outside the recorded phases"}
+"""What the slower layout saves on, named after a 'less on'."""
+
+
+def _where(level: str | None) -> str:
+    """'from memory', 'in L2': where a level's STREAM ran."""
+    return "from memory" if level in (None, MEMORY_LEVEL) else f"in {str(level).upper()}"
+
+
+def _bound_by(level: str | None) -> str:
+    """'memory-bound', 'L2-bound'."""
+    return "memory-bound" if level in (None, MEMORY_LEVEL) else f"{str(level).upper()}-bound"
+
+
+def _size(n: float) -> str:
+    """Bytes as '48 KiB' or '3.2 MiB'."""
+    return f"{n / 1024:.3g} KiB" if n < 2**20 else f"{n / 2**20:.3g} MiB"
+
+
+def _beyond_stream(x: Breakdown) -> str:
+    """Why a kernel can move more than the STREAM of its level: what is off, as far as the measurements tell."""
+    if not x.levels_measured:
+        return ("its data come at least partly from cache or its bytes-moved count is too high, so memory "
+                "bandwidth does not bound it (the cache levels were not measured: hympi study measures them)")
+    if x.working_set_per_thread is None:
+        return ("it recorded no working set, so the level its data come from is unknown, or its bytes-moved count "
+                "is too high")
+    return (f"more than that level delivers to a working set of {_size(x.working_set_per_thread)} per thread, so "
+            "its bytes-moved count is too high or its data sit in a nearer level than that working set fits")
 
 
 def _bandwidth_note(better: Breakdown, worse: Breakdown, b: str, w: str) -> str:
-    """'both are memory-bound (...)' or the two bandwidth shares, '' when STREAM or kernel GB/s is missing."""
+    """What bounds the two kernels, from their share of the STREAM of the level their working set fits; '' when
+    STREAM or kernel GB/s is missing. Never calls a kernel bound by a level it moves more than STREAM of."""
     sb, sw = better.bandwidth_share, worse.bandwidth_share
     if sb is None or sw is None:
         return ""
-    above = [(name, share) for name, share in ((b, sb), (w, sw)) if share > 1.0]
+    above = [(name, x, share) for name, x, share in ((b, better, sb), (w, worse, sw)) if share > 1.0]
     if above:
-        # A kernel cannot stream from memory faster than STREAM does: its data came from cache (or the bytes-moved
-        # count overstates its traffic), so memory bandwidth explains nothing here.
-        said = " and ".join(f"{name} {share:.2f}" for name, share in above)
-        return (f"bandwidth share of STREAM above 1 ({said}): that kernel's working set is served at least partly "
-                "from cache, so memory bandwidth does not bound it")
+        said = " and ".join(f"{name} {share:.2f} of STREAM {_where(x.bound_level)}" for name, x, share in above)
+        return f"bandwidth share above 1 ({said} on the same layout): {_beyond_stream(above[0][1])}"
+    unmeasured = "" if better.levels_measured else "; cache levels not measured"
     if sb >= MEMORY_BOUND and sw >= MEMORY_BOUND:
-        text = (f"both are memory-bound (bandwidth share {sb:.2f} and {sw:.2f} of STREAM on their own layout), so "
-                f"their speed follows the bandwidth each layout gets: STREAM reaches {better.stream_gbs:.3g} GB/s "
-                f"with {b} and {worse.stream_gbs:.3g} GB/s with {w}")
-        return text
-    return f"bandwidth share of STREAM on their own layout: {b} {sb:.2f}, {w} {sw:.2f}"
+        same = better.bound_level == worse.bound_level
+        rates = (f"STREAM {_where(better.bound_level)} reaches {better.stream_gbs:.3g} GB/s with {b} and "
+                 f"{'' if same else _where(worse.bound_level) + ' '}{worse.stream_gbs:.3g} GB/s with {w}")
+        if same:
+            return (f"both are {_bound_by(better.bound_level)} (bandwidth share {sb:.2f} and {sw:.2f} of STREAM "
+                    f"{_where(better.bound_level)} on their own layout{unmeasured}), so their speed follows the "
+                    f"bandwidth each layout gets: {rates}")
+        return (f"{b} is {_bound_by(better.bound_level)} and {w} {_bound_by(worse.bound_level)} (bandwidth share "
+                f"{sb:.2f} and {sw:.2f} on their own layout): {rates}")
+    return (f"bandwidth share of STREAM on their own layout: {b} {sb:.2f} {_where(better.bound_level)}, {w} "
+            f"{sw:.2f} {_where(worse.bound_level)}{unmeasured}")
 
 
-def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None) -> str:
-    """A sentence naming the term (computation, communication, imbalance, unaccounted) that makes most of the time
-    difference between two layouts, from what they recorded; says so when the data cannot tell.
+def _why_not_split(better: Breakdown, worse: Breakdown) -> str:
+    """Why the two layouts' time cannot be split into terms (phases missing, beyond the region, no time_s)."""
+    mixed = [x for x in (better, worse) if not x.consistent]
+    silent = [x.label for x in (better, worse) if not x.has_phases]
+    if mixed:
+        x = mixed[0]
+        return (f"the phases of {x.label} (computation {x.comp_s:.3g} s, communication {x.comm_s:.3g} s) exceed "
+                f"its timed region ({x.time_s:.3g} s): they cover more than the rate does")
+    if silent:
+        return ("neither layout recorded computation and communication phases" if len(silent) == 2 else
+                f"{silent[0]} recorded no computation and communication phases")
+    return "no timed region (time_s) was recorded"
+
+
+def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None) -> tuple[str, ...]:
+    """Why one of two layouts is faster, in short sentences: a lead (which is faster and by how much, or that the
+    two are within noise), then one sentence per term (computation, communication, imbalance, unaccounted) that
+    costs the slower layout time, largest share of its time first, one for a term it saves on, how much the faster
+    one communicates, and the bandwidth. Says so when the data cannot tell.
 
     `separated` says whether the statistics separated the two layouts; None = judge by the repeats' min-max overlap.
     The faster layout is explained whichever order the two come in.
     """
     if better.rate is None or worse.rate is None:
         missing = better if better.rate is None else worse
-        return f"{missing.label} has no verified timed run, so there is nothing to explain."
+        return (f"{missing.label} has no verified timed run, so there is nothing to explain.",)
     if worse.rate > better.rate:
         better, worse = worse, better
     b, w = _name(better, worse), _name(worse, better)
     assert better.rate is not None and worse.rate is not None
     if worse.rate == better.rate:
-        return f"{b} and {w} ran at the same median rate: there is no difference to explain."
+        return (f"{b} and {w} ran at the same median rate: there is no difference to explain.",)
     t_b, t_w = 1.0 / better.rate, 1.0 / worse.rate  # time per unit of work
-    gap = (t_w - t_b) / t_w  # the share of the slower layout's time it would save running as fast as the better
     noise = "the confidence interval of their ratio contains 1"
     if separated is None:
         noise = "their repeats overlap"
         separated = not (better.rate_min is not None and worse.rate_max is not None
                          and worse.rate_max >= better.rate_min)
-    lead = (f"{b} wins" if separated else
-            f"{b} and {w} are within run-to-run noise of each other ({noise}), so this only describes "
-            f"the {_pct(gap)} difference of the medians: {b} is ahead")
+    needs = f"{w} needs {t_w / t_b:.2f}x {b}'s time for the same work"
+    lead = (f"{b} is faster: {needs}." if separated else
+            f"{b} and {w} are within run-to-run noise of each other ({noise}), so what follows only describes the "
+            f"difference of their medians: {needs}.")
+    out = [lead]
     bandwidth = _bandwidth_note(better, worse, b, w)
     tb, tw = better.terms(), worse.terms()
     if tb is None or tw is None:
-        mixed = [x for x in (better, worse) if not x.consistent]
-        silent = [x.label for x in (better, worse) if not x.has_phases]
-        if mixed:
-            x = mixed[0]
-            why = (f"the phases of {x.label} (computation {x.comp_s:.3g} s, communication {x.comm_s:.3g} s) exceed "
-                   f"its timed region ({x.time_s:.3g} s): they cover more than the rate does")
-        elif silent:
-            why = ("neither layout recorded computation and communication phases" if len(silent) == 2 else
-                   f"{silent[0]} recorded no computation and communication phases")
-        else:
-            why = "no timed region (time_s) was recorded"
-        text = (f"{lead}; {w} needs {t_w / t_b:.2f}x the time for the same work, but {why}, so the runs cannot say "
-                "where the time goes")
-        return f"{text}; {bandwidth}." if bandwidth else f"{text}."
+        out.append(_sentence(f"{_why_not_split(better, worse)}, so the runs cannot say where the time goes"))
+        return (*out, _sentence(bandwidth)) if bandwidth else tuple(out)
     delta = {k: (tw[k] * t_w - tb[k] * t_b) / t_w for k in tw}  # shares of the slower layout's time
     order = sorted(delta, key=lambda k: delta[k], reverse=True)
-    phrases = _phrases(better, worse, w, b)
-    top = order[0]
-    text = f"{lead} because {w} loses {_pct(delta[top])} of its time to {phrases[top]()}"
-    second = order[1]
-    if delta[second] > 0.01 and delta[second] >= 0.5 * delta[top]:
-        text += f" and {_pct(delta[second])} to {phrases[second]()}"
+    causes = _causes(better, worse, b, w)
+    top = delta[order[0]]
+    # The largest term always; another one when it is at least a quarter of it and over 1 % of the time.
+    out += [_sentence(causes[k](_pct(delta[k]))) for k in order
+            if k == order[0] or (delta[k] > 0.01 and delta[k] >= 0.25 * top)]
     saving = order[-1]
-    if delta[saving] < 0 and -delta[saving] >= 0.25 * delta[top]:
-        text += f", although it spends {_pct(-delta[saving])} less on {phrases[saving]()}"
+    if delta[saving] < 0 and -delta[saving] >= 0.25 * top:
+        out.append(f"{w} spends {_pct(-delta[saving])} less of its time on {_SAVED[saving]} than {b}, not enough to "
+                   "make up for it.")
     comm_share = (better.comm_s or 0.0) / better.time_s if better.time_s else 0.0
     if comm_share >= 0.0005:  # a layout that communicates nothing (one rank, STREAM) gets no such remark
-        what = f"communication (mostly {better.top_comm_phase})" if better.top_comm_phase else "communication"
-        text += f"; {what} is {_pct(comm_share)} of {b}'s run"
-    overlap = better.overlap_s or 0.0
-    if overlap > 0 and better.comm_s:
-        text += f", of which {_pct(overlap / better.comm_s)} is hidden behind computation"
-    return f"{text}; {bandwidth}." if bandwidth else f"{text}."
+        what = f"communication, mostly {better.top_comm_phase}," if better.top_comm_phase else "communication"
+        overlap = better.overlap_s or 0.0
+        hidden = (f", {_pct(overlap / better.comm_s)} of it hidden behind computation"
+                  if overlap > 0 and better.comm_s else "")
+        out.append(_sentence(f"{what} is {_pct(comm_share)} of {b}'s run{hidden}"))
+    return (*out, _sentence(bandwidth)) if bandwidth else tuple(out)
+
+
+def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None) -> str:
+    """reasons() as one line of sentences."""
+    return " ".join(reasons(better, worse, separated))
 
 
 _TOPICS = {"runner-up": "the runner-up", "indistinguishable": "a layout inside the noise", "worst": "the worst"}

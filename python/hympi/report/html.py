@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
 
-from hympi.report.analysis import AppGroup, LayoutStats, best_stream_bandwidth, recommend
+from hympi.report.analysis import MEMORY_LEVEL, AppGroup, LayoutStats, best_stream_bandwidth, recommend
 from hympi.report.blades import BladesView, blades_section
 from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, checkpoint_io_view
 from hympi.report.datalayout import BASELINE, DataLayoutView, needs_numa
@@ -137,6 +137,11 @@ def _share(part: float | None, whole: float | None) -> str:
     return f"{part:.4g} ({100 * part / whole:.0f} %)" if whole else f"{part:.4g}"
 
 
+def _level(b: Breakdown) -> str:
+    """' (L2)' after a STREAM rate measured at a cache level, '' from memory."""
+    return f" ({b.bound_level.upper()})" if b.bound_level and b.bound_level != MEMORY_LEVEL else ""
+
+
 def _breakdown_table(breakdowns: tuple[Breakdown, ...]) -> str:
     """Per layout: the timed region split into its terms, bandwidth share of STREAM and efficiencies."""
     head = _head("layout", "bind", "timed runs", "time s", "comp s", "comm s", "overlap s", "other s",
@@ -149,12 +154,14 @@ def _breakdown_table(breakdowns: tuple[Breakdown, ...]) -> str:
                     f"<td>{_share(b.comp_s, b.time_s)}</td><td>{_share(b.comm_s, b.time_s)}</td>"
                     f"<td>{_share(b.overlap_s, b.time_s)}</td><td>{_share(b.other_s, b.time_s)}</td>"
                     f"<td>{_share(b.imbalance_loss_s, b.time_s)}</td><td>{_num(b.kernel_gbs)}</td>"
-                    f"<td>{_num(b.stream_gbs)}</td><td>{'n/a' if share is None else format(share, '.2f')}</td>"
+                    f"<td>{_num(b.stream_gbs)}{_level(b)}</td>"
+                    f"<td>{'n/a' if share is None else format(share, '.2f')}</td>"
                     f"<td>{_num(b.thread_efficiency, '.2f')}</td><td>{_num(b.parallel_efficiency, '.2f')}</td></tr>")
     caption = ("where the timed region goes (medians over the timed repeats; warm-ups excluded): overlap = "
                "communication hidden behind computation, other = time outside the recorded phases, imbalance loss "
                "= time the average rank waits for the slowest one's computation (part of comm or other); bandwidth "
-               "share = kernel GB/s over STREAM triad of the same layout; thread eff. = rate / (threads x rate of "
+               "share = kernel GB/s over STREAM triad of the same layout at the level the kernel's working set per "
+               "thread fits (memory unless named); thread eff. = rate / (threads x rate of "
                "R x 1); parallel eff. = rate / (cores x rate of 1x1)")
     mixed = [b.label for b in breakdowns if not b.consistent]
     note = (f"<div class='note'>{escape(', '.join(mixed))}: computation or communication exceeds the timed region, "

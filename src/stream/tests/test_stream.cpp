@@ -1,9 +1,12 @@
-// STREAM's verifier fails a perturbed array, and a real run passes it at every rank count.
+// STREAM's verifier fails a perturbed array, a real run passes it at every rank count, and --level sizes the
+// arrays from hwloc's cache levels.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "hympi/core/error.hpp"
@@ -82,4 +85,54 @@ TEST(Stream, RunVerifiesAndCountsItsTraffic) {
   EXPECT_LE(r.triad_mean_gbs, r.triad_gbs * (1 + 1e-12));
   EXPECT_GT(r.local_triad_s, 0.0);
   EXPECT_LE(r.local_triad_s, r.triad_total_s * (1 + 1e-12));  // this rank's time within the slowest's
+}
+
+// --level l1|l2|l3: a thread's share of the cache level as hwloc reports it, and arrays holding half of it.
+TEST(StreamLevel, BytesPerPuAreTheLevelsShareOfEachPu) {
+  // Two cores of two PUs each (a synthetic count is per parent object): two L1 and L2 caches, one L3.
+  const auto topo = Topology::from_synthetic(
+      "pack:1 l3:1(size=8388608) l2:2(size=1048576) l1d:1(size=32768) core:1 pu:2");
+  const auto caches = topo.caches();
+  EXPECT_EQ(cache_bytes_per_pu(caches, topo.pus(), StreamLevel::l1), 2u * 32768 / 4);
+  EXPECT_EQ(cache_bytes_per_pu(caches, topo.pus(), StreamLevel::l2), 2u * 1048576 / 4);
+  EXPECT_EQ(cache_bytes_per_pu(caches, topo.pus(), StreamLevel::l3), 8388608u / 4);
+  EXPECT_THROW((void)cache_bytes_per_pu(caches, topo.pus(), StreamLevel::memory), InvalidArgument);
+  EXPECT_THROW((void)cache_bytes_per_pu(caches, 0, StreamLevel::l1), InvalidArgument);
+  const auto no_l3 = Topology::from_synthetic("pack:1 l2:2(size=1048576) core:2 pu:1");
+  try {
+    (void)cache_bytes_per_pu(no_l3.caches(), no_l3.pus(), StreamLevel::l3);
+    FAIL() << "a level hwloc does not report was sized";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("no L3 cache"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)parse_stream_level("l4"), InvalidArgument);
+  EXPECT_EQ(parse_stream_level("l2"), StreamLevel::l2);
+}
+
+TEST(StreamLevel, EachThreadsThreeArraysHoldHalfItsShare) {
+  // 16 KiB per PU: half of it is 8 KiB, 341 doubles in each of the three arrays (341 x 24 B = 8184 B).
+  EXPECT_EQ(stream_elements_for_cache(16384, 1), 341u);
+  EXPECT_EQ(stream_elements_for_cache(16384, 3), 3u * 341);
+  for (const std::uint64_t bytes : {std::uint64_t{24}, std::uint64_t{1} << 20, std::uint64_t{3} << 22}) {
+    const double per_thread = 3.0 * 8 * static_cast<double>(stream_elements_for_cache(bytes, 4)) / 4;
+    EXPECT_LE(per_thread, 0.5 * static_cast<double>(bytes) + 24) << bytes;  // at least one element per thread
+    EXPECT_GT(per_thread, 0.5 * static_cast<double>(bytes) - 24) << bytes;
+  }
+  EXPECT_EQ(stream_elements_for_cache(8, 2), 2u);  // too small a share: one element per thread still
+}
+
+TEST(StreamLevel, RepeatedKernelsInOneTimingVerifyAndCountEveryRepetition) {
+  EXPECT_EQ(stream_inner_for(1 << 30), 1);  // arrays larger than a timing's bytes: one repetition
+  EXPECT_EQ(stream_inner_for(1024), static_cast<int>(std::ceil(kStreamInnerBytes / (24.0 * 1024))));
+  int ranks = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  StreamOptions o;
+  o.elements = 700;  // an L1-sized array
+  o.repeats = 4;
+  o.inner = 37;
+  const StreamResult r = run_stream(MPI_COMM_WORLD, o);
+  EXPECT_TRUE(r.verified);  // each kernel repeated leaves the arrays as one pass does
+  EXPECT_EQ(r.inner, 37);
+  EXPECT_DOUBLE_EQ(r.triad_bytes, 24.0 * 700 * 37 * ranks * (o.repeats - 1));
+  EXPECT_NEAR(r.triad_gbs, 1e-9 * 24.0 * 700 * 37 * ranks / r.triad_time_s, 1e-9 * r.triad_gbs);
 }
