@@ -473,23 +473,28 @@ Fn fortran_pmpi(const char* name) {
 // ---- C bindings -------------------------------------------------------------------------------
 extern "C" {
 
-#define HYMPI_SEND_C(NAME)                                                                            \
-  int MPI_##NAME(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm) {     \
-    const InMpi in_mpi;                                                                                 \
-    record_send(dest, comm, static_cast<std::uint64_t>(count), type);                                   \
-    return PMPI_##NAME(buf, count, type, dest, tag, comm);                                              \
+// A C wrapper: inside MPI for the timing, RECORD (a statement on the arguments, (void)0 for none), then the
+// library's PMPI_<NAME> with the arguments untouched.
+#define HYMPI_WRAP_C(NAME, PARAMS, ARGS, RECORD) \
+  int MPI_##NAME PARAMS {                        \
+    const InMpi in_mpi;                          \
+    RECORD;                                      \
+    return PMPI_##NAME ARGS;                     \
   }
+
+#define HYMPI_SEND_C(NAME)                                                                                    \
+  HYMPI_WRAP_C(NAME, (const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm),         \
+               (buf, count, type, dest, tag, comm), record_send(dest, comm, static_cast<std::uint64_t>(count), type))
 HYMPI_SEND_C(Send)
 HYMPI_SEND_C(Bsend)
 HYMPI_SEND_C(Ssend)
 HYMPI_SEND_C(Rsend)
 
-#define HYMPI_ISEND_C(NAME)                                                                                      \
-  int MPI_##NAME(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req) { \
-    const InMpi in_mpi;                                                                                               \
-    record_send(dest, comm, static_cast<std::uint64_t>(count), type);                                              \
-    return PMPI_##NAME(buf, count, type, dest, tag, comm, req);                                                    \
-  }
+#define HYMPI_ISEND_C(NAME)                                                                                   \
+  HYMPI_WRAP_C(NAME,                                                                                          \
+               (const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request* req), \
+               (buf, count, type, dest, tag, comm, req),                                                       \
+               record_send(dest, comm, static_cast<std::uint64_t>(count), type))
 HYMPI_ISEND_C(Isend)
 HYMPI_ISEND_C(Ibsend)
 HYMPI_ISEND_C(Issend)
@@ -507,56 +512,25 @@ HYMPI_SEND_INIT_C(Bsend_init)
 HYMPI_SEND_INIT_C(Ssend_init)
 HYMPI_SEND_INIT_C(Rsend_init)
 
-int MPI_Start(MPI_Request* request) {
-  const InMpi in_mpi;
-  record_start(*request);
-  return PMPI_Start(request);
-}
-
-int MPI_Startall(int count, MPI_Request requests[]) {
-  const InMpi in_mpi;
-  for (int i = 0; i < count; ++i) record_start(requests[i]);
-  return PMPI_Startall(count, requests);
-}
-
-int MPI_Request_free(MPI_Request* request) {
-  const InMpi in_mpi;
-  forget_request(*request);
-  return PMPI_Request_free(request);
-}
-
-int MPI_Comm_free(MPI_Comm* comm) {
-  const InMpi in_mpi;
-  forget_comm(*comm);
-  return PMPI_Comm_free(comm);
-}
-
-int MPI_Comm_disconnect(MPI_Comm* comm) {
-  const InMpi in_mpi;
-  forget_comm(*comm);
-  return PMPI_Comm_disconnect(comm);
-}
-
-int MPI_Sendrecv(const void* sbuf, int scount, MPI_Datatype stype, int dest, int stag, void* rbuf, int rcount,
-                 MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Status* status) {
-  const InMpi in_mpi;
-  record_send(dest, comm, static_cast<std::uint64_t>(scount), stype);
-  return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status);
-}
-
-int MPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int stag, int source, int rtag,
-                         MPI_Comm comm, MPI_Status* status) {
-  const InMpi in_mpi;
-  record_send(dest, comm, static_cast<std::uint64_t>(count), type);
-  return PMPI_Sendrecv_replace(buf, count, type, dest, stag, source, rtag, comm, status);
-}
+HYMPI_WRAP_C(Start, (MPI_Request* request), (request), record_start(*request))
+HYMPI_WRAP_C(Startall, (int count, MPI_Request requests[]), (count, requests),
+             for (int i = 0; i < count; ++i) record_start(requests[i]))
+HYMPI_WRAP_C(Request_free, (MPI_Request* request), (request), forget_request(*request))
+HYMPI_WRAP_C(Comm_free, (MPI_Comm* comm), (comm), forget_comm(*comm))
+HYMPI_WRAP_C(Comm_disconnect, (MPI_Comm* comm), (comm), forget_comm(*comm))
+HYMPI_WRAP_C(Sendrecv,
+             (const void* sbuf, int scount, MPI_Datatype stype, int dest, int stag, void* rbuf, int rcount,
+              MPI_Datatype rtype, int source, int rtag, MPI_Comm comm, MPI_Status* status),
+             (sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status),
+             record_send(dest, comm, static_cast<std::uint64_t>(scount), stype))
+HYMPI_WRAP_C(Sendrecv_replace,
+             (void* buf, int count, MPI_Datatype type, int dest, int stag, int source, int rtag, MPI_Comm comm,
+              MPI_Status* status),
+             (buf, count, type, dest, stag, source, rtag, comm, status),
+             record_send(dest, comm, static_cast<std::uint64_t>(count), type))
 
 // Receives, completions and probes: no traffic of their own to record, only their time.
-#define HYMPI_TIMED_C(NAME, PARAMS, ARGS) \
-  int MPI_##NAME PARAMS {                 \
-    const InMpi in_mpi;                   \
-    return PMPI_##NAME ARGS;              \
-  }
+#define HYMPI_TIMED_C(NAME, PARAMS, ARGS) HYMPI_WRAP_C(NAME, PARAMS, ARGS, (void)0)
 HYMPI_TIMED_C(Recv, (void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status* status),
               (buf, count, type, source, tag, comm, status))
 HYMPI_TIMED_C(Irecv, (void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request* req),
@@ -719,32 +693,36 @@ int MPI_Finalize() {
 // ranks and communicators are converted (f2c) to record the message.
 using F = MPI_Fint;
 
-#define HYMPI_SEND_F(lower)                                                                             \
-  void mpi_##lower##_(void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* ierr) {                 \
-    const InMpi in_mpi;                                                                                  \
-    using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*);                                                  \
-    static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                               \
-    record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), MPI_Type_f2c(*type));    \
-    next(buf, count, type, dest, tag, comm, ierr);                                                       \
+// A Fortran wrapper: inside MPI for the timing, RECORD (a statement on the arguments, (void)0 for none), then the
+// library's pmpi_<lower>_ with the arguments untouched.
+#define HYMPI_WRAP_F(lower, PARAMS, ARGS, RECORD)                               \
+  void mpi_##lower##_ PARAMS {                                                  \
+    const InMpi in_mpi;                                                         \
+    static const auto next = fortran_pmpi<void(*) PARAMS>("pmpi_" #lower "_"); \
+    RECORD;                                                                     \
+    next ARGS;                                                                  \
   }
+// What a send records: `count` elements of `type` to `dest` in `comm`.
+#define HYMPI_RECORD_SEND_F(count, type) \
+  record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), MPI_Type_f2c(*type))
+
+#define HYMPI_SEND_F(lower)                                                                                  \
+  HYMPI_WRAP_F(lower, (void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* ierr),                       \
+               (buf, count, type, dest, tag, comm, ierr), HYMPI_RECORD_SEND_F(count, type))
 HYMPI_SEND_F(send)
 HYMPI_SEND_F(bsend)
 HYMPI_SEND_F(ssend)
 HYMPI_SEND_F(rsend)
 
-#define HYMPI_ISEND_F(lower)                                                                            \
-  void mpi_##lower##_(void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* req, F* ierr) {         \
-    const InMpi in_mpi;                                                                                  \
-    using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*, F*);                                              \
-    static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                               \
-    record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), MPI_Type_f2c(*type));    \
-    next(buf, count, type, dest, tag, comm, req, ierr);                                                  \
-  }
+#define HYMPI_ISEND_F(lower)                                                                                 \
+  HYMPI_WRAP_F(lower, (void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* req, F* ierr),              \
+               (buf, count, type, dest, tag, comm, req, ierr), HYMPI_RECORD_SEND_F(count, type))
 HYMPI_ISEND_F(isend)
 HYMPI_ISEND_F(ibsend)
 HYMPI_ISEND_F(issend)
 HYMPI_ISEND_F(irsend)
 
+// A persistent send is recorded only once the library has made its request (the request's handle is its key).
 #define HYMPI_SEND_INIT_F(lower)                                                                          \
   void mpi_##lower##_(void* buf, F* count, F* type, F* dest, F* tag, F* comm, F* req, F* ierr) {           \
     const InMpi in_mpi;                                                                                    \
@@ -760,63 +738,22 @@ HYMPI_SEND_INIT_F(bsend_init)
 HYMPI_SEND_INIT_F(ssend_init)
 HYMPI_SEND_INIT_F(rsend_init)
 
-void mpi_start_(F* req, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_start_");
-  record_start(MPI_Request_f2c(*req));
-  next(req, ierr);
-}
-
-void mpi_startall_(F* count, F* reqs, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(F*, F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_startall_");
-  for (F i = 0; i < *count; ++i) record_start(MPI_Request_f2c(reqs[i]));
-  next(count, reqs, ierr);
-}
-
-void mpi_request_free_(F* req, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_request_free_");
-  forget_request(MPI_Request_f2c(*req));
-  next(req, ierr);
-}
-
-void mpi_comm_free_(F* comm, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_comm_free_");
-  forget_comm(MPI_Comm_f2c(*comm));
-  next(comm, ierr);
-}
-
-void mpi_sendrecv_(void* sbuf, F* scount, F* stype, F* dest, F* stag, void* rbuf, F* rcount, F* rtype, F* source,
-                   F* rtag, F* comm, F* status, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(void*, F*, F*, F*, F*, void*, F*, F*, F*, F*, F*, F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_sendrecv_");
-  record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*scount), MPI_Type_f2c(*stype));
-  next(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status, ierr);
-}
-
-void mpi_sendrecv_replace_(void* buf, F* count, F* type, F* dest, F* stag, F* source, F* rtag, F* comm, F* status,
-                           F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(void*, F*, F*, F*, F*, F*, F*, F*, F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_sendrecv_replace_");
-  record_send(*dest, MPI_Comm_f2c(*comm), static_cast<std::uint64_t>(*count), MPI_Type_f2c(*type));
-  next(buf, count, type, dest, stag, source, rtag, comm, status, ierr);
-}
+HYMPI_WRAP_F(start, (F* req, F* ierr), (req, ierr), record_start(MPI_Request_f2c(*req)))
+HYMPI_WRAP_F(startall, (F* count, F* reqs, F* ierr), (count, reqs, ierr),
+             for (F i = 0; i < *count; ++i) record_start(MPI_Request_f2c(reqs[i])))
+HYMPI_WRAP_F(request_free, (F* req, F* ierr), (req, ierr), forget_request(MPI_Request_f2c(*req)))
+HYMPI_WRAP_F(comm_free, (F* comm, F* ierr), (comm, ierr), forget_comm(MPI_Comm_f2c(*comm)))
+HYMPI_WRAP_F(sendrecv,
+             (void* sbuf, F* scount, F* stype, F* dest, F* stag, void* rbuf, F* rcount, F* rtype, F* source, F* rtag,
+              F* comm, F* status, F* ierr),
+             (sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, source, rtag, comm, status, ierr),
+             HYMPI_RECORD_SEND_F(scount, stype))
+HYMPI_WRAP_F(sendrecv_replace,
+             (void* buf, F* count, F* type, F* dest, F* stag, F* source, F* rtag, F* comm, F* status, F* ierr),
+             (buf, count, type, dest, stag, source, rtag, comm, status, ierr), HYMPI_RECORD_SEND_F(count, type))
 
 // Receives, completions and probes, forwarded untouched: only their time counts.
-#define HYMPI_TIMED_F(lower, PARAMS, ARGS)                                      \
-  void mpi_##lower##_ PARAMS {                                                  \
-    const InMpi in_mpi;                                                         \
-    static const auto next = fortran_pmpi<void(*) PARAMS>("pmpi_" #lower "_"); \
-    next ARGS;                                                                  \
-  }
+#define HYMPI_TIMED_F(lower, PARAMS, ARGS) HYMPI_WRAP_F(lower, PARAMS, ARGS, (void)0)
 HYMPI_TIMED_F(recv, (void* buf, F* count, F* type, F* source, F* tag, F* comm, F* status, F* ierr),
               (buf, count, type, source, tag, comm, status, ierr))
 HYMPI_TIMED_F(irecv, (void* buf, F* count, F* type, F* source, F* tag, F* comm, F* req, F* ierr),
@@ -850,91 +787,44 @@ void mpi_init_thread_(F* required, F* provided, F* ierr) {
 
 // Fortran collectives: counted with the send-buffer size their arguments declare (Fortran's
 // MPI_IN_PLACE is a common-block address we cannot recognise portably, so it is not special-cased).
-void mpi_barrier_(F* comm, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_barrier_");
-  record_collective(kBarrier, 0);
-  next(comm, ierr);
-}
+// `count`: how many `type` elements this rank contributes.
+#define HYMPI_RECORD_COLLECTIVE_F(which, type, count) \
+  record_collective(which, type_bytes(MPI_Type_f2c(*type), static_cast<std::uint64_t>(count)))
 
-void mpi_bcast_(void* buf, F* count, F* type, F* root, F* comm, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(void*, F*, F*, F*, F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_bcast_");
-  const bool is_root = comm_rank(MPI_Comm_f2c(*comm)) == *root;
-  record_collective(kBcast, is_root ? type_bytes(MPI_Type_f2c(*type), static_cast<std::uint64_t>(*count)) : 0);
-  next(buf, count, type, root, comm, ierr);
-}
+HYMPI_WRAP_F(barrier, (F* comm, F* ierr), (comm, ierr), record_collective(kBarrier, 0))
+HYMPI_WRAP_F(bcast, (void* buf, F* count, F* type, F* root, F* comm, F* ierr), (buf, count, type, root, comm, ierr),
+             HYMPI_RECORD_COLLECTIVE_F(kBcast, type, comm_rank(MPI_Comm_f2c(*comm)) == *root ? *count : 0))
+HYMPI_WRAP_F(reduce, (void* sbuf, void* rbuf, F* count, F* type, F* op, F* root, F* comm, F* ierr),
+             (sbuf, rbuf, count, type, op, root, comm, ierr), HYMPI_RECORD_COLLECTIVE_F(kReduce, type, *count))
 
-void mpi_reduce_(void* sbuf, void* rbuf, F* count, F* type, F* op, F* root, F* comm, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(void*, void*, F*, F*, F*, F*, F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_reduce_");
-  record_collective(kReduce, type_bytes(MPI_Type_f2c(*type), static_cast<std::uint64_t>(*count)));
-  next(sbuf, rbuf, count, type, op, root, comm, ierr);
-}
-
-#define HYMPI_REDUCE_ALL_F(lower, which)                                                                   \
-  void mpi_##lower##_(void* sbuf, void* rbuf, F* count, F* type, F* op, F* comm, F* ierr) {                 \
-    const InMpi in_mpi;                                                                                     \
-    using Fn = void (*)(void*, void*, F*, F*, F*, F*, F*);                                                  \
-    static Fn next = fortran_pmpi<Fn>("pmpi_" #lower "_");                                                  \
-    record_collective(which, type_bytes(MPI_Type_f2c(*type), static_cast<std::uint64_t>(*count)));          \
-    next(sbuf, rbuf, count, type, op, comm, ierr);                                                          \
-  }
+#define HYMPI_REDUCE_ALL_F(lower, which)                                                          \
+  HYMPI_WRAP_F(lower, (void* sbuf, void* rbuf, F* count, F* type, F* op, F* comm, F* ierr),        \
+               (sbuf, rbuf, count, type, op, comm, ierr), HYMPI_RECORD_COLLECTIVE_F(which, type, *count))
 HYMPI_REDUCE_ALL_F(allreduce, kAllreduce)
 HYMPI_REDUCE_ALL_F(scan, kScan)
 HYMPI_REDUCE_ALL_F(exscan, kExscan)
 
-void mpi_gather_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* root, F* comm, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_gather_");
-  record_collective(kGather, type_bytes(MPI_Type_f2c(*stype), static_cast<std::uint64_t>(*scount)));
-  next(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr);
-}
-
-void mpi_scatter_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* root, F* comm, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_scatter_");
-  const MPI_Comm c = MPI_Comm_f2c(*comm);
-  const bool is_root = comm_rank(c) == *root;
-  record_collective(kScatter, is_root ? type_bytes(MPI_Type_f2c(*stype),
-                                                   static_cast<std::uint64_t>(*scount) * comm_size(c))
-                                      : 0);
-  next(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr);
-}
-
-void mpi_allgather_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* comm, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_allgather_");
-  record_collective(kAllgather, type_bytes(MPI_Type_f2c(*stype), static_cast<std::uint64_t>(*scount)));
-  next(sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr);
-}
-
-void mpi_alltoall_(void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* comm, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(void*, F*, F*, void*, F*, F*, F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_alltoall_");
-  const std::uint64_t n = static_cast<std::uint64_t>(comm_size(MPI_Comm_f2c(*comm)));
-  record_collective(kAlltoall, type_bytes(MPI_Type_f2c(*stype), static_cast<std::uint64_t>(*scount) * n));
-  next(sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr);
-}
-
-void mpi_alltoallv_(void* sbuf, F* scounts, F* sdispls, F* stype, void* rbuf, F* rcounts, F* rdispls, F* rtype,
-                    F* comm, F* ierr) {
-  const InMpi in_mpi;
-  using Fn = void (*)(void*, F*, F*, F*, void*, F*, F*, F*, F*, F*);
-  static Fn next = fortran_pmpi<Fn>("pmpi_alltoallv_");
-  const int n = comm_size(MPI_Comm_f2c(*comm));
-  std::uint64_t total = 0;
-  for (int i = 0; i < n; ++i) total += static_cast<std::uint64_t>(scounts[i]);
-  record_collective(kAlltoallv, type_bytes(MPI_Type_f2c(*stype), total));
-  next(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, ierr);
-}
+HYMPI_WRAP_F(gather, (void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* root, F* comm, F* ierr),
+             (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr),
+             HYMPI_RECORD_COLLECTIVE_F(kGather, stype, *scount))
+HYMPI_WRAP_F(scatter, (void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* root, F* comm, F* ierr),
+             (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, ierr),
+             HYMPI_RECORD_COLLECTIVE_F(kScatter, stype, comm_rank(MPI_Comm_f2c(*comm)) == *root
+                                                            ? static_cast<std::uint64_t>(*scount) *
+                                                                  static_cast<std::uint64_t>(comm_size(MPI_Comm_f2c(*comm)))
+                                                            : 0))
+HYMPI_WRAP_F(allgather, (void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* comm, F* ierr),
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr),
+             HYMPI_RECORD_COLLECTIVE_F(kAllgather, stype, *scount))
+HYMPI_WRAP_F(alltoall, (void* sbuf, F* scount, F* stype, void* rbuf, F* rcount, F* rtype, F* comm, F* ierr),
+             (sbuf, scount, stype, rbuf, rcount, rtype, comm, ierr),
+             HYMPI_RECORD_COLLECTIVE_F(kAlltoall, stype, static_cast<std::uint64_t>(*scount) *
+                                                             static_cast<std::uint64_t>(comm_size(MPI_Comm_f2c(*comm)))))
+HYMPI_WRAP_F(alltoallv,
+             (void* sbuf, F* scounts, F* sdispls, F* stype, void* rbuf, F* rcounts, F* rdispls, F* rtype, F* comm,
+              F* ierr),
+             (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, ierr),
+             HYMPI_RECORD_COLLECTIVE_F(kAlltoallv, stype, sum_counts(scounts, comm_size(MPI_Comm_f2c(*comm)))))
 
 void mpi_finalize_(F* ierr) {
   using Fn = void (*)(F*);

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "hympi/app/app.hpp"
+#include "hympi/app/overlap_flags.hpp"
 #include "hympi/grid/cart.hpp"
 #include "hympi/rb3d/rb3d.hpp"
 
@@ -21,10 +22,7 @@ class Rb3dApp final : public hympi::AppDefinition {
     cli.add_option("--omega", options_.omega, "relaxation factor (1 = Gauss-Seidel)")->capture_default_str();
     cli.add_option("--residual-every", options_.residual_every, "residual norm interval")->capture_default_str();
     cli.add_option("--tolerance", options_.tolerance, "stop at residual/initial <= this (0: run all iterations)");
-    // A vector, not the std::array itself: CLI11 multiplies an array's size by expected(3).
-    cli.add_option("--dims", dims_, "process grid px py pz (0 = automatic)")->expected(3);
-    cli.add_option("--strategy", strategy_, "halo/sweep overlap: bulk, split or commthread")->capture_default_str();
-    tile_option_ = cli.add_option("--tile", tile_, "cache-block size tx ty tz (default: untiled rows)")->expected(3);
+    overlap_flags_.add_to(cli);
     cli.add_option("--verify", verify_, "reference: residuals equal a one-rank solve bit for bit; "
                                         "exact: error equals the scheme's discretisation error; none")
         ->check(CLI::IsMember(std::vector<std::string>(std::begin(hympi::kRb3dVerifyModes),
@@ -66,15 +64,9 @@ class Rb3dApp final : public hympi::AppDefinition {
     const bool verified = hympi::verify_rb3d(ctx.env.world(), o, res, verify_);
     const std::string& how = verify_;
     const double gflops = res.flops / res.time_s * 1e-9;
-    nlohmann::json model = nullptr;
-    if (o.overlap.strategy == hympi::OverlapStrategy::bulk && ctx.env.threads() >= 2) {
-      // Per colour sweep (exchange + sweep), so runs of different lengths compare.
-      const double s = res.sweeps;
-      model = hympi::model_comm_thread({res.sweep_times.wall_s / s, res.sweep_times.comm_s / s,
-                                        res.sweep_times.comp_s / s},
-                                       ctx.env.threads())
-                  .to_json();
-    }
+    // Per colour sweep (exchange + sweep).
+    const hympi::OverlapTimes per_sweep = res.sweep_times.per(res.sweeps);
+    const nlohmann::json model = hympi::comm_thread_prediction(o.overlap, per_sweep, ctx.env.threads());
     if (root) {
       std::cout << std::setprecision(6) << "rb3d " << n_ << "^3 on " << res.dims[0] << "x" << res.dims[1] << "x"
                 << res.dims[2] << " ranks x " << ctx.env.threads() << " threads, omega " << o.omega << "\n"
@@ -82,10 +74,7 @@ class Rb3dApp final : public hympi::AppDefinition {
                 << "  residual " << res.residuals.front() << " -> " << res.residuals.back() << "\n"
                 << "  sweeps (" << hympi::to_string(o.overlap.strategy) << "): t_comm " << res.sweep_times.comm_s
                 << " s, t_comp " << res.sweep_times.comp_s << " s, elapsed " << res.sweep_times.wall_s << " s\n";
-      if (!model.is_null())
-        std::cout << "  Kaiser-Baden model: C = " << model["C"].get<double>() << ", P = " << ctx.env.threads()
-                  << ": commthread predicted " << model["predicted_s"].get<double>() << " s per sweep (bulk "
-                  << res.sweep_times.wall_s / res.sweeps << " s)\n";
+      hympi::print_comm_thread_prediction(std::cout, model, per_sweep, "sweep");
       std::cout << "  max error " << res.max_error << " (discretisation error " << res.discretisation_error << ")\n"
                 << "  verification (" << how << "): " << (verified ? "PASSED" : (how == "none" ? "SKIPPED" : "FAILED"))
                 << std::endl;
@@ -112,7 +101,7 @@ class Rb3dApp final : public hympi::AppDefinition {
                  {"strategy", hympi::to_string(o.overlap.strategy)},
                  {"tile", o.overlap.to_json()["tile"]},
                  {"sweeps", res.sweeps},
-                 {"sweep_per_s", res.sweep_times.wall_s / res.sweeps},
+                 {"sweep_per_s", per_sweep.wall_s},
                  {"t_comm_s", res.sweep_times.comm_s},
                  {"t_comp_s", res.sweep_times.comp_s},
                  {"commthread_model", model},
@@ -126,17 +115,13 @@ class Rb3dApp final : public hympi::AppDefinition {
   hympi::Rb3dOptions options() const {
     auto o = options_;
     o.global = {n_, n_, n_};
-    o.overlap.strategy = hympi::parse_overlap_strategy(strategy_);
-    if (tile_option_ != nullptr && tile_option_->count() > 0) o.overlap.tile = {tile_[0], tile_[1], tile_[2]};
-    if (!dims_.empty()) o.dims = {dims_[0], dims_[1], dims_[2]};
+    o.overlap = overlap_flags_.overlap();
+    overlap_flags_.apply_dims(o.dims);
     return o;
   }
 
   long n_ = 64;
-  std::string strategy_ = "bulk";
-  std::vector<long> tile_;
-  std::vector<int> dims_;
-  CLI::Option* tile_option_ = nullptr;
+  hympi::OverlapFlags overlap_flags_;
   hympi::Rb3dOptions options_;
   std::string verify_ = "reference";
 };

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "hympi/app/app.hpp"
+#include "hympi/app/overlap_flags.hpp"
 #include "hympi/spmv3d/spmv3d.hpp"
 #include "hympi/spmv3d/verify.hpp"
 
@@ -26,12 +27,9 @@ class Spmv3dApp final : public hympi::AppDefinition {
     cli.add_option("--per-rank", per_rank_, "grid points per rank nx ny nz (global = this x process grid)")
         ->expected(3)
         ->excludes(global);
-    // A vector, not the std::array itself: CLI11 multiplies an array's size by expected(3).
-    cli.add_option("--dims", dims_, "process grid px py pz (0 = automatic)")->expected(3);
+    overlap_flags_.add_to(cli);
     cli.add_option("--ghost", options_.ghost, "ghost width (the stencil needs 1)")->capture_default_str();
     cli.add_option("--operator", operator_, "stencil (matrix-free) or csr (assembled)")->capture_default_str();
-    cli.add_option("--strategy", strategy_, "overlap: bulk, split or commthread")->capture_default_str();
-    tile_option_ = cli.add_option("--tile", tile_, "cache-block size tx ty tz (default: untiled rows)")->expected(3);
     cli.add_option("--streaming-stores", streaming_,
                    "stencil writes y bypassing the caches: auto (when y exceeds 32 MiB per rank), on, off")
         ->capture_default_str();
@@ -124,13 +122,8 @@ class Spmv3dApp final : public hympi::AppDefinition {
     const double gflops = res.spmv_flops / res.spmv_time_s * 1e-9;
     const double cg_gflops = cg && res.cg_timed_iterations > 0 ? res.cg_flops / res.cg_time_s * 1e-9 : 0.0;
     const int threads = ctx.env.threads();
-    nlohmann::json model = nullptr;
-    if (o.overlap.strategy == hympi::OverlapStrategy::bulk && threads >= 2) {
-      // Per SpMV, so runs with different --reps compare.
-      hympi::OverlapTimes per{res.spmv_times.wall_s / res.spmv_reps, res.spmv_times.comm_s / res.spmv_reps,
-                              res.spmv_times.comp_s / res.spmv_reps};
-      model = hympi::model_comm_thread(per, threads).to_json();
-    }
+    const hympi::OverlapTimes per_product = res.spmv_times.per(res.spmv_reps);
+    const nlohmann::json model = hympi::comm_thread_prediction(o.overlap, per_product, threads);
     const std::string grid =
         std::to_string(res.global[0]) + "x" + std::to_string(res.global[1]) + "x" + std::to_string(res.global[2]);
     if (root) {
@@ -148,10 +141,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
                   << (res.cg_converged ? "" : " (not converged)")
                   << ", residual " << res.cg_residuals.front() << " -> " << res.cg_residuals.back() << ", error "
                   << res.cg_max_error << ", " << res.cg_time_s << " s, " << cg_gflops << " GFLOP/s\n";
-      if (!model.is_null())
-        std::cout << "  Kaiser-Baden model: C = " << model["C"].get<double>() << ", P = " << threads
-                  << ": commthread predicted " << model["predicted_s"].get<double>() << " s per SpMV (bulk "
-                  << res.spmv_times.wall_s / res.spmv_reps << " s)\n";
+      hympi::print_comm_thread_prediction(std::cout, model, per_product, "SpMV");
       std::cout << "  verification (" << verify_ << "): "
                 << (verify_ == "none" ? "SKIPPED" : (verified ? "PASSED" : "FAILED")) << std::endl;
     }
@@ -209,21 +199,18 @@ class Spmv3dApp final : public hympi::AppDefinition {
     if (!per_rank_.empty()) o.per_rank = {per_rank_[0], per_rank_[1], per_rank_[2]};
     o.op = hympi::parse_spmv_operator(operator_);
     o.streaming_stores = hympi::parse_streaming_stores(streaming_);
-    o.overlap.strategy = hympi::parse_overlap_strategy(strategy_);
-    if (tile_option_ != nullptr && tile_option_->count() > 0) o.overlap.tile = {tile_[0], tile_[1], tile_[2]};
-    if (!dims_.empty()) o.dims = {dims_[0], dims_[1], dims_[2]};
+    o.overlap = overlap_flags_.overlap();
+    overlap_flags_.apply_dims(o.dims);
     return o;
   }
 
   hympi::Spmv3dOptions options_;
   mutable std::array<long, 3> resolved_global_{};  ///< set by validate() for problem_size()
-  std::vector<long> global_, per_rank_, tile_;
-  std::vector<int> dims_;
+  std::vector<long> global_, per_rank_;
   std::string operator_ = "stencil";
-  std::string strategy_ = "bulk";
+  hympi::OverlapFlags overlap_flags_;
   std::string streaming_ = "auto";
   std::string verify_ = "reference";
-  CLI::Option* tile_option_ = nullptr;
 };
 
 }  // namespace

@@ -14,33 +14,25 @@ namespace hympi {
 
 // ---- Bitmap ----------------------------------------------------------------------------------
 Bitmap::Bitmap() : set_(hwloc_bitmap_alloc()) {
-  if (set_ == nullptr) throw std::bad_alloc();
+  if (!set_) throw std::bad_alloc();
 }
 Bitmap::Bitmap(hwloc_const_bitmap_t set) : set_(hwloc_bitmap_dup(set)) {
-  if (set_ == nullptr) throw std::bad_alloc();
+  if (!set_) throw std::bad_alloc();
 }
-Bitmap::Bitmap(const Bitmap& other) : Bitmap(static_cast<hwloc_const_bitmap_t>(other.set_)) {}
+Bitmap::Bitmap(const Bitmap& other) : Bitmap(static_cast<hwloc_const_bitmap_t>(other.get())) {}
 Bitmap& Bitmap::operator=(const Bitmap& other) {
-  if (this != &other) hwloc_bitmap_copy(set_, other.set_);
+  if (this != &other) *this = Bitmap(other);
   return *this;
 }
-Bitmap::Bitmap(Bitmap&& other) noexcept : set_(std::exchange(other.set_, nullptr)) {}
-Bitmap& Bitmap::operator=(Bitmap&& other) noexcept {
-  std::swap(set_, other.set_);
-  return *this;
-}
-Bitmap::~Bitmap() {
-  if (set_ != nullptr) hwloc_bitmap_free(set_);
-}
-int Bitmap::weight() const { return hwloc_bitmap_weight(set_); }
-bool Bitmap::contains(unsigned index) const { return hwloc_bitmap_isset(set_, index) != 0; }
-bool Bitmap::includes(const Bitmap& other) const { return hwloc_bitmap_isincluded(other.set_, set_) != 0; }
-bool Bitmap::intersects(const Bitmap& other) const { return hwloc_bitmap_intersects(set_, other.set_) != 0; }
-bool Bitmap::operator==(const Bitmap& other) const { return hwloc_bitmap_isequal(set_, other.set_) != 0; }
-void Bitmap::add(const Bitmap& other) { hwloc_bitmap_or(set_, set_, other.set_); }
+int Bitmap::weight() const { return hwloc_bitmap_weight(get()); }
+bool Bitmap::contains(unsigned index) const { return hwloc_bitmap_isset(get(), index) != 0; }
+bool Bitmap::includes(const Bitmap& other) const { return hwloc_bitmap_isincluded(other.get(), get()) != 0; }
+bool Bitmap::intersects(const Bitmap& other) const { return hwloc_bitmap_intersects(get(), other.get()) != 0; }
+bool Bitmap::operator==(const Bitmap& other) const { return hwloc_bitmap_isequal(get(), other.get()) != 0; }
+void Bitmap::add(const Bitmap& other) { hwloc_bitmap_or(get(), get(), other.get()); }
 std::string Bitmap::to_list() const {
   char* text = nullptr;
-  if (hwloc_bitmap_list_asprintf(&text, set_) < 0) throw std::bad_alloc();
+  if (hwloc_bitmap_list_asprintf(&text, get()) < 0) throw std::bad_alloc();
   std::string out(text);
   std::free(text);
   return out;
@@ -48,19 +40,19 @@ std::string Bitmap::to_list() const {
 
 // ---- Topology --------------------------------------------------------------------------------
 namespace {
-hwloc_topology_t init_topology() {
+Topology::Handle init_topology() {
   hwloc_topology_t topo = nullptr;
   if (hwloc_topology_init(&topo) < 0)
     throw TopologyError(std::string("hwloc_topology_init failed: ") + std::strerror(errno));
+  Topology::Handle owned(topo);
   // Caches are filtered out by default for some types; keep them all, we report them.
   hwloc_topology_set_cache_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);
-  return topo;
+  return owned;
 }
 
-hwloc_topology_t finish_load(hwloc_topology_t topo, const std::string& what) {
-  if (hwloc_topology_load(topo) < 0) {
+Topology::Handle finish_load(Topology::Handle topo, const std::string& what) {
+  if (hwloc_topology_load(topo.get()) < 0) {
     const int err = errno;
-    hwloc_topology_destroy(topo);
     throw TopologyError("cannot load topology from " + what + ": " + std::strerror(err));
   }
   return topo;
@@ -70,33 +62,29 @@ hwloc_topology_t finish_load(hwloc_topology_t topo, const std::string& what) {
 Topology Topology::this_machine() { return Topology(finish_load(init_topology(), "this machine")); }
 
 Topology Topology::from_xml_file(const std::string& path) {
-  hwloc_topology_t topo = init_topology();
-  if (hwloc_topology_set_xml(topo, path.c_str()) < 0) {
+  Handle topo = init_topology();
+  if (hwloc_topology_set_xml(topo.get(), path.c_str()) < 0) {
     const int err = errno;
-    hwloc_topology_destroy(topo);
     throw TopologyError("cannot read hwloc XML '" + path + "': " + std::strerror(err));
   }
-  return Topology(finish_load(topo, "XML '" + path + "'"));
+  return Topology(finish_load(std::move(topo), "XML '" + path + "'"));
 }
 
 Topology Topology::from_xml_text(const std::string& xml) {
-  hwloc_topology_t topo = init_topology();
+  Handle topo = init_topology();
   // hwloc wants the length including the terminating NUL, as hwloc_topology_export_xmlbuffer reports it.
-  if (hwloc_topology_set_xmlbuffer(topo, xml.c_str(), static_cast<int>(xml.size() + 1)) < 0) {
+  if (hwloc_topology_set_xmlbuffer(topo.get(), xml.c_str(), static_cast<int>(xml.size() + 1)) < 0) {
     const int err = errno;
-    hwloc_topology_destroy(topo);
     throw TopologyError(std::string("cannot read hwloc XML text: ") + std::strerror(err));
   }
-  return Topology(finish_load(topo, "XML text"));
+  return Topology(finish_load(std::move(topo), "XML text"));
 }
 
 Topology Topology::from_synthetic(const std::string& description) {
-  hwloc_topology_t topo = init_topology();
-  if (hwloc_topology_set_synthetic(topo, description.c_str()) < 0) {
-    hwloc_topology_destroy(topo);
+  Handle topo = init_topology();
+  if (hwloc_topology_set_synthetic(topo.get(), description.c_str()) < 0)
     throw TopologyError("invalid synthetic topology '" + description + "'");
-  }
-  return Topology(finish_load(topo, "synthetic '" + description + "'"));
+  return Topology(finish_load(std::move(topo), "synthetic '" + description + "'"));
 }
 
 Topology Topology::from_spec(const std::string& spec) {
@@ -106,16 +94,7 @@ Topology Topology::from_spec(const std::string& spec) {
   return from_xml_file(spec);
 }
 
-Topology::Topology(Topology&& other) noexcept : topo_(std::exchange(other.topo_, nullptr)) {}
-Topology& Topology::operator=(Topology&& other) noexcept {
-  std::swap(topo_, other.topo_);
-  return *this;
-}
-Topology::~Topology() {
-  if (topo_ != nullptr) hwloc_topology_destroy(topo_);
-}
-
-bool Topology::is_this_system() const { return hwloc_topology_is_thissystem(topo_) != 0; }
+bool Topology::is_this_system() const { return hwloc_topology_is_thissystem(get()) != 0; }
 
 namespace {
 int count_or_one(hwloc_topology_t topo, hwloc_obj_type_t type) {
@@ -124,19 +103,19 @@ int count_or_one(hwloc_topology_t topo, hwloc_obj_type_t type) {
 }
 }  // namespace
 
-int Topology::packages() const { return count_or_one(topo_, HWLOC_OBJ_PACKAGE); }
-int Topology::numa_nodes() const { return count_or_one(topo_, HWLOC_OBJ_NUMANODE); }
-int Topology::cores() const { return count_or_one(topo_, HWLOC_OBJ_CORE); }
-int Topology::pus() const { return count_or_one(topo_, HWLOC_OBJ_PU); }
+int Topology::packages() const { return count_or_one(get(), HWLOC_OBJ_PACKAGE); }
+int Topology::numa_nodes() const { return count_or_one(get(), HWLOC_OBJ_NUMANODE); }
+int Topology::cores() const { return count_or_one(get(), HWLOC_OBJ_CORE); }
+int Topology::pus() const { return count_or_one(get(), HWLOC_OBJ_PU); }
 
 std::vector<CacheInfo> Topology::caches() const {
   std::map<int, CacheInfo> by_level;
   const hwloc_obj_type_t types[] = {HWLOC_OBJ_L1CACHE, HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L3CACHE,
                                     HWLOC_OBJ_L4CACHE, HWLOC_OBJ_L5CACHE};
   for (hwloc_obj_type_t type : types) {
-    const int n = hwloc_get_nbobjs_by_type(topo_, type);
+    const int n = hwloc_get_nbobjs_by_type(get(), type);
     for (int i = 0; i < n; ++i) {
-      hwloc_obj_t obj = hwloc_get_obj_by_type(topo_, type, static_cast<unsigned>(i));
+      hwloc_obj_t obj = hwloc_get_obj_by_type(get(), type, static_cast<unsigned>(i));
       if (obj->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION) continue;
       CacheInfo& info = by_level[static_cast<int>(obj->attr->cache.depth)];
       info.level = static_cast<int>(obj->attr->cache.depth);
@@ -156,33 +135,33 @@ std::uint64_t Topology::last_level_cache_bytes() const {
 }
 
 Bitmap Topology::set_of(hwloc_obj_type_t type, int index, const char* what) const {
-  const int n = hwloc_get_nbobjs_by_type(topo_, type);
+  const int n = hwloc_get_nbobjs_by_type(get(), type);
   if (n == 0 && index == 0) return machine_set();
   if (index < 0 || index >= n)
     throw InvalidArgument(std::string(what) + " index " + std::to_string(index) + " out of range 0.." +
                           std::to_string(n - 1));
-  return Bitmap(hwloc_get_obj_by_type(topo_, type, static_cast<unsigned>(index))->cpuset);
+  return Bitmap(hwloc_get_obj_by_type(get(), type, static_cast<unsigned>(index))->cpuset);
 }
 
 Bitmap Topology::core_set(int index) const { return set_of(HWLOC_OBJ_CORE, index, "core"); }
 Bitmap Topology::numa_set(int index) const { return set_of(HWLOC_OBJ_NUMANODE, index, "NUMA node"); }
 Bitmap Topology::package_set(int index) const { return set_of(HWLOC_OBJ_PACKAGE, index, "package"); }
-Bitmap Topology::machine_set() const { return Bitmap(hwloc_topology_get_topology_cpuset(topo_)); }
-Bitmap Topology::machine_nodeset() const { return Bitmap(hwloc_topology_get_topology_nodeset(topo_)); }
+Bitmap Topology::machine_set() const { return Bitmap(hwloc_topology_get_topology_cpuset(get())); }
+Bitmap Topology::machine_nodeset() const { return Bitmap(hwloc_topology_get_topology_nodeset(get())); }
 
 int Topology::l3_caches() const {
   // L3 objects may be instruction caches on exotic machines; only data/unified ones hold an array.
   int n = 0;
-  for (hwloc_obj_t obj = hwloc_get_next_obj_by_type(topo_, HWLOC_OBJ_L3CACHE, nullptr); obj != nullptr;
-       obj = hwloc_get_next_obj_by_type(topo_, HWLOC_OBJ_L3CACHE, obj))
+  for (hwloc_obj_t obj = hwloc_get_next_obj_by_type(get(), HWLOC_OBJ_L3CACHE, nullptr); obj != nullptr;
+       obj = hwloc_get_next_obj_by_type(get(), HWLOC_OBJ_L3CACHE, obj))
     if (obj->attr->cache.type != HWLOC_OBJ_CACHE_INSTRUCTION) ++n;
   return n;
 }
 
 Bitmap Topology::l3_set(int index) const {
   int seen = 0;
-  for (hwloc_obj_t obj = hwloc_get_next_obj_by_type(topo_, HWLOC_OBJ_L3CACHE, nullptr); obj != nullptr;
-       obj = hwloc_get_next_obj_by_type(topo_, HWLOC_OBJ_L3CACHE, obj)) {
+  for (hwloc_obj_t obj = hwloc_get_next_obj_by_type(get(), HWLOC_OBJ_L3CACHE, nullptr); obj != nullptr;
+       obj = hwloc_get_next_obj_by_type(get(), HWLOC_OBJ_L3CACHE, obj)) {
     if (obj->attr->cache.type == HWLOC_OBJ_CACHE_INSTRUCTION) continue;
     if (seen++ == index) return Bitmap(obj->cpuset);
   }
@@ -190,39 +169,39 @@ Bitmap Topology::l3_set(int index) const {
 }
 
 Bitmap Topology::numa_nodeset(int index) const {
-  const int n = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE);
+  const int n = hwloc_get_nbobjs_by_type(get(), HWLOC_OBJ_NUMANODE);
   if (index < 0 || index >= n)
     throw InvalidArgument("NUMA node index " + std::to_string(index) + " out of range 0.." + std::to_string(n - 1));
-  return Bitmap(hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(index))->nodeset);
+  return Bitmap(hwloc_get_obj_by_type(get(), HWLOC_OBJ_NUMANODE, static_cast<unsigned>(index))->nodeset);
 }
 
 Bitmap Topology::nodeset_of(const Bitmap& cpuset) const {
   Bitmap out;
-  hwloc_cpuset_to_nodeset(topo_, cpuset.get(), out.get());
+  hwloc_cpuset_to_nodeset(get(), cpuset.get(), out.get());
   return out;
 }
 
 int Topology::package_of_core(int index) const {
-  hwloc_obj_t core = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_CORE, static_cast<unsigned>(index));
+  hwloc_obj_t core = hwloc_get_obj_by_type(get(), HWLOC_OBJ_CORE, static_cast<unsigned>(index));
   if (core == nullptr) throw InvalidArgument("core index " + std::to_string(index) + " out of range");
-  hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, core);
+  hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(get(), HWLOC_OBJ_PACKAGE, core);
   return pkg != nullptr ? static_cast<int>(pkg->logical_index) : 0;
 }
 
 PuLocation Topology::locate_pu(unsigned os_index) const {
-  hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo_, os_index);
+  hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(get(), os_index);
   if (pu == nullptr) throw TopologyError("no PU with OS index " + std::to_string(os_index));
   PuLocation loc;
   loc.pu_os = static_cast<int>(os_index);
   loc.pu = static_cast<int>(pu->logical_index);
-  hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(topo_, HWLOC_OBJ_CORE, pu);
+  hwloc_obj_t core = hwloc_get_ancestor_obj_by_type(get(), HWLOC_OBJ_CORE, pu);
   loc.core = core != nullptr ? static_cast<int>(core->logical_index) : loc.pu;
-  hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(topo_, HWLOC_OBJ_PACKAGE, pu);
+  hwloc_obj_t pkg = hwloc_get_ancestor_obj_by_type(get(), HWLOC_OBJ_PACKAGE, pu);
   loc.package = pkg != nullptr ? static_cast<int>(pkg->logical_index) : 0;
   loc.numa = 0;
-  const int numas = hwloc_get_nbobjs_by_type(topo_, HWLOC_OBJ_NUMANODE);
+  const int numas = hwloc_get_nbobjs_by_type(get(), HWLOC_OBJ_NUMANODE);
   for (int i = 0; i < numas; ++i) {
-    hwloc_obj_t numa = hwloc_get_obj_by_type(topo_, HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
+    hwloc_obj_t numa = hwloc_get_obj_by_type(get(), HWLOC_OBJ_NUMANODE, static_cast<unsigned>(i));
     if (hwloc_bitmap_isset(numa->cpuset, os_index)) {
       loc.numa = i;
       break;
@@ -235,7 +214,7 @@ nlohmann::json Topology::summary() const {
   nlohmann::json caches_json = nlohmann::json::array();
   for (const CacheInfo& c : caches())
     caches_json.push_back({{"level", c.level}, {"size_bytes", c.size_bytes}, {"count", c.count}});
-  hwloc_obj_t root = hwloc_get_root_obj(topo_);
+  hwloc_obj_t root = hwloc_get_root_obj(get());
   const char* arch = hwloc_obj_get_info_by_name(root, "Architecture");
   return {{"packages", packages()},
           {"numa_nodes", numa_nodes()},
@@ -264,10 +243,10 @@ std::string Topology::hash() const {
 std::string Topology::to_xml() const {
   char* buffer = nullptr;
   int length = 0;
-  if (hwloc_topology_export_xmlbuffer(topo_, &buffer, &length, 0) < 0)
+  if (hwloc_topology_export_xmlbuffer(get(), &buffer, &length, 0) < 0)
     throw TopologyError(std::string("cannot export topology as XML: ") + std::strerror(errno));
   // hwloc allocated the buffer and must free it, also when the copy below throws.
-  const auto release = [topo = topo_](char* p) { hwloc_free_xmlbuffer(topo, p); };
+  const auto release = [topo = get()](char* p) { hwloc_free_xmlbuffer(topo, p); };
   const std::unique_ptr<char, decltype(release)> owned(buffer, release);
   return std::string(owned.get(), static_cast<std::size_t>(length > 0 ? length - 1 : 0));
 }

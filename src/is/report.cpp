@@ -1,6 +1,7 @@
 // NPB's IS printout: the banner, failed verifications, and c_print_results' block.
 #include <cstdio>
 
+#include "hympi/core/results_block.hpp"
 #include "hympi/is/is.hpp"
 
 namespace hympi::is {
@@ -37,23 +38,11 @@ void print_report(std::ostream& os, const IsClass& c, const IsSeries& series, in
   }
   print_repetitions(os, series.runs.size(), series.all_verified, min_time_s);
   os << "\n\n IS Benchmark Completed\n";
-  std::snprintf(line, sizeof line, " Class           =                        %s\n", c.name.c_str());
-  os << line;
-  std::snprintf(line, sizeof line, " Size            =             %12lld\n", static_cast<long long>(c.total_keys()));
-  os << line;
-  std::snprintf(line, sizeof line, " Iterations      =             %12d\n", r.iterations);
-  os << line;
-  std::snprintf(line, sizeof line, " Time in seconds =             %12.2f\n", r.seconds);
-  os << line;
-  std::snprintf(line, sizeof line, " Total processes =             %12d\n", nranks);
-  os << line;
-  std::snprintf(line, sizeof line, " Mop/s total     =             %12.2f\n", r.mops);
-  os << line;
-  std::snprintf(line, sizeof line, " Mop/s/process   =             %12.2f\n", r.mops / nranks);
-  os << line;
-  os << " Operation type  =              keys ranked\n";
-  os << (series.all_verified ? " Verification    =               SUCCESSFUL\n"
-                             : " Verification    =             UNSUCCESSFUL\n");
+  print_result_class(os, c.name);
+  print_result_line(os, "Size", result_count(c.total_keys()));
+  print_result_totals(os, {.iterations = r.iterations, .seconds = r.seconds, .mops = r.mops, .operation = "keys ranked"},
+                      nranks);
+  print_result_verdict(os, series.all_verified ? "SUCCESSFUL" : "UNSUCCESSFUL");
   os << std::flush;
 }
 

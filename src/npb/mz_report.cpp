@@ -2,8 +2,9 @@
 
 #include <cctype>
 #include <cstdio>
-#include <iomanip>
 #include <string>
+
+#include "hympi/core/results_block.hpp"
 
 namespace hympi::npb {
 
@@ -39,34 +40,18 @@ void print_report(std::ostream& os, const ClassParams& p, const MzResult& r, int
   char line[200];
   r.verification.print(os, p);
   os << "\n\n " << upper << " Benchmark Completed.\n";
-  std::snprintf(line, sizeof line, " Class           =                        %s\n", p.problem_class.c_str());
-  os << line;
-  std::snprintf(line, sizeof line, " Size            =             %5d x%5d x%4d\n", p.geometry.gx_size,
-                p.geometry.gy_size, p.geometry.gz_size);
-  os << line;
-  std::snprintf(line, sizeof line, " Zones           =                   %5d x%5d\n", p.geometry.x_zones,
-                p.geometry.y_zones);
-  os << line;
-  std::snprintf(line, sizeof line, " Iterations      =             %12d\n", r.niter);
-  os << line;
-  std::snprintf(line, sizeof line, " Time in seconds =             %12.2f\n", r.seconds);
-  os << line;
-  std::snprintf(line, sizeof line, " Total processes =             %12d\n", nranks);
-  os << line;
-  std::snprintf(line, sizeof line, " Total threads   =             %12d\n", total_threads);
-  os << line;
-  std::snprintf(line, sizeof line, " Mop/s total     =             %12.2f\n", r.mops);
-  os << line;
-  std::snprintf(line, sizeof line, " Mop/s/process   =             %12.2f\n", r.mops / nranks);
-  os << line;
-  std::snprintf(line, sizeof line, " Mop/s/thread    =             %12.2f\n", r.mops / total_threads);
-  os << line;
-  os << " Operation type  =           floating point\n";
+  print_result_class(os, p.problem_class);
+  std::snprintf(line, sizeof line, "             %5d x%5d x%4d", p.geometry.gx_size, p.geometry.gy_size,
+                p.geometry.gz_size);
+  print_result_line(os, "Size", line);
+  std::snprintf(line, sizeof line, "                   %5d x%5d", p.geometry.x_zones, p.geometry.y_zones);
+  print_result_line(os, "Zones", line);
+  print_result_totals(os, {.iterations = r.niter, .seconds = r.seconds, .mops = r.mops, .operation = "floating point"},
+                      nranks, total_threads);
   if (!r.verification.reference_available) {
-    os << " Verification    =               UNVERIFIED (no reference for this class)\n";
+    print_result_verdict(os, "UNVERIFIED", "(no reference for this class)");
   } else {
-    os << " Verification    =             " << std::setw(12) << (r.verification.passed ? "SUCCESSFUL" : "UNSUCCESSFUL")
-       << "\n";
+    print_result_verdict(os, r.verification.passed ? "SUCCESSFUL" : "UNSUCCESSFUL");
   }
   os << std::flush;
 }

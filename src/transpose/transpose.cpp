@@ -288,22 +288,26 @@ void Transpose::backward(std::span<const double> pencils, std::span<double> plan
   ++times_.count;
 }
 
+namespace {
+/// Calls `step` with a value of the type the wire carries, so that one call picks forward<float> or forward<double>.
+template <class Step>
+void on_the_wire(WirePrecision wire, const Step& step) {
+  if (wire == WirePrecision::single_precision) {
+    step(float{});
+  } else {
+    step(double{});
+  }
+}
+}  // namespace
+
 void Transpose::planes_to_pencils(std::span<const double> planes, std::span<double> pencils) {
   check_sizes(planes.size(), pencils.size(), "planes_to_pencils");
-  if (options_.wire == WirePrecision::single_precision) {
-    forward<float>(planes, pencils);
-  } else {
-    forward<double>(planes, pencils);
-  }
+  on_the_wire(options_.wire, [&]<class T>(T) { forward<T>(planes, pencils); });
 }
 
 void Transpose::pencils_to_planes(std::span<const double> pencils, std::span<double> planes) {
   check_sizes(planes.size(), pencils.size(), "pencils_to_planes");
-  if (options_.wire == WirePrecision::single_precision) {
-    backward<float>(pencils, planes);
-  } else {
-    backward<double>(pencils, planes);
-  }
+  on_the_wire(options_.wire, [&]<class T>(T) { backward<T>(pencils, planes); });
 }
 
 }  // namespace hympi::transpose

@@ -5,7 +5,10 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "hympi/core/owned.hpp"
 
 namespace hympi {
 
@@ -18,11 +21,11 @@ class Bitmap {
   explicit Bitmap(hwloc_const_bitmap_t set);
   Bitmap(const Bitmap& other);
   Bitmap& operator=(const Bitmap& other);
-  Bitmap(Bitmap&& other) noexcept;
-  Bitmap& operator=(Bitmap&& other) noexcept;
-  ~Bitmap();
+  Bitmap(Bitmap&& other) noexcept = default;
+  Bitmap& operator=(Bitmap&& other) noexcept = default;
+  ~Bitmap() = default;
 
-  [[nodiscard]] hwloc_bitmap_t get() const noexcept { return set_; }
+  [[nodiscard]] hwloc_bitmap_t get() const noexcept { return set_.get(); }
   /// Number of indexes set.
   [[nodiscard]] int weight() const;
   [[nodiscard]] bool contains(unsigned index) const;
@@ -35,7 +38,7 @@ class Bitmap {
   [[nodiscard]] std::string to_list() const;
 
  private:
-  hwloc_bitmap_t set_;
+  Owned<hwloc_bitmap_t, hwloc_bitmap_free> set_;
 };
 
 /// Size and count of one cache level.
@@ -59,6 +62,9 @@ struct PuLocation {
 /// Throws TopologyError when hwloc cannot load or parse the source.
 class Topology {
  public:
+  /// An hwloc topology that is destroyed with its owner.
+  using Handle = Owned<hwloc_topology_t, hwloc_topology_destroy>;
+
   /// The machine this process runs on.
   static Topology this_machine();
   /// A topology recorded with `lstopo file.xml`.
@@ -70,13 +76,7 @@ class Topology {
   /// A topology from hwloc XML text (what to_xml() returns, e.g. received from another node).
   static Topology from_xml_text(const std::string& xml);
 
-  Topology(const Topology&) = delete;
-  Topology& operator=(const Topology&) = delete;
-  Topology(Topology&& other) noexcept;
-  Topology& operator=(Topology&& other) noexcept;
-  ~Topology();
-
-  [[nodiscard]] hwloc_topology_t get() const noexcept { return topo_; }
+  [[nodiscard]] hwloc_topology_t get() const noexcept { return topo_.get(); }
   /// True when this topology describes the running machine, so binding can be applied.
   [[nodiscard]] bool is_this_system() const;
   [[nodiscard]] int packages() const;
@@ -117,9 +117,9 @@ class Topology {
   [[nodiscard]] std::string to_xml() const;
 
  private:
-  explicit Topology(hwloc_topology_t topo) noexcept : topo_(topo) {}
+  explicit Topology(Handle topo) noexcept : topo_(std::move(topo)) {}
   [[nodiscard]] Bitmap set_of(hwloc_obj_type_t type, int index, const char* what) const;
-  hwloc_topology_t topo_ = nullptr;
+  Handle topo_;
 };
 
 }  // namespace hympi

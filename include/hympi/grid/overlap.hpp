@@ -92,6 +92,8 @@ struct OverlapTimes {
   double wall_s = 0;  ///< elapsed time of the sweeps
   double comm_s = 0;  ///< packing, starting, waiting and unpacking (by the thread doing MPI)
   double comp_s = 0;  ///< kernel time (overlapped with comm_s under split/comm_thread)
+  /// Each time divided by `steps` (sweeps, products): runs of different lengths compare per step.
+  [[nodiscard]] OverlapTimes per(double steps) const { return {wall_s / steps, comm_s / steps, comp_s / steps}; }
   /// Accumulates another sweep's times.
   OverlapTimes& operator+=(const OverlapTimes& o) {
     wall_s += o.wall_s;

@@ -29,7 +29,7 @@ struct Rb3dOptions {
   int residual_every = 10;   ///< residual norm every this many iterations (and after the last)
   double tolerance = 0.0;    ///< stop early once residual/initial residual <= tolerance (0: never)
   std::array<int, 3> dims{0, 0, 0};  ///< process grid, 0 = chosen automatically
-  OverlapOptions overlap;            ///< halo/sweep overlap strategy and cache blocking
+  OverlapOptions overlap{};          ///< halo/sweep overlap strategy and cache blocking
   /// Throws InvalidArgument naming the first bad value (sizes, iterations, min time, omega, strategy for
   /// `threads` OpenMP threads, ...).
   void validate(int ranks, int threads) const;

@@ -38,7 +38,7 @@ struct Spmv3dOptions {
   std::array<int, 3> dims{0, 0, 0};       ///< process grid, 0 = chosen automatically
   int ghost = 1;                          ///< ghost width (the stencil needs 1; wider is allowed)
   SpmvOperator op = SpmvOperator::stencil;
-  OverlapOptions overlap;
+  OverlapOptions overlap{};
   int spmv_reps = 20;           ///< timed y = A x products; the least with min_time_s
   double min_time_s = 0.0;      ///< positive: more products until they have lasted this many seconds
   int cg_iterations = 500;      ///< CG iteration limit; 0 skips the solve

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <iterator>
 #include <string>
@@ -110,6 +111,18 @@ long data_offset(const std::string& path, const std::string& name) {
 }
 
 const std::array<long, 3> kGlobal{7, 5, 6};
+
+/// Writes an rb3d checkpoint at `path` whose dataset "u" is the test field and whose header has `step` and
+/// `state`, lets `more` write further datasets, and commits it unless `commit` is false (as when an exception
+/// abandons it). Collective.
+void write_checkpoint(const std::string& path, long step, const nlohmann::json& state, bool commit = true,
+                      const std::function<void(File&)>& more = {}) {
+  const Grid3D<double> field = filled(split_along(kGlobal, 2), 1);
+  CheckpointWriter writer(MPI_COMM_WORLD, path, H5Options{}, {"rb3d", kGlobal, step, 0.0, "1x1", state});
+  writer.file().write("u", Block3::of(field, kGlobal), field.data());
+  if (more) more(writer.file());
+  if (commit) writer.commit();
+}
 
 }  // namespace
 
@@ -252,15 +265,9 @@ TEST(H5, CheckpointAppearsOnlyWhenCommitted) {
   const Scratch scratch;
   const test::World world;
   const std::string path = scratch.file("run.h5");
-  const Grid3D<double> field = filled(split_along(kGlobal, 2), 1);
   const nlohmann::json size = kGlobal;
-  auto write = [&](long step, bool commit) {
-    CheckpointWriter writer(MPI_COMM_WORLD, path, H5Options{}, {"rb3d", size, step, 0.0, "1x1", {{"k", step}}});
-    writer.file().write("u", Block3::of(field, kGlobal), field.data());
-    if (commit) writer.commit();
-  };
-  write(10, true);
-  write(20, false);  // abandoned, as by an exception: the temporary goes, the committed file stays
+  write_checkpoint(path, 10, {{"k", 10}});
+  write_checkpoint(path, 20, {{"k", 20}}, false);  // abandoned: the temporary goes, the committed file stays
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_FALSE(fs::exists(path + ".tmp"));
   {
@@ -326,14 +333,8 @@ TEST(H5, ChangedHeaderIsRefusedByTheReaderAndTheSerialCheck) {
   const Scratch scratch;
   const test::World world;
   const std::string path = scratch.file("header.h5");
-  const Grid3D<double> field = filled(split_along(kGlobal, 2), 1);
   const nlohmann::json size = kGlobal;
-  const nlohmann::json state = {{"residuals", {1.5, 0.75}}};
-  {
-    CheckpointWriter writer(MPI_COMM_WORLD, path, H5Options{}, {"rb3d", size, 10, 0.0, "1x1", state});
-    writer.file().write("u", Block3::of(field, kGlobal), field.data());
-    writer.commit();
-  }
+  write_checkpoint(path, 10, {{"residuals", {1.5, 0.75}}});
   MPI_Barrier(MPI_COMM_WORLD);
   long checked_step = -1;
   const HeaderCheck check = [&](const std::string&, const CheckpointHeader& h) { checked_step = h.step; };
@@ -382,14 +383,10 @@ TEST(H5, SerialCheckFindsAFlippedDataByte) {
   const Scratch scratch;
   const test::World world;
   const std::string path = scratch.file("serial.h5");
-  const Grid3D<double> field = filled(split_along(kGlobal, 2), 1);
   const nlohmann::json size = kGlobal;
-  {
-    CheckpointWriter writer(MPI_COMM_WORLD, path, H5Options{}, {"rb3d", size, 10, 0.0, "1x1", {}});
-    writer.file().write("u", Block3::of(field, kGlobal), field.data());
-    writer.file().write_vector("v", 5, world.rank == 0 ? 0 : 5, std::vector<double>(world.rank == 0 ? 5 : 0, 0.5));
-    writer.commit();
-  }
+  write_checkpoint(path, 10, {}, true, [&](File& file) {
+    file.write_vector("v", 5, world.rank == 0 ? 0 : 5, std::vector<double>(world.rank == 0 ? 5 : 0, 0.5));
+  });
   MPI_Barrier(MPI_COMM_WORLD);
   if (world.rank == 0) {
     EXPECT_NO_THROW((void)check_checkpoint_file(path, "rb3d", size, {}));

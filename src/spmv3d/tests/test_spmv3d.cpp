@@ -26,6 +26,27 @@ int world_size() {
 
 using Tile = std::optional<std::array<long, 3>>;
 
+/// The operator of `o` on the world's decomposition, and y = A x for the ids x that spmv3d_count_mismatches checks.
+struct Product {
+  explicit Product(const Spmv3dOptions& o)
+      : cart(MPI_COMM_WORLD, {o.global, {false, false, false}, {0, 0, 0}}),
+        a(cart, o),
+        x(a.make_vector()),
+        y(a.make_vector()) {
+    spmv3d_fill_ids(cart, x);
+    a.apply(x, y);
+  }
+  CartDecomposition cart;
+  Operator27 a;
+  Grid3D<double> x, y;
+};
+
+/// run_spmv3d on `comm` for a check that reads only the result, not the phases.
+Spmv3dResult run(const Spmv3dOptions& o, MPI_Comm comm = MPI_COMM_WORLD) {
+  Metrics unread;
+  return run_spmv3d(comm, o, unread);
+}
+
 }  // namespace
 
 TEST(Spmv3d, NonzeroCountMatchesTheClosedForm) {
@@ -47,18 +68,13 @@ TEST(Spmv3d, ProductIsExactForEveryOperatorStrategyAndTile) {
           o.overlap = {s, t};
           // Streamed stores must give the same product (the tiled runs use them).
           o.streaming_stores = t ? StreamingStores::on : StreamingStores::off;
-          CartDecomposition cart(MPI_COMM_WORLD, {o.global, {false, false, false}, {0, 0, 0}});
-          Operator27 a(cart, o);
-          auto x = a.make_vector();
-          auto y = a.make_vector();
-          spmv3d_fill_ids(cart, x);
-          a.apply(x, y);
-          a.apply(x, y);  // again: nothing of the first product may leak into the second
-          EXPECT_EQ(spmv3d_count_mismatches(cart, y), 0)
+          Product p(o);
+          p.a.apply(p.x, p.y);  // again: nothing of the first product may leak into the second
+          EXPECT_EQ(spmv3d_count_mismatches(p.cart, p.y), 0)
               << to_string(op) << " " << to_string(s) << (t ? " tiled" : "") << " ghost " << ghost;
           if (op == SpmvOperator::csr) {
             // Every rank's stored nonzeros add up to the closed form.
-            double mine = static_cast<double>(a.stored_nonzeros()), all = 0;
+            double mine = static_cast<double>(p.a.stored_nonzeros()), all = 0;
             MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
             EXPECT_EQ(all, spmv3d_nonzeros(o.global));
           }
@@ -68,18 +84,14 @@ TEST(Spmv3d, ProductIsExactForEveryOperatorStrategyAndTile) {
 TEST(Spmv3d, VerifierCatchesOneWrongPoint) {
   Spmv3dOptions o;
   o.global = {9, 8, 7};
-  CartDecomposition cart(MPI_COMM_WORLD, {o.global, {false, false, false}, {0, 0, 0}});
-  Operator27 a(cart, o);
-  auto x = a.make_vector();
-  auto y = a.make_vector();
-  spmv3d_fill_ids(cart, x);
-  a.apply(x, y);
-  ASSERT_EQ(spmv3d_count_mismatches(cart, y), 0);
-  if (cart.rank() == 0) y(0, 0, 0) += 1.0;
-  EXPECT_EQ(spmv3d_count_mismatches(cart, y), 1);
+  Product p(o);
+  const CartDecomposition& cart = p.cart;
+  ASSERT_EQ(spmv3d_count_mismatches(cart, p.y), 0);
+  if (cart.rank() == 0) p.y(0, 0, 0) += 1.0;
+  EXPECT_EQ(spmv3d_count_mismatches(cart, p.y), 1);
   // A ghost left stale (here: never exchanged) must show up as wrong points too.
-  auto z = a.make_vector();
-  auto w = a.make_vector();
+  auto z = p.a.make_vector();
+  auto w = p.a.make_vector();
   spmv3d_fill_ids(cart, z);
   const auto n = z.extent();
   for (long k = 0; k < n[2]; ++k)
@@ -104,8 +116,7 @@ TEST(Spmv3d, VerifierFailsEveryKindOfWrongResult) {
   o.global = {12, 10, 9};
   o.spmv_reps = 1;
   o.op = SpmvOperator::csr;
-  Metrics m;
-  const auto good = run_spmv3d(MPI_COMM_WORLD, o, m);
+  const auto good = run(o);
   ASSERT_TRUE(verify_spmv3d(MPI_COMM_WORLD, o, good, true).passed());
   ASSERT_GT(good.cg_residuals.size(), 4u);
   auto r = good;
@@ -137,11 +148,9 @@ TEST(Spmv3d, CgHistoryEqualsOneRankForEveryStrategyAndTile) {
   base.spmv_reps = 1;
   base.cg_tolerance = 1e-10;
   // The operators round differently (box sum vs entry by entry): one reference each.
-  Metrics scratch;
   auto csr = base;
   csr.op = SpmvOperator::csr;
-  const Spmv3dResult references[2] = {run_spmv3d(MPI_COMM_SELF, base, scratch),
-                                      run_spmv3d(MPI_COMM_SELF, csr, scratch)};
+  const Spmv3dResult references[2] = {run(base, MPI_COMM_SELF), run(csr, MPI_COMM_SELF)};
   for (const auto& reference : references) {
     ASSERT_TRUE(reference.cg_converged);
     ASSERT_GT(reference.cg_iterations, 10);
@@ -183,12 +192,8 @@ TEST(Spmv3d, CgHistoryEqualsOneRankForEveryStrategyAndTile) {
 }
 
 TEST(Spmv3d, PerRankSizeScalesWithTheProcessGrid) {
-  Spmv3dOptions o;
-  o.per_rank = {6, 5, 3};
-  o.spmv_reps = 1;
-  o.cg_iterations = 0;
-  Metrics m;
-  const auto r = run_spmv3d(MPI_COMM_WORLD, o, m);
+  const Spmv3dOptions o{.per_rank = {6, 5, 3}, .spmv_reps = 1, .cg_iterations = 0};
+  const auto r = run(o);
   for (int d = 0; d < 3; ++d) EXPECT_EQ(r.global[d], o.per_rank[d] * r.dims[d]);
   EXPECT_EQ(r.dims[0] * r.dims[1] * r.dims[2], world_size());
   EXPECT_EQ(r.spmv_mismatches, 0);
@@ -198,12 +203,8 @@ TEST(Spmv3d, PerRankSizeScalesWithTheProcessGrid) {
 }
 
 TEST(Spmv3d, MinTimeAddsProductsAndKeepsCgPhasesApart) {
-  Spmv3dOptions o;
-  o.global = {16, 16, 16};
-  o.spmv_reps = 3;
-  o.cg_iterations = 5;
-  Metrics first;
-  const auto exact = run_spmv3d(MPI_COMM_WORLD, o, first);
+  Spmv3dOptions o{.global = {16, 16, 16}, .spmv_reps = 3, .cg_iterations = 5};
+  const auto exact = run(o);
   EXPECT_EQ(exact.spmv_reps, 3);  // without a minimum the count is exact
   // Relative to what 3 products take here: the test machine may be loaded.
   o.min_time_s = 4.0 * exact.spmv_time_s + 0.02;
