@@ -116,7 +116,7 @@ def test_the_probe_records_what_it_cost(tmp_path: Path, tmp_path_factory: pytest
     probe's cost): more than nothing (it ran, every 20 ms; it loaded a topology) and a small share of the process's
     wall time (a sampler spinning instead of sleeping, or sampling far too often, would use a large one whatever
     the load)."""
-    program = hybrid(hybrid_binary(tmp_path_factory), 200_000, 40)
+    program = hybrid(hybrid_binary(tmp_path_factory), 2_000_000, 100)  # long enough for dozens of samples
     for name, value in probe_env(tmp_path):
         monkeypatch.setenv(name, value)
     proc = launch(program, 2, 1, tmp_path)
@@ -124,8 +124,9 @@ def test_the_probe_records_what_it_cost(tmp_path: Path, tmp_path_factory: pytest
     processes = read_probe(tmp_path)
     assert len(processes) == 2
     for process in processes:
+        assert process.wall_s > 0.2, process  # else the bound below says little
         assert 0 < process.sampler_cpu_s < 0.1 * process.wall_s, process
-        assert 0 < process.start_cpu_s < process.probe_cpu_s < 0.2 * process.wall_s, process
+        assert 0 < process.start_cpu_s < 1.0, process  # one PU-only topology load, before MPI_Init
 
 
 @pytest.mark.parametrize(("args", "needle"), [(["--pairs", "1"], "--pairs: 1 gives no interval: at least 2 pairs"),
