@@ -208,7 +208,7 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
     }
   }
   if (!converged && it % options.residual_every != 0) measure_residual(metrics);
-  if (io != nullptr) {
+  if (io != nullptr && !io->options().checkpoint_path.empty()) {
     // The last checkpoint's background write is part of this run's time: waited for here, inside the clock.
     auto t = metrics.time("checkpoint", PhaseKind::other);
     io->finish();

@@ -33,6 +33,7 @@ class Reason(Enum):
     NO_SECOND_NUMA = "no second NUMA domain"
     NO_SMT = "no SMT"
     FEW_CPUS = "fewer CPUs than the test needs"
+    NO_CACHE = "no CPU cache"
     # Parts `make test` installs (scripts/bootstrap-system.sh, .venv) or builds (build/, build-asan/).
     SLURM = "no Slurm"
     MPICH = "no MPICH"
@@ -54,7 +55,7 @@ class Reason(Enum):
         return self in MACHINE
 
 
-HARDWARE = frozenset({Reason.NO_SECOND_NUMA, Reason.NO_SMT, Reason.FEW_CPUS})
+HARDWARE = frozenset({Reason.NO_SECOND_NUMA, Reason.NO_SMT, Reason.FEW_CPUS, Reason.NO_CACHE})
 MACHINE = HARDWARE | {Reason.BUSY}
 
 

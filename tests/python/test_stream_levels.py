@@ -23,7 +23,7 @@ def test_each_cache_level_holds_half_a_threads_share_of_it_in_three_arrays(threa
     summary = machine_summary()
     levels = [(level, size * count // summary.pus) for level, size, count in summary.caches if level <= 3]
     if not levels:
-        pytest.skip("hwloc reports no cache on this machine")
+        skips.skip(skips.Reason.NO_CACHE, "hwloc reports none on this machine")
     for level, share in levels:
         rec = verified_record(run("hympi-stream", 1, threads, "--level", f"l{level}", "--repeats", "3"))
         elements = rec["metrics"]["elements"]
