@@ -144,6 +144,21 @@ def singleton_problem(processes: Sequence[ProbeProcess], ranks: int) -> str | No
     return None
 
 
+def _idle(process: ProbeProcess) -> list[int]:
+    """The numbers of `process`'s threads that used under IDLE_SHARE of its busiest thread's CPU time."""
+    busiest = max((t.cpu_s for t in process.threads), default=0.0)
+    return [t.number for t in process.threads if busiest > 0 and t.cpu_s < IDLE_SHARE * busiest]
+
+
+def working_threads(processes: Sequence[ProbeProcess], threads: int) -> int | None:
+    """The fewest threads any rank computed with (started and not idle), at most `threads`; None without
+    processes. What a layout's cores really did: 1x2 of a program without OpenMP computes on one core."""
+    if not processes:
+        return None
+    # A rank's main thread computes even when the probe recorded none of its threads' CPU time.
+    return min(max(1, min(threads, len(p.threads) - len(_idle(p)))) for p in processes)
+
+
 def idle_threads(processes: Sequence[ProbeProcess], threads: int) -> str | None:
     """The finding about OpenMP threads that did no work, or None: threads that never started, or used under
     IDLE_SHARE of the busiest thread's CPU time in their process."""
@@ -153,10 +168,7 @@ def idle_threads(processes: Sequence[ProbeProcess], threads: int) -> str | None:
     if max(started) < threads:
         return (f"each rank ran {max(started)} of the {threads} threads asked for (OMP_NUM_THREADS={threads}): "
                 "this program does not use OpenMP threads here")
-    idle: dict[int, list[int]] = {}
-    for p in processes:
-        busiest = max(t.cpu_s for t in p.threads)
-        idle[p.rank] = [t.number for t in p.threads if busiest > 0 and t.cpu_s < IDLE_SHARE * busiest]
+    idle = {p.rank: _idle(p) for p in processes}
     if not any(idle.values()):
         return None
     share = f"under {100 * IDLE_SHARE:.0f} % of their rank's busiest thread's CPU time"
@@ -233,7 +245,8 @@ def probe_record(processes: Sequence[ProbeProcess], ranks: int, threads: int) ->
     walls = [p.wall_s for p in processes if p.wall_s > 0]
     share = found.comm_s / max(walls) if found and walls and math.isfinite(found.comm_s) else None
     record["probe"] = {"processes": len(processes), "findings": findings,
-                       "mpi_share": share, "ranks_seen": sorted({p.world_size for p in processes})}
+                       "mpi_share": share, "ranks_seen": sorted({p.world_size for p in processes}),
+                       "working_threads": working_threads(processes, threads)}
     return record
 
 

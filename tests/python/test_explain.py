@@ -115,6 +115,27 @@ def test_thread_and_parallel_efficiency_and_a_computation_reason():
     assert "1x1 computes on 1 of the 2 cores 2x1 uses: 48 % of its time." in text, text
 
 
+def test_threads_the_probe_saw_idle_are_not_counted_as_cores():
+    # A program without OpenMP (the probe saw 1 of 2 threads per rank work): 1x2 computes on one core, not two, and
+    # no thread efficiency is quoted for threads that did nothing.
+    probe = {"working_threads": 1, "findings": ["threads 1 of every rank used under 5 %"]}
+    runs = [_run(2, 1, 1, 18.0, time_s=1.0, comp=0.95, probe={"working_threads": 1}),
+            _run(1, 2, 1, 10.0, time_s=1.8, comp=1.75, probe=probe),
+            _run(1, 1, 1, 10.0, time_s=1.8, comp=1.75)]
+    bds = explain(group_runs(runs, {1: 1})[0])
+    one_of_two = _layout(bds, "1x2")
+    assert one_of_two.working_threads == 1 and one_of_two.computing_cores == 1 and one_of_two.cores == 2
+    assert _layout(bds, "2x1").computing_cores == 2 and _layout(bds, "1x1").working_threads is None
+    text = reason(_layout(bds, "2x1"), one_of_two)
+    assert ("1x2 computes on 1 of its 2 cores (the probe saw 1 of the 2 threads per rank work), 2x1 on 2: "
+            in text), text
+    assert "thread efficiency" not in text
+    # Without the probe's finding the same runs credit 1x2 with both cores.
+    plain = explain(group_runs([_run(2, 1, 1, 18.0, time_s=1.0, comp=0.95),
+                                _run(1, 2, 1, 10.0, time_s=1.8, comp=1.75)], {1: 1})[0])
+    assert "1x2 computes slower with 2 threads per rank" in reason(_layout(plain, "2x1"), _layout(plain, "1x2"))
+
+
 def test_more_cores_that_compute_slower_are_named_with_their_thread_efficiency():
     # A busy machine: 1x2 computes slower on two cores than 1x1 on one, with 1x1 the only one-thread reference.
     runs = [_run(1, 1, 1, 10.0, time_s=1.0, comp=0.99), _run(1, 2, 1, 4.0, time_s=2.5, comp=2.45)]

@@ -22,6 +22,7 @@ from hympi.probe import (
     read_probe,
     shared_pus,
     singleton_problem,
+    working_threads,
 )
 from hympi.store import Store
 from userprograms import hybrid, hybrid_binary, lammps, launch
@@ -36,6 +37,7 @@ def test_a_bound_hybrid_run_shows_its_busy_threads_and_the_mpi_libraries_threads
     assert process.threads[0].bound == frozenset({0}) and process.threads[1].bound == frozenset({1})
     assert min(t.cpu_s for t in process.threads) > 0.5 * max(t.cpu_s for t in process.threads)
     assert idle_threads([process], 2) is None and shared_pus([process]) == []
+    assert working_threads([process], 2) == 2 and probe_record([process], 1, 2)["probe"]["working_threads"] == 2
     assert singleton_problem([process], 1) is None
     places = LayoutSpec(1, 1, 2, "core").placements(load_node_tree("this"))
     assert affinity_problems([process], places) == [] or len(load_node_tree("this").cores) != 2
@@ -46,6 +48,7 @@ def test_lammps_without_openmp_threads_is_told_it_does_not_use_them():
     assert idle_threads(processes, 2) == ("each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2): this "
                                           "program does not use OpenMP threads here")
     assert idle_threads(processes, 1) is None  # one thread asked for, one ran
+    assert working_threads(processes, 2) == 1 and probe_record(processes, 1, 2)["probe"]["working_threads"] == 1
 
 
 def test_two_threads_bound_to_one_pu_fail_the_affinity_check():

@@ -94,6 +94,14 @@ class Breakdown(Layout):
     """The level whose STREAM rate stream_gbs is (l1, l2, l3 or memory), None without STREAM."""
     levels_measured: bool = field(default=False, kw_only=True)
     """Whether STREAM ran at cache levels too, so bound_level was chosen by the working set; else memory's."""
+    working_threads: int | None = field(default=None, kw_only=True)
+    """The fewest threads per rank the probe saw compute in any run (hympi.probe.working_threads), None for runs
+    without the probe (hympi's apps use every thread they are given)."""
+
+    @property
+    def computing_cores(self) -> int:
+        """The cores the layout computed on: ranks x the threads that worked, where the probe saw fewer."""
+        return self.ranks * min(self.threads, self.working_threads or self.threads)
 
     @property
     def consistent(self) -> bool:
@@ -250,6 +258,7 @@ def explain(group: AppGroup, stream: StreamBounds | None = None) -> tuple[Breakd
         one_thread = _rate_of(rates, s.ranks, 1, s.bind, s.membind)
         serial = _rate_of(rates, 1, 1, s.bind, s.membind)
         working_set = median_or_none(r.value("working_set_bytes") for r in runs)
+        working = [w for w in (_probe_working_threads(r) for r in runs) if w is not None]
         bound, level = (stream.bound(s, working_set / s.threads if working_set is not None else None)
                         if stream is not None else (None, None))
         out.append(Breakdown(
@@ -262,8 +271,15 @@ def explain(group: AppGroup, stream: StreamBounds | None = None) -> tuple[Breakd
             thread_efficiency=_efficiency(s.rate_median, one_thread, s.threads) if s.threads > 1 else None,
             parallel_efficiency=_efficiency(s.rate_median, serial, s.cores) if s.cores > 1 else None,
             membind=s.membind, working_set_bytes=working_set, bound_level=level,
-            levels_measured=bool(stream and stream.caches)))
+            levels_measured=bool(stream and stream.caches), working_threads=min(working, default=None)))
     return tuple(out)
+
+
+def _probe_working_threads(run: Run) -> int | None:
+    """The threads per rank the probe saw compute in `run`, None when the probe did not run or did not say."""
+    probe = run.record.get("probe") if run.record else None
+    value = probe.get("working_threads") if isinstance(probe, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def pick_stream(group: AppGroup, groups: Iterable[AppGroup]) -> StreamBounds | None:
@@ -311,13 +327,19 @@ def _causes(better: Breakdown, worse: Breakdown, b: str, w: str) -> dict[str, Ca
     given that share of its time ('45 %')."""
 
     def computation(share: str) -> str:
+        idle = worse.computing_cores < worse.cores
         eff = (f" at a thread efficiency of {worse.thread_efficiency:.2f}"
-               if worse.threads > 1 and worse.thread_efficiency is not None else "")
-        if worse.cores < better.cores:
-            return f"{w} computes on {worse.cores} of the {better.cores} cores {b} uses{eff}: {share} of its time"
-        if worse.cores > better.cores:
-            return (f"{w} computes slower on {_plural(worse.cores, 'core')} than {b} on {better.cores}{eff}: "
-                    f"{share} of its time")
+               if worse.threads > 1 and worse.thread_efficiency is not None and not idle else "")
+        if idle:  # the probe saw threads that did nothing: the layout's cores are not what it computed on
+            return (f"{w} computes on {worse.computing_cores} of its {worse.cores} cores (the probe saw "
+                    f"{worse.computing_cores // worse.ranks} of the {_plural(worse.threads, 'thread')} per rank work), "
+                    f"{b} on {better.computing_cores}: {share} of its time")
+        if worse.cores < better.computing_cores:
+            return (f"{w} computes on {worse.cores} of the {better.computing_cores} cores {b} uses{eff}: {share} of "
+                    "its time")
+        if worse.cores > better.computing_cores:
+            return (f"{w} computes slower on {_plural(worse.cores, 'core')} than {b} on {better.computing_cores}"
+                    f"{eff}: {share} of its time")
         if worse.threads != better.threads:
             return (f"{w} computes slower with {_plural(worse.threads, 'thread')} per rank{eff}: {share} of its "
                     "time")
