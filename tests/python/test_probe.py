@@ -92,6 +92,7 @@ def test_live_probe_of_programs_hympi_did_not_build(tmp_path: Path, tmp_path_fac
     assert run.record is not None and run.record["probe"]["findings"] == [
         "each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2): this program does not use OpenMP threads "
         "here"]
+    assert run.record["probe"]["working_threads"] == 1  # what explain counts as the cores 1x2 computed on
     assert run.value("max_rss_mib") is not None and run.value("comm_s") is not None
     program = hybrid(hybrid_binary(tmp_path_factory), 20000, 10)
     wrong = hympi("run", program.command[0], "--ranks", "2", "--launcher", "mpich", "--", *program.command[1:])
