@@ -85,7 +85,8 @@ void MzApp::validate(const Layout& layout) const {
   }
 }
 
-MemoryEstimate MzApp::memory_estimate(const Layout& layout) const {
+// The partition run() makes.
+std::pair<double, double> MzApp::zone_bytes(const Layout& layout, double doubles) const {
   const ClassParams p = load_class_params(benchmark_, problem_class_, data_file_);
   const ZoneGrid grid(p.geometry);
   ZonePartitionOptions po;
@@ -94,9 +95,6 @@ MemoryEstimate MzApp::memory_estimate(const Layout& layout) const {
   po.balance_threads = balance_threads_;
   po.max_threads = max_threads_;
   const ZonePartition partition(grid, layout.ranks, po);
-  // The arrays of CfdZoneFields (u, rhs, forcing: 5 each; us, vs, ws, qs, rho_i, square; SP also speed) and of
-  // LU's zones (u, rsd, frct: 5 each; qs, rho_i).
-  const double doubles = benchmark_ == Benchmark::bt ? 21 : benchmark_ == Benchmark::sp ? 22 : 17;
   double rank = 0, total = 0;
   for (int r = 0; r < layout.ranks; ++r) {
     double mine = 0;
@@ -105,8 +103,21 @@ MemoryEstimate MzApp::memory_estimate(const Layout& layout) const {
     rank = std::max(rank, mine);
     total += mine;
   }
+  return {rank, total};
+}
+
+MemoryEstimate MzApp::memory_estimate(const Layout& layout) const {
+  // The arrays of CfdZoneFields (u, rhs, forcing: 5 each; us, vs, ws, qs, rho_i, square; SP also speed) and of
+  // LU's zones (u, rsd, frct: 5 each; qs, rho_i).
+  const double doubles = benchmark_ == Benchmark::bt ? 21 : benchmark_ == Benchmark::sp ? 22 : 17;
+  const auto [rank, total] = zone_bytes(layout, doubles);
   return {rank, total,
           "--class " + problem_class_ + " (" + std::to_string(int(doubles)) + " doubles per point of its zones)"};
+}
+
+MemoryEstimate MzApp::checkpoint_staging(const Layout& layout) const {
+  const auto [rank, total] = zone_bytes(layout, 5);
+  return {rank, total, "u, 5 doubles per point"};
 }
 
 void MzApp::check_restart(const std::string& path, const h5::CheckpointHeader& header) const {

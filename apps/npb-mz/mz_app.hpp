@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hympi/npb/data_layout.hpp"
@@ -29,6 +30,8 @@ class MzApp final : public AppDefinition {
   void validate(const Layout& layout) const override;
   /// Each rank's zones (the partition run() makes): BT 21, SP 22, LU 17 doubles per point, x rows padded.
   [[nodiscard]] MemoryEstimate memory_estimate(const Layout& layout) const override;
+  /// u, 5 doubles per point of each rank's zones.
+  [[nodiscard]] MemoryEstimate checkpoint_staging(const Layout& layout) const override;
   /// A checkpoint's time step within this run's (check_mz_checkpoint).
   void check_restart(const std::string& path, const h5::CheckpointHeader& header) const override;
   /// Checkpoints hold each zone's solution; a restart continues the run bit for bit (any layout).
@@ -41,6 +44,9 @@ class MzApp final : public AppDefinition {
   ResultRecord run(AppContext& context) override;
 
  private:
+  /// Bytes of `doubles` per point of each rank's zones on `layout`: the largest rank's and all ranks' together.
+  [[nodiscard]] std::pair<double, double> zone_bytes(const Layout& layout, double doubles) const;
+
   Benchmark benchmark_;
   std::string problem_class_ = "S";
   std::string packing_ = "npb";

@@ -84,6 +84,11 @@ class PencilApp final : public hympi::AppDefinition {
     }
     return {rank, rank * layout.ranks, counted + ")"};
   }
+  /// Each grid's state: one of the 8 arrays memory_estimate() counts (at most its size: planes or pencils).
+  hympi::MemoryEstimate checkpoint_staging(const hympi::Layout& layout) const override {
+    const hympi::MemoryEstimate all = memory_estimate(layout);
+    return {all.rank_bytes / 8, all.total_bytes / 8, "the state, 1 of 8 arrays per point"};
+  }
   /// The time stepper's scalars of the checkpoint, its steps within --steps (pencil::checkpoint_state).
   void check_restart(const std::string& path, const hympi::h5::CheckpointHeader& header) const override {
     (void)pencil::checkpoint_state(path, header, steps_);

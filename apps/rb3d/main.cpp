@@ -47,6 +47,12 @@ class Rb3dApp final : public hympi::AppDefinition {
     }
     return {rank, total, counted + ")"};
   }
+  hympi::MemoryEstimate checkpoint_staging(const hympi::Layout& layout) const override {
+    const auto o = options();
+    const double u = hympi::largest_block_bytes(o.global, hympi::choose_process_grid(layout.ranks, o.global, o.dims),
+                                                0, sizeof(double));  // without halos
+    return {u, u * layout.ranks, "u, 8 B per point"};
+  }
   /// A checkpoint past --iterations would leave nothing to run.
   void check_restart(const std::string& path, const hympi::h5::CheckpointHeader& header) const override {
     if (header.step > options_.iterations)

@@ -77,6 +77,13 @@ class Spmv3dApp final : public hympi::AppDefinition {
     }
     return {rank, total, counted + ")"};
   }
+  /// CG's x, r and p with their ghosts (only CG checkpoints).
+  hympi::MemoryEstimate checkpoint_staging(const hympi::Layout& layout) const override {
+    const auto o = options();
+    const auto [global, dims] = o.resolve(layout.ranks);
+    const double xrp = 3 * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
+    return {xrp, xrp * layout.ranks, "x, r and p, 24 B per point"};
+  }
   /// A checkpoint holds CG iteration step (1 .. --cg-iterations) with its number rr and step + 1 residuals.
   void check_restart(const std::string& path, const hympi::h5::CheckpointHeader& h) const override {
     const auto bad = [&](const std::string& why) { return hympi::h5::BadFile("checkpoint " + path + " " + why); };

@@ -43,6 +43,9 @@ struct FrameOptions {
   std::optional<h5::IoOptions> io;     ///< checkpoints, restart, snapshots: apps whose checkpoints() is true
 };
 
+/// Whether the run writes checkpoints (and so stages them).
+bool checkpointing(const FrameOptions& options) { return options.io && !options.io->checkpoint_path.empty(); }
+
 /// The per-run I/O options of an app that checkpoints, as given on its command line.
 struct IoCommandLine {
   h5::IoOptions io;
@@ -196,7 +199,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
     // outcome (no rank left waiting in a collective), and the lowest failing rank speaks.
     std::string refusal;
     try {
-      validate_layout(app, {env->size(), env->threads()}, env->machine_size());
+      validate_layout(app, {env->size(), env->threads()}, env->machine_size(), checkpointing(options));
     } catch (const InvalidArgument& e) {
       refusal = e.what();
     }
@@ -347,9 +350,14 @@ int ranks_on_this_machine(int ranks) {
   return ranks;
 }
 
-void validate_layout(const AppDefinition& app, const Layout& layout, int ranks_on_node) {
+void validate_layout(const AppDefinition& app, const Layout& layout, int ranks_on_node, bool checkpointing) {
   app.validate(layout);
-  const MemoryEstimate estimate = app.memory_estimate(layout);
+  MemoryEstimate estimate = app.memory_estimate(layout);
+  if (const MemoryEstimate staged = app.checkpoint_staging(layout); checkpointing && staged.rank_bytes > 0) {
+    estimate.rank_bytes += staged.rank_bytes;
+    estimate.total_bytes += staged.total_bytes;
+    estimate.counted += ", and a checkpoint's staged copy of " + staged.counted;
+  }
   if (estimate.rank_bytes <= 0 && estimate.total_bytes <= 0) return;
   const Topology machine = Topology::this_machine();
   check_memory(estimate, layout.ranks, ranks_on_node,
@@ -474,7 +482,7 @@ int run_app(int argc, char** argv, AppDefinition& app) {
       if (validate_ranks < 1)
         throw InvalidArgument("--validate-ranks must be >= 1, got " + std::to_string(validate_ranks));
       validate_layout(app, {validate_ranks, validation_threads(validate_ranks, options.virtual_nodes)},
-                      ranks_on_this_machine(validate_ranks));
+                      ranks_on_this_machine(validate_ranks), checkpointing(options));
       if (options.io && !options.io->restart_path.empty())
         (void)h5::check_checkpoint_file(options.io->restart_path, app.name(), app.problem_size(),
                                         [&app](const std::string& path, const h5::CheckpointHeader& header) {

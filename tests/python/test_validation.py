@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -104,6 +105,22 @@ def test_the_estimate_grows_with_the_layouts_peak_not_only_the_size() -> None:
     args, _ = TOO_BIG["rb3d"]
     assert "--verify reference" in one_line(validate("rb3d", 2, *args))
     assert "--verify reference" not in one_line(validate("rb3d", 2, *args, "--verify", "none"))
+
+
+def test_a_checkpointing_run_counts_its_staged_copy(tmp_path: Path) -> None:
+    # rb3d holds u and f (16 B per point); a checkpoint stages u again (8 B): a size that fits in 0.8 of the
+    # machine's memory without checkpoints needs 1.2 of it with them, refused before anything is written.
+    refusal = one_line(validate("rb3d", 1, *TOO_BIG["rb3d"][0]))
+    found = re.search(r"more than its ([0-9.]+) GiB", refusal)  # hwloc's memory, as the app reads it
+    assert found is not None, refusal
+    memory = float(found.group(1)) * 2**30
+    n = 8 * round((0.8 * memory / 16) ** (1 / 3) / 8)
+    args = ("--size", str(n), "--verify", "none")
+    assert validate("rb3d", 1, *args).returncode == 0
+    ckpt = tmp_path / "c.h5"
+    line = one_line(validate("rb3d", 1, *args, "--checkpoint", str(ckpt), "--checkpoint-every", "10"),
+                    f"--size {n}", "a checkpoint's staged copy of u, 8 B per point", "more than its")
+    assert "needs an estimated" in line and not ckpt.exists()
 
 
 def test_pencil_mpi_int_count_limit_is_checked_before_launch() -> None:

@@ -105,6 +105,13 @@ class AppDefinition {
     (void)layout;
     return {};
   }
+  /// What a checkpoint copies to its staging buffer on `layout` (h5::IoSession keeps it while the background
+  /// writer writes, and for the next checkpoint), counted what it is (e.g. "u, 8 B per point"); the frame adds it
+  /// to memory_estimate() for a run that checkpoints. Empty: the app does not checkpoint.
+  [[nodiscard]] virtual MemoryEstimate checkpoint_staging(const Layout& layout) const {
+    (void)layout;
+    return {};
+  }
   /// What a restart demands of checkpoint `path`'s header beyond the app and size the frame checks (a step
   /// within this run's, the state the app reads); throws h5::BadFile naming `path`. The check before launch
   /// (--validate-ranks with --restart) and the launched run's restart both call it.
@@ -136,9 +143,10 @@ template <class Series>
 }
 
 /// Every check of `app`'s options for `layout` with `ranks_on_node` ranks on this machine: app.validate(), then its
-/// memory_estimate() against this machine's memory (hwloc). The one function --validate-ranks and the launched
-/// run both call, so the two cannot drift; throws InvalidArgument naming the bad value.
-void validate_layout(const AppDefinition& app, const Layout& layout, int ranks_on_node);
+/// memory_estimate() (with its staged checkpoint when `checkpointing`) against this machine's memory (hwloc). The
+/// one function --validate-ranks and the launched run both call, so the two cannot drift; throws InvalidArgument
+/// naming the bad value.
+void validate_layout(const AppDefinition& app, const Layout& layout, int ranks_on_node, bool checkpointing);
 
 /// Parses options, initialises MPI, binds, validates, runs `app` and prints HYMPI_RESULT on
 /// rank 0. Returns the process exit code: 0 ok, 1 runtime failure or failed verification
