@@ -14,8 +14,8 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
   alternately (--recheck-pairs runs each): the exhaustive best is the highest of ~50 noisy medians, so the ratio of
   the stored medians is biased against the pick. The search is also replayed (no launch) on the exhaustive tune's
   medians for --replay-seeds seeds: the same Search object, the measured landscape as its oracle.
-* lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, spmv3d CG
-  48^3, rb3d 32^3 and 64^3 in DIR/lopo.db, then `hympi tune evaluate` (profiles each program once; needs
+* lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, SP-MZ S,
+  spmv3d CG 48^3, rb3d 32^3 and 64^3, the pencil solver at 32^3 and the blade row (its defaults) in DIR/lopo.db, then `hympi tune evaluate` (profiles each program once; needs
   HYMPI_PROFILE_LIB or the profiler next to the apps).
 * report: `hympi report` of both databases into DIR/report-*/ (kept out of the repository), checked for its Tuning
   section.
@@ -76,9 +76,12 @@ class Program:
 GUIDED_PROGRAMS = (Program("is", ("--class", "A"), HERE / "is-48.toml"),
                    Program("lu-mz", ("--class", "W"), HERE / "lu-mz-48.toml"))
 LOPO_SPACE = HERE / "lopo-8.toml"
+# Every hympi app that runs at one and at two ranks, at sizes of a few seconds a run. `hympi tune run` takes hympi's
+# apps only: a program of your own (LAMMPS's lmp) can be swept with --metric, not tuned, so none is here yet.
 LOPO_PROGRAMS = tuple(Program(app, args, LOPO_SPACE) for app, args in (
-    ("is", ("--class", "W")), ("lu-mz", ("--class", "W")), ("bt-mz", ("--class", "S")),
-    ("spmv3d", ("--global", "48", "48", "48")), ("rb3d", ("--size", "32")), ("rb3d", ("--size", "64"))))
+    ("is", ("--class", "W")), ("lu-mz", ("--class", "W")), ("bt-mz", ("--class", "S")), ("sp-mz", ("--class", "S")),
+    ("spmv3d", ("--global", "48", "48", "48")), ("rb3d", ("--size", "32")), ("rb3d", ("--size", "64")),
+    ("pencil", ("--grid", "32", "32", "32")), ("blades", ())))
 
 
 def with_class(programs: tuple[Program, ...], app: str, npb_class: str) -> tuple[Program, ...]:
