@@ -15,8 +15,8 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
   the stored medians is biased against the pick. The search is also replayed (no launch) on the exhaustive tune's
   medians for --replay-seeds seeds: the same Search object, the measured landscape as its oracle.
 * lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, SP-MZ S,
-  spmv3d CG 48^3, rb3d 32^3 and 64^3, the pencil solver at 32^3 and the blade row (its defaults) in DIR/lopo.db, then `hympi tune evaluate` (profiles each program once; needs
-  HYMPI_PROFILE_LIB or the profiler next to the apps).
+  spmv3d CG 48^3, rb3d 32^3 and 64^3, the pencil solver at 32^3 and the blade row (its defaults) in DIR/lopo.db,
+  then `hympi tune evaluate` (profiles each program once; needs HYMPI_PROFILE_LIB or the profiler next to the apps).
 * report: `hympi report` of both databases into DIR/report-*/ (kept out of the repository), checked for its Tuning
   section.
 
