@@ -236,6 +236,26 @@ def test_predict_with_too_few_training_programs_to_check_still_predicts(tmp_path
     assert f"recommended: {predicted} (the prediction)" in proc.stdout
 
 
+def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
+    from hympi.program import program_of
+    from hympi.sweep import program_fields
+    from hympi.tune.programs import profile_spec
+
+    program = program_of(shutil.which("true") or "/bin/true", {})
+    fields = program_fields(program)
+    store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:1])
+    tunedata.add_tune(store, 1, f"{fields['app']} --size 8", "exhaustive", list(tunedata.space().configurations()),
+                      lambda c: 0.0, subject=tuple(sorted(fields.items())))
+    tuned = {t.program: t for t in tuned_programs(store, no_library)}
+    store.close()
+    own = tuned[f"{program.name} --size 8"]
+    assert (own.app, own.command) == (program.name, program.path)
+    assert tuned[tunedata.PROGRAMS[0][0]].command == "is"  # an app is launched by its name
+    # Profiled by its path at the space's default layout (its name is no app: looked up as one, it was refused).
+    launch = profile_spec(own.command, own.app_args, own.space.default, MACHINE)
+    assert (launch.app_binary, launch.app_args, launch.ranks) == (program.path, ("--size", "8"), 4)
+
+
 def test_cli_refuses_too_few_programs_and_unknown_programs(tmp_path, space_file, fake_launcher):
     env, marker = fake_launcher
     db = tmp_path / "few.db"

@@ -172,7 +172,7 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float)
     machine = record_machine(store, summary, launcher_path())
     for tuned in missing:
         print(f"profiling {tuned.program} at {tuned.space.default.label()} ...", file=sys.stderr)
-        launch = profile_spec(tuned.app, tuned.app_args, tuned.space.default, summary)
+        launch = profile_spec(tuned.command, tuned.app_args, tuned.space.default, summary)
         profile_program(store, machine, summary, launch, tuned.app, timeout)
 
 

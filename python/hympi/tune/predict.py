@@ -333,10 +333,12 @@ def program_data(program: str, features: dict[str, float], space: SearchSpace,
 
 @dataclass(frozen=True)
 class TunedProgram:
-    """A program with finished tunes: the tunes, the space of the one that measured most, all it measured."""
+    """A program with finished tunes: the tunes, the space of the one that measured most, all it measured.
+    `command` is what launches it: the app's name, or a program of your own's path (its `app` is the file's name)."""
 
     program: str
     app: str
+    command: str
     app_args: tuple[str, ...]
     tunes: tuple[TuneRecord, ...]
     space: SearchSpace
@@ -359,8 +361,11 @@ def tuned_programs(store: Store, cvars: CvarSource) -> list[TunedProgram]:
         results = {t.id: tune_results(store, t.id) for t in finished[program]}
         widest = max(finished[program], key=lambda t: (len(results[t.id]), t.id))
         args = tuple(str(a) for a in widest.params.get("app_args", []))
-        out.append(TunedProgram(program, widest.app, args, tuple(finished[program]), stored_space(widest, cvars),
-                                tuple(m for t in finished[program] for m in results[t.id])))
+        # A program of your own is tuned with its sweep fields as the tune's subject: its path among them.
+        subject = {str(k): str(v) for k, v in widest.params.get("subject", [])}
+        out.append(TunedProgram(program=program, app=widest.app, command=subject.get("program", widest.app),
+                                app_args=args, tunes=tuple(finished[program]), space=stored_space(widest, cvars),
+                                measured=tuple(m for t in finished[program] for m in results[t.id])))
     return out
 
 
