@@ -287,9 +287,9 @@ def self_check(training: Sequence[ProgramData], seeds: Sequence[int] = ENSEMBLE_
     usable programs nothing is left out and the check has no means."""
     usable = [p for p in training if p.rows()]
     if len(usable) < MIN_PROGRAMS + 1:
-        return SelfCheck(len(usable), None, None)
+        return SelfCheck(programs=len(usable), predictor=None, constant=None)
     verdicts, _ = cross_validate(usable, seeds)
-    return SelfCheck(len(usable), mean_ratio(verdicts), mean_ratio(verdicts, baseline=True))
+    return SelfCheck(programs=len(usable), predictor=mean_ratio(verdicts), constant=mean_ratio(verdicts, baseline=True))
 
 
 # From the store ---------------------------------------------------------------------------------------------------

@@ -22,8 +22,9 @@ from hympi.tune.space import Configuration
 
 
 def program_text(app: str, app_args: Sequence[str]) -> str:
-    """The program's name in the store, as a tune names it: 'is --class A' (the app and its arguments)."""
-    return " ".join([app, *app_args])
+    """The program's name in the store, as a tune names it: 'is --class A' (the app and its arguments; a program of
+    your own by its file's name, as `hympi tune run PATH` names it: 'lmp -in in.melt')."""
+    return " ".join([Path(app).name if program_named(app) else app, *app_args])
 
 
 def check_program(app: str) -> str:
