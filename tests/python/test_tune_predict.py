@@ -239,9 +239,10 @@ def test_predict_with_too_few_training_programs_to_check_still_predicts(tmp_path
 def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
     from hympi.program import program_of
     from hympi.sweep import program_fields
-    from hympi.tune.programs import profile_spec
+    from hympi.tune.programs import profile_spec, program_text
 
     program = program_of(shutil.which("true") or "/bin/true", {})
+    assert program_text(program.path, ("--size", "8")) == f"{program.name} --size 8"  # as its tune names it
     fields = program_fields(program)
     store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:1])
     tunedata.add_tune(store, 1, f"{fields['app']} --size 8", "exhaustive", list(tunedata.space().configurations()),
