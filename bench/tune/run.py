@@ -14,9 +14,10 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
   alternately (--recheck-pairs runs each): the exhaustive best is the highest of ~50 noisy medians, so the ratio of
   the stored medians is biased against the pick. The search is also replayed (no launch) on the exhaustive tune's
   medians for --replay-seeds seeds: the same Search object, the measured landscape as its oracle.
-* lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, spmv3d CG
-  48^3, rb3d 32^3 and 64^3 in DIR/lopo.db, then `hympi tune evaluate` (profiles each program once; needs
-  HYMPI_PROFILE_LIB or the profiler next to the apps).
+* lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, SP-MZ S,
+  spmv3d CG 48^3, rb3d 32^3 and 64^3, the pencil solver at 32^3, the blade row (its defaults) and LAMMPS's melt (a
+  third-party program, docs/examples/hympi-programs.toml, when lmp is installed) in DIR/lopo.db, then `hympi tune
+  evaluate` (profiles each program once; needs HYMPI_PROFILE_LIB or the profiler next to the apps).
 * report: `hympi report` of both databases into DIR/report-*/ (kept out of the repository), checked for its Tuning
   section.
 
@@ -33,12 +34,14 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hympi.apps import get_app
+from hympi.errors import UsageError
 from hympi.launch.cvars import load_listing
 from hympi.launch.mpirun import LaunchSpec
+from hympi.program import load_programs
 from hympi.store import Store
 from hympi.tune.options import DEFAULT_EI_STOP
 from hympi.tune.predict import evaluate, mean_ratio
@@ -61,35 +64,60 @@ LAUNCH_S = 3.0
 
 @dataclass(frozen=True)
 class Program:
-    """One tuned program: app, its problem arguments and the space it is tuned over."""
+    """One tuned program: app (or a program of your own's path), its problem arguments, the space it is tuned over
+    and the options `hympi tune run` needs for it (a program's --metric and --verify)."""
 
     app: str
     args: tuple[str, ...]
     space_file: Path
+    options: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
-        """As hympi names it ('is --class A')."""
-        return " ".join([self.app, *self.args])
+        """As hympi names it ('is --class A'; a program by its file's name: 'lmp -in ...')."""
+        return " ".join([Path(self.app).name, *self.args])
 
 
 GUIDED_PROGRAMS = (Program("is", ("--class", "A"), HERE / "is-48.toml"),
                    Program("lu-mz", ("--class", "W"), HERE / "lu-mz-48.toml"))
 LOPO_SPACE = HERE / "lopo-8.toml"
+# Every hympi app that runs at one and at two ranks, at sizes of a few seconds a run, and LAMMPS (third_party()).
 LOPO_PROGRAMS = tuple(Program(app, args, LOPO_SPACE) for app, args in (
-    ("is", ("--class", "W")), ("lu-mz", ("--class", "W")), ("bt-mz", ("--class", "S")),
-    ("spmv3d", ("--global", "48", "48", "48")), ("rb3d", ("--size", "32")), ("rb3d", ("--size", "64"))))
+    ("is", ("--class", "W")), ("lu-mz", ("--class", "W")), ("bt-mz", ("--class", "S")), ("sp-mz", ("--class", "S")),
+    ("spmv3d", ("--global", "48", "48", "48")), ("rb3d", ("--size", "32")), ("rb3d", ("--size", "64")),
+    ("pencil", ("--grid", "32", "32", "32")), ("blades", ())))
+
+
+# The README's programs file: LAMMPS's melt as `hympi study --programs` runs it, its figure of merit and check.
+PROGRAMS_FILE = common.REPO / "docs" / "examples" / "hympi-programs.toml"
+LAMMPS_ENTRY = "lammps-melt"
+
+
+def third_party() -> tuple[Program, ...]:
+    """LAMMPS's melt from PROGRAMS_FILE over the leave-one-program-out space (its input made absolute: a tune runs
+    in the working directory); none, said on stderr, where lmp is not installed."""
+    try:
+        runs = {r.program.name: r for r in load_programs(str(PROGRAMS_FILE))}
+    except UsageError as exc:
+        print(f"bench: no third-party program ({exc})", file=sys.stderr)
+        return ()
+    entry = runs[LAMMPS_ENTRY]
+    workdir = Path(entry.program.workdir)
+    args = tuple(str((workdir / a).resolve()) if (workdir / a).is_file() else a for a in entry.args)
+    merit = entry.program
+    return (Program(merit.path, args, LOPO_SPACE, ("--metric", merit.metric, "--metric-unit", merit.metric_unit,
+                                                   "--better", merit.better, "--verify", merit.verify)),)
 
 
 def with_class(programs: tuple[Program, ...], app: str, npb_class: str) -> tuple[Program, ...]:
     """`programs` with `app` (an NPB app) at class `npb_class` (LU-MZ class W takes ~3 s a run on 2 idle cores,
     2-4x that on busy ones)."""
-    return tuple(Program(p.app, ("--class", npb_class), p.space_file) if p.app == app else p for p in programs)
+    return tuple(replace(p, args=("--class", npb_class)) if p.app == app else p for p in programs)
 
 
 def with_spaces(programs: tuple[Program, ...], spaces: dict[str, Path]) -> tuple[Program, ...]:
     """`programs` with the search spaces `spaces` names (by app) instead of their own (e.g. a many-core node's)."""
-    return tuple(Program(p.app, p.args, spaces.get(p.app, p.space_file)) for p in programs)
+    return tuple(replace(p, space_file=spaces.get(p.app, p.space_file)) for p in programs)
 
 
 def parse_spaces(items: list[str]) -> dict[str, Path]:
@@ -161,14 +189,15 @@ def tune(hympi: list[str], db: Path, cvars: Path, program: Program, space: Searc
     configs = max_runs or len(space.configurations())
     command = [*hympi, "tune", "run", program.app, "--space", str(program.space_file), "--strategy", strategy,
                "--seed", str(seed), "--repeat", str(opts.repeat), "--min-time", f"{opts.min_time:g}",
-               "--timeout", f"{RUN_TIMEOUT_S:g}", "--cvars", str(cvars), "--db", str(db), "--resume"]
+               "--timeout", f"{RUN_TIMEOUT_S:g}", "--cvars", str(cvars), "--db", str(db), "--resume", *program.options]
     if opts.oversubscribe:
         command.append("--oversubscribe")
     if max_runs is not None:
         command += ["--max-runs", str(max_runs), "--ei-stop", f"{opts.ei_stop:g}"]
     command += ["--", *program.args]
     what = f"{strategy}-{seed}" + (f"-ei{opts.ei_stop:g}" if strategy == "guided" else "")
-    log = work / f"tune-{program.app}-{'-'.join(a.strip('-') for a in program.args)}-{what}.log"
+    problem = "-".join(Path(a).name.strip("-") for a in program.args)
+    log = work / f"tune-{Path(program.app).name}-{problem}-{what}.log"
     # Generous: every launch may take its timeout; the guard is for a hang of hympi itself.
     run(command, configs * (1 + opts.repeat) * (RUN_TIMEOUT_S + LAUNCH_S) + 600, log)
     found = finished_tune(db, program, space, strategy, seed, opts)
@@ -290,7 +319,7 @@ def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options, lu_class
     db = work / "lopo.db"
     listing = load_listing(str(cvars))
     space = load_space(str(LOPO_SPACE), listing.cvars, listing.library)
-    for program in with_class(LOPO_PROGRAMS, "lu-mz", lu_class):
+    for program in (*with_class(LOPO_PROGRAMS, "lu-mz", lu_class), *third_party()):
         tune(hympi, db, cvars, program, space, "exhaustive", 1, opts, None, work)
     out = run([*hympi, "tune", "evaluate", "--db", str(db), "--cvars", str(cvars), "--timeout", "300"], 3600,
               work / "evaluate.log")

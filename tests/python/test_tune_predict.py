@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from hympi.store import Store
 from hympi.topology import MachineSummary
 from hympi.tune.features import FEATURE_NAMES, StaticFeatures, call_group, program_features
 from hympi.tune.predict import (
+    BEAT_MARGIN,
     cross_validate,
     evaluate,
     mean_ratio,
@@ -31,6 +33,7 @@ from hympi.tune.predict import (
     training_set,
     tuned_programs,
 )
+from hympi.tune.space import Configuration
 
 MACHINE = MachineSummary(packages=2, numa_nodes=4, cores=16, pus=32, caches=(), hash="h", raw="{}")
 CVARS = str(tunedata.CVARS_JSON)
@@ -152,6 +155,106 @@ def test_evaluate_and_predict_on_the_command_line(tuned_db, space_file):
     assert "trained on 5 programs (60 measured configurations)" in proc.stdout
     assert "btl_vader_eager_limit=65536" in proc.stdout.split("predicted best: ")[1].splitlines()[0]
     assert "hympi run rb3d -n " in proc.stdout and "btl_vader_eager_limit = 65536" in proc.stdout
+
+
+def _self_check_figures(db: Path, program: str) -> tuple[float, float]:
+    """The leave-one-out mean ratios (network, constant pick) over the programs `predict PROGRAM` trains on."""
+    with Store.open(db) as store:
+        data, _ = training_set(store, [t for t in tuned_programs(store, no_library) if t.program != program])
+    verdicts, _ = cross_validate(data)
+    mean, constant = mean_ratio(verdicts), mean_ratio(verdicts, baseline=True)
+    assert mean is not None and constant is not None
+    return mean, constant
+
+
+def _printed_figures(stdout: str) -> tuple[float, float]:
+    """The two mean ratios of predict's self-check line."""
+    found = re.search(r"predictor ([0-9.]+), constant pick ([0-9.]+)", stdout)
+    assert found, stdout
+    return float(found[1]), float(found[2])
+
+
+def _eager(config: Configuration) -> float:
+    """-1 for the low eager limit, +1 for the high one, 0 unset."""
+    return {"1024": -1.0, "65536": 1.0}.get(config.params().get("btl_vader_eager_limit", ""), 0.0)
+
+
+def test_predict_recommends_the_constant_pick_where_the_network_does_not_beat_it(tmp_path, space_file):
+    # Pairs of programs with near-identical profiles want opposite eager limits, so the profile cannot tell them
+    # apart: held out, each is predicted from its twin's landscape. The library's default eager limit is second
+    # best for both (and 2 ranks a little faster everywhere): the constant pick, 2x1 with the defaults, is within
+    # 5 % of every program's best.
+    db = tmp_path / "twins.db"
+    twins = ("is --class S", "is --class W", "lu-mz --class S", "bt-mz --class S", "rb3d --size 32",
+             "spmv3d --size 32", "rb3d --size 64")
+    with Store.open(db) as store:
+        machine = store.ensure_machine("host", "t", "Open MPI 4.1.4", "gcc", dict(tunedata.SUMMARY))
+        for i, program in enumerate(twins):
+            sign = 1.0 if i % 2 == 0 else -1.0
+            large = (0.1, 0.1, 0.5, 0.5, 0.9, 0.9, 0.3)[i] + 0.02 * (i % 2)
+            tunedata.add_tune(store, machine.id, program, "exhaustive", list(tunedata.space().configurations()),
+                              lambda c, s=sign: 0.3 * s * _eager(c) + 0.25 * (_eager(c) == 0) + 0.05 * (c.ranks == 2))
+            store.add_profile(machine.id, program, program.split()[0], 4, 1, tunedata.features(large, 0.5), {})
+    proc = hympi("tune", "predict", "rb3d", "--space", str(space_file), "--db", str(db), "--cvars", CVARS, "--",
+                 "--size", "64")
+    assert proc.returncode == 0, proc.stderr
+    mean, constant = _self_check_figures(db, "rb3d --size 64")
+    assert mean < constant  # the network does lose here, it does not merely tie
+    assert _printed_figures(proc.stdout) == (round(mean, 3), round(constant, 3))
+    assert (f"the predictor does not beat the constant pick by {BEAT_MARGIN:g} (mean ratio to the best measured, "
+            "leaving one of 6 training programs out") in proc.stdout
+    assert "constant pick (best on average over the training programs): 2x1 core (MPI defaults)" in proc.stdout
+    assert "recommended: 2x1 core (MPI defaults) (the constant pick)" in proc.stdout
+    run_line = proc.stdout.split("run it: ")[1].splitlines()[0]
+    assert " -n 2 " in run_line and "--mpi-param" not in run_line
+    assert "# (every parameter at the library's default: set nothing)" in proc.stdout
+    assert "btl_vader_eager_limit = " not in proc.stdout
+
+
+def test_predict_recommends_its_prediction_where_the_network_wins(tuned_db, space_file):
+    proc = hympi("tune", "predict", "rb3d", "--space", str(space_file), "--db", str(tuned_db), "--cvars", CVARS,
+                 "--", "--size", "32")
+    assert proc.returncode == 0, proc.stderr
+    mean, constant = _self_check_figures(tuned_db, "rb3d --size 32")
+    assert mean - constant >= BEAT_MARGIN
+    assert _printed_figures(proc.stdout) == (round(mean, 3), round(constant, 3))
+    assert "self-check: the predictor beats the constant pick (" in proc.stdout
+    predicted = proc.stdout.split("predicted best: ")[1].splitlines()[0]
+    assert f"recommended: {predicted} (the prediction)" in proc.stdout
+    assert "btl_vader_eager_limit=65536" in predicted and "btl_vader_eager_limit = 65536" in proc.stdout
+
+
+def test_predict_with_too_few_training_programs_to_check_still_predicts(tmp_path, space_file):
+    db = tmp_path / "three.db"
+    tunedata.tuned_store(db, tunedata.PROGRAMS[:3]).close()
+    proc = hympi("tune", "predict", "is", "--space", str(space_file), "--db", str(db), "--cvars", CVARS, "--",
+                 "--class", "S")
+    assert proc.returncode == 0, proc.stderr
+    assert ("self-check: not made (leaving one out needs 3 training programs, 2 here): the prediction is unchecked"
+            in proc.stdout)
+    predicted = proc.stdout.split("predicted best: ")[1].splitlines()[0]
+    assert f"recommended: {predicted} (the prediction)" in proc.stdout
+
+
+def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
+    from hympi.program import program_of
+    from hympi.sweep import program_fields
+    from hympi.tune.programs import profile_spec, program_text
+
+    program = program_of(shutil.which("true") or "/bin/true", {})
+    assert program_text(program.path, ("--size", "8")) == f"{program.name} --size 8"  # as its tune names it
+    fields = program_fields(program)
+    store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:1])
+    tunedata.add_tune(store, 1, f"{fields['app']} --size 8", "exhaustive", list(tunedata.space().configurations()),
+                      lambda c: 0.0, subject=tuple(sorted(fields.items())))
+    tuned = {t.program: t for t in tuned_programs(store, no_library)}
+    store.close()
+    own = tuned[f"{program.name} --size 8"]
+    assert (own.app, own.command) == (program.name, program.path)
+    assert tuned[tunedata.PROGRAMS[0][0]].command == "is"  # an app is launched by its name
+    # Profiled by its path at the space's default layout (its name is no app: looked up as one, it was refused).
+    launch = profile_spec(own.command, own.app_args, own.space.default, MACHINE)
+    assert (launch.app_binary, launch.app_args, launch.ranks) == (program.path, ("--size", "8"), 4)
 
 
 def test_cli_refuses_too_few_programs_and_unknown_programs(tmp_path, space_file, fake_launcher):

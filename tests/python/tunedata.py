@@ -73,10 +73,13 @@ def features(large: float, other: float) -> dict[str, float]:
 
 def add_tune(store: Store, machine_id: int, program: str, strategy: str, configs: list[Configuration],
              log_speedup: Callable[[Configuration], float], repeats: int = 4,
-             failed: tuple[Configuration, ...] = (), memory: Callable[[Configuration], float] | None = None) -> int:
-    """A finished tune measuring `configs` (rate = 100 x exp(log_speedup), +-0.5 % per repeat); returns its id."""
+             failed: tuple[Configuration, ...] = (), memory: Callable[[Configuration], float] | None = None,
+             subject: tuple[tuple[str, str], ...] = ()) -> int:
+    """A finished tune measuring `configs` (rate = 100 x exp(log_speedup), +-0.5 % per repeat); returns its id.
+    `subject`: a program of your own's sweep fields, as `hympi tune run PATH` records them."""
     app, *args = program.split()
-    params = TuneParams(app, tuple(args), strategy, len(configs), repeats)
+    params = TuneParams(app=app, app_args=tuple(args), strategy=strategy, max_runs=len(configs), repeat=repeats,
+                        subject=subject)
     tune = store.create_tune(machine_id, app, params.program, strategy, stored_space_json(), params.as_dict())
     searched = space()
     for config in configs:

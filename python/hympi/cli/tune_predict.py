@@ -2,8 +2,9 @@
 programs optimization technology on multi-core clusters", §3.2) on the command line.
 
 `predict --space FILE -- APP [ARGS]` profiles the program once (or reuses its stored profile), trains on every
-other tuned program in the store and prints the configuration with the highest predicted speedup; `evaluate`
-prints the leave-one-program-out table (predicted vs best measured, and the constant baseline)."""
+other tuned program in the store, checks the network by leaving one of those programs out at a time, and prints the
+configuration with the highest predicted speedup, or the constant pick where the network does not beat it;
+`evaluate` prints the leave-one-program-out table (predicted vs best measured, and the constant baseline)."""
 
 from __future__ import annotations
 
@@ -26,14 +27,18 @@ from hympi.topology import machine_summary
 from hympi.tune.options import PROFILE_TIMEOUT
 from hympi.tune.output import run_flags
 from hympi.tune.predict import (
+    BEAT_MARGIN,
     MIN_PROGRAMS,
     ProgramVerdict,
+    SelfCheck,
     TunedProgram,
+    constant_pick,
     evaluate,
     finished_programs,
     mean_ratio,
     predict_best,
     same_encoding,
+    self_check,
     train,
     training_set,
     tuned_programs,
@@ -67,10 +72,24 @@ def parameter_lines(config: Configuration, library: str) -> str:
     mpich = "mpich" in library.lower() or "hydra" in library.lower()
     title = "MPICH environment:" if mpich else "Open MPI mca-params.conf:"
     if not config.mpi_params:
-        return f"{title}\n# (the library's defaults are predicted best: set nothing)"
+        return f"{title}\n# (every parameter at the library's default: set nothing)"
     lines = [f"export {mpi_env_name(n, 'mpich')}={shlex.quote(v)}" if mpich else f"{n} = {v}"
              for n, v in config.mpi_params]
     return "\n".join([title, *lines])
+
+
+def check_line(check: SelfCheck) -> str:
+    """The self-check's verdict in one line, with both mean ratios."""
+    if check.predictor_wins is None:
+        why = (f"leaving one out needs {MIN_PROGRAMS + 1} training programs, {check.programs} here"
+               if check.programs < MIN_PROGRAMS + 1 else "no held-out program measured the picks")
+        return f"self-check: not made ({why}): the prediction is unchecked"
+    figures = (f"mean ratio to the best measured, leaving one of {check.programs} training programs out: "
+               f"predictor {check.predictor:.3f}, constant pick {check.constant:.3f}")
+    if check.predictor_wins:
+        return f"self-check: the predictor beats the constant pick ({figures})"
+    return (f"self-check: the predictor does not beat the constant pick by {BEAT_MARGIN:g} ({figures}): "
+            f"recommending the constant pick")
 
 
 def predict_main(args: argparse.Namespace) -> int:
@@ -106,6 +125,8 @@ def predict_main(args: argparse.Namespace) -> int:
         record = profile_program(store, machine, summary, launch, app, timeout)
         predictor = train(data)
         config, speedup = predict_best(predictor, record.features, space)
+        check = self_check(data)
+        constant = constant_pick(data, space)
     how = "its stored profile" if reused else "profiled once now"
     print(f"program: {program} ({how}, at {space.default.label()})")
     print(f"trained on {len(data)} programs ({predictor.rows} measured configurations): "
@@ -114,8 +135,15 @@ def predict_main(args: argparse.Namespace) -> int:
         print(f"left out: {note}")
     print(f"predicted best: {config.label()}")
     print(f"expected speedup over the default ({space.default.label()}): {speedup:.3f}x")
-    print(f"run it: {shlex.join(run_flags(config, app, app_args))}")
-    print(parameter_lines(config, listing.library))
+    print("constant pick (best on average over the training programs): "
+          + (constant.label() if constant else "none (no training program measured this space's configurations)"))
+    print(check_line(check))
+    # Without a check there is no evidence against the network, and none for the constant either: the prediction
+    # stands, marked unchecked.
+    chosen = constant if check.predictor_wins is False and constant is not None else config
+    print(f"recommended: {chosen.label()} ({'the prediction' if chosen is config else 'the constant pick'})")
+    print(f"run it: {shlex.join(run_flags(chosen, app, app_args))}")
+    print(parameter_lines(chosen, listing.library))
     return 0
 
 
@@ -144,7 +172,7 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float)
     machine = record_machine(store, summary, launcher_path())
     for tuned in missing:
         print(f"profiling {tuned.program} at {tuned.space.default.label()} ...", file=sys.stderr)
-        launch = profile_spec(tuned.app, tuned.app_args, tuned.space.default, summary)
+        launch = profile_spec(tuned.command, tuned.app_args, tuned.space.default, summary)
         profile_program(store, machine, summary, launch, tuned.app, timeout)
 
 

@@ -22,7 +22,7 @@ from hympi.stats.compare import MEMORY_MARGIN
 from hympi.stats.model import ModelFit
 from hympi.store import MachineRecord, Run
 from hympi.store.db import DEFAULT_MEMBIND
-from hympi.tune.predict import mean_ratio
+from hympi.tune.predict import BEAT_MARGIN, beats_constant, mean_ratio
 from hympi.tune.results import Speedup
 
 _CSS = """
@@ -326,10 +326,6 @@ class TuningView:
     ratios: str = ""
 
 
-# The network's mean ratio must beat the constant pick's by this much before the report credits the features.
-CLEAR_MARGIN = 0.05
-
-
 def _speedup_cell(s: Speedup) -> str:
     """A speedup with its interval, as results.speedup wrote it ('-' when there is none)."""
     return escape(s.text or "-")
@@ -437,10 +433,11 @@ def _prediction_part(prediction: Prediction, ratios: str) -> str:
                "profile, and the ratio is the speedup this program's own tune measured for that configuration over "
                "its best measured speedup; the baseline always picks the configuration best on average over the "
                "training programs")
-    if mean is None or base is None:
+    wins = beats_constant(mean, base)
+    if wins is None:
         verdict = "no ratio to compare"
-    elif mean - base < CLEAR_MARGIN:
-        verdict = (f"within {CLEAR_MARGIN:g} of the constant pick or below it: the profile features add nothing "
+    elif not wins:
+        verdict = (f"within {BEAT_MARGIN:g} of the constant pick or below it: the profile features add nothing "
                    "measurable here")
     else:
         verdict = "the network picks better than the constant"

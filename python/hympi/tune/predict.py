@@ -18,7 +18,8 @@ Evaluation: leave one program out -- train on the others, predict the held-out p
 look up what its own tune MEASURED for that configuration. ratio = measured speedup of the pick / best measured
 speedup. A pick its tune did not measure is reported as such (no ratio is guessed). The baseline is the
 configuration with the highest mean log speedup over the training programs that measured it: if the network does
-not beat it, the features add nothing.
+not beat it, the features add nothing. `predict` runs the same evaluation over its own training programs first
+(`self_check`) and recommends the constant pick where the network does not beat it.
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ MAX_ITER = 500
 ENSEMBLE_SEEDS = (0, 1, 2)
 FAILED_FACTOR = 0.5
 MIN_PROGRAMS = 2
+# How much higher the network's leave-one-program-out mean ratio must be than the constant pick's before its
+# picks are trusted over the constant: with a handful of programs, a smaller lead is one program's luck.
+BEAT_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
@@ -255,6 +259,39 @@ def mean_ratio(verdicts: Sequence[ProgramVerdict], baseline: bool = False) -> fl
     return sum(known) / len(known) if known else None
 
 
+def beats_constant(mean: float | None, constant: float | None) -> bool | None:
+    """Whether the network's mean ratio beats the constant pick's by at least BEAT_MARGIN (a tie or a smaller lead
+    does not); None when either has no ratio."""
+    if mean is None or constant is None:
+        return None
+    return mean - constant >= BEAT_MARGIN
+
+
+@dataclass(frozen=True)
+class SelfCheck:
+    """The network against the constant pick, leaving one of `programs` training programs out at a time: the mean
+    ratios as `hympi tune evaluate` computes them (both None when there were too few programs to leave one out)."""
+
+    programs: int
+    predictor: float | None
+    constant: float | None
+
+    @property
+    def predictor_wins(self) -> bool | None:
+        """beats_constant of the two means (None: not compared)."""
+        return beats_constant(self.predictor, self.constant)
+
+
+def self_check(training: Sequence[ProgramData], seeds: Sequence[int] = ENSEMBLE_SEEDS) -> SelfCheck:
+    """cross_validate over `training` (the programs a prediction is trained on); with fewer than MIN_PROGRAMS + 1
+    usable programs nothing is left out and the check has no means."""
+    usable = [p for p in training if p.rows()]
+    if len(usable) < MIN_PROGRAMS + 1:
+        return SelfCheck(programs=len(usable), predictor=None, constant=None)
+    verdicts, _ = cross_validate(usable, seeds)
+    return SelfCheck(programs=len(usable), predictor=mean_ratio(verdicts), constant=mean_ratio(verdicts, baseline=True))
+
+
 # From the store ---------------------------------------------------------------------------------------------------
 CvarSource = Callable[[], dict[str, Cvar]]
 
@@ -296,10 +333,12 @@ def program_data(program: str, features: dict[str, float], space: SearchSpace,
 
 @dataclass(frozen=True)
 class TunedProgram:
-    """A program with finished tunes: the tunes, the space of the one that measured most, all it measured."""
+    """A program with finished tunes: the tunes, the space of the one that measured most, all it measured.
+    `command` is what launches it: the app's name, or a program of your own's path (its `app` is the file's name)."""
 
     program: str
     app: str
+    command: str
     app_args: tuple[str, ...]
     tunes: tuple[TuneRecord, ...]
     space: SearchSpace
@@ -322,8 +361,11 @@ def tuned_programs(store: Store, cvars: CvarSource) -> list[TunedProgram]:
         results = {t.id: tune_results(store, t.id) for t in finished[program]}
         widest = max(finished[program], key=lambda t: (len(results[t.id]), t.id))
         args = tuple(str(a) for a in widest.params.get("app_args", []))
-        out.append(TunedProgram(program, widest.app, args, tuple(finished[program]), stored_space(widest, cvars),
-                                tuple(m for t in finished[program] for m in results[t.id])))
+        # A program of your own is tuned with its sweep fields as the tune's subject: its path among them.
+        subject = {str(k): str(v) for k, v in widest.params.get("subject", [])}
+        out.append(TunedProgram(program=program, app=widest.app, command=subject.get("program", widest.app),
+                                app_args=args, tunes=tuple(finished[program]), space=stored_space(widest, cvars),
+                                measured=tuple(m for t in finished[program] for m in results[t.id])))
     return out
 
 
@@ -370,6 +412,11 @@ def evaluate(store: Store, cvars: CvarSource,
     return verdicts, notes + more + left
 
 
+def _unmeasured(space: SearchSpace) -> dict[str, tuple[Configuration, Candidate]]:
+    """Every configuration of `space` by key, with its candidate (nothing measured)."""
+    return {c.key(): (c, Candidate(c.key(), c.label(), tuple(space.encode(c)))) for c in space.configurations()}
+
+
 def predict_best(predictor: Predictor, features: dict[str, float],
                  space: SearchSpace) -> tuple[Configuration, float]:
     """The configuration of `space` with the highest predicted speedup over its default, and that speedup;
@@ -377,7 +424,13 @@ def predict_best(predictor: Predictor, features: dict[str, float],
     if list(space.feature_names()) != list(predictor.encoding_names):
         raise HympiError(f"the space encodes configurations as {space.feature_names()}, the predictor was trained "
                          f"on {list(predictor.encoding_names)} (tune programs with this space first)")
-    configs = {c.key(): c for c in space.configurations()}
-    candidates = [Candidate(key, c.label(), tuple(space.encode(c))) for key, c in configs.items()]
-    (best, speedup), *_ = rank(predictor, feature_vector(features), candidates)
-    return configs[best.key], speedup
+    configs = _unmeasured(space)
+    (best, speedup), *_ = rank(predictor, feature_vector(features), [c for _, c in configs.values()])
+    return configs[best.key][0], speedup
+
+
+def constant_pick(training: Sequence[ProgramData], space: SearchSpace) -> Configuration | None:
+    """baseline_pick among the configurations of `space` (None when no training program measured any of them)."""
+    configs = _unmeasured(space)
+    pick = baseline_pick(training, [c for _, c in configs.values()])
+    return configs[pick.key][0] if pick else None

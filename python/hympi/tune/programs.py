@@ -14,6 +14,7 @@ from hympi.launch.mpirun import LaunchSpec, build_command, validate_with_app
 from hympi.params import DEFAULT_TIMEOUT_S
 from hympi.paths import binary
 from hympi.profile import plan_profile, run_profile
+from hympi.program import locate, program_named
 from hympi.store import MachineRecord, ProfileRecord, Store
 from hympi.topology import MachineSummary
 from hympi.tune.features import FEATURE_NAMES, StaticFeatures, program_features
@@ -21,12 +22,16 @@ from hympi.tune.space import Configuration
 
 
 def program_text(app: str, app_args: Sequence[str]) -> str:
-    """The program's name in the store, as a tune names it: 'is --class A' (the app and its arguments)."""
-    return " ".join([app, *app_args])
+    """The program's name in the store, as a tune names it: 'is --class A' (the app and its arguments; a program of
+    your own by its file's name, as `hympi tune run PATH` names it: 'lmp -in in.melt')."""
+    return " ".join([Path(app).name if program_named(app) else app, *app_args])
 
 
 def check_program(app: str) -> str:
-    """The binary name of app `app`; UsageError for an unknown app or one that was not built."""
+    """The binary name of app `app`, or the absolute path of a program of your own named by its path; UsageError for
+    an unknown app, one that was not built, or a path that is no executable file."""
+    if program_named(app):
+        return str(locate(app))
     spec = get_app(app)
     try:
         binary(spec.binary)
@@ -37,12 +42,13 @@ def check_program(app: str) -> str:
 
 def profile_spec(app: str, app_args: Sequence[str], default: Configuration, summary: MachineSummary) -> LaunchSpec:
     """The launch of the profiling run, checked without MPI: UsageError (nothing launched) for an unknown app, an
-    app that was not built, or arguments the app refuses."""
+    app that was not built, or arguments the app refuses (a program of your own has no --validate-ranks to ask)."""
     # One node, as a tune's runs have: the profile describes the program where it was tuned.
     launch = LaunchSpec(check_program(app), default.ranks, default.threads, default.bind, app_args=tuple(app_args),
                         oversubscribe=default.ranks * default.threads > summary.pus,
                         env=(("HYMPI_VIRTUAL_NODES", "1"),))
-    validate_with_app(launch)
+    if not program_named(app):
+        validate_with_app(launch)
     return launch
 
 
@@ -65,7 +71,9 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
     with tempfile.TemporaryDirectory(prefix="hympi-tune-profile-") as tmp:
         plan = plan_profile(build_command(launch), Path(tmp) / "profile.json")
         outcome, profile = run_profile(plan, timeout)
-        if outcome.status != "ok" or profile is None:
+        # A program of your own prints no hympi record for a status to be read from: its exit status says it ran.
+        ran = outcome.returncode == 0 if program_named(launch.app_binary) else outcome.status == "ok"
+        if not ran or profile is None:
             tail = outcome.stderr_tail(3).strip().replace("\n", " | ")
             raise HympiError(f"profiling {program} failed ({outcome.status}, exit code {outcome.returncode}"
                              f"{', no profile written' if profile is None else ''}){': ' + tail if tail else ''}")
