@@ -332,7 +332,7 @@ void compute_rhs(const CfdConstants& c, CfdZoneFields& f) {
   const std::ptrdiff_t sx = 5, sy = 5 * std::ptrdiff_t(d.nxmax), sz = sy * ny;
   const std::ptrdiff_t px = 1, py = d.nxmax, pz = py * ny;
 
-#pragma omp for collapse(2) schedule(static) nowait
+#pragma omp for collapse(2) schedule(static)
   for (int k = 0; k < nz; ++k) {
     for (int j = 0; j < ny; ++j) {
       for (int i = 0; i < nx; ++i) {
@@ -349,18 +349,16 @@ void compute_rhs(const CfdConstants& c, CfdZoneFields& f) {
       }
     }
   }
+  // Each row of rhs is built in one go while it sits in L1: the forcing, then for x, y and z the
+  // fluxes and the dissipation, then the scaling by dt. These are the reference's whole-field
+  // passes in the same order at every point (so the same bits), with one pass over memory and
+  // no barrier between directions. Boundary rows and points keep the forcing.
 #pragma omp for collapse(2) schedule(static)
   for (int k = 0; k < nz; ++k) {
     for (int j = 0; j < ny; ++j) {
-      const std::size_t p = 5 * d.at(0, j, k);
-      std::copy(forcing + p, forcing + p + 5 * nx, rhs + p);
-    }
-  }
-  // The x, y and z sweeps below write the same (j, k) rows with the same static schedule, so
-  // each thread only touches rows it owns and the sweeps need no barrier in between.
-#pragma omp for collapse(2) schedule(static) nowait
-  for (int k = 1; k < nz - 1; ++k) {
-    for (int j = 1; j < ny - 1; ++j) {
+      const std::size_t row = 5 * d.at(0, j, k);
+      std::copy(forcing + row, forcing + row + 5 * nx, rhs + row);
+      if (k == 0 || k == nz - 1 || j == 0 || j == ny - 1) continue;
       for (int i = 1; i < nx - 1; ++i) {
         const std::size_t p = d.at(i, j, k);
         const double* U = u + 5 * p;
@@ -379,11 +377,6 @@ void compute_rhs(const CfdConstants& c, CfdZoneFields& f) {
                 c.tx2 * ((c.c1 * U[sx + 4] - c.c2 * square[p + px]) * up1 - (c.c1 * U[-sx + 4] - c.c2 * square[p - px]) * um1);
       }
       x_dissipation(rhs + 5 * d.at(0, j, k), u + 5 * d.at(0, j, k), nx, c.dssp);
-    }
-  }
-#pragma omp for collapse(2) schedule(static) nowait
-  for (int k = 1; k < nz - 1; ++k) {
-    for (int j = 1; j < ny - 1; ++j) {
       for (int i = 1; i < nx - 1; ++i) {
         const std::size_t p = d.at(i, j, k);
         const double* U = u + 5 * p;
@@ -402,11 +395,6 @@ void compute_rhs(const CfdConstants& c, CfdZoneFields& f) {
                 c.ty2 * ((c.c1 * U[sy + 4] - c.c2 * square[p + py]) * vp1 - (c.c1 * U[-sy + 4] - c.c2 * square[p - py]) * vm1);
       }
       row_dissipation(rhs + 5 * d.at(0, j, k), u + 5 * d.at(0, j, k), sy, j, ny, nx, c.dssp);
-    }
-  }
-#pragma omp for collapse(2) schedule(static) nowait
-  for (int k = 1; k < nz - 1; ++k) {
-    for (int j = 1; j < ny - 1; ++j) {
       for (int i = 1; i < nx - 1; ++i) {
         const std::size_t p = d.at(i, j, k);
         const double* U = u + 5 * p;
@@ -425,12 +413,7 @@ void compute_rhs(const CfdConstants& c, CfdZoneFields& f) {
                 c.tz2 * ((c.c1 * U[sz + 4] - c.c2 * square[p + pz]) * wp1 - (c.c1 * U[-sz + 4] - c.c2 * square[p - pz]) * wm1);
       }
       row_dissipation(rhs + 5 * d.at(0, j, k), u + 5 * d.at(0, j, k), sz, k, nz, nx, c.dssp);
-    }
-  }
-#pragma omp for collapse(2) schedule(static)
-  for (int k = 1; k < nz - 1; ++k) {
-    for (int j = 1; j < ny - 1; ++j) {
-      double* r = rhs + 5 * d.at(1, j, k);
+      double* r = rhs + row + 5;
       for (int i = 0; i < 5 * (nx - 2); ++i) r[i] *= c.dt;
     }
   }

@@ -164,42 +164,37 @@ void sp_lines(const CfdConstants& c, const SpFields& f, const LaneOffsets& o, in
   Lanes* Ab = w.a.data();
   Lanes* P = w.p.data();
   Lanes* M = w.m.data();
+  // Boundary rows are the identity in all three systems.
   const Lanes zero{};
-  for (int b = 0; b < 5; ++b) {
-    Ab[b] = Ab[5 * (n - 1) + b] = zero;
+  for (const int p : {0, n - 1}) {
+    for (int b = 0; b < 5; ++b) Ab[5 * p + b] = P[5 * p + b] = M[5 * p + b] = zero;
+    Ab[5 * p + 2] = P[5 * p + 2] = M[5 * p + 2] = zero + 1.0;
   }
-  Ab[2] = Ab[5 * (n - 1) + 2] = zero + 1.0;
-  for (int p = 1; p < n - 1; ++p) {
-    Lanes* l = Ab + 5 * p;
-    l[0] = zero;
-    l[1] = -dtt2 * cv[p - 1] - dtt1 * rhon[p - 1];
-    l[2] = 1.0 + c2dtt1 * rhon[p];
-    l[3] = dtt2 * cv[p + 1] - dtt1 * rhon[p + 1];
-    l[4] = zero;
-  }
-  // Fourth-order dissipation, one-sided next to the boundaries.
-  auto add = [&](int p, double v0, double v1, double v2, double v3, double v4) {
-    Lanes* l = Ab + 5 * p;
-    l[0] += v0;
-    l[1] += v1;
-    l[2] += v2;
-    l[3] += v3;
-    l[4] += v4;
+  // Interior row p of all three systems, with the fourth-order dissipation (v0..v4) added to the
+  // components-1-3 bands before the u+c and u-c systems are derived from them, as in the reference.
+  auto row = [&](int p, double v0, double v1, double v2, double v3, double v4) __attribute__((always_inline)) {
+    const Lanes l1 = (-dtt2 * cv[p - 1] - dtt1 * rhon[p - 1]) + v1;
+    const Lanes l2 = (1.0 + c2dtt1 * rhon[p]) + v2;
+    const Lanes l3 = (dtt2 * cv[p + 1] - dtt1 * rhon[p + 1]) + v3;
+    const Lanes l0 = zero + v0, l4 = zero + v4;
+    Lanes* a = Ab + 5 * p;
+    Lanes* pp = P + 5 * p;
+    Lanes* mm = M + 5 * p;
+    a[0] = pp[0] = mm[0] = l0;
+    a[1] = l1;
+    a[2] = pp[2] = mm[2] = l2;
+    a[3] = l3;
+    a[4] = pp[4] = mm[4] = l4;
+    pp[1] = l1 - dtt2 * spd[p - 1];
+    pp[3] = l3 + dtt2 * spd[p + 1];
+    mm[1] = l1 + dtt2 * spd[p - 1];
+    mm[3] = l3 - dtt2 * spd[p + 1];
   };
-  add(1, 0.0, 0.0, c.comz5, -c.comz4, c.comz1);
-  add(2, 0.0, -c.comz4, c.comz6, -c.comz4, c.comz1);
-  for (int p = 3; p <= n - 4; ++p) add(p, c.comz1, -c.comz4, c.comz6, -c.comz4, c.comz1);
-  add(n - 3, c.comz1, -c.comz4, c.comz6, -c.comz4, 0.0);
-  add(n - 2, c.comz1, -c.comz4, c.comz5, 0.0, 0.0);
-  for (int p = 0; p < n; ++p) {
-    for (int b = 0; b < 5; ++b) P[5 * p + b] = M[5 * p + b] = Ab[5 * p + b];
-  }
-  for (int p = 1; p < n - 1; ++p) {
-    P[5 * p + 1] = Ab[5 * p + 1] - dtt2 * spd[p - 1];
-    P[5 * p + 3] = Ab[5 * p + 3] + dtt2 * spd[p + 1];
-    M[5 * p + 1] = Ab[5 * p + 1] + dtt2 * spd[p - 1];
-    M[5 * p + 3] = Ab[5 * p + 3] - dtt2 * spd[p + 1];
-  }
+  row(1, 0.0, 0.0, c.comz5, -c.comz4, c.comz1);
+  row(2, 0.0, -c.comz4, c.comz6, -c.comz4, c.comz1);
+  for (int p = 3; p <= n - 4; ++p) row(p, c.comz1, -c.comz4, c.comz6, -c.comz4, c.comz1);
+  row(n - 3, c.comz1, -c.comz4, c.comz6, -c.comz4, 0.0);
+  row(n - 2, c.comz1, -c.comz4, c.comz5, 0.0, 0.0);
   for (int i = 0; i <= n - 3; ++i) {
     penta_forward<0, 3>(Ab, r, i);
     penta_forward<3, 4>(P, r, i);
