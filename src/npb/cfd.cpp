@@ -332,7 +332,7 @@ void compute_rhs(const CfdConstants& c, CfdZoneFields& f) {
   const std::ptrdiff_t sx = 5, sy = 5 * std::ptrdiff_t(d.nxmax), sz = sy * ny;
   const std::ptrdiff_t px = 1, py = d.nxmax, pz = py * ny;
 
-#pragma omp for collapse(2) schedule(static) nowait
+#pragma omp for collapse(2) schedule(static)
   for (int k = 0; k < nz; ++k) {
     for (int j = 0; j < ny; ++j) {
       for (int i = 0; i < nx; ++i) {
@@ -349,41 +349,39 @@ void compute_rhs(const CfdConstants& c, CfdZoneFields& f) {
       }
     }
   }
+  // Each row of rhs is built in one go while it sits in L1: the forcing plus the x fluxes, then the
+  // x dissipation, the y and z fluxes and dissipation, then the scaling by dt. These are the
+  // reference's whole-field passes in the same order at every point (so the same bits), with one
+  // pass over memory and no barrier between directions. Boundary rows and points keep the forcing.
 #pragma omp for collapse(2) schedule(static)
   for (int k = 0; k < nz; ++k) {
     for (int j = 0; j < ny; ++j) {
-      const std::size_t p = 5 * d.at(0, j, k);
-      std::copy(forcing + p, forcing + p + 5 * nx, rhs + p);
-    }
-  }
-  // The x, y and z sweeps below write the same (j, k) rows with the same static schedule, so
-  // each thread only touches rows it owns and the sweeps need no barrier in between.
-#pragma omp for collapse(2) schedule(static) nowait
-  for (int k = 1; k < nz - 1; ++k) {
-    for (int j = 1; j < ny - 1; ++j) {
+      const std::size_t row = 5 * d.at(0, j, k);
+      if (k == 0 || k == nz - 1 || j == 0 || j == ny - 1) {
+        std::copy(forcing + row, forcing + row + 5 * nx, rhs + row);
+        continue;
+      }
+      std::copy(forcing + row, forcing + row + 5, rhs + row);
+      std::copy(forcing + row + 5 * (nx - 1), forcing + row + 5 * nx, rhs + row + 5 * (nx - 1));
       for (int i = 1; i < nx - 1; ++i) {
         const std::size_t p = d.at(i, j, k);
         const double* U = u + 5 * p;
+        const double* F = forcing + 5 * p;
         double* r = rhs + 5 * p;
         const double uijk = us[p], up1 = us[p + px], um1 = us[p - px];
-        r[0] += c.dx1tx1 * (U[sx] - 2.0 * U[0] + U[-sx]) - c.tx2 * (U[sx + 1] - U[-sx + 1]);
-        r[1] += c.dx2tx1 * (U[sx + 1] - 2.0 * U[1] + U[-sx + 1]) + c.xxcon2 * c.con43 * (up1 - 2.0 * uijk + um1) -
-                c.tx2 * (U[sx + 1] * up1 - U[-sx + 1] * um1 + (U[sx + 4] - square[p + px] - U[-sx + 4] + square[p - px]) * c.c2);
-        r[2] += c.dx3tx1 * (U[sx + 2] - 2.0 * U[2] + U[-sx + 2]) + c.xxcon2 * (vs[p + px] - 2.0 * vs[p] + vs[p - px]) -
-                c.tx2 * (U[sx + 2] * up1 - U[-sx + 2] * um1);
-        r[3] += c.dx4tx1 * (U[sx + 3] - 2.0 * U[3] + U[-sx + 3]) + c.xxcon2 * (ws[p + px] - 2.0 * ws[p] + ws[p - px]) -
-                c.tx2 * (U[sx + 3] * up1 - U[-sx + 3] * um1);
-        r[4] += c.dx5tx1 * (U[sx + 4] - 2.0 * U[4] + U[-sx + 4]) + c.xxcon3 * (qs[p + px] - 2.0 * qs[p] + qs[p - px]) +
+        r[0] = F[0] + (c.dx1tx1 * (U[sx] - 2.0 * U[0] + U[-sx]) - c.tx2 * (U[sx + 1] - U[-sx + 1]));
+        r[1] = F[1] + (c.dx2tx1 * (U[sx + 1] - 2.0 * U[1] + U[-sx + 1]) + c.xxcon2 * c.con43 * (up1 - 2.0 * uijk + um1) -
+                c.tx2 * (U[sx + 1] * up1 - U[-sx + 1] * um1 + (U[sx + 4] - square[p + px] - U[-sx + 4] + square[p - px]) * c.c2));
+        r[2] = F[2] + (c.dx3tx1 * (U[sx + 2] - 2.0 * U[2] + U[-sx + 2]) + c.xxcon2 * (vs[p + px] - 2.0 * vs[p] + vs[p - px]) -
+                c.tx2 * (U[sx + 2] * up1 - U[-sx + 2] * um1));
+        r[3] = F[3] + (c.dx4tx1 * (U[sx + 3] - 2.0 * U[3] + U[-sx + 3]) + c.xxcon2 * (ws[p + px] - 2.0 * ws[p] + ws[p - px]) -
+                c.tx2 * (U[sx + 3] * up1 - U[-sx + 3] * um1));
+        r[4] = F[4] + (c.dx5tx1 * (U[sx + 4] - 2.0 * U[4] + U[-sx + 4]) + c.xxcon3 * (qs[p + px] - 2.0 * qs[p] + qs[p - px]) +
                 c.xxcon4 * (up1 * up1 - 2.0 * uijk * uijk + um1 * um1) +
                 c.xxcon5 * (U[sx + 4] * rho_i[p + px] - 2.0 * U[4] * rho_i[p] + U[-sx + 4] * rho_i[p - px]) -
-                c.tx2 * ((c.c1 * U[sx + 4] - c.c2 * square[p + px]) * up1 - (c.c1 * U[-sx + 4] - c.c2 * square[p - px]) * um1);
+                c.tx2 * ((c.c1 * U[sx + 4] - c.c2 * square[p + px]) * up1 - (c.c1 * U[-sx + 4] - c.c2 * square[p - px]) * um1));
       }
       x_dissipation(rhs + 5 * d.at(0, j, k), u + 5 * d.at(0, j, k), nx, c.dssp);
-    }
-  }
-#pragma omp for collapse(2) schedule(static) nowait
-  for (int k = 1; k < nz - 1; ++k) {
-    for (int j = 1; j < ny - 1; ++j) {
       for (int i = 1; i < nx - 1; ++i) {
         const std::size_t p = d.at(i, j, k);
         const double* U = u + 5 * p;
@@ -402,11 +400,6 @@ void compute_rhs(const CfdConstants& c, CfdZoneFields& f) {
                 c.ty2 * ((c.c1 * U[sy + 4] - c.c2 * square[p + py]) * vp1 - (c.c1 * U[-sy + 4] - c.c2 * square[p - py]) * vm1);
       }
       row_dissipation(rhs + 5 * d.at(0, j, k), u + 5 * d.at(0, j, k), sy, j, ny, nx, c.dssp);
-    }
-  }
-#pragma omp for collapse(2) schedule(static) nowait
-  for (int k = 1; k < nz - 1; ++k) {
-    for (int j = 1; j < ny - 1; ++j) {
       for (int i = 1; i < nx - 1; ++i) {
         const std::size_t p = d.at(i, j, k);
         const double* U = u + 5 * p;
@@ -425,12 +418,7 @@ void compute_rhs(const CfdConstants& c, CfdZoneFields& f) {
                 c.tz2 * ((c.c1 * U[sz + 4] - c.c2 * square[p + pz]) * wp1 - (c.c1 * U[-sz + 4] - c.c2 * square[p - pz]) * wm1);
       }
       row_dissipation(rhs + 5 * d.at(0, j, k), u + 5 * d.at(0, j, k), sz, k, nz, nx, c.dssp);
-    }
-  }
-#pragma omp for collapse(2) schedule(static)
-  for (int k = 1; k < nz - 1; ++k) {
-    for (int j = 1; j < ny - 1; ++j) {
-      double* r = rhs + 5 * d.at(1, j, k);
+      double* r = rhs + row + 5;
       for (int i = 0; i < 5 * (nx - 2); ++i) r[i] *= c.dt;
     }
   }
