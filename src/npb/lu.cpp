@@ -51,30 +51,36 @@ LuConstants LuConstants::make(const ZoneGeometry& g, double dt, double omega) {
 
 namespace {
 
-// Gathered line for the right-hand side: 5-vectors, 1/rho and the kinetic energy.
+// Gathered line for the right-hand side: 5-vectors, 1/rho, the kinetic energy, and the
+// inviscid (fi) and viscous (fv) fluxes.
 struct LuLine {
-  std::vector<double> u, rho, q, f;
+  std::vector<double> u, rho, q, fi, fv;
   void resize(int n) {
     const auto sn = static_cast<std::size_t>(n);
     if (rho.size() >= sn) return;
     u.resize(5 * sn);
     rho.resize(sn);
     q.resize(sn);
-    f.resize(5 * sn);
+    fi.resize(5 * sn);
+    fv.resize(5 * sn);
   }
 };
 
 // Adds the flux differences, viscous terms and dissipation along axis A of one line of n points
 // (source `src`, stride ss in doubles between points) to `out` (stride os). Used both for the
 // residual (src = u, with 1/rho and kinetic energy precomputed at stride ps) and the forcing
-// (src = exact solution, rho_in == nullptr: both computed here).
+// (src = exact solution, rho_in == nullptr: both computed here). Both fluxes are kept, so `out`
+// (strided along y and z) is read and written once per point, not once per term; the
+// dissipation's one-sided forms at the ends are their own calls, so the interior runs without a
+// branch.
 template <int A>
 void lu_line(const LuConstants& c, int n, const double* src, std::ptrdiff_t ss, const double* rho_in,
              const double* q_in, std::ptrdiff_t ps, double* out, std::ptrdiff_t os) {
   thread_local LuLine w;
   w.resize(n);
   double* u = w.u.data();
-  double* f = w.f.data();
+  double* fi = w.fi.data();
+  double* fv = w.fv.data();
   for (int p = 0; p < n; ++p) {
 #pragma GCC unroll 5
     for (int m = 0; m < 5; ++m) u[5 * p + m] = src[p * ss + m];
@@ -96,20 +102,15 @@ void lu_line(const LuConstants& c, int n, const double* src, std::ptrdiff_t ss, 
   } else {
     t1 = c.tz1; t2 = c.tz2; t3 = c.tz3; dd = c.dz;
   }
-  // Inviscid fluxes: central difference.
+  // Inviscid fluxes, for the central difference.
   for (int p = 0; p < n; ++p) {
     const double* v = u + 5 * p;
     const double ua = v[A] * w.rho[p];
-    f[5 * p] = v[A];
+    fi[5 * p] = v[A];
 #pragma GCC unroll 5
-    for (int m = 1; m < 4; ++m) f[5 * p + m] = v[m] * ua;
-    f[5 * p + A] += c.c2 * (v[4] - w.q[p]);
-    f[5 * p + 4] = (c.c1 * v[4] - c.c2 * w.q[p]) * ua;
-  }
-  for (int p = 1; p < n - 1; ++p) {
-    double* o = out + p * os;
-#pragma GCC unroll 5
-    for (int m = 0; m < 5; ++m) o[m] -= t2 * (f[5 * (p + 1) + m] - f[5 * (p - 1) + m]);
+    for (int m = 1; m < 4; ++m) fi[5 * p + m] = v[m] * ua;
+    fi[5 * p + A] += c.c2 * (v[4] - w.q[p]);
+    fi[5 * p + 4] = (c.c1 * v[4] - c.c2 * w.q[p]) * ua;
   }
   // Viscous fluxes at the half points p-1/2.
   for (int p = 1; p < n; ++p) {
@@ -122,28 +123,33 @@ void lu_line(const LuConstants& c, int n, const double* src, std::ptrdiff_t ss, 
     const double um[4] = {0.0, u2m, u3m, u4m};
 #pragma GCC unroll 5
     for (int m = 1; m < 4; ++m) {
-      f[5 * p + m] = m == A ? (4.0 / 3.0) * t3 * (ui[m] - um[m]) : t3 * (ui[m] - um[m]);
+      fv[5 * p + m] = m == A ? (4.0 / 3.0) * t3 * (ui[m] - um[m]) : t3 * (ui[m] - um[m]);
     }
-    f[5 * p + 4] = 0.5 * (1.0 - c.c1 * c.c5) * t3 *
-                       ((u2i * u2i + u3i * u3i + u4i * u4i) - (u2m * u2m + u3m * u3m + u4m * u4m)) +
-                   (1.0 / 6.0) * t3 * (ui[A] * ui[A] - um[A] * um[A]) + c.c1 * c.c5 * t3 * (u5i - u5m);
+    fv[5 * p + 4] = 0.5 * (1.0 - c.c1 * c.c5) * t3 *
+                        ((u2i * u2i + u3i * u3i + u4i * u4i) - (u2m * u2m + u3m * u3m + u4m * u4m)) +
+                    (1.0 / 6.0) * t3 * (ui[A] * ui[A] - um[A] * um[A]) + c.c1 * c.c5 * t3 * (u5i - u5m);
   }
-  for (int p = 1; p < n - 1; ++p) {
+  const double tv = t3 * c.c3 * c.c4;
+  auto point = [&]<DissipationForm F>(int p) __attribute__((always_inline)) {
     double* o = out + p * os;
     const double* vm = u + 5 * (p - 1);
     const double* v = u + 5 * p;
     const double* vp = u + 5 * (p + 1);
-    o[0] += dd[0] * t1 * (vm[0] - 2.0 * v[0] + vp[0]);
+    const double* fim = fi + 5 * (p - 1);
+    const double* fip = fi + 5 * (p + 1);
+    o[0] += (-t2 * (fip[0] - fim[0]) + dd[0] * t1 * (vm[0] - 2.0 * v[0] + vp[0])) - c.dssp * dissipation<F>(v, 5);
 #pragma GCC unroll 5
     for (int m = 1; m < 5; ++m) {
-      o[m] += t3 * c.c3 * c.c4 * (f[5 * (p + 1) + m] - f[5 * p + m]) + dd[m] * t1 * (vm[m] - 2.0 * v[m] + vp[m]);
+      o[m] += (-t2 * (fip[m] - fim[m]) +
+               (tv * (fv[5 * (p + 1) + m] - fv[5 * p + m]) + dd[m] * t1 * (vm[m] - 2.0 * v[m] + vp[m]))) -
+              c.dssp * dissipation<F>(v + m, 5);
     }
-  }
-  for (int p = 1; p < n - 1; ++p) {
-    double* o = out + p * os;
-#pragma GCC unroll 5
-    for (int m = 0; m < 5; ++m) o[m] -= c.dssp * dissipation(u + 5 * p + m, 5, p, n);
-  }
+  };
+  point.template operator()<DissipationForm::first>(1);
+  point.template operator()<DissipationForm::second>(2);
+  for (int p = 3; p < n - 3; ++p) point.template operator()<DissipationForm::interior>(p);
+  point.template operator()<DissipationForm::second_last>(n - 3);
+  point.template operator()<DissipationForm::last>(n - 2);
 }
 
 // Static block of rows q in [0, count) for thread t of nth, as OpenMP's static schedule makes it.
