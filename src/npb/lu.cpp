@@ -13,6 +13,7 @@
 #include <span>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 namespace hympi::npb {
 
@@ -50,30 +51,36 @@ LuConstants LuConstants::make(const ZoneGeometry& g, double dt, double omega) {
 
 namespace {
 
-// Gathered line for the right-hand side: 5-vectors, 1/rho and the kinetic energy.
+// Gathered line for the right-hand side: 5-vectors, 1/rho, the kinetic energy, and the
+// inviscid (fi) and viscous (fv) fluxes.
 struct LuLine {
-  std::vector<double> u, rho, q, f;
+  std::vector<double> u, rho, q, fi, fv;
   void resize(int n) {
     const auto sn = static_cast<std::size_t>(n);
     if (rho.size() >= sn) return;
     u.resize(5 * sn);
     rho.resize(sn);
     q.resize(sn);
-    f.resize(5 * sn);
+    fi.resize(5 * sn);
+    fv.resize(5 * sn);
   }
 };
 
 // Adds the flux differences, viscous terms and dissipation along axis A of one line of n points
 // (source `src`, stride ss in doubles between points) to `out` (stride os). Used both for the
 // residual (src = u, with 1/rho and kinetic energy precomputed at stride ps) and the forcing
-// (src = exact solution, rho_in == nullptr: both computed here).
+// (src = exact solution, rho_in == nullptr: both computed here). Both fluxes are kept, so `out`
+// (strided along y and z) is read and written once per point, not once per term; the
+// dissipation's one-sided forms at the ends are their own calls, so the interior runs without a
+// branch.
 template <int A>
 void lu_line(const LuConstants& c, int n, const double* src, std::ptrdiff_t ss, const double* rho_in,
              const double* q_in, std::ptrdiff_t ps, double* out, std::ptrdiff_t os) {
   thread_local LuLine w;
   w.resize(n);
   double* u = w.u.data();
-  double* f = w.f.data();
+  double* fi = w.fi.data();
+  double* fv = w.fv.data();
   for (int p = 0; p < n; ++p) {
 #pragma GCC unroll 5
     for (int m = 0; m < 5; ++m) u[5 * p + m] = src[p * ss + m];
@@ -95,20 +102,15 @@ void lu_line(const LuConstants& c, int n, const double* src, std::ptrdiff_t ss, 
   } else {
     t1 = c.tz1; t2 = c.tz2; t3 = c.tz3; dd = c.dz;
   }
-  // Inviscid fluxes: central difference.
+  // Inviscid fluxes, for the central difference.
   for (int p = 0; p < n; ++p) {
     const double* v = u + 5 * p;
     const double ua = v[A] * w.rho[p];
-    f[5 * p] = v[A];
+    fi[5 * p] = v[A];
 #pragma GCC unroll 5
-    for (int m = 1; m < 4; ++m) f[5 * p + m] = v[m] * ua;
-    f[5 * p + A] += c.c2 * (v[4] - w.q[p]);
-    f[5 * p + 4] = (c.c1 * v[4] - c.c2 * w.q[p]) * ua;
-  }
-  for (int p = 1; p < n - 1; ++p) {
-    double* o = out + p * os;
-#pragma GCC unroll 5
-    for (int m = 0; m < 5; ++m) o[m] -= t2 * (f[5 * (p + 1) + m] - f[5 * (p - 1) + m]);
+    for (int m = 1; m < 4; ++m) fi[5 * p + m] = v[m] * ua;
+    fi[5 * p + A] += c.c2 * (v[4] - w.q[p]);
+    fi[5 * p + 4] = (c.c1 * v[4] - c.c2 * w.q[p]) * ua;
   }
   // Viscous fluxes at the half points p-1/2.
   for (int p = 1; p < n; ++p) {
@@ -121,28 +123,33 @@ void lu_line(const LuConstants& c, int n, const double* src, std::ptrdiff_t ss, 
     const double um[4] = {0.0, u2m, u3m, u4m};
 #pragma GCC unroll 5
     for (int m = 1; m < 4; ++m) {
-      f[5 * p + m] = m == A ? (4.0 / 3.0) * t3 * (ui[m] - um[m]) : t3 * (ui[m] - um[m]);
+      fv[5 * p + m] = m == A ? (4.0 / 3.0) * t3 * (ui[m] - um[m]) : t3 * (ui[m] - um[m]);
     }
-    f[5 * p + 4] = 0.5 * (1.0 - c.c1 * c.c5) * t3 *
-                       ((u2i * u2i + u3i * u3i + u4i * u4i) - (u2m * u2m + u3m * u3m + u4m * u4m)) +
-                   (1.0 / 6.0) * t3 * (ui[A] * ui[A] - um[A] * um[A]) + c.c1 * c.c5 * t3 * (u5i - u5m);
+    fv[5 * p + 4] = 0.5 * (1.0 - c.c1 * c.c5) * t3 *
+                        ((u2i * u2i + u3i * u3i + u4i * u4i) - (u2m * u2m + u3m * u3m + u4m * u4m)) +
+                    (1.0 / 6.0) * t3 * (ui[A] * ui[A] - um[A] * um[A]) + c.c1 * c.c5 * t3 * (u5i - u5m);
   }
-  for (int p = 1; p < n - 1; ++p) {
+  const double tv = t3 * c.c3 * c.c4;
+  auto point = [&]<DissipationForm F>(int p) __attribute__((always_inline)) {
     double* o = out + p * os;
     const double* vm = u + 5 * (p - 1);
     const double* v = u + 5 * p;
     const double* vp = u + 5 * (p + 1);
-    o[0] += dd[0] * t1 * (vm[0] - 2.0 * v[0] + vp[0]);
+    const double* fim = fi + 5 * (p - 1);
+    const double* fip = fi + 5 * (p + 1);
+    o[0] += (-t2 * (fip[0] - fim[0]) + dd[0] * t1 * (vm[0] - 2.0 * v[0] + vp[0])) - c.dssp * dissipation<F>(v, 5);
 #pragma GCC unroll 5
     for (int m = 1; m < 5; ++m) {
-      o[m] += t3 * c.c3 * c.c4 * (f[5 * (p + 1) + m] - f[5 * p + m]) + dd[m] * t1 * (vm[m] - 2.0 * v[m] + vp[m]);
+      o[m] += (-t2 * (fip[m] - fim[m]) +
+               (tv * (fv[5 * (p + 1) + m] - fv[5 * p + m]) + dd[m] * t1 * (vm[m] - 2.0 * v[m] + vp[m]))) -
+              c.dssp * dissipation<F>(v + m, 5);
     }
-  }
-  for (int p = 1; p < n - 1; ++p) {
-    double* o = out + p * os;
-#pragma GCC unroll 5
-    for (int m = 0; m < 5; ++m) o[m] -= c.dssp * dissipation(u + 5 * p + m, 5, p, n);
-  }
+  };
+  point.template operator()<DissipationForm::first>(1);
+  point.template operator()<DissipationForm::second>(2);
+  for (int p = 3; p < n - 3; ++p) point.template operator()<DissipationForm::interior>(p);
+  point.template operator()<DissipationForm::second_last>(n - 3);
+  point.template operator()<DissipationForm::last>(n - 2);
 }
 
 // Static block of rows q in [0, count) for thread t of nth, as OpenMP's static schedule makes it.
@@ -188,68 +195,105 @@ inline void wait_for(const std::atomic<int>& flag, int value) {
   }
 }
 
-// a . b for 5-vectors as a shallow tree. The x-neighbour's term is on the wavefront's chain
-// from point to point, so it is summed apart from the y term and in ~3 steps, not 10.
-[[gnu::always_inline]] inline double row_dot(const double* a, const double* b) {
-  return ((a[0] * b[0] + a[1] * b[1]) + (a[2] * b[2] + a[3] * b[3])) + a[4] * b[4];
+// LU's off-diagonal blocks (s2 * F - dtt1 * N - dtt1 * dd on the diagonal) have 7 structural
+// zeros for every axis A: the mass row has only (0,0) and (0,A), a tangential row T has no
+// (T,other tangential) and no (T,4). The blocks are kept as their 18 other entries, row by row,
+// so the Jacobian loop stores 18 numbers a block and the sweeps multiply 18, not 25.
+constexpr int kBlockEntries = 18;
+
+constexpr bool block_zero(int a, int m, int n) {
+  if (m == n) return false;
+  if (m == 0) return n != a;
+  if (m == a || m == 4) return false;
+  return n != 0 && n != a;
 }
 
-// Factors the 5x5 block T in place for solve_factored: Gaussian elimination without pivoting,
-// the multipliers stored below the diagonal and the pivots replaced by their reciprocals. It
-// runs in the Jacobian loop, whose points are independent, and leaves the wavefront loop (a
-// chain from point to point along x) only the right-hand side's elimination: the reference
-// eliminates T on that chain, with a division per unknown in the back substitution.
-[[gnu::always_inline]] inline void factor_block(double* t) {
-#pragma GCC unroll 5
-  for (int p = 0; p < 4; ++p) {
-    const double tmp1 = 1.0 / t[5 * p + p];
-#pragma GCC unroll 5
-    for (int row = p + 1; row < 5; ++row) {
-      const double tmp = tmp1 * t[5 * row + p];
-#pragma GCC unroll 5
-      for (int q = p + 1; q < 5; ++q) t[5 * row + q] -= tmp * t[5 * p + q];
-      t[5 * row + p] = tmp;
-    }
-    t[5 * p + p] = tmp1;
+// Where entry (m, n) of axis a's block is kept; -1 for a structural zero.
+constexpr int block_slot(int a, int m, int n) {
+  if (block_zero(a, m, n)) return -1;
+  int s = 0;
+  for (int e = 0; e < 5 * m + n; ++e) s += block_zero(a, e / 5, e % 5) ? 0 : 1;
+  return s;
+}
+static_assert(block_slot(1, 4, 4) == kBlockEntries - 1 && block_slot(2, 4, 4) == kBlockEntries - 1 &&
+              block_slot(3, 4, 4) == kBlockEntries - 1);
+
+// Row M of axis A's block times x, over the entries that are not structural zeros, as a shallow
+// tree: the x neighbour's product is on the wavefront's chain from point to point.
+template <int A, int M>
+[[gnu::always_inline]] inline double block_row(const double* b, const double* x) {
+  auto at = [&](auto n) __attribute__((always_inline)) {
+    constexpr int N = decltype(n)::value;
+    return b[block_slot(A, M, N)] * x[N];
+  };
+  using I0 = std::integral_constant<int, 0>;
+  using I1 = std::integral_constant<int, 1>;
+  using I2 = std::integral_constant<int, 2>;
+  using I3 = std::integral_constant<int, 3>;
+  using I4 = std::integral_constant<int, 4>;
+  using IA = std::integral_constant<int, A>;
+  using IM = std::integral_constant<int, M>;
+  if constexpr (M == 0) {
+    return at(I0{}) + at(IA{});
+  } else if constexpr (M == A || M == 4) {
+    return ((at(I0{}) + at(I1{})) + (at(I2{}) + at(I3{}))) + at(I4{});
+  } else {
+    return (at(I0{}) + at(IA{})) + at(IM{});
   }
-  t[24] = 1.0 / t[24];
 }
 
-// Solves T x = tv in place with T factored by factor_block.
-[[gnu::always_inline]] inline void solve_factored(const double* t, double* tv) {
-#pragma GCC unroll 5
-  for (int p = 0; p < 4; ++p) {
-#pragma GCC unroll 5
-    for (int row = p + 1; row < 5; ++row) tv[row] -= tv[p] * t[5 * row + p];
-  }
-#pragma GCC unroll 5
-  for (int p = 4; p >= 0; --p) {
-    double v = tv[p];
-#pragma GCC unroll 5
-    for (int q = p + 1; q < 5; ++q) v -= t[5 * p + q] * tv[q];
-    tv[p] = v * t[5 * p + p];
-  }
+// Calls f(integral_constant<int, M>) for M = 0..4.
+template <class F>
+[[gnu::always_inline]] inline void for_rows(F&& f) {
+  [&]<int... M>(std::integer_sequence<int, M...>) __attribute__((always_inline)) {
+    (f(std::integral_constant<int, M>{}), ...);
+  }(std::make_integer_sequence<int, 5>{});
+}
+
+// The diagonal block of jacld/jacu is lower triangular (row 0 is (d00, 0, 0, 0, 0), rows 1-3 have
+// only (m, 0) and (m, m)), so solving with it is a forward substitution: no elimination, no
+// division on the wavefront's chain. It is kept as its 7 off-diagonal entries and the
+// reciprocals of its pivots 1-4 (d00 is the same at every point: its reciprocal is passed).
+constexpr int kDiagEntries = 11;
+
+// Solves D x = t in place, D kept as above.
+[[gnu::always_inline]] inline void solve_lower(const double* d, double r0, double* t) {
+  const double x0 = t[0] * r0;
+  const double x1 = (t[1] - d[0] * x0) * d[7];
+  const double x2 = (t[2] - d[1] * x0) * d[8];
+  const double x3 = (t[3] - d[2] * x0) * d[9];
+  t[4] = (t[4] - ((d[3] * x0 + d[4] * x1) + (d[5] * x2 + d[6] * x3))) * d[10];
+  t[0] = x0;
+  t[1] = x1;
+  t[2] = x2;
+  t[3] = x3;
 }
 
 // One off-diagonal block of LU's jacld/jacu for axis A at a neighbour point with state u, 1/rho
 // and kinetic energy sq: s2 * F - dtt1 * N - dtt1 * dd on the diagonal, with s2 = -dt*t2 (lower)
-// or +dt*t2 (upper) and dtt1 = dt*t1. The structural zeros of F and N cost no flop here.
+// or +dt*t2 (upper) and dtt1 = dt*t1, both times the relaxation factor omega, which the sweeps
+// would otherwise multiply in on the chain. The structural zeros cost no flop and no store.
 template <int A>
 [[gnu::always_inline]] inline void jac_block(const double* u, double rho, double sq, double s2, double dtt1,
                                              const double* dd, const JacobianConstants& k, double* o) {
   auto put = [&](auto m, auto n, auto f, auto nv) __attribute__((always_inline)) {
     constexpr int M = decltype(m)::value;
     constexpr int N = decltype(n)::value;
-    double v;
-    if constexpr (std::is_same_v<decltype(f), Zero>) {
-      static_assert(std::is_same_v<decltype(nv), Zero>, "a viscous term without an inviscid one");
-      v = M == N ? -dtt1 * dd[M] : 0.0;
-    } else {
-      v = s2 * f;
-      if constexpr (!std::is_same_v<decltype(nv), Zero>) v = v - dtt1 * nv;
-      if constexpr (M == N) v = v - dtt1 * dd[M];
+    constexpr int slot = block_slot(A, M, N);
+    constexpr bool f_zero = std::is_same_v<decltype(f), Zero>;
+    static_assert((slot < 0) == (f_zero && M != N), "block_zero disagrees with the flux Jacobians");
+    if constexpr (slot >= 0) {
+      double v;
+      if constexpr (f_zero) {
+        static_assert(std::is_same_v<decltype(nv), Zero>, "a viscous term without an inviscid one");
+        v = -dtt1 * dd[M];
+      } else {
+        v = s2 * f;
+        if constexpr (!std::is_same_v<decltype(nv), Zero>) v = v - dtt1 * nv;
+        if constexpr (M == N) v = v - dtt1 * dd[M];
+      }
+      o[slot] = v;
     }
-    o[5 * M + N] = v;
   };
   flux_jacobian_entries<A>(u, rho, sq * rho, sq, k, put);
 }
@@ -265,9 +309,9 @@ LuZone::LuZone(const LuConstants& c, const ZoneDims& dims, const ZonePlacement& 
       frct_(dims.size5(), 0.0),
       qs_(dims.size1(), 0.0),
       rho_i_(dims.size1(), 0.0),
-      x_blk_(25 * std::size_t(dims.nxmax) * dims.ny, 0.0),
+      x_blk_(kBlockEntries * std::size_t(dims.nxmax) * dims.ny, 0.0),
       y_blk_(x_blk_.size(), 0.0),
-      d_blk_(x_blk_.size(), 0.0),
+      d_blk_(kDiagEntries * std::size_t(dims.nxmax) * dims.ny, 0.0),
       tv_(5 * std::size_t(dims.nxmax) * dims.ny, 0.0) {
   if (dims.nx < 6 || dims.ny < 6 || dims.nz < 6) {
     throw InvalidArgument("LU-MZ zone " + std::to_string(dims.nx) + "x" + std::to_string(dims.ny) + "x" +
@@ -476,26 +520,27 @@ void LuZone::ssor() {
   const std::size_t plane5 = 5 * std::size_t(d.nxmax) * d.ny;
   const std::size_t row5 = 5 * std::size_t(d.nxmax);
 
-  // Diagonal block of point p (the same in both sweeps).
-  auto diagonal = [&](std::size_t p, double* D) {
+  // Diagonal block of point p (the same in both sweeps), kept as solve_lower reads it.
+  const double r0 = 1.0 / (1.0 + dt2 * diag[0]);
+  auto diagonal = [&](std::size_t p, double* D) __attribute__((always_inline)) {
     const double* w = u + 5 * p;
     const double tmp1 = rho[p], tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
-    D[0] = 1.0 + dt2 * diag[0];
-    D[1] = D[2] = D[3] = D[4] = 0.0;
-    D[7] = D[8] = D[9] = D[11] = D[13] = D[14] = D[16] = D[17] = D[19] = 0.0;
-#pragma GCC unroll 5
+#pragma GCC unroll 3
     for (int m = 1; m < 4; ++m) {
-      D[5 * m] = -dt2 * ssum[m] * c34 * tmp2 * w[m];
-      D[5 * m + m] = 1.0 + dt2 * c34 * tmp1 * ssum[m] + dt2 * diag[m];
-      D[20 + m] = dt2 * tmp2 * w[m] * g[m];
+      D[m - 1] = -dt2 * ssum[m] * c34 * tmp2 * w[m];
+      D[6 + m] = 1.0 / (1.0 + dt2 * c34 * tmp1 * ssum[m] + dt2 * diag[m]);
+      D[3 + m] = dt2 * tmp2 * w[m] * g[m];
     }
-    D[20] = -dt2 * ((g[1] * (w[1] * w[1]) + g[2] * (w[2] * w[2]) + g[3] * (w[3] * w[3])) * tmp3 +
-                    tsum * c1345 * tmp2 * w[4]);
-    D[24] = 1.0 + dt2 * tsum * c1345 * tmp1 + dt2 * diag[4];
+    D[3] = -dt2 * ((g[1] * (w[1] * w[1]) + g[2] * (w[2] * w[2]) + g[3] * (w[3] * w[3])) * tmp3 +
+                   tsum * c1345 * tmp2 * w[4]);
+    D[10] = 1.0 / (1.0 + dt2 * tsum * c1345 * tmp1 + dt2 * diag[4]);
   };
   const JacobianConstants jk{c.c1, c.c2, c34, r43, c1345};
-  const double dtx1 = dt * c.tx1, dty1 = dt * c.ty1, dtz1 = dt * c.tz1;
-  const double dtx2 = dt * c.tx2, dty2 = dt * c.ty2, dtz2 = dt * c.tz2;
+  const double om = c.omega;
+  const double dtx1 = om * dt * c.tx1, dty1 = om * dt * c.ty1, dtz1 = om * dt * c.tz1;
+  const double dtx2 = om * dt * c.tx2, dty2 = om * dt * c.ty2, dtz2 = om * dt * c.tz2;
+  auto blk = [&](std::size_t j, std::size_t i) { return kBlockEntries * (j * d.nxmax + i); };
+  auto dia = [&](std::size_t j, std::size_t i) { return &d_blk_[kDiagEntries * (j * d.nxmax + i)]; };
 
 #pragma omp parallel
   {
@@ -503,56 +548,49 @@ void LuZone::ssor() {
     const int t = omp_get_thread_num();
     int lo = 0, hi = 0;
     row_block(rows, t, nth, lo, hi);
-#pragma omp for collapse(2) schedule(static)
-    for (int k = 1; k < d.nz - 1; ++k) {
-      for (int j = 1; j < d.ny - 1; ++j) {
-        double* r = v + 5 * d.at(1, j, k);
-        for (int i = 0; i < 5 * (d.nx - 2); ++i) r[i] *= dt;
-      }
-    }
     progress[t].store(0, std::memory_order_relaxed);
 #pragma omp barrier
-    // Lower-triangular sweep, planes k ascending, rows ascending, points ascending.
+    // Lower-triangular sweep, planes k ascending, rows ascending, points ascending. The residual
+    // is scaled by dt where the sweep first reads a point (the plane below is already scaled,
+    // and the boundary's residual is zero): no pass of its own over the zone, no barrier.
     for (int k = 1; k < d.nz - 1; ++k) {
       for (int q = lo; q < hi; ++q) {
         const int j = 1 + q;
         for (int i = 1; i < d.nx - 1; ++i) {
           const std::size_t p = d.at(i, j, k);
-          const std::size_t b = 25 * (std::size_t(j) * d.nxmax + i);
-          diagonal(p, &d_blk_[b]);
-          factor_block(&d_blk_[b]);
+          const std::size_t b = blk(j, i);
+          diagonal(p, dia(j, i));
           // The z block is used right here only: it stays in registers, not in a plane buffer.
-          double lz[25];
+          double lz[kBlockEntries];
           { const std::size_t n = d.at(i, j, k - 1); jac_block<3>(u + 5 * n, rho[n], qs[n], -dtz2, dtz1, c.dz, jk, lz); }
           { const std::size_t n = d.at(i, j - 1, k); jac_block<2>(u + 5 * n, rho[n], qs[n], -dty2, dty1, c.dy, jk, &y_blk_[b]); }
           { const std::size_t n = d.at(i - 1, j, k); jac_block<1>(u + 5 * n, rho[n], qs[n], -dtx2, dtx1, c.dx, jk, &x_blk_[b]); }
           double* x = v + 5 * p;
           const double* xz = x - plane5;
+          double r[5];
+          for_rows([&](auto m) __attribute__((always_inline)) {
+            r[m] = dt * x[m] - block_row<3, decltype(m)::value>(lz, xz);
+          });
 #pragma GCC unroll 5
-          for (int m = 0; m < 5; ++m) {
-            x[m] -= c.omega * (lz[5 * m] * xz[0] + lz[5 * m + 1] * xz[1] + lz[5 * m + 2] * xz[2] +
-                               lz[5 * m + 3] * xz[3] + lz[5 * m + 4] * xz[4]);
-          }
+          for (int m = 0; m < 5; ++m) x[m] = r[m];
         }
       }
       if (t > 0) wait_for(progress[t - 1], k);
       for (int q = lo; q < hi; q += kSkewedRows) {
-        skewed_rows(d.nx - 2, std::min(kSkewedRows, hi - q), [&](int ii, int r) {
-          const int i = 1 + ii, j = 1 + q + r;
-          const std::size_t p = d.at(i, j, k);
-          const std::size_t b = 25 * (std::size_t(j) * d.nxmax + i);
-          double* x = v + 5 * p;
+        skewed_rows(d.nx - 2, std::min(kSkewedRows, hi - q), [&](int ii, int rr) {
+          const int i = 1 + ii, j = 1 + q + rr;
+          const std::size_t b = blk(j, i);
+          double* x = v + 5 * d.at(i, j, k);
           const double* xy = x - row5;
           const double* xx = x - 5;
           const double* ly = &y_blk_[b];
           const double* lx = &x_blk_[b];
           double tv[5];
-#pragma GCC unroll 5
-          for (int m = 0; m < 5; ++m) {
-            const double sy_part = x[m] - c.omega * row_dot(ly + 5 * m, xy);
-            tv[m] = sy_part - c.omega * row_dot(lx + 5 * m, xx);
-          }
-          solve_factored(&d_blk_[b], tv);
+          for_rows([&](auto m) __attribute__((always_inline)) {
+            constexpr int M = decltype(m)::value;
+            tv[M] = (x[M] - block_row<2, M>(ly, xy)) - block_row<1, M>(lx, xx);
+          });
+          solve_lower(dia(j, i), r0, tv);
 #pragma GCC unroll 5
           for (int m = 0; m < 5; ++m) x[m] = tv[m];
         });
@@ -570,41 +608,38 @@ void LuZone::ssor() {
         const int j = d.ny - 2 - q;
         for (int i = d.nx - 2; i >= 1; --i) {
           const std::size_t p = d.at(i, j, k);
-          const std::size_t b = 25 * (std::size_t(j) * d.nxmax + i);
-          diagonal(p, &d_blk_[b]);
-          factor_block(&d_blk_[b]);
+          const std::size_t b = blk(j, i);
+          diagonal(p, dia(j, i));
           { const std::size_t n = d.at(i + 1, j, k); jac_block<1>(u + 5 * n, rho[n], qs[n], dtx2, dtx1, c.dx, jk, &x_blk_[b]); }
           { const std::size_t n = d.at(i, j + 1, k); jac_block<2>(u + 5 * n, rho[n], qs[n], dty2, dty1, c.dy, jk, &y_blk_[b]); }
-          double uz[25];
+          double uz[kBlockEntries];
           { const std::size_t n = d.at(i, j, k + 1); jac_block<3>(u + 5 * n, rho[n], qs[n], dtz2, dtz1, c.dz, jk, uz); }
-          const double* x = v + 5 * p;
-          const double* xz = x + plane5;
+          const double* xz = v + 5 * p + plane5;
           double* tv = &tv_[5 * (std::size_t(j) * d.nxmax + i)];
+          double r[5];
+          for_rows([&](auto m) __attribute__((always_inline)) { r[m] = block_row<3, decltype(m)::value>(uz, xz); });
 #pragma GCC unroll 5
-          for (int m = 0; m < 5; ++m) {
-            tv[m] = c.omega * (uz[5 * m] * xz[0] + uz[5 * m + 1] * xz[1] + uz[5 * m + 2] * xz[2] +
-                               uz[5 * m + 3] * xz[3] + uz[5 * m + 4] * xz[4]);
-          }
+          for (int m = 0; m < 5; ++m) tv[m] = r[m];
         }
       }
       if (t > 0) wait_for(progress[t - 1], step);
       for (int q = lo; q < hi; q += kSkewedRows) {
-        skewed_rows(d.nx - 2, std::min(kSkewedRows, hi - q), [&](int ii, int r) {
-          const int i = d.nx - 2 - ii, j = d.ny - 2 - q - r;
-          const std::size_t p = d.at(i, j, k);
-          const std::size_t b = 25 * (std::size_t(j) * d.nxmax + i);
-          double* x = v + 5 * p;
+        skewed_rows(d.nx - 2, std::min(kSkewedRows, hi - q), [&](int ii, int rr) {
+          const int i = d.nx - 2 - ii, j = d.ny - 2 - q - rr;
+          const std::size_t b = blk(j, i);
+          double* x = v + 5 * d.at(i, j, k);
           const double* xy = x + row5;
           const double* xx = x + 5;
           const double* uy = &y_blk_[b];
           const double* ux = &x_blk_[b];
-          double* tv = &tv_[5 * (std::size_t(j) * d.nxmax + i)];
-#pragma GCC unroll 5
-          for (int m = 0; m < 5; ++m) {
-            const double sy_part = tv[m] + c.omega * row_dot(uy + 5 * m, xy);
-            tv[m] = sy_part + c.omega * row_dot(ux + 5 * m, xx);
-          }
-          solve_factored(&d_blk_[b], tv);
+          const double* tz = &tv_[5 * (std::size_t(j) * d.nxmax + i)];
+          // A local copy: written through tv_, every store could alias v and reload x's neighbours.
+          double tv[5];
+          for_rows([&](auto m) __attribute__((always_inline)) {
+            constexpr int M = decltype(m)::value;
+            tv[M] = (tz[M] + block_row<2, M>(uy, xy)) + block_row<1, M>(ux, xx);
+          });
+          solve_lower(dia(j, i), r0, tv);
 #pragma GCC unroll 5
           for (int m = 0; m < 5; ++m) x[m] -= tv[m];
         });

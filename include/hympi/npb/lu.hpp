@@ -51,8 +51,8 @@ class LuZone final : public ZoneSolver {
   const Topology* topology_ = nullptr;
   ZoneDims d_;
   std::vector<double> u_, rsd_, frct_, qs_, rho_i_;
-  // One k-plane of 5x5 blocks, [ny][nxmax][25]: the x and y neighbour blocks and the diagonal
-  // (the z block is used where it is built).
+  // One k-plane of blocks, [ny][nxmax][...]: the x and y neighbour blocks without their
+  // structural zeros and the lower-triangular diagonal (the z block is used where it is built).
   std::vector<double> x_blk_, y_blk_, d_blk_;
   std::vector<double> tv_;                     // [ny][nxmax][5]
   std::array<double, 5> rsdnm_{};
