@@ -1,11 +1,16 @@
 #include "hympi/spmv3d/csr.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 
 #include "hympi/core/error.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace hympi {
 
@@ -89,6 +94,19 @@ constexpr long kRowsAtOnce = 4;
 /// prefetcher alone four rows at a time were no faster than one on 96^3 (docs/performance.md).
 constexpr long kPrefetchGroups = 2;
 
+/// Writes one value of y: with `Streaming`, past the caches (y's line is then not read for ownership first;
+/// consecutive rows fill whole lines in the write-combining buffers).
+template <bool Streaming>
+inline void store(double* p, double value) {
+#if defined(__x86_64__)
+  if constexpr (Streaming) {
+    _mm_stream_si64(reinterpret_cast<long long*>(p), std::bit_cast<long long>(value));
+    return;
+  }
+#endif
+  *p = value;
+}
+
 /// Prefetches `bytes` from `p` on; `p` may lie past the matrix (a prefetch never faults).
 inline void prefetch(std::uintptr_t p, std::int64_t bytes) {
   for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(p + b));
@@ -100,6 +118,7 @@ inline void prefetch(std::uintptr_t p, std::int64_t bytes) {
 /// waiting out each row's 27 dependent fmas. `length` is a run-time stride on purpose: with a
 /// constant one GCC packs the four chains into one vector chain fed by scalar inserts, which
 /// ran slower than one row at a time.
+template <bool Streaming>
 inline void equal_rows(const double* vals, const std::int32_t* cols, std::int64_t length, const double* x,
                        double* out) {
   const std::int64_t ahead = kPrefetchGroups * kRowsAtOnce * length;
@@ -109,12 +128,33 @@ inline void equal_rows(const double* vals, const std::int32_t* cols, std::int64_
   double acc[kRowsAtOnce] = {};
   for (std::int64_t e = 0; e < length; ++e)
     for (long q = 0; q < kRowsAtOnce; ++q) acc[q] = std::fma(vals[q * length + e], x[cols[q * length + e]], acc[q]);
-  for (long q = 0; q < kRowsAtOnce; ++q) out[q] = acc[q];
+  for (long q = 0; q < kRowsAtOnce; ++q) store<Streaming>(out + q, acc[q]);
 }
 
 }  // namespace
 
-void Csr27::apply(const double* x, double* y, const Box3& box) const {
+bool Csr27::can_stream() noexcept {
+#if defined(__x86_64__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void Csr27::apply(const double* x, double* y, const Box3& box, bool streaming) const {
+  if (streaming && can_stream()) {
+    rows<true>(x, y, box);
+    // Streamed stores are weakly ordered: fence before another thread may read y.
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
+  } else {
+    rows<false>(x, y, box);
+  }
+}
+
+template <bool Streaming>
+void Csr27::rows(const double* x, double* y, const Box3& box) const {
   const std::int32_t* cols = columns_.get();
   const double* vals = values_.get();
   const auto& n = extent_;
@@ -127,14 +167,14 @@ void Csr27::apply(const double* x, double* y, const Box3& box) const {
         bool equal = i + kRowsAtOnce <= box.high[0];
         for (long q = 2; equal && q <= kRowsAtOnce; ++q) equal = start[i + q] - start[i + q - 1] == length;
         if (equal) {
-          equal_rows(vals + first, cols + first, length, x, out + i);
+          equal_rows<Streaming>(vals + first, cols + first, length, x, out + i);
           i += kRowsAtOnce - 1;
           continue;
         }
         double acc = 0.0;
         // Explicit fma: the rounding must not depend on the compiler's contraction choices.
         for (std::int64_t e = first; e < first + length; ++e) acc = std::fma(vals[e], x[cols[e]], acc);
-        out[i] = acc;
+        store<Streaming>(out + i, acc);
       }
     }
 }

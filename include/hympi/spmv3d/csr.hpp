@@ -30,7 +30,10 @@ class Csr27 {
 
   /// y = A x on the points of `box` (local coordinates) of vectors laid out as at assembly;
   /// never fails. Each row is one fma chain in storage order: the same bits for every box.
-  void apply(const double* x, double* y, const Box3& box) const;
+  /// `streaming` (where can_stream) writes y with non-temporal stores and fences after them.
+  void apply(const double* x, double* y, const Box3& box, bool streaming) const;
+  /// Whether apply can stream its stores in this build (x86-64); never fails.
+  static bool can_stream() noexcept;
   /// Stored nonzeros; never fails.
   [[nodiscard]] std::size_t nonzeros() const noexcept { return nonzeros_; }
   /// Bytes of the matrix a product reads (values, column indexes, row starts); never fails.
@@ -40,6 +43,9 @@ class Csr27 {
   [[nodiscard]] std::array<std::span<const std::byte>, 3> storage() const noexcept;
 
  private:
+  template <bool Streaming>
+  void rows(const double* x, double* y, const Box3& box) const;
+
   std::array<long, 3> extent_{0, 0, 0};
   GridIndexing indexing_{{0, 0, 0}, 0, sizeof(double)};
   std::size_t nonzeros_ = 0;
