@@ -100,16 +100,11 @@ def test_per_rank_problem_grows_with_the_ranks():
     assert rec["metrics"]["t_comm_s"] >= 0 and rec["metrics"]["t_comp_s"] > 0
 
 
-def test_csr_bytes_and_bound_fraction_are_reported_from_the_right_quantities():
-    # 13x10x9 on one rank, nothing streamed (far below 32 MiB): per product the matrix (12 B per nonzero,
-    # 37 x 28 x 25 of them, and 8 B per row start, 1170 rows + 1), x read once (8 B per point, no halo) and y
-    # written and read for ownership (16 B per point), worked out by hand.
-    per_product = 12 * 37 * 28 * 25 + 8 * 1171 + 8 * 1170 + 16 * 1170
+def test_the_bound_fraction_is_the_kernels_bandwidth_over_the_given_triad_as_moved():
+    # The bytes themselves: test_min_time.py and the C++ suite.
     proc = run("hympi-spmv3d", 1, 1, "--global", "13", "10", "9", "--operator", "csr", "--reps", "3",
                "--cg-iterations", "0", "--verify", "exact", "--triad-GBps", "6")
     rec = record(proc)
-    assert rec["verified"] and rec["metrics"]["streaming_stores"] is False
-    assert rec["bytes_moved"] == per_product * rec["timed_repetitions"]
     assert rec["kernel_gbs"] == pytest.approx(rec["bytes_moved"] / rec["time_s"] / 1e9)
     # The given triad (STREAM's 24 B per element) in bytes as moved (32 B: a's write-allocate) is the bound.
     assert (rec["triad_gbs"], rec["triad_source"], rec["bound_gbs"]) == (6.0, "given", 8.0)
