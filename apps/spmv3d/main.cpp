@@ -72,12 +72,12 @@ class Spmv3dApp final : public hympi::AppDefinition {
     double rank = vectors * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
     if (o.op == hympi::SpmvOperator::csr)
       rank += hympi::largest_block_bytes(global, dims, 0, 1) * (27 * sizeof(double) + 27 * sizeof(std::int32_t) +
-                                                                 sizeof(std::int64_t));
+                                                                 sizeof(std::int32_t));
     double total = rank * layout.ranks;
     std::string counted = "--global " + std::to_string(global[0]) + " " + std::to_string(global[1]) + " " +
                           std::to_string(global[2]) + " (" + std::to_string(int(vectors)) +
                           " vectors with ghosts, 8 B per point each" +
-                          (o.op == hympi::SpmvOperator::csr ? ", the CSR matrix's 332 B per point" : "");
+                          (o.op == hympi::SpmvOperator::csr ? ", the CSR matrix's 328 B per point" : "");
     if (verify_ == "reference" && cg) {
       const double whole = vectors * hympi::largest_block_bytes(global, {1, 1, 1}, 1, sizeof(double));
       rank = std::max(rank, whole);

@@ -24,6 +24,12 @@ void Csr27::check_block(const std::array<long, 3>& extent, int ghost) {
   if (indexing.size >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw InvalidArgument("local block of " + std::to_string(indexing.size) +
                           " points is too large for 32-bit CSR column indexes");
+  // At most 27 nonzeros per row: the bound, not the count, so that the check needs no assembly.
+  const double points = static_cast<double>(extent[0]) * static_cast<double>(extent[1]) * static_cast<double>(extent[2]);
+  if (27.0 * points > static_cast<double>(std::numeric_limits<RowStart>::max()))
+    throw InvalidArgument("local block of " + std::to_string(extent[0]) + "x" + std::to_string(extent[1]) + "x" +
+                          std::to_string(extent[2]) + " points may hold more nonzeros than 32-bit CSR row starts "
+                          "address (27 per point, at most 2^31 - 1 per rank): use more ranks");
 }
 
 Csr27::Csr27(const Box3& block, const std::array<long, 3>& global, int ghost)
@@ -32,22 +38,22 @@ Csr27::Csr27(const Box3& block, const std::array<long, 3>& global, int ghost)
   const auto& n = extent_;
   const long rows = n[0] * n[1] * n[2];
   // Row lengths are known in closed form, so the prefix sum needs no pass over the matrix.
-  row_start_.reset(new std::int64_t[static_cast<std::size_t>(rows + 1)]);
+  row_start_.reset(new RowStart[static_cast<std::size_t>(rows + 1)]);
   std::int64_t offset = 0;
   for (long k = 0; k < n[2]; ++k)
     for (long j = 0; j < n[1]; ++j) {
       const long cyz = span3(block.low[1] + j, global[1]) * span3(block.low[2] + k, global[2]);
       for (long i = 0; i < n[0]; ++i) {
-        row_start_[static_cast<std::size_t>((k * n[1] + j) * n[0] + i)] = offset;
+        row_start_[static_cast<std::size_t>((k * n[1] + j) * n[0] + i)] = static_cast<RowStart>(offset);
         offset += cyz * span3(block.low[0] + i, global[0]);
       }
     }
-  row_start_[static_cast<std::size_t>(rows)] = offset;
+  row_start_[static_cast<std::size_t>(rows)] = static_cast<RowStart>(offset);
   nonzeros_ = static_cast<std::size_t>(offset);
   columns_.reset(new std::int32_t[nonzeros_]);
   values_.reset(new double[nonzeros_]);
   const GridIndexing& indexing = indexing_;
-  std::int64_t* start = row_start_.get();
+  const RowStart* start = row_start_.get();
   std::int32_t* cols = columns_.get();
   double* vals = values_.get();
   // Same static row schedule as the kernels, so each thread first-touches the rows it reads.
@@ -74,7 +80,7 @@ Csr27::Csr27(const Box3& block, const std::array<long, 3>& global, int ghost)
 
 double Csr27::bytes() const noexcept {
   const double rows = static_cast<double>(extent_[0] * extent_[1] * extent_[2]);
-  return static_cast<double>(nonzeros_) * (sizeof(double) + sizeof(std::int32_t)) + (rows + 1) * sizeof(std::int64_t);
+  return static_cast<double>(nonzeros_) * (sizeof(double) + sizeof(std::int32_t)) + (rows + 1) * sizeof(RowStart);
 }
 
 std::array<std::span<const std::byte>, 3> Csr27::storage() const noexcept {
@@ -82,7 +88,7 @@ std::array<std::span<const std::byte>, 3> Csr27::storage() const noexcept {
   const auto rows = static_cast<std::size_t>(extent_[0] * extent_[1] * extent_[2]);
   return {std::as_bytes(std::span<const double>(values_.get(), nonzeros_)),
           std::as_bytes(std::span<const std::int32_t>(columns_.get(), nonzeros_)),
-          std::as_bytes(std::span<const std::int64_t>(row_start_.get(), rows + 1))};
+          std::as_bytes(std::span<const RowStart>(row_start_.get(), rows + 1))};
 }
 
 namespace {
@@ -160,7 +166,7 @@ void Csr27::rows(const double* x, double* y, const Box3& box) const {
   const auto& n = extent_;
   for (long k = box.low[2]; k < box.high[2]; ++k)
     for (long j = box.low[1]; j < box.high[1]; ++j) {
-      const std::int64_t* start = row_start_.get() + (k * n[1] + j) * n[0];
+      const RowStart* start = row_start_.get() + (k * n[1] + j) * n[0];
       double* out = y + indexing_.index(0, j, k);
       for (long i = box.low[0]; i < box.high[0]; ++i) {
         const std::int64_t first = start[i], length = start[i + 1] - first;

@@ -122,7 +122,7 @@ def test_spmv3d_csr_traffic_counts_the_matrix():
                               "--cg-iterations", "0"))
     # The matrix (values and column indexes, row starts), x read once, y written and read for ownership.
     points, nonzeros = 8**3, (3 * 8 - 2) ** 3
-    per_product = nonzeros * (8 + 4) + (points + 1) * 8 + 8 * points + 16 * points
+    per_product = nonzeros * (8 + 4) + (points + 1) * 4 + 8 * points + 16 * points
     assert rec["bytes_moved"] == per_product * 4
 
 

@@ -289,4 +289,18 @@ TEST(Spmv3d, BadInputIsRejectedNamingTheValue) {
   o = {};
   o.spmv_reps = 0;
   EXPECT_THROW(o.validate(1, 1), InvalidArgument);
+  // 450^3 points: column indexes fit 32 bits (452^3 with ghosts), row starts of up to 27 nonzeros per point do
+  // not; two ranks halve the block and fit. Checked before any assembly.
+  o = {};
+  o.global = {450, 450, 450};
+  o.op = SpmvOperator::csr;
+  try {
+    o.validate(1, 1);
+    ADD_FAILURE() << "450^3 CSR on one rank validated";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("450x450x450 points may hold more nonzeros than 32-bit CSR row starts"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(o.validate(2, 1));
 }
