@@ -14,6 +14,17 @@
 
 namespace {
 
+/// Bytes one product touches on the largest rank of `ranks`: x and y with ghosts, and the CSR matrix (27 values,
+/// 27 column indexes and a row start per point at most).
+double product_bytes(const hympi::Spmv3dOptions& o, int ranks) {
+  const auto [global, dims] = o.resolve(ranks);
+  double bytes = 2 * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
+  if (o.op == hympi::SpmvOperator::csr)
+    bytes += hympi::largest_block_bytes(global, dims, 0, 1) *
+             (27 * sizeof(double) + 27 * sizeof(std::int32_t) + sizeof(std::int32_t));
+  return bytes;
+}
+
 /// A fingerprint as 16 hex digits (JSON numbers past 2^53 are not safe in every reader).
 std::string hash_text(std::uint64_t hash) {
   std::ostringstream out;
@@ -60,19 +71,16 @@ class Spmv3dApp final : public hympi::AppDefinition {
     o.validate(layout.ranks, layout.threads);
     resolved_global_ = o.resolve(layout.ranks).first;
   }
-  /// The vectors of the largest block with ghosts: the operator's halo grid and CG's x*, b, x, r, p and q (x and
-  /// y alone without CG), the CSR matrix's rows (27 values, 27 column indexes, a row start); --verify reference
-  /// re-solves the whole grid on rank 0 (stencil, ghost 1) after the run's arrays are freed. The bound's triad
-  /// (STREAM's memory rule: 4x the last-level cache over the node) frees its arrays before any of these exist.
+  /// What a product touches (product_bytes), the operator's halo grid and CG's x*, b, r, p and q (x and y alone
+  /// without CG); --verify reference re-solves the whole grid on rank 0 (stencil, ghost 1) after the run's arrays
+  /// are freed. The bound's triad sweeps at most a product's bytes and frees its arrays before any of these exist.
   hympi::MemoryEstimate memory_estimate(const hympi::Layout& layout) const override {
     const auto o = options();
     const auto [global, dims] = o.resolve(layout.ranks);
     const bool cg = o.cg_iterations > 0;
     const double vectors = cg ? 7 : 3;
-    double rank = vectors * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
-    if (o.op == hympi::SpmvOperator::csr)
-      rank += hympi::largest_block_bytes(global, dims, 0, 1) * (27 * sizeof(double) + 27 * sizeof(std::int32_t) +
-                                                                 sizeof(std::int32_t));
+    double rank = product_bytes(o, layout.ranks) +
+                  (vectors - 2) * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
     double total = rank * layout.ranks;
     std::string counted = "--global " + std::to_string(global[0]) + " " + std::to_string(global[1]) + " " +
                           std::to_string(global[2]) + " (" + std::to_string(int(vectors)) +
@@ -119,10 +127,13 @@ class Spmv3dApp final : public hympi::AppDefinition {
       throw hympi::h5::BadFile("--checkpoint, --restart and --snapshot need the CG solve (--cg-iterations > 0): "
                                "the repeated products alone have no state to save");
     // The products' bound: STREAM's triad on these ranks, threads and binding, before the products' arrays exist.
+    // Its three arrays span a product's bytes per rank, up to STREAM's memory rule (4x the last-level cache over
+    // the node), so that both stream from the same level: memory at 96^3 per rank, a cache for small grids.
     const bool given = triad_option_->count() > 0;
-    const double triad = given ? triad_gbs_
-                               : hympi::measure_triad_gbs(ctx.env.world(), ctx.topology.last_level_cache_bytes(),
-                                                          ctx.env.machine_size());
+    const auto elements = std::min(
+        hympi::stream_elements_for(ctx.topology.last_level_cache_bytes(), ctx.env.machine_size()),
+        std::max<std::size_t>(static_cast<std::size_t>(product_bytes(o, ctx.env.size()) / (3 * sizeof(double))), 1));
+    const double triad = given ? triad_gbs_ : hympi::measure_triad_gbs(ctx.env.world(), elements);
     const hympi::BandwidthBound bound{triad, hympi::triad_moved_gbs(triad),
                                       given ? hympi::TriadSource::given : hympi::TriadSource::measured};
     hympi::Metrics cg_metrics;

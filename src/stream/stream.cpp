@@ -204,10 +204,11 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options, Metrics* me
   return r;
 }
 
-double measure_triad_gbs(MPI_Comm comm, std::size_t last_level_cache_bytes, int ranks_on_node) {
+double measure_triad_gbs(MPI_Comm comm, std::size_t elements) {
   StreamOptions options;
-  options.elements = stream_elements_for(last_level_cache_bytes, ranks_on_node);
+  options.elements = elements;
   options.repeats = kBoundTriadRepeats;
+  options.inner = stream_inner_for(elements);
   return run_stream(comm, options).triad_gbs;
 }
 

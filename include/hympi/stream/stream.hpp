@@ -101,8 +101,9 @@ double stream_deviation(std::span<const double> a, std::span<const double> b, st
 StreamResult run_stream(MPI_Comm comm, const StreamOptions& options, Metrics* metrics = nullptr);
 
 /// Triad GB/s of all ranks of `comm` at once, as STREAM counts it: the best of kBoundTriadRepeats - 1 timed passes
-/// over arrays sized by STREAM's memory rule (stream_elements_for), freed on return. The bound of a kernel that
-/// streams from memory, on the caller's ranks, threads and binding. Collective; throws as run_stream.
-double measure_triad_gbs(MPI_Comm comm, std::size_t last_level_cache_bytes, int ranks_on_node);
+/// over `elements` doubles per array and rank (stream_inner_for repetitions per timing), freed on return. The bound
+/// of a kernel that streams from the level these arrays fit, on the caller's ranks, threads and binding.
+/// Collective; throws as run_stream.
+double measure_triad_gbs(MPI_Comm comm, std::size_t elements);
 
 }  // namespace hympi
