@@ -100,8 +100,9 @@ constexpr long kRowsAtOnce = 4;
 /// prefetcher alone four rows at a time were no faster than one on 96^3 (docs/performance.md).
 constexpr long kPrefetchGroups = 2;
 
-/// Writes one value of y: with `Streaming`, past the caches (y's line is then not read for ownership first;
-/// consecutive rows fill whole lines in the write-combining buffers).
+/// Writes one value of y: with `Streaming`, past the caches, so y's line is not read for ownership first
+/// (consecutive points fill whole lines in the write-combining buffers, but for the line a grid row's end
+/// shares with the ghosts, which no product writes).
 template <bool Streaming>
 inline void store(double* p, double value) {
 #if defined(__x86_64__)
