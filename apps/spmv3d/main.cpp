@@ -1,5 +1,6 @@
 // hympi-spmv3d: HPCG's 27-point operator, repeated SpMV and CG, with halo/compute overlap.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
@@ -9,8 +10,20 @@
 #include "hympi/app/overlap_flags.hpp"
 #include "hympi/spmv3d/spmv3d.hpp"
 #include "hympi/spmv3d/verify.hpp"
+#include "hympi/stream/stream.hpp"
 
 namespace {
+
+/// Bytes one product touches on the largest rank of `ranks`: x and y with ghosts, and the CSR matrix (27 values,
+/// 27 column indexes and a row start per point at most).
+double product_bytes(const hympi::Spmv3dOptions& o, int ranks) {
+  const auto [global, dims] = o.resolve(ranks);
+  double bytes = 2 * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
+  if (o.op == hympi::SpmvOperator::csr)
+    bytes += hympi::largest_block_bytes(global, dims, 0, 1) *
+             (27 * sizeof(double) + 27 * sizeof(std::int32_t) + sizeof(std::int32_t));
+  return bytes;
+}
 
 /// A fingerprint as 16 hex digits (JSON numbers past 2^53 are not safe in every reader).
 std::string hash_text(std::uint64_t hash) {
@@ -31,8 +44,12 @@ class Spmv3dApp final : public hympi::AppDefinition {
     cli.add_option("--ghost", options_.ghost, "ghost width (the stencil needs 1)")->capture_default_str();
     cli.add_option("--operator", operator_, "stencil (matrix-free) or csr (assembled)")->capture_default_str();
     cli.add_option("--streaming-stores", streaming_,
-                   "stencil writes y bypassing the caches: auto (when y exceeds 32 MiB per rank), on, off")
+                   "the product writes y bypassing the caches: auto (when y and the CSR matrix exceed 32 MiB per "
+                   "rank), on, off")
         ->capture_default_str();
+    triad_option_ = cli.add_option("--triad-GBps", triad_gbs_,
+                                   "STREAM triad GB/s of all ranks (as STREAM prints it) the products are bounded by; "
+                                   "default: measured by a short triad on the same ranks and threads before them");
     cli.add_option("--reps", options_.spmv_reps,
                    "timed SpMV repetitions; default: at least this many, more until --min-time is reached")
         ->capture_default_str();
@@ -48,27 +65,27 @@ class Spmv3dApp final : public hympi::AppDefinition {
   }
   std::string repetitions_option() const override { return "--reps"; }
   void validate(const hympi::Layout& layout) const override {
+    if (triad_option_->count() > 0 && !(triad_gbs_ > 0 && std::isfinite(triad_gbs_)))
+      throw hympi::InvalidArgument("--triad-GBps must be a bandwidth > 0 in GB/s, got " + std::to_string(triad_gbs_));
     const auto o = options();
     o.validate(layout.ranks, layout.threads);
     resolved_global_ = o.resolve(layout.ranks).first;
   }
-  /// The vectors of the largest block with ghosts: the operator's halo grid and CG's x*, b, x, r, p and q (x and
-  /// y alone without CG), the CSR matrix's rows (27 values, 27 column indexes, a row start); --verify reference
-  /// re-solves the whole grid on rank 0 (stencil, ghost 1) after the run's arrays are freed.
+  /// What a product touches (product_bytes), the operator's halo grid and CG's x*, b, r, p and q (x and y alone
+  /// without CG); --verify reference re-solves the whole grid on rank 0 (stencil, ghost 1) after the run's arrays
+  /// are freed. The bound's triad sweeps at most a product's bytes and frees its arrays before any of these exist.
   hympi::MemoryEstimate memory_estimate(const hympi::Layout& layout) const override {
     const auto o = options();
     const auto [global, dims] = o.resolve(layout.ranks);
     const bool cg = o.cg_iterations > 0;
     const double vectors = cg ? 7 : 3;
-    double rank = vectors * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
-    if (o.op == hympi::SpmvOperator::csr)
-      rank += hympi::largest_block_bytes(global, dims, 0, 1) * (27 * sizeof(double) + 27 * sizeof(std::int32_t) +
-                                                                 sizeof(std::int64_t));
+    double rank = product_bytes(o, layout.ranks) +
+                  (vectors - 2) * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
     double total = rank * layout.ranks;
     std::string counted = "--global " + std::to_string(global[0]) + " " + std::to_string(global[1]) + " " +
                           std::to_string(global[2]) + " (" + std::to_string(int(vectors)) +
                           " vectors with ghosts, 8 B per point each" +
-                          (o.op == hympi::SpmvOperator::csr ? ", the CSR matrix's 332 B per point" : "");
+                          (o.op == hympi::SpmvOperator::csr ? ", the CSR matrix's 328 B per point" : "");
     if (verify_ == "reference" && cg) {
       const double whole = vectors * hympi::largest_block_bytes(global, {1, 1, 1}, 1, sizeof(double));
       rank = std::max(rank, whole);
@@ -116,6 +133,16 @@ class Spmv3dApp final : public hympi::AppDefinition {
     if (ctx.io != nullptr && ctx.io->options().any() && o.cg_iterations == 0)
       throw hympi::h5::BadFile("--checkpoint, --restart and --snapshot need the CG solve (--cg-iterations > 0): "
                                "the repeated products alone have no state to save");
+    // The products' bound: STREAM's triad on these ranks, threads and binding, before the products' arrays exist.
+    // Its three arrays span a product's bytes per rank, up to STREAM's memory rule (4x the last-level cache over
+    // the node), so that both stream from the same level: memory at 96^3 per rank, a cache for small grids.
+    const bool given = triad_option_->count() > 0;
+    const auto elements = std::min(
+        hympi::stream_elements_for(ctx.topology.last_level_cache_bytes(), ctx.env.machine_size()),
+        std::max<std::size_t>(static_cast<std::size_t>(product_bytes(o, ctx.env.size()) / (3 * sizeof(double))), 1));
+    const double triad = given ? triad_gbs_ : hympi::measure_triad_gbs(ctx.env.world(), elements);
+    const hympi::BandwidthBound bound{triad, hympi::triad_moved_gbs(triad),
+                                      given ? hympi::TriadSource::given : hympi::TriadSource::measured};
     hympi::Metrics cg_metrics;
     cg_metrics.set_memory_probe(ctx.metrics.memory_probe());  // CG's vectors are the run's arrays too
     const auto res = hympi::run_spmv3d(ctx.env.world(), o, ctx.metrics, cg_metrics, ctx.io);
@@ -139,7 +166,10 @@ class Spmv3dApp final : public hympi::AppDefinition {
                 << res.dims[2] << " ranks x " << threads << " threads\n"
                 << "  SpMV x" << res.spmv_reps << ": " << res.spmv_time_s << " s (t_comm " << res.spmv_times.comm_s
                 << " s, t_comp " << res.spmv_times.comp_s << " s), " << gflops << " GFLOP/s, "
-                << res.spmv_mismatches << " wrong points\n";
+                << res.spmv_mismatches << " wrong points\n"
+                << "  bandwidth: " << res.spmv_bytes / res.spmv_time_s * 1e-9 << " GB/s as moved, "
+                << res.spmv_bytes / res.spmv_time_s * 1e-9 / bound.bound_gbs << " of the bound " << bound.bound_gbs
+                << " GB/s (STREAM triad " << triad << " GB/s, " << hympi::to_string(bound.source) << ")\n";
       if (cg)
         std::cout << "  CG: " << res.cg_iterations << " iterations"
                   << (res.cg_timed_iterations < res.cg_iterations
@@ -160,9 +190,10 @@ class Spmv3dApp final : public hympi::AppDefinition {
     r.rate_unit = "GFLOP/s";
     r.verified = verified;
     r.timed_repetitions = res.spmv_reps;
-    // Operator27::bytes_per_apply: stencil x read and y written once (16 B per point), CSR also the
-    // values, column indexes and row starts; no write-allocate (STREAM's convention).
+    // Operator27::bytes_per_apply: bytes as moved (x over the points read, y written and, unless streamed,
+    // read for ownership; CSR also the values, column indexes and row starts), hence the bound in bytes as moved.
     r.bytes_moved = res.spmv_bytes;
+    r.bound = bound;
     r.working_set_bytes = res.spmv_working_set_bytes;
     r.metrics = {{"process_grid", res.dims},
                  {"global", res.global},
@@ -217,6 +248,8 @@ class Spmv3dApp final : public hympi::AppDefinition {
   std::string operator_ = "stencil";
   hympi::OverlapFlags overlap_flags_;
   std::string streaming_ = "auto";
+  double triad_gbs_ = 0;
+  CLI::Option* triad_option_ = nullptr;
   std::string verify_ = "reference";
 };
 

@@ -7,8 +7,10 @@ Usage: .venv/bin/python bench/halo/run.py [--n 256] [--layouts 1x2,2x1] [--repea
 For every layout R x T: STREAM triad with that layout, then
   * hympi-spmv3d (27-point stencil, n^3, repeated SpMV) with --strategy bulk, split, commthread,
     and the assembled CSR operator with bulk (on csr-n^3); ratio = achieved GB/s / triad GB/s, where the
-    achieved bytes are the compulsory ones in STREAM's convention (x read + y written = 16 B per
-    point for the stencil; CSR adds 12 B per nonzero and 8 B per row);
+    achieved bytes are spmv3d's spmv_GBps, counted as moved (x read over the points it reaches, y written
+    and, unless streamed, read for ownership: 16-24 B per point for the stencil; CSR adds 12 B per nonzero
+    and 4 B per row) against the triad as STREAM counts it (24 B, its own write-allocate not counted),
+    so up to 4/3 of the like-for-like figure: the record's bound_fraction is that one;
   * hympi-rb3d (n^3) with the same strategies, its colour sweeps counted at 24 B per point
     (u and f read, u written) and 3.5 flops per point;
   * the model of Kaiser and Baden, "Overlapping communication and computation with OpenMP and MPI" (§4.2): the

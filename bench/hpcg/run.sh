@@ -12,8 +12,9 @@
 # timed CG set of 50 iterations, i.e. 51 SpMVs each with its halo exchange); hympi runs 51 timed
 # products (--reps 51, halo exchange included, product verified exactly; no CG).
 # Both count flops the same way: 2 per stored nonzero per product (HPCG's "Raw SpMV" =
-# 2 nnz x products / SpMV time, ReportResults.cpp). The summary prints each run's GFLOP/s, the
-# median of each implementation and the ratio of the medians (hympi / HPCG).
+# 2 nnz x products / SpMV time, ReportResults.cpp). The summary prints each run's GFLOP/s, hympi's
+# fraction of the STREAM-triad bound it measures before its products (its record's bound_fraction),
+# the median of each implementation and the ratio of the medians (hympi / HPCG).
 #
 # Environment: BUILD (hympi build dir, default <repo>/build; one without build.ninja holds
 # binaries built elsewhere and is used as it is), WORK (default /tmp/hympi-hpcg), HPCG_GIT (git
@@ -62,7 +63,7 @@ build_hympi -- hympi-spmv3d
 
 # --- runs -------------------------------------------------------------------------------------
 results=$WORK/results.tsv
-printf "impl\trun\tgflops\n" > "$results"
+printf "impl\trun\tgflops\tbound_fraction\n" > "$results"
 load_before=$(uptime)
 run_hpcg() {  # run dir: HPCG writes its report files into the working directory
   (cd "$1" && OMP_NUM_THREADS=1 timeout "$RUN_TIMEOUT" mpirun "${mpirun_flags[@]}" -np "$ranks" --map-by core \
@@ -75,8 +76,10 @@ run_hympi() {  # run dir
   OMP_NUM_THREADS=1 HYMPI_BIND=core HYMPI_DIST=compact timeout "$RUN_TIMEOUT" mpirun "${mpirun_flags[@]}" \
     --bind-to none -np "$ranks" "$BUILD/bin/hympi-spmv3d" --per-rank "$n" "$n" "$n" --dims 1 1 "$ranks" \
     --operator csr --cg-iterations 0 --reps 51 --verify exact >"$1/stdout.log" 2>&1 || true
+  # Its rate and, after a tab, its fraction of the triad bound it measured before the products.
   grep -q "verification (exact): PASSED" "$1/stdout.log" &&
-    sed -n 's/^HYMPI_RESULT .*"spmv_GFLOPps":\([0-9.eE+-]*\).*/\1/p' "$1/stdout.log"
+    sed -n 's/^HYMPI_RESULT .*"spmv_GFLOPps":\([0-9.eE+-]*\).*/\1/p' "$1/stdout.log" | tr -d '\n' &&
+    printf "\t" && sed -n 's/^HYMPI_RESULT .*"bound_fraction":\([0-9.eE+-]*\).*/\1/p' "$1/stdout.log"
 }
 for ((run = 1; run <= repeat; ++run)); do
   for impl in $(run_order "$run" hpcg hympi); do
@@ -89,7 +92,7 @@ for ((run = 1; run <= repeat; ++run)); do
       continue
     fi
     printf "%s\t%s\t%s\n" "$impl" "$run" "$gflops" >> "$results"
-    echo "run $run: $impl $gflops GFLOP/s" >&2
+    echo "run $run: $impl ${gflops%%$'\t'*} GFLOP/s, load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   done
 done
 load_after=$(uptime)
@@ -102,6 +105,7 @@ load_after=$(uptime)
   for impl in hpcg hympi; do
     printf "%-6s GFLOP/s per run: %s\n" "$impl" "$(awk -F'\t' -v i="$impl" '$1 == i {printf "%s ", $3}' "$results")"
   done
+  printf "hympi fraction of its triad bound per run: %s\n" "$(awk -F'\t' '$1 == "hympi" {printf "%s ", $4}' "$results")"
   # Median per implementation (the middle run, or the mean of the two middle ones), then the ratio.
   awk -F'\t' 'NR > 1 { v[$1, ++c[$1]] = $3 + 0 }
     function median(impl,   n, i, j, t, a) {

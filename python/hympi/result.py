@@ -56,6 +56,10 @@ class ResultRecord:
     min_time_s: float | None = None
     bytes_moved: float | None = None
     kernel_gbs: float | None = None
+    triad_gbs: float | None = None
+    triad_source: str | None = None
+    bound_gbs: float | None = None
+    bound_fraction: float | None = None
     working_set_bytes: float | None = None
     stream_level: str | None = None
     cache_bytes_per_pu: float | None = None

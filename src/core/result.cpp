@@ -17,8 +17,15 @@ nlohmann::json ResultRecord::to_json() const {
     out["min_time_s"] = min_time_s;
   }
   if (bytes_moved) {
+    const double kernel_gbs = time_s > 0 ? *bytes_moved / time_s * 1e-9 : 0.0;
     out["bytes_moved"] = *bytes_moved;
-    out["kernel_gbs"] = time_s > 0 ? *bytes_moved / time_s * 1e-9 : 0.0;
+    out["kernel_gbs"] = kernel_gbs;
+    if (bound) {
+      out["triad_gbs"] = bound->triad_gbs;
+      out["triad_source"] = to_string(bound->source);
+      out["bound_gbs"] = bound->bound_gbs;
+      out["bound_fraction"] = bound->bound_gbs > 0 ? kernel_gbs / bound->bound_gbs : 0.0;
+    }
   }
   if (working_set_bytes) out["working_set_bytes"] = *working_set_bytes;
   if (stream_level) out["stream_level"] = *stream_level;

@@ -1,11 +1,16 @@
 #include "hympi/spmv3d/csr.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 
 #include "hympi/core/error.hpp"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace hympi {
 
@@ -19,6 +24,12 @@ void Csr27::check_block(const std::array<long, 3>& extent, int ghost) {
   if (indexing.size >= static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw InvalidArgument("local block of " + std::to_string(indexing.size) +
                           " points is too large for 32-bit CSR column indexes");
+  // At most 27 nonzeros per row: the bound, not the count, so that the check needs no assembly.
+  const double points = static_cast<double>(extent[0]) * static_cast<double>(extent[1]) * static_cast<double>(extent[2]);
+  if (27.0 * points > static_cast<double>(std::numeric_limits<RowStart>::max()))
+    throw InvalidArgument("local block of " + std::to_string(extent[0]) + "x" + std::to_string(extent[1]) + "x" +
+                          std::to_string(extent[2]) + " points may hold more nonzeros than 32-bit CSR row starts "
+                          "address (27 per point, at most 2^31 - 1 per rank): use more ranks");
 }
 
 Csr27::Csr27(const Box3& block, const std::array<long, 3>& global, int ghost)
@@ -27,22 +38,22 @@ Csr27::Csr27(const Box3& block, const std::array<long, 3>& global, int ghost)
   const auto& n = extent_;
   const long rows = n[0] * n[1] * n[2];
   // Row lengths are known in closed form, so the prefix sum needs no pass over the matrix.
-  row_start_.reset(new std::int64_t[static_cast<std::size_t>(rows + 1)]);
+  row_start_.reset(new RowStart[static_cast<std::size_t>(rows + 1)]);
   std::int64_t offset = 0;
   for (long k = 0; k < n[2]; ++k)
     for (long j = 0; j < n[1]; ++j) {
       const long cyz = span3(block.low[1] + j, global[1]) * span3(block.low[2] + k, global[2]);
       for (long i = 0; i < n[0]; ++i) {
-        row_start_[static_cast<std::size_t>((k * n[1] + j) * n[0] + i)] = offset;
+        row_start_[static_cast<std::size_t>((k * n[1] + j) * n[0] + i)] = static_cast<RowStart>(offset);
         offset += cyz * span3(block.low[0] + i, global[0]);
       }
     }
-  row_start_[static_cast<std::size_t>(rows)] = offset;
+  row_start_[static_cast<std::size_t>(rows)] = static_cast<RowStart>(offset);
   nonzeros_ = static_cast<std::size_t>(offset);
   columns_.reset(new std::int32_t[nonzeros_]);
   values_.reset(new double[nonzeros_]);
   const GridIndexing& indexing = indexing_;
-  std::int64_t* start = row_start_.get();
+  const RowStart* start = row_start_.get();
   std::int32_t* cols = columns_.get();
   double* vals = values_.get();
   // Same static row schedule as the kernels, so each thread first-touches the rows it reads.
@@ -69,7 +80,7 @@ Csr27::Csr27(const Box3& block, const std::array<long, 3>& global, int ghost)
 
 double Csr27::bytes() const noexcept {
   const double rows = static_cast<double>(extent_[0] * extent_[1] * extent_[2]);
-  return static_cast<double>(nonzeros_) * (sizeof(double) + sizeof(std::int32_t)) + (rows + 1) * sizeof(std::int64_t);
+  return static_cast<double>(nonzeros_) * (sizeof(double) + sizeof(std::int32_t)) + (rows + 1) * sizeof(RowStart);
 }
 
 std::array<std::span<const std::byte>, 3> Csr27::storage() const noexcept {
@@ -77,7 +88,7 @@ std::array<std::span<const std::byte>, 3> Csr27::storage() const noexcept {
   const auto rows = static_cast<std::size_t>(extent_[0] * extent_[1] * extent_[2]);
   return {std::as_bytes(std::span<const double>(values_.get(), nonzeros_)),
           std::as_bytes(std::span<const std::int32_t>(columns_.get(), nonzeros_)),
-          std::as_bytes(std::span<const std::int64_t>(row_start_.get(), rows + 1))};
+          std::as_bytes(std::span<const RowStart>(row_start_.get(), rows + 1))};
 }
 
 namespace {
@@ -88,6 +99,20 @@ constexpr long kRowsAtOnce = 4;
 /// How many groups of kRowsAtOnce rows ahead equal_rows prefetches the matrix: with the hardware
 /// prefetcher alone four rows at a time were no faster than one on 96^3 (docs/performance.md).
 constexpr long kPrefetchGroups = 2;
+
+/// Writes one value of y: with `Streaming`, past the caches, so y's line is not read for ownership first
+/// (consecutive points fill whole lines in the write-combining buffers, but for the line a grid row's end
+/// shares with the ghosts, which no product writes).
+template <bool Streaming>
+inline void store(double* p, double value) {
+#if defined(__x86_64__)
+  if constexpr (Streaming) {
+    _mm_stream_si64(reinterpret_cast<long long*>(p), std::bit_cast<long long>(value));
+    return;
+  }
+#endif
+  *p = value;
+}
 
 /// Prefetches `bytes` from `p` on; `p` may lie past the matrix (a prefetch never faults).
 inline void prefetch(std::uintptr_t p, std::int64_t bytes) {
@@ -100,6 +125,7 @@ inline void prefetch(std::uintptr_t p, std::int64_t bytes) {
 /// waiting out each row's 27 dependent fmas. `length` is a run-time stride on purpose: with a
 /// constant one GCC packs the four chains into one vector chain fed by scalar inserts, which
 /// ran slower than one row at a time.
+template <bool Streaming>
 inline void equal_rows(const double* vals, const std::int32_t* cols, std::int64_t length, const double* x,
                        double* out) {
   const std::int64_t ahead = kPrefetchGroups * kRowsAtOnce * length;
@@ -109,32 +135,53 @@ inline void equal_rows(const double* vals, const std::int32_t* cols, std::int64_
   double acc[kRowsAtOnce] = {};
   for (std::int64_t e = 0; e < length; ++e)
     for (long q = 0; q < kRowsAtOnce; ++q) acc[q] = std::fma(vals[q * length + e], x[cols[q * length + e]], acc[q]);
-  for (long q = 0; q < kRowsAtOnce; ++q) out[q] = acc[q];
+  for (long q = 0; q < kRowsAtOnce; ++q) store<Streaming>(out + q, acc[q]);
 }
 
 }  // namespace
 
-void Csr27::apply(const double* x, double* y, const Box3& box) const {
+bool Csr27::can_stream() noexcept {
+#if defined(__x86_64__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void Csr27::apply(const double* x, double* y, const Box3& box, bool streaming) const {
+  if (streaming && can_stream()) {
+    rows<true>(x, y, box);
+    // Streamed stores are weakly ordered: fence before another thread may read y.
+#if defined(__x86_64__)
+    _mm_sfence();
+#endif
+  } else {
+    rows<false>(x, y, box);
+  }
+}
+
+template <bool Streaming>
+void Csr27::rows(const double* x, double* y, const Box3& box) const {
   const std::int32_t* cols = columns_.get();
   const double* vals = values_.get();
   const auto& n = extent_;
   for (long k = box.low[2]; k < box.high[2]; ++k)
     for (long j = box.low[1]; j < box.high[1]; ++j) {
-      const std::int64_t* start = row_start_.get() + (k * n[1] + j) * n[0];
+      const RowStart* start = row_start_.get() + (k * n[1] + j) * n[0];
       double* out = y + indexing_.index(0, j, k);
       for (long i = box.low[0]; i < box.high[0]; ++i) {
         const std::int64_t first = start[i], length = start[i + 1] - first;
         bool equal = i + kRowsAtOnce <= box.high[0];
         for (long q = 2; equal && q <= kRowsAtOnce; ++q) equal = start[i + q] - start[i + q - 1] == length;
         if (equal) {
-          equal_rows(vals + first, cols + first, length, x, out + i);
+          equal_rows<Streaming>(vals + first, cols + first, length, x, out + i);
           i += kRowsAtOnce - 1;
           continue;
         }
         double acc = 0.0;
         // Explicit fma: the rounding must not depend on the compiler's contraction choices.
         for (std::int64_t e = first; e < first + length; ++e) acc = std::fma(vals[e], x[cols[e]], acc);
-        out[i] = acc;
+        store<Streaming>(out + i, acc);
       }
     }
 }

@@ -49,7 +49,7 @@ std::uint64_t cache_bytes_per_pu(std::span<const CacheInfo> caches, int pus, Str
 }
 
 int stream_inner_for(std::size_t elements) {
-  const double per_triad = 24.0 * static_cast<double>(std::max<std::size_t>(elements, 1));
+  const double per_triad = kTriadCountedBytes * static_cast<double>(std::max<std::size_t>(elements, 1));
   return static_cast<int>(std::clamp(std::ceil(kStreamInnerBytes / per_triad), 1.0, 1e6));
 }
 
@@ -127,7 +127,7 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options, Metrics* me
   // inside one timing. Each kernel's output feeds none of its inputs, so repeating it leaves the arrays (and the
   // verification) as one run does.
   const int inner = std::max(options.inner, 1);
-  const double bytes[4] = {16.0 * n * inner, 16.0 * n * inner, 24.0 * n * inner, 24.0 * n * inner};
+  const double bytes[4] = {16.0 * n * inner, 16.0 * n * inner, 24.0 * n * inner, kTriadCountedBytes * n * inner};
   double best[4];
   std::fill(std::begin(best), std::end(best), std::numeric_limits<double>::infinity());
   constexpr long kMaxRepeats = std::numeric_limits<int>::max() / 2;
@@ -202,6 +202,14 @@ StreamResult run_stream(MPI_Comm comm, const StreamOptions& options, Metrics* me
   HYMPI_MPI(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm));
   r.verified = all_ok == 1;
   return r;
+}
+
+double measure_triad_gbs(MPI_Comm comm, std::size_t elements) {
+  StreamOptions options;
+  options.elements = elements;
+  options.repeats = kBoundTriadRepeats;
+  options.inner = stream_inner_for(elements);
+  return run_stream(comm, options).triad_gbs;
 }
 
 }  // namespace hympi

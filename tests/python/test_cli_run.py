@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from rich.console import Console
 
 from conftest import assert_refused, hympi, hympi_json
+from hympi.cli.run import result_table
+from hympi.result import parse_record
+from records import full_record
 
 RESULT_FIELDS = {"app", "problem", "ranks", "threads", "bind", "time_s", "rate", "rate_unit", "verified", "comm_s",
                  "comp_s", "imbalance", "max_rss_mib", "node_rss_mib", "hosts", "mpi_library", "threads_level",
@@ -119,3 +123,15 @@ def test_app_options_pass_through_without_double_dash():
     code, rec = hympi_json("run", "rb3d", "--json", "--size", "10", "--iterations", "3")
     assert code == 0
     assert rec["problem"] == "10^3" and rec["metrics"]["iterations"] == 3
+
+
+def test_the_result_table_shows_the_bound_fraction_of_a_record_that_has_one():
+    def shown(record: dict) -> str:
+        console = Console(width=200, record=True)
+        console.print(result_table(parse_record(record)))
+        return console.export_text()
+
+    bounded = full_record(bytes_moved=3e9, kernel_gbs=3.0, triad_gbs=6.0, triad_source="given", bound_gbs=8.0,
+                          bound_fraction=0.375)
+    assert "3 GB/s, 0.38 of the bound 8 GB/s (triad, given)" in shown(bounded)
+    assert "of the bound" not in shown(full_record(bytes_moved=3e9, kernel_gbs=3.0))

@@ -108,8 +108,9 @@ def test_spmv3d_scales_reps_and_reports_the_products_phases():
     # The run's phases are the products'; CG's are kept under their own key.
     assert set(rec["phases"]) == {"spmv_halo", "spmv_compute"}
     assert {"cg_spmv", "cg_dot", "cg_update"} <= set(rec["metrics"]["cg_phases"])
-    # Stencil: x read and y written once per product, 8 B each.
-    assert rec["bytes_moved"] == 16 * 16**3 * reps
+    # Stencil, as moved: x read once (8 B per point, and per point of the 16 x 16 face each rank reads of the
+    # other's), y written and read for ownership (16 B per point: 32 KiB per rank are not streamed).
+    assert rec["bytes_moved"] == (24 * 16**3 + 8 * 2 * 16**2) * reps
     assert rec["kernel_gbs"] == pytest.approx(rec["bytes_moved"] / rec["time_s"] / 1e9)
 
     fixed = verified_record(run("hympi-spmv3d", 1, "--global", "16", "16", "16", "--reps", "5", "--min-time", "0.2"))
@@ -119,8 +120,9 @@ def test_spmv3d_scales_reps_and_reports_the_products_phases():
 def test_spmv3d_csr_traffic_counts_the_matrix():
     rec = verified_record(run("hympi-spmv3d", 1, "--global", "8", "8", "8", "--operator", "csr", "--reps", "4",
                               "--cg-iterations", "0"))
+    # The matrix (values and column indexes, row starts), x read once, y written and read for ownership.
     points, nonzeros = 8**3, (3 * 8 - 2) ** 3
-    per_product = 16 * points + nonzeros * (8 + 4) + (points + 1) * 8
+    per_product = nonzeros * (8 + 4) + (points + 1) * 4 + 8 * points + 16 * points
     assert rec["bytes_moved"] == per_product * 4
 
 

@@ -100,6 +100,26 @@ def test_per_rank_problem_grows_with_the_ranks():
     assert rec["metrics"]["t_comm_s"] >= 0 and rec["metrics"]["t_comp_s"] > 0
 
 
+def test_the_bound_fraction_is_the_kernels_bandwidth_over_the_given_triad_as_moved():
+    # The bytes themselves: test_min_time.py and the C++ suite.
+    proc = run("hympi-spmv3d", 1, 1, "--global", "13", "10", "9", "--operator", "csr", "--reps", "3",
+               "--cg-iterations", "0", "--verify", "exact", "--triad-GBps", "6")
+    rec = record(proc)
+    assert rec["kernel_gbs"] == pytest.approx(rec["bytes_moved"] / rec["time_s"] / 1e9)
+    # The given triad (STREAM's 24 B per element) in bytes as moved (32 B: a's write-allocate) is the bound.
+    assert (rec["triad_gbs"], rec["triad_source"], rec["bound_gbs"]) == (6.0, "given", 8.0)
+    assert rec["bound_fraction"] == pytest.approx(rec["kernel_gbs"] / 8.0)
+    assert "of the bound 8 GB/s (STREAM triad 6 GB/s, given)" in proc.stdout
+
+
+def test_the_bound_is_measured_on_the_runs_ranks_without_a_given_triad():
+    rec = record(run("hympi-spmv3d", 2, 1, "--global", "12", "12", "12", "--operator", "csr", "--reps", "2",
+                     "--cg-iterations", "0", "--verify", "exact"))
+    assert rec["triad_source"] == "measured" and rec["triad_gbs"] > 0
+    assert rec["bound_gbs"] == pytest.approx(rec["triad_gbs"] * 32 / 24)
+    assert rec["bound_fraction"] == pytest.approx(rec["kernel_gbs"] / rec["bound_gbs"])
+
+
 def test_rb3d_residuals_are_identical_for_every_strategy_and_layout():
     histories = []
     for ranks, threads, strategy, extra in [
@@ -149,6 +169,8 @@ def test_bulk_reports_the_comm_thread_model():
         ("hympi-spmv3d", ["--tile", "4", "0", "4"], "tile size"),
         ("hympi-spmv3d", ["--strategy", "commthread"], "commthread"),
         ("hympi-spmv3d", ["--operator", "ell"], "'ell'"),
+        ("hympi-spmv3d", ["--triad-GBps", "0"], "--triad-GBps"),
+        ("hympi-spmv3d", ["--triad-GBps", "-3"], "--triad-GBps"),
         ("hympi-rb3d", ["--strategy", "commthread"], "commthread"),
         ("hympi-rb3d", ["--tile", "0", "4", "4"], "tile size"),
         ("hympi-rb3d", ["--strategy", "funnel"], "'funnel'"),

@@ -4,7 +4,22 @@
 #include <optional>
 #include <string>
 
+#include "hympi/core/enum_names.hpp"
+
 namespace hympi {
+
+/// Where the STREAM triad a kernel's bandwidth is measured against came from.
+enum class TriadSource { measured, given };
+
+contract::TriadSourceNames<TriadSource> enum_names(TriadSource);
+
+/// The memory bandwidth a kernel with a traffic model is measured against.
+struct BandwidthBound {
+  double triad_gbs = 0;  ///< STREAM triad GB/s of all ranks as STREAM counts it (24 B per element)
+  /// The same triad in bytes as moved (its write-allocate too), the way bytes_moved counts a kernel's traffic.
+  double bound_gbs = 0;
+  TriadSource source = TriadSource::measured;
+};
 
 /// What an app measured; run_app adds layout, binding, timing breakdown and memory.
 struct ResultRecord {
@@ -27,8 +42,11 @@ struct ResultRecord {
   /// STREAM only: the level its arrays were sized for, and that cache level's bytes per PU.
   std::optional<std::string> stream_level;
   std::optional<double> cache_bytes_per_pu;
-  /// The app-level fields as JSON; the repetition fields only when timed_repetitions > 0, and
-  /// bytes_moved with kernel_gbs = bytes_moved / time_s / 1e9 only when a traffic model is set.
+  /// The bandwidth kernel_gbs is bounded by (absent: the app measures none; needs bytes_moved).
+  std::optional<BandwidthBound> bound;
+  /// The app-level fields as JSON; the repetition fields only when timed_repetitions > 0,
+  /// bytes_moved with kernel_gbs = bytes_moved / time_s / 1e9 only when a traffic model is set, and with it
+  /// the bound's fields and bound_fraction = kernel_gbs / bound_gbs when a bound is set.
   [[nodiscard]] nlohmann::json to_json() const;
 };
 

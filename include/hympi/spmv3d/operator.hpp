@@ -32,9 +32,10 @@ class Operator27 {
   [[nodiscard]] std::size_t stored_nonzeros() const noexcept { return csr_.nonzeros(); }
   /// The assembled matrix (no rows for the stencil).
   [[nodiscard]] const Csr27& csr() const noexcept { return csr_; }
-  /// Compulsory bytes moved per product by this rank in STREAM's convention (no write-allocate).
+  /// Bytes one product moves through memory on this rank: the matrix, x over the points it reads, y written
+  /// and, unless streamed, read for ownership (operator.cpp says why each); never fails.
   [[nodiscard]] double bytes_per_apply() const;
-  /// Whether the stencil writes y with non-temporal stores.
+  /// Whether the product writes y with non-temporal stores.
   [[nodiscard]] bool streaming_stores() const noexcept { return streaming_; }
 
  private:

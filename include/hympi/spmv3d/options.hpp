@@ -17,15 +17,16 @@ contract::SpmvOperatorNames<SpmvOperator> enum_names(SpmvOperator);
 /// Parses "stencil|csr"; throws InvalidArgument naming the value otherwise.
 inline SpmvOperator parse_spmv_operator(const std::string& text) { return parse_enum<SpmvOperator>(text); }
 
-/// Whether the stencil writes y with non-temporal (cache-bypassing) stores.
+/// Whether the product writes y with non-temporal (cache-bypassing) stores.
 enum class StreamingStores { automatic, on, off };
 
 contract::StreamingStoresNames<StreamingStores> enum_names(StreamingStores);
 /// Parses "auto|on|off"; throws InvalidArgument naming the value otherwise.
 inline StreamingStores parse_streaming_stores(const std::string& text) { return parse_enum<StreamingStores>(text); }
 
-/// Per-rank size of y from which `automatic` streams: past the caches a store would only cost
-/// a read-for-ownership, below it y is better left in cache for the next reader.
+/// Per-rank bytes a product sweeps past y's lines (y, and the CSR matrix) from which `automatic`
+/// streams: past the caches a store would only cost a read-for-ownership, below it y is better left
+/// in cache for the next reader.
 inline constexpr double kSpmv3dStreamingBytes = 32.0 * 1024 * 1024;
 
 /// Problem, operator and solver options of spmv3d.
@@ -43,9 +44,8 @@ struct Spmv3dOptions {
   double min_time_s = 0.0;      ///< positive: more products until they have lasted this many seconds
   int cg_iterations = 500;      ///< CG iteration limit; 0 skips the solve
   double cg_tolerance = 1e-10;  ///< stop at ||r|| / ||r0|| <= this
-  /// Stencil only, never changes results. Streaming saves y's read-for-ownership: with
-  /// cache-line aligned rows it took the 256^3 product from ~0.7 to ~0.8 of the triad bound
-  /// (docs/performance.md).
+  /// Never changes results. Streaming saves y's read-for-ownership: with cache-line aligned rows
+  /// it took the 256^3 stencil product from ~0.7 to ~0.8 of the triad bound (docs/performance.md).
   StreamingStores streaming_stores = StreamingStores::automatic;
   /// Throws InvalidArgument naming the first bad value for `ranks` x `threads`.
   void validate(int ranks, int threads) const;

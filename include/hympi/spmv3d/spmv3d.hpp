@@ -25,7 +25,7 @@ struct Spmv3dResult {
   double spmv_time_s = 0;      ///< all reps, max over ranks
   OverlapTimes spmv_times;     ///< all reps, average over ranks
   double spmv_flops = 0;       ///< 2 * nonzeros * reps (HPCG's count: one multiply and one add per nonzero)
-  double spmv_bytes = 0;       ///< compulsory traffic of all reps, all ranks (Operator27::bytes_per_apply)
+  double spmv_bytes = 0;       ///< bytes moved by all reps, all ranks (Operator27::bytes_per_apply)
   double spmv_working_set_bytes = 0;  ///< x, y and the CSR matrix of the largest rank: what a product touches
   long spmv_mismatches = -1;   ///< owned points where y != A x_id exactly (0 = correct)
   // CG.

@@ -49,6 +49,20 @@ struct StreamResult {
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
+/// Bytes per element STREAM counts for a triad a = b + s c: b and c read, a written.
+inline constexpr double kTriadCountedBytes = 24.0;
+/// Bytes per element a triad moves through memory: a's lines are also read before they are written
+/// (write-allocate). run_stream's stores are ordinary ones (no non-temporal stores in its code), as are those of
+/// STREAM built without them.
+inline constexpr double kTriadMovedBytes = 32.0;
+
+/// `triad_gbs` as STREAM counts it, in bytes as moved: the bound of a kernel whose traffic counts its
+/// write-allocates; never fails.
+inline double triad_moved_gbs(double triad_gbs) { return triad_gbs * kTriadMovedBytes / kTriadCountedBytes; }
+
+/// Passes of the short triad a kernel's bound is measured with (the first untimed, STREAM's best of the rest).
+inline constexpr int kBoundTriadRepeats = 6;
+
 /// Array length so that each array of all `ranks_on_node` ranks together is >= 4x the last-level
 /// caches (STREAM's rule, contract.toml [stream]), at least 1 Mi doubles.
 std::size_t stream_elements_for(std::size_t last_level_cache_bytes, int ranks_on_node);
@@ -85,5 +99,11 @@ double stream_deviation(std::span<const double> a, std::span<const double> b, st
 /// InvalidArgument for repeats < 2, elements < 1 or a negative or non-finite min_time_s, and what
 /// the metrics' memory probe throws.
 StreamResult run_stream(MPI_Comm comm, const StreamOptions& options, Metrics* metrics = nullptr);
+
+/// Triad GB/s of all ranks of `comm` at once, as STREAM counts it: the best of kBoundTriadRepeats - 1 timed passes
+/// over `elements` doubles per array and rank (stream_inner_for repetitions per timing), freed on return. The bound
+/// of a kernel that streams from the level these arrays fit, on the caller's ranks, threads and binding.
+/// Collective; throws as run_stream.
+double measure_triad_gbs(MPI_Comm comm, std::size_t elements);
 
 }  // namespace hympi

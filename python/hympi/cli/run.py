@@ -57,6 +57,9 @@ def result_table(record: ResultRecord) -> Table:
             ("imbalance (max/avg)", f"{record.imbalance:.3f}"),
             ("peak memory", f"{record.max_rss_mib:.1f} MiB/rank, {record.node_rss_mib:.1f} MiB/node"),
             ("verified", "yes" if record.verified else "NO")]
+    if record.bound_fraction is not None and record.kernel_gbs is not None and record.bound_gbs is not None:
+        rows.insert(5, ("bandwidth", f"{record.kernel_gbs:.4g} GB/s, {record.bound_fraction:.2f} of the bound "
+                                     f"{record.bound_gbs:.4g} GB/s (triad, {record.triad_source})"))
     for name, value in rows:
         table.add_row(name, value)
     return table

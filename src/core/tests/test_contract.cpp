@@ -55,3 +55,23 @@ TEST(Contract, AnUndeclaredMissingOrMistypedFieldFails) {
   bad_enum["bind"] = "socket";
   EXPECT_THROW((void)hympi::format_result_line(bad_enum), hympi::Error);
 }
+
+TEST(Contract, TheBoundFractionIsTheKernelsBandwidthOverTheBound) {
+  hympi::ResultRecord r;
+  r.app = "spmv3d";
+  r.problem = "8x8x8";
+  r.time_s = 2.0;
+  r.bound = hympi::BandwidthBound{3.0, 4.0, hympi::TriadSource::given};
+  // Without a traffic model there is no kernel bandwidth to bound.
+  EXPECT_FALSE(r.to_json().contains("bound_fraction"));
+  r.bytes_moved = 6e9;  // 3 GB/s over 2 s
+  const auto line = r.to_json();
+  EXPECT_DOUBLE_EQ(line.at("kernel_gbs").get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(line.at("triad_gbs").get<double>(), 3.0);
+  EXPECT_DOUBLE_EQ(line.at("bound_gbs").get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(line.at("bound_fraction").get<double>(), 0.75);  // over bound_gbs, not triad_gbs
+  EXPECT_EQ(line.at("triad_source"), "given");
+  auto full = full_line();
+  full.update(line);
+  EXPECT_NO_THROW((void)hympi::format_result_line(full));  // every bound field is declared
+}

@@ -5,10 +5,14 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdint>
 #include <optional>
+#include <set>
+#include <span>
 
 #include "hympi/core/error.hpp"
 #include "hympi/spmv3d/spmv3d.hpp"
+#include "hympi/spmv3d/stencil.hpp"
 #include "hympi/spmv3d/verify.hpp"
 #include "omp_threads.hpp"
 
@@ -53,6 +57,36 @@ TEST(Spmv3d, NonzeroCountMatchesTheClosedForm) {
   EXPECT_EQ(spmv3d_nonzeros({1, 1, 1}), 1.0);
   EXPECT_EQ(spmv3d_nonzeros({2, 1, 1}), 4.0);
   EXPECT_EQ(spmv3d_nonzeros({16, 16, 16}), 46.0 * 46.0 * 46.0);
+}
+
+TEST(Spmv3d, BytesPerProductAreTheMatrixXAsReadAndYWithItsWriteAllocate) {
+  // Counted here from the assembled matrix itself: its arrays' sizes, and x as the distinct points its
+  // columns address (the owned ones and the halo's, never the walls' ghosts nor a second ghost layer).
+  for (int ghost : {1, 2})
+    for (auto streaming : {StreamingStores::off, StreamingStores::on}) {
+      Spmv3dOptions o{.global = {11, 9, 7}, .ghost = ghost, .op = SpmvOperator::csr, .spmv_reps = 1, .cg_iterations = 0};
+      o.streaming_stores = streaming;
+      const Product csr(o);
+      double matrix = 0;
+      for (const auto area : csr.a.csr().storage()) matrix += static_cast<double>(area.size());
+      const auto columns = csr.a.csr().storage()[1];
+      const std::span<const std::int32_t> cols(reinterpret_cast<const std::int32_t*>(columns.data()),
+                                               columns.size() / sizeof(std::int32_t));
+      const std::set<std::int32_t> read(cols.begin(), cols.end());
+      const double owned = static_cast<double>(csr.cart.local_box().count());
+      const bool streams = streaming == StreamingStores::on && Csr27::can_stream();
+      EXPECT_EQ(csr.a.streaming_stores(), streams);
+      const double y = (streams ? 8.0 : 16.0) * owned;  // written, and read for ownership unless streamed
+      EXPECT_DOUBLE_EQ(csr.a.bytes_per_apply(), matrix + 8.0 * static_cast<double>(read.size()) + y);
+      // The matrix-free stencil reads the same x and writes the same y, without the matrix.
+      o.op = SpmvOperator::stencil;
+      const Product stencil(o);
+      const bool stencil_streams = streaming == StreamingStores::on && stencil27_can_stream();
+      EXPECT_DOUBLE_EQ(stencil.a.bytes_per_apply(),
+                       8.0 * static_cast<double>(read.size()) + (stencil_streams ? 8.0 : 16.0) * owned);
+      EXPECT_EQ(stencil.y.data().size(), csr.y.data().size());
+      EXPECT_EQ(spmv3d_count_mismatches(csr.cart, csr.y), 0);  // streamed or not, the same exact product
+    }
 }
 
 TEST(Spmv3d, ProductIsExactForEveryOperatorStrategyAndTile) {
@@ -214,7 +248,10 @@ TEST(Spmv3d, MinTimeAddsProductsAndKeepsCgPhasesApart) {
   EXPECT_GT(r.spmv_reps, o.spmv_reps);
   EXPECT_EQ(r.spmv_mismatches, 0);
   EXPECT_DOUBLE_EQ(r.spmv_flops, 2.0 * r.nonzeros * r.spmv_reps);
-  EXPECT_DOUBLE_EQ(r.spmv_bytes, 16.0 * 16 * 16 * 16 * r.spmv_reps);  // stencil: x read, y written
+  const double per_product = Product(o).a.bytes_per_apply();
+  double all_ranks = 0;
+  MPI_Allreduce(&per_product, &all_ranks, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_DOUBLE_EQ(r.spmv_bytes, all_ranks * r.spmv_reps);
   // The products' phases fit into their own time; CG's went to the other sink only.
   EXPECT_LE(spmv.total(PhaseKind::computation) + spmv.total(PhaseKind::communication), r.spmv_time_s);
   EXPECT_EQ(spmv.seconds("cg_spmv"), 0.0);
@@ -252,4 +289,18 @@ TEST(Spmv3d, BadInputIsRejectedNamingTheValue) {
   o = {};
   o.spmv_reps = 0;
   EXPECT_THROW(o.validate(1, 1), InvalidArgument);
+  // 450^3 points: column indexes fit 32 bits (452^3 with ghosts), row starts of up to 27 nonzeros per point do
+  // not; two ranks halve the block and fit. Checked before any assembly.
+  o = {};
+  o.global = {450, 450, 450};
+  o.op = SpmvOperator::csr;
+  try {
+    o.validate(1, 1);
+    ADD_FAILURE() << "450^3 CSR on one rank validated";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("450x450x450 points may hold more nonzeros than 32-bit CSR row starts"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(o.validate(2, 1));
 }

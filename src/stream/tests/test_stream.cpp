@@ -88,6 +88,18 @@ TEST(Stream, RunVerifiesAndCountsItsTraffic) {
 }
 
 // --level l1|l2|l3: a thread's share of the cache level as hwloc reports it, and arrays holding half of it.
+TEST(Stream, ATriadBoundIsMeasuredAndConvertedToBytesAsMoved) {
+  // 24 B per element counted, 32 B moved: a's write-allocate.
+  EXPECT_DOUBLE_EQ(triad_moved_gbs(6.0), 8.0);
+  // Cache-sized arrays, each timing repeated to cover kStreamInnerBytes: the same bound on every rank.
+  const double mine = measure_triad_gbs(MPI_COMM_WORLD, 4096);
+  EXPECT_GT(mine, 0.0);
+  EXPECT_TRUE(std::isfinite(mine));
+  double lowest = 0;
+  MPI_Allreduce(&mine, &lowest, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  EXPECT_EQ(lowest, mine);
+}
+
 TEST(StreamLevel, BytesPerPuAreTheLevelsShareOfEachPu) {
   // Two cores of two PUs each (a synthetic count is per parent object): two L1 and L2 caches, one L3.
   const auto topo = Topology::from_synthetic(
