@@ -61,13 +61,13 @@ struct TallRows {
 constexpr long kBlock = 4;
 
 #if defined(__AVX__)
-// The block is spelled out in AVX intrinsics in both directions and both wire types, because GCC 12 -O3
-// vectorises the portable loops below poorly and differently per target: the widening block became scalar
-// conversions and stores (2x the time of the double block), the double block 16 scalar or half-vector
-// loads (planes -> pencils) or 16 scalar stores (pencils -> planes) instead of 4 vector ones. Scalar stores
-// cost twice as much on Intel server cores (one store per cycle up to Skylake-SP) as on Zen 3 (two), which
-// is where the AVX-512 VM lost most against FFTW. The intrinsics assemble to the same VEX instructions
-// under -march=znver3, skylake-avx512 and icelake-server, so what is measured here is what runs there.
+// The block is spelled out in AVX intrinsics in both directions and wire types: GCC 12 -O3 compiles the
+// portable loops below into scalar conversions and stores for floats (2x the time of the double block), and
+// for doubles into 16 one- or two-double loads (planes -> pencils) or 12 loads and 12 stores of one or two
+// doubles (pencils -> planes), where 4 vector loads, 8 shuffles and 4 vector stores do. Narrow stores weigh
+// more on Intel server cores (one store per cycle up to Skylake-SP, two on Zen 3). The intrinsics compile to
+// the same operations under -march=znver3, skylake-avx512 and icelake-server (with AVX-512 GCC encodes the
+// lane permutes as vshuff64x2), so a block measured on one runs the same way on the others.
 
 /// m[i] lane j <-> m[j] lane i.
 inline void transpose_in_registers(__m256d (&m)[kBlock]) {
