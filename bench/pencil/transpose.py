@@ -73,13 +73,14 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, float]:
 def steps(records: list[dict[str, Any]]) -> dict[str, tuple[float, float, float]]:
     """Per hympi variant: ms per transpose (either direction) in pack, exchange and unpack, medians over the runs.
     Forward, pack is the realignment and unpack the local transpose; backward, the other way round."""
-    per_run: dict[str, list[tuple[float, ...]]] = {}
+    per_run: dict[str, list[tuple[float, float, float]]] = {}
     for record in records:
         for result in record["results"]:
             times = result["detail"].get("times")
             if times:
-                per_run.setdefault(result["name"], []).append(
-                    tuple(1e3 * times[step] / times["count"] for step in ("pack_s", "exchange_s", "unpack_s")))
+                pack, exchange, unpack = (1e3 * times[step] / times["count"]
+                                          for step in ("pack_s", "exchange_s", "unpack_s"))
+                per_run.setdefault(result["name"], []).append((pack, exchange, unpack))
     return {name: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
                    statistics.median(r[2] for r in runs)) for name, runs in per_run.items()}
 
