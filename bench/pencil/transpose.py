@@ -11,8 +11,9 @@ Builds nothing: run `cmake --build build --target hympi-bench-transpose` first (
 Each (grid, ranks) is run --repeat times; every run times all implementations alternately on the same global
 array (medians of --reps round trips planes -> pencils -> planes, max over ranks) and verifies every result
 against the global array. The table shows the median over the runs of each run's ratio hympi / FFTW (round trip)
-and of the local transpose / copy bandwidth ratio. A layout with more ranks x threads than cores is marked
-oversubscribed: its figures are not counted against the targets.
+and of the local transpose / copy bandwidth ratio, then each hympi variant's time per transpose in its three steps
+(pack, exchange, unpack: medians over the runs of rank 0's means). A layout with more ranks x threads than cores is
+marked oversubscribed: its figures are not counted against the targets.
 """
 
 from __future__ import annotations
@@ -69,6 +70,21 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
+def steps(records: list[dict[str, Any]]) -> dict[str, tuple[float, float, float]]:
+    """Per hympi variant: ms per transpose (either direction) in pack, exchange and unpack, medians over the runs.
+    Forward, pack is the realignment and unpack the local transpose; backward, the other way round."""
+    per_run: dict[str, list[tuple[float, float, float]]] = {}
+    for record in records:
+        for result in record["results"]:
+            times = result["detail"].get("times")
+            if times:
+                pack, exchange, unpack = (1e3 * times[step] / times["count"]
+                                          for step in ("pack_s", "exchange_s", "unpack_s"))
+                per_run.setdefault(result["name"], []).append((pack, exchange, unpack))
+    return {name: (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
+                   statistics.median(r[2] for r in runs)) for name, runs in per_run.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs every grid x rank count, prints the table (and writes every record with --output)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -90,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
           f"STREAM copy bandwidth; {args.threads} thread(s) per rank, {cores} cores")
     print(header)
     everything = []
+    step_rows = []
     for grid in grids:
         for ranks in rank_counts:
             records = [run_once(grid, ranks, args) for _ in range(args.repeat)]
@@ -98,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
             over = "yes" if ranks * args.threads > cores else "no"
             print(f"{'x'.join(map(str, grid)):>13} {ranks:>5} {over:>4} {s['fftw_ms']:>8.2f} "
                   + " ".join(f"{s[name]:>16.3f}" for name in IMPLEMENTATIONS) + f" {s['local']:>10.3f}", flush=True)
+            step_rows.append((grid, ranks, steps(records)))
+    print("\nms per transpose, pack + exchange + unpack (rank 0, medians over the runs)")
+    print(f"{'grid':>13} {'ranks':>5} " + " ".join(f"{name:>22}" for name in IMPLEMENTATIONS))
+    for grid, ranks, by_name in step_rows:
+        print(f"{'x'.join(map(str, grid)):>13} {ranks:>5} "
+              + " ".join(f"{'{:.2f}+{:.2f}+{:.2f}'.format(*by_name[name]):>22}" for name in IMPLEMENTATIONS))
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
             json.dump(everything, out, indent=1)

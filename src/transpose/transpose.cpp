@@ -57,32 +57,55 @@ struct TallRows {
   Extent own;  ///< this rank's x rows
 };
 
-/// Side of the register blocks inside a tile: 4 x 4 doubles are four 256-bit rows, transposed in registers
-/// (the compiler vectorises the fixed-size loops into loads, shuffles and stores).
+/// Side of the register blocks inside a tile: 4 x 4 doubles are four 256-bit rows, transposed in registers.
 constexpr long kBlock = 4;
+
+#if defined(__AVX__)
+// The block is spelled out in AVX intrinsics in both directions and wire types: GCC 12 -O3 compiles the
+// portable loops below into scalar conversions and stores for floats (2x the time of the double block), and
+// for doubles into 16 one- or two-double loads (planes -> pencils) or 12 loads and 12 stores of one or two
+// doubles (pencils -> planes), where 4 vector loads, 8 shuffles and 4 vector stores do. Narrow stores weigh
+// more on Intel server cores (one store per cycle up to Skylake-SP, two on Zen 3). The intrinsics compile to
+// the same operations under -march=znver3, skylake-avx512 and icelake-server (with AVX-512 GCC encodes the
+// lane permutes as vshuff64x2), so a block measured on one runs the same way on the others.
+
+/// m[i] lane j <-> m[j] lane i.
+inline void transpose_in_registers(__m256d (&m)[kBlock]) {
+  const __m256d t0 = _mm256_unpacklo_pd(m[0], m[1]), t1 = _mm256_unpackhi_pd(m[0], m[1]);
+  const __m256d t2 = _mm256_unpacklo_pd(m[2], m[3]), t3 = _mm256_unpackhi_pd(m[2], m[3]);
+  m[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+  m[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+  m[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+  m[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+/// Four consecutive values as doubles (floats widened exactly).
+inline __m256d load4(const double* p) { return _mm256_loadu_pd(p); }
+inline __m256d load4(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
+
+/// Four doubles to consecutive places (to floats: rounded to nearest, as static_cast<float>).
+inline void store4(double* p, __m256d v) { _mm256_storeu_pd(p, v); }
+inline void store4(float* p, __m256d v) { _mm_storeu_ps(p, _mm256_cvtpd_ps(v)); }
+#endif
 
 /// One kBlock x kBlock block, rows `rows[i]` from column l <-> pencils rows l.. at column x. Only
 /// widening or only narrowing conversions happen here: GCC 12 at -O3 with AVX dropped the rounding of
 /// a narrowing followed by a widening in this block (the rounding to the wire type is done by realign).
 template <bool ToPencils, class Row, class Pencils>
 inline void register_block(Row* const (&rows)[kBlock], long l, Pencils* pencils, long x, long nx) {
-  using Value = std::remove_const_t<Row>;
 #if defined(__AVX__)
-  // Floats widened to doubles: GCC 12 turns the portable loops below into scalar conversions and stores
-  // (2x the time of the double block), so the widening and the in-register transpose are spelled out.
-  if constexpr (ToPencils && std::is_same_v<Value, float>) {
-    static_assert(kBlock == 4);
-    const __m256d r0 = _mm256_cvtps_pd(_mm_loadu_ps(rows[0] + l)), r1 = _mm256_cvtps_pd(_mm_loadu_ps(rows[1] + l));
-    const __m256d r2 = _mm256_cvtps_pd(_mm_loadu_ps(rows[2] + l)), r3 = _mm256_cvtps_pd(_mm_loadu_ps(rows[3] + l));
-    const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
-    const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
-    _mm256_storeu_pd(pencils + l * nx + x, _mm256_permute2f128_pd(t0, t2, 0x20));
-    _mm256_storeu_pd(pencils + (l + 1) * nx + x, _mm256_permute2f128_pd(t1, t3, 0x20));
-    _mm256_storeu_pd(pencils + (l + 2) * nx + x, _mm256_permute2f128_pd(t0, t2, 0x31));
-    _mm256_storeu_pd(pencils + (l + 3) * nx + x, _mm256_permute2f128_pd(t1, t3, 0x31));
-    return;
+  __m256d m[kBlock];
+  if constexpr (ToPencils) {
+    for (long i = 0; i < kBlock; ++i) m[i] = load4(rows[i] + l);
+    transpose_in_registers(m);
+    for (long j = 0; j < kBlock; ++j) store4(pencils + (l + j) * nx + x, m[j]);
+  } else {
+    for (long j = 0; j < kBlock; ++j) m[j] = load4(pencils + (l + j) * nx + x);
+    transpose_in_registers(m);
+    for (long i = 0; i < kBlock; ++i) store4(rows[i] + l, m[i]);
   }
-#endif
+#else
+  using Value = std::remove_const_t<Row>;
   if constexpr (ToPencils) {
     double t[kBlock][kBlock];
     for (long i = 0; i < kBlock; ++i)
@@ -96,6 +119,7 @@ inline void register_block(Row* const (&rows)[kBlock], long l, Pencils* pencils,
     for (long i = 0; i < kBlock; ++i)
       for (long j = 0; j < kBlock; ++j) rows[i][l + j] = t[i][j];
   }
+#endif
 }
 
 /// Rows [xa, xb) x lines [l0, l1) of the tall array <-> the pencils, in register blocks, edges element-wise.
