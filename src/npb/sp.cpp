@@ -15,6 +15,9 @@ namespace {
 // line at a time leaves the vector units idle; neighbouring lines are independent and do the same
 // arithmetic, so a group of them runs at the cost of one.
 constexpr int kLanes = 4;
+// Built without AVX (the sanitizer build has no -march), GCC warns that passing Lanes by value changes the ABI;
+// every function taking or returning Lanes is file-local and inlined, so no call crosses an ABI boundary.
+#pragma GCC diagnostic ignored "-Wpsabi"
 typedef double Lanes __attribute__((vector_size(kLanes * sizeof(double))));
 
 // Per-thread scratch for one group of lines, all [point][band or component] of Lanes: the three
