@@ -14,14 +14,14 @@
 
 namespace {
 
-/// Bytes one product touches on the largest rank of `ranks`: x and y with ghosts, and the CSR matrix (27 values,
-/// 27 column indexes and a row start per point at most).
+/// The CSR matrix's bytes per point at most: 27 values, 27 column indexes and a row start.
+constexpr std::size_t kCsrBytesPerPoint = 27 * sizeof(double) + 27 * sizeof(std::int32_t) + sizeof(std::int32_t);
+
+/// Bytes one product touches on the largest rank of `ranks`: x and y with ghosts, and the CSR matrix.
 double product_bytes(const hympi::Spmv3dOptions& o, int ranks) {
   const auto [global, dims] = o.resolve(ranks);
   double bytes = 2 * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
-  if (o.op == hympi::SpmvOperator::csr)
-    bytes += hympi::largest_block_bytes(global, dims, 0, 1) *
-             (27 * sizeof(double) + 27 * sizeof(std::int32_t) + sizeof(std::int32_t));
+  if (o.op == hympi::SpmvOperator::csr) bytes += hympi::largest_block_bytes(global, dims, 0, 1) * kCsrBytesPerPoint;
   return bytes;
 }
 
@@ -85,7 +85,9 @@ class Spmv3dApp final : public hympi::AppDefinition {
     std::string counted = "--global " + std::to_string(global[0]) + " " + std::to_string(global[1]) + " " +
                           std::to_string(global[2]) + " (" + std::to_string(int(vectors)) +
                           " vectors with ghosts, 8 B per point each" +
-                          (o.op == hympi::SpmvOperator::csr ? ", the CSR matrix's 328 B per point" : "");
+                          (o.op == hympi::SpmvOperator::csr
+                               ? ", the CSR matrix's " + std::to_string(kCsrBytesPerPoint) + " B per point"
+                               : "");
     if (verify_ == "reference" && cg) {
       const double whole = vectors * hympi::largest_block_bytes(global, {1, 1, 1}, 1, sizeof(double));
       rank = std::max(rank, whole);
@@ -154,6 +156,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
         verify_ != "none" && hympi::verify_spmv3d(ctx.env.world(), o, res, verify_ == "reference").passed();
 
     const double gflops = res.spmv_flops / res.spmv_time_s * 1e-9;
+    const double moved_gbs = res.spmv_bytes / res.spmv_time_s * 1e-9;
     const double cg_gflops = cg && res.cg_timed_iterations > 0 ? res.cg_flops / res.cg_time_s * 1e-9 : 0.0;
     const int threads = ctx.env.threads();
     const hympi::OverlapTimes per_product = res.spmv_times.per(res.spmv_reps);
@@ -167,8 +170,8 @@ class Spmv3dApp final : public hympi::AppDefinition {
                 << "  SpMV x" << res.spmv_reps << ": " << res.spmv_time_s << " s (t_comm " << res.spmv_times.comm_s
                 << " s, t_comp " << res.spmv_times.comp_s << " s), " << gflops << " GFLOP/s, "
                 << res.spmv_mismatches << " wrong points\n"
-                << "  bandwidth: " << res.spmv_bytes / res.spmv_time_s * 1e-9 << " GB/s as moved, "
-                << res.spmv_bytes / res.spmv_time_s * 1e-9 / bound.bound_gbs << " of the bound " << bound.bound_gbs
+                << "  bandwidth: " << moved_gbs << " GB/s as moved, " << moved_gbs / bound.bound_gbs << " of the bound "
+                << bound.bound_gbs
                 << " GB/s (STREAM triad " << triad << " GB/s, " << hympi::to_string(bound.source) << ")\n";
       if (cg)
         std::cout << "  CG: " << res.cg_iterations << " iterations"
@@ -210,7 +213,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
                  {"spmv_flops", res.spmv_flops},
                  {"spmv_bytes", res.spmv_bytes},
                  {"spmv_GFLOPps", gflops},
-                 {"spmv_GBps", res.spmv_bytes / res.spmv_time_s * 1e-9},
+                 {"spmv_GBps", moved_gbs},
                  {"spmv_wrong_points", res.spmv_mismatches},
                  {"cg_iterations", res.cg_iterations},
                  {"cg_timed_iterations", res.cg_timed_iterations},
