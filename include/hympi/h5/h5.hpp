@@ -125,6 +125,12 @@ struct StagedWrite {
 /// `path` cannot be asked: writes then go through the page cache.
 [[nodiscard]] std::size_t direct_io_alignment(const std::string& path);
 
+/// Frees memory allocated with operator new[] at `alignment`.
+struct AlignedDelete {
+  std::size_t alignment = 1;
+  void operator()(std::byte* memory) const noexcept;
+};
+
 /// The raw data of a File that stages its writes (File::stage_into): each rank's values, packed as the file stores
 /// them, and where each piece goes in the file once it is closed. A checkpoint's background writer puts them
 /// there with POSIX I/O alone (write_into), so the solver thread goes on while the bytes reach the disk.
@@ -157,11 +163,7 @@ class StagedData {
   StagedWrite write_into(const std::string& path) const;
 
  private:
-  struct Release {
-    std::size_t alignment = 1;
-    void operator()(std::byte* memory) const noexcept;
-  };
-  std::unique_ptr<std::byte[], Release> buffer_;
+  std::unique_ptr<std::byte[], AlignedDelete> buffer_;
   std::size_t capacity_ = 0;
   std::size_t used_ = 0;  ///< bytes of the buffer staged so far
   std::size_t alignment_ = 0;
