@@ -624,7 +624,9 @@ IoTotals checkpoint_and_read_back(const Scratch& scratch) {
   reader.file().read("u", Block3::of(read, global), read.data());
   reader.file().close();
   EXPECT_EQ(mismatches(read), 0);
-  if (test::World().rank == 0) EXPECT_EQ(check_checkpoint_file(options.checkpoint_path, "rb3d", size, {}).step, 1);
+  if (test::World().rank == 0) {
+    EXPECT_EQ(check_checkpoint_file(options.checkpoint_path, "rb3d", size, {}).step, 1);
+  }
   const IoTotals totals = io.totals();
   EXPECT_EQ(totals.checkpoint_direct_bytes + totals.checkpoint_buffered_bytes,
             double(global[0] * global[1] * global[2]) * 8.0 / test::World().size)
