@@ -248,6 +248,18 @@ std::uint64_t stage_block(const Block3& block, std::span<const double> data, std
     const long first = (((block.box.low[2] + k) * gy + block.box.low[1] + j) * gx + block.box.low[0]) * c;
     return dataset_offset + std::uint64_t(first) * sizeof(T);
   };
+  // A block of whole rows but not whole planes (split in y) is one run of the file per plane, the runs apart:
+  // each plane is staged at its own place, congruent to its run's, so that every run's whole blocks can go
+  // direct. Otherwise the block is one run (split in z), or its runs are rows, too short to matter.
+  if (e[0] == gx && e[1] < gy && e[2] > 1) {
+    std::uint64_t sum = 0;
+    for (long k = 0; k < e[2]; ++k) {
+      const std::size_t offset = staging.reserve(row * std::size_t(e[1]), file_offset(k, 0));
+      sum += pack(block, data, Planes{k, k + 1}, reinterpret_cast<T*>(staging.data() + offset));
+      staging.add_piece(file_offset(k, 0), offset, row * std::size_t(e[1]));
+    }
+    return sum;
+  }
   std::size_t offset = staging.reserve(row * std::size_t(e[1] * e[2]), file_offset(0, 0));
   const std::uint64_t sum = pack(block, data, Planes{0, e[2]}, reinterpret_cast<T*>(staging.data() + offset));
   for (long k = 0; k < e[2]; ++k)
