@@ -146,7 +146,10 @@ class StagedData {
   /// Stages each piece at the same offset modulo `alignment` (direct_io_alignment; 0: none) as its place in the
   /// file, so that its whole blocks can go direct.
   explicit StagedData(std::size_t alignment) : alignment_(alignment) {}
-  /// Room for `bytes` more that go to `file_offset` of the file; returns where they start in the buffer.
+  /// Room for `bytes` more that go to `file_offset` of the file: at an offset congruent to it modulo the
+  /// alignment when it is a multiple of 8 (doubles are packed there), else at the next multiple of 8. Grows the
+  /// buffer keeping what it holds, without touching the new memory (the packing touches it, once). Returns where
+  /// they start in the buffer.
   std::size_t reserve(std::size_t bytes, std::uint64_t file_offset);
   /// Records that `bytes` of the buffer at `offset` go to `file_offset`, extending the last piece when both follow
   /// it.
