@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -120,6 +121,35 @@ void check_header(const std::string& path, const CheckpointHeader& header, const
     throw BadFile(path + ": checkpoint header fails its checksum (step, time, layout or state changed): the file "
                   "is corrupted");
   if (check) check(path, header);
+}
+
+/// The direct I/O alignment (direct_io_alignment) of the file system checkpoint `path` is written to, asked by
+/// rank 0 of a file it creates under the checkpoint's temporary name and removes again (the run holds the
+/// checkpoint's lock, so that name is no other run's), and the same on every rank: the datasets' places in the
+/// file are agreed before it is created. 0 when it cannot be told.
+std::size_t agreed_direct_alignment(MPI_Comm comm, const std::string& path) {
+  unsigned long alignment = 0;
+  if (Comm(comm, false).rank() == 0) {
+    const std::string probe = path + ".tmp";
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      alignment = direct_io_alignment(probe);
+      ::close(fd);
+      ::unlink(probe.c_str());
+    }
+  }
+  HYMPI_MPI(MPI_Bcast(&alignment, 1, MPI_UNSIGNED_LONG, 0, comm));
+  return std::size_t(alignment);
+}
+
+/// `options` with every dataset of at least `alignment` bytes starting on a multiple of it, so that the bulk of
+/// each rank's part of it can be written with O_DIRECT; an alignment the options ask for already is kept when it
+/// is a multiple.
+H5Options aligned_for_direct_io(H5Options options, std::size_t alignment) {
+  if (alignment == 0 || (options.alignment > 0 && options.alignment % alignment == 0)) return options;
+  options.alignment_threshold = options.alignment > 0 ? std::min(options.alignment_threshold, alignment) : alignment;
+  options.alignment = options.alignment > 0 ? std::lcm(options.alignment, alignment) : alignment;
+  return options;
 }
 
 void require_directory(const std::string& option, const std::string& path) {
@@ -414,8 +444,16 @@ double BackgroundWriter::wait() {
 IoSession::IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size,
                      std::string layout, HeaderCheck check)
     : comm_(comm), options_(std::move(options)), app_(std::move(app)), global_size_(std::move(global_size)),
-      layout_(std::move(layout)), check_(std::move(check)) {
-  if (!options_.checkpoint_path.empty()) lock_.emplace(comm_, options_.checkpoint_path);
+      layout_(std::move(layout)), check_(std::move(check)), checkpoint_h5_(options_.h5) {
+  if (!options_.checkpoint_path.empty()) {
+    lock_.emplace(comm_, options_.checkpoint_path);
+    // Chunked datasets are written by HDF5 on the solver thread, not staged.
+    if (options_.h5.chunk[0] == 0) {
+      const std::size_t alignment = agreed_direct_alignment(comm_, options_.checkpoint_path);
+      checkpoint_h5_ = aligned_for_direct_io(options_.h5, alignment);
+      staging_ = StagedData(alignment);
+    }
+  }
   if (!options_.snapshot_prefix.empty()) snapshots_.emplace(comm_, options_.snapshot_prefix, options_.h5);
 }
 
@@ -458,7 +496,7 @@ void IoSession::checkpoint(long step, double time, const nlohmann::json& state,
                            const std::function<void(File&)>& write) {
   const double start = MPI_Wtime();
   publish_in_flight();
-  CheckpointWriter writer(comm_, options_.checkpoint_path, options_.h5,
+  CheckpointWriter writer(comm_, options_.checkpoint_path, checkpoint_h5_,
                           CheckpointHeader{app_, global_size_, step, time, layout_, state});
   if (options_.h5.chunk[0] > 0) {
     write(writer.file());
@@ -471,7 +509,7 @@ void IoSession::checkpoint(long step, double time, const nlohmann::json& state,
     write(writer.file());
     writer.hand_over();
     in_flight_step_ = step;
-    background_.start([this, temporary = writer.temporary_path()] { staging_.write_into(temporary); });
+    background_.start([this, temporary = writer.temporary_path()] { written_ = staging_.write_into(temporary); });
   }
   totals_.checkpoint_s += MPI_Wtime() - start;
 }
@@ -497,6 +535,9 @@ void IoSession::publish_in_flight() {
   publish(comm_, temporary, options_.checkpoint_path);
   totals_.checkpoints += 1;
   totals_.checkpoint_background_s += seconds;
+  totals_.checkpoint_direct_bytes += written_.direct_bytes;
+  totals_.checkpoint_buffered_bytes += written_.buffered_bytes;
+  if (!written_.buffered_reason.empty()) totals_.checkpoint_buffered_reason = written_.buffered_reason;
   totals_.checkpoint_bytes += file_bytes(options_.checkpoint_path);
 }
 
@@ -514,6 +555,9 @@ nlohmann::json IoSession::to_json() const {
               {"checkpoint_s", totals_.checkpoint_s},
               {"checkpoint_bytes", totals_.checkpoint_bytes},
               {"checkpoint_background_s", totals_.checkpoint_background_s},
+              {"checkpoint_direct_bytes", totals_.checkpoint_direct_bytes},
+              {"checkpoint_buffered_bytes", totals_.checkpoint_buffered_bytes},
+              {"checkpoint_buffered_reason", totals_.checkpoint_buffered_reason},
               {"snapshots", totals_.snapshots},
               {"snapshot_s", totals_.snapshot_s},
               {"snapshot_bytes", totals_.snapshot_bytes},

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -182,7 +183,10 @@ std::uint64_t move_slab(const Block3& block, Planes planes, Move move) {
       const std::uint64_t first = std::uint64_t(((gz * gy + gyy) * gx + block.box.low[0]) * c);
       for (long i = 0; i < e[0]; ++i)
         for (long v = 0; v < c; ++v)
-          sum += element_hash(first + std::uint64_t(i * c + v), bits_of(move(row + i * step + v, dense + i * c + v)));
+          // The core's constexpr hash, inlined here: the exported h5::element_hash is a call per value, which
+          // was a quarter of a checkpoint's staging time (perf, rb3d 256^3).
+          sum += hympi::element_hash(first + std::uint64_t(i * c + v),
+                                     bits_of(move(row + i * step + v, dense + i * c + v)));
     }
   return sum;
 }
@@ -230,27 +234,6 @@ void for_each_slab(MPI_Comm comm, const Block3& block, std::size_t element_bytes
   }
 }
 
-/// Room for `bytes` more in `staging`, aligned for doubles; returns where it starts.
-std::size_t reserve(StagedData& staging, std::size_t bytes) {
-  const std::size_t start = (staging.used + alignof(double) - 1) / alignof(double) * alignof(double);
-  if (staging.buffer.size() < start + bytes) staging.buffer.resize(start + bytes);
-  staging.used = start + bytes;
-  return start;
-}
-
-/// Records that `bytes` of the staging buffer at `offset` go to `file_offset`, extending the last piece when
-/// both follow it (rows of a block spanning x, planes of one spanning x and y).
-void add_piece(StagedData& staging, std::uint64_t file_offset, std::size_t offset, std::size_t bytes) {
-  if (!staging.pieces.empty()) {
-    StagedData::Piece& last = staging.pieces.back();
-    if (last.file_offset + last.bytes == file_offset && last.offset + last.bytes == offset) {
-      last.bytes += bytes;
-      return;
-    }
-  }
-  staging.pieces.push_back({file_offset, offset, bytes});
-}
-
 /// Packs the whole block into `staging` as dataset bytes from `dataset_offset` of the file store it, row by row
 /// in file order, and records where each row goes; returns the checksum of the packed values.
 template <class T>
@@ -260,15 +243,27 @@ std::uint64_t stage_block(const Block3& block, std::span<const double> data, std
   const auto e = block.memory.extent;
   const long c = block.memory.components;
   const std::size_t row = std::size_t(e[0] * c) * sizeof(T);
-  std::size_t offset = reserve(staging, row * std::size_t(e[1] * e[2]));
-  const std::uint64_t sum =
-      pack(block, data, Planes{0, e[2]}, reinterpret_cast<T*>(staging.buffer.data() + offset));
   const long gx = block.global[0], gy = block.global[1];
-  for (long k = 0; k < e[2]; ++k)
-    for (long j = 0; j < e[1]; ++j, offset += row) {
-      const long first = (((block.box.low[2] + k) * gy + block.box.low[1] + j) * gx + block.box.low[0]) * c;
-      add_piece(staging, dataset_offset + std::uint64_t(first) * sizeof(T), offset, row);
+  const auto file_offset = [&](long k, long j) {
+    const long first = (((block.box.low[2] + k) * gy + block.box.low[1] + j) * gx + block.box.low[0]) * c;
+    return dataset_offset + std::uint64_t(first) * sizeof(T);
+  };
+  // A block of whole rows but not whole planes (split in y) is one run of the file per plane, the runs apart:
+  // each plane is staged at its own place, congruent to its run's, so that every run's whole blocks can go
+  // direct. Otherwise the block is one run (split in z), or its runs are rows, too short to matter.
+  if (e[0] == gx && e[1] < gy && e[2] > 1) {
+    std::uint64_t sum = 0;
+    for (long k = 0; k < e[2]; ++k) {
+      const std::size_t offset = staging.reserve(row * std::size_t(e[1]), file_offset(k, 0));
+      sum += pack(block, data, Planes{k, k + 1}, reinterpret_cast<T*>(staging.data() + offset));
+      staging.add_piece(file_offset(k, 0), offset, row * std::size_t(e[1]));
     }
+    return sum;
+  }
+  std::size_t offset = staging.reserve(row * std::size_t(e[1] * e[2]), file_offset(0, 0));
+  const std::uint64_t sum = pack(block, data, Planes{0, e[2]}, reinterpret_cast<T*>(staging.data() + offset));
+  for (long k = 0; k < e[2]; ++k)
+    for (long j = 0; j < e[1]; ++j, offset += row) staging.add_piece(file_offset(k, j), offset, row);
   return sum;
 }
 
@@ -617,28 +612,137 @@ void File::stage_into(StagedData& staging) {
   staging_ = &staging;
 }
 
-void StagedData::write_into(const std::string& path) const {
-  const auto fail = [&path](const std::string& what) {
-    return IoError("cannot " + what + " " + path + ": " + std::strerror(errno));
-  };
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) throw fail("open");
-  const auto give_up = [fd](const IoError& error) {
-    ::close(fd);
-    return error;
-  };
-  for (const Piece& piece : pieces) {
-    std::size_t done = 0;
-    while (done < piece.bytes) {
-      const ssize_t n = ::pwrite(fd, buffer.data() + piece.offset + done, piece.bytes - done,
-                                 off_t(piece.file_offset + done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw give_up(fail("write"));
-      done += std::size_t(n);
+std::size_t direct_io_alignment(const std::string& path) {
+  struct statx about {};
+  if (::statx(AT_FDCWD, path.c_str(), 0, STATX_DIOALIGN, &about) != 0 || (about.stx_mask & STATX_DIOALIGN) == 0 ||
+      about.stx_dio_offset_align == 0)
+    return 0;
+  const auto page = std::size_t(::sysconf(_SC_PAGESIZE));
+  return std::max({std::size_t(about.stx_dio_offset_align), std::size_t(about.stx_dio_mem_align), page});
+}
+
+void AlignedDelete::operator()(std::byte* memory) const noexcept {
+  ::operator delete[](memory, std::align_val_t(alignment));
+}
+
+std::size_t StagedData::reserve(std::size_t bytes, std::uint64_t file_offset) {
+  constexpr std::size_t element = alignof(double);
+  std::size_t start = (used_ + element - 1) / element * element;
+  if (alignment_ > 0 && file_offset % element == 0)
+    start = used_ + std::size_t((file_offset + alignment_ - used_ % alignment_) % alignment_);
+  if (start + bytes > capacity_) {
+    // Page-aligned at least, as O_DIRECT wants its memory; the first checkpoint grows it once per dataset, and the
+    // new pages are first touched by the packing, not by a zero fill.
+    const std::size_t unit = std::max(alignment_, std::size_t(::sysconf(_SC_PAGESIZE)));
+    const std::size_t capacity = (std::max(start + bytes, capacity_ + capacity_ / 4) + unit - 1) / unit * unit;
+    std::unique_ptr<std::byte[], AlignedDelete> grown(
+        static_cast<std::byte*>(::operator new[](capacity, std::align_val_t(unit))), AlignedDelete{unit});
+    if (used_ > 0) std::memcpy(grown.get(), buffer_.get(), used_);
+    buffer_ = std::move(grown);
+    capacity_ = capacity;
+  }
+  used_ = start + bytes;
+  return start;
+}
+
+void StagedData::add_piece(std::uint64_t file_offset, std::size_t offset, std::size_t bytes) {
+  if (!pieces_.empty()) {
+    Piece& last = pieces_.back();
+    if (last.file_offset + last.bytes == file_offset && last.offset + last.bytes == offset) {
+      last.bytes += bytes;
+      return;
     }
   }
-  if (::fsync(fd) != 0) throw give_up(fail("sync"));
-  if (::close(fd) != 0) throw fail("close");
+  pieces_.push_back({file_offset, offset, bytes});
+}
+
+namespace {
+
+/// A file descriptor, closed on destruction unless close() was called (and checked) first.
+class OpenFile {
+ public:
+  explicit OpenFile(int fd) : fd_(fd) {}
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+  ~OpenFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] int get() const { return fd_; }
+  [[nodiscard]] bool valid() const { return fd_ >= 0; }
+  /// Closes it; false (errno set) when close(2) failed.
+  bool close() { return ::close(std::exchange(fd_, -1)) == 0; }
+
+ private:
+  int fd_;
+};
+
+/// pwrites `bytes` from `from` at `file_offset`, through short writes and EINTR; returns 0 or the errno that
+/// stopped it, with `done` the bytes written.
+int write_fully(int fd, const std::byte* from, std::size_t bytes, std::uint64_t file_offset, std::size_t& done) {
+  done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::pwrite(fd, from + done, bytes - done, off_t(file_offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return EIO;
+    done += std::size_t(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+StagedWrite StagedData::write_into(const std::string& path) const {
+  const auto fail = [&path](const std::string& what, int error) {
+    return IoError("cannot " + what + " " + path + ": " + std::strerror(error));
+  };
+  OpenFile file(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!file.valid()) throw fail("open", errno);
+  StagedWrite report;
+  const std::size_t alignment = direct_io_alignment(path);
+  OpenFile direct(alignment > 0 ? ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC) : -1);
+  if (alignment == 0)
+    report.buffered_reason = "the file system reports no direct I/O alignment";
+  else if (!direct.valid())
+    report.buffered_reason = std::string("O_DIRECT refused: ") + std::strerror(errno);
+  const auto buffered = [&](const std::byte* from, std::size_t bytes, std::uint64_t file_offset) {
+    std::size_t done = 0;
+    if (const int error = write_fully(file.get(), from, bytes, file_offset, done); error != 0)
+      throw fail("write", error);
+    report.buffered_bytes += double(bytes);
+  };
+  for (const Piece& piece : pieces_) {
+    const std::byte* from = buffer_.get() + piece.offset;
+    const std::uint64_t begin = piece.file_offset, end = begin + piece.bytes;
+    // The whole blocks of the piece go direct, when the buffer holds them at an aligned address too (a piece
+    // staged without its file offset's alignment, or shorter than a block, goes through the page cache).
+    const std::uint64_t bulk_begin = direct.valid() ? (begin + alignment - 1) / alignment * alignment : end;
+    const std::uint64_t bulk_end = direct.valid() ? end / alignment * alignment : end;
+    if (bulk_begin >= bulk_end ||
+        reinterpret_cast<std::uintptr_t>(from + (bulk_begin - begin)) % alignment != 0) {
+      buffered(from, piece.bytes, begin);
+      continue;
+    }
+    const std::byte* bulk = from + (bulk_begin - begin);
+    buffered(from, bulk_begin - begin, begin);
+    std::size_t done = 0;
+    const int error = write_fully(direct.get(), bulk, bulk_end - bulk_begin, bulk_begin, done);
+    report.direct_bytes += double(done);
+    if (error == EINVAL) {  // refused after all (an alignment the file system did not report): the page cache
+      report.buffered_reason = std::string("O_DIRECT write refused: ") + std::strerror(error);
+      direct.close();
+      buffered(bulk + done, bulk_end - bulk_begin - done, bulk_begin + done);
+    } else if (error != 0) {
+      throw fail("write", error);
+    }
+    buffered(from + (bulk_end - begin), end - bulk_end, bulk_end);
+  }
+  // O_DIRECT bypasses the page cache but not the disk's own cache, nor does it write the file's metadata: the
+  // fsync makes both durable, as it does the buffered parts.
+  if (::fsync(file.get()) != 0) throw fail("sync", errno);
+  if (direct.valid() && !direct.close()) throw fail("close", errno);
+  if (!file.close()) throw fail("close", errno);
+  return report;
 }
 
 void File::close_quietly() noexcept {
@@ -809,10 +913,10 @@ void File::write_vector(const std::string& name, long global_size, long offset, 
     write_checksum(dataset.get(), sum);
     if (staging_ != nullptr) {
       if (values.empty()) return;
-      const std::size_t start = reserve(*staging_, values.size_bytes());
-      std::memcpy(staging_->buffer.data() + start, values.data(), values.size_bytes());
-      add_piece(*staging_, data_address(dataset.get(), on(path_, name)) + std::uint64_t(offset) * sizeof(double),
-                start, values.size_bytes());
+      const std::uint64_t at = data_address(dataset.get(), on(path_, name)) + std::uint64_t(offset) * sizeof(double);
+      const std::size_t start = staging_->reserve(values.size_bytes(), at);
+      std::memcpy(staging_->data() + start, values.data(), values.size_bytes());
+      staging_->add_piece(at, start, values.size_bytes());
       return;
     }
     Handle space(checked(H5Dget_space(dataset.get()), "H5Dget_space"), H5Sclose);

@@ -192,6 +192,9 @@ struct IoTotals {
   int checkpoints = 0;
   double checkpoint_s = 0, checkpoint_bytes = 0;  ///< checkpoint_s: what the solver thread spent on them
   double checkpoint_background_s = 0;             ///< writing and syncing them on the background thread
+  double checkpoint_direct_bytes = 0;             ///< of those written in the background, with O_DIRECT
+  double checkpoint_buffered_bytes = 0;           ///< and through the page cache
+  std::string checkpoint_buffered_reason;         ///< why none went direct ("" when direct I/O was available)
   int snapshots = 0;
   double snapshot_s = 0, snapshot_bytes = 0;
   double restart_s = 0, restart_bytes = 0;
@@ -246,7 +249,9 @@ class IoSession {
   /// part is on disk, renames it onto the checkpoint path (collective); throws IoError otherwise.
   void publish_in_flight();
   std::optional<CheckpointLock> lock_;  ///< held from construction while checkpoints are written
+  H5Options checkpoint_h5_;             ///< options_.h5, datasets aligned for direct I/O (aligned_for_direct_io)
   StagedData staging_;                  ///< the values of the checkpoint in flight, reused by the next
+  StagedWrite written_;                 ///< how the background writer wrote it: read after its wait()
   BackgroundWriter background_;         ///< declared after lock_: waited for before the lock goes
   long in_flight_step_ = 0;             ///< the step of the checkpoint in flight
   std::optional<SnapshotSeries> snapshots_;

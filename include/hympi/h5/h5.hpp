@@ -12,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -108,28 +109,68 @@ struct Block3 {
   void validate(const std::string& dataset) const;
 };
 
+/// How StagedData::write_into went: the bytes written with O_DIRECT (from the staging buffer straight to the disk,
+/// no copy into the page cache, which on a machine without a spare core takes CPU from the solver) and those
+/// written through the page cache (the unaligned heads and tails of pieces, and everything where direct I/O cannot
+/// be had), and why none went direct ("" when direct I/O was available).
+struct StagedWrite {
+  double direct_bytes = 0;
+  double buffered_bytes = 0;
+  std::string buffered_reason;
+};
+
+/// The alignment O_DIRECT needs for the regular file `path`: the larger of the file offset and memory alignments
+/// its file system reports (statx STATX_DIOALIGN), raised to the page size so that no page of the file is written
+/// both directly and through the page cache. 0 when the file system reports none (tmpfs, kernels before 6.1) or
+/// `path` cannot be asked: writes then go through the page cache.
+[[nodiscard]] std::size_t direct_io_alignment(const std::string& path);
+
+/// Frees memory allocated with operator new[] at `alignment`.
+struct AlignedDelete {
+  std::size_t alignment = 1;
+  void operator()(std::byte* memory) const noexcept;
+};
+
 /// The raw data of a File that stages its writes (File::stage_into): each rank's values, packed as the file stores
 /// them, and where each piece goes in the file once it is closed. A checkpoint's background writer puts them
 /// there with POSIX I/O alone (write_into), so the solver thread goes on while the bytes reach the disk.
-struct StagedData {
-  /// `bytes` of `buffer` from `offset` belong at byte `file_offset` of the file.
+class StagedData {
+ public:
+  /// `bytes` of the buffer from `offset` belong at byte `file_offset` of the file.
   struct Piece {
     std::uint64_t file_offset = 0;
     std::size_t offset = 0;
     std::size_t bytes = 0;
   };
-  /// Kept from one checkpoint to the next: new memory is what a write pays most for in a VM (docs/performance.md).
-  std::vector<std::byte> buffer;
-  std::size_t used = 0;  ///< bytes of `buffer` staged so far
-  std::vector<Piece> pieces;
-  /// Forgets the staged pieces, keeping the buffer's memory.
+  StagedData() = default;
+  /// Stages each piece at the same offset modulo `alignment` (direct_io_alignment; 0: none) as its place in the
+  /// file, so that its whole blocks can go direct.
+  explicit StagedData(std::size_t alignment) : alignment_(alignment) {}
+  /// Room for `bytes` more that go to `file_offset` of the file: at an offset congruent to it modulo the
+  /// alignment when it is a multiple of 8 (doubles are packed there), else at the next multiple of 8. Grows the
+  /// buffer keeping what it holds, without touching the new memory (the packing touches it, once). Returns where
+  /// they start in the buffer.
+  std::size_t reserve(std::size_t bytes, std::uint64_t file_offset);
+  /// Records that `bytes` of the buffer at `offset` go to `file_offset`, extending the last piece when both follow
+  /// it.
+  void add_piece(std::uint64_t file_offset, std::size_t offset, std::size_t bytes);
+  [[nodiscard]] std::byte* data() const { return buffer_.get(); }
+  /// Forgets the staged pieces, keeping the buffer's memory (kept from one checkpoint to the next: new memory is
+  /// what a write pays most for in a VM, docs/performance.md).
   void clear() {
-    used = 0;
-    pieces.clear();
+    used_ = 0;
+    pieces_.clear();
   }
   /// Writes every piece into the existing file `path` and fsyncs it; no MPI, no HDF5. Throws IoError naming the
   /// file and the system's reason.
-  void write_into(const std::string& path) const;
+  StagedWrite write_into(const std::string& path) const;
+
+ private:
+  std::unique_ptr<std::byte[], AlignedDelete> buffer_;
+  std::size_t capacity_ = 0;
+  std::size_t used_ = 0;  ///< bytes of the buffer staged so far
+  std::size_t alignment_ = 0;
+  std::vector<Piece> pieces_;
 };
 
 /// An open HDF5 file shared by every rank of a communicator (RAII: closes on destruction). All

@@ -40,12 +40,13 @@ double value(long x, long y, long z) { return std::sqrt(2.0) * double(x + 1) + d
 /// A directory every rank shares, removed at the end.
 class Scratch {
  public:
-  Scratch() {
+  /// Under `base`: /tmp, or /dev/shm for a file system without direct I/O.
+  explicit Scratch(const std::string& base = "/tmp") {
     const test::World world;
     std::string path(256, '\0');
     if (world.rank == 0) {
-      char pattern[] = "/tmp/hympi-h5-XXXXXX";
-      path = mkdtemp(pattern);
+      std::string pattern = base + "/hympi-h5-XXXXXX";
+      path = mkdtemp(pattern.data());
       path.resize(256, '\0');
     }
     MPI_Bcast(path.data(), 256, MPI_CHAR, 0, MPI_COMM_WORLD);
@@ -484,8 +485,7 @@ TEST(H5, BackgroundWriterFailureReachesTheCallerWithItsReason) {
   EXPECT_FALSE(writer.in_flight());
   // The real job's own reason: a staged write into a file that is not there.
   StagedData staged;
-  staged.buffer.resize(8);
-  staged.pieces.push_back({0, 0, 8});
+  staged.add_piece(0, staged.reserve(8, 0), 8);
   writer.start([&] { staged.write_into("/nonexistent-dir/run.h5.tmp"); });
   try {
     (void)writer.wait();
@@ -545,6 +545,114 @@ TEST(H5, CheckpointWrittenInTheBackgroundIsPublishedByTheNextAndByFinish) {
   StagedData staging;
   EXPECT_THROW(file.stage_into(staging), InvalidArgument);
   file.close();
+}
+
+/// Stages pieces around block boundaries (a head before the first boundary, whole blocks, a tail; a piece within
+/// one block; one whose buffer place cannot match its file offset) into a file of `path`'s directory, writes them
+/// and returns the report; every byte of the file must be the staged one, the rest untouched.
+StagedWrite write_staged_and_compare(const std::string& path, std::size_t alignment) {
+  const std::size_t block = std::max<std::size_t>(alignment, 4096), size = 8 * block;
+  std::vector<std::byte> expected(size);
+  for (std::size_t i = 0; i < size; ++i) expected[i] = std::byte((i * 131 + 7) % 251);
+  {
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(expected.data()), std::streamsize(size));
+  }
+  StagedData staged(alignment);
+  const auto stage = [&](std::uint64_t at, std::size_t bytes) {
+    const std::size_t offset = staged.reserve(bytes, at);
+    for (std::size_t i = 0; i < bytes; ++i) {
+      expected[at + i] = std::byte((at + i) * 17 % 253);
+      staged.data()[offset + i] = expected[at + i];
+    }
+    staged.add_piece(at, offset, bytes);
+  };
+  stage(block / 2 + 8, 3 * block);       // head, two whole blocks, tail
+  stage(5 * block + 16, 40);             // inside one block
+  stage(6 * block, block + block / 2);   // starts on a boundary
+  const StagedWrite report = staged.write_into(path);
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::byte> read(size);
+  in.read(reinterpret_cast<char*>(read.data()), std::streamsize(size));
+  EXPECT_EQ(in.gcount(), std::streamsize(size));
+  EXPECT_TRUE(read == expected) << "the bytes written differ from those staged";
+  EXPECT_EQ(report.direct_bytes + report.buffered_bytes, double(3 * block + 40 + block + block / 2));
+  return report;
+}
+
+TEST(H5, StagedWriteGoesDirectWhereTheFileSystemAllowsIt) {
+  const Scratch scratch;
+  if (test::World().rank != 0) return;
+  const std::string path = scratch.file("direct.bin");
+  { std::ofstream(path).put('x'); }
+  const std::size_t alignment = direct_io_alignment(path);
+  if (alignment == 0) GTEST_SKIP() << "/tmp reports no direct I/O alignment";
+  EXPECT_EQ(alignment % std::size_t(::sysconf(_SC_PAGESIZE)), 0u);
+  const StagedWrite report = write_staged_and_compare(path, alignment);
+  // The whole blocks of the first and the last piece: 2 + 1.
+  EXPECT_EQ(report.direct_bytes, double(3 * alignment));
+  EXPECT_EQ(report.buffered_reason, "");
+  // Staged without the alignment, the pieces' places in the buffer match no block boundary: all buffered.
+  EXPECT_EQ(write_staged_and_compare(path, 0).direct_bytes, 0.0);
+}
+
+TEST(H5, StagedWriteFallsBackToThePageCacheOnTmpfs) {
+  if (!fs::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+  const Scratch scratch("/dev/shm");
+  if (test::World().rank != 0) return;
+  const std::string path = scratch.file("buffered.bin");
+  { std::ofstream(path).put('x'); }
+  EXPECT_EQ(direct_io_alignment(path), 0u);
+  const StagedWrite report = write_staged_and_compare(path, 4096);
+  EXPECT_EQ(report.direct_bytes, 0.0);
+  EXPECT_EQ(report.buffered_reason, "the file system reports no direct I/O alignment");
+}
+
+/// Checkpoints a field large enough for whole blocks per rank at `directory`, restarts from it into another
+/// decomposition and returns the session's totals: the values must come back bit for bit.
+IoTotals checkpoint_and_read_back(const Scratch& scratch) {
+  const std::array<long, 3> global{64, 48, 40};
+  IoOptions options;
+  options.checkpoint_path = scratch.file("run.h5");
+  options.checkpoint_every = 1;
+  const nlohmann::json size = global;
+  const Grid3D<double> field = filled(split_along(global, 1), 1);
+  IoSession io(MPI_COMM_WORLD, options, "rb3d", size, "1x1");
+  io.checkpoint(1, 0.0, {{"k", 1}}, [&](File& f) { f.write("u", Block3::of(field, global), field.data()); });
+  io.finish();
+  CheckpointReader reader(MPI_COMM_WORLD, options.checkpoint_path, H5Options{}, "rb3d", size);
+  Grid3D<double> read(split_along(global, 2), 1);
+  reader.file().read("u", Block3::of(read, global), read.data());
+  reader.file().close();
+  EXPECT_EQ(mismatches(read), 0);
+  if (test::World().rank == 0) {
+    EXPECT_EQ(check_checkpoint_file(options.checkpoint_path, "rb3d", size, {}).step, 1);
+  }
+  const IoTotals totals = io.totals();
+  EXPECT_EQ(totals.checkpoint_direct_bytes + totals.checkpoint_buffered_bytes,
+            double(global[0] * global[1] * global[2]) * 8.0 / test::World().size)
+      << "rank " << test::World().rank << " of equal parts";
+  return totals;
+}
+
+TEST(H5, CheckpointGoesDirectAndRestartsBitwise) {
+  const Scratch scratch;
+  const std::string probe = scratch.file("probe");
+  if (test::World().rank == 0) std::ofstream(probe).put('x');
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (direct_io_alignment(probe) == 0) GTEST_SKIP() << "/tmp reports no direct I/O alignment";
+  const IoTotals totals = checkpoint_and_read_back(scratch);
+  // Each rank's part of a z plane, 64 x 48/size doubles, is one run of 6 KiB or more (at up to 4 ranks; 4 KiB
+  // blocks): most of it goes direct.
+  EXPECT_GT(totals.checkpoint_direct_bytes, totals.checkpoint_buffered_bytes);
+  EXPECT_EQ(totals.checkpoint_buffered_reason, "");
+}
+
+TEST(H5, CheckpointOnTmpfsIsBufferedAndSaysWhy) {
+  if (!fs::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm";
+  const Scratch scratch("/dev/shm");
+  const IoTotals totals = checkpoint_and_read_back(scratch);
+  EXPECT_EQ(totals.checkpoint_direct_bytes, 0.0);
+  EXPECT_EQ(totals.checkpoint_buffered_reason, "the file system reports no direct I/O alignment");
 }
 
 TEST(H5, SnapshotsGetAnXdmfSidecar) {
