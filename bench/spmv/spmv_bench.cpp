@@ -1,0 +1,253 @@
+// hympi-bench-spmv: the CSR product of hympi-spmv3d (96^3 per rank by default, the ranks stacked along z)
+// against its ceilings, on the same ranks and binding, in alternating rounds: each round times one product
+// of every row-loop variant (csr_kernel.hpp's Shape: prefetch distance, rows at once, prefetchnta, AVX2
+// gathers), a read stream over the same arrays and a STREAM triad, in an order that rotates per round, so
+// that neighbours' load falls on every variant alike. The read stream moves the product's bytes without its
+// indirection: values and columns summed in vector registers grid row by grid row, the row starts, x read
+// once and y streamed, the five streams of the product. Products are timed without the halo exchange (the
+// ghosts are filled once), from a barrier to the slowest rank. Every variant's y must equal Csr27::apply's
+// bit for bit, or the exit code is 1.
+//
+// Prints a Markdown table (median, min..max GB/s as moved, median of the per-round fractions of the bound
+// 32/24 x triad) and one `HYMPI_BENCH {json}` line (rank 0). Exit 2 for bad arguments (one line).
+#include <mpi.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "hympi/core/error.hpp"
+#include "hympi/grid/cart.hpp"
+#include "hympi/spmv3d/csr_kernel.hpp"
+#include "hympi/spmv3d/operator.hpp"
+#include "hympi/stream/stream.hpp"
+
+namespace {
+
+using hympi::Box3;
+using hympi::Csr27;
+using hympi::InvalidArgument;
+namespace csr = hympi::csr;
+
+constexpr const char* kProg = "hympi-bench-spmv";
+/// STREAM's memory rule's cache: the 2-core Zen 3 VM's L3 (an argument if another machine needs it).
+constexpr std::size_t kDefaultLlcBytes = 32UL << 20;
+
+struct Args {
+  long per_rank = 96;
+  int rounds = 7;
+};
+
+long parse_positive(std::string_view text, const std::string& option) {
+  long value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1)
+    throw InvalidArgument(option + ": '" + std::string(text) + "' is not a positive integer");
+  return value;
+}
+
+Args parse_args(int argc, char** argv) {
+  Args args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) throw InvalidArgument(arg + ": unknown argument or missing value");
+    if (arg == "--per-rank")
+      args.per_rank = parse_positive(argv[++i], arg);
+    else if (arg == "--rounds")
+      args.rounds = static_cast<int>(parse_positive(argv[++i], arg));
+    else
+      throw InvalidArgument(arg + ": unknown argument");
+  }
+  return args;
+}
+
+/// The view of one rank's matrix and vectors a row loop needs.
+struct Problem {
+  const Csr27::RowStart* starts;
+  const std::int32_t* cols;
+  const double* vals;
+  std::array<long, 3> extent;
+  const hympi::GridIndexing* indexing;
+};
+
+template <csr::Shape S>
+void product(const Problem& p, const double* x, double* y, const Box3& box) {
+  csr::rows<S, Csr27::RowStart, true>(p.starts, p.cols, p.vals, p.extent, *p.indexing, x, y, box);
+  _mm_sfence();
+}
+
+/// The product's five streams without its indirection (the ceiling of a one-pass read of its bytes).
+void read_stream(const Problem& p, const double* x, double* y, const Box3& box) {
+  const auto& n = p.extent;
+  for (long k = box.low[2]; k < box.high[2]; ++k)
+    for (long j = box.low[1]; j < box.high[1]; ++j) {
+      const Csr27::RowStart* start = p.starts + (k * n[1] + j) * n[0];
+      const std::int64_t first = start[0], last = start[n[0]];
+      double sv = 0.0;
+      std::int64_t sc = 0, ss = 0;
+#pragma omp simd reduction(+ : sv, sc)
+      for (std::int64_t e = first; e < last; ++e) {
+        sv += p.vals[e];
+        sc += p.cols[e];
+      }
+#pragma omp simd reduction(+ : ss)
+      for (long i = 0; i < n[0]; ++i) ss += start[i];
+      const double* xr = x + p.indexing->index(0, j, k);
+      double* yr = y + p.indexing->index(0, j, k);
+      const double row = sv + static_cast<double>(sc + ss);
+      for (long i = 0; i < n[0]; ++i) csr::store<true>(yr + i, xr[i] + row);
+    }
+  _mm_sfence();
+}
+
+struct Variant {
+  std::string name;
+  std::function<void(const double*, double*, const Box3&)> run;  // empty: the triad
+  bool checked = true;                               // y must equal the library's
+  std::vector<double> gbs{}, fraction{};
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+int run(const Args& args, MPI_Comm comm) {
+  int rank = 0, ranks = 1;
+  HYMPI_MPI(MPI_Comm_rank(comm, &rank));
+  HYMPI_MPI(MPI_Comm_size(comm, &ranks));
+  hympi::Spmv3dOptions options;
+  options.per_rank = {args.per_rank, args.per_rank, args.per_rank};
+  options.dims = {1, 1, ranks};
+  options.op = hympi::SpmvOperator::csr;
+  options.cg_iterations = 0;
+  options.validate(ranks);
+  const auto [global, dims] = options.resolve(ranks);
+  hympi::CartDecomposition cart(comm, {global, {false, false, false}, dims});
+  hympi::Operator27 op(cart, options);
+  const Csr27& matrix = op.csr();
+  const auto storage = matrix.storage();
+  auto xg = op.make_vector();
+  auto yg = op.make_vector();
+  auto yref = op.make_vector();
+  const hympi::GridIndexing indexing = xg.indexing();
+  const Problem p{reinterpret_cast<const Csr27::RowStart*>(storage[2].data()),
+                  reinterpret_cast<const std::int32_t*>(storage[1].data()),
+                  reinterpret_cast<const double*>(storage[0].data()), cart.local_box().size(), &indexing};
+  // x not integral, so that any other summation order or rounding would change y's bits.
+  std::span<double> xs = xg.data();
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = 1.0 + static_cast<double>(i % 977) / 1024.0 + 1e-9 * static_cast<double>(i % 7);
+  const Box3 local{{0, 0, 0}, p.extent};
+  matrix.apply(xs.data(), yref.data().data(), local, true);
+
+  const double product_bytes = op.bytes_per_apply();
+  const std::size_t triad_elements =
+      std::min(hympi::stream_elements_for(kDefaultLlcBytes, ranks),
+               std::max<std::size_t>(static_cast<std::size_t>(product_bytes / (3 * sizeof(double))), 1));
+
+  std::vector<Variant> variants;
+  variants.push_back({"Csr27::apply (library)", [&](const double* x, double* y, const Box3& b) { matrix.apply(x, y, b, true); }, true, {}, {}});
+  variants.push_back({"read stream, same bytes", [&](const double* x, double* y, const Box3& b) { read_stream(p, x, y, b); }, false, {}, {}});
+  variants.push_back({"STREAM triad x 32/24", {}, false, {}, {}});
+  auto add = [&]<csr::Shape S>(const std::string& name) {
+    variants.push_back({name, [&](const double* x, double* y, const Box3& b) { product<S>(p, x, y, b); }, true, {}, {}});
+  };
+  add.operator()<csr::Shape{1, 0}>("1 row, no prefetch");
+  add.operator()<csr::Shape{4, 0}>("4 rows, no prefetch");
+  add.operator()<csr::Shape{4, 1}>("4 rows, 1 group ahead");
+  add.operator()<csr::Shape{4, 2}>("4 rows, 2 ahead (kShape)");
+  add.operator()<csr::Shape{4, 3}>("4 rows, 3 ahead");
+  add.operator()<csr::Shape{4, 4}>("4 rows, 4 ahead");
+  add.operator()<csr::Shape{4, 6}>("4 rows, 6 ahead");
+  add.operator()<csr::Shape{4, 8}>("4 rows, 8 ahead");
+  add.operator()<csr::Shape{2, 4}>("2 rows, 4 ahead");
+  add.operator()<csr::Shape{8, 1}>("8 rows, 1 ahead");
+  add.operator()<csr::Shape{8, 2}>("8 rows, 2 ahead");
+  add.operator()<csr::Shape{4, 2, true}>("4 rows, 2 ahead, prefetchnta");
+  add.operator()<csr::Shape{4, 2, false, true}>("4 rows, 2 ahead, AVX2 gathers");
+
+  // Round 0 warms up (page tables, caches) and checks the bits; it is not counted.
+  bool all_equal = true;
+  const std::size_t points = static_cast<std::size_t>(yref.data().size());
+  for (int round = 0; round <= args.rounds; ++round)
+    for (std::size_t n = 0; n < variants.size(); ++n) {
+      Variant& v = variants[(n + static_cast<std::size_t>(round)) % variants.size()];
+      double gbs = 0.0;
+      if (!v.run) {
+        gbs = hympi::triad_moved_gbs(hympi::measure_triad_gbs(comm, triad_elements));
+      } else {
+        std::fill(yg.data().begin(), yg.data().end(), 0.0);
+        HYMPI_MPI(MPI_Barrier(comm));
+        const double t0 = MPI_Wtime();
+        // Threads take equal slabs of planes, the rows the assembly's static schedule first-touched for them.
+        double* y = yg.data().data();
+#pragma omp parallel
+        {
+          const long planes = p.extent[2], threads = omp_get_num_threads(), t = omp_get_thread_num();
+          Box3 slab = local;
+          slab.low[2] = planes * t / threads;
+          slab.high[2] = planes * (t + 1) / threads;
+          v.run(xs.data(), y, slab);
+        }
+        double t = MPI_Wtime() - t0;
+        HYMPI_MPI(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm));
+        gbs = product_bytes * ranks / t / 1e9;
+        if (round == 0 && v.checked && std::memcmp(yg.data().data(), yref.data().data(), points * sizeof(double)) != 0) {
+          std::fprintf(stderr, "%s: rank %d: %s: y differs from Csr27::apply's\n", kProg, rank, v.name.c_str());
+          all_equal = false;
+        }
+      }
+      if (round > 0) v.gbs.push_back(gbs);
+    }
+  int ok = all_equal ? 1 : 0;
+  HYMPI_MPI(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm));
+  // Each round's bound is that round's triad, so a fraction compares times taken seconds apart.
+  const auto& triad = variants[2].gbs;
+  for (auto& v : variants)
+    for (std::size_t r = 0; r < v.gbs.size(); ++r) v.fraction.push_back(v.gbs[r] / triad[r]);
+
+  if (rank == 0) {
+    std::printf("%d ranks x %d threads, %ld^3 per rank, %zu rounds; GB/s as moved (%.4g MB per rank per product)\n\n",
+                ranks, omp_get_max_threads(), args.per_rank, variants[0].gbs.size(), product_bytes / 1e6);
+    std::printf("| variant | GB/s median | min..max | fraction of bound (median) |\n|---|---|---|---|\n");
+    nlohmann::json record{{"bench", "spmv"}, {"ranks", ranks}, {"per_rank", args.per_rank},
+                          {"rounds", args.rounds}, {"threads", omp_get_max_threads()}, {"bits_equal", ok == 1}};
+    for (const auto& v : variants) {
+      const auto [lo, hi] = std::minmax_element(v.gbs.begin(), v.gbs.end());
+      std::printf("| %s | %.2f | %.2f..%.2f | %.3f |\n", v.name.c_str(), median(v.gbs), *lo, *hi, median(v.fraction));
+      record["variants"].push_back({{"name", v.name}, {"gbs", v.gbs}, {"fraction", v.fraction}});
+    }
+    std::printf("HYMPI_BENCH %s\n", record.dump().c_str());
+  }
+  return ok == 1 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rank = 0, code = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    code = run(parse_args(argc, argv), MPI_COMM_WORLD);
+  } catch (const InvalidArgument& e) {
+    // The arguments are the same on every rank: one line, before anything is allocated.
+    if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", kProg, e.what());
+    code = 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: rank %d: error: %s\n", kProg, rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  MPI_Finalize();
+  return code;
+}
