@@ -157,14 +157,19 @@ void known_runs(const Problem& p, const double* x, double* y, const Box3& box) {
   _mm_sfence();
 }
 
-/// One stream: the values alone, summed (the slab of `box`'s rows); y[first point] keeps the sum.
+/// The values alone, summed (the slab of `box`'s rows) as `Cursors` streams, each over its own equal part, all in
+/// one loop: whether more streams at once move more bytes per core. y[first point] keeps the sum.
+template <int Cursors>
 void read_values(const Problem& p, double* y, const Box3& box) {
   const auto& n = p.extent;
   const std::int64_t first = p.starts[box.low[2] * n[1] * n[0]], last = p.starts[box.high[2] * n[1] * n[0]];
+  const std::int64_t part = (last - first) / Cursors;
   const double* vals = p.vals + first;
   double sv = 0.0;
 #pragma omp simd reduction(+ : sv)
-  for (std::int64_t e = 0; e < last - first; ++e) sv += vals[e];
+  for (std::int64_t e = 0; e < part; ++e)
+    for (int c = 0; c < Cursors; ++c) sv += vals[c * part + e];
+  for (std::int64_t e = Cursors * part; e < last - first; ++e) sv += vals[e];
   y[p.indexing->index(0, 0, box.low[2])] = sv;
 }
 
@@ -219,7 +224,10 @@ int run(const Args& args, MPI_Comm comm) {
   variants.push_back({"Csr27::apply (library)", [&](const double* x, double* y, const Box3& b) { matrix.apply(x, y, b, true); }, true, 0.0, {}, {}});
   variants.push_back({"read stream, same bytes", [&](const double* x, double* y, const Box3& b) { read_stream<false>(p, x, y, b); }, false, 0.0, {}, {}});
   variants.push_back({"read stream, prefetcht0 ahead", [&](const double* x, double* y, const Box3& b) { read_stream<true>(p, x, y, b); }, false, 0.0, {}, {}});
-  variants.push_back({"read values only", [&](const double*, double* y, const Box3& b) { read_values(p, y, b); }, false, static_cast<double>(storage[0].size()), {}, {}});
+  const auto value_bytes = static_cast<double>(storage[0].size());
+  variants.push_back({"read values only, 1 stream", [&](const double*, double* y, const Box3& b) { read_values<1>(p, y, b); }, false, value_bytes, {}, {}});
+  variants.push_back({"read values only, 2 streams", [&](const double*, double* y, const Box3& b) { read_values<2>(p, y, b); }, false, value_bytes, {}, {}});
+  variants.push_back({"read values only, 4 streams", [&](const double*, double* y, const Box3& b) { read_values<4>(p, y, b); }, false, value_bytes, {}, {}});
   variants.push_back({"STREAM triad x 32/24", {}, false, 0.0, {}, {}});
   auto add = [&]<csr::Shape S>(const std::string& name) {
     variants.push_back({name, [&](const double* x, double* y, const Box3& b) { product<S>(p, x, y, b); }, true, 0.0, {}, {}});
