@@ -245,6 +245,9 @@ int run(const Args& args, MPI_Comm comm) {
   add.operator()<csr::Shape{8, 2}>("8 rows, 2 ahead");
   add.operator()<csr::Shape{4, 2, true}>("4 rows, 2 ahead, prefetchnta");
   add.operator()<csr::Shape{4, 2, false, true}>("4 rows, 2 ahead, AVX2 gathers");
+  add.operator()<csr::Shape{4, 2, false, false, 2}>("4 rows, 2 ahead, 2 cursors");
+  add.operator()<csr::Shape{4, 4, false, false, 2}>("4 rows, 4 ahead, 2 cursors");
+  add.operator()<csr::Shape{2, 4, false, false, 2}>("2 rows, 4 ahead, 2 cursors");
   variants.push_back({"4 rows, 2 ahead, runs known (no check)",
                       [&](const double* x, double* y, const Box3& b) { known_runs(p, x, y, b); }, true, 0.0, {}, {}});
 
