@@ -9,7 +9,8 @@
 // bit for bit, or the exit code is 1.
 //
 // Prints a Markdown table (median, min..max GB/s as moved, median of the per-round fractions of the bound
-// 32/24 x triad) and one `HYMPI_BENCH {json}` line (rank 0). Exit 2 for bad arguments (one line).
+// 32/24 x triad) and one `HYMPI_BENCH {json}` line (rank 0). `--only 'NAME;...'` times those variants alone (and
+// the triad), for closer pairs. Exit 2 for bad arguments (one line).
 #include <mpi.h>
 #include <omp.h>
 
@@ -45,6 +46,7 @@ constexpr std::size_t kDefaultLlcBytes = 32UL << 20;
 struct Args {
   long per_rank = 96;
   int rounds = 7;
+  std::vector<std::string> only;  ///< names of the variants to time (the triad always is); empty: all
 };
 
 long parse_positive(std::string_view text, const std::string& option) {
@@ -62,7 +64,14 @@ Args parse_args(int argc, char** argv) {
     if (i + 1 >= argc) throw InvalidArgument(arg + ": unknown argument or missing value");
     if (arg == "--per-rank")
       args.per_rank = parse_positive(argv[++i], arg);
-    else if (arg == "--rounds")
+    else if (arg == "--only") {
+      std::string_view list = argv[++i];
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t comma = std::min(list.find(';', at), list.size());
+        args.only.emplace_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else if (arg == "--rounds")
       args.rounds = static_cast<int>(parse_positive(argv[++i], arg));
     else
       throw InvalidArgument(arg + ": unknown argument");
@@ -177,7 +186,7 @@ struct Variant {
   std::string name;
   std::function<void(const double*, double*, const Box3&)> run;  // empty: the triad
   bool checked = true;                               // y must equal the library's
-  double bytes = 0.0;                                 // per rank; 0: the product's
+  bool values_only = false;                           // moves the values' bytes, not the product's
   std::vector<double> gbs{}, fraction{};
 };
 
@@ -198,39 +207,20 @@ int run(const Args& args, MPI_Comm comm) {
   options.cg_iterations = 0;
   options.validate(ranks);
   const auto [global, dims] = options.resolve(ranks);
-  hympi::CartDecomposition cart(comm, {global, {false, false, false}, dims});
-  hympi::Operator27 op(cart, options);
-  const Csr27& matrix = op.csr();
-  const auto storage = matrix.storage();
-  auto xg = op.make_vector();
-  auto yg = op.make_vector();
-  auto yref = op.make_vector();
-  const hympi::GridIndexing indexing = xg.indexing();
-  const Problem p{reinterpret_cast<const Csr27::RowStart*>(storage[2].data()),
-                  reinterpret_cast<const std::int32_t*>(storage[1].data()),
-                  reinterpret_cast<const double*>(storage[0].data()), cart.local_box().size(), &indexing};
-  // x not integral, so that any other summation order or rounding would change y's bits.
-  std::span<double> xs = xg.data();
-  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = 1.0 + static_cast<double>(i % 977) / 1024.0 + 1e-9 * static_cast<double>(i % 7);
-  const Box3 local{{0, 0, 0}, p.extent};
-  matrix.apply(xs.data(), yref.data().data(), local, true);
-
-  const double product_bytes = op.bytes_per_apply();
-  const std::size_t triad_elements =
-      std::min(hympi::stream_elements_for(kDefaultLlcBytes, ranks),
-               std::max<std::size_t>(static_cast<std::size_t>(product_bytes / (3 * sizeof(double))), 1));
-
+  // The variants first, so that a bad --only is one line before the matrix is assembled; they read the
+  // matrix through `matrix` and `p`, set below.
+  const Csr27* matrix = nullptr;
+  Problem p{};
   std::vector<Variant> variants;
-  variants.push_back({"Csr27::apply (library)", [&](const double* x, double* y, const Box3& b) { matrix.apply(x, y, b, true); }, true, 0.0, {}, {}});
-  variants.push_back({"read stream, same bytes", [&](const double* x, double* y, const Box3& b) { read_stream<false>(p, x, y, b); }, false, 0.0, {}, {}});
-  variants.push_back({"read stream, prefetcht0 ahead", [&](const double* x, double* y, const Box3& b) { read_stream<true>(p, x, y, b); }, false, 0.0, {}, {}});
-  const auto value_bytes = static_cast<double>(storage[0].size());
-  variants.push_back({"read values only, 1 stream", [&](const double*, double* y, const Box3& b) { read_values<1>(p, y, b); }, false, value_bytes, {}, {}});
-  variants.push_back({"read values only, 2 streams", [&](const double*, double* y, const Box3& b) { read_values<2>(p, y, b); }, false, value_bytes, {}, {}});
-  variants.push_back({"read values only, 4 streams", [&](const double*, double* y, const Box3& b) { read_values<4>(p, y, b); }, false, value_bytes, {}, {}});
-  variants.push_back({"STREAM triad x 32/24", {}, false, 0.0, {}, {}});
+  variants.push_back({"Csr27::apply (library)", [&](const double* x, double* y, const Box3& b) { matrix->apply(x, y, b, true); }, true, false, {}, {}});
+  variants.push_back({"read stream, same bytes", [&](const double* x, double* y, const Box3& b) { read_stream<false>(p, x, y, b); }, false, false, {}, {}});
+  variants.push_back({"read stream, prefetcht0 ahead", [&](const double* x, double* y, const Box3& b) { read_stream<true>(p, x, y, b); }, false, false, {}, {}});
+  variants.push_back({"read values only, 1 stream", [&](const double*, double* y, const Box3& b) { read_values<1>(p, y, b); }, false, true, {}, {}});
+  variants.push_back({"read values only, 2 streams", [&](const double*, double* y, const Box3& b) { read_values<2>(p, y, b); }, false, true, {}, {}});
+  variants.push_back({"read values only, 4 streams", [&](const double*, double* y, const Box3& b) { read_values<4>(p, y, b); }, false, true, {}, {}});
+  variants.push_back({"STREAM triad x 32/24", {}, false, false, {}, {}});
   auto add = [&]<csr::Shape S>(const std::string& name) {
-    variants.push_back({name, [&](const double* x, double* y, const Box3& b) { product<S>(p, x, y, b); }, true, 0.0, {}, {}});
+    variants.push_back({name, [&](const double* x, double* y, const Box3& b) { product<S>(p, x, y, b); }, true, false, {}, {}});
   };
   add.operator()<csr::Shape{1, 0}>("1 row, no prefetch");
   add.operator()<csr::Shape{4, 0}>("4 rows, no prefetch");
@@ -249,7 +239,37 @@ int run(const Args& args, MPI_Comm comm) {
   add.operator()<csr::Shape{4, 4, false, false, 2}>("4 rows, 4 ahead, 2 cursors");
   add.operator()<csr::Shape{2, 4, false, false, 2}>("2 rows, 4 ahead, 2 cursors");
   variants.push_back({"4 rows, 2 ahead, runs known (no check)",
-                      [&](const double* x, double* y, const Box3& b) { known_runs(p, x, y, b); }, true, 0.0, {}, {}});
+                      [&](const double* x, double* y, const Box3& b) { known_runs(p, x, y, b); }, true, false, {}, {}});
+
+  if (!args.only.empty()) {
+    for (const auto& name : args.only)
+      if (std::none_of(variants.begin(), variants.end(), [&](const Variant& v) { return v.name == name; }))
+        throw InvalidArgument("--only: no variant named '" + name + "'");
+    std::erase_if(variants, [&](const Variant& v) {
+      return v.run && std::find(args.only.begin(), args.only.end(), v.name) == args.only.end();
+    });
+  }
+  hympi::CartDecomposition cart(comm, {global, {false, false, false}, dims});
+  hympi::Operator27 op(cart, options);
+  matrix = &op.csr();
+  const auto storage = matrix->storage();
+  auto xg = op.make_vector();
+  auto yg = op.make_vector();
+  auto yref = op.make_vector();
+  const hympi::GridIndexing indexing = xg.indexing();
+  p = Problem{reinterpret_cast<const Csr27::RowStart*>(storage[2].data()),
+                  reinterpret_cast<const std::int32_t*>(storage[1].data()),
+                  reinterpret_cast<const double*>(storage[0].data()), cart.local_box().size(), &indexing};
+  // x not integral, so that any other summation order or rounding would change y's bits.
+  std::span<double> xs = xg.data();
+  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = 1.0 + static_cast<double>(i % 977) / 1024.0 + 1e-9 * static_cast<double>(i % 7);
+  const Box3 local{{0, 0, 0}, p.extent};
+  matrix->apply(xs.data(), yref.data().data(), local, true);
+
+  const double product_bytes = op.bytes_per_apply(), value_bytes = static_cast<double>(storage[0].size());
+  const std::size_t triad_elements =
+      std::min(hympi::stream_elements_for(kDefaultLlcBytes, ranks),
+               std::max<std::size_t>(static_cast<std::size_t>(product_bytes / (3 * sizeof(double))), 1));
 
   // Round 0 warms up (page tables, caches) and checks the bits; it is not counted.
   bool all_equal = true;
@@ -276,7 +296,7 @@ int run(const Args& args, MPI_Comm comm) {
         }
         double t = MPI_Wtime() - t0;
         HYMPI_MPI(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm));
-        gbs = (v.bytes > 0.0 ? v.bytes : product_bytes) * ranks / t / 1e9;
+        gbs = (v.values_only ? value_bytes : product_bytes) * ranks / t / 1e9;
         if (round == 0 && v.checked && std::memcmp(yg.data().data(), yref.data().data(), points * sizeof(double)) != 0) {
           std::fprintf(stderr, "%s: rank %d: %s: y differs from Csr27::apply's\n", kProg, rank, v.name.c_str());
           all_equal = false;
