@@ -67,9 +67,9 @@ Args parse_args(int argc, char** argv) {
     else if (arg == "--only") {
       std::string_view list = argv[++i];
       for (std::size_t at = 0; at <= list.size();) {
-        const std::size_t comma = std::min(list.find(';', at), list.size());
-        args.only.emplace_back(list.substr(at, comma - at));
-        at = comma + 1;
+        const std::size_t end = std::min(list.find(';', at), list.size());
+        args.only.emplace_back(list.substr(at, end - at));
+        at = end + 1;
       }
     } else if (arg == "--rounds")
       args.rounds = static_cast<int>(parse_positive(argv[++i], arg));
