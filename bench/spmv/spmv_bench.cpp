@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <memory>
+#include <utility>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -182,11 +184,57 @@ void read_values(const Problem& p, double* y, const Box3& box) {
   y[p.indexing->index(0, 0, box.low[2])] = sv;
 }
 
+/// STREAM's triad a = b + 3 c in the bench's own loop, with ordinary or streamed stores: if ordinary stores read
+/// their line first (the bound's 32/24), both move memory at the same rate as moved; if the core elided that
+/// read, the ordinary one would show 32/24 of the streamed one's rate. Threads take the share of the arrays
+/// their slab of planes has of the block.
+struct Triad {
+  std::unique_ptr<double[]> a, b, c;
+  std::size_t n = 0;
+  void allocate(std::size_t elements, long planes) {
+    n = elements;
+    a.reset(new double[n]);
+    b.reset(new double[n]);
+    c.reset(new double[n]);
+#pragma omp parallel
+    {
+      const auto [lo, hi] = share(slab_of(planes), planes);
+      for (std::size_t i = lo; i < hi; ++i) {
+        a[i] = 0.0;
+        b[i] = 1.0;
+        c[i] = 2.0;
+      }
+    }
+  }
+  static Box3 slab_of(long planes) {
+    const long threads = omp_get_num_threads(), t = omp_get_thread_num();
+    return Box3{{0, 0, planes * t / threads}, {1, 1, planes * (t + 1) / threads}};
+  }
+  [[nodiscard]] std::pair<std::size_t, std::size_t> share(const Box3& slab, long planes) const {
+    return {n * static_cast<std::size_t>(slab.low[2]) / static_cast<std::size_t>(planes),
+            n * static_cast<std::size_t>(slab.high[2]) / static_cast<std::size_t>(planes)};
+  }
+  template <bool Streaming>
+  void run(const Box3& slab, long planes) {
+    const auto [lo, hi] = share(slab, planes);
+    double* __restrict out = a.get();
+    const double* __restrict x = b.get();
+    const double* __restrict z = c.get();
+    if constexpr (Streaming) {
+      for (std::size_t i = lo; i < hi; ++i) csr::store<true>(out + i, x[i] + 3.0 * z[i]);
+      _mm_sfence();
+    } else {
+#pragma omp simd
+      for (std::size_t i = lo; i < hi; ++i) out[i] = x[i] + 3.0 * z[i];
+    }
+  }
+};
+
 struct Variant {
   std::string name;
   std::function<void(const double*, double*, const Box3&)> run;  // empty: the triad
   bool checked = true;                               // y must equal the library's
-  bool values_only = false;                           // moves the values' bytes, not the product's
+  const double* bytes = nullptr;                      // per rank, set after the assembly; null: the product's
   std::vector<double> gbs{}, fraction{};
 };
 
@@ -211,16 +259,24 @@ int run(const Args& args, MPI_Comm comm) {
   // matrix through `matrix` and `p`, set below.
   const Csr27* matrix = nullptr;
   Problem p{};
+  double value_bytes = 0.0, triad_bytes = 0.0, streamed_triad_bytes = 0.0;
+  Triad triad_arrays;
   std::vector<Variant> variants;
-  variants.push_back({"Csr27::apply (library)", [&](const double* x, double* y, const Box3& b) { matrix->apply(x, y, b, true); }, true, false, {}, {}});
-  variants.push_back({"read stream, same bytes", [&](const double* x, double* y, const Box3& b) { read_stream<false>(p, x, y, b); }, false, false, {}, {}});
-  variants.push_back({"read stream, prefetcht0 ahead", [&](const double* x, double* y, const Box3& b) { read_stream<true>(p, x, y, b); }, false, false, {}, {}});
-  variants.push_back({"read values only, 1 stream", [&](const double*, double* y, const Box3& b) { read_values<1>(p, y, b); }, false, true, {}, {}});
-  variants.push_back({"read values only, 2 streams", [&](const double*, double* y, const Box3& b) { read_values<2>(p, y, b); }, false, true, {}, {}});
-  variants.push_back({"read values only, 4 streams", [&](const double*, double* y, const Box3& b) { read_values<4>(p, y, b); }, false, true, {}, {}});
-  variants.push_back({"STREAM triad x 32/24", {}, false, false, {}, {}});
+  variants.push_back({"Csr27::apply (library)", [&](const double* x, double* y, const Box3& b) { matrix->apply(x, y, b, true); }, true, nullptr, {}, {}});
+  variants.push_back({"read stream, same bytes", [&](const double* x, double* y, const Box3& b) { read_stream<false>(p, x, y, b); }, false, nullptr, {}, {}});
+  variants.push_back({"read stream, prefetcht0 ahead", [&](const double* x, double* y, const Box3& b) { read_stream<true>(p, x, y, b); }, false, nullptr, {}, {}});
+  variants.push_back({"read values only, 1 stream", [&](const double*, double* y, const Box3& b) { read_values<1>(p, y, b); }, false, &value_bytes, {}, {}});
+  variants.push_back({"read values only, 2 streams", [&](const double*, double* y, const Box3& b) { read_values<2>(p, y, b); }, false, &value_bytes, {}, {}});
+  variants.push_back({"read values only, 4 streams", [&](const double*, double* y, const Box3& b) { read_values<4>(p, y, b); }, false, &value_bytes, {}, {}});
+  variants.push_back({"STREAM triad x 32/24", {}, false, nullptr, {}, {}});
+  variants.push_back({"triad loop, stores (32 B as moved)",
+                      [&](const double*, double*, const Box3& b) { triad_arrays.run<false>(b, p.extent[2]); }, false,
+                      &triad_bytes, {}, {}});
+  variants.push_back({"triad loop, streamed stores (24 B)",
+                      [&](const double*, double*, const Box3& b) { triad_arrays.run<true>(b, p.extent[2]); }, false,
+                      &streamed_triad_bytes, {}, {}});
   auto add = [&]<csr::Shape S>(const std::string& name) {
-    variants.push_back({name, [&](const double* x, double* y, const Box3& b) { product<S>(p, x, y, b); }, true, false, {}, {}});
+    variants.push_back({name, [&](const double* x, double* y, const Box3& b) { product<S>(p, x, y, b); }, true, nullptr, {}, {}});
   };
   add.operator()<csr::Shape{1, 0}>("1 row, no prefetch");
   add.operator()<csr::Shape{4, 0}>("4 rows, no prefetch");
@@ -239,7 +295,7 @@ int run(const Args& args, MPI_Comm comm) {
   add.operator()<csr::Shape{4, 4, false, false, 2}>("4 rows, 4 ahead, 2 cursors");
   add.operator()<csr::Shape{2, 4, false, false, 2}>("2 rows, 4 ahead, 2 cursors");
   variants.push_back({"4 rows, 2 ahead, runs known (no check)",
-                      [&](const double* x, double* y, const Box3& b) { known_runs(p, x, y, b); }, true, false, {}, {}});
+                      [&](const double* x, double* y, const Box3& b) { known_runs(p, x, y, b); }, true, nullptr, {}, {}});
 
   if (!args.only.empty()) {
     for (const auto& name : args.only)
@@ -266,10 +322,14 @@ int run(const Args& args, MPI_Comm comm) {
   const Box3 local{{0, 0, 0}, p.extent};
   matrix->apply(xs.data(), yref.data().data(), local, true);
 
-  const double product_bytes = op.bytes_per_apply(), value_bytes = static_cast<double>(storage[0].size());
+  const double product_bytes = op.bytes_per_apply();
+  value_bytes = static_cast<double>(storage[0].size());
   const std::size_t triad_elements =
       std::min(hympi::stream_elements_for(kDefaultLlcBytes, ranks),
                std::max<std::size_t>(static_cast<std::size_t>(product_bytes / (3 * sizeof(double))), 1));
+  triad_arrays.allocate(triad_elements, p.extent[2]);
+  triad_bytes = 32.0 * static_cast<double>(triad_elements);
+  streamed_triad_bytes = 24.0 * static_cast<double>(triad_elements);
 
   // Round 0 warms up (page tables, caches) and checks the bits; it is not counted.
   bool all_equal = true;
@@ -296,7 +356,7 @@ int run(const Args& args, MPI_Comm comm) {
         }
         double t = MPI_Wtime() - t0;
         HYMPI_MPI(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm));
-        gbs = (v.values_only ? value_bytes : product_bytes) * ranks / t / 1e9;
+        gbs = (v.bytes != nullptr ? *v.bytes : product_bytes) * ranks / t / 1e9;
         if (round == 0 && v.checked && std::memcmp(yg.data().data(), yref.data().data(), points * sizeof(double)) != 0) {
           std::fprintf(stderr, "%s: rank %d: %s: y differs from Csr27::apply's\n", kProg, rank, v.name.c_str());
           all_equal = false;
