@@ -16,7 +16,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -33,6 +32,7 @@
 #include "hympi/spmv3d/csr_kernel.hpp"
 #include "hympi/spmv3d/operator.hpp"
 #include "hympi/stream/stream.hpp"
+#include "bench_main.hpp"
 
 namespace {
 
@@ -51,13 +51,7 @@ struct Args {
   std::vector<std::string> only;  ///< names of the variants to time (the triad always is); empty: all
 };
 
-long parse_positive(std::string_view text, const std::string& option) {
-  long value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 1)
-    throw InvalidArgument(option + ": '" + std::string(text) + "' is not a positive integer");
-  return value;
-}
+using hympi::bench::parse_positive;
 
 Args parse_args(int argc, char** argv) {
   Args args;
@@ -391,20 +385,5 @@ int run(const Args& args, MPI_Comm comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  int rank = 0, code = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  try {
-    code = run(parse_args(argc, argv), MPI_COMM_WORLD);
-  } catch (const InvalidArgument& e) {
-    // The arguments are the same on every rank: one line, before anything is allocated.
-    if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", kProg, e.what());
-    code = 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: rank %d: error: %s\n", kProg, rank, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  MPI_Finalize();
-  return code;
+  return hympi::bench::run_main(kProg, argc, argv, [&] { return run(parse_args(argc, argv), MPI_COMM_WORLD); });
 }
