@@ -15,7 +15,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -147,11 +146,7 @@ void known_runs(const Problem& p, const double* x, double* y, const Box3& box) {
     for (long j = box.low[1]; j < box.high[1]; ++j) {
       const Csr27::RowStart* start = p.starts + (k * n[1] + j) * n[0];
       double* out = y + p.indexing->index(0, j, k);
-      auto one = [&](long i) {
-        double acc = 0.0;
-        for (std::int64_t e = start[i]; e < start[i + 1]; ++e) acc = std::fma(p.vals[e], x[p.cols[e]], acc);
-        csr::store<true>(out + i, acc);
-      };
+      auto one = [&](long i) { csr::row_step<csr::Shape{1, 0}, Csr27::RowStart, true>(start, p.cols, p.vals, x, out, i, n[0]); };
       one(0);
       const std::int64_t length = start[2] - start[1];
       long i = 1;

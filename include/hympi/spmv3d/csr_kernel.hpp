@@ -1,6 +1,7 @@
 #pragma once
 // The CSR product's row loop, parameterised by its shape, so that the benchmark of its variants
 // (bench/spmv) times the very code Csr27::apply runs, one instantiation apart.
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -21,18 +22,19 @@ struct Shape {
   long rows_at_once = 4;
   /// Groups of rows_at_once rows ahead that the matrix is prefetched; 0 = the hardware prefetcher alone.
   long prefetch_groups = 2;
-  /// prefetchnta instead of prefetcht0 (the line skips L2 on Zen 3 and leaves L3 first).
+  /// prefetchnta instead of prefetcht0: the hint that each line is read once.
   bool non_temporal_prefetch = false;
   /// Four rows as one vector chain: values, columns and x gathered (vgatherdpd); needs AVX2 + FMA
   /// and rows_at_once == 4, otherwise ignored.
   bool gather = false;
   /// Grid rows walked at once, each from its own half of the box's planes (2), or one (1): more streams of the
-  /// matrix in flight per core; a read of 2 or 4 streams ran at 1.3-1.5x the rate of one (bench/spmv).
+  /// matrix in flight per core (the values read as 2 or 4 streams ran 1.25-1.8x as fast as one), but two x
+  /// neighbourhoods then share L2 with the matrix, and the product ran at 0.66-0.81 of one cursor (bench/spmv).
   int cursors = 1;
 };
 
-/// The shape Csr27::apply runs: 2, 4 and 8 rows at once, 1-8 groups ahead, prefetchnta and gathers timed
-/// against each other by bench/spmv (docs/performance.md, 2026-11-27).
+/// The shape Csr27::apply runs. None of 1, 2 and 8 rows at once, 0-8 groups ahead, prefetchnta, gathers or two
+/// cursors beat it by more than the noise on the 2-core Zen 3 VM (bench/spmv; docs/performance.md, 2026-11-27).
 inline constexpr Shape kShape{};
 
 /// Writes one value of y: with `Streaming`, past the caches, so y's line is not read for ownership first
