@@ -146,7 +146,9 @@ void known_runs(const Problem& p, const double* x, double* y, const Box3& box) {
     for (long j = box.low[1]; j < box.high[1]; ++j) {
       const Csr27::RowStart* start = p.starts + (k * n[1] + j) * n[0];
       double* out = y + p.indexing->index(0, j, k);
-      auto one = [&](long i) { csr::row_step<csr::Shape{1, 0}, Csr27::RowStart, true>(start, p.cols, p.vals, x, out, i, n[0]); };
+      auto one = [&](long i) {
+        csr::row_step<csr::Shape{1, 0}, Csr27::RowStart, true>(start, p.cols, p.vals, x, out, i, n[0]);
+      };
       one(0);
       const std::int64_t length = start[2] - start[1];
       long i = 1;
@@ -251,21 +253,30 @@ int run(const Args& args, MPI_Comm comm) {
   double value_bytes = 0.0, triad_bytes = 0.0, streamed_triad_bytes = 0.0;
   Triad triad_arrays;
   std::vector<Variant> variants;
-  variants.push_back({"Csr27::apply (library)", [&](const double* x, double* y, const Box3& b) { matrix->apply(x, y, b, true); }, true, nullptr, {}, {}});
-  variants.push_back({"read stream, same bytes", [&](const double* x, double* y, const Box3& b) { read_stream<false>(p, x, y, b); }, false, nullptr, {}, {}});
-  variants.push_back({"read stream, prefetcht0 ahead", [&](const double* x, double* y, const Box3& b) { read_stream<true>(p, x, y, b); }, false, nullptr, {}, {}});
-  variants.push_back({"read values only, 1 stream", [&](const double*, double* y, const Box3& b) { read_values<1>(p, y, b); }, false, &value_bytes, {}, {}});
-  variants.push_back({"read values only, 2 streams", [&](const double*, double* y, const Box3& b) { read_values<2>(p, y, b); }, false, &value_bytes, {}, {}});
-  variants.push_back({"read values only, 4 streams", [&](const double*, double* y, const Box3& b) { read_values<4>(p, y, b); }, false, &value_bytes, {}, {}});
-  variants.push_back({"STREAM triad x 32/24", {}, false, nullptr, {}, {}});
-  variants.push_back({"triad loop, stores (32 B as moved)",
-                      [&](const double*, double*, const Box3& b) { triad_arrays.run<false>(b, p.extent[2]); }, false,
-                      &triad_bytes, {}, {}});
-  variants.push_back({"triad loop, streamed stores (24 B)",
-                      [&](const double*, double*, const Box3& b) { triad_arrays.run<true>(b, p.extent[2]); }, false,
-                      &streamed_triad_bytes, {}, {}});
+  using Run = std::function<void(const double*, double*, const Box3&)>;
+  auto other = [&](const std::string& name, Run run, bool checked, const double* bytes) {
+    variants.push_back({name, std::move(run), checked, bytes, {}, {}});
+  };
+  other("Csr27::apply (library)", [&](const double* x, double* y, const Box3& b) { matrix->apply(x, y, b, true); },
+        true, nullptr);
+  other("read stream, same bytes", [&](const double* x, double* y, const Box3& b) { read_stream<false>(p, x, y, b); },
+        false, nullptr);
+  other("read stream, prefetcht0 ahead",
+        [&](const double* x, double* y, const Box3& b) { read_stream<true>(p, x, y, b); }, false, nullptr);
+  other("read values only, 1 stream", [&](const double*, double* y, const Box3& b) { read_values<1>(p, y, b); },
+        false, &value_bytes);
+  other("read values only, 2 streams", [&](const double*, double* y, const Box3& b) { read_values<2>(p, y, b); },
+        false, &value_bytes);
+  other("read values only, 4 streams", [&](const double*, double* y, const Box3& b) { read_values<4>(p, y, b); },
+        false, &value_bytes);
+  other("STREAM triad x 32/24", {}, false, nullptr);
+  other("triad loop, stores (32 B as moved)",
+        [&](const double*, double*, const Box3& b) { triad_arrays.run<false>(b, p.extent[2]); }, false, &triad_bytes);
+  other("triad loop, streamed stores (24 B)",
+        [&](const double*, double*, const Box3& b) { triad_arrays.run<true>(b, p.extent[2]); }, false,
+        &streamed_triad_bytes);
   auto add = [&]<csr::Shape S>(const std::string& name) {
-    variants.push_back({name, [&](const double* x, double* y, const Box3& b) { product<S>(p, x, y, b); }, true, nullptr, {}, {}});
+    other(name, [&](const double* x, double* y, const Box3& b) { product<S>(p, x, y, b); }, true, nullptr);
   };
   add.operator()<csr::Shape{1, 0}>("1 row, no prefetch");
   add.operator()<csr::Shape{4, 0}>("4 rows, no prefetch");
@@ -283,8 +294,8 @@ int run(const Args& args, MPI_Comm comm) {
   add.operator()<csr::Shape{4, 2, false, false, 2}>("4 rows, 2 ahead, 2 cursors");
   add.operator()<csr::Shape{4, 4, false, false, 2}>("4 rows, 4 ahead, 2 cursors");
   add.operator()<csr::Shape{2, 4, false, false, 2}>("2 rows, 4 ahead, 2 cursors");
-  variants.push_back({"4 rows, 2 ahead, runs known (no check)",
-                      [&](const double* x, double* y, const Box3& b) { known_runs(p, x, y, b); }, true, nullptr, {}, {}});
+  other("4 rows, 2 ahead, runs known (no check)",
+        [&](const double* x, double* y, const Box3& b) { known_runs(p, x, y, b); }, true, nullptr);
 
   if (!args.only.empty()) {
     for (const auto& name : args.only)
@@ -303,11 +314,12 @@ int run(const Args& args, MPI_Comm comm) {
   auto yref = op.make_vector();
   const hympi::GridIndexing indexing = xg.indexing();
   p = Problem{reinterpret_cast<const Csr27::RowStart*>(storage[2].data()),
-                  reinterpret_cast<const std::int32_t*>(storage[1].data()),
-                  reinterpret_cast<const double*>(storage[0].data()), cart.local_box().size(), &indexing};
+              reinterpret_cast<const std::int32_t*>(storage[1].data()),
+              reinterpret_cast<const double*>(storage[0].data()), cart.local_box().size(), &indexing};
   // x not integral, so that any other summation order or rounding would change y's bits.
   std::span<double> xs = xg.data();
-  for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = 1.0 + static_cast<double>(i % 977) / 1024.0 + 1e-9 * static_cast<double>(i % 7);
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    xs[i] = 1.0 + static_cast<double>(i % 977) / 1024.0 + 1e-9 * static_cast<double>(i % 7);
   const Box3 local{{0, 0, 0}, p.extent};
   matrix->apply(xs.data(), yref.data().data(), local, true);
 
@@ -346,7 +358,8 @@ int run(const Args& args, MPI_Comm comm) {
         double t = MPI_Wtime() - t0;
         HYMPI_MPI(MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, comm));
         gbs = (v.bytes != nullptr ? *v.bytes : product_bytes) * ranks / t / 1e9;
-        if (round == 0 && v.checked && std::memcmp(yg.data().data(), yref.data().data(), points * sizeof(double)) != 0) {
+        if (round == 0 && v.checked &&
+            std::memcmp(yg.data().data(), yref.data().data(), points * sizeof(double)) != 0) {
           std::fprintf(stderr, "%s: rank %d: %s: y differs from Csr27::apply's\n", kProg, rank, v.name.c_str());
           all_equal = false;
         }

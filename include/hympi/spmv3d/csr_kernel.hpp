@@ -139,8 +139,10 @@ void rows(const RowStart* row_start, const std::int32_t* cols, const double* val
         double* out_b = y + indexing.index(0, j, kb);
         long ia = has_a ? box.low[0] : box.high[0], ib = box.low[0];
         while (ia < box.high[0] || ib < box.high[0]) {
-          if (ia < box.high[0]) ia = row_step<S, RowStart, Streaming>(grid_row(j, ka), cols, vals, x, out_a, ia, box.high[0]);
-          if (ib < box.high[0]) ib = row_step<S, RowStart, Streaming>(grid_row(j, kb), cols, vals, x, out_b, ib, box.high[0]);
+          if (ia < box.high[0])
+            ia = row_step<S, RowStart, Streaming>(grid_row(j, ka), cols, vals, x, out_a, ia, box.high[0]);
+          if (ib < box.high[0])
+            ib = row_step<S, RowStart, Streaming>(grid_row(j, kb), cols, vals, x, out_b, ib, box.high[0]);
         }
       }
   } else {
@@ -148,7 +150,8 @@ void rows(const RowStart* row_start, const std::int32_t* cols, const double* val
       for (long j = box.low[1]; j < box.high[1]; ++j) {
         const RowStart* start = grid_row(j, k);
         double* out = y + indexing.index(0, j, k);
-        for (long i = box.low[0]; i < box.high[0];) i = row_step<S, RowStart, Streaming>(start, cols, vals, x, out, i, box.high[0]);
+        for (long i = box.low[0]; i < box.high[0];)
+          i = row_step<S, RowStart, Streaming>(start, cols, vals, x, out, i, box.high[0]);
       }
   }
 }
