@@ -1,16 +1,18 @@
 // hympi-bench-spmv: the CSR product of hympi-spmv3d (96^3 per rank by default, the ranks stacked along z)
 // against its ceilings, on the same ranks and binding, in alternating rounds: each round times one product
 // of every row-loop variant (csr_kernel.hpp's Shape: prefetch distance, rows at once, prefetchnta, AVX2
-// gathers), a read stream over the same arrays and a STREAM triad, in an order that rotates per round, so
-// that neighbours' load falls on every variant alike. The read stream moves the product's bytes without its
-// indirection: values and columns summed in vector registers grid row by grid row, the row starts, x read
-// once and y streamed, the five streams of the product. Products are timed without the halo exchange (the
-// ghosts are filled once), from a barrier to the slowest rank. Every variant's y must equal Csr27::apply's
-// bit for bit, or the exit code is 1.
+// gathers, two cursors; kShape with the equal-row runs known), read streams over the same arrays, STREAM's
+// triad in a loop of its own (ordinary and streamed stores) and the app's bound (measure_triad_gbs), in an
+// order that rotates per round, so that neighbours' load falls on every variant alike. The read stream moves
+// the product's bytes without its indirection: values and columns summed in vector registers grid row by
+// grid row, the row starts, x read once and y streamed, the five streams of the product; the values alone are
+// also read as 1, 2 and 4 streams. Products are timed without the halo exchange (x's ghosts are filled
+// once), from a barrier to the slowest rank; threads (1 rank x N) take equal slabs of planes. Every product
+// variant's y must equal Csr27::apply's bit for bit, or the exit code is 1.
 //
 // Prints a Markdown table (median, min..max GB/s as moved, median of the per-round fractions of the bound
 // 32/24 x triad) and one `HYMPI_BENCH {json}` line (rank 0). `--only 'NAME;...'` times those variants alone (and
-// the triad), for closer pairs. Exit 2 for bad arguments (one line).
+// the bound's triad), for closer pairs. Exit 2 for bad arguments (one line, before the matrix is assembled).
 #include <mpi.h>
 #include <omp.h>
 
