@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "hympi/core/error.hpp"
+#include "hympi/core/topology.hpp"
 #include "hympi/grid/cart.hpp"
 #include "hympi/spmv3d/csr_kernel.hpp"
 #include "hympi/spmv3d/operator.hpp"
@@ -43,8 +44,6 @@ using hympi::InvalidArgument;
 namespace csr = hympi::csr;
 
 constexpr const char* kProg = "hympi-bench-spmv";
-/// STREAM's memory rule's cache: the 2-core Zen 3 VM's L3 (an argument if another machine needs it).
-constexpr std::size_t kDefaultLlcBytes = 32UL << 20;
 
 struct Args {
   long per_rank = 96;
@@ -328,7 +327,7 @@ int run(const Args& args, MPI_Comm comm) {
   const double product_bytes = op.bytes_per_apply();
   value_bytes = static_cast<double>(storage[0].size());
   const std::size_t triad_elements =
-      std::min(hympi::stream_elements_for(kDefaultLlcBytes, ranks),
+      std::min(hympi::stream_elements_for(hympi::Topology::this_machine().last_level_cache_bytes(), ranks),
                std::max<std::size_t>(static_cast<std::size_t>(product_bytes / (3 * sizeof(double))), 1));
   triad_arrays.allocate(triad_elements, p.extent[2]);
   triad_bytes = 32.0 * static_cast<double>(triad_elements);
