@@ -30,7 +30,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -45,6 +44,7 @@
 #include "hympi/grid/cart.hpp"
 #include "hympi/h5/checkpoint.hpp"
 #include "hympi/h5/h5.hpp"
+#include "bench_main.hpp"
 
 namespace {
 
@@ -69,13 +69,7 @@ struct Args {
   bool keep = false;
 };
 
-long parse_positive(std::string_view text, const std::string& option) {
-  long value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 1)
-    throw InvalidArgument(option + ": '" + std::string(text) + "' is not a positive integer");
-  return value;
-}
+using hympi::bench::parse_positive;
 
 std::vector<std::string> split_list(std::string_view text, const std::string& option) {
   std::vector<std::string> out;
@@ -400,24 +394,7 @@ int run(const Args& args, MPI_Comm comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  int rank = 0, code = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  try {
-    code = run(parse_args(argc, argv), MPI_COMM_WORLD);
-  } catch (const h5::IoError& e) {
-    // hympi::h5 throws on every rank alike: one line, no abort.
-    if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", kProg, e.what());
-    code = 1;
-  } catch (const InvalidArgument& e) {
-    // Arguments and the directory are the same on every rank, so every rank gets here before any I/O.
-    if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", kProg, e.what());
-    code = 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: rank %d: error: %s\n", kProg, rank, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 1);
-  }
-  MPI_Finalize();
-  return code;
+  // hympi::h5 throws its errors on every rank alike: one line, exit 1, no abort.
+  return hympi::bench::run_main<h5::IoError>(kProg, argc, argv,
+                                             [&] { return run(parse_args(argc, argv), MPI_COMM_WORLD); });
 }

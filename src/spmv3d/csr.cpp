@@ -1,12 +1,11 @@
 #include "hympi/spmv3d/csr.hpp"
 
-#include <bit>
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 
 #include "hympi/core/error.hpp"
+#include "hympi/spmv3d/csr_kernel.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -91,55 +90,6 @@ std::array<std::span<const std::byte>, 3> Csr27::storage() const noexcept {
           std::as_bytes(std::span<const RowStart>(row_start_.get(), rows + 1))};
 }
 
-namespace {
-
-/// Rows of a product interleaved where they have equal lengths (all but the walls' ends).
-/// 2 ran as fast as one row at a time, 8 at two thirds of that (2-core Zen 3 VM).
-constexpr long kRowsAtOnce = 4;
-/// How many groups of kRowsAtOnce rows ahead equal_rows prefetches the matrix: with the hardware
-/// prefetcher alone four rows at a time were no faster than one on 96^3 (docs/performance.md).
-constexpr long kPrefetchGroups = 2;
-
-/// Writes one value of y: with `Streaming`, past the caches, so y's line is not read for ownership first
-/// (consecutive points fill whole lines in the write-combining buffers, but for the line a grid row's end
-/// shares with the ghosts, which no product writes).
-template <bool Streaming>
-inline void store(double* p, double value) {
-#if defined(__x86_64__)
-  if constexpr (Streaming) {
-    _mm_stream_si64(reinterpret_cast<long long*>(p), std::bit_cast<long long>(value));
-    return;
-  }
-#endif
-  *p = value;
-}
-
-/// Prefetches `bytes` from `p` on; `p` may lie past the matrix (a prefetch never faults).
-inline void prefetch(std::uintptr_t p, std::int64_t bytes) {
-  for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(p + b));
-}
-
-/// y of kRowsAtOnce consecutive rows of `length` nonzeros each, stored back to back from
-/// `vals` / `cols`. Each row is still one fma chain in storage order (the same bits as one row
-/// at a time), but the chains are independent, so the core overlaps their latency instead of
-/// waiting out each row's 27 dependent fmas. `length` is a run-time stride on purpose: with a
-/// constant one GCC packs the four chains into one vector chain fed by scalar inserts, which
-/// ran slower than one row at a time.
-template <bool Streaming>
-inline void equal_rows(const double* vals, const std::int32_t* cols, std::int64_t length, const double* x,
-                       double* out) {
-  const std::int64_t ahead = kPrefetchGroups * kRowsAtOnce * length;
-  prefetch(reinterpret_cast<std::uintptr_t>(vals) + ahead * sizeof(double), kRowsAtOnce * length * sizeof(double));
-  prefetch(reinterpret_cast<std::uintptr_t>(cols) + ahead * sizeof(std::int32_t),
-           kRowsAtOnce * length * sizeof(std::int32_t));
-  double acc[kRowsAtOnce] = {};
-  for (std::int64_t e = 0; e < length; ++e)
-    for (long q = 0; q < kRowsAtOnce; ++q) acc[q] = std::fma(vals[q * length + e], x[cols[q * length + e]], acc[q]);
-  for (long q = 0; q < kRowsAtOnce; ++q) store<Streaming>(out + q, acc[q]);
-}
-
-}  // namespace
-
 bool Csr27::can_stream() noexcept {
 #if defined(__x86_64__)
   return true;
@@ -162,28 +112,8 @@ void Csr27::apply(const double* x, double* y, const Box3& box, bool streaming) c
 
 template <bool Streaming>
 void Csr27::rows(const double* x, double* y, const Box3& box) const {
-  const std::int32_t* cols = columns_.get();
-  const double* vals = values_.get();
-  const auto& n = extent_;
-  for (long k = box.low[2]; k < box.high[2]; ++k)
-    for (long j = box.low[1]; j < box.high[1]; ++j) {
-      const RowStart* start = row_start_.get() + (k * n[1] + j) * n[0];
-      double* out = y + indexing_.index(0, j, k);
-      for (long i = box.low[0]; i < box.high[0]; ++i) {
-        const std::int64_t first = start[i], length = start[i + 1] - first;
-        bool equal = i + kRowsAtOnce <= box.high[0];
-        for (long q = 2; equal && q <= kRowsAtOnce; ++q) equal = start[i + q] - start[i + q - 1] == length;
-        if (equal) {
-          equal_rows<Streaming>(vals + first, cols + first, length, x, out + i);
-          i += kRowsAtOnce - 1;
-          continue;
-        }
-        double acc = 0.0;
-        // Explicit fma: the rounding must not depend on the compiler's contraction choices.
-        for (std::int64_t e = first; e < first + length; ++e) acc = std::fma(vals[e], x[cols[e]], acc);
-        store<Streaming>(out + i, acc);
-      }
-    }
+  csr::rows<csr::kShape, RowStart, Streaming>(row_start_.get(), columns_.get(), values_.get(), extent_, indexing_, x, y,
+                                              box);
 }
 
 }  // namespace hympi
