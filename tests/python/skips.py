@@ -43,6 +43,9 @@ class Reason(Enum):
     FORTRAN = "no Fortran"
     LAMMPS = "no LAMMPS"
     NOT_BUILT = "not built"
+    # The file systems the tests write to: the checkpoint writer's O_DIRECT path needs one that reports its alignment
+    # under tmp_path (ext4, xfs) and its fallback a tmpfs at /dev/shm, as the machines `make test` runs on have.
+    NO_DIRECT_IO = "no direct I/O or tmpfs file system"
     # The machine's state: other work on the cores a test that measures other work needs quiet (test_busy.py); no
     # bootstrap can stop someone else's work either, so it skips even under CI (MACHINE).
     BUSY = "the machine is busy"

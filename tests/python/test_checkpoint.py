@@ -126,7 +126,7 @@ def test_checkpoint_written_direct_or_buffered_restarts_bitwise(tmp_path: Path, 
     bit for bit like the uninterrupted one, so a byte written wrong by either path fails here."""
     if where == "tmpfs":
         if not Path("/dev/shm").is_dir():
-            pytest.skip("no /dev/shm")
+            skips.skip(skips.Reason.NO_DIRECT_IO, "no /dev/shm")
         directory = Path(tempfile.mkdtemp(prefix="hympi-ck-", dir="/dev/shm"))
     else:
         directory = tmp_path
@@ -146,7 +146,7 @@ def test_checkpoint_written_direct_or_buffered_restarts_bitwise(tmp_path: Path, 
         assert io["checkpoint_direct_bytes"] == 0
         assert reason == "the file system reports no direct I/O alignment"
     elif reason:
-        pytest.skip(f"{tmp_path} gives no direct I/O: {reason}")
+        skips.skip(skips.Reason.NO_DIRECT_IO, f"{tmp_path} gives no direct I/O: {reason}")
     else:
         # A rank's part, 20 of 40 planes in one run of the file: all but a head and a tail block go direct.
         assert io["checkpoint_direct_bytes"] > 10 * io["checkpoint_buffered_bytes"], io
