@@ -19,13 +19,15 @@ export HYMPI_BIN_DIR=${HYMPI_BIN_DIR:-$repo/build/bin}
 python=${PYTHON:-$repo/.venv/bin/python}
 [[ -x $python ]] || python=python3
 if [[ -n ${NODE_LIBS:-} ]]; then
+  NODE_LIBS=$(cd "$NODE_LIBS" && pwd)  # the links made below must not be relative to their own folder
   linked=$(mktemp -d)
   export LD_LIBRARY_PATH=$linked${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   for _ in 1 2 3 4; do  # a library linked in may need others the node lacks
+    # ldd fails on what is not dynamically linked (a scripted stand-in): such a file needs nothing linked in.
     missing=$(for exe in "$HYMPI_BIN_DIR"/hympi-* "${NPB_REF_BIN:-/nonexistent}"/*.x; do
-                [[ -x $exe ]] && ldd "$exe"; done 2>/dev/null | awk '/not found/ { print $1 }' | sort -u)
+                if [[ -x $exe ]]; then ldd "$exe" || true; fi; done 2>/dev/null | awk '/not found/ { print $1 }' | sort -u)
     [[ -z $missing ]] && break
-    for lib in $missing; do [[ -e $NODE_LIBS/$lib ]] && ln -sf "$NODE_LIBS/$lib" "$linked/$lib"; done
+    for lib in $missing; do if [[ -e $NODE_LIBS/$lib ]]; then ln -sf "$NODE_LIBS/$lib" "$linked/$lib"; fi; done
   done
   [[ -z $missing ]] || echo "run.sh: the node lacks $missing (not in NODE_LIBS)" >&2
 fi

@@ -32,10 +32,11 @@ def fake_reference(folder: Path, unverified: str = "", sleep_s: float = 0.0) -> 
     return folder
 
 
-def run_script(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_script(*args: str, env: dict[str, str] | None = None, timeout: float = 600,
+               cwd: Path | None = None) -> subprocess.CompletedProcess:
     """bench/node/run.sh with this test run's interpreter (the venv) and build."""
     return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, check=False,
-                          env={**os.environ, "PYTHON": sys.executable, **(env or {})})
+                          env={**os.environ, "PYTHON": sys.executable, **(env or {})}, cwd=cwd)
 
 
 def rows(markdown: str) -> list[list[str]]:
@@ -111,3 +112,32 @@ def test_an_output_folder_with_files_is_not_overwritten(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "exists and is not empty" in proc.stderr
     assert (out / "node.md").read_text() == "earlier results"
+
+
+def test_a_pack_runs_from_relative_paths_with_the_probe_it_carries(tmp_path):
+    """What a lent node gets: pack.sh's folder (apps, profiling library, reference, libraries), named relative to
+    the working folder as a carried checkout names it. The probe part preloads the packed profiling library."""
+    fake_reference(tmp_path / "ref")
+    pack = subprocess.run(["bash", str(REPO / "bench/node/pack.sh"), str(REPO / "build/bin"), "ref", "pack"],
+                          capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+    assert pack.returncode == 0, pack.stderr
+    assert (tmp_path / "pack/lib/libhympi-profile.so").is_file()
+    assert (tmp_path / "pack/libs/libhwloc.so.15").is_file() or any((tmp_path / "pack/libs").glob("libhwloc.so.*"))
+    proc = run_script("--quick", "--parts", "probe", "--budget", "600", "--out", "out", cwd=tmp_path, timeout=300,
+                      env={"HYMPI_BIN_DIR": "pack/bin", "NODE_LIBS": "pack/libs", "NPB_REF_BIN": "pack/ref"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "lacks" not in proc.stderr
+    probe = [r for r in rows((tmp_path / "out/probe.md").read_text()) if r[0] != "layout"]
+    assert [r[0] for r in probe] == ["1x2", "2x1"], probe
+
+
+def test_pack_refuses_a_build_without_the_profiling_library(tmp_path):
+    bin_dir = tmp_path / "build/bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "hympi-info").symlink_to(REPO / "build/bin/hympi-info")
+    fake_reference(tmp_path / "ref")
+    proc = subprocess.run(["bash", str(REPO / "bench/node/pack.sh"), str(bin_dir), str(tmp_path / "ref"),
+                           str(tmp_path / "pack")], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"pack.sh: {bin_dir}/../lib/libhympi-profile.so not found (build the hympi-profile target)"
+    assert not (tmp_path / "pack").exists()
