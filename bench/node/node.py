@@ -310,8 +310,14 @@ def probe_part(node: Node, deadline: float) -> tuple[str, bool]:
 
 def tune_space(node: Node) -> Path:
     """IS's search space on this node: up to four rank counts (the cores, halves of it), the collective algorithms
-    and the shared-memory single-copy mechanism IS's all-to-all exchanges depend on (as bench/tune/is-48.toml)."""
+    and the shared-memory single-copy mechanism IS's all-to-all exchanges depend on (as bench/tune/is-48.toml).
+    Quick: without the single-copy axis (half the configurations; the test suite's run checks the tables, not IS)."""
     ranks = sorted({max(1, node.cores // d) for d in (1, 2, 4, 8)})[-4:]
+    single_copy = "" if node.quick else """
+[mpi.btl_vader_single_copy_mechanism]
+values = ["none"]
+unset = true
+"""
     path = node.work / "is-node.toml"
     path.write_text(f"""# written by bench/node/node.py for a {node.cores}-core node
 [layout]
@@ -326,11 +332,7 @@ values = [false, true]
 [mpi.coll_tuned_alltoallv_algorithm]
 values = ["basic_linear", "pairwise"]
 requires = {{ coll_tuned_use_dynamic_rules = true }}
-
-[mpi.btl_vader_single_copy_mechanism]
-values = ["none"]
-unset = true
-""")
+{single_copy}""")
     return path
 
 

@@ -33,10 +33,8 @@ namespace {
 /// Makes a rename durable: the directory entry is on disk once this returns.
 void sync_directory(const fs::path& file) {
   const fs::path dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
+  const OpenFile opened(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (opened.valid()) ::fsync(opened.get());
 }
 
 /// Collective: rank 0 renames `from` onto `to` (atomic on POSIX file systems) and syncs the directory;
@@ -131,10 +129,9 @@ std::size_t agreed_direct_alignment(MPI_Comm comm, const std::string& path) {
   unsigned long alignment = 0;
   if (Comm(comm, false).rank() == 0) {
     const std::string probe = path + ".tmp";
-    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd >= 0) {
+    const OpenFile created(::open(probe.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    if (created.valid()) {
       alignment = direct_io_alignment(probe);
-      ::close(fd);
       ::unlink(probe.c_str());
     }
   }
@@ -379,21 +376,20 @@ CheckpointLock::CheckpointLock(MPI_Comm comm, const std::string& path, double wa
     const std::string lock = lock_path(path);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
     for (;;) {
-      const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-      if (fd < 0) {
+      OpenFile opened(::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+      if (!opened.valid()) {
         outcome = {true, false, "cannot open " + lock + ": " + std::strerror(errno)};
         break;
       }
-      if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-        if (still_linked(fd, lock)) {
-          fd_ = fd;
+      if (::flock(opened.get(), LOCK_EX | LOCK_NB) == 0) {
+        if (still_linked(opened.get(), lock)) {
+          fd_ = opened.release();
           break;
         }
-        ::close(fd);  // the holder let go and removed it: take the new one
-        continue;
+        continue;  // the holder let go and removed it: take the new one
       }
       const int error = errno;
-      ::close(fd);
+      opened.close();
       if (error == ENOLCK || error == EOPNOTSUPP || error == ENOSYS) break;
       if ((error != EWOULDBLOCK && error != EINTR) || std::chrono::steady_clock::now() >= deadline) {
         outcome = {true, false,

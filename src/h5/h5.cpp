@@ -658,24 +658,6 @@ void StagedData::add_piece(std::uint64_t file_offset, std::size_t offset, std::s
 
 namespace {
 
-/// A file descriptor, closed on destruction unless close() was called (and checked) first.
-class OpenFile {
- public:
-  explicit OpenFile(int fd) : fd_(fd) {}
-  OpenFile(const OpenFile&) = delete;
-  OpenFile& operator=(const OpenFile&) = delete;
-  ~OpenFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  [[nodiscard]] int get() const { return fd_; }
-  [[nodiscard]] bool valid() const { return fd_ >= 0; }
-  /// Closes it; false (errno set) when close(2) failed.
-  bool close() { return ::close(std::exchange(fd_, -1)) == 0; }
-
- private:
-  int fd_;
-};
-
 /// pwrites `bytes` from `from` at `file_offset`, through short writes and EINTR; returns 0 or the errno that
 /// stopped it, with `done` the bytes written.
 int write_fully(int fd, const std::byte* from, std::size_t bytes, std::uint64_t file_offset, std::size_t& done) {
@@ -699,7 +681,8 @@ StagedWrite StagedData::write_into(const std::string& path) const {
   OpenFile file(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (!file.valid()) throw fail("open", errno);
   StagedWrite report;
-  const std::size_t alignment = direct_io_alignment(path);
+  // The alignment the ranks agreed on when the file's datasets were placed (one file system asked once per run).
+  const std::size_t alignment = alignment_;
   OpenFile direct(alignment > 0 ? ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC) : -1);
   if (alignment == 0)
     report.buffered_reason = "the file system reports no direct I/O alignment";

@@ -1,8 +1,9 @@
 #pragma once
-// Internal to hympi::h5: RAII for HDF5 identifiers, HDF5's error stack as one message, and the
+// Internal to hympi::h5: RAII for HDF5 identifiers and file descriptors, HDF5's error stack as one message, and the
 // agreement step that turns a failure on any rank into the same exception on every rank.
 #include <hdf5.h>
 #include <mpi.h>
+#include <unistd.h>
 
 #include <exception>
 #include <string>
@@ -40,6 +41,26 @@ class Handle {
  private:
   hid_t id_ = H5I_INVALID_HID;
   Closer closer_ = nullptr;
+};
+
+/// A POSIX file descriptor, closed on destruction unless close() was called (and checked) first.
+class OpenFile {
+ public:
+  explicit OpenFile(int fd) : fd_(fd) {}
+  OpenFile(const OpenFile&) = delete;
+  OpenFile& operator=(const OpenFile&) = delete;
+  ~OpenFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] int get() const { return fd_; }
+  [[nodiscard]] bool valid() const { return fd_ >= 0; }
+  /// Closes it; false (errno set) when close(2) failed.
+  bool close() { return ::close(std::exchange(fd_, -1)) == 0; }
+  /// Hands the descriptor to the caller, who closes it.
+  [[nodiscard]] int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
 };
 
 /// Silences HDF5's automatic error printing for its lifetime (errors become hympi exceptions instead)
@@ -121,5 +142,6 @@ using detail::attempt;
 using detail::error_stack_message;
 using detail::Handle;
 using detail::LocalOutcome;
+using detail::OpenFile;
 using detail::SilencedErrors;
 }  // namespace hympi::h5

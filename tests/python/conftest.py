@@ -8,11 +8,14 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import skips
 import slurmcluster
+from hympi.sweep import SweepParams
+from hympi.tune.tuner import TuneParams
 
 REPO = Path(__file__).resolve().parents[2]
 os.environ.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
@@ -23,8 +26,19 @@ os.environ.setdefault("HYMPI_MIN_TIME", "0")
 # theirs judged disturbed unless a test asks for it (test_busy.py builds its sweeps with the documented default).
 os.environ.setdefault("HYMPI_IGNORE_LOAD", "1")
 os.environ.setdefault("HYMPI_DISTURBED_ABOVE", "1000")
-# The same for records built in code (TuneParams, SweepParams), which take contract.toml's default, not HYMPI_*.
+# The same for records built in code, which take contract.toml's default, not HYMPI_*: a test builds them with
+# sweep_params and tune_params below (test_busy.py checks that every other test file does).
 DISTURBED_ABOVE = float(os.environ["HYMPI_DISTURBED_ABOVE"])
+
+
+def sweep_params(*args: Any, **kwargs: Any) -> SweepParams:
+    """SweepParams as a test builds it: no run judged disturbed by the tests running beside it, unless it says."""
+    return SweepParams(*args, **{"disturbed_above": DISTURBED_ABOVE, **kwargs})
+
+
+def tune_params(*args: Any, **kwargs: Any) -> TuneParams:
+    """TuneParams as a test builds it (as sweep_params)."""
+    return TuneParams(*args, **{"disturbed_above": DISTURBED_ABOVE, **kwargs})
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import skips
-from conftest import assert_refused, hympi
+from conftest import assert_refused, hympi, sweep_params
 from fakeapps import launches
 from fakeblades import BLADE_MSG, COMP, HALO_MSG, OMP, WAIT, fake_blades_bin
 from hympi.cli.common import ensure_out_dir
@@ -34,13 +34,13 @@ def test_each_mode_launches_its_own_shape_and_level_2_arguments():
         (1, 1, ("--inner", "mpi", "--n2", "1")), (2, 1, ("--inner", "mpi", "--n2", "2")),
         (2, 1, ("--inner", "mpi", "--n2", "1")), (4, 1, ("--inner", "mpi", "--n2", "2"))]
     shapes, args = sweep_axes(layouts)
-    params = SweepParams("blades", shapes, repeat=2, layout_args=args, seed=7)
+    params = sweep_params("blades", shapes, repeat=2, layout_args=args, seed=7)
     the_plan = plan(params, None)
     # 8 layouts x (warm-up + 2 rounds); three of them launch 2 ranks x 1 thread, yet all are other items.
     assert len(the_plan.items) == 24 and len({i.key() for i in the_plan.items}) == 24
     assert sum(1 for x in the_plan.layouts if x[:2] == (2, 1)) == 3
     assert SweepParams.from_dict(params.as_dict()) == params
-    assert "layout_args" not in SweepParams("blades", shapes).as_dict()  # ordinary sweeps keep their identity
+    assert "layout_args" not in sweep_params("blades", shapes).as_dict()  # ordinary sweeps keep their identity
     # A run's arguments tell its layout back, as the report reads a failed run's.
     assert of_run(4, 1, ("--blades", "4", "--inner", "mpi", "--n2", "2")) == TwoLevelLayout(2, 2, "mpi")
     assert of_run(2, 2, ("--inner=openmp",)) == TwoLevelLayout(2, 2, "openmp")

@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -407,3 +408,18 @@ def test_too_few_clean_runs_withhold_the_verdict_and_auto_measures_that_layout_a
     assert still_open(params, layouts, hit, 4) == (layouts[1],)
     hit += [_stored(1, 2, 4, 2.0, 0.0), _stored(1, 2, 5, 2.0, 0.0)]
     assert still_open(params, layouts, hit, 6) == still_open(params, layouts, [r for r in hit if not r.disturbed], 6)
+
+
+# Files that build the records with the documented threshold on purpose: this one (it measures disturbance) and
+# test_params.py (it checks the records' own defaults and flags).
+OWN_THRESHOLD = {"conftest.py", "test_busy.py", "test_params.py"}
+
+
+def test_every_other_test_builds_its_sweeps_with_the_tests_threshold():
+    """A sweep or tune a test builds in code takes contract.toml's threshold unless conftest's helpers build it, and
+    then its runs are judged disturbed by the tests running beside it: a result that changes with the load."""
+    here = Path(__file__).parent
+    direct = [f"{path.name}:{number}" for path in sorted(here.glob("*.py")) if path.name not in OWN_THRESHOLD
+              for number, line in enumerate(path.read_text().splitlines(), 1)
+              if re.search(r"(?<![.\w])(SweepParams|TuneParams)\(", line)]
+    assert direct == [], f"build these with conftest.sweep_params / tune_params: {direct}"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import skips
-from conftest import hympi, hympi_json
+from conftest import hympi, hympi_json, sweep_params
 from fakeapps import fake_bin_dir, launches
 from hympi.errors import UsageError
 from hympi.launch.mpirun import MEMORY_POLICIES, LaunchSpec, build_command, check_layout
@@ -110,15 +110,15 @@ def test_sweep_crosses_bindings_with_policies_records_them_and_reports_them(tmp_
 
 
 def test_the_sweep_identity_names_the_policies_only_when_they_are_not_the_default(tmp_path: Path):
-    plain = SweepParams("rb3d", ((1, 1),))
+    plain = sweep_params("rb3d", ((1, 1),))
     assert "membinds" not in plain.as_dict()  # sweeps recorded before the axis keep their identity
     assert SweepParams.from_dict(plain.as_dict()) == plain
-    crossed = SweepParams("rb3d", ((1, 1),), membinds=("none", "local"))
+    crossed = sweep_params("rb3d", ((1, 1),), membinds=("none", "local"))
     assert crossed.as_dict()["membinds"] == ["none", "local"]
     assert SweepParams.from_dict(crossed.as_dict()) == crossed
     with pytest.raises(UsageError, match="unknown memory policy 'numa'"):
-        SweepParams("rb3d", ((1, 1),), membinds=("numa",)).check()
-    ckpt = SweepParams("rb3d", ((1, 1),), checkpoint_dir=str(tmp_path), checkpoint_every=5)
+        sweep_params("rb3d", ((1, 1),), membinds=("numa",)).check()
+    ckpt = sweep_params("rb3d", ((1, 1),), checkpoint_dir=str(tmp_path), checkpoint_every=5)
     default, other = (checkpoint_path(ckpt, SweepItem(1, 1, "core", 1, m)) for m in ("none", "interleave"))
     assert default is not None and other is not None and default != other
     assert "-core-1-" in default.name and "-core-interleave-1-" in other.name  # old checkpoints are found again

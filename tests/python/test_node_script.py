@@ -139,5 +139,6 @@ def test_pack_refuses_a_build_without_the_profiling_library(tmp_path):
     proc = subprocess.run(["bash", str(REPO / "bench/node/pack.sh"), str(bin_dir), str(tmp_path / "ref"),
                            str(tmp_path / "pack")], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == f"pack.sh: {bin_dir}/../lib/libhympi-profile.so not found (build the hympi-profile target)"
+    assert proc.stderr.strip() == \
+        f"pack.sh: {bin_dir}/../lib/libhympi-profile.so not found (build the hympi-profile target)"
     assert not (tmp_path / "pack").exists()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from conftest import DISTURBED_ABOVE, hympi
+from conftest import hympi, sweep_params
 from fakeapps import InProcessLauncher, fake_bin_dir, launch_env, launch_ranks, launches, pid_alive
 from hympi.errors import UsageError
 from hympi.params import parse_choice_list, parse_int_list
@@ -47,7 +47,7 @@ def test_lists_parse_and_deduplicate():
 
 
 def test_plan_warms_up_then_shuffles_every_round_with_the_recorded_seed():
-    params = SweepParams("rb3d", cross_layouts((1, 2, 4), (1, 2)), ("core", "none"), repeat=3, seed=7)
+    params = sweep_params("rb3d", cross_layouts((1, 2, 4), (1, 2)), ("core", "none"), repeat=3, seed=7)
     p = plan(params, cpu_limit=2)
     assert set(p.skipped) == {(2, 2), (4, 1), (4, 2)}
     layouts = {(r, t, b) for r, t in ((1, 1), (1, 2), (2, 1)) for b in ("core", "none")}
@@ -63,13 +63,13 @@ def test_plan_warms_up_then_shuffles_every_round_with_the_recorded_seed():
     assert other.items != p.items and sorted(i.key() for i in other.items) == sorted(i.key() for i in p.items)
     cold = plan(replace(params, warmup=False), cpu_limit=2)
     assert len(cold.items) == 18 and min(i.repeat for i in cold.items) == 1
-    everything = plan(SweepParams("rb3d", params.layouts, oversubscribe=True, warmup=False), cpu_limit=2)
+    everything = plan(sweep_params("rb3d", params.layouts, oversubscribe=True, warmup=False), cpu_limit=2)
     assert not everything.skipped and len(everything.items) == 6
 
 
 def test_params_round_trip_and_old_rows_get_the_behaviour_they_ran_with():
-    params = SweepParams("rb3d", ((1, 1), (2, 1)), repeat=3, min_time=0.5, seed=42, auto=True, max_repeat=7,
-                         confidence=0.9)
+    params = sweep_params("rb3d", ((1, 1), (2, 1)), repeat=3, min_time=0.5, seed=42, auto=True, max_repeat=7,
+                          confidence=0.9)
     assert SweepParams.from_dict(params.as_dict()) == params
     assert "seed" not in params.identity() and params.identity()["min_time"] == 0.5
     old = {"app": "rb3d", "layouts": [[1, 1]], "binds": ["core"], "dist": "compact", "repeat": 2, "app_args": [],
@@ -417,10 +417,10 @@ class _NoisyRunner(InProcessLauncher):
 
 
 def _auto_sweep(db: Path, runner: _NoisyRunner, resume: bool) -> tuple[list[tuple], str | None]:
-    # DISTURBED_ABOVE: a run judged disturbed by the load beside the tests is left out of the rounds, which would
-    # make the two sweeps' rounds differ with the machine's load, not with the interruption.
-    params = SweepParams("rb3d", cross_layouts((1, 2), (1, 2)), repeat=3, auto=True, max_repeat=12, seed=9,
-                         min_time=0.0, disturbed_above=DISTURBED_ABOVE)
+    # sweep_params' threshold: a run judged disturbed by the load beside the tests is left out of the rounds, which
+    # would make the two sweeps' rounds differ with the machine's load, not with the interruption.
+    params = sweep_params("rb3d", cross_layouts((1, 2), (1, 2)), repeat=3, auto=True, max_repeat=12, seed=9,
+                          min_time=0.0)
     the_plan = plan(params, cpu_limit=2)
     quiet = Console(file=io.StringIO())
     with Store.open(db) as store:

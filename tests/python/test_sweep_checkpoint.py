@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import skips
-from conftest import hympi
+from conftest import hympi, sweep_params
 from fakeapps import fake_bin_dir, launches
 from hympi.apps import APPS
 from hympi.iorecord import io_record
@@ -51,16 +51,16 @@ def test_the_contracts_checkpoint_apps_are_the_ones_that_take_the_options(name: 
 
 
 def test_params_keep_the_checkpoint_settings_and_name_one_file_per_run(tmp_path: Path):
-    plain = SweepParams("rb3d", ((1, 1), (2, 1)))
+    plain = sweep_params("rb3d", ((1, 1), (2, 1)))
     assert "checkpoint_dir" not in plain.as_dict()  # older sweeps keep their identity
-    params = SweepParams("rb3d", ((1, 1), (2, 1)), checkpoint_dir=str(tmp_path), checkpoint_every=7)
+    params = sweep_params("rb3d", ((1, 1), (2, 1)), checkpoint_dir=str(tmp_path), checkpoint_every=7)
     assert SweepParams.from_dict(params.as_dict()) == params
     a, b = SweepItem(1, 1, "core", 1), SweepItem(2, 1, "core", 1)
     path = checkpoint_path(params, a)
     assert path is not None and path.parent == tmp_path and path.name.startswith("rb3d-1x1-core-1-")
     assert checkpoint_path(params, b) != path
-    other = SweepParams("rb3d", ((1, 1), (2, 1)), app_args=("--size", "32"), checkpoint_dir=str(tmp_path),
-                        checkpoint_every=7)
+    other = sweep_params("rb3d", ((1, 1), (2, 1)), app_args=("--size", "32"), checkpoint_dir=str(tmp_path),
+                         checkpoint_every=7)
     assert checkpoint_path(other, a) != path  # another problem never takes this sweep's files
     assert io_args(params, a, False) == ("--checkpoint", str(path), "--checkpoint-every", "7")
     assert io_args(params, a, True)[-2:] == ("--restart", str(path))

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 import skips
-from conftest import DISTURBED_ABOVE, REPO, hympi
+from conftest import REPO, hympi, tune_params
 from fakeapps import InProcessLauncher, launch_env, launch_ranks
 from hympi.cli import main as cli_main
 from hympi.errors import HympiFatal, UsageError
@@ -114,8 +114,7 @@ SPACE = {"layout": {"ranks": [1, 2], "bind": ["core", "none"], "default": {"rank
 
 def _tune(db: Path, launcher: FakeLauncher, resume: bool, strategy: str = "guided") -> tuple[int, list]:
     space = parse_space(SPACE, CVARS)
-    params = TuneParams("rb3d", ("--size", "8"), strategy, 7, repeat=1, seed=5, min_time=0.0,
-                        disturbed_above=DISTURBED_ABOVE)
+    params = tune_params("rb3d", ("--size", "8"), strategy, 7, repeat=1, seed=5, min_time=0.0)
     with Store.open(db) as store:
         machine = store.ensure_machine("h", "t", "Open MPI 4.1.4", "c", {})
         tune, _ = open_tune(store, machine, params, space, resume)
@@ -171,8 +170,8 @@ class NoisyEagerLauncher(InProcessLauncher):
 def test_repeat_auto_measures_a_configuration_until_it_is_separated_from_the_best_so_far(tmp_path: Path):
     space = parse_space({"layout": {"ranks": [1], "default": {"ranks": 1}},
                          "mpi": {"btl_vader_eager_limit": {"values": [8192, 65536]}}}, CVARS)
-    params = TuneParams("rb3d", ("--size", "8"), "exhaustive", 3, repeat=3, auto=True, max_repeat=7, seed=5,
-                        min_time=0.0, disturbed_above=DISTURBED_ABOVE)
+    params = tune_params("rb3d", ("--size", "8"), "exhaustive", 3, repeat=3, auto=True, max_repeat=7, seed=5,
+                         min_time=0.0)
     assert TuneParams.from_dict(json.loads(json.dumps(params.as_dict()))) == params
     with Store.open(tmp_path / "t.db") as store:
         machine = store.ensure_machine("h", "t", "Open MPI 4.1.4", "c", {})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, sweep_params
 from hympi.errors import UsageError
 from hympi.launch.cvars import parse_cvars
 from hympi.report.analysis import group_runs
@@ -118,8 +118,8 @@ def test_store_round_trips_mpi_parameters_and_tunes(tmp_path: Path):
                                  identity={"x": 1})
         assert (tune.program, tune.strategy, tune.status, tune.params) == ("rb3d --size 8", "guided", "running",
                                                                           {"seed": 1})
-        sweep_params = SweepParams("rb3d", ((2, 1),), mpi_params=params)
-        sweep = store.create_sweep(machine.id, "rb3d", sweep_params.as_dict(), 1, identity=sweep_params.identity(),
+        unfinished = sweep_params("rb3d", ((2, 1),), mpi_params=params)
+        sweep = store.create_sweep(machine.id, "rb3d", unfinished.as_dict(), 1, identity=unfinished.identity(),
                                    tune_id=tune.id)
         assert store.tune_sweeps(tune.id) == [sweep] and sweep.tune_id == tune.id
         run_id = store.add_run(_run(sweep.id, 1, 2.0, params=params,
@@ -131,7 +131,7 @@ def test_store_round_trips_mpi_parameters_and_tunes(tmp_path: Path):
                                                 ("coll_tuned_use_dynamic_rules", "true", "true")]
         assert store.latest_unfinished_tune({"x": 1}) == tune and store.latest_unfinished_tune({"x": 2}) is None
         # A tune's sweep is not one `hympi sweep --resume` continues.
-        assert store.latest_unfinished(sweep_params.identity()) is None
+        assert store.latest_unfinished(unfinished.identity()) is None
         store.set_tune_note(tune.id, "budget spent")
         store.set_tune_status(tune.id, "finished")
         done = store.tune(tune.id)
@@ -144,9 +144,9 @@ def test_store_round_trips_mpi_parameters_and_tunes(tmp_path: Path):
 
 
 def test_sweep_params_without_mpi_parameters_keep_their_old_identity():
-    old = SweepParams("rb3d", ((2, 1),))
+    old = sweep_params("rb3d", ((2, 1),))
     assert "mpi_params" not in old.as_dict()  # sweeps recorded before MPI parameters resume as before
-    new = SweepParams("rb3d", ((2, 1),), mpi_params=(("btl_vader_eager_limit", "8192"),))
+    new = sweep_params("rb3d", ((2, 1),), mpi_params=(("btl_vader_eager_limit", "8192"),))
     assert SweepParams.from_dict(new.as_dict()) == new and SweepParams.from_dict(old.as_dict()) == old
     assert new.identity() != old.identity()
 

@@ -10,13 +10,12 @@ from pathlib import Path
 import pytest
 
 import hympi.launch.mpirun as mpirun
-from conftest import REPO
+from conftest import REPO, tune_params
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, check_params, env_name, ignored, ignored_texts, parse_cvars, parse_listing
 from hympi.launch.mpirun import LaunchSpec, build_command
 from hympi.launch.slurm import build_srun_command
 from hympi.tune.space import Configuration, load_space, parse_space
-from hympi.tune.tuner import TuneParams
 
 FIXTURE = REPO / "tests" / "data" / "mpit-openmpi-4.1.4.json"
 CVARS = parse_cvars(FIXTURE.read_text())
@@ -212,6 +211,6 @@ def test_the_app_reads_back_what_was_set_and_what_the_tune_asks(monkeypatch: pyt
     assert "READ_BACK" not in LaunchSpec("hympi-rb3d", 2, 1).app_env()
     # A tune's default configuration sets nothing but still reads every parameter of the space back.
     s = space(SPACE)
-    sweep = TuneParams("rb3d", (), "exhaustive", 10).sweep_params(s.default, s)
+    sweep = tune_params("rb3d", (), "exhaustive", 10).sweep_params(s.default, s)
     assert sweep.mpi_params == () and set(sweep.mpit_read) == {p.name for p in s.parameters}
     assert "READ_BACK" in sweep.spec(2, 1, "core").app_env()

@@ -8,12 +8,12 @@ import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from conftest import tune_params
 from fakeapps import REPO
 from hympi.launch.cvars import Cvar, parse_cvars
 from hympi.store import Run, Store
 from hympi.tune.features import FEATURE_NAMES
 from hympi.tune.space import Configuration, SearchSpace, parse_space
-from hympi.tune.tuner import TuneParams
 
 CVARS_JSON = REPO / "tests" / "data" / "mpit-openmpi-4.1.4.json"
 SPACE_TOML = """
@@ -78,8 +78,8 @@ def add_tune(store: Store, machine_id: int, program: str, strategy: str, configs
     """A finished tune measuring `configs` (rate = 100 x exp(log_speedup), +-0.5 % per repeat); returns its id.
     `subject`: a program of your own's sweep fields, as `hympi tune run PATH` records them."""
     app, *args = program.split()
-    params = TuneParams(app=app, app_args=tuple(args), strategy=strategy, max_runs=len(configs), repeat=repeats,
-                        subject=subject)
+    params = tune_params(app=app, app_args=tuple(args), strategy=strategy, max_runs=len(configs), repeat=repeats,
+                         subject=subject)
     tune = store.create_tune(machine_id, app, params.program, strategy, stored_space_json(), params.as_dict())
     searched = space()
     for config in configs:

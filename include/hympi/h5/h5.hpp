@@ -161,8 +161,9 @@ class StagedData {
     used_ = 0;
     pieces_.clear();
   }
-  /// Writes every piece into the existing file `path` and fsyncs it; no MPI, no HDF5. Throws IoError naming the
-  /// file and the system's reason.
+  /// Writes every piece into the existing file `path` and fsyncs it; no MPI, no HDF5. The whole blocks of the
+  /// staging alignment go with O_DIRECT, the rest (everything, staged without one) through the page cache. Throws
+  /// IoError naming the file and the system's reason.
   StagedWrite write_into(const std::string& path) const;
 
  private:
