@@ -22,7 +22,8 @@ cp "$profile" "$dest/lib/"
 cp "$ref"/*.x "$dest/ref/"
 # The node's own C library, loader and threads must serve every process: never carried. ldd fails on a file that
 # is not dynamically linked (a static or scripted reference): that file needs nothing carried.
-{ ldd "$dest"/bin/* "$dest"/lib/*.so "$dest"/ref/*.x 2>/dev/null || true; } | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
+{ ldd "$dest"/bin/* "$dest"/lib/*.so "$dest"/ref/*.x 2>/dev/null || true; } |
+  awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u |
   grep -Ev '^(libc|libm|libpthread|libdl|librt|ld-linux[^ ]*)\.so' |
   while read -r soname path; do cp -L "$path" "$dest/libs/$soname"; done
 du -sh "$dest"/*

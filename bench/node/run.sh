@@ -25,7 +25,8 @@ if [[ -n ${NODE_LIBS:-} ]]; then
   for _ in 1 2 3 4; do  # a library linked in may need others the node lacks
     # ldd fails on what is not dynamically linked (a scripted stand-in): such a file needs nothing linked in.
     missing=$(for exe in "$HYMPI_BIN_DIR"/hympi-* "${NPB_REF_BIN:-/nonexistent}"/*.x; do
-                if [[ -x $exe ]]; then ldd "$exe" || true; fi; done 2>/dev/null | awk '/not found/ { print $1 }' | sort -u)
+                if [[ -x $exe ]]; then ldd "$exe" || true; fi
+              done 2>/dev/null | awk '/not found/ { print $1 }' | sort -u)
     [[ -z $missing ]] && break
     for lib in $missing; do if [[ -e $NODE_LIBS/$lib ]]; then ln -sf "$NODE_LIBS/$lib" "$linked/$lib"; fi; done
   done
