@@ -8,10 +8,10 @@ namespace {
 class AffinityApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "affinity"; }
-  void add_options(CLI::App& cli) override {
-    cli.add_flag("--check", check_,
-                 "exit 1 if a thread runs outside its set, shares a core under core binding, or threads share "
-                 "PUs without --oversubscribe");
+  void add_options(hympi::OptionSet& cli) override {
+    cli.flag("--check", check_,
+             "exit 1 if a thread runs outside its set, shares a core under core binding, or threads share "
+             "PUs without --oversubscribe");
   }
   bool verification_required() const override { return check_; }
   hympi::ResultRecord run(hympi::AppContext& ctx) override {

@@ -17,26 +17,26 @@ namespace blades = hympi::blades;
 class BladesApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "blades"; }
-  void add_options(CLI::App& cli) override {
-    cli.add_option("--blades", blades_, "blades in the periodic row (B)")->capture_default_str();
-    cli.add_option("--grid", grid_, "points per blade I J K (I and J include both walls; storage I fastest)")
-        ->expected(3)
-        ->capture_default_str();
-    cli.add_option("--iterations", iterations_, "iterations; default: at least this many, more until --min-time")
-        ->capture_default_str();
-    cli.add_option("--inner", inner_,
-                   "level 2 inside a group of blades: openmp (N2 = OpenMP threads, N1 = ranks) or mpi (N2 = --n2 "
-                   "ranks per group, N1 = ranks / N2)")
-        ->capture_default_str();
-    cli.add_option("--n2", n2_, "ranks per group splitting J with --inner mpi")->capture_default_str();
-    cli.add_option("--offset", offset_, "J cells between neighbouring blades' grids, in [0, 1]")->capture_default_str();
-    cli.add_option("--verify", verify_,
-                   "manufactured: max error vs the exact solution within the scheme's bound; bitwise: also the "
-                   "one-rank state's checksum, recomputed on rank 0")
-        ->check(CLI::IsMember({"manufactured", "bitwise"}))
-        ->capture_default_str();
-    cli.add_option("--tolerance-scale", tolerance_scale_, "multiplies the verification bound (tests)")
-        ->capture_default_str();
+  void add_options(hympi::OptionSet& cli) override {
+    cli.add("--blades", blades_, "blades in the periodic row (B)").show_default();
+    cli.add("--grid", grid_, "points per blade I J K (I and J include both walls; storage I fastest)")
+        .values(3)
+        .show_default();
+    cli.add("--iterations", iterations_, "iterations; default: at least this many, more until --min-time")
+        .show_default();
+    cli.add("--inner", inner_,
+            "level 2 inside a group of blades: openmp (N2 = OpenMP threads, N1 = ranks) or mpi (N2 = --n2 "
+            "ranks per group, N1 = ranks / N2)")
+        .show_default();
+    cli.add("--n2", n2_, "ranks per group splitting J with --inner mpi").show_default();
+    cli.add("--offset", offset_, "J cells between neighbouring blades' grids, in [0, 1]").show_default();
+    cli.add("--verify", verify_,
+            "manufactured: max error vs the exact solution within the scheme's bound; bitwise: also the "
+            "one-rank state's checksum, recomputed on rank 0")
+        .one_of({"manufactured", "bitwise"})
+        .show_default();
+    cli.add("--tolerance-scale", tolerance_scale_, "multiplies the verification bound (tests)")
+        .show_default();
   }
   std::string repetitions_option() const override { return "--iterations"; }
   /// Throws InvalidArgument naming the bad value: sizes, --inner, N1 > blades, N2 > J, ranks not N1 x N2.

@@ -1,6 +1,5 @@
 // hympi-info: the machine's topology as hwloc sees it (no MPI needed); with --all-nodes, launched under
 // MPI, every node's own topology, gathered on rank 0.
-#include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
 
@@ -75,19 +74,21 @@ int all_nodes(int argc, char** argv, const std::string& config_path, bool json) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App cli{"Topology summary of this machine, an hwloc XML file or a synthetic description", "hympi-info"};
+  hympi::CommandLine command_line("Topology summary of this machine, an hwloc XML file or a synthetic description",
+                                  "hympi-info");
+  hympi::OptionSet& cli = command_line.options();
   std::string spec = "this", config_path;
   bool json = false, xml = false, every_node = false;
-  cli.add_option("--topology", spec, "this | synthetic:<description> | <file.xml>")->capture_default_str();
-  cli.add_flag("--json", json, "print the summary as JSON");
-  cli.add_flag("--xml", xml, "print the topology as hwloc XML");
-  cli.add_flag("--all-nodes", every_node,
-               "under MPI: every node's topology, one leader rank per (virtual) node (HYMPI_VIRTUAL_NODES); "
-               "HYMPI_NODE_TOPOLOGY replaces the hardware per node");
-  cli.add_option("--config", config_path, "config file (default: ./hympi.toml when present; env HYMPI_CONFIG)");
-  if (const auto stop = hympi::parse_command_line(cli, argc, argv, "hympi-info")) return *stop;
+  cli.add("--topology", spec, "this | synthetic:<description> | <file.xml>").show_default();
+  cli.flag("--json", json, "print the summary as JSON");
+  cli.flag("--xml", xml, "print the topology as hwloc XML");
+  cli.flag("--all-nodes", every_node,
+           "under MPI: every node's topology, one leader rank per (virtual) node (HYMPI_VIRTUAL_NODES); "
+           "HYMPI_NODE_TOPOLOGY replaces the hardware per node");
+  cli.add("--config", config_path, "config file (default: ./hympi.toml when present; env HYMPI_CONFIG)");
+  if (const auto stop = command_line.parse(argc, argv)) return *stop;
   if (every_node) {
-    if (cli.count("--topology") > 0 || xml) {
+    if (cli.given("--topology") || xml) {
       std::cerr << "hympi-info: error: --all-nodes takes no --topology or --xml (each node's topology comes from "
                    "its hardware or HYMPI_NODE_TOPOLOGY; --json includes its XML)\n";
       return 2;

@@ -9,11 +9,11 @@ namespace {
 class IsApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "is"; }
-  void add_options(CLI::App& cli) override {
-    cli.add_option("--class", problem_class_, "problem class: S, W, A, B, C")->capture_default_str();
-    cli.add_option("--data", data_file_,
-                   "verification file (default: DATA_DIR/npb-is/verification.json; config data_dir, "
-                   "env HYMPI_DATA_DIR)");
+  void add_options(hympi::OptionSet& cli) override {
+    cli.add("--class", problem_class_, "problem class: S, W, A, B, C").show_default();
+    cli.add("--data", data_file_,
+            "verification file (default: DATA_DIR/npb-is/verification.json; config data_dir, "
+            "env HYMPI_DATA_DIR)");
   }
   void apply_settings(const hympi::Settings& settings) override {
     const hympi::SettingValue& dir = settings.get("data_dir");

@@ -1,6 +1,5 @@
 // hympi-mpit: the MPI library's control variables (MPI_T cvars), i.e. what a tune may set.
 // Run it under mpirun with >= 2 ranks: shared-memory components (and their cvars) open only then.
-#include <CLI/CLI.hpp>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -30,12 +29,14 @@ void print_table(const std::vector<hympi::mpit::Cvar>& cvars) {
 
 int main(int argc, char** argv) {
   const std::string prog = "hympi-mpit";
-  CLI::App cli{"The MPI library's control variables (MPI_T cvars): name, type, value, scope, description", prog};
+  hympi::CommandLine command_line(
+      "The MPI library's control variables (MPI_T cvars): name, type, value, scope, description", prog);
+  hympi::OptionSet& cli = command_line.options();
   bool json = false;
   std::string grep;
-  cli.add_flag("--json", json, "print every cvar as one JSON object (format hympi-mpit)");
-  cli.add_option("--grep", grep, "only cvars whose name contains this text");
-  if (const auto stop = hympi::parse_command_line(cli, argc, argv, prog)) return *stop;
+  cli.flag("--json", json, "print every cvar as one JSON object (format hympi-mpit)");
+  cli.add("--grep", grep, "only cvars whose name contains this text");
+  if (const auto stop = command_line.parse(argc, argv)) return *stop;
   std::optional<hympi::Environment> env;
   try {
     env.emplace(argc, argv, hympi::EnvironmentOptions{hympi::ThreadLevel::single, 1});

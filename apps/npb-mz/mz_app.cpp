@@ -11,32 +11,32 @@
 
 namespace hympi::npb {
 
-void MzApp::add_options(CLI::App& cli) {
-  cli.add_option("--class", problem_class_, "problem class: S, W, A, B, C, D (E, F: geometry only, never run)")
-      ->capture_default_str();
-  cli.add_option("--packing", packing_, "zone-to-rank packing: npb (reference bin packing) or lpt")
-      ->capture_default_str();
-  cli.add_flag("--balance-threads", balance_threads_, "give loaded ranks more threads (NPB_MZ_BLOAD)");
-  cli.add_option("--max-threads", max_threads_, "cap per rank when balancing threads (0: none)")
-      ->capture_default_str();
+void MzApp::add_options(hympi::OptionSet& cli) {
+  cli.add("--class", problem_class_, "problem class: S, W, A, B, C, D (E, F: geometry only, never run)")
+      .show_default();
+  cli.add("--packing", packing_, "zone-to-rank packing: npb (reference bin packing) or lpt")
+      .show_default();
+  cli.flag("--balance-threads", balance_threads_, "give loaded ranks more threads (NPB_MZ_BLOAD)");
+  cli.add("--max-threads", max_threads_, "cap per rank when balancing threads (0: none)")
+      .show_default();
   iterations_option_ =
-      cli.add_option("--iterations", iterations_,
-                     "override the class's iteration count (fails verification; the benchmark then runs once)");
-  cli.add_option("--perturb", perturb_, "add this to one value of the final solution (must fail verification)");
-  cli.add_flag("--split-report", split_report_, "also report OVERFLOW-style zone splitting for this rank count");
-  cli.add_option("--split-table", split_table_,
-                 "rank counts for a Table-3 style splitting table (total points per number of groups)")
-      ->delimiter(',');
-  cli.add_option("--split-tolerance", split_tolerance_, "allowed block excess over the mean when splitting")
-      ->capture_default_str();
-  cli.add_option("--data-layout", data_layout_,
-                 "where the zone arrays' pages go: first-touch, one-location, access-pattern or random "
-                 "(locations: HYMPI_NUM_LOCS, default one per NUMA node; lu-mz: first-touch only)")
-      ->capture_default_str();
-  cli.add_option("--layout-seed", layout_seed_, "seed of --data-layout random (which page goes where)")
-      ->capture_default_str();
-  cli.add_option("--data", data_file_,
-                 "verification file (default: DATA_DIR/npb-mz/verification.json; config data_dir, env HYMPI_DATA_DIR)");
+      cli.add("--iterations", iterations_,
+              "override the class's iteration count (fails verification; the benchmark then runs once)");
+  cli.add("--perturb", perturb_, "add this to one value of the final solution (must fail verification)");
+  cli.flag("--split-report", split_report_, "also report OVERFLOW-style zone splitting for this rank count");
+  cli.add("--split-table", split_table_,
+          "rank counts for a Table-3 style splitting table (total points per number of groups)")
+      .separator(',');
+  cli.add("--split-tolerance", split_tolerance_, "allowed block excess over the mean when splitting")
+      .show_default();
+  cli.add("--data-layout", data_layout_,
+          "where the zone arrays' pages go: first-touch, one-location, access-pattern or random "
+          "(locations: HYMPI_NUM_LOCS, default one per NUMA node; lu-mz: first-touch only)")
+      .show_default();
+  cli.add("--layout-seed", layout_seed_, "seed of --data-layout random (which page goes where)")
+      .show_default();
+  cli.add("--data", data_file_,
+          "verification file (default: DATA_DIR/npb-mz/verification.json; config data_dir, env HYMPI_DATA_DIR)");
 }
 
 void MzApp::apply_settings(const Settings& settings) {
@@ -73,7 +73,7 @@ void MzApp::validate(const Layout& layout) const {
   }
   if (max_threads_ < 0) throw InvalidArgument("--max-threads must be >= 0, got " + std::to_string(max_threads_));
   // 0 stands for "the class's count" inside; given on the command line it would be silently ignored.
-  if (iterations_option_->count() > 0 && iterations_ < 1)
+  if (iterations_option_->given() && iterations_ < 1)
     throw InvalidArgument("--iterations must be >= 1, got " + std::to_string(iterations_) +
                           " (leave it out for the " + std::to_string(p.niter) + " iterations of class " +
                           problem_class_ + ")");

@@ -5,6 +5,7 @@
 #include "hympi/npb/npb_mz.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +20,7 @@ class MzApp final : public AppDefinition {
   /// The app for benchmark `b`.
   explicit MzApp(Benchmark b) : benchmark_(b) {}
   [[nodiscard]] std::string name() const override { return to_string(benchmark_); }
-  void add_options(CLI::App& cli) override;
+  void add_options(hympi::OptionSet& cli) override;
   /// --iterations: the class's count replaced, the benchmark runs once (it cannot verify).
   [[nodiscard]] std::string repetitions_option() const override { return "--iterations"; }
   /// Without --data, the verification file lies in data_dir (config file or HYMPI_DATA_DIR) when one is set;
@@ -61,7 +62,7 @@ class MzApp final : public AppDefinition {
   std::string data_layout_ = "first-touch";
   long long layout_seed_ = static_cast<long long>(kDefaultLayoutSeed);
   std::string num_locs_;  ///< HYMPI_NUM_LOCS / num_locs: the locations of the data layouts
-  CLI::Option* iterations_option_ = nullptr;
+  std::optional<hympi::Option> iterations_option_;
 };
 
 }  // namespace hympi::npb

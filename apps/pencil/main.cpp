@@ -19,27 +19,27 @@ namespace transpose = hympi::transpose;
 class PencilApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "pencil"; }
-  void add_options(CLI::App& cli) override {
-    cli.add_option("--grid", grid_, "grid points nx ny nz (x and y include both ends; nz even)")
-        ->expected(3)
-        ->capture_default_str();
-    cli.add_option("--steps", steps_, "time steps; default: at least this many, more until --min-time is reached")
-        ->capture_default_str();
-    cli.add_option("--exchange", exchange_, "transpose exchange: alltoallv, alltoall or pairwise")
-        ->capture_default_str();
-    cli.add_option("--wire", wire_, "transpose wire precision: double or single")->capture_default_str();
-    cli.add_option("--tile", tile_, "local transpose tile RxC, or auto (measured once)")->capture_default_str();
-    cli.add_option("--pack-threads", pack_threads_, "transpose packing threads (0: all)")->capture_default_str();
-    cli.add_option("--verify", verify_,
-                   "solution: max error vs the exact solution within the scheme's bound; order: also the grid "
-                   "with 2nx x 2ny run to the same time, observed order >= 3.5")
-        ->check(CLI::IsMember({"solution", "order"}))
-        ->capture_default_str();
-    cli.add_option("--groups", groups_,
-                   "COARSE:FINE ranks of a coarse auxiliary run feeding the main one its inflow, or auto (chosen "
-                   "by a measured warm-up)");
-    cli.add_option("--tolerance-scale", tolerance_scale_, "multiplies the verification tolerance (tests)")
-        ->capture_default_str();
+  void add_options(hympi::OptionSet& cli) override {
+    cli.add("--grid", grid_, "grid points nx ny nz (x and y include both ends; nz even)")
+        .values(3)
+        .show_default();
+    cli.add("--steps", steps_, "time steps; default: at least this many, more until --min-time is reached")
+        .show_default();
+    cli.add("--exchange", exchange_, "transpose exchange: alltoallv, alltoall or pairwise")
+        .show_default();
+    cli.add("--wire", wire_, "transpose wire precision: double or single").show_default();
+    cli.add("--tile", tile_, "local transpose tile RxC, or auto (measured once)").show_default();
+    cli.add("--pack-threads", pack_threads_, "transpose packing threads (0: all)").show_default();
+    cli.add("--verify", verify_,
+            "solution: max error vs the exact solution within the scheme's bound; order: also the grid "
+            "with 2nx x 2ny run to the same time, observed order >= 3.5")
+        .one_of({"solution", "order"})
+        .show_default();
+    cli.add("--groups", groups_,
+            "COARSE:FINE ranks of a coarse auxiliary run feeding the main one its inflow, or auto (chosen "
+            "by a measured warm-up)");
+    cli.add("--tolerance-scale", tolerance_scale_, "multiplies the verification tolerance (tests)")
+        .show_default();
   }
   std::string repetitions_option() const override { return "--steps"; }
   /// Throws InvalidArgument naming the bad value: grid, steps, enums, tile, a split over layout.ranks, groups.

@@ -9,13 +9,11 @@ namespace {
 
 /// Accepts only decimal integers >= 1, so "-1" is rejected as typed instead of wrapping to
 /// 2^64 - 1 in an unsigned option.
-const CLI::Validator kPositive(
-    [](std::string& text) -> std::string {
-      const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
-      if (digits && text.find_first_not_of('0') != std::string::npos) return {};
-      return "must be a positive integer, got '" + text + "'";
-    },
-    "POSITIVE");
+std::string check_positive(const std::string& text) {
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  if (digits && text.find_first_not_of('0') != std::string::npos) return {};
+  return "must be a positive integer, got '" + text + "'";
+}
 
 class PingPongApp final : public hympi::AppDefinition {
  public:
@@ -24,20 +22,20 @@ class PingPongApp final : public hympi::AppDefinition {
   /// only and runs no OpenMP region, and Open MPI 4.1 at FUNNELED added ~0.07 us to every one-way
   /// time below 4 KiB (1.2-1.6x osu_latency; a bare loop showed the same). Cannot fail.
   hympi::ThreadLevel thread_level() const override { return hympi::ThreadLevel::single; }
-  void add_options(CLI::App& cli) override {
-    cli.add_option("--max-bytes", options_.max_bytes, "largest message (sizes 0, 1, 2, 4, ... max)")
-        ->capture_default_str()
-        ->check(kPositive);
-    cli.add_option("--iterations", options_.iterations, "timed round trips per size up to 8 KiB (after 100 warm-up)")
-        ->capture_default_str()
-        ->check(kPositive);
-    cli.add_option("--large-iterations", options_.large_iterations,
-                   "timed round trips per size above 8 KiB (after 10 warm-up; default iterations / 10)")
-        ->check(kPositive);
-    cli.add_option("--multi-bytes", options_.multi_bytes, "message size of the multi-pair bandwidth runs")
-        ->capture_default_str()
-        ->check(kPositive);
-    cli.add_flag("!--no-multi", options_.multi, "skip the 1, 2, 4, ... pairs at once runs");
+  void add_options(hympi::OptionSet& cli) override {
+    cli.add("--max-bytes", options_.max_bytes, "largest message (sizes 0, 1, 2, 4, ... max)")
+        .show_default()
+        .check("POSITIVE", check_positive);
+    cli.add("--iterations", options_.iterations, "timed round trips per size up to 8 KiB (after 100 warm-up)")
+        .show_default()
+        .check("POSITIVE", check_positive);
+    cli.add("--large-iterations", options_.large_iterations,
+            "timed round trips per size above 8 KiB (after 10 warm-up; default iterations / 10)")
+        .check("POSITIVE", check_positive);
+    cli.add("--multi-bytes", options_.multi_bytes, "message size of the multi-pair bandwidth runs")
+        .show_default()
+        .check("POSITIVE", check_positive);
+    cli.flag("!--no-multi", options_.multi, "skip the 1, 2, 4, ... pairs at once runs");
   }
   void validate(const hympi::Layout& layout) const override {
     options_.validate();

@@ -13,21 +13,22 @@ namespace {
 class Rb3dApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "rb3d"; }
-  void add_options(CLI::App& cli) override {
+  void add_options(hympi::OptionSet& cli) override {
     // Not -n: that is the launchers' rank count (mpirun -n, hympi -n).
-    cli.add_option("--size", n_, "interior points per axis (grid n x n x n)")->capture_default_str();
-    cli.add_option("--iterations", options_.iterations,
-                   "iterations (red + black sweep); default: at least this many, more until --min-time is reached")
-        ->capture_default_str();
-    cli.add_option("--omega", options_.omega, "relaxation factor (1 = Gauss-Seidel)")->capture_default_str();
-    cli.add_option("--residual-every", options_.residual_every, "residual norm interval")->capture_default_str();
-    cli.add_option("--tolerance", options_.tolerance, "stop at residual/initial <= this (0: run all iterations)");
+    cli.add("--size", n_, "interior points per axis (grid n x n x n)").show_default();
+    cli.add("--iterations", options_.iterations,
+            "iterations (red + black sweep); default: at least this many, more until --min-time is reached")
+        .show_default();
+    cli.add("--omega", options_.omega, "relaxation factor (1 = Gauss-Seidel)").show_default();
+    cli.add("--residual-every", options_.residual_every, "residual norm interval").show_default();
+    cli.add("--tolerance", options_.tolerance, "stop at residual/initial <= this (0: run all iterations)");
     overlap_flags_.add_to(cli);
-    cli.add_option("--verify", verify_, "reference: residuals equal a one-rank solve bit for bit; "
-                                        "exact: error equals the scheme's discretisation error; none")
-        ->check(CLI::IsMember(std::vector<std::string>(std::begin(hympi::kRb3dVerifyModes),
-                                                       std::end(hympi::kRb3dVerifyModes))))
-        ->capture_default_str();
+    cli.add("--verify", verify_,
+            "reference: residuals equal a one-rank solve bit for bit; exact: error equals the scheme's "
+            "discretisation error; none")
+        .one_of(std::vector<std::string>(std::begin(hympi::kRb3dVerifyModes),
+                                         std::end(hympi::kRb3dVerifyModes)))
+        .show_default();
   }
   std::string repetitions_option() const override { return "--iterations"; }
   void validate(const hympi::Layout& layout) const override { options().validate(layout.ranks, layout.threads); }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "hympi/app/app.hpp"
@@ -35,37 +36,37 @@ std::string hash_text(std::uint64_t hash) {
 class Spmv3dApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "spmv3d"; }
-  void add_options(CLI::App& cli) override {
-    auto* global = cli.add_option("--global", global_, "global grid nx ny nz")->expected(3);
-    cli.add_option("--per-rank", per_rank_, "grid points per rank nx ny nz (global = this x process grid)")
-        ->expected(3)
-        ->excludes(global);
+  void add_options(hympi::OptionSet& cli) override {
+    const hympi::Option global = cli.add("--global", global_, "global grid nx ny nz").values(3);
+    cli.add("--per-rank", per_rank_, "grid points per rank nx ny nz (global = this x process grid)")
+        .values(3)
+        .excludes(global);
     overlap_flags_.add_to(cli);
-    cli.add_option("--ghost", options_.ghost, "ghost width (the stencil needs 1)")->capture_default_str();
-    cli.add_option("--operator", operator_, "stencil (matrix-free) or csr (assembled)")->capture_default_str();
-    cli.add_option("--streaming-stores", streaming_,
-                   "the product writes y bypassing the caches: auto (when y and the CSR matrix exceed 32 MiB per "
-                   "rank), on, off")
-        ->capture_default_str();
-    triad_option_ = cli.add_option("--triad-GBps", triad_gbs_,
-                                   "STREAM triad GB/s of all ranks (as STREAM prints it) the products are bounded by; "
-                                   "default: measured by a short triad on the same ranks and threads before them");
-    cli.add_option("--reps", options_.spmv_reps,
-                   "timed SpMV repetitions; default: at least this many, more until --min-time is reached")
-        ->capture_default_str();
-    cli.add_option("--cg-iterations", options_.cg_iterations, "CG iteration limit (0: no solve)")
-        ->capture_default_str();
-    cli.add_option("--cg-tolerance", options_.cg_tolerance, "CG stops at ||r||/||r0|| <= this")
-        ->capture_default_str();
-    cli.add_option("--verify", verify_,
-                   "exact: the product is exact and CG reaches the manufactured solution; reference: also the CG "
-                   "residual history equals a one-rank bulk solve bit for bit; none")
-        ->check(CLI::IsMember({"reference", "exact", "none"}))
-        ->capture_default_str();
+    cli.add("--ghost", options_.ghost, "ghost width (the stencil needs 1)").show_default();
+    cli.add("--operator", operator_, "stencil (matrix-free) or csr (assembled)").show_default();
+    cli.add("--streaming-stores", streaming_,
+            "the product writes y bypassing the caches: auto (when y and the CSR matrix exceed 32 MiB per "
+            "rank), on, off")
+        .show_default();
+    triad_option_ = cli.add("--triad-GBps", triad_gbs_,
+                            "STREAM triad GB/s of all ranks (as STREAM prints it) the products are bounded by; "
+                            "default: measured by a short triad on the same ranks and threads before them");
+    cli.add("--reps", options_.spmv_reps,
+            "timed SpMV repetitions; default: at least this many, more until --min-time is reached")
+        .show_default();
+    cli.add("--cg-iterations", options_.cg_iterations, "CG iteration limit (0: no solve)")
+        .show_default();
+    cli.add("--cg-tolerance", options_.cg_tolerance, "CG stops at ||r||/||r0|| <= this")
+        .show_default();
+    cli.add("--verify", verify_,
+            "exact: the product is exact and CG reaches the manufactured solution; reference: also the CG "
+            "residual history equals a one-rank bulk solve bit for bit; none")
+        .one_of({"reference", "exact", "none"})
+        .show_default();
   }
   std::string repetitions_option() const override { return "--reps"; }
   void validate(const hympi::Layout& layout) const override {
-    if (triad_option_->count() > 0 && !(triad_gbs_ > 0 && std::isfinite(triad_gbs_)))
+    if (triad_option_->given() && !(triad_gbs_ > 0 && std::isfinite(triad_gbs_)))
       throw hympi::InvalidArgument("--triad-GBps must be a bandwidth > 0 in GB/s, got " + std::to_string(triad_gbs_));
     const auto o = options();
     o.validate(layout.ranks, layout.threads);
@@ -138,7 +139,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
     // The products' bound: STREAM's triad on these ranks, threads and binding, before the products' arrays exist.
     // Its three arrays span a product's bytes per rank, up to STREAM's memory rule (4x the last-level cache over
     // the node), so that both stream from the same level: memory at 96^3 per rank, a cache for small grids.
-    const bool given = triad_option_->count() > 0;
+    const bool given = triad_option_->given();
     const auto elements = std::min(
         hympi::stream_elements_for(ctx.topology.last_level_cache_bytes(), ctx.env.machine_size()),
         std::max<std::size_t>(static_cast<std::size_t>(product_bytes(o, ctx.env.size()) / (3 * sizeof(double))), 1));
@@ -252,7 +253,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
   hympi::OverlapFlags overlap_flags_;
   std::string streaming_ = "auto";
   double triad_gbs_ = 0;
-  CLI::Option* triad_option_ = nullptr;
+  std::optional<hympi::Option> triad_option_;
   std::string verify_ = "reference";
 };
 

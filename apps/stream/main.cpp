@@ -20,36 +20,36 @@ std::string upper(hympi::StreamLevel level) {
 class StreamApp final : public hympi::AppDefinition {
  public:
   std::string name() const override { return "stream"; }
-  void add_options(CLI::App& cli) override {
+  void add_options(hympi::OptionSet& cli) override {
     // Signed, so that -5 is named as given instead of wrapping around to 2^64 - 5.
     elements_option_ =
-        cli.add_option("--elements", elements_, "doubles per array per rank (default: 4x last-level cache)");
-    level_option_ = cli.add_option("--level", level_,
-                                   "size the arrays for l1, l2, l3 (each thread's three arrays hold half its share "
-                                   "of that cache) or memory (the default, 4x last-level cache)");
-    cli.add_option("--repeats", options_.repeats,
-                   "passes of the four kernels, the first untimed; default: at least this many, more until the timed "
-                   "triads reach --min-time")
-        ->capture_default_str();
+        cli.add("--elements", elements_, "doubles per array per rank (default: 4x last-level cache)");
+    level_option_ = cli.add("--level", level_,
+                            "size the arrays for l1, l2, l3 (each thread's three arrays hold half its share "
+                            "of that cache) or memory (the default, 4x last-level cache)");
+    cli.add("--repeats", options_.repeats,
+            "passes of the four kernels, the first untimed; default: at least this many, more until the timed "
+            "triads reach --min-time")
+        .show_default();
   }
   std::string repetitions_option() const override { return "--repeats"; }
   void validate(const hympi::Layout&) const override {
     if (options_.repeats < 2)
       throw hympi::InvalidArgument("--repeats must be >= 2, got " + std::to_string(options_.repeats));
-    if (elements_option_->count() > 0) {
+    if (elements_option_->given()) {
       // 0 is only the internal "size from the caches"; given explicitly it is a mistake.
       if (elements_ < 1) throw hympi::InvalidArgument("--elements must be >= 1, got " + std::to_string(elements_));
     }
-    if (level_option_->count() > 0) {
+    if (level_option_->given()) {
       const auto level = hympi::parse_stream_level(level_);
-      if (level != hympi::StreamLevel::memory && elements_option_->count() > 0)
+      if (level != hympi::StreamLevel::memory && elements_option_->given())
         throw hympi::InvalidArgument("--elements " + std::to_string(elements_) + " and --level " + level_ +
                                      ": the level sizes the arrays itself, give one of them");
     }
   }
   /// The three arrays of --elements doubles per rank (sized from the caches without it: small by design).
   hympi::MemoryEstimate memory_estimate(const hympi::Layout& layout) const override {
-    if (elements_option_->count() == 0) return {};
+    if (!elements_option_->given()) return {};
     // In doubles: elements * 24 * ranks can overflow 64 bits for a mistyped size.
     const double rank = 3.0 * sizeof(double) * static_cast<double>(elements_);
     return {rank, rank * layout.ranks, "--elements " + std::to_string(elements_) + " (3 arrays x 8 B per element)"};
@@ -91,7 +91,7 @@ class StreamApp final : public hympi::AppDefinition {
     r.metrics = s.to_json();
     r.working_set_bytes = 3.0 * sizeof(double) * static_cast<double>(s.elements);
     // Sized by the app (a level, or the memory rule): say for which level. A given --elements is no level.
-    if (elements_option_->count() == 0 || level_option_->count() > 0) r.stream_level = hympi::to_string(level);
+    if (!elements_option_->given() || level_option_->given()) r.stream_level = hympi::to_string(level);
     if (cache_bytes) r.cache_bytes_per_pu = static_cast<double>(*cache_bytes);
     return r;
   }
@@ -99,9 +99,9 @@ class StreamApp final : public hympi::AppDefinition {
  private:
   hympi::StreamOptions options_;
   long long elements_ = 0;  ///< 0 when not given: sized from the caches
-  CLI::Option* elements_option_ = nullptr;
+  std::optional<hympi::Option> elements_option_;
   std::string level_ = "memory";
-  CLI::Option* level_option_ = nullptr;
+  std::optional<hympi::Option> level_option_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -55,35 +56,34 @@ struct IoCommandLine {
 
 /// A cadence given on the command line: a number of steps >= 1. IoOptions keeps 0 for "none", so an explicit 0,
 /// which would write nothing and say nothing, is refused here, where "given" is still known.
-const CLI::Validator kCadence(
-    [](std::string& text) -> std::string {
-      int steps = 0;
-      if (CLI::detail::lexical_cast(text, steps) && steps >= 1) return "";
-      return "must be a number of steps >= 1 (0 would write nothing), got '" + text + "'";
-    },
-    "N>=1");
+std::string check_cadence(const std::string& text) {
+  int steps = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), steps);
+  if (error == std::errc() && end == text.data() + text.size() && steps >= 1) return "";
+  return "must be a number of steps >= 1 (0 would write nothing), got '" + text + "'";
+}
 
-void add_io_options(CLI::App& cli, IoCommandLine& line) {
+void add_io_options(OptionSet& cli, IoCommandLine& line) {
   h5::IoOptions& io = line.io;
-  cli.add_option("--checkpoint", io.checkpoint_path, "write checkpoints to this HDF5 file (atomically replaced)")
-      ->type_name("PATH");
-  cli.add_option("--checkpoint-every", io.checkpoint_every, "a checkpoint after every N steps (needs --checkpoint)")
-      ->type_name("N")
-      ->check(kCadence);
-  cli.add_option("--restart", io.restart_path, "start from this checkpoint (any ranks x threads may have written it)")
-      ->type_name("PATH");
-  cli.add_option("--snapshot", io.snapshot_prefix,
-                 "write single-precision snapshots PREFIX-<step>.h5 with the XDMF sidecar PREFIX.xmf")
-      ->type_name("PREFIX");
-  cli.add_option("--snapshot-every", io.snapshot_every, "a snapshot after every N steps (needs --snapshot)")
-      ->type_name("N")
-      ->check(kCadence);
-  cli.add_option("--h5-sieve-bytes", line.sieve_bytes, "HDF5 sieve buffer bytes (env HYMPI_H5_SIEVE_BYTES)");
-  cli.add_option("--h5-alignment", line.alignment, "align datasets to this many bytes (env HYMPI_H5_ALIGNMENT)");
-  cli.add_option("--h5-transfer", line.transfer, "collective or independent (env HYMPI_H5_TRANSFER)");
-  cli.add_option("--h5-chunk", line.chunk, "chunk shape X,Y,Z (env HYMPI_H5_CHUNK)");
-  cli.add_option("--h5-hint", line.hints, "MPI-IO hint KEY=VALUE, repeatable (env HYMPI_H5_HINTS, comma-separated)")
-      ->type_name("KEY=VALUE");
+  cli.add("--checkpoint", io.checkpoint_path, "write checkpoints to this HDF5 file (atomically replaced)")
+      .type_name("PATH");
+  cli.add("--checkpoint-every", io.checkpoint_every, "a checkpoint after every N steps (needs --checkpoint)")
+      .type_name("N")
+      .check("N>=1", check_cadence);
+  cli.add("--restart", io.restart_path, "start from this checkpoint (any ranks x threads may have written it)")
+      .type_name("PATH");
+  cli.add("--snapshot", io.snapshot_prefix,
+          "write single-precision snapshots PREFIX-<step>.h5 with the XDMF sidecar PREFIX.xmf")
+      .type_name("PREFIX");
+  cli.add("--snapshot-every", io.snapshot_every, "a snapshot after every N steps (needs --snapshot)")
+      .type_name("N")
+      .check("N>=1", check_cadence);
+  cli.add("--h5-sieve-bytes", line.sieve_bytes, "HDF5 sieve buffer bytes (env HYMPI_H5_SIEVE_BYTES)");
+  cli.add("--h5-alignment", line.alignment, "align datasets to this many bytes (env HYMPI_H5_ALIGNMENT)");
+  cli.add("--h5-transfer", line.transfer, "collective or independent (env HYMPI_H5_TRANSFER)");
+  cli.add("--h5-chunk", line.chunk, "chunk shape X,Y,Z (env HYMPI_H5_CHUNK)");
+  cli.add("--h5-hint", line.hints, "MPI-IO hint KEY=VALUE, repeatable (env HYMPI_H5_HINTS, comma-separated)")
+      .type_name("KEY=VALUE");
 }
 
 /// A byte count >= 0; throws InvalidArgument naming the text otherwise.
@@ -387,19 +387,6 @@ nlohmann::json contract_json(const AppDefinition& app) {
           {"result_fields", fields}};
 }
 
-std::optional<int> parse_command_line(CLI::App& cli, int argc, char** argv, const std::string& prog) {
-  try {
-    cli.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << cli.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << prog << ": error: " << e.what() << "\n";
-    return 2;
-  }
-  return std::nullopt;
-}
-
 int error_exit_code(const std::string& prog, const std::exception& e) {
   std::cerr << prog << ": error: " << e.what() << "\n";
   return dynamic_cast<const InvalidArgument*>(&e) != nullptr ? 2 : 1;
@@ -407,7 +394,8 @@ int error_exit_code(const std::string& prog, const std::exception& e) {
 
 int run_app(int argc, char** argv, AppDefinition& app) {
   const std::string prog = "hympi-" + app.name();
-  CLI::App cli{app.description(), prog};
+  CommandLine command_line(app.description(), prog);
+  OptionSet& cli = command_line.options();
   // Each frame option's value on the command line, if given; Settings holds the lower layers.
   std::string config_path, bind, dist, membind, min_time_text;
   int validate_ranks = 0;
@@ -416,27 +404,27 @@ int run_app(int argc, char** argv, AppDefinition& app) {
   bool oversubscribe = false;
   bool show_config = false;
   bool print_contract = false;
-  cli.add_option("--config", config_path, "config file (default: ./hympi.toml when present; env HYMPI_CONFIG)")
-      ->type_name("PATH");
-  cli.add_option("--bind", bind, "binding: none, core, numa or package (default core; config bind, env HYMPI_BIND)");
-  cli.add_option("--membind", membind,
-                 "memory policy: none (first touch), local, interleave or location (the NUMA domain of the rank's "
-                 "binding); env HYMPI_MEMBIND");
-  cli.add_option("--dist", dist, "rank distribution: compact or scatter (default compact; env HYMPI_DIST)");
-  cli.add_flag("--show-binding", print_bindings, "print where every rank and thread runs (the binding table)");
-  cli.add_flag("--allow-unverified", allow_unverified, "exit 0 even when verification fails");
-  cli.add_flag("--oversubscribe", oversubscribe, "accept threads sharing PUs (env HYMPI_OVERSUBSCRIBE=1)");
-  cli.add_option("--min-time", min_time_text,
-                 "seconds of timed kernel work to reach by repeating the kernel, unless the app's count is given "
-                 "(default 1, 0: no minimum; env HYMPI_MIN_TIME)")
-      ->type_name("SECONDS");
-  cli.add_option("--validate-ranks", validate_ranks, "only check the options for this many ranks, without MPI");
-  cli.add_flag("--show-config", show_config, "print every option's value and where it came from, as JSON");
-  cli.add_flag("--contract", print_contract, "print what this binary declares (contract.toml's view), as JSON");
+  cli.add("--config", config_path, "config file (default: ./hympi.toml when present; env HYMPI_CONFIG)")
+      .type_name("PATH");
+  cli.add("--bind", bind, "binding: none, core, numa or package (default core; config bind, env HYMPI_BIND)");
+  cli.add("--membind", membind,
+          "memory policy: none (first touch), local, interleave or location (the NUMA domain of the rank's "
+          "binding); env HYMPI_MEMBIND");
+  cli.add("--dist", dist, "rank distribution: compact or scatter (default compact; env HYMPI_DIST)");
+  cli.flag("--show-binding", print_bindings, "print where every rank and thread runs (the binding table)");
+  cli.flag("--allow-unverified", allow_unverified, "exit 0 even when verification fails");
+  cli.flag("--oversubscribe", oversubscribe, "accept threads sharing PUs (env HYMPI_OVERSUBSCRIBE=1)");
+  cli.add("--min-time", min_time_text,
+          "seconds of timed kernel work to reach by repeating the kernel, unless the app's count is given "
+          "(default 1, 0: no minimum; env HYMPI_MIN_TIME)")
+      .type_name("SECONDS");
+  cli.add("--validate-ranks", validate_ranks, "only check the options for this many ranks, without MPI");
+  cli.flag("--show-config", show_config, "print every option's value and where it came from, as JSON");
+  cli.flag("--contract", print_contract, "print what this binary declares (contract.toml's view), as JSON");
   IoCommandLine io_line;
   if (app.checkpoints()) add_io_options(cli, io_line);
   app.add_options(cli);
-  if (const auto stop = parse_command_line(cli, argc, argv, prog)) return *stop;
+  if (const auto stop = command_line.parse(argc, argv)) return *stop;
   FrameOptions options;
   try {
     if (print_contract) {
@@ -444,10 +432,10 @@ int run_app(int argc, char** argv, AppDefinition& app) {
       return 0;
     }
     Settings settings = Settings::load(config_path);
-    if (cli.count("--bind") > 0) settings.set_from_command_line("bind", bind);
-    if (cli.count("--dist") > 0) settings.set_from_command_line("dist", dist);
-    if (cli.count("--membind") > 0) settings.set_from_command_line("membind", membind);
-    if (cli.count("--min-time") > 0) settings.set_from_command_line("min_time", min_time_text);
+    if (cli.given("--bind")) settings.set_from_command_line("bind", bind);
+    if (cli.given("--dist")) settings.set_from_command_line("dist", dist);
+    if (cli.given("--membind")) settings.set_from_command_line("membind", membind);
+    if (cli.given("--min-time")) settings.set_from_command_line("min_time", min_time_text);
     if (oversubscribe) settings.set_from_command_line("oversubscribe", "true");
     struct H5Flag {
       const char* flag;
@@ -459,8 +447,8 @@ int run_app(int argc, char** argv, AppDefinition& app) {
                                {"--h5-transfer", "h5_transfer", &io_line.transfer},
                                {"--h5-chunk", "h5_chunk", &io_line.chunk}};
     for (const auto& f : h5_flags)
-      if (app.checkpoints() && cli.count(f.flag) > 0) settings.set_from_command_line(f.key, *f.text);
-    if (app.checkpoints() && cli.count("--h5-hint") > 0) {
+      if (app.checkpoints() && cli.given(f.flag)) settings.set_from_command_line(f.key, *f.text);
+    if (app.checkpoints() && cli.given("--h5-hint")) {
       std::string joined;
       for (const auto& hint : io_line.hints) joined += (joined.empty() ? "" : ",") + hint;
       settings.set_from_command_line("h5_hints", joined);
@@ -471,14 +459,14 @@ int run_app(int argc, char** argv, AppDefinition& app) {
     }
     options = frame_options(settings);
     const std::string repetitions = app.repetitions_option();
-    options.repetitions_fixed = !repetitions.empty() && cli.count(repetitions) > 0;
+    options.repetitions_fixed = !repetitions.empty() && cli.given(repetitions);
     if (app.checkpoints()) {
       io_line.io.h5 = h5_options(settings);
       io_line.io.validate();
       options.io = io_line.io;
     }
     app.apply_settings(settings);
-    if (cli.count("--validate-ranks") > 0) {
+    if (cli.given("--validate-ranks")) {
       if (validate_ranks < 1)
         throw InvalidArgument("--validate-ranks must be >= 1, got " + std::to_string(validate_ranks));
       validate_layout(app, {validate_ranks, validation_threads(validate_ranks, options.virtual_nodes)},

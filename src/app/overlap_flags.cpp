@@ -2,17 +2,17 @@
 
 namespace hympi {
 
-void OverlapFlags::add_to(CLI::App& cli) {
+void OverlapFlags::add_to(OptionSet& cli) {
   // Vectors, not std::array: CLI11 multiplies an array's size by expected(3).
-  cli.add_option("--dims", dims_, "process grid px py pz (0 = automatic)")->expected(3);
-  cli.add_option("--strategy", strategy_, "halo/compute overlap: bulk, split or commthread")->capture_default_str();
-  tile_option_ = cli.add_option("--tile", tile_, "cache-block size tx ty tz (default: untiled rows)")->expected(3);
+  cli.add("--dims", dims_, "process grid px py pz (0 = automatic)").values(3);
+  cli.add("--strategy", strategy_, "halo/compute overlap: bulk, split or commthread").show_default();
+  tile_option_ = cli.add("--tile", tile_, "cache-block size tx ty tz (default: untiled rows)").values(3);
 }
 
 OverlapOptions OverlapFlags::overlap() const {
   OverlapOptions out;
   out.strategy = parse_overlap_strategy(strategy_);
-  if (tile_option_ != nullptr && tile_option_->count() > 0) out.tile = {tile_[0], tile_[1], tile_[2]};
+  if (tile_option_ && tile_option_->given()) out.tile = {tile_[0], tile_[1], tile_[2]};
   return out;
 }
 

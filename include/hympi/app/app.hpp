@@ -1,12 +1,12 @@
 #pragma once
 // The frame every reference app runs in: options, MPI start-up, binding, errors, result line.
-#include <CLI/CLI.hpp>
 #include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "hympi/app/options.hpp"
 #include "hympi/app/settings.hpp"
 #include "hympi/core/affinity.hpp"
 #include "hympi/core/environment.hpp"
@@ -80,7 +80,7 @@ class AppDefinition {
   /// the contract does not declare.
   [[nodiscard]] std::string description() const;
   /// Declares the app's own options on `cli`.
-  virtual void add_options(CLI::App& cli) = 0;
+  virtual void add_options(OptionSet& cli) = 0;
   /// The option of add_options() that fixes how often the timed part repeats (e.g. "--iterations"); given, the
   /// frame sets context.repetitions_fixed and --min-time adds no repetition. Empty (the default): --min-time always
   /// applies.
@@ -159,10 +159,6 @@ void validate_layout(const AppDefinition& app, const Layout& layout, int ranks_o
 /// config file is bad input. `--show-config` prints the resolved options, `--contract` what the binary
 /// was built to declare (name, description, enum names, options, result fields) as JSON.
 int run_app(int argc, char** argv, AppDefinition& app);
-
-/// Parses `cli`; returns the exit code to stop with (0 after --help, 2 after printing "prog: error: ..." for a
-/// parse error), or nothing when the program goes on. Never throws.
-std::optional<int> parse_command_line(CLI::App& cli, int argc, char** argv, const std::string& prog);
 
 /// Prints "prog: error: what" and returns the exit code for an exception caught in a main: 2 for bad input
 /// (InvalidArgument), 1 for anything else. Never throws.

@@ -1,14 +1,15 @@
 #pragma once
 // The --dims, --strategy and --tile options of the apps whose stencil sweeps overlap their halo exchange (rb3d,
 // spmv3d), declared once so that the flags mean the same in both, and the comm-thread prediction both report.
-#include <CLI/CLI.hpp>
 #include <array>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "hympi/app/options.hpp"
 #include "hympi/grid/overlap.hpp"
 
 namespace hympi {
@@ -16,7 +17,7 @@ namespace hympi {
 class OverlapFlags {
  public:
   /// Declares --dims, --strategy and --tile on `cli`.
-  void add_to(CLI::App& cli);
+  void add_to(OptionSet& cli);
   /// The strategy parsed (throws InvalidArgument naming a bad one) and the tile given, if one was.
   [[nodiscard]] OverlapOptions overlap() const;
   /// Sets `dims` to the process grid given, if one was (0 per axis: chosen automatically).
@@ -26,7 +27,7 @@ class OverlapFlags {
   std::string strategy_ = "bulk";
   std::vector<long> tile_;
   std::vector<int> dims_;
-  CLI::Option* tile_option_ = nullptr;
+  std::optional<Option> tile_option_;
 };
 
 /// Kaiser and Baden's prediction (model_comm_thread) of the comm_thread strategy from a run's times per step: its
