@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import forkcli
 import skips
 import slurmcluster
 from hympi.sweep import SweepParams
@@ -72,10 +72,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def hympi(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Runs `hympi ARGS` as a user would, returning the completed process."""
-    cmd = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})},
-                          check=False)
+    """Runs `hympi ARGS` as a user would, each call its own process (forkcli), returning the completed process."""
+    return forkcli.run(args, {**os.environ, **(env or {})}, timeout)
 
 
 def hympi_json(*args: str, env: dict[str, str] | None = None) -> tuple[int, dict]:

@@ -7,11 +7,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import forkcli
 import skips
 from hympi.apps import APPS
 from hympi.contract import CONTRACT_PATH, contract
@@ -231,7 +231,7 @@ def test_a_named_config_file_must_exist(tmp_path: Path):
 
 
 def _hympi(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", *args],
+    return subprocess.run(forkcli.command(args),
                           capture_output=True, text=True, timeout=300, cwd=cwd, env=env, check=False)
 
 

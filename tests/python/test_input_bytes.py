@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import forkcli
 import skips
 from conftest import hympi
 from fakeapps import fake_bin_dir
@@ -243,7 +244,7 @@ def test_an_apps_error_that_is_not_utf8_is_echoed_in_one_line(tmp_path: Path):
     assert not marker.exists()
 
 
-HYMPI = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())"]
+HYMPI = forkcli.command([])
 PRINTING = {"layout": ["layout", "--nodes", "64", "--ranks-per-node", "2", "--for", "openmpi4", "--topology", TOPOLOGY],
             "tune-params-json": ["tune", "params", "--json", "--cvars", str(CVARS_FILE)],
             "sweep-dry-run": ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--repeat", "40", "--dry-run"]}

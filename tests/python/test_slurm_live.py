@@ -8,17 +8,17 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import forkcli
 import skips
 import slurmcluster
 from hympi.store import Store
 from hympi.store.db import Run
 from slurmcluster import SlurmCluster
 
-HYMPI = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())"]
+HYMPI = forkcli.command([])
 # rb3d at 16^3 verifies in milliseconds; 1x1 and 2x1 fit the 2-core allocation every test asks for.
 SWEEP = ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--no-warmup", "--seed", "7", "--launcher", "slurm"]
 APP_ARGS = ["--", "--size", "16"]

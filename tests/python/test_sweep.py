@@ -9,7 +9,6 @@ import random
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+import forkcli
 from conftest import hympi, sweep_params
 from fakeapps import InProcessLauncher, fake_bin_dir, launch_env, launch_ranks, launches, pid_alive
 from hympi.errors import UsageError
@@ -134,7 +134,7 @@ def _default_sigint() -> None:
 
 
 def _sweep_process(args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    cmd = [sys.executable, "-c", "import sys; from hympi.cli import main; sys.exit(main())", *args]
+    cmd = forkcli.command(args)
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **env}, start_new_session=True,
                             preexec_fn=_default_sigint)  # noqa: PLW1509 - one libc call, no locks
