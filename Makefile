@@ -80,13 +80,12 @@ test-python: build venv
 		-m "not quiet_machine" tests/python
 	OMP_WAIT_POLICY=passive $(VENV)/bin/python -m pytest -q -m quiet_machine tests/python
 
-# pip's downloads and installs wait on the network and the disk, so they run beside the first compile; the Release
-# suites (the cores half idle, test-cpp) beside the sanitizer tree's compile. Each target's output is printed whole
-# when it ends (-Otarget), not interleaved.
+# pip's downloads and installs wait on the network and the disk, so they run beside the first compile. The Release
+# suites beside the sanitizer tree's compile gained nothing (7.5 min for both, 7.6 one after the other, 2026-11-28):
+# they take what CPU they leave idle.
 test:
 	$(MAKE) -j2 build venv
-	$(MAKE) -j2 -Otarget test-cpp build-asan
-	$(MAKE) test-asan test-python
+	$(MAKE) test-cpp test-asan test-python
 
 bench: build venv
 	$(VENV)/bin/python bench/rb3d/run.py
