@@ -34,10 +34,14 @@ $(BUILD)/build.ninja: $(STAMPS)/system CMakeLists.txt
 build: $(BUILD)/build.ninja
 	cmake --build $(BUILD)
 
+# The sanitizer tree is a unity build (CMake's UNITY_BUILD): a layer's sources compile as one or two sources, so
+# the code they share (nlohmann::json's, most of a -O0 object) is generated once per batch, not once per source;
+# the layers took 416 instead of 651 s of compile jobs (2026-11-28). The Release tree compiles every source on its
+# own, so a source that misses an #include of its own still fails there.
 MPICH := -DMPI_C_COMPILER=mpicc.mpich -DMPI_CXX_COMPILER=mpicxx.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich
 $(ASAN_BUILD)/build.ninja: $(STAMPS)/system CMakeLists.txt
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DHYMPI_SANITIZE=ON \
-	  -DHYMPI_BUILD_BENCHES=OFF $(MPICH) "-DHYMPI_MPI_TEST_RANKS=1;2"
+	  -DCMAKE_UNITY_BUILD=ON -DHYMPI_BUILD_BENCHES=OFF $(MPICH) "-DHYMPI_MPI_TEST_RANKS=1;2"
 
 build-asan: $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD)

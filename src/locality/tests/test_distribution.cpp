@@ -11,16 +11,12 @@
 #include "hympi/core/error.hpp"
 #include "hympi/locality/distributed_array.hpp"
 #include "hympi/locality/region.hpp"
+#include "synthetic_machine.hpp"
 
 using hympi::InvalidArgument;
-using hympi::Topology;
 using namespace hympi::locality;
 
 namespace {
-const Topology& synthetic() {
-  static const Topology topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
-  return topo;
-}
 constexpr auto B = DimDistribution::block;
 constexpr auto N = DimDistribution::none;
 
@@ -40,7 +36,7 @@ TEST(Distribution, BalancedGrids) {
 }
 
 TEST(Distribution, UnevenBlocksIn1D) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   const ArrayDistribution d(locs, {10}, {B}, {0, 3});  // 3, 3, 2, 2
   const int owner[10] = {0, 0, 0, 1, 1, 1, 2, 2, 3, 3};
   for (std::size_t i = 0; i < 10; ++i) {
@@ -54,7 +50,7 @@ TEST(Distribution, UnevenBlocksIn1D) {
 }
 
 TEST(Distribution, RangesWrapAndShift) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   const ArrayDistribution d(locs, {6, 5}, {B, N}, {3, 5});  // slots 3, 4, 5 -> locations 3, 0, 1
   const std::size_t rows[6] = {0, 1, 2, 3, 4, 5};
   const int owner[6] = {3, 3, 0, 0, 1, 1};
@@ -65,7 +61,7 @@ TEST(Distribution, RangesWrapAndShift) {
 }
 
 TEST(Distribution, TwoBlockDimensionsFormAGrid) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   const ArrayDistribution d(locs, {4, 6}, {B, B}, {0, 3});
   EXPECT_EQ(d.grid(), (std::vector<long long>{2, 2}));
   for (std::size_t i = 0; i < 4; ++i)
@@ -83,7 +79,7 @@ TEST(Distribution, TwoBlockDimensionsFormAGrid) {
 }
 
 TEST(Distribution, PartialPagesGoToTheOwnerOfMostBytes) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   // 1500 doubles over 2 locations: 6000 B each; page 1 holds 1904 B of location 0 and 2192 B of 1.
   const ArrayDistribution d(locs, {1500}, {B}, {0, 1});
   EXPECT_EQ(d.page_owners(8, 4096), (std::vector<int>{0, 1, 1}));
@@ -94,7 +90,7 @@ TEST(Distribution, PartialPagesGoToTheOwnerOfMostBytes) {
 }
 
 TEST(Distribution, BadInputThrows) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   try {
     const ArrayDistribution d(locs, {4, 4}, {B}, {0, 3});
     FAIL() << "a rank-1 distribution was accepted for a rank-2 array";
@@ -124,7 +120,7 @@ TEST(Distribution, ParsesTheSeedsSpelling) {
 }
 
 TEST(DistributedArray, GlobalIndexingOnASyntheticMachine) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   DistributedArray<int, 2> a(locs, {10, 3}, {B, N});
   EXPECT_EQ(a.placed_by(), PlacedBy::unplaced);  // not this machine: nothing to bind
   EXPECT_EQ(a.size(), 30u);
@@ -146,7 +142,7 @@ TEST(DistributedArray, GlobalIndexingOnASyntheticMachine) {
 }
 
 TEST(DistributedArray, OnlocTasksRunWhereTheElementLives) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   DistributedArray<int, 1> a(locs, {37}, {B});
   const int n = 8;
   const auto plan = plan_threads(locs, a.range(), n);
@@ -163,7 +159,7 @@ TEST(DistributedArray, OnlocTasksRunWhereTheElementLives) {
   EXPECT_EQ(ran.load(), 37);
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a(i), a.where(i)) << i;
   // Another Locations object, even with equal sets, is not this region's.
-  const auto other = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto other = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   EXPECT_THROW(parallel(other, 2,
                         [&](Here& here) {
                           if (here.thread() == 0) here.task_onloc(a, {0}, [] {});

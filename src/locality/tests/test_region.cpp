@@ -12,6 +12,7 @@
 
 #include "hympi/core/error.hpp"
 #include "hympi/locality/region.hpp"
+#include "synthetic_machine.hpp"
 
 using hympi::InvalidArgument;
 using hympi::Topology;
@@ -31,15 +32,11 @@ class NestingAllowed {
   int old_;
 };
 
-const Topology& synthetic() {
-  static const Topology topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
-  return topo;
-}
 
 }  // namespace
 
 TEST(Region, SixteenThreadsOverFourLocationsAreBlocks) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   const auto plan = plan_threads(locs, {0, 3}, 16);
   for (int t = 0; t < 16; ++t) EXPECT_EQ(plan[static_cast<std::size_t>(t)], t / 4) << "thread " << t;
   // Uneven: the first locations get one more thread; fewer threads than locations leave the last empty.
@@ -49,7 +46,7 @@ TEST(Region, SixteenThreadsOverFourLocationsAreBlocks) {
 }
 
 TEST(Region, OutOfRangeLocationsWrap) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   EXPECT_EQ(plan_threads(locs, {2, 5}, 4), (std::vector<int>{2, 3, 0, 1}));
   EXPECT_EQ(plan_threads(locs, {-1, 0}, 2), (std::vector<int>{3, 0}));
   EXPECT_EQ(plan_threads(locs, {0, 7}, 8), (std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3}));
@@ -57,7 +54,7 @@ TEST(Region, OutOfRangeLocationsWrap) {
 }
 
 TEST(Region, BadRegionsThrow) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   EXPECT_THROW((void)plan_threads(locs, {3, 1}, 4), InvalidArgument);
   EXPECT_THROW((void)plan_threads(locs, {0, 3}, 0), InvalidArgument);
   bool ran = false;
@@ -67,7 +64,7 @@ TEST(Region, BadRegionsThrow) {
 }
 
 TEST(Region, ThreadsSitWhereThePlanSays) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   for (const LocationRange range : {LocationRange{0, 3}, LocationRange{6, 9}, LocationRange{1, 1}}) {
     const int n = 8;
     std::vector<int> seen(n, -1), rank(n, -1), per(n, -1), ids(n, -1);
@@ -102,7 +99,7 @@ TEST(Region, ThreadsSitWhereThePlanSays) {
 }
 
 TEST(Region, NoRangeMeansEveryLocation) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::package);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::package);
   std::vector<int> seen(4, -1);
   parallel(locs, 4, [&](Here& here) { seen[static_cast<std::size_t>(here.thread())] = here.location(); });
   EXPECT_EQ(seen, (std::vector<int>{0, 0, 1, 1}));
@@ -110,7 +107,7 @@ TEST(Region, NoRangeMeansEveryLocation) {
 
 TEST(Region, NestedRegionsInheritTheParentsLocation) {
   const NestingAllowed nesting;
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   std::mutex m;
   std::vector<std::pair<int, int>> pairs;  // (parent location, nested thread's location)
   int nested_team = 0;
@@ -131,7 +128,7 @@ TEST(Region, NestedRegionsInheritTheParentsLocation) {
 
 TEST(Region, NestedRegionsThatNameARangeUseIt) {
   const NestingAllowed nesting;
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   std::vector<int> seen(4, -1);
   parallel(locs, LocationRange::single(0), 1, [&](Here& outer) {
     outer.parallel({2, 5}, 4, [&](Here& inner) { seen[static_cast<std::size_t>(inner.thread())] = inner.location(); });
@@ -140,7 +137,7 @@ TEST(Region, NestedRegionsThatNameARangeUseIt) {
 }
 
 TEST(Region, NestedRegionWithoutNestingStillInherits) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   std::atomic<int> checked{0};
   parallel(locs, {0, 3}, 4, [&](Here& outer) {
     outer.parallel(4, [&](Here& inner) {
@@ -152,7 +149,7 @@ TEST(Region, NestedRegionWithoutNestingStillInherits) {
 }
 
 TEST(Region, TasksRunOnThreadsOfTheirLocation) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   const int n = 8;
   const auto plan = plan_threads(locs, {0, 3}, n);
   constexpr int kTasks = 64;
@@ -174,7 +171,7 @@ TEST(Region, TasksRunOnThreadsOfTheirLocation) {
 }
 
 TEST(Region, ChildTasksInheritTheirParentsLocation) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   std::atomic<int> child_at{-1}, grandchild_at{-1}, named_at{-1};
   parallel(locs, {0, 3}, 4, [&](Here& here) {
     if (here.thread() != 0) return;
@@ -192,7 +189,7 @@ TEST(Region, ChildTasksInheritTheirParentsLocation) {
 }
 
 TEST(Region, TasksMayBeMoveOnly) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   std::atomic<int> sum{0};
   parallel(locs, 4, [&](Here& here) {
     auto value = std::make_unique<int>(here.thread() + 1);
@@ -202,7 +199,7 @@ TEST(Region, TasksMayBeMoveOnly) {
 }
 
 TEST(Region, BarrierWaitsForEveryTask) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   std::atomic<int> done{0};
   std::atomic<int> wrong{0};
   parallel(locs, {0, 3}, 8, [&](Here& here) {
@@ -219,7 +216,7 @@ TEST(Region, BarrierWaitsForEveryTask) {
 
 TEST(Region, NestedTasksForOtherLocationsGoToTheParentRegion) {
   const NestingAllowed nesting;
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   const auto plan = plan_threads(locs, {0, 3}, 4);
   std::atomic<int> ran_by{-1}, ran_at{-1};
   parallel(locs, {0, 3}, 4, [&](Here& outer) {
@@ -239,7 +236,7 @@ TEST(Region, NestedTasksForOtherLocationsGoToTheParentRegion) {
 }
 
 TEST(Region, TaskOnALocationWithoutThreadsThrows) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   bool ran = false;
   try {
     parallel(locs, {0, 3}, 2, [&](Here& here) {  // threads on locations 0 and 1 only
@@ -253,7 +250,7 @@ TEST(Region, TaskOnALocationWithoutThreadsThrows) {
 }
 
 TEST(Region, ExceptionsLeaveTheRegionNotTheProcess) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   std::atomic<int> finished{0};
   EXPECT_THROW(parallel(locs, {0, 3}, 4,
                         [&](Here& here) {
@@ -295,7 +292,7 @@ TEST(Region, BindingCheckLogic) {
 
 TEST(Region, IntendedSetsOnASyntheticMachine) {
   // Which cpuset each thread should get: 8 threads over the two packages' halves.
-  const auto locs = Locations::by_count(synthetic(), 2);
+  const auto locs = Locations::by_count(hympi::test::four_numa_machine(), 2);
   std::vector<std::string> intended(8);
   parallel(locs, 8, [&](Here& here) { intended[static_cast<std::size_t>(here.thread())] = here.binding().intended; });
   for (int t = 0; t < 8; ++t) EXPECT_EQ(intended[static_cast<std::size_t>(t)], t < 4 ? "0-15" : "16-31");
@@ -318,7 +315,7 @@ TEST(Region, ThreadsAreBoundOnThisMachineAndGetTheirBindingBack) {
 }
 
 TEST(Region, ATeamBindingMapsLikeARegionAndDoesNothingOffThisMachine) {
-  const auto locs = Locations::by_level(synthetic(), LocationLevel::numa);
+  const auto locs = Locations::by_level(hympi::test::four_numa_machine(), LocationLevel::numa);
   const TeamBinding team(locs, {0, 3}, 6);
   EXPECT_EQ(team.plan(), (std::vector<int>{0, 0, 1, 1, 2, 3}));  // as plan_threads
   EXPECT_EQ(team.rows()[4].intended, locs.at(2).cpuset.to_list());

@@ -16,6 +16,7 @@
 #include "hympi/core/error.hpp"
 #include "hympi/npb/bt.hpp"
 #include "hympi/npb/data_layout.hpp"
+#include "synthetic_machine.hpp"
 
 using hympi::InvalidArgument;
 using hympi::Topology;
@@ -26,10 +27,6 @@ using hympi::npb::ZonePlacement;
 
 namespace {
 
-const Topology& synthetic() {
-  static const Topology topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");  // 4 NUMA nodes
-  return topo;
-}
 const Topology& machine() {
   static const Topology topo = Topology::this_machine();
   return topo;
@@ -84,7 +81,7 @@ TEST(DataLayout, EachLayoutOwnsThePagesItSaysOnASyntheticMachine) {
   const std::size_t pages = pages_of(kRows * kRowLen);
   ASSERT_GE(pages, 8U);
   {
-    const ZonePlacement one(synthetic(), options(DataLayout::one_location), 8);
+    const ZonePlacement one(hympi::test::four_numa_machine(), options(DataLayout::one_location), 8);
     const ZoneArray a = one.array(kRows, kRowLen, 0, 0);
     EXPECT_EQ(a.page_owners(), std::vector<int>(pages, 0));
     EXPECT_FALSE(one.located());
@@ -92,7 +89,7 @@ TEST(DataLayout, EachLayoutOwnsThePagesItSaysOnASyntheticMachine) {
     EXPECT_EQ(one.to_json()["placed_by"]["unplaced"], 1);  // a synthetic machine: nothing bound
   }
   {
-    const ZonePlacement random(synthetic(), options(DataLayout::random, 11), 8);
+    const ZonePlacement random(hympi::test::four_numa_machine(), options(DataLayout::random, 11), 8);
     const ZoneArray a = random.array(kRows, kRowLen, 5, 3);
     ASSERT_EQ(a.page_owners().size(), pages);
     for (std::size_t p = 0; p < pages; ++p)
@@ -102,7 +99,7 @@ TEST(DataLayout, EachLayoutOwnsThePagesItSaysOnASyntheticMachine) {
   }
   {
     // 8 threads over the 4 locations: rows in 4 blocks, the owners rising page by page.
-    const ZonePlacement pattern(synthetic(), options(DataLayout::access_pattern), 8);
+    const ZonePlacement pattern(hympi::test::four_numa_machine(), options(DataLayout::access_pattern), 8);
     EXPECT_TRUE(pattern.located());
     const ZoneArray a = pattern.array(kRows, kRowLen, 0, 0);
     const std::vector<int>& owners = a.page_owners();
@@ -112,19 +109,19 @@ TEST(DataLayout, EachLayoutOwnsThePagesItSaysOnASyntheticMachine) {
     EXPECT_EQ(pattern.to_json()["team"], "locality");
     EXPECT_EQ(pattern.to_json()["team_locations"], 4);
     // 2 threads sit on the first 2 locations: the data goes only there.
-    const ZonePlacement two(synthetic(), options(DataLayout::access_pattern), 2);
+    const ZonePlacement two(hympi::test::four_numa_machine(), options(DataLayout::access_pattern), 2);
     const ZoneArray b = two.array(kRows, kRowLen, 0, 0);
     EXPECT_EQ(std::set<int>(b.page_owners().begin(), b.page_owners().end()), (std::set<int>{0, 1}));
   }
   {
-    const ZonePlacement first(synthetic(), options(DataLayout::first_touch), 8);
+    const ZonePlacement first(hympi::test::four_numa_machine(), options(DataLayout::first_touch), 8);
     const ZoneArray a = first.array(kRows, kRowLen, 0, 0);
     EXPECT_TRUE(a.page_owners().empty());  // the kernel decides: nothing intended
     EXPECT_EQ(first.to_json()["team"], "openmp");
   }
   for (DataLayout layout :
        {DataLayout::first_touch, DataLayout::one_location, DataLayout::access_pattern, DataLayout::random}) {
-    const ZonePlacement placement(synthetic(), options(layout), 8);
+    const ZonePlacement placement(hympi::test::four_numa_machine(), options(layout), 8);
     const ZoneArray a = placement.array(kRows, kRowLen, 1, 1);
     ASSERT_EQ(a.size(), kRows * kRowLen);
     EXPECT_TRUE(std::all_of(a.data(), a.data() + a.size(), [](double v) { return v == 0.0; }));
@@ -135,7 +132,7 @@ TEST(DataLayout, EachLayoutOwnsThePagesItSaysOnASyntheticMachine) {
 
 TEST(DataLayout, TheTeamRunsTheBodyOnEveryThread) {
   for (DataLayout layout : {DataLayout::first_touch, DataLayout::access_pattern}) {
-    const ZonePlacement placement(synthetic(), options(layout), 3);
+    const ZonePlacement placement(hympi::test::four_numa_machine(), options(layout), 3);
     omp_set_num_threads(3);
     std::atomic<int> ran{0};
     std::vector<int> rows(30, -1);
@@ -148,7 +145,7 @@ TEST(DataLayout, TheTeamRunsTheBodyOnEveryThread) {
     // The static schedule of both teams: thread t sweeps rows 10t .. 10t+9.
     for (int r = 0; r < 30; ++r) EXPECT_EQ(rows[static_cast<std::size_t>(r)], r / 10) << r;
   }
-  EXPECT_THROW(ZonePlacement(synthetic(), options(DataLayout::random), 0), InvalidArgument);
+  EXPECT_THROW(ZonePlacement(hympi::test::four_numa_machine(), options(DataLayout::random), 0), InvalidArgument);
 }
 
 TEST(DataLayout, PagesAreWhereTheKernelSaysOnThisMachine) {
