@@ -156,16 +156,20 @@ def study_part(node: Node, deadline: float) -> tuple[str, bool]:
     lines = [f"`hympi study --quick --apps {apps}` ({len(sweeps)} sweeps, {len(runs)} measured runs):", ""]
     healthy = outcome.returncode == 0
     for group in group_runs(runs, machine_of):
+        # Without a verdict (too few runs to confirm a lead) the layouts stand against the fastest median instead.
         chosen = verdict(group).recommended
+        comparable = [s for s in group.layouts if len(s.rates) >= MIN_SAMPLES]
+        reference = chosen or max(comparable, key=lambda s: s.rate_median or 0.0, default=None)
+        against = "recommended" if chosen is not None else "fastest median"
         unit = group.rate_unit or "rate"
         lines += [f"**{group.app}** {group.problem}", "",
-                  f"| layout | bind | ok / runs | median {unit} | / recommended [95 % CI] |", "|---|---|---|---|---|"]
+                  f"| layout | bind | ok / runs | median {unit} | / {against} [95 % CI] |", "|---|---|---|---|---|"]
         for s in group.layouts:
             versus = "-"
-            if chosen is not None and s is chosen:
-                versus = "recommended"
-            elif chosen is not None and len(s.rates) >= MIN_SAMPLES:
-                ratio, low, high = ratio_ci(s.rates, chosen.rates)
+            if reference is not None and s is reference:
+                versus = against
+            elif reference is not None and len(s.rates) >= MIN_SAMPLES:
+                ratio, low, high = ratio_ci(s.rates, reference.rates)
                 versus = f"{ratio:.3f} [{low:.3f}, {high:.3f}]"
             median = f"{s.rate_median:.4g}" if s.rate_median is not None else "-"
             lines.append(f"| {s.label} | {s.bind} | {s.ok} / {s.runs} | {median} | {versus} |")

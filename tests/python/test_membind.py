@@ -78,10 +78,10 @@ def test_run_passes_the_policy_and_shows_where_the_pages_went(tmp_path: Path):
 def test_sweep_crosses_bindings_with_policies_records_them_and_reports_them(tmp_path: Path):
     env = fake_bin_dir(tmp_path)
     db = tmp_path / "r.db"
-    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--membind", "none,interleave", "--repeat", "3", "--db", str(db),
+    proc = hympi("sweep", "rb3d", "--ranks", "1,2", "--membind", "none,interleave", "--repeat", "4", "--db", str(db),
                  "--seed", "3", env=env)
     assert proc.returncode == 0, proc.stderr
-    assert len(launches(env)) == 2 * 2 * 4  # layouts x policies x (warm-up + 3)
+    assert len(launches(env)) == 2 * 2 * 5  # layouts x policies x (warm-up + 4: a verdict's runs)
     with Store.open(db, create=False) as store:
         runs = store.runs()
         (sweep,) = store.sweeps()
@@ -92,12 +92,12 @@ def test_sweep_crosses_bindings_with_policies_records_them_and_reports_them(tmp_
     assert sweep.params["membinds"] == ["none", "interleave"]
     (group,) = group_runs(runs, {sweep.id: sweep.machine_id})
     assert sorted(labels(group).values()) == ["1x1", "1x1 membind=interleave", "2x1", "2x1 membind=interleave"]
-    assert all(s.placement_median == 1.0 and s.runs == 3 for s in group.layouts)
+    assert all(s.placement_median == 1.0 and s.runs == 4 for s in group.layouts)
     assert "2x1 membind=interleave" in recommend(group)
     # Resumed, the sweep finds every item done (items are keyed by policy too): nothing runs again.
     again = hympi("sweep", "rb3d", "--db", str(db), "--resume", str(sweep.id), env=env)
-    assert again.returncode == 0 and len(launches(env)) == 16, again.stderr
-    assert "16 already recorded" in again.stdout
+    assert again.returncode == 0 and len(launches(env)) == 20, again.stderr
+    assert "20 already recorded" in again.stdout
     out = tmp_path / "report"
     report = hympi("report", "--db", str(db), "--out", str(out), env=env)
     assert report.returncode == 0, report.stderr

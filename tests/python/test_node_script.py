@@ -62,10 +62,13 @@ def test_quick_mode_runs_every_part_and_writes_its_tables(tmp_path):
         [line for line in node.splitlines() if re.match(r"## (study|npb|blades|pencil|tune|probe) \(\d+ s\)$", line)]
     assert "cut by the time budget" not in node
 
-    study = rows((out / "study.md").read_text())
+    study_md = (out / "study.md").read_text()
+    study = rows(study_md)
     layouts = {r[0] for r in study if r[0] != "layout"}
     assert {"1x1", "2x1", "1x2"} <= layouts, study
-    assert "recommended" in [r[4] for r in study]
+    # 3 rounds (--max-repeat 3): a verdict only where the tie-break decides, else the lead too few runs confirm.
+    against = [r[4] for r in study]
+    assert "recommended" in against or ("fastest median" in against and "; no verdict (" in study_md), study_md
 
     npb = [r for r in rows((out / "npb.md").read_text()) if r[0] != "benchmark"]
     assert {(r[0], r[1]) for r in npb} == {(b, lay) for b in ("bt-mz", "sp-mz", "lu-mz") for lay in ("2x1", "1x2")}

@@ -25,7 +25,7 @@ import tunedata
 from conftest import hympi
 from fakeapps import REPO
 from hympi.cli.common import ensure_out_dir
-from hympi.report.analysis import group_runs, recommend
+from hympi.report.analysis import group_runs, recommend, verdict
 from hympi.report.writer import write_report
 from hympi.store import Run, Store
 
@@ -227,7 +227,8 @@ def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: P
     assert all(done and w > 300 and h > 200 for _, done, w, h in images), images
     text = page.evaluate("document.body.innerText")
     assert "Machine" in text and "MPI library" in text and "Open MPI" in text
-    assert "Recommendation." in text and "cannot be separated with 2 runs (CI " in text  # 2 repeats: no verdict
+    assert "Recommendation." in text  # 2 repeats: never a verdict, whichever way the runs fell
+    assert "cannot be separated with 2 runs (CI " in text or "on 2 runs: too few to say so" in text
     assert "Why." in text and " against " in text
     assert [r[0] for r in _cells(page, "table.breakdown")] == ["1x1", "2x1", "1x2"]
     assert "error of the time" in text or "too few to fit" in text
@@ -349,6 +350,29 @@ def test_study_notes_a_missing_pingpong_binary(tmp_path: Path):
         assert store.study(1).notes == ("pingpong: skipped, hympi-pingpong is not built yet",)
         assert store.runs() == [] and store.study_sweeps(1) == []
     assert "pingpong: skipped, hympi-pingpong is not built yet" in (tmp_path / "study" / "index.html").read_text()
+
+
+def test_a_lead_on_too_few_runs_is_no_verdict_and_never_a_tie_break_against_it():
+    # The node script's quick study (--max-repeat 3): rb3d 2x1 well ahead of 1x1 on 3 runs each. The tie-break (fewer
+    # cores) must not recommend 1x1 against the data, nor may 2x1 be called faster on 3 runs.
+    runs = [_run(1, 1, rep, rate) for rep, rate in enumerate((10.0, 10.4, 9.7), 1)]
+    runs += [_run(2, 1, rep, rate) for rep, rate in enumerate((18.1, 17.6, 18.5), 1)]
+    (group,) = group_runs(runs, {1: 1})
+    assert verdict(group).recommended is None
+    text = recommend(group)
+    assert text.startswith("2x1 looks 1.81x 1x1 (95 % CI "), text  # 18.1 / 10.0
+    assert text.endswith("on 3 runs: too few to say so (a verdict needs 4 per layout); no verdict (measure each "
+                         "layout 4 or more times: --repeat 4, or --max-repeat 4 with --repeat auto)."), text
+    assert "choose" not in text and "Best" not in text and "recommended" not in text, text
+    text = recommend(group_runs([*runs, _run(1, 1, 4, 10.1), _run(2, 1, 4, 17.9)], {1: 1})[0])  # a 4th round
+    assert text.startswith("Best: 2 ranks x 1 thread"), text
+    assert "2x1 is fastest (1.79x 1x1, 95 % CI " in text, text  # 18.0 / 10.05
+    # 3 runs whose intervals overlap: no lead to confirm, so the tie-break's pick stands, said to be one.
+    runs = [_run(1, 1, rep, rate) for rep, rate in enumerate((10.0, 12.0, 9.0), 1)]
+    runs += [_run(2, 1, rep, rate) for rep, rate in enumerate((11.0, 9.5, 12.5), 1)]
+    text = recommend(group_runs(runs, {1: 1})[0])
+    assert "recommended: 1 rank x 1 thread" in text and "cannot be separated with 3 runs" in text, text
+    assert "choose 1x1 for its fewer cores" in text, text
 
 
 def test_a_tie_break_in_a_side_pair_never_contradicts_the_recommended_layout():

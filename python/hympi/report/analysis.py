@@ -8,12 +8,13 @@ hympi.stats.compare (ratio of medians with a bootstrap confidence interval).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from hympi.params import DEFAULT_CONFIDENCE
+from hympi.params import DEFAULT_CONFIDENCE, MAX_REPEAT, REPEAT
 from hympi.result import run_placement_share
 from hympi.stats.compare import (
     MIN_SAMPLES,
+    MIN_SEPARATE,
     Comparison,
     Refusal,
     Sample,
@@ -202,7 +203,9 @@ class Verdict:
 
     `recommended` is None when no layout has the MIN_SAMPLES ok runs a comparison needs. `contenders` are the
     layouts not separated from the fastest median (one: the best is separated from the runner-up). `withheld` says
-    why there is no verdict when other work disturbed so many runs of a layout that it cannot be judged ("" else).
+    why there is no verdict, and what would give one, when other work disturbed so many runs of a layout that it
+    cannot be judged or when the fastest median looks faster than another contender on too few runs to say so
+    ("" else).
     """
 
     recommended: LayoutStats | None
@@ -240,14 +243,19 @@ def _counterpart(ref: LayoutStats, layouts: list[LayoutStats]) -> tuple[LayoutSt
 def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
     """Which layout to use and the comparisons behind it; never ranks two layouts whose CI contains 1."""
     names = labels(group)
-    withheld = disturbed_reason(group)
-    if withheld:
-        return Verdict(None, (), (), confidence, withheld)
+    disturbed = disturbed_reason(group)
+    if disturbed:
+        return Verdict(None, (), (), confidence,
+                       f"{disturbed}; no verdict (measure again on a quiet machine, or with --repeat auto)")
     usable = [s for s in group.layouts if len(s.rates) >= MIN_SAMPLES]
     if not usable:
         return Verdict(None, (), (), confidence)
     samples = {names[s]: s for s in usable}
     top = [samples[c.label] for c in contenders([_sample(s, names[s]) for s in usable], confidence)]
+    leads = _unconfirmed_leads(group, top, confidence)
+    if leads:  # each lead is stated, so that the report's reasons say what stands behind it
+        return Verdict(None, tuple(top), tuple(Statement(("runner-up",), c) for c in leads), confidence,
+                       _unconfirmed_reason(leads))
     chosen = top[0]
     for other in top[1:]:  # among layouts the data cannot order, the tie-break (memory, threads, cores) decides
         winner = tie_break(_sample(chosen, names[chosen]), _sample(other, names[other]))[0]
@@ -287,6 +295,26 @@ def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
         if s.ok > 0 and len(s.rates) < MIN_SAMPLES:
             state("too few runs", s)
     return Verdict(chosen, tuple(top), tuple(statements), confidence)
+
+
+def _unconfirmed_leads(group: AppGroup, top: list[LayoutStats], confidence: float) -> list[Comparison]:
+    """The fastest median against each other contender it leads by an interval that excludes 1 on fewer than
+    MIN_SEPARATE runs a side, faster median first: the tie-break is for layouts the data cannot order, and would
+    pick the layout these runs say is slower."""
+    leads = [result for other in top[1:]
+             if isinstance(result := pair(group, top[0], other, confidence), Comparison)
+             and result.fewest < MIN_SEPARATE and (result.low > 1.0 or result.high < 1.0)]
+    # An unseparated comparison names the tie-break's choice first: turn each round, faster median first.
+    return [c if c.ratio >= 1.0 else replace(c, better=c.worse, worse=c.better, ratio=1.0 / c.ratio,
+                                             low=1.0 / c.high, high=1.0 / c.low) for c in leads]
+
+
+def _unconfirmed_reason(leads: list[Comparison]) -> str:
+    """'2x1 looks 1.81x 1x1 (95 % CI 1.52-2.06) on 3 runs: too few to say so (...); no verdict (...)'."""
+    said = "; ".join(f"{c.better} looks {c.ratio:.2f}x {c.worse} ({c.ci_text()}) on {c.fewest} runs" for c in leads)
+    return (f"{said}: too few to say so (a verdict needs {MIN_SEPARATE} per layout); no verdict (measure each "
+            f"layout {MIN_SEPARATE} or more times: {REPEAT.flag} {MIN_SEPARATE}, or {MAX_REPEAT.flag} "
+            f"{MIN_SEPARATE} with {REPEAT.flag} auto)")
 
 
 def disturbed_reason(group: AppGroup) -> str:
@@ -343,7 +371,7 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
         failures = f" Not ok: {'; '.join(parts)}."
     result = verdict(group, confidence)
     if result.withheld:  # before the counts below, which leave the disturbed runs out
-        return f"{result.withheld}; no verdict (measure again on a quiet machine, or with --repeat auto).{failures}"
+        return f"{result.withheld}.{failures}"
     with_rates = [s for s in group.layouts if s.rate_median is not None]
     if not with_rates:
         return f"No layout of {group.app} produced a verified result, so there is nothing to recommend.{failures}"
