@@ -74,14 +74,15 @@ test-asan: build-asan
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j2 --timeout 600 -E '$(RELEASE_ONLY_APP_RUNS)'
 RELEASE_ONLY_APP_RUNS := ^app\.(.*[.]W[.].*|.*([.]3|[.]4|4x1|2x2))$$
 
-# Three workers on two cores: much of a CLI test is interpreter start-up and launcher waits, not MPI work
-# (two workers kept the cores 72 % busy; three: 251 s instead of 309 s on the 2-core VM, idle).
+# Four workers on two cores: much of a CLI test is interpreter start-up and launcher waits, not MPI work
+# (two workers kept the cores 72 % busy; three: 251 s instead of 309 s on the 2-core VM, idle; on a slower one
+# three took 307 s with the cores 84 % busy, four 289 s at 93 %, 2026-11-28).
 # Passive OpenMP waits for the same reason as the CTest environment (CMakeLists.txt): oversubscribed runs.
 # HYMPI_TEST_MPICH_BUILD: the MPICH tree, for the tests that run its apps and profiler (skipped without it).
 # Tests marked quiet_machine measure other work on the machine (hympi.busy): the parallel pass would be that work,
 # so they run alone after it (a few seconds).
 test-python: build venv
-	HYMPI_TEST_MPICH_BUILD=$(CURDIR)/$(ASAN_BUILD) OMP_WAIT_POLICY=passive $(VENV)/bin/python -m pytest -q -n 3 \
+	HYMPI_TEST_MPICH_BUILD=$(CURDIR)/$(ASAN_BUILD) OMP_WAIT_POLICY=passive $(VENV)/bin/python -m pytest -q -n 4 \
 		-m "not quiet_machine" tests/python
 	OMP_WAIT_POLICY=passive $(VENV)/bin/python -m pytest -q -m quiet_machine tests/python
 
