@@ -10,6 +10,11 @@ PYTHON ?= python3
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
+# Python writes its bytecode caches (__pycache__, ignored by git) whatever the caller's environment says: with
+# PYTHONDONTWRITEBYTECODE set (as on the 2-core VMs) and the venv installed --no-compile, every interpreter compiled
+# numpy, scikit-learn, matplotlib and hympi again (5.5-6 CPU-s to import what a sweep and its report need, 2.7 with
+# the caches), and each pytest worker rewrote every test module's asserts (collection 9.5 CPU-s, 3.0 with them).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: all deps build build-asan venv demo test test-cpp test-asan test-python bench clean
 
