@@ -8,7 +8,7 @@ hympi.stats.compare (ratio of medians with a bootstrap confidence interval).
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from hympi.params import DEFAULT_CONFIDENCE, MAX_REPEAT, REPEAT
 from hympi.result import run_placement_share
@@ -305,8 +305,7 @@ def _unconfirmed_leads(group: AppGroup, top: list[LayoutStats], confidence: floa
              if isinstance(result := pair(group, top[0], other, confidence), Comparison)
              and result.fewest < MIN_SEPARATE and (result.low > 1.0 or result.high < 1.0)]
     # An unseparated comparison names the tie-break's choice first: turn each round, faster median first.
-    return [c if c.ratio >= 1.0 else replace(c, better=c.worse, worse=c.better, ratio=1.0 / c.ratio,
-                                             low=1.0 / c.high, high=1.0 / c.low) for c in leads]
+    return [c if c.ratio >= 1.0 else c.turned() for c in leads]
 
 
 def _unconfirmed_reason(leads: list[Comparison]) -> str:

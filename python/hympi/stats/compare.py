@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -69,6 +69,11 @@ class Comparison:
     confidence: float = DEFAULT_CONFIDENCE
     reason: str = ""
     fewest: int = MIN_SEPARATE
+
+    def turned(self) -> Comparison:
+        """The same verdict with the two layouts named the other way round: ratio and interval inverted."""
+        return replace(self, better=self.worse, worse=self.better, ratio=1.0 / self.ratio, low=1.0 / self.high,
+                       high=1.0 / self.low)
 
     def ci_text(self) -> str:
         """'95 % CI 1.22-1.40'."""
@@ -165,13 +170,11 @@ def compare(a: Sample, b: Sample, confidence: float = DEFAULT_CONFIDENCE) -> Com
     ratio, low, high = ratio_ci(a.rates, b.rates, confidence)
     fewest = min(len(a.rates), len(b.rates))
     if (low > 1.0 or high < 1.0) and fewest >= MIN_SEPARATE:
-        if ratio >= 1.0:
-            return Comparison(a.label, b.label, ratio, low, high, True, confidence, "", fewest)
-        return Comparison(b.label, a.label, 1.0 / ratio, 1.0 / high, 1.0 / low, True, confidence, "", fewest)
+        separated = Comparison(a.label, b.label, ratio, low, high, True, confidence, "", fewest)
+        return separated if ratio >= 1.0 else separated.turned()
     chosen, _, reason = tie_break(a, b)
-    if chosen is a:
-        return Comparison(a.label, b.label, ratio, low, high, False, confidence, reason, fewest)
-    return Comparison(b.label, a.label, 1.0 / ratio, 1.0 / high, 1.0 / low, False, confidence, reason, fewest)
+    tied = Comparison(a.label, b.label, ratio, low, high, False, confidence, reason, fewest)
+    return tied if chosen is a else tied.turned()
 
 
 def contenders(samples: Sequence[Sample], confidence: float = DEFAULT_CONFIDENCE) -> tuple[Sample, ...]:

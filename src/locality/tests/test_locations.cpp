@@ -6,6 +6,7 @@
 
 #include "hympi/core/error.hpp"
 #include "hympi/locality/locations.hpp"
+#include "synthetic_machine.hpp"
 
 using hympi::InvalidArgument;
 using hympi::Topology;
@@ -25,7 +26,7 @@ std::vector<std::string> nodesets(const Locations& locs) {
 }  // namespace
 
 TEST(Locations, OnePerNumaNode) {
-  const auto topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  const auto& topo = hympi::test::four_numa_machine();
   const auto locs = Locations::by_level(topo, LocationLevel::numa);
   EXPECT_EQ(locs.size(), 4);
   EXPECT_EQ(cpusets(locs), (std::vector<std::string>{"0-7", "8-15", "16-23", "24-31"}));
@@ -36,7 +37,7 @@ TEST(Locations, OnePerNumaNode) {
 }
 
 TEST(Locations, OnePerPackageHoldsItsNodes) {
-  const auto topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  const auto& topo = hympi::test::four_numa_machine();
   const auto locs = Locations::by_level(topo, LocationLevel::package);
   EXPECT_EQ(cpusets(locs), (std::vector<std::string>{"0-15", "16-31"}));
   EXPECT_EQ(nodesets(locs), (std::vector<std::string>{"0-1", "2-3"}));
@@ -55,7 +56,7 @@ TEST(Locations, OnePerL3OnARecordedMachine) {
 }
 
 TEST(Locations, LevelWithoutObjectsIsTheWholeMachine) {
-  const auto topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");  // no caches described
+  const auto& topo = hympi::test::four_numa_machine();  // no caches described
   const auto locs = Locations::by_level(topo, LocationLevel::l3);
   ASSERT_EQ(locs.size(), 1);
   EXPECT_EQ(locs.at(0).cpuset.to_list(), "0-31");
@@ -63,7 +64,7 @@ TEST(Locations, LevelWithoutObjectsIsTheWholeMachine) {
 }
 
 TEST(Locations, ByCountCutsCoresInBlocks) {
-  const auto topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  const auto& topo = hympi::test::four_numa_machine();
   // As many locations as NUMA nodes: the same sets as the level.
   EXPECT_EQ(cpusets(Locations::by_count(topo, 4)), cpusets(Locations::by_level(topo, LocationLevel::numa)));
   // 16 cores over 3: 6, 5, 5 cores; the first block spans nodes 0 and 1.
@@ -89,7 +90,7 @@ TEST(Locations, BadCountsThrow) {
 }
 
 TEST(Locations, IndexesWrapModuloNlocs) {
-  const auto topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  const auto& topo = hympi::test::four_numa_machine();
   const auto locs = Locations::by_level(topo, LocationLevel::numa);
   EXPECT_EQ(locs.wrap(0), 0);
   EXPECT_EQ(locs.wrap(5), 1);
@@ -128,7 +129,7 @@ TEST(Locations, NumLocsOptionText) {
                 std::string("number of locations must be an integer >= 1 or numa, package or l3, got '") + bad + "'");
     }
   }
-  const auto topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  const auto& topo = hympi::test::four_numa_machine();
   EXPECT_EQ(Locations::from_spec(topo, parse_num_locs("3")).size(), 3);
   EXPECT_EQ(Locations::from_spec(topo, parse_num_locs("package")).size(), 2);
 }
@@ -154,7 +155,7 @@ TEST(Locations, DescribeListsEveryLocation) {
 }
 
 TEST(Locations, WithinARanksSet) {
-  const auto topo = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  const auto& topo = hympi::test::four_numa_machine();
   const auto set = [](const char* list) {
     hympi::Bitmap b;
     hwloc_bitmap_list_sscanf(b.get(), list);

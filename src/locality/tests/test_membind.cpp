@@ -11,6 +11,7 @@
 #include "hympi/core/error.hpp"
 #include "hympi/locality/distributed_array.hpp"
 #include "hympi/locality/membind.hpp"
+#include "synthetic_machine.hpp"
 
 using hympi::Bitmap;
 using hympi::InvalidArgument;
@@ -174,7 +175,7 @@ TEST(PlacePages, AnyOwnerPerPageAndBadInput) {
   EXPECT_THROW((void)owner_placement(locs, other.bytes(), owners), InvalidArgument);
   EXPECT_EQ(page_placement(machine(), other.bytes()).absent, 6u);  // refused before touching anything
   // Another machine: nothing bound, the pages still touched.
-  const auto synthetic = Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  const auto& synthetic = hympi::test::four_numa_machine();
   const auto four = Locations::by_level(synthetic, LocationLevel::numa);
   owners.assign(6, 3);
   EXPECT_EQ(place_pages(four, four.everywhere(), other.bytes(), owners), PlacedBy::unplaced);

@@ -8,6 +8,7 @@
 #include "hympi/app/settings.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/locality/locations.hpp"
+#include "synthetic_machine.hpp"
 
 using hympi::InvalidArgument;
 using hympi::Settings;
@@ -36,7 +37,7 @@ TEST(NumLocsOption, EnvironmentAndCommandLine) {
   auto settings = Settings::load("", num_locs_env("3"));
   EXPECT_EQ(settings.get("num_locs").source, "env HYMPI_NUM_LOCS");
   EXPECT_EQ(spec_of(settings).count, 3);
-  const auto topo = hympi::Topology::from_synthetic("pack:2 numa:2 core:4 pu:2");
+  const auto& topo = hympi::test::four_numa_machine();
   EXPECT_EQ(Locations::from_spec(topo, spec_of(settings)).size(), 3);
   settings.set_from_command_line("num_locs", "package");
   EXPECT_EQ(spec_of(settings).level, LocationLevel::package);
