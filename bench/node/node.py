@@ -144,7 +144,7 @@ def study_part(node: Node, deadline: float) -> tuple[str, bool]:
     # hundreds of MiB of L3): the pencil part measures the triad instead, so the node's study sweeps the solvers; the
     # quick one rb3d alone (8 CPU-s on the 2-core VM, STREAM's 44).
     apps = "rb3d" if node.quick else "rb3d,spmv3d,bt-mz"
-    outcome = call([*node.hympi(), "study", "--quick", "--apps", apps, "--max-repeat", "3" if node.quick else "4",
+    outcome = call([*node.hympi(), "study", "--quick", "--apps", apps, "--max-repeat", "4",
                     "--timeout", "60", "--db", str(db), "--out", str(node.work / "study-report")],
                    deadline, node.work / "study.log")
     if not db.exists():

@@ -34,9 +34,13 @@ Value = str | int | float | bool | tuple[Any, ...]
 Default = Value | Callable[[Mapping[str, Value]], Value | None] | None
 Parse = Callable[[str, str], Value]
 
-# --repeat auto: the measured rounds every layout gets before the first decision, and the default budget.
+# A pair of layouts is never called separated while a side has fewer runs than this (stats.compare says why).
+MIN_SEPARATE = 4
+# --repeat auto: the measured rounds every layout gets before the first decision, and the default budget. As many as
+# a separation needs, so that the first decision can decide (with 3, every layout always ran a 4th round, and
+# --max-repeat 3 could never separate anything).
 AUTO = "auto"
-AUTO_MIN_REPEAT = 3
+AUTO_MIN_REPEAT = MIN_SEPARATE
 DEFAULT_MAX_REPEAT = 10
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_TIMEOUT_S = 600.0

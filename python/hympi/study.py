@@ -16,13 +16,12 @@ from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch import slurm
 from hympi.launch.mpirun import DEFAULT_MEMBIND, MEMORY_POLICIES
-from hympi.params import DEFAULT_DISTURBED_ABOVE, from_record
+from hympi.params import DEFAULT_DISTURBED_ABOVE, MIN_SEPARATE, from_record
 from hympi.paths import binary
 from hympi.program import ProgramRun
 from hympi.report.datalayout import MIN_NUMA, NOTE_PREFIX, OPTION, layouts, needs_numa
 from hympi.report.explain import CACHE_LEVELS, STREAM_APP
 from hympi.report.writer import write_report
-from hympi.stats.compare import MIN_SEPARATE
 from hympi.store import MachineRecord, Store, Sweep
 from hympi.study_options import (
     DATA_LAYOUT,

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hympi.stats.compare import MIN_SEPARATE, Comparison, Refusal, Sample, compare, contenders, ratio_ci, tie_break
+from hympi.params import MIN_SEPARATE
+from hympi.stats.compare import Comparison, Refusal, Sample, compare, contenders, ratio_ci, tie_break
 
 
 def _noisy(rate: float, n: int, seed: int, noise: float = 0.1) -> tuple[float, ...]:

@@ -353,7 +353,7 @@ def test_study_notes_a_missing_pingpong_binary(tmp_path: Path):
 
 
 def test_a_lead_on_too_few_runs_is_no_verdict_and_never_a_tie_break_against_it():
-    # The node script's quick study (--max-repeat 3): rb3d 2x1 well ahead of 1x1 on 3 runs each. The tie-break (fewer
+    # A sweep of 3 rounds (--repeat 3): rb3d 2x1 well ahead of 1x1 on 3 runs each. The tie-break (fewer
     # cores) must not recommend 1x1 against the data, nor may 2x1 be called faster on 3 runs.
     runs = [_run(1, 1, rep, rate) for rep, rate in enumerate((10.0, 10.4, 9.7), 1)]
     runs += [_run(2, 1, rep, rate) for rep, rate in enumerate((18.1, 17.6, 18.5), 1)]
@@ -362,7 +362,7 @@ def test_a_lead_on_too_few_runs_is_no_verdict_and_never_a_tie_break_against_it()
     text = recommend(group)
     assert text.startswith("2x1 looks 1.81x 1x1 (95 % CI "), text  # 18.1 / 10.0
     assert text.endswith("on 3 runs: too few to say so (a verdict needs 4 per layout); no verdict (measure each "
-                         "layout 4 or more times: --repeat 4, or --max-repeat 4 with --repeat auto)."), text
+                         "layout 4 or more times: --repeat 4 or --repeat auto)."), text
     assert "choose" not in text and "Best" not in text and "recommended" not in text, text
     text = recommend(group_runs([*runs, _run(1, 1, 4, 10.1), _run(2, 1, 4, 17.9)], {1: 1})[0])  # a 4th round
     assert text.startswith("Best: 2 ranks x 1 thread"), text

@@ -301,7 +301,7 @@ def test_a_live_sweep_is_not_resumed_twice(tmp_path: Path) -> None:
         (["sweep", "rb3d", "--dist", "spread"], "spread"),
         (["sweep", "rb3d", "--repeat", "0"], "0"),
         (["sweep", "rb3d", "--repeat", "some"], "'some'"),
-        (["sweep", "rb3d", "--repeat", "auto", "--max-repeat", "2"], "2"),
+        (["sweep", "rb3d", "--repeat", "auto", "--max-repeat", "3"], "got 3"),
         (["sweep", "rb3d", "--max-repeat", "5"], "--max-repeat 5"),
         (["sweep", "rb3d", "--repeat", "auto", "--confidence", "1.5"], "1.5"),
         (["sweep", "rb3d", "--timeout", "-5"], "-5"),

@@ -196,7 +196,7 @@ def test_tune_run_takes_repeat_auto_as_the_sweep_does(tmp_path: Path, fake_launc
         assert _cli(monkeypatch, env, *command, "--db", str(tmp_path / "t.db"), "--repeat", "auto", "--max-repeat",
                     "2") == 2
         lines.append(capsys.readouterr().err.strip())
-    assert lines[0] == lines[1] == ("hympi: error: --max-repeat must be >= 3 (the rounds --repeat auto always runs), "
+    assert lines[0] == lines[1] == ("hympi: error: --max-repeat must be >= 4 (the rounds --repeat auto always runs), "
                                     "got 2")
     assert not marker.exists() and not (tmp_path / "t.db").exists()
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from hympi.params import DEFAULT_CONFIDENCE, MAX_REPEAT, REPEAT
+from hympi.params import AUTO, DEFAULT_CONFIDENCE, MIN_SEPARATE, REPEAT
 from hympi.result import run_placement_share
 from hympi.stats.compare import (
     MIN_SAMPLES,
-    MIN_SEPARATE,
     Comparison,
     Refusal,
     Sample,
@@ -312,8 +311,7 @@ def _unconfirmed_reason(leads: list[Comparison]) -> str:
     """'2x1 looks 1.81x 1x1 (95 % CI 1.52-2.06) on 3 runs: too few to say so (...); no verdict (...)'."""
     said = "; ".join(f"{c.better} looks {c.ratio:.2f}x {c.worse} ({c.ci_text()}) on {c.fewest} runs" for c in leads)
     return (f"{said}: too few to say so (a verdict needs {MIN_SEPARATE} per layout); no verdict (measure each "
-            f"layout {MIN_SEPARATE} or more times: {REPEAT.flag} {MIN_SEPARATE}, or {MAX_REPEAT.flag} "
-            f"{MIN_SEPARATE} with {REPEAT.flag} auto)")
+            f"layout {MIN_SEPARATE} or more times: {REPEAT.flag} {MIN_SEPARATE} or {REPEAT.flag} {AUTO})")
 
 
 def disturbed_reason(group: AppGroup) -> str:

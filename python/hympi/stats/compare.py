@@ -24,12 +24,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from hympi.params import DEFAULT_CONFIDENCE
+from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
 
 RESAMPLES = 2000
 BOOTSTRAP_SEED = 20231113
 MIN_SAMPLES = 2
-MIN_SEPARATE = 4
 # Memory per node differing by less than this fraction is not a reason to prefer a layout.
 MEMORY_MARGIN = 0.05
 

@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass
 
 from hympi.launch.cvars import ignored
-from hympi.params import DEFAULT_CONFIDENCE
-from hympi.stats.compare import MIN_SAMPLES, MIN_SEPARATE, Comparison, Sample, compare
+from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
+from hympi.stats.compare import MIN_SAMPLES, Comparison, Sample, compare
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
 from hympi.sweep import SweepParams

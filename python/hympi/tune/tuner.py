@@ -24,12 +24,13 @@ from hympi.params import (
     DEFAULT_DISTURBED_ABOVE,
     DEFAULT_MAX_REPEAT,
     DEFAULT_TIMEOUT_S,
+    MIN_SEPARATE,
     as_record,
     check_fields,
     declared_default,
     from_record,
 )
-from hympi.stats.compare import MIN_SEPARATE, Sample
+from hympi.stats.compare import Sample
 from hympi.store import MachineRecord, Store, TuneRecord
 from hympi.store.db import owner_alive
 from hympi.sweep import SweepParams, plan, run_sweep
