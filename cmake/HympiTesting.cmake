@@ -29,12 +29,16 @@ if(HYMPI_TEST_SUITES)
   target_compile_options(hympi_gtest_mpi_main PRIVATE ${HYMPI_TEST_OPTIMIZATION} ${HYMPI_LIGHT_SANITIZE})
 endif()
 
-# A suite's sources: SOURCES when given, else tests/<name>.cpp (the layer's tests/ folder), so a layer lists its
-# suites by name alone.
+# A test binary's sources: tests/<suite>.cpp for each of SUITES (the layer's tests/ folder), else tests/<name>.cpp.
+# A layer's suites that share libraries (and rank counts) go into one binary: in the sanitizer tree (a unity build)
+# they then compile as one source, so GoogleTest's and nlohmann::json's code is generated once per binary, not once
+# per suite, and each binary is one link, and one launch per rank count.
 macro(hympi_test_sources name)
-  if(NOT ARG_SOURCES)
-    set(ARG_SOURCES tests/${name}.cpp)
+  if(NOT ARG_SUITES)
+    set(ARG_SUITES ${name})
   endif()
+  list(TRANSFORM ARG_SUITES PREPEND tests/ OUTPUT_VARIABLE ARG_SOURCES)
+  list(TRANSFORM ARG_SOURCES APPEND .cpp)
 endmacro()
 
 # The suites' precompiled header (CMakeLists.txt: HYMPI_PRECOMPILED_HEADERS, and GoogleTest's), built by the first
@@ -49,12 +53,12 @@ function(hympi_precompile_suite name)
   endif()
 endfunction()
 
-# hympi_add_unit_test(<name> LIBS <targets>... [SOURCES <sources>...]): GoogleTest binary run as one serial process.
+# hympi_add_unit_test(<name> LIBS <targets>... [SUITES <suite>...]): GoogleTest binary run as one serial process.
 function(hympi_add_unit_test name)
   if(NOT HYMPI_TEST_SUITES OR NOT HYMPI_UNIT_SUITES)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "" "LIBS;SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "LIBS;SUITES" ${ARGN})
   hympi_test_sources(${name})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main hympi_warnings)
@@ -66,15 +70,15 @@ function(hympi_add_unit_test name)
   set_tests_properties(unit.${name} PROPERTIES TIMEOUT 300 ENVIRONMENT "OMP_NUM_THREADS=2;${HYMPI_TEST_ENVIRONMENT}")
 endfunction()
 
-# hympi_add_mpi_test(<name> LIBS <targets>... RANKS <n>... [SOURCES <sources>...]): one CTest entry
-# per rank count (of those in HYMPI_MPI_TEST_RANKS, when set).
+# hympi_add_mpi_test(<name> LIBS <targets>... RANKS <n>... [SUITES <suite>...]): one CTest entry per rank
+# count (of those in HYMPI_MPI_TEST_RANKS, when set).
 set(HYMPI_MPI_TEST_RANKS "" CACHE STRING
   "rank counts the MPI suites run at, e.g. 1;3;4 (empty: each suite's own list; a suite the filter would leave without a multi-rank run keeps its list)")
 function(hympi_add_mpi_test name)
   if(NOT HYMPI_TEST_SUITES)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "" "LIBS;RANKS;SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "LIBS;RANKS;SUITES" ${ARGN})
   hympi_test_sources(${name})
   add_executable(${name} ${ARG_SOURCES} $<TARGET_OBJECTS:hympi_gtest_mpi_main>)
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest hympi_warnings)
@@ -104,21 +108,6 @@ function(hympi_add_mpi_test name)
              COMMAND ${MPIEXEC_EXECUTABLE} ${HYMPI_MPIEXEC_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${np} $<TARGET_FILE:${name}>)
     set_tests_properties(mpi.${name}.np${np} PROPERTIES TIMEOUT 300 PROCESSORS ${np}
                          ENVIRONMENT "OMP_NUM_THREADS=1;${HYMPI_TEST_ENVIRONMENT}")
-  endforeach()
-endfunction()
-
-# hympi_add_unit_tests(<name>... LIBS <targets>...) and hympi_add_mpi_tests(<name>... LIBS <targets>... RANKS <n>...):
-# one suite per name, each from tests/<name>.cpp, for a layer's suites that share their libraries (and rank counts).
-function(hympi_add_unit_tests)
-  cmake_parse_arguments(ARG "" "" "LIBS" ${ARGN})
-  foreach(name IN LISTS ARG_UNPARSED_ARGUMENTS)
-    hympi_add_unit_test(${name} LIBS ${ARG_LIBS})
-  endforeach()
-endfunction()
-function(hympi_add_mpi_tests)
-  cmake_parse_arguments(ARG "" "" "LIBS;RANKS" ${ARGN})
-  foreach(name IN LISTS ARG_UNPARSED_ARGUMENTS)
-    hympi_add_mpi_test(${name} LIBS ${ARG_LIBS} RANKS ${ARG_RANKS})
   endforeach()
 endfunction()
 
