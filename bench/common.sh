@@ -42,6 +42,14 @@ need_tools() {
   done
 }
 
+# Sets python to the interpreter for a script's Python part ($PYTHON, else the repository's venv, else python3) and
+# puts this tree's hympi package on PYTHONPATH.
+set_python() {
+  python=${PYTHON:-$repo/.venv/bin/python}
+  [[ -x $python ]] || python=python3
+  export PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH}
+}
+
 # Sets mpirun_flags to what Open MPI's mpirun needs to run as root and more ranks than cores (none for others).
 set_mpirun_flags() {
   mpirun_flags=()

@@ -14,7 +14,8 @@
 # Both count flops the same way: 2 per stored nonzero per product (HPCG's "Raw SpMV" =
 # 2 nnz x products / SpMV time, ReportResults.cpp). The summary prints each run's GFLOP/s, hympi's
 # fraction of the STREAM-triad bound it measures before its products (its record's bound_fraction),
-# the median of each implementation and the ratio of the medians (hympi / HPCG).
+# the median of each implementation and the ratio of the medians (hympi / HPCG) with its bootstrap
+# interval, or "indistinguishable" where that contains 1 (bench/hpcg/summary.py).
 #
 # Environment: BUILD (hympi build dir, default <repo>/build; one without build.ninja holds
 # binaries built elsewhere and is used as it is), WORK (default /tmp/hympi-hpcg), HPCG_GIT (git
@@ -44,6 +45,7 @@ need_tools git mpicxx mpirun
 
 mkdir -p "$WORK"
 set_mpirun_flags
+set_python
 
 # --- HPCG -------------------------------------------------------------------------------------
 xhpcg=$WORK/xhpcg
@@ -102,21 +104,5 @@ load_after=$(uptime)
   echo "${ranks} ranks x 1 thread, ${n}^3 per rank, process grid 1x1x${ranks}, HPCG $HPCG_REF"
   echo "load before: $load_before"
   echo "load after:  $load_after"
-  for impl in hpcg hympi; do
-    printf "%-6s GFLOP/s per run: %s\n" "$impl" "$(awk -F'\t' -v i="$impl" '$1 == i {printf "%s ", $3}' "$results")"
-  done
-  printf "hympi fraction of its triad bound per run: %s\n" "$(awk -F'\t' '$1 == "hympi" {printf "%s ", $4}' "$results")"
-  # Median per implementation (the middle run, or the mean of the two middle ones), then the ratio.
-  awk -F'\t' 'NR > 1 { v[$1, ++c[$1]] = $3 + 0 }
-    function median(impl,   n, i, j, t, a) {
-      n = c[impl]; for (i = 1; i <= n; ++i) a[i] = v[impl, i]
-      for (i = 2; i <= n; ++i) for (j = i; j > 1 && a[j - 1] > a[j]; --j) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
-    END {
-      if (!c["hpcg"] || !c["hympi"]) { print "ratio: missing runs (see the run directories)"; exit 1 }
-      h = median("hpcg"); y = median("hympi")
-      printf "median GFLOP/s: HPCG reference SpMV %.3f, hympi CSR SpMV %.3f\n", h, y
-      printf "ratio hympi / HPCG: %.3f\n", y / h
-    }' "$results"
+  "$python" "$repo/bench/hpcg/summary.py" "$results"
 } | tee "$WORK/summary.txt"

@@ -13,11 +13,10 @@
 # packed by bench/node/pack.sh: each one the apps or the reference need and the node lacks is linked in).
 # --quick: small problems and short budgets, so the test suite runs it end to end on 2 cores (tests/python).
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-export PYTHONPATH=$repo/python${PYTHONPATH:+:$PYTHONPATH}
+# shellcheck source=../common.sh
+source "$(dirname "$0")/../common.sh"
+set_python
 export HYMPI_BIN_DIR=${HYMPI_BIN_DIR:-$repo/build/bin}
-python=${PYTHON:-$repo/.venv/bin/python}
-[[ -x $python ]] || python=python3
 if [[ -n ${NODE_LIBS:-} ]]; then
   NODE_LIBS=$(cd "$NODE_LIBS" && pwd)  # the links made below must not be relative to their own folder
   linked=$(mktemp -d)

@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Per script: its command, the option naming its output (None: it writes under $WORK) and how its lines begin.
 SCRIPTS = {
     "halo": ((sys.executable, str(REPO / "bench/halo/run.py")), "--output", "bench: "),
+    "hpcg": (("bash", str(REPO / "bench/hpcg/run.sh")), None, "run.sh: "),
     "node": (("bash", str(REPO / "bench/node/run.sh")), "--out", "node: "),
     "npb-mz": (("bash", str(REPO / "bench/npb-mz/run.sh")), None, "run.sh: "),
     "osu": (("bash", str(REPO / "bench/osu/run.sh")), None, "run.sh: "),
@@ -33,6 +34,8 @@ SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT")
         ("halo", ["--layouts", "1x2,3y"], {}, "'3y' is not RANKSxTHREADS"),
         ("halo", ["--layouts", "0x2"], {}, "'0x2' is not RANKSxTHREADS"),
         ("halo", ["--parts", "spmv3d,foo"], {}, "unknown value 'foo'"),
+        ("hpcg", ["--n", "12"], {}, "--n must be a multiple of 8 and >= 16 (HPCG's multigrid), got '12'"),
+        ("hpcg", ["--ranks", "0"], {}, "--ranks must be a positive integer, got '0'"),
         ("node", ["--parts", "study,foo"], {}, "--parts: unknown part 'foo'"),
         ("node", ["--parts", ","], {}, "--parts: no part given"),
         ("node", ["--budget", "-5"], {}, "--budget: must be a number of seconds > 0, got -5.0"),

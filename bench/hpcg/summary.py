@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""The summary of bench/hpcg/run.sh from its results.tsv: each side's GFLOP/s per run, hympi's fraction of its
+triad bound per run, the medians and hympi / HPCG as a ratio of medians with its bootstrap interval
+(hympi.stats.compare, the engine behind hympi's own verdicts): "hympi is 1.12x HPCG (95 % CI ...)" only when the
+interval excludes 1 on enough runs, else the two are indistinguishable here. HPCG's runs spread little and
+hympi's a lot on a shared VM, so a ratio of medians alone reads as a verdict it is not.
+
+Usage: python3 bench/hpcg/summary.py RESULTS_TSV   (lines: impl, run, gflops[, bound_fraction] after a header)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from hympi.stats.compare import Comparison, Sample, compare
+
+SIDES = ("hpcg", "hympi")
+LABELS = {"hpcg": "HPCG", "hympi": "hympi"}
+
+
+def read_results(path: Path) -> tuple[dict[str, list[float]], list[str]]:
+    """GFLOP/s per side, in run order, and hympi's bound fractions as written."""
+    rates: dict[str, list[float]] = {side: [] for side in SIDES}
+    fractions: list[str] = []
+    for line in path.read_text().splitlines()[1:]:
+        cells = line.split("\t")
+        if len(cells) < 3 or cells[0] not in rates:
+            raise ValueError(f"{path}: not a results line: {line!r}")
+        rates[cells[0]].append(float(cells[2]))
+        if cells[0] == "hympi" and len(cells) > 3:
+            fractions.append(cells[3])
+    return rates, fractions
+
+
+def summary(rates: dict[str, list[float]], fractions: list[str]) -> list[str]:
+    """The summary's lines (after run.sh's own header lines)."""
+    lines = [f"{side:<6} GFLOP/s per run: {' '.join(f'{r:g}' for r in rates[side])}" for side in SIDES]
+    lines.append(f"hympi fraction of its triad bound per run: {' '.join(fractions)}")
+    if not rates["hpcg"] or not rates["hympi"]:
+        return [*lines, "ratio: missing runs (see the run directories)"]
+    samples = {side: Sample(LABELS[side], tuple(rates[side]), 1, 1) for side in SIDES}
+    lines.append(f"median GFLOP/s: HPCG reference SpMV {samples['hpcg'].median:.3f}, hympi CSR SpMV "
+                 f"{samples['hympi'].median:.3f}")
+    ratio = samples["hympi"].median / samples["hpcg"].median
+    verdict = compare(samples["hympi"], samples["hpcg"])
+    if isinstance(verdict, Comparison):
+        # Named hympi first whichever way it went, so the interval is that of hympi / HPCG, as the ratio.
+        said = (verdict if verdict.better == LABELS["hympi"] else verdict.turned()).sentence(choose=False)
+    else:
+        said = verdict.sentence()
+    lines.append(f"ratio hympi / HPCG: {ratio:.3f}; {said}")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("summary.py: usage: summary.py RESULTS_TSV", file=sys.stderr)
+        return 2
+    try:
+        rates, fractions = read_results(Path(argv[1]))
+    except (OSError, ValueError) as err:
+        print(f"summary.py: {err}", file=sys.stderr)
+        return 2
+    lines = summary(rates, fractions)
+    print("\n".join(lines))
+    return 1 if lines[-1].startswith("ratio: missing") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

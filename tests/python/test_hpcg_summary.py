@@ -1,0 +1,67 @@
+"""bench/hpcg/summary.py, the verdict of bench/hpcg/run.sh: hympi / HPCG as a ratio of medians with its interval,
+a lead stated only where the interval excludes 1, and refusals of a results file it cannot read."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "bench/hpcg/summary.py"
+HEADER = "impl\trun\tgflops\tbound_fraction\n"
+
+
+def summarise(tmp_path: Path, hpcg: list[float], hympi: list[float]) -> subprocess.CompletedProcess[str]:
+    lines = [f"hpcg\t{i}\t{g}\n" for i, g in enumerate(hpcg, 1)] + \
+        [f"hympi\t{i}\t{g}\t0.5\n" for i, g in enumerate(hympi, 1)]
+    results = tmp_path / "results.tsv"
+    results.write_text(HEADER + "".join(lines))
+    return run(results)
+
+
+def run(results: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), str(results)], capture_output=True, text=True, timeout=60,
+                          check=False, env={**os.environ, "PYTHONPATH": str(REPO / "python")})
+
+
+def ratio_line(proc: subprocess.CompletedProcess[str]) -> str:
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("ratio")]
+    return line
+
+
+def test_a_lower_median_inside_the_noise_is_no_verdict(tmp_path):
+    # The quiet run of 2026-11-29: HPCG steady, hympi spread over 1.75-3.06; the medians' ratio 0.79 alone would
+    # read as "HPCG is faster".
+    proc = summarise(tmp_path, [2.7922, 2.74366, 2.84143, 2.2199, 2.79297], [1.813, 1.745, 3.060, 2.992, 2.217])
+    assert proc.returncode == 0, proc.stderr
+    assert "median GFLOP/s: HPCG reference SpMV 2.792, hympi CSR SpMV 2.217" in proc.stdout
+    assert re.fullmatch(r"ratio hympi / HPCG: 0\.794; hympi and HPCG are indistinguishable here \(CI 0\.\d\d-1\.\d\d\)",
+                        ratio_line(proc)), proc.stdout
+
+
+def test_separated_ratios_are_hympi_over_hpcg_either_way(tmp_path):
+    ahead = ratio_line(summarise(tmp_path, [2.0, 2.1, 2.05, 2.02], [2.6, 2.5, 2.55, 2.58]))
+    match = re.fullmatch(r"ratio hympi / HPCG: 1\.260; hympi is 1\.26x HPCG \(95 % CI (\d\.\d\d)-(\d\.\d\d)\)", ahead)
+    assert match and 1.0 < float(match[1]) <= 1.26 <= float(match[2]), ahead
+    behind = ratio_line(summarise(tmp_path, [3.0, 3.1, 3.05, 3.02], [2.6, 2.5, 2.55, 2.58]))
+    match = re.fullmatch(r"ratio hympi / HPCG: 0\.845; hympi is 0\.85x HPCG \(95 % CI (\d\.\d\d)-(\d\.\d\d)\)", behind)
+    assert match and float(match[1]) <= 0.85 <= float(match[2]) < 1.0, behind
+
+
+def test_three_runs_a_side_are_too_few_for_a_verdict(tmp_path):
+    line = ratio_line(summarise(tmp_path, [2.0, 2.1, 2.05], [2.6, 2.5, 2.55]))
+    assert "cannot be separated with 3 runs" in line and " is 1.2" not in line, line
+
+
+def test_a_side_without_runs_and_a_broken_file(tmp_path):
+    proc = summarise(tmp_path, [2.0, 2.1], [])
+    assert proc.returncode == 1 and ratio_line(proc) == "ratio: missing runs (see the run directories)", proc.stdout
+    broken = tmp_path / "broken.tsv"
+    broken.write_text(HEADER + "hympi\t1\n")
+    proc = run(broken)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert proc.stderr.startswith("summary.py: ") and "not a results line" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
