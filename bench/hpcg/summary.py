@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from hympi.stats.compare import Comparison, Sample, compare
+from hympi.stats.compare import Comparison, Sample, compare, is_finite_positive
 
 SIDES = ("hpcg", "hympi")
 LABELS = {"hpcg": "HPCG", "hympi": "hympi"}
@@ -27,7 +27,10 @@ def read_results(path: Path) -> tuple[dict[str, list[float]], list[str]]:
         cells = line.split("\t")
         if len(cells) < 3 or cells[0] not in rates:
             raise ValueError(f"{path}: not a results line: {line!r}")
-        rates[cells[0]].append(float(cells[2]))
+        rate = float(cells[2])
+        if not is_finite_positive(rate):
+            raise ValueError(f"{path}: not a rate > 0: {cells[2]!r}")
+        rates[cells[0]].append(rate)
         if cells[0] == "hympi" and len(cells) > 3:
             fractions.append(cells[3])
     return rates, fractions
@@ -44,11 +47,9 @@ def summary(rates: dict[str, list[float]], fractions: list[str]) -> list[str]:
                  f"{samples['hympi'].median:.3f}")
     ratio = samples["hympi"].median / samples["hpcg"].median
     verdict = compare(samples["hympi"], samples["hpcg"])
-    if isinstance(verdict, Comparison):
-        # Named hympi first whichever way it went, so the interval is that of hympi / HPCG, as the ratio.
-        said = (verdict if verdict.better == LABELS["hympi"] else verdict.turned()).sentence(choose=False)
-    else:
-        said = verdict.sentence()
+    # Named hympi first whichever way it went, so the interval is that of hympi / HPCG, as the ratio.
+    said = verdict.seen_from(LABELS["hympi"]).sentence(choose=False) if isinstance(verdict, Comparison) \
+        else verdict.sentence()
     lines.append(f"ratio hympi / HPCG: {ratio:.3f}; {said}")
     return lines
 

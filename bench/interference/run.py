@@ -78,8 +78,8 @@ def main() -> int:
     run_s = statistics.median(without)
     samples_per_run = run_s / SAMPLE_INTERVAL_S + 2
     direct = samples_per_run * per_sample / run_s
-    ratio, low, high = (verdict.ratio, verdict.low, verdict.high) if verdict.better == "without" else \
-        (1 / verdict.ratio, 1 / verdict.high, 1 / verdict.low)
+    seen = verdict.seen_from("without")
+    ratio, low, high = seen.ratio, seen.low, seen.high
     print(f"| {args.app} {args.layout} | median run {run_s:.3f} s | with/without sampler {ratio:.4f} "
           f"(95 % CI {low:.4f}-{high:.4f}) | one sample {1000 * per_sample:.2f} ms, {samples_per_run:.1f} per run: "
           f"{100 * direct:.3f} % of the run |")

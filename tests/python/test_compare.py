@@ -113,3 +113,17 @@ def test_a_true_difference_is_separated_and_named_the_right_way():
     assert separated >= 0.95 and right == separated
     noisy, _ = _separation_rate(MIN_SEPARATE, 1.3, 0.4, 200, 33)
     assert noisy < 0.5
+
+
+def test_a_verdict_seen_from_either_side_states_that_side_over_the_other():
+    fast = Sample("2x1", (20.0, 21.0, 19.5, 20.5), 1, 2)
+    slow = Sample("1x2", (10.0, 10.5, 9.8, 10.2), 2, 2)
+    verdict = compare(slow, fast)
+    assert isinstance(verdict, Comparison) and verdict.better == "2x1" and verdict.separated
+    assert verdict.seen_from("2x1") == verdict
+    seen = verdict.seen_from("1x2")
+    assert (seen.better, seen.worse) == ("1x2", "2x1")
+    assert seen.ratio == pytest.approx(1 / verdict.ratio) and seen.low == pytest.approx(1 / verdict.high)
+    assert seen.low < seen.ratio < seen.high < 1.0
+    with pytest.raises(ValueError, match="'4x1' is neither side"):
+        verdict.seen_from("4x1")

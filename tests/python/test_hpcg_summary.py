@@ -65,3 +65,7 @@ def test_a_side_without_runs_and_a_broken_file(tmp_path):
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout
     assert proc.stderr.startswith("summary.py: ") and "not a results line" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+    broken.write_text(HEADER + "hpcg\t1\t2.0\nhympi\t1\t0\t0.5\n")  # a rate the interval cannot take
+    proc = run(broken)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout
+    assert proc.stderr.strip().endswith("not a rate > 0: '0'") and len(proc.stderr.strip().splitlines()) == 1

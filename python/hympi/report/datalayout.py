@@ -169,11 +169,8 @@ def _against_baseline(cell: LayoutCell, baseline: LayoutCell | None, confidence:
     verdict = compare(mine, theirs, confidence)
     if isinstance(verdict, Refusal):
         return replace(cell, verdict=verdict)
-    if verdict.better == cell.layout:
-        ratio, low, high = verdict.ratio, verdict.low, verdict.high
-    else:
-        ratio, low, high = 1.0 / verdict.ratio, 1.0 / verdict.high, 1.0 / verdict.low
-    return replace(cell, verdict=verdict, ratio=ratio, low=low, high=high)
+    seen = verdict.seen_from(cell.layout)
+    return replace(cell, verdict=verdict, ratio=seen.ratio, low=seen.low, high=seen.high)
 
 
 def data_layout_views(runs: list[Run], machine_of_sweep: dict[int, int], numa_of_machine: dict[int, int | None],

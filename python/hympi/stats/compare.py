@@ -74,6 +74,13 @@ class Comparison:
         return replace(self, better=self.worse, worse=self.better, ratio=1.0 / self.ratio, low=1.0 / self.high,
                        high=1.0 / self.low)
 
+    def seen_from(self, label: str) -> Comparison:
+        """The same verdict with `label` named first: ratio and interval are then `label` / the other, whichever was
+        faster (for a table that states every layout against one baseline)."""
+        if label not in (self.better, self.worse):
+            raise ValueError(f"{label!r} is neither side of {self.better} vs {self.worse}")
+        return self if self.better == label else self.turned()
+
     def ci_text(self) -> str:
         """'95 % CI 1.22-1.40'."""
         return f"{round(self.confidence * 100):g} % CI {self.low:.2f}-{self.high:.2f}"

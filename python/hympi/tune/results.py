@@ -118,7 +118,8 @@ def speedup(measured: Measured, default: Measured | None, confidence: float = DE
     verdict = compare(a, b, confidence)
     if not isinstance(verdict, Comparison):
         return Speedup(ratio, text=f"{ratio:.2f}x (no interval: {MIN_SAMPLES}+ ok runs each needed)")
-    low, high = (verdict.low, verdict.high) if verdict.better == "config" else (1.0 / verdict.high, 1.0 / verdict.low)
+    seen = verdict.seen_from("config")
+    low, high = seen.low, seen.high
     if verdict.separated:
         return Speedup(ratio, low, high, True, f"{ratio:.2f}x ({verdict.ci_text()})")
     level = f"{round(confidence * 100):g} % CI"
