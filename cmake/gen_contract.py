@@ -64,6 +64,7 @@ def header(contract: dict[str, Any]) -> str:
     options = contract["option"]
     fields: dict[str, Any] = contract["result"]["field"]
     stream = contract["stream"]
+    seconds = contract["seconds"]
     bins = [int(edge) for edge in contract["profile"]["size_bins"]]
     if not bins or bins[0] != 0 or any(b <= a for a, b in itertools.pairwise(bins)):
         raise ContractError(f"[profile] size_bins must ascend from 0, got {bins}")
@@ -120,6 +121,10 @@ def header(contract: dict[str, Any]) -> str:
             f"inline constexpr std::size_t kStreamLlcMultiple = {int(stream['llc_multiple'])};",
             f"inline constexpr std::size_t kStreamMinElements = {int(stream['min_elements'])};",
             f"inline constexpr double kStreamCacheFraction = {float(stream['cache_fraction'])!r};",
+            "",
+            "/// The largest value of a seconds option, and why (see contract.toml [seconds]).",
+            f"inline constexpr double kMaxSeconds = {float(seconds['max'])!r};",
+            f"inline constexpr std::string_view kMaxSecondsReason = {cxx(seconds['reason'])};",
             "",
             "/// The profiler's message-size bins: lower edges in bytes (see contract.toml [profile]).",
             f"inline constexpr std::array<std::uint64_t, {len(bins)}> kProfileSizeBins = "

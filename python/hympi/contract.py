@@ -98,6 +98,8 @@ class Contract:
     fields: tuple[FieldEntry, ...]
     stream: StreamSizing
     profile_size_bins: tuple[int, ...]
+    max_seconds: float  # the largest value of a seconds option ([seconds])
+    max_seconds_reason: str
 
     def app(self, name: str) -> AppEntry | None:
         """The app called `name`, or None."""
@@ -136,8 +138,10 @@ def parse_contract(data: dict[str, Any]) -> Contract:
     bins = tuple(int(edge) for edge in data["profile"]["size_bins"])
     if not bins or bins[0] != 0 or any(b <= a for a, b in itertools.pairwise(bins)):
         raise ValueError(f"[profile] size_bins must ascend from 0, got {list(bins)}")
+    seconds = data["seconds"]
     return Contract(apps, enums, what, options, fields,
-                    StreamSizing(int(s["llc_multiple"]), int(s["min_elements"]), float(s["memory_fraction"])), bins)
+                    StreamSizing(int(s["llc_multiple"]), int(s["min_elements"]), float(s["memory_fraction"])), bins,
+                    float(seconds["max"]), str(seconds["reason"]))
 
 
 @lru_cache(maxsize=1)

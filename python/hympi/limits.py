@@ -51,6 +51,14 @@ MAX_JOB_THREADS = Limit(value=1 << 23, unit="ranks x threads in one job",
 MAX_NODE_PUS = Limit(value=1 << 12, unit="PUs (or ranks x threads) on one node",
                      reason="twice the PUs of the largest shared-memory machines")
 
+# Measured runs per layout (--repeat, --max-repeat) and configurations of a tune (--max-runs): a plan lists every run
+# before the first starts, so 10^20 of them never start at all; ten thousand a side already resolve differences far
+# below what any machine holds steady.
+MAX_RUN_COUNT = Limit(value=10_000, unit="runs", reason="enough to resolve a difference of a fraction of a per cent")
+
+# A sweep's, study's or tune's id: a row id of the results database, which SQLite stores as a signed 64-bit integer.
+MAX_ROW_ID = Limit(value=2**63 - 1, unit="for an id", reason="SQLite's largest integer")
+
 # Linux's PATH_MAX (4096 bytes with the terminating NUL) and NAME_MAX (255 bytes per component): a longer path
 # fails in every system call with ENAMETOOLONG, so it is refused as given, before any file is looked at.
 MAX_PATH_BYTES = Limit(value=4095, unit="bytes in a path", reason="Linux's PATH_MAX")
@@ -73,8 +81,11 @@ def count_argument(limit: Limit) -> Callable[[str], int]:
 
 
 def check_path(option: str, path: str) -> str:
-    """`path`, or UsageError naming `option` when it or one of its components is longer than Linux allows (the
-    path itself is not repeated: it is what is too long)."""
+    """`path`, or UsageError naming `option` when it is empty (no file has that name: an empty value would otherwise
+    read as the option not given) or it or one of its components is longer than Linux allows (the path itself is not
+    repeated: it is what is too long)."""
+    if not path:
+        raise UsageError(f"{option}: an empty path names no file")
     encoded = path.encode("utf-8", "surrogateescape")
     if len(encoded) > MAX_PATH_BYTES.value:
         raise UsageError(f"{option}: a path of {len(encoded)} bytes exceeds {MAX_PATH_BYTES.value} "

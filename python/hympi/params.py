@@ -25,8 +25,8 @@ from typing import Any, Protocol, TypeVar
 from hympi.contract import contract
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
-from hympi.limits import Limit, check_path
-from hympi.settings import DEFAULT, settings
+from hympi.limits import MAX_ROW_ID, MAX_RUN_COUNT, Limit, check_path
+from hympi.settings import DEFAULT, check_seconds, settings
 
 Value = str | int | float | bool | tuple[Any, ...]
 # A default: a value, or a function of the values resolved before it (the app, --quick) giving one; None = the
@@ -53,7 +53,8 @@ SEED_LIMIT = 2**32
 # Parsers: (flag, text) -> value, or UsageError naming the flag and the text.
 
 def parse_seconds(option: str, text: str, allow_zero: bool) -> float:
-    """A finite number of seconds (> 0, or >= 0 with allow_zero); UsageError naming the value otherwise."""
+    """A finite number of seconds (> 0, or >= 0 with allow_zero) up to the contract's largest; UsageError naming the
+    value otherwise."""
     try:
         value = float(text)
     except ValueError:
@@ -61,7 +62,7 @@ def parse_seconds(option: str, text: str, allow_zero: bool) -> float:
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
         raise UsageError(f"{option} must be a finite number of seconds {bound}, got {text}")
-    return value
+    return check_seconds(option, value)
 
 
 def seconds_above_zero(option: str, text: str) -> float:
@@ -104,11 +105,26 @@ def count_within(limit: Limit) -> Parse:
     return lambda option, text: limit.check(option, parse_integer(option, text, 1))
 
 
+def parse_run_count(option: str, text: str, what: str = "a number of runs") -> int:
+    """A number of runs (`what` says which): an integer >= 1 up to MAX_RUN_COUNT."""
+    return MAX_RUN_COUNT.check(option, parse_integer(option, text, 1, what))
+
+
+def count_of_runs(what: str = "a number of runs") -> Parse:
+    """The parser of a number of runs (--max-repeat, a tune's --max-runs)."""
+    return lambda option, text: parse_run_count(option, text, what)
+
+
 def parse_repeat(option: str, text: str) -> int | str:
     """--repeat N or auto: a number of measured runs, or AUTO."""
     if text.strip() == AUTO:
         return AUTO
-    return parse_integer(option, text, 1, "a number of runs or 'auto'")
+    return parse_run_count(option, text, "a number of runs or 'auto'")
+
+
+def parse_row_id(option: str, text: str, what: str) -> int:
+    """An id of the results database (`what`: 'a sweep id'): an integer >= 1 that SQLite can hold."""
+    return MAX_ROW_ID.check(option, parse_integer(option, text, 1, what))
 
 
 def parse_seed(option: str, text: str) -> int:
@@ -302,7 +318,7 @@ def resolve(args: object, params: Iterable[Param], known: Mapping[str, Value] | 
 # The parameters several commands share, with one meaning in each.
 REPEAT = Param("repeat", "--repeat", "measured runs per layout, or auto", parse_repeat, metavar="N|auto")
 MAX_REPEAT = Param("max_repeat", "--max-repeat", f"--repeat auto: at most N measured rounds (default "
-                   f"{DEFAULT_MAX_REPEAT})", integer_from(1, "a number of rounds"), metavar="N")
+                   f"{DEFAULT_MAX_REPEAT})", count_of_runs("a number of rounds"), metavar="N")
 CONFIDENCE = Param("confidence", "--confidence",
                    "--repeat auto and the verdicts: confidence level of the intervals (default 0.95)",
                    parse_confidence, DEFAULT_CONFIDENCE, metavar="C")

@@ -36,6 +36,16 @@ class Setting:
     name: str
 
 
+def check_seconds(name: str, seconds: float) -> float:
+    """`seconds`, or UsageError naming `name` when it exceeds the contract's largest duration ([seconds] max, which
+    the apps hold to as well)."""
+    limit = contract()
+    if seconds > limit.max_seconds:
+        raise UsageError(f"{name} {seconds:.10g} exceeds hympi's limit of {limit.max_seconds:.10g} seconds "
+                         f"({limit.max_seconds_reason})")
+    return seconds
+
+
 def _check(option: OptionEntry, value: object, name: str) -> Value:
     """`value` as the option's type (text from the environment is converted); UsageError naming `name`."""
     kind = option.type
@@ -60,7 +70,7 @@ def _check(option: OptionEntry, value: object, name: str) -> Value:
             raise UsageError(f"{name}: '{value}' is not a number of seconds") from None
         if seconds is None or not (math.isfinite(seconds) and seconds >= 0):
             raise UsageError(f"{name} must be a finite number of seconds >= 0, got {value}")
-        return seconds
+        return check_seconds(name, seconds)
     if not isinstance(value, str):
         raise UsageError(f"{name} must be a string, got {value!r}")
     enum = option.enum

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "hympi/contract.hpp"
 #include "hympi/core/error.hpp"
@@ -134,6 +135,10 @@ double Settings::seconds(std::string_view key) const {
   const double number = std::strtod(value.text.c_str(), &end);
   if (value.text.empty() || *end != '\0' || !std::isfinite(number) || number < 0.0)
     throw InvalidArgument(value.name + " must be a number of seconds >= 0, got " + value.text);
+  if (number > contract::kMaxSeconds)
+    throw InvalidArgument(value.name + " " + value.text + " exceeds hympi's limit of " +
+                          std::to_string(static_cast<long>(contract::kMaxSeconds)) + " seconds (" +
+                          std::string(contract::kMaxSecondsReason) + ")");
   return number;
 }
 

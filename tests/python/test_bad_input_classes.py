@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import skips
-from conftest import REPO, hympi
+from conftest import REPO, assert_refused, hympi
 from fakeapps import fake_bin_dir, launches
 from tunedata import CVARS_JSON, SPACE_TOML
 
@@ -236,3 +236,30 @@ def test_sbatch_without_the_slurm_launcher_is_refused(flags: tuple[str, ...], tm
                  *[f.format(d=out) for f in flags], env=env)
     one_line_exit_2(proc, "--sbatch", "--launcher slurm", "the launcher is mpirun")
     assert tree(out) == [] and not db.exists() and not launches(env)
+
+
+# --- a value of '--', a file that only another option reads, the space before the library --------------------------
+@pytest.mark.parametrize("args", [["sweep", "rb3d", "--db=--"], ["study", "--out=--"], ["study", "--programs=--"],
+                                  ["run", "rb3d", "--mpi-param=--"], ["report", "--cvars=--"]])
+def test_an_option_given_dash_dash_as_its_value_is_refused(args: list[str], fake_launcher):
+    # Python 3.11's argparse handed these commands an empty list (a TypeError or AttributeError traceback before).
+    flag = args[-1].partition("=")[0]
+    assert_refused(args, f"{flag}: '--' is not a value", fake_launcher)
+
+
+@pytest.mark.parametrize("command", [["run", "rb3d"], ["sweep", "rb3d"]])
+def test_a_cvars_listing_without_mpi_parameters_is_refused_not_ignored(command: list[str], fake_launcher):
+    assert_refused([*command, "--cvars", str(CVARS_JSON)], "applies only with --mpi-param", fake_launcher)
+
+
+def test_tune_run_refuses_a_missing_space_before_asking_the_library(fake_launcher, tmp_path: Path):
+    # The control variable listing is read by launching hympi-mpit: a missing space file must stop the tune first.
+    assert_refused(["tune", "run", "rb3d", "--space", str(tmp_path / "missing.toml"), "--db", str(tmp_path / "r.db")],
+                   "missing.toml", fake_launcher)
+
+
+@pytest.mark.parametrize("args", [["run", "rb3d", "--rankfile", ""], ["sweep", "rb3d", "--db", ""],
+                                  ["study", "--out", ""], ["profile", "--out", "", "--", "true"]])
+def test_an_empty_path_is_refused_not_read_as_the_option_absent(args: list[str], fake_launcher):
+    # `--rankfile ''` launched without a rankfile before: the empty value read as no value.
+    assert_refused(args, "an empty path names no file", fake_launcher)

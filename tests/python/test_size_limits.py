@@ -1,6 +1,7 @@
-"""Issue 30 B.3: sizes have bounds. Node counts, ranks x threads, a matrix's ranks, a synthetic topology's PUs and
-path names beyond hympi's declared limits (hympi.limits) are one line and exit 2 while the command line is read,
-never a command that runs until killed, a MemoryError or an OSError / TimeoutExpired traceback."""
+"""Issue 30 B.3: sizes have bounds. Node counts, ranks x threads, a matrix's ranks, a synthetic topology's PUs,
+path names, durations, run counts and database ids beyond hympi's declared limits (hympi.limits, contract.toml
+[seconds]) are one line and exit 2 while the command line is read, never a command that runs until killed, a
+MemoryError or an OSError / OverflowError / TimeoutExpired traceback."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import subprocess
 
 import pytest
 
+from conftest import assert_refused as refused_without_launch
 from conftest import hympi
 from fakeapps import fake_bin_dir, launches
 from hympi import topology
+from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.layout import LayoutSpec
 from hympi.limits import (
@@ -20,9 +23,13 @@ from hympi.limits import (
     MAX_NODE_PUS,
     MAX_NODES,
     MAX_PATH_BYTES,
+    MAX_ROW_ID,
+    MAX_RUN_COUNT,
     check_path,
     count_argument,
 )
+from hympi.params import count_of_runs, parse_row_id, seconds_above_zero, seconds_from_zero
+from hympi.settings import load_settings
 from hympi.topology import synthetic_pus
 from refusals import assert_refused, files
 
@@ -168,3 +175,79 @@ def test_info_all_nodes_with_more_ranks_than_any_job_launches_nothing(tmp_path):
     proc = hympi("info", "--all-nodes", "--ranks", HUGE, env=env, timeout=TIMEOUT_S)
     assert_refused(proc, "--ranks", HUGE, "ranks x threads in one job")
     assert launches(env) == []
+
+
+# --- durations, run counts, database ids ----------------------------------------------------------------------------
+# Before their limits: --timeout 1e20 died in an OverflowError of Python's timers, --repeat 1e20 planned runs until
+# killed, --resume 1e20 died in SQLite's OverflowError, --wait-quiet 1e20 waited for ever.
+HUGE_INT = "99999999999999999999"
+
+
+def test_a_duration_at_the_contracts_limit_passes_and_above_it_is_refused_with_the_reason():
+    most = contract().max_seconds
+    assert most == 30 * 24 * 3600
+    for parse in (seconds_above_zero, seconds_from_zero):
+        assert parse("--timeout", f"{most:.0f}") == most
+        with pytest.raises(UsageError, match=r"^--timeout 2592001 exceeds hympi's limit of 2592000 seconds \(30 days"):
+            parse("--timeout", f"{most + 1:.0f}")
+    assert load_settings(None, {"HYMPI_MIN_TIME": "2592000"}).value("min_time") == most
+    with pytest.raises(UsageError, match=r"^HYMPI_MIN_TIME 1e\+20 exceeds hympi's limit of 2592000 seconds"):
+        load_settings(None, {"HYMPI_MIN_TIME": "1e20"})
+
+
+def test_run_counts_and_ids_at_their_limits_pass_and_beyond_are_refused():
+    runs = count_of_runs()
+    assert runs("--repeat", str(MAX_RUN_COUNT.value)) == MAX_RUN_COUNT.value
+    with pytest.raises(UsageError, match=r"^--repeat 10001 exceeds hympi's limit of 10000 runs"):
+        runs("--repeat", "10001")
+    assert parse_row_id("--resume", str(MAX_ROW_ID.value), "a sweep id") == 2**63 - 1
+    with pytest.raises(UsageError, match=r"^--resume 9223372036854775808 exceeds .* \(SQLite's largest integer\)"):
+        parse_row_id("--resume", str(2**63), "a sweep id")
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["run", "rb3d", "--timeout", HUGE_INT], "--timeout"),
+    (["affinity", "--timeout", HUGE_INT], "--timeout"),
+    (["sweep", "rb3d", "--timeout", HUGE_INT, "--db", "D"], "--timeout"),
+    (["sweep", "rb3d", "--wait-quiet", "1e12", "--db", "D"], "--wait-quiet 1e+12 exceeds"),
+    (["sweep", "rb3d", "--min-time", HUGE_INT, "--db", "D"], "--min-time"),
+    (["study", "--timeout", HUGE_INT, "--db", "D"], "--timeout"),
+    (["tune", "run", "rb3d", "--space", "S", "--timeout", HUGE_INT, "--db", "D"], "--timeout"),
+])
+def test_a_duration_beyond_30_days_launches_nothing(args, needle, fake_launcher, tmp_path):
+    refused_without_launch(_in(tmp_path, args), needle, fake_launcher)
+    assert not (tmp_path / "r.db").exists()
+
+
+def _in(tmp_path, args):
+    """`args` with S a search space file and D a results database (not created) under `tmp_path`."""
+    (tmp_path / "space.toml").write_text("[layout]\nranks = [1]\nthreads = [1]\n")
+    places = {"S": str(tmp_path / "space.toml"), "D": str(tmp_path / "r.db")}
+    return [places.get(a, a) for a in args]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["sweep", "rb3d", "--repeat", HUGE_INT], f"--repeat {HUGE_INT} exceeds hympi's limit of 10000 runs"),
+    (["sweep", "rb3d", "--repeat", "auto", "--max-repeat", "10001"], "--max-repeat 10001 exceeds"),
+    (["study", "--repeat", HUGE_INT], "--repeat"),
+    (["tune", "run", "rb3d", "--space", "S", "--max-runs", HUGE_INT], "--max-runs"),
+    (["sweep", "rb3d", "--resume", HUGE_INT], "SQLite's largest integer"),
+])
+def test_a_run_count_or_id_beyond_its_limit_launches_nothing(args, needle, fake_launcher, tmp_path):
+    refused_without_launch(_in(tmp_path, [*args, "--db", "D"]), needle, fake_launcher)
+    assert not (tmp_path / "r.db").exists()
+
+
+@pytest.mark.parametrize("command", [["report", "--sweep"], ["report", "--study"], ["export", "--sweep"],
+                                     ["tune", "best", "--tune"]])
+def test_an_id_beyond_sqlites_integers_is_refused_while_parsing(command, tmp_path):
+    proc = hympi(*command, HUGE_INT, "--db", str(tmp_path / "none.db"), timeout=TIMEOUT_S)
+    assert_refused(proc, command[-1], HUGE_INT, "SQLite's largest integer")
+    assert files(tmp_path) == []
+
+
+@pytest.mark.parametrize("command", [["study"], ["report"]])
+def test_a_report_directory_name_too_long_is_refused_while_parsing(command, tmp_path):
+    proc = hympi(*command, "--out", str(tmp_path / ("r" * 300)), "--db", str(tmp_path / "none.db"), timeout=TIMEOUT_S)
+    assert_refused(proc, "--out", "300 bytes")
+    assert files(tmp_path) == []

@@ -158,6 +158,7 @@ def _dispatch(argv: list[str] | None) -> int:
         split = argv.index("--")
         argv, app_args = argv[:split], argv[split + 1:]
     try:
+        _refuse_dash_dash_values(argv)
         args, unknown = build_parser(named_command(argv)).parse_known_args(argv)
         if unknown and not getattr(args, "forwards_unknown", False):
             raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
@@ -182,6 +183,16 @@ def _dispatch(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print("hympi: interrupted", file=sys.stderr)
         return 130
+
+
+def _refuse_dash_dash_values(argv: list[str]) -> None:
+    """UsageError for `--flag=--`: argparse before Python 3.12.3 drops an explicit value of '--' and hands the command
+    an empty list instead (CPython issue gh-109475), and no hympi option takes '--', which separates the app's
+    arguments, as its value."""
+    for token in argv:
+        flag, equals, value = token.partition("=")
+        if flag.startswith("-") and equals and value == "--":
+            raise UsageError(f"{flag}: '--' is not a value (it separates the app's arguments from hympi's)")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.command import launch_command
@@ -20,7 +21,7 @@ from hympi.launch.mpirun import LaunchSpec, RunOutcome, check_layout, configured
 from hympi.layout_options import BINDS, LAUNCH, MEMBINDS, RANKS, THREADS, LaunchParams, one_value
 from hympi.limits import check_path
 from hympi.outputs import Inputs, check_not_input
-from hympi.params import from_record, resolve
+from hympi.params import from_record, parse_row_id, resolve
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.probe import ProbeProcess
@@ -28,6 +29,8 @@ from hympi.program import Program, probed_program_run
 from hympi.topology import machine_summary
 
 HELP_FLAGS = ("-h", "--help")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -132,15 +135,28 @@ def ensure_out_dir(path: str | os.PathLike[str]) -> Path:
     return out
 
 
+def _argument_type(option: str, parse: Callable[[str, str], T]) -> Callable[[str], T]:
+    """argparse type of `option` from a parser of (option, text): its UsageError refuses the value while parsing (one
+    line, exit 2), worded without the option's name, which argparse puts before it."""
+    def checked(text: str) -> T:
+        try:
+            return parse(option, text)
+        except UsageError as exc:
+            reason = str(exc).removeprefix(f"{option}: ").removeprefix(f"{option} ")
+            raise argparse.ArgumentTypeError(reason) from None
+    return checked
+
+
 def path_argument(option: str) -> Callable[[str], str]:
     """argparse type of a path option: the path as given, refused while parsing when the system could not even look
     it up (longer than PATH_MAX or a component longer than NAME_MAX)."""
-    def checked(text: str) -> str:
-        try:
-            return check_path(option, text)
-        except UsageError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{option}: ")) from None
-    return checked
+    return _argument_type(option, check_path)
+
+
+def row_id_argument(option: str, what: str) -> Callable[[str], int]:
+    """argparse type of an id of the results database (--sweep ID, `what`: 'a sweep id'): >= 1 and within SQLite's
+    integers."""
+    return _argument_type(option, lambda flag, text: parse_row_id(flag, text, what))
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -170,6 +186,8 @@ def mpi_params_from_args(args: argparse.Namespace) -> tuple[tuple[str, str], ...
     HYMPI_MPI_FLAVOR is refused here too: the flavour names the variables that set the parameters."""
     configured_flavor()
     if not args.mpi_param:
+        if args.cvars is not None:
+            raise UsageError(f"--cvars {args.cvars} applies only with --mpi-param (what it checks them against)")
         return ()
     assignments = [parse_assignment(text) for text in args.mpi_param]
     listing = load_listing(args.cvars)

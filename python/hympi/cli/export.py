@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hympi.cli.common import add_db_option, check_output_file
+from hympi.cli.common import add_db_option, check_output_file, row_id_argument
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
 from hympi.export import rows, to_csv, to_json
@@ -18,8 +18,8 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p = sub.add_parser(name, help=summary, description="Export every stored run as CSV or JSON.")
     p.add_argument("--format", default="csv", help="csv or json (default csv)")
     add_db_option(p)
-    p.add_argument("--sweep", type=int, action="append", default=None, metavar="ID",
-                   help="only this sweep (repeatable)")
+    p.add_argument("--sweep", type=row_id_argument("--sweep", "a sweep id"), action="append", default=None,
+                   metavar="ID", help="only this sweep (repeatable)")
     p.add_argument("--output", "-o", default=None, metavar="FILE", help="write here instead of standard output")
     p.set_defaults(handler=main)
 

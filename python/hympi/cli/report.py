@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from hympi.cli.common import add_cvars_option, add_db_option, ensure_out_dir
+from hympi.cli.common import add_cvars_option, add_db_option, ensure_out_dir, path_argument, row_id_argument
 from hympi.cli.parser import Subparsers
 from hympi.launch.cvars import load_listing
 from hympi.outputs import check_not_input
@@ -19,10 +19,11 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p = sub.add_parser(name, help=summary,
                        description="Write DIR/index.html with plots, tables and a recommendation per app.")
     add_db_option(p)
-    p.add_argument("--out", default="hympi-report", help="output directory (default ./hympi-report)")
-    p.add_argument("--sweep", type=int, action="append", default=None, metavar="ID",
-                   help="only this sweep (repeatable; default: every run)")
-    p.add_argument("--study", type=int, default=None, metavar="ID",
+    p.add_argument("--out", default="hympi-report", type=path_argument("--out"),
+                   help="output directory (default ./hympi-report)")
+    p.add_argument("--sweep", type=row_id_argument("--sweep", "a sweep id"), action="append", default=None,
+                   metavar="ID", help="only this sweep (repeatable; default: every run)")
+    p.add_argument("--study", type=row_id_argument("--study", "a study id"), default=None, metavar="ID",
                    help="only the sweeps of this study, with its notes")
     add_cvars_option(p, "rebuild tunes' spaces with a saved 'hympi tune params --json' listing (default: the library)")
     p.set_defaults(handler=main)

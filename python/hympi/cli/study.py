@@ -7,7 +7,7 @@ import sys
 
 from rich.console import Console
 
-from hympi.cli.common import add_db_option, ensure_out_dir
+from hympi.cli.common import add_db_option, ensure_out_dir, path_argument
 from hympi.cli.parser import Subparsers
 from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.mpirun import configured_flavor
@@ -25,7 +25,8 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                                    "cores (plus 1x1), memory per layout, the data-layout experiment (BT-MZ with its "
                                    "arrays placed four ways; needs >= 2 NUMA domains), the ping-pong "
                                    "latency/bandwidth per level of the communication hierarchy, and the HTML report.")
-    p.add_argument("--out", default="hympi-report", help="report directory (default ./hympi-report)")
+    p.add_argument("--out", default="hympi-report", type=path_argument("--out"),
+                   help="report directory (default ./hympi-report)")
     add_db_option(p)
     register(p, STUDY)
     p.add_argument("--programs", default=None, metavar="FILE",

@@ -28,7 +28,7 @@ from hympi.launch import slurm, slurm_jobs
 from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import format_command
 from hympi.outputs import write_output
-from hympi.params import QUIET_CHECK, Value, from_record, ints, parse_integer, register, resolve, rounds, texts
+from hympi.params import QUIET_CHECK, Value, from_record, ints, parse_row_id, register, resolve, rounds, texts
 from hympi.program import PROGRAM
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
@@ -54,7 +54,7 @@ from hympi.twolevel import INNER_MODES, check_options, expand, sweep_axes
 
 def _resume_value(text: str) -> int:
     """--resume ID: a positive sweep id."""
-    return parse_integer("--resume", text, 1, "a sweep id")
+    return parse_row_id("--resume", text, "a sweep id")
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:

@@ -18,7 +18,7 @@ from hympi.cli.parser import Parser, Subparsers
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
-from hympi.params import from_record, parse_integer, register, resolve, rounds
+from hympi.params import Value, from_record, parse_row_id, register, resolve, rounds
 from hympi.paths import binary
 from hympi.program import PROGRAM, program_named
 from hympi.store import Store
@@ -28,7 +28,7 @@ from hympi.tune.options import FORMATS, PROFILE_TIMEOUT, TUNE_RUN
 from hympi.tune.output import best_of_tune, render, tuned_flavor
 from hympi.tune.results import Measured, best, default_of, speedup
 from hympi.tune.search import check_strategy, default_budget
-from hympi.tune.space import SearchSpace, load_space
+from hympi.tune.space import SearchSpace, parse_space, read_space
 from hympi.tune.tuner import TuneOutcome, TuneParams, check_layouts, open_tune, run_tune
 
 DESCRIPTION_WIDTH = 70
@@ -143,14 +143,21 @@ def main_params(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tune_params(args: argparse.Namespace, space: SearchSpace) -> TuneParams:
-    """Checked TuneParams from the command line (each parameter as hympi.tune.options declares it) and the space's
-    size; UsageError on bad input."""
+def _tune_values(args: argparse.Namespace) -> dict[str, Value]:
+    """The command line's tune parameters, each parsed and checked as hympi.tune.options declares it, with the
+    rounds they ask for; UsageError on bad input (nothing asked of the MPI library yet)."""
     values = resolve(args, TUNE_RUN)
     measured = rounds(values)
     values["repeat"] = measured.repeat
     if measured.auto:
         values.update(auto=True, max_repeat=measured.max_repeat)
+    return values
+
+
+def _tune_params(args: argparse.Namespace, given: dict[str, Value], space: SearchSpace) -> TuneParams:
+    """Checked TuneParams from the command line's values (_tune_values) and the space's size; UsageError on bad
+    input."""
+    values = dict(given)
     size = len(space.configurations())
     strategy = str(values["strategy"])
     if "max_runs" not in values:
@@ -210,9 +217,12 @@ def main_run(args: argparse.Namespace) -> int:
     except HympiFatal as exc:  # the program to tune is not there: bad input, nothing launched
         raise UsageError(str(exc)) from None
     configured_flavor()  # the flavour names the variables that set the space's parameters
+    # The space file and every flag are checked before the library is asked for its cvars (a launch of hympi-mpit).
+    space_table = read_space(args.space)
+    values = _tune_values(args)
     listing = load_listing(args.cvars)
-    space = load_space(args.space, listing.cvars, listing.library)
-    params = _tune_params(args, space)
+    space = parse_space(space_table, listing.cvars, listing.library)
+    params = _tune_params(args, values, space)
     summary = machine_summary()
     check_layouts(params, space, summary.pus)
     console = Console()
@@ -240,7 +250,7 @@ def main_run(args: argparse.Namespace) -> int:
 def main_best(args: argparse.Namespace) -> int:
     """Prints the best configuration of a tune as an mca-params.conf snippet, an MPICH env file or run flags."""
     _no_app_args(args)
-    tune_id = parse_integer("--tune", args.tune, 1, "a tune id") if args.tune is not None else None
+    tune_id = parse_row_id("--tune", args.tune, "a tune id") if args.tune is not None else None
     with Store.read(args.db) as store:
         found = best_of_tune(store, tune_id)
     if args.format is not None:

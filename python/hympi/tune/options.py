@@ -19,7 +19,7 @@ from hympi.params import (
     TIMEOUT,
     Param,
     choice,
-    integer_from,
+    count_of_runs,
     parse_number,
 )
 
@@ -39,7 +39,8 @@ def parse_fraction(option: str, text: str) -> float:
 STRATEGY = Param("strategy", "--strategy", f"{', '.join(STRATEGIES)} (default exhaustive)",
                  choice(STRATEGIES, "strategy"), "exhaustive", metavar="NAME")
 MAX_RUNS = Param("max_runs", "--max-runs", "configurations to measure at most (default: all for exhaustive and "
-                 "random, a quarter of the space for guided)", integer_from(1), metavar="N")
+                 "random, a quarter of the space for guided)", count_of_runs("a number of configurations"),
+                 metavar="N")
 # tune predict and evaluate: a profiled run's limit (the sweep's default: a profile is one run of a tuned program).
 PROFILE_TIMEOUT = TIMEOUT.described(f"kill a profiled run after S seconds (default {DEFAULT_TIMEOUT_S:g})")
 EI_STOP = Param("ei_stop", "--ei-stop", f"guided: stop when the best expected relative improvement is below F "

@@ -67,3 +67,20 @@ TEST(Settings, UnknownKeysAndBadValuesAreNamed) {
   std::remove(bad_key.c_str());
   std::remove(section.c_str());
 }
+
+TEST(Settings, SecondsAboveTheContractsLimitAreRefused) {
+  // contract.toml [seconds] max: 30 days; an app asked to repeat its kernel for longer refuses before it starts.
+  auto s = hympi::Settings::load("", env_of({{"HYMPI_MIN_TIME", "2592000"}}));
+  EXPECT_DOUBLE_EQ(s.seconds("min_time"), 2592000.0);
+  s = hympi::Settings::load("", env_of({{"HYMPI_MIN_TIME", "2592001"}}));
+  try {
+    (void)s.seconds("min_time");
+    FAIL() << "2592001 s accepted";
+  } catch (const hympi::InvalidArgument& e) {
+    EXPECT_STREQ(e.what(),
+                 "HYMPI_MIN_TIME 2592001 exceeds hympi's limit of 2592000 seconds (30 days, longer than any run or "
+                 "wait hympi measures)");
+  }
+  s.set_from_command_line("min_time", "1e300");
+  EXPECT_THROW((void)s.seconds("min_time"), hympi::InvalidArgument);
+}
