@@ -186,9 +186,9 @@ def _dispatch(argv: list[str] | None) -> int:
 
 
 def _refuse_dash_dash_values(argv: list[str]) -> None:
-    """UsageError for `--flag=--`: argparse before Python 3.12.3 drops an explicit value of '--' and hands the command
-    an empty list instead (CPython issue gh-109475), and no hympi option takes '--', which separates the app's
-    arguments, as its value."""
+    """UsageError for `--flag=--`: Python 3.11's argparse (Debian 12's) drops an explicit value of '--' and hands the
+    command an empty list instead (CPython issue gh-109475, fixed in later releases), and no hympi option takes '--',
+    which separates the app's arguments, as its value."""
     for token in argv:
         flag, equals, value = token.partition("=")
         if flag.startswith("-") and equals and value == "--":
