@@ -307,10 +307,11 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
   return 1;
 }
 
-/// Bytes as GiB with one decimal, for messages.
+/// Bytes as GiB with one decimal, for messages; beyond a million GiB (a typo's size) in three digits and an exponent.
 std::string gib(double bytes) {
   char text[48];
-  std::snprintf(text, sizeof text, "%.1f GiB", bytes / double(1u << 30));
+  const double value = bytes / double(1u << 30);
+  std::snprintf(text, sizeof text, value < 1e6 ? "%.1f GiB" : "%.3g GiB", value);
   return text;
 }
 

@@ -1,10 +1,43 @@
 #include "hympi/app/options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <iostream>
+#include <limits>
+#include <system_error>
+#include <type_traits>
 #include <utility>
 
 namespace hympi {
+
+namespace {
+
+/// CLI11 2.1 turns an integer beyond its type's range into the type's largest value (`--size 99999999999999999999`
+/// ran as 9223372036854775807, and that n^3 overflowed): such a value is refused as typed. Text that is not an
+/// integer at all is left to CLI11's own conversion, which names it.
+template <class Integer>
+CLI::Validator within_range() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        Integer parsed{};
+        const auto result = std::from_chars(text.data(), text.data() + text.size(), parsed);
+        if (result.ec != std::errc::result_out_of_range) return "";
+        return "'" + text + "' is out of range (" + std::to_string(std::numeric_limits<Integer>::min()) + " to " +
+               std::to_string(std::numeric_limits<Integer>::max()) + ")";
+      },
+      "");
+}
+
+template <class T>
+struct ElementOf {
+  using type = T;
+};
+template <class T>
+struct ElementOf<std::vector<T>> {
+  using type = T;
+};
+
+}  // namespace
 
 Option& Option::show_default() {
   option_->capture_default_str();
@@ -45,7 +78,10 @@ bool Option::given() const { return option_->count() > 0; }
 
 template <class T>
 Option OptionSet::add(const std::string& name, T& value, const std::string& help) {
-  return Option(*cli_->add_option(name, value, help));
+  CLI::Option* option = cli_->add_option(name, value, help);
+  using Element = typename ElementOf<T>::type;
+  if constexpr (std::is_integral_v<Element>) option->check(within_range<Element>());
+  return Option(*option);
 }
 
 // The value types the apps declare; another is a link error naming it.

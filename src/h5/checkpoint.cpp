@@ -14,6 +14,7 @@
 #include <iomanip>
 #include <numeric>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "h5_handles.hpp"
@@ -151,8 +152,10 @@ H5Options aligned_for_direct_io(H5Options options, std::size_t alignment) {
 
 void require_directory(const std::string& option, const std::string& path) {
   const fs::path parent = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
-  if (!fs::is_directory(parent))
-    throw InvalidArgument(option + " " + path + ": directory " + parent.string() + " does not exist");
+  std::error_code ec;  // a name the system refuses to look up (too long) is bad input, not a filesystem_error
+  if (!fs::is_directory(parent, ec))
+    throw InvalidArgument(option + " " + path + ": directory " + parent.string() +
+                          (ec ? " cannot be examined (" + ec.message() + ")" : " does not exist"));
 }
 
 }  // namespace
@@ -339,13 +342,18 @@ void IoOptions::validate() const {
     throw InvalidArgument("--snapshot " + snapshot_prefix + " writes nothing without --snapshot-every N (N >= 1)");
   if (!checkpoint_path.empty()) {
     require_directory("--checkpoint", checkpoint_path);
-    if (fs::is_directory(checkpoint_path))
+    std::error_code ec;
+    if (fs::is_directory(checkpoint_path, ec))
       throw InvalidArgument("--checkpoint " + checkpoint_path + " is a directory, not a file name");
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      throw InvalidArgument("--checkpoint " + checkpoint_path + " cannot be examined (" + ec.message() + ")");
   }
   if (!snapshot_prefix.empty()) require_directory("--snapshot", snapshot_prefix);
   if (!restart_path.empty()) {
-    if (!fs::exists(restart_path)) throw BadFile("--restart " + restart_path + ": no such file");
-    if (!fs::is_regular_file(restart_path)) throw BadFile("--restart " + restart_path + ": not a regular file");
+    // file_problem asks without throwing: a name too long to look up is bad input like a missing file.
+    const std::string problem = file_problem(restart_path);
+    if (problem == "does not exist") throw BadFile("--restart " + restart_path + ": no such file");
+    if (!problem.empty()) throw BadFile("--restart " + restart_path + ": " + problem);
   }
 }
 

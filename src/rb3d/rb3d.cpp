@@ -33,9 +33,11 @@ void Rb3dOptions::validate(int ranks, int threads) const {
   if (global[1] != global[0] || global[2] != global[0])
     throw InvalidArgument("rb3d needs a cubic grid (nx = ny = nz), got " + std::to_string(global[0]) + "x" +
                           std::to_string(global[1]) + "x" + std::to_string(global[2]));
-  const long cells = global[0] * global[1] * global[2];
+  // In double: n^3 overflows a long from n = 2^21 on, a size the memory check refuses only after this one.
+  const double cells = static_cast<double>(global[0]) * static_cast<double>(global[1]) * static_cast<double>(global[2]);
   if (ranks > cells)
-    throw InvalidArgument(std::to_string(ranks) + " ranks exceed the " + std::to_string(cells) + " grid cells");
+    throw InvalidArgument(std::to_string(ranks) + " ranks exceed the " + std::to_string(static_cast<long>(cells)) +
+                          " grid cells");
   (void)choose_process_grid(ranks, global, dims);  // throws when no block layout fits
   overlap.validate(threads);
 }

@@ -263,3 +263,16 @@ def test_tune_run_refuses_a_missing_space_before_asking_the_library(fake_launche
 def test_an_empty_path_is_refused_not_read_as_the_option_absent(args: list[str], fake_launcher):
     # `--rankfile ''` launched without a rankfile before: the empty value read as no value.
     assert_refused(args, "an empty path names no file", fake_launcher)
+
+
+# --- the apps: integers beyond their type, grids whose point count overflows -------------------------------------
+@pytest.mark.parametrize(("name", "args", "words"), [
+    # CLI11 turned these into the type's largest value: the refusal named a number nobody typed.
+    ("rb3d", ["--size", "99999999999999999999"], "--size: '99999999999999999999' is out of range"),
+    ("spmv3d", ["--global", "8", "8", "-99999999999999999999"], "'-99999999999999999999' is out of range"),
+    ("rb3d", ["--dims", "1", "1", "4294967297"], "'4294967297' is out of range (-2147483648 to 2147483647)"),
+    # n^3 overflowed a long from n = 2^21 on, before the memory check could refuse the size.
+    ("rb3d", ["--size", "2147483648"], "needs an estimated 1.48e+20 GiB"),
+])
+def test_an_app_refuses_an_integer_it_cannot_hold_naming_it(name: str, args: list[str], words: str):
+    one_line_exit_2(app(name, *args), words)

@@ -196,6 +196,9 @@ def test_bad_checkpoint_is_one_line_exit_2(
         (["--checkpoint", "{dir}/file/c.h5", "--checkpoint-every", "5"], "does not exist"),
         (["--checkpoint-every", "5"], "needs --checkpoint"),
         (["--checkpoint", "{dir}", "--checkpoint-every", "5"], "is a directory"),
+        # Names the system refuses to look up: a filesystem_error before, exit 1 as a bug.
+        (["--checkpoint", "{dir}/" + "c" * 300, "--checkpoint-every", "5"], "cannot be examined (File name too long)"),
+        (["--restart", "{dir}/" + "r" * 300], "cannot be examined (File name too long)"),
         (["--checkpoint", "{dir}/c.h5", "--h5-hint", "cb_nodes"], "'cb_nodes' is not KEY=VALUE"),
         (["--checkpoint", "{dir}/c.h5", "--h5-sieve-bytes", "-4"], "'-4' is not a byte count"),
     ],
