@@ -26,7 +26,7 @@ from hympi.contract import contract
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.limits import MAX_ROW_ID, MAX_RUN_COUNT, Limit, check_path
-from hympi.settings import DEFAULT, check_seconds, settings
+from hympi.settings import DEFAULT, parse_seconds, settings
 
 Value = str | int | float | bool | tuple[Any, ...]
 # A default: a value, or a function of the values resolved before it (the app, --quick) giving one; None = the
@@ -51,19 +51,6 @@ SEED_LIMIT = 2**32
 
 
 # Parsers: (flag, text) -> value, or UsageError naming the flag and the text.
-
-def parse_seconds(option: str, text: str, allow_zero: bool) -> float:
-    """A finite number of seconds (> 0, or >= 0 with allow_zero) up to the contract's largest; UsageError naming the
-    value otherwise."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{option}: '{text}' is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise UsageError(f"{option} must be a finite number of seconds {bound}, got {text}")
-    return check_seconds(option, value)
-
 
 def seconds_above_zero(option: str, text: str) -> float:
     """Seconds > 0 (a timeout)."""

@@ -36,14 +36,22 @@ class Setting:
     name: str
 
 
-def check_seconds(name: str, seconds: float) -> float:
-    """`seconds`, or UsageError naming `name` when it exceeds the contract's largest duration ([seconds] max, which
-    the apps hold to as well)."""
+def parse_seconds(name: str, text: str, allow_zero: bool) -> float:
+    """A finite number of seconds (> 0, or >= 0 with allow_zero) up to the contract's largest ([seconds] max, which
+    the apps hold to as well): an option's value here and a command-line duration in hympi.params; UsageError naming
+    `name` and the value otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{name}: '{text}' is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise UsageError(f"{name} must be a finite number of seconds {bound}, got {text}")
     limit = contract()
-    if seconds > limit.max_seconds:
-        raise UsageError(f"{name} {seconds:.10g} exceeds hympi's limit of {limit.max_seconds:.10g} seconds "
+    if value > limit.max_seconds:
+        raise UsageError(f"{name} {value:.10g} exceeds hympi's limit of {limit.max_seconds:.10g} seconds "
                          f"({limit.max_seconds_reason})")
-    return seconds
+    return value
 
 
 def _check(option: OptionEntry, value: object, name: str) -> Value:
@@ -64,13 +72,9 @@ def _check(option: OptionEntry, value: object, name: str) -> Value:
             raise UsageError(f"{name} must be a positive integer, got '{value}'")
         return number
     if kind == "seconds":
-        try:
-            seconds = float(value) if isinstance(value, (int, float, str)) and not isinstance(value, bool) else None
-        except ValueError:
-            raise UsageError(f"{name}: '{value}' is not a number of seconds") from None
-        if seconds is None or not (math.isfinite(seconds) and seconds >= 0):
+        if not isinstance(value, (int, float, str)) or isinstance(value, bool):
             raise UsageError(f"{name} must be a finite number of seconds >= 0, got {value}")
-        return check_seconds(name, seconds)
+        return parse_seconds(name, str(value), allow_zero=True)
     if not isinstance(value, str):
         raise UsageError(f"{name} must be a string, got {value!r}")
     enum = option.enum
