@@ -247,8 +247,21 @@ class _Study:
         return result
 
 
+@dataclass(frozen=True)
+class StudyResult:
+    """What a study leaves: its report's index page, and how the runs of every sweep it reported ended (status ->
+    count; with --resume, the runs recorded before it too, as `hympi sweep` counts them)."""
+
+    report: Path
+    statuses: dict[str, int]
+
+    def not_ok(self) -> dict[str, int]:
+        """The statuses other than ok, with their counts: failed, timeout, unverified."""
+        return {status: n for status, n in sorted(self.statuses.items()) if status != "ok"}
+
+
 def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
-              say: Callable[[str], None] | None = None) -> Path:
+              say: Callable[[str], None] | None = None) -> StudyResult:
     """Sweeps every built app over the layouts that fill the cores, records notes for the ones skipped, reports."""
     say = say or (lambda text: console.print(text, highlight=False))
     layouts = study_layouts(summary.cores, options.quick)
@@ -297,8 +310,12 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
             sweep_ids += run_pingpong_probe(study)
         store.finish_study(study_id)
         say("writing the report")
-        return write_report(store, options.out_dir, sweep_ids, store.study(study_id).notes,
-                            title=f"hympi study of {machine.hostname}" + (" (quick)" if options.quick else ""))
+        report = write_report(store, options.out_dir, sweep_ids, store.study(study_id).notes,
+                              title=f"hympi study of {machine.hostname}" + (" (quick)" if options.quick else ""))
+        statuses: dict[str, int] = {}
+        for run in store.runs(sweep_ids):
+            statuses[run.status] = statuses.get(run.status, 0) + 1
+        return StudyResult(report=report, statuses=statuses)
 
 
 def run_program_sweep(study: _Study, layouts: tuple[tuple[int, int], ...], entry: ProgramRun) -> int:

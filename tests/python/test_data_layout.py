@@ -113,7 +113,8 @@ def _pretend(numa: int) -> MachineSummary:
 def test_the_study_on_one_numa_domain_says_so_and_runs_nothing(tmp_path: Path):
     said: list[str] = []
     one = _pretend(1)
-    index = study.run_study(_options(tmp_path, ("data-layout",)), one, Console(file=io.StringIO()), said.append)
+    index = study.run_study(_options(tmp_path, ("data-layout",)), one, Console(file=io.StringIO()),
+                            said.append).report
     message = "the data-layout experiment needs >= 2 NUMA domains; this machine has 1"
     assert needs_numa(1) == message
     assert any(message in line for line in said), said
@@ -133,7 +134,7 @@ def test_the_study_on_two_numa_domains_runs_every_layout_interleaved(tmp_path: P
     threads = study.data_layout_threads(two, quick=True)
     said: list[str] = []
     index = study.run_study(_options(tmp_path, ("data-layout",), repeat=2), two, Console(file=io.StringIO()),
-                            said.append)
+                            said.append).report
     with Store.open(tmp_path / "s.db", create=False) as store:
         runs = store.runs()
         sweeps = store.study_sweeps(1)

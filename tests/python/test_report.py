@@ -352,6 +352,27 @@ def test_study_notes_a_missing_pingpong_binary(tmp_path: Path):
     assert "pingpong: skipped, hympi-pingpong is not built yet" in (tmp_path / "study" / "index.html").read_text()
 
 
+def test_a_study_whose_runs_failed_writes_its_report_and_exits_1(tmp_path: Path):
+    """Every launch failing (a launcher that exits 99): the study still records the runs and writes its report, but
+    exits 1 with one line that counts them, as `hympi sweep` does, so that a batch job notices."""
+    launcher = tmp_path / "mpirun"
+    launcher.write_text("#!/bin/sh\nexit 99\n")
+    launcher.chmod(0o755)
+    out, db = tmp_path / "study", tmp_path / "s.db"
+    proc = hympi("study", "--quick", "--apps", "stream", "--repeat", "1", "--no-warmup", "--ignore-load", "--out",
+                 str(out), "--db", str(db), env={"HYMPI_MPIRUN": str(launcher), "HYMPI_MPI_FLAVOR": "openmpi"},
+                 timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        runs = store.runs()
+    assert runs and {r.status for r in runs} == {"failed"}
+    assert proc.stderr.strip().splitlines() == [
+        f"hympi: {len(runs)} of {len(runs)} runs did not end ok ({len(runs)} failed); the report lists them under "
+        "All runs"]
+    assert proc.stdout.strip().splitlines()[-1] == f"report: {(out / 'index.html').resolve()}"
+    assert "All runs" in (out / "index.html").read_text()
+
+
 def test_a_lead_on_too_few_runs_is_no_verdict_and_never_a_tie_break_against_it():
     # A sweep of 3 rounds (--repeat 3): rb3d 2x1 well ahead of 1x1 on 3 runs each. The tie-break (fewer
     # cores) must not recommend 1x1 against the data, nor may 2x1 be called faster on 3 runs.

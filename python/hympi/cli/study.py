@@ -52,9 +52,16 @@ def main(args: argparse.Namespace) -> int:
                                          "repeat": measured.repeat, "auto": measured.auto,
                                          "max_repeat": measured.max_repeat, "programs": programs})
     try:
-        index = run_study(options, machine_summary(), Console())
+        result = run_study(options, machine_summary(), Console())
     except SweepInterrupted as exc:
         print(f"hympi: study stopped by signal {exc.signum}; continue with hympi study --resume", file=sys.stderr)
         return exc.exit_code
-    print(f"report: {index.resolve()}")
+    print(f"report: {result.report.resolve()}")
+    # As `hympi sweep`: exit 0 only when every run ended ok, so that a script or a batch job sees a study whose
+    # launches failed or whose apps got a wrong answer; the report is written either way and lists each such run.
+    if not_ok := result.not_ok():
+        counts = ", ".join(f"{n} {status}" for status, n in not_ok.items())
+        print(f"hympi: {sum(not_ok.values())} of {sum(result.statuses.values())} runs did not end ok ({counts}); "
+              "the report lists them under All runs", file=sys.stderr)
+        return 1
     return 0

@@ -1,0 +1,113 @@
+"""Every option of every hympi subcommand, given values nobody should type: each call must answer as the brief's bad
+input rule says, whatever the option. The tests of each option's own check name the value and the words; this one
+finds the option whose check is missing: any value it does not refuse must still end as a run or a failed run, never
+as a hang, a traceback or an "internal error (bug)" line, and any value it does refuse must be one line, exit 2, with
+nothing launched or written. The odd values are the classes that found such options before: empty, negative, zero,
+not a number, beyond a double, beyond 64 bits, longer than a file name, not ASCII."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, hympi
+from hympi.cli import COMMANDS, build_parser
+
+ODD_VALUES = ("", "-1", "0", "nan", "1e400", "99999999999999999999", "x" * 5000, "\u00e9\u2603")
+
+# What each subcommand needs besides the option under test to get past its own required arguments, and, for those
+# that measure, to be quick when the value is taken: one round, no waiting for a quiet machine, only STREAM. The
+# option under test comes last, so it overrides a base option of the same name.
+BASE: dict[str, tuple[str, ...]] = {
+    "run": ("stream",),
+    "sweep": ("stream", "--repeat", "1", "--ignore-load"),
+    "study": ("--quick", "--apps", "stream", "--repeat", "1", "--ignore-load"),
+    "tune run": ("stream", "--repeat", "1"),
+    "tune predict": ("stream",),
+}
+
+# Subcommands that see only hympi-info built: `hympi study` then skips its apps with a note and writes its report,
+# 2 s where each taken value would otherwise sweep STREAM over four levels (its launches are sweep's, walked there).
+ONLY_TOPOLOGY = ("study",)
+
+# A launcher that fails at once and leaves a mark: a taken value ends as a failed run within a second, and a
+# refused one can be shown to have launched nothing.
+FAILING_LAUNCHER = "#!/bin/sh\ntouch '{marker}'\nexit 99\n"
+
+
+def subcommands() -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """(the words that name it, its parser) for every subcommand, nested ones (tune run, tune best, ...) included."""
+    for name in COMMANDS:
+        chosen = _subparsers(build_parser(name)).choices[name]
+        nested = [a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)]
+        if nested:
+            for inner, parser in nested[0].choices.items():
+                yield f"{name} {inner}", parser
+        else:
+            yield name, chosen
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
+    (action,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action
+
+
+def options_taking_values(parser: argparse.ArgumentParser) -> list[str]:
+    """The long name of every option of `parser` that takes a value (flags without one have nothing to get wrong)."""
+    return [max(a.option_strings, key=len) for a in parser._actions
+            if a.option_strings and a.nargs != 0 and not isinstance(a, argparse._HelpAction)]
+
+
+SUBCOMMANDS = dict(subcommands())
+
+
+def test_every_subcommand_is_walked():
+    """The walk reaches the nested subcommands and options of each: a change to how they are registered that hid
+    them from this test would otherwise leave it passing on nothing."""
+    assert {"run", "sweep", "study", "tune run", "tune best", "tune predict", "layout"} <= set(SUBCOMMANDS)
+    assert {"--timeout", "--repeat", "--db"} <= set(options_taking_values(SUBCOMMANDS["sweep"]))
+    assert sum(len(options_taking_values(p)) for p in SUBCOMMANDS.values()) > 100
+
+
+@pytest.mark.parametrize("command", sorted(SUBCOMMANDS))
+def test_no_odd_value_of_any_option_is_a_bug_a_hang_or_a_refusal_that_acted(command: str, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    marker = tmp_path / "launched"
+    launcher = tmp_path / "mpirun"
+    launcher.write_text(FAILING_LAUNCHER.format(marker=marker))
+    launcher.chmod(0o755)
+    built = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
+    if command in ONLY_TOPOLOGY:
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "hympi-info").symlink_to(built / "hympi-info")
+        built = tmp_path / "bin"
+    env = {"HYMPI_MPIRUN": str(launcher), "HYMPI_MPI_FLAVOR": "openmpi", "HYMPI_BIN_DIR": str(built)}
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)  # each call runs in the caller's directory: what a refusal writes would land here
+    odd: list[str] = []
+    for option in options_taking_values(SUBCOMMANDS[command]):
+        for value in ODD_VALUES:
+            args = (*command.split(), *BASE.get(command, ()), f"{option}={value}")
+            said = f"hympi {command} {option}={value[:20]!r}"
+            try:
+                proc = hympi(*args, env=env, timeout=60)
+            except subprocess.TimeoutExpired:
+                odd.append(f"{said}: still running after 60 s")
+                continue
+            lines = proc.stderr.strip().splitlines()
+            written = sorted(p.name for p in work.iterdir())
+            if proc.returncode not in (0, 1, 2) or "Traceback" in proc.stderr or "internal error" in proc.stderr:
+                odd.append(f"{said}: exit {proc.returncode}, {proc.stderr.strip()[-300:]!r}")
+            elif proc.returncode == 2 and (len(lines) != 1 or marker.exists() or written):
+                odd.append(f"{said}: refused with {len(lines)} lines, launched {marker.exists()}, wrote {written[:3]}")
+            marker.unlink(missing_ok=True)
+            for path in work.iterdir():
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
+    assert not odd, "\n".join(odd)
