@@ -78,11 +78,21 @@ def bin_dir() -> Path:
     return app_dirs().bin
 
 
+def _is_file(path: Path, dirs: AppDirs) -> bool:
+    """Whether `path` is a file (or a link to one); UsageError naming what chose `dirs` (HYMPI_BIN_DIR, say) when the
+    system cannot look the name up, a name too long or a directory without search permission, for which
+    Path.is_file raises instead of answering."""
+    try:
+        return path.is_file()
+    except OSError as exc:
+        raise UsageError(f"{dirs.origin}: {path.parent} cannot be examined ({exc.strerror or exc})") from None
+
+
 def binary(name: str) -> Path:
     """Full path of binary `name` (e.g. 'hympi-rb3d'); raises HympiFatal if it was not built."""
     dirs = app_dirs()
     candidate = dirs.bin / name
-    if candidate.is_file() and os.access(candidate, os.X_OK):
+    if _is_file(candidate, dirs) and os.access(candidate, os.X_OK):
         return candidate
     found = shutil.which(name)
     if found:
@@ -104,7 +114,8 @@ def profile_library() -> Path:
         if problem is not None:
             raise UsageError(f"{setting.name}: profiling library {path} {problem}")
         return path
-    path = app_dirs().lib / "libhympi-profile.so"
-    if not path.is_file():
+    dirs = app_dirs()
+    path = dirs.lib / "libhympi-profile.so"
+    if not _is_file(path, dirs):
         raise HympiFatal(f"profiling library {path} not found (run 'make' first, or set HYMPI_PROFILE_LIB)")
     return path

@@ -103,6 +103,18 @@ def test_a_bad_hympi_profile_lib_is_exit_2_naming_it(kind: str, tmp_path: Path):
     assert not marker.exists() and not out.exists()
 
 
+@pytest.mark.parametrize(("variable", "value", "words"), [
+    # Path.is_file raises for a name the system cannot look up: an "internal error (bug)" line before.
+    ("HYMPI_BIN_DIR", "d" * 300, "cannot be examined (File name too long)"),
+    ("HYMPI_PREFIX", "d" * 300, "cannot be examined (File name too long)"),
+    # The launcher was started as given and its absence surfaced as FileNotFoundError, another "bug" line.
+    ("HYMPI_MPIRUN", "no-such-mpirun", "MPI launcher 'no-such-mpirun' is not an executable on PATH"),
+    ("HYMPI_MPIRUN", "/no/such/mpirun", "MPI launcher '/no/such/mpirun' is not an executable file"),
+])
+def test_a_variable_naming_a_place_that_cannot_be_used_is_exit_2_naming_it(variable: str, value: str, words: str):
+    one_line_exit_2(hympi("run", "stream", env={variable: value}), variable, words)
+
+
 # --- B.13: messages that say what is wrong -----------------------------------------------------------------------
 
 def _special(tmp_path: Path, kind: str) -> Path:

@@ -1,9 +1,10 @@
-"""Every option of every hympi subcommand, given values nobody should type: each call must answer as the brief's bad
-input rule says, whatever the option. The tests of each option's own check name the value and the words; this one
-finds the option whose check is missing: any value it does not refuse must still end as a run or a failed run, never
-as a hang, a traceback or an "internal error (bug)" line, and any value it does refuse must be one line, exit 2, with
-nothing launched or written. The odd values are the classes that found such options before: empty, negative, zero,
-not a number, beyond a double, beyond 64 bits, longer than a file name, not ASCII."""
+"""Every option of every hympi subcommand, and every HYMPI_* variable, given values nobody should type: each call
+must answer as the brief's bad input rule says, whatever the option. The tests of each option's own check name the
+value and the words; this one finds the option whose check is missing: any value it does not refuse must still end
+as a run or a failed run, never as a hang, a traceback or an "internal error (bug)" line, and any value it does
+refuse must be one line, exit 2, with nothing launched or written. The odd values are the classes that found such
+options before: empty, negative, zero, not a number, beyond a double, beyond 64 bits, longer than a file name, not
+ASCII."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 
 from conftest import REPO, hympi
 from hympi.cli import COMMANDS, build_parser
+from hympi.contract import contract
 
 ODD_VALUES = ("", "-1", "0", "nan", "1e400", "99999999999999999999", "x" * 5000, "\u00e9\u2603")
 
@@ -75,39 +77,70 @@ def test_every_subcommand_is_walked():
     assert sum(len(options_taking_values(p)) for p in SUBCOMMANDS.values()) > 100
 
 
+class Walk:
+    """Calls of hympi in an empty working directory with the failing launcher, and what was odd about them."""
+
+    def __init__(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bin_dir: Path) -> None:
+        self.marker = tmp_path / "launched"
+        launcher = tmp_path / "mpirun"
+        launcher.write_text(FAILING_LAUNCHER.format(marker=self.marker))
+        launcher.chmod(0o755)
+        self.env = {"HYMPI_MPIRUN": str(launcher), "HYMPI_MPI_FLAVOR": "openmpi", "HYMPI_BIN_DIR": str(bin_dir)}
+        self.work = tmp_path / "work"
+        self.work.mkdir()
+        monkeypatch.chdir(self.work)  # each call runs in the caller's directory: what a refusal writes lands here
+        self.odd: list[str] = []
+
+    def call(self, said: str, args: tuple[str, ...], env: dict[str, str]) -> None:
+        """Runs `hympi ARGS` with `env` over the walk's; notes a hang, a bug, or a refusal that launched or wrote."""
+        try:
+            proc = hympi(*args, env={**self.env, **env}, timeout=60)
+        except subprocess.TimeoutExpired:
+            self.odd.append(f"{said}: still running after 60 s")
+            return
+        lines = proc.stderr.strip().splitlines()
+        written = sorted(p.name for p in self.work.iterdir())
+        if proc.returncode not in (0, 1, 2) or "Traceback" in proc.stderr or "internal error" in proc.stderr:
+            self.odd.append(f"{said}: exit {proc.returncode}, {proc.stderr.strip()[-300:]!r}")
+        elif proc.returncode == 2 and (len(lines) != 1 or self.marker.exists() or written):
+            self.odd.append(f"{said}: refused with {len(lines)} lines, launched {self.marker.exists()}, "
+                            f"wrote {written[:3]}")
+        self.marker.unlink(missing_ok=True)
+        for path in self.work.iterdir():
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+
+
+def built_bin_dir() -> Path:
+    """Where the apps under test are (HYMPI_BIN_DIR when a test run points elsewhere, as the MPICH pass does)."""
+    return Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
+
+
 @pytest.mark.parametrize("command", sorted(SUBCOMMANDS))
 def test_no_odd_value_of_any_option_is_a_bug_a_hang_or_a_refusal_that_acted(command: str, tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch):
-    marker = tmp_path / "launched"
-    launcher = tmp_path / "mpirun"
-    launcher.write_text(FAILING_LAUNCHER.format(marker=marker))
-    launcher.chmod(0o755)
-    built = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
+    bin_dir = built_bin_dir()
     if command in ONLY_TOPOLOGY:
         (tmp_path / "bin").mkdir()
-        (tmp_path / "bin" / "hympi-info").symlink_to(built / "hympi-info")
-        built = tmp_path / "bin"
-    env = {"HYMPI_MPIRUN": str(launcher), "HYMPI_MPI_FLAVOR": "openmpi", "HYMPI_BIN_DIR": str(built)}
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)  # each call runs in the caller's directory: what a refusal writes would land here
-    odd: list[str] = []
+        (tmp_path / "bin" / "hympi-info").symlink_to(bin_dir / "hympi-info")
+        bin_dir = tmp_path / "bin"
+    walk = Walk(tmp_path, monkeypatch, bin_dir)
     for option in options_taking_values(SUBCOMMANDS[command]):
         for value in ODD_VALUES:
-            args = (*command.split(), *BASE.get(command, ()), f"{option}={value}")
-            said = f"hympi {command} {option}={value[:20]!r}"
-            try:
-                proc = hympi(*args, env=env, timeout=60)
-            except subprocess.TimeoutExpired:
-                odd.append(f"{said}: still running after 60 s")
-                continue
-            lines = proc.stderr.strip().splitlines()
-            written = sorted(p.name for p in work.iterdir())
-            if proc.returncode not in (0, 1, 2) or "Traceback" in proc.stderr or "internal error" in proc.stderr:
-                odd.append(f"{said}: exit {proc.returncode}, {proc.stderr.strip()[-300:]!r}")
-            elif proc.returncode == 2 and (len(lines) != 1 or marker.exists() or written):
-                odd.append(f"{said}: refused with {len(lines)} lines, launched {marker.exists()}, wrote {written[:3]}")
-            marker.unlink(missing_ok=True)
-            for path in work.iterdir():
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
-    assert not odd, "\n".join(odd)
+            walk.call(f"hympi {command} {option}={value[:20]!r}",
+                      (*command.split(), *BASE.get(command, ()), f"{option}={value}"), {})
+    assert not walk.odd, "\n".join(walk.odd)
+
+
+# What reads every variable (`hympi config` shows them all) and what uses them to launch an app.
+ENV_COMMANDS = (("config",), ("run", "stream"))
+
+
+@pytest.mark.parametrize("variable", sorted(o.env for o in contract().options))
+def test_no_odd_value_of_any_variable_is_a_bug_a_hang_or_a_refusal_that_acted(variable: str, tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch):
+    """The same for the HYMPI_* variables contract.toml declares (the config file's keys take the same checks)."""
+    walk = Walk(tmp_path, monkeypatch, built_bin_dir())
+    for value in ODD_VALUES:
+        for args in ENV_COMMANDS:
+            walk.call(f"{variable}={value[:20]!r} hympi {' '.join(args)}", args, {variable: value})
+    assert not walk.odd, "\n".join(walk.odd)

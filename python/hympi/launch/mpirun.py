@@ -155,9 +155,14 @@ def one_mpi_job(outcome: RunOutcome, ranks: int, remedy: str = LAUNCHER_REMEDY) 
 
 
 def launcher_path() -> str:
-    """The MPI launcher: $HYMPI_MPIRUN, else mpirun or mpiexec on PATH."""
-    override = settings().text("mpirun")
+    """The MPI launcher: $HYMPI_MPIRUN (a path, or a name on PATH), else mpirun or mpiexec on PATH; UsageError naming
+    the variable or key when the one it names is no executable, before anything is launched."""
+    setting = settings().get("mpirun")
+    override = str(setting.value or "")
     if override:
+        if shutil.which(override) is None:
+            where = "is not an executable file" if "/" in override else "is not an executable on PATH"
+            raise UsageError(f"{setting.name}: MPI launcher '{override}' {where}")
         return override
     for name in ("mpirun", "mpiexec"):
         found = shutil.which(name)
