@@ -3,7 +3,8 @@ experiment where the machine has several NUMA domains, the ping-pong hierarchy p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -253,7 +254,7 @@ class StudyResult:
     count; with --resume, the runs recorded before it too, as `hympi sweep` counts them)."""
 
     report: Path
-    statuses: dict[str, int]
+    statuses: Mapping[str, int]
 
     def not_ok(self) -> dict[str, int]:
         """The statuses other than ok, with their counts: failed, timeout, unverified."""
@@ -312,10 +313,7 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
         say("writing the report")
         report = write_report(store, options.out_dir, sweep_ids, store.study(study_id).notes,
                               title=f"hympi study of {machine.hostname}" + (" (quick)" if options.quick else ""))
-        statuses: dict[str, int] = {}
-        for run in store.runs(sweep_ids):
-            statuses[run.status] = statuses.get(run.status, 0) + 1
-        return StudyResult(report=report, statuses=statuses)
+        return StudyResult(report=report, statuses=Counter(run.status for run in store.runs(sweep_ids)))
 
 
 def run_program_sweep(study: _Study, layouts: tuple[tuple[int, int], ...], entry: ProgramRun) -> int:

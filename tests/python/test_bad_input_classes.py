@@ -115,6 +115,22 @@ def test_a_variable_naming_a_place_that_cannot_be_used_is_exit_2_naming_it(varia
     one_line_exit_2(hympi("run", "stream", env={variable: value}), variable, words)
 
 
+@pytest.mark.parametrize(("db", "words"), [
+    # SQLite opened both: /dev/full failed in a rollback, /proc/version when it wrote the schema ("internal error").
+    ("/dev/full", "database path /dev/full is a device"),
+    ("/proc/version", "cannot create a database at /proc/version: unable to open database file"),
+    ("FIFO", "is a FIFO"),  # "disk I/O error" before
+])
+def test_a_database_path_that_can_hold_no_database_is_exit_2_saying_why(db: str, words: str, fake_launcher,
+                                                                         tmp_path: Path):
+    if db == "FIFO":
+        db = str(tmp_path / "results.fifo")
+        os.mkfifo(db)
+    env, marker = fake_launcher
+    one_line_exit_2(hympi("sweep", "rb3d", "--repeat", "1", "--ignore-load", "--db", db, env=env), words)
+    assert not marker.exists()
+
+
 # --- B.13: messages that say what is wrong -----------------------------------------------------------------------
 
 def _special(tmp_path: Path, kind: str) -> Path:

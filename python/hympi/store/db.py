@@ -19,6 +19,7 @@ from hympi.busy.accounting import Interference
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.store.schema import SCHEMA_VERSION, current_version, migrate
+from hympi.textfile import file_problem
 
 DEFAULT_DB = "hympi-results.db"
 # How long a connection waits for another process's write lock (a sweep committing a run, a migration) before it
@@ -268,6 +269,8 @@ def _check_path(db: Path, create: bool) -> None:
             parent = db.parent if str(db.parent) else Path(".")
             if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
                 raise UsageError(f"cannot create database {db}: directory {parent} is missing or not writable")
+        elif (problem := file_problem(db)) is not None:  # a device, a FIFO: SQLite's errors would say nothing
+            raise UsageError(f"database path {db} {problem}")
         elif not os.access(db, os.R_OK):
             raise UsageError(f"cannot read database {db}")
     except OSError as exc:  # a name the system refuses to look up (too long, a loop of links)
@@ -312,9 +315,15 @@ class Store:
                 raise UsageError(_EMPTY.format(db=db))  # a file named by mistake is not made a database
             if db.exists() and version > 0 and not os.access(db, os.W_OK):
                 raise UsageError(f"database {db} is not writable")
-            _use_wal(conn)
-            conn.execute("PRAGMA foreign_keys = ON")
-            migrate(conn, str(db), version, now_utc())
+            try:
+                _use_wal(conn)
+                conn.execute("PRAGMA foreign_keys = ON")
+                migrate(conn, str(db), version, now_utc())
+            except sqlite3.OperationalError as exc:
+                if version > 0:
+                    raise  # a database of ours that fails mid-migration (a full disk) is no bad input
+                # An empty file SQLite cannot write beside (its journal) or into: /proc's, a read-only mount's.
+                raise UsageError(f"cannot create a database at {db}: {exc}") from None
         except BaseException:
             conn.close()
             raise
