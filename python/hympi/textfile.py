@@ -50,9 +50,19 @@ def file_problem(path: str | os.PathLike[str]) -> str | None:
     return "is not a regular file"
 
 
+def require_regular_file(path: str | os.PathLike[str], what: str) -> None:
+    """UsageError naming `what` and the path when `path` exists but is no regular file, before anyone reads it: a
+    FIFO blocks the read until someone writes, /dev/zero and /dev/full never end it; OSError (for the caller to
+    word, as a failed read) when it cannot be examined, a missing file among them."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise UsageError(f"{what} {os.fspath(path)} {file_problem(path)}")
+
+
 def read_utf8(path: str | os.PathLike[str], what: str) -> str:
-    """The text of the UTF-8 file `path`; UsageError for bytes that are not UTF-8, OSError (for the caller to word)
-    when it cannot be read."""
+    """The text of the UTF-8 file `path`; UsageError naming `what` for a path that is no regular file
+    (require_regular_file) or for bytes that are not UTF-8, OSError (for the caller to word) when it cannot be
+    read."""
+    require_regular_file(path, what)
     return decode_utf8(Path(path).read_bytes(), what, path)
 
 

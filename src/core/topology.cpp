@@ -62,6 +62,9 @@ Topology::Handle finish_load(Topology::Handle topo, const std::string& what) {
 Topology Topology::this_machine() { return Topology(finish_load(init_topology(), "this machine")); }
 
 Topology Topology::from_xml_file(const std::string& path) {
+  // hwloc opens the file and reads it to its end: a FIFO would block it until someone writes.
+  if (const std::string problem = file_problem(path); !problem.empty())
+    throw TopologyError("hwloc XML '" + path + "' " + problem);
   Handle topo = init_topology();
   if (hwloc_topology_set_xml(topo.get(), path.c_str()) < 0) {
     const int err = errno;

@@ -4,7 +4,7 @@ value and the words; this one finds the option whose check is missing: any value
 as a run or a failed run, never as a hang, a traceback or an "internal error (bug)" line, and any value it does
 refuse must be one line, exit 2, with nothing launched or written. The odd values are the classes that found such
 options before: empty, negative, zero, not a number, beyond a double, beyond 64 bits, longer than a file name, not
-ASCII."""
+ASCII, and special files where a file is wanted."""
 
 from __future__ import annotations
 
@@ -21,14 +21,17 @@ from conftest import REPO, hympi
 from hympi.cli import COMMANDS, build_parser
 from hympi.contract import contract
 
-ODD_VALUES = ("", "-1", "0", "nan", "1e400", "99999999999999999999", "x" * 5000, "\u00e9\u2603")
+ODD_VALUES = ("", "-1", "0", "nan", "1e400", "99999999999999999999", "x" * 5000, "\u00e9\u2603",
+              # Files that are none, where a file is wanted: a read of /dev/zero never ends (nor does that of a FIFO,
+              # which each walk adds as FIFO), /dev/full cannot be written.
+              "/dev/zero", "/dev/full")
 
 # What each subcommand needs besides the option under test to get past its own required arguments, and, for those
 # that measure, to be quick when the value is taken: one round, no waiting for a quiet machine, only STREAM. The
 # option under test comes last, so it overrides a base option of the same name.
 BASE: dict[str, tuple[str, ...]] = {
     "run": ("stream",),
-    "sweep": ("stream", "--repeat", "1", "--ignore-load"),
+    "sweep": ("stream", "--repeat", "1", "--no-warmup", "--ignore-load"),
     "study": ("--quick", "--apps", "stream", "--repeat", "1", "--ignore-load"),
     "tune run": ("stream", "--repeat", "1"),
     "tune predict": ("stream",),
@@ -88,6 +91,9 @@ class Walk:
         self.env = {"HYMPI_MPIRUN": str(launcher), "HYMPI_MPI_FLAVOR": "openmpi", "HYMPI_BIN_DIR": str(bin_dir)}
         self.work = tmp_path / "work"
         self.work.mkdir()
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        self.values = (*ODD_VALUES, str(fifo))
         monkeypatch.chdir(self.work)  # each call runs in the caller's directory: what a refusal writes lands here
         self.odd: list[str] = []
 
@@ -125,14 +131,15 @@ def test_no_odd_value_of_any_option_is_a_bug_a_hang_or_a_refusal_that_acted(comm
         bin_dir = tmp_path / "bin"
     walk = Walk(tmp_path, monkeypatch, bin_dir)
     for option in options_taking_values(SUBCOMMANDS[command]):
-        for value in ODD_VALUES:
+        for value in walk.values:
             walk.call(f"hympi {command} {option}={value[:20]!r}",
                       (*command.split(), *BASE.get(command, ()), f"{option}={value}"), {})
     assert not walk.odd, "\n".join(walk.odd)
 
 
-# What reads every variable (`hympi config` shows them all) and what uses them to launch an app.
-ENV_COMMANDS = (("config",), ("run", "stream"))
+# Every command checks every variable before it does anything (hympi.cli's dispatch loads the settings); `hympi run`
+# then also uses them to launch an app.
+ENV_COMMANDS = (("run", "stream"),)
 
 
 @pytest.mark.parametrize("variable", sorted(o.env for o in contract().options))
@@ -140,7 +147,7 @@ def test_no_odd_value_of_any_variable_is_a_bug_a_hang_or_a_refusal_that_acted(va
                                                                             monkeypatch: pytest.MonkeyPatch):
     """The same for the HYMPI_* variables contract.toml declares (the config file's keys take the same checks)."""
     walk = Walk(tmp_path, monkeypatch, built_bin_dir())
-    for value in ODD_VALUES:
+    for value in walk.values:
         for args in ENV_COMMANDS:
             walk.call(f"{variable}={value[:20]!r} hympi {' '.join(args)}", args, {variable: value})
     assert not walk.odd, "\n".join(walk.odd)

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from hympi.errors import UsageError
 from hympi.limits import MAX_JOB_THREADS
 from hympi.outputs import output_stream, write_output
+from hympi.textfile import require_regular_file
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -187,6 +188,7 @@ def read_matrix(path: str | Path) -> CommMatrix:
     the bad value."""
     name = str(path)
     try:
+        require_regular_file(path, "matrix")
         with open(path, encoding="utf-8") as stream:
             first = stream.read(1)
             while first.isspace():

@@ -329,6 +329,12 @@ class Store:
             raise
         return cls(conn, db)
 
+    @staticmethod
+    def check_path(path: str | os.PathLike[str], create: bool = True) -> None:
+        """What open and read check of `path` before SQLite touches it, for a command that must refuse a bad
+        database before it writes anything else (hympi study's report directory); UsageError naming the path."""
+        _check_path(Path(path), create)
+
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> Store:
         """Opens an existing results database for the commands that only read it (report, export, tune best):

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <fstream>
+#include <string>
 
 #include "hympi/core/error.hpp"
 #include "hympi/core/topology.hpp"
@@ -67,6 +70,21 @@ TEST(Topology, BadSourcesThrow) {
   EXPECT_THROW(Topology::from_spec("/nonexistent/topology.xml"), hympi::TopologyError);
   const auto t = Topology::from_synthetic("pack:1 core:2 pu:1");
   EXPECT_THROW((void)t.core_set(2), hympi::InvalidArgument);
+}
+
+TEST(Topology, AnXmlPathThatIsNoFileThrowsWithoutReadingIt) {
+  // hwloc would block reading a FIFO until someone writes to it; the test would hang instead of failing.
+  const std::string fifo = testing::TempDir() + "hympi_topo.fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    (void)Topology::from_spec(fifo);
+    ADD_FAILURE() << "a FIFO was taken for hwloc XML";
+  } catch (const hympi::TopologyError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a FIFO"), std::string::npos) << e.what();
+  }
+  std::remove(fifo.c_str());
+  EXPECT_THROW(Topology::from_spec(testing::TempDir()), hympi::TopologyError);  // a directory
 }
 
 TEST(Topology, ThisMachineHasCores) {
