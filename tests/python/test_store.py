@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hympi.errors import UsageError
+from hympi.errors import HympiFatal, UsageError
 from hympi.store import APPLICATION_ID, SCHEMA_VERSION, Run, Store
 from olddb import store_at
 
@@ -76,6 +76,26 @@ def test_failed_transaction_leaves_nothing(store: Store):
         conn.execute("UPDATE sweeps SET status = 'finished' WHERE id = ?", (sweep_id,))
         raise RuntimeError("crash in the middle")
     assert store.sweep(sweep_id).status == "running"
+
+
+def test_a_database_that_cannot_take_a_write_is_fatal_naming_it_and_keeps_what_it_had(tmp_path: Path):
+    """A full disk while a sweep records: one HympiFatal naming the database (an "internal error (bug)" line
+    before), and every record committed before it is still there. SQLite's page limit stands in for the disk."""
+    db = tmp_path / "r.db"
+    with Store.open(db) as store:
+        machine = store.ensure_machine("host", "abc", "mpi", "cc", {})
+        pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+        store.conn.execute(f"PRAGMA max_page_count = {pages + 2}")
+        made = []
+        with pytest.raises(HympiFatal) as full:
+            for n in range(10_000):
+                made.append(store.create_sweep(machine.id, "rb3d", {"n": n, "pad": "x" * 2000}, 1).id)
+        assert str(full.value) == (f"results database {db} cannot be written (database or disk is full); what it "
+                                   "recorded before is kept")
+        assert not store.conn.in_transaction
+    assert made
+    with Store.read(db) as again:
+        assert [s.id for s in again.sweeps()] == made
 
 
 def test_committed_runs_are_visible_to_another_connection_at_once(store: Store, tmp_path: Path):

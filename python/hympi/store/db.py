@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from hympi.busy.accounting import Interference
-from hympi.errors import UsageError
+from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
 from hympi.store.schema import SCHEMA_VERSION, current_version, migrate
 from hympi.textfile import file_problem
@@ -320,8 +320,9 @@ class Store:
                 conn.execute("PRAGMA foreign_keys = ON")
                 migrate(conn, str(db), version, now_utc())
             except sqlite3.OperationalError as exc:
-                if version > 0:
-                    raise  # a database of ours that fails mid-migration (a full disk) is no bad input
+                if version > 0:  # ours, failing mid-migration (a full disk): no bad input; each step is atomic
+                    raise HympiFatal(f"results database {db} cannot be migrated to schema {SCHEMA_VERSION} "
+                                     f"({exc}); it keeps the schema it had") from None
                 # An empty file SQLite cannot write beside (its journal) or into: /proc's, a read-only mount's.
                 raise UsageError(f"cannot create a database at {db}: {exc}") from None
         except BaseException:
@@ -375,14 +376,23 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. Every write of the store is one: a database
+        that cannot take it (its disk full, a lock held past BUSY_TIMEOUT_S) is HympiFatal naming it, and what it
+        recorded before stays whole, as SQLite commits a transaction entirely or not at all."""
         try:
-            yield self.conn
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:  # SQLite ends it itself on some errors (a full disk among them)
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise HympiFatal(f"results database {self.path} cannot be written ({exc}); what it recorded before "
+                             "is kept") from None
 
     def schema_version(self) -> int:
         """The highest migration applied to this database."""
