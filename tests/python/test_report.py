@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import errno
 import json
 import os
 import shutil
@@ -25,6 +26,8 @@ import tunedata
 from conftest import hympi
 from fakeapps import REPO
 from hympi.cli.common import ensure_out_dir
+from hympi.errors import HympiFatal
+from hympi.report import writer
 from hympi.report.analysis import group_runs, recommend, verdict
 from hympi.report.writer import write_report
 from hympi.store import Run, Store
@@ -371,6 +374,20 @@ def test_a_study_whose_runs_failed_writes_its_report_and_exits_1(tmp_path: Path)
         "All runs"]
     assert proc.stdout.strip().splitlines()[-1] == f"report: {(out / 'index.html').resolve()}"
     assert "All runs" in (out / "index.html").read_text()
+
+
+def test_a_report_that_cannot_be_written_says_where_the_runs_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A full disk under the report directory: one HympiFatal line naming the directory and the database that still
+    holds the runs (an "internal error (bug)" line, OSError, before)."""
+    def full(path: Path, text: str) -> Path:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(writer, "write_output", full)
+    db, out = tmp_path / "r.db", tmp_path / "report"
+    with Store.open(db) as store, pytest.raises(HympiFatal) as failed:
+        write_report(store, ensure_out_dir(out))
+    assert str(failed.value) == (f"cannot write the report into {out} (No space left on device); the runs are kept "
+                                 f"in {db} (hympi report --db {db} --out {out} writes it again)")
 
 
 def test_a_lead_on_too_few_runs_is_no_verdict_and_never_a_tie_break_against_it():

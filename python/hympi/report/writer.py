@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hympi.errors import HympiFatal
 from hympi.launch.cvars import load_listing
 from hympi.outputs import write_output
 from hympi.report import plots
@@ -39,7 +40,18 @@ def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSou
 def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None, notes: tuple[str, ...] = (),
                  title: str = "hympi study", cvars: CvarSource | None = None) -> Path:
     """Writes index.html and its PNG plots into `out_dir`; returns the path of index.html. Runs of tunes go to the
-    Tuning section (with `cvars` for rebuilding their spaces), not to the per-app sections."""
+    Tuning section (with `cvars` for rebuilding their spaces), not to the per-app sections. HympiFatal naming the
+    directory when a file cannot be written there (a full disk): the runs stay in the database, which says so."""
+    try:
+        return _write_report(store, out_dir, sweep_ids, notes, title, cvars)
+    except OSError as exc:
+        raise HympiFatal(f"cannot write the report into {out_dir} ({exc.strerror or exc}); the runs are kept in "
+                         f"{store.path} (hympi report --db {store.path} --out {out_dir} writes it again)") from None
+
+
+def _write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None, notes: tuple[str, ...], title: str,
+                  cvars: CvarSource | None) -> Path:
+    """write_report's work."""
     runs = store.runs(sweep_ids)
     sweeps = store.sweeps()
     machine_of = {s.id: s.machine_id for s in sweeps}
