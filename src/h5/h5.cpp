@@ -339,10 +339,10 @@ Handle create_dataset(hid_t file, const std::string& name, const std::vector<hsi
           H5Dclose};
 }
 
-/// Throws IoError when the file system of `path` has less than `bytes` (plus room for metadata) free.
+/// Throws IoError naming `what` when the file system of `path` has less than `bytes` (plus room for metadata) free.
 /// Checked before writing because a write that fails inside HDF5's collective metadata flush leaves the
 /// ranks in different collectives: the file could then be neither closed nor abandoned.
-void require_space(const std::string& path, const std::string& dataset, double bytes, std::size_t alignment) {
+void require_space(const std::string& path, const std::string& what, double bytes, std::size_t alignment) {
   const std::filesystem::path parent = std::filesystem::path(path).has_parent_path()
                                            ? std::filesystem::path(path).parent_path()
                                            : std::filesystem::path(".");
@@ -351,7 +351,7 @@ void require_space(const std::string& path, const std::string& dataset, double b
   const double free_bytes = double(fs.f_bavail) * double(fs.f_frsize);
   const double needed = bytes + double(alignment) + 1048576.0;
   if (free_bytes < needed)
-    throw IoError("no space for " + on(path, dataset) + ": it needs " + std::to_string(long(needed)) +
+    throw IoError("no space for " + what + ": it needs " + std::to_string(long(needed)) +
                   " bytes, the file system of " + parent.string() + " has " + std::to_string(long(free_bytes)) +
                   " free");
 }
@@ -367,7 +367,7 @@ long element_count(const std::vector<hsize_t>& dims) {
 void agree_on_space(MPI_Comm comm, const std::string& path, const std::string& dataset, double bytes,
                     std::size_t alignment, bool& agreed_failure) {
   agree(comm, attempt([&] {
-          if (Comm(comm, false).rank() == 0) require_space(path, dataset, bytes, alignment);
+          if (Comm(comm, false).rank() == 0) require_space(path, on(path, dataset), bytes, alignment);
         }),
         agreed_failure);
 }
@@ -562,6 +562,12 @@ File::File(MPI_Comm comm, std::string path, const H5Options& options, long file_
 
 File File::create(MPI_Comm comm, const std::string& path, const H5Options& options) {
   const SilencedErrors quiet;
+  // Making the file writes its superblock and root group, and closing it flushes them: on a full disk that close
+  // fails, HDF5 keeps the handle it could not close and crashes on it in MPI_Finalize. So the room for the file's
+  // own metadata is checked first, as each dataset's room is before the dataset is made.
+  agree(comm, attempt([&] {
+          if (Comm(comm, false).rank() == 0) require_space(path, path, 0.0, 0);
+        }));
   hid_t id = H5I_INVALID_HID;
   agree(comm, attempt([&] {
           const Handle fapl = file_access(comm, options);

@@ -243,3 +243,21 @@ def test_full_disk_is_exit_1_and_keeps_the_previous_checkpoint(checkpoint_at_20:
     assert len(lines) == 1 and str(previous) in lines[0] and "no space" in lines[0], proc.stderr
     assert previous.read_bytes() == before
     assert sorted(p.name for p in small_tmpfs.iterdir()) == ["rb3d.h5"], "a partial file was left"
+
+
+def test_a_disk_with_no_room_for_the_files_metadata_is_exit_1_not_a_crash(small_tmpfs: Path) -> None:
+    """Full before the checkpoint file is even made: HDF5 could write neither its superblock nor, at the close, its
+    metadata, kept the handle it failed to close and crashed on it in MPI_Finalize (exit 139 after the error line).
+    The room for the file's own metadata is now checked before it is made."""
+    with (small_tmpfs / "filler").open("wb", buffering=0) as out:
+        try:
+            while out.write(b"\0" * 4096):
+                pass
+        except OSError:
+            pass  # the file system is full: what the test wants
+    checkpoint = small_tmpfs / "rb3d.h5"
+    proc = run(2, 1, "--size", "16", "--iterations", "4", "--checkpoint", str(checkpoint), "--checkpoint-every", "2")
+    assert proc.returncode == 1, proc.stderr
+    lines = error_lines(proc)
+    assert len(lines) == 1 and f"no space for {checkpoint}.tmp" in lines[0], proc.stderr
+    assert sorted(p.name for p in small_tmpfs.iterdir()) == ["filler"], "a partial file was left"
