@@ -452,9 +452,14 @@ void dump() {
   std::fprintf(f, ",\n");
   write_times(f, "wall_time_s", all_times, 1, n);
   std::fprintf(f, "\n}\n");
-  const bool ok = std::fclose(f) == 0;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0)
+  // A failed write (a full disk) shows in the stream's error flag or at the close that flushes it: the partial file
+  // goes, so that nothing half written is left beside the output.
+  const bool written = std::ferror(f) == 0;
+  const bool ok = std::fclose(f) == 0 && written;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::fprintf(stderr, "libhympi-profile: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    std::remove(tmp.c_str());
+  }
 }
 
 // Fortran entry points of the MPI library, found at call time (see the file comment).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,6 +102,25 @@ def fake_launcher(tmp_path: Path) -> tuple[dict[str, str], Path]:
     script.write_text(f"#!/bin/sh\ntouch {marker}\nexit 0\n")
     script.chmod(0o755)
     return {"HYMPI_MPIRUN": str(script), "HYMPI_MPI_FLAVOR": "openmpi"}, marker
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """A 1 MiB tmpfs at tmp_path/full, unmounted after; skipped where mounting is not allowed (failed under CI:
+    `make test` runs as root)."""
+    mount = tmp_path / "full"
+    mount.mkdir()
+    tool = shutil.which("mount")
+    if os.geteuid() != 0 or tool is None:
+        skips.skip(skips.Reason.NOT_ROOT, "mounting a tmpfs needs root and mount(8)")
+    proc = subprocess.run([tool, "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True, text=True, timeout=30, check=False)
+    if proc.returncode != 0:
+        skips.skip(skips.Reason.NOT_ROOT, f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30, check=False)
 
 
 @pytest.fixture(scope="session")

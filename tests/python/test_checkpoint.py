@@ -214,25 +214,6 @@ def test_bad_io_options_are_one_line_exit_2(tmp_path: Path, args: list[str], wor
     assert not (tmp_path / "c.h5").exists()
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A 1 MiB tmpfs at tmp_path/full, unmounted after; skipped where mounting is not allowed (failed under CI:
-    `make test` runs as root)."""
-    mount = tmp_path / "full"
-    mount.mkdir()
-    tool = shutil.which("mount")
-    if os.geteuid() != 0 or tool is None:
-        skips.skip(skips.Reason.NOT_ROOT, "mounting a tmpfs needs root and mount(8)")
-    proc = subprocess.run([tool, "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                          capture_output=True, text=True, timeout=30, check=False)
-    if proc.returncode != 0:
-        skips.skip(skips.Reason.NOT_ROOT, f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30, check=False)
-
-
 def test_full_disk_is_exit_1_and_keeps_the_previous_checkpoint(checkpoint_at_20: Path, small_tmpfs: Path) -> None:
     previous = small_tmpfs / "rb3d.h5"
     shutil.copy(checkpoint_at_20, previous)  # 64 KiB: the 1 MiB tmpfs holds it, not a 64^3 field (2 MiB)

@@ -126,6 +126,23 @@ def test_program_without_mpi_writes_no_profile(tmp_path):
     assert "no profile written" in proc.stderr
 
 
+def test_a_full_disk_leaves_no_partial_profile(programs, small_tmpfs):
+    """The profiler's write fails at its close on a full disk: it says so and removes its temporary file (left
+    behind, half written, before), and hympi's one line gives its reason, not "the command ran no MPI program"."""
+    with (small_tmpfs / "filler").open("wb", buffering=0) as out:
+        try:
+            while out.write(b"\0" * 4096):
+                pass
+        except OSError:
+            pass  # full
+    out = small_tmpfs / "p.json"
+    proc = hympi("profile", "--quiet", "--out", str(out), "--", *MPIRUN, "-np", "2", str(programs["c"]))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"hympi: error: no profile written to {out}: cannot write {out}: No space left on device"]
+    assert sorted(p.name for p in small_tmpfs.iterdir()) == ["filler"], "a partial profile was left"
+
+
 def test_failing_program_is_an_error(tmp_path):
     proc = hympi("profile", "--out", str(tmp_path / "p.json"), "--", "false")
     assert proc.returncode == 1

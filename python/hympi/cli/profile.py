@@ -16,6 +16,9 @@ from hympi.layout_options import RUN_TIMEOUT
 from hympi.params import Param, from_record, parse_path, register, resolve
 from hympi.profile import Profile, plan_profile, run_profile
 
+# How libhympi-profile (profile/hympi_profile.cpp) begins each line it writes to the program's stderr.
+PROFILER_SAYS = "libhympi-profile: "
+
 DEFAULT_OUT = "hympi-profile.json"
 OUT = Param("out", "--out", f"matrix file to write (default {DEFAULT_OUT})", parse_path, DEFAULT_OUT, metavar="FILE")
 # Every parameter of `hympi profile` (the program's command line follows `--`).
@@ -95,7 +98,10 @@ def main(args: argparse.Namespace) -> int:
                else f"exit code {outcome.returncode}")
         raise HympiError(f"profiled command failed ({why}): {' '.join(plan.command)}")
     if profile is None:
-        raise HympiError(f"no profile written to {plan.out}: the command ran no MPI program to MPI_Finalize")
+        # The profiler reports a file it could not write (a full disk) on the program's stderr, as its only words.
+        said = [line for line in outcome.stderr.splitlines() if line.startswith(PROFILER_SAYS)]
+        why = said[-1].removeprefix(PROFILER_SAYS) if said else "the command ran no MPI program to MPI_Finalize"
+        raise HympiError(f"no profile written to {plan.out}: {why}")
     console = Console(stderr=True)
     console.print(summary_table(profile))
     console.print(time_line(profile))
