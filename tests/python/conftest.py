@@ -120,7 +120,9 @@ def small_tmpfs(tmp_path: Path):  # type: ignore[no-untyped-def]
     try:
         yield mount
     finally:
-        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30, check=False)
+        # Lazily: a process of a failed test may still hold a file there, and a plain umount would then leave the
+        # mount behind, under pytest's temporary directory, which it can no longer remove.
+        subprocess.run(["umount", "--lazy", str(mount)], capture_output=True, timeout=30, check=False)
 
 
 @pytest.fixture(scope="session")
