@@ -417,12 +417,8 @@ void dump() {
     }
   const char* env = std::getenv("HYMPI_PROFILE_OUT");
   const std::string path = env != nullptr && *env != '\0' ? env : "hympi-profile.json";
-  const std::string tmp = path + ".tmp";  // rename at the end: readers never see half a file
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) {
-    std::fprintf(stderr, "libhympi-profile: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
-    return;
-  }
+  std::FILE* f = hympi_probe::open_output(path);
+  if (f == nullptr) return;
   char library[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int length = 0;
   PMPI_Get_library_version(library, &length);
@@ -452,14 +448,7 @@ void dump() {
   std::fprintf(f, ",\n");
   write_times(f, "wall_time_s", all_times, 1, n);
   std::fprintf(f, "\n}\n");
-  // A failed write (a full disk) shows in the stream's error flag or at the close that flushes it: the partial file
-  // goes, so that nothing half written is left beside the output.
-  const bool written = std::ferror(f) == 0;
-  const bool ok = std::fclose(f) == 0 && written;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::fprintf(stderr, "libhympi-profile: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-    std::remove(tmp.c_str());
-  }
+  hympi_probe::finish_output(f, path);
 }
 
 // Fortran entry points of the MPI library, found at call time (see the file comment).

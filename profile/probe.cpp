@@ -218,12 +218,8 @@ void write(const MpiFigures& mpi) {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const std::string path = p->dir + "/probe-" + host + "-" + std::to_string(getpid()) + ".json";
-  const std::string tmp = path + ".tmp";  // renamed at the end: a reader never sees half a file
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) {
-    std::fprintf(stderr, "libhympi-profile: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
-    return;
-  }
+  std::FILE* f = open_output(path);
+  if (f == nullptr) return;
   std::fprintf(f, "{\"format\": \"hympi-probe\", \"version\": 1, \"host\": \"%s\", \"pid\": %d,\n",
                escaped(host).c_str(), int(getpid()));
   std::fprintf(f, " \"mpi\": {\"initialized\": %s, \"rank\": %d, \"size\": %d, \"wall_s\": %.6f, \"mpi_s\": %.6f, "
@@ -243,8 +239,18 @@ void write(const MpiFigures& mpi) {
                  list_of(t.bound).c_str(), list_of(t.used).c_str());
   }
   std::fprintf(f, "\n ]}\n");
-  // A failed write (a full disk) shows in the stream's error flag or at the close that flushes it: the partial file
-  // goes, so that nothing half written is left beside the output.
+  finish_output(f, path);
+}
+
+std::FILE* open_output(const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) std::fprintf(stderr, "libhympi-profile: cannot write %s: %s\n", tmp.c_str(), std::strerror(errno));
+  return f;
+}
+
+void finish_output(std::FILE* f, const std::string& path) {
+  const std::string tmp = path + ".tmp";
   const bool written = std::ferror(f) == 0;
   const bool ok = std::fclose(f) == 0 && written;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {

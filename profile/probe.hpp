@@ -1,6 +1,8 @@
 #pragma once
 // The probe half of libhympi-profile (probe.cpp): what the profiler hands it when a rank finalizes.
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 namespace hympi_probe {
 
@@ -20,5 +22,13 @@ void on_init();
 /// Writes HYMPI_PROBE_DIR/probe-<host>-<pid>.json once per process (later calls do nothing); nothing without
 /// HYMPI_PROBE_DIR.
 void write(const MpiFigures& mpi);
+
+/// Both halves' output files appear whole or not at all: written to PATH.tmp, renamed to PATH by
+/// `finish_output`. Opens PATH.tmp, or says why not on stderr and returns nullptr.
+std::FILE* open_output(const std::string& path);
+
+/// Closes the file `open_output(path)` gave and renames it to `path`. A failed write (a full disk) shows in the
+/// stream's error flag or at the close that flushes it: then the partial file goes and stderr says why.
+void finish_output(std::FILE* f, const std::string& path);
 
 }  // namespace hympi_probe

@@ -37,6 +37,11 @@ def file_problem(path: str | os.PathLike[str]) -> str | None:
         return "does not exist"
     except OSError as exc:  # a directory on the way without search permission, a name too long
         return f"cannot be examined ({exc.strerror or exc})"
+    return _mode_problem(mode)
+
+
+def _mode_problem(mode: int) -> str | None:
+    """file_problem's words for a file of this stat mode (None for a regular file)."""
     if stat.S_ISREG(mode):
         return None
     if stat.S_ISDIR(mode):
@@ -54,8 +59,9 @@ def require_regular_file(path: str | os.PathLike[str], what: str) -> None:
     """UsageError naming `what` and the path when `path` exists but is no regular file, before anyone reads it: a
     FIFO blocks the read until someone writes, /dev/zero and /dev/full never end it; OSError (for the caller to
     word, as a failed read) when it cannot be examined, a missing file among them."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise UsageError(f"{what} {os.fspath(path)} {file_problem(path)}")
+    problem = _mode_problem(os.stat(path).st_mode)
+    if problem is not None:
+        raise UsageError(f"{what} {os.fspath(path)} {problem}")
 
 
 def read_utf8(path: str | os.PathLike[str], what: str) -> str:

@@ -98,6 +98,14 @@ def test_a_database_that_cannot_take_a_write_is_fatal_naming_it_and_keeps_what_i
         assert [s.id for s in again.sweeps()] == made
 
 
+def test_a_statement_sqlite_refuses_is_no_storage_fault_and_keeps_its_own_error(store: Store):
+    """Only the database's file or disk failing a write is worded as such; a statement of hympi's that SQLite
+    refuses (a table that is not there) keeps SQLite's error, to be reported as the bug it is, and rolls back."""
+    with pytest.raises(sqlite3.OperationalError, match="no such table: nowhere"), store.transaction() as conn:
+        conn.execute("INSERT INTO nowhere VALUES (1)")
+    assert not store.conn.in_transaction
+
+
 def test_committed_runs_are_visible_to_another_connection_at_once(store: Store, tmp_path: Path):
     sweep_id = _sweep(store)
     store.add_run(_run(sweep_id))

@@ -13,7 +13,7 @@ from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.mpirun import configured_flavor
 from hympi.params import from_record, register, resolve, rounds, texts
 from hympi.program import load_programs
-from hympi.store import Store
+from hympi.store import check_db_path
 from hympi.study import StudyOptions, run_study
 from hympi.study_options import STUDY, check_apps
 from hympi.topology import machine_summary
@@ -48,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
     if args.app_args:
         raise UsageError(f"hympi study takes no app arguments, got '{' '.join(args.app_args)}'")
     configured_flavor()  # before the report directory or the database is made
-    Store.check_path(args.db)  # a database path that cannot be one is refused before the report directory is made
+    check_db_path(args.db)  # a database path that cannot be one is refused before the report directory is made
     out = ensure_out_dir(args.out)
     options = from_record(StudyOptions, {**values, "out_dir": out, "db": args.db, "resume": args.resume,
                                          "repeat": measured.repeat, "auto": measured.auto,

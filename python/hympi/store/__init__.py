@@ -14,6 +14,7 @@ from hympi.store.db import (
     Study,
     Sweep,
     TuneRecord,
+    check_db_path,
     now_utc,
     params_key,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "Study",
     "Sweep",
     "TuneRecord",
+    "check_db_path",
     "now_utc",
     "params_key",
 ]

@@ -254,12 +254,24 @@ class Attempt:
 
 
 # Why an existing file without any table is refused where a database must already exist.
+# SQLite's primary result codes that mean the database's file or its disk failed a write, not the statement: a full
+# disk, an I/O error, a read-only file or mount, a lock held past the busy timeout, a damaged file. Any other
+# OperationalError of a write (SQLITE_ERROR: a missing table, a syntax error) is a fault of hympi's and stays one.
+_STORAGE_FAULTS = frozenset({
+    sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED,
+    sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB,
+    sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_NOLFS,
+})
+
 _EMPTY = "{db} is not a hympi results database (it is empty; 'hympi sweep' or 'hympi study' creates one)"
 
 
-def _check_path(db: Path, create: bool) -> None:
-    """UsageError unless `db` can be opened: an existing readable file, or (with `create`) a name in a writable
-    directory."""
+def check_db_path(path: str | os.PathLike[str], create: bool = True) -> None:
+    """UsageError naming the path unless it can be opened as a database: an existing readable file, or (with
+    `create`) a name in a writable directory. Store.open and Store.read check it before SQLite touches the path; a
+    command that must refuse a bad database before it writes anything else (hympi study's report directory) calls
+    it first."""
+    db = Path(path)
     try:
         if db.is_dir():
             raise UsageError(f"database path {db} is a directory")
@@ -304,7 +316,7 @@ class Store:
         """Opens (and if `create`, creates) the database at `path` for writing, migrated to the current schema;
         raises UsageError if it is not usable."""
         db = Path(path)
-        _check_path(db, create)
+        check_db_path(db, create)
         try:
             conn = sqlite3.connect(str(db), isolation_level=None, timeout=BUSY_TIMEOUT_S)
         except sqlite3.Error as exc:
@@ -330,12 +342,6 @@ class Store:
             raise
         return cls(conn, db)
 
-    @staticmethod
-    def check_path(path: str | os.PathLike[str], create: bool = True) -> None:
-        """What open and read check of `path` before SQLite touches it, for a command that must refuse a bad
-        database before it writes anything else (hympi study's report directory); UsageError naming the path."""
-        _check_path(Path(path), create)
-
     @classmethod
     def read(cls, path: str | os.PathLike[str]) -> Store:
         """Opens an existing results database for the commands that only read it (report, export, tune best):
@@ -343,7 +349,7 @@ class Store:
         UsageError for a missing file or one that is not a hympi results database. A database of an older
         schema is the exception: it is ours, and the readers need the current tables, so it is migrated first."""
         db = Path(path)
-        _check_path(db, create=False)
+        check_db_path(db, create=False)
         try:
             conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True, isolation_level=None,
                                    timeout=BUSY_TIMEOUT_S)
@@ -377,8 +383,8 @@ class Store:
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception. Every write of the store is one: a database
-        that cannot take it (its disk full, a lock held past BUSY_TIMEOUT_S) is HympiFatal naming it, and what it
-        recorded before stays whole, as SQLite commits a transaction entirely or not at all."""
+        that cannot take it (_STORAGE_FAULTS: its disk full, a lock held past BUSY_TIMEOUT_S) is HympiFatal naming
+        it, and what it recorded before stays whole, as SQLite commits a transaction entirely or not at all."""
         try:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -391,6 +397,8 @@ class Store:
         except sqlite3.OperationalError as exc:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
+            if exc.sqlite_errorcode & 0xFF not in _STORAGE_FAULTS:  # extended codes keep the primary in the low byte
+                raise
             raise HympiFatal(f"results database {self.path} cannot be written ({exc}); what it recorded before "
                              "is kept") from None
 
