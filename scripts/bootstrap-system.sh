@@ -19,6 +19,9 @@ packages=(
   # A real MPI program hympi did not build, studied as a user's would be (lmp; tests/python/userprograms.py runs
   # tests/data/lammps/in.melt, from its examples): about 70 MB installed. Not lammps-examples (145 MB for that file).
   lammps
+  # Another, that writes its results into a file and appends them to the last run's (HPC Challenge's hpccoutf.txt;
+  # tests/python/test_output_file.py): 1.3 MB installed.
+  hpcc
 )
 missing=()
 for p in "${packages[@]}"; do

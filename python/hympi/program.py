@@ -4,7 +4,9 @@ It is named by a path (anything containing '/': `./solver`, `/usr/bin/lmp`), so 
 hympi's apps, whose names hold no '/'. Its arguments pass through unchanged. Its figure of merit is the job's wall
 time as hympi measures it (lower is better) unless --metric gives a regular expression whose first group captures a
 number from its output, with --metric-unit and --better higher|lower. --verify gives an expression that must match
-the output, else the run failed with that reason; without it, a zero exit status is the only check there is.
+the output, else the run failed with that reason; without it, a zero exit status is the only check there is. A
+program that writes its results into a file names it with --output-file: both expressions then search what each run
+wrote into that file (hympi.filemark) before its output.
 
 The database keys a program's sweeps by its absolute path, the sha256 of its file and its arguments: a rebuilt
 binary is a new program, never resumed into the old one's runs.
@@ -24,8 +26,10 @@ from pathlib import Path
 
 from hympi.apps import APPS
 from hympi.errors import UsageError
+from hympi.filemark import FileText, mark_file, resolve_in, text_written_since
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import RunOutcome
+from hympi.limits import check_path
 from hympi.params import Param, choice
 from hympi.probe import Env, ProbeProcess, apply_probe, launch_probed
 from hympi.textfile import file_problem, read_utf8
@@ -80,15 +84,19 @@ BETTER_WAY = Param("better", "--better", "whether a higher or a lower --metric i
                    choice(BETTER, "direction"), metavar="higher|lower")
 VERIFY = Param("verify", "--verify", "a program's verification: a regular expression its output must match, else the "
                r"run failed (e.g. 'Verification\s*=\s*SUCCESSFUL')", parse_pattern, metavar="REGEX")
+OUTPUT_FILE = Param("output_file", "--output-file", "a file a program writes its results into (relative to where it "
+                    "runs): --metric and --verify search what each run wrote into it, then the output",
+                    check_path, metavar="FILE")
 # The parameters every command that runs a program takes.
-PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY)
+PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY, OUTPUT_FILE)
 
 
 @dataclass(frozen=True)
 class Program:
     """One program: `name` labels it in tables, `path` is its absolute path and `sha256` its file's digest; `metric`
     ("" = wall time), `metric_unit` and `better` say what is measured, `verify` ("" = none) what must be printed;
-    `workdir` ("" = hympi's) is where it runs (a programs file's directory, where its inputs are)."""
+    `workdir` ("" = hympi's) is where it runs (a programs file's directory, where its inputs are); `output_file`
+    ("" = none), relative to it, is a file whose new text each run is judged on before its output."""
 
     name: str
     path: str
@@ -98,9 +106,11 @@ class Program:
     better: str = "higher"
     verify: str = ""
     workdir: str = ""
+    output_file: str = ""
 
     def check(self) -> None:
-        """Checks the figure of merit's declarations together (UsageError): a unit or a direction needs --metric."""
+        """Checks the figure of merit's declarations together (UsageError): a unit or a direction needs --metric;
+        an output file needs an expression to search it, and a place where the program can write it."""
         if not self.metric and (self.metric_unit or self.better != "higher"):
             given = METRIC_UNIT.flag if self.metric_unit else BETTER_WAY.flag
             raise UsageError(f"{given} needs {METRIC.flag}: without it the figure of merit is the wall time")
@@ -108,6 +118,19 @@ class Program:
             value = getattr(self, param.name)
             if value:
                 param.check_text(value)
+        if self.output_file:
+            if not (self.metric or self.verify):
+                raise UsageError(f"{OUTPUT_FILE.flag} needs {METRIC.flag} or {VERIFY.flag}: they search the file")
+            path = self.output_path()
+            problem = file_problem(path)
+            if problem not in (None, "does not exist"):  # a FIFO or a device would be read for ever
+                raise UsageError(f"{OUTPUT_FILE.flag} {path} {problem}")
+            if not path.parent.is_dir():
+                raise UsageError(f"{OUTPUT_FILE.flag} {path}: directory {path.parent} does not exist")
+
+    def output_path(self) -> Path:
+        """The output file where the program writes it (relative to its working directory)."""
+        return resolve_in(self.workdir, self.output_file)
 
     @property
     def unit(self) -> str:
@@ -122,7 +145,8 @@ class Program:
         merit = (f"figure of merit {self.metric!r} ({self.metric_unit or 'no unit'}, {self.better} is better)"
                  if self.metric else "figure of merit: wall time")
         check = f"verified by {self.verify!r}" if self.verify else "verified by its exit status only"
-        return f"{self.path} (sha256 {self.sha256[:12]}): {merit}, {check}"
+        where = f", searched in {self.output_file} first" if self.output_file else ""
+        return f"{self.path} (sha256 {self.sha256[:12]}): {merit}, {check}{where}"
 
 
 def file_digest(path: Path) -> str:
@@ -254,10 +278,12 @@ def load_programs(path: str) -> tuple[ProgramRun, ...]:
 def probed_program_run(program: Program, launch: Callable[[Env], RunOutcome], ranks: int, threads: int,
                        args: tuple[str, ...]) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
     """One launch of a program of the user's own (`launch` given the probe's environment for its ranks), judged on
-    its output (hympi.program.judge) and on what the probe saw (hympi.probe.apply_probe); with the probed processes.
-    The sweep and `hympi run` / `affinity` both launch programs through it."""
+    its output and output file (hympi.program.judge) and on what the probe saw (hympi.probe.apply_probe); with the
+    probed processes. The sweep and `hympi run` / `affinity` both launch programs through it."""
+    mark = mark_file(program.output_path()) if program.output_file else None
     launched, processes = launch_probed(launch)
-    return apply_probe(judge(program, launched, ranks, threads, args), processes, ranks, threads), processes
+    written = text_written_since(mark) if mark is not None else None
+    return apply_probe(judge(program, launched, ranks, threads, args, written), processes, ranks, threads), processes
 
 
 def _last_lines(text: str) -> str:
@@ -272,23 +298,32 @@ def _failed(outcome: RunOutcome, reason: str) -> RunOutcome:
                                stderr=f"{outcome.stderr.rstrip()}\nhympi: {reason}".lstrip())
 
 
-def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args: tuple[str, ...]) -> RunOutcome:
+def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args: tuple[str, ...],
+          written: FileText | None = None) -> RunOutcome:
     """The outcome of one launch of `program` as hympi records it: a timeout or a cancelled step stays so; a non-zero
-    exit, a verification not found or a metric not found (or not a number) is a failed run with that reason;
-    otherwise an ok run whose record holds the figure of merit as its rate (larger is better), the wall time and
-    the layout. The output is searched as the program wrote it, stdout then stderr."""
+    exit, an output file not written, a verification not found or a metric not found (or not a number) is a failed
+    run with that reason; otherwise an ok run whose record holds the figure of merit as its rate (larger is better),
+    the wall time and the layout. The text searched is what the run wrote into its output file (`written`, for a
+    program with one), then its output as it wrote it, stdout then stderr."""
     if outcome.status in ("timeout", "cancelled"):
         return dataclasses.replace(outcome, record=None, result=None)
     if outcome.returncode != 0:
         return _failed(outcome, f"{program.name} exited with code {outcome.returncode}")
+    if program.output_file and (written is None or written.problem):
+        problem = written.problem if written is not None else "was not read"
+        return _failed(outcome, f"output file {program.output_path()} {problem}")
     text = f"{outcome.stdout}\n{outcome.stderr}"
+    searched = "the output"
+    if written is not None:
+        text = f"{written.text}\n{text}"
+        searched = f"what the run wrote into {program.output_path()} or its output"
     if program.verify and re.search(program.verify, text) is None:
-        return _failed(outcome, f"verification {program.verify!r} not found in the output; its last lines: "
+        return _failed(outcome, f"verification {program.verify!r} not found in {searched}; its last lines: "
                                 f"{_last_lines(text)}")
     if program.metric:
         found = re.search(program.metric, text)
         if found is None:
-            return _failed(outcome, f"metric {program.metric!r} not found in the output; its last lines: "
+            return _failed(outcome, f"metric {program.metric!r} not found in {searched}; its last lines: "
                                     f"{_last_lines(text)}")
         try:
             value = float(found.group(1))
@@ -308,5 +343,6 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
         "app": program.name, "problem": " ".join(args) or "(no arguments)", "time_s": outcome.seconds,
         "rate": rate, "rate_unit": program.unit, "verified": True, "ranks": ranks, "threads": threads,
         "metrics": {"merit": merit, "verification": f"matched {program.verify!r}" if program.verify else
-                    "exit status 0", "program": program.path, "sha256": program.sha256}}
+                    "exit status 0", "program": program.path, "sha256": program.sha256,
+                    **({"output_file": str(program.output_path())} if program.output_file else {})}}
     return dataclasses.replace(outcome, status="ok", record=record, result=None)

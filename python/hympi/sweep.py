@@ -73,7 +73,16 @@ from hympi.params import (
 )
 from hympi.paths import REPO_ROOT
 from hympi.place.tree import NodeTree, load_node_tree
-from hympi.program import Program, file_digest, probed_program_run, program_named, program_of, refuse_program_flags
+from hympi.program import (
+    BETTER_WAY,
+    PROGRAM,
+    Program,
+    file_digest,
+    probed_program_run,
+    program_named,
+    program_of,
+    refuse_program_flags,
+)
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
@@ -94,7 +103,7 @@ RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": F
 # Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
 SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args",
                     "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir",
-                    "disturbed_above")
+                    "output_file", "disturbed_above")
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,7 @@ class SweepParams:
     better: str = ""
     verify: str = ""
     workdir: str = ""
+    output_file: str = ""
     disturbed_above: float = DEFAULT_DISTURBED_ABOVE
 
     def program_spec(self) -> Program | None:
@@ -151,7 +161,7 @@ class SweepParams:
             return None
         return Program(name=self.app, path=self.program, sha256=self.program_sha256, metric=self.metric,
                        metric_unit=self.metric_unit, better=self.better or "higher", verify=self.verify,
-                       workdir=self.workdir)
+                       workdir=self.workdir, output_file=self.output_file)
 
     def args_of(self, index: int) -> tuple[str, ...]:
         """The own app arguments of layout number `index` (() without per-layout arguments)."""
@@ -226,10 +236,12 @@ class SweepParams:
 
 
 def program_fields(program: Program) -> dict[str, str]:
-    """The SweepParams fields that name `program`, for from_record with the rest of a sweep's parameters."""
+    """The SweepParams fields that name `program`, for from_record with the rest of a sweep's parameters (the output
+    file only when it has one: a tune of a program without keeps the identity it had before the field existed)."""
     return {"app": program.name, "program": program.path, "program_sha256": program.sha256, "metric": program.metric,
             "metric_unit": program.metric_unit, "better": program.better if program.metric else "",
-            "verify": program.verify, "workdir": program.workdir}
+            "verify": program.verify, "workdir": program.workdir,
+            **({"output_file": program.output_file} if program.output_file else {})}
 
 
 def program_subject(subject: str, values: Mapping[str, object]) -> dict[str, str]:
@@ -845,7 +857,8 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
     head = [str(exe)] if exe.is_file() else [sys.executable, "-c", inline]
     ranks = tuple(sorted({r for r, _ in params.layouts}))
     threads = tuple(sorted({t for _, t in params.layouts}))
-    cmd = [*head, "sweep", params.app, *RANKS.spell(ranks), *THREADS.spell(threads),
+    # A program is named by its path: its name alone would be taken for one of hympi's apps.
+    cmd = [*head, "sweep", params.program or params.app, *RANKS.spell(ranks), *THREADS.spell(threads),
            *SWEEP_REPEAT.spell(AUTO if params.auto else params.repeat)]
     defaults = {f.name: f.default for f in fields(params)}
     for p in SWEEP:
@@ -854,6 +867,12 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
                 (p.name in SPELLED_WHEN_SET and value == defaults[p.name] and not p.setting):
             continue  # a default the environment inside the allocation could change is spelled out
         cmd += p.spell(value)
+    program = params.program_spec()
+    if program is not None:
+        for p in PROGRAM:
+            value = getattr(program, p.name)
+            if value and (program.metric or p is not BETTER_WAY):  # a direction is spelled only with its metric
+                cmd += p.spell(value)
     cmd += ["--db", str(db.resolve()), *LAUNCHER.spell("slurm"), "--resume"]
     for name, value in params.mpi_params:
         cmd += ["--mpi-param", f"{name}={value}"]

@@ -56,7 +56,7 @@ CASES = [
      "-np 1 --map-by ppr:1:node --bind-to numa", "-n 1 -bind-to numa",
      "--nodes 1 --ntasks-per-node 1 --cpus-per-task 8 --cpu-bind=ldoms --distribution=block:block"),
     (LayoutSpec(1, 40, 1, "core", oversubscribe=True),
-     "-np 40 --map-by ppr:40:node:PE=1:OVERSUBSCRIBE --bind-to core:overload-allowed",
+     "-np 40 --oversubscribe --map-by ppr:40:node:PE=1:OVERSUBSCRIBE --bind-to core:overload-allowed",
      "-np 40 --map-by ppr:40:node:pe=1:oversubscribe --bind-to core:overload", "-n 40 -bind-to core:1",
      "--nodes 1 --ntasks-per-node 40 --cpus-per-task 1 --overcommit --cpu-bind=cores --distribution=block:block"),
     (LayoutSpec(2, 3, 1, "none"), "-np 6 --map-by ppr:3:node --bind-to none",

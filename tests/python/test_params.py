@@ -16,8 +16,9 @@ from hympi.errors import UsageError
 from hympi.layout_options import LAUNCH
 from hympi.params import MIN_TIME, Param, from_record, register, resolve, seconds_from_zero
 from hympi.place.options import PLACE, PlaceParams
+from hympi.program import PROGRAM, program_of
 from hympi.study_options import STUDY
-from hympi.sweep import SweepParams, sbatch_command
+from hympi.sweep import SweepParams, program_fields, program_subject, sbatch_command
 from hympi.sweep_options import SWEEP
 from hympi.tune.options import TUNE_RUN
 from hympi.tune.tuner import TuneParams
@@ -216,6 +217,29 @@ def test_the_sbatch_command_parses_back_to_the_same_sweep(monkeypatch: pytest.Mo
                                      "layouts": tuple((r, t) for r in values["ranks"] for t in values["threads"]),
                                      "repeat": 3, "auto": True})
     assert back == params
+
+
+def test_the_sbatch_command_of_a_program_names_it_by_its_path_with_its_declarations(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Inside the allocation the sweep must find the same program and judge it alike: named by its path (its bare
+    name would be looked up as one of hympi's apps) with its metric, unit, verification and output file."""
+    monkeypatch.chdir(tmp_path)
+    solver = tmp_path / "solver"
+    solver.write_text("#!/bin/sh\necho r=1\n")
+    solver.chmod(0o755)
+    program = program_of(str(solver), {"metric": "r=([0-9]+)", "metric_unit": "steps/s", "verify": "r=",
+                                       "output_file": "out.txt"})
+    params = from_record(SweepParams, {**program_fields(program), "layouts": ((1, 1), (2, 1)), "repeat": 2,
+                                       "launcher": "slurm"})
+    cmd = sbatch_command(params, tmp_path / "r.db")
+    assert cmd[cmd.index("sweep") + 1] == str(solver)
+    parser = argparse.ArgumentParser()
+    register(parser, SWEEP)
+    register(parser, PROGRAM)
+    parser.add_argument("--db")
+    parser.add_argument("--resume", action="store_true")
+    args = parser.parse_args(cmd[cmd.index("sweep") + 2:])
+    assert program_subject(str(solver), resolve(args, PROGRAM)) == program_fields(program)
 
 
 def test_a_repeated_parameter_is_required_parsed_per_use_and_spelled_back() -> None:

@@ -1,6 +1,7 @@
 """Programs hympi did not build, for the tests of any executable under study (issue 32): our own hybrid MPI + OpenMP
-program (tests/programs/hybrid.c, compiled here) and LAMMPS from Debian's package `lammps` (the bootstrap installs
-it), each with the regular expressions that read its figure of merit and show that it finished correctly."""
+program (tests/programs/hybrid.c, compiled here), LAMMPS from Debian's package `lammps` and HPC Challenge from its
+package `hpcc` (the bootstrap installs both), each with the regular expressions that read its figure of merit and
+show that it finished correctly."""
 
 from __future__ import annotations
 
@@ -31,6 +32,16 @@ LAMMPS_COMPLETED = r"(?m)^Total wall time: [0-9]+:[0-9]{2}:[0-9]{2}$"
 LAMMPS_LOOP = r"Loop time of ([0-9.]+) on ([0-9]+) procs for ([0-9]+) steps with ([0-9]+) atoms"
 LAMMPS_LAYOUT = r"([0-9]+) MPI tasks x ([0-9]+) OpenMP threads"
 
+# HPC Challenge reads hpccinf.txt from its working directory and appends each run's results to hpccoutf.txt there,
+# printing nothing: its figure of merit is in that file. tests/data/hpcc/hpccinf.txt is Debian's example
+# (/usr/share/doc/hpcc/examples/_hpccinf.txt) with HPL at N = 256, NB = 32 on a 1 x 1 grid: under a second a run.
+HPCC_INPUT = REPO / "tests" / "data" / "hpcc" / "hpccinf.txt"
+HPCC_OUTPUT = "hpccoutf.txt"
+# The summary section at the end of each run: "HPL_Tflops=0.00329916", "Success=1" (every test passed its check),
+# "CommWorldProcs=2".
+HPCC_HPL = r"(?m)^HPL_Tflops=([0-9.eE+-]+)$"
+HPCC_SUCCESS = r"(?m)^Success=1$"
+
 HYBRID_RATE = r"rate: ([0-9]+(?:\.[0-9]*)?) Mupdates/s"
 HYBRID_VERIFIED = r"(?m)^verification: SUCCESSFUL"
 HYBRID_LAYOUT = r"hybrid: ([0-9]+) ranks x ([0-9]+) threads"
@@ -39,15 +50,16 @@ HYBRID_LAYOUT = r"hybrid: ([0-9]+) ranks x ([0-9]+) threads"
 @dataclass(frozen=True)
 class Invocation:
     """A program as a test hands it to hympi: its command line (executable first) and what hympi's --metric,
-    --metric-unit, --better and --verify take for it (the same names as hympi.program.Program's fields): the
-    expression whose first group is the figure of merit, its unit and direction, and the expression that matches
-    only the output of a run that completed correctly."""
+    --metric-unit, --better, --verify and --output-file take for it (the same names as hympi.program.Program's
+    fields): the expression whose first group is the figure of merit, its unit and direction, the expression that
+    matches only the output of a run that completed correctly, and the file it writes them into ("": none)."""
 
     command: tuple[str, ...]
     metric: str
     metric_unit: str
     better: Literal["higher", "lower"]
     verify: str
+    output_file: str = ""
 
 
 @functools.cache
@@ -87,6 +99,17 @@ def lammps(*, cells: int = 10, steps: int = 500) -> Invocation:
                "-log", "none", "-nocite")
     return Invocation(command=command, metric=LAMMPS_RATE, metric_unit="timesteps/s", better="higher",
                       verify=LAMMPS_COMPLETED)
+
+
+def hpcc(directory: Path) -> Invocation:
+    """HPC Challenge run in `directory`, where its input is put (HPCC_INPUT) and where it appends its results
+    (HPCC_OUTPUT); skips (fails under CI) when hpcc is not installed."""
+    binary = shutil.which("hpcc")
+    if binary is None:
+        skips.skip(skips.Reason.HPCC, "hpcc is not on PATH (Debian package hpcc)")
+    shutil.copy(HPCC_INPUT, directory / HPCC_INPUT.name)
+    return Invocation(command=(binary,), metric=HPCC_HPL, metric_unit="Tflop/s", better="higher", verify=HPCC_SUCCESS,
+                      output_file=HPCC_OUTPUT)
 
 
 def launch(program: Invocation, ranks: int, threads: int, cwd: Path,

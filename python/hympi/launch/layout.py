@@ -230,6 +230,11 @@ class LayoutSpec:
                                                                                             ":overload")
         if not self.oversubscribe:
             over_map = over_bind = ""
+        elif version == 4:
+            # ORTE 4.1 still counts one slot per core for ppr:N:node:PE=T despite the map's OVERSUBSCRIBE ("not
+            # enough slots" at more ranks than cores), and --bind-to none has no map to modify: the plain flag lifts
+            # the count in both.
+            args.append("--oversubscribe")
         if self.bind == "none":
             node_map = ["--map-by", f"ppr:{self.ranks_per_node}:node"] if self.nodes > 1 else []
             return (*args, *node_map, "--bind-to", "none")
