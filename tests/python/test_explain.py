@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hympi.report.analysis import group_runs
-from hympi.report.explain import Breakdown, explain, pick_stream, ranked, reason, reasons
+from hympi.report.explain import Breakdown, explain, pick_stream, ranked, reason, reasons, verdict_reasons
 from hympi.report.writer import write_report
 from hympi.store import Run, Store
 
@@ -317,3 +317,17 @@ def test_report_page_has_why_breakdown_and_model_and_no_chart_for_stream(tmp_pat
     assert cells[:9] == ["core", "4", "0.5", "0.45 (90 %)", "0.03 (6 %)", "0 (0 %)", "0.02 (4 %)",
                          "0.027 (5 %)", "18"]
     assert cells[9:] == ["20", "0.90", "-", "1.00"]
+
+
+@pytest.mark.parametrize(("rates", "noise"), [
+    # Two runs a side, far apart: the interval excludes 1, yet two runs are too few for a verdict.
+    (((10.0, 10.1), (20.0, 20.2)), "2 runs a side are too few to separate them (a verdict needs 4)"),
+    # Four runs a side that overlap: the interval contains 1.
+    (((10.0, 12.0, 9.0, 11.5), (10.5, 11.2, 9.5, 12.5)), "the confidence interval of their ratio contains 1"),
+])
+def test_the_why_line_of_an_unseparated_pair_gives_the_reason_it_is_unseparated(rates, noise):
+    runs = [_run(ranks, 1, rep, rate, time_s=10.0 / rate, comp=8.0 / rate, comm=1.0 / rate)
+            for ranks, series in zip((1, 2), rates, strict=True) for rep, rate in enumerate(series, 1)]
+    (group,) = group_runs(runs, {1: 1})
+    (line,) = verdict_reasons(group, explain(group))
+    assert f"are within run-to-run noise of each other ({noise})" in line, line

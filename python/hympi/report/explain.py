@@ -432,14 +432,15 @@ def _why_not_split(better: Breakdown, worse: Breakdown) -> str:
     return "no timed region (time_s) was recorded"
 
 
-def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None) -> tuple[str, ...]:
+def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None, noise: str = "") -> tuple[str, ...]:
     """Why one of two layouts is faster, in short sentences: a lead (which is faster and by how much, or that the
     two are within noise), then one sentence per term (computation, communication, imbalance, unaccounted) that
     costs the slower layout time, largest share of its time first, one for a term it saves on, how much the faster
     one communicates, and the bandwidth. Says so when the data cannot tell.
 
-    `separated` says whether the statistics separated the two layouts; None = judge by the repeats' min-max overlap.
-    The faster layout is explained whichever order the two come in.
+    `separated` says whether the statistics separated the two layouts, and `noise` why not when they did not
+    (Comparison.noise_text); None = judge by the repeats' min-max overlap. The faster layout is explained whichever
+    order the two come in.
     """
     if better.rate is None or worse.rate is None:
         missing = better if better.rate is None else worse
@@ -451,7 +452,7 @@ def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None) 
     if worse.rate == better.rate:
         return (f"{b} and {w} ran at the same median rate: there is no difference to explain.",)
     t_b, t_w = 1.0 / better.rate, 1.0 / worse.rate  # time per unit of work
-    noise = "the confidence interval of their ratio contains 1"
+    noise = noise or "the confidence interval of their ratio contains 1"
     if separated is None:
         noise = "their repeats overlap"
         separated = not (better.rate_min is not None and worse.rate_max is not None
@@ -487,9 +488,9 @@ def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None) 
     return (*out, _sentence(bandwidth)) if bandwidth else tuple(out)
 
 
-def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None) -> str:
+def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None, noise: str = "") -> str:
     """reasons() as one line of sentences."""
-    return " ".join(reasons(better, worse, separated))
+    return " ".join(reasons(better, worse, separated, noise))
 
 
 _TOPICS = {"runner-up": "the runner-up", "indistinguishable": "a layout inside the noise", "worst": "the worst"}
@@ -511,7 +512,7 @@ def verdict_reasons(group: AppGroup, breakdowns: tuple[Breakdown, ...],
             continue
         about = _TOPICS.get(statement.topic, statement.topic)
         lines.append(f"{result.better} against {about} ({result.worse}): "
-                     f"{reason(better, worse, separated=result.separated)}")
+                     f"{reason(better, worse, separated=result.separated, noise=result.noise_text())}")
     return [*lines, *probe_findings(group)]
 
 

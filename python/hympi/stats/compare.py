@@ -96,6 +96,13 @@ class Comparison:
                     f"{self.high:.2f}; a verdict needs {MIN_SEPARATE} per layout){pick}")
         return f"{self.better} and {self.worse} are indistinguishable here (CI {self.low:.2f}-{self.high:.2f}){pick}"
 
+    def noise_text(self) -> str:
+        """Why a pair is not separated, in words that follow 'within run-to-run noise of each other': too few runs
+        to judge, or an interval that contains 1."""
+        if self.fewest < MIN_SEPARATE:
+            return f"{self.fewest} runs a side are too few to separate them (a verdict needs {MIN_SEPARATE})"
+        return "the confidence interval of their ratio contains 1"
+
     def reason_text(self) -> str:
         """'for its lower memory per node' (or 'either will do' when no criterion decides)."""
         return "(either will do)" if self.reason == "either" else f"for its {self.reason}"
