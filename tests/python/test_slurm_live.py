@@ -14,6 +14,7 @@ from pathlib import Path
 import forkcli
 import skips
 import slurmcluster
+import userprograms
 from hympi.store import Store
 from hympi.store.db import Run
 from slurmcluster import SlurmCluster
@@ -161,6 +162,30 @@ def test_sbatch_submission_is_waited_on_and_its_runs_land_in_the_db(slurm_cluste
         _assert_one_mpi_job_per_run(run)
     with Store.open(db, create=False) as store:
         assert store.sweep(1).status == "finished"
+
+
+def test_an_sbatch_sweep_of_a_program_runs_it_by_its_path_and_judges_its_output_file(slurm_cluster: SlurmCluster,
+                                                                                     tmp_path: Path):
+    """The sweep inside the allocation must find the program by its path (its name would be looked up as one of
+    hympi's apps) and judge it alike: HPC Challenge, an MPI program hympi did not build, started by srun, each run
+    credited with the results it appended to hpccoutf.txt."""
+    _two_cpus(slurm_cluster)
+    program = userprograms.hpcc(tmp_path)
+    db, script = tmp_path / "r.db", tmp_path / "sweep.sbatch"
+    proc = subprocess.run([*HYMPI, "sweep", *program.command, "--ranks", "1,2", "--threads", "1", "--no-warmup",
+                           "--launcher", "slurm", "--db", str(db), "--sbatch", str(script), "--wait",
+                           "--output-file", program.output_file, "--metric", program.metric,
+                           "--metric-unit", program.metric_unit, "--verify", program.verify],
+                          capture_output=True, text=True, env=slurm_cluster.env(), cwd=tmp_path, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runs = _runs(db)
+    assert sorted((r.ranks, r.status) for r in runs) == [(1, "ok"), (2, "ok")], [r.stderr_tail for r in runs]
+    written = (tmp_path / userprograms.HPCC_OUTPUT).read_text()
+    assert sorted(int(n) for n in re.findall(r"(?m)^CommWorldProcs=([0-9]+)$", written)) == [1, 2]
+    assert sorted(r.value("rate") for r in runs) == sorted(float(v) for v in re.findall(program.metric, written))
+    for run in runs:
+        assert any(Path(a).name == "srun" for a in run.command), run.command
 
 
 def test_cancelled_step_is_kept_as_an_attempt_cancelled_allocation_stops_and_resume_finishes(

@@ -283,7 +283,9 @@ class LayoutSpec:
     def _srun(self, maybe_tree: NodeTree | None) -> tuple[str, ...]:
         """srun: tasks per node, CPUs per task, --cpu-bind=cores|ldoms|sockets, --distribution block:block
         (packed) or block:cyclic (round-robin over sockets)."""
-        args = ["--nodes", str(self.nodes), "--ntasks-per-node", str(self.ranks_per_node),
+        # --ntasks too: without it srun takes the task count of the allocation it runs in (SLURM_NTASKS, from
+        # sbatch --ntasks or salloc -n), and a 1-rank layout in a 2-task allocation ran as 2 ranks.
+        args = ["--nodes", str(self.nodes), "--ntasks", str(self.ranks), "--ntasks-per-node", str(self.ranks_per_node),
                 "--cpus-per-task", str(self.threads), *(["--overcommit"] if self.oversubscribe else [])]
         if self.bind == "none" and not self.rankfile:
             return (*args, "--cpu-bind=none")
