@@ -130,17 +130,25 @@ def _numbers(values: Sequence[int]) -> str:
     return ", ".join(map(str, ordered))
 
 
-def singleton_problem(processes: Sequence[ProbeProcess], ranks: int) -> str | None:
+def mpi_job_problem(processes: Sequence[ProbeProcess], ranks: int) -> str | None:
     """Why the run is not one MPI job of `ranks` ranks, or None: a program launched as N singletons (an MPI the
-    launcher does not speak) or as N processes that never initialised MPI."""
-    if ranks < 2 or not processes:
+    launcher does not speak), as N processes that never initialised MPI, or as a job of another size than the
+    layout's (a launcher that took its task count from elsewhere: srun inside an allocation of more tasks)."""
+    if not processes:
         return None
-    if all(not p.mpi_initialized for p in processes):
+    initialized = [p for p in processes if p.mpi_initialized]
+    if ranks >= 2 and not initialized:
         return (f"launched as {len(processes)} independent processes that never initialised MPI: the program does "
                 "not use MPI, so its ranks do not work together")
-    if all(p.world_size == 1 for p in processes if p.mpi_initialized):
-        return (f"launched as {len(processes)} singletons (each process saw MPI_COMM_WORLD of size 1 instead of "
+    if ranks >= 2 and all(p.world_size == 1 for p in initialized):
+        return (f"launched as {len(initialized)} singletons (each process saw MPI_COMM_WORLD of size 1 instead of "
                 f"{ranks}): the program's MPI is not the launcher's")
+    # Sizes, not a count of processes: on other nodes a job's processes write their probe files where hympi does not
+    # read them, and a program's wrapper script is a process that never initialises MPI.
+    sizes = sorted({p.world_size for p in initialized})
+    if sizes and sizes != [ranks]:
+        return (f"ran as an MPI job of {' and '.join(map(str, sizes))} ranks (MPI_COMM_WORLD's size in its "
+                f"processes), not the {ranks} of its layout")
     return None
 
 
@@ -253,7 +261,7 @@ def probe_record(processes: Sequence[ProbeProcess], ranks: int, threads: int) ->
 def apply_probe(outcome: RunOutcome, processes: Sequence[ProbeProcess], ranks: int, threads: int) -> RunOutcome:
     """A judged program run with what the probe saw: a run that was not one MPI job of `ranks` ranks failed with
     that reason; an ok run's record gains probe_record's figures, binding rows and findings."""
-    problem = singleton_problem(processes, ranks)
+    problem = mpi_job_problem(processes, ranks)
     if problem is not None and outcome.status == "ok":
         return dataclasses.replace(outcome, status="failed", record=None,
                                    stderr=f"{outcome.stderr.rstrip()}\nhympi: {problem}".lstrip())

@@ -58,7 +58,8 @@ CASES = [
     (LayoutSpec(1, 40, 1, "core", oversubscribe=True),
      "-np 40 --oversubscribe --map-by ppr:40:node:PE=1:OVERSUBSCRIBE --bind-to core:overload-allowed",
      "-np 40 --map-by ppr:40:node:pe=1:oversubscribe --bind-to core:overload", "-n 40 -bind-to core:1",
-     "--nodes 1 --ntasks 40 --ntasks-per-node 40 --cpus-per-task 1 --overcommit --cpu-bind=cores --distribution=block:block"),
+     "--nodes 1 --ntasks 40 --ntasks-per-node 40 --cpus-per-task 1 --overcommit --cpu-bind=cores "
+     "--distribution=block:block"),
     (LayoutSpec(2, 3, 1, "none"), "-np 6 --map-by ppr:3:node --bind-to none",
      "-np 6 --map-by ppr:3:node --bind-to none", "-n 6 -ppn 3 -bind-to none",
      "--nodes 2 --ntasks 6 --ntasks-per-node 3 --cpus-per-task 1 --cpu-bind=none"),

@@ -17,11 +17,11 @@ from hympi.probe import (
     affinity_problems,
     figures,
     idle_threads,
+    mpi_job_problem,
     probe_env,
     probe_record,
     read_probe,
     shared_pus,
-    singleton_problem,
     working_threads,
 )
 from hympi.store import Store
@@ -38,7 +38,7 @@ def test_a_bound_hybrid_run_shows_its_busy_threads_and_the_mpi_libraries_threads
     assert min(t.cpu_s for t in process.threads) > 0.5 * max(t.cpu_s for t in process.threads)
     assert idle_threads([process], 2) is None and shared_pus([process]) == []
     assert working_threads([process], 2) == 2 and probe_record([process], 1, 2)["probe"]["working_threads"] == 2
-    assert singleton_problem([process], 1) is None
+    assert mpi_job_problem([process], 1) is None
     places = LayoutSpec(1, 1, 2, "core").placements(load_node_tree("this"))
     assert affinity_problems([process], places) == [] or len(load_node_tree("this").cores) != 2
 
@@ -63,9 +63,18 @@ def test_two_threads_bound_to_one_pu_fail_the_affinity_check():
 def test_processes_of_another_mpis_launcher_are_singletons_and_its_helpers_are_not_ranks():
     processes = read_probe(RECORDED / "singletons")
     assert len(processes) == 2  # the two singletons' orted helpers, which never initialised MPI, left out
-    assert singleton_problem(processes, 2) == ("launched as 2 singletons (each process saw MPI_COMM_WORLD of size 1 "
+    assert mpi_job_problem(processes, 2) == ("launched as 2 singletons (each process saw MPI_COMM_WORLD of size 1 "
                                                "instead of 2): the program's MPI is not the launcher's")
-    assert singleton_problem(read_probe(RECORDED / "hybrid-2x2-shared"), 2) is None
+    assert mpi_job_problem(read_probe(RECORDED / "hybrid-2x2-shared"), 2) is None
+
+
+@pytest.mark.parametrize("ranks", [1, 3])
+def test_a_job_of_another_size_than_the_layout_fails_the_run(ranks: int):
+    """srun inside an allocation of 2 tasks, not told --ntasks, ran a 1-rank layout as a job of 2: each process saw
+    MPI_COMM_WORLD of size 2."""
+    processes = read_probe(RECORDED / "hybrid-2x2-shared")
+    assert mpi_job_problem(processes, ranks) == (f"ran as an MPI job of 2 ranks (MPI_COMM_WORLD's size in its "
+                                                 f"processes), not the {ranks} of its layout")
 
 
 def test_the_why_figures_come_from_each_rank_s_time_inside_and_outside_mpi():
