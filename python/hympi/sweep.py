@@ -118,9 +118,10 @@ class SweepParams:
     entry per layout) are each layout's own app arguments, after `app_args`: a two-level sweep (hympi.twolevel) gives
     every (ranks, threads) launch its level-2 options, so equal launch shapes of other modes are other items.
     A sweep of a program of the user's own (hympi.program) has its absolute path in `program` ("" for an app; `app`
-    is then the program's name), its file's sha256, its figure of merit and verification, and `workdir`, where it
-    runs; the launcher binds it (it does not call hympi's binding). A run during which other processes used more
-    than `disturbed_above` cores of its PUs is disturbed (hympi.busy): recorded, marked, never counted.
+    is then the program's name), its file's sha256, its figure of merit and verification, `workdir`, where it runs,
+    and `output_file`, the file it writes its results into ("": none); the launcher binds it (it does not call
+    hympi's binding). A run during which other processes used more than `disturbed_above` cores of its PUs is
+    disturbed (hympi.busy): recorded, marked, never counted.
     """
 
     app: str
