@@ -62,6 +62,13 @@ def test_a_run_without_its_exit_status_verification_or_metric_failed_with_the_re
     assert out.stderr.startswith("launcher noise")  # the launcher's own words are kept
 
 
+def test_a_metric_beginning_with_a_greedy_any_takes_the_last_match_as_the_readme_says():
+    output = "step 1: rate: 10 steps/s\nstep 2: rate: 30 steps/s\n"
+    for metric, value in ((r"rate: ([0-9.]+)", 10.0), (r"(?s).*rate: ([0-9.]+)", 30.0)):
+        out = judge(_program(metric=metric), _outcome(output), 1, 1, ())
+        assert out.record is not None and out.record["metrics"]["merit"]["value"] == value
+
+
 def test_a_timeout_stays_a_timeout_whatever_was_printed():
     out = judge(_program(), _outcome("RESULT OK\n", None, status="timeout"), 1, 1, ())
     assert out.status == "timeout" and out.record is None
