@@ -14,7 +14,7 @@ from conftest import assert_refused, hympi, sweep_params
 from fakeapps import launches
 from fakeblades import BLADE_MSG, COMP, HALO_MSG, OMP, WAIT, fake_blades_bin
 from hympi.cli.common import ensure_out_dir
-from hympi.report.blades import why_sentence
+from hympi.report.blades import RatioCell, why_sentence
 from hympi.report.writer import write_report
 from hympi.stats.blades_model import Observation, fit, relative_error
 from hympi.store import Run, Store, schema
@@ -152,13 +152,18 @@ def test_the_model_recovers_known_coefficients_and_explains_the_ratio():
     # An unseen layout is predicted from the terms, not looked up.
     assert model.predict(_obs(8, 2, "mpi")).model == pytest.approx(_obs(8, 2, "mpi").iteration_s, rel=1e-6)
     # N2 = 2: the group halo (5e-4 s) outweighs the OpenMP overhead (2e-4 x g(2) = 4e-4 s): hybrid ahead.
-    said = why_sentence(model, 1, 2, 1.1, 1.05, 1.2)
+    said = why_sentence(model, RatioCell(1, 2, 1.1, 1.05, 1.2, fewest=4))
     assert said.startswith("1x2: hybrid wins (MPI / hybrid 1.10, CI 1.05-1.20)") and "hybrid ahead" in said
     assert "cores" not in said  # 2 workers on 2 cores: not oversubscribed
-    assert "4 workers on 2 cores" in why_sentence(model, 2, 2, 1.1, 1.05, 1.2)
-    assert "indistinguishable" in why_sentence(model, 1, 2, 1.01, 0.97, 1.05)
-    assert why_sentence(model, 1, 1, 1.0, 0.9, 1.1).startswith("1x1: hybrid and MPI are indistinguishable")
-    assert why_sentence(model, 3, 2, 1.0, 0.9, 1.1) == "3x2: not measured in both modes."
+    assert "4 workers on 2 cores" in why_sentence(model, RatioCell(2, 2, 1.1, 1.05, 1.2, fewest=4))
+    assert "indistinguishable" in why_sentence(model, RatioCell(1, 2, 1.01, 0.97, 1.05, fewest=4))
+    # The same interval from 3 runs a side is no verdict: hympi says so rather than "hybrid wins".
+    assert why_sentence(model, RatioCell(1, 2, 1.1, 1.05, 1.2, fewest=3)).startswith(
+        "1x2: hybrid and MPI cannot be separated with 3 runs a side (MPI / hybrid 1.10, CI 1.05-1.20; a verdict "
+        "needs 4)")
+    assert why_sentence(model, RatioCell(1, 1, 1.0, 0.9, 1.1, fewest=4)).startswith(
+        "1x1: hybrid and MPI are indistinguishable")
+    assert why_sentence(model, RatioCell(3, 2, 1.0, 0.9, 1.1, fewest=4)) == "3x2: not measured in both modes."
 
 
 def test_relative_error_and_a_model_that_misses():

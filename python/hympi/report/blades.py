@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from html import escape
 
-from hympi.params import DEFAULT_CONFIDENCE
+from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
 from hympi.report.explain import timed_ok
 from hympi.report.transposes import metric
 from hympi.stats.blades_model import BladesModel, Observation, fit
@@ -84,18 +84,35 @@ class BladeCell:
 
 @dataclass(frozen=True)
 class RatioCell:
-    """MPI time / hybrid time at one N1 x N2: ratio of medians and its bootstrap interval (None: too few runs)."""
+    """MPI time / hybrid time at one N1 x N2: ratio of medians and its bootstrap interval (None: too few runs), from
+    `fewest` runs in the mode that has fewer."""
 
     n1: int
     n2: int
     ratio: float | None
     low: float | None
     high: float | None
+    fewest: int = 0
 
     @property
     def indistinguishable(self) -> bool:
         """The interval holds 1."""
         return self.low is not None and self.high is not None and self.low <= 1.0 <= self.high
+
+    @property
+    def too_few(self) -> bool:
+        """Fewer runs a side than a verdict needs (MIN_SEPARATE, as for every comparison hympi prints): an interval
+        from 2 or 3 runs may exclude 1 by chance."""
+        return self.fewest < MIN_SEPARATE
+
+    @property
+    def separated(self) -> bool:
+        """Hybrid or MPI is faster: an interval without 1, from enough runs."""
+        return self.ratio is not None and not self.indistinguishable and not self.too_few
+
+    def interval_text(self) -> str:
+        """'MPI / hybrid 1.10, CI 1.05-1.20' (the ratio and interval must exist)."""
+        return f"MPI / hybrid {self.ratio:.2f}, CI {self.low:.2f}-{self.high:.2f}"
 
 
 @dataclass(frozen=True)
@@ -156,10 +173,11 @@ def _ratio(hybrid: BladeCell | None, mpi: BladeCell | None, confidence: float) -
     if hybrid is None or mpi is None:
         return None
     layout = hybrid.layout
-    if len(hybrid.times) < MIN_SAMPLES or len(mpi.times) < MIN_SAMPLES:
-        return RatioCell(layout.n1, layout.n2, None, None, None)
+    fewest = min(len(hybrid.times), len(mpi.times))
+    if fewest < MIN_SAMPLES:
+        return RatioCell(layout.n1, layout.n2, None, None, None, fewest)
     ratio, low, high = ratio_ci([1.0 / t for t in hybrid.times], [1.0 / t for t in mpi.times], confidence)
-    return RatioCell(layout.n1, layout.n2, ratio, low, high)
+    return RatioCell(layout.n1, layout.n2, ratio, low, high, fewest)
 
 
 def _observation(cell: BladeCell, blades: int, grid: tuple[int, int, int], cores: int) -> Observation | None:
@@ -213,7 +231,7 @@ def blades_views(runs: list[Run], machine_of: dict[int, int], cores_of: dict[int
         why: list[str] = []
         if model is not None:
             for r in sorted(ratios, key=lambda r: (r.n2, r.n1)):
-                why.append(why_sentence(model, r.n1, r.n2, r.ratio, r.low, r.high))
+                why.append(why_sentence(model, r))
         views.append(BladesView(machine_id, blades, grid, cores, cells, tuple(ratios), model, tuple(why),
                                 confidence))
     return views
@@ -224,11 +242,11 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms" if abs(seconds) >= 1e-9 else "0 ms"
 
 
-def why_sentence(model: BladesModel, n1: int, n2: int, ratio: float | None, low: float | None,
-                 high: float | None) -> str:
-    """One sentence for layout N1 x N2: whether hybrid wins (MPI / hybrid time ratio > 1 with its interval) and
-    why, from the fitted terms of that layout in both modes (group halo and the other costs of N1 x N2 ranks vs the
-    OpenMP overhead); 'not measured in both modes' when either is missing."""
+def why_sentence(model: BladesModel, cell: RatioCell) -> str:
+    """One sentence for the cell's layout N1 x N2: whether hybrid wins (MPI / hybrid time ratio > 1 with its
+    interval, from enough runs) and why, from the fitted terms of that layout in both modes (group halo and the
+    other costs of N1 x N2 ranks vs the OpenMP overhead); 'not measured in both modes' when either is missing."""
+    n1, n2 = cell.n1, cell.n2
     pairs = [(h, m) for h in model.predictions for m in model.predictions
              if h.obs.inner == "openmp" and m.obs.inner == "mpi" and h.obs.n2 == m.obs.n2 == n2
              and h.obs.n1 == m.obs.n1 == n1]
@@ -242,14 +260,17 @@ def why_sentence(model: BladesModel, n1: int, n2: int, ratio: float | None, low:
     other = (mpi.model - mpi.terms[1]) - (hybrid.model - hybrid.openmp_overhead)
     omp = hybrid.openmp_overhead
     mpi_cost = halo + other
-    if ratio is None or low is None or high is None:
+    if cell.ratio is None:
         verdict = "no ratio (too few runs)"
-    elif low <= 1.0 <= high:
-        verdict = f"hybrid and MPI are indistinguishable (MPI / hybrid {ratio:.2f}, CI {low:.2f}-{high:.2f})"
-    elif ratio > 1.0:
-        verdict = f"hybrid wins (MPI / hybrid {ratio:.2f}, CI {low:.2f}-{high:.2f})"
+    elif cell.indistinguishable:
+        verdict = f"hybrid and MPI are indistinguishable ({cell.interval_text()})"
+    elif cell.too_few:
+        verdict = (f"hybrid and MPI cannot be separated with {cell.fewest} runs a side ({cell.interval_text()}; a "
+                   f"verdict needs {MIN_SEPARATE})")
+    elif cell.ratio > 1.0:
+        verdict = f"hybrid wins ({cell.interval_text()})"
     else:
-        verdict = f"hybrid loses (MPI / hybrid {ratio:.2f}, CI {low:.2f}-{high:.2f})"
+        verdict = f"hybrid loses ({cell.interval_text()})"
     if n2 == 1:
         return (f"{name}: {verdict}; both modes run the same decomposition (no level 2: no group halo, one thread), "
                 "so only noise can separate them.")
@@ -269,11 +290,15 @@ def _num(value: float | None, scale: float = 1.0, fmt: str = ".4g") -> str:
 
 
 def _ratio_text(r: RatioCell) -> str:
-    """'1.08 (95 % CI 1.02-1.15)', '1.01 (CI 0.95-1.07): indistinguishable', or 'too few runs'."""
+    """'1.08 (CI 1.02-1.15)', '1.01 (CI 0.95-1.07): indistinguishable', '1.30 (CI 1.20-1.41): 2 runs a side, too
+    few to separate', or 'too few runs'."""
     if r.ratio is None or r.low is None or r.high is None:
         return f"too few runs (need {MIN_SAMPLES} per mode)"
     text = f"{r.ratio:.2f} (CI {r.low:.2f}-{r.high:.2f})"
-    return text + ": indistinguishable" if r.indistinguishable else text
+    if r.indistinguishable:
+        return text + ": indistinguishable"
+    return text + f": {r.fewest} runs a side, too few to separate (a verdict needs {MIN_SEPARATE})" if r.too_few \
+        else text
 
 
 def _view_html(view: BladesView, figures: dict[str, str], host: str | None) -> str:

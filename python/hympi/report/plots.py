@@ -389,10 +389,11 @@ def blades_ratio(view: BladesView, path: Path) -> Path:
     ys = [r.ratio or 0.0 for r in shown]
     err = [[y - (r.low or y) for y, r in zip(ys, shown, strict=True)],
            [(r.high or y) - y for y, r in zip(ys, shown, strict=True)]]
-    colours = ["0.6" if r.indistinguishable else ("C2" if (r.ratio or 0) > 1 else "C3") for r in shown]
+    # Grey, and no number, where the runs separate neither mode (the interval holds 1, or too few runs a side).
+    colours = ["0.6" if not r.separated else ("C2" if (r.ratio or 0) > 1 else "C3") for r in shown]
     ax.bar(xs, ys, 0.6, yerr=err, capsize=3, color=colours)
     for x, r in zip(xs, shown, strict=True):
-        ax.annotate("≈" if r.indistinguishable else f"{r.ratio:.2f}", (x, r.high or 0.0), textcoords="offset points",
+        ax.annotate(f"{r.ratio:.2f}" if r.separated else "≈", (x, r.high or 0.0), textcoords="offset points",
                     xytext=(0, 2), ha="center", fontsize=8)
     ax.axhline(1.0, color="k", linewidth=0.8)
     ax.set_xticks(xs)
