@@ -400,7 +400,7 @@ def blades_ratio(view: BladesView, path: Path) -> Path:
     ax.set_xticklabels([f"{r.n1}x{r.n2}" for r in shown])
     ax.set_xlabel("N1 x N2")
     ax.set_ylabel("MPI time / hybrid time")
-    ax.set_title(f"{view.problem}: > 1 hybrid faster (grey: interval holds 1)", fontsize=9)
+    ax.set_title(f"{view.problem}: > 1 hybrid faster (grey: not separated)", fontsize=9)
     ax.grid(True, axis="y", alpha=0.3)
     if not shown:
         ax.text(0.5, 0.5, "no layout ran in both modes with enough runs", ha="center", va="center",
