@@ -15,8 +15,9 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
   the stored medians is biased against the pick. The search is also replayed (no launch) on the exhaustive tune's
   medians for --replay-seeds seeds: the same Search object, the measured landscape as its oracle.
 * lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, SP-MZ S,
-  spmv3d CG 48^3, rb3d 32^3 and 64^3, the pencil solver at 32^3, the blade row (its defaults) and LAMMPS's melt (a
-  third-party program, docs/examples/hympi-programs.toml, when lmp is installed) in DIR/lopo.db, then `hympi tune
+  spmv3d CG 48^3, rb3d 32^3 and 64^3, the pencil solver at 32^3, the blade row (its defaults), LAMMPS's melt and HPC
+  Challenge (third-party programs, docs/examples/hympi-programs.toml and docs/examples/hpcc/, when installed; they
+  run in DIR, where HPCC reads its input and writes its results) in DIR/lopo.db, then `hympi tune
   evaluate` (profiles each program once; needs HYMPI_PROFILE_LIB or the profiler next to the apps).
 * report: `hympi report` of both databases into DIR/report-*/ (kept out of the repository), checked for its Tuning
   section.
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -88,25 +90,33 @@ LOPO_PROGRAMS = tuple(Program(app, args, LOPO_SPACE) for app, args in (
     ("pencil", ("--grid", "32", "32", "32")), ("blades", ())))
 
 
-# The README's programs file: LAMMPS's melt as `hympi study --programs` runs it, its figure of merit and check.
-PROGRAMS_FILE = common.REPO / "docs" / "examples" / "hympi-programs.toml"
-LAMMPS_ENTRY = "lammps-melt"
+# The README's programs files: LAMMPS's melt and HPC Challenge as `hympi study --programs` runs them, each with its
+# figure of merit and check (and HPCC's output file, where it writes them).
+PROGRAMS_FILES = {"lammps-melt": common.REPO / "docs" / "examples" / "hympi-programs.toml",
+                  "hpcc": common.REPO / "docs" / "examples" / "hpcc" / "hympi-programs.toml"}
 
 
-def third_party() -> tuple[Program, ...]:
-    """LAMMPS's melt from PROGRAMS_FILE over the leave-one-program-out space (its input made absolute: a tune runs
-    in the working directory); none, said on stderr, where lmp is not installed."""
-    try:
-        runs = {r.program.name: r for r in load_programs(str(PROGRAMS_FILE))}
-    except UsageError as exc:
-        print(f"bench: no third-party program ({exc})", file=sys.stderr)
-        return ()
-    entry = runs[LAMMPS_ENTRY]
-    workdir = Path(entry.program.workdir)
-    args = tuple(str((workdir / a).resolve()) if (workdir / a).is_file() else a for a in entry.args)
-    merit = entry.program
-    return (Program(merit.path, args, LOPO_SPACE, ("--metric", merit.metric, "--metric-unit", merit.metric_unit,
-                                                   "--better", merit.better, "--verify", merit.verify)),)
+def third_party(work: Path) -> tuple[Program, ...]:
+    """LAMMPS's melt and HPC Challenge from PROGRAMS_FILES over the leave-one-program-out space, run in `work` (the
+    tunes' working directory): the inputs a program names by path made absolute, those it reads from where it runs
+    copied there; none, said on stderr, for a program that is not installed."""
+    found = []
+    for name, path in PROGRAMS_FILES.items():
+        try:
+            (entry,) = (r for r in load_programs(str(path)) if r.program.name == name)
+        except UsageError as exc:
+            print(f"bench: no third-party program {name} ({exc})", file=sys.stderr)
+            continue
+        program = entry.program
+        source = Path(program.workdir)
+        args = tuple(str((source / a).resolve()) if (source / a).is_file() else a for a in entry.args)
+        for name_of_input in entry.inputs:
+            if not any(Path(a).name == Path(name_of_input).name for a in entry.args):  # read from where it runs
+                shutil.copy(source / name_of_input, work / Path(name_of_input).name)
+        options = ("--metric", program.metric, "--metric-unit", program.metric_unit, "--better", program.better,
+                   "--verify", program.verify, *(("--output-file", program.output_file) if program.output_file else ()))
+        found.append(Program(program.path, args, LOPO_SPACE, options))
+    return tuple(found)
 
 
 def with_class(programs: tuple[Program, ...], app: str, npb_class: str) -> tuple[Program, ...]:
@@ -319,7 +329,7 @@ def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options, lu_class
     db = work / "lopo.db"
     listing = load_listing(str(cvars))
     space = load_space(str(LOPO_SPACE), listing.cvars, listing.library)
-    for program in (*with_class(LOPO_PROGRAMS, "lu-mz", lu_class), *third_party()):
+    for program in (*with_class(LOPO_PROGRAMS, "lu-mz", lu_class), *third_party(work)):
         tune(hympi, db, cvars, program, space, "exhaustive", 1, opts, None, work)
     out = run([*hympi, "tune", "evaluate", "--db", str(db), "--cvars", str(cvars), "--timeout", "300"], 3600,
               work / "evaluate.log")
@@ -399,6 +409,7 @@ def main() -> int:
     hympi = hympi_command()
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
+    os.chdir(work)  # where the tuned programs run: a program that reads or writes files where it runs does so here
     cvars = work / "cvars.json"
     if not cvars.exists():
         cvars.write_text(run([*hympi, "tune", "params", "--json"], 120))

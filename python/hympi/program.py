@@ -191,10 +191,12 @@ def program_of(text: str, merit: Mapping[str, object] | None = None, name: str =
 
 @dataclass(frozen=True)
 class ProgramRun:
-    """A program with the arguments one entry of a programs file gives it."""
+    """A program with the arguments one entry of a programs file gives it, and the input files it names (relative to
+    the program's working directory)."""
 
     program: Program
     args: tuple[str, ...]
+    inputs: tuple[str, ...] = ()
 
 
 # The keys of a [[program]] table in a programs file, and what each must be.
@@ -244,7 +246,7 @@ def _entry(table: object, number: int, base: Path, origin: str) -> ProgramRun:
     if found is None:
         raise UsageError(f"{where}: program {command[0]} is not on PATH")
     program = program_of(found, texts, name=name, base=base, workdir=str(base))
-    return ProgramRun(program, command[1:])
+    return ProgramRun(program, command[1:], inputs)
 
 
 def load_programs(path: str) -> tuple[ProgramRun, ...]:

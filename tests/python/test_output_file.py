@@ -180,7 +180,7 @@ def test_hpc_challenge_is_swept_on_the_results_it_appends_to_its_file(tmp_path: 
     HPL rate, and the file then holds one summary more per run, with the world size of the layout it ran at."""
     monkeypatch.chdir(tmp_path)
     program = userprograms.hpcc(tmp_path)
-    (tmp_path / userprograms.HPCC_OUTPUT).write_text("Begin of Summary section.\nCommWorldProcs=5\nHPL_Tflops=999\n"
+    (tmp_path / program.output_file).write_text("Begin of Summary section.\nCommWorldProcs=5\nHPL_Tflops=999\n"
                                                      "Success=1\nEnd of Summary section.\n")
     proc = hympi("sweep", *program.command, "--ranks", "1,2", "--repeat", "1", "--no-warmup",
                  "--output-file", program.output_file, "--metric", program.metric, "--metric-unit",
@@ -189,7 +189,7 @@ def test_hpc_challenge_is_swept_on_the_results_it_appends_to_its_file(tmp_path: 
     with Store.open(tmp_path / "r.db", create=False) as store:
         runs = store.runs()
     assert sorted(r.ranks for r in runs) == [1, 2] and {r.status for r in runs} == {"ok"}
-    written = (tmp_path / userprograms.HPCC_OUTPUT).read_text()
+    written = (tmp_path / program.output_file).read_text()
     rates = [float(v) for v in re.findall(program.metric, written)]
     assert rates[0] == 999 and len(rates) == 3  # the seeded summary, then one per run, in launch order
     assert sorted(r.value("rate") for r in runs) == sorted(rates[1:])

@@ -181,7 +181,7 @@ def test_an_sbatch_sweep_of_a_program_runs_it_by_its_path_and_judges_its_output_
     assert proc.returncode == 0, proc.stdout + proc.stderr
     runs = _runs(db)
     assert sorted((r.ranks, r.status) for r in runs) == [(1, "ok"), (2, "ok")], [r.stderr_tail for r in runs]
-    written = (tmp_path / userprograms.HPCC_OUTPUT).read_text()
+    written = (tmp_path / program.output_file).read_text()
     assert sorted(int(n) for n in re.findall(r"(?m)^CommWorldProcs=([0-9]+)$", written)) == [1, 2]
     assert sorted(r.value("rate") for r in runs) == sorted(float(v) for v in re.findall(program.metric, written))
     for run in runs:

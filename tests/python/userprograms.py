@@ -15,6 +15,7 @@ from typing import Literal
 import pytest
 
 import skips
+from hympi.program import load_programs
 from mpiapps import mpirun_command
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,15 +33,9 @@ LAMMPS_COMPLETED = r"(?m)^Total wall time: [0-9]+:[0-9]{2}:[0-9]{2}$"
 LAMMPS_LOOP = r"Loop time of ([0-9.]+) on ([0-9]+) procs for ([0-9]+) steps with ([0-9]+) atoms"
 LAMMPS_LAYOUT = r"([0-9]+) MPI tasks x ([0-9]+) OpenMP threads"
 
-# HPC Challenge reads hpccinf.txt from its working directory and appends each run's results to hpccoutf.txt there,
-# printing nothing: its figure of merit is in that file. tests/data/hpcc/hpccinf.txt is Debian's example
-# (/usr/share/doc/hpcc/examples/_hpccinf.txt) with HPL at N = 256, NB = 32 on a 1 x 1 grid: under a second a run.
-HPCC_INPUT = REPO / "tests" / "data" / "hpcc" / "hpccinf.txt"
-HPCC_OUTPUT = "hpccoutf.txt"
-# The summary section at the end of each run: "HPL_Tflops=0.00329916", "Success=1" (every test passed its check),
-# "CommWorldProcs=2".
-HPCC_HPL = r"(?m)^HPL_Tflops=([0-9.eE+-]+)$"
-HPCC_SUCCESS = r"(?m)^Success=1$"
+# HPC Challenge, as the README's example of a program that writes its results into a file declares it: its input
+# (hpccinf.txt, read from where it runs), the file it appends each run's results to, its figure of merit and check.
+HPCC_PROGRAMS = REPO / "docs" / "examples" / "hpcc" / "hympi-programs.toml"
 
 HYBRID_RATE = r"rate: ([0-9]+(?:\.[0-9]*)?) Mupdates/s"
 HYBRID_VERIFIED = r"(?m)^verification: SUCCESSFUL"
@@ -102,14 +97,16 @@ def lammps(*, cells: int = 10, steps: int = 500) -> Invocation:
 
 
 def hpcc(directory: Path) -> Invocation:
-    """HPC Challenge run in `directory`, where its input is put (HPCC_INPUT) and where it appends its results
-    (HPCC_OUTPUT); skips (fails under CI) when hpcc is not installed."""
-    binary = shutil.which("hpcc")
-    if binary is None:
+    """HPC Challenge run in `directory`, where its input is put and where it appends its results (its output file);
+    skips (fails under CI) when hpcc is not installed."""
+    if shutil.which("hpcc") is None:
         skips.skip(skips.Reason.HPCC, "hpcc is not on PATH (Debian package hpcc)")
-    shutil.copy(HPCC_INPUT, directory / HPCC_INPUT.name)
-    return Invocation(command=(binary,), metric=HPCC_HPL, metric_unit="Tflop/s", better="higher", verify=HPCC_SUCCESS,
-                      output_file=HPCC_OUTPUT)
+    (entry,) = load_programs(str(HPCC_PROGRAMS))
+    program = entry.program
+    shutil.copy(HPCC_PROGRAMS.parent / "hpccinf.txt", directory)
+    better: Literal["higher", "lower"] = "lower" if program.better == "lower" else "higher"
+    return Invocation(command=(program.path, *entry.args), metric=program.metric, metric_unit=program.metric_unit,
+                      better=better, verify=program.verify, output_file=program.output_file)
 
 
 def launch(program: Invocation, ranks: int, threads: int, cwd: Path,
