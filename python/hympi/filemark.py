@@ -50,13 +50,14 @@ def _digest(path: Path, size: int) -> str:
 
 
 def mark_file(path: Path) -> FileMark:
-    """`path` as it is now; OSError when it exists but cannot be read."""
+    """`path` as it is now: as missing when it is, or when it cannot be read (then all it holds after the run is
+    taken as the run's, and text_written_since says if it still cannot be read)."""
     try:
         status = path.stat()
-    except FileNotFoundError:
+        return FileMark(path=path, size=status.st_size, inode=status.st_ino, mtime_ns=status.st_mtime_ns,
+                        sha256=_digest(path, status.st_size))
+    except OSError:
         return FileMark(path=path)
-    return FileMark(path=path, size=status.st_size, inode=status.st_ino, mtime_ns=status.st_mtime_ns,
-                    sha256=_digest(path, status.st_size))
 
 
 def text_written_since(mark: FileMark) -> FileText:

@@ -72,6 +72,16 @@ def test_a_file_the_run_did_not_write_or_removed_has_no_text(tmp_path: Path):
     assert text_written_since(mark).problem == "was not written by the run (there is no such file)"
 
 
+def test_a_path_that_cannot_be_read_is_marked_as_missing_and_said_so_after_the_run(tmp_path: Path):
+    """A directory where the file should be (replaced after the command's checks): the mark reads as a missing file,
+    and what the run left there cannot be read either: a problem, never a traceback mid-sweep."""
+    out = tmp_path / "out"
+    out.mkdir()
+    mark = mark_file(out)
+    assert mark.size == -1
+    assert text_written_since(mark).problem.startswith("cannot be read (")
+
+
 def _program(tmp_path: Path, **fields: str) -> Program:
     return Program(name="p", path="/x/p", sha256="0" * 64, workdir=str(tmp_path), output_file="out.txt", **fields)
 
