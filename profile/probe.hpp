@@ -1,5 +1,6 @@
 #pragma once
-// The probe half of libhympi-profile (probe.cpp): what the profiler hands it when a rank finalizes.
+// The probe half of libhympi-profile (probe.cpp): what the profiler hands it when a rank finalizes, and how both
+// halves write their files.
 #include <cstdint>
 #include <cstdio>
 #include <string>

@@ -253,7 +253,6 @@ class Attempt:
         return (self.ranks, self.threads, self.bind, self.repeat, self.membind, self.item_args)
 
 
-# Why an existing file without any table is refused where a database must already exist.
 # SQLite's primary result codes that mean the database's file or its disk failed a write, not the statement: a full
 # disk, an I/O error, a read-only file or mount, a lock held past the busy timeout, a damaged file. Any other
 # OperationalError of a write (SQLITE_ERROR: a missing table, a syntax error) is a fault of hympi's and stays one.
@@ -263,6 +262,7 @@ _STORAGE_FAULTS = frozenset({
     sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_NOLFS,
 })
 
+# Why an existing file without any table is refused where a database must already exist.
 _EMPTY = "{db} is not a hympi results database (it is empty; 'hympi sweep' or 'hympi study' creates one)"
 
 
