@@ -311,9 +311,8 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
         return dataclasses.replace(outcome, record=None, result=None)
     if outcome.returncode != 0:
         return _failed(outcome, f"{program.name} exited with code {outcome.returncode}")
-    if program.output_file and (written is None or written.problem):
-        problem = written.problem if written is not None else "was not read"
-        return _failed(outcome, f"output file {program.output_path()} {problem}")
+    if written is not None and written.problem:
+        return _failed(outcome, f"output file {program.output_path()} {written.problem}")
     text = f"{outcome.stdout}\n{outcome.stderr}"
     searched = "the output"
     if written is not None:

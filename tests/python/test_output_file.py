@@ -18,6 +18,7 @@ from hympi.filemark import FileMark, mark_file, text_written_since
 from hympi.launch.mpirun import RunOutcome
 from hympi.program import Program, judge, load_programs
 from hympi.store import Store
+from userprograms import shell_program
 
 
 def _later(path: Path, mark: FileMark) -> None:
@@ -114,13 +115,6 @@ def test_judge_fails_a_run_that_wrote_no_output_file_with_the_reason(tmp_path: P
                                               "was before the launch)")
 
 
-def _script(directory: Path, name: str, body: str) -> Path:
-    path = directory / name
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(0o755)
-    return path
-
-
 @pytest.mark.parametrize(("extra", "needle"), [
     (["--output-file", "out.txt"], "--output-file needs --metric or --verify: they search the file"),
     (["--output-file", "fifo", "--verify", "x"], "is a FIFO"),
@@ -131,7 +125,7 @@ def _script(directory: Path, name: str, body: str) -> Path:
 def test_bad_output_file_input_is_refused_before_launch(tmp_path: Path, fake_launcher, monkeypatch,
                                                         extra: list[str], needle: str):
     monkeypatch.chdir(tmp_path)
-    _script(tmp_path, "ok", "echo fine\n")
+    shell_program(tmp_path, "ok", "echo fine\n")
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "sub").mkdir()
     for command in (["sweep", "./ok", "--db", str(tmp_path / "r.db")], ["run", "./ok"]):
@@ -143,7 +137,7 @@ def test_bad_output_file_input_is_refused_before_launch(tmp_path: Path, fake_lau
 
 def test_a_programs_file_names_the_output_file_relative_to_its_directory(tmp_path: Path, monkeypatch):
     (tmp_path / "runs").mkdir()
-    _script(tmp_path / "runs", "solver", "echo fine\n")
+    shell_program(tmp_path / "runs", "solver", "echo fine\n")
     (tmp_path / "runs" / "p.toml").write_text('[[program]]\nname = "s"\ncommand = ["./solver"]\n'
                                               'output_file = "out/result.txt"\nmetric = "r=([0-9]+)"\n')
     monkeypatch.chdir(tmp_path)
@@ -162,7 +156,7 @@ def test_a_program_appending_to_its_file_is_credited_with_its_own_result_at_ever
     cores, as a user runs it: 3 ranks on fewer cores must start under the launcher's binding with --oversubscribe."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OMPI_MCA_rmaps_base_oversubscribe", raising=False)
-    _script(tmp_path, "appender", """
+    shell_program(tmp_path, "appender", """
 n=${OMPI_COMM_WORLD_SIZE:-${PMI_SIZE:-1}}
 r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
 [ "$r" = 0 ] || exit 0

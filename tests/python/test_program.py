@@ -14,7 +14,7 @@ from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome
 from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of
 from hympi.store import Store
-from userprograms import hybrid, hybrid_binary
+from userprograms import hybrid, hybrid_binary, shell_program
 
 
 def _outcome(stdout: str, returncode: int | None = 0, status: str = "failed", seconds: float = 2.0) -> RunOutcome:
@@ -74,15 +74,8 @@ def test_a_timeout_stays_a_timeout_whatever_was_printed():
     assert out.status == "timeout" and out.record is None
 
 
-def _script(directory: Path, name: str, body: str) -> Path:
-    path = directory / name
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(0o755)
-    return path
-
-
 def test_program_of_names_the_file_and_its_digest(tmp_path: Path):
-    path = _script(tmp_path, "solver", "echo hi\n")
+    path = shell_program(tmp_path, "solver", "echo hi\n")
     program = program_of(str(path))
     assert program.name == "solver" and program.path == str(path)
     assert program.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -111,7 +104,7 @@ command = ["sh", "-c", "true"]
 
 
 def test_a_programs_file_names_each_program_its_arguments_and_where_it_runs(tmp_path: Path):
-    _script(tmp_path, "solver", "echo rate 5\n")
+    shell_program(tmp_path, "solver", "echo rate 5\n")
     (tmp_path / "in.txt").write_text("input")
     (tmp_path / "p.toml").write_text(PROGRAMS)
     first, second = load_programs(str(tmp_path / "p.toml"))
@@ -135,7 +128,7 @@ def test_a_programs_file_names_each_program_its_arguments_and_where_it_runs(tmp_
 ])
 def test_a_bad_programs_file_is_refused_in_one_line_before_anything_runs(tmp_path: Path, change, needle: str,
                                                                         fake_launcher):
-    _script(tmp_path, "solver", "echo rate 5\n")
+    shell_program(tmp_path, "solver", "echo rate 5\n")
     (tmp_path / "in.txt").write_text("input")
     (tmp_path / "p.toml").write_text(change(PROGRAMS))
     db = tmp_path / "r.db"
@@ -165,7 +158,7 @@ def test_a_programs_file_that_is_not_utf8_is_refused(tmp_path: Path, fake_launch
 def test_bad_program_input_is_refused_before_launch(tmp_path: Path, fake_launcher, extra: list[str], needle: str,
                                                     monkeypatch):
     monkeypatch.chdir(tmp_path)
-    _script(tmp_path, "ok", "echo fine\n")
+    shell_program(tmp_path, "ok", "echo fine\n")
     (tmp_path / "data").write_text("not a program")
     if not needle:
         proc = hympi("sweep", *extra, "--dry-run", env=fake_launcher[0])
@@ -179,7 +172,7 @@ def test_a_program_is_swept_under_the_real_launcher_and_its_output_judged(tmp_pa
     """A shell script as the program, bound by mpirun: its rank count reaches it, its metric is captured, a run
     whose verification line is missing fails with the reason, and a hang is killed as a timeout; the runs are
     keyed by the program's path and digest, and a changed file is a new program, not a resume."""
-    solver = _script(tmp_path, "solver", """
+    solver = shell_program(tmp_path, "solver", """
 n=${OMPI_COMM_WORLD_SIZE:-${PMI_SIZE:-1}}
 r=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}
 [ "$r" = 0 ] || exit 0
@@ -217,7 +210,7 @@ echo "rate $((n * 100 + OMP_NUM_THREADS))"
 
 def test_hympi_run_launches_a_program_bound_by_the_launcher_and_judges_it(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    _script(tmp_path, "solver", 'echo "threads $OMP_NUM_THREADS places $OMP_PLACES"\necho "rate 42"\n'
+    shell_program(tmp_path, "solver", 'echo "threads $OMP_NUM_THREADS places $OMP_PLACES"\necho "rate 42"\n'
                                 '[ "$1" = good ] && echo "RESULT OK"\nexit 0\n')
     code, record = hympi_json("run", "./solver", "--threads", "2", "--oversubscribe", "--metric", r"rate ([0-9]+)",
                               "--verify", "RESULT OK", "--json", "--", "good")
@@ -237,7 +230,7 @@ def test_hympi_run_launches_a_program_bound_by_the_launcher_and_judges_it(tmp_pa
 def test_hympi_run_refuses_bad_program_input_before_launch(tmp_path: Path, fake_launcher, monkeypatch,
                                                            extra: list[str], needle: str):
     monkeypatch.chdir(tmp_path)
-    _script(tmp_path, "ok", "echo fine\n")
+    shell_program(tmp_path, "ok", "echo fine\n")
     assert_refused(["run", *extra], needle, fake_launcher)
 
 

@@ -71,6 +71,14 @@ def _compile(directory: Path) -> Path:
     return binary
 
 
+def shell_program(directory: Path, name: str, body: str) -> Path:
+    """An executable /bin/sh script `directory`/`name` running `body`: a program of the user's own in a few lines."""
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
 def hybrid_binary(factory: pytest.TempPathFactory) -> Path:
     """tests/programs/hybrid.c compiled with `mpicc -fopenmp -O2`, once per session (per xdist worker) whichever
     test asks first; skips (fails under CI) without mpicc or when it does not compile."""

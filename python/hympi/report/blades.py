@@ -297,8 +297,9 @@ def _ratio_text(r: RatioCell) -> str:
     text = f"{r.ratio:.2f} (CI {r.low:.2f}-{r.high:.2f})"
     if r.indistinguishable:
         return text + ": indistinguishable"
-    return text + f": {r.fewest} runs a side, too few to separate (a verdict needs {MIN_SEPARATE})" if r.too_few \
-        else text
+    if r.too_few:
+        return text + f": {r.fewest} runs a side, too few to separate (a verdict needs {MIN_SEPARATE})"
+    return text
 
 
 def _view_html(view: BladesView, figures: dict[str, str], host: str | None) -> str:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from hympi.contract import contract
 from hympi.params import DEFAULT_CONFIDENCE
 from hympi.report.analysis import MEMORY_LEVEL, AppGroup, Layout, LayoutKey, labels, stream_level, verdict
-from hympi.stats.compare import Comparison
+from hympi.stats.compare import CI_CONTAINS_ONE, Comparison
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run
 
@@ -452,7 +452,7 @@ def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None, 
     if worse.rate == better.rate:
         return (f"{b} and {w} ran at the same median rate: there is no difference to explain.",)
     t_b, t_w = 1.0 / better.rate, 1.0 / worse.rate  # time per unit of work
-    noise = noise or "the confidence interval of their ratio contains 1"
+    noise = noise or CI_CONTAINS_ONE
     if separated is None:
         noise = "their repeats overlap"
         separated = not (better.rate_min is not None and worse.rate_max is not None

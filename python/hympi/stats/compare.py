@@ -29,6 +29,8 @@ from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
 RESAMPLES = 2000
 BOOTSTRAP_SEED = 20231113
 MIN_SAMPLES = 2
+# Why two layouts are not separated when they have runs enough: the words the explanations use.
+CI_CONTAINS_ONE = "the confidence interval of their ratio contains 1"
 # Memory per node differing by less than this fraction is not a reason to prefer a layout.
 MEMORY_MARGIN = 0.05
 
@@ -101,7 +103,7 @@ class Comparison:
         to judge, or an interval that contains 1."""
         if self.fewest < MIN_SEPARATE:
             return f"{self.fewest} runs a side are too few to separate them (a verdict needs {MIN_SEPARATE})"
-        return "the confidence interval of their ratio contains 1"
+        return CI_CONTAINS_ONE
 
     def reason_text(self) -> str:
         """'for its lower memory per node' (or 'either will do' when no criterion decides)."""
