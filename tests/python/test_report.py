@@ -440,7 +440,8 @@ def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(p
     eager = "btl_vader_eager_limit"
     tunedata.add_tune(store, 1, "stream --n 1", "exhaustive", configs, lambda c: 0.001 * (configs.index(c) % 3),
                       memory=lambda c: 130.0 if c.params().get(eager) == "65536" else 100.0)
-    store.add_profile(1, "stream --n 1", "stream", 4, 1, tunedata.features(0.5, 0.5), {})
+    # ... and which computed with one of the two threads per rank its thread check gave it.
+    store.add_profile(1, "stream --n 1", "stream", 4, 1, tunedata.features(0.5, 0.5, working_threads=1), {})
     plain = Run(store.create_sweep(1, "rb3d", {"app": "rb3d"}, 1).id, "rb3d", 1, 1, "core", "compact", 1, (), (),
                 ("mpirun",), "ok", 0, 1.0, {"rate": 5.0, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": True})
     store.add_run(plain)
@@ -476,6 +477,9 @@ def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(p
     # does not credit the features for the difference.
     assert "mean ratio predicted/best:" in text and "baseline:" in text
     assert "the profile features add nothing measurable here" in text
+    assert text.count("picked among the configurations of at most") == 1
+    assert ("stream --n 1: picked among the configurations of at most 1 thread per rank: it computed with no more "
+            "when its thread check gave it more (the probe)") in text
     assert ("btl_vader_eager_limit: memory per process differs by up to 23 % between its values" in text)
     assert "btl_vader_single_copy_mechanism: no measurable difference in memory per process (spread 0.0 %)" in text
     # The tune's runs are not an app group of their own; the plain sweep still is.

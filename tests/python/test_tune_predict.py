@@ -21,9 +21,19 @@ from hympi.launch.cvars import Cvar
 from hympi.profile import SIZE_BINS, read_profile
 from hympi.store import Store
 from hympi.topology import MachineSummary
-from hympi.tune.features import FEATURE_NAMES, StaticFeatures, call_group, program_features
+from hympi.tune.features import (
+    FEATURE_NAMES,
+    StaticFeatures,
+    call_group,
+    feature_vector,
+    program_features,
+    thread_check,
+    thread_limit,
+)
 from hympi.tune.predict import (
     BEAT_MARGIN,
+    Candidate,
+    ProgramData,
     cross_validate,
     evaluate,
     mean_ratio,
@@ -32,8 +42,10 @@ from hympi.tune.predict import (
     train,
     training_set,
     tuned_programs,
+    within_thread_limit,
 )
-from hympi.tune.space import Configuration
+from hympi.tune.programs import thread_check_layout
+from hympi.tune.space import Configuration, parse_space
 
 MACHINE = MachineSummary(packages=2, numa_nodes=4, cores=16, pus=32, caches=(), hash="h", raw="{}")
 CVARS = str(tunedata.CVARS_JSON)
@@ -155,6 +167,22 @@ def test_evaluate_and_predict_on_the_command_line(tuned_db, space_file):
     assert "trained on 5 programs (60 measured configurations)" in proc.stdout
     assert "btl_vader_eager_limit=65536" in proc.stdout.split("predicted best: ")[1].splitlines()[0]
     assert "hympi run rb3d -n " in proc.stdout and "btl_vader_eager_limit = 65536" in proc.stdout
+    assert "picked among the configurations" not in proc.stdout  # its thread check saw both threads compute
+
+
+def test_the_command_line_says_whose_picks_its_thread_check_narrowed(tuned_db, space_file, tmp_path):
+    db = Path(shutil.copy(tuned_db, tmp_path / "t.db"))
+    with Store.open(db) as store:  # rb3d profiled again: now its thread check saw one of two threads compute
+        store.add_profile(1, "rb3d --size 32", "rb3d", 4, 1, tunedata.features(0.8, 0.7, working_threads=1), {})
+    limited = ("picked among the configurations of at most 1 thread per rank: it computed with no more when its "
+               "thread check gave it more (the probe)")
+    proc = hympi("tune", "evaluate", "--db", str(db), "--cvars", CVARS, "--no-profile")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(limited) == 1 and f"rb3d --size 32: {limited}" in proc.stdout
+    proc = hympi("tune", "predict", "rb3d", "--space", str(space_file), "--db", str(db), "--cvars", CVARS,
+                 "--", "--size", "32")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[1] == limited
 
 
 def _self_check_figures(db: Path, program: str) -> tuple[float, float]:
@@ -239,7 +267,7 @@ def test_predict_with_too_few_training_programs_to_check_still_predicts(tmp_path
 def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
     from hympi.program import program_of
     from hympi.sweep import program_fields
-    from hympi.tune.programs import profile_spec, program_text
+    from hympi.tune.programs import profile_launches, program_text
 
     program = program_of(shutil.which("true") or "/bin/true", {})
     assert program_text(program.path, ("--size", "8")) == f"{program.name} --size 8"  # as its tune names it
@@ -253,8 +281,10 @@ def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
     assert (own.app, own.command) == (program.name, program.path)
     assert tuned[tunedata.PROGRAMS[0][0]].command == "is"  # an app is launched by its name
     # Profiled by its path at the space's default layout (its name is no app: looked up as one, it was refused).
-    launch = profile_spec(own.command, own.app_args, own.space.default, MACHINE)
-    assert (launch.app_binary, launch.app_args, launch.ranks) == (program.path, ("--size", "8"), 4)
+    launches = profile_launches(own.command, own.app_args, own.space, MACHINE)
+    assert (launches.profile.app_binary, launches.profile.app_args, launches.profile.ranks) == (
+        program.path, ("--size", "8"), 4)
+    assert launches.thread_check is None  # the space has one thread per rank only: nothing to check
 
 
 def test_cli_refuses_too_few_programs_and_unknown_programs(tmp_path, space_file, fake_launcher):
@@ -302,15 +332,15 @@ def test_a_real_program_is_profiled_once_into_features(tmp_path):
     from hympi.launch.mpirun import launcher_path
     from hympi.sweep import record_machine
     from hympi.topology import machine_summary
-    from hympi.tune.programs import profile_program, profile_spec
-    from hympi.tune.space import Configuration
+    from hympi.tune.programs import ProfileLaunches, profile_program, profile_spec
 
     summary = machine_summary()
     with Store.open(tmp_path / "p.db") as store:
         machine = record_machine(store, summary, launcher_path())
         launch = profile_spec("rb3d", ("--size", "12", "--iterations", "20"), Configuration(2, 1, "core"), summary)
-        record = profile_program(store, machine, summary, launch, "rb3d", timeout=120)
-        again = profile_program(store, machine, summary, launch, "rb3d", timeout=120)
+        launches = ProfileLaunches(profile=launch, thread_check=None)
+        record = profile_program(store, machine, summary, launches, "rb3d", timeout=120)
+        again = profile_program(store, machine, summary, launches, "rb3d", timeout=120)
     assert again.id == record.id  # stored, not profiled twice
     f = record.features
     assert (record.program, record.ranks, f["ranks"], f["threads"], f["cores"]) == (
@@ -344,3 +374,77 @@ def test_the_report_recommends_nothing_from_an_interrupted_tune(tmp_path):
         f"rb3d --size 8: tune {cut} is interrupted after 3 of 12 configurations: no recommendation until it "
         "finishes (hympi tune run ... --resume)."]
     assert not any("interrupted" in line for line in _honest(programs[tunedata.PROGRAMS[0][0]]))
+
+
+# Two layouts that fill two cores, as bench/tune/lopo-8.toml has them: two ranks, or one rank of two threads.
+THREADED_SPACE = {"layout": {"ranks": [1, 2], "threads": [1, 2], "bind": ["core"],
+                             "default": {"ranks": 2, "threads": 1, "bind": "core"}},
+                  "constraint": [{"max_cpus": 2}, {"exclude": {"ranks": 1, "threads": 1}}]}
+
+
+def test_the_thread_check_runs_at_the_space_s_widest_layout():
+    space = parse_space(THREADED_SPACE, {})
+    assert thread_check_layout(space) == Configuration(1, 2, "core")
+    four = parse_space({**THREADED_SPACE, "layout": {**THREADED_SPACE["layout"], "ranks": [1, 2, 4],
+                                                     "threads": [1, 2, 4]},
+                        "constraint": [{"max_cpus": 4}]}, {})
+    assert thread_check_layout(four) == Configuration(1, 4, "core")  # most threads, then fewest ranks
+    assert thread_check_layout(tunedata.space()) is None  # one thread per rank everywhere
+    assert thread_limit(thread_check(2, 1)) == 1 and thread_limit(thread_check(4, 2)) == 2
+    assert thread_limit(thread_check(2, 2)) is None and thread_limit(thread_check(1, 1)) is None
+    with pytest.raises(HympiError, match="no rank of it was seen"):
+        thread_check(2, None)
+
+
+def _threaded_program(name: str, space, rates: dict[int, float], features: dict[str, float]) -> ProgramData:
+    """A program tuned over `space` whose rate depends on its threads per rank only (`rates`)."""
+    candidates = tuple(Candidate(c.key(), c.label(), c.threads, tuple(space.encode(c)), rates[c.threads])
+                       for c in space.configurations())
+    return ProgramData(name, tuple(feature_vector(features)), tuple(space.feature_names()), space.default.key(),
+                       candidates, thread_limit(features))
+
+
+def test_a_program_that_leaves_its_threads_idle_is_picked_a_layout_it_computes_on():
+    space = parse_space(THREADED_SPACE, {})
+    # Four OpenMP programs run fastest as one rank of two threads; a program without OpenMP runs one rank of two
+    # threads on one core, at half the rate of two ranks, and its profile looks like theirs.
+    openmp = [_threaded_program(f"omp{i}", space, {1: 100.0, 2: 150.0}, tunedata.features(0.5, 0.1 * i))
+              for i in range(4)]
+    mpi_only = _threaded_program("mpi-only", space, {1: 100.0, 2: 50.0}, tunedata.features(0.5, 0.15, 1))
+    assert mpi_only.thread_limit == 1 and [c.threads for c in mpi_only.choices()] == [1]
+    verdicts = {v.program: v for v in cross_validate([*openmp, mpi_only])[0]}
+    assert verdicts["mpi-only"].predicted.startswith("2x1") and verdicts["mpi-only"].ratio == 1.0
+    assert verdicts["mpi-only"].thread_limit == 1
+    assert all(verdicts[p.program].thread_limit is None for p in openmp)
+    # Without the thread check's limit the network credits it with the OpenMP programs' second core.
+    blind = {v.program: v for v in cross_validate([*openmp, replace(mpi_only, thread_limit=None)])[0]}
+    assert blind["mpi-only"].predicted.startswith("1x2") and blind["mpi-only"].ratio == 0.5
+    predictor = train(openmp)
+    assert predict_best(predictor, tunedata.features(0.5, 0.15, 1), space)[0] == Configuration(2, 1, "core")
+    assert predict_best(predictor, tunedata.features(0.5, 0.15, 2), space)[0] == Configuration(1, 2, "core")
+    # A limit no candidate meets leaves every candidate in.
+    assert within_thread_limit(openmp[0].candidates, 0) == openmp[0].candidates
+
+
+def test_the_thread_check_tells_a_program_without_openmp_from_one_with_it(tmp_path, monkeypatch):
+    from hympi.launch.mpirun import launcher_path
+    from hympi.sweep import record_machine
+    from hympi.topology import machine_summary
+    from hympi.tune.programs import profile_launches, profile_program
+
+    space = parse_space(THREADED_SPACE, {})
+    summary = machine_summary()
+    # IS creates its OpenMP threads and leaves them idle; timed for a second (not the suite's single repetition),
+    # its idle thread's spinning after the parallel start stays well under 5 % of what its main thread computes.
+    monkeypatch.setenv("HYMPI_MIN_TIME", "1")
+    with Store.open(tmp_path / "p.db") as store:
+        machine = record_machine(store, summary, launcher_path())
+        # Big enough that rb3d's second thread works more than 5 % of what its main thread spends starting MPI,
+        # even when it sleeps rather than spins at barriers (OMP_WAIT_POLICY=passive).
+        for app, args, limit in (("rb3d", ("--size", "64", "--iterations", "40"), None), ("is", ("--class", "S"), 1)):
+            launches = profile_launches(app, args, space, summary)
+            assert launches.thread_check is not None and (launches.thread_check.ranks,
+                                                          launches.thread_check.threads) == (1, 2)
+            record = profile_program(store, machine, summary, launches, app, timeout=120)
+            assert (record.ranks, record.threads, record.features["checked_threads"]) == (2, 1, 2.0)
+            assert thread_limit(record.features) == limit, (app, record.features["working_threads"])

@@ -12,7 +12,7 @@ from conftest import tune_params
 from fakeapps import REPO
 from hympi.launch.cvars import Cvar, parse_cvars
 from hympi.store import Run, Store
-from hympi.tune.features import FEATURE_NAMES
+from hympi.tune.features import FEATURE_NAMES, thread_check
 from hympi.tune.space import Configuration, SearchSpace, parse_space
 
 CVARS_JSON = REPO / "tests" / "data" / "mpit-openmpi-4.1.4.json"
@@ -63,12 +63,13 @@ def rule(large: float, other: float, config: Configuration) -> float:
     return 0.3 * (2 * large - 1) * eager + 0.2 * (1 - 2 * large) * no_copy + 0.05 * other * (config.ranks == 4)
 
 
-def features(large: float, other: float) -> dict[str, float]:
-    """A full feature dict with the two features the rule reads."""
+def features(large: float, other: float, working_threads: int = 2) -> dict[str, float]:
+    """A full feature dict with the two features the rule reads, and a thread check at 2 threads per rank that saw
+    `working_threads` of them compute."""
     out = dict.fromkeys(FEATURE_NAMES, 0.0)
     out.update(alltoall_large=large, alltoall_small=1 - large, p2p_log_rate=2 + other, mpi_share=0.3 + 0.2 * other,
                ranks=4.0, ranks_per_node=4.0, threads=1.0, cores=2.0, numa_nodes=1.0, packages=1.0)
-    return out
+    return {**out, **thread_check(2, working_threads)}
 
 
 def add_tune(store: Store, machine_id: int, program: str, strategy: str, configs: list[Configuration],

@@ -24,6 +24,7 @@ from hympi.params import seconds_of
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary
+from hympi.tune.features import thread_limit, thread_limit_text
 from hympi.tune.options import PROFILE_TIMEOUT
 from hympi.tune.output import run_flags
 from hympi.tune.predict import (
@@ -45,8 +46,8 @@ from hympi.tune.predict import (
 )
 from hympi.tune.programs import (
     check_program,
+    profile_launches,
     profile_program,
-    profile_spec,
     program_text,
     stored_profile,
 )
@@ -113,7 +114,7 @@ def predict_main(args: argparse.Namespace) -> int:
         listing = load_listing(args.cvars)
         space = parse_space(space_table, listing.cvars, listing.library)
         summary = machine_summary()
-        launch = profile_spec(app, app_args, space.default, summary)
+        launches = profile_launches(app, app_args, space, summary)
         tuned = [t for t in tuned_programs(store, lambda: listing.cvars) if t.program != program]
         data, notes = training_set(store, tuned)
         data, more = same_encoding(data, space.feature_names())
@@ -122,13 +123,16 @@ def predict_main(args: argparse.Namespace) -> int:
                              f"space's axes; predicting needs {MIN_PROGRAMS} ({'; '.join(notes + more) or 'none'})")
         reused = stored_profile(store, program) is not None
         machine = record_machine(store, summary, launcher_path())
-        record = profile_program(store, machine, summary, launch, app, timeout)
+        record = profile_program(store, machine, summary, launches, app, timeout)
         predictor = train(data)
         config, speedup = predict_best(predictor, record.features, space)
         check = self_check(data)
         constant = constant_pick(data, space)
     how = "its stored profile" if reused else "profiled once now"
     print(f"program: {program} ({how}, at {space.default.label()})")
+    limit = thread_limit(record.features)
+    if limit is not None:
+        print(thread_limit_text(limit))
     print(f"trained on {len(data)} programs ({predictor.rows} measured configurations): "
           f"{', '.join(p.program for p in data)}")
     for note in notes + more:
@@ -164,7 +168,8 @@ def verdict_table(verdicts: list[ProgramVerdict]) -> Table:
 
 
 def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float) -> None:
-    """Profiles, once each, the tuned programs that have no stored profile, at their space's default layout."""
+    """Profiles, once each, the tuned programs that have no stored profile, at their space's default layout (and
+    their thread check)."""
     missing = [t for t in programs if stored_profile(store, t.program) is None]
     if not missing:
         return
@@ -172,8 +177,8 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float)
     machine = record_machine(store, summary, launcher_path())
     for tuned in missing:
         print(f"profiling {tuned.program} at {tuned.space.default.label()} ...", file=sys.stderr)
-        launch = profile_spec(tuned.command, tuned.app_args, tuned.space.default, summary)
-        profile_program(store, machine, summary, launch, tuned.app, timeout)
+        launches = profile_launches(tuned.command, tuned.app_args, tuned.space, summary)
+        profile_program(store, machine, summary, launches, tuned.app, timeout)
 
 
 def evaluate_main(args: argparse.Namespace) -> int:
@@ -189,6 +194,9 @@ def evaluate_main(args: argparse.Namespace) -> int:
             _profile_missing(store, tuned_programs(store, cvars), timeout)
         verdicts, notes = evaluate(store, cvars)
     Console(width=200).print(verdict_table(verdicts))
+    for v in verdicts:
+        if v.thread_limit is not None:
+            print(f"{v.program}: {thread_limit_text(v.thread_limit)}")
     for note in notes:
         print(f"left out: {note}")
     mean, base = mean_ratio(verdicts), mean_ratio(verdicts, baseline=True)

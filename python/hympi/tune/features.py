@@ -11,6 +11,13 @@ Dynamic features (from the profiler's JSON: size_bins, histograms, mpi_time_s, w
 Static features: `ranks`, `ranks_per_node` (ranks / nodes the run reported, virtual nodes included), `threads`
 (OpenMP threads per rank), and the machine's `cores`, `numa_nodes`, `packages` (hympi.topology.MachineSummary).
 
+The thread check (`THREAD_CHECK_NAMES`, stored with the features, not given to the network): `checked_threads`, the
+threads per rank of a probed run at the space's layout with the most threads per rank (1: the space has none with
+more), and `working_threads`, the fewest threads any of its ranks computed with (hympi.probe.working_threads).
+A program that computes with fewer threads than it was given (no OpenMP, or OpenMP only outside its hot loops)
+runs a ranks x threads layout on fewer cores than the layout holds; the network learns what threads are worth from
+programs that use them, so such a program's picks are made among the configurations it can use (`thread_limit`).
+
 Collectives are grouped by their communication pattern (`call_group`): every rank to every rank (Alltoall*,
 Allgather*), reductions (Allreduce, Reduce, Reduce_scatter*, Scan, Exscan), one to many or many to one (Bcast,
 Gather*, Scatter*), and Barrier; a name outside these (a future profiler kind) is not counted.
@@ -36,6 +43,9 @@ FEATURE_NAMES: tuple[str, ...] = (
     *(f"{g}_{c}" for g in GROUPS for c in (*(name for name, _ in SIZE_CLASSES), "log_rate")),
     *STATIC_NAMES,
 )
+
+THREAD_CHECK_NAMES = ("checked_threads", "working_threads")
+STORED_NAMES = (*FEATURE_NAMES, *THREAD_CHECK_NAMES)
 
 
 @dataclass(frozen=True)
@@ -118,3 +128,24 @@ def feature_vector(features: Mapping[str, float]) -> list[float]:
     if missing:
         raise HympiError(f"stored features lack {', '.join(missing)} (profile the program again)")
     return [float(features[name]) for name in FEATURE_NAMES]
+
+
+def thread_check(checked_threads: int, working_threads: int | None) -> dict[str, float]:
+    """The thread check's stored values; HympiError when the probe saw no rank of the run compute."""
+    if working_threads is None:
+        raise HympiError(f"the thread check at {checked_threads} threads per rank left no probe record: "
+                         "no rank of it was seen")
+    return {"checked_threads": float(checked_threads), "working_threads": float(working_threads)}
+
+
+def thread_limit(features: Mapping[str, float]) -> int | None:
+    """The most threads per rank a program computed with when it was given more (None: it used every thread it was
+    given, or no check gave it more than one)."""
+    checked, working = int(features["checked_threads"]), int(features["working_threads"])
+    return working if working < checked else None
+
+
+def thread_limit_text(limit: int) -> str:
+    """Why a program's pick was made among fewer configurations, in words."""
+    return (f"picked among the configurations of at most {limit} thread{'s' if limit > 1 else ''} per rank: it "
+            "computed with no more when its thread check gave it more (the probe)")

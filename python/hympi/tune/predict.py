@@ -20,6 +20,11 @@ speedup. A pick its tune did not measure is reported as such (no ratio is guesse
 configuration with the highest mean log speedup over the training programs that measured it: if the network does
 not beat it, the features add nothing. `predict` runs the same evaluation over its own training programs first
 (`self_check`) and recommends the constant pick where the network does not beat it.
+
+A program that computed with fewer threads per rank than its thread check gave it (hympi.tune.features.thread_limit:
+one, for a program without OpenMP) gets its pick among the configurations of at most that many threads per rank
+(all of them, should none be that narrow): the network learns what a thread is worth from programs that use theirs,
+and would credit such a program with cores it leaves idle. Its training rows keep every measured configuration.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ import numpy as np
 from hympi.errors import HympiError, UsageError
 from hympi.launch.cvars import Cvar, cvar_from_json
 from hympi.store import Store, TuneRecord
-from hympi.tune.features import feature_vector
+from hympi.tune.features import feature_vector, thread_limit
 from hympi.tune.programs import stored_profile
 from hympi.tune.results import Measured, tune_results
 from hympi.tune.space import Configuration, SearchSpace, parse_space
@@ -59,6 +64,7 @@ class Candidate:
 
     key: str
     label: str
+    threads: int
     encoding: tuple[float, ...]
     score: float | None = None
     failed: bool = False
@@ -78,6 +84,11 @@ class ProgramData:
     encoding_names: tuple[str, ...]
     default_key: str
     candidates: tuple[Candidate, ...]
+    thread_limit: int | None = None  # features.thread_limit of its thread check
+
+    def choices(self) -> tuple[Candidate, ...]:
+        """The candidates its pick is made among (within_thread_limit)."""
+        return within_thread_limit(self.candidates, self.thread_limit)
 
     @property
     def default_score(self) -> float | None:
@@ -131,6 +142,12 @@ class Predictor:
         with threadpool_limits(1):
             predictions = [np.asarray(m.predict(x), dtype=float) for m in self.models]
         return np.asarray(np.mean(predictions, axis=0), dtype=float)
+
+
+def within_thread_limit(candidates: Sequence[Candidate], limit: int | None) -> tuple[Candidate, ...]:
+    """The candidates of at most `limit` threads per rank (all of them without a limit, or when none is)."""
+    within = tuple(c for c in candidates if limit is None or c.threads <= limit)
+    return within or tuple(candidates)
 
 
 def _check_encoding(programs: Sequence[ProgramData]) -> tuple[str, ...]:
@@ -198,6 +215,7 @@ def baseline_pick(training: Sequence[ProgramData], candidates: Sequence[Candidat
 class ProgramVerdict:
     """Leave-one-program-out result for one program.
 
+    thread_limit = the program's (the pick was made among configurations of at most that many threads per rank);
     measured = measured speedup of the predicted configuration (0.0: it failed; None: its tune did not run it);
     ratio = measured / best (None when measured is None); baseline_* the same for the baseline's pick.
     """
@@ -205,6 +223,7 @@ class ProgramVerdict:
     program: str
     predicted: str
     predicted_speedup: float
+    thread_limit: int | None
     measured: float | None
     best: str
     best_speedup: float
@@ -238,7 +257,7 @@ def cross_validate(programs: Sequence[ProgramData],
     for held in usable:
         training = [p for p in usable if p is not held]
         predictor = train(training, seeds)
-        (pick, expected), *_ = rank(predictor, held.features, held.candidates)
+        (pick, expected), *_ = rank(predictor, held.features, held.choices())
         best = held.best()
         default = held.default_score
         assert best is not None and best.score is not None and default  # rows() is non-empty
@@ -246,9 +265,10 @@ def cross_validate(programs: Sequence[ProgramData],
         base = baseline_pick(training, held.candidates)
         base_measured = held.speedup(base.key) if base else None
         measured = held.speedup(pick.key)
-        verdicts.append(ProgramVerdict(held.program, pick.label, expected, measured, best.label, best_speedup,
-                                       _ratio(measured, best_speedup), default, base.label if base else None,
-                                       base_measured, _ratio(base_measured, best_speedup)))
+        verdicts.append(ProgramVerdict(held.program, pick.label, expected, held.thread_limit, measured, best.label,
+                                       best_speedup, _ratio(measured, best_speedup), default,
+                                       base.label if base else None, base_measured,
+                                       _ratio(base_measured, best_speedup)))
     return verdicts, notes
 
 
@@ -326,9 +346,10 @@ def program_data(program: str, features: dict[str, float], space: SearchSpace,
     candidates = []
     for config in space.configurations():
         score, failed = scores.get(config.key(), (None, False))
-        candidates.append(Candidate(config.key(), config.label(), tuple(space.encode(config)), score, failed))
+        candidates.append(Candidate(config.key(), config.label(), config.threads, tuple(space.encode(config)),
+                                    score, failed))
     return ProgramData(program, tuple(feature_vector(features)), tuple(space.feature_names()), space.default.key(),
-                       tuple(candidates))
+                       tuple(candidates), thread_limit(features))
 
 
 @dataclass(frozen=True)
@@ -414,18 +435,21 @@ def evaluate(store: Store, cvars: CvarSource,
 
 def _unmeasured(space: SearchSpace) -> dict[str, tuple[Configuration, Candidate]]:
     """Every configuration of `space` by key, with its candidate (nothing measured)."""
-    return {c.key(): (c, Candidate(c.key(), c.label(), tuple(space.encode(c)))) for c in space.configurations()}
+    return {c.key(): (c, Candidate(c.key(), c.label(), c.threads, tuple(space.encode(c))))
+            for c in space.configurations()}
 
 
 def predict_best(predictor: Predictor, features: dict[str, float],
                  space: SearchSpace) -> tuple[Configuration, float]:
-    """The configuration of `space` with the highest predicted speedup over its default, and that speedup;
-    HympiError when the space encodes configurations otherwise than the predictor was trained on."""
+    """The configuration of `space` with the highest predicted speedup over its default (within the program's
+    thread limit), and that speedup; HympiError when the space encodes configurations otherwise than the predictor
+    was trained on."""
     if list(space.feature_names()) != list(predictor.encoding_names):
         raise HympiError(f"the space encodes configurations as {space.feature_names()}, the predictor was trained "
                          f"on {list(predictor.encoding_names)} (tune programs with this space first)")
     configs = _unmeasured(space)
-    (best, speedup), *_ = rank(predictor, feature_vector(features), [c for _, c in configs.values()])
+    choices = within_thread_limit([c for _, c in configs.values()], thread_limit(features))
+    (best, speedup), *_ = rank(predictor, feature_vector(features), choices)
     return configs[best.key][0], speedup
 
 

@@ -1,24 +1,29 @@
 """Programs as the predictor knows them: an app plus its problem arguments, profiled once at its space's default
-layout (library-default MPI parameters) under libhympi-profile, its profile and features kept in the store."""
+layout (library-default MPI parameters) under libhympi-profile and run once more under the probe at the space's
+layout with the most threads per rank (the thread check: how many of them it computes with), its profile, features
+and thread check kept in the store."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from hympi.apps import get_app
 from hympi.errors import HympiError, HympiFatal, UsageError
-from hympi.launch.mpirun import LaunchSpec, build_command, validate_with_app
+from hympi.launch.mpirun import LaunchSpec, RunOutcome, build_command, run_command, validate_with_app
 from hympi.params import DEFAULT_TIMEOUT_S
 from hympi.paths import binary
+from hympi.probe import launch_probed, working_threads
 from hympi.profile import plan_profile, run_profile
 from hympi.program import locate, program_named
 from hympi.store import MachineRecord, ProfileRecord, Store
 from hympi.topology import MachineSummary
-from hympi.tune.features import FEATURE_NAMES, StaticFeatures, program_features
-from hympi.tune.space import Configuration
+from hympi.tune.features import STORED_NAMES, StaticFeatures, program_features, thread_check
+from hympi.tune.space import Configuration, SearchSpace
 
 
 def program_text(app: str, app_args: Sequence[str]) -> str:
@@ -40,30 +45,83 @@ def check_program(app: str) -> str:
     return spec.binary
 
 
-def profile_spec(app: str, app_args: Sequence[str], default: Configuration, summary: MachineSummary) -> LaunchSpec:
-    """The launch of the profiling run, checked without MPI: UsageError (nothing launched) for an unknown app, an
-    app that was not built, or arguments the app refuses (a program of your own has no --validate-ranks to ask)."""
+def profile_spec(app: str, app_args: Sequence[str], layout: Configuration, summary: MachineSummary) -> LaunchSpec:
+    """The launch of `app` at `layout` with the library's default MPI parameters, checked without MPI: UsageError
+    (nothing launched) for an unknown app, an app that was not built, or arguments the app refuses (a program of
+    your own has no --validate-ranks to ask)."""
     # One node, as a tune's runs have: the profile describes the program where it was tuned.
-    launch = LaunchSpec(check_program(app), default.ranks, default.threads, default.bind, app_args=tuple(app_args),
-                        oversubscribe=default.ranks * default.threads > summary.pus,
+    launch = LaunchSpec(check_program(app), layout.ranks, layout.threads, layout.bind, app_args=tuple(app_args),
+                        oversubscribe=layout.ranks * layout.threads > summary.pus,
                         env=(("HYMPI_VIRTUAL_NODES", "1"),))
     if not program_named(app):
         validate_with_app(launch)
     return launch
 
 
+def thread_check_layout(space: SearchSpace) -> Configuration | None:
+    """The layout of the thread check: of the space's configurations with the most threads per rank (more than
+    one), the one with the fewest ranks, with the library's default MPI parameters; None when no configuration has
+    more than one thread per rank."""
+    most = max(space.configurations(), key=lambda c: (c.threads, -c.ranks))
+    return Configuration(most.ranks, most.threads, most.bind) if most.threads > 1 else None
+
+
+@dataclass(frozen=True)
+class ProfileLaunches:
+    """How a program is profiled for the predictor: the profiled run at the space's default layout, and the thread
+    check (None: the space has no layout with more than one thread per rank to check)."""
+
+    profile: LaunchSpec
+    thread_check: LaunchSpec | None
+
+
+def profile_launches(app: str, app_args: Sequence[str], space: SearchSpace,
+                     summary: MachineSummary) -> ProfileLaunches:
+    """Both launches, checked without MPI (profile_spec's UsageError, nothing launched)."""
+    check = thread_check_layout(space)
+    return ProfileLaunches(profile=profile_spec(app, app_args, space.default, summary),
+                           thread_check=profile_spec(app, app_args, check, summary) if check else None)
+
+
 def stored_profile(store: Store, program: str) -> ProfileRecord | None:
-    """The program's newest stored profile when it has every current feature (else None: profile again)."""
+    """The program's newest stored profile when it has every current feature and the thread check (else None:
+    profile again)."""
     record = store.latest_profile(program)
-    if record is None or any(name not in record.features for name in FEATURE_NAMES):
+    if record is None or any(name not in record.features for name in STORED_NAMES):
         return None
     return record
 
 
-def profile_program(store: Store, machine: MachineRecord, summary: MachineSummary, launch: LaunchSpec, app: str,
-                    timeout: float = DEFAULT_TIMEOUT_S) -> ProfileRecord:
-    """The program's stored profile, or (when it has none) one profiled run at `launch`, stored with its features;
-    raises HympiError when the run fails or writes no profile."""
+def _ran(launch: LaunchSpec, outcome: RunOutcome) -> bool:
+    """Whether a launch ran to its end: a program of your own prints no hympi record for a status to be read from,
+    its exit status says it ran."""
+    return outcome.returncode == 0 if program_named(launch.app_binary) else outcome.status == "ok"
+
+
+def _failure(program: str, what: str, outcome: RunOutcome, missing: str = "") -> HympiError:
+    """'profiling P failed (status, exit code N, missing): the last lines of its stderr'."""
+    tail = outcome.stderr_tail(3).strip().replace("\n", " | ")
+    return HympiError(f"{what} {program} failed ({outcome.status}, exit code {outcome.returncode}"
+                      f"{', ' + missing if missing else ''}){': ' + tail if tail else ''}")
+
+
+def checked_threads(program: str, launch: LaunchSpec | None, timeout: float) -> dict[str, float]:
+    """The thread check's values: one run at `launch` under the probe (nothing run without a launch: one thread
+    checked, one working); HympiError when that run fails."""
+    if launch is None:
+        return thread_check(1, 1)
+    outcome, processes = launch_probed(lambda env: run_command(
+        build_command(dataclasses.replace(launch, env=(*launch.env, *env))), timeout))
+    if not _ran(launch, outcome):
+        raise _failure(program, f"the thread check at {launch.ranks}x{launch.threads} of", outcome)
+    return thread_check(launch.threads, working_threads(processes, launch.threads))
+
+
+def profile_program(store: Store, machine: MachineRecord, summary: MachineSummary, launches: ProfileLaunches,
+                    app: str, timeout: float = DEFAULT_TIMEOUT_S) -> ProfileRecord:
+    """The program's stored profile, or (when it has none) one profiled run and the thread check, stored with its
+    features; raises HympiError when either run fails or the profiled run writes no profile."""
+    launch = launches.profile
     program = program_text(app, launch.app_args)
     stored = stored_profile(store, program)
     if stored is not None:
@@ -71,14 +129,10 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
     with tempfile.TemporaryDirectory(prefix="hympi-tune-profile-") as tmp:
         plan = plan_profile(build_command(launch), Path(tmp) / "profile.json")
         outcome, profile = run_profile(plan, timeout)
-        # A program of your own prints no hympi record for a status to be read from: its exit status says it ran.
-        ran = outcome.returncode == 0 if program_named(launch.app_binary) else outcome.status == "ok"
-        if not ran or profile is None:
-            tail = outcome.stderr_tail(3).strip().replace("\n", " | ")
-            raise HympiError(f"profiling {program} failed ({outcome.status}, exit code {outcome.returncode}"
-                             f"{', no profile written' if profile is None else ''}){': ' + tail if tail else ''}")
+        if not _ran(launch, outcome) or profile is None:
+            raise _failure(program, "profiling", outcome, "no profile written" if profile is None else "")
         raw = json.loads(profile.path.read_text())
     nodes = outcome.record.get("nodes") if outcome.record else None
     static = StaticFeatures(launch.ranks, launch.threads, int(nodes) if isinstance(nodes, int) else 1, summary)
-    features = program_features(profile, static)
+    features = {**program_features(profile, static), **checked_threads(program, launches.thread_check, timeout)}
     return store.add_profile(machine.id, program, app, launch.ranks, launch.threads, features, raw)
