@@ -34,6 +34,7 @@ from hympi.tune.predict import (
     BEAT_MARGIN,
     Candidate,
     ProgramData,
+    constant_pick,
     cross_validate,
     evaluate,
     mean_ratio,
@@ -182,7 +183,9 @@ def test_the_command_line_says_whose_picks_its_thread_check_narrowed(tuned_db, s
     proc = hympi("tune", "predict", "rb3d", "--space", str(space_file), "--db", str(db), "--cvars", CVARS,
                  "--", "--size", "32")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[1] == limited
+    lines = proc.stdout.splitlines()
+    after = lines.index(next(line for line in lines if line.startswith("predicted best: "))) + 1
+    assert lines[after] == f"({limited})"
 
 
 def _self_check_figures(db: Path, program: str) -> tuple[float, float]:
@@ -415,13 +418,18 @@ def test_a_program_that_leaves_its_threads_idle_is_picked_a_layout_it_computes_o
     verdicts = {v.program: v for v in cross_validate([*openmp, mpi_only])[0]}
     assert verdicts["mpi-only"].predicted.startswith("2x1") and verdicts["mpi-only"].ratio == 1.0
     assert verdicts["mpi-only"].thread_limit == 1
+    # The constant pick (1x2, best for every other program) is made among the same configurations.
+    assert verdicts["mpi-only"].baseline.startswith("2x1") and verdicts["mpi-only"].baseline_ratio == 1.0
     assert all(verdicts[p.program].thread_limit is None for p in openmp)
     # Without the thread check's limit the network credits it with the OpenMP programs' second core.
     blind = {v.program: v for v in cross_validate([*openmp, replace(mpi_only, thread_limit=None)])[0]}
     assert blind["mpi-only"].predicted.startswith("1x2") and blind["mpi-only"].ratio == 0.5
+    assert blind["mpi-only"].baseline_ratio == 0.5
     predictor = train(openmp)
     assert predict_best(predictor, tunedata.features(0.5, 0.15, 1), space)[0] == Configuration(2, 1, "core")
     assert predict_best(predictor, tunedata.features(0.5, 0.15, 2), space)[0] == Configuration(1, 2, "core")
+    assert constant_pick(openmp, space, 1) == Configuration(2, 1, "core")
+    assert constant_pick(openmp, space) == Configuration(1, 2, "core")
     # A limit no candidate meets leaves every candidate in.
     assert within_thread_limit(openmp[0].candidates, 0) == openmp[0].candidates
 

@@ -127,17 +127,17 @@ def predict_main(args: argparse.Namespace) -> int:
         predictor = train(data)
         config, speedup = predict_best(predictor, record.features, space)
         check = self_check(data)
-        constant = constant_pick(data, space)
+        limit = thread_limit(record.features)
+        constant = constant_pick(data, space, limit)
     how = "its stored profile" if reused else "profiled once now"
     print(f"program: {program} ({how}, at {space.default.label()})")
-    limit = thread_limit(record.features)
-    if limit is not None:
-        print(thread_limit_text(limit))
     print(f"trained on {len(data)} programs ({predictor.rows} measured configurations): "
           f"{', '.join(p.program for p in data)}")
     for note in notes + more:
         print(f"left out: {note}")
     print(f"predicted best: {config.label()}")
+    if limit is not None:
+        print(f"({thread_limit_text(limit)})")
     print(f"expected speedup over the default ({space.default.label()}): {speedup:.3f}x")
     print("constant pick (best on average over the training programs): "
           + (constant.label() if constant else "none (no training program measured this space's configurations)"))

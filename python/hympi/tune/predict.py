@@ -22,9 +22,10 @@ not beat it, the features add nothing. `predict` runs the same evaluation over i
 (`self_check`) and recommends the constant pick where the network does not beat it.
 
 A program that computed with fewer threads per rank than its thread check gave it (hympi.tune.features.thread_limit:
-one, for a program without OpenMP) gets its pick among the configurations of at most that many threads per rank
-(all of them, should none be that narrow): the network learns what a thread is worth from programs that use theirs,
-and would credit such a program with cores it leaves idle. Its training rows keep every measured configuration.
+one, for a program without OpenMP) gets its picks, the network's and the constant one, among the configurations of
+at most that many threads per rank (all of them, should none be that narrow): the network learns what a thread is
+worth from programs that use theirs, and would credit such a program with cores it leaves idle. Its training rows
+keep every measured configuration.
 """
 
 from __future__ import annotations
@@ -215,7 +216,7 @@ def baseline_pick(training: Sequence[ProgramData], candidates: Sequence[Candidat
 class ProgramVerdict:
     """Leave-one-program-out result for one program.
 
-    thread_limit = the program's (the pick was made among configurations of at most that many threads per rank);
+    thread_limit = the program's (both picks were made among configurations of at most that many threads per rank);
     measured = measured speedup of the predicted configuration (0.0: it failed; None: its tune did not run it);
     ratio = measured / best (None when measured is None); baseline_* the same for the baseline's pick.
     """
@@ -262,7 +263,7 @@ def cross_validate(programs: Sequence[ProgramData],
         default = held.default_score
         assert best is not None and best.score is not None and default  # rows() is non-empty
         best_speedup = best.score / default
-        base = baseline_pick(training, held.candidates)
+        base = baseline_pick(training, held.choices())
         base_measured = held.speedup(base.key) if base else None
         measured = held.speedup(pick.key)
         verdicts.append(ProgramVerdict(held.program, pick.label, expected, held.thread_limit, measured, best.label,
@@ -453,8 +454,10 @@ def predict_best(predictor: Predictor, features: dict[str, float],
     return configs[best.key][0], speedup
 
 
-def constant_pick(training: Sequence[ProgramData], space: SearchSpace) -> Configuration | None:
-    """baseline_pick among the configurations of `space` (None when no training program measured any of them)."""
+def constant_pick(training: Sequence[ProgramData], space: SearchSpace,
+                  limit: int | None = None) -> Configuration | None:
+    """baseline_pick among the configurations of `space` within the program's thread limit (None when no training
+    program measured any of them)."""
     configs = _unmeasured(space)
-    pick = baseline_pick(training, [c for _, c in configs.values()])
+    pick = baseline_pick(training, within_thread_limit([c for _, c in configs.values()], limit))
     return configs[pick.key][0] if pick else None
