@@ -290,6 +290,23 @@ def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
     assert launches.thread_check is None  # the space has one thread per rank only: nothing to check
 
 
+def test_evaluate_leaves_out_a_program_whose_profiling_fails_and_evaluates_the_others(tuned_db, tmp_path):
+    from hympi.program import program_of
+    from hympi.sweep import program_fields
+
+    db = Path(shutil.copy(tuned_db, tmp_path / "t.db"))
+    fields = program_fields(program_of(shutil.which("true") or "/bin/true", {}))  # no MPI: writes no profile
+    with Store.open(db) as store:
+        tunedata.add_tune(store, 1, f"{fields['app']} --size 8", "exhaustive",
+                          list(tunedata.space().configurations()), lambda c: 0.0, subject=tuple(sorted(fields.items())))
+    proc = hympi("tune", "evaluate", "--db", str(db), "--cvars", CVARS)
+    assert proc.returncode == 0, proc.stderr
+    assert "hympi: profiling true --size 8 failed (" in proc.stderr and "no profile written" in proc.stderr
+    assert "true --size 8 left out" in proc.stderr
+    assert "left out: true --size 8: no stored profile, left out" in proc.stdout
+    assert all(p in proc.stdout for p, _, _ in tunedata.PROGRAMS)  # the others evaluated
+
+
 def test_cli_refuses_too_few_programs_and_unknown_programs(tmp_path, space_file, fake_launcher):
     env, marker = fake_launcher
     db = tmp_path / "few.db"

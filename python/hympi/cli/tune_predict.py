@@ -17,7 +17,7 @@ from functools import cache
 from rich.console import Console
 from rich.table import Table
 
-from hympi.errors import UsageError
+from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, load_listing
 from hympi.launch.mpirun import launcher_path, mpi_env_name
 from hympi.params import seconds_of
@@ -169,7 +169,7 @@ def verdict_table(verdicts: list[ProgramVerdict]) -> Table:
 
 def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float) -> None:
     """Profiles, once each, the tuned programs that have no stored profile, at their space's default layout (and
-    their thread check)."""
+    their thread check); a program whose profiling fails is said so on stderr and left out, the others evaluated."""
     missing = [t for t in programs if stored_profile(store, t.program) is None]
     if not missing:
         return
@@ -178,7 +178,12 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float)
     for tuned in missing:
         print(f"profiling {tuned.program} at {tuned.space.default.label()} ...", file=sys.stderr)
         launches = profile_launches(tuned.command, tuned.app_args, tuned.space, summary)
-        profile_program(store, machine, summary, launches, tuned.app, timeout)
+        try:
+            profile_program(store, machine, summary, launches, tuned.app, timeout)
+        except HympiFatal:
+            raise  # the launcher or the build is broken: no other program would profile either
+        except HympiError as exc:
+            print(f"hympi: {exc}: {tuned.program} left out", file=sys.stderr)
 
 
 def evaluate_main(args: argparse.Namespace) -> int:
