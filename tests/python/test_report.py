@@ -282,7 +282,9 @@ def test_report_shows_the_communication_hierarchy_of_a_real_pingpong_run(page: P
         assert pair == f"{data['pair'][0]},{data['pair'][1]}" and int(pairs_at) == data["pairs_at_level"]
         assert data["bytes"][0] == 0 and float(zero) == pytest.approx(data["latency_us"][0], rel=1e-2)
         assert float(alpha) == pytest.approx(data["alpha_us"], rel=1e-2)
-        assert float(beta) == pytest.approx(data["beta_mbs"], rel=1e-3)
+        # On a loaded machine 20 iterations can fit no positive bandwidth (the slope of time over size is noise):
+        # the table then shows none rather than a negative one.
+        assert (float(beta) == pytest.approx(data["beta_mbs"], rel=1e-3)) if data["beta_mbs"] > 0 else beta == "-"
         assert float(peak) == pytest.approx(max(data["bandwidth_mbs"]), rel=1e-3)
     multi = _cells(page, "table.multi-pair")
     want = sorted(((m["level"], m["pairs"], m["aggregate_mbs"]) for m in metrics["multi"]),

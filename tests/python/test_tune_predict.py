@@ -412,7 +412,7 @@ def test_the_thread_check_runs_at_the_space_s_widest_layout():
     assert thread_check_layout(tunedata.space()) is None  # one thread per rank everywhere
     assert thread_limit(thread_check(2, 1)) == 1 and thread_limit(thread_check(4, 2)) == 2
     assert thread_limit(thread_check(2, 2)) is None and thread_limit(thread_check(1, 1)) is None
-    with pytest.raises(HympiError, match="no rank of it was seen"):
+    with pytest.raises(HympiError, match="no process of it was seen"):
         thread_check(2, None)
 
 

@@ -131,10 +131,10 @@ def feature_vector(features: Mapping[str, float]) -> list[float]:
 
 
 def thread_check(checked_threads: int, working_threads: int | None) -> dict[str, float]:
-    """The thread check's stored values; HympiError when the probe saw no rank of the run compute."""
+    """The thread check's stored values; HympiError when no process of the run wrote a probe record."""
     if working_threads is None:
-        raise HympiError(f"the thread check at {checked_threads} threads per rank left no probe record: "
-                         "no rank of it was seen")
+        raise HympiError(f"the thread check at {checked_threads} threads per rank left no probe record: no process "
+                         "of it was seen")
     return {"checked_threads": float(checked_threads), "working_threads": float(working_threads)}
 
 
