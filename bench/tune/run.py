@@ -5,6 +5,7 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
                                           [--max-runs 12] [--ei-stop F] [--lopo-repeat 2] [--lopo-min-time 0.3]
                                           [--replay-seeds 20] [--recheck-pairs 4] [--work DIR]
                                           [--lu-mz-class W] [--is-class A] [--space APP=FILE ...]
+                                          [--npb-ref-bin DIR]
 
 * guided: for IS class A (bench/tune/is-48.toml, 51 configurations) and LU-MZ class W (bench/tune/lu-mz-48.toml,
   49 configurations), `hympi tune run --strategy exhaustive`, then `--strategy guided --max-runs N` for every seed,
@@ -17,8 +18,10 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
 * lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, SP-MZ S,
   spmv3d CG 48^3, rb3d 32^3 and 64^3, the pencil solver at 32^3, the blade row (its defaults), LAMMPS's melt and HPC
   Challenge (third-party programs, docs/examples/hympi-programs.toml and docs/examples/hpcc/, when installed; they
-  run in DIR, where HPCC reads its input and writes its results) in DIR/lopo.db, then `hympi tune
-  evaluate` (profiles each program once; needs HYMPI_PROFILE_LIB or the profiler next to the apps).
+  run in DIR, where HPCC reads its input and writes its results) and, with --npb-ref-bin DIR (or NPB_REF_BIN), the
+  NPB3.4-MZ Fortran references bt-mz.W.x, sp-mz.W.x and lu-mz.W.x found there (bench/npb-mz/run.sh --classes W
+  --build-only builds them) in DIR/lopo.db, then `hympi tune evaluate` (profiles each program once; needs
+  HYMPI_PROFILE_LIB or the profiler next to the apps).
 * report: `hympi report` of both databases into DIR/report-*/ (kept out of the repository), checked for its Tuning
   section.
 
@@ -117,6 +120,30 @@ def third_party(work: Path) -> tuple[Program, ...]:
         options = ("--metric", program.metric, "--metric-unit", program.metric_unit, "--better", program.better,
                    "--verify", program.verify, *(("--output-file", program.output_file) if program.output_file else ()))
         found.append(Program(program.path, args, LOPO_SPACE, options))
+    return tuple(found)
+
+
+# The NPB3.4-MZ Fortran reference, a third-party program that uses OpenMP (LAMMPS and HPCC as Debian builds them
+# do not): its class is fixed when it is built (W: 1-2 s a run on 2 cores; class S times 0.02-0.2 s, less than its
+# start-up), and it prints its rate and its verification.
+NPB_REFERENCES = ("bt-mz.W.x", "sp-mz.W.x", "lu-mz.W.x")
+NPB_REFERENCE_OPTIONS = ("--metric", r"Mop/s total\s*=\s*([0-9.]+)", "--metric-unit", "Mop/s", "--better", "higher",
+                         "--verify", r"Verification\s*=\s*SUCCESSFUL")
+
+
+def npb_references(directory: Path | None) -> tuple[Program, ...]:
+    """The NPB_REFERENCES in `directory` over the leave-one-program-out space (none without a directory); one
+    missing is said on stderr."""
+    if directory is None:
+        return ()
+    found = []
+    for name in NPB_REFERENCES:
+        path = directory / name
+        if path.is_file() and os.access(path, os.X_OK):
+            found.append(Program(str(path.resolve()), (), LOPO_SPACE, NPB_REFERENCE_OPTIONS))
+        else:
+            print(f"bench: no NPB reference {path} (bench/npb-mz/run.sh --classes W --build-only builds it)",
+                  file=sys.stderr)
     return tuple(found)
 
 
@@ -325,12 +352,13 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
               f"| {mean_used:.1f} ({100.0 * mean_used / size:.1f} %) |")
 
 
-def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options, lu_class: str) -> None:
+def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options, lu_class: str,
+              npb_ref_bin: Path | None) -> None:
     """Exhaustive tunes of every program over the common space, then the leave-one-program-out evaluation."""
     db = work / "lopo.db"
     listing = load_listing(str(cvars))
     space = load_space(str(LOPO_SPACE), listing.cvars, listing.library)
-    for program in (*with_class(LOPO_PROGRAMS, "lu-mz", lu_class), *third_party(work)):
+    for program in (*with_class(LOPO_PROGRAMS, "lu-mz", lu_class), *third_party(work), *npb_references(npb_ref_bin)):
         tune(hympi, db, cvars, program, space, "exhaustive", 1, opts, None, work)
     out = run([*hympi, "tune", "evaluate", "--db", str(db), "--cvars", str(cvars), "--timeout", "300"], 3600,
               work / "evaluate.log")
@@ -394,6 +422,9 @@ def main() -> int:
     parser.add_argument("--recheck-pairs", type=int, default=4,
                         help="re-measure a guided pick that is not the exhaustive best against it, alternately, this "
                              "many runs each (0: off)")
+    parser.add_argument("--npb-ref-bin", type=Path, default=os.environ.get("NPB_REF_BIN") or None,
+                        help="lopo part: a folder holding the NPB3.4-MZ Fortran references bt-mz.W.x, sp-mz.W.x, "
+                             "lu-mz.W.x, tuned as programs of their own (env NPB_REF_BIN)")
     parser.add_argument("--work", type=Path, default=Path(os.environ.get("WORK", "/tmp/hympi-tune-bench")))
     args = parser.parse_args()
     parts = parse_names(args.parts, PARTS, "--parts", "part")
@@ -410,6 +441,8 @@ def main() -> int:
         reject("--recheck-pairs", f"must be >= 0, got {args.recheck_pairs}")
     require_positive(options_of(args, "repeat", "lopo_repeat", "max_runs", "replay_seeds"))
     require_seconds(options_of(args, "min_time", "lopo_min_time", "ei_stop"), zero_ok=True)
+    if args.npb_ref_bin is not None and not args.npb_ref_bin.is_dir():
+        reject("--npb-ref-bin", f"'{args.npb_ref_bin}' is not a directory")
     hympi = hympi_command()
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -421,7 +454,9 @@ def main() -> int:
         guided_part(hympi, work, cvars, seeds, Options(args.repeat, args.min_time, True, args.ei_stop), args.max_runs,
                     args.replay_seeds, args.recheck_pairs, programs)
     if "lopo" in parts:
-        lopo_part(hympi, work, cvars, Options(args.lopo_repeat, args.lopo_min_time, False), args.lu_mz_class)
+        npb_ref_bin = args.npb_ref_bin.resolve() if args.npb_ref_bin else None
+        lopo_part(hympi, work, cvars, Options(args.lopo_repeat, args.lopo_min_time, False), args.lu_mz_class,
+                  npb_ref_bin)
     if "report" in parts:
         report_part(hympi, work, cvars)
     return 0

@@ -21,9 +21,10 @@ SCRIPTS = {
     "node": (("bash", str(REPO / "bench/node/run.sh")), "--out", "node: "),
     "npb-mz": (("bash", str(REPO / "bench/npb-mz/run.sh")), None, "run.sh: "),
     "osu": (("bash", str(REPO / "bench/osu/run.sh")), None, "run.sh: "),
+    "tune": ((sys.executable, str(REPO / "bench/tune/run.py")), "--work", "bench: "),
 }
 # Set in the caller's environment, these would change what the scripts check.
-SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT")
+SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT", "NPB_REF_BIN")
 
 
 @pytest.mark.parametrize(
@@ -53,6 +54,9 @@ SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT")
         ("osu", [], {"OSU_SRC": "/nonexistent/osu"},
          "OSU_SRC='/nonexistent/osu' is not an unpacked osu-micro-benchmarks"),
         ("osu", ["--bogus"], {}, "unknown argument '--bogus'"),
+        ("tune", ["--npb-ref-bin", "/nonexistent/npb"], {}, "--npb-ref-bin: '/nonexistent/npb' is not a directory"),
+        ("tune", ["--parts", "lopo,foo"], {}, "--parts: unknown part 'foo'"),
+        ("tune", ["--lopo-repeat", "0"], {}, "--lopo-repeat: must be >= 1, got 0"),
     ],
 )
 def test_bench_script_rejects_bad_values(tmp_path: Path, script: str, args: list[str], env: dict[str, str],
