@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,6 +98,34 @@ def test_a_database_that_cannot_take_a_write_is_fatal_naming_it_and_keeps_what_i
     assert made
     with Store.read(db) as again:
         assert [s.id for s in again.sweeps()] == made
+
+
+# Store.open under a file-size limit of one page: the disk fills while the schema is written (SIGXFSZ ignored, so
+# the write fails with EFBIG, as it would with ENOSPC).
+_OPEN_ON_A_FULL_DISK = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+from hympi.errors import UsageError
+from hympi.store import Store
+try:
+    Store.open(sys.argv[1])
+except UsageError as exc:
+    print(exc)
+"""
+
+
+def test_a_database_the_disk_has_no_room_for_is_refused_and_leaves_no_file(tmp_path: Path):
+    db = tmp_path / "new.db"
+    proc = subprocess.run([sys.executable, "-c", _OPEN_ON_A_FULL_DISK, str(db)], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert proc.stdout.startswith(f"cannot create a database at {db}: "), proc.stdout + proc.stderr
+    assert list(tmp_path.iterdir()) == []  # before: new.db, new.db-wal and new.db-shm stayed
+    # A file that was there before is the user's: refused the same way, and kept.
+    db.touch()
+    proc = subprocess.run([sys.executable, "-c", _OPEN_ON_A_FULL_DISK, str(db)], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert proc.stdout.startswith(f"cannot create a database at {db}: ") and db.exists()
 
 
 def test_a_statement_sqlite_refuses_is_no_storage_fault_and_keeps_its_own_error(store: Store):

@@ -289,6 +289,12 @@ def check_db_path(path: str | os.PathLike[str], create: bool = True) -> None:
         raise UsageError(f"cannot open database {str(db)[:80]}: {exc.strerror or exc}") from None
 
 
+def _remove_database_files(db: Path) -> None:
+    """Removes a database file and SQLite's -wal and -shm beside it (those that are there)."""
+    for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        path.unlink(missing_ok=True)
+
+
 def _use_wal(conn: sqlite3.Connection) -> None:
     """Switches the database to WAL mode (a no-op once it is). The switch needs the file to itself, and SQLite
     reports "database is locked" at once, without waiting, while another process holds it (two sweeps creating one
@@ -317,6 +323,7 @@ class Store:
         raises UsageError if it is not usable."""
         db = Path(path)
         check_db_path(db, create)
+        created = not db.exists()
         try:
             conn = sqlite3.connect(str(db), isolation_level=None, timeout=BUSY_TIMEOUT_S)
         except sqlite3.Error as exc:
@@ -335,7 +342,12 @@ class Store:
                 if version > 0:  # ours, failing mid-migration (a full disk): no bad input; each step is atomic
                     raise HympiFatal(f"results database {db} cannot be migrated to schema {SCHEMA_VERSION} "
                                      f"({exc}); it keeps the schema it had") from None
-                # An empty file SQLite cannot write beside (its journal) or into: /proc's, a read-only mount's.
+                # An empty file SQLite cannot write beside (its journal) or into: /proc's, a read-only mount's; or a
+                # disk too full for the schema, where the files this call created go again (a lock held by another
+                # process creating the same database is no such failure: its files are that process's).
+                if created and exc.sqlite_errorname not in ("SQLITE_BUSY", "SQLITE_LOCKED"):
+                    conn.close()
+                    _remove_database_files(db)
                 raise UsageError(f"cannot create a database at {db}: {exc}") from None
         except BaseException:
             conn.close()
