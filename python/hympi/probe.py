@@ -258,6 +258,14 @@ def probe_record(processes: Sequence[ProbeProcess], ranks: int, threads: int) ->
     return record
 
 
+def recorded_working_threads(record: JsonObject | None) -> int | None:
+    """The threads per rank the probe saw compute in a run (probe_record's `working_threads`), None when the probe
+    did not run or did not say."""
+    probe = record.get("probe") if record else None
+    value = probe.get("working_threads") if isinstance(probe, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def apply_probe(outcome: RunOutcome, processes: Sequence[ProbeProcess], ranks: int, threads: int) -> RunOutcome:
     """A judged program run with what the probe saw: a run that was not one MPI job of `ranks` ranks failed with
     that reason; an ok run's record gains probe_record's figures, binding rows and findings."""

@@ -187,7 +187,8 @@ def results_table(outcome: TuneOutcome, space: SearchSpace) -> Table:
 
 
 def _summary(outcome: TuneOutcome, space: SearchSpace, params: TuneParams) -> list[str]:
-    """The lines after the table: budget used, why it stopped, the best, what the library ignored."""
+    """The lines after the table: budget used, why it stopped, the best, threads the probe saw idle, what the
+    library ignored."""
     size = len(space.configurations())
     measured = len(outcome.results)
     lines = [f"measured {measured} of {size} configurations ({100.0 * measured / size:.0f} %) with "
@@ -203,6 +204,12 @@ def _summary(outcome: TuneOutcome, space: SearchSpace, params: TuneParams) -> li
     ignored = sorted({name for m in outcome.results for name in m.ignored})
     if ignored:
         lines.append(f"ignored by the MPI library (set, but read back unchanged): {', '.join(ignored)}")
+    idle = sorted({(m.config.ranks, m.config.threads, m.working_threads) for m in outcome.results
+                   if m.working_threads is not None and m.working_threads < m.config.threads})
+    if idle:
+        layouts = ", ".join(f"{r}x{t} computed with {w} of its {t} threads per rank" for r, t, w in idle)
+        lines.append(f"threads left idle (the probe): {layouts}; those configurations ran on fewer cores than they "
+                     "hold")
     unchecked = [m for m in outcome.results if not m.checked]
     if unchecked:
         lines.append(f"{len(unchecked)} configuration(s) could not be checked: the app reported no MPI_T read-back")

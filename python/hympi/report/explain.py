@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from hympi.contract import contract
 from hympi.params import DEFAULT_CONFIDENCE
+from hympi.probe import recorded_working_threads
 from hympi.report.analysis import MEMORY_LEVEL, AppGroup, Layout, LayoutKey, labels, stream_level, verdict
 from hympi.stats.compare import CI_CONTAINS_ONE, Comparison
 from hympi.stats.median import median_or_none
@@ -258,7 +259,7 @@ def explain(group: AppGroup, stream: StreamBounds | None = None) -> tuple[Breakd
         one_thread = _rate_of(rates, s.ranks, 1, s.bind, s.membind)
         serial = _rate_of(rates, 1, 1, s.bind, s.membind)
         working_set = median_or_none(r.value("working_set_bytes") for r in runs)
-        working = [w for w in (_probe_working_threads(r) for r in runs) if w is not None]
+        working = [w for w in (recorded_working_threads(r.record) for r in runs) if w is not None]
         bound, level = (stream.bound(s, working_set / s.threads if working_set is not None else None)
                         if stream is not None else (None, None))
         out.append(Breakdown(
@@ -273,13 +274,6 @@ def explain(group: AppGroup, stream: StreamBounds | None = None) -> tuple[Breakd
             membind=s.membind, working_set_bytes=working_set, bound_level=level,
             levels_measured=bool(stream and stream.caches), working_threads=min(working, default=None)))
     return tuple(out)
-
-
-def _probe_working_threads(run: Run) -> int | None:
-    """The threads per rank the probe saw compute in `run`, None when the probe did not run or did not say."""
-    probe = run.record.get("probe") if run.record else None
-    value = probe.get("working_threads") if isinstance(probe, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def pick_stream(group: AppGroup, groups: Iterable[AppGroup]) -> StreamBounds | None:

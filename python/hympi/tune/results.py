@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from hympi.launch.cvars import ignored
 from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
+from hympi.probe import recorded_working_threads
 from hympi.stats.compare import MIN_SAMPLES, Comparison, Sample, compare
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
@@ -22,7 +23,8 @@ class Measured:
     higher is better; None when no such run was ok), how many measured runs it took, its status, peak memory per
     rank and the MPI parameters the library ignored. `rates` are the rates the score is the median of (for
     confidence intervals); `disturbed` counts the ok runs left out because other work overlapped them (hympi.busy);
-    `checked` says whether the app read the parameters back at all (an app without MPI_T read-back cannot tell)."""
+    `checked` says whether the app read the parameters back at all (an app without MPI_T read-back cannot tell);
+    `working_threads` the fewest threads per rank the probe saw compute in its runs (None: not probed)."""
 
     config: Configuration
     score: float | None
@@ -34,6 +36,7 @@ class Measured:
     checked: bool = True
     sweep_id: int | None = None
     disturbed: int = 0
+    working_threads: int | None = None
 
 
 def sweep_configuration(sweep: Sweep) -> Configuration:
@@ -70,7 +73,9 @@ def measure(config: Configuration, runs: list[Run], sweep_id: int | None = None)
     return Measured(config=config, score=median_or_none(rates), runs=len(measured),
                     status=_status(measured) if measured else "failed", max_rss_mib=median_or_none(memory),
                     ignored=tuple(sorted(names)), rates=rates, checked=checked or not config.mpi_params,
-                    sweep_id=sweep_id, disturbed=sum(1 for r in ok if r.disturbed))
+                    sweep_id=sweep_id, disturbed=sum(1 for r in ok if r.disturbed),
+                    working_threads=min((w for r in measured if (w := recorded_working_threads(r.record)) is not None),
+                                        default=None))
 
 
 def tune_results(store: Store, tune_id: int) -> list[Measured]:
