@@ -16,7 +16,12 @@ threads per rank of a probed run at the space's layout with the most threads per
 more), and `working_threads`, the fewest threads any of its ranks computed with (hympi.probe.working_threads).
 A program that computes with fewer threads than it was given (no OpenMP, or OpenMP only outside its hot loops)
 runs a ranks x threads layout on fewer cores than the layout holds; the network learns what threads are worth from
-programs that use them, so such a program's picks are made among the configurations it can use (`thread_limit`).
+programs that use them, so such a program's picks are made among the configurations it can use (`thread_limit`)
+where those are sure to be faster: with w of T threads computing, a layout of T threads per rank spreads the work
+over T/w times fewer computing ranks than the profiled one-thread layout, so each computes T/w times as long; with
+the MPI share m measured there, its time is at least (T/w)(1 - m) of the profiled run's (its MPI time cannot fall
+below 0), longer whenever m < 1 - w/T. A program above that share (HPC Challenge at N = 256, m = 0.8-0.9 at two
+ranks) may run faster on fewer ranks with cores idle, and keeps every configuration.
 
 Collectives are grouped by their communication pattern (`call_group`): every rank to every rank (Alltoall*,
 Allgather*), reductions (Allreduce, Reduce, Reduce_scatter*, Scan, Exscan), one to many or many to one (Bcast,
@@ -139,10 +144,13 @@ def thread_check(checked_threads: int, working_threads: int | None) -> dict[str,
 
 
 def thread_limit(features: Mapping[str, float]) -> int | None:
-    """The most threads per rank a program computed with when it was given more (None: it used every thread it was
-    given, or no check gave it more than one)."""
+    """The most threads per rank a program computed with when it was given more, where more threads than that are
+    sure to be slower (its MPI share below 1 - working / checked threads); None: it used every thread it was given,
+    no check gave it more than one, or fewer ranks with idle threads may be faster."""
     checked, working = int(features["checked_threads"]), int(features["working_threads"])
-    return working if working < checked else None
+    if working >= checked or features["mpi_share"] >= 1.0 - working / checked:
+        return None
+    return working
 
 
 def thread_limit_text(limit: int) -> str:
