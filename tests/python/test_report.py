@@ -481,7 +481,8 @@ def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(p
     assert "the profile features add nothing measurable here" in text
     assert text.count("picked among the configurations of at most") == 1
     assert ("stream --n 1: picked among the configurations of at most 1 thread per rank: it computed with no more "
-            "when its thread check gave it more (the probe)") in text
+            "when its thread check gave it more (the probe), and at its MPI share fewer computing ranks cannot be "
+            "faster") in text
     assert ("btl_vader_eager_limit: memory per process differs by up to 23 % between its values" in text)
     assert "btl_vader_single_copy_mechanism: no measurable difference in memory per process (spread 0.0 %)" in text
     # The tune's runs are not an app group of their own; the plain sweep still is.

@@ -176,7 +176,7 @@ def test_the_command_line_says_whose_picks_its_thread_check_narrowed(tuned_db, s
     with Store.open(db) as store:  # rb3d profiled again: now its thread check saw one of two threads compute
         store.add_profile(1, "rb3d --size 32", "rb3d", 4, 1, tunedata.features(0.8, 0.7, working_threads=1), {})
     limited = ("picked among the configurations of at most 1 thread per rank: it computed with no more when its "
-               "thread check gave it more (the probe)")
+               "thread check gave it more (the probe), and at its MPI share fewer computing ranks cannot be faster")
     proc = hympi("tune", "evaluate", "--db", str(db), "--cvars", CVARS, "--no-profile")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count(limited) == 1 and f"rb3d --size 32: {limited}" in proc.stdout
@@ -474,10 +474,12 @@ def test_the_thread_check_tells_a_program_without_openmp_from_one_with_it(tmp_pa
         machine = record_machine(store, summary, launcher_path())
         # Big enough that rb3d's second thread works more than 5 % of what its main thread spends starting MPI,
         # even when it sleeps rather than spins at barriers (OMP_WAIT_POLICY=passive).
-        for app, args, limit in (("rb3d", ("--size", "64", "--iterations", "40"), None), ("is", ("--class", "S"), 1)):
+        for app, args, working in (("rb3d", ("--size", "64", "--iterations", "40"), 2), ("is", ("--class", "S"), 1)):
             launches = profile_launches(app, args, space, summary)
             assert launches.thread_check is not None and (launches.thread_check.ranks,
                                                           launches.thread_check.threads) == (1, 2)
             record = profile_program(store, machine, summary, launches, app, timeout=120)
             assert (record.ranks, record.threads, record.features["checked_threads"]) == (2, 1, 2.0)
-            assert thread_limit(record.features) == limit, (app, record.features["working_threads"])
+            # What the probe saw, not thread_limit's verdict: that also reads the MPI share, which a loaded machine
+            # inflates (IS class S: 0.15 alone, 0.5-0.65 beside two busy loops: ranks wait for descheduled peers).
+            assert record.features["working_threads"] == working, app

@@ -156,4 +156,5 @@ def thread_limit(features: Mapping[str, float]) -> int | None:
 def thread_limit_text(limit: int) -> str:
     """Why a program's pick was made among fewer configurations, in words."""
     return (f"picked among the configurations of at most {limit} thread{'s' if limit > 1 else ''} per rank: it "
-            "computed with no more when its thread check gave it more (the probe)")
+            "computed with no more when its thread check gave it more (the probe), and at its MPI share fewer "
+            "computing ranks cannot be faster")
