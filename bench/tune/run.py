@@ -48,9 +48,8 @@ from hympi.launch.cvars import load_listing
 from hympi.launch.mpirun import LaunchSpec
 from hympi.program import load_programs
 from hympi.store import Store
-from hympi.tune.features import thread_limit_text
 from hympi.tune.options import DEFAULT_EI_STOP
-from hympi.tune.predict import evaluate, mean_ratio
+from hympi.tune.predict import evaluate, mean_ratio, narrowed_notes
 from hympi.tune.results import Measured, best, speedup, tune_results
 from hympi.tune.search import Search, Stop
 from hympi.tune.space import Configuration, SearchSpace, load_space
@@ -379,9 +378,8 @@ def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options, lu_class
     mean, base = mean_ratio(verdicts), mean_ratio(verdicts, baseline=True)
     if mean is not None and base is not None:
         print(f"\nmean ratio predicted/best {mean:.3f}, constant baseline {base:.3f}")
-    for v in verdicts:
-        if v.thread_limit is not None:
-            print(f"{v.program}: {thread_limit_text(v.thread_limit)}")
+    for note in narrowed_notes(verdicts):
+        print(note)
     for note in notes:
         print(f"left out: {note}")
 

@@ -37,6 +37,7 @@ from hympi.tune.predict import (
     evaluate,
     finished_programs,
     mean_ratio,
+    narrowed_notes,
     predict_best,
     same_encoding,
     self_check,
@@ -199,9 +200,8 @@ def evaluate_main(args: argparse.Namespace) -> int:
             _profile_missing(store, tuned_programs(store, cvars), timeout)
         verdicts, notes = evaluate(store, cvars)
     Console(width=200).print(verdict_table(verdicts))
-    for v in verdicts:
-        if v.thread_limit is not None:
-            print(f"{v.program}: {thread_limit_text(v.thread_limit)}")
+    for note in narrowed_notes(verdicts):
+        print(note)
     for note in notes:
         print(f"left out: {note}")
     mean, base = mean_ratio(verdicts), mean_ratio(verdicts, baseline=True)

@@ -22,8 +22,7 @@ from hympi.stats.compare import MEMORY_MARGIN
 from hympi.stats.model import ModelFit
 from hympi.store import MachineRecord, Run
 from hympi.store.db import DEFAULT_MEMBIND
-from hympi.tune.features import thread_limit_text
-from hympi.tune.predict import BEAT_MARGIN, beats_constant, mean_ratio
+from hympi.tune.predict import BEAT_MARGIN, beats_constant, mean_ratio, narrowed_notes
 from hympi.tune.results import Speedup
 
 _CSS = """
@@ -445,8 +444,7 @@ def _prediction_part(prediction: Prediction, ratios: str) -> str:
     summary = (f"<p class='tune-mean'>mean ratio predicted/best: <b>{_num(mean, '.3f')}</b>; baseline: "
                f"{_num(base, '.3f')} ({escape(verdict)})</p>")
     notes = "".join(f"<div class='note'>left out: {escape(n)}</div>" for n in prediction.notes)
-    notes += "".join(f"<div class='note'>{escape(v.program)}: {escape(thread_limit_text(v.thread_limit))}</div>"
-                     for v in prediction.verdicts if v.thread_limit is not None)
+    notes += "".join(f"<div class='note'>{escape(note)}</div>" for note in narrowed_notes(prediction.verdicts))
     figure = (f"<figure><img src='{escape(ratios)}' alt='predicted vs best measured speedup per program'></figure>"
               if ratios else "")
     parts.append(summary + figure + _table("tune-predicted", caption, head, rows) + notes)

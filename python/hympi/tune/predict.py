@@ -42,7 +42,7 @@ import numpy as np
 from hympi.errors import HympiError, UsageError
 from hympi.launch.cvars import Cvar, cvar_from_json
 from hympi.store import Store, TuneRecord
-from hympi.tune.features import feature_vector, thread_limit
+from hympi.tune.features import feature_vector, thread_limit, thread_limit_text
 from hympi.tune.programs import stored_profile
 from hympi.tune.results import Measured, tune_results
 from hympi.tune.space import Configuration, SearchSpace, parse_space
@@ -271,6 +271,11 @@ def cross_validate(programs: Sequence[ProgramData],
                                        base.label if base else None, base_measured,
                                        _ratio(base_measured, best_speedup)))
     return verdicts, notes
+
+
+def narrowed_notes(verdicts: Sequence[ProgramVerdict]) -> list[str]:
+    """'PROGRAM: picked among ...' for each held-out program whose picks its thread limit narrowed."""
+    return [f"{v.program}: {thread_limit_text(v.thread_limit)}" for v in verdicts if v.thread_limit is not None]
 
 
 def mean_ratio(verdicts: Sequence[ProgramVerdict], baseline: bool = False) -> float | None:
