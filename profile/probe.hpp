@@ -16,8 +16,9 @@ struct MpiFigures {
   std::uint64_t bytes_sent = 0, messages_sent = 0;
 };
 
-/// MPI_Init returned: forget the PUs seen so far. Open MPI binds a rank inside MPI_Init, so before it the rank
-/// runs wherever the launcher's process did, and that is no fault of the layout.
+/// MPI_Init returned: note each live thread's CPU time so far (the start-up's, no computing) and forget the PUs
+/// seen so far. Open MPI binds a rank inside MPI_Init, so before it the rank runs wherever the launcher's process
+/// did, and that is no fault of the layout.
 void on_init();
 
 /// Writes HYMPI_PROBE_DIR/probe-<host>-<pid>.json once per process (later calls do nothing); nothing without

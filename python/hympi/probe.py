@@ -8,7 +8,8 @@ MPI library (progress, PMIx) are left out of the thread findings. From these:
 - singletons: N processes each saw an MPI world of size 1 (or never initialised MPI) when N ranks were launched;
 - the closed-loop affinity check: each OpenMP thread's binding against the layout's intended cpuset, and threads of
   one rank bound to a shared PU;
-- idle threads: OpenMP threads that used under IDLE_SHARE of the busiest thread's CPU time, or never started;
+- idle threads: OpenMP threads that used under IDLE_SHARE of the busiest thread's CPU time after MPI_Init, or never
+  started;
 - the "why" figures of a run: time inside MPI, imbalance across ranks, memory per process.
 """
 
@@ -42,13 +43,19 @@ Env = tuple[tuple[str, str], ...]
 
 @dataclass(frozen=True)
 class ProbeThread:
-    """One thread of a process: its number (0 = main, then OpenMP threads in creation order), CPU seconds, binding
-    and the PUs it was seen on."""
+    """One thread of a process: its number (0 = main, then OpenMP threads in creation order), CPU seconds (of them
+    `init_cpu_s` before MPI_Init returned), binding and the PUs it was seen on."""
 
     number: int
     cpu_s: float
     bound: frozenset[int]
     used: frozenset[int]
+    init_cpu_s: float = 0.0  # 0 in files written before the probe recorded it
+
+    @property
+    def work_cpu_s(self) -> float:
+        """CPU seconds after MPI's start-up: what the thread did for the program."""
+        return self.cpu_s - self.init_cpu_s
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ def _process(data: JsonObject) -> ProbeProcess:
         if entry["index"] != 0 and not creator.startswith(OPENMP_RUNTIMES):
             continue  # the MPI library's own threads
         threads.append(ProbeThread(number=len(threads), cpu_s=float(entry["cpu_s"]),
+                                   init_cpu_s=float(entry.get("init_cpu_s", 0.0)),
                                    bound=parse_cpu_list(str(entry["bound"])), used=parse_cpu_list(str(entry["used"]))))
     return ProbeProcess(host=str(data["host"]), pid=int(data["pid"]), mpi_initialized=bool(mpi["initialized"]),
                         rank=int(mpi["rank"]), world_size=int(mpi["size"]),
@@ -153,9 +161,10 @@ def mpi_job_problem(processes: Sequence[ProbeProcess], ranks: int) -> str | None
 
 
 def _idle(process: ProbeProcess) -> list[int]:
-    """The numbers of `process`'s threads that used under IDLE_SHARE of its busiest thread's CPU time."""
-    busiest = max((t.cpu_s for t in process.threads), default=0.0)
-    return [t.number for t in process.threads if busiest > 0 and t.cpu_s < IDLE_SHARE * busiest]
+    """The numbers of `process`'s threads that used under IDLE_SHARE of its busiest thread's CPU time, both counted
+    from MPI_Init's return: the start-up is the main thread's alone and would make a short run's threads look idle."""
+    busiest = max((t.work_cpu_s for t in process.threads), default=0.0)
+    return [t.number for t in process.threads if busiest > 0 and t.work_cpu_s < IDLE_SHARE * busiest]
 
 
 def working_threads(processes: Sequence[ProbeProcess], threads: int) -> int | None:
@@ -179,7 +188,7 @@ def idle_threads(processes: Sequence[ProbeProcess], threads: int) -> str | None:
     idle = {p.rank: _idle(p) for p in processes}
     if not any(idle.values()):
         return None
-    share = f"under {100 * IDLE_SHARE:.0f} % of their rank's busiest thread's CPU time"
+    share = f"under {100 * IDLE_SHARE:.0f} % of their rank's busiest thread's CPU time after MPI_Init"
     if len({tuple(v) for v in idle.values()}) == 1:
         return (f"threads {_numbers(next(iter(idle.values())))} of every rank used {share}: this program does not use "
                 "OpenMP threads here")

@@ -142,6 +142,24 @@ def test_the_probe_records_what_it_cost(tmp_path: Path, tmp_path_factory: pytest
         assert 0 < process.start_cpu_s < 1.0, process  # one PU-only topology load, before MPI_Init
 
 
+def test_a_short_run_s_threads_are_judged_on_their_work_after_mpi_s_start_up(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Open MPI's MPI_Init takes ~0.08 s of the main thread's CPU; a short hybrid run's second thread spends ~2 ms
+    computing (threads that sleep when idle: OMP_WAIT_POLICY=passive), under 5 % of the main thread's whole CPU time
+    but about half its time after MPI_Init. The probe records each thread's CPU time at MPI_Init's return, and the
+    thread check counts from there: both threads worked."""
+    program = hybrid(hybrid_binary(tmp_path_factory), 50_000, 5)
+    for name, value in probe_env(tmp_path):
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "passive")
+    proc = launch(program, 1, 2, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (process,) = read_probe(tmp_path)
+    main, team = process.threads
+    assert 0 < main.init_cpu_s < main.cpu_s and team.init_cpu_s == 0.0  # the team thread was born after MPI_Init
+    assert working_threads([process], 2) == 2 and idle_threads([process], 2) is None, process
+
+
 @pytest.mark.parametrize(("args", "needle"), [(["--pairs", "1"], "--pairs: 1 gives no interval: at least 2 pairs"),
                                               (["--layouts", "2y1"], "'2y1' is not RANKSxTHREADS")])
 def test_the_probe_bench_refuses_what_gives_no_interval_before_it_runs(args: list[str], needle: str):
