@@ -66,6 +66,23 @@ def test_bad_tunes_exit_2_with_one_line_and_launch_nothing(space: str, extra: tu
     assert not marker.exists() and not (tmp_path / "t.db").exists()
 
 
+@pytest.mark.parametrize(("space", "message"), [
+    ("[layout]\nranks = [1, 64]\n[mpi.btl_vader_eager_limit]\nvalues = [4096]", "layout 64x1 of the space needs 64 PUs"),
+    ("[layout]\nranks = [2]", "the search space is empty"),
+])
+def test_without_a_saved_listing_what_needs_no_cvars_is_refused_before_the_library_is_asked(
+        space: str, message: str, tmp_path: Path, fake_launcher, monkeypatch, capsys):
+    """Asking the library for its cvars is a launch (hympi-mpit under mpirun): a layout the machine cannot hold is
+    refused before it, and a space without MPI parameters never asks."""
+    env, marker = fake_launcher
+    (tmp_path / "space.toml").write_text(space)
+    code = _cli(monkeypatch, env, "tune", "run", "rb3d", "--space", str(tmp_path / "space.toml"), "--db",
+                str(tmp_path / "t.db"), "--", "--size", "8")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and message in err[0], err
+    assert not marker.exists() and not (tmp_path / "t.db").exists()
+
+
 def test_an_unknown_app_or_one_it_rejects_is_refused(tmp_path: Path, fake_launcher, monkeypatch, capsys):
     env, marker = fake_launcher
     (tmp_path / "space.toml").write_text(SMALL)

@@ -8,6 +8,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hympi.launch.mpirun as mpirun
 from conftest import REPO, tune_params
@@ -15,7 +17,7 @@ from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, check_params, env_name, ignored, ignored_texts, parse_cvars, parse_listing
 from hympi.launch.mpirun import LaunchSpec, build_command
 from hympi.launch.slurm import build_srun_command
-from hympi.tune.space import Configuration, load_space, parse_space
+from hympi.tune.space import Configuration, certain_layouts, load_space, parse_space
 
 FIXTURE = REPO / "tests" / "data" / "mpit-openmpi-4.1.4.json"
 CVARS = parse_cvars(FIXTURE.read_text())
@@ -145,6 +147,56 @@ def test_the_space_is_the_constrained_cross_product_with_requirements_unset():
     assert {c.params().get("btl_vader_eager_limit") for c in configs} == {None, "4096", "16384", "65536"}
     assert space(SPACE).configurations() == configs  # deterministic
     assert Configuration.from_key(configs[5].key()) == configs[5]
+
+
+# Constraint entries: layout axes and the two parameters of the spaces below, each with values it can take.
+EXCLUDE_ENTRIES = {"ranks": [1, 2, 4], "threads": [1, 2], "bind": ["core", "none"],
+                   "btl_vader_eager_limit": [4096, 8192], "btl_vader_single_copy_mechanism": ["cma", "none"]}
+
+
+@st.composite
+def spaces(draw: st.DrawFn) -> dict[str, object]:
+    """Search space tables: layout axes, zero to two parameters, zero to three constraints over any of their keys."""
+    data: dict[str, object] = {"layout": {
+        "ranks": draw(st.lists(st.sampled_from([1, 2, 4]), min_size=1, max_size=3, unique=True)),
+        "threads": draw(st.lists(st.sampled_from([1, 2]), min_size=1, max_size=2, unique=True)),
+        "bind": draw(st.lists(st.sampled_from(["core", "none"]), min_size=1, max_size=2, unique=True))}}
+    mpi = {name: {"values": draw(st.lists(st.sampled_from(values), min_size=1, max_size=2, unique=True))}
+           for name, values in EXCLUDE_ENTRIES.items()
+           if name not in ("ranks", "threads", "bind") and draw(st.booleans())}
+    if mpi:
+        data["mpi"] = mpi
+    keys = ["ranks", "threads", "bind", *mpi]
+    constraints = []
+    for _ in range(draw(st.integers(0, 3))):
+        table: dict[str, object] = {}
+        if draw(st.booleans()):
+            table["max_cpus"] = draw(st.integers(1, 8))
+        chosen = draw(st.lists(st.sampled_from(keys), max_size=3, unique=True))
+        if chosen or not table:
+            table["exclude"] = {key: draw(st.sampled_from(EXCLUDE_ENTRIES[key])) for key in chosen or ["ranks"]}
+        constraints.append(table)
+    if constraints:
+        data["constraint"] = constraints
+    return data
+
+
+@settings(max_examples=300, deadline=None)
+@given(spaces())
+def test_the_layouts_checked_before_the_library_is_asked_all_belong_to_the_space(data: dict[str, object]):
+    """`hympi tune run` refuses a layout the machine cannot hold before it launches hympi-mpit for the cvars, from
+    certain_layouts: each of those must be a layout of the space as parsed against the cvars, and where no
+    constraint names a parameter they are all of them."""
+    try:
+        parsed = parse_space(data, CVARS)
+    except UsageError:
+        return  # an empty space: refused by parse_space, whatever the early check said
+    certain = set(certain_layouts(data))
+    assert certain <= set(parsed.layouts())
+    names_parameter = any(key in data.get("mpi", {}) for c in data.get("constraint", [])
+                          for key in c.get("exclude", {}))
+    if not names_parameter:
+        assert certain == set(parsed.layouts())
 
 
 def test_features_are_log2_for_numbers_and_one_hot_for_categories():

@@ -28,8 +28,8 @@ from hympi.tune.options import FORMATS, PROFILE_TIMEOUT, TUNE_RUN
 from hympi.tune.output import best_of_tune, render, tuned_flavor
 from hympi.tune.results import Measured, best, default_of, speedup
 from hympi.tune.search import check_strategy, default_budget
-from hympi.tune.space import SearchSpace, parse_space, read_space
-from hympi.tune.tuner import TuneOutcome, TuneParams, check_layouts, open_tune, run_tune
+from hympi.tune.space import SearchSpace, certain_layouts, library_space, read_space
+from hympi.tune.tuner import TuneOutcome, TuneParams, check_fit, check_layouts, open_tune, run_tune
 
 DESCRIPTION_WIDTH = 70
 # --cvars of predict and evaluate, which read search spaces.
@@ -224,13 +224,14 @@ def main_run(args: argparse.Namespace) -> int:
     except HympiFatal as exc:  # the program to tune is not there: bad input, nothing launched
         raise UsageError(str(exc)) from None
     configured_flavor()  # the flavour names the variables that set the space's parameters
-    # The space file and every flag are checked before the library is asked for its cvars (a launch of hympi-mpit).
+    # The space file, every flag and the layouts the machine cannot hold are checked before the library is asked
+    # for its cvars (a launch of hympi-mpit, only for a space with MPI parameters).
     space_table = read_space(args.space)
     values = _tune_values(args)
-    listing = load_listing(args.cvars)
-    space = parse_space(space_table, listing.cvars, listing.library)
-    params = _tune_params(args, values, space)
     summary = machine_summary()
+    check_fit(certain_layouts(space_table), summary.pus, bool(values["oversubscribe"]))
+    space = library_space(space_table, args.cvars)
+    params = _tune_params(args, values, space)
     check_layouts(params, space, summary.pus)
     console = Console()
     store = Store.open(args.db)

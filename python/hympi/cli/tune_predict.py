@@ -19,7 +19,7 @@ from rich.table import Table
 
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, load_listing
-from hympi.launch.mpirun import launcher_path, mpi_env_name
+from hympi.launch.mpirun import launcher_path, mpi_env_name, mpi_flavor
 from hympi.params import seconds_of
 from hympi.store import Store
 from hympi.sweep import record_machine
@@ -52,7 +52,7 @@ from hympi.tune.programs import (
     program_text,
     stored_profile,
 )
-from hympi.tune.space import Configuration, parse_space, read_space
+from hympi.tune.space import Configuration, library_space, read_space
 
 
 def _cvars_source(path: str | None) -> Callable[[], dict[str, Cvar]]:
@@ -68,10 +68,10 @@ def _timeout(args: argparse.Namespace) -> float:
     return timeout
 
 
-def parameter_lines(config: Configuration, library: str) -> str:
-    """The MPI parameters in the library's own form: Open MPI mca-params.conf lines, or MPICH `export MPIR_CVAR_*`
-    lines (a comment when every parameter keeps its default)."""
-    mpich = "mpich" in library.lower() or "hydra" in library.lower()
+def parameter_lines(config: Configuration, flavor: str) -> str:
+    """The MPI parameters in the launcher's flavour (launch.mpirun.mpi_flavor): Open MPI mca-params.conf lines, or
+    MPICH `export MPIR_CVAR_*` lines (a comment when every parameter keeps its default)."""
+    mpich = flavor == "mpich"
     title = "MPICH environment:" if mpich else "Open MPI mca-params.conf:"
     if not config.mpi_params:
         return f"{title}\n# (every parameter at the library's default: set nothing)"
@@ -112,11 +112,10 @@ def predict_main(args: argparse.Namespace) -> int:
         if len(others) < MIN_PROGRAMS:
             raise UsageError(f"predicting needs finished tunes of at least {MIN_PROGRAMS} other programs in "
                              f"{args.db}, found {len(others)} (run hympi tune run on more programs first)")
-        listing = load_listing(args.cvars)
-        space = parse_space(space_table, listing.cvars, listing.library)
+        space = library_space(space_table, args.cvars)
         summary = machine_summary()
         launches = profile_launches(app, app_args, space, summary)
-        tuned = [t for t in tuned_programs(store, lambda: listing.cvars) if t.program != program]
+        tuned = [t for t in tuned_programs(store, _cvars_source(args.cvars)) if t.program != program]
         data, notes = training_set(store, tuned)
         data, more = same_encoding(data, space.feature_names())
         if len(data) < MIN_PROGRAMS:
@@ -148,7 +147,7 @@ def predict_main(args: argparse.Namespace) -> int:
     chosen = constant if check.predictor_wins is False and constant is not None else config
     print(f"recommended: {chosen.label()} ({'the prediction' if chosen is config else 'the constant pick'})")
     print(f"run it: {shlex.join(run_flags(chosen, app, app_args))}")
-    print(parameter_lines(chosen, listing.library))
+    print(parameter_lines(chosen, mpi_flavor(launcher_path())))
     return 0
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
-from hympi.launch.cvars import Cvar
+from hympi.launch.cvars import Cvar, load_listing
 from hympi.launch.mpirun import BIND_POLICIES
 from hympi.textfile import read_toml
 
@@ -119,13 +119,26 @@ class Constraint:
             return False
         if not self.exclude:
             return True
-        values = {"ranks": str(config.ranks), "threads": str(config.threads), "bind": config.bind}
+        values = _layout_values(config)
         params = config.params()
         for key, want in self.exclude:
             have = values[key] if key in values else params.get(key, UNSET_LABEL)
             if have != want:
                 return True
         return False
+
+    def may_exclude(self, layout: Configuration) -> bool:
+        """Whether this constraint excludes `layout`'s ranks x threads x bind with some MPI parameters' values (its
+        own parameters are not read): too many PUs, or every layout entry of `exclude` matched."""
+        if self.max_cpus is not None and layout.ranks * layout.threads > self.max_cpus:
+            return True
+        values = _layout_values(layout)
+        return bool(self.exclude) and all(values[key] == want for key, want in self.exclude if key in values)
+
+
+def _layout_values(config: Configuration) -> dict[str, str]:
+    """A configuration's layout as a constraint's exclude entries write it."""
+    return {"ranks": str(config.ranks), "threads": str(config.threads), "bind": config.bind}
 
 
 @dataclass(frozen=True)
@@ -354,9 +367,8 @@ def _constraint(index: int, table: object, layout_and_params: set[str]) -> Const
     return Constraint(max_cpus, tuple(sorted((str(k), _text(f"{where}.exclude", v)) for k, v in exclude.items())))
 
 
-def parse_space(data: Mapping[str, Any], cvars: Mapping[str, Cvar], library: str = "the MPI library") -> SearchSpace:
-    """A SearchSpace from a decoded TOML document; raises UsageError (one line naming the key or value) for an
-    unknown parameter, a value outside a cvar's type, a bad layout or an empty space."""
+def _layout_axes(data: Mapping[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...], Configuration]:
+    """The space's ranks, threads and bind axes and its default layout; UsageError naming a bad key or value."""
     _unknown_keys("space", data, ("layout", "mpi", "constraint"))
     layout = data.get("layout", {})
     if not isinstance(layout, dict):
@@ -372,9 +384,44 @@ def parse_space(data: Mapping[str, Any], cvars: Mapping[str, Cvar], library: str
     d_ranks = _positive_ints("layout.default.ranks", [default_table.get("ranks", ranks[0])])[0]
     d_threads = _positive_ints("layout.default.threads", [default_table.get("threads", threads[0])])[0]
     d_bind = _binds([default_table.get("bind", binds[0])])[0]
+    return ranks, threads, binds, Configuration(d_ranks, d_threads, d_bind)
+
+
+def _mpi_tables(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The [mpi.NAME] tables by name; UsageError when [mpi] is not a table."""
     mpi = data.get("mpi", {})
     if not isinstance(mpi, dict):
         raise UsageError("[mpi] must hold one table per parameter: [mpi.NAME]")
+    return mpi
+
+
+def _constraints(data: Mapping[str, Any], names: set[str]) -> tuple[Constraint, ...]:
+    """The [[constraint]] tables, their exclude keys among the layout axes and `names`; UsageError otherwise."""
+    raw_constraints = data.get("constraint", [])
+    if not isinstance(raw_constraints, list):
+        raise UsageError("constraints are written as [[constraint]] tables")
+    return tuple(_constraint(i, c, {*LAYOUT_KEYS, *names}) for i, c in enumerate(raw_constraints))
+
+
+def certain_layouts(data: Mapping[str, Any]) -> tuple[tuple[int, int, str], ...]:
+    """The layouts every reading of space `data` holds, known without the MPI library's control variables (which
+    cost a launch of hympi-mpit): the default's, and each one no constraint can exclude. A constraint that names
+    an MPI parameter excludes a layout it matches only for some of the parameter's values, so such layouts are
+    left to parse_space. UsageError as parse_space for a bad layout or constraint."""
+    ranks, threads, binds, default = _layout_axes(data)
+    constraints = _constraints(data, set(_mpi_tables(data)))
+    out = {(default.ranks, default.threads, default.bind): None}
+    for layout in itertools.product(ranks, threads, binds):
+        if not any(c.may_exclude(Configuration(*layout)) for c in constraints):
+            out[layout] = None
+    return tuple(out)
+
+
+def parse_space(data: Mapping[str, Any], cvars: Mapping[str, Cvar], library: str = "the MPI library") -> SearchSpace:
+    """A SearchSpace from a decoded TOML document; raises UsageError (one line naming the key or value) for an
+    unknown parameter, a value outside a cvar's type, a bad layout or an empty space."""
+    ranks, threads, binds, default = _layout_axes(data)
+    mpi = _mpi_tables(data)
     parameters = tuple(_parameter(name, mpi[name], cvars, library) for name in sorted(mpi))
     names = {p.name for p in parameters}
     for param in parameters:
@@ -388,15 +435,20 @@ def parse_space(data: Mapping[str, Any], cvars: Mapping[str, Cvar], library: str
     parameters = tuple(Parameter(p.cvar, p.values, tuple((n, next(q for q in parameters if q.name == n)
                                                          .cvar.canonical(v)) for n, v in p.requires))
                        for p in parameters)
-    raw_constraints = data.get("constraint", [])
-    if not isinstance(raw_constraints, list):
-        raise UsageError("constraints are written as [[constraint]] tables")
-    constraints = tuple(_constraint(i, c, {*LAYOUT_KEYS, *names}) for i, c in enumerate(raw_constraints))
-    default = Configuration(d_ranks, d_threads, d_bind)
+    constraints = _constraints(data, names)
     space = SearchSpace(ranks, threads, binds, default, parameters, constraints, dict(data))
     if len(space.configurations()) < 2:
         raise UsageError("the search space is empty: it holds no configuration besides the default")
     return space
+
+
+def library_space(data: Mapping[str, Any], cvars_file: str | None) -> SearchSpace:
+    """parse_space against the MPI library's control variables, from `cvars_file` (a saved listing) or else a
+    launch of hympi-mpit, made only for a space with [mpi] tables: a layout-only space needs none."""
+    if not _mpi_tables(data):
+        return parse_space(data, {})
+    listing = load_listing(cvars_file)
+    return parse_space(data, listing.cvars, listing.library)
 
 
 def read_space(path: str | Path) -> dict[str, Any]:

@@ -9,7 +9,7 @@ measurement steers the model as if the tune had never stopped.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -121,13 +121,21 @@ class TuneParams:
             **dict(self.subject)})
 
 
+def check_fit(layouts: Sequence[tuple[int, int, str]], pus: int, oversubscribe: bool) -> None:
+    """Rejects a layout of the space that needs more PUs than the machine has (without --oversubscribe); UsageError
+    naming it."""
+    for ranks, threads, _ in layouts:
+        if ranks * threads > pus and not oversubscribe:
+            raise UsageError(f"layout {ranks}x{threads} of the space needs {ranks * threads} PUs, this machine has "
+                             f"{pus} (pass --oversubscribe, or add a [[constraint]] max_cpus = {pus})")
+
+
 def check_layouts(params: TuneParams, space: SearchSpace, pus: int) -> None:
     """Rejects, before anything runs, a layout that needs more PUs than the machine has (without --oversubscribe)
     or that the app refuses for its arguments (the app's --validate-ranks); raises UsageError naming it."""
-    for ranks, threads, bind in space.layouts():
-        if ranks * threads > pus and not params.oversubscribe:
-            raise UsageError(f"layout {ranks}x{threads} of the space needs {ranks * threads} PUs, this machine has "
-                             f"{pus} (pass --oversubscribe, or add a [[constraint]] max_cpus = {pus})")
+    layouts = space.layouts()
+    check_fit(layouts, pus, params.oversubscribe)
+    for ranks, threads, bind in layouts:
         if params.subject:  # a program has no --validate-ranks: its sweep's own checks (bindings, file unchanged)
             params.sweep_params(Configuration(ranks=ranks, threads=threads, bind=bind), space).check()
             continue
