@@ -160,7 +160,7 @@ def test_the_model_recovers_known_coefficients_and_explains_the_ratio():
     # The same interval from 3 runs a side is no verdict: hympi says so rather than "hybrid wins".
     assert why_sentence(model, RatioCell(1, 2, 1.1, 1.05, 1.2, fewest=3)).startswith(
         "1x2: hybrid and MPI cannot be separated with 3 runs a side (MPI / hybrid 1.10, CI 1.05-1.20; a verdict "
-        "needs 4)")
+        "needs 4 runs a side)")
     assert why_sentence(model, RatioCell(1, 1, 1.0, 0.9, 1.1, fewest=4)).startswith(
         "1x1: hybrid and MPI are indistinguishable")
     assert why_sentence(model, RatioCell(3, 2, 1.0, 0.9, 1.1, fewest=4)) == "3x2: not measured in both modes."

@@ -321,7 +321,7 @@ def test_report_page_has_why_breakdown_and_model_and_no_chart_for_stream(tmp_pat
 
 @pytest.mark.parametrize(("rates", "noise"), [
     # Two runs a side, far apart: the interval excludes 1, yet two runs are too few for a verdict.
-    (((10.0, 10.1), (20.0, 20.2)), "2 runs a side are too few to separate them (a verdict needs 4)"),
+    (((10.0, 10.1), (20.0, 20.2)), "2 runs a side are too few to separate them (a verdict needs 4 runs a side)"),
     # Four runs a side that overlap: the interval contains 1.
     (((10.0, 12.0, 9.0, 11.5), (10.5, 11.2, 9.5, 12.5)), "the confidence interval of their ratio contains 1"),
 ])

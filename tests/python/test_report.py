@@ -401,7 +401,7 @@ def test_a_lead_on_too_few_runs_is_no_verdict_and_never_a_tie_break_against_it()
     assert verdict(group).recommended is None
     text = recommend(group)
     assert text.startswith("2x1 looks 1.81x 1x1 (95 % CI "), text  # 18.1 / 10.0
-    assert text.endswith("on 3 runs: too few to say so (a verdict needs 4 per layout); no verdict (measure each "
+    assert text.endswith("on 3 runs: too few to say so (a verdict needs 4 runs a side); no verdict (measure each "
                          "layout 4 or more times: --repeat 4 or --repeat auto)."), text
     assert "choose" not in text and "Best" not in text and "recommended" not in text, text
     text = recommend(group_runs([*runs, _run(1, 1, 4, 10.1), _run(2, 1, 4, 17.9)], {1: 1})[0])  # a 4th round

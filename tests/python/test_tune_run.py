@@ -67,7 +67,8 @@ def test_bad_tunes_exit_2_with_one_line_and_launch_nothing(space: str, extra: tu
 
 
 @pytest.mark.parametrize(("space", "message"), [
-    ("[layout]\nranks = [1, 64]\n[mpi.btl_vader_eager_limit]\nvalues = [4096]", "layout 64x1 of the space needs 64 PUs"),
+    ("[layout]\nranks = [1, 64]\n[mpi.btl_vader_eager_limit]\nvalues = [4096]",
+     "layout 64x1 of the space needs 64 PUs"),
     ("[layout]\nranks = [2]", "the search space is empty"),
 ])
 def test_without_a_saved_listing_what_needs_no_cvars_is_refused_before_the_library_is_asked(

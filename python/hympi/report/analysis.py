@@ -14,6 +14,7 @@ from hympi.params import AUTO, DEFAULT_CONFIDENCE, MIN_SEPARATE, REPEAT
 from hympi.result import run_placement_share
 from hympi.stats.compare import (
     MIN_SAMPLES,
+    VERDICT_NEEDS,
     Comparison,
     Refusal,
     Sample,
@@ -310,7 +311,7 @@ def _unconfirmed_leads(group: AppGroup, top: list[LayoutStats], confidence: floa
 def _unconfirmed_reason(leads: list[Comparison]) -> str:
     """'2x1 looks 1.81x 1x1 (95 % CI 1.52-2.06) on 3 runs: too few to say so (...); no verdict (...)'."""
     said = "; ".join(f"{c.better} looks {c.ratio:.2f}x {c.worse} ({c.ci_text()}) on {c.fewest} runs" for c in leads)
-    return (f"{said}: too few to say so (a verdict needs {MIN_SEPARATE} per layout); no verdict (measure each "
+    return (f"{said}: too few to say so ({VERDICT_NEEDS}); no verdict (measure each "
             f"layout {MIN_SEPARATE} or more times: {REPEAT.flag} {MIN_SEPARATE} or {REPEAT.flag} {AUTO})")
 
 

@@ -18,7 +18,7 @@ from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
 from hympi.report.explain import timed_ok
 from hympi.report.transposes import metric
 from hympi.stats.blades_model import BladesModel, Observation, fit
-from hympi.stats.compare import MIN_SAMPLES, ratio_ci
+from hympi.stats.compare import MIN_SAMPLES, cannot_separate, ratio_ci, too_few_runs
 from hympi.stats.median import median_or_none
 from hympi.store import Run
 from hympi.twolevel import INNER_MODES, TwoLevelLayout, of_run
@@ -265,8 +265,7 @@ def why_sentence(model: BladesModel, cell: RatioCell) -> str:
     elif cell.indistinguishable:
         verdict = f"hybrid and MPI are indistinguishable ({cell.interval_text()})"
     elif cell.too_few:
-        verdict = (f"hybrid and MPI cannot be separated with {cell.fewest} runs a side ({cell.interval_text()}; a "
-                   f"verdict needs {MIN_SEPARATE})")
+        verdict = cannot_separate("hybrid", "MPI", cell.fewest, cell.interval_text())
     elif cell.ratio > 1.0:
         verdict = f"hybrid wins ({cell.interval_text()})"
     else:
@@ -290,15 +289,15 @@ def _num(value: float | None, scale: float = 1.0, fmt: str = ".4g") -> str:
 
 
 def _ratio_text(r: RatioCell) -> str:
-    """'1.08 (CI 1.02-1.15)', '1.01 (CI 0.95-1.07): indistinguishable', '1.30 (CI 1.20-1.41): 2 runs a side, too
-    few to separate', or 'too few runs'."""
+    """'1.08 (CI 1.02-1.15)', '1.01 (CI 0.95-1.07): indistinguishable', '1.30 (CI 1.20-1.41): 2 runs a side are
+    too few to separate them (...)', or 'too few runs'."""
     if r.ratio is None or r.low is None or r.high is None:
         return f"too few runs (need {MIN_SAMPLES} per mode)"
     text = f"{r.ratio:.2f} (CI {r.low:.2f}-{r.high:.2f})"
     if r.indistinguishable:
         return text + ": indistinguishable"
     if r.too_few:
-        return text + f": {r.fewest} runs a side, too few to separate (a verdict needs {MIN_SEPARATE})"
+        return f"{text}: {too_few_runs(r.fewest)}"
     return text
 
 

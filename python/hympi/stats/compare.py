@@ -31,6 +31,19 @@ BOOTSTRAP_SEED = 20231113
 MIN_SAMPLES = 2
 # Why two layouts are not separated when they have runs enough: the words the explanations use.
 CI_CONTAINS_ONE = "the confidence interval of their ratio contains 1"
+# Why a pair with fewer than MIN_SEPARATE runs a side gets no verdict, in the same words wherever hympi says so (the
+# study's comparisons, the report's blade row, the recommendation's unconfirmed leads).
+VERDICT_NEEDS = f"a verdict needs {MIN_SEPARATE} runs a side"
+
+
+def too_few_runs(fewest: int) -> str:
+    """'2 runs a side are too few to separate them (a verdict needs 4 runs a side)'."""
+    return f"{fewest} runs a side are too few to separate them ({VERDICT_NEEDS})"
+
+
+def cannot_separate(first: str, second: str, fewest: int, interval: str) -> str:
+    """'2x1 and 1x2 cannot be separated with 3 runs a side (CI 1.02-1.40; a verdict needs 4 runs a side)'."""
+    return f"{first} and {second} cannot be separated with {fewest} runs a side ({interval}; {VERDICT_NEEDS})"
 # Memory per node differing by less than this fraction is not a reason to prefer a layout.
 MEMORY_MARGIN = 0.05
 
@@ -94,15 +107,15 @@ class Comparison:
             return f"{self.better} is {self.ratio:.2f}x {self.worse} ({self.ci_text()})"
         pick = f"; choose {self.better} {self.reason_text()}" if choose else ""
         if self.fewest < MIN_SEPARATE:
-            return (f"{self.better} and {self.worse} cannot be separated with {self.fewest} runs (CI {self.low:.2f}-"
-                    f"{self.high:.2f}; a verdict needs {MIN_SEPARATE} per layout){pick}")
+            interval = f"CI {self.low:.2f}-{self.high:.2f}"
+            return cannot_separate(self.better, self.worse, self.fewest, interval) + pick
         return f"{self.better} and {self.worse} are indistinguishable here (CI {self.low:.2f}-{self.high:.2f}){pick}"
 
     def noise_text(self) -> str:
         """Why a pair is not separated, in words that follow 'within run-to-run noise of each other': too few runs
         to judge, or an interval that contains 1."""
         if self.fewest < MIN_SEPARATE:
-            return f"{self.fewest} runs a side are too few to separate them (a verdict needs {MIN_SEPARATE})"
+            return too_few_runs(self.fewest)
         return CI_CONTAINS_ONE
 
     def reason_text(self) -> str:
