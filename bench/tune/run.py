@@ -21,7 +21,10 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
   run in DIR, where HPCC reads its input and writes its results) and, with --npb-ref-bin DIR (or NPB_REF_BIN), the
   NPB3.4-MZ Fortran references bt-mz.W.x, sp-mz.W.x and lu-mz.W.x found there (bench/npb-mz/run.sh --classes W
   --build-only builds them) in DIR/lopo.db, then `hympi tune evaluate` (profiles each program once; needs
-  HYMPI_PROFILE_LIB or the profiler next to the apps).
+  HYMPI_PROFILE_LIB or the profiler next to the apps). The ratio to a program's best is biased against every pick
+  but the best (the highest of 8 noisy medians), so each program's predicted and constant picks are measured
+  again against its tune's best, alternately (--recheck-pairs runs each, by `hympi sweep` into DIR/recheck/), and
+  the fresh ratios printed with stats.compare's verdicts.
 * report: `hympi report` of both databases into DIR/report-*/ (kept out of the repository), checked for its Tuning
   section.
 
@@ -42,21 +45,19 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hympi.apps import get_app
 from hympi.errors import UsageError
 from hympi.launch.cvars import load_listing
-from hympi.launch.mpirun import LaunchSpec
 from hympi.program import load_programs
 from hympi.store import Store
 from hympi.tune.options import DEFAULT_EI_STOP
-from hympi.tune.predict import evaluate, mean_ratio, narrowed_notes
-from hympi.tune.results import Measured, best, speedup, tune_results
+from hympi.tune.predict import ProgramVerdict, evaluate, mean_ratio, narrowed_notes
+from hympi.tune.results import Measured, best, measure, speedup, tune_results
 from hympi.tune.search import Search, Stop
 from hympi.tune.space import Configuration, SearchSpace, load_space
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
 import common
-from common import hympi_command, options_of, parse_names, record_of, reject, require_positive, require_seconds
+from common import hympi_command, options_of, parse_names, reject, require_positive, require_seconds
 
 common.PROG = "bench"  # what this script's error lines have always begun with
 
@@ -265,28 +266,6 @@ def replay(space: SearchSpace, scores: dict[Configuration, float | None], seed: 
     return max((c for c in seen if seen[c] is not None), key=lambda c: seen[c] or 0.0), len(seen)
 
 
-def recheck(program: Program, space: SearchSpace, pick: Configuration, top: Configuration, pairs: int,
-            min_time: float) -> tuple[float, str]:
-    """Measures the guided pick and the exhaustive best alternately (`pairs` runs each, after one warm-up of each),
-    so the exhaustive best's winner's-curse advantage (the highest of ~50 noisy medians) is gone: ratio of medians
-    pick/best and stats.compare's verdict."""
-    binary = get_app(program.app).binary
-    read = tuple(p.name for p in space.parameters)
-    rates: dict[Configuration, list[float]] = {pick: [], top: []}
-    for index in range(pairs + 1):
-        for config in (pick, top) if index % 2 == 0 else (top, pick):
-            spec = LaunchSpec(binary, config.ranks, config.threads, config.bind, "compact",
-                              (*program.args, "--min-time", f"{min_time:g}"), True, mpi_params=config.mpi_params,
-                              mpit_read=read)
-            record = record_of(spec, RUN_TIMEOUT_S)
-            if index > 0:  # the first round is the warm-up
-                rates[config].append(float(record["rate"]))
-    measured = {c: Measured(config=c, score=statistics.median(r), runs=len(r), status="ok", max_rss_mib=None,
-                            rates=tuple(r)) for c, r in rates.items()}
-    verdict = speedup(measured[pick], measured[top])
-    return (measured[pick].score or 0.0) / (measured[top].score or 1.0), verdict.text
-
-
 def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opts: Options, max_runs: int,
                 replay_seeds: int, recheck_pairs: int, programs: tuple[Program, ...]) -> None:
     """Exhaustive and guided tunes of `programs` (IS A and LU-MZ W); prints the comparison tables."""
@@ -315,8 +294,9 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
             ratio = (same.score or 0.0) / top.score
             versus = "same configuration" if same.config == top.config else speedup(same, top).text
             if same.config != top.config and recheck_pairs > 0:
-                again, verdict = recheck(program, space, pick.config, top.config, recheck_pairs, opts.min_time)
-                versus += f"; re-measured alternately, {recheck_pairs} runs each: {again:.3f}, {verdict}"
+                fresh = remeasure(hympi, work, cvars, program, [pick.config, top.config], recheck_pairs, opts)
+                again = speedup(fresh[pick.config], fresh[top.config])
+                versus += f"; re-measured alternately, {recheck_pairs} runs each: {again.text}"
             rows.append((program.text, "guided", guided_id, str(seed), len(guided), size, runs_of(guided),
                          pick.config.label(), pick.score, same.score or 0.0, ratio, speedup(pick, default).text,
                          versus))
@@ -351,13 +331,83 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
               f"| {mean_used:.1f} ({100.0 * mean_used / size:.1f} %) |")
 
 
+def remeasure(hympi: list[str], work: Path, cvars: Path, program: Program, configs: list[Configuration],
+              pairs: int, opts: Options) -> dict[Configuration, Measured]:
+    """`configs` of `program` measured again by `hympi sweep` as its tune measured them (`opts`), one run per
+    configuration per round, the order reversed every other round, after one warm-up round: fresh runs, free of the
+    selection that made one of them its tune's best (the highest of many noisy medians), and alike in what the
+    machine did meanwhile."""
+    folder = work / "recheck" / "-".join(Path(a).name.strip("-") for a in (program.app, *program.args))
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    dbs = {config: folder / f"{index}.db" for index, config in enumerate(configs)}
+    for index in range(pairs + 1):
+        for config in configs if index % 2 == 0 else configs[::-1]:
+            db = dbs[config] if index > 0 else folder / "warm-up.db"
+            command = [*hympi, "sweep", program.app, "--ranks", str(config.ranks), "--threads", str(config.threads),
+                       "--bind", config.bind, *(f"--mpi-param={n}={v}" for n, v in config.mpi_params),
+                       *(["--cvars", str(cvars)] if config.mpi_params else []),  # refused without a parameter
+                       "--repeat", "1", "--no-warmup", "--min-time", f"{opts.min_time:g}", "--timeout",
+                       f"{RUN_TIMEOUT_S:g}", "--db", str(db), *program.options,
+                       *(["--oversubscribe"] if opts.oversubscribe else []), "--", *program.args]
+            run(command, RUN_TIMEOUT_S + 120)
+    measured = {}
+    for config, db in dbs.items():
+        with Store.open(str(db), create=False) as store:
+            measured[config] = measure(config, store.runs())
+    return measured
+
+
+def recheck_lopo(hympi: list[str], work: Path, cvars: Path, programs: tuple[Program, ...], space: SearchSpace,
+                 verdicts: list[ProgramVerdict], pairs: int, opts: Options) -> None:
+    """Each held-out program's predicted and constant picks measured again against its tune's best, alternately
+    (`remeasure`); prints the ratios of the fresh medians, each with stats.compare's verdict, and their means."""
+    by_label = {c.label(): c for c in space.configurations()}
+    by_text = {p.text: p for p in programs}
+    rows = []
+    for v in verdicts:
+        top = by_label[v.best]
+        picks = [by_label[v.predicted], *([by_label[v.baseline]] if v.baseline is not None else [])]
+        if v.program not in by_text or all(p == top for p in picks):
+            rows.append((v, None, None))
+            continue
+        configs = list(dict.fromkeys([top, *picks]))
+        fresh = remeasure(hympi, work, cvars, by_text[v.program], configs, pairs, opts)
+        rows.append((v, speedup(fresh[picks[0]], fresh[top]), speedup(fresh[picks[-1]], fresh[top])
+                     if v.baseline is not None else None))
+    print(f"\n### the picks measured again against each program's tune-best configuration ({pairs} alternating "
+          f"runs each after a warm-up round, --min-time {opts.min_time:g}; ratio of medians, 95 % CI)\n")
+    print("| program | tune's best | predicted / best | constant pick / best |")
+    print("|---|---|---|---|")
+    predicted_ratios: list[float] = []
+    constant_ratios: list[float] = []
+    for v, predicted, constant in rows:
+        texts = []
+        for pick, label, ratios in ((predicted, v.predicted, predicted_ratios),
+                                    (constant, v.baseline, constant_ratios)):
+            if label == v.best:
+                texts.append("the same configuration")
+                ratios.append(1.0)
+            elif pick is None or pick.ratio is None:
+                texts.append("-" if pick is None else f"no ratio ({pick.text})")
+            else:
+                texts.append(f"{pick.text}")
+                ratios.append(pick.ratio)
+        print(f"| {v.program} | {v.best} | {texts[0]} | {texts[1]} |")
+    if predicted_ratios and constant_ratios:
+        print(f"\nmean of the fresh ratios: predicted {statistics.mean(predicted_ratios):.3f} over "
+              f"{len(predicted_ratios)} programs, constant pick {statistics.mean(constant_ratios):.3f} over "
+              f"{len(constant_ratios)} (a pick equal to the tune's best counts 1)")
+
+
 def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options, lu_class: str,
-              npb_ref_bin: Path | None) -> None:
+              npb_ref_bin: Path | None, recheck_pairs: int) -> None:
     """Exhaustive tunes of every program over the common space, then the leave-one-program-out evaluation."""
     db = work / "lopo.db"
     listing = load_listing(str(cvars))
     space = load_space(str(LOPO_SPACE), listing.cvars, listing.library)
-    for program in (*with_class(LOPO_PROGRAMS, "lu-mz", lu_class), *third_party(work), *npb_references(npb_ref_bin)):
+    programs = (*with_class(LOPO_PROGRAMS, "lu-mz", lu_class), *third_party(work), *npb_references(npb_ref_bin))
+    for program in programs:
         tune(hympi, db, cvars, program, space, "exhaustive", 1, opts, None, work)
     out = run([*hympi, "tune", "evaluate", "--db", str(db), "--cvars", str(cvars), "--timeout", "300"], 3600,
               work / "evaluate.log")
@@ -382,6 +432,8 @@ def lopo_part(hympi: list[str], work: Path, cvars: Path, opts: Options, lu_class
         print(note)
     for note in notes:
         print(f"left out: {note}")
+    if recheck_pairs > 0:
+        recheck_lopo(hympi, work, cvars, programs, space, verdicts, recheck_pairs, opts)
 
 
 def report_part(hympi: list[str], work: Path, cvars: Path) -> None:
@@ -418,8 +470,9 @@ def main() -> int:
     parser.add_argument("--lopo-min-time", type=float, default=0.3, help="seconds of timed region (lopo part)")
     parser.add_argument("--replay-seeds", type=int, default=20, help="seeds of the replayed guided search")
     parser.add_argument("--recheck-pairs", type=int, default=4,
-                        help="re-measure a guided pick that is not the exhaustive best against it, alternately, this "
-                             "many runs each (0: off)")
+                        help="re-measure a guided pick that is not the exhaustive best against it, and each "
+                             "program's predicted and constant picks against its tune's best (lopo part), "
+                             "alternately, this many runs each (0: off)")
     parser.add_argument("--npb-ref-bin", type=Path, default=os.environ.get("NPB_REF_BIN") or None,
                         help="lopo part: a folder holding the NPB3.4-MZ Fortran references bt-mz.W.x, sp-mz.W.x, "
                              "lu-mz.W.x, tuned as programs of their own (env NPB_REF_BIN)")
@@ -454,7 +507,7 @@ def main() -> int:
     if "lopo" in parts:
         npb_ref_bin = args.npb_ref_bin.resolve() if args.npb_ref_bin else None
         lopo_part(hympi, work, cvars, Options(args.lopo_repeat, args.lopo_min_time, False), args.lu_mz_class,
-                  npb_ref_bin)
+                  npb_ref_bin, args.recheck_pairs)
     if "report" in parts:
         report_part(hympi, work, cvars)
     return 0

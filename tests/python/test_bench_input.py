@@ -57,6 +57,7 @@ SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT", "NPB_REF_BIN")
         ("tune", ["--npb-ref-bin", "/nonexistent/npb"], {}, "--npb-ref-bin: '/nonexistent/npb' is not a directory"),
         ("tune", ["--parts", "lopo,foo"], {}, "--parts: unknown part 'foo'"),
         ("tune", ["--lopo-repeat", "0"], {}, "--lopo-repeat: must be >= 1, got 0"),
+        ("tune", ["--recheck-pairs", "-1"], {}, "--recheck-pairs: must be >= 0, got -1"),
     ],
 )
 def test_bench_script_rejects_bad_values(tmp_path: Path, script: str, args: list[str], env: dict[str, str],
