@@ -24,7 +24,7 @@ from hympi.program import PROGRAM, program_named
 from hympi.store import Store
 from hympi.sweep import program_subject, record_machine
 from hympi.topology import machine_summary
-from hympi.tune.options import FORMATS, PROFILE_TIMEOUT, TUNE_RUN
+from hympi.tune.options import FORMATS, PROFILE_DISTURBED_ABOVE, PROFILE_TIMEOUT, TUNE_RUN
 from hympi.tune.output import best_of_tune, render, tuned_flavor
 from hympi.tune.results import Measured, best, default_of, speedup
 from hympi.tune.search import check_strategy, default_budget
@@ -85,7 +85,10 @@ def add_predict_parser(sub: Subparsers, name: str) -> None:
     p.add_argument("--space", required=True, metavar="FILE", help="search space (TOML) to choose from")
     add_db_option(p)
     add_cvars_option(p, SPACES_AGAINST_LISTING)
-    register(p, (PROFILE_TIMEOUT,))
+    p.add_argument("--profile-again", action="store_true",
+                   help="profile the program again instead of reusing its stored profile (one taken on a busy "
+                        "machine, or before the program changed)")
+    register(p, (PROFILE_TIMEOUT, PROFILE_DISTURBED_ABOVE))
     p.set_defaults(handler=main, forwards_unknown=True)
 
 
@@ -98,7 +101,7 @@ def add_evaluate_parser(sub: Subparsers, name: str) -> None:
     add_db_option(p)
     add_cvars_option(p, SPACES_AGAINST_LISTING)
     p.add_argument("--no-profile", action="store_true", help="leave out programs without a stored profile")
-    register(p, (PROFILE_TIMEOUT,))
+    register(p, (PROFILE_TIMEOUT, PROFILE_DISTURBED_ABOVE))
     p.set_defaults(handler=main)
 
 

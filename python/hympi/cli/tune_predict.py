@@ -20,12 +20,12 @@ from rich.table import Table
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, load_listing
 from hympi.launch.mpirun import launcher_path, mpi_env_name, mpi_flavor
-from hympi.params import seconds_of
+from hympi.params import resolve, seconds_of
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary
-from hympi.tune.features import thread_limit, thread_limit_text
-from hympi.tune.options import PROFILE_TIMEOUT
+from hympi.tune.features import busy_profile_text, thread_limit, thread_limit_text
+from hympi.tune.options import PROFILE_DISTURBED_ABOVE, PROFILE_TIMEOUT
 from hympi.tune.output import run_flags
 from hympi.tune.predict import (
     BEAT_MARGIN,
@@ -68,6 +68,13 @@ def _timeout(args: argparse.Namespace) -> float:
     return timeout
 
 
+def _disturbed_above(args: argparse.Namespace) -> float:
+    """--disturbed-above of a profiled run (PROFILE_DISTURBED_ABOVE: the flag, the setting, else its default)."""
+    value = resolve(args, (PROFILE_DISTURBED_ABOVE,))[PROFILE_DISTURBED_ABOVE.name]
+    assert isinstance(value, float), value
+    return value
+
+
 def parameter_lines(config: Configuration, flavor: str) -> str:
     """The MPI parameters in the launcher's flavour (launch.mpirun.mpi_flavor): Open MPI mca-params.conf lines, or
     MPICH `export MPIR_CVAR_*` lines (a comment when every parameter keeps its default)."""
@@ -97,7 +104,7 @@ def check_line(check: SelfCheck) -> str:
 def predict_main(args: argparse.Namespace) -> int:
     """Profiles (once), trains and prints the predicted configuration; UsageError (exit 2, nothing launched) for an
     unknown program or too few tuned programs."""
-    timeout = _timeout(args)
+    timeout, disturbed_above = _timeout(args), _disturbed_above(args)
     words = ([args.app] if args.app else []) + list(args.app_args)
     if not words:
         raise UsageError("no program given (usage: hympi tune predict APP --space FILE [-- APP-ARGS])")
@@ -121,16 +128,20 @@ def predict_main(args: argparse.Namespace) -> int:
         if len(data) < MIN_PROGRAMS:
             raise UsageError(f"only {len(data)} tuned program(s) have a stored profile, a measured default and this "
                              f"space's axes; predicting needs {MIN_PROGRAMS} ({'; '.join(notes + more) or 'none'})")
-        reused = stored_profile(store, program) is not None
+        reused = not args.profile_again and stored_profile(store, program) is not None
         machine = record_machine(store, summary, launcher_path())
-        record = profile_program(store, machine, summary, launches, app, timeout)
+        record = profile_program(store, machine, summary, launches, app, timeout, disturbed_above,
+                                 reuse=not args.profile_again)
         predictor = train(data)
         config, speedup = predict_best(predictor, record.features, space)
         check = self_check(data)
         limit = thread_limit(record.features)
         constant = constant_pick(data, space, limit)
-    how = "its stored profile" if reused else "profiled once now"
+    how = "its stored profile" if reused else "profiled now"
     print(f"program: {program} ({how}, at {space.default.label()})")
+    busy = busy_profile_text(program, record.features, disturbed_above)
+    if busy is not None:
+        print(busy)
     print(f"trained on {len(data)} programs ({predictor.rows} measured configurations): "
           f"{', '.join(p.program for p in data)}")
     for note in notes + more:
@@ -167,7 +178,7 @@ def verdict_table(verdicts: list[ProgramVerdict]) -> Table:
     return table
 
 
-def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float) -> None:
+def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float, disturbed_above: float) -> None:
     """Profiles, once each, the tuned programs that have no stored profile, at their space's default layout (and
     their thread check); a program whose profiling fails is said so on stderr and left out, the others evaluated."""
     missing = [t for t in programs if stored_profile(store, t.program) is None]
@@ -179,7 +190,7 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float)
         print(f"profiling {tuned.program} at {tuned.space.default.label()} ...", file=sys.stderr)
         launches = profile_launches(tuned.command, tuned.app_args, tuned.space, summary)
         try:
-            profile_program(store, machine, summary, launches, tuned.app, timeout)
+            profile_program(store, machine, summary, launches, tuned.app, timeout, disturbed_above)
         except HympiFatal:
             raise  # the launcher or the build is broken: no other program would profile either
         except HympiError as exc:
@@ -188,7 +199,7 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float)
 
 def evaluate_main(args: argparse.Namespace) -> int:
     """Prints the leave-one-program-out table and the mean ratios; UsageError (exit 2) with too few programs."""
-    timeout = _timeout(args)
+    timeout, disturbed_above = _timeout(args), _disturbed_above(args)
     with Store.open(args.db, create=False) as store:
         found = finished_programs(store)
         if len(found) < MIN_PROGRAMS + 1:
@@ -196,10 +207,12 @@ def evaluate_main(args: argparse.Namespace) -> int:
                              f"{args.db}, found {len(found)}")
         cvars = _cvars_source(args.cvars)
         if not args.no_profile:
-            _profile_missing(store, tuned_programs(store, cvars), timeout)
+            _profile_missing(store, tuned_programs(store, cvars), timeout, disturbed_above)
         verdicts, notes = evaluate(store, cvars)
+        busy = [text for v in verdicts if (record := stored_profile(store, v.program)) is not None
+                and (text := busy_profile_text(v.program, record.features, disturbed_above)) is not None]
     Console(width=200).print(verdict_table(verdicts))
-    for note in narrowed_notes(verdicts):
+    for note in [*narrowed_notes(verdicts), *busy]:
         print(note)
     for note in notes:
         print(f"left out: {note}")

@@ -51,6 +51,9 @@ FEATURE_NAMES: tuple[str, ...] = (
 
 THREAD_CHECK_NAMES = ("checked_threads", "working_threads")
 STORED_NAMES = (*FEATURE_NAMES, *THREAD_CHECK_NAMES)
+# The cores other work used beside the kept profiled run (hympi.busy), stored with the features, not given to the
+# network; absent from profiles stored before it was measured.
+BUSY_PROFILE_NAME = "profile_outside_cores"
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,16 @@ def thread_limit(features: Mapping[str, float]) -> int | None:
     if working >= checked or features["mpi_share"] >= 1.0 - working / checked:
         return None
     return working
+
+
+def busy_profile_text(program: str, features: Mapping[str, float], disturbed_above: float) -> str | None:
+    """The warning for a profile taken beside more than `disturbed_above` cores of other work, or None."""
+    cores = features.get(BUSY_PROFILE_NAME)
+    if cores is None or cores <= disturbed_above:
+        return None
+    return (f"{program}: profiled beside other work ({cores:.2f} cores of it in the least disturbed of the runs): "
+            "its MPI share, the network's first input, reads high when ranks wait for descheduled peers (profile "
+            "it again on a quieter machine: hympi tune predict --profile-again)")
 
 
 def thread_limit_text(limit: int) -> str:
