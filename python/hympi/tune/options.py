@@ -44,9 +44,12 @@ MAX_RUNS = Param("max_runs", "--max-runs", "configurations to measure at most (d
                  metavar="N")
 # tune predict and evaluate: a profiled run's limit (the sweep's default: a profile is one run of a tuned program).
 PROFILE_TIMEOUT = TIMEOUT.described(f"kill a profiled run after S seconds (default {DEFAULT_TIMEOUT_S:g})")
+# Profiled runs at most, while other work disturbs them (hympi.tune.programs.profile_program): three take a few
+# seconds more where a neighbour's burst passes, and say so where the machine stays busy.
+PROFILE_TRIES = 3
 PROFILE_DISTURBED_ABOVE = DISTURBED_ABOVE.described(
-    "a profiled run beside more than this many cores of other work (on average) is repeated, up to 3 runs, the "
-    f"least disturbed kept (default $HYMPI_DISTURBED_ABOVE or {DEFAULT_DISTURBED_ABOVE:g})")
+    f"a profiled run beside more than this many cores of other work (on average) is repeated, up to {PROFILE_TRIES} "
+    f"runs, the least disturbed kept (default $HYMPI_DISTURBED_ABOVE or {DEFAULT_DISTURBED_ABOVE:g})")
 EI_STOP = Param("ei_stop", "--ei-stop", f"guided: stop when the best expected relative improvement is below F "
                 f"(default {DEFAULT_EI_STOP:g} = {DEFAULT_EI_STOP * 100:g} %%)", parse_fraction, DEFAULT_EI_STOP,
                 metavar="F")

@@ -25,11 +25,8 @@ from hympi.program import locate, program_named
 from hympi.store import MachineRecord, ProfileRecord, Store
 from hympi.topology import MachineSummary
 from hympi.tune.features import BUSY_PROFILE_NAME, STORED_NAMES, StaticFeatures, program_features, thread_check
+from hympi.tune.options import PROFILE_TRIES
 from hympi.tune.space import Configuration, SearchSpace
-
-# Profiled runs at most, while other work disturbs them (profile_program): three take a few seconds more where a
-# neighbour's burst passes, and say so where the machine stays busy.
-PROFILE_TRIES = 3
 
 
 def program_text(app: str, app_args: Sequence[str]) -> str:
