@@ -181,7 +181,7 @@ def spaces(draw: st.DrawFn) -> dict[str, object]:
     return data
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(spaces())
 def test_the_layouts_checked_before_the_library_is_asked_all_belong_to_the_space(data: dict[str, object]):
     """`hympi tune run` refuses a layout the machine cannot hold before it launches hympi-mpit for the cvars, from
