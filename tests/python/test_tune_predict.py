@@ -156,7 +156,6 @@ def test_predict_best_and_failed_configurations(tmp_path):
     assert config.params().get("btl_vader_eager_limit") == "1024"  # ... small ones: the low one
 
 
-@pytest.mark.long
 def test_evaluate_and_predict_on_the_command_line(tuned_db, space_file, tmp_path):
     db = Path(shutil.copy(tuned_db, tmp_path / "t.db"))
     with Store.open(db) as store:  # rb3d profiled again: now its thread check saw one of two threads compute
@@ -205,7 +204,6 @@ def _eager(config: Configuration) -> float:
     return {"1024": -1.0, "65536": 1.0}.get(config.params().get("btl_vader_eager_limit", ""), 0.0)
 
 
-@pytest.mark.long
 def test_predict_recommends_the_constant_pick_where_the_network_does_not_beat_it(tmp_path, space_file):
     # Pairs of programs with near-identical profiles want opposite eager limits, so the profile cannot tell them
     # apart: held out, each is predicted from its twin's landscape. The library's default eager limit is second
