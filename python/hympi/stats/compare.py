@@ -34,6 +34,8 @@ CI_CONTAINS_ONE = "the confidence interval of their ratio contains 1"
 # Why a pair with fewer than MIN_SEPARATE runs a side gets no verdict, in the same words wherever hympi says so (the
 # study's comparisons, the report's blade row, the recommendation's unconfirmed leads).
 VERDICT_NEEDS = f"a verdict needs {MIN_SEPARATE} runs a side"
+# Memory per node differing by less than this fraction is not a reason to prefer a layout.
+MEMORY_MARGIN = 0.05
 
 
 def too_few_runs(fewest: int) -> str:
@@ -44,8 +46,6 @@ def too_few_runs(fewest: int) -> str:
 def cannot_separate(first: str, second: str, fewest: int, interval: str) -> str:
     """'2x1 and 1x2 cannot be separated with 3 runs a side (CI 1.02-1.40; a verdict needs 4 runs a side)'."""
     return f"{first} and {second} cannot be separated with {fewest} runs a side ({interval}; {VERDICT_NEEDS})"
-# Memory per node differing by less than this fraction is not a reason to prefer a layout.
-MEMORY_MARGIN = 0.05
 
 
 @dataclass(frozen=True)
