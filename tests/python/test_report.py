@@ -208,8 +208,9 @@ def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: P
     names = {p.name.rsplit("-", 1)[-1] if not p.name.endswith("comm-comp.png") else "comm-comp.png" for p in pngs}
     assert names in ({"rate.png", "memory.png", "comm-comp.png"}, {"rate.png", "memory.png"})
     with Store.open(db, create=False) as store:
+        runs = store.runs()
         by_layout: dict[tuple[int, int], list[Run]] = {}
-        for r in store.runs():
+        for r in runs:
             if r.repeat != 0:
                 by_layout.setdefault((r.ranks, r.threads), []).append(r)
     # The phase chart is drawn when some layout's median phases fit in its median timed region (apps built before
@@ -231,8 +232,12 @@ def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: P
     text = page.evaluate("document.body.innerText")
     assert "Machine" in text and "MPI library" in text and "Open MPI" in text
     assert "Recommendation." in text  # 2 repeats: never a verdict, whichever way the runs fell
-    # Either no pair's interval excludes 1 (the tie-break's "cannot be separated") or one does on too few runs.
-    assert "cannot be separated with 2 runs a side (CI " in text or "on 2 runs: too few to say so" in text
+    # Which sentence depends on how the runs fell: a lead on too few runs withholds the verdict, else the tie-break
+    # chooses among layouts it cannot separate. The page must say the one its runs call for.
+    (group,) = group_runs(runs, {r.sweep_id: 1 for r in runs})
+    withheld = verdict(group).withheld != ""
+    assert ("on 2 runs: too few to say so" in text) == withheld, text
+    assert ("cannot be separated with 2 runs a side (CI " in text) == (not withheld), text
     assert "Why." in text and " against " in text
     assert [r[0] for r in _cells(page, "table.breakdown")] == ["1x1", "2x1", "1x2"]
     assert "error of the time" in text or "too few to fit" in text
