@@ -31,6 +31,7 @@ from hympi.report import writer
 from hympi.report.analysis import group_runs, recommend, verdict
 from hympi.report.writer import write_report
 from hympi.store import Run, Store
+from hympi.tune.features import BUSY_PROFILE_NAME
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -440,7 +441,8 @@ def test_a_tie_break_in_a_side_pair_never_contradicts_the_recommended_layout():
     assert "choose 1x2 for its lower memory per node" in text, text
 
 
-def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(page: Page, tmp_path: Path):
+def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(page: Page, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch):
     store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:4])
     configs = list(tunedata.space().configurations())
     tunedata.add_tune(store, 1, "is --class S", "guided", configs[:4], lambda c: tunedata.rule(0.05, 0.2, c))
@@ -448,8 +450,13 @@ def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(p
     eager = "btl_vader_eager_limit"
     tunedata.add_tune(store, 1, "stream --n 1", "exhaustive", configs, lambda c: 0.001 * (configs.index(c) % 3),
                       memory=lambda c: 130.0 if c.params().get(eager) == "65536" else 100.0)
-    # ... and which computed with one of the two threads per rank its thread check gave it.
-    store.add_profile(1, "stream --n 1", "stream", 4, 1, tunedata.features(0.5, 0.5, working_threads=1), {})
+    # ... and which computed with one of the two threads per rank its thread check gave it, profiled beside 1.4 cores
+    # of other work; lu-mz profiled again beside 0.8, below the limit the report takes from $HYMPI_DISTURBED_ABOVE.
+    monkeypatch.setenv("HYMPI_DISTURBED_ABOVE", "1")
+    store.add_profile(1, "stream --n 1", "stream", 4, 1,
+                      {**tunedata.features(0.5, 0.5, working_threads=1), BUSY_PROFILE_NAME: 1.4}, {})
+    store.add_profile(1, "lu-mz --class S", "lu-mz", 4, 1, {**tunedata.features(0.45, 0.5), BUSY_PROFILE_NAME: 0.8},
+                      {})
     plain = Run(store.create_sweep(1, "rb3d", {"app": "rb3d"}, 1).id, "rb3d", 1, 1, "core", "compact", 1, (), (),
                 ("mpirun",), "ok", 0, 1.0, {"rate": 5.0, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": True})
     store.add_run(plain)
@@ -489,6 +496,8 @@ def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(p
     assert ("stream --n 1: picked among the configurations of at most 1 thread per rank: it computed with no more "
             "when its thread check gave it more (the probe), and at its MPI share fewer computing ranks cannot be "
             "faster") in text
+    assert text.count("profiled beside other work") == 1
+    assert "stream --n 1: profiled beside other work (1.40 cores of it in the least disturbed of the runs)" in text
     assert ("btl_vader_eager_limit: memory per process differs by up to 23 % between its values" in text)
     assert "btl_vader_single_copy_mechanism: no measurable difference in memory per process (spread 0.0 %)" in text
     # The tune's runs are not an app group of their own; the plain sweep still is.

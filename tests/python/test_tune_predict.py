@@ -158,13 +158,20 @@ def test_predict_best_and_failed_configurations(tmp_path):
 
 def test_evaluate_and_predict_on_the_command_line(tuned_db, space_file, tmp_path):
     db = Path(shutil.copy(tuned_db, tmp_path / "t.db"))
-    with Store.open(db) as store:  # rb3d profiled again: now its thread check saw one of two threads compute
-        store.add_profile(1, "rb3d --size 32", "rb3d", 4, 1, tunedata.features(0.8, 0.7, working_threads=1), {})
+    # rb3d profiled again: now its thread check saw one of two threads compute, beside 0.9 cores of other work;
+    # spmv3d beside 0.5, which the limit below lets pass.
+    with Store.open(db) as store:
+        store.add_profile(1, "rb3d --size 32", "rb3d", 4, 1,
+                          {**tunedata.features(0.8, 0.7, working_threads=1), BUSY_PROFILE_NAME: 0.9}, {})
+        store.add_profile(1, "spmv3d --size 32", "spmv3d", 4, 1,
+                          {**tunedata.features(0.95, 0.4), BUSY_PROFILE_NAME: 0.5}, {})
     limited = ("picked among the configurations of at most 1 thread per rank: it computed with no more when its "
                "thread check gave it more (the probe), and at its MPI share fewer computing ranks cannot be faster")
-    proc = hympi("tune", "evaluate", "--db", str(db), "--cvars", CVARS, "--no-profile")
+    proc = hympi("tune", "evaluate", "--db", str(db), "--cvars", CVARS, "--no-profile", "--disturbed-above", "0.6")
     assert proc.returncode == 0, proc.stderr
     assert "spmv3d --size 32" in proc.stdout and "baseline ratio" in proc.stdout
+    assert proc.stdout.count("profiled beside other work") == 1
+    assert "rb3d --size 32: profiled beside other work (0.90 cores of it" in proc.stdout
     mean = float(proc.stdout.split("mean ratio predicted/best: ")[1].split()[0])
     assert mean >= 0.95
     assert proc.stdout.count(limited) == 1 and f"rb3d --size 32: {limited}" in proc.stdout
@@ -380,13 +387,13 @@ def test_a_profile_beside_other_work_is_taken_again_and_the_least_disturbed_kept
         machine = record_machine(store, summary, launcher_path())
         kept = programs.profile_program(store, machine, summary, launches, "rb3d", 120, disturbed_above=0.25)
         assert len(runs) == programs.PROFILE_TRIES == 3 and kept.features[BUSY_PROFILE_NAME] == 0.9
-        said = busy_profile_text(kept.program, kept.features, 0.25)
+        said = busy_profile_text(kept.program, kept.features[BUSY_PROFILE_NAME], 0.25)
         assert said is not None and said.startswith("rb3d --size 12 --iterations 20: profiled beside other work "
                                                     "(0.90 cores of it")
         again = programs.profile_program(store, machine, summary, launches, "rb3d", 120, disturbed_above=2.0,
                                          reuse=False)
     assert len(runs) == 4 and again.id != kept.id and again.features[BUSY_PROFILE_NAME] == 1.5
-    assert busy_profile_text(again.program, again.features, 2.0) is None
+    assert busy_profile_text(again.program, again.features[BUSY_PROFILE_NAME], 2.0) is None
 
 
 def test_a_real_program_is_profiled_once_into_features(tmp_path):

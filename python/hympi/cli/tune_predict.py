@@ -24,7 +24,7 @@ from hympi.params import resolve, seconds_of
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary
-from hympi.tune.features import busy_profile_text, thread_limit, thread_limit_text
+from hympi.tune.features import BUSY_PROFILE_NAME, busy_profile_text, thread_limit, thread_limit_text
 from hympi.tune.options import PROFILE_DISTURBED_ABOVE, PROFILE_TIMEOUT
 from hympi.tune.output import run_flags
 from hympi.tune.predict import (
@@ -33,6 +33,7 @@ from hympi.tune.predict import (
     ProgramVerdict,
     SelfCheck,
     TunedProgram,
+    busy_notes,
     constant_pick,
     evaluate,
     finished_programs,
@@ -139,7 +140,7 @@ def predict_main(args: argparse.Namespace) -> int:
         constant = constant_pick(data, space, limit)
     how = "its stored profile" if reused else "profiled now"
     print(f"program: {program} ({how}, at {space.default.label()})")
-    busy = busy_profile_text(program, record.features, disturbed_above)
+    busy = busy_profile_text(program, record.features.get(BUSY_PROFILE_NAME), disturbed_above)
     if busy is not None:
         print(busy)
     print(f"trained on {len(data)} programs ({predictor.rows} measured configurations): "
@@ -209,10 +210,8 @@ def evaluate_main(args: argparse.Namespace) -> int:
         if not args.no_profile:
             _profile_missing(store, tuned_programs(store, cvars), timeout, disturbed_above)
         verdicts, notes = evaluate(store, cvars)
-        busy = [text for v in verdicts if (record := stored_profile(store, v.program)) is not None
-                and (text := busy_profile_text(v.program, record.features, disturbed_above)) is not None]
     Console(width=200).print(verdict_table(verdicts))
-    for note in [*narrowed_notes(verdicts), *busy]:
+    for note in [*narrowed_notes(verdicts), *busy_notes(verdicts, disturbed_above)]:
         print(note)
     for note in notes:
         print(f"left out: {note}")

@@ -8,8 +8,10 @@ import re
 from dataclasses import dataclass
 
 from hympi.errors import HympiError, UsageError
+from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.store import Store, TuneRecord
-from hympi.tune.predict import CvarSource, ProgramVerdict, evaluate
+from hympi.tune.options import PROFILE_DISTURBED_ABOVE
+from hympi.tune.predict import CvarSource, ProgramVerdict, busy_notes, evaluate
 from hympi.tune.results import Measured, Speedup, best, default_of, speedup, tune_results
 from hympi.tune.space import UNSET_LABEL, Configuration
 
@@ -116,18 +118,27 @@ def tuning_data(store: Store, tune_ids: set[int] | None = None) -> list[ProgramT
 
 @dataclass(frozen=True)
 class Prediction:
-    """The predictor's leave-one-program-out verdicts, or why there are none, and notes on programs left out."""
+    """The predictor's leave-one-program-out verdicts, or why there are none, notes on programs left out, and the
+    other work (cores) above which a profile is called disturbed."""
 
     verdicts: tuple[ProgramVerdict, ...]
     notes: tuple[str, ...]
     missing: str = ""
+    disturbed_above: float = DEFAULT_DISTURBED_ABOVE
+
+    def busy(self) -> list[str]:
+        """The held-out programs profiled beside other work, as `hympi tune evaluate` names them."""
+        return busy_notes(self.verdicts, self.disturbed_above)
 
 
 def prediction(store: Store, cvars: CvarSource) -> Prediction:
     """evaluate() over the store; a Prediction saying why when it cannot run (too few programs, no profiles, the
-    spaces cannot be rebuilt without the library's control variables)."""
+    spaces cannot be rebuilt without the library's control variables). A profile is disturbed above `tune
+    evaluate`'s default limit ($HYMPI_DISTURBED_ABOVE where set)."""
     try:
         verdicts, notes = evaluate(store, cvars)
     except (HympiError, UsageError) as exc:
         return Prediction((), (), str(exc))
-    return Prediction(tuple(verdicts), tuple(notes))
+    limit = PROFILE_DISTURBED_ABOVE.value(None, {})
+    assert isinstance(limit, float), limit
+    return Prediction(tuple(verdicts), tuple(notes), disturbed_above=limit)

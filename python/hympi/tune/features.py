@@ -156,9 +156,9 @@ def thread_limit(features: Mapping[str, float]) -> int | None:
     return working
 
 
-def busy_profile_text(program: str, features: Mapping[str, float], disturbed_above: float) -> str | None:
-    """The warning for a profile taken beside more than `disturbed_above` cores of other work, or None."""
-    cores = features.get(BUSY_PROFILE_NAME)
+def busy_profile_text(program: str, cores: float | None, disturbed_above: float) -> str | None:
+    """The warning for a profile taken beside `cores` (BUSY_PROFILE_NAME) > `disturbed_above` cores of other work,
+    or None (None: not measured)."""
     if cores is None or cores <= disturbed_above:
         return None
     return (f"{program}: profiled beside other work ({cores:.2f} cores of it in the least disturbed of the runs): "

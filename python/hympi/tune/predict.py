@@ -42,7 +42,13 @@ import numpy as np
 from hympi.errors import HympiError, UsageError
 from hympi.launch.cvars import Cvar, cvar_from_json
 from hympi.store import Store, TuneRecord
-from hympi.tune.features import feature_vector, thread_limit, thread_limit_text
+from hympi.tune.features import (
+    BUSY_PROFILE_NAME,
+    busy_profile_text,
+    feature_vector,
+    thread_limit,
+    thread_limit_text,
+)
 from hympi.tune.programs import stored_profile
 from hympi.tune.results import Measured, tune_results
 from hympi.tune.space import Configuration, SearchSpace, parse_space
@@ -86,6 +92,9 @@ class ProgramData:
     default_key: str
     candidates: tuple[Candidate, ...]
     thread_limit: int | None = None  # features.thread_limit of its thread check
+    # The cores other work used beside its kept profiled run (features.BUSY_PROFILE_NAME; None: stored before it
+    # was measured): not a network input, but a profile taken beside other work misleads it.
+    outside_cores: float | None = None
 
     def choices(self) -> tuple[Candidate, ...]:
         """The candidates its pick is made among (within_thread_limit)."""
@@ -218,7 +227,8 @@ class ProgramVerdict:
 
     thread_limit = the program's (both picks were made among configurations of at most that many threads per rank);
     measured = measured speedup of the predicted configuration (0.0: it failed; None: its tune did not run it);
-    ratio = measured / best (None when measured is None); baseline_* the same for the baseline's pick.
+    ratio = measured / best (None when measured is None); baseline_* the same for the baseline's pick;
+    outside_cores = ProgramData's (the other work beside its profile).
     """
 
     program: str
@@ -233,6 +243,7 @@ class ProgramVerdict:
     baseline: str | None
     baseline_measured: float | None
     baseline_ratio: float | None
+    outside_cores: float | None = None
 
     def note(self) -> str:
         """Why a ratio is missing or zero ('' when it is an ordinary one)."""
@@ -269,13 +280,18 @@ def cross_validate(programs: Sequence[ProgramData],
         verdicts.append(ProgramVerdict(held.program, pick.label, expected, held.thread_limit, measured, best.label,
                                        best_speedup, _ratio(measured, best_speedup), default,
                                        base.label if base else None, base_measured,
-                                       _ratio(base_measured, best_speedup)))
+                                       _ratio(base_measured, best_speedup), held.outside_cores))
     return verdicts, notes
 
 
 def narrowed_notes(verdicts: Sequence[ProgramVerdict]) -> list[str]:
     """'PROGRAM: picked among ...' for each held-out program whose picks its thread limit narrowed."""
     return [f"{v.program}: {thread_limit_text(v.thread_limit)}" for v in verdicts if v.thread_limit is not None]
+
+
+def busy_notes(verdicts: Sequence[ProgramVerdict], disturbed_above: float) -> list[str]:
+    """busy_profile_text for each held-out program profiled beside more than `disturbed_above` cores of other work."""
+    return [text for v in verdicts if (text := busy_profile_text(v.program, v.outside_cores, disturbed_above))]
 
 
 def mean_ratio(verdicts: Sequence[ProgramVerdict], baseline: bool = False) -> float | None:
@@ -355,7 +371,7 @@ def program_data(program: str, features: dict[str, float], space: SearchSpace,
         candidates.append(Candidate(config.key(), config.label(), config.threads, tuple(space.encode(config)),
                                     score, failed))
     return ProgramData(program, tuple(feature_vector(features)), tuple(space.feature_names()), space.default.key(),
-                       tuple(candidates), thread_limit(features))
+                       tuple(candidates), thread_limit(features), features.get(BUSY_PROFILE_NAME))
 
 
 @dataclass(frozen=True)
