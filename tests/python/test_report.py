@@ -461,7 +461,7 @@ def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(p
                 ("mpirun",), "ok", 0, 1.0, {"rate": 5.0, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": True})
     store.add_run(plain)
     out = ensure_out_dir(tmp_path / "report")
-    index = write_report(store, out, cvars=tunedata.cvars)
+    index = write_report(store, out, cvars=tunedata.listing)
     store.close()
     page.open(index.as_uri())
     assert page.errors() == []

@@ -17,7 +17,7 @@ import tunedata
 from conftest import hympi
 from fakeapps import REPO, fake_bin_dir, launches
 from hympi.errors import HympiError
-from hympi.launch.cvars import Cvar
+from hympi.launch.cvars import CvarListing
 from hympi.profile import SIZE_BINS, read_profile
 from hympi.store import Store
 from hympi.topology import MachineSummary
@@ -109,7 +109,7 @@ def test_features_refuse_a_profile_without_wall_time(tmp_path):
         program_features(read_profile(path), StaticFeatures(2, 1, 1, MACHINE))
 
 
-def no_library() -> dict[str, Cvar]:
+def no_library() -> CvarListing:
     """A cvar source that fails: tunes carry their parameters' cvars, so nothing may ask the MPI library."""
     raise AssertionError("the space was rebuilt from the MPI library instead of the cvars the tune stored")
 
@@ -143,7 +143,7 @@ def test_predict_best_and_failed_configurations(tmp_path):
     tunedata.add_tune(store, machine.id, "big --n 1", "exhaustive", list(space.configurations()),
                       lambda c: tunedata.rule(0.95, 0.5, c), failed=(doomed,))
     store.add_profile(machine.id, "big --n 1", "big", 4, 1, tunedata.features(0.95, 0.5), {})
-    data, _ = training_set(store, tuned_programs(store, tunedata.cvars))
+    data, _ = training_set(store, tuned_programs(store, tunedata.listing))
     big = next(p for p in data if p.program == "big --n 1")
     assert big.speedup(doomed.key()) == 0.0
     targets = {c.key: t for c, t in big.rows()}
@@ -425,7 +425,26 @@ def test_a_tune_recorded_without_cvars_rebuilds_its_space_from_the_library(tuned
         legacy = replace(tune, space={k: v for k, v in tune.space.items() if k != "cvars"})
         with pytest.raises(AssertionError, match="rebuilt from the MPI library"):
             stored_space(legacy, no_library)
-        assert stored_space(legacy, tunedata.cvars).configurations() == stored_space(tune, no_library).configurations()
+        rebuilt = stored_space(legacy, tunedata.listing)
+        assert rebuilt.configurations() == stored_space(tune, no_library).configurations()
+
+
+def test_one_listing_source_asks_the_library_once_and_only_for_mpi_parameters(tuned_db, monkeypatch):
+    # tune predict rebuilds its own space and every stored one from one source: a second space must not launch
+    # hympi-mpit again, and a layout-only space must not launch it at all.
+    import hympi.tune.space as space_module
+
+    asked: list[str | None] = []
+    monkeypatch.setattr(space_module, "load_listing", lambda path: (asked.append(path), tunedata.listing())[1])
+    source = space_module.listing_source(None)
+    layouts = {"layout": {"ranks": [1, 2], "threads": [1]}}
+    assert len(space_module.library_space(layouts, source).configurations()) == 2 and asked == []
+    with Store.open(tuned_db) as store:
+        tune = store.tunes()[0]
+        legacy = replace(tune, space={k: v for k, v in tune.space.items() if k != "cvars"})
+        assert stored_space(legacy, source).configurations() == stored_space(tune, no_library).configurations()
+        mine = space_module.library_space(tune.space["source"], source)
+    assert mine.configurations() == tunedata.space().configurations() and asked == [None]
 
 
 def test_the_report_recommends_nothing_from_an_interrupted_tune(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import tune_params
 from fakeapps import REPO
-from hympi.launch.cvars import Cvar, parse_cvars
+from hympi.launch.cvars import Cvar, CvarListing, parse_listing
 from hympi.store import Run, Store
 from hympi.tune.features import FEATURE_NAMES, thread_check
 from hympi.tune.space import Configuration, SearchSpace, parse_space
@@ -39,9 +39,14 @@ PROGRAMS = (("is --class S", 0.05, 0.2), ("is --class W", 0.25, 0.9), ("lu-mz --
             ("bt-mz --class S", 0.6, 0.1), ("rb3d --size 32", 0.8, 0.7), ("spmv3d --size 32", 0.95, 0.4))
 
 
+def listing() -> CvarListing:
+    """The recorded Open MPI 4.1.4 listing (a CvarSource)."""
+    return parse_listing(CVARS_JSON.read_text())
+
+
 def cvars() -> dict[str, Cvar]:
     """The recorded Open MPI 4.1.4 control variables."""
-    return parse_cvars(CVARS_JSON.read_text())
+    return listing().cvars
 
 
 def space() -> SearchSpace:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from hympi.cli.common import add_cvars_option, add_db_option, ensure_out_dir, path_argument, row_id_argument
 from hympi.cli.parser import Subparsers
-from hympi.launch.cvars import load_listing
 from hympi.outputs import check_not_input
 from hympi.report.writer import write_report
 from hympi.store import Store
+from hympi.tune.space import listing_source
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -47,8 +47,6 @@ def main(args: argparse.Namespace) -> int:
             sweep_ids = (sweep_ids or []) + [s.id for s in store.study_sweeps(study.id)]
             notes = study.notes
         out = ensure_out_dir(args.out)
-        cvars = args.cvars
-        index = write_report(store, out, sweep_ids, notes, title="hympi report",
-                             cvars=(lambda: load_listing(cvars).cvars) if cvars else None)
+        index = write_report(store, out, sweep_ids, notes, title="hympi report", cvars=listing_source(args.cvars))
     print(f"report: {index.resolve()}")
     return 0

@@ -28,7 +28,7 @@ from hympi.tune.options import FORMATS, PROFILE_DISTURBED_ABOVE, PROFILE_TIMEOUT
 from hympi.tune.output import best_of_tune, render, tuned_flavor
 from hympi.tune.results import Measured, best, default_of, speedup
 from hympi.tune.search import check_strategy, default_budget
-from hympi.tune.space import SearchSpace, certain_layouts, library_space, read_space
+from hympi.tune.space import SearchSpace, certain_layouts, library_space, listing_source, read_space
 from hympi.tune.tuner import TuneOutcome, TuneParams, check_fit, check_layouts, open_tune, run_tune
 
 DESCRIPTION_WIDTH = 70
@@ -233,7 +233,7 @@ def main_run(args: argparse.Namespace) -> int:
     values = _tune_values(args)
     summary = machine_summary()
     check_fit(certain_layouts(space_table), summary.pus, bool(values["oversubscribe"]))
-    space = library_space(space_table, args.cvars)
+    space = library_space(space_table, listing_source(args.cvars))
     params = _tune_params(args, values, space)
     check_layouts(params, space, summary.pus)
     console = Console()

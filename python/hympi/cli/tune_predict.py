@@ -11,14 +11,11 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Callable
-from functools import cache
 
 from rich.console import Console
 from rich.table import Table
 
 from hympi.errors import HympiError, HympiFatal, UsageError
-from hympi.launch.cvars import Cvar, load_listing
 from hympi.launch.mpirun import launcher_path, mpi_env_name, mpi_flavor
 from hympi.params import resolve, seconds_of
 from hympi.store import Store
@@ -53,13 +50,7 @@ from hympi.tune.programs import (
     program_text,
     stored_profile,
 )
-from hympi.tune.space import Configuration, library_space, read_space
-
-
-def _cvars_source(path: str | None) -> Callable[[], dict[str, Cvar]]:
-    """The control variables (--cvars FILE, else the library's: one hympi-mpit launch), read once and only when a
-    stored space has MPI parameters."""
-    return cache(lambda: load_listing(path).cvars)
+from hympi.tune.space import Configuration, library_space, listing_source, read_space
 
 
 def _timeout(args: argparse.Namespace) -> float:
@@ -120,10 +111,11 @@ def predict_main(args: argparse.Namespace) -> int:
         if len(others) < MIN_PROGRAMS:
             raise UsageError(f"predicting needs finished tunes of at least {MIN_PROGRAMS} other programs in "
                              f"{args.db}, found {len(others)} (run hympi tune run on more programs first)")
-        space = library_space(space_table, args.cvars)
+        cvars = listing_source(args.cvars)  # asked once, for this space and the stored ones alike
+        space = library_space(space_table, cvars)
         summary = machine_summary()
         launches = profile_launches(app, app_args, space, summary)
-        tuned = [t for t in tuned_programs(store, _cvars_source(args.cvars)) if t.program != program]
+        tuned = [t for t in tuned_programs(store, cvars) if t.program != program]
         data, notes = training_set(store, tuned)
         data, more = same_encoding(data, space.feature_names())
         if len(data) < MIN_PROGRAMS:
@@ -206,7 +198,7 @@ def evaluate_main(args: argparse.Namespace) -> int:
         if len(found) < MIN_PROGRAMS + 1:
             raise UsageError(f"leave-one-program-out needs finished tunes of at least {MIN_PROGRAMS + 1} programs in "
                              f"{args.db}, found {len(found)}")
-        cvars = _cvars_source(args.cvars)
+        cvars = listing_source(args.cvars)
         if not args.no_profile:
             _profile_missing(store, tuned_programs(store, cvars), timeout, disturbed_above)
         verdicts, notes = evaluate(store, cvars)

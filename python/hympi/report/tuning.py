@@ -11,9 +11,9 @@ from hympi.errors import HympiError, UsageError
 from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.store import Store, TuneRecord
 from hympi.tune.options import PROFILE_DISTURBED_ABOVE
-from hympi.tune.predict import CvarSource, ProgramVerdict, busy_notes, evaluate
+from hympi.tune.predict import ProgramVerdict, busy_notes, evaluate
 from hympi.tune.results import Measured, Speedup, best, default_of, speedup, tune_results
-from hympi.tune.space import UNSET_LABEL, Configuration
+from hympi.tune.space import UNSET_LABEL, Configuration, CvarSource
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from hympi.errors import HympiFatal
-from hympi.launch.cvars import load_listing
 from hympi.outputs import write_output
 from hympi.report import plots
 from hympi.report.analysis import group_runs
@@ -16,7 +15,7 @@ from hympi.report.html import GroupFigures, TuningView, explain_groups, render
 from hympi.report.transposes import transpose_view
 from hympi.report.tuning import prediction, tuning_data
 from hympi.store import Store, now_utc
-from hympi.tune.predict import CvarSource
+from hympi.tune.space import CvarSource, listing_source
 
 
 def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSource | None) -> TuningView | None:
@@ -25,7 +24,7 @@ def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSou
     if not tune_ids:
         return None
     programs = tuple(tuning_data(store, tune_ids))
-    predicted = prediction(store, cvars or (lambda: load_listing(None).cvars))
+    predicted = prediction(store, cvars or listing_source(None))
     memory = {}
     for program in programs:
         if plots.tune_memory(program, out_dir / f"{program.slug}-memory.png") is not None:

@@ -33,14 +33,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from hympi.errors import HympiError, UsageError
-from hympi.launch.cvars import Cvar, cvar_from_json
+from hympi.launch.cvars import cvar_from_json
 from hympi.store import Store, TuneRecord
 from hympi.tune.features import (
     BUSY_PROFILE_NAME,
@@ -51,7 +51,7 @@ from hympi.tune.features import (
 )
 from hympi.tune.programs import stored_profile
 from hympi.tune.results import Measured, tune_results
-from hympi.tune.space import Configuration, SearchSpace, parse_space
+from hympi.tune.space import Configuration, CvarSource, SearchSpace, library_space, parse_space
 
 HIDDEN_LAYERS = (16,)
 ALPHA = 1e-2
@@ -335,12 +335,10 @@ def self_check(training: Sequence[ProgramData], seeds: Sequence[int] = ENSEMBLE_
 
 
 # From the store ---------------------------------------------------------------------------------------------------
-CvarSource = Callable[[], dict[str, Cvar]]
-
-
 def stored_space(tune: TuneRecord, cvars: CvarSource) -> SearchSpace:
     """The search space a tune ran, rebuilt from the TOML data and the parameters' cvars it stored (a tune recorded
-    without them asks `cvars`, the library's control variables); UsageError when it no longer parses against them."""
+    without them is rebuilt as library_space: `cvars` asked only when it has MPI parameters); UsageError when it no
+    longer parses against them."""
     source = tune.space.get("source", {})
     stored = tune.space.get("cvars")
     if isinstance(stored, list):
@@ -349,7 +347,7 @@ def stored_space(tune: TuneRecord, cvars: CvarSource) -> SearchSpace:
         except ValueError as exc:
             raise UsageError(f"tune {tune.id} stored an unreadable cvar: {exc}") from None
         return parse_space(source, known)
-    return parse_space(source, cvars() if source.get("mpi") else {})
+    return library_space(source, cvars)
 
 
 def pooled(measured: Sequence[Measured]) -> dict[str, tuple[float | None, bool]]:

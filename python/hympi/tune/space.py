@@ -31,14 +31,15 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
-from hympi.launch.cvars import Cvar, load_listing
+from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import BIND_POLICIES
 from hympi.textfile import read_toml
 
@@ -442,12 +443,23 @@ def parse_space(data: Mapping[str, Any], cvars: Mapping[str, Cvar], library: str
     return space
 
 
-def library_space(data: Mapping[str, Any], cvars_file: str | None) -> SearchSpace:
-    """parse_space against the MPI library's control variables, from `cvars_file` (a saved listing) or else a
-    launch of hympi-mpit, made only for a space with [mpi] tables: a layout-only space needs none."""
+# Where the control variables of a space's MPI parameters come from: a saved listing or a launch of hympi-mpit, asked
+# only for a space with [mpi.NAME] tables (library_space).
+CvarSource = Callable[[], CvarListing]
+
+
+def listing_source(cvars_file: str | None) -> CvarSource:
+    """The listing in `cvars_file` (`hympi tune params --json`), else the installed library's, read at most once
+    however many spaces ask for it."""
+    return cache(lambda: load_listing(cvars_file))
+
+
+def library_space(data: Mapping[str, Any], cvars: CvarSource) -> SearchSpace:
+    """parse_space against the MPI library's control variables, asked of `cvars` only for a space with [mpi] tables:
+    a layout-only space needs none."""
     if not _mpi_tables(data):
         return parse_space(data, {})
-    listing = load_listing(cvars_file)
+    listing = cvars()
     return parse_space(data, listing.cvars, listing.library)
 
 
