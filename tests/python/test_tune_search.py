@@ -168,6 +168,10 @@ def test_a_configuration_scores_its_median_ok_rate_and_reports_ignored_parameter
     assert speedup(same, default).text.startswith("indistinguishable")
     one = measure(config, [_run(1, 1, 2.0)])
     assert "no interval" in speedup(one, default).text
+    # Far apart on 2 runs: an interval that excludes 1, and hympi's one wording for too few runs, not a verdict.
+    two = speedup(measure(config, [_run(1, i, 2.0 + 0.01 * i) for i in range(1, 3)]), default)
+    assert not two.separated and two.low is not None and two.low > 1.0
+    assert two.text.endswith("): 2 runs a side are too few to separate them (a verdict needs 4 runs a side)"), two.text
 
 
 def test_a_configuration_s_score_leaves_out_the_runs_other_work_disturbed():

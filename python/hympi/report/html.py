@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
 
+from hympi.params import MIN_SEPARATE
 from hympi.report.analysis import MEMORY_LEVEL, AppGroup, LayoutStats, best_stream_bandwidth, recommend
 from hympi.report.blades import BladesView, blades_section
 from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, checkpoint_io_view
@@ -18,7 +19,7 @@ from hympi.report.quiet import quiet_sentence
 from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
 from hympi.report.tuning import Prediction, ProgramTuning
 from hympi.result import run_placement_share
-from hympi.stats.compare import MEMORY_MARGIN
+from hympi.stats.compare import MEMORY_MARGIN, VERDICT_NEEDS
 from hympi.stats.model import ModelFit
 from hympi.store import MachineRecord, Run
 from hympi.store.db import DEFAULT_MEMBIND
@@ -335,12 +336,13 @@ def _verdict(s: Speedup, what: str, against: str) -> str:
     """One honest sentence on `what` vs `against` from a speedup and its interval ('' when it is separated)."""
     if s.ratio is None or s.separated:
         return ""
+    more = f"tune with --repeat {MIN_SEPARATE} or more"
     if s.low is None or s.high is None:
         return (f"{what} measured {s.ratio:.2f}x {against} with too few ok runs for an interval: no evidence either "
-                "way (tune with --repeat 4 or more)")
-    if s.low > 1.0 or s.high < 1.0:
-        return (f"{what} measured {s.ratio:.2f}x {against} ({s.text}): too few runs per configuration for a verdict "
-                "(tune with --repeat 4 or more)")
+                f"way ({more})")
+    if s.low > 1.0 or s.high < 1.0:  # only too few runs keep such an interval from a verdict
+        return (f"{what} measured {s.ratio:.2f}x {against} (CI {s.low:.2f}-{s.high:.2f}): too few runs per "
+                f"configuration for a verdict ({VERDICT_NEEDS}; {more})")
     return f"no measurable difference between {what} and {against} on this machine ({s.text})"
 
 

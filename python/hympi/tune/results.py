@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from hympi.launch.cvars import ignored
 from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
 from hympi.probe import recorded_working_threads
-from hympi.stats.compare import MIN_SAMPLES, Comparison, Sample, compare
+from hympi.stats.compare import MIN_SAMPLES, Comparison, Sample, compare, too_few_runs
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
 from hympi.sweep import SweepParams
@@ -129,8 +129,8 @@ def speedup(measured: Measured, default: Measured | None, confidence: float = DE
         return Speedup(ratio, low, high, True, f"{ratio:.2f}x ({verdict.ci_text()})")
     level = f"{round(confidence * 100):g} % CI"
     if verdict.fewest < MIN_SEPARATE:
-        return Speedup(ratio, low, high, False, f"{ratio:.2f}x, not separable with {verdict.fewest} runs "
-                                                 f"({level} {low:.2f}-{high:.2f})")
+        return Speedup(ratio, low, high, False, f"{ratio:.2f}x ({level} {low:.2f}-{high:.2f}): "
+                                                 f"{too_few_runs(verdict.fewest)}")
     return Speedup(ratio, low, high, False, f"indistinguishable ({ratio:.2f}x, {level} {low:.2f}-{high:.2f})")
 
 
