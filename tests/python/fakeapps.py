@@ -8,6 +8,8 @@ import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 
+import psutil
+
 from hympi.launch.mpirun import RunOutcome
 from hympi.profile import SIZE_BINS
 
@@ -229,13 +231,11 @@ def launches(env: dict[str, str]) -> list[str]:
 
 
 def pid_alive(pid: int) -> bool:
-    """True if a process with this id exists (and is not a zombie we can see)."""
+    """True if a process with this id exists and is not a zombie."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split()[2] == "Z")
 
 
 class InProcessLauncher(ABC):

@@ -92,11 +92,13 @@ def test_restart_is_bitwise_at_any_layout(
 
 
 def test_sigkill_after_a_checkpoint_then_restart(tmp_path: Path) -> None:
-    args = ["--size", "40", "--residual-every", "25", "--iterations", "1500"]
-    expected = final_state(record(run(2, 1, *args)))
+    # The killed run asks for 200000 iterations (about 40 s here), so that the kill lands while it runs however
+    # late a loaded machine delivers it (1500 iterations took 0.3 s: the run could end first); the state at a step
+    # does not depend on the iterations asked for, so the comparison runs stop 300 iterations past the checkpoint.
+    args = ["--size", "40", "--residual-every", "25"]
     path = tmp_path / "killed.h5"
     proc = subprocess.Popen(
-        command(2, 1, *args, "--checkpoint", str(path), "--checkpoint-every", "50"),
+        command(2, 1, *args, "--iterations", "200000", "--checkpoint", str(path), "--checkpoint-every", "50"),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     try:
@@ -113,8 +115,10 @@ def test_sigkill_after_a_checkpoint_then_restart(tmp_path: Path) -> None:
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     with h5py.File(path, "r") as f:
         step = int(f.attrs["step"])
-    assert 0 < step < 1500
-    rec = record(run(1, 2, *args, "--restart", str(path)))
+    assert 0 < step < 200000 and step % 50 == 0
+    end = ("--iterations", str(step + 300))
+    expected = final_state(record(run(2, 1, *args, *end)))
+    rec = record(run(1, 2, *args, *end, "--restart", str(path)))
     assert rec["metrics"]["restarted_at"] == step
     assert final_state(rec) == expected
 

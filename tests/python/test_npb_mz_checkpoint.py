@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 import skips
@@ -137,13 +138,10 @@ def test_restart_from_the_middle_step_is_bitwise_at_the_same_and_another_layout(
 def session_processes(sid: int) -> list[int]:
     """The processes of session `sid` (mpirun and its ranks: Open MPI puts each rank in its own group)."""
     pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.getsid(int(entry)) == sid:
-                    pids.append(int(entry))
-            except ProcessLookupError:
-                pass
+    for pid in psutil.pids():
+        with contextlib.suppress(ProcessLookupError):  # ended meanwhile
+            if os.getsid(pid) == sid:
+                pids.append(pid)
     return pids
 
 

@@ -11,6 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
+
 import forkcli
 import skips
 import slurmcluster
@@ -85,19 +87,19 @@ def _app_pids(cluster: SlurmCluster, step: str) -> list[int]:
     for line in cluster.slurm("scontrol", "listpids", step).stdout.splitlines()[1:]:  # after the header
         fields = line.split()
         try:
-            comm = Path(f"/proc/{fields[0]}/comm").read_text().strip()
-        except (OSError, IndexError):
-            continue  # exited meanwhile
-        if comm == "hympi-rb3d":
+            name = psutil.Process(int(fields[0])).name()
+        except (psutil.NoSuchProcess, IndexError, ValueError):
+            continue  # exited meanwhile, or a line whose PID is -1
+        if name == "hympi-rb3d":
             pids.append(int(fields[0]))
     return pids
 
 
 def _proc_state(pid: int) -> str:
-    """The process's state letter (R, S, T, Z), or 'gone'."""
+    """The process's status (psutil.STATUS_*: running, sleeping, stopped, ...), or 'gone'."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        return str(psutil.Process(pid).status())
+    except psutil.NoSuchProcess:
         return "gone"
 
 
@@ -123,7 +125,7 @@ def _hold_app(cluster: SlurmCluster, proc: subprocess.Popen[str], step: str, tim
             os.kill(pid, signal.SIGSTOP)
         except ProcessLookupError:
             raise AssertionError(f"step {step}'s app ended before it could be held: make its run longer") from None
-    while any(_proc_state(pid) not in ("T", "t") for pid in pids):
+    while any(_proc_state(pid) not in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP) for pid in pids):
         assert time.monotonic() < deadline, f"step {step}'s app was not stopped: {[_proc_state(p) for p in pids]}"
         assert all(_proc_state(pid) != "gone" for pid in pids), f"step {step}'s app ended before it was stopped"
         time.sleep(0.01)
