@@ -67,7 +67,7 @@ def test_quick_mode_runs_every_part_and_writes_its_tables(tmp_path):
     layouts = {r[0] for r in study if r[0] != "layout"}
     assert {"1x1", "2x1", "1x2"} <= layouts, study
     # 4 rounds (--max-repeat 4): a verdict where the runs separate the fastest or the tie-break decides; else the
-    # lead too few runs confirm (a run left out as disturbed).
+    # lead too few ok runs confirm (a layout left with fewer than 4: a run that failed).
     against = [r[4] for r in study]
     assert "recommended" in against or ("fastest median" in against and "; no verdict (" in study_md), study_md
 
