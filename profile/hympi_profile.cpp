@@ -124,6 +124,8 @@ struct State {
   std::uint64_t histogram[kNumKinds][kNumBins] = {};
   std::atomic<std::uint64_t> mpi_ticks{0};  // outside the mutex: the timing path takes no lock
   bool started = false;
+  // Started by another job's MPI_Comm_spawn: its world is not the launched one, whose matrix HYMPI_PROFILE_OUT holds.
+  bool spawned = false;
   Clock::time_point start;  // return of MPI_Init, else the first call seen
   std::uint64_t start_ticks = 0;
   std::unordered_map<MPI_Request, Persistent> persistent;
@@ -267,10 +269,14 @@ void record_collective(Collective which, std::uint64_t bytes) {
 }
 
 void record_init() {
-  hympi_probe::on_init();
+  // Asked now: MPI_Comm_get_parent answers MPI_COMM_NULL once the program has disconnected from its parent.
+  MPI_Comm parent = MPI_COMM_NULL;
+  PMPI_Comm_get_parent(&parent);
+  hympi_probe::on_init(parent != MPI_COMM_NULL);
   State& s = state();
   std::lock_guard lock(s.mutex);
   start_clock(s);
+  s.spawned = parent != MPI_COMM_NULL;
 }
 
 int comm_size(MPI_Comm comm) {
@@ -394,6 +400,8 @@ void dump() {
     mine.messages_sent += s.messages[j];
   }
   hympi_probe::write(mine);  // this process's own file first: it needs no other rank
+  // Every process of a spawned world is spawned, so all of them leave the gathers out together.
+  if (s.spawned) return;
   const int n = s.size;
   std::vector<double> all_times;
   if (s.rank == 0) {

@@ -70,6 +70,7 @@ struct Probe {
   double sampler_cpu_s = 0.0;
   double start_cpu_s = 0.0;
   Clock::time_point start = Clock::now();
+  bool spawned = false;  // told at MPI_Init: a process can disconnect from its parent before it ends
 };
 
 CreateFn real_create() {
@@ -202,10 +203,11 @@ void stop_sampler(Probe& p) {
 
 namespace hympi_probe {
 
-void on_init() {
+void on_init(bool spawned) {
   Probe* p = probe();
   if (p == nullptr) return;
   std::lock_guard lock(p->mutex);
+  p->spawned = spawned;
   for (Thread& t : p->threads) {
     hwloc_bitmap_zero(t.used);
     if (t.alive) t.init_cpu_s = thread_cpu_seconds(t.handle);
@@ -228,10 +230,11 @@ void write(const MpiFigures& mpi) {
   if (f == nullptr) return;
   std::fprintf(f, "{\"format\": \"hympi-probe\", \"version\": 1, \"host\": \"%s\", \"pid\": %d,\n",
                escaped(host).c_str(), int(getpid()));
-  std::fprintf(f, " \"mpi\": {\"initialized\": %s, \"rank\": %d, \"size\": %d, \"wall_s\": %.6f, \"mpi_s\": %.6f, "
-                  "\"bytes_sent\": %llu, \"messages_sent\": %llu},\n",
-               mpi.initialized ? "true" : "false", mpi.rank, mpi.size, mpi.wall_s, mpi.mpi_s,
-               static_cast<unsigned long long>(mpi.bytes_sent), static_cast<unsigned long long>(mpi.messages_sent));
+  std::fprintf(f, " \"mpi\": {\"initialized\": %s, \"rank\": %d, \"size\": %d, \"spawned\": %s, \"wall_s\": %.6f, "
+                  "\"mpi_s\": %.6f, \"bytes_sent\": %llu, \"messages_sent\": %llu},\n",
+               mpi.initialized ? "true" : "false", mpi.rank, mpi.size, p->spawned ? "true" : "false", mpi.wall_s,
+               mpi.mpi_s, static_cast<unsigned long long>(mpi.bytes_sent),
+               static_cast<unsigned long long>(mpi.messages_sent));
   std::fprintf(f, " \"wall_s\": %.6f, \"max_rss_kib\": %ld, \"sampler_cpu_s\": %.6f, \"start_cpu_s\": %.6f,\n"
                   " \"threads\": [",
                since_start(*p), usage.ru_maxrss, p->sampler_cpu_s, p->start_cpu_s);

@@ -18,8 +18,9 @@ struct MpiFigures {
 
 /// MPI_Init returned: note each live thread's CPU time so far (the start-up's, no computing) and forget the PUs
 /// seen so far. Open MPI binds a rank inside MPI_Init, so before it the rank runs wherever the launcher's process
-/// did, and that is no fault of the layout.
-void on_init();
+/// did, and that is no fault of the layout. `spawned`: the process was started by another's MPI_Comm_spawn (it
+/// has a parent communicator), so it is no rank of the launched layout.
+void on_init(bool spawned);
 
 /// Writes HYMPI_PROBE_DIR/probe-<host>-<pid>.json once per process (later calls do nothing); nothing without
 /// HYMPI_PROBE_DIR.

@@ -75,6 +75,8 @@ class ProbeProcess:
     # CPU seconds its start took (the hwloc topology load).
     sampler_cpu_s: float = 0.0
     start_cpu_s: float = 0.0
+    # Started by another process's MPI_Comm_spawn (False in files written before it was recorded).
+    spawned: bool = False
 
     @property
     def probe_cpu_s(self) -> float:
@@ -112,21 +114,23 @@ def _process(data: JsonObject) -> ProbeProcess:
                         wall_s=float(mpi["wall_s"]) if mpi["initialized"] else float(data["wall_s"]),
                         mpi_s=float(mpi["mpi_s"]), max_rss_mib=float(data["max_rss_kib"]) / 1024.0,
                         threads=tuple(threads), sampler_cpu_s=float(data.get("sampler_cpu_s", 0.0)),
-                        start_cpu_s=float(data.get("start_cpu_s", 0.0)))
+                        start_cpu_s=float(data.get("start_cpu_s", 0.0)), spawned=bool(mpi.get("spawned", False)))
 
 
 def read_probe(directory: Path) -> tuple[ProbeProcess, ...]:
-    """Every process file of a run's probe directory, ordered by rank then pid; files that do not parse are left
-    out (a process killed while writing leaves only its temporary file). When some process initialised MPI, those
-    that did not are left out too: helpers the MPI library started (an Open MPI singleton's orted inherits the
-    preload), not ranks."""
+    """The launched ranks among the process files of a run's probe directory, ordered by rank then pid; files that
+    do not parse are left out (a process killed while writing leaves only its temporary file). When some process
+    initialised MPI, those that did not are left out too: helpers the MPI library started (an Open MPI singleton's
+    orted inherits the preload), not ranks. So are the processes a rank started with MPI_Comm_spawn: a world of
+    their own, of their own size and ranks, which the layout did not place."""
     processes = []
     for path in sorted(directory.glob("probe-*.json")):
         try:
             processes.append(_process(json.loads(path.read_text(errors="replace"))))
         except (ValueError, KeyError, TypeError):
             continue
-    ranks = [p for p in processes if p.mpi_initialized] or processes
+    initialized = [p for p in processes if p.mpi_initialized]
+    ranks = [p for p in initialized if not p.spawned] if initialized else processes
     return tuple(sorted(ranks, key=lambda p: (p.rank, p.pid)))
 
 

@@ -4,6 +4,7 @@ live runs of programs hympi did not build."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from hympi.probe import (
     working_threads,
 )
 from hympi.store import Store
-from userprograms import hybrid, hybrid_binary, lammps, launch
+from userprograms import hybrid, hybrid_binary, lammps, launch, spawn_binary, spawning
 
 RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "probe"
 
@@ -158,6 +159,32 @@ def test_a_short_run_s_threads_are_judged_on_their_work_after_mpi_s_start_up(
     main, team = process.threads
     assert 0 < main.init_cpu_s < main.cpu_s and team.init_cpu_s == 0.0  # the team thread was born after MPI_Init
     assert working_threads([process], 2) == 2 and idle_threads([process], 2) is None, process
+
+
+def test_a_worker_started_by_mpi_comm_spawn_is_no_rank_of_the_layout(
+        tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """A manager-worker program (tests/programs/spawn.c) on 2 ranks starts a 1-process world of its own with
+    MPI_Comm_spawn: the run is still one job of 2 ranks, the worker is marked spawned in its probe file and left out
+    of the ranks, and the profile holds the launched job's 2x2 matrix, not the worker's, though it finalizes last."""
+    program = spawning(spawn_binary(tmp_path_factory), 100_000)
+    probed = tmp_path / "probe"
+    probed.mkdir()
+    with monkeypatch.context() as m:
+        for name, value in probe_env(probed):
+            m.setenv(name, value)
+        proc = launch(program, 2, 1, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    files = [json.loads(path.read_text())["mpi"] for path in sorted(probed.glob("probe-*.json"))]
+    mpi = sorted((f["size"], f["spawned"]) for f in files if f["initialized"])  # not the helpers the spawn started
+    assert mpi == [(1, True), (2, False), (2, False)], files
+    processes = read_probe(probed)
+    assert [(p.rank, p.world_size) for p in processes] == [(0, 2), (1, 2)]
+    assert mpi_job_problem(processes, 2) is None
+    assert json.loads((probed / "profile.json").read_text())["ranks"] == 2
+    # hympi run judges the same program end to end (with room for the worker: --oversubscribe).
+    run = hympi("run", program.command[0], "--ranks", "2", "--oversubscribe", "--metric", program.metric,
+                "--verify", program.verify, "--", *program.command[1:])
+    assert run.returncode == 0, run.stdout + run.stderr
 
 
 @pytest.mark.parametrize(("args", "needle"), [(["--pairs", "1"], "--pairs: 1 gives no interval: at least 2 pairs"),

@@ -41,6 +41,10 @@ HYBRID_RATE = r"rate: ([0-9]+(?:\.[0-9]*)?) Mupdates/s"
 HYBRID_VERIFIED = r"(?m)^verification: SUCCESSFUL"
 HYBRID_LAYOUT = r"hybrid: ([0-9]+) ranks x ([0-9]+) threads"
 
+SPAWN_SOURCE = REPO / "tests" / "programs" / "spawn.c"
+SPAWN_RATE = r"rate: ([0-9]+(?:\.[0-9]*)?) sums/s"
+SPAWN_VERIFIED = r"(?m)^ranks: [0-9]+, worker sum verified$"
+
 
 @dataclass(frozen=True)
 class Invocation:
@@ -58,16 +62,16 @@ class Invocation:
 
 
 @functools.cache
-def _compile(directory: Path) -> Path:
+def _compile(directory: Path, source: Path = HYBRID_SOURCE) -> Path:
     mpicc = shutil.which("mpicc")
     if mpicc is None:
         skips.skip(skips.Reason.OPEN_MPI, "mpicc is not on PATH")
     directory.mkdir(parents=True, exist_ok=True)
-    binary = directory / "hybrid"
-    proc = subprocess.run([mpicc, "-fopenmp", "-O2", "-o", str(binary), str(HYBRID_SOURCE), "-lm"],
+    binary = directory / source.stem
+    proc = subprocess.run([mpicc, "-fopenmp", "-O2", "-o", str(binary), str(source), "-lm"],
                           capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
-        skips.skip(skips.Reason.NOT_BUILT, f"mpicc -fopenmp could not compile {HYBRID_SOURCE}: {proc.stderr.strip()}")
+        skips.skip(skips.Reason.NOT_BUILT, f"mpicc -fopenmp could not compile {source}: {proc.stderr.strip()}")
     return binary
 
 
@@ -83,6 +87,17 @@ def hybrid_binary(factory: pytest.TempPathFactory) -> Path:
     """tests/programs/hybrid.c compiled with `mpicc -fopenmp -O2`, once per session (per xdist worker) whichever
     test asks first; skips (fails under CI) without mpicc or when it does not compile."""
     return _compile(factory.getbasetemp() / "userprograms")
+
+
+def spawn_binary(factory: pytest.TempPathFactory) -> Path:
+    """tests/programs/spawn.c compiled like hybrid_binary."""
+    return _compile(factory.getbasetemp() / "userprograms", SPAWN_SOURCE)
+
+
+def spawning(binary: Path, n: int) -> Invocation:
+    """spawn.c's run: each launch starts one worker with MPI_Comm_spawn, which sums 1..n."""
+    return Invocation(command=(str(binary), str(n)), metric=SPAWN_RATE, metric_unit="sums/s", better="higher",
+                      verify=SPAWN_VERIFIED)
 
 
 def hybrid(binary: Path, points: int, steps: int, *, broken: bool = False) -> Invocation:
