@@ -22,6 +22,9 @@ packages=(
   # Another, that writes its results into a file and appends them to the last run's (HPC Challenge's hpccoutf.txt;
   # tests/python/test_output_file.py): 1.3 MB installed.
   hpcc
+  # Python's MPI (Debian's python3, not the venv's): a task farm on mpi4py.futures, whose workers MPI_Comm_spawn
+  # starts (tests/programs/farm.py): 1.8 MB installed.
+  python3-mpi4py
 )
 missing=()
 for p in "${packages[@]}"; do

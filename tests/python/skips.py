@@ -1,7 +1,7 @@
 """The one way a test skips: hardware this machine lacks, or other work keeping it busy, may skip anywhere; a part
-the bootstrap installs or builds (Slurm, MPICH, Chromium, h5py, Fortran, LAMMPS, HPC Challenge, Open MPI, the apps)
-skips on a developer's machine but fails when CI is set, so that CI is never green because what it should have
-tested did not start (issue 30, A.2).
+the bootstrap installs or builds (Slurm, MPICH, Chromium, h5py, Fortran, LAMMPS, HPC Challenge, mpi4py, Open MPI,
+the apps) skips on a developer's machine but fails when CI is set, so that CI is never green because what it should
+have tested did not start (issue 30, A.2).
 
 Every skip message starts with its reason's text (`Reason.value`), which is what the summary line at the end of the
 run counts by (conftest.py's pytest_terminal_summary).
@@ -43,6 +43,7 @@ class Reason(Enum):
     FORTRAN = "no Fortran"
     LAMMPS = "no LAMMPS"
     HPCC = "no HPC Challenge"
+    MPI4PY = "no mpi4py"
     NOT_BUILT = "not built"
     # The file systems the tests write to: the checkpoint writer's O_DIRECT path needs one that reports its alignment
     # under tmp_path (ext4, xfs) and its fallback a tmpfs at /dev/shm, as the machines `make test` runs on have.

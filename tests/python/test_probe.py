@@ -26,7 +26,7 @@ from hympi.probe import (
     working_threads,
 )
 from hympi.store import Store
-from userprograms import hybrid, hybrid_binary, lammps, launch, spawn_binary, spawning
+from userprograms import farm, hybrid, hybrid_binary, lammps, launch, spawn_binary, spawning
 
 RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "probe"
 
@@ -185,6 +185,18 @@ def test_a_worker_started_by_mpi_comm_spawn_is_no_rank_of_the_layout(
     run = hympi("run", program.command[0], "--ranks", "2", "--oversubscribe", "--metric", program.metric,
                 "--verify", program.verify, "--", *program.command[1:])
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_an_mpi4py_futures_farm_is_one_job_of_its_launched_rank():
+    """mpi4py.futures, as Python users farm out tasks: 1 launched rank (the manager) spawns a pool of 2 workers. hympi
+    run judges the one rank it launched (a world of 1), not the workers' world of 2, and reads the farm's rate."""
+    program = farm(8, 2)
+    proc = hympi("run", program.command[0], "--ranks", "1", "--oversubscribe", "--json", "--metric", program.metric,
+                 "--verify", program.verify, "--", *program.command[1:])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert record["probe"]["processes"] == 1 and record["probe"]["ranks_seen"] == [1], record["probe"]
+    assert record["rate"] > 0
 
 
 @pytest.mark.parametrize(("args", "needle"), [(["--pairs", "1"], "--pairs: 1 gives no interval: at least 2 pairs"),

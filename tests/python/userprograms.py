@@ -45,6 +45,10 @@ SPAWN_SOURCE = REPO / "tests" / "programs" / "spawn.c"
 SPAWN_RATE = r"rate: ([0-9]+(?:\.[0-9]*)?) sums/s"
 SPAWN_VERIFIED = r"(?m)^ranks: [0-9]+, worker sum verified$"
 
+FARM_SOURCE = REPO / "tests" / "programs" / "farm.py"
+FARM_RATE = r"rate: ([0-9]+(?:\.[0-9]*)?) tasks/s"
+FARM_VERIFIED = r"(?m)^farm: [0-9]+ tasks on [0-9]+ workers, results verified$"
+
 
 @dataclass(frozen=True)
 class Invocation:
@@ -98,6 +102,17 @@ def spawning(binary: Path, n: int) -> Invocation:
     """spawn.c's run: each launch starts one worker with MPI_Comm_spawn, which sums 1..n."""
     return Invocation(command=(str(binary), str(n)), metric=SPAWN_RATE, metric_unit="sums/s", better="higher",
                       verify=SPAWN_VERIFIED)
+
+
+def farm(tasks: int, workers: int) -> Invocation:
+    """tests/programs/farm.py under Debian's python3: `tasks` tasks on `workers` workers mpi4py.futures spawns;
+    skips (fails under CI) without mpi4py for that python3."""
+    python = shutil.which("python3", path="/usr/bin")
+    if python is None or subprocess.run([python, "-c", "import mpi4py.futures"], capture_output=True, timeout=60,
+                                        check=False).returncode != 0:
+        skips.skip(skips.Reason.MPI4PY, "/usr/bin/python3 cannot import mpi4py.futures (Debian package python3-mpi4py)")
+    return Invocation(command=(python, str(FARM_SOURCE), str(tasks), str(workers)), metric=FARM_RATE,
+                      metric_unit="tasks/s", better="higher", verify=FARM_VERIFIED)
 
 
 def hybrid(binary: Path, points: int, steps: int, *, broken: bool = False) -> Invocation:
