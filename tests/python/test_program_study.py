@@ -33,8 +33,8 @@ def _text(page: Path) -> str:
 def test_a_study_of_lammps_and_a_hybrid_program_recommends_a_layout_for_each(tmp_path: Path,
                                                                              tmp_path_factory: pytest.TempPathFactory):
     programs = tmp_path / "hympi-programs.toml"
-    programs.write_text(_entry("melt", lammps(cells=8, steps=300)) +
-                        _entry("heat", hybrid(hybrid_binary(tmp_path_factory), 2_000_000, 40)))
+    programs.write_text(_entry("melt", lammps(cells=6, steps=200)) +
+                        _entry("heat", hybrid(hybrid_binary(tmp_path_factory), 1_000_000, 30)))
     db, out = tmp_path / "r.db", tmp_path / "report"
     proc = hympi("study", "--quick", "--programs", str(programs), "--db", str(db), "--out", str(out), timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
