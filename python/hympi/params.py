@@ -250,8 +250,9 @@ class Param:
     def _setting(self) -> Value:
         """The options layer's value (checked there, against contract.toml) in this parameter's form: a list
         parameter gets the one value as a list of one."""
-        value = settings().value(self.setting)
-        return bool(value) if self.parse is None else self.parse(self.flag, text_of(value))
+        setting = settings().get(self.setting)
+        # A bad value is named where the user set it (its variable, or "FILE: key"), not by a flag they did not type.
+        return bool(setting.value) if self.parse is None else self.parse(setting.name, text_of(setting.value))
 
     def check_text(self, value: Value) -> None:
         """Checks a value built in code or read back from a record with the parser the command line uses (the same

@@ -312,7 +312,8 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
         store.finish_study(study_id)
         say("writing the report")
         report = write_report(store, options.out_dir, sweep_ids, store.study(study_id).notes,
-                              title=f"hympi study of {machine.hostname}" + (" (quick)" if options.quick else ""))
+                              title=f"hympi study of {machine.hostname}" + (" (quick)" if options.quick else ""),
+                              disturbed_above=options.disturbed_above)
         return StudyResult(report=report, statuses=Counter(run.status for run in store.runs(sweep_ids)))
 
 

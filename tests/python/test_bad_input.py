@@ -180,6 +180,28 @@ def test_report_unknown_sweep_leaves_no_output_directory(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.parametrize(("env", "listing", "needle"), [
+    # Named as the user set it, not as a flag `report` does not have (the report reads it for tuned programs'
+    # profiles).
+    ({"HYMPI_DISTURBED_ABOVE": "abc"}, None, "HYMPI_DISTURBED_ABOVE: 'abc' is not a number of cores"),
+    # A listing the user named is read whether or not a stored space needs it.
+    ({}, '{"format": "other"}', "is not a 'hympi tune params --json' listing"),
+])
+def test_report_bad_setting_or_listing_leaves_no_output_directory(env, listing, needle, tmp_path):
+    db = tmp_path / "results.db"
+    from hympi.store import Store
+
+    Store.open(db).close()
+    out = tmp_path / "report"
+    args = ["report", "--db", str(db), "--out", str(out)]
+    if listing is not None:
+        (tmp_path / "cvars.json").write_text(listing)
+        args += ["--cvars", str(tmp_path / "cvars.json")]
+    proc = hympi(*args, env=env)
+    assert_refused(proc, needle)
+    assert not out.exists(), "an output directory was left behind"
+
+
 @pytest.mark.parametrize(("command", "flag", "banner"),
                          [("run rb3d", "--help", "hympi-rb3d"), ("run rb3d", "-h", "hympi-rb3d"),
                           ("run stream", "--help", "hympi-stream"), ("affinity", "--help", "hympi-affinity")])

@@ -441,8 +441,7 @@ def test_a_tie_break_in_a_side_pair_never_contradicts_the_recommended_layout():
     assert "choose 1x2 for its lower memory per node" in text, text
 
 
-def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(page: Page, tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch):
+def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(page: Page, tmp_path: Path):
     store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:4])
     configs = list(tunedata.space().configurations())
     tunedata.add_tune(store, 1, "is --class S", "guided", configs[:4], lambda c: tunedata.rule(0.05, 0.2, c))
@@ -451,8 +450,7 @@ def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(p
     tunedata.add_tune(store, 1, "stream --n 1", "exhaustive", configs, lambda c: 0.001 * (configs.index(c) % 3),
                       memory=lambda c: 130.0 if c.params().get(eager) == "65536" else 100.0)
     # ... and which computed with one of the two threads per rank its thread check gave it, profiled beside 1.4 cores
-    # of other work; lu-mz profiled again beside 0.8, below the limit the report takes from $HYMPI_DISTURBED_ABOVE.
-    monkeypatch.setenv("HYMPI_DISTURBED_ABOVE", "1")
+    # of other work; lu-mz profiled again beside 0.8, below the report's limit (1 core, below).
     store.add_profile(1, "stream --n 1", "stream", 4, 1,
                       {**tunedata.features(0.5, 0.5, working_threads=1), BUSY_PROFILE_NAME: 1.4}, {})
     store.add_profile(1, "lu-mz --class S", "lu-mz", 4, 1, {**tunedata.features(0.45, 0.5), BUSY_PROFILE_NAME: 0.8},
@@ -461,7 +459,7 @@ def test_report_tuning_section_shows_speedups_strategies_prediction_and_memory(p
                 ("mpirun",), "ok", 0, 1.0, {"rate": 5.0, "rate_unit": "GFLOP/s", "problem": "8^3", "verified": True})
     store.add_run(plain)
     out = ensure_out_dir(tmp_path / "report")
-    index = write_report(store, out, cvars=tunedata.listing)
+    index = write_report(store, out, cvars=tunedata.listing, disturbed_above=1.0)
     store.close()
     page.open(index.as_uri())
     assert page.errors() == []

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from hympi.errors import HympiError, UsageError
 from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.store import Store, TuneRecord
-from hympi.tune.options import PROFILE_DISTURBED_ABOVE
 from hympi.tune.predict import ProgramVerdict, busy_notes, evaluate
 from hympi.tune.results import Measured, Speedup, best, default_of, speedup, tune_results
 from hympi.tune.space import UNSET_LABEL, Configuration, CvarSource
@@ -131,14 +130,11 @@ class Prediction:
         return busy_notes(self.verdicts, self.disturbed_above)
 
 
-def prediction(store: Store, cvars: CvarSource) -> Prediction:
+def prediction(store: Store, cvars: CvarSource, disturbed_above: float = DEFAULT_DISTURBED_ABOVE) -> Prediction:
     """evaluate() over the store; a Prediction saying why when it cannot run (too few programs, no profiles, the
-    spaces cannot be rebuilt without the library's control variables). A profile is disturbed above `tune
-    evaluate`'s default limit ($HYMPI_DISTURBED_ABOVE where set)."""
+    spaces cannot be rebuilt without the library's control variables)."""
     try:
         verdicts, notes = evaluate(store, cvars)
     except (HympiError, UsageError) as exc:
         return Prediction((), (), str(exc))
-    limit = PROFILE_DISTURBED_ABOVE.value(None, {})
-    assert isinstance(limit, float), limit
-    return Prediction(tuple(verdicts), tuple(notes), disturbed_above=limit)
+    return Prediction(tuple(verdicts), tuple(notes), disturbed_above=disturbed_above)

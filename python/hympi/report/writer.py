@@ -6,6 +6,7 @@ from pathlib import Path
 
 from hympi.errors import HympiFatal
 from hympi.outputs import write_output
+from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.report import plots
 from hympi.report.analysis import group_runs
 from hympi.report.blades import blades_views
@@ -18,13 +19,15 @@ from hympi.store import Store, now_utc
 from hympi.tune.space import CvarSource, listing_source
 
 
-def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSource | None) -> TuningView | None:
+def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSource | None,
+                 disturbed_above: float) -> TuningView | None:
     """The Tuning section's data and figures for these tunes (None without any): the predictor is evaluated with
-    `cvars` (default: the installed library's, read only when a stored space has MPI parameters)."""
+    `cvars` (default: the installed library's, read only when a stored space has MPI parameters), and a profile
+    taken beside more than `disturbed_above` cores of other work is named."""
     if not tune_ids:
         return None
     programs = tuple(tuning_data(store, tune_ids))
-    predicted = prediction(store, cvars or listing_source(None))
+    predicted = prediction(store, cvars or listing_source(None), disturbed_above)
     memory = {}
     for program in programs:
         if plots.tune_memory(program, out_dir / f"{program.slug}-memory.png") is not None:
@@ -37,19 +40,21 @@ def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSou
 
 
 def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None, notes: tuple[str, ...] = (),
-                 title: str = "hympi study", cvars: CvarSource | None = None) -> Path:
+                 title: str = "hympi study", cvars: CvarSource | None = None,
+                 disturbed_above: float = DEFAULT_DISTURBED_ABOVE) -> Path:
     """Writes index.html and its PNG plots into `out_dir`; returns the path of index.html. Runs of tunes go to the
-    Tuning section (with `cvars` for rebuilding their spaces), not to the per-app sections. HympiFatal naming the
-    directory when a file cannot be written there (a full disk): the runs stay in the database, which says so."""
+    Tuning section (with `cvars` for rebuilding their spaces, and naming the programs profiled beside more than
+    `disturbed_above` cores of other work), not to the per-app sections. HympiFatal naming the directory when a
+    file cannot be written there (a full disk): the runs stay in the database, which says so."""
     try:
-        return _write_report(store, out_dir, sweep_ids, notes, title, cvars)
+        return _write_report(store, out_dir, sweep_ids, notes, title, cvars, disturbed_above)
     except OSError as exc:
         raise HympiFatal(f"cannot write the report into {out_dir} ({exc.strerror or exc}); the runs are kept in "
                          f"{store.path} (hympi report --db {store.path} --out {out_dir} writes it again)") from None
 
 
 def _write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None, notes: tuple[str, ...], title: str,
-                  cvars: CvarSource | None) -> Path:
+                  cvars: CvarSource | None, disturbed_above: float) -> Path:
     """write_report's work."""
     runs = store.runs(sweep_ids)
     sweeps = store.sweeps()
@@ -104,7 +109,7 @@ def _write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None, note
         plots.blades_ratio(blade_view, out_dir / names["ratio"])
         plots.blades_memory(blade_view, out_dir / names["memory"])
         blade_figures[blade_view.slug] = names
-    tuning = _tuning_view(store, out_dir, tune_ids, cvars)
+    tuning = _tuning_view(store, out_dir, tune_ids, cvars, disturbed_above)
     page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes,
                   explained, tuning, transposes, data_layouts=layout_views, data_layout_figures=layout_figures,
                   data_layout_notes=experiment_notes(notes), blades=blade_views, blades_figures=blade_figures)

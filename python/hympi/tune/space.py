@@ -449,9 +449,13 @@ CvarSource = Callable[[], CvarListing]
 
 
 def listing_source(cvars_file: str | None) -> CvarSource:
-    """The listing in `cvars_file` (`hympi tune params --json`), else the installed library's, read at most once
-    however many spaces ask for it."""
-    return cache(lambda: load_listing(cvars_file))
+    """The listing in `cvars_file` (`hympi tune params --json`), read now: a file the user named is checked whether
+    or not a space needs it (UsageError naming it); else the installed library's, read when first asked and at most
+    once however many spaces ask for it."""
+    if cvars_file is not None:
+        listing = load_listing(cvars_file)
+        return lambda: listing
+    return cache(lambda: load_listing(None))
 
 
 def library_space(data: Mapping[str, Any], cvars: CvarSource) -> SearchSpace:
