@@ -513,7 +513,8 @@ def test_tuning_verdicts_tell_too_few_runs_from_no_difference():
     from hympi.tune.results import Speedup
 
     few = _verdict(Speedup(13.1, 8.7, 19.8, False, "13.10x (95 % CI 8.70-19.80): 3 runs a side are too few"), "A", "B")
-    assert few.startswith("A measured 13.10x B (") and "too few runs per configuration for a verdict" in few
+    assert few == ("A measured 13.10x B (CI 8.70-19.80) on too few runs per configuration to say so (a verdict "
+                   "needs 4 runs a side; tune with --repeat 4 or more)"), few
     same = _verdict(Speedup(1.01, 0.97, 1.05, False, "indistinguishable (1.01x)"), "A", "B")
     assert same == "no measurable difference between A and B on this machine (indistinguishable (1.01x))"
     assert "no evidence either way" in _verdict(Speedup(1.3, text="1.30x (no interval)"), "A", "B")

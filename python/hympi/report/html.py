@@ -341,8 +341,8 @@ def _verdict(s: Speedup, what: str, against: str) -> str:
         return (f"{what} measured {s.ratio:.2f}x {against} with too few ok runs for an interval: no evidence either "
                 f"way ({more})")
     if s.low > 1.0 or s.high < 1.0:  # only too few runs keep such an interval from a verdict
-        return (f"{what} measured {s.ratio:.2f}x {against} (CI {s.low:.2f}-{s.high:.2f}): too few runs per "
-                f"configuration for a verdict ({VERDICT_NEEDS}; {more})")
+        return (f"{what} measured {s.ratio:.2f}x {against} (CI {s.low:.2f}-{s.high:.2f}) on too few runs per "
+                f"configuration to say so ({VERDICT_NEEDS}; {more})")
     return f"no measurable difference between {what} and {against} on this machine ({s.text})"
 
 
