@@ -128,6 +128,12 @@ class Program:
             if not path.parent.is_dir():
                 raise UsageError(f"{OUTPUT_FILE.flag} {path}: directory {path.parent} does not exist")
 
+    def flags(self) -> list[str]:
+        """The flags that declare this program's figure of merit, check and output file again (PROGRAM's; a direction
+        only with its metric), as `hympi run PATH` and `hympi sweep PATH` take them."""
+        return [part for param in PROGRAM if (value := getattr(self, param.name))
+                and (self.metric or param is not BETTER_WAY) for part in param.spell(value)]
+
     def output_path(self) -> Path:
         """The output file where the program writes it (relative to its working directory)."""
         return resolve_in(self.workdir, self.output_file)

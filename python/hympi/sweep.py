@@ -74,8 +74,6 @@ from hympi.params import (
 from hympi.paths import REPO_ROOT
 from hympi.place.tree import NodeTree, load_node_tree
 from hympi.program import (
-    BETTER_WAY,
-    PROGRAM,
     Program,
     file_digest,
     probed_program_run,
@@ -158,11 +156,7 @@ class SweepParams:
 
     def program_spec(self) -> Program | None:
         """The program swept, None for a sweep of one of hympi's apps."""
-        if not self.program:
-            return None
-        return Program(name=self.app, path=self.program, sha256=self.program_sha256, metric=self.metric,
-                       metric_unit=self.metric_unit, better=self.better or "higher", verify=self.verify,
-                       workdir=self.workdir, output_file=self.output_file)
+        return program_from_fields(vars(self))
 
     def args_of(self, index: int) -> tuple[str, ...]:
         """The own app arguments of layout number `index` (() without per-layout arguments)."""
@@ -243,6 +237,20 @@ def program_fields(program: Program) -> dict[str, str]:
             "metric_unit": program.metric_unit, "better": program.better if program.metric else "",
             "verify": program.verify, "workdir": program.workdir,
             **({"output_file": program.output_file} if program.output_file else {})}
+
+
+def program_from_fields(fields: Mapping[str, object]) -> Program | None:
+    """The program that SweepParams fields name (program_fields' inverse: a tune stores them as its subject), None
+    for one of hympi's apps."""
+    if not fields.get("program"):
+        return None
+
+    def text(key: str) -> str:
+        return str(fields.get(key) or "")
+
+    return Program(name=text("app"), path=text("program"), sha256=text("program_sha256"), metric=text("metric"),
+                   metric_unit=text("metric_unit"), better=text("better") or "higher", verify=text("verify"),
+                   workdir=text("workdir"), output_file=text("output_file"))
 
 
 def program_subject(subject: str, values: Mapping[str, object]) -> dict[str, str]:
@@ -870,10 +878,7 @@ def sbatch_command(params: SweepParams, db: Path) -> list[str]:
         cmd += p.spell(value)
     program = params.program_spec()
     if program is not None:
-        for p in PROGRAM:
-            value = getattr(program, p.name)
-            if value and (program.metric or p is not BETTER_WAY):  # a direction is spelled only with its metric
-                cmd += p.spell(value)
+        cmd += program.flags()
     cmd += ["--db", str(db.resolve()), *LAUNCHER.spell("slurm"), "--resume"]
     for name, value in params.mpi_params:
         cmd += ["--mpi-param", f"{name}={value}"]

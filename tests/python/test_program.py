@@ -4,7 +4,9 @@ programs file, bad input refused before anything starts, and sweeps of small scr
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -252,6 +254,16 @@ def test_hympi_tune_run_searches_layouts_and_mpi_parameters_of_a_program(tmp_pat
     assert {(r.ranks, r.status) for r in runs} == {(1, "ok"), (2, "ok")}
     assert all(r.record is not None and r.record["rate_unit"] == "Mupdates/s" for r in runs)
     assert any("OMPI_MCA_btl_vader_eager_limit=8192" in " ".join(r.command) for r in runs)
+    # The best configuration's command runs the program by its path, judged as its tune judged it.
+    best = hympi("tune", "best", "--db", str(db), "--format", "flags")
+    assert best.returncode == 0, best.stderr
+    words = shlex.split(best.stdout)
+    assert words[:3] == ["hympi", "run", invocation.command[0]], words
+    cut = words.index("--")
+    again = hympi(*words[1:cut], "--json", *words[cut:])
+    assert again.returncode == 0, again.stdout + again.stderr
+    record = json.loads(again.stdout.strip().splitlines()[-1])
+    assert record["rate_unit"] == "Mupdates/s" and record["metrics"]["verification"].startswith("matched"), record
 
 
 def test_hympi_tune_run_says_which_configurations_left_threads_idle(tmp_path: Path):

@@ -4,7 +4,7 @@ environment file, and the `hympi run` command with its layout flags."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hympi.errors import UsageError
@@ -14,6 +14,7 @@ from hympi.tune.declared import TOOLS, declared_names
 from hympi.tune.options import FORMATS
 from hympi.tune.results import Measured, Speedup, best, default_of, speedup, tune_results
 from hympi.tune.space import Configuration
+from hympi.tune.tuner import TuneParams
 
 
 @dataclass(frozen=True)
@@ -110,18 +111,24 @@ def mpich_env(found: BestConfiguration) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_flags(config: Configuration, app: str, app_args: tuple[str, ...]) -> list[str]:
-    """The `hympi run` argument list that runs `config`: -n, --threads, --bind, one --mpi-param per parameter."""
-    cmd = ["hympi", "run", app, "-n", str(config.ranks), "--threads", str(config.threads), "--bind", config.bind]
+def run_flags(config: Configuration, app: str, app_args: tuple[str, ...], judging: Sequence[str] = ()) -> list[str]:
+    """The `hympi run` argument list that runs `config`: -n, --threads, --bind, a program's `judging` flags
+    (Program.flags), one --mpi-param per parameter."""
+    cmd = ["hympi", "run", app, "-n", str(config.ranks), "--threads", str(config.threads), "--bind", config.bind,
+           *judging]
     for name, value in config.mpi_params:
         cmd += ["--mpi-param", f"{name}={value}"]
     return [*cmd, "--", *app_args] if app_args else cmd
 
 
 def run_command_text(found: BestConfiguration) -> str:
-    """The `hympi run` command of the best configuration as shell text."""
-    args = tuple(str(a) for a in found.tune.params.get("app_args", []))
-    return shlex.join(run_flags(found.best.config, found.tune.app, args))
+    """The `hympi run` command of the best configuration as shell text: a program of the user's own by its path
+    (its name alone would be taken for one of hympi's apps) and judged as its tune judged it."""
+    params = TuneParams.from_dict(found.tune.params)
+    program = params.program_spec()
+    if program is None:
+        return shlex.join(run_flags(found.best.config, params.app, params.app_args))
+    return shlex.join(run_flags(found.best.config, program.path, params.app_args, program.flags()))
 
 
 def render(found: BestConfiguration, fmt: str, lookup: DeclaredLookup = declared_names) -> str:

@@ -30,10 +30,11 @@ from hympi.params import (
     declared_default,
     from_record,
 )
+from hympi.program import Program
 from hympi.stats.compare import Sample
 from hympi.store import MachineRecord, Store, TuneRecord
 from hympi.store.db import owner_alive
-from hympi.sweep import SweepParams, plan, run_sweep
+from hympi.sweep import SweepParams, plan, program_from_fields, run_sweep
 from hympi.tune.options import DEFAULT_EI_STOP, STRATEGIES, TUNE_RUN
 from hympi.tune.results import Measured, best, sweep_configuration, tune_results
 from hympi.tune.search import Proposal, Search, Stop
@@ -73,6 +74,10 @@ class TuneParams:
     def program(self) -> str:
         """The program tuned, as text: the app and its problem arguments ('is --class A')."""
         return " ".join([self.app, *self.app_args])
+
+    def program_spec(self) -> Program | None:
+        """The program of the user's own tuned (from its subject), None for one of hympi's apps."""
+        return program_from_fields(dict(self.subject))
 
     @property
     def repeat_text(self) -> str:
