@@ -42,6 +42,7 @@ import numpy as np
 from hympi.errors import HympiError, UsageError
 from hympi.launch.cvars import cvar_from_json
 from hympi.store import Store, TuneRecord
+from hympi.sweep import program_from_fields
 from hympi.tune.features import (
     BUSY_PROFILE_NAME,
     busy_profile_text,
@@ -403,8 +404,8 @@ def tuned_programs(store: Store, cvars: CvarSource) -> list[TunedProgram]:
         widest = max(finished[program], key=lambda t: (len(results[t.id]), t.id))
         args = tuple(str(a) for a in widest.params.get("app_args", []))
         # A program of your own is tuned with its sweep fields as the tune's subject: its path among them.
-        subject = {str(k): str(v) for k, v in widest.params.get("subject", [])}
-        out.append(TunedProgram(program=program, app=widest.app, command=subject.get("program", widest.app),
+        own = program_from_fields({str(k): v for k, v in widest.params.get("subject", [])})
+        out.append(TunedProgram(program=program, app=widest.app, command=own.path if own else widest.app,
                                 app_args=args, tunes=tuple(finished[program]), space=stored_space(widest, cvars),
                                 measured=tuple(m for t in finished[program] for m in results[t.id])))
     return out
