@@ -122,13 +122,12 @@ def run_flags(config: Configuration, app: str, app_args: tuple[str, ...], judgin
 
 
 def run_command_text(found: BestConfiguration) -> str:
-    """The `hympi run` command of the best configuration as shell text: a program of the user's own by its path
-    (its name alone would be taken for one of hympi's apps) and judged as its tune judged it."""
+    """The `hympi run` command of the best configuration as shell text (a program of the user's own judged as its
+    tune judged it)."""
     params = TuneParams.from_dict(found.tune.params)
     program = params.program_spec()
-    if program is None:
-        return shlex.join(run_flags(found.best.config, params.app, params.app_args))
-    return shlex.join(run_flags(found.best.config, program.path, params.app_args, program.flags()))
+    judging = program.flags() if program is not None else []
+    return shlex.join(run_flags(found.best.config, params.command, params.app_args, judging))
 
 
 def render(found: BestConfiguration, fmt: str, lookup: DeclaredLookup = declared_names) -> str:

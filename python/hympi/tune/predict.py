@@ -42,7 +42,6 @@ import numpy as np
 from hympi.errors import HympiError, UsageError
 from hympi.launch.cvars import cvar_from_json
 from hympi.store import Store, TuneRecord
-from hympi.sweep import program_from_fields
 from hympi.tune.features import (
     BUSY_PROFILE_NAME,
     busy_profile_text,
@@ -53,6 +52,7 @@ from hympi.tune.features import (
 from hympi.tune.programs import stored_profile
 from hympi.tune.results import Measured, tune_results
 from hympi.tune.space import Configuration, CvarSource, SearchSpace, library_space, parse_space
+from hympi.tune.tuner import TuneParams
 
 HIDDEN_LAYERS = (16,)
 ALPHA = 1e-2
@@ -402,11 +402,9 @@ def tuned_programs(store: Store, cvars: CvarSource) -> list[TunedProgram]:
     for program in sorted(finished):
         results = {t.id: tune_results(store, t.id) for t in finished[program]}
         widest = max(finished[program], key=lambda t: (len(results[t.id]), t.id))
-        args = tuple(str(a) for a in widest.params.get("app_args", []))
-        # A program of your own is tuned with its sweep fields as the tune's subject: its path among them.
-        own = program_from_fields({str(k): v for k, v in widest.params.get("subject", [])})
-        out.append(TunedProgram(program=program, app=widest.app, command=own.path if own else widest.app,
-                                app_args=args, tunes=tuple(finished[program]), space=stored_space(widest, cvars),
+        params = TuneParams.from_dict(widest.params)
+        out.append(TunedProgram(program=program, app=widest.app, command=params.command, app_args=params.app_args,
+                                tunes=tuple(finished[program]), space=stored_space(widest, cvars),
                                 measured=tuple(m for t in finished[program] for m in results[t.id])))
     return out
 

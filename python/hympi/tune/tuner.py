@@ -80,6 +80,13 @@ class TuneParams:
         return program_from_fields(dict(self.subject))
 
     @property
+    def command(self) -> str:
+        """What launches the subject: a program of the user's own by its path (its name alone would be taken for
+        one of hympi's apps), or the app's name."""
+        program = self.program_spec()
+        return program.path if program is not None else self.app
+
+    @property
     def repeat_text(self) -> str:
         """How many measured runs each configuration gets: '3' or 'auto: 3 to 10'."""
         return f"{AUTO}: {self.repeat} to {self.max_repeat}" if self.auto else str(self.repeat)
