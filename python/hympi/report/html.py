@@ -447,7 +447,7 @@ def _prediction_part(prediction: Prediction, ratios: str) -> str:
                f"{_num(base, '.3f')} ({escape(verdict)})</p>")
     notes = "".join(f"<div class='note'>left out: {escape(n)}</div>" for n in prediction.notes)
     notes += "".join(f"<div class='note'>{escape(note)}</div>"
-                     for note in [*narrowed_notes(prediction.verdicts), *prediction.busy()])
+                     for note in [*narrowed_notes(prediction.verdicts), *prediction.busy])
     figure = (f"<figure><img src='{escape(ratios)}' alt='predicted vs best measured speedup per program'></figure>"
               if ratios else "")
     parts.append(summary + figure + _table("tune-predicted", caption, head, rows) + notes)

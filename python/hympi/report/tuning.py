@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass
 
 from hympi.errors import HympiError, UsageError
-from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.store import Store, TuneRecord
 from hympi.tune.predict import ProgramVerdict, busy_notes, evaluate
 from hympi.tune.results import Measured, Speedup, best, default_of, speedup, tune_results
@@ -118,23 +117,20 @@ def tuning_data(store: Store, tune_ids: set[int] | None = None) -> list[ProgramT
 @dataclass(frozen=True)
 class Prediction:
     """The predictor's leave-one-program-out verdicts, or why there are none, notes on programs left out, and the
-    other work (cores) above which a profile is called disturbed."""
+    held-out programs profiled beside other work (as `hympi tune evaluate` names them)."""
 
     verdicts: tuple[ProgramVerdict, ...]
     notes: tuple[str, ...]
     missing: str = ""
-    disturbed_above: float = DEFAULT_DISTURBED_ABOVE
-
-    def busy(self) -> list[str]:
-        """The held-out programs profiled beside other work, as `hympi tune evaluate` names them."""
-        return busy_notes(self.verdicts, self.disturbed_above)
+    busy: tuple[str, ...] = ()
 
 
-def prediction(store: Store, cvars: CvarSource, disturbed_above: float = DEFAULT_DISTURBED_ABOVE) -> Prediction:
-    """evaluate() over the store; a Prediction saying why when it cannot run (too few programs, no profiles, the
-    spaces cannot be rebuilt without the library's control variables)."""
+def prediction(store: Store, cvars: CvarSource, disturbed_above: float) -> Prediction:
+    """evaluate() over the store, naming the profiles taken beside more than `disturbed_above` cores of other work;
+    a Prediction saying why when it cannot run (too few programs, no profiles, the spaces cannot be rebuilt without
+    the library's control variables)."""
     try:
         verdicts, notes = evaluate(store, cvars)
     except (HympiError, UsageError) as exc:
         return Prediction((), (), str(exc))
-    return Prediction(tuple(verdicts), tuple(notes), disturbed_above=disturbed_above)
+    return Prediction(tuple(verdicts), tuple(notes), busy=tuple(busy_notes(verdicts, disturbed_above)))
