@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from hympi.capture import read_bounded
+
 # Read in blocks: a log file may be larger than what a run adds to it by far.
 _BLOCK = 1 << 20
 
@@ -64,7 +66,8 @@ def text_written_since(mark: FileMark) -> FileText:
     """The text the file gained since `mark`: what follows its old bytes when they are still its beginning (it was
     appended to), else the whole file (it was written anew). A file that is missing, or unchanged since the mark, was
     not written by the run: `problem` says so, as it does for a file that cannot be read. Bytes that are not UTF-8
-    are replaced (a figure of merit is ASCII; the rest of the file need not be)."""
+    are replaced (a figure of merit is ASCII; the rest of the file need not be); of a file larger than a program's
+    output stream, its head and tail are kept (hympi.capture)."""
     try:
         status = mark.path.stat()
         unchanged = (status.st_ino, status.st_size, status.st_mtime_ns) == (mark.inode, mark.size, mark.mtime_ns)
@@ -75,12 +78,12 @@ def text_written_since(mark: FileMark) -> FileText:
         with mark.path.open("rb") as handle:
             if appended:
                 handle.seek(mark.size)
-            data = handle.read()
+            text = read_bounded(handle)
     except FileNotFoundError:
         return FileText(problem="was not written by the run (there is no such file)")
     except OSError as exc:
         return FileText(problem=f"cannot be read ({exc.strerror or exc})")
-    return FileText(text=data.decode("utf-8", errors="replace"))
+    return FileText(text=text)
 
 
 def resolve_in(workdir: str, path: str) -> Path:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hympi.apps import APPS
+from hympi.capture import omitted_note, tail_lines
 from hympi.errors import UsageError
 from hympi.filemark import FileText, mark_file, resolve_in, text_written_since
 from hympi.jsontypes import JsonObject
@@ -296,7 +297,7 @@ def probed_program_run(program: Program, launch: Callable[[Env], RunOutcome], ra
 
 def _last_lines(text: str) -> str:
     """The last lines of a program's output, for a reason that says what it printed instead."""
-    lines = [line for line in text.splitlines() if line.strip()][-SHOWN_LINES:]
+    lines = [line for line in tail_lines(text, 4 * SHOWN_LINES) if line.strip()][-SHOWN_LINES:]
     return " | ".join(line.strip()[:200] for line in lines) or "(no output)"
 
 
@@ -324,6 +325,7 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
     if written is not None:
         text = f"{written.text}\n{text}"
         searched = f"what the run wrote into {program.output_path()} or its output"
+    searched += omitted_note(text)
     if program.verify and re.search(program.verify, text) is None:
         return _failed(outcome, f"verification {program.verify!r} not found in {searched}; its last lines: "
                                 f"{_last_lines(text)}")

@@ -112,10 +112,12 @@ def parse_record(data: object) -> ResultRecord:
 
 def find_result_line(stdout: str) -> str | None:
     """The JSON text of the last HYMPI_RESULT line in `stdout`, or None if there is none."""
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(PREFIX):
-            return line[len(PREFIX):]
-    return None
+    # Searched from the end, not split into lines: a program's output may be tens of MiB of short lines.
+    start = stdout.rfind("\n" + PREFIX) + 1
+    if start == 0 and not stdout.startswith(PREFIX):
+        return None
+    end = stdout.find("\n", start)
+    return stdout[start + len(PREFIX):end if end >= 0 else len(stdout)]
 
 
 def parse_result(stdout: str) -> ResultRecord | None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 import time
 
 import pytest
@@ -69,3 +72,34 @@ def test_result_line_decides_ok_or_unverified():
     unverified = json.dumps(full_record(verified=False))
     bad = run_command(["sh", "-c", f"echo 'HYMPI_RESULT {unverified}'; exit 1"], timeout=10)
     assert bad.status == "unverified"
+
+
+# Run in a fresh interpreter so its peak memory is the capture's: 200 MB of short lines, then a result line.
+_LOUD_RUN = """
+import json, resource, sys
+from hympi.launch.mpirun import run_command
+record = sys.argv[1]
+script = f"echo first; yes 'step done' | head -c 200000000; echo; echo 'HYMPI_RESULT {record}'"
+outcome = run_command(["sh", "-c", script], timeout=120)
+print(json.dumps({"status": outcome.status, "stdout": outcome.stdout,
+                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def test_a_run_printing_hundreds_of_mib_is_kept_head_and_tail_in_bounded_memory():
+    record = json.dumps(full_record(verified=True))
+    proc = subprocess.run([sys.executable, "-c", _LOUD_RUN, record], capture_output=True, text=True, timeout=180,
+                          check=True)
+    seen = json.loads(proc.stdout)
+    # Holding all of it took 2.7 GiB for 400 MB (bytes, text and its lines at once).
+    assert seen["peak_mib"] < 512, seen["peak_mib"]
+    assert seen["status"] == "ok"  # the result line, in the kept tail, was found
+    out = seen["stdout"]
+    assert out.startswith("first\nstep done\n")
+    assert out.endswith(f"\nstep done\n\nHYMPI_RESULT {record}\n")
+    cut = re.search(r"\n\[hympi: (\d+) bytes of this output left out here\]\nstep done\n", out)
+    assert cut is not None
+    kept = out[:cut.start() + 1] + out[cut.end() - len("step done\n"):]
+    # Whole lines on both sides, and every byte printed is either kept or counted as left out.
+    assert len(kept.encode()) + int(cut.group(1)) == len("first\n") + 200_000_000 + 1 + len(f"HYMPI_RESULT {record}\n")
+    assert kept.count("step done") * len("step done\n") < 64 << 20

@@ -3,9 +3,11 @@ programs file, bad input refused before anything starts, and sweeps of small scr
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+import re
 import shlex
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pytest
 
 from conftest import assert_refused, hympi, hympi_json
 from hympi.errors import UsageError
-from hympi.launch.mpirun import RunOutcome
+from hympi.launch.mpirun import RunOutcome, run_command
 from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of
 from hympi.store import Store
 from userprograms import hybrid, hybrid_binary, lammps, shell_program
@@ -69,6 +71,21 @@ def test_a_metric_beginning_with_a_greedy_any_takes_the_last_match_as_the_readme
     for metric, value in ((r"rate: ([0-9.]+)", 10.0), (r"(?s).*rate: ([0-9.]+)", 30.0)):
         out = judge(_program(metric=metric), _outcome(output), 1, 1, ())
         assert out.record is not None and out.record["metrics"]["merit"]["value"] == value
+
+
+def test_a_long_output_is_judged_on_its_kept_head_and_tail_and_a_miss_says_what_was_left_out():
+    # A verdict printed 5 MB in (past the kept head), 40 MB more, then the figure of merit.
+    script = ("yes . | head -c 5000000; echo 'RESULT OK'; yes . | head -c 40000000; echo 'Performance: 42 steps/s'")
+    outcome = run_command(["sh", "-c", script], timeout=60)
+    metric = _program(metric=r"Performance: ([0-9.]+) steps/s")
+    found = judge(metric, outcome, 1, 1, ())
+    assert found.status == "ok" and found.record is not None and found.record["metrics"]["merit"]["value"] == 42
+    missed = judge(dataclasses.replace(metric, verify="RESULT OK"), outcome, 1, 1, ())
+    assert missed.status == "failed"
+    reason = missed.stderr.splitlines()[-1]
+    assert re.match(r"hympi: verification 'RESULT OK' not found in the output \(\d+ bytes in the middle of it were "
+                    r"not kept: hympi keeps the first 4 and the last 28 MiB of each output stream\); its last lines: "
+                    r"\. \| .* \| Performance: 42 steps/s$", reason), reason
 
 
 def test_a_timeout_stays_a_timeout_whatever_was_printed():

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from hympi.capture import BoundedCapture, tail_lines
 from hympi.contract import contract, enum_names
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
@@ -135,7 +136,7 @@ class RunOutcome:
 
     def stderr_tail(self, lines: int = 20) -> str:
         """The last lines of stderr, for records and messages."""
-        return "\n".join(self.stderr.splitlines()[-lines:])
+        return "\n".join(tail_lines(self.stderr, lines))
 
 
 # What to check when the ranks of a launch do not form one MPI job (one_mpi_job).
@@ -286,9 +287,13 @@ def validate_with_app(spec: LaunchSpec) -> None:
                          f"(exit code {proc.returncode}): {last}")
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+# Seconds a killed launcher (and then its output's readers) is given to end.
+KILL_GRACE_S = 5.0
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Ends a launcher and every rank it started (they share its process group)."""
-    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    for sig, grace in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, KILL_GRACE_S)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
@@ -332,23 +337,32 @@ def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | Non
         # subprocess would fail on nan or inf only after the launcher had started.
         raise UsageError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
     start = time.monotonic()
-    # errors="replace": app and launcher output is whatever bytes they print (see validate_with_app).
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+    # Output read as bytes by BoundedCapture (bounded memory; decoded with errors="replace": app and launcher
+    # output is whatever bytes they print, see validate_with_app).
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, **(env or {})}, start_new_session=True, cwd=cwd,
                             # Only a preloaded libc call runs in the child: no imports, no Python-level locks,
                             # so rich's refresh thread cannot deadlock it.
                             preexec_fn=_die_with_parent if _PRCTL is not None else None)  # noqa: PLW1509
+    assert proc.stdout is not None and proc.stderr is not None
+    streams = (BoundedCapture(proc.stdout), BoundedCapture(proc.stderr))
     try:
-        stdout, stderr = proc.communicate(timeout=timeout)
+        proc.wait(timeout=timeout)
+        # As communicate(): the run lasts until its output ends (a rank's child may hold it open), within timeout.
+        ended = all(stream.join(None if timeout is None else max(0.0, start + timeout - time.monotonic()))
+                    for stream in streams)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        stdout, stderr = proc.communicate()
-        return RunOutcome.of("timeout", None, time.monotonic() - start, cmd, stdout, stderr)
+        ended = False
     except BaseException:
         _kill_group(proc)  # Ctrl-C: leave no ranks behind
         raise
+    if not ended:
+        _kill_group(proc)
+        for stream in streams:
+            stream.join(KILL_GRACE_S)
+        return RunOutcome.of("timeout", None, time.monotonic() - start, cmd, *(s.text() for s in streams))
     # "": the status follows from the exit code and the record (ok, unverified or failed).
-    return RunOutcome.of("", proc.returncode, time.monotonic() - start, cmd, stdout, stderr)
+    return RunOutcome.of("", proc.returncode, time.monotonic() - start, cmd, *(s.text() for s in streams))
 
 
 def launch(spec: LaunchSpec, timeout: float | None = None) -> RunOutcome:
