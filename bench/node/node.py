@@ -142,9 +142,11 @@ def study_part(node: Node, deadline: float) -> tuple[str, bool]:
     db = node.work / "study.db"
     # STREAM's arrays grow with the last-level cache and its runs with the rank count (seconds a run on a node with
     # hundreds of MiB of L3): the pencil part measures the triad instead, so the node's study sweeps the solvers; the
-    # quick one rb3d alone (8 CPU-s on the 2-core VM, STREAM's 44).
+    # quick one rb3d alone, in timed regions of 0.1 s instead of the study's 0.5 (on the 2-core VM, 2026-11-29: 12
+    # CPU-s instead of 34; with STREAM, 44 more).
     apps = "rb3d" if node.quick else "rb3d,spmv3d,bt-mz"
-    outcome = call([*node.hympi(), "study", "--quick", "--apps", apps, "--max-repeat", "4",
+    size = ["--min-time", "0.1"] if node.quick else []
+    outcome = call([*node.hympi(), "study", "--quick", "--apps", apps, "--max-repeat", "4", *size,
                     "--timeout", "60", "--db", str(db), "--out", str(node.work / "study-report")],
                    deadline, node.work / "study.log")
     if not db.exists():
@@ -346,7 +348,7 @@ def tune_part(node: Node, deadline: float) -> tuple[str, bool]:
     hympi = node.work / "hympi"
     hympi.write_text(f"#!/bin/sh\nexec {shlex.join(node.hympi())} \"$@\"\n")
     hympi.chmod(0o755)
-    size = ["--is-class", "S", "--repeat", "2", "--min-time", "0", "--max-runs", "3", "--recheck-pairs", "0"] \
+    size = ["--is-class", "S", "--repeat", "1", "--min-time", "0", "--max-runs", "3", "--recheck-pairs", "0"] \
         if node.quick else ["--is-class", "A", "--repeat", "2", "--min-time", "0.3", "--max-runs", "5",
                             "--recheck-pairs", "2"]
     body, ok = script_part(node, deadline, "tune", [str(REPO / "bench/tune/run.py"), "--parts", "guided",
