@@ -130,7 +130,7 @@ def test_the_probe_records_what_it_cost(tmp_path: Path, tmp_path_factory: pytest
     probe's cost): more than nothing (it ran, every 20 ms; it loaded a topology) and a small share of the process's
     wall time (a sampler spinning instead of sleeping, or sampling far too often, would use a large one whatever
     the load)."""
-    program = hybrid(hybrid_binary(tmp_path_factory), 2_000_000, 100)  # long enough for dozens of samples
+    program = hybrid(hybrid_binary(tmp_path_factory), 2_000_000, 400)  # long enough for dozens of samples (0.8 s)
     for name, value in probe_env(tmp_path):
         monkeypatch.setenv(name, value)
     proc = launch(program, 2, 1, tmp_path)
