@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
 from typing import IO
 
 # A program states what it ran at its start and its figures and verdict at its end; 32 MiB a stream keeps ~400,000
@@ -44,19 +45,36 @@ def omitted_note(text: str) -> str:
 
 class BoundedCapture:
     """Reads `stream` to its end on a thread of its own (so a program never blocks on a full pipe), keeping its first
-    KEPT_HEAD_BYTES and its last KEPT_TAIL_BYTES."""
+    KEPT_HEAD_BYTES and its last KEPT_TAIL_BYTES; `echo`, when given, is handed every line as it completes (several
+    at a time, and the unfinished last one at the end), all of them, kept or not."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: IO[bytes], echo: Callable[[bytes], None] | None = None) -> None:
         self._stream = stream
+        self._echo = echo
+        self._unfinished = b""
         self._head = bytearray()
         self._tail = bytearray()
         self._dropped = 0
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
 
+    def _pass_on(self, chunk: bytes) -> None:
+        """Hands `echo` the lines `chunk` completes (the last at the stream's end, b'')."""
+        if self._echo is None:
+            return
+        lines = self._unfinished + chunk
+        end = lines.rfind(b"\n") + 1 if chunk else len(lines)
+        self._unfinished = lines[end:]
+        if end:
+            try:
+                self._echo(lines[:end])
+            except OSError:
+                self._echo = None  # its reader went away (a closed pipe): the stream is still read to its end
+
     def _read(self) -> None:
         read = getattr(self._stream, "read1", self._stream.read)
         while chunk := read(READ_BYTES):
+            self._pass_on(chunk)
             room = KEPT_HEAD_BYTES - len(self._head)
             if room > 0:
                 self._head += chunk[:room]
@@ -64,6 +82,7 @@ class BoundedCapture:
             self._tail += chunk
             if len(self._tail) > 2 * KEPT_TAIL_BYTES:  # trimmed now and then, not on every read
                 self._trim()
+        self._pass_on(b"")
         self._stream.close()
 
     def _trim(self) -> None:

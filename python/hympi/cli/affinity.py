@@ -10,7 +10,7 @@ from rich.table import Table
 
 from hympi.cli.common import asks_for_help, launch_of, print_app_help, run_program_probed
 from hympi.cli.parser import Subparsers
-from hympi.cli.run import report
+from hympi.cli.run import live_echo, report
 from hympi.errors import UsageError
 from hympi.launch.command import launch_command
 from hympi.launch.layout import LayoutSpec, cpu_list
@@ -83,7 +83,8 @@ def main(args: argparse.Namespace) -> int:
     app_args = ["--check"] if args.check else []
     launch = launch_of(args, "affinity", "hympi-affinity", app_args + list(args.app_args))
     spec = launch.spec
-    outcome = one_mpi_job(run_command(launch_command(spec, launch.launcher), launch.timeout), spec.ranks)
+    outcome = one_mpi_job(run_command(launch_command(spec, launch.launcher), launch.timeout,
+                                      echo=live_echo(args.json)), spec.ranks)
     code = report(outcome, args.json, launch.timeout)
     if not args.check or outcome.result is None:
         return code

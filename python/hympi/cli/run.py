@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.table import Table
@@ -29,6 +30,8 @@ from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.program import PROGRAM, program_named, program_of, refuse_program_flags
 from hympi.result import PREFIX, ResultRecord, placement_share
+
+RESULT_PREFIX = PREFIX.encode()
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -110,16 +113,28 @@ def failure_message(outcome: RunOutcome, timeout: float | None) -> str:
     return f"run failed (exit code {outcome.returncode})"
 
 
+def echo_output(lines: bytes) -> None:
+    """Writes a launch's output lines to hympi's own as they come (run_command's echo), less any HYMPI_RESULT line:
+    the table after the run shows it. A run of minutes or hours shows its progress as under plain mpirun."""
+    if RESULT_PREFIX in lines:
+        lines = b"".join(line for line in lines.splitlines(keepends=True) if not line.startswith(RESULT_PREFIX))
+    sys.stdout.flush()  # what hympi printed before, first
+    sys.stdout.buffer.write(lines)
+    sys.stdout.buffer.flush()
+
+
+def live_echo(as_json: bool) -> Callable[[bytes], None] | None:
+    """echo_output, unless hympi's own output is to be JSON alone (--json)."""
+    return None if as_json else echo_output
+
+
 def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> int:
-    """Prints the outcome of a launch; returns the exit code (0 ok, 1 failed, timed out or unverified)."""
+    """Prints the outcome of a launch whose output live_echo showed; returns the exit code (0 ok, 1 failed, timed
+    out or unverified)."""
     if as_json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
-    else:
-        for line in outcome.stdout.splitlines():
-            if not line.startswith(PREFIX):
-                print(line)
-        if outcome.result is not None:
-            Console().print(result_table(outcome.result))
+    elif outcome.result is not None:
+        Console().print(result_table(outcome.result))
     if outcome.status != "ok":
         print(f"hympi: error: {failure_message(outcome, timeout)}", file=sys.stderr)
         if outcome.status == "failed" and outcome.stderr.strip():
@@ -133,11 +148,10 @@ def run_program(args: argparse.Namespace) -> int:
     program = program_of(args.app, resolve(args, PROGRAM))
     launch = launch_of(args, "run", program.path, args.app_args, program=True)
     spec = launch.spec
-    outcome, _ = run_program_probed(program, launch, args.app_args)
+    outcome, _ = run_program_probed(program, launch, args.app_args, live_echo(args.json))
     if args.json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     else:
-        sys.stdout.write(outcome.stdout)
         if outcome.record is not None:
             Console().print(program_table(outcome, spec))
             for finding in outcome.record["probe"]["findings"]:
@@ -160,7 +174,8 @@ def main(args: argparse.Namespace) -> int:
     mpi_params = mpi_params_from_args(args)
     launch = launch_of(args, "run", app.binary, args.app_args)
     spec = dataclasses.replace(launch.spec, mpi_params=mpi_params)
-    outcome = one_mpi_job(run_command(launch_command(spec, launch.launcher), launch.timeout), spec.ranks)
+    outcome = one_mpi_job(run_command(launch_command(spec, launch.launcher), launch.timeout,
+                                      echo=live_echo(args.json)), spec.ranks)
     code = report(outcome, args.json, launch.timeout)
     read_back = outcome.record.get("mpi_cvars") if outcome.record is not None else None
     for text in ignored_texts(mpi_params, read_back if isinstance(read_back, dict) else None):

@@ -327,9 +327,9 @@ def _die_with_parent() -> None:
 
 
 def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | None = None,
-                cwd: str | None = None) -> RunOutcome:
+                cwd: str | None = None, echo: Callable[[bytes], None] | None = None) -> RunOutcome:
     """Runs a launch command (in directory `cwd`, None: this process's); a run past `timeout` seconds is killed and
-    reported as 'timeout'.
+    reported as 'timeout'. `echo` is handed its output's lines as they come (hympi.capture.BoundedCapture).
 
     Raises UsageError, before anything starts, for a timeout that is not a finite number > 0.
     """
@@ -345,7 +345,7 @@ def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | Non
                             # so rich's refresh thread cannot deadlock it.
                             preexec_fn=_die_with_parent if _PRCTL is not None else None)  # noqa: PLW1509
     assert proc.stdout is not None and proc.stderr is not None
-    streams = (BoundedCapture(proc.stdout), BoundedCapture(proc.stderr))
+    streams = (BoundedCapture(proc.stdout, echo), BoundedCapture(proc.stderr))
     try:
         proc.wait(timeout=timeout)
         # As communicate(): the run lasts until its output ends (a rank's child may hold it open), within timeout.
