@@ -52,6 +52,7 @@ class BoundedCapture:
         self._stream = stream
         self._echo = echo
         self._unfinished = b""
+        self._failure: Exception | None = None
         self._head = bytearray()
         self._tail = bytearray()
         self._dropped = 0
@@ -66,10 +67,13 @@ class BoundedCapture:
         end = lines.rfind(b"\n") + 1 if chunk else len(lines)
         self._unfinished = lines[end:]
         if end:
+            # Whatever becomes of the echo, the stream is read to its end: a program must never block on its pipe.
             try:
                 self._echo(lines[:end])
             except OSError:
-                self._echo = None  # its reader went away (a closed pipe): the stream is still read to its end
+                self._echo = None  # its reader went away (a closed pipe); whoever writes there next finds out
+            except Exception as exc:  # noqa: BLE001 - a bug, raised again by text() on the caller's thread
+                self._echo, self._failure = None, exc
 
     def _read(self) -> None:
         read = getattr(self._stream, "read1", self._stream.read)
@@ -99,7 +103,9 @@ class BoundedCapture:
     def text(self) -> str:
         """What was kept, decoded as text with newlines as Python's text mode reads them (bytes that are not UTF-8
         replaced), with one line saying how many bytes were left out between head and tail. Call after join (before
-        it: what the stream held so far, or less)."""
+        it: what the stream held so far, or less). Raises what the echo raised, other than OSError."""
+        if self._failure is not None:
+            raise self._failure
         head, tail = bytes(self._head), bytes(self._tail[-KEPT_TAIL_BYTES:])
         dropped = self._dropped + len(self._tail) - len(tail)
         if dropped:

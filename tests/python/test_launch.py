@@ -103,3 +103,17 @@ def test_a_run_printing_hundreds_of_mib_is_kept_head_and_tail_in_bounded_memory(
     # Whole lines on both sides, and every byte printed is either kept or counted as left out.
     assert len(kept.encode()) + int(cut.group(1)) == len("first\n") + 200_000_000 + 1 + len(f"HYMPI_RESULT {record}\n")
     assert kept.count("step done") * len("step done\n") < 64 << 20
+
+
+def test_an_echo_that_fails_never_blocks_the_program_and_a_bug_in_it_is_raised():
+    def closed(_: bytes) -> None:
+        raise BrokenPipeError  # hympi's stdout piped into `head`, gone
+
+    def buggy(_: bytes) -> None:
+        raise ValueError("a bug in the echo")
+
+    # 588 KB, nine times a pipe's buffer: a reader that stopped at the echo's failure would leave seq blocked.
+    outcome = run_command(["sh", "-c", "seq 1 100000; echo end"], timeout=60, echo=closed)
+    assert outcome.returncode == 0 and outcome.stdout.endswith("\n99999\n100000\nend\n")
+    with pytest.raises(ValueError, match="a bug in the echo"):
+        run_command(["sh", "-c", "seq 1 100000"], timeout=60, echo=buggy)

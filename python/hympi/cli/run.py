@@ -119,8 +119,12 @@ def echo_output(lines: bytes) -> None:
     if RESULT_PREFIX in lines:
         lines = b"".join(line for line in lines.splitlines(keepends=True) if not line.startswith(RESULT_PREFIX))
     sys.stdout.flush()  # what hympi printed before, first
-    sys.stdout.buffer.write(lines)
-    sys.stdout.buffer.flush()
+    binary = getattr(sys.stdout, "buffer", None)  # None: a text stream put in its place (hympi called in-process)
+    if binary is None:
+        sys.stdout.write(lines.decode(errors="replace"))
+        return
+    binary.write(lines)
+    binary.flush()
 
 
 def live_echo(as_json: bool) -> Callable[[bytes], None] | None:
