@@ -23,13 +23,14 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hympi.apps import APPS
 from hympi.capture import omitted_note, tail_lines
 from hympi.errors import UsageError
 from hympi.filemark import FileText, mark_file, resolve_in, text_written_since
 from hympi.jsontypes import JsonObject
-from hympi.launch.mpirun import RunOutcome
+from hympi.launch.mpirun import MPI_FLAVORS, LaunchSpec, RunOutcome, mpi_env_name
 from hympi.limits import check_path
 from hympi.params import Param, choice
 from hympi.probe import Env, ProbeProcess, apply_probe, launch_probed
@@ -77,6 +78,38 @@ def parse_unit(option: str, text: str) -> str:
     return text.strip()
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Variables a program's launch sets itself: the layout's (threads, places, binding) and hympi's own (HYMPI_*), the
+# MPI library's parameters (--mpi-param: checked against the library's control variables) and the probe's preload.
+LAUNCH_SETS = tuple(LaunchSpec("program", 1, 1, binder="launcher").app_env())
+MPI_PARAM_PREFIXES = tuple(mpi_env_name("", flavor) for flavor in MPI_FLAVORS)
+
+
+def _set_by_hympi(name: str) -> str | None:
+    """Why hympi, not --env, sets variable `name` for a program's ranks; None when --env may."""
+    if name in LAUNCH_SETS or name.startswith("HYMPI_"):
+        return "hympi sets it for every launch (from --threads, --bind and its own settings)"
+    if name.startswith(MPI_PARAM_PREFIXES):
+        return "an MPI parameter: give it with --mpi-param, which checks it against the library"
+    if name == "LD_PRELOAD":
+        return "the probe preloads itself there; a preload exported before hympi runs is kept after it"
+    return None
+
+
+def parse_env(option: str, text: str) -> str:
+    """'NAME=VALUE', a variable a program's ranks get: NAME a variable name hympi does not set itself, VALUE
+    printable text on one line (possibly empty)."""
+    name, equals, value = text.partition("=")
+    if not equals or not ENV_NAME.fullmatch(name):
+        raise UsageError(f"{option} needs NAME=VALUE, NAME a letter or _ then letters, digits or _, got {text!r}")
+    if not value.isprintable():
+        raise UsageError(f"{option} {name}: its value must be printable text on one line, got {value!r}")
+    why = _set_by_hympi(name)
+    if why is not None:
+        raise UsageError(f"{option} {name}: {why}")
+    return text
+
+
 METRIC = Param("metric", "--metric", "a program's figure of merit: a regular expression whose first group captures "
                "a number from its output (default: the job's wall time)", parse_pattern, metavar="REGEX")
 METRIC_UNIT = Param("metric_unit", "--metric-unit", "the unit of --metric's number (e.g. timesteps/s)", parse_unit,
@@ -88,8 +121,10 @@ VERIFY = Param("verify", "--verify", "a program's verification: a regular expres
 OUTPUT_FILE = Param("output_file", "--output-file", "a file a program writes its results into (relative to where it "
                     "runs): --metric and --verify search what each run wrote into it, then the output",
                     check_path, metavar="FILE")
+ENV = Param("env", "--env", "an environment variable every rank of a program gets (repeatable): recorded with the "
+            "sweep, and set for ranks on other nodes too", parse_env, metavar="NAME=VALUE", repeated=True)
 # The parameters every command that runs a program takes.
-PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY, OUTPUT_FILE)
+PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY, OUTPUT_FILE, ENV)
 
 
 @dataclass(frozen=True)
@@ -97,7 +132,8 @@ class Program:
     """One program: `name` labels it in tables, `path` is its absolute path and `sha256` its file's digest; `metric`
     ("" = wall time), `metric_unit` and `better` say what is measured, `verify` ("" = none) what must be printed;
     `workdir` ("" = hympi's) is where it runs (a programs file's directory, where its inputs are); `output_file`
-    ("" = none), relative to it, is a file whose new text each run is judged on before its output."""
+    ("" = none), relative to it, is a file whose new text each run is judged on before its output; `env` the
+    variables ('NAME=VALUE') every rank of it gets."""
 
     name: str
     path: str
@@ -108,6 +144,7 @@ class Program:
     verify: str = ""
     workdir: str = ""
     output_file: str = ""
+    env: tuple[str, ...] = ()
 
     def check(self) -> None:
         """Checks the figure of merit's declarations together (UsageError): a unit or a direction needs --metric;
@@ -119,6 +156,10 @@ class Program:
             value = getattr(self, param.name)
             if value:
                 param.check_text(value)
+        names = [text.partition("=")[0] for text in self.env]
+        twice = next((name for name in names if names.count(name) > 1), None)
+        if twice is not None:
+            raise UsageError(f"{ENV.flag} {twice} is given twice")
         if self.output_file:
             if not (self.metric or self.verify):
                 raise UsageError(f"{OUTPUT_FILE.flag} needs {METRIC.flag} or {VERIFY.flag}: they search the file")
@@ -134,6 +175,10 @@ class Program:
         only with its metric), as `hympi run PATH` and `hympi sweep PATH` take them."""
         return [part for param in PROGRAM if (value := getattr(self, param.name))
                 and (self.metric or param is not BETTER_WAY) for part in param.spell(value)]
+
+    def environment(self) -> tuple[tuple[str, str], ...]:
+        """`env` as (name, value) pairs, as a launch sets them."""
+        return tuple((name, value) for name, _, value in (text.partition("=") for text in self.env))
 
     def output_path(self) -> Path:
         """The output file where the program writes it (relative to its working directory)."""
@@ -153,7 +198,8 @@ class Program:
                  if self.metric else "figure of merit: wall time")
         check = f"verified by {self.verify!r}" if self.verify else "verified by its exit status only"
         where = f", searched in {self.output_file} first" if self.output_file else ""
-        return f"{self.path} (sha256 {self.sha256[:12]}): {merit}, {check}{where}"
+        env = f", with {' '.join(self.env)}" if self.env else ""
+        return f"{self.path} (sha256 {self.sha256[:12]}): {merit}, {check}{where}{env}"
 
 
 def file_digest(path: Path) -> str:
@@ -184,13 +230,18 @@ def locate(text: str, base: Path | None = None) -> Path:
 def program_of(text: str, merit: Mapping[str, object] | None = None, name: str = "", base: Path | None = None,
                workdir: str = "") -> Program:
     """The checked Program at path `text` (UsageError naming the bad value before anything runs); `merit` holds the
-    values of PROGRAM's declarations given (metric, metric_unit, better, verify; absent: the default)."""
+    values of PROGRAM's declarations given (metric, metric_unit, better, verify, output_file, env; absent: the
+    default)."""
     path = locate(text, base)
     try:
         digest = file_digest(path)
     except OSError as exc:
         raise UsageError(f"program {text} cannot be read ({exc.strerror or exc})") from None
-    given = {p.name: str(merit[p.name]) for p in PROGRAM if merit and merit.get(p.name)}
+    given: dict[str, Any] = {}
+    for param in PROGRAM:
+        value = merit.get(param.name) if merit else None
+        if value:
+            given[param.name] = tuple(map(str, value)) if isinstance(value, tuple) else str(value)
     program = Program(name=name or path.name, path=str(path), sha256=digest, workdir=workdir, **given)
     program.check()
     return program
@@ -208,7 +259,8 @@ class ProgramRun:
 
 # The keys of a [[program]] table in a programs file, and what each must be.
 PROGRAM_KEYS = {"name": "a name", "command": "a list of strings: the program, then its arguments",
-                "inputs": "a list of files the program reads", **{p.name: "a string" for p in PROGRAM}}
+                "inputs": "a list of files the program reads",
+                **{p.name: "a table of NAME = \"VALUE\" strings" if p.repeated else "a string" for p in PROGRAM}}
 
 
 def _strings(value: object) -> tuple[str, ...] | None:
@@ -242,12 +294,19 @@ def _entry(table: object, number: int, base: Path, origin: str) -> ProgramRun:
         problem = file_problem(base / name_of_input)
         if problem is not None:
             raise UsageError(f"{where}: input {name_of_input} {problem} (inputs are relative to {base})")
-    texts = {}
+    texts: dict[str, object] = {}
     for param in PROGRAM:
-        value = table.get(param.name, "")
-        if not isinstance(value, str):
+        value = table.get(param.name, {} if param.repeated else "")
+        if param.repeated and isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+            value = tuple(f"{name}={text}" for name, text in value.items())  # a table: NAME = "VALUE"
+        elif not isinstance(value, str) or param.repeated:
             raise UsageError(f"{where}: '{param.name}' must be {PROGRAM_KEYS[param.name]}")
-        texts[param.name] = param.parse(param.flag, value) if value and param.parse else value
+        if not value or param.parse is None:
+            texts[param.name] = value
+        elif isinstance(value, str):
+            texts[param.name] = param.parse(param.flag, value)
+        else:
+            texts[param.name] = tuple(param.parse(f"{where}: '{param.name}'", one) for one in value)
     # A bare command name is looked up on PATH (it cannot be taken for an app here: the entry has a name).
     found = command[0] if program_named(command[0]) else shutil.which(command[0])
     if found is None:

@@ -101,7 +101,7 @@ RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": F
 # Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
 SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args",
                     "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir",
-                    "output_file", "disturbed_above")
+                    "output_file", "env", "disturbed_above")
 
 
 @dataclass(frozen=True)
@@ -117,9 +117,10 @@ class SweepParams:
     every (ranks, threads) launch its level-2 options, so equal launch shapes of other modes are other items.
     A sweep of a program of the user's own (hympi.program) has its absolute path in `program` ("" for an app; `app`
     is then the program's name), its file's sha256, its figure of merit and verification, `workdir`, where it runs,
-    and `output_file`, the file it writes its results into ("": none); the launcher binds it (it does not call
-    hympi's binding). A run during which other processes used more than `disturbed_above` cores of its PUs is
-    disturbed (hympi.busy): recorded, marked, never counted.
+    `output_file`, the file it writes its results into ("": none), and `env`, the variables its ranks get (one
+    NAME=VALUE a line, as every program field is text); the launcher binds it (it does not call hympi's binding).
+    A run during which other processes used more than `disturbed_above` cores of its PUs is disturbed (hympi.busy):
+    recorded, marked, never counted.
     """
 
     app: str
@@ -152,6 +153,7 @@ class SweepParams:
     verify: str = ""
     workdir: str = ""
     output_file: str = ""
+    env: str = ""
     disturbed_above: float = DEFAULT_DISTURBED_ABOVE
 
     def program_spec(self) -> Program | None:
@@ -215,9 +217,11 @@ class SweepParams:
         """The launch of one layout under memory policy `membind` (HYMPI_MIN_TIME tells the app how long its timed
         region must last); `extra_args` (the item's own arguments, then a run's --checkpoint ... --restart ...)
         follow the app's arguments. A program is bound by the launcher (and OMP_PLACES / OMP_PROC_BIND)."""
-        if self.program:
+        program = self.program_spec()
+        if program is not None:
             return LaunchSpec(self.program, ranks, threads, bind, self.dist, (*self.app_args, *extra_args),
-                              self.oversubscribe, mpi_params=self.mpi_params, membind=membind, binder="launcher")
+                              self.oversubscribe, program.environment(), mpi_params=self.mpi_params, membind=membind,
+                              binder="launcher")
         return LaunchSpec(get_app(self.app).binary, ranks, threads, bind, self.dist, (*self.app_args, *extra_args),
                           self.oversubscribe,
                           (("HYMPI_VIRTUAL_NODES", str(self.virtual_nodes)), ("HYMPI_MIN_TIME", f"{self.min_time:g}")),
@@ -232,11 +236,13 @@ class SweepParams:
 
 def program_fields(program: Program) -> dict[str, str]:
     """The SweepParams fields that name `program`, for from_record with the rest of a sweep's parameters (the output
-    file only when it has one: a tune of a program without keeps the identity it had before the field existed)."""
+    file and the environment only when it has them: a tune of a program without keeps the identity it had before
+    the fields existed)."""
     return {"app": program.name, "program": program.path, "program_sha256": program.sha256, "metric": program.metric,
             "metric_unit": program.metric_unit, "better": program.better if program.metric else "",
             "verify": program.verify, "workdir": program.workdir,
-            **({"output_file": program.output_file} if program.output_file else {})}
+            **({"output_file": program.output_file} if program.output_file else {}),
+            **({"env": "\n".join(program.env)} if program.env else {})}
 
 
 def program_from_fields(fields: Mapping[str, object]) -> Program | None:
@@ -250,7 +256,7 @@ def program_from_fields(fields: Mapping[str, object]) -> Program | None:
 
     return Program(name=text("app"), path=text("program"), sha256=text("program_sha256"), metric=text("metric"),
                    metric_unit=text("metric_unit"), better=text("better") or "higher", verify=text("verify"),
-                   workdir=text("workdir"), output_file=text("output_file"))
+                   workdir=text("workdir"), output_file=text("output_file"), env=tuple(text("env").splitlines()))
 
 
 def program_subject(subject: str, values: Mapping[str, object]) -> dict[str, str]:

@@ -20,6 +20,7 @@ from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome, run_command
 from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of
 from hympi.store import Store
+from hympi.sweep import SweepParams
 from userprograms import hybrid, hybrid_binary, lammps, shell_program
 
 
@@ -117,6 +118,7 @@ inputs = ["in.txt"]
 metric = 'rate ([0-9.]+)'
 metric_unit = "Mupd/s"
 verify = "OK"
+env = { OMP_STACKSIZE = "64M", GREETING = "hello world" }
 
 [[program]]
 name = "second"
@@ -132,7 +134,8 @@ def test_a_programs_file_names_each_program_its_arguments_and_where_it_runs(tmp_
     assert first.program.name == "first" and first.args == ("-in", "in.txt")
     assert first.program.path == str(tmp_path / "solver") and first.program.workdir == str(tmp_path)
     assert first.program.metric == "rate ([0-9.]+)" and first.program.verify == "OK"
-    assert second.program.path.endswith("/sh") and second.args == ("-c", "true")
+    assert first.program.env == ("OMP_STACKSIZE=64M", "GREETING=hello world")
+    assert second.program.path.endswith("/sh") and second.args == ("-c", "true") and second.program.env == ()
 
 
 @pytest.mark.parametrize(("change", "needle"), [
@@ -143,6 +146,11 @@ def test_a_programs_file_names_each_program_its_arguments_and_where_it_runs(tmp_
     (lambda t: t.replace("metric = 'rate ([0-9.]+)'", "metric = 'rate'"), "--metric 'rate' has no group"),
     (lambda t: t.replace('verify = "OK"', "verify = 3"), "'verify' must be a string"),
     (lambda t: t.replace('verify = "OK"', 'verfy = "OK"'), "unknown key 'verfy'"),
+    (lambda t: t.replace('GREETING = "hello world"', 'OMP_PLACES = "cores"'),
+     "program 'first': 'env' OMP_PLACES: hympi sets it for every launch"),
+    (lambda t: t.replace('GREETING = "hello world"', '"1A" = "x"'), "'env' needs NAME=VALUE, NAME a letter or _"),
+    (lambda t: t.replace('env = { OMP_STACKSIZE = "64M", GREETING = "hello world" }', 'env = "A=1"'),
+     "'env' must be a table of NAME = \"VALUE\" strings"),
     (lambda t: t.replace('["sh", "-c", "true"]', '["no-such-program-here"]'), "no-such-program-here is not on PATH"),
     (lambda t: t.replace("[[program]]", "[program]", 1), "is not valid TOML"),
     (lambda t: "", "names no program"),
@@ -266,6 +274,15 @@ def test_hympi_run_shows_a_programs_output_as_it_prints_it(tmp_path: Path, monke
     (["./ok", "--binder", "hympi"], "--binder hympi: a program of your own does not call hympi's binding"),
     (["./ok", "--metric", "no group"], "--metric 'no group' has no group"),
     (["rb3d", "--verify", "x"], "--verify is for a program of your own"),
+    (["rb3d", "--env", "A=1"], "--env is for a program of your own"),
+    (["./ok", "--env", "OMP_NUM_THREADS=4"], "--env OMP_NUM_THREADS: hympi sets it for every launch"),
+    (["./ok", "--env", "OMPI_MCA_btl=self"], "--env OMPI_MCA_btl: an MPI parameter: give it with --mpi-param"),
+    (["./ok", "--env", "MPIR_CVAR_ASYNC_PROGRESS=1"], "--env MPIR_CVAR_ASYNC_PROGRESS: an MPI parameter"),
+    (["./ok", "--env", "LD_PRELOAD=/x.so"], "--env LD_PRELOAD: the probe preloads itself there"),
+    (["./ok", "--env", "A-B=1"], "--env needs NAME=VALUE, NAME a letter or _ then letters, digits or _, got 'A-B=1'"),
+    (["./ok", "--env", "A"], "--env needs NAME=VALUE"),
+    (["./ok", "--env", "A=x\ty"], "--env A: its value must be printable text on one line"),
+    (["./ok", "--env", "A=1", "--env", "A=2"], "--env A is given twice"),
     (["./absent"], "program ./absent: no such file"),
 ])
 def test_hympi_run_refuses_bad_program_input_before_launch(tmp_path: Path, fake_launcher, monkeypatch,
@@ -273,6 +290,32 @@ def test_hympi_run_refuses_bad_program_input_before_launch(tmp_path: Path, fake_
     monkeypatch.chdir(tmp_path)
     shell_program(tmp_path, "ok", "echo fine\n")
     assert_refused(["run", *extra], needle, fake_launcher)
+
+
+def test_a_programs_environment_reaches_every_rank_and_is_part_of_its_sweep(tmp_path: Path, monkeypatch):
+    """--env sets a variable for every rank through the launcher (-x: ranks on other nodes too; GREETING is not in
+    hympi's own environment, so rank 1 sees it only so), and a sweep records it: another value is another sweep."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GREETING", raising=False)
+    shell_program(tmp_path, "greeter", 'echo "rank $OMPI_COMM_WORLD_RANK says $GREETING"\n')
+    code, record = hympi_json("run", "./greeter", "--ranks", "2", "--env", "GREETING=hello world", "--verify",
+                              "(?m)^rank 1 says hello world$", "--json")
+    assert code == 0 and record["verified"], record
+    db = tmp_path / "r.db"
+    sweep = ["sweep", "./greeter", "--ranks", "1", "--repeat", "1", "--no-warmup", "--verify", "(?m)says h[io]$",
+             "--db", str(db)]
+    for greeting in ("hi", "ho"):
+        proc = hympi(*sweep, "--env", f"GREETING={greeting}", "--resume")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        sweeps = store.sweeps()
+        runs = {r.sweep_id: r for r in store.runs()}
+    assert [s.params["env"] for s in sweeps] == ["GREETING=hi", "GREETING=ho"]
+    assert [SweepParams.from_dict(s.params).spec(1, 1, "core").env for s in sweeps] == \
+        [(("GREETING", "hi"),), (("GREETING", "ho"),)]
+    for s, greeting in zip(sweeps, ("hi", "ho"), strict=True):
+        command = runs[s.id].command
+        assert command[command.index(f"GREETING={greeting}") - 1] == "-x", command
 
 
 def test_hympi_tune_run_searches_layouts_and_mpi_parameters_of_a_program(tmp_path: Path, tmp_path_factory):
@@ -285,7 +328,7 @@ def test_hympi_tune_run_searches_layouts_and_mpi_parameters_of_a_program(tmp_pat
     db = tmp_path / "t.db"
     proc = hympi("tune", "run", invocation.command[0], "--space", str(tmp_path / "space.toml"), "--db", str(db),
                  "--metric", invocation.metric, "--metric-unit", invocation.metric_unit, "--verify", invocation.verify,
-                 "--", *invocation.command[1:], timeout=300)
+                 "--env", "OMP_STACKSIZE=16M", "--", *invocation.command[1:], timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "best:" in proc.stdout
     with Store.open(db, create=False) as store:
@@ -293,11 +336,13 @@ def test_hympi_tune_run_searches_layouts_and_mpi_parameters_of_a_program(tmp_pat
     assert {(r.ranks, r.status) for r in runs} == {(1, "ok"), (2, "ok")}
     assert all(r.record is not None and r.record["rate_unit"] == "Mupdates/s" for r in runs)
     assert any("OMPI_MCA_btl_vader_eager_limit=8192" in " ".join(r.command) for r in runs)
+    assert all("OMP_STACKSIZE=16M" in r.command for r in runs)
     # The best configuration's command runs the program by its path, judged as its tune judged it.
     best = hympi("tune", "best", "--db", str(db), "--format", "flags")
     assert best.returncode == 0, best.stderr
     words = shlex.split(best.stdout)
     assert words[:3] == ["hympi", "run", invocation.command[0]], words
+    assert words[words.index("--env") + 1] == "OMP_STACKSIZE=16M", words
     cut = words.index("--")
     again = hympi(*words[1:cut], "--json", *words[cut:])
     assert again.returncode == 0, again.stdout + again.stderr

@@ -83,7 +83,8 @@ def run_program_probed(program: Program, launch: Launch, app_args: list[str],
     (hympi.probe); returns the judged outcome and the probed processes. `echo`: run_command's."""
     spec = launch.spec
     return probed_program_run(program, lambda env: run_command(
-        launch_command(dataclasses.replace(spec, env=(*spec.env, *env)), launch.launcher), launch.timeout,
+        launch_command(dataclasses.replace(spec, env=(*spec.env, *program.environment(), *env)), launch.launcher),
+        launch.timeout,
         echo=echo), spec.ranks, spec.threads, tuple(app_args))
 
 
