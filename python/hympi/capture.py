@@ -77,17 +77,21 @@ class BoundedCapture:
 
     def _read(self) -> None:
         read = getattr(self._stream, "read1", self._stream.read)
-        while chunk := read(READ_BYTES):
-            self._pass_on(chunk)
-            room = KEPT_HEAD_BYTES - len(self._head)
-            if room > 0:
-                self._head += chunk[:room]
-                chunk = chunk[room:]
-            self._tail += chunk
-            if len(self._tail) > 2 * KEPT_TAIL_BYTES:  # trimmed now and then, not on every read
-                self._trim()
-        self._pass_on(b"")
-        self._stream.close()
+        try:
+            while chunk := read(READ_BYTES):
+                self._pass_on(chunk)
+                room = KEPT_HEAD_BYTES - len(self._head)
+                if room > 0:
+                    self._head += chunk[:room]
+                    chunk = chunk[room:]
+                self._tail += chunk
+                if len(self._tail) > 2 * KEPT_TAIL_BYTES:  # trimmed now and then, not on every read
+                    self._trim()
+            self._pass_on(b"")
+        except OSError as exc:  # a file that cannot be read to its end: its reader says so (text())
+            self._failure = exc
+        finally:
+            self._stream.close()
 
     def _trim(self) -> None:
         excess = len(self._tail) - KEPT_TAIL_BYTES
@@ -103,7 +107,8 @@ class BoundedCapture:
     def text(self) -> str:
         """What was kept, decoded as text with newlines as Python's text mode reads them (bytes that are not UTF-8
         replaced), with one line saying how many bytes were left out between head and tail. Call after join (before
-        it: what the stream held so far, or less). Raises what the echo raised, other than OSError."""
+        it: what the stream held so far, or less). Raises what reading the stream raised, and what the echo raised
+        other than OSError."""
         if self._failure is not None:
             raise self._failure
         head, tail = bytes(self._head), bytes(self._tail[-KEPT_TAIL_BYTES:])

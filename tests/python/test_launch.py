@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import re
@@ -11,6 +13,7 @@ import time
 
 import pytest
 
+from hympi.capture import read_bounded
 from hympi.errors import UsageError
 from hympi.launch.mpirun import LaunchSpec, build_command, check_layout, run_command
 from records import full_record
@@ -117,3 +120,23 @@ def test_an_echo_that_fails_never_blocks_the_program_and_a_bug_in_it_is_raised()
     assert outcome.returncode == 0 and outcome.stdout.endswith("\n99999\n100000\nend\n")
     with pytest.raises(ValueError, match="a bug in the echo"):
         run_command(["sh", "-c", "seq 1 100000"], timeout=60, echo=buggy)
+
+
+def test_a_stream_that_fails_mid_read_raises_for_its_reader_not_a_silent_cut():
+    """An output file whose read fails half-way (EIO) is an error its reader reports (text_written_since: 'cannot
+    be read'), not a text that silently ends where the read failed."""
+    class Failing(io.RawIOBase):
+        reads = 0
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+            self.reads += 1
+            if self.reads > 1:
+                raise OSError(errno.EIO, "Input/output error")
+            buffer[:6] = b"first\n"
+            return 6
+
+    with pytest.raises(OSError, match="Input/output error"):
+        read_bounded(io.BufferedReader(Failing()))
