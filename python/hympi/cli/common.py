@@ -84,8 +84,7 @@ def run_program_probed(program: Program, launch: Launch, app_args: list[str],
     spec = launch.spec
     return probed_program_run(program, lambda env: run_command(
         launch_command(dataclasses.replace(spec, env=(*spec.env, *program.environment(), *env)), launch.launcher),
-        launch.timeout,
-        echo=echo), spec.ranks, spec.threads, tuple(app_args))
+        launch.timeout, echo=echo), spec.ranks, spec.threads, tuple(app_args))
 
 
 def asks_for_help(app_args: list[str]) -> bool:
