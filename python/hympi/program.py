@@ -110,6 +110,11 @@ def parse_env(option: str, text: str) -> str:
     return text
 
 
+def env_pairs(texts: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """'NAME=VALUE' texts (parse_env's) as (name, value) pairs, as a launch sets them."""
+    return tuple((name, value) for name, _, value in (text.partition("=") for text in texts))
+
+
 METRIC = Param("metric", "--metric", "a program's figure of merit: a regular expression whose first group captures "
                "a number from its output (default: the job's wall time)", parse_pattern, metavar="REGEX")
 METRIC_UNIT = Param("metric_unit", "--metric-unit", "the unit of --metric's number (e.g. timesteps/s)", parse_unit,
@@ -178,7 +183,7 @@ class Program:
 
     def environment(self) -> tuple[tuple[str, str], ...]:
         """`env` as (name, value) pairs, as a launch sets them."""
-        return tuple((name, value) for name, _, value in (text.partition("=") for text in self.env))
+        return env_pairs(self.env)
 
     def output_path(self) -> Path:
         """The output file where the program writes it (relative to its working directory)."""

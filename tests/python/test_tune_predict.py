@@ -274,7 +274,7 @@ def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
     from hympi.sweep import program_fields
     from hympi.tune.programs import profile_launches, program_text
 
-    program = program_of(shutil.which("true") or "/bin/true", {})
+    program = program_of(shutil.which("true") or "/bin/true", {"env": ("GREETING=hello world",)})
     assert program_text(program.path, ("--size", "8")) == f"{program.name} --size 8"  # as its tune names it
     fields = program_fields(program)
     store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:1])
@@ -286,9 +286,10 @@ def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
     assert (own.app, own.command) == (program.name, program.path)
     assert tuned[tunedata.PROGRAMS[0][0]].command == "is"  # an app is launched by its name
     # Profiled by its path at the space's default layout (its name is no app: looked up as one, it was refused).
-    launches = profile_launches(own.command, own.app_args, own.space, MACHINE)
+    launches = profile_launches(own.command, own.app_args, own.space, MACHINE, own.env)
     assert (launches.profile.app_binary, launches.profile.app_args, launches.profile.ranks) == (
         program.path, ("--size", "8"), 4)
+    assert launches.profile.app_env()["GREETING"] == "hello world"  # its --env, as its tune's runs had it
     assert launches.thread_check is None  # the space has one thread per rank only: nothing to check
 
 
@@ -323,6 +324,12 @@ def test_cli_refuses_too_few_programs_and_unknown_programs(tmp_path, space_file,
     proc = hympi("tune", "predict", "--space", str(space_file), "--db", str(db1), "--cvars", CVARS, "--", "rb3d",
                  "--size", "16", env=env)
     assert proc.returncode == 2 and "at least 2 other programs" in proc.stderr and "found 1" in proc.stderr
+    proc = hympi("tune", "predict", "rb3d", "--env", "A=1", "--space", str(space_file), "--db", str(db),
+                 "--cvars", CVARS, env=env)
+    assert proc.returncode == 2 and "--env is for a program of your own" in proc.stderr, proc.stderr
+    proc = hympi("tune", "predict", "/bin/true", "--env", "OMP_NUM_THREADS=2", "--space", str(space_file), "--db",
+                 str(db), "--cvars", CVARS, env=env)
+    assert proc.returncode == 2 and "--env OMP_NUM_THREADS: hympi sets it" in proc.stderr, proc.stderr
     assert not marker.exists()
 
 

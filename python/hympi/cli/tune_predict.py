@@ -17,7 +17,8 @@ from rich.table import Table
 
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.mpirun import launcher_path, mpi_env_name, mpi_flavor
-from hympi.params import seconds_of
+from hympi.params import resolve, seconds_of
+from hympi.program import ENV, env_pairs, program_named, refuse_program_flags
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary
@@ -98,6 +99,11 @@ def predict_main(args: argparse.Namespace) -> int:
     # What the user typed first (the app, the space file), then what the store holds: an unknown app or a missing
     # space is named as such, not hidden behind "no results database" or "needs finished tunes".
     check_program(app)
+    given = resolve(args, (ENV,))
+    if not program_named(app):
+        refuse_program_flags(app, given)
+    texts = given.get(ENV.name)
+    env = tuple(map(str, texts)) if isinstance(texts, tuple) else ()  # a program's own variables (--env)
     space_table = read_space(args.space)
     with Store.open(args.db, create=False) as store:
         others = finished_programs(store) - {program}
@@ -107,7 +113,7 @@ def predict_main(args: argparse.Namespace) -> int:
         cvars = listing_source(args.cvars)  # asked once, for this space and the stored ones alike
         space = library_space(space_table, cvars)
         summary = machine_summary()
-        launches = profile_launches(app, app_args, space, summary)
+        launches = profile_launches(app, app_args, space, summary, env_pairs(env))
         tuned = [t for t in tuned_programs(store, cvars) if t.program != program]
         data, notes = training_set(store, tuned)
         data, more = same_encoding(data, space.feature_names())
@@ -143,7 +149,7 @@ def predict_main(args: argparse.Namespace) -> int:
     # stands, marked unchecked.
     chosen = constant if check.predictor_wins is False and constant is not None else config
     print(f"recommended: {chosen.label()} ({'the prediction' if chosen is config else 'the constant pick'})")
-    print(f"run it: {shlex.join(run_flags(chosen, app, app_args))}")
+    print(f"run it: {shlex.join(run_flags(chosen, app, app_args, ENV.spell(env) if env else []))}")
     print(parameter_lines(chosen, mpi_flavor(launcher_path())))
     return 0
 
@@ -174,7 +180,7 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float,
     machine = record_machine(store, summary, launcher_path())
     for tuned in missing:
         print(f"profiling {tuned.program} at {tuned.space.default.label()} ...", file=sys.stderr)
-        launches = profile_launches(tuned.command, tuned.app_args, tuned.space, summary)
+        launches = profile_launches(tuned.command, tuned.app_args, tuned.space, summary, tuned.env)
         try:
             profile_program(store, machine, summary, launches, tuned.app, timeout, disturbed_above)
         except HympiFatal:

@@ -19,7 +19,7 @@ from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, build_command, run_command, validate_with_app
 from hympi.params import DEFAULT_DISTURBED_ABOVE, DEFAULT_TIMEOUT_S
 from hympi.paths import binary
-from hympi.probe import launch_probed, working_threads
+from hympi.probe import Env, launch_probed, working_threads
 from hympi.profile import Profile, plan_profile, run_profile
 from hympi.program import locate, program_named
 from hympi.store import MachineRecord, ProfileRecord, Store
@@ -48,14 +48,15 @@ def check_program(app: str) -> str:
     return spec.binary
 
 
-def profile_spec(app: str, app_args: Sequence[str], layout: Configuration, summary: MachineSummary) -> LaunchSpec:
-    """The launch of `app` at `layout` with the library's default MPI parameters, checked without MPI: UsageError
-    (nothing launched) for an unknown app, an app that was not built, or arguments the app refuses (a program of
-    your own has no --validate-ranks to ask)."""
+def profile_spec(app: str, app_args: Sequence[str], layout: Configuration, summary: MachineSummary,
+                 env: Env = ()) -> LaunchSpec:
+    """The launch of `app` at `layout` with the library's default MPI parameters (and a program's own `env`),
+    checked without MPI: UsageError (nothing launched) for an unknown app, an app that was not built, or arguments
+    the app refuses (a program of your own has no --validate-ranks to ask)."""
     # One node, as a tune's runs have: the profile describes the program where it was tuned.
     launch = LaunchSpec(check_program(app), layout.ranks, layout.threads, layout.bind, app_args=tuple(app_args),
                         oversubscribe=layout.ranks * layout.threads > summary.pus,
-                        env=(("HYMPI_VIRTUAL_NODES", "1"),))
+                        env=(("HYMPI_VIRTUAL_NODES", "1"), *env))
     if not program_named(app):
         validate_with_app(launch)
     return launch
@@ -78,12 +79,13 @@ class ProfileLaunches:
     thread_check: LaunchSpec | None
 
 
-def profile_launches(app: str, app_args: Sequence[str], space: SearchSpace,
-                     summary: MachineSummary) -> ProfileLaunches:
-    """Both launches, checked without MPI (profile_spec's UsageError, nothing launched)."""
+def profile_launches(app: str, app_args: Sequence[str], space: SearchSpace, summary: MachineSummary,
+                     env: Env = ()) -> ProfileLaunches:
+    """Both launches (with a program's own `env`), checked without MPI (profile_spec's UsageError, nothing
+    launched)."""
     check = thread_check_layout(space)
-    return ProfileLaunches(profile=profile_spec(app, app_args, space.default, summary),
-                           thread_check=profile_spec(app, app_args, check, summary) if check else None)
+    return ProfileLaunches(profile=profile_spec(app, app_args, space.default, summary, env),
+                           thread_check=profile_spec(app, app_args, check, summary, env) if check else None)
 
 
 def stored_profile(store: Store, program: str) -> ProfileRecord | None:
