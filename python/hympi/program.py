@@ -19,6 +19,8 @@ import hashlib
 import os
 import re
 import shutil
+import stat
+import subprocess
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -110,11 +112,6 @@ def parse_env(option: str, text: str) -> str:
     return text
 
 
-def env_pairs(texts: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    """'NAME=VALUE' texts (parse_env's) as (name, value) pairs, as a launch sets them."""
-    return tuple((name, value) for name, _, value in (text.partition("=") for text in texts))
-
-
 METRIC = Param("metric", "--metric", "a program's figure of merit: a regular expression whose first group captures "
                "a number from its output (default: the job's wall time)", parse_pattern, metavar="REGEX")
 METRIC_UNIT = Param("metric_unit", "--metric-unit", "the unit of --metric's number (e.g. timesteps/s)", parse_unit,
@@ -126,10 +123,12 @@ VERIFY = Param("verify", "--verify", "a program's verification: a regular expres
 OUTPUT_FILE = Param("output_file", "--output-file", "a file a program writes its results into (relative to where it "
                     "runs): --metric and --verify search what each run wrote into it, then the output",
                     check_path, metavar="FILE")
+STDIN = Param("stdin", "--stdin", "a file every run of a program reads as its standard input (relative to where it "
+              "runs), from its start: hympi never passes its own standard input on", check_path, metavar="FILE")
 ENV = Param("env", "--env", "an environment variable every rank of a program gets (repeatable): recorded with the "
             "sweep, and set for ranks on other nodes too", parse_env, metavar="NAME=VALUE", repeated=True)
 # The parameters every command that runs a program takes.
-PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY, OUTPUT_FILE, ENV)
+PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY, OUTPUT_FILE, STDIN, ENV)
 
 
 @dataclass(frozen=True)
@@ -137,8 +136,9 @@ class Program:
     """One program: `name` labels it in tables, `path` is its absolute path and `sha256` its file's digest; `metric`
     ("" = wall time), `metric_unit` and `better` say what is measured, `verify` ("" = none) what must be printed;
     `workdir` ("" = hympi's) is where it runs (a programs file's directory, where its inputs are); `output_file`
-    ("" = none), relative to it, is a file whose new text each run is judged on before its output; `env` the
-    variables ('NAME=VALUE') every rank of it gets."""
+    ("" = none), relative to it, is a file whose new text each run is judged on before its output; `stdin` ("" =
+    none: /dev/null), relative to it too, the file each run reads as its standard input; `env` the variables
+    ('NAME=VALUE') every rank of it gets."""
 
     name: str
     path: str
@@ -149,6 +149,7 @@ class Program:
     verify: str = ""
     workdir: str = ""
     output_file: str = ""
+    stdin: str = ""
     env: tuple[str, ...] = ()
 
     def check(self) -> None:
@@ -165,6 +166,11 @@ class Program:
         twice = next((name for name in names if names.count(name) > 1), None)
         if twice is not None:
             raise UsageError(f"{ENV.flag} {twice} is given twice")
+        if self.stdin:
+            source = resolve_in(self.workdir, self.stdin)
+            problem = file_problem(source)  # a FIFO would be drained by the first run, /dev/null is none
+            if problem is not None:
+                raise UsageError(f"{STDIN.flag} {source} {problem}")
         if self.output_file:
             if not (self.metric or self.verify):
                 raise UsageError(f"{OUTPUT_FILE.flag} needs {METRIC.flag} or {VERIFY.flag}: they search the file")
@@ -183,11 +189,15 @@ class Program:
 
     def environment(self) -> tuple[tuple[str, str], ...]:
         """`env` as (name, value) pairs, as a launch sets them."""
-        return env_pairs(self.env)
+        return tuple((name, value) for name, _, value in (text.partition("=") for text in self.env))
 
     def output_path(self) -> Path:
         """The output file where the program writes it (relative to its working directory)."""
         return resolve_in(self.workdir, self.output_file)
+
+    def stdin_path(self) -> Path | None:
+        """The file every run reads as its standard input (relative to its working directory), None for none."""
+        return resolve_in(self.workdir, self.stdin) if self.stdin else None
 
     @property
     def unit(self) -> str:
@@ -203,8 +213,9 @@ class Program:
                  if self.metric else "figure of merit: wall time")
         check = f"verified by {self.verify!r}" if self.verify else "verified by its exit status only"
         where = f", searched in {self.output_file} first" if self.output_file else ""
+        reads = f", reading {self.stdin} as its standard input" if self.stdin else ""
         env = f", with {' '.join(self.env)}" if self.env else ""
-        return f"{self.path} (sha256 {self.sha256[:12]}): {merit}, {check}{where}{env}"
+        return f"{self.path} (sha256 {self.sha256[:12]}): {merit}, {check}{where}{reads}{env}"
 
 
 def file_digest(path: Path) -> str:
@@ -250,6 +261,29 @@ def program_of(text: str, merit: Mapping[str, object] | None = None, name: str =
     program = Program(name=name or path.name, path=str(path), sha256=digest, workdir=workdir, **given)
     program.check()
     return program
+
+
+def refuse_redirected_stdin(program: Program) -> None:
+    """UsageError for a program that a command runs many times (sweep, study, tune) while hympi's own standard input
+    is redirected from a file and --stdin names none: only the first run would read it (`lmp < in.melt`: every
+    other LAMMPS run would read nothing, run nothing and exit 0, an ok run of nothing)."""
+    if program.stdin:
+        return
+    try:
+        redirected = stat.S_ISREG(os.fstat(0).st_mode)
+    except OSError:  # closed
+        redirected = False
+    if redirected:
+        raise UsageError(f"standard input is a file, but each run of {program.name} reads /dev/null: name the file "
+                         f"with {STDIN.flag} FILE (every run reads it from its start)")
+
+
+def launch_stdin(program: Program | None) -> Path | int:
+    """What each launch of a command that runs many reads as standard input: the program's --stdin file, else
+    /dev/null (never hympi's own: only one run would get it, and mpirun in the background would stop on a
+    terminal's)."""
+    path = program.stdin_path() if program is not None else None
+    return path if path is not None else subprocess.DEVNULL
 
 
 @dataclass(frozen=True)
@@ -322,7 +356,8 @@ def _entry(table: object, number: int, base: Path, origin: str) -> ProgramRun:
 
 def load_programs(path: str) -> tuple[ProgramRun, ...]:
     """The programs of a programs file (TOML: one [[program]] table each with name, command, inputs, metric,
-    metric_unit, better, verify); paths in it are relative to its directory, where the programs run. UsageError,
+    metric_unit, better, verify, output_file, stdin, env); paths in it are relative to its directory, where the
+    programs run. UsageError,
     one line naming the file and the entry, for anything wrong in it."""
     problem = file_problem(path)
     if problem is not None:
@@ -345,6 +380,8 @@ def load_programs(path: str) -> tuple[ProgramRun, ...]:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise UsageError(f"programs file {path}: program name '{twice[0]}' is used twice")
+    for run in runs:
+        refuse_redirected_stdin(run.program)
     return runs
 
 

@@ -76,10 +76,12 @@ from hympi.place.tree import NodeTree, load_node_tree
 from hympi.program import (
     Program,
     file_digest,
+    launch_stdin,
     probed_program_run,
     program_named,
     program_of,
     refuse_program_flags,
+    refuse_redirected_stdin,
 )
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
 from hympi.stats.median import median_or_none
@@ -101,7 +103,7 @@ RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": F
 # Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
 SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args",
                     "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir",
-                    "output_file", "env", "disturbed_above")
+                    "output_file", "stdin", "env", "disturbed_above")
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,9 @@ class SweepParams:
     every (ranks, threads) launch its level-2 options, so equal launch shapes of other modes are other items.
     A sweep of a program of the user's own (hympi.program) has its absolute path in `program` ("" for an app; `app`
     is then the program's name), its file's sha256, its figure of merit and verification, `workdir`, where it runs,
-    `output_file`, the file it writes its results into ("": none), and `env`, the variables its ranks get (one
-    NAME=VALUE a line, as every program field is text); the launcher binds it (it does not call hympi's binding).
+    `output_file`, the file it writes its results into ("": none), `stdin`, the file each run reads as its standard
+    input ("": /dev/null), and `env`, the variables its ranks get (one NAME=VALUE a line, as every program field is
+    text); the launcher binds it (it does not call hympi's binding).
     A run during which other processes used more than `disturbed_above` cores of its PUs is disturbed (hympi.busy):
     recorded, marked, never counted.
     """
@@ -153,6 +156,7 @@ class SweepParams:
     verify: str = ""
     workdir: str = ""
     output_file: str = ""
+    stdin: str = ""
     env: str = ""
     disturbed_above: float = DEFAULT_DISTURBED_ABOVE
 
@@ -242,6 +246,7 @@ def program_fields(program: Program) -> dict[str, str]:
             "metric_unit": program.metric_unit, "better": program.better if program.metric else "",
             "verify": program.verify, "workdir": program.workdir,
             **({"output_file": program.output_file} if program.output_file else {}),
+            **({"stdin": program.stdin} if program.stdin else {}),
             **({"env": "\n".join(program.env)} if program.env else {})}
 
 
@@ -256,7 +261,8 @@ def program_from_fields(fields: Mapping[str, object]) -> Program | None:
 
     return Program(name=text("app"), path=text("program"), sha256=text("program_sha256"), metric=text("metric"),
                    metric_unit=text("metric_unit"), better=text("better") or "higher", verify=text("verify"),
-                   workdir=text("workdir"), output_file=text("output_file"), env=tuple(text("env").splitlines()))
+                   workdir=text("workdir"), output_file=text("output_file"), stdin=text("stdin"),
+                   env=tuple(text("env").splitlines()))
 
 
 def program_subject(subject: str, values: Mapping[str, object]) -> dict[str, str]:
@@ -266,7 +272,9 @@ def program_subject(subject: str, values: Mapping[str, object]) -> dict[str, str
     if not program_named(subject):
         refuse_program_flags(subject, values)
         return {"app": subject}
-    return program_fields(program_of(subject, values))
+    program = program_of(subject, values)
+    refuse_redirected_stdin(program)
+    return program_fields(program)
 
 
 def check_program(program: Program, params: SweepParams) -> None:
@@ -757,8 +765,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     the item's run: the item stays to be run, so the sweep ends 'interrupted' and --resume runs it again."""
     console = console or Console()
     program = params.program_spec()
-    runner = runner or (slurm_jobs.step_runner if params.launcher == "slurm" else
-                        partial(run_command, cwd=params.workdir or None))
+    stdin = launch_stdin(program)
+    runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else
+                        partial(run_command, cwd=params.workdir or None, stdin=stdin))
     done = store.done_keys(sweep.id)
     stopped = _stopped_keys(store, sweep.id) if params.checkpoint_dir else set()
 

@@ -43,10 +43,14 @@ def _context() -> ForkServerContext:
 
 
 def _call(args: list[str], env: dict[str, str], cwd: str, stdout: str, stderr: str) -> None:
-    """In the forked process: the call's environment, directory and output files, then the CLI's exit."""
+    """In the forked process: the call's environment, directory and output files, standard input from /dev/null (as
+    from a terminal nobody types into, whatever the test harness's standard input is), then the CLI's exit."""
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.close(nothing)
     for path, fd in ((stdout, 1), (stderr, 2)):
         opened = os.open(path, os.O_WRONLY)
         os.dup2(opened, fd)
@@ -67,7 +71,8 @@ def run(args: Sequence[str], env: dict[str, str], timeout: float) -> subprocess.
     is killed."""
     cmd = command(args)
     if _needs_fresh_interpreter(env):
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False,
+                              stdin=subprocess.DEVNULL)
     with tempfile.TemporaryDirectory(prefix="hympi-call-") as tmp:
         out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
         out.touch()

@@ -118,6 +118,7 @@ inputs = ["in.txt"]
 metric = 'rate ([0-9.]+)'
 metric_unit = "Mupd/s"
 verify = "OK"
+stdin = "in.txt"
 env = { OMP_STACKSIZE = "64M", GREETING = "hello world" }
 
 [[program]]
@@ -135,11 +136,13 @@ def test_a_programs_file_names_each_program_its_arguments_and_where_it_runs(tmp_
     assert first.program.path == str(tmp_path / "solver") and first.program.workdir == str(tmp_path)
     assert first.program.metric == "rate ([0-9.]+)" and first.program.verify == "OK"
     assert first.program.env == ("OMP_STACKSIZE=64M", "GREETING=hello world")
+    assert first.program.stdin_path() == tmp_path / "in.txt" and second.program.stdin_path() is None
     assert second.program.path.endswith("/sh") and second.args == ("-c", "true") and second.program.env == ()
 
 
 @pytest.mark.parametrize(("change", "needle"), [
     (lambda t: t.replace('inputs = ["in.txt"]', 'inputs = ["gone.txt"]'), "input gone.txt does not exist"),
+    (lambda t: t.replace('stdin = "in.txt"', 'stdin = "gone.txt"'), "--stdin /"),
     (lambda t: t.replace('name = "second"', 'name = "rb3d"'), "'rb3d' is one of hympi's apps"),
     (lambda t: t.replace('name = "second"', 'name = "first"'), "program name 'first' is used twice"),
     (lambda t: t.replace("metric = 'rate ([0-9.]+)'", "metric = 'rate ('"), "--metric 'rate (' is not a regular"),
@@ -283,6 +286,9 @@ def test_hympi_run_shows_a_programs_output_as_it_prints_it(tmp_path: Path, monke
     (["./ok", "--env", "A"], "--env needs NAME=VALUE"),
     (["./ok", "--env", "A=x\ty"], "--env A: its value must be printable text on one line"),
     (["./ok", "--env", "A=1", "--env", "A=2"], "--env A is given twice"),
+    (["rb3d", "--stdin", "in.txt"], "--stdin is for a program of your own"),
+    (["./ok", "--stdin", "missing.txt"], "missing.txt does not exist"),
+    (["./ok", "--stdin", "/dev/null"], "--stdin /dev/null is a"),
     (["./absent"], "program ./absent: no such file"),
 ])
 def test_hympi_run_refuses_bad_program_input_before_launch(tmp_path: Path, fake_launcher, monkeypatch,
@@ -316,6 +322,35 @@ def test_a_programs_environment_reaches_every_rank_and_is_part_of_its_sweep(tmp_
     for s, greeting in zip(sweeps, ("hi", "ho"), strict=True):
         command = runs[s.id].command
         assert command[command.index(f"GREETING={greeting}") - 1] == "-x", command
+
+
+def test_every_run_of_a_sweep_reads_the_programs_stdin_file_from_its_start(tmp_path: Path, monkeypatch):
+    """`lmp < in.melt` is how LAMMPS is often run. A sweep runs its program many times and only the first would read
+    hympi's own standard input (the others: nothing, an ok run of nothing), so a file redirected there is refused,
+    --stdin gives every run the file, and without either each run reads /dev/null. One run (hympi run) passes
+    hympi's standard input on, as mpirun does."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "reader", 'read line\necho "read: $line"\n')
+    (tmp_path / "in.txt").write_text("melt\n")
+    sweep = ["sweep", "./reader", "--ranks", "1", "--repeat", "2", "--no-warmup", "--verify", "(?m)^read: melt$",
+             "--db"]
+    proc = hympi(*sweep, str(tmp_path / "given.db"), "--stdin", "in.txt")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Store.open(tmp_path / "given.db", create=False) as store:
+        assert [r.status for r in store.runs()] == ["ok", "ok"]
+        assert store.sweeps()[0].params["stdin"] == "in.txt"
+    with (tmp_path / "in.txt").open("rb") as redirected:
+        refused = subprocess.run(forkcli.command([*sweep, str(tmp_path / "redirected.db")]), stdin=redirected,
+                                 capture_output=True, text=True, timeout=120, check=False)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "standard input is a file, but each run of reader reads /dev/null: name the file with --stdin FILE" \
+        in refused.stderr and not (tmp_path / "redirected.db").exists()
+    unfed = hympi(*sweep, str(tmp_path / "none.db"))
+    assert unfed.returncode == 1 and "verification '(?m)^read: melt$' not found" in unfed.stdout + unfed.stderr
+    with (tmp_path / "in.txt").open("rb") as redirected:
+        one = subprocess.run(forkcli.command(["run", "./reader", "--verify", "(?m)^read: melt$"]), stdin=redirected,
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert one.returncode == 0 and "read: melt" in one.stdout, one.stdout + one.stderr
 
 
 def test_hympi_tune_run_searches_layouts_and_mpi_parameters_of_a_program(tmp_path: Path, tmp_path_factory):

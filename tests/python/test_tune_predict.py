@@ -286,7 +286,7 @@ def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
     assert (own.app, own.command) == (program.name, program.path)
     assert tuned[tunedata.PROGRAMS[0][0]].command == "is"  # an app is launched by its name
     # Profiled by its path at the space's default layout (its name is no app: looked up as one, it was refused).
-    launches = profile_launches(own.command, own.app_args, own.space, MACHINE, own.env)
+    launches = profile_launches(own.command, own.app_args, own.space, MACHINE, own.subject)
     assert (launches.profile.app_binary, launches.profile.app_args, launches.profile.ranks) == (
         program.path, ("--size", "8"), 4)
     assert launches.profile.app_env()["GREETING"] == "hello world"  # its --env, as its tune's runs had it
@@ -385,7 +385,8 @@ def test_a_profile_beside_other_work_is_taken_again_and_the_least_disturbed_kept
     monkeypatch.setattr(programs, "Sampler", Busy)
     runs = []
     real = programs.run_profile
-    monkeypatch.setattr(programs, "run_profile", lambda plan, timeout: (runs.append(plan), real(plan, timeout))[1])
+    monkeypatch.setattr(programs, "run_profile",
+                        lambda plan, timeout, stdin: (runs.append(plan), real(plan, timeout, stdin))[1])
     summary = machine_summary()
     launch = programs.profile_spec("rb3d", ("--size", "12", "--iterations", "20"), Configuration(2, 1, "core"),
                                    summary)

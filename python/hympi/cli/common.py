@@ -80,11 +80,12 @@ def launch_of(args: argparse.Namespace, command: str, app_binary: str, app_args:
 def run_program_probed(program: Program, launch: Launch, app_args: list[str],
                        echo: Callable[[bytes], None] | None = None) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
     """Launches a program of the user's own with the probe preloaded and judges its output with what the probe saw
-    (hympi.probe); returns the judged outcome and the probed processes. `echo`: run_command's."""
+    (hympi.probe); returns the judged outcome and the probed processes. `echo`: run_command's. One run: without
+    --stdin it reads hympi's own standard input, as under plain mpirun (`hympi run lmp < in.melt`)."""
     spec = launch.spec
     return probed_program_run(program, lambda env: run_command(
         launch_command(dataclasses.replace(spec, env=(*spec.env, *program.environment(), *env)), launch.launcher),
-        launch.timeout, echo=echo), spec.ranks, spec.threads, tuple(app_args))
+        launch.timeout, echo=echo, stdin=program.stdin_path()), spec.ranks, spec.threads, tuple(app_args))
 
 
 def asks_for_help(app_args: list[str]) -> bool:

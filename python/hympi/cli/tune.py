@@ -20,7 +20,7 @@ from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
 from hympi.params import Value, from_record, parse_row_id, register, resolve, rounds
 from hympi.paths import binary
-from hympi.program import ENV, PROGRAM, program_named
+from hympi.program import ENV, PROGRAM, STDIN, program_named
 from hympi.store import Store
 from hympi.sweep import program_subject, record_machine
 from hympi.topology import machine_summary
@@ -88,7 +88,7 @@ def add_predict_parser(sub: Subparsers, name: str) -> None:
     p.add_argument("--profile-again", action="store_true",
                    help="profile the program again instead of reusing its stored profile (one taken on a busy "
                         "machine, or before the program changed)")
-    register(p, (PROFILE_TIMEOUT, PROFILE_DISTURBED_ABOVE, ENV))
+    register(p, (PROFILE_TIMEOUT, PROFILE_DISTURBED_ABOVE, STDIN, ENV))
     p.set_defaults(handler=main, forwards_unknown=True)
 
 

@@ -18,7 +18,7 @@ from rich.table import Table
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.mpirun import launcher_path, mpi_env_name, mpi_flavor
 from hympi.params import resolve, seconds_of
-from hympi.program import ENV, env_pairs, program_named, refuse_program_flags
+from hympi.program import ENV, STDIN, program_named, program_of, refuse_program_flags, refuse_redirected_stdin
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary
@@ -99,11 +99,13 @@ def predict_main(args: argparse.Namespace) -> int:
     # What the user typed first (the app, the space file), then what the store holds: an unknown app or a missing
     # space is named as such, not hidden behind "no results database" or "needs finished tunes".
     check_program(app)
-    given = resolve(args, (ENV,))
-    if not program_named(app):
+    # A program of your own: with its variables and standard input (predict's one run would read hympi's own).
+    given = resolve(args, (STDIN, ENV))
+    own = program_of(app, given) if program_named(app) else None
+    if own is None:
         refuse_program_flags(app, given)
-    texts = given.get(ENV.name)
-    env = tuple(map(str, texts)) if isinstance(texts, tuple) else ()  # a program's own variables (--env)
+    else:
+        refuse_redirected_stdin(own)
     space_table = read_space(args.space)
     with Store.open(args.db, create=False) as store:
         others = finished_programs(store) - {program}
@@ -113,7 +115,7 @@ def predict_main(args: argparse.Namespace) -> int:
         cvars = listing_source(args.cvars)  # asked once, for this space and the stored ones alike
         space = library_space(space_table, cvars)
         summary = machine_summary()
-        launches = profile_launches(app, app_args, space, summary, env_pairs(env))
+        launches = profile_launches(app, app_args, space, summary, own)
         tuned = [t for t in tuned_programs(store, cvars) if t.program != program]
         data, notes = training_set(store, tuned)
         data, more = same_encoding(data, space.feature_names())
@@ -149,7 +151,7 @@ def predict_main(args: argparse.Namespace) -> int:
     # stands, marked unchecked.
     chosen = constant if check.predictor_wins is False and constant is not None else config
     print(f"recommended: {chosen.label()} ({'the prediction' if chosen is config else 'the constant pick'})")
-    print(f"run it: {shlex.join(run_flags(chosen, app, app_args, ENV.spell(env) if env else []))}")
+    print(f"run it: {shlex.join(run_flags(chosen, app, app_args, own.flags() if own is not None else []))}")
     print(parameter_lines(chosen, mpi_flavor(launcher_path())))
     return 0
 
@@ -180,7 +182,7 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float,
     machine = record_machine(store, summary, launcher_path())
     for tuned in missing:
         print(f"profiling {tuned.program} at {tuned.space.default.label()} ...", file=sys.stderr)
-        launches = profile_launches(tuned.command, tuned.app_args, tuned.space, summary, tuned.env)
+        launches = profile_launches(tuned.command, tuned.app_args, tuned.space, summary, tuned.subject)
         try:
             profile_program(store, machine, summary, launches, tuned.app, timeout, disturbed_above)
         except HympiFatal:

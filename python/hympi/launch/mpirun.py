@@ -12,8 +12,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
+from typing import IO
 
 from hympi.capture import BoundedCapture, tail_lines
 from hympi.contract import contract, enum_names
@@ -327,9 +330,12 @@ def _die_with_parent() -> None:
 
 
 def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | None = None,
-                cwd: str | None = None, echo: Callable[[bytes], None] | None = None) -> RunOutcome:
+                cwd: str | None = None, echo: Callable[[bytes], None] | None = None,
+                stdin: Path | int | None = None) -> RunOutcome:
     """Runs a launch command (in directory `cwd`, None: this process's); a run past `timeout` seconds is killed and
-    reported as 'timeout'. `echo` is handed its output's lines as they come (hympi.capture.BoundedCapture).
+    reported as 'timeout'. `echo` is handed its output's lines as they come (hympi.capture.BoundedCapture). `stdin`
+    is what it reads as standard input (mpirun passes it to rank 0): a file opened for this launch, or Popen's
+    (None: this process's own, subprocess.DEVNULL).
 
     Raises UsageError, before anything starts, for a timeout that is not a finite number > 0.
     """
@@ -337,9 +343,16 @@ def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | Non
         # subprocess would fail on nan or inf only after the launcher had started.
         raise UsageError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
     start = time.monotonic()
+    with stdin.open("rb") if isinstance(stdin, Path) else nullcontext(stdin) as source:
+        return _run(cmd, timeout, env, cwd, echo, source, start)
+
+
+def _run(cmd: list[str], timeout: float | None, env: dict[str, str] | None, cwd: str | None,
+         echo: Callable[[bytes], None] | None, stdin: IO[bytes] | int | None, start: float) -> RunOutcome:
+    """run_command's launch, with its standard input open."""
     # Output read as bytes by BoundedCapture (bounded memory; decoded with errors="replace": app and launcher
     # output is whatever bytes they print, see validate_with_app).
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env={**os.environ, **(env or {})}, start_new_session=True, cwd=cwd,
                             # Only a preloaded libc call runs in the child: no imports, no Python-level locks,
                             # so rich's refresh thread cannot deadlock it.

@@ -170,14 +170,14 @@ def mark_step_end(outcome: RunOutcome, job_id: str) -> RunOutcome:
     return replace(outcome, status="cancelled", stderr=f"{outcome.stderr.rstrip()}\n{note}".lstrip())
 
 
-def step_runner(cmd: list[str], timeout: float) -> RunOutcome:
+def step_runner(cmd: list[str], timeout: float, stdin: Path | int | None = None) -> RunOutcome:
     """Runs one srun job step; a step whose tasks did not form one MPI job of --ntasks ranks is failed, and one that
     Slurm ended (scancel of the step, its time limit) is 'cancelled' (mark_step_end), even when srun exited 0. When
     the allocation has ended under the step (scancel of the job, time limit, salloc's allocation revoked), HympiFatal
     instead of an outcome, whatever the step did: the step is not the layout's result, and every later srun would
     fail the same way, so the sweep stops (interrupted) and --resume continues it."""
     tasks = _tasks(cmd)
-    outcome = run_command(cmd, timeout)
+    outcome = run_command(cmd, timeout, stdin=stdin)  # srun passes it to task 0
     if tasks is not None:
         outcome = one_mpi_job(outcome, tasks, SRUN_REMEDY)
     job_id = current_job()

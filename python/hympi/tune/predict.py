@@ -41,6 +41,7 @@ import numpy as np
 
 from hympi.errors import HympiError, UsageError
 from hympi.launch.cvars import cvar_from_json
+from hympi.program import Program
 from hympi.store import Store, TuneRecord
 from hympi.tune.features import (
     BUSY_PROFILE_NAME,
@@ -376,8 +377,8 @@ def program_data(program: str, features: dict[str, float], space: SearchSpace,
 @dataclass(frozen=True)
 class TunedProgram:
     """A program with finished tunes: the tunes, the space of the one that measured most, all it measured.
-    `command` is what launches it: the app's name, or a program of your own's path (its `app` is the file's name)
-    with its own variables, `env` (--env)."""
+    `command` is what launches it: the app's name, or a program of your own's path (its `app` is the file's name),
+    `subject` that program (its variables and standard input, as its tune ran it; None for an app)."""
 
     program: str
     app: str
@@ -386,7 +387,7 @@ class TunedProgram:
     tunes: tuple[TuneRecord, ...]
     space: SearchSpace
     measured: tuple[Measured, ...]
-    env: tuple[tuple[str, str], ...] = ()
+    subject: Program | None = None
 
 
 def finished_programs(store: Store) -> set[str]:
@@ -405,11 +406,10 @@ def tuned_programs(store: Store, cvars: CvarSource) -> list[TunedProgram]:
         results = {t.id: tune_results(store, t.id) for t in finished[program]}
         widest = max(finished[program], key=lambda t: (len(results[t.id]), t.id))
         params = TuneParams.from_dict(widest.params)
-        subject = params.program_spec()
         out.append(TunedProgram(program=program, app=widest.app, command=params.command, app_args=params.app_args,
                                 tunes=tuple(finished[program]), space=stored_space(widest, cvars),
                                 measured=tuple(m for t in finished[program] for m in results[t.id]),
-                                env=subject.environment() if subject is not None else ()))
+                                subject=params.program_spec()))
     return out
 
 

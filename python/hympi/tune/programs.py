@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from hympi.params import DEFAULT_DISTURBED_ABOVE, DEFAULT_TIMEOUT_S
 from hympi.paths import binary
 from hympi.probe import Env, launch_probed, working_threads
 from hympi.profile import Profile, plan_profile, run_profile
-from hympi.program import locate, program_named
+from hympi.program import Program, launch_stdin, locate, program_named
 from hympi.store import MachineRecord, ProfileRecord, Store
 from hympi.topology import MachineSummary
 from hympi.tune.features import BUSY_PROFILE_NAME, STORED_NAMES, StaticFeatures, program_features, thread_check
@@ -73,19 +74,23 @@ def thread_check_layout(space: SearchSpace) -> Configuration | None:
 @dataclass(frozen=True)
 class ProfileLaunches:
     """How a program is profiled for the predictor: the profiled run at the space's default layout, and the thread
-    check (None: the space has no layout with more than one thread per rank to check)."""
+    check (None: the space has no layout with more than one thread per rank to check); both read `stdin` (a
+    program's --stdin file, else /dev/null: hympi.program.launch_stdin)."""
 
     profile: LaunchSpec
     thread_check: LaunchSpec | None
+    stdin: Path | int = subprocess.DEVNULL
 
 
 def profile_launches(app: str, app_args: Sequence[str], space: SearchSpace, summary: MachineSummary,
-                     env: Env = ()) -> ProfileLaunches:
-    """Both launches (with a program's own `env`), checked without MPI (profile_spec's UsageError, nothing
-    launched)."""
+                     program: Program | None = None) -> ProfileLaunches:
+    """Both launches (with a program's own variables and standard input), checked without MPI (profile_spec's
+    UsageError, nothing launched)."""
     check = thread_check_layout(space)
+    env = program.environment() if program is not None else ()
     return ProfileLaunches(profile=profile_spec(app, app_args, space.default, summary, env),
-                           thread_check=profile_spec(app, app_args, check, summary, env) if check else None)
+                           thread_check=profile_spec(app, app_args, check, summary, env) if check else None,
+                           stdin=launch_stdin(program))
 
 
 def stored_profile(store: Store, program: str) -> ProfileRecord | None:
@@ -110,13 +115,14 @@ def _failure(program: str, what: str, outcome: RunOutcome, missing: str = "") ->
                       f"{', ' + missing if missing else ''}){': ' + tail if tail else ''}")
 
 
-def checked_threads(program: str, launch: LaunchSpec | None, timeout: float) -> dict[str, float]:
-    """The thread check's values: one run at `launch` under the probe (nothing run without a launch: one thread
-    checked, one working); HympiError when that run fails."""
+def checked_threads(program: str, launch: LaunchSpec | None, timeout: float,
+                    stdin: Path | int = subprocess.DEVNULL) -> dict[str, float]:
+    """The thread check's values: one run at `launch` under the probe, reading `stdin` (nothing run without a
+    launch: one thread checked, one working); HympiError when that run fails."""
     if launch is None:
         return thread_check(1, 1)
     outcome, processes = launch_probed(lambda env: run_command(
-        build_command(dataclasses.replace(launch, env=(*launch.env, *env))), timeout))
+        build_command(dataclasses.replace(launch, env=(*launch.env, *env))), timeout, stdin=stdin))
     if not _ran(launch, outcome):
         raise _failure(program, f"the thread check at {launch.ranks}x{launch.threads} of", outcome)
     return thread_check(launch.threads, working_threads(processes, launch.threads))
@@ -141,7 +147,7 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
         for attempt in range(PROFILE_TRIES):
             plan = plan_profile(build_command(launch), Path(tmp) / f"profile-{attempt}.json")
             with Sampler() as sampler:
-                outcome, profile = run_profile(plan, timeout)
+                outcome, profile = run_profile(plan, timeout, launches.stdin)
             if not _ran(launch, outcome) or profile is None:
                 raise _failure(program, "profiling", outcome, "no profile written" if profile is None else "")
             busy = sampler.interference(None)
@@ -154,6 +160,7 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
         raw = json.loads(profile.path.read_text())
     nodes = outcome.record.get("nodes") if outcome.record else None
     static = StaticFeatures(launch.ranks, launch.threads, int(nodes) if isinstance(nodes, int) else 1, summary)
-    features = {**program_features(profile, static), **checked_threads(program, launches.thread_check, timeout),
+    features = {**program_features(profile, static),
+                **checked_threads(program, launches.thread_check, timeout, launches.stdin),
                 BUSY_PROFILE_NAME: busy.outside_cores}
     return store.add_profile(machine.id, program, app, launch.ranks, launch.threads, features, raw)
