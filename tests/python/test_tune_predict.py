@@ -8,6 +8,7 @@ import math
 import os
 import re
 import shutil
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -274,7 +275,9 @@ def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
     from hympi.sweep import program_fields
     from hympi.tune.programs import profile_launches, program_text
 
-    program = program_of(shutil.which("true") or "/bin/true", {"env": ("GREETING=hello world",)})
+    (tmp_path / "in.txt").write_text("input\n")
+    program = program_of(shutil.which("true") or "/bin/true", {"env": ("GREETING=hello world",),
+                                                               "stdin": str(tmp_path / "in.txt")})
     assert program_text(program.path, ("--size", "8")) == f"{program.name} --size 8"  # as its tune names it
     fields = program_fields(program)
     store = tunedata.tuned_store(tmp_path / "t.db", tunedata.PROGRAMS[:1])
@@ -290,6 +293,8 @@ def test_a_tuned_program_of_your_own_is_profiled_by_its_path(tmp_path):
     assert (launches.profile.app_binary, launches.profile.app_args, launches.profile.ranks) == (
         program.path, ("--size", "8"), 4)
     assert launches.profile.app_env()["GREETING"] == "hello world"  # its --env, as its tune's runs had it
+    assert launches.stdin == tmp_path / "in.txt"  # and its --stdin
+    assert profile_launches("is", (), own.space, MACHINE).stdin == subprocess.DEVNULL  # an app's: nothing
     assert launches.thread_check is None  # the space has one thread per rank only: nothing to check
 
 
