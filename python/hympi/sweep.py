@@ -41,6 +41,7 @@ from rich.progress import (
 from hympi.apps import get_app
 from hympi.busy.accounting import Interference
 from hympi.busy.sampler import Sampler
+from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, SweepInterrupted, UsageError
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
@@ -763,7 +764,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
 
     A launch the batch system cancelled (status 'cancelled', slurm_jobs.step_runner) is stored as an attempt, not as
     the item's run: the item stays to be run, so the sweep ends 'interrupted' and --resume runs it again."""
-    console = console or Console()
+    console = console or HympiConsole()
     program = params.program_spec()
     stdin = launch_stdin(program)
     runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.console import Console
 from rich.table import Table
 
 from hympi.cli.common import asks_for_help, launch_of, print_app_help, run_program_probed
 from hympi.cli.parser import Subparsers
 from hympi.cli.run import live_echo, report
+from hympi.console import HympiConsole
 from hympi.errors import UsageError
 from hympi.launch.command import launch_command
 from hympi.launch.layout import LayoutSpec, cpu_list
@@ -60,7 +60,7 @@ def check_program(args: argparse.Namespace) -> int:
     for p in processes:
         for t in p.threads:
             table.add_row(p.host, str(p.rank), str(t.number), cpu_list(t.bound), cpu_list(t.used))
-    Console().print(table)
+    HympiConsole().print(table)
     if outcome.status != "ok":
         print(f"hympi: error: the run {outcome.status}: {outcome.stderr_tail(1).removeprefix('hympi: ')}",
               file=sys.stderr)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
 from rich.table import Table
 
 from hympi.cli.parser import Subparsers
+from hympi.console import HympiConsole
 from hympi.contract import contract
 from hympi.settings import load_settings
 
@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
         table.add_column(column, overflow="fold")
     for s in resolved.values:
         table.add_row(s.key, _env(s.key), json.dumps(s.value), s.source)
-    Console().print(table)
+    HympiConsole().print(table)
     return 0
 
 

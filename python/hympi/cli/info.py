@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
 from rich.table import Table
 
 from hympi.cli.parser import Subparsers
+from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.command import LAUNCHERS, launch_command
 from hympi.launch.mpirun import LaunchSpec, launcher_path, mpi_flavor, run_command
@@ -153,7 +153,7 @@ def main_all_nodes(args: argparse.Namespace) -> int:
 
 def print_nodes(topologies: NodeTopologies) -> None:
     """The nodes table, then "all N nodes identical" or what differs between the kinds of node."""
-    console = Console()
+    console = HympiConsole()
     console.print(nodes_table(topologies))
     if topologies.identical:
         print(f"all {len(topologies.nodes)} nodes identical (hash {topologies.nodes[0].summary.hash})")
@@ -187,5 +187,5 @@ def main(args: argparse.Namespace) -> int:
     if topology == "this":
         launcher = launcher_path()
         table.add_row("MPI launcher", f"{launcher} ({mpi_flavor(launcher)})")
-    Console().print(table)
+    HympiConsole().print(table)
     return 0

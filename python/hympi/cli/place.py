@@ -9,11 +9,11 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from hympi.cli.common import check_output_file
 from hympi.cli.parser import Subparsers
+from hympi.console import HympiConsole
 from hympi.errors import UsageError
 from hympi.node_topologies import read_node_topologies
 from hympi.outputs import write_output
@@ -166,7 +166,7 @@ def main(args: argparse.Namespace) -> int:
     if params.json:
         print(json.dumps({**report.as_dict(), "rankfile": params.out, "hosts": hosts}))
         return 0
-    console = Console()
+    console = HympiConsole()
     console.print(comparison_table(report))
     if report.groups is not None:
         console.print(groups_table(report))

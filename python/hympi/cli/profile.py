@@ -6,11 +6,11 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from rich.console import Console
 from rich.table import Table
 
 from hympi.cli.common import check_output_file
 from hympi.cli.parser import Subparsers
+from hympi.console import HympiConsole
 from hympi.errors import HympiError
 from hympi.layout_options import RUN_TIMEOUT
 from hympi.params import Param, from_record, parse_path, register, resolve
@@ -102,7 +102,7 @@ def main(args: argparse.Namespace) -> int:
         said = [line for line in outcome.stderr.splitlines() if line.startswith(PROFILER_SAYS)]
         why = said[-1].removeprefix(PROFILER_SAYS) if said else "the command ran no MPI program to MPI_Finalize"
         raise HympiError(f"no profile written to {plan.out}: {why}")
-    console = Console(stderr=True)
+    console = HympiConsole(stderr=True)
     console.print(summary_table(profile))
     console.print(time_line(profile))
     if profile.histograms:

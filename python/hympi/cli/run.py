@@ -8,7 +8,6 @@ import json
 import sys
 from collections.abc import Callable
 
-from rich.console import Console
 from rich.table import Table
 
 from hympi.apps import APPS, get_app
@@ -21,6 +20,7 @@ from hympi.cli.common import (
     run_program_probed,
 )
 from hympi.cli.parser import Subparsers
+from hympi.console import HympiConsole
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
@@ -138,7 +138,7 @@ def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> 
     if as_json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     elif outcome.result is not None:
-        Console().print(result_table(outcome.result))
+        HympiConsole().print(result_table(outcome.result))
     if outcome.status != "ok":
         print(f"hympi: error: {failure_message(outcome, timeout)}", file=sys.stderr)
         if outcome.status == "failed" and outcome.stderr.strip():
@@ -157,7 +157,7 @@ def run_program(args: argparse.Namespace) -> int:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     else:
         if outcome.record is not None:
-            Console().print(program_table(outcome, spec))
+            HympiConsole().print(program_table(outcome, spec))
             for finding in outcome.record["probe"]["findings"]:
                 print(f"hympi: finding: {finding}", file=sys.stderr)
     if outcome.status != "ok":

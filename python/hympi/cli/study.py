@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.console import Console
-
 from hympi.cli.common import add_db_option, ensure_out_dir, path_argument
 from hympi.cli.parser import Subparsers
+from hympi.console import HympiConsole
 from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.mpirun import configured_flavor
 from hympi.params import from_record, register, resolve, rounds, texts
@@ -54,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
                                          "repeat": measured.repeat, "auto": measured.auto,
                                          "max_repeat": measured.max_repeat, "programs": programs})
     try:
-        result = run_study(options, machine_summary(), Console())
+        result = run_study(options, machine_summary(), HympiConsole())
     except SweepInterrupted as exc:
         print(f"hympi: study stopped by signal {exc.signum}; continue with hympi study --resume", file=sys.stderr)
         return exc.exit_code

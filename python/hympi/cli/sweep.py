@@ -11,8 +11,6 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from rich.console import Console
-
 from hympi.apps import APPS
 from hympi.busy.quiet import quiet_start
 from hympi.cli.common import (
@@ -23,6 +21,7 @@ from hympi.cli.common import (
     report_interrupt,
 )
 from hympi.cli.parser import Subparsers
+from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.detect import find_launcher
@@ -166,7 +165,7 @@ def main(args: argparse.Namespace) -> int:
     """Plans, validates, then runs (or prints, or writes an sbatch script for) the sweep."""
     params = params_from_args(args)
     quiet = resolve(args, QUIET_CHECK)  # checked before anything is written
-    console = Console()
+    console = HympiConsole()
     resume = args.resume
     if isinstance(resume, int) and not isinstance(resume, bool):
         with Store.open(args.db, create=False) as existing:  # the recorded parameters win over the command line

@@ -8,13 +8,13 @@ import argparse
 import json
 import sys
 
-from rich.console import Console
 from rich.table import Table
 
 from hympi.apps import APPS, get_app
 from hympi.cli import tune_predict
 from hympi.cli.common import add_cvars_option, add_db_option, report_interrupt
 from hympi.cli.parser import Parser, Subparsers
+from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
@@ -142,7 +142,7 @@ def main_params(args: argparse.Namespace) -> int:
         print(json.dumps({"format": "hympi-mpit", "mpi_library": listing.mpi_library,
                           "cvars": [c.as_dict() for c in cvars]}, indent=1))
         return 0
-    Console().print(cvar_table(cvars, listing.mpi_library))
+    HympiConsole().print(cvar_table(cvars, listing.mpi_library))
     return 0
 
 
@@ -236,7 +236,7 @@ def main_run(args: argparse.Namespace) -> int:
     space = library_space(space_table, listing_source(args.cvars))
     params = _tune_params(args, values, space)
     check_layouts(params, space, summary.pus)
-    console = Console()
+    console = HympiConsole()
     store = Store.open(args.db)
     try:
         machine = record_machine(store, summary, "mpirun")

@@ -12,9 +12,9 @@ import argparse
 import shlex
 import sys
 
-from rich.console import Console
 from rich.table import Table
 
+from hympi.console import HympiConsole
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.mpirun import launcher_path, mpi_env_name, mpi_flavor
 from hympi.params import resolve, seconds_of
@@ -203,7 +203,7 @@ def evaluate_main(args: argparse.Namespace) -> int:
         if not args.no_profile:
             _profile_missing(store, tuned_programs(store, cvars), timeout, disturbed_above)
         verdicts, notes = evaluate(store, cvars)
-    Console(width=200).print(verdict_table(verdicts))
+    HympiConsole(width=200).print(verdict_table(verdicts))
     for note in [*narrowed_notes(verdicts), *busy_notes(verdicts, disturbed_above)]:
         print(note)
     for note in notes:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rich.console import Console
 
 from hympi.apps import get_app
+from hympi.console import HympiConsole
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, validate_with_app
@@ -236,7 +237,7 @@ def run_tune(store: Store, machine: MachineRecord, tune: TuneRecord, space: Sear
              console: Console | None = None, runner: Runner | None = None) -> TuneOutcome:
     """Measures what the tune's strategy proposes until it stops (space exhausted, budget spent, expected
     improvement below --ei-stop); marks the tune interrupted and re-raises on any exception (Ctrl-C, SIGTERM)."""
-    console = console or Console()
+    console = console or HympiConsole()
     params = TuneParams.from_dict(tune.params)
     search = Search(space, params.strategy, params.seed, params.max_runs, params.ei_stop)
     store.claim_tune(tune.id)
