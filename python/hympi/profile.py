@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import SupportsInt
@@ -111,12 +111,12 @@ def read_profile(path: str | Path) -> Profile:
                    mpi_time, wall_time)
 
 
-def run_profile(plan: ProfilePlan, timeout: float | None = None,
-                stdin: Path | int | None = None) -> tuple[RunOutcome, Profile | None]:
-    """Runs the planned command, reading `stdin` (run_command's); the profile is None when the program wrote none
-    (no MPI_Finalize)."""
+def run_profile(plan: ProfilePlan, timeout: float | None = None, stdin: Path | int | None = None,
+                echo: Callable[[bytes], None] | None = None) -> tuple[RunOutcome, Profile | None]:
+    """Runs the planned command, reading `stdin` and echoing its output to `echo` (run_command's); the profile is
+    None when the program wrote none (no MPI_Finalize)."""
     if plan.out.exists():
         plan.out.unlink()  # never report a stale profile as this run's
-    outcome = run_command(list(plan.command), timeout, dict(plan.env), stdin=stdin)
+    outcome = run_command(list(plan.command), timeout, dict(plan.env), stdin=stdin, echo=echo)
     profile = read_profile(plan.out) if plan.out.exists() else None
     return outcome, profile

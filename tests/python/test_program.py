@@ -253,15 +253,20 @@ def test_hympi_run_launches_a_program_bound_by_the_launcher_and_judges_it(tmp_pa
     assert "threads 2 places cores" in shown.stdout and "by the launcher" in shown.stdout, shown.stdout
 
 
-def test_hympi_run_shows_a_programs_output_as_it_prints_it(tmp_path: Path, monkeypatch):
+@pytest.mark.parametrize(("command", "code"), [
+    (["run", "./waiter", "--verify", "went on", "--"], 0),
+    # hympi profile runs any command; this one is no MPI program, so no profile is written after it (exit 1).
+    (["profile", "--", "./waiter"], 1),
+])
+def test_a_programs_output_is_shown_as_it_prints_it(tmp_path: Path, monkeypatch, command: list[str], code: int):
     """A run of minutes or hours shows its progress as under plain mpirun: the program prints a line, then waits
     (30 s at most) for a file the test makes only once hympi has shown that line."""
     monkeypatch.chdir(tmp_path)
     go = tmp_path / "go"
     shell_program(tmp_path, "waiter", 'echo started\ni=0\nwhile [ ! -e "$1" ] && [ $i -lt 300 ]; do sleep 0.1; '
                                       'i=$((i+1)); done\n[ -e "$1" ] && echo "went on"\n')
-    proc = subprocess.Popen(forkcli.command(["run", "./waiter", "--verify", "went on", "--", str(go)]),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(forkcli.command([*command, str(go)]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()  # shown only at the end, it would come after the program gave up waiting
@@ -269,7 +274,7 @@ def test_hympi_run_shows_a_programs_output_as_it_prints_it(tmp_path: Path, monke
         rest, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
-    assert first == "started\n" and proc.returncode == 0, err
+    assert first == "started\n" and proc.returncode == code, err
     assert rest.startswith("went on\n"), rest
 
 

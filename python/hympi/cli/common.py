@@ -88,6 +88,18 @@ def run_program_probed(program: Program, launch: Launch, app_args: list[str],
         launch.timeout, echo=echo, stdin=program.stdin_path()), spec.ranks, spec.threads, tuple(app_args))
 
 
+def write_through(data: bytes) -> None:
+    """Writes a launched program's output to hympi's stdout as it comes (run_command's echo), after what hympi
+    printed before."""
+    sys.stdout.flush()
+    binary = getattr(sys.stdout, "buffer", None)  # None: a text stream put in its place (hympi called in-process)
+    if binary is None:
+        sys.stdout.write(data.decode(errors="replace"))
+        return
+    binary.write(data)
+    binary.flush()
+
+
 def asks_for_help(app_args: list[str]) -> bool:
     """True when the app's arguments ask for its help text (-h or --help)."""
     return any(arg in HELP_FLAGS for arg in app_args)

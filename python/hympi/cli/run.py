@@ -18,6 +18,7 @@ from hympi.cli.common import (
     mpi_params_from_args,
     print_app_help,
     run_program_probed,
+    write_through,
 )
 from hympi.cli.parser import Subparsers
 from hympi.console import HympiConsole
@@ -118,13 +119,7 @@ def echo_output(lines: bytes) -> None:
     the table after the run shows it. A run of minutes or hours shows its progress as under plain mpirun."""
     if RESULT_PREFIX in lines:
         lines = b"".join(line for line in lines.splitlines(keepends=True) if not line.startswith(RESULT_PREFIX))
-    sys.stdout.flush()  # what hympi printed before, first
-    binary = getattr(sys.stdout, "buffer", None)  # None: a text stream put in its place (hympi called in-process)
-    if binary is None:
-        sys.stdout.write(lines.decode(errors="replace"))
-        return
-    binary.write(lines)
-    binary.flush()
+    write_through(lines)
 
 
 def live_echo(as_json: bool) -> Callable[[bytes], None] | None:
