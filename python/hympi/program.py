@@ -246,8 +246,8 @@ def locate(text: str, base: Path | None = None) -> Path:
 def program_of(text: str, merit: Mapping[str, object] | None = None, name: str = "", base: Path | None = None,
                workdir: str = "") -> Program:
     """The checked Program at path `text` (UsageError naming the bad value before anything runs); `merit` holds the
-    values of PROGRAM's declarations given (metric, metric_unit, better, verify, output_file, env; absent: the
-    default)."""
+    values of PROGRAM's declarations given (metric, metric_unit, better, verify, output_file, stdin, env; absent:
+    the default)."""
     path = locate(text, base)
     try:
         digest = file_digest(path)
@@ -357,8 +357,8 @@ def _entry(table: object, number: int, base: Path, origin: str) -> ProgramRun:
 def load_programs(path: str) -> tuple[ProgramRun, ...]:
     """The programs of a programs file (TOML: one [[program]] table each with name, command, inputs, metric,
     metric_unit, better, verify, output_file, stdin, env); paths in it are relative to its directory, where the
-    programs run. UsageError,
-    one line naming the file and the entry, for anything wrong in it."""
+    programs run. UsageError, one line naming the file and the entry, for anything wrong in it, and for a
+    standard input redirected from a file while a program names none (refuse_redirected_stdin)."""
     problem = file_problem(path)
     if problem is not None:
         raise UsageError(f"programs file {path} {problem}")
