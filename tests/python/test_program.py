@@ -358,6 +358,17 @@ def test_every_run_of_a_sweep_reads_the_programs_stdin_file_from_its_start(tmp_p
     assert one.returncode == 0 and "read: melt" in one.stdout, one.stdout + one.stderr
 
 
+def test_hympi_affinity_starts_a_program_with_its_variables_and_standard_input(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "needy", '[ "$GREETING" = hi ] || exit 3\nread line\n[ "$line" = melt ] || exit 4\n')
+    (tmp_path / "in.txt").write_text("melt\n")
+    assert hympi("affinity", "./needy").returncode == 1  # exit 3: started without them
+    given = hympi("affinity", "./needy", "--env", "GREETING=hi", "--stdin", "in.txt")
+    assert given.returncode == 0, given.stdout + given.stderr
+    refused = hympi("affinity", "--env", "GREETING=hi")
+    assert refused.returncode == 2 and "--env is for a program of your own" in refused.stderr
+
+
 def test_hympi_tune_run_searches_layouts_and_mpi_parameters_of_a_program(tmp_path: Path, tmp_path_factory):
     """The hybrid test program (mpicc-built, no hympi inside) tuned over ranks and an Open MPI parameter: every
     configuration measured through the program's own metric, the best named, its parameters set through the

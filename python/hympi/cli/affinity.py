@@ -17,10 +17,13 @@ from hympi.launch.layout import LayoutSpec, cpu_list
 from hympi.launch.layout_check import layout_mismatches
 from hympi.launch.mpirun import LaunchSpec, one_mpi_job, run_command
 from hympi.layout_options import LAUNCH
-from hympi.params import register
+from hympi.params import register, resolve
 from hympi.place.tree import load_node_tree
 from hympi.probe import affinity_problems
-from hympi.program import program_named, program_of
+from hympi.program import ENV, STDIN, program_named, program_of, refuse_program_flags
+
+# A program's declarations that its launch needs (its metric and verification judge a run; affinity judges none).
+PROGRAM_LAUNCH = (STDIN, ENV)
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -31,6 +34,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                    help="a program of your own (by its path, anything with a '/'; its arguments after --) to watch "
                         "through the probe instead of hympi-affinity")
     register(p, LAUNCH)
+    register(p, PROGRAM_LAUNCH)  # what a program needs to start: its variables and standard input
     p.add_argument("--check", action="store_true",
                    help="fail if a thread runs outside its set, two threads share a core under core binding, or any "
                         "thread is not on the cpuset the layout spec intends ('hympi layout' prints them)")
@@ -50,7 +54,7 @@ def check_program(args: argparse.Namespace) -> int:
     if not program_named(args.program):
         raise UsageError(f"hympi affinity {args.program}: a program of your own is named by its path (./"
                          f"{args.program}); without one, hympi-affinity is run")
-    program = program_of(args.program)
+    program = program_of(args.program, resolve(args, PROGRAM_LAUNCH))
     launch = launch_of(args, "affinity", program.path, args.app_args, program=True)
     spec = launch.spec
     outcome, processes = run_program_probed(program, launch, args.app_args)
@@ -78,6 +82,7 @@ def main(args: argparse.Namespace) -> int:
     """Launches hympi-affinity with the layout, prints its table and, with --check, compares it with the spec."""
     if args.program is not None:
         return check_program(args)
+    refuse_program_flags("hympi-affinity", resolve(args, PROGRAM_LAUNCH))
     if asks_for_help(args.app_args):
         return print_app_help("hympi-affinity")
     app_args = ["--check"] if args.check else []
