@@ -739,13 +739,19 @@ def restartable_items(store: Store, sweep_id: int, params: SweepParams) -> list[
 def occupied_pus(params: SweepParams, layouts: tuple[SweepLayout, ...]) -> dict[SweepLayout, frozenset[int]]:
     """The PUs each layout's threads are bound to, where the binding decides them: not for virtual nodes, an
     oversubscribed machine or a machine whose topology cannot be read; a layout left out is watched on every PU."""
-    if params.virtual_nodes > 1 or params.oversubscribe:
+    return layout_pus(layouts, params.dist, params.virtual_nodes, params.oversubscribe)
+
+
+def layout_pus(layouts: tuple[SweepLayout, ...], dist: str, virtual_nodes: int,
+               oversubscribe: bool) -> dict[SweepLayout, frozenset[int]]:
+    """occupied_pus for layouts of distribution `dist` (hympi run's one layout too)."""
+    if virtual_nodes > 1 or oversubscribe:
         return {}
     try:
         tree: NodeTree = load_node_tree("this")
     except (HympiFatal, UsageError, OSError):
         return {}
-    return {x: LayoutSpec(1, x[0], x[1], x[2], params.dist).occupied(tree) for x in layouts
+    return {x: LayoutSpec(1, x[0], x[1], x[2], dist).occupied(tree) for x in layouts
             if x[0] * x[1] <= len(tree.cores)}
 
 

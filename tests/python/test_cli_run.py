@@ -7,7 +7,10 @@ import json
 import pytest
 from rich.console import Console
 
+import hympi.cli.run as run_cli
 from conftest import assert_refused, hympi, hympi_json
+from hympi.busy.accounting import Interference
+from hympi.cli import main
 from hympi.cli.run import result_table
 from hympi.result import parse_record
 from records import full_record
@@ -135,3 +138,27 @@ def test_the_result_table_shows_the_bound_fraction_of_a_record_that_has_one():
                           bound_fraction=0.375)
     assert "3 GB/s, 0.38 of the bound 8 GB/s (triad, given)" in shown(bounded)
     assert "of the bound" not in shown(full_record(bytes_moved=3e9, kernel_gbs=3.0))
+
+
+@pytest.mark.parametrize(("cores", "limit", "warned"), [(1.5, "0.25", True), (0.1, "0.25", False), (1.5, "2", False)])
+def test_hympi_run_says_when_other_work_disturbed_it(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture,
+                                                     cores: float, limit: str, warned: bool):
+    """What hympi.busy says of the run is faked (test_busy measures the sampler itself): beyond --disturbed-above
+    hympi run says so in one line, as a sweep marks such a run (the suite's own limit is 1000: conftest)."""
+    class Busy:
+        """hympi.busy.sampler.Sampler's interface, reading `cores` of other work."""
+
+        def __enter__(self) -> Busy:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+        def interference(self, pus: object) -> Interference:
+            return Interference(outside_cpu_s=10 * cores, steal_s=0.0, outside_cores=cores)
+
+    monkeypatch.setattr(run_cli, "Sampler", Busy)
+    assert main(["run", "rb3d", "--disturbed-above", limit, "--", "--size", "16", "--iterations", "5"]) == 0
+    said = "hympi: warning: other work used 1.50 cores of this run's PUs while it ran (more than --disturbed-above " \
+        "0.25): its figures are not the layout's alone"
+    assert (said in capsys.readouterr().err) == warned

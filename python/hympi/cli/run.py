@@ -11,7 +11,10 @@ from collections.abc import Callable
 from rich.table import Table
 
 from hympi.apps import APPS, get_app
+from hympi.busy.accounting import Interference
+from hympi.busy.sampler import Sampler
 from hympi.cli.common import (
+    Launch,
     add_mpi_param_options,
     asks_for_help,
     launch_of,
@@ -26,13 +29,17 @@ from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
 from hympi.layout_options import LAUNCH
-from hympi.params import register, resolve
+from hympi.params import DEFAULT_DISTURBED_ABOVE, DISTURBED_ABOVE, register, resolve
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.program import PROGRAM, program_named, program_of, refuse_program_flags
 from hympi.result import PREFIX, ResultRecord, placement_share
+from hympi.sweep import layout_pus
 
 RESULT_PREFIX = PREFIX.encode()
+RUN_DISTURBED_ABOVE = DISTURBED_ABOVE.described(
+    "warn when other work used more than this many cores of the run's PUs (on average) while it ran (default "
+    f"$HYMPI_DISTURBED_ABOVE or {DEFAULT_DISTURBED_ABOVE:g})")
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -44,6 +51,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                               "with a '/': ./solver, /usr/bin/lmp), its arguments after --")
     register(p, LAUNCH)
     register(p, PROGRAM)
+    register(p, (RUN_DISTURBED_ABOVE,))
     add_mpi_param_options(p)
     p.add_argument("--json", action="store_true", help="print the result record as JSON")
     p.set_defaults(handler=main, forwards_unknown=True)
@@ -127,6 +135,30 @@ def live_echo(as_json: bool) -> Callable[[bytes], None] | None:
     return None if as_json else echo_output
 
 
+def watched(launch: Launch, run: Callable[[], RunOutcome]) -> tuple[RunOutcome, Interference | None]:
+    """run()'s outcome, and the other work on the PUs the layout binds while it ran (hympi.busy), as a sweep's runs
+    are watched; None under Slurm (its steps are its daemons' children, not hympi's)."""
+    if launch.launcher == "slurm":
+        return run(), None
+    spec = launch.spec
+    layout = (spec.ranks, spec.threads, spec.bind, spec.membind, ())
+    virtual_nodes = int(dict(spec.env).get("HYMPI_VIRTUAL_NODES", "1"))
+    pus = layout_pus((layout,), spec.dist, virtual_nodes, spec.oversubscribe).get(layout)
+    with Sampler() as sampler:
+        outcome = run()
+    return outcome, sampler.interference(pus)
+
+
+def warn_if_disturbed(busy: Interference | None, args: argparse.Namespace) -> None:
+    """One line on stderr when other work used more than --disturbed-above cores of the run's PUs: its figures are
+    not the layout's alone (a sweep marks such a run and leaves it out of every verdict)."""
+    limit = resolve(args, (RUN_DISTURBED_ABOVE,))[RUN_DISTURBED_ABOVE.name]
+    assert isinstance(limit, float), limit
+    if busy is not None and busy.disturbed(limit):
+        print(f"hympi: warning: other work used {busy.outside_cores:.2f} cores of this run's PUs while it ran (more "
+              f"than {RUN_DISTURBED_ABOVE.flag} {limit:g}): its figures are not the layout's alone", file=sys.stderr)
+
+
 def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> int:
     """Prints the outcome of a launch whose output live_echo showed; returns the exit code (0 ok, 1 failed, timed
     out or unverified)."""
@@ -147,7 +179,9 @@ def run_program(args: argparse.Namespace) -> int:
     program = program_of(args.app, resolve(args, PROGRAM))
     launch = launch_of(args, "run", program.path, args.app_args, program=True)
     spec = launch.spec
-    outcome, _ = run_program_probed(program, launch, args.app_args, live_echo(args.json))
+    outcome, busy = watched(launch, lambda: run_program_probed(program, launch, args.app_args,
+                                                                live_echo(args.json))[0])
+    warn_if_disturbed(busy, args)
     if args.json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     else:
@@ -173,8 +207,9 @@ def main(args: argparse.Namespace) -> int:
     mpi_params = mpi_params_from_args(args)
     launch = launch_of(args, "run", app.binary, args.app_args)
     spec = dataclasses.replace(launch.spec, mpi_params=mpi_params)
-    outcome = one_mpi_job(run_command(launch_command(spec, launch.launcher), launch.timeout,
-                                      echo=live_echo(args.json)), spec.ranks)
+    outcome, busy = watched(launch, lambda: one_mpi_job(run_command(
+        launch_command(spec, launch.launcher), launch.timeout, echo=live_echo(args.json)), spec.ranks))
+    warn_if_disturbed(busy, args)
     code = report(outcome, args.json, launch.timeout)
     read_back = outcome.record.get("mpi_cvars") if outcome.record is not None else None
     for text in ignored_texts(mpi_params, read_back if isinstance(read_back, dict) else None):
