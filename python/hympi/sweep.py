@@ -42,13 +42,13 @@ from hympi.apps import get_app
 from hympi.busy.accounting import Interference
 from hympi.busy.sampler import Sampler
 from hympi.console import HympiConsole
-from hympi.errors import HympiFatal, SweepInterrupted, UsageError
+from hympi.errors import SweepInterrupted, UsageError
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
-from hympi.launch.layout import LAYOUT_BINDS, LayoutSpec
+from hympi.launch.layout import LAYOUT_BINDS, layout_pus
 from hympi.launch.mpirun import (
     DEFAULT_MEMBIND,
     LaunchSpec,
@@ -73,7 +73,6 @@ from hympi.params import (
     from_record,
 )
 from hympi.paths import REPO_ROOT
-from hympi.place.tree import NodeTree, load_node_tree
 from hympi.program import (
     Program,
     file_digest,
@@ -740,19 +739,6 @@ def occupied_pus(params: SweepParams, layouts: tuple[SweepLayout, ...]) -> dict[
     """The PUs each layout's threads are bound to, where the binding decides them: not for virtual nodes, an
     oversubscribed machine or a machine whose topology cannot be read; a layout left out is watched on every PU."""
     return layout_pus(layouts, params.dist, params.virtual_nodes, params.oversubscribe)
-
-
-def layout_pus(layouts: tuple[SweepLayout, ...], dist: str, virtual_nodes: int,
-               oversubscribe: bool) -> dict[SweepLayout, frozenset[int]]:
-    """occupied_pus for layouts of distribution `dist` (hympi run's one layout too)."""
-    if virtual_nodes > 1 or oversubscribe:
-        return {}
-    try:
-        tree: NodeTree = load_node_tree("this")
-    except (HympiFatal, UsageError, OSError):
-        return {}
-    return {x: LayoutSpec(1, x[0], x[1], x[2], dist).occupied(tree) for x in layouts
-            if x[0] * x[1] <= len(tree.cores)}
 
 
 def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[SweepItem, ...],

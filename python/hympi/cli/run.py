@@ -27,6 +27,7 @@ from hympi.cli.parser import Subparsers
 from hympi.console import HympiConsole
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
+from hympi.launch.layout import layout_pus
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
 from hympi.layout_options import LAUNCH
 from hympi.params import DEFAULT_DISTURBED_ABOVE, DISTURBED_ABOVE, register, resolve
@@ -34,7 +35,6 @@ from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.program import PROGRAM, program_named, program_of, refuse_program_flags
 from hympi.result import PREFIX, ResultRecord, placement_share
-from hympi.sweep import layout_pus
 
 RESULT_PREFIX = PREFIX.encode()
 RUN_DISTURBED_ABOVE = DISTURBED_ABOVE.described(
@@ -149,11 +149,16 @@ def watched(launch: Launch, run: Callable[[], RunOutcome]) -> tuple[RunOutcome, 
     return outcome, sampler.interference(pus)
 
 
-def warn_if_disturbed(busy: Interference | None, args: argparse.Namespace) -> None:
-    """One line on stderr when other work used more than --disturbed-above cores of the run's PUs: its figures are
-    not the layout's alone (a sweep marks such a run and leaves it out of every verdict)."""
+def disturbed_limit(args: argparse.Namespace) -> float:
+    """--disturbed-above (its setting, its default), read before anything is launched: a bad value is bad input."""
     limit = resolve(args, (RUN_DISTURBED_ABOVE,))[RUN_DISTURBED_ABOVE.name]
     assert isinstance(limit, float), limit
+    return limit
+
+
+def warn_if_disturbed(busy: Interference | None, limit: float) -> None:
+    """One line on stderr when other work used more than `limit` cores of the run's PUs: its figures are not the
+    layout's alone (a sweep marks such a run and leaves it out of every verdict)."""
     if busy is not None and busy.disturbed(limit):
         print(f"hympi: warning: other work used {busy.outside_cores:.2f} cores of this run's PUs while it ran (more "
               f"than {RUN_DISTURBED_ABOVE.flag} {limit:g}): its figures are not the layout's alone", file=sys.stderr)
@@ -177,11 +182,12 @@ def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> 
 def run_program(args: argparse.Namespace) -> int:
     """Launches a program of the user's own (hympi.program), bound by the launcher, and judges its output."""
     program = program_of(args.app, resolve(args, PROGRAM))
+    limit = disturbed_limit(args)
     launch = launch_of(args, "run", program.path, args.app_args, program=True)
     spec = launch.spec
     outcome, busy = watched(launch, lambda: run_program_probed(program, launch, args.app_args,
                                                                 live_echo(args.json))[0])
-    warn_if_disturbed(busy, args)
+    warn_if_disturbed(busy, limit)
     if args.json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     else:
@@ -205,11 +211,12 @@ def main(args: argparse.Namespace) -> int:
     if asks_for_help(args.app_args):
         return print_app_help(app.binary)  # the help needs no layout and no launch
     mpi_params = mpi_params_from_args(args)
+    limit = disturbed_limit(args)
     launch = launch_of(args, "run", app.binary, args.app_args)
     spec = dataclasses.replace(launch.spec, mpi_params=mpi_params)
     outcome, busy = watched(launch, lambda: one_mpi_job(run_command(
         launch_command(spec, launch.launcher), launch.timeout, echo=live_echo(args.json)), spec.ranks))
-    warn_if_disturbed(busy, args)
+    warn_if_disturbed(busy, limit)
     code = report(outcome, args.json, launch.timeout)
     read_back = outcome.record.get("mpi_cvars") if outcome.record is not None else None
     for text in ignored_texts(mpi_params, read_back if isinstance(read_back, dict) else None):

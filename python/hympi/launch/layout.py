@@ -3,13 +3,15 @@ Open MPI 4 and 5, MPICH's Hydra and Slurm's srun, with the cpuset every rank and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from hympi.contract import enum_names
-from hympi.errors import UsageError
+from hympi.errors import HympiFatal, UsageError
 from hympi.limits import MAX_JOB_THREADS, MAX_NODE_PUS, MAX_NODES
 from hympi.place.rankfile import check_rankfile, expected_sets
-from hympi.place.tree import ClusterTree, NodeTree
+from hympi.place.tree import ClusterTree, NodeTree, load_node_tree
 
 TARGETS = ("openmpi4", "openmpi5", "mpich", "slurm")
 # What a launcher can bind to; "none" leaves binding to hympi (HYMPI_BIND) or to nobody.
@@ -307,3 +309,21 @@ class LayoutSpec:
                              "(use --dist scatter or --rankfile)")
         cpu_bind = {"core": "cores", "numa": "ldoms", "package": "sockets"}[self.bind]
         return (*args, f"--cpu-bind={cpu_bind}", f"--distribution=block:{'cyclic' if cyclic else 'block'}")
+
+
+Layout = TypeVar("Layout", bound=tuple[Any, ...])
+
+
+def layout_pus(layouts: Sequence[Layout], dist: str, virtual_nodes: int,
+               oversubscribe: bool) -> dict[Layout, frozenset[int]]:
+    """The PUs of this machine each layout's threads are bound to (a layout: ranks, threads, binding first, as a
+    sweep's), where the binding decides them: not for virtual nodes, an oversubscribed machine or a machine whose
+    topology cannot be read; a layout left out is watched on every PU (hympi.busy)."""
+    if virtual_nodes > 1 or oversubscribe:
+        return {}
+    try:
+        tree = load_node_tree("this")
+    except (HympiFatal, UsageError, OSError):
+        return {}
+    return {x: LayoutSpec(1, x[0], x[1], x[2], dist).occupied(tree) for x in layouts
+            if x[0] * x[1] <= len(tree.cores)}
