@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -9,7 +10,7 @@ from rich.console import Console
 
 import hympi.cli.run as run_cli
 from conftest import assert_refused, hympi, hympi_json
-from hympi.busy.accounting import Interference
+from fakebusy import samplers
 from hympi.cli import main
 from hympi.cli.run import result_table
 from hympi.result import parse_record
@@ -145,19 +146,7 @@ def test_hympi_run_says_when_other_work_disturbed_it(monkeypatch: pytest.MonkeyP
                                                      cores: float, limit: str, warned: bool):
     """What hympi.busy says of the run is faked (test_busy measures the sampler itself): beyond --disturbed-above
     hympi run says so in one line, as a sweep marks such a run (the suite's own limit is 1000: conftest)."""
-    class Busy:
-        """hympi.busy.sampler.Sampler's interface, reading `cores` of other work."""
-
-        def __enter__(self) -> Busy:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            return None
-
-        def interference(self, pus: object) -> Interference:
-            return Interference(outside_cpu_s=10 * cores, steal_s=0.0, outside_cores=cores)
-
-    monkeypatch.setattr(run_cli, "Sampler", Busy)
+    monkeypatch.setattr(run_cli, "Sampler", samplers(itertools.repeat(cores)))
     assert main(["run", "rb3d", "--disturbed-above", limit, "--", "--size", "16", "--iterations", "5"]) == 0
     said = "hympi: warning: other work used 1.50 cores of this run's PUs while it ran (more than --disturbed-above " \
         "0.25): its figures are not the layout's alone"

@@ -17,6 +17,7 @@ import pytest
 import tunedata
 from conftest import hympi
 from fakeapps import REPO, fake_bin_dir, launches
+from fakebusy import samplers
 from hympi.errors import HympiError
 from hympi.launch.cvars import CvarListing
 from hympi.profile import SIZE_BINS, read_profile
@@ -367,27 +368,12 @@ def test_a_profile_beside_other_work_is_taken_again_and_the_least_disturbed_kept
     1.2 cores of other work. Above --disturbed-above the profile is taken again, PROFILE_TRIES runs in all, the
     least disturbed kept and said to be disturbed; at a threshold above it one run is kept."""
     import hympi.tune.programs as programs
-    from hympi.busy.accounting import Interference
     from hympi.launch.mpirun import launcher_path
     from hympi.sweep import record_machine
     from hympi.topology import machine_summary
 
     readings = iter([1.5, 0.9, 1.2, 1.5])
-
-    class Busy:
-        """hympi.busy.sampler.Sampler's interface, each run's reading taken from `readings`."""
-
-        def __enter__(self) -> Busy:
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            return None
-
-        def interference(self, pus: object) -> Interference:
-            cores = next(readings)
-            return Interference(outside_cpu_s=cores, steal_s=0.0, outside_cores=cores)
-
-    monkeypatch.setattr(programs, "Sampler", Busy)
+    monkeypatch.setattr(programs, "Sampler", samplers(readings))
     runs = []
     real = programs.run_profile
     monkeypatch.setattr(programs, "run_profile",
