@@ -9,9 +9,9 @@ from pathlib import Path
 from hympi.cli.common import add_cvars_option, add_db_option, ensure_out_dir, path_argument, row_id_argument
 from hympi.cli.parser import Subparsers
 from hympi.outputs import check_not_input
+from hympi.params import disturbed_above_of
 from hympi.report.writer import write_report
 from hympi.store import Store
-from hympi.tune.options import profile_disturbed_above
 from hympi.tune.space import listing_source
 
 
@@ -49,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
             notes = study.notes
         # Read before the output directory is made: a bad --cvars file or $HYMPI_DISTURBED_ABOVE leaves nothing.
         cvars = listing_source(args.cvars)
-        disturbed_above = profile_disturbed_above(args)
+        disturbed_above = disturbed_above_of(args)
         out = ensure_out_dir(args.out)
         index = write_report(store, out, sweep_ids, notes, title="hympi report", cvars=cvars,
                              disturbed_above=disturbed_above)

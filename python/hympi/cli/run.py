@@ -30,7 +30,7 @@ from hympi.launch.cvars import ignored_texts
 from hympi.launch.layout import layout_pus
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
 from hympi.layout_options import LAUNCH
-from hympi.params import DEFAULT_DISTURBED_ABOVE, DISTURBED_ABOVE, register, resolve
+from hympi.params import DEFAULT_DISTURBED_ABOVE, DISTURBED_ABOVE, disturbed_above_of, register, resolve
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
 from hympi.program import PROGRAM, program_named, program_of, refuse_program_flags
@@ -149,13 +149,6 @@ def watched(launch: Launch, run: Callable[[], RunOutcome]) -> tuple[RunOutcome, 
     return outcome, sampler.interference(pus)
 
 
-def disturbed_limit(args: argparse.Namespace) -> float:
-    """--disturbed-above (its setting, its default), read before anything is launched: a bad value is bad input."""
-    limit = resolve(args, (RUN_DISTURBED_ABOVE,))[RUN_DISTURBED_ABOVE.name]
-    assert isinstance(limit, float), limit
-    return limit
-
-
 def warn_if_disturbed(busy: Interference | None, limit: float) -> None:
     """One line on stderr when other work used more than `limit` cores of the run's PUs: its figures are not the
     layout's alone (a sweep marks such a run and leaves it out of every verdict)."""
@@ -182,7 +175,7 @@ def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> 
 def run_program(args: argparse.Namespace) -> int:
     """Launches a program of the user's own (hympi.program), bound by the launcher, and judges its output."""
     program = program_of(args.app, resolve(args, PROGRAM))
-    limit = disturbed_limit(args)
+    limit = disturbed_above_of(args)  # before the launch: a bad value is bad input
     launch = launch_of(args, "run", program.path, args.app_args, program=True)
     spec = launch.spec
     outcome, busy = watched(launch, lambda: run_program_probed(program, launch, args.app_args,
@@ -211,7 +204,7 @@ def main(args: argparse.Namespace) -> int:
     if asks_for_help(args.app_args):
         return print_app_help(app.binary)  # the help needs no layout and no launch
     mpi_params = mpi_params_from_args(args)
-    limit = disturbed_limit(args)
+    limit = disturbed_above_of(args)  # before the launch: a bad value is bad input
     launch = launch_of(args, "run", app.binary, args.app_args)
     spec = dataclasses.replace(launch.spec, mpi_params=mpi_params)
     outcome, busy = watched(launch, lambda: one_mpi_job(run_command(

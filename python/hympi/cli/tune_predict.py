@@ -17,13 +17,13 @@ from rich.table import Table
 from hympi.console import HympiConsole
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.mpirun import launcher_path, mpi_env_name, mpi_flavor
-from hympi.params import resolve, seconds_of
+from hympi.params import disturbed_above_of, resolve, seconds_of
 from hympi.program import ENV, STDIN, program_named, program_of, refuse_program_flags, refuse_redirected_stdin
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary
 from hympi.tune.features import BUSY_PROFILE_NAME, busy_profile_text, thread_limit, thread_limit_text
-from hympi.tune.options import PROFILE_TIMEOUT, profile_disturbed_above
+from hympi.tune.options import PROFILE_TIMEOUT
 from hympi.tune.output import run_flags
 from hympi.tune.predict import (
     BEAT_MARGIN,
@@ -90,7 +90,7 @@ def check_line(check: SelfCheck) -> str:
 def predict_main(args: argparse.Namespace) -> int:
     """Profiles (once), trains and prints the predicted configuration; UsageError (exit 2, nothing launched) for an
     unknown program or too few tuned programs."""
-    timeout, disturbed_above = _timeout(args), profile_disturbed_above(args)
+    timeout, disturbed_above = _timeout(args), disturbed_above_of(args)
     words = ([args.app] if args.app else []) + list(args.app_args)
     if not words:
         raise UsageError("no program given (usage: hympi tune predict APP --space FILE [-- APP-ARGS])")
@@ -193,7 +193,7 @@ def _profile_missing(store: Store, programs: list[TunedProgram], timeout: float,
 
 def evaluate_main(args: argparse.Namespace) -> int:
     """Prints the leave-one-program-out table and the mean ratios; UsageError (exit 2) with too few programs."""
-    timeout, disturbed_above = _timeout(args), profile_disturbed_above(args)
+    timeout, disturbed_above = _timeout(args), disturbed_above_of(args)
     with Store.open(args.db, create=False) as store:
         found = finished_programs(store)
         if len(found) < MIN_PROGRAMS + 1:

@@ -22,7 +22,6 @@ from hympi.params import (
     choice,
     count_of_runs,
     parse_number,
-    resolve,
 )
 
 STRATEGIES = ("exhaustive", "random", "guided")
@@ -51,14 +50,6 @@ PROFILE_TRIES = 3
 PROFILE_DISTURBED_ABOVE = DISTURBED_ABOVE.described(
     f"a profiled run beside more than this many cores of other work (on average) is repeated, up to {PROFILE_TRIES} "
     f"runs, the least disturbed kept (default $HYMPI_DISTURBED_ABOVE or {DEFAULT_DISTURBED_ABOVE:g})")
-
-
-def profile_disturbed_above(args: object) -> float:
-    """PROFILE_DISTURBED_ABOVE for a command's parsed arguments: its flag where the command has one, else the
-    setting ($HYMPI_DISTURBED_ABOVE, hympi.toml), else the default."""
-    value = resolve(args, (PROFILE_DISTURBED_ABOVE,))[PROFILE_DISTURBED_ABOVE.name]
-    assert isinstance(value, float), value
-    return value
 
 
 EI_STOP = Param("ei_stop", "--ei-stop", f"guided: stop when the best expected relative improvement is below F "
