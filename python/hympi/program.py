@@ -182,8 +182,9 @@ class Program:
                 raise UsageError(f"{OUTPUT_FILE.flag} {path}: directory {path.parent} does not exist")
 
     def flags(self) -> list[str]:
-        """The flags that declare this program's figure of merit, check and output file again (PROGRAM's; a direction
-        only with its metric), as `hympi run PATH` and `hympi sweep PATH` take them."""
+        """The flags that declare this program again: its figure of merit, check, output file, standard input and
+        variables (PROGRAM's; a direction only with its metric), as `hympi run PATH` and `hympi sweep PATH` take
+        them."""
         return [part for param in PROGRAM if (value := getattr(self, param.name))
                 and (self.metric or param is not BETTER_WAY) for part in param.spell(value)]
 

@@ -735,12 +735,6 @@ def restartable_items(store: Store, sweep_id: int, params: SweepParams) -> list[
             if restartable(params, item)]
 
 
-def occupied_pus(params: SweepParams, layouts: tuple[SweepLayout, ...]) -> dict[SweepLayout, frozenset[int]]:
-    """The PUs each layout's threads are bound to, where the binding decides them: not for virtual nodes, an
-    oversubscribed machine or a machine whose topology cannot be read; a layout left out is watched on every PU."""
-    return layout_pus(layouts, params.dist, params.virtual_nodes, params.oversubscribe)
-
-
 def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[SweepItem, ...],
               console: Console | None = None,
               runner: Callable[[list[str], float], RunOutcome] | None = None,
@@ -773,7 +767,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     restarted = 0
     cancelled = 0
     layouts = tuple(dict.fromkeys(i.layout() for i in items))
-    occupied = occupied_pus(params, layouts)
+    occupied = layout_pus(layouts, params.dist, params.virtual_nodes, params.oversubscribe)
     store.claim_sweep(sweep.id)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())

@@ -111,23 +111,23 @@ def mpich_env(found: BestConfiguration) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_flags(config: Configuration, app: str, app_args: tuple[str, ...], judging: Sequence[str] = ()) -> list[str]:
-    """The `hympi run` argument list that runs `config`: -n, --threads, --bind, a program's `judging` flags
-    (Program.flags), one --mpi-param per parameter."""
+def run_flags(config: Configuration, app: str, app_args: tuple[str, ...], declared: Sequence[str] = ()) -> list[str]:
+    """The `hympi run` argument list that runs `config`: -n, --threads, --bind, a program's `declared` flags
+    (Program.flags: how it is judged, its standard input and variables), one --mpi-param per parameter."""
     cmd = ["hympi", "run", app, "-n", str(config.ranks), "--threads", str(config.threads), "--bind", config.bind,
-           *judging]
+           *declared]
     for name, value in config.mpi_params:
         cmd += ["--mpi-param", f"{name}={value}"]
     return [*cmd, "--", *app_args] if app_args else cmd
 
 
 def run_command_text(found: BestConfiguration) -> str:
-    """The `hympi run` command of the best configuration as shell text (a program of the user's own judged as its
-    tune judged it)."""
+    """The `hympi run` command of the best configuration as shell text (a program of the user's own declared as its
+    tune ran it)."""
     params = TuneParams.from_dict(found.tune.params)
     program = params.program_spec()
-    judging = program.flags() if program is not None else []
-    return shlex.join(run_flags(found.best.config, params.command, params.app_args, judging))
+    declared = program.flags() if program is not None else []
+    return shlex.join(run_flags(found.best.config, params.command, params.app_args, declared))
 
 
 def render(found: BestConfiguration, fmt: str, lookup: DeclaredLookup = declared_names) -> str:
