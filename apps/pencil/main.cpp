@@ -167,6 +167,7 @@ class PencilApp final : public hympi::AppDefinition {
                    {"plane_bytes_per_rank", r.plane_bytes},
                    {"pencil_bytes_per_rank", r.pencil_bytes},
                    {"transpose", r.transpose},
+                   {"transpose_steps", r.transpose_times.to_json()},
                    {"options", o.to_json()},
                    {"verification", groups ? groups->verification_json() : r.verification_json()}};
     if (groups) rec.metrics["groups"] = groups->groups_json(threads);

@@ -5,7 +5,7 @@
 # the Fortran NPB-MZ reference (`MARCH=... bench/npb-mz/run.sh --classes "S B" --build-only`) and every shared
 # library they load except the C library's own, for run.sh to link in only where the node lacks one (NODE_LIBS).
 #
-#   bench/node/pack.sh BUILD_BIN REFERENCE_BIN DEST
+#   bench/node/pack.sh BUILD_BIN REFERENCE_BIN DEST     (REFERENCE_BIN may be an empty folder)
 #
 # On the node: HYMPI_BIN_DIR=DEST/bin NPB_REF_BIN=DEST/ref NODE_LIBS=DEST/libs bench/node/run.sh ...
 set -euo pipefail
@@ -19,7 +19,9 @@ profile=$bin/../lib/libhympi-profile.so
 mkdir -p "$dest/bin" "$dest/lib" "$dest/ref" "$dest/libs"
 cp "$bin"/hympi-* "$dest/bin/"
 cp "$profile" "$dest/lib/"
-cp "$ref"/*.x "$dest/ref/"
+# A node run without the npb part needs no reference: an empty REFERENCE_BIN packs none (run.sh then runs hympi's
+# NPB-MZ alone).
+if compgen -G "$ref/*.x" >/dev/null; then cp "$ref"/*.x "$dest/ref/"; else echo "pack.sh: $ref holds no *.x: no reference packed" >&2; fi
 # The node's own C library, loader and threads must serve every process: never carried. ldd fails on a file that
 # is not dynamically linked (a static or scripted reference): that file needs nothing carried.
 { ldd "$dest"/bin/* "$dest"/lib/*.so "$dest"/ref/*.x 2>/dev/null || true; } |

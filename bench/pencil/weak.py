@@ -16,6 +16,8 @@ the table of the rounds it completed (at least one); every launch's wall time go
 The bound measured in the same run: STREAM triad at every rank count, interleaved with the solver runs. A
 memory-bound code's Time/DoF grows as the bandwidth per rank falls, so the table also prints the per-rank
 triad bandwidth relative to one rank and the Time/DoF ratio scaled by it (1.0: the loss is all bandwidth).
+A second table says where each step's time goes as the rank count grows: compute per step, and per transpose its
+pack, exchange and unpack (each the slowest rank's, medians over the rounds), with the bytes a rank sends.
 """
 
 from __future__ import annotations
@@ -49,6 +51,21 @@ def verified_record(spec: LaunchSpec) -> dict:
     return outcome.record
 
 
+STEP_KEYS = ("compute_ms", "pack_ms", "exchange_ms", "unpack_ms", "sent_kib")
+
+
+def step_times(metrics: dict) -> dict[str, float]:
+    """One run's compute ms per step and, per transpose, pack, exchange and unpack ms and KiB sent by a rank
+    (hympi-pencil's slowest-rank sums divided by the steps and transposes it timed)."""
+    transposes = metrics["transpose_steps"]
+    count = max(int(transposes["count"]), 1)
+    return {"compute_ms": 1e3 * float(metrics["compute_s"]) / max(int(metrics["timed_steps"]), 1),
+            "pack_ms": 1e3 * float(transposes["pack_s"]) / count,
+            "exchange_ms": 1e3 * float(transposes["exchange_s"]) / count,
+            "unpack_ms": 1e3 * float(transposes["unpack_s"]) / count,
+            "sent_kib": float(transposes["bytes_sent"]) / count / 1024}
+
+
 def main() -> int:
     """Runs the sweep, prints a markdown table and one JSON line per rank count."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -71,14 +88,16 @@ def main() -> int:
     stream = {r: LaunchSpec("hympi-stream", r, args.threads, oversubscribe=specs[r].oversubscribe,
                             app_args=("--repeats", str(args.stream_repeats))) for r in counts}
     samples: dict[int, list[float]] = {r: [] for r in counts}
+    steps: dict[int, list[dict[str, float]]] = {r: [] for r in counts}
     triad_per_rank: dict[int, list[float]] = {r: [] for r in counts}
     rounds = 0
     try:
         for _ in range(args.repeat):
-            round_samples = {r: float(verified_record(specs[r])["metrics"]["time_per_dof_s"]) for r in counts}
+            round_metrics = {r: verified_record(specs[r])["metrics"] for r in counts}
             round_triads = {r: float(verified_record(stream[r])["rate"]) / r for r in counts}
             for r in counts:  # whole rounds only, so every rank count has the same number of samples
-                samples[r].append(round_samples[r])
+                samples[r].append(float(round_metrics[r]["time_per_dof_s"]))
+                steps[r].append(step_times(round_metrics[r]))
                 triad_per_rank[r].append(round_triads[r])
             rounds += 1
     except KeyboardInterrupt:
@@ -105,7 +124,16 @@ def main() -> int:
         print(json.dumps({"ranks": r, "threads": args.threads, "grid": [nx * r, ny, nz], "time_per_dof_s": samples[r],
                           "ratio": ratio, "ci": [low, high], "triad_gbs_per_rank": triad_per_rank[r],
                           "triad_ratio": bandwidth, "oversubscribed": not counted,
-                          "target_met": (high <= TARGET) if counted and rounds >= MIN_SAMPLES else None}))
+                          "target_met": (high <= TARGET) if counted and rounds >= MIN_SAMPLES else None,
+                          "steps": steps[r]}))
+    print("### where a step's time goes (slowest rank's, medians over the rounds)")
+    print("| ranks | compute ms per step | pack ms per transpose | exchange ms per transpose | "
+          "unpack ms per transpose | KiB sent per rank and transpose |")
+    print("|---|---|---|---|---|---|")
+    for r in counts:
+        median = {key: float(np.median([run[key] for run in steps[r]])) for key in STEP_KEYS}
+        print(f"| {r} | {median['compute_ms']:.3g} | {median['pack_ms']:.3g} | {median['exchange_ms']:.3g} | "
+              f"{median['unpack_ms']:.3g} | {median['sent_kib']:.0f} |")
     return 0 if rounds == args.repeat else 130
 
 

@@ -59,6 +59,12 @@ void measure(const PencilSolver& solver, MPI_Comm world, Metrics& metrics, RunRe
   r.plane_bytes = static_cast<std::size_t>(max_over(world, static_cast<double>(solver.plane_bytes())));
   r.pencil_bytes = static_cast<std::size_t>(max_over(world, static_cast<double>(solver.pencil_bytes())));
   r.transpose = solver.transpose().options().to_json();
+  const transpose::TransposeTimes steps = solver.transpose().times();
+  r.transpose_times = {.pack_s = max_over(world, steps.pack_s),
+                       .exchange_s = max_over(world, steps.exchange_s),
+                       .unpack_s = max_over(world, steps.unpack_s),
+                       .bytes_sent = static_cast<std::uint64_t>(max_over(world, static_cast<double>(steps.bytes_sent))),
+                       .count = steps.count};
   // Touched since the start (the transposes' round trip): where did the pages go (--membind)?
   metrics.observe_memory("u", std::as_bytes(solver.state()));
   metrics.observe_memory("u_pencils", std::as_bytes(solver.pencils()));

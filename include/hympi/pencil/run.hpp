@@ -53,6 +53,9 @@ struct RunResult {
   SolverTimes times{};     ///< each part's max over ranks
   std::size_t plane_bytes = 0, pencil_bytes = 0;  ///< max over ranks
   nlohmann::json transpose;  ///< the options the transposes ran with (tile resolved)
+  /// The transposes' pack, exchange and unpack seconds and bytes sent, each the max over ranks (count: per rank),
+  /// so a bench can say which step grows with the rank count.
+  transpose::TransposeTimes transpose_times{};
   GridCheck check{};
   /// The final state's fingerprint, state_hash() (both groups' when coupled): equal bit for bit on every layout,
   /// and after a restart equal to the uninterrupted run's.
