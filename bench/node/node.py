@@ -14,7 +14,8 @@ early leaves its time to the next ones):
   hympi / Fortran. Layouts go all-ranks, all-threads, then the splits between, so a short budget keeps the ends.
 * blades: bench/blades/blades.py, hybrid vs two-level MPI on the blade row (Jin et al., "High performance computing
   using MPI and OpenMP on multi-core parallel systems", Figs. 7-8) up to N2 = 8.
-* pencil: bench/pencil/weak.py, Time/DoF from 1 rank to every core, with the STREAM triad of the same run.
+* pencil: bench/pencil/weak.py, Time/DoF from 1 rank to every core, with the STREAM triad of the same run, and
+  where a step goes (compute, and each transpose's pack, exchange and unpack).
 * tune: bench/tune/run.py's guided part for IS over a space of this node's rank counts (written at run time).
 
 A part cut by the budget is interrupted (SIGINT, so sweeps and tunes record what they finished) and its table

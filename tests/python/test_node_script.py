@@ -78,9 +78,12 @@ def test_quick_mode_runs_every_part_and_writes_its_tables(tmp_path):
         assert fortran == ("250 (NOT verified)" if bench == "lu-mz" else "250")
         assert float(ratio) == pytest.approx(int(hympi) / FAKE_MOPS, abs=0.01)
 
-    pencil = [r for r in rows((out / "pencil.md").read_text()) if r[0] != "ranks"]
+    scaling_md, steps_md = (out / "pencil.md").read_text().split("### where a step's time goes")
+    pencil = [r for r in rows(scaling_md) if r[0] != "ranks"]
     assert [r[0] for r in pencil] == ["1", "2"]
     assert pencil[0][3] == "reference" and re.match(r"\d+\.\d+ \[\d+\.\d+, \d+\.\d+\]", pencil[1][3])
+    steps = [r for r in rows(steps_md) if r[0] != "ranks"]  # KiB a rank sends per transpose: none on one rank
+    assert [(r[0], r[5] == "0") for r in steps] == [("1", True), ("2", False)], steps
 
     blades = (out / "blades.md").read_text()
     assert "MPI/hybrid" in blades and "identical across layouts and modes" in blades

@@ -150,6 +150,46 @@ def test_step_end_is_slurmstepd_s_line_for_this_job(line: str, expected: StepEnd
     assert step_end(stderr, "4242") == expected
 
 
+# What srun's stderr held, in order (Slurm 22.05 here; the memory limit's from a user's report).
+CANCELLED_BY_SCANCEL = """srun: cluster configuration lacks support for cpu binding
+slurmstepd-localhost: error: *** STEP 4242.0 ON localhost CANCELLED AT 2026-11-29T21:45:44 ***
+srun: Job step aborted: Waiting up to 4 seconds for job step to finish.
+srun: error: localhost: task 0: Killed
+srun: launch/slurm: _step_signal: Terminating StepId=4242.0
+"""
+# srun gave up waiting before slurmstepd's line reached it.
+CANCELLED_LINE_LOST = """srun: Job step aborted: Waiting up to 4 seconds for job step to finish.
+srun: error: Timed out waiting for job step to complete
+"""
+OVER_MEMORY_LIMIT = """slurmstepd: error: Step 4242.0 exceeded memory limit (6776728 > 6291456), being killed
+srun: Job step aborted: Waiting up to 32 seconds for job step to finish.
+slurmstepd: error: *** STEP 4242.0 ON node008 CANCELLED AT 2024-02-27T11:22:33 ***
+srun: error: node008: task 0: Killed
+"""
+# Task 0 failed on its own; srun's --kill-on-bad-exit ended task 1, which slurmstepd reports as CANCELLED.
+TASK_FAILED_FIRST = """rank 0: bad input
+srun: error: localhost: task 0: Exited with exit code 3
+srun: launch/slurm: _step_signal: Terminating StepId=4242.0
+slurmstepd-localhost: error: *** STEP 4242.0 ON localhost CANCELLED AT 2026-11-29T21:45:44 ***
+srun: error: localhost: task 1: Terminated
+srun: Force Terminated StepId=4242.0
+"""
+TASK_CRASHED_FIRST = TASK_FAILED_FIRST.replace("Exited with exit code 3", "Segmentation fault (core dumped)")
+
+
+@pytest.mark.parametrize(("stderr", "expected"), [
+    (CANCELLED_BY_SCANCEL, StepEnd("4242.0", "CANCELLED", "")),
+    (CANCELLED_LINE_LOST, StepEnd("4242", "ABORTED", "")),
+    (OVER_MEMORY_LIMIT, StepEnd("4242.0", "CANCELLED", "")),
+    (TASK_FAILED_FIRST, None),
+    (TASK_CRASHED_FIRST, None),
+    ("rank 0: done\n", None),
+])
+def test_step_end_is_the_first_word_of_slurm_unless_a_task_failed_before_it(stderr: str,
+                                                                             expected: StepEnd | None) -> None:
+    assert step_end(stderr, "4242") == expected
+
+
 def test_a_step_slurm_cancelled_after_the_app_printed_is_an_attempt_and_resume_runs_it(tmp_path: Path) -> None:
     """A cancel that lands after the app printed a verified result, before the step completed: srun exits 0, yet
     Slurm ended the step, so the launch is no result; the sweep goes on, ends interrupted and --resume runs it."""

@@ -217,8 +217,13 @@ def test_cancelled_step_is_kept_as_an_attempt_cancelled_allocation_stops_and_res
     assert [r.status for r in stopped] == ["ok"], [(r.status, r.stderr_tail) for r in stopped]
     _assert_one_mpi_job_per_run(stopped[0])
     assert cancelled.status == "cancelled" and cancelled.record is None, cancelled  # held before it printed a result
-    assert f"STEP {first} ON localhost CANCELLED" in cancelled.stderr_tail, cancelled.stderr_tail
-    assert f"hympi: Slurm ended the launch: step {first} CANCELLED" in cancelled.stderr_tail
+    # Slurm's word for it: slurmstepd's line, or srun's own where slurmstepd's did not reach srun before it gave up.
+    tail = cancelled.stderr_tail
+    if f"STEP {first} ON localhost CANCELLED" in tail:
+        assert f"hympi: Slurm ended the launch: step {first} CANCELLED" in tail, tail
+    else:
+        assert "srun: Job step aborted: Waiting up to" in tail, tail
+        assert f"hympi: Slurm ended the launch: a step of job {job} (srun: Job step aborted)" in tail, tail
 
     proc2 = subprocess.run(_salloc(slurm_cluster, *SWEEP, "--repeat", "2", "--resume", "--db", str(db), *LONG_ARGS),
                            capture_output=True, text=True, env=slurm_cluster.env(), cwd=tmp_path, timeout=180,
@@ -235,6 +240,28 @@ def test_cancelled_step_is_kept_as_an_attempt_cancelled_allocation_stops_and_res
         _assert_one_mpi_job_per_run(run)
     with Store.open(db, create=False) as store:
         assert store.sweep(1).status == "finished" and store.attempts() == [cancelled]
+
+
+def test_a_task_that_fails_first_fails_the_run_though_slurm_ends_the_others(slurm_cluster: SlurmCluster,
+                                                                           tmp_path: Path) -> None:
+    """Rank 0 exits 3 while rank 1 still runs: srun's --kill-on-bad-exit has the controller end the step, and
+    slurmstepd says CANCELLED as for a scancel. That is the program's failure, recorded as a failed run (a crash
+    kept as a cancelled attempt would be run again by every --resume and never show as failed)."""
+    _two_cpus(slurm_cluster)
+    program = userprograms.shell_program(tmp_path, "rank0-fails", 'if [ "$SLURM_PROCID" = 0 ]; then\n'
+                                         '  echo "rank 0: bad input" >&2; exit 3\nfi\nsleep 60\n')
+    db = tmp_path / "r.db"
+    proc = subprocess.run(_salloc(slurm_cluster, "sweep", str(program), "--ranks", "2", "--threads", "1",
+                                  "--no-warmup", "--launcher", "slurm", "--db", str(db), "--metric", "rate: ([0-9]+)",
+                                  "--timeout", "50"),
+                          capture_output=True, text=True, env=slurm_cluster.env(), cwd=tmp_path, timeout=120,
+                          check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (run,) = _runs(db)
+    assert run.status == "failed", (run.status, run.stderr_tail)
+    assert "task 0: Exited with exit code 3" in run.stderr_tail and "Slurm ended the launch" not in run.stderr_tail
+    with Store.open(db, create=False) as store:
+        assert store.attempts() == []
 
 
 def test_unreachable_controller_submits_nothing(tmp_path: Path):

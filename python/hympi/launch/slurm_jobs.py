@@ -132,12 +132,20 @@ def _tasks(cmd: list[str]) -> int | None:
 # `scontrol show step` forgets a step the moment it ends, and sacct answers only where accounting is configured.
 STEP_ENDED = re.compile(r"^slurmstepd(?:-\S+)?: error: \*\*\* (?:STEP (?P<job>\d+)\.(?P<step>\w+)|JOB (?P<whole>\d+)) "
                         r"ON \S+ (?P<state>CANCELLED) AT \S+(?P<reason>(?: DUE TO [^*]*?)?) \*\*\*", re.MULTILINE)
+# srun's own word that the controller ended its step while tasks still ran (Slurm's src/api/step_launch.c). srun
+# prints it itself, so it is there when slurmstepd's line above, forwarded over the step's I/O connection, is not: an
+# srun that gives up waiting for a slow step ("Timed out waiting for job step to complete") exits without it.
+STEP_ABORTED = re.compile(r"^srun: Job step aborted: ", re.MULTILINE)
+# srun's line for tasks that ended with an error or a signal: "srun: error: node7: tasks 0-1: Exited with exit code
+# 3", "srun: error: localhost: task 0: Killed".
+TASK_ENDED = re.compile(r"^srun: error: \S+: tasks? \S+: ", re.MULTILINE)
 
 
 @dataclass(frozen=True)
 class StepEnd:
-    """How Slurm ended a job step: the step ('1234.0', or the job's id when the whole job was ended), its state
-    (CANCELLED) and Slurm's reason, if it gave one ('DUE TO TIME LIMIT')."""
+    """How Slurm ended a job step: the step ('1234.0', or the job's id when the whole job was ended or srun alone
+    said so), its state (CANCELLED; ABORTED when srun's line is the only word) and Slurm's reason, if it gave one
+    ('DUE TO TIME LIMIT')."""
 
     step: str
     state: str
@@ -145,18 +153,29 @@ class StepEnd:
 
     def text(self) -> str:
         """'step 1234.0 CANCELLED DUE TO TIME LIMIT', as a note says it."""
+        if self.state == "ABORTED":
+            return f"a step of job {self.step} (srun: Job step aborted)"
         what = f"step {self.step}" if "." in self.step else f"job {self.step}"
         return f"{what} {self.state}{' ' + self.reason if self.reason else ''}"
 
 
 def step_end(stderr: str, job_id: str) -> StepEnd | None:
-    """The end Slurm gave a step of job `job_id`, as slurmstepd announced it in the step's stderr; None when Slurm
-    did not end it (its tasks exited on their own). Lines naming another job are not this step's."""
-    for match in STEP_ENDED.finditer(stderr):
-        if job_id in (match["job"], match["whole"]):
-            step = f"{match['job']}.{match['step']}" if match["job"] else job_id
-            return StepEnd(step, match["state"], match["reason"].strip())
-    return None
+    """The end Slurm gave a step of job `job_id`, as slurmstepd announced it in the step's stderr, or srun when
+    slurmstepd's line did not reach it; None when Slurm did not end it (its tasks exited on their own). Lines naming
+    another job are not this step's. Nor is an end that follows a task's own failure: srun's --kill-on-bad-exit ends
+    the other tasks through the controller, and slurmstepd calls that CANCELLED too, but the launch failed."""
+    ended = next((m for m in STEP_ENDED.finditer(stderr) if job_id in (m["job"], m["whole"])), None)
+    aborted = STEP_ABORTED.search(stderr)
+    witness = min((m.start() for m in (ended, aborted) if m is not None), default=None)
+    if witness is None:
+        return None
+    failed_first = TASK_ENDED.search(stderr, 0, witness)
+    if failed_first is not None:
+        return None
+    if ended is None:
+        return StepEnd(job_id, "ABORTED", "")
+    step = f"{ended['job']}.{ended['step']}" if ended["job"] else job_id
+    return StepEnd(step, ended["state"], ended["reason"].strip())
 
 
 def mark_step_end(outcome: RunOutcome, job_id: str) -> RunOutcome:
