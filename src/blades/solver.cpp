@@ -51,7 +51,7 @@ BladeRowSolver::BladeRowSolver(MPI_Comm comm, const Problem& problem, int ranks_
   rows_ = block_range(nj_, ranks_per_group, rank_in_group_);
   local_rows_ = rows_.size();
   block_elements_ = index(local_rows_ + 2, 0);
-  scratch_.assign(static_cast<std::size_t>(omp_get_max_threads()), std::vector<float>(static_cast<std::size_t>(pitch_)));
+  scratch_ = make_untouched_array<float>(static_cast<std::size_t>(omp_get_max_threads() * pitch_));
   for (long b = blades_.begin; b < blades_.end; ++b)
     blocks_.push_back(Block{b, {make_untouched_array<float>(block_elements_), make_untouched_array<float>(block_elements_)}});
   initialise();
@@ -225,7 +225,7 @@ void BladeRowSolver::update() {
   const auto ni = static_cast<std::size_t>(ni_);
 #pragma omp parallel
   {
-    const std::span<float> rhs(scratch_[static_cast<std::size_t>(omp_get_thread_num())].data(), ni);
+    const std::span<float> rhs(scratch_.get() + static_cast<std::size_t>(omp_get_thread_num() * pitch_), ni);
     for (Block& blk : blocks_) {
       const float* u = blk.u[from].get();
       float* v = blk.u[to].get();
