@@ -157,7 +157,8 @@ srun: Job step aborted: Waiting up to 4 seconds for job step to finish.
 srun: error: localhost: task 0: Killed
 srun: launch/slurm: _step_signal: Terminating StepId=4242.0
 """
-# srun gave up waiting before slurmstepd's line reached it.
+# srun gave up waiting before slurmstepd's line reached it (put together from srun's own lines, as users report
+# them on such a timeout: not seen here).
 CANCELLED_LINE_LOST = """srun: Job step aborted: Waiting up to 4 seconds for job step to finish.
 srun: error: Timed out waiting for job step to complete
 """

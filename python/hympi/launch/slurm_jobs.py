@@ -169,8 +169,7 @@ def step_end(stderr: str, job_id: str) -> StepEnd | None:
     witness = min((m.start() for m in (ended, aborted) if m is not None), default=None)
     if witness is None:
         return None
-    failed_first = TASK_ENDED.search(stderr, 0, witness)
-    if failed_first is not None:
+    if TASK_ENDED.search(stderr, 0, witness) is not None:
         return None
     if ended is None:
         return StepEnd(job_id, "ABORTED", "")
