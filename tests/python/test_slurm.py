@@ -150,7 +150,7 @@ def test_step_end_is_slurmstepd_s_line_for_this_job(line: str, expected: StepEnd
     assert step_end(stderr, "4242") == expected
 
 
-# What srun's stderr held, in order (Slurm 22.05 here; the memory limit's from a user's report).
+# What srun's stderr held, in order (Slurm 22.05 here; the memory limits' from users' reports).
 CANCELLED_BY_SCANCEL = """srun: cluster configuration lacks support for cpu binding
 slurmstepd-localhost: error: *** STEP 4242.0 ON localhost CANCELLED AT 2026-11-29T21:45:44 ***
 srun: Job step aborted: Waiting up to 4 seconds for job step to finish.
@@ -167,6 +167,11 @@ srun: Job step aborted: Waiting up to 32 seconds for job step to finish.
 slurmstepd: error: *** STEP 4242.0 ON node008 CANCELLED AT 2024-02-27T11:22:33 ***
 srun: error: node008: task 0: Killed
 """
+OOM_KILLED = """slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have been killed
+srun: error: nid002715: task 85: Out Of Memory
+srun: launch/slurm: _step_signal: Terminating StepId=4242.0
+slurmstepd: error: *** STEP 4242.0 ON nid002715 CANCELLED AT 2025-01-23T11:58:37 ***
+"""
 # Task 0 failed on its own; srun's --kill-on-bad-exit ended task 1, which slurmstepd reports as CANCELLED.
 TASK_FAILED_FIRST = """rank 0: bad input
 srun: error: localhost: task 0: Exited with exit code 3
@@ -181,7 +186,8 @@ TASK_CRASHED_FIRST = TASK_FAILED_FIRST.replace("Exited with exit code 3", "Segme
 @pytest.mark.parametrize(("stderr", "expected"), [
     (CANCELLED_BY_SCANCEL, StepEnd("4242.0", "CANCELLED", "")),
     (CANCELLED_LINE_LOST, StepEnd("4242", "ABORTED", "")),
-    (OVER_MEMORY_LIMIT, StepEnd("4242.0", "CANCELLED", "")),
+    (OVER_MEMORY_LIMIT, None),
+    (OOM_KILLED, None),
     (TASK_FAILED_FIRST, None),
     (TASK_CRASHED_FIRST, None),
     ("rank 0: done\n", None),

@@ -136,9 +136,12 @@ STEP_ENDED = re.compile(r"^slurmstepd(?:-\S+)?: error: \*\*\* (?:STEP (?P<job>\d
 # prints it itself, so it is there when slurmstepd's line above, forwarded over the step's I/O connection, is not: an
 # srun that gives up waiting for a slow step ("Timed out waiting for job step to complete") exits without it.
 STEP_ABORTED = re.compile(r"^srun: Job step aborted: ", re.MULTILINE)
-# srun's line for tasks that ended with an error or a signal: "srun: error: node7: tasks 0-1: Exited with exit code
-# 3", "srun: error: localhost: task 0: Killed".
-TASK_ENDED = re.compile(r"^srun: error: \S+: tasks? \S+: ", re.MULTILINE)
+# The launch's own failure: srun's line for tasks that ended with an error or a signal ("srun: error: node7: tasks
+# 0-1: Exited with exit code 3", "srun: error: localhost: task 0: Killed", "...: task 85: Out Of Memory"), or
+# slurmstepd's word that the step outgrew its memory (jobacct_gather's limit, the cgroup's OOM killer): a program
+# that needs more memory than it was given fails the same way every time, no cancel to run again.
+OWN_FAILURE = re.compile(r"^(?:srun: error: \S+: tasks? \S+: |slurmstepd(?:-\S+)?: error: (?:Step \S+ exceeded memory "
+                         r"limit|Exceeded (?:job|step) memory limit|Detected \d+ oom-kill event))", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -162,14 +165,15 @@ class StepEnd:
 def step_end(stderr: str, job_id: str) -> StepEnd | None:
     """The end Slurm gave a step of job `job_id`, as slurmstepd announced it in the step's stderr, or srun when
     slurmstepd's line did not reach it; None when Slurm did not end it (its tasks exited on their own). Lines naming
-    another job are not this step's. Nor is an end that follows a task's own failure: srun's --kill-on-bad-exit ends
-    the other tasks through the controller, and slurmstepd calls that CANCELLED too, but the launch failed."""
+    another job are not this step's. Nor is an end that follows the launch's own failure (OWN_FAILURE): srun's
+    --kill-on-bad-exit, or the memory limit, ends the other tasks through the controller, and slurmstepd calls that
+    CANCELLED too, but the launch failed."""
     ended = next((m for m in STEP_ENDED.finditer(stderr) if job_id in (m["job"], m["whole"])), None)
     aborted = STEP_ABORTED.search(stderr)
     witness = min((m.start() for m in (ended, aborted) if m is not None), default=None)
     if witness is None:
         return None
-    if TASK_ENDED.search(stderr, 0, witness) is not None:
+    if OWN_FAILURE.search(stderr, 0, witness) is not None:
         return None
     if ended is None:
         return StepEnd(job_id, "ABORTED", "")
