@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hympi.launch.mpirun import LaunchSpec, build_command, format_command
+from hympi.stats.compare import MIN_SAMPLES, ratio_ci
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
 from common import options_of, parse_layouts, reject, require_positive
@@ -141,7 +142,8 @@ def run_rb3d(args: argparse.Namespace, ranks: int, threads: int) -> list[dict[st
 
 
 def rb3d_table(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per layout: median run time without and with checkpoints, the checkpoint seconds and both overhead shares."""
+    """Per layout: median run time without and with checkpoints, the checkpoint seconds and both overhead shares, the
+    slowdown's 95 % interval (None with fewer than MIN_SAMPLES runs a side) and its verdict against the target."""
     rows = []
     for label in dict.fromkeys(r["layout"] for r in runs):
         plain = [r["time_s"] for r in runs if r["layout"] == label and not r["every"]]
@@ -155,8 +157,27 @@ def rb3d_table(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                      "checkpoint_gbs": statistics.median(r["checkpoint_bytes"] / r["checkpoint_s"] / GB
                                                          for r in with_ckpt if r["checkpoint_s"] > 0),
                      "share": statistics.median(r["checkpoint_s"] / r["time_s"] for r in with_ckpt),
-                     "slowdown": (t_ckpt - t_plain) / t_ckpt})
+                     "slowdown": (t_ckpt - t_plain) / t_ckpt,
+                     **slowdown_verdict(plain, [r["time_s"] for r in with_ckpt])})
     return rows
+
+
+def slowdown_verdict(plain: list[float], with_ckpt: list[float]) -> dict[str, Any]:
+    """The slowdown 1 - without / with (run times, medians) as an interval from the comparison engine, and the
+    target judged on it: 'met' only when the whole interval is under OVERHEAD_TARGET, 'MISSED' when it is all at or
+    above, else not shown. (Judged on the solver thread's own share instead, the writer's cost to the solver's
+    threads went unseen: 4 % share beside an 8.5 % slowdown at 30 pairs, docs/performance.md.)"""
+    if min(len(plain), len(with_ckpt)) < MIN_SAMPLES:
+        return {"slowdown_ci": None, "verdict": f"not judged (fewer than {MIN_SAMPLES} runs a side)"}
+    _, low, high = ratio_ci([1 / t for t in plain], [1 / t for t in with_ckpt])  # time with / time without
+    ci = (1 - 1 / low, 1 - 1 / high)
+    if ci[1] < OVERHEAD_TARGET:
+        verdict = "met"
+    elif ci[0] >= OVERHEAD_TARGET:
+        verdict = "MISSED"
+    else:
+        verdict = f"not shown (95 % CI {100 * ci[0]:.1f}-{100 * ci[1]:.1f} %)"
+    return {"slowdown_ci": ci, "verdict": verdict}
 
 
 def file_system(directory: Path) -> str:
@@ -256,8 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{row['layout']:>6} {row['time_plain_s']:>9.2f} {row['time_checkpoint_s']:>8.2f} "
                   f"{row['checkpoints']:>5} {row['checkpoint_s']:>7.2f} {row['background_s']:>8.2f} "
                   f"{row['checkpoint_gbs']:>9.3f} "
-                  f"{100 * row['share']:>5.1f}% {100 * row['slowdown']:>7.1f}%  target < "
-                  f"{100 * OVERHEAD_TARGET:.0f} %: {'met' if row['share'] < OVERHEAD_TARGET else 'MISSED'}")
+                  f"{100 * row['share']:>5.1f}% {100 * row['slowdown']:>7.1f}%  slowdown target < "
+                  f"{100 * OVERHEAD_TARGET:.0f} %: {row['verdict']}")
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             json.dump(out, f, indent=1)

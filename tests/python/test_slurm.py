@@ -167,7 +167,7 @@ srun: Job step aborted: Waiting up to 32 seconds for job step to finish.
 slurmstepd: error: *** STEP 4242.0 ON node008 CANCELLED AT 2024-02-27T11:22:33 ***
 srun: error: node008: task 0: Killed
 """
-OOM_KILLED = """slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have been killed
+OOM_KILLED = """slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have
 srun: error: nid002715: task 85: Out Of Memory
 srun: launch/slurm: _step_signal: Terminating StepId=4242.0
 slurmstepd: error: *** STEP 4242.0 ON nid002715 CANCELLED AT 2025-01-23T11:58:37 ***
