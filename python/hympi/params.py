@@ -328,14 +328,6 @@ DISTURBED_ABOVE = Param("disturbed_above", "--disturbed-above", "a run is distur
                         "verdicts) when processes outside it used more than this many cores on its PUs on average "
                         f"(default $HYMPI_DISTURBED_ABOVE or {DEFAULT_DISTURBED_ABOVE:g}; recorded with the sweep)",
                         parse_cores, setting="disturbed_above", metavar="CORES")
-
-
-def disturbed_above_of(args: object) -> float:
-    """DISTURBED_ABOVE (or a command's own description of it) for a command's parsed arguments: its flag where the
-    command has one, else the setting ($HYMPI_DISTURBED_ABOVE, hympi.toml), else the default."""
-    value = resolve(args, (DISTURBED_ABOVE,))[DISTURBED_ABOVE.name]
-    assert isinstance(value, float), value
-    return value
 JSON = Param("json", "--json", "print the result as JSON")
 OVERSUBSCRIBE = Param("oversubscribe", "--oversubscribe", "allow layouts with ranks x threads > PUs",
                       setting="oversubscribe")
@@ -374,6 +366,14 @@ def texts(values: Mapping[str, Value], name: str, default: tuple[str, ...] = ())
     """A resolved list of names (`default` when it has no value)."""
     value = values.get(name, default)
     return tuple(str(v) for v in value) if isinstance(value, tuple) else (str(value),)
+
+
+def disturbed_above_of(args: object) -> float:
+    """DISTURBED_ABOVE (or a command's own description of it) for a command's parsed arguments: its flag where the
+    command has one, else the setting ($HYMPI_DISTURBED_ABOVE, hympi.toml), else the default."""
+    value = resolve(args, (DISTURBED_ABOVE,))[DISTURBED_ABOVE.name]
+    assert isinstance(value, float), value
+    return value
 
 
 def seconds_of(args: object, param: Param) -> float | None:

@@ -35,11 +35,13 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Launch:
-    """One checked layout to launch, with the launcher to launch it and its time limit (None: none)."""
+    """One checked layout to launch, with the launcher to launch it, its time limit (None: none) and the pretend
+    nodes it splits this machine into (spec.env's HYMPI_VIRTUAL_NODES)."""
 
     spec: LaunchSpec
     launcher: str
     timeout: float | None
+    virtual_nodes: int
 
 
 def launch_of(args: argparse.Namespace, command: str, app_binary: str, app_args: list[str],
@@ -74,7 +76,7 @@ def launch_of(args: argparse.Namespace, command: str, app_binary: str, app_args:
     check_layout(spec, machine_summary().pus)
     if not program:
         validate_with_app(spec)
-    return Launch(spec, values.launcher, values.timeout)
+    return Launch(spec=spec, launcher=values.launcher, timeout=values.timeout, virtual_nodes=values.virtual_nodes)
 
 
 def run_program_probed(program: Program, launch: Launch, app_args: list[str],

@@ -141,9 +141,8 @@ def watched(launch: Launch, run: Callable[[], RunOutcome]) -> tuple[RunOutcome, 
     if launch.launcher == "slurm":
         return run(), None
     spec = launch.spec
-    layout = (spec.ranks, spec.threads, spec.bind, spec.membind, ())
-    virtual_nodes = int(dict(spec.env).get("HYMPI_VIRTUAL_NODES", "1"))
-    pus = layout_pus((layout,), spec.dist, virtual_nodes, spec.oversubscribe).get(layout)
+    layout = (spec.ranks, spec.threads, spec.bind)
+    pus = layout_pus((layout,), spec.dist, launch.virtual_nodes, spec.oversubscribe).get(layout)
     with Sampler() as sampler:
         outcome = run()
     return outcome, sampler.interference(pus)
