@@ -15,18 +15,6 @@ namespace {
 // Enough for any --min-time on any machine, small enough that a runaway estimate cannot run for days.
 constexpr long kMaxIterations = 10'000'000;
 
-double max_over(MPI_Comm comm, double value) {
-  double out = 0;
-  HYMPI_MPI(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, comm));
-  return out;
-}
-
-std::size_t max_over(MPI_Comm comm, std::size_t value) {
-  auto in = static_cast<unsigned long long>(value), out = 0ULL;
-  HYMPI_MPI(MPI_Allreduce(&in, &out, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, comm));
-  return static_cast<std::size_t>(out);
-}
-
 }  // namespace
 
 void RunOptions::validate(int ranks, int threads) const {

@@ -75,4 +75,16 @@ bool decide_on_root(MPI_Comm comm, const std::function<bool()>& decide) {
   return answer == yes;
 }
 
+double max_over(MPI_Comm comm, double value) {
+  double out = 0;
+  HYMPI_MPI(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, comm));
+  return out;
+}
+
+std::uint64_t max_over(MPI_Comm comm, std::uint64_t value) {
+  std::uint64_t out = 0;
+  HYMPI_MPI(MPI_Allreduce(&value, &out, 1, MPI_UINT64_T, MPI_MAX, comm));
+  return out;
+}
+
 }  // namespace hympi

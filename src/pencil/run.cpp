@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "hympi/core/comm.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/pencil/io.hpp"
 
@@ -56,14 +57,14 @@ void measure(const PencilSolver& solver, MPI_Comm world, Metrics& metrics, RunRe
   metrics.add("compute", PhaseKind::computation, local.compute_s);
   r.times = {max_over(world, local.compute_s), max_over(world, local.transpose_s),
              max_over(world, local.coupling_s)};
-  r.plane_bytes = static_cast<std::size_t>(max_over(world, static_cast<double>(solver.plane_bytes())));
-  r.pencil_bytes = static_cast<std::size_t>(max_over(world, static_cast<double>(solver.pencil_bytes())));
+  r.plane_bytes = max_over(world, std::uint64_t{solver.plane_bytes()});
+  r.pencil_bytes = max_over(world, std::uint64_t{solver.pencil_bytes()});
   r.transpose = solver.transpose().options().to_json();
   const transpose::TransposeTimes steps = solver.transpose().times();
   r.transpose_times = {.pack_s = max_over(world, steps.pack_s),
                        .exchange_s = max_over(world, steps.exchange_s),
                        .unpack_s = max_over(world, steps.unpack_s),
-                       .bytes_sent = static_cast<std::uint64_t>(max_over(world, static_cast<double>(steps.bytes_sent))),
+                       .bytes_sent = max_over(world, steps.bytes_sent),
                        .count = steps.count};
   // Touched since the start (the transposes' round trip): where did the pages go (--membind)?
   metrics.observe_memory("u", std::as_bytes(solver.state()));
@@ -90,12 +91,6 @@ std::string hash_text(std::uint64_t hash) {
   std::string text(16, '0');
   for (int i = 15; i >= 0; --i, hash >>= 4) text[static_cast<std::size_t>(i)] = kDigits[hash & 15];
   return text;
-}
-
-double max_over(MPI_Comm comm, double value) {
-  double out = 0;
-  HYMPI_MPI(MPI_Allreduce(&value, &out, 1, MPI_DOUBLE, MPI_MAX, comm));
-  return out;
 }
 
 nlohmann::json RunOptions::to_json() const {

@@ -1,7 +1,8 @@
 #pragma once
-// RAII ownership of MPI communicators, and a verdict rank 0 decides for all.
+// RAII ownership of MPI communicators, a verdict rank 0 decides for all, and the largest value over the ranks.
 #include <mpi.h>
 
+#include <cstdint>
 #include <exception>
 #include <functional>
 
@@ -40,5 +41,11 @@ class Comm {
 /// verifiers that re-solve a problem on one rank need. When `decide` throws on rank 0, rank 0
 /// rethrows it and every other rank throws Error, instead of waiting forever for the answer.
 bool decide_on_root(MPI_Comm comm, const std::function<bool()>& decide);
+
+/// The largest of every rank's `value` over `comm` (collective), as a result line reports a time or a size: the
+/// slowest or largest rank's. Throws MpiError.
+[[nodiscard]] double max_over(MPI_Comm comm, double value);
+/// The same for a count (bytes, elements), exact at any size.
+[[nodiscard]] std::uint64_t max_over(MPI_Comm comm, std::uint64_t value);
 
 }  // namespace hympi

@@ -104,7 +104,4 @@ void measure(const PencilSolver& solver, MPI_Comm world, Metrics& metrics, RunRe
 /// A fingerprint as 16 hex digits, for the result line; never fails.
 [[nodiscard]] std::string hash_text(std::uint64_t hash);
 
-/// The largest of every rank's `value` over `comm` (collective); throws MpiError.
-[[nodiscard]] double max_over(MPI_Comm comm, double value);
-
 }  // namespace hympi::pencil
