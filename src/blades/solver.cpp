@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 
@@ -16,6 +17,8 @@ namespace {
 // Rows start on 64-byte boundaries in every layout (aligned arrays, pitch a multiple of 16 floats), so the
 // compiler's split of a row into vector body and remainder is the same wherever the row lives.
 constexpr long kPitchFloats = 16;
+// The hardware prefetchers stay within a 4 KiB page.
+constexpr long kPageFloats = 4096 / sizeof(float);
 
 /// out[i] = scale * shape[i]: a wall row, or the initial state, of the exact solution.
 void exact_row(float scale, std::span<const float> shape, std::span<float> out) noexcept {
@@ -51,7 +54,9 @@ BladeRowSolver::BladeRowSolver(MPI_Comm comm, const Problem& problem, int ranks_
   rows_ = block_range(nj_, ranks_per_group, rank_in_group_);
   local_rows_ = rows_.size();
   block_elements_ = index(local_rows_ + 2, 0);
-  scratch_ = make_untouched_array<float>(static_cast<std::size_t>(omp_get_max_threads() * pitch_));
+  scratch_stride_ = (pitch_ + kPageFloats - 1) / kPageFloats * kPageFloats;
+  // One page more than the rows need: the first row starts at the first page boundary.
+  scratch_ = make_untouched_array<float>(static_cast<std::size_t>((omp_get_max_threads() + 1) * scratch_stride_));
   for (long b = blades_.begin; b < blades_.end; ++b)
     blocks_.push_back(Block{b, {make_untouched_array<float>(block_elements_), make_untouched_array<float>(block_elements_)}});
   initialise();
@@ -225,7 +230,7 @@ void BladeRowSolver::update() {
   const auto ni = static_cast<std::size_t>(ni_);
 #pragma omp parallel
   {
-    const std::span<float> rhs(scratch_.get() + static_cast<std::size_t>(omp_get_thread_num() * pitch_), ni);
+    const std::span<float> rhs = scratch_row(omp_get_thread_num());
     for (Block& blk : blocks_) {
       const float* u = blk.u[from].get();
       float* v = blk.u[to].get();
@@ -254,6 +259,14 @@ void BladeRowSolver::update() {
       }
     }
   }
+}
+
+std::span<float> BladeRowSolver::scratch_row(int thread) const noexcept {
+  const auto first = reinterpret_cast<std::uintptr_t>(scratch_.get());
+  const std::uintptr_t page = kPageFloats * sizeof(float);
+  auto* const row0 = reinterpret_cast<float*>((first + page - 1) / page * page);
+  return {row0 + static_cast<std::size_t>(thread) * static_cast<std::size_t>(scratch_stride_),
+          static_cast<std::size_t>(ni_)};
 }
 
 std::uint64_t BladeRowSolver::checksum() const {

@@ -113,10 +113,15 @@ class BladeRowSolver {
   std::vector<float> send_, receive_;
   std::size_t plane_message_ = 0;  ///< floats per blade-exchange message
   std::size_t group_halo_bytes_ = 0, blade_exchange_bytes_ = 0;
-  /// One right-hand-side row per thread, pitch_ floats apart in one aligned array: each row has cache lines of its
-  /// own. (Rows allocated one by one lie a malloc header apart, so neighbouring threads wrote the same line in the
-  /// innermost loop: on a 16-core node the hybrid mode took 1.14-1.32x as long per iteration at 4 to 16 threads.)
+  /// One right-hand-side row per thread, each on pages of its own (scratch_stride_ floats apart from the first page
+  /// boundary in scratch_). A thread writes its row in the innermost loop, and the L2 prefetchers (adjacent line,
+  /// streamer) fetch up to the end of a 4 KiB page: with rows a malloc header apart, then 128 bytes apart, a
+  /// neighbouring thread's row kept being pulled in, and on a 16-core node the hybrid mode took 1.5-1.6x the MPI
+  /// mode's time per iteration (docs/performance.md, 2026-11-30).
   UntouchedArray<float> scratch_;
+  long scratch_stride_ = 0;
+  /// Thread `thread`'s right-hand-side row (ni_ floats).
+  [[nodiscard]] std::span<float> scratch_row(int thread) const noexcept;
 };
 
 }  // namespace hympi::blades
