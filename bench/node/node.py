@@ -16,7 +16,8 @@ early leaves its time to the next ones):
   using MPI and OpenMP on multi-core parallel systems", Figs. 7-8) up to N2 = 8.
 * pencil: bench/pencil/weak.py, Time/DoF from 1 rank to every core, with the STREAM triad of the same run, and
   where a step goes (compute, and each transpose's pack, exchange and unpack).
-* tune: bench/tune/run.py's guided part for IS over a space of this node's rank counts (written at run time).
+* tune: bench/tune/run.py's guided part for LU-MZ (every split of the cores) and IS (this node's rank counts), over
+  spaces written at run time.
 
 A part cut by the budget is interrupted (SIGINT, so sweeps and tunes record what they finished) and its table
 holds what finished. Everything goes to OUT: OUT/<part>.md, OUT/node.md (the machine and every table, in order) and
@@ -316,7 +317,7 @@ def probe_part(node: Node, deadline: float) -> tuple[str, bool]:
     return script_part(node, deadline, "probe", [str(REPO / "bench/probe/run.py"), "--layouts", layouts, *size])
 
 
-def tune_space(node: Node) -> Path:
+def is_space(node: Node) -> Path:
     """IS's search space on this node: up to four rank counts (the cores, halves of it), the collective algorithms
     and the shared-memory single-copy mechanism IS's all-to-all exchanges depend on (as bench/tune/is-48.toml).
     Quick: without the single-copy axis (half the configurations; the test suite's run checks the tables, not IS)."""
@@ -344,16 +345,51 @@ requires = {{ coll_tuned_use_dynamic_rules = true }}
     return path
 
 
+def lu_mz_space(node: Node) -> Path:
+    """LU-MZ's search space on this node: every ranks x threads split of the cores (where IS's space has none whose
+    best separates from the default, the layouts of a multi-zone code differ by more than the noise), bound or not,
+    and the allreduce algorithm of its residual norms (as bench/tune/lu-mz-48.toml). Quick: without the allreduce
+    axis."""
+    splits = node.splits()
+    ranks = sorted({r for r, _ in splits})
+    threads = sorted({t for _, t in splits})
+    # The cross product of the axes, less every ranks x threads that leaves cores idle or oversubscribes them.
+    partial = "".join(f"\n[[constraint]]\nexclude = {{ ranks = {r}, threads = {t} }}\n"
+                      for r in ranks for t in threads if r * t < node.cores)
+    allreduce = "" if node.quick else """
+[mpi.coll_tuned_use_dynamic_rules]
+values = [false, true]
+
+[mpi.coll_tuned_allreduce_algorithm]
+values = ["recursive_doubling", "ring"]
+requires = { coll_tuned_use_dynamic_rules = true }
+"""
+    path = node.work / "lu-mz-node.toml"
+    path.write_text(f"""# written by bench/node/node.py for a {node.cores}-core node
+[layout]
+ranks = {ranks}
+threads = {threads}
+bind = ["core", "none"]
+default = {{ ranks = {node.cores}, threads = 1, bind = "core" }}
+{allreduce}
+[[constraint]]
+max_cpus = {node.cores}
+{partial}""")
+    return path
+
+
 def tune_part(node: Node, deadline: float) -> tuple[str, bool]:
-    """Guided vs exhaustive tuning of IS over this node's space."""
+    """Guided vs exhaustive tuning of LU-MZ, then IS, over this node's spaces."""
     hympi = node.work / "hympi"
     hympi.write_text(f"#!/bin/sh\nexec {shlex.join(node.hympi())} \"$@\"\n")
     hympi.chmod(0o755)
-    size = ["--is-class", "S", "--repeat", "1", "--min-time", "0", "--max-runs", "3", "--recheck-pairs", "0"] \
-        if node.quick else ["--is-class", "A", "--repeat", "2", "--min-time", "0.3", "--max-runs", "5",
-                            "--recheck-pairs", "2"]
+    size = ["--lu-mz-class", "S", "--is-class", "S", "--repeat", "1", "--min-time", "0", "--max-runs", "3",
+            "--recheck-pairs", "0"] if node.quick else \
+        ["--lu-mz-class", "W", "--is-class", "A", "--repeat", "2", "--min-time", "0.3", "--max-runs", "5",
+         "--recheck-pairs", "2"]
     body, ok = script_part(node, deadline, "tune", [str(REPO / "bench/tune/run.py"), "--parts", "guided",
-                                                    "--programs", "is", "--space", f"is={tune_space(node)}",
+                                                    "--programs", "lu-mz,is", "--space", f"lu-mz={lu_mz_space(node)}",
+                                                    "--space", f"is={is_space(node)}",
                                                     "--work", str(node.work / "tune"), *size],
                             env={"HYMPI": str(hympi)})
     db = node.work / "tune" / "tune.db"

@@ -454,7 +454,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default=",".join(PARTS), help="of " + ",".join(PARTS))
     parser.add_argument("--programs", default=",".join(p.app for p in GUIDED_PROGRAMS),
-                        help="guided part: which of its programs (is, lu-mz)")
+                        help="guided part: which of its programs (is, lu-mz), in this order")
     parser.add_argument("--lu-mz-class", default="W", choices=("S", "W", "A"), help="LU-MZ's class in both parts")
     parser.add_argument("--is-class", default="A", choices=("S", "W", "A", "B"), help="IS's class (guided part)")
     parser.add_argument("--space", action="append", default=[], metavar="APP=FILE",
@@ -480,8 +480,10 @@ def main() -> int:
     args = parser.parse_args()
     parts = parse_names(args.parts, PARTS, "--parts", "part")
     apps = parse_names(args.programs, (p.app for p in GUIDED_PROGRAMS), "--programs", "program")
-    programs = tuple(p for p in with_spaces(with_class(with_class(GUIDED_PROGRAMS, "lu-mz", args.lu_mz_class), "is",
-                                                       args.is_class), parse_spaces(args.space)) if p.app in apps)
+    chosen = {p.app: p for p in with_spaces(with_class(with_class(GUIDED_PROGRAMS, "lu-mz", args.lu_mz_class), "is",
+                                                     args.is_class), parse_spaces(args.space))}
+    # In the order given: a run cut short (the node script's budget) has tuned the first ones.
+    programs = tuple(chosen[app] for app in dict.fromkeys(apps))
     try:
         seeds = [int(s) for s in args.seeds.split(",") if s]
     except ValueError:
