@@ -73,7 +73,9 @@ def ratio_table(view: BladesView) -> None:
         if r.ratio is None or r.low is None or r.high is None:
             print(f"{r.n1:>3}x{r.n2:<2} {'-':>11} {'-':>13}  too few runs")
             continue
-        verdict = "indistinguishable" if r.indistinguishable else ("hybrid faster" if r.ratio > 1 else "MPI faster")
+        # The column says what the sentence says: an interval from fewer runs than a verdict needs decides nothing.
+        verdict = "indistinguishable" if r.indistinguishable else f"too few runs ({r.fewest} a side)" if r.too_few \
+            else ("hybrid faster" if r.ratio > 1 else "MPI faster")
         print(f"{r.n1:>3}x{r.n2:<2} {r.ratio:>11.3f} {r.low:>6.3f}-{r.high:<6.3f}  {verdict}")
     for line in view.why:
         print(f"  {line}")

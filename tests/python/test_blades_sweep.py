@@ -3,6 +3,7 @@ report section and its phase model, with a stand-in hympi-blades (tests/python/f
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 from pathlib import Path
@@ -14,7 +15,7 @@ from conftest import assert_refused, hympi, sweep_params
 from fakeapps import launches
 from fakeblades import BLADE_MSG, COMP, HALO_MSG, OMP, WAIT, fake_blades_bin
 from hympi.cli.common import ensure_out_dir
-from hympi.report.blades import RatioCell, why_sentence
+from hympi.report.blades import BladesView, RatioCell, why_sentence
 from hympi.report.writer import write_report
 from hympi.stats.blades_model import Observation, fit, relative_error
 from hympi.store import Run, Store, schema
@@ -164,6 +165,20 @@ def test_the_model_recovers_known_coefficients_and_explains_the_ratio():
     assert why_sentence(model, RatioCell(1, 1, 1.0, 0.9, 1.1, fewest=4)).startswith(
         "1x1: hybrid and MPI are indistinguishable")
     assert why_sentence(model, RatioCell(3, 2, 1.0, 0.9, 1.1, fewest=4)) == "3x2: not measured in both modes."
+
+
+def test_the_bench_table_gives_no_verdict_from_too_few_runs(capsys):
+    # bench/blades/blades.py's ratio table once said "MPI faster" beside a sentence saying 3 runs a side cannot tell.
+    spec = importlib.util.spec_from_file_location("bench_blades", REPO / "bench" / "blades" / "blades.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    cells = (RatioCell(1, 2, 0.91, 0.68, 0.99, fewest=3), RatioCell(1, 4, 1.09, 1.02, 1.19, fewest=4),
+             RatioCell(2, 2, 0.91, 0.68, 0.99, fewest=4), RatioCell(4, 2, 1.01, 0.95, 1.07, fewest=3))
+    bench.ratio_table(BladesView(machine_id=1, blades=8, grid=(32, 32, 16), cores=16, cells=(), ratios=cells,
+                                 model=None, why=(), confidence=0.95))
+    verdicts = [line.split("  ")[-1].strip() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert verdicts == ["too few runs (3 a side)", "hybrid faster", "MPI faster", "indistinguishable"]
 
 
 def test_relative_error_and_a_model_that_misses():
