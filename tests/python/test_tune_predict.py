@@ -377,7 +377,8 @@ def test_a_profile_beside_other_work_is_taken_again_and_the_least_disturbed_kept
     runs = []
     real = programs.run_profile
     monkeypatch.setattr(programs, "run_profile",
-                        lambda plan, timeout, stdin: (runs.append(plan), real(plan, timeout, stdin))[1])
+                        lambda plan, timeout, stdin, **where: (runs.append(plan),
+                                                               real(plan, timeout, stdin, **where))[1])
     summary = machine_summary()
     launch = programs.profile_spec("rb3d", ("--size", "12", "--iterations", "20"), Configuration(2, 1, "core"),
                                    summary)
@@ -416,6 +417,36 @@ def test_a_real_program_is_profiled_once_into_features(tmp_path):
     assert f["p2p_log_rate"] > 1.0 and f["reduce_log_rate"] > 0.0 and f["barrier_log_rate"] > 0.0
     assert f["p2p_small"] == 1.0  # a halo face of 12 x 12 doubles is 1152 B
     assert record.profile["format"] == "hympi-profile" and len(record.profile["wall_time_s"]) == 2
+
+
+def test_a_program_of_a_programs_file_is_profiled_where_its_tune_ran_it(tmp_path):
+    # A programs file's program runs in the file's directory, where its inputs are (HPC Challenge reads
+    # hpccinf.txt there); its profile and thread check once ran in hympi's own directory instead, and failed.
+    from hympi.launch.mpirun import launcher_path
+    from hympi.program import program_of
+    from hympi.sweep import record_machine
+    from hympi.topology import machine_summary
+    from hympi.tune.programs import profile_launches, profile_program
+
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    (inputs / "input.txt").write_text("12\n")
+    rb3d = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin") / "hympi-rb3d"
+    solver = tmp_path / "solver"
+    solver.write_text(f'#!/bin/sh\n[ -f input.txt ] || {{ echo "no input.txt in $PWD" >&2; exit 3; }}\n'
+                      f'exec {rb3d} --size "$(cat input.txt)" "$@"\n')
+    solver.chmod(0o755)
+    program = program_of(str(solver), workdir=str(inputs))
+    space = parse_space({"layout": {"ranks": [1, 2], "threads": [1, 2], "bind": ["core"],
+                                    "default": {"ranks": 2, "threads": 1, "bind": "core"}},
+                         "constraint": [{"max_cpus": 2}]}, {}, "")
+    summary = machine_summary()
+    launches = profile_launches(program.path, ("--iterations", "20"), space, summary, program)
+    assert launches.workdir == str(inputs) and launches.thread_check is not None
+    with Store.open(tmp_path / "p.db") as store:
+        machine = record_machine(store, summary, launcher_path())
+        record = profile_program(store, machine, summary, launches, program.name, timeout=120)
+    assert record.program == "solver --iterations 20" and record.features["checked_threads"] == 2.0
 
 
 def test_a_tune_recorded_without_cvars_rebuilds_its_space_from_the_library(tuned_db):

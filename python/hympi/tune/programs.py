@@ -75,11 +75,13 @@ def thread_check_layout(space: SearchSpace) -> Configuration | None:
 class ProfileLaunches:
     """How a program is profiled for the predictor: the profiled run at the space's default layout, and the thread
     check (None: the space has no layout with more than one thread per rank to check); both read `stdin` (a
-    program's --stdin file, else /dev/null: hympi.program.launch_stdin)."""
+    program's --stdin file, else /dev/null: hympi.program.launch_stdin) and run in `workdir` (a programs file's
+    directory, where the program's inputs are, as in its tune's runs; "": hympi's working directory)."""
 
     profile: LaunchSpec
     thread_check: LaunchSpec | None
     stdin: Path | int = subprocess.DEVNULL
+    workdir: str = ""
 
 
 def profile_launches(app: str, app_args: Sequence[str], space: SearchSpace, summary: MachineSummary,
@@ -90,7 +92,7 @@ def profile_launches(app: str, app_args: Sequence[str], space: SearchSpace, summ
     env = program.environment() if program is not None else ()
     return ProfileLaunches(profile=profile_spec(app, app_args, space.default, summary, env),
                            thread_check=profile_spec(app, app_args, check, summary, env) if check else None,
-                           stdin=launch_stdin(program))
+                           stdin=launch_stdin(program), workdir=program.workdir if program is not None else "")
 
 
 def stored_profile(store: Store, program: str) -> ProfileRecord | None:
@@ -116,13 +118,14 @@ def _failure(program: str, what: str, outcome: RunOutcome, missing: str = "") ->
 
 
 def checked_threads(program: str, launch: LaunchSpec | None, timeout: float,
-                    stdin: Path | int = subprocess.DEVNULL) -> dict[str, float]:
-    """The thread check's values: one run at `launch` under the probe, reading `stdin` (nothing run without a
-    launch: one thread checked, one working); HympiError when that run fails."""
+                    stdin: Path | int = subprocess.DEVNULL, workdir: str = "") -> dict[str, float]:
+    """The thread check's values: one run at `launch` under the probe, reading `stdin`, in `workdir` ("": hympi's)
+    (nothing run without a launch: one thread checked, one working); HympiError when that run fails."""
     if launch is None:
         return thread_check(1, 1)
     outcome, processes = launch_probed(lambda env: run_command(
-        build_command(dataclasses.replace(launch, env=(*launch.env, *env))), timeout, stdin=stdin))
+        build_command(dataclasses.replace(launch, env=(*launch.env, *env))), timeout, stdin=stdin,
+        cwd=workdir or None))
     if not _ran(launch, outcome):
         raise _failure(program, f"the thread check at {launch.ranks}x{launch.threads} of", outcome)
     return thread_check(launch.threads, working_threads(processes, launch.threads))
@@ -147,7 +150,7 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
         for attempt in range(PROFILE_TRIES):
             plan = plan_profile(build_command(launch), Path(tmp) / f"profile-{attempt}.json")
             with Sampler() as sampler:
-                outcome, profile = run_profile(plan, timeout, launches.stdin)
+                outcome, profile = run_profile(plan, timeout, launches.stdin, cwd=launches.workdir or None)
             if not _ran(launch, outcome) or profile is None:
                 raise _failure(program, "profiling", outcome, "no profile written" if profile is None else "")
             busy = sampler.interference(None)
@@ -161,6 +164,6 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
     nodes = outcome.record.get("nodes") if outcome.record else None
     static = StaticFeatures(launch.ranks, launch.threads, int(nodes) if isinstance(nodes, int) else 1, summary)
     features = {**program_features(profile, static),
-                **checked_threads(program, launches.thread_check, timeout, launches.stdin),
+                **checked_threads(program, launches.thread_check, timeout, launches.stdin, launches.workdir),
                 BUSY_PROFILE_NAME: busy.outside_cores}
     return store.add_profile(machine.id, program, app, launch.ranks, launch.threads, features, raw)
