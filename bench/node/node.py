@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The many-core node script (issue 34): the measurements a 2-core machine cannot make, in one time budget.
 
-Usage: bench/node/run.sh [--quick] [--out DIR] [--budget SECONDS] [--parts study,npb,blades,pencil,tune]
+Usage: bench/node/run.sh [--quick] [--out DIR] [--budget SECONDS]
+                         [--parts study,npb,blades,pencil,transpose,tune,probe]
 
 Parts, in this order, each given its share of what is left of the budget when it starts (a part that finishes
 early leaves its time to the next ones):
@@ -16,8 +17,11 @@ early leaves its time to the next ones):
   using MPI and OpenMP on multi-core parallel systems", Figs. 7-8) up to N2 = 8.
 * pencil: bench/pencil/weak.py, Time/DoF from 1 rank to every core, with the STREAM triad of the same run, and
   where a step goes (compute, and each transpose's pack, exchange and unpack).
+* transpose: bench/pencil/transpose.py, hympi's plane <-> pencil transposes against FFTW-MPI's at 2 ranks (128^3 and
+  256x256x128; quick: 32^3), every exchange and wire precision.
 * tune: bench/tune/run.py's guided part for LU-MZ (every split of the cores) and IS (this node's rank counts), over
   spaces written at run time.
+* probe: bench/probe/run.py, the probe's cost on rb3d at 1 x N and N x 1 (paired wall-time ratio, the sampler's CPU).
 
 A part cut by the budget is interrupted (SIGINT, so sweeps and tunes record what they finished) and its table
 holds what finished. Everything goes to OUT: OUT/<part>.md, OUT/node.md (the machine and every table, in order) and
@@ -247,7 +251,7 @@ def npb_part(node: Node, deadline: float) -> tuple[str, bool]:
     return "\n".join(lines) + "\n", healthy
 
 
-# --- blades, pencil, tune: the benchmarks' own scripts -------------------------------------------------------------
+# --- blades, pencil, transpose, tune, probe: the benchmarks' own scripts ---------------------------------------------
 
 def blades_layouts(node: Node) -> list[tuple[int, int]]:
     """N1 x N2 for Fig. 8: N2 = 1, 2, 4, 8 (those that fit), N1 = 1, 2, 4, ... up to the cores (quick: 1x1, 2x1,
@@ -307,6 +311,15 @@ def pencil_part(node: Node, deadline: float) -> tuple[str, bool]:
     size += ["--stream-repeats", "3"]
     return script_part(node, deadline, "pencil", [str(REPO / "bench/pencil/weak.py"),
                                                   "--ranks", ",".join(map(str, counts)), *size])
+
+
+def transpose_part(node: Node, deadline: float) -> tuple[str, bool]:
+    """Plane <-> pencil transposes against FFTW-MPI's at 2 ranks on the issue's two grids (issue 34 item 3: the
+    2-core VMs gave an AMD and an Intel answer; a node is the other x86 core at hand), every exchange and wire."""
+    size = ["--grids", "32x32x32", "--repeat", "1", "--reps", "3"] if node.quick else \
+        ["--grids", "128x128x128,256x256x128", "--repeat", "3", "--reps", "20"]
+    return script_part(node, deadline, "transpose", [str(REPO / "bench/pencil/transpose.py"), "--ranks", "2", *size],
+                       results_from="ratios")
 
 
 def probe_part(node: Node, deadline: float) -> tuple[str, bool]:
@@ -420,6 +433,7 @@ PARTS: dict[str, tuple[float, Callable[[Node, float], tuple[str, bool]]]] = {
     "npb": (0.35, npb_part),
     "blades": (0.1, blades_part),
     "pencil": (0.1, pencil_part),
+    "transpose": (0.08, transpose_part),
     "tune": (0.2, tune_part),
     "probe": (0.05, probe_part),
 }

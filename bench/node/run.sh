@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The measurements a 2-core machine cannot make, in one call on a many-core node (issue 34): `hympi study` over
 # every core, NPB-MZ against the Fortran reference from N x 1 to 1 x N, the blade row's Fig. 8 up to N2 = 8, pencil
-# weak scaling 1 -> N ranks, guided vs exhaustive tuning and the probe's cost, each part in a share of one time
-# budget, one Markdown table per measurement. Needs only the built apps, mpirun and a Python 3.11+ with numpy, rich, matplotlib, psutil and
-# scikit-learn (a bare compute node's python3 will do: no install, hympi is taken from this tree).
+# weak scaling 1 -> N ranks, the transposes against FFTW-MPI, guided vs exhaustive tuning and the probe's cost, each
+# part in a share of one time
+# budget, one Markdown table per measurement. Needs only the built apps, mpirun and a Python 3.11+ with numpy, rich,
+# matplotlib, psutil and scikit-learn (a bare compute node's python3 will do: no install, hympi is taken from this tree).
 #
-#   bench/node/run.sh [--quick] [--out DIR] [--budget SECONDS] [--parts study,npb,blades,pencil,tune,probe]
+#   bench/node/run.sh [--quick] [--out DIR] [--budget SECONDS] [--parts study,npb,blades,pencil,transpose,tune,probe]
 #
 # Environment: HYMPI_BIN_DIR (the apps, default <repo>/build/bin), NPB_REF_BIN (a folder of the NPB3.4-MZ
 # Fortran reference's <benchmark>.<class>.x, built by `bench/npb-mz/run.sh --build-only`; without it the NPB table

@@ -14,7 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "bench/node/run.sh"
-PARTS = ("study", "npb", "blades", "pencil", "tune")
+PARTS = ("study", "npb", "blades", "pencil", "transpose", "tune")
 # The stand-in reference's Mop/s: every hympi / Fortran cell must be hympi's Mop/s divided by it.
 FAKE_MOPS = 250.0
 
@@ -58,8 +58,9 @@ def test_quick_mode_runs_every_part_and_writes_its_tables(tmp_path):
     for part in PARTS:
         assert (out / f"{part}.md").is_file(), part
     node = (out / "node.md").read_text()
+    heading = re.compile(r"## (study|npb|blades|pencil|transpose|tune|probe) \(\d+ s\)$")
     assert [line for line in node.splitlines() if line.startswith("## ")] == \
-        [line for line in node.splitlines() if re.match(r"## (study|npb|blades|pencil|tune|probe) \(\d+ s\)$", line)]
+        [line for line in node.splitlines() if heading.match(line)]
     assert "cut by the time budget" not in node
 
     study_md = (out / "study.md").read_text()
@@ -84,6 +85,9 @@ def test_quick_mode_runs_every_part_and_writes_its_tables(tmp_path):
     assert pencil[0][3] == "reference" and re.match(r"\d+\.\d+ \[\d+\.\d+, \d+\.\d+\]", pencil[1][3])
     steps = [r for r in rows(steps_md) if r[0] != "ranks"]  # KiB a rank sends per transpose: none on one rank
     assert [(r[0], r[5] == "0") for r in steps] == [("1", True), ("2", False)], steps
+
+    transpose = (out / "transpose.md").read_text()  # fenced text tables: one row per grid, FFTW's ms and 7 ratios
+    assert re.search(r"^ +32x32x32 +2 +no( +\d+\.\d+){8}$", transpose, re.MULTILINE), transpose
 
     blades = (out / "blades.md").read_text()
     assert "MPI/hybrid" in blades and "identical across layouts and modes" in blades
@@ -150,4 +154,19 @@ def test_pack_refuses_a_build_without_the_profiling_library(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == \
         f"pack.sh: {bin_dir}/../lib/libhympi-profile.so not found (build the hympi-profile target)"
+    assert not (tmp_path / "pack").exists()
+
+
+def test_pack_refuses_a_build_without_the_transpose_benchmark(tmp_path):
+    # The transpose part runs it on the node, where nothing can be built.
+    bin_dir = tmp_path / "build/bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "hympi-info").symlink_to(REPO / "build/bin/hympi-info")
+    (tmp_path / "build/lib").mkdir()
+    (tmp_path / "build/lib/libhympi-profile.so").symlink_to(REPO / "build/lib/libhympi-profile.so")
+    ref = fake_reference(tmp_path / "ref")
+    proc = subprocess.run(["bash", str(REPO / "bench/node/pack.sh"), str(bin_dir), str(ref), str(tmp_path / "pack")],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert (proc.returncode, proc.stderr.strip()) == (
+        2, f"pack.sh: {bin_dir} holds no hympi-bench-transpose (build that target)")
     assert not (tmp_path / "pack").exists()
