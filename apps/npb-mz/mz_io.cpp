@@ -96,6 +96,7 @@ MzHooks mz_io_hooks(h5::IoSession& io, const ZoneGrid& grid, const ZonePartition
       return {fields[static_cast<std::size_t>(l)], ZoneDims::of(z).size5()};
     };
     const double time = step * dt;
+    io.progress();  // publishes the checkpoint in flight once every rank has written it
     if (io.checkpoint_due(step)) {
       // u (boundary planes included) is all the state a step carries into the next: BT/SP derive
       // the right-hand side from it at the start of a step, LU recomputes its residual (restored()).

@@ -38,17 +38,18 @@ void sync_directory(const fs::path& file) {
   if (opened.valid()) ::fsync(opened.get());
 }
 
-/// Collective: rank 0 renames `from` onto `to` (atomic on POSIX file systems) and syncs the directory;
-/// every rank throws IoError naming both when it failed.
+/// Renames `from` onto `to` (atomic on POSIX file systems) and syncs the directory; the failure naming both.
+LocalOutcome rename_durably(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0)
+    return {true, false, "cannot rename " + from + " to " + to + ": " + std::strerror(errno)};
+  sync_directory(to);
+  return {};
+}
+
+/// Collective: rank 0 renames `from` onto `to` (rename_durably); every rank throws IoError naming both when it
+/// failed.
 void publish(MPI_Comm comm, const std::string& from, const std::string& to) {
-  LocalOutcome outcome;
-  if (Comm(comm, false).rank() == 0) {
-    if (std::rename(from.c_str(), to.c_str()) != 0)
-      outcome = {true, false, "cannot rename " + from + " to " + to + ": " + std::strerror(errno)};
-    else
-      sync_directory(to);
-  }
-  agree(comm, outcome);
+  agree(comm, Comm(comm, false).rank() == 0 ? rename_durably(from, to) : LocalOutcome{});
 }
 
 double file_bytes(const std::string& path) {
@@ -445,12 +446,36 @@ double BackgroundWriter::wait() {
   return job_.get();  // invalidates job_ even when it rethrows the job's exception
 }
 
+bool BackgroundWriter::ended() const {
+  return job_.valid() && job_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
+WriteAgreement::WriteAgreement(MPI_Comm comm) : comm_(Comm::duplicate(comm)) {}
+
+void WriteAgreement::start(int state) {
+  if (pending()) throw Error("a write agreement is pending already");
+  state_ = state;
+  HYMPI_MPI(MPI_Iallreduce(&state_, &result_, 1, MPI_INT, MPI_MIN, comm_.get(), &request_));
+}
+
+bool WriteAgreement::test() {
+  if (!pending()) return false;
+  int done = 0;
+  HYMPI_MPI(MPI_Test(&request_, &done, MPI_STATUS_IGNORE));
+  return done != 0;
+}
+
+void WriteAgreement::wait() {
+  if (pending()) HYMPI_MPI(MPI_Wait(&request_, MPI_STATUS_IGNORE));
+}
+
 IoSession::IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size,
                      std::string layout, HeaderCheck check)
     : comm_(comm), options_(std::move(options)), app_(std::move(app)), global_size_(std::move(global_size)),
       layout_(std::move(layout)), check_(std::move(check)), checkpoint_h5_(options_.h5) {
   if (!options_.checkpoint_path.empty()) {
     lock_.emplace(comm_, options_.checkpoint_path);
+    agreement_.emplace(comm_);
     // Chunked datasets are written by HDF5 on the solver thread, not staged.
     if (options_.h5.chunk[0] == 0) {
       const std::size_t alignment = agreed_direct_alignment(comm_, options_.checkpoint_path);
@@ -490,7 +515,7 @@ CheckpointHeader IoSession::restart(const std::function<void(File&, const Checkp
 }
 
 IoSession::~IoSession() {
-  if (!background_.in_flight()) return;
+  if (!in_flight_ || published_) return;
   // Unwinding (or finish() never called): the write ends, but no collective may run here to publish it.
   background_.wait_quietly();
   if (Comm(comm_, false).rank() == 0) std::remove((options_.checkpoint_path + ".tmp").c_str());
@@ -513,9 +538,45 @@ void IoSession::checkpoint(long step, double time, const nlohmann::json& state,
     write(writer.file());
     writer.hand_over();
     in_flight_step_ = step;
+    in_flight_ = true;
+    published_ = failed_ = write_ended_ = write_failed_ = false;
+    rename_failure_.clear();
     background_.start([this, temporary = writer.temporary_path()] { written_ = staging_.write_into(temporary); });
   }
   totals_.checkpoint_s += MPI_Wtime() - start;
+}
+
+void IoSession::progress() {
+  if (!in_flight_ || published_ || failed_) return;
+  const double start = MPI_Wtime();
+  if (!agreement_->pending()) agreement_->start(write_state(false));
+  if (agreement_->test()) agreed(agreement_->result());
+  totals_.checkpoint_s += MPI_Wtime() - start;
+}
+
+int IoSession::write_state(bool wait) {
+  if (!write_ended_) {
+    if (!wait && !background_.ended()) return WriteAgreement::kStillWriting;
+    const LocalOutcome outcome = attempt([&] { write_seconds_ = background_.wait(); });
+    write_ended_ = true;
+    write_failed_ = outcome.failed;
+    write_failure_ = outcome.message;
+    // Measured before this rank says "written": until then nobody renames the temporary file.
+    write_bytes_ = outcome.failed ? 0.0 : file_bytes(options_.checkpoint_path + ".tmp");
+  }
+  return write_failed_ ? WriteAgreement::kWriteFailed : WriteAgreement::kWritten;
+}
+
+void IoSession::agreed(int result) {
+  if (result == WriteAgreement::kWritten) {
+    // Every rank's part is on disk: publishing cannot wait for a collective, so rank 0 renames now and a failure
+    // is said at the next checkpoint() or finish().
+    published_ = true;
+    if (Comm(comm_, false).rank() == 0)
+      rename_failure_ = rename_durably(options_.checkpoint_path + ".tmp", options_.checkpoint_path).message;
+  } else if (result == WriteAgreement::kWriteFailed) {
+    failed_ = true;
+  }
 }
 
 void IoSession::finish() {
@@ -526,23 +587,34 @@ void IoSession::finish() {
 
 void IoSession::publish_in_flight() {
   // Every rank started the checkpoint in flight together, so every rank gets here alike.
-  if (!background_.in_flight()) return;
-  const std::string temporary = options_.checkpoint_path + ".tmp";
-  double seconds = 0;
-  const LocalOutcome outcome = attempt([&] { seconds = background_.wait(); });
-  try {
-    agree(comm_, as_io_failure("checkpoint of step " + std::to_string(in_flight_step_), outcome));
-  } catch (const IoError&) {
-    if (Comm(comm_, false).rank() == 0) std::remove(temporary.c_str());
-    throw;
+  if (!in_flight_) return;
+  // Ends the agreements progress() began. Each rank starts the next only when the one before said "still writing",
+  // so every rank issues the same ones; once each has waited for its own writer, the next says written or failed.
+  while (!published_ && !failed_) {
+    if (!agreement_->pending()) agreement_->start(write_state(true));
+    agreement_->wait();
+    agreed(agreement_->result());
   }
-  publish(comm_, temporary, options_.checkpoint_path);
+  in_flight_ = false;
+  if (failed_) {
+    const std::string temporary = options_.checkpoint_path + ".tmp";
+    (void)write_state(true);  // this rank's own writer may still run: the file goes only after every one ended
+    // Some rank's write failed: every rank throws its reason (the lowest failing rank's).
+    try {
+      agree(comm_, as_io_failure("checkpoint of step " + std::to_string(in_flight_step_),
+                                 LocalOutcome{write_failed_, false, write_failure_}));
+    } catch (const IoError&) {
+      if (Comm(comm_, false).rank() == 0) std::remove(temporary.c_str());
+      throw;
+    }
+  }
+  agree(comm_, LocalOutcome{!rename_failure_.empty(), false, rename_failure_});
   totals_.checkpoints += 1;
-  totals_.checkpoint_background_s += seconds;
+  totals_.checkpoint_background_s += write_seconds_;
   totals_.checkpoint_direct_bytes += written_.direct_bytes;
   totals_.checkpoint_buffered_bytes += written_.buffered_bytes;
   if (!written_.buffered_reason.empty()) totals_.checkpoint_buffered_reason = written_.buffered_reason;
-  totals_.checkpoint_bytes += file_bytes(options_.checkpoint_path);
+  totals_.checkpoint_bytes += write_bytes_;
 }
 
 void IoSession::snapshot(long step, double time, std::span<const SnapshotField> fields) {

@@ -101,6 +101,7 @@ StepHook io_hook(h5::IoSession* io, std::span<const IoGrid> grids) {
   if (io == nullptr) return {};
   return [io, grids = std::vector<IoGrid>(grids.begin(), grids.end())](const PencilSolver& solver) {
     const long step = solver.steps_done();
+    io->progress();  // publishes the checkpoint in flight once every rank has written it
     if (io->snapshot_due(step)) write_snapshot(*io, grids, solver);
     if (io->checkpoint_due(step)) write_checkpoint(*io, grids, solver);
   };

@@ -157,6 +157,7 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
   const double r0 = result.residuals.front();
   const double spacing[3] = {h, h, h};
   const auto save = [&](int done) {
+    if (io != nullptr) io->progress();  // publishes the checkpoint in flight once every rank has written it
     if (io == nullptr || !(io->checkpoint_due(done) || io->snapshot_due(done))) return;
     auto t = metrics.time("checkpoint", PhaseKind::other);
     if (io->checkpoint_due(done))

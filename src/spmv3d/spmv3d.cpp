@@ -206,13 +206,16 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
         for (long i = o; i < o + len; ++i) pp[i] = std::fma(beta, pp[i], pr[i]);
       });
     }
-    // Not after the converged iteration: its p is not updated, and a restart would step on from it.
-    if (io != nullptr && io->checkpoint_due(it)) {
+    if (io != nullptr) {
       const double c0 = MPI_Wtime();
-      io->checkpoint(it, 0.0, {{"rr", rr}, {"residuals", result.cg_residuals}}, [&](h5::File& f) {
-        for (const auto& [name, v] : {std::pair{"x", &x}, std::pair{"r", &r}, std::pair{"p", &p}})
-          f.write(name, h5::Block3::of(*v, global_points), std::as_const(*v).data());
-      });
+      io->progress();  // publishes the checkpoint in flight once every rank has written it
+      // Not after the converged iteration: its p is not updated, and a restart would step on from it.
+      if (io->checkpoint_due(it)) {
+        io->checkpoint(it, 0.0, {{"rr", rr}, {"residuals", result.cg_residuals}}, [&](h5::File& f) {
+          for (const auto& [name, v] : {std::pair{"x", &x}, std::pair{"r", &r}, std::pair{"p", &p}})
+            f.write(name, h5::Block3::of(*v, global_points), std::as_const(*v).data());
+        });
+      }
       io_s += MPI_Wtime() - c0;
     }
   }

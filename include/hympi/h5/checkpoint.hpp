@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "hympi/core/comm.hpp"
 #include "hympi/h5/h5.hpp"
 
 namespace hympi::h5 {
@@ -93,9 +94,42 @@ class BackgroundWriter {
   double wait();
   /// Whether a job was started and not yet waited for.
   [[nodiscard]] bool in_flight() const { return job_.valid(); }
+  /// Whether the job in flight has ended (wait() then returns at once); false when none is in flight.
+  [[nodiscard]] bool ended() const;
 
  private:
   std::future<double> job_;
+};
+
+/// Nonblocking agreements on whether every rank's background write of a checkpoint has ended, and how
+/// (IoSession::progress): the minimum over the ranks of each one's state (kWriteFailed, kStillWriting, kWritten),
+/// on a duplicate of the session's communicator, so that these collectives keep one order among themselves on every
+/// rank whatever the app's own collectives do between them. Destroyed with one pending (a run unwinding), it leaves
+/// the request to the end of MPI rather than wait for ranks that may be gone (MPI forbids freeing it).
+class WriteAgreement {
+ public:
+  static constexpr int kWriteFailed = -1;
+  static constexpr int kStillWriting = 0;
+  static constexpr int kWritten = 1;
+  /// Duplicates `comm` (collective).
+  explicit WriteAgreement(MPI_Comm comm);
+  WriteAgreement(const WriteAgreement&) = delete;
+  WriteAgreement& operator=(const WriteAgreement&) = delete;
+  /// Starts an agreement on this rank's `state`; throws Error while one is pending, MpiError when MPI refuses.
+  void start(int state);
+  /// Whether the pending agreement has completed (its result then in result()); false when none is pending.
+  [[nodiscard]] bool test();
+  /// Waits for the pending agreement; nothing when none is pending.
+  void wait();
+  [[nodiscard]] bool pending() const noexcept { return request_ != MPI_REQUEST_NULL; }
+  /// The last completed agreement's minimum state.
+  [[nodiscard]] int result() const noexcept { return result_; }
+
+ private:
+  Comm comm_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  int state_ = kStillWriting;   ///< the send buffer, kept until the agreement completes
+  int result_ = kStillWriting;  ///< the receive buffer
 };
 
 /// How long a run waits for another process to let go of its checkpoint (CheckpointLock): a killed sweep's launch
@@ -229,6 +263,12 @@ class IoSession {
   /// naming the file and the reason, this checkpoint's or the one before's. Chunked datasets (--h5-chunk) are
   /// written here, before returning, as their place in the file is not known beforehand.
   void checkpoint(long step, double time, const nlohmann::json& state, const std::function<void(File&)>& write);
+  /// Publishes the checkpoint in flight as soon as every rank's part of it is on disk, rather than at the next
+  /// checkpoint: a run killed in between then loses less than an interval (collective, never blocks: call it once per
+  /// step, every rank alike). It tests a nonblocking agreement (WriteAgreement) and, while some rank is still
+  /// writing, starts the next; when all have written, rank 0 renames the file onto the path. A failed write or
+  /// rename is reported by the next checkpoint() or finish(), as without progress().
+  void progress();
   /// Waits for the checkpoint in flight and publishes it (collective); throws IoError like checkpoint(). Every
   /// run calls it before it reports: its last checkpoint is then on disk under its name.
   void finish();
@@ -248,12 +288,25 @@ class IoSession {
   /// Waits for the background write of the checkpoint in flight, agrees on its outcome and, when every rank's
   /// part is on disk, renames it onto the checkpoint path (collective); throws IoError otherwise.
   void publish_in_flight();
+  /// This rank's WriteAgreement state of the checkpoint in flight; with `wait`, waits for its writer first.
+  int write_state(bool wait);
+  /// Acts on an agreement's result: all written, rank 0 renames (published_); a write failed (failed_).
+  void agreed(int result);
   std::optional<CheckpointLock> lock_;  ///< held from construction while checkpoints are written
   H5Options checkpoint_h5_;             ///< options_.h5, datasets aligned for direct I/O (aligned_for_direct_io)
   StagedData staging_;                  ///< the values of the checkpoint in flight, reused by the next
   StagedWrite written_;                 ///< how the background writer wrote it: read after its wait()
   BackgroundWriter background_;         ///< declared after lock_: waited for before the lock goes
+  std::optional<WriteAgreement> agreement_;  ///< with checkpoints: the agreements that publish one early
   long in_flight_step_ = 0;             ///< the step of the checkpoint in flight
+  bool in_flight_ = false;              ///< a checkpoint was started and is neither published nor reported failed
+  bool published_ = false;              ///< the one in flight was renamed onto the path (by rank 0)
+  bool failed_ = false;                 ///< some rank's write of it failed: the next checkpoint() or finish() says so
+  bool write_ended_ = false;            ///< this rank's writer of the one in flight was waited for
+  bool write_failed_ = false;           ///< and failed, for write_failure_
+  std::string write_failure_;
+  double write_seconds_ = 0, write_bytes_ = 0;  ///< this rank's writer's time, and the file's size it left
+  std::string rename_failure_;          ///< rank 0's failed rename of the one in flight ("" for none)
   std::optional<SnapshotSeries> snapshots_;
   IoTotals totals_;
 };

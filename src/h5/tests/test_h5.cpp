@@ -20,6 +20,7 @@
 #include <future>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hympi/grid/cart.hpp"
@@ -545,6 +546,41 @@ TEST(H5, CheckpointWrittenInTheBackgroundIsPublishedByTheNextAndByFinish) {
   StagedData staging;
   EXPECT_THROW(file.stage_into(staging), InvalidArgument);
   file.close();
+}
+
+TEST(H5, ProgressPublishesACheckpointOnceEveryRankHasWrittenIt) {
+  const Scratch scratch;
+  IoOptions options;
+  options.checkpoint_path = scratch.file("run.h5");
+  options.checkpoint_every = 10;
+  const nlohmann::json size = kGlobal;
+  const Grid3D<double> field = filled(split_along(kGlobal, 1), 1);
+  IoSession io(MPI_COMM_WORLD, options, "rb3d", size, "1x1");
+  io.progress();  // nothing in flight: nothing to agree on
+  io.checkpoint(10, 0.0, {{"k", 10}}, [&](File& f) { f.write("u", Block3::of(field, kGlobal), field.data()); });
+  // The solver's steps go on, each calling progress(): the checkpoint appears under its name once written, not at
+  // the next checkpoint (a run killed in between keeps it).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(options.checkpoint_path) && std::chrono::steady_clock::now() < deadline) {
+    io.progress();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  int published = fs::exists(options.checkpoint_path) ? 1 : 0, everywhere = 0;
+  MPI_Allreduce(&published, &everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  ASSERT_EQ(everywhere, 1) << "not published within 60 s of steps";
+  {
+    CheckpointReader reader(MPI_COMM_WORLD, options.checkpoint_path, H5Options{}, "rb3d", size);
+    EXPECT_EQ(reader.header().step, 10);
+    Grid3D<double> read(split_along(kGlobal, 0), 1);
+    reader.file().read("u", Block3::of(read, kGlobal), read.data());
+    EXPECT_EQ(mismatches(read), 0);
+    reader.file().close();
+  }
+  io.finish();  // published already: nothing left but the accounts
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_FALSE(fs::exists(options.checkpoint_path + ".tmp"));
+  EXPECT_EQ(io.totals().checkpoints, 1);
+  EXPECT_GT(io.totals().checkpoint_bytes, 0.0);
 }
 
 /// Stages pieces around block boundaries (a head before the first boundary, whole blocks, a tail; a piece within
