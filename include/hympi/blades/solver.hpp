@@ -114,10 +114,10 @@ class BladeRowSolver {
   std::size_t plane_message_ = 0;  ///< floats per blade-exchange message
   std::size_t group_halo_bytes_ = 0, blade_exchange_bytes_ = 0;
   /// One right-hand-side row per thread, each on pages of its own (scratch_stride_ floats apart from the first page
-  /// boundary in scratch_). A thread writes its row in the innermost loop, and the L2 prefetchers (adjacent line,
-  /// streamer) fetch up to the end of a 4 KiB page: with rows a malloc header apart, then 128 bytes apart, a
-  /// neighbouring thread's row kept being pulled in, and on a 16-core node the hybrid mode took 1.5-1.6x the MPI
-  /// mode's time per iteration (docs/performance.md, 2026-11-30).
+  /// boundary in scratch_). A thread writes its row in the innermost loop: with rows a malloc header apart, then
+  /// 128 bytes apart (separate lines, but within reach of the L2 prefetchers, which pair lines and run ahead up to
+  /// a page's end), the hybrid mode took 1.5-1.6x the MPI mode's time per iteration on a 16-core node; rows 1 KiB
+  /// apart or on pages of their own cost what the MPI mode costs (docs/performance.md, 2026-11-30).
   UntouchedArray<float> scratch_;
   long scratch_stride_ = 0;
   /// Thread `thread`'s right-hand-side row (ni_ floats).
