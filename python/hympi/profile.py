@@ -112,12 +112,14 @@ def read_profile(path: str | Path) -> Profile:
 
 
 def run_profile(plan: ProfilePlan, timeout: float | None = None, stdin: Path | int | None = None,
-                echo: Callable[[bytes], None] | None = None,
-                cwd: str | None = None) -> tuple[RunOutcome, Profile | None]:
-    """Runs the planned command in directory `cwd` (None: hympi's), reading `stdin` and echoing its output to `echo`
-    (run_command's); the profile is None when the program wrote none (no MPI_Finalize)."""
+                echo: Callable[[bytes], None] | None = None, cwd: str | None = None,
+                echo_err: Callable[[bytes], None] | None = None) -> tuple[RunOutcome, Profile | None]:
+    """Runs the planned command in directory `cwd` (None: hympi's), reading `stdin` and echoing its output and error
+    output to `echo` and `echo_err` (run_command's); the profile is None when the program wrote none (no
+    MPI_Finalize)."""
     if plan.out.exists():
         plan.out.unlink()  # never report a stale profile as this run's
-    outcome = run_command(list(plan.command), timeout, dict(plan.env), cwd=cwd, stdin=stdin, echo=echo)
+    outcome = run_command(list(plan.command), timeout, dict(plan.env), cwd=cwd, stdin=stdin, echo=echo,
+                          echo_err=echo_err)
     profile = read_profile(plan.out) if plan.out.exists() else None
     return outcome, profile

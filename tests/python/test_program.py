@@ -259,23 +259,38 @@ def test_hympi_run_launches_a_program_bound_by_the_launcher_and_judges_it(tmp_pa
     (["profile", "--", "./waiter"], 1),
 ])
 def test_a_programs_output_is_shown_as_it_prints_it(tmp_path: Path, monkeypatch, command: list[str], code: int):
-    """A run of minutes or hours shows its progress as under plain mpirun: the program prints a line, then waits
-    (30 s at most) for a file the test makes only once hympi has shown that line."""
+    """A run of minutes or hours shows its progress as under plain mpirun: the program prints a line on each of its
+    outputs, then waits (30 s at most) for a file the test makes only once hympi has shown both lines."""
     monkeypatch.chdir(tmp_path)
     go = tmp_path / "go"
-    shell_program(tmp_path, "waiter", 'echo started\ni=0\nwhile [ ! -e "$1" ] && [ $i -lt 300 ]; do sleep 0.1; '
+    shell_program(tmp_path, "waiter", 'echo started\necho "warming up" >&2\ni=0\n'
+                                      'while [ ! -e "$1" ] && [ $i -lt 300 ]; do sleep 0.1; '
                                       'i=$((i+1)); done\n[ -e "$1" ] && echo "went on"\n')
     proc = subprocess.Popen(forkcli.command([*command, str(go)]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
         first = proc.stdout.readline()  # shown only at the end, it would come after the program gave up waiting
+        said = [proc.stderr.readline()]  # likewise its error output (hympi's own lines may come before it)
+        while said[-1] not in ("warming up\n", ""):
+            said.append(proc.stderr.readline())
         go.touch()
         rest, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
     assert first == "started\n" and proc.returncode == code, err
+    assert said[-1] == "warming up\n", said
     assert rest.startswith("went on\n"), rest
+
+
+def test_a_failed_programs_error_output_is_shown_once(tmp_path: Path, monkeypatch):
+    # Shown as it came, it is not repeated after hympi's own line saying the run failed.
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "failing", 'echo "cannot read the mesh" >&2\nexit 3\n')
+    proc = hympi("run", "./failing")
+    assert proc.returncode == 1
+    assert proc.stderr.count("cannot read the mesh") == 1, proc.stderr
+    assert proc.stderr.rstrip().endswith("hympi: error: run failed: failing exited with code 3"), proc.stderr
 
 
 @pytest.mark.parametrize(("extra", "needle"), [

@@ -7,7 +7,7 @@ import sys
 
 from rich.table import Table
 
-from hympi.cli.common import asks_for_help, launch_of, print_app_help, run_program_probed
+from hympi.cli.common import asks_for_help, launch_of, print_app_help, run_program_probed, write_through_err
 from hympi.cli.parser import Subparsers
 from hympi.cli.run import live_echo, report
 from hympi.console import HympiConsole
@@ -89,7 +89,7 @@ def main(args: argparse.Namespace) -> int:
     launch = launch_of(args, "affinity", "hympi-affinity", app_args + list(args.app_args))
     spec = launch.spec
     outcome = one_mpi_job(run_command(launch_command(spec, launch.launcher), launch.timeout,
-                                      echo=live_echo(args.json)), spec.ranks)
+                                      echo=live_echo(args.json), echo_err=write_through_err), spec.ranks)
     code = report(outcome, args.json, launch.timeout)
     if not args.check or outcome.result is None:
         return code

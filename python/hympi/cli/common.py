@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.command import launch_command
@@ -80,26 +80,35 @@ def launch_of(args: argparse.Namespace, command: str, app_binary: str, app_args:
 
 
 def run_program_probed(program: Program, launch: Launch, app_args: list[str],
-                       echo: Callable[[bytes], None] | None = None) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
+                       echo: Callable[[bytes], None] | None = None,
+                       echo_err: Callable[[bytes], None] | None = None) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
     """Launches a program of the user's own with the probe preloaded and judges its output with what the probe saw
-    (hympi.probe); returns the judged outcome and the probed processes. `echo`: run_command's. One run: without
-    --stdin it reads hympi's own standard input, as under plain mpirun (`hympi run lmp < in.melt`)."""
+    (hympi.probe); returns the judged outcome and the probed processes. `echo`, `echo_err`: run_command's. One run:
+    without --stdin it reads hympi's own standard input, as under plain mpirun (`hympi run lmp < in.melt`)."""
     spec = launch.spec
     return probed_program_run(program, lambda env: run_command(
         launch_command(dataclasses.replace(spec, env=(*spec.env, *program.environment(), *env)), launch.launcher),
-        launch.timeout, echo=echo, stdin=program.stdin_path()), spec.ranks, spec.threads, tuple(app_args))
+        launch.timeout, echo=echo, stdin=program.stdin_path(), echo_err=echo_err), spec.ranks, spec.threads,
+        tuple(app_args))
 
 
-def write_through(data: bytes) -> None:
-    """Writes a launched program's output to hympi's stdout as it comes (run_command's echo), after what hympi
-    printed before."""
-    sys.stdout.flush()
-    binary = getattr(sys.stdout, "buffer", None)  # None: a text stream put in its place (hympi called in-process)
+def write_through(data: bytes, stream: TextIO | None = None) -> None:
+    """Writes a launched program's output to hympi's `stream` (default: stdout) as it comes (run_command's echo),
+    after what hympi printed there before."""
+    stream = stream or sys.stdout
+    stream.flush()
+    binary = getattr(stream, "buffer", None)  # None: a text stream put in its place (hympi called in-process)
     if binary is None:
-        sys.stdout.write(data.decode(errors="replace"))
+        stream.write(data.decode(errors="replace"))
         return
     binary.write(data)
     binary.flush()
+
+
+def write_through_err(data: bytes) -> None:
+    """A launched program's error output to hympi's stderr as it comes (run_command's echo_err), as under plain
+    mpirun: its warnings and progress show while it runs, and on success too."""
+    write_through(data, sys.stderr)
 
 
 def asks_for_help(app_args: list[str]) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from rich.table import Table
 
-from hympi.cli.common import check_output_file, write_through
+from hympi.cli.common import check_output_file, write_through, write_through_err
 from hympi.cli.parser import Subparsers
 from hympi.console import HympiConsole
 from hympi.errors import HympiError
@@ -89,10 +89,9 @@ def main(args: argparse.Namespace) -> int:
     out = check_output_file(params.out, OUT.flag)  # before the program runs, not after
     plan = plan_profile(args.app_args, out)
     timeout = params.timeout
-    # The command's output as it comes (a profiled run may take hours), its stderr after it.
-    outcome, profile = run_profile(plan, timeout, echo=None if params.quiet else write_through)
-    if not params.quiet:
-        sys.stderr.write(outcome.stderr)
+    # The command's output and error output as they come (a profiled run may take hours).
+    outcome, profile = run_profile(plan, timeout, echo=None if params.quiet else write_through,
+                                   echo_err=None if params.quiet else write_through_err)
     if outcome.returncode != 0:
         why = (f"timed out after {timeout:g} s and was killed" if outcome.status == "timeout"
                else f"exit code {outcome.returncode}")

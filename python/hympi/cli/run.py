@@ -22,6 +22,7 @@ from hympi.cli.common import (
     print_app_help,
     run_program_probed,
     write_through,
+    write_through_err,
 )
 from hympi.cli.parser import Subparsers
 from hympi.console import HympiConsole
@@ -157,16 +158,14 @@ def warn_if_disturbed(busy: Interference | None, limit: float) -> None:
 
 
 def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> int:
-    """Prints the outcome of a launch whose output live_echo showed; returns the exit code (0 ok, 1 failed, timed
-    out or unverified)."""
+    """Prints the outcome of a launch whose output live_echo showed (and its error output, write_through_err);
+    returns the exit code (0 ok, 1 failed, timed out or unverified)."""
     if as_json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     elif outcome.result is not None:
         HympiConsole().print(result_table(outcome.result))
     if outcome.status != "ok":
         print(f"hympi: error: {failure_message(outcome, timeout)}", file=sys.stderr)
-        if outcome.status == "failed" and outcome.stderr.strip():
-            print(outcome.stderr_tail(), file=sys.stderr)
         return 1
     return 0
 
@@ -178,7 +177,7 @@ def run_program(args: argparse.Namespace) -> int:
     launch = launch_of(args, "run", program.path, args.app_args, program=True)
     spec = launch.spec
     outcome, busy = watched(launch, lambda: run_program_probed(program, launch, args.app_args,
-                                                                live_echo(args.json))[0])
+                                                                live_echo(args.json), write_through_err)[0])
     warn_if_disturbed(busy, limit)
     if args.json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
@@ -187,9 +186,8 @@ def run_program(args: argparse.Namespace) -> int:
             HympiConsole().print(program_table(outcome, spec))
             for finding in outcome.record["probe"]["findings"]:
                 print(f"hympi: finding: {finding}", file=sys.stderr)
-    if outcome.status != "ok":
+    if outcome.status != "ok":  # its error output was shown as it came
         print(f"hympi: error: {failure_message(outcome, launch.timeout)}", file=sys.stderr)
-        print(outcome.stderr_tail(), file=sys.stderr)
         return 1
     return 0
 
@@ -207,7 +205,8 @@ def main(args: argparse.Namespace) -> int:
     launch = launch_of(args, "run", app.binary, args.app_args)
     spec = dataclasses.replace(launch.spec, mpi_params=mpi_params)
     outcome, busy = watched(launch, lambda: one_mpi_job(run_command(
-        launch_command(spec, launch.launcher), launch.timeout, echo=live_echo(args.json)), spec.ranks))
+        launch_command(spec, launch.launcher), launch.timeout, echo=live_echo(args.json), echo_err=write_through_err),
+        spec.ranks))
     warn_if_disturbed(busy, limit)
     code = report(outcome, args.json, launch.timeout)
     read_back = outcome.record.get("mpi_cvars") if outcome.record is not None else None

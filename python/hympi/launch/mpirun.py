@@ -331,9 +331,10 @@ def _die_with_parent() -> None:
 
 def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | None = None,
                 cwd: str | None = None, echo: Callable[[bytes], None] | None = None,
-                stdin: Path | int | None = None) -> RunOutcome:
+                stdin: Path | int | None = None, echo_err: Callable[[bytes], None] | None = None) -> RunOutcome:
     """Runs a launch command (in directory `cwd`, None: this process's); a run past `timeout` seconds is killed and
-    reported as 'timeout'. `echo` is handed its output's lines as they come (hympi.capture.BoundedCapture). `stdin`
+    reported as 'timeout'. `echo` is handed its output's lines as they come (hympi.capture.BoundedCapture), `echo_err`
+    its error output's (both are kept in the outcome all the same). `stdin`
     is what it reads as standard input (mpirun passes it to rank 0): a file opened for this launch, or Popen's
     (None: this process's own, subprocess.DEVNULL).
 
@@ -344,11 +345,12 @@ def run_command(cmd: list[str], timeout: float | None, env: dict[str, str] | Non
         raise UsageError(f"--timeout must be a finite number of seconds > 0, got {timeout}")
     start = time.monotonic()
     with stdin.open("rb") if isinstance(stdin, Path) else nullcontext(stdin) as source:
-        return _run(cmd, timeout, env, cwd, echo, source, start)
+        return _run(cmd, timeout, env, cwd, (echo, echo_err), source, start)
 
 
 def _run(cmd: list[str], timeout: float | None, env: dict[str, str] | None, cwd: str | None,
-         echo: Callable[[bytes], None] | None, stdin: IO[bytes] | int | None, start: float) -> RunOutcome:
+         echoes: tuple[Callable[[bytes], None] | None, Callable[[bytes], None] | None], stdin: IO[bytes] | int | None,
+         start: float) -> RunOutcome:
     """run_command's launch, with its standard input open."""
     # Output read as bytes by BoundedCapture (bounded memory; decoded with errors="replace": app and launcher
     # output is whatever bytes they print, see validate_with_app).
@@ -358,7 +360,7 @@ def _run(cmd: list[str], timeout: float | None, env: dict[str, str] | None, cwd:
                             # so rich's refresh thread cannot deadlock it.
                             preexec_fn=_die_with_parent if _PRCTL is not None else None)  # noqa: PLW1509
     assert proc.stdout is not None and proc.stderr is not None
-    streams = (BoundedCapture(proc.stdout, echo), BoundedCapture(proc.stderr))
+    streams = (BoundedCapture(proc.stdout, echoes[0]), BoundedCapture(proc.stderr, echoes[1]))
     try:
         proc.wait(timeout=timeout)
         # As communicate(): the run lasts until its output ends (a rank's child may hold it open), within timeout.
