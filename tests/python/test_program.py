@@ -52,7 +52,7 @@ def test_a_captured_metric_becomes_a_rate_that_grows_with_quality(better: str, r
 
 
 @pytest.mark.parametrize(("stdout", "returncode", "reason"), [
-    ("Performance: 3 steps/s\nok\n", 3, "p exited with code 3"),
+    ("Performance: 3 steps/s\nok\n", 3, "p ended with exit code 3"),
     ("Performance: 3 steps/s\n", 0, "verification 'RESULT OK' not found in the output; its last lines: Performance"),
     ("RESULT OK\nno figure here\n", 0, "metric 'Performance: ([0-9.]+|nan) steps/s' not found in the output; its "
                                        "last lines: RESULT OK | no figure here"),
@@ -283,6 +283,28 @@ def test_a_programs_output_is_shown_as_it_prints_it(tmp_path: Path, monkeypatch,
     assert rest.startswith("went on\n"), rest
 
 
+def test_a_program_killed_by_a_signal_is_said_so(tmp_path: Path, monkeypatch):
+    # A rank the kernel's out-of-memory killer ends gets SIGKILL; the launcher then exits 137, which alone says little.
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "greedy", "echo started\nkill -9 $$\n")
+    proc = hympi("run", "./greedy")
+    assert proc.returncode == 1
+    assert "hympi: error: run failed: greedy ended with exit code 137: killed by signal 9 (SIGKILL), as the kernel's " \
+           "out-of-memory killer and a scheduler's memory limit do" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("code", "said"), [
+    (3, "exit code 3"), (137, "exit code 137: killed by signal 9 (SIGKILL), as the kernel's out-of-memory killer and "
+                              "a scheduler's memory limit do"),
+    (139, "exit code 139: killed by signal 11 (SIGSEGV)"), (-15, "exit code -15: killed by signal 15 (SIGTERM)"),
+    (200, "exit code 200"), (None, "no exit code"),
+])
+def test_an_exit_code_says_which_signal_killed_the_run(code, said):
+    from hympi.launch.mpirun import RunOutcome
+
+    assert RunOutcome("failed", code, 1.0, ["mpirun"]).exit_text() == said
+
+
 def test_a_failed_programs_error_output_is_shown_once(tmp_path: Path, monkeypatch):
     # Shown as it came, it is not repeated after hympi's own line saying the run failed.
     monkeypatch.chdir(tmp_path)
@@ -290,7 +312,7 @@ def test_a_failed_programs_error_output_is_shown_once(tmp_path: Path, monkeypatc
     proc = hympi("run", "./failing")
     assert proc.returncode == 1
     assert proc.stderr.count("cannot read the mesh") == 1, proc.stderr
-    assert proc.stderr.rstrip().endswith("hympi: error: run failed: failing exited with code 3"), proc.stderr
+    assert proc.stderr.rstrip().endswith("hympi: error: run failed: failing ended with exit code 3"), proc.stderr
 
 
 @pytest.mark.parametrize(("extra", "needle"), [

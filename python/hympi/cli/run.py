@@ -120,7 +120,7 @@ def failure_message(outcome: RunOutcome, timeout: float | None) -> str:
         return f"run failed: {last.removeprefix('hympi: ')}"
     if outcome.returncode == 0:
         return f"run exited with code 0 but printed no {PREFIX.strip()} line"
-    return f"run failed (exit code {outcome.returncode})"
+    return f"run failed ({outcome.exit_text()})"
 
 
 def echo_output(lines: bytes) -> None:

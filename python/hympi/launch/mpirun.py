@@ -141,6 +141,23 @@ class RunOutcome:
         """The last lines of stderr, for records and messages."""
         return "\n".join(tail_lines(self.stderr, lines))
 
+    def exit_text(self) -> str:
+        """'exit code 3'; for the code a launcher gives when a rank (or the launcher itself, a negative code) was
+        killed by a signal, which one: mpirun, mpiexec and srun exit 128 + N, so 137 is 'killed by signal 9 (SIGKILL)',
+        the signal the kernel's out-of-memory killer sends, and a scheduler at a memory limit."""
+        code = self.returncode
+        if code is None:
+            return "no exit code"
+        number = -code if code < 0 else code - 128 if 128 < code < 128 + 65 else 0
+        if not number:
+            return f"exit code {code}"
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        cause = ", as the kernel's out-of-memory killer and a scheduler's memory limit do" if number == 9 else ""
+        return f"exit code {code}: killed by signal {number} ({name}){cause}"
+
 
 # What to check when the ranks of a launch do not form one MPI job (one_mpi_job).
 LAUNCHER_REMEDY = ("is the launcher of the MPI the app was built with? (HYMPI_MPIRUN, HYMPI_BIN_DIR; "
