@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "hympi/core/comm.hpp"
 #include "hympi/core/error.hpp"
 
 namespace hympi::blades {
@@ -309,9 +310,7 @@ double BladeRowSolver::max_error() const {
         }
     }
   }
-  double global = 0;
-  HYMPI_MPI(MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_MAX, comm_));
-  return global;
+  return max_over(comm_, local);
 }
 
 float& BladeRowSolver::at(long blade, long i, long j, long k) {

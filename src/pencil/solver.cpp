@@ -9,6 +9,7 @@
 #include <numbers>
 #include <string>
 
+#include "hympi/core/comm.hpp"
 #include "hympi/core/error.hpp"
 
 namespace hympi::pencil {
@@ -360,9 +361,7 @@ double PencilSolver::max_deviation(std::span<const double> other) const {
         }
     }
   }
-  double global = 0;
-  HYMPI_MPI(MPI_Allreduce(&worst, &global, 1, MPI_DOUBLE, MPI_MAX, transpose_.comm()));
-  return global;
+  return max_over(transpose_.comm(), worst);
 }
 
 std::size_t PencilSolver::plane_bytes() const noexcept {

@@ -129,7 +129,7 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
   result.dims = cart.dims();
   {
     const double mine = static_cast<double>(u.data().size_bytes() + hf.data().size_bytes());
-    HYMPI_MPI(MPI_Allreduce(&mine, &result.working_set_bytes, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+    result.working_set_bytes = max_over(cart.comm(), mine);
   }
   const auto measure_residual = [&](Metrics& into) {
     {
@@ -205,8 +205,7 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
     if (it == target && options.min_time_s > 0) {
       // The slowest rank's time decides, so every rank computes the same new target.
       const double elapsed = MPI_Wtime() - t0;
-      double slowest = 0;
-      HYMPI_MPI(MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+      const double slowest = max_over(cart.comm(), elapsed);
       target = static_cast<int>(repetitions_for_min_time(it, slowest, options.min_time_s, kMaxIterations));
     }
   }
@@ -217,7 +216,7 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
     io->finish();
   }
   const double local_time = MPI_Wtime() - t0;
-  HYMPI_MPI(MPI_Allreduce(&local_time, &result.time_s, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+  result.time_s = max_over(cart.comm(), local_time);
   result.iterations = it;
   result.restarted_at = first;
   const long done = it - first;  // this run's share: what time_s measured
@@ -240,9 +239,8 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
         local_error = std::max(local_error, std::abs(u(i, j, k) - e));
         peak = std::max(peak, std::abs(e));
       }
-  HYMPI_MPI(MPI_Allreduce(&local_error, &result.max_error, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
-  double global_peak = 0.0;
-  HYMPI_MPI(MPI_Allreduce(&peak, &global_peak, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+  result.max_error = max_over(cart.comm(), local_error);
+  const double global_peak = max_over(cart.comm(), peak);
   // The sine is an eigenvector of the 7-point operator: the discrete solution is the exact one
   // scaled by pi^2 / lambda_h, lambda_h = (4/h^2) sin^2(pi h / 2), so its error is known exactly.
   const double lambda_h = 4.0 / (h * h) * std::pow(std::sin(pi * h / 2.0), 2);

@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "hympi/core/comm.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/grid/exact_sum.hpp"
 #include "hympi/spmv3d/verify.hpp"
@@ -79,7 +80,7 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
       if (!area.empty()) spmv_metrics.observe_memory("A", area);
       touched += static_cast<double>(area.size());
     }
-    HYMPI_MPI(MPI_Allreduce(&touched, &result.spmv_working_set_bytes, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+    result.spmv_working_set_bytes = max_over(cart.comm(), touched);
     HYMPI_MPI(MPI_Barrier(cart.comm()));
     OverlapTimes local;
     constexpr long kMaxReps = std::numeric_limits<int>::max() / 2;
@@ -91,15 +92,14 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
       if (options.min_time_s > 0) {
         // The slowest rank's time decides, so every rank computes the same new target.
         const double so_far = MPI_Wtime() - t0;
-        double slowest = 0;
-        HYMPI_MPI(MPI_Allreduce(&so_far, &slowest, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+        const double slowest = max_over(cart.comm(), so_far);
         target = static_cast<int>(repetitions_for_min_time(done, slowest, options.min_time_s, kMaxReps));
       }
     }
     const double elapsed = MPI_Wtime() - t0;
     spmv_metrics.add("spmv_halo", PhaseKind::communication, local.comm_s);
     spmv_metrics.add("spmv_compute", PhaseKind::computation, local.comp_s);
-    HYMPI_MPI(MPI_Allreduce(&elapsed, &result.spmv_time_s, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+    result.spmv_time_s = max_over(cart.comm(), elapsed);
     std::array<double, 3> mine{local.wall_s, local.comm_s, local.comp_s}, sum{};
     HYMPI_MPI(MPI_Allreduce(mine.data(), sum.data(), 3, MPI_DOUBLE, MPI_SUM, cart.comm()));
     result.spmv_times = {sum[0] / ranks, sum[1] / ranks, sum[2] / ranks};
@@ -222,7 +222,7 @@ Spmv3dResult run_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, Metrics& sp
   const double elapsed = MPI_Wtime() - t0 - io_s;
   cg_metrics.add("cg_halo", PhaseKind::communication, spmv.comm_s);
   cg_metrics.add("cg_spmv", PhaseKind::computation, spmv.comp_s);
-  HYMPI_MPI(MPI_Allreduce(&elapsed, &result.cg_time_s, 1, MPI_DOUBLE, MPI_MAX, cart.comm()));
+  result.cg_time_s = max_over(cart.comm(), elapsed);
   result.cg_iterations = it;
   result.cg_timed_iterations = it - first;
   const double n_points = static_cast<double>(global[0] * global[1] * global[2]);
