@@ -76,8 +76,13 @@ if ((missing)); then
     fi
   fi
   # Same optimisation level as hympi's Release build (-O3 -march=$MARCH); gfortran >= 10 needs
-  # -fallow-argument-mismatch for the reference's untyped MPI buffers.
-  sed -e "s/^FFLAGS.*/FFLAGS = -O3 -march=$MARCH -fopenmp -fallow-argument-mismatch/" -e "s/^CFLAGS.*/CFLAGS = -O3 -march=$MARCH -fopenmp/" \
+  # -fallow-argument-mismatch for the reference's untyped MPI buffers. -ftls-model=local-exec: on AVX-512 cores
+  # GCC 12 takes the address of a threadprivate array's GOT slot (`lea cv@gottpoff(%rip)`), which GNU ld 2.40
+  # cannot relax ("TLS transition from R_X86_64_GOTTPOFF to R_X86_64_TPOFF32 failed"; linked by gold instead,
+  # SP-MZ died with SIGSEGV). Local-exec is what the linker's relaxation makes of every other such access in an
+  # executable, so the code is otherwise the same.
+  fflags="-O3 -march=$MARCH -fopenmp -fallow-argument-mismatch -ftls-model=local-exec"
+  sed -e "s/^FFLAGS.*/FFLAGS = $fflags/" -e "s/^CFLAGS.*/CFLAGS = -O3 -march=$MARCH -fopenmp/" \
     "$ref/config/make.def.template" > "$ref/config/make.def"
   mkdir -p "$ref/bin"  # git archive drops the empty bin/ the Makefiles link into
   # One copy of the tree per benchmark, built in parallel: the benchmarks share common/ objects,

@@ -266,8 +266,9 @@ class IoSession {
   /// Publishes the checkpoint in flight as soon as every rank's part of it is on disk, rather than at the next
   /// checkpoint: a run killed in between then loses less than an interval (collective, never blocks: call it once per
   /// step, every rank alike). It tests a nonblocking agreement (WriteAgreement) and, while some rank is still
-  /// writing, starts the next; when all have written, rank 0 renames the file onto the path. A failed write or
-  /// rename is reported by the next checkpoint() or finish(), as without progress().
+  /// writing, starts the next; when all have written, rank 0's background writer renames the file onto the path
+  /// and syncs its directory. A failed write or rename is reported by the next checkpoint() or finish(), as without
+  /// progress().
   void progress();
   /// Waits for the checkpoint in flight and publishes it (collective); throws IoError like checkpoint(). Every
   /// run calls it before it reports: its last checkpoint is then on disk under its name.
@@ -306,7 +307,8 @@ class IoSession {
   bool write_failed_ = false;           ///< and failed, for write_failure_
   std::string write_failure_;
   double write_seconds_ = 0, write_bytes_ = 0;  ///< this rank's writer's time, and the file's size it left
-  std::string rename_failure_;          ///< rank 0's failed rename of the one in flight ("" for none)
+  std::string rename_failure_;          ///< rank 0's failed rename of the one in flight ("" for none); set by its
+                                        ///< background writer, read after its wait()
   std::optional<SnapshotSeries> snapshots_;
   IoTotals totals_;
 };

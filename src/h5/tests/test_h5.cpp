@@ -583,6 +583,34 @@ TEST(H5, ProgressPublishesACheckpointOnceEveryRankHasWrittenIt) {
   EXPECT_GT(io.totals().checkpoint_bytes, 0.0);
 }
 
+TEST(H5, ARenameThatFailsFailsTheRunOnEveryRank) {
+  const Scratch scratch;
+  IoOptions options;
+  options.checkpoint_path = scratch.file("run.h5");
+  options.checkpoint_every = 10;
+  const nlohmann::json size = kGlobal;
+  const Grid3D<double> field = filled(split_along(kGlobal, 1), 1);
+  IoSession io(MPI_COMM_WORLD, options, "rb3d", size, "1x1");
+  // Something takes the checkpoint's name while it is written: a directory holding a file, which no rename
+  // replaces. Rank 0's background writer renames; its failure must reach every rank's finish(), by its reason.
+  if (test::World().rank == 0) {
+    fs::create_directories(options.checkpoint_path);
+    std::ofstream(fs::path(options.checkpoint_path) / "occupied") << "x";
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  io.checkpoint(10, 0.0, {{"k", 10}}, [&](File& f) { f.write("u", Block3::of(field, kGlobal), field.data()); });
+  for (int step = 0; step < 50; ++step) io.progress();
+  std::string reason;
+  try {
+    io.finish();
+  } catch (const IoError& e) {
+    reason = e.what();
+  }
+  const std::string expected = "cannot rename " + options.checkpoint_path + ".tmp to " + options.checkpoint_path;
+  EXPECT_NE(reason.find(expected), std::string::npos) << "finish() said: '" << reason << "'";
+  EXPECT_EQ(io.totals().checkpoints, 0);
+}
+
 /// Stages pieces around block boundaries (a head before the first boundary, whole blocks, a tail; a piece within
 /// one block; one whose buffer place cannot match its file offset) into a file of `path`'s directory, writes them
 /// and returns the report; every byte of the file must be the staged one, the rest untouched.
