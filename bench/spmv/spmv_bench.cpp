@@ -95,8 +95,8 @@ inline void prefetch_lines(const void* p, std::int64_t bytes) {
   for (std::int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(static_cast<const char*>(p) + b, 0, 3);
 }
 
-/// Elements of values and columns a prefetching read stream runs ahead: as far as kShape's two groups of
-/// four 27-nonzero rows.
+/// Elements of values and columns a prefetching read stream runs ahead: as far as kShape's four groups of
+/// two 27-nonzero rows.
 constexpr std::int64_t kReadAhead = 256;
 
 /// The product's five streams without its indirection (the ceiling of a one-pass read of its bytes); with
@@ -137,7 +137,7 @@ void read_stream(const Problem& p, const double* x, double* y, const Box3& box) 
   _mm_sfence();
 }
 
-/// kShape without the per-group check that four rows have equal lengths: a grid row's rows 1 .. n-2 are known
+/// kShape without the per-group check that its rows have equal lengths: a grid row's rows 1 .. n-2 are known
 /// to be equal (the block spans the global grid along x, so only its first and last rows meet a wall), as a
 /// precomputed table of runs would say. What the check costs.
 void known_runs(const Problem& p, const double* x, double* y, const Box3& box) {
@@ -282,12 +282,17 @@ int run(const Args& args, MPI_Comm comm) {
   add.operator()<csr::Shape{1, 0}>("1 row, no prefetch");
   add.operator()<csr::Shape{4, 0}>("4 rows, no prefetch");
   add.operator()<csr::Shape{4, 1}>("4 rows, 1 group ahead");
-  add.operator()<csr::Shape{4, 2}>("4 rows, 2 ahead (kShape)");
+  add.operator()<csr::Shape{4, 2}>("4 rows, 2 ahead");
   add.operator()<csr::Shape{4, 3}>("4 rows, 3 ahead");
   add.operator()<csr::Shape{4, 4}>("4 rows, 4 ahead");
   add.operator()<csr::Shape{4, 6}>("4 rows, 6 ahead");
   add.operator()<csr::Shape{4, 8}>("4 rows, 8 ahead");
-  add.operator()<csr::Shape{2, 4}>("2 rows, 4 ahead");
+  add.operator()<csr::Shape{1, 4}>("1 row, 4 ahead");
+  add.operator()<csr::Shape{1, 8}>("1 row, 8 ahead");
+  add.operator()<csr::Shape{2, 2}>("2 rows, 2 ahead");
+  add.operator()<csr::Shape{2, 4}>("2 rows, 4 ahead (kShape)");
+  add.operator()<csr::Shape{2, 8}>("2 rows, 8 ahead");
+  add.operator()<csr::Shape{3, 4}>("3 rows, 4 ahead");
   add.operator()<csr::Shape{8, 1}>("8 rows, 1 ahead");
   add.operator()<csr::Shape{8, 2}>("8 rows, 2 ahead");
   add.operator()<csr::Shape{4, 2, true}>("4 rows, 2 ahead, prefetchnta");
@@ -295,7 +300,7 @@ int run(const Args& args, MPI_Comm comm) {
   add.operator()<csr::Shape{4, 2, false, false, 2}>("4 rows, 2 ahead, 2 cursors");
   add.operator()<csr::Shape{4, 4, false, false, 2}>("4 rows, 4 ahead, 2 cursors");
   add.operator()<csr::Shape{2, 4, false, false, 2}>("2 rows, 4 ahead, 2 cursors");
-  other("4 rows, 2 ahead, runs known (no check)",
+  other("2 rows, 4 ahead, runs known (no check)",
         [&](const double* x, double* y, const Box3& b) { known_runs(p, x, y, b); }, true, nullptr);
 
   if (!args.only.empty()) {

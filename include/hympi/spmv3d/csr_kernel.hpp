@@ -19,9 +19,9 @@ namespace hympi::csr {
 /// row in storage order.
 struct Shape {
   /// Consecutive rows of equal length summed at once (independent chains the core overlaps); 1 = one at a time.
-  long rows_at_once = 4;
+  long rows_at_once = 2;
   /// Groups of rows_at_once rows ahead that the matrix is prefetched; 0 = the hardware prefetcher alone.
-  long prefetch_groups = 2;
+  long prefetch_groups = 4;
   /// prefetchnta instead of prefetcht0: the hint that each line is read once.
   bool non_temporal_prefetch = false;
   /// Four rows as one vector chain: values, columns and x gathered (vgatherdpd); needs AVX2 + FMA
@@ -33,8 +33,10 @@ struct Shape {
   int cursors = 1;
 };
 
-/// The shape Csr27::apply runs. None of 1, 2 and 8 rows at once, 0-8 groups ahead, prefetchnta, gathers or two
-/// cursors beat it by more than the noise on the 2-core Zen 3 VM (bench/spmv; docs/performance.md, 2026-11-27).
+/// The shape Csr27::apply runs: 2 rows at once, prefetched 4 groups (the same 216 nonzeros) ahead. On the 2-core
+/// Zen 3 VM it tied 4 rows 2 groups ahead, and none of 1-8 rows, 0-8 groups, prefetchnta, gathers or two cursors
+/// beat either by more than the noise (2026-11-27); on the Zen 4 VM 4 rows were the slowest shape and 2 rows
+/// 1.15-1.22x as fast, round by round (bench/spmv; docs/performance.md, 2026-11-30).
 inline constexpr Shape kShape{};
 
 /// Writes one value of y: with `Streaming`, past the caches, so y's line is not read for ownership first
