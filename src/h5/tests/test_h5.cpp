@@ -548,16 +548,26 @@ TEST(H5, CheckpointWrittenInTheBackgroundIsPublishedByTheNextAndByFinish) {
   file.close();
 }
 
-TEST(H5, ProgressPublishesACheckpointOnceEveryRankHasWrittenIt) {
-  const Scratch scratch;
+/// Options of a run that writes its checkpoints to "run.h5" in `scratch`, one every `every` steps.
+IoOptions checkpoints_in(const Scratch& scratch, int every) {
   IoOptions options;
   options.checkpoint_path = scratch.file("run.h5");
-  options.checkpoint_every = 10;
+  options.checkpoint_every = every;
+  return options;
+}
+
+/// Starts the checkpoint of `step` in `io`: `field` as dataset "u" of the kGlobal grid.
+void checkpoint_field(IoSession& io, long step, const Grid3D<double>& field) {
+  io.checkpoint(step, 0.0, {{"k", step}}, [&](File& f) { f.write("u", Block3::of(field, kGlobal), field.data()); });
+}
+
+TEST(H5, ProgressPublishesACheckpointOnceEveryRankHasWrittenIt) {
+  const Scratch scratch;
+  const IoOptions options = checkpoints_in(scratch, 10);
   const nlohmann::json size = kGlobal;
-  const Grid3D<double> field = filled(split_along(kGlobal, 1), 1);
   IoSession io(MPI_COMM_WORLD, options, "rb3d", size, "1x1");
   io.progress();  // nothing in flight: nothing to agree on
-  io.checkpoint(10, 0.0, {{"k", 10}}, [&](File& f) { f.write("u", Block3::of(field, kGlobal), field.data()); });
+  checkpoint_field(io, 10, filled(split_along(kGlobal, 1), 1));
   // The solver's steps go on, each calling progress(): the checkpoint appears under its name once written, not at
   // the next checkpoint (a run killed in between keeps it).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -585,12 +595,8 @@ TEST(H5, ProgressPublishesACheckpointOnceEveryRankHasWrittenIt) {
 
 TEST(H5, ARenameThatFailsFailsTheRunOnEveryRank) {
   const Scratch scratch;
-  IoOptions options;
-  options.checkpoint_path = scratch.file("run.h5");
-  options.checkpoint_every = 10;
-  const nlohmann::json size = kGlobal;
-  const Grid3D<double> field = filled(split_along(kGlobal, 1), 1);
-  IoSession io(MPI_COMM_WORLD, options, "rb3d", size, "1x1");
+  const IoOptions options = checkpoints_in(scratch, 10);
+  IoSession io(MPI_COMM_WORLD, options, "rb3d", nlohmann::json(kGlobal), "1x1");
   // Something takes the checkpoint's name while it is written: a directory holding a file, which no rename
   // replaces. Rank 0's background writer renames; its failure must reach every rank's finish(), by its reason.
   if (test::World().rank == 0) {
@@ -598,7 +604,7 @@ TEST(H5, ARenameThatFailsFailsTheRunOnEveryRank) {
     std::ofstream(fs::path(options.checkpoint_path) / "occupied") << "x";
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  io.checkpoint(10, 0.0, {{"k", 10}}, [&](File& f) { f.write("u", Block3::of(field, kGlobal), field.data()); });
+  checkpoint_field(io, 10, filled(split_along(kGlobal, 1), 1));
   for (int step = 0; step < 50; ++step) io.progress();
   std::string reason;
   try {
@@ -677,9 +683,7 @@ TEST(H5, StagedWriteFallsBackToThePageCacheOnTmpfs) {
 /// decomposition and returns the session's totals: the values must come back bit for bit.
 IoTotals checkpoint_and_read_back(const Scratch& scratch) {
   const std::array<long, 3> global{64, 48, 40};
-  IoOptions options;
-  options.checkpoint_path = scratch.file("run.h5");
-  options.checkpoint_every = 1;
+  const IoOptions options = checkpoints_in(scratch, 1);
   const nlohmann::json size = global;
   const Grid3D<double> field = filled(split_along(global, 1), 1);
   IoSession io(MPI_COMM_WORLD, options, "rb3d", size, "1x1");
