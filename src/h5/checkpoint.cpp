@@ -515,7 +515,8 @@ CheckpointHeader IoSession::restart(const std::function<void(File&, const Checkp
 }
 
 IoSession::~IoSession() {
-  // First: rank 0's rename, if in flight, sets rename_failure_, which goes before background_ does.
+  // Waited for first: rank 0's rename, if still in flight, writes rename_failure_, a member destroyed before
+  // background_ is.
   background_.wait_quietly();
   // Unwinding (or finish() never called): the write has ended, but no collective may run here to publish it.
   if (!in_flight_ || published_) return;

@@ -35,8 +35,8 @@ struct Shape {
 
 /// The shape Csr27::apply runs: 2 rows at once, prefetched 4 groups (the same 216 nonzeros) ahead. On the 2-core
 /// Zen 3 VM it tied 4 rows 2 groups ahead, and none of 1-8 rows, 0-8 groups, prefetchnta, gathers or two cursors
-/// beat either by more than the noise (2026-11-27); on the Zen 4 VM 4 rows were the slowest shape and 2 rows
-/// 1.15-1.22x as fast, round by round (bench/spmv; docs/performance.md, 2026-11-30).
+/// beat either by more than the noise (2026-11-27); on the Zen 4 VM 4 rows were slower than every 1- and 2-row
+/// shape, and this one 1.13-1.22x as fast, round by round (bench/spmv; docs/performance.md, 2026-11-30).
 inline constexpr Shape kShape{};
 
 /// Writes one value of y: with `Streaming`, past the caches, so y's line is not read for ownership first
