@@ -62,6 +62,7 @@ class Rb3dApp final : public hympi::AppDefinition {
   }
   bool checkpoints() const override { return true; }
   nlohmann::json problem_size() const override { return {{"global", {n_, n_, n_}}}; }
+  bool verification_required() const override { return verify_ != "none"; }
   hympi::ResultRecord run(hympi::AppContext& ctx) override {
     auto o = options();
     o.min_time_s = ctx.kernel_min_time_s();

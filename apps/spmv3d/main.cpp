@@ -122,6 +122,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
   }
   /// Checkpoints hold CG's state; the repeated products alone have none (--cg-iterations 0 with them is bad input).
   bool checkpoints() const override { return true; }
+  bool verification_required() const override { return verify_ != "none"; }
   /// The global grid and the tolerance (another tolerance stops the same history elsewhere); the iteration limit
   /// may grow on restart, the layout, operator and strategy change nothing (the history is theirs bit for bit).
   nlohmann::json problem_size() const override {

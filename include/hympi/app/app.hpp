@@ -92,7 +92,8 @@ class AppDefinition {
   virtual void validate(const Layout& layout) const { (void)layout; }
   /// MPI thread support the app needs.
   [[nodiscard]] virtual ThreadLevel thread_level() const { return ThreadLevel::funneled; }
-  /// Whether failed verification makes the process exit 1 (apps that only report may say no).
+  /// Whether an unverified result is a failure: "verification FAILED" and exit 1 (apps that only report, and a run
+  /// that asked for no verification, say no; their results still say "verified": false).
   [[nodiscard]] virtual bool verification_required() const { return true; }
   /// Whether the app writes checkpoints, restarts from them and writes snapshots (context.io): the frame
   /// then offers --checkpoint, --checkpoint-every, --restart, --snapshot, --snapshot-every and --h5-*.

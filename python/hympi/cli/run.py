@@ -111,6 +111,10 @@ def failure_message(outcome: RunOutcome, timeout: float | None) -> str:
     """Why a run that is not 'ok' failed, in one line."""
     if outcome.status == "timeout":
         return f"run timed out after {timeout:g} s and was killed" if timeout else "run timed out and was killed"
+    if outcome.status == "unverified" and outcome.returncode == 0:
+        # The app did not require its check (rb3d's --verify none, affinity without --check): nothing failed, but
+        # nothing was confirmed either.
+        return "run unverified: the app exited 0 without requiring verification (e.g. --verify none)"
     if outcome.status == "unverified":
         return f"run failed verification (exit code {outcome.returncode})"
     if outcome.returncode == 0 and outcome.stderr.rstrip().splitlines()[-1:] == []:
