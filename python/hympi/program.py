@@ -419,7 +419,7 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
     if outcome.status in ("timeout", "cancelled"):
         return dataclasses.replace(outcome, record=None, result=None)
     if outcome.returncode != 0:
-        return _failed(outcome, f"{program.name} ended with {outcome.exit_text()}")
+        return _failed(outcome, outcome.ending(program.name))
     if written is not None and written.problem:
         return _failed(outcome, f"output file {program.output_path()} {written.problem}")
     text = f"{outcome.stdout}\n{outcome.stderr}"

@@ -53,6 +53,7 @@ from hympi.launch.mpirun import (
     DEFAULT_MEMBIND,
     LaunchSpec,
     RunOutcome,
+    ended_with,
     launcher_path,
     launcher_version,
     one_mpi_job,
@@ -792,6 +793,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                             outcome = runner(command_for(params, item, restart), params.timeout)
                     if program is None and params.launcher != "slurm":  # srun's step runner checks its --ntasks
                         outcome = one_mpi_job(outcome, item.ranks)
+                    if program is None:  # a program's judge says how it ended
+                        outcome = ended_with(outcome, params.app)
                     if restart:
                         outcome = untimed_restart(outcome)
                     run = _outcome_run(sweep.id, params, item, outcome, started, restart,

@@ -92,6 +92,8 @@ def test_failed_hung_and_unverified_runs_are_recorded_and_the_sweep_goes_on(tmp_
     with Store.open(db, create=False) as store:
         runs = {(r.ranks, r.threads): r for r in store.runs()}
         assert "deliberate failure at 1x2" in runs[(1, 2)].stderr_tail
+        # How it ended, as the record's last line, after the launcher's own lines.
+        assert runs[(1, 2)].stderr_tail.rstrip().splitlines()[-1] == "hympi: rb3d ended with exit code 3"
         assert runs[(1, 2)].returncode == 3
         assert "hanging on purpose" in runs[(2, 1)].stderr_tail
         assert runs[(2, 1)].returncode is None

@@ -141,6 +141,10 @@ class RunOutcome:
         """The last lines of stderr, for records and messages."""
         return "\n".join(tail_lines(self.stderr, lines))
 
+    def ending(self, name: str) -> str:
+        """'rb3d ended with exit code 137: killed by signal 9 (SIGKILL), ...': how the launch of `name` ended."""
+        return f"{name} ended with {self.exit_text()}"
+
     def exit_text(self) -> str:
         """'exit code 3'; for the code a launcher gives when a rank (or the launcher itself, a negative code) was
         killed by a signal, which one: mpirun, mpiexec and srun exit 128 + N, so 137 is 'killed by signal 9 (SIGKILL)',
@@ -157,6 +161,16 @@ class RunOutcome:
             name = f"signal {number}"
         cause = ", as the kernel's out-of-memory killer and a scheduler's memory limit do" if number == 9 else ""
         return f"exit code {code}: killed by signal {number} ({name}){cause}"
+
+
+def ended_with(outcome: RunOutcome, name: str) -> RunOutcome:
+    """A launch that exited non-zero without a result line as a failed run whose stderr ends with 'hympi: NAME ended
+    with exit code N' (and the signal, where the code names one): a sweep's record and progress line then say how
+    the run ended, not only the launcher's last words. Any other outcome (a result, a timeout, exit 0) as it is."""
+    if outcome.returncode in (None, 0) or outcome.status in ("timeout", "cancelled") or outcome.record is not None:
+        return outcome
+    note = f"hympi: {outcome.ending(name)}"
+    return dataclasses.replace(outcome, status="failed", stderr=f"{outcome.stderr.rstrip()}\n{note}".lstrip())
 
 
 # What to check when the ranks of a launch do not form one MPI job (one_mpi_job).
