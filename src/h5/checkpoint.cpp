@@ -130,7 +130,7 @@ void check_header(const std::string& path, const CheckpointHeader& header, const
 std::size_t agreed_direct_alignment(MPI_Comm comm, const std::string& path) {
   unsigned long alignment = 0;
   if (Comm(comm, false).rank() == 0) {
-    const std::string probe = path + ".tmp";
+    const std::string probe = CheckpointWriter::temporary_of(path);
     const OpenFile created(::open(probe.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
     if (created.valid()) {
       alignment = direct_io_alignment(probe);
@@ -163,7 +163,7 @@ void require_directory(const std::string& option, const std::string& path) {
 
 CheckpointWriter::CheckpointWriter(MPI_Comm comm, const std::string& path, const H5Options& options,
                                    const CheckpointHeader& header)
-    : comm_(comm), path_(path), file_(File::create(comm, path + ".tmp", options)) {
+    : comm_(comm), path_(path), file_(File::create(comm, temporary_of(path), options)) {
   try {
     file_.set_text("format", kCheckpointFormat);
     file_.set_text("app", header.app);
@@ -520,7 +520,7 @@ IoSession::~IoSession() {
   background_.wait_quietly();
   // Unwinding (or finish() never called): the write has ended, but no collective may run here to publish it.
   if (!in_flight_ || published_) return;
-  if (Comm(comm_, false).rank() == 0) std::remove((options_.checkpoint_path + ".tmp").c_str());
+  if (Comm(comm_, false).rank() == 0) std::remove(CheckpointWriter::temporary_of(options_.checkpoint_path).c_str());
 }
 
 void IoSession::checkpoint(long step, double time, const nlohmann::json& state,
@@ -564,7 +564,7 @@ int IoSession::write_state(bool wait) {
     write_failed_ = outcome.failed;
     write_failure_ = outcome.message;
     // Measured before this rank says "written": until then nobody renames the temporary file.
-    write_bytes_ = outcome.failed ? 0.0 : file_bytes(options_.checkpoint_path + ".tmp");
+    write_bytes_ = outcome.failed ? 0.0 : file_bytes(CheckpointWriter::temporary_of(options_.checkpoint_path));
   }
   return write_failed_ ? WriteAgreement::kWriteFailed : WriteAgreement::kWritten;
 }
@@ -576,7 +576,8 @@ void IoSession::agreed(int result) {
     // ended: its directory sync is a journal commit (~25 ms on ext4) that the solver thread need not wait for.
     published_ = true;
     if (Comm(comm_, false).rank() == 0)
-      background_.start([this, temporary = options_.checkpoint_path + ".tmp", path = options_.checkpoint_path] {
+      background_.start([this, temporary = CheckpointWriter::temporary_of(options_.checkpoint_path),
+                         path = options_.checkpoint_path] {
         rename_failure_ = rename_durably(temporary, path).message;
       });
   } else if (result == WriteAgreement::kWriteFailed) {
@@ -602,7 +603,7 @@ void IoSession::publish_in_flight() {
   }
   in_flight_ = false;
   if (failed_) {
-    const std::string temporary = options_.checkpoint_path + ".tmp";
+    const std::string temporary = CheckpointWriter::temporary_of(options_.checkpoint_path);
     (void)write_state(true);  // this rank's own writer may still run: the file goes only after every one ended
     // Some rank's write failed: every rank throws its reason (the lowest failing rank's).
     try {

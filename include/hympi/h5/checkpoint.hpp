@@ -65,7 +65,10 @@ class CheckpointWriter {
   /// (File::stage_into), syncs it and renames it; the destructor no longer removes it.
   void hand_over();
   [[nodiscard]] const std::string& path() const { return path_; }
-  [[nodiscard]] std::string temporary_path() const { return path_ + ".tmp"; }
+  [[nodiscard]] std::string temporary_path() const { return temporary_of(path_); }
+  /// Where checkpoint `path` is written before it is published: its writer, the background writer that renames it
+  /// and every clean-up name the same file.
+  [[nodiscard]] static std::string temporary_of(const std::string& path) { return path + ".tmp"; }
 
  private:
   MPI_Comm comm_;
