@@ -34,13 +34,12 @@ ExchangedSides exchanged_sides(const CartDecomposition& cart) {
   return sides;
 }
 
-std::vector<Box3> tile_box(const Box3& box, const std::optional<std::array<long, 3>>& tile) {
+std::vector<Box3> tile_box(const Box3& box, const std::optional<std::array<long, 3>>& tile, UntiledRows rows) {
   std::vector<Box3> items;
   if (box.empty()) return items;
   const auto n = box.size();
-  // Untiled work is handed out in rows of two consecutive planes: fine enough for load
-  // balance, long enough to vectorise, and a stencil can share the planes both rows read.
-  const std::array<long, 3> t = tile ? *tile : std::array<long, 3>{n[0], 1, 2};
+  // Untiled work is handed out in x-rows: fine enough for load balance, long enough to vectorise.
+  const std::array<long, 3> t = tile ? *tile : std::array<long, 3>{n[0], 1, rows == UntiledRows::plane_pairs ? 2 : 1};
   for (int d = 0; d < 3; ++d)
     if (t[d] < 1) throw InvalidArgument("tile size must be >= 1, got " + std::to_string(t[d]));
   for (long z = box.low[2]; z < box.high[2]; z += t[2])
@@ -79,18 +78,18 @@ std::vector<Box3> shell_boxes(const std::array<long, 3>& extent, int width, cons
 }
 
 OverlapPlan::OverlapPlan(const std::array<long, 3>& extent, int width, const ExchangedSides& sides,
-                         const OverlapOptions& options)
+                         const OverlapOptions& options, UntiledRows rows)
     : options_(options) {
   if (width < 1) throw InvalidArgument("shell width must be >= 1, got " + std::to_string(width));
   if (options.tile)
     for (int d = 0; d < 3; ++d)
       if ((*options.tile)[d] < 1)
         throw InvalidArgument("tile size must be >= 1, got " + std::to_string((*options.tile)[d]));
-  all_ = tile_box(Box3{{0, 0, 0}, extent}, options.tile);
+  all_ = tile_box(Box3{{0, 0, 0}, extent}, options.tile, rows);
   const auto shell = shell_boxes(extent, width, sides, interior_box_);
-  interior_ = tile_box(interior_box_, options.tile);
+  interior_ = tile_box(interior_box_, options.tile, rows);
   for (const Box3& b : shell) {
-    auto items = tile_box(b, options.tile);
+    auto items = tile_box(b, options.tile, rows);
     shell_.insert(shell_.end(), items.begin(), items.end());
   }
 }
@@ -118,9 +117,9 @@ CommThreadModel model_comm_thread(const OverlapTimes& bulk, int threads) {
 }
 
 OverlapDriver::OverlapDriver(const CartDecomposition& cart, const Grid3D<double>& shape, HaloPattern pattern,
-                             int reach, const OverlapOptions& options)
+                             int reach, const OverlapOptions& options, UntiledRows rows)
     : halo_(cart, shape, pattern),
-      plan_(shape.extent(), std::max(reach, shape.ghost()), exchanged_sides(cart), options) {
+      plan_(shape.extent(), std::max(reach, shape.ghost()), exchanged_sides(cart), options, rows) {
   if (reach < 1 || reach > shape.ghost())
     throw InvalidArgument("stencil reach " + std::to_string(reach) + " must be between 1 and the ghost width " +
                           std::to_string(shape.ghost()));

@@ -122,7 +122,7 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
   // Both touched by now (Grid3D touches plane by plane with the kernels' schedule): where did the pages go?
   metrics.observe_memory("u", std::as_bytes(u.data()));
   metrics.observe_memory("f", std::as_bytes(hf.data()));
-  OverlapDriver driver(cart, u, HaloPattern::faces, 1, options.overlap);
+  OverlapDriver driver(cart, u, HaloPattern::faces, 1, options.overlap, UntiledRows::plane_pairs);
   HaloExchange& halo = driver.halo();
   const long points = options.global[0] * options.global[1] * options.global[2];
   Rb3dResult result;

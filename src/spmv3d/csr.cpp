@@ -37,7 +37,7 @@ Csr27::Csr27(const Box3& block, const std::array<long, 3>& global, int ghost)
   const auto& n = extent_;
   const long rows = n[0] * n[1] * n[2];
   // Row lengths are known in closed form, so the prefix sum needs no pass over the matrix.
-  row_start_.reset(new RowStart[static_cast<std::size_t>(rows + 1)]);
+  row_start_ = make_untouched_array<RowStart>(static_cast<std::size_t>(rows + 1));
   std::int64_t offset = 0;
   for (long k = 0; k < n[2]; ++k)
     for (long j = 0; j < n[1]; ++j) {
@@ -49,8 +49,8 @@ Csr27::Csr27(const Box3& block, const std::array<long, 3>& global, int ghost)
     }
   row_start_[static_cast<std::size_t>(rows)] = static_cast<RowStart>(offset);
   nonzeros_ = static_cast<std::size_t>(offset);
-  columns_.reset(new std::int32_t[nonzeros_]);
-  values_.reset(new double[nonzeros_]);
+  columns_ = make_untouched_array<std::int32_t>(nonzeros_);
+  values_ = make_untouched_array<double>(nonzeros_);
   const GridIndexing& indexing = indexing_;
   const RowStart* start = row_start_.get();
   std::int32_t* cols = columns_.get();

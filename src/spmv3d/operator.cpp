@@ -14,7 +14,8 @@ Operator27::Operator27(const CartDecomposition& cart, const Spmv3dOptions& optio
     : cart_(cart),
       ghost_(options.ghost),
       op_(options.op),
-      driver_(cart, Grid3D<double>(cart.local_box(), options.ghost), HaloPattern::full, 1, options.overlap) {
+      driver_(cart, Grid3D<double>(cart.local_box(), options.ghost), HaloPattern::full, 1, options.overlap,
+              options.op == SpmvOperator::csr ? UntiledRows::single_planes : UntiledRows::plane_pairs) {
   if (op_ == SpmvOperator::csr) csr_ = Csr27(cart.local_box(), cart.global(), ghost_);
   // What a product streams past y's lines per rank: y, and the matrix the CSR product reads between two rows of y.
   const double swept = 8.0 * static_cast<double>(cart.local_box().count()) + (op_ == SpmvOperator::csr ? csr_.bytes() : 0.0);

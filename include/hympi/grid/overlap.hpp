@@ -37,12 +37,24 @@ inline OverlapStrategy parse_overlap_strategy(const std::string& text) { return 
 /// Strategy and cache blocking of one stencil sweep.
 struct OverlapOptions {
   OverlapStrategy strategy = OverlapStrategy::bulk;
-  /// Cache-block edge per axis (x, y, z); empty: untiled, work is handed out as x-rows in pairs of z-planes.
+  /// Cache-block edge per axis (x, y, z); empty: untiled, work is handed out as x-rows (UntiledRows).
   std::optional<std::array<long, 3>> tile;
   /// Throws InvalidArgument for a tile edge < 1, or comm_thread with fewer than 2 threads.
   void validate(int threads) const;
   /// {"strategy": ..., "tile": [tx, ty, tz] or null}.
   [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// The x-rows untiled work is handed out in: a property of the kernel, not a user's choice.
+enum class UntiledRows {
+  /// Rows of two consecutive z-planes: a stencil computes both from the four planes of its input they read
+  /// (rb3d, spmv3d's stencil).
+  plane_pairs,
+  /// Rows of one z-plane, in storage order: a kernel that streams a matrix stored row by row (spmv3d's CSR)
+  /// reads it as one stream. Handed out in pairs, it read the matrix as two streams a plane apart, and the
+  /// product ran 1.18x [0.96, 1.35] as fast in single planes on the 2-core Zen 4 VM, where the same kernel
+  /// called on the whole block had outrun HPCG's reference SpMV and the app had not (docs/performance.md).
+  single_planes,
 };
 
 /// Which sides of the block receive ghosts from a neighbour: [axis][0 = low, 1 = high].
@@ -51,9 +63,9 @@ using ExchangedSides = std::array<std::array<bool, 2>, 3>;
 /// The sides of `cart`'s local block that have a neighbour (walls excluded, periodic included).
 ExchangedSides exchanged_sides(const CartDecomposition& cart);
 
-/// Splits `box` into cache blocks of edge `tile` anchored at box.low (rows of the box when
+/// Splits `box` into cache blocks of edge `tile` anchored at box.low (x-rows of the box as `rows` says when
 /// `tile` is empty), z-block outermost, x innermost: the order the kernels stream memory in.
-std::vector<Box3> tile_box(const Box3& box, const std::optional<std::array<long, 3>>& tile);
+std::vector<Box3> tile_box(const Box3& box, const std::optional<std::array<long, 3>>& tile, UntiledRows rows);
 
 /// The boxes of the shell of width `width` around the block [0, extent) on the exchanged
 /// sides, disjoint; `interior` receives the rest (possibly empty). Points of the interior do
@@ -69,7 +81,7 @@ class OverlapPlan {
   /// Plans a block of `extent` owned points with a shell of `width` on the `sides` that
   /// exchange. Throws InvalidArgument for width < 1 or bad options.
   OverlapPlan(const std::array<long, 3>& extent, int width, const ExchangedSides& sides,
-              const OverlapOptions& options);
+              const OverlapOptions& options, UntiledRows rows);
   /// Work items covering the whole block (bulk).
   [[nodiscard]] const std::vector<Box3>& all() const noexcept { return all_; }
   /// Work items that do not depend on the halo.
@@ -127,7 +139,7 @@ class OverlapDriver {
   /// stencil's reach (<= ghost width). Throws InvalidArgument for bad options or a ghost
   /// width the blocks cannot hold, Error when comm_thread lacks MPI_THREAD_FUNNELED.
   OverlapDriver(const CartDecomposition& cart, const Grid3D<double>& shape, HaloPattern pattern, int reach,
-                const OverlapOptions& options);
+                const OverlapOptions& options, UntiledRows rows);
 
   /// Brings the ghosts of `exchanged` up to date and calls `kernel` once on boxes that cover
   /// every owned point exactly once. The kernel may read `exchanged` anywhere within its

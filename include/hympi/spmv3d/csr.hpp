@@ -3,9 +3,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 
+#include "hympi/core/memory.hpp"
 #include "hympi/grid/box.hpp"
 #include "hympi/grid/grid3d.hpp"
 
@@ -53,10 +53,12 @@ class Csr27 {
   std::array<long, 3> extent_{0, 0, 0};
   GridIndexing indexing_{{0, 0, 0}, 0, sizeof(double)};
   std::size_t nonzeros_ = 0;
-  // Raw arrays, not vectors: the assembly loop, not the allocation, must first-touch them.
-  std::unique_ptr<RowStart[]> row_start_;
-  std::unique_ptr<std::int32_t[]> columns_;
-  std::unique_ptr<double[]> values_;
+  // Untouched arrays, not vectors: the assembly loop, not the allocation, must first-touch them; and on huge
+  // pages where the kernel grants them (allocate_untouched), which made the product 1.15x [1.06, 1.24] as fast
+  // on the Zen 4 VM, where a TLB miss walks the guest's and the host's page tables (docs/performance.md).
+  UntouchedArray<RowStart> row_start_;
+  UntouchedArray<std::int32_t> columns_;
+  UntouchedArray<double> values_;
 };
 
 }  // namespace hympi

@@ -92,7 +92,7 @@ TEST(OverlapPlan, TilesCoverTheBoxOnceAndRespectTheTileSize) {
   const Box3 box{{2, 1, 3}, {13, 8, 9}};
   const std::array<long, 3> n{13, 8, 9};
   for (const std::array<long, 3> t : {std::array<long, 3>{4, 3, 2}, {1, 1, 1}, {100, 100, 100}, {11, 7, 6}}) {
-    const auto tiles = tile_box(box, t);
+    const auto tiles = tile_box(box, t, UntiledRows::plane_pairs);
     std::vector<Box3> with_outside = tiles;
     // Mark what lies outside `box` as covered so covers_once checks exactly the box.
     for (long k = 0; k < n[2]; ++k)
@@ -106,14 +106,22 @@ TEST(OverlapPlan, TilesCoverTheBoxOnceAndRespectTheTileSize) {
       for (int d = 0; d < 3; ++d) EXPECT_LE(b.size()[d], t[d]);
   }
   // Untiled: x-rows in pairs of z-planes, the last plane alone when the count is odd.
-  const auto rows = tile_box(box, std::nullopt);
+  const auto rows = tile_box(box, std::nullopt, UntiledRows::plane_pairs);
   EXPECT_EQ(rows.size(), 7u * 3u);
   for (const Box3& b : rows) EXPECT_EQ(b.size(), (std::array<long, 3>{11, 1, 2}));
-  const auto odd = tile_box(Box3{{0, 0, 0}, {5, 2, 3}}, std::nullopt);
+  const auto odd = tile_box(Box3{{0, 0, 0}, {5, 2, 3}}, std::nullopt, UntiledRows::plane_pairs);
   ASSERT_EQ(odd.size(), 4u);
   EXPECT_EQ(odd[0].size(), (std::array<long, 3>{5, 1, 2}));
   EXPECT_EQ(odd[3].size(), (std::array<long, 3>{5, 1, 1}));
-  EXPECT_THROW(tile_box(box, std::array<long, 3>{0, 1, 1}), InvalidArgument);
+  // Or x-rows of one plane each, in storage order: y fastest, then z.
+  const auto single = tile_box(box, std::nullopt, UntiledRows::single_planes);
+  ASSERT_EQ(single.size(), 7u * 6u);
+  for (std::size_t q = 0; q < single.size(); ++q) {
+    EXPECT_EQ(single[q].size(), (std::array<long, 3>{11, 1, 1}));
+    EXPECT_EQ(single[q].low[1], 1 + static_cast<long>(q % 7));
+    EXPECT_EQ(single[q].low[2], 3 + static_cast<long>(q / 7));
+  }
+  EXPECT_THROW(tile_box(box, std::array<long, 3>{0, 1, 1}, UntiledRows::single_planes), InvalidArgument);
 }
 
 TEST(OverlapPlan, WorkItemsOfEveryStrategyCoverTheBlockOnce) {
@@ -122,16 +130,18 @@ TEST(OverlapPlan, WorkItemsOfEveryStrategyCoverTheBlockOnce) {
     for (auto tile : {std::optional<std::array<long, 3>>{}, std::optional<std::array<long, 3>>{{4, 3, 2}}}) {
       OverlapOptions o;
       o.tile = tile;
-      const OverlapPlan plan(n, 1, sides_from_mask(mask), o);
-      EXPECT_TRUE(covers_once(n, plan.all()));
-      auto both = plan.interior();
-      both.insert(both.end(), plan.shell().begin(), plan.shell().end());
-      EXPECT_TRUE(covers_once(n, both));
-      if (mask == 0) {
-        EXPECT_TRUE(plan.shell().empty());
+      for (const auto rows : {UntiledRows::plane_pairs, UntiledRows::single_planes}) {
+        const OverlapPlan plan(n, 1, sides_from_mask(mask), o, rows);
+        EXPECT_TRUE(covers_once(n, plan.all()));
+        auto both = plan.interior();
+        both.insert(both.end(), plan.shell().begin(), plan.shell().end());
+        EXPECT_TRUE(covers_once(n, both));
+        if (mask == 0) {
+          EXPECT_TRUE(plan.shell().empty());
+        }
       }
     }
-  EXPECT_THROW(OverlapPlan(n, 0, sides_from_mask(63), OverlapOptions{}), InvalidArgument);
+  EXPECT_THROW(OverlapPlan(n, 0, sides_from_mask(63), OverlapOptions{}, UntiledRows::plane_pairs), InvalidArgument);
 }
 
 TEST(CommThreadModel, MatchesKaiserBaden) {

@@ -47,14 +47,14 @@ bool in_pattern(const Case& c, int dx, int dy, int dz) {
 
 /// Applies the weighted stencil of reach = ghost width through the driver; the kernel adds to
 /// y, so a point computed twice or never is caught, and checks every point exactly.
-void check_strategy(const Case& c, const OverlapOptions& options) {
+void check_strategy(const Case& c, const OverlapOptions& options, UntiledRows rows) {
   CartDecomposition cart(MPI_COMM_WORLD, {c.global, c.periodic, {0, 0, 0}});
   Grid3D<double> x(cart.local_box(), c.ghost), y(cart.local_box(), c.ghost);
   const auto n = x.extent();
   for (long k = 0; k < n[2]; ++k)
     for (long j = 0; j < n[1]; ++j)
       for (long i = 0; i < n[0]; ++i) x(i, j, k) = source(c, {x.global(0, i), x.global(1, j), x.global(2, k)});
-  OverlapDriver driver(cart, x, c.pattern, c.ghost, options);
+  OverlapDriver driver(cart, x, c.pattern, c.ghost, options, rows);
   const int r = c.ghost;
   const auto kernel = [&](const Box3& b) {
     for (long k = b.low[2]; k < b.high[2]; ++k)
@@ -106,7 +106,8 @@ void check_all_strategies(const Case& c, int loop_threads) {
     const Threads threads(s == OverlapStrategy::comm_thread ? 2 : loop_threads);
     for (const Tile& t : {Tile{}, Tile{{3, 2, 5}}, Tile{{1, 1, 1}}}) {
       SCOPED_TRACE(to_string(s) + (t ? " tiled" : " untiled"));
-      check_strategy(c, OverlapOptions{s, t});
+      check_strategy(c, OverlapOptions{s, t}, UntiledRows::plane_pairs);
+      if (!t) check_strategy(c, OverlapOptions{s, t}, UntiledRows::single_planes);
     }
   }
 }
@@ -132,7 +133,7 @@ TEST(Overlap, KernelErrorsLeaveTheRegionAsExceptionsAfterTheExchange) {
   for (auto s : {OverlapStrategy::bulk, OverlapStrategy::split, OverlapStrategy::comm_thread}) {
     SCOPED_TRACE(to_string(s));
     const Threads threads(2);
-    OverlapDriver driver(cart, x, HaloPattern::full, 1, {s, std::array<long, 3>{2, 2, 2}});
+    OverlapDriver driver(cart, x, HaloPattern::full, 1, {s, std::array<long, 3>{2, 2, 2}}, UntiledRows::plane_pairs);
     // Every rank fails in every box: what terminated the process before must now be an exception.
     EXPECT_THROW(driver.apply(x, [](const Box3&) { throw InvalidArgument("kernel failed"); }), InvalidArgument);
     // The exchange completed despite the error, so the next sweep starts cleanly.
@@ -149,11 +150,13 @@ TEST(Overlap, CommThreadNeedsTwoThreads) {
   const Threads one(1);
   CartDecomposition cart(MPI_COMM_WORLD, {{8, 8, 8}, {false, false, false}, {0, 0, 0}});
   Grid3D<double> x(cart.local_box(), 1);
-  EXPECT_THROW(OverlapDriver(cart, x, HaloPattern::full, 1, {OverlapStrategy::comm_thread, std::nullopt}),
+  constexpr auto rows = UntiledRows::plane_pairs;
+  EXPECT_THROW(OverlapDriver(cart, x, HaloPattern::full, 1, {OverlapStrategy::comm_thread, std::nullopt}, rows),
                InvalidArgument);
-  EXPECT_THROW(OverlapDriver(cart, x, HaloPattern::full, 2, {}), InvalidArgument);  // reach > ghost
-  EXPECT_THROW(OverlapDriver(cart, x, HaloPattern::full, 1, {OverlapStrategy::bulk, std::array<long, 3>{0, 4, 4}}),
-               InvalidArgument);
+  EXPECT_THROW(OverlapDriver(cart, x, HaloPattern::full, 2, {}, rows), InvalidArgument);  // reach > ghost
+  EXPECT_THROW(
+      OverlapDriver(cart, x, HaloPattern::full, 1, {OverlapStrategy::bulk, std::array<long, 3>{0, 4, 4}}, rows),
+      InvalidArgument);
 }
 
 TEST(Overlap, Rb3dResidualsEqualOneRankForEveryStrategyAndTile) {

@@ -115,6 +115,24 @@ TEST(Spmv3d, ProductIsExactForEveryOperatorStrategyAndTile) {
         }
 }
 
+TEST(Spmv3d, CsrWorkFollowsTheMatrixStorageOrder) {
+  // The CSR product reads its matrix row by row in storage order only if each thread's untiled items are
+  // single x-rows, y fastest then z; the stencil keeps pairs of planes, which share the planes of x they read.
+  Spmv3dOptions o{.global = {9, 7, 6}, .op = SpmvOperator::csr, .spmv_reps = 1, .cg_iterations = 0};
+  const Product csr(o);
+  const auto& items = csr.a.driver().plan().all();
+  const auto n = csr.cart.local_box().size();
+  ASSERT_EQ(items.size(), static_cast<std::size_t>(n[1] * n[2]));
+  for (std::size_t q = 0; q < items.size(); ++q) {
+    EXPECT_EQ(items[q].size(), (std::array<long, 3>{n[0], 1, 1}));
+    EXPECT_EQ(items[q].low[1], static_cast<long>(q) % n[1]);
+    EXPECT_EQ(items[q].low[2], static_cast<long>(q) / n[1]);
+  }
+  o.op = SpmvOperator::stencil;
+  const Product stencil(o);
+  EXPECT_EQ(stencil.a.driver().plan().all().front().size()[2], std::min(2L, n[2]));
+}
+
 TEST(Spmv3d, VerifierCatchesOneWrongPoint) {
   Spmv3dOptions o;
   o.global = {9, 8, 7};
