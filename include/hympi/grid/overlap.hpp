@@ -51,9 +51,9 @@ enum class UntiledRows {
   /// (rb3d, spmv3d's stencil).
   plane_pairs,
   /// Rows of one z-plane, in storage order: a kernel that streams a matrix stored row by row (spmv3d's CSR)
-  /// reads it as one stream. Handed out in pairs, it read the matrix as two streams a plane apart, and the
-  /// product ran 1.18x [0.96, 1.35] as fast in single planes on the 2-core Zen 4 VM, where the same kernel
-  /// called on the whole block had outrun HPCG's reference SpMV and the app had not (docs/performance.md).
+  /// reads it as one stream. Handed out in pairs, it read the matrix as two streams a plane apart: on the
+  /// 2-core Zen 4 VM the product then ran at 0.80-0.84 of the same kernel called on the whole block in the
+  /// same process, a rate single planes keep (docs/performance.md, "the cause found").
   single_planes,
 };
 
