@@ -154,8 +154,9 @@ class Spmv3dApp final : public hympi::AppDefinition {
     const bool root = ctx.env.rank() == 0;
     const bool cg = o.cg_iterations > 0;
 
-    const bool verified =
-        verify_ != "none" && hympi::verify_spmv3d(ctx.env.world(), o, res, verify_ == "reference").passed();
+    hympi::Spmv3dVerdict verdict;
+    if (verify_ != "none") verdict = hympi::verify_spmv3d(ctx.env.world(), o, res, verify_ == "reference");
+    const bool verified = verify_ != "none" && verdict.passed();
 
     const double gflops = res.spmv_flops / res.spmv_time_s * 1e-9;
     const double moved_gbs = res.spmv_bytes / res.spmv_time_s * 1e-9;
@@ -185,7 +186,8 @@ class Spmv3dApp final : public hympi::AppDefinition {
                   << res.cg_max_error << ", " << res.cg_time_s << " s, " << cg_gflops << " GFLOP/s\n";
       hympi::print_comm_thread_prediction(std::cout, model, per_product, "SpMV");
       std::cout << "  verification (" << verify_ << "): "
-                << (verify_ == "none" ? "SKIPPED" : (verified ? "PASSED" : "FAILED")) << std::endl;
+                << (verify_ == "none" ? "SKIPPED" : (verified ? "PASSED" : "FAILED: " + hympi::spmv3d_failures(verdict, res)))
+                << std::endl;
     }
     hympi::ResultRecord r;
     r.app = name();

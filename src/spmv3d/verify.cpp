@@ -1,5 +1,8 @@
 #include "hympi/spmv3d/verify.hpp"
 
+#include <iomanip>
+#include <sstream>
+
 #include "hympi/core/comm.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/core/metrics.hpp"
@@ -43,6 +46,24 @@ long spmv3d_count_mismatches(const CartDecomposition& cart, const Grid3D<double>
   long total = 0;
   HYMPI_MPI(MPI_Allreduce(&bad, &total, 1, MPI_LONG, MPI_SUM, cart.comm()));
   return total;
+}
+
+std::string spmv3d_failures(const Spmv3dVerdict& verdict, const Spmv3dResult& result) {
+  std::ostringstream out;
+  out << std::setprecision(3);
+  const char* sep = "";
+  if (!verdict.product_exact) {
+    out << "the product is wrong at " << result.spmv_mismatches << (result.spmv_mismatches == 1 ? " point" : " points");
+    sep = "; ";
+  }
+  if (!verdict.cg_solved) {
+    out << sep << "CG stopped after " << result.cg_iterations << " iterations, "
+        << (result.cg_converged ? "converged" : "not converged") << ", error " << result.cg_max_error
+        << (result.cg_max_error <= kSpmv3dErrorBound ? " <= " : " > ") << kSpmv3dErrorBound;
+    sep = "; ";
+  }
+  if (!verdict.history_matches) out << sep << "CG's residual history differs from the one-rank solve's";
+  return out.str();
 }
 
 Spmv3dVerdict verify_spmv3d(MPI_Comm comm, const Spmv3dOptions& options, const Spmv3dResult& result,

@@ -94,6 +94,15 @@ def test_csr_history_is_layout_independent_and_reference_verification_passes():
     assert a["metrics"]["cg_residuals"] == b["metrics"]["cg_residuals"]
 
 
+def test_a_failed_verification_says_what_failed():
+    # Five CG iterations cannot reach the manufactured solution: exit 1, and the line says why.
+    proc = run("hympi-spmv3d", 2, 1, "--global", "12", "12", "12", "--cg-iterations", "5", "--reps", "1",
+               "--min-time", "0")
+    assert proc.returncode == 1, proc.stderr
+    assert "verification (reference): FAILED: CG stopped after 5 iterations, not converged, error " in proc.stdout, \
+        proc.stdout
+
+
 def test_per_rank_problem_grows_with_the_ranks():
     rec = record(run("hympi-spmv3d", 2, 1, "--per-rank", "40", "40", "3", "--reps", "2", "--cg-iterations", "0"))
     assert rec["problem"] in ("80x40x3", "40x80x3")

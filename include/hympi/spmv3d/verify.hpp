@@ -2,6 +2,8 @@
 // spmv3d's verifier: the product checked exactly, CG's solution and residual history.
 #include <mpi.h>
 
+#include <string>
+
 #include "hympi/grid/cart.hpp"
 #include "hympi/grid/grid3d.hpp"
 #include "hympi/spmv3d/options.hpp"
@@ -27,6 +29,11 @@ struct Spmv3dVerdict {
   /// All of the above; never fails.
   [[nodiscard]] bool passed() const noexcept { return product_exact && cg_solved && history_matches; }
 };
+
+/// What failed, for the verification line: each failed check with the figure that failed it, "; "-separated
+/// ("the product is wrong at 3 points; CG stopped after 5 iterations, not converged, error 0.68 > 1e-06");
+/// empty when `verdict` passed. Never fails.
+std::string spmv3d_failures(const Spmv3dVerdict& verdict, const Spmv3dResult& result);
 
 /// Checks what run_spmv3d(comm, options, ...) returned: the product exact, CG converged to the
 /// manufactured solution, and with `compare_history` CG's residual history equal bit for bit to

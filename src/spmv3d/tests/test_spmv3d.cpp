@@ -170,17 +170,27 @@ TEST(Spmv3d, VerifierFailsEveryKindOfWrongResult) {
   o.op = SpmvOperator::csr;
   const auto good = run(o);
   ASSERT_TRUE(verify_spmv3d(MPI_COMM_WORLD, o, good, true).passed());
+  EXPECT_EQ(spmv3d_failures(verify_spmv3d(MPI_COMM_WORLD, o, good, true), good), "");
   ASSERT_GT(good.cg_residuals.size(), 4u);
   auto r = good;
   r.spmv_mismatches = 1;  // one wrong point of the product
   EXPECT_FALSE(verify_spmv3d(MPI_COMM_WORLD, o, r, false).product_exact);
   EXPECT_FALSE(verify_spmv3d(MPI_COMM_WORLD, o, r, false).passed());
+  // The verification line names what failed, with its figure.
+  EXPECT_EQ(spmv3d_failures(verify_spmv3d(MPI_COMM_WORLD, o, r, false), r), "the product is wrong at 1 point");
   r = good;
   r.cg_max_error = 2 * kSpmv3dErrorBound;  // CG stopped short of the manufactured solution
   EXPECT_FALSE(verify_spmv3d(MPI_COMM_WORLD, o, r, false).passed());
+  EXPECT_EQ(spmv3d_failures(verify_spmv3d(MPI_COMM_WORLD, o, r, false), r),
+            "CG stopped after " + std::to_string(r.cg_iterations) + " iterations, converged, error 2e-06 > 1e-06");
   r = good;
   r.cg_converged = false;
+  r.spmv_mismatches = 3;
   EXPECT_FALSE(verify_spmv3d(MPI_COMM_WORLD, o, r, false).passed());
+  EXPECT_EQ(spmv3d_failures(verify_spmv3d(MPI_COMM_WORLD, o, r, false), r).find("the product is wrong at 3 points; CG "
+                                                                                "stopped after "),
+            0u);
+  EXPECT_NE(spmv3d_failures(verify_spmv3d(MPI_COMM_WORLD, o, r, false), r).find("not converged"), std::string::npos);
   // One residual one ulp off: only the comparison with the one-rank reference sees it.
   r = good;
   double& mid = r.cg_residuals[r.cg_residuals.size() / 2];
@@ -189,6 +199,7 @@ TEST(Spmv3d, VerifierFailsEveryKindOfWrongResult) {
   const auto verdict = verify_spmv3d(MPI_COMM_WORLD, o, r, true);
   EXPECT_FALSE(verdict.history_matches);
   EXPECT_FALSE(verdict.passed());
+  EXPECT_EQ(spmv3d_failures(verdict, r), "CG's residual history differs from the one-rank solve's");
 }
 
 TEST(Spmv3d, CgHistoryEqualsOneRankForEveryStrategyAndTile) {
