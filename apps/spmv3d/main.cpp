@@ -185,9 +185,9 @@ class Spmv3dApp final : public hympi::AppDefinition {
                   << ", residual " << res.cg_residuals.front() << " -> " << res.cg_residuals.back() << ", error "
                   << res.cg_max_error << ", " << res.cg_time_s << " s, " << cg_gflops << " GFLOP/s\n";
       hympi::print_comm_thread_prediction(std::cout, model, per_product, "SpMV");
-      std::cout << "  verification (" << verify_ << "): "
-                << (verify_ == "none" ? "SKIPPED" : (verified ? "PASSED" : "FAILED: " + hympi::spmv3d_failures(verdict, res)))
-                << std::endl;
+      const std::string outcome =
+          verify_ == "none" ? "SKIPPED" : (verified ? "PASSED" : "FAILED: " + hympi::spmv3d_failures(verdict, res));
+      std::cout << "  verification (" << verify_ << "): " << outcome << std::endl;
     }
     hympi::ResultRecord r;
     r.app = name();
