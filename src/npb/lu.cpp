@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <thread>
@@ -65,10 +66,49 @@ AxisConstants axis_constants(const LuConstants& c) {
   if constexpr (A == 3) return {c.tz1, c.tz2, c.tz3, c.dz};
 }
 
-// The inviscid flux along axis A of the point v (5 values) with 1/rho `r` and kinetic energy `q`.
+// The residual and the forcing are computed kRowLanes points of a row at a time, one point per lane of a vector:
+// scalar, the row loop ran at ~275 cycles a point (class A, one thread, perf), its x, y and z terms chained
+// through five components that no compiler spreads over a register. The lanes read u from its copy in
+// components (derived_scalars writes it with 1/rho and q), so that one load fetches one component of kRowLanes
+// points. Eight doubles are one AVX-512 register; four one AVX2 register, where the build has no AVX-512.
+#if defined(__AVX512F__)
+constexpr int kRowLanes = 8;
+#else
+constexpr int kRowLanes = 4;
+#endif
+using RowLanes = double __attribute__((vector_size(kRowLanes * sizeof(double))));
+
+// RowLanes are passed by reference and returned through out-parameters: by value they would change the ABI
+// between builds with and without the vector extension their width needs (GCC's -Wpsabi).
+[[gnu::always_inline]] inline void load_lanes(RowLanes& v, const double* p) { std::memcpy(&v, p, sizeof v); }
+
+// A zone field in components: component m of point p at data[m * stride + p].
+struct Components {
+  const double* data;
+  std::size_t stride;
+  [[gnu::always_inline]] void load_point(RowLanes (&v)[5], std::ptrdiff_t p) const {
+#pragma GCC unroll 5
+    for (int m = 0; m < 5; ++m) load_lanes(v[m], data + m * stride + p);
+  }
+};
+
+// Doubles after a field's last point (each component's, in components) that lane loads may read: the lanes of a
+// row's last block reach up to kRowLanes - 1 points past its end, and the x neighbours two more.
+constexpr std::size_t kRowLaneSlack = kRowLanes + 2;
+
+// Doubles between two components of a zone field in components (and the length of 1/rho and q): the zone's
+// points, padding included, and the slack.
+std::size_t component_stride(const ZoneDims& d) { return d.size1() + kRowLaneSlack; }
+
+// Doubles per weight of the x dissipation's table: a row's points and the lanes a block starting at its last
+// interior point reads.
+std::size_t x_weight_pitch(const ZoneDims& d) { return std::size_t(d.nxmax) + kRowLanes; }
+
+// The inviscid flux along axis A of the point v (5 components) with 1/rho `r` and kinetic energy `q`.
 template <int A>
-[[gnu::always_inline]] inline void inviscid_flux(const LuConstants& c, const double* v, double r, double q, double* f) {
-  const double ua = v[A] * r;
+[[gnu::always_inline]] inline void inviscid_flux(const LuConstants& c, const RowLanes (&v)[5], const RowLanes& r,
+                                                 const RowLanes& q, RowLanes (&f)[5]) {
+  const RowLanes ua = v[A] * r;
   f[0] = v[A];
 #pragma GCC unroll 5
   for (int m = 1; m < 4; ++m) f[m] = v[m] * ua;
@@ -78,67 +118,79 @@ template <int A>
 
 // The viscous flux along axis A at the half point between vm (1/rho rm) and vi (1/rho ri), its entries 1-4.
 template <int A>
-[[gnu::always_inline]] inline void viscous_flux(const LuConstants& c, double t3, const double* vi, const double* vm,
-                                                double ri, double rm, double* f) {
-  const double u2i = ri * vi[1], u3i = ri * vi[2], u4i = ri * vi[3], u5i = ri * vi[4];
-  const double u2m = rm * vm[1], u3m = rm * vm[2], u4m = rm * vm[3], u5m = rm * vm[4];
-  const double ui[4] = {0.0, u2i, u3i, u4i};
-  const double um[4] = {0.0, u2m, u3m, u4m};
+[[gnu::always_inline]] inline void viscous_flux(const LuConstants& c, double t3, const RowLanes (&vi)[5],
+                                                const RowLanes (&vm)[5], const RowLanes& ri, const RowLanes& rm,
+                                                RowLanes (&f)[5]) {
+  const RowLanes u2i = ri * vi[1], u3i = ri * vi[2], u4i = ri * vi[3], u5i = ri * vi[4];
+  const RowLanes u2m = rm * vm[1], u3m = rm * vm[2], u4m = rm * vm[3], u5m = rm * vm[4];
+  const RowLanes ui[4] = {RowLanes{}, u2i, u3i, u4i};
+  const RowLanes um[4] = {RowLanes{}, u2m, u3m, u4m};
 #pragma GCC unroll 5
-  for (int m = 1; m < 4; ++m) f[m] = m == A ? (4.0 / 3.0) * t3 * (ui[m] - um[m]) : t3 * (ui[m] - um[m]);
+  for (int m = 1; m < 4; ++m) f[m] = (m == A ? (4.0 / 3.0) * t3 : t3) * (ui[m] - um[m]);
   f[4] = 0.5 * (1.0 - c.c1 * c.c5) * t3 * ((u2i * u2i + u3i * u3i + u4i * u4i) - (u2m * u2m + u3m * u3m + u4m * u4m)) +
          (1.0 / 6.0) * t3 * (ui[A] * ui[A] - um[A] * um[A]) + c.c1 * c.c5 * t3 * (u5i - u5m);
 }
 
-// Axis A's part of the residual at one point, added to o: the central difference of the inviscid fluxes fim
-// (point before) and fip (after), the difference of the viscous fluxes fvm (half point before) and fvp (after),
-// the second differences of v (vm, v, vp) and the dissipation of form F at v with neighbours `s` doubles apart.
-template <int A, DissipationForm F>
-[[gnu::always_inline]] inline void add_axis_terms(const LuConstants& c, const AxisConstants& ax, const double* vm,
-                                                  const double* v, const double* vp, std::ptrdiff_t s,
-                                                  const double* fim, const double* fip, const double* fvm,
-                                                  const double* fvp, double* o) {
-  const double tv = ax.t3 * c.c3 * c.c4;
-  o[0] += (-ax.t2 * (fip[0] - fim[0]) + ax.dd[0] * ax.t1 * (vm[0] - 2.0 * v[0] + vp[0])) -
-          c.dssp * dissipation<F>(v, s);
+// The dissipation stencil along one axis at a block's lanes: its five weights (dissipation_weights, per lane
+// along x, the row's form along y and z) and the offsets of the neighbours two points away, 0 where the form
+// has no such neighbour (it may lie outside the zone; its weight 0 then multiplies the point itself).
+struct DissipationLanes {
+  RowLanes weight[5];
+  std::ptrdiff_t before2, after2;
+};
+
+// The dissipation of form `f` along an axis of stride s, the same at every lane.
+DissipationLanes row_dissipation(DissipationForm f, std::ptrdiff_t s) {
+  const std::array<double, 5> w = dissipation_weights(f);
+  DissipationLanes d{};
 #pragma GCC unroll 5
-  for (int m = 1; m < 5; ++m) {
-    o[m] += (-ax.t2 * (fip[m] - fim[m]) +
-             (tv * (fvp[m] - fvm[m]) + ax.dd[m] * ax.t1 * (vm[m] - 2.0 * v[m] + vp[m]))) -
-            c.dssp * dissipation<F>(v + m, s);
-  }
+  for (int o = 0; o < 5; ++o) d.weight[o] = RowLanes{} + w[o];
+  d.before2 = w[0] != 0.0 ? -2 * s : 0;
+  d.after2 = w[4] != 0.0 ? 2 * s : 0;
+  return d;
 }
 
-// Axis A's part of the residual at the point v (its 1/rho and kinetic energy at rho[0], q[0]), its neighbours s
-// points apart, added to o with the dissipation's form at the point's place along the axis.
+// Axis A's part of LU's operator at the lanes v (points p.., 1/rho r0), neighbours s points apart, added to o:
+// the central difference of the inviscid fluxes, the difference of the viscous fluxes at the half points, the
+// second differences and the dissipation `dw`.
 template <int A>
-[[gnu::always_inline]] inline void add_axis(const LuConstants& c, const AxisConstants& ax, DissipationForm form,
-                                            const double* v, const double* rho, const double* q, std::ptrdiff_t s,
-                                            double* o) {
-  const double* vm = v - 5 * s;
-  const double* vp = v + 5 * s;
-  double fim[5], fip[5], fvm[5] = {}, fvp[5] = {};
-  inviscid_flux<A>(c, vm, rho[-s], q[-s], fim);
-  inviscid_flux<A>(c, vp, rho[s], q[s], fip);
-  viscous_flux<A>(c, ax.t3, v, vm, rho[0], rho[-s], fvm);
-  viscous_flux<A>(c, ax.t3, vp, v, rho[s], rho[0], fvp);
-  const std::ptrdiff_t sv = 5 * s;
-  switch (form) {
-    case DissipationForm::first:
-      return add_axis_terms<A, DissipationForm::first>(c, ax, vm, v, vp, sv, fim, fip, fvm, fvp, o);
-    case DissipationForm::second:
-      return add_axis_terms<A, DissipationForm::second>(c, ax, vm, v, vp, sv, fim, fip, fvm, fvp, o);
-    case DissipationForm::second_last:
-      return add_axis_terms<A, DissipationForm::second_last>(c, ax, vm, v, vp, sv, fim, fip, fvm, fvp, o);
-    case DissipationForm::last:
-      return add_axis_terms<A, DissipationForm::last>(c, ax, vm, v, vp, sv, fim, fip, fvm, fvp, o);
-    case DissipationForm::interior:
-      return add_axis_terms<A, DissipationForm::interior>(c, ax, vm, v, vp, sv, fim, fip, fvm, fvp, o);
+[[gnu::always_inline]] inline void add_axis(const LuConstants& c, const AxisConstants& ax, const Components& w,
+                                            const double* rho, const double* q, std::ptrdiff_t p, std::ptrdiff_t s,
+                                            const RowLanes (&v)[5], const RowLanes& r0, const DissipationLanes& dw,
+                                            RowLanes (&o)[5]) {
+  RowLanes vm[5], vp[5], rm, rp, qm, qp;
+  w.load_point(vm, p - s);
+  w.load_point(vp, p + s);
+  load_lanes(rm, rho + p - s);
+  load_lanes(rp, rho + p + s);
+  load_lanes(qm, q + p - s);
+  load_lanes(qp, q + p + s);
+  RowLanes fim[5], fip[5], fvm[5] = {}, fvp[5] = {};
+  inviscid_flux<A>(c, vm, rm, qm, fim);
+  inviscid_flux<A>(c, vp, rp, qp, fip);
+  viscous_flux<A>(c, ax.t3, v, vm, r0, rm, fvm);
+  viscous_flux<A>(c, ax.t3, vp, v, rp, r0, fvp);
+  const double tv = ax.t3 * c.c3 * c.c4;
+#pragma GCC unroll 5
+  for (int m = 0; m < 5; ++m) {
+    RowLanes v2m, v2p;
+    load_lanes(v2m, w.data + m * w.stride + p + dw.before2);
+    load_lanes(v2p, w.data + m * w.stride + p + dw.after2);
+    const RowLanes dissipation =
+        (((dw.weight[0] * v2m + dw.weight[1] * vm[m]) + dw.weight[2] * v[m]) + dw.weight[3] * vp[m]) +
+        dw.weight[4] * v2p;
+    const RowLanes second = ax.dd[m] * ax.t1 * (vm[m] - 2.0 * v[m] + vp[m]);
+    if (m == 0) {
+      o[0] += (-ax.t2 * (fip[0] - fim[0]) + second) - c.dssp * dissipation;
+    } else {
+      o[m] += (-ax.t2 * (fip[m] - fim[m]) + (tv * (fvp[m] - fvm[m]) + second)) - c.dssp * dissipation;
+    }
   }
 }
 
-// 1/rho and the kinetic energy of every point of the field u (an orphaned `omp for`: inside a parallel region).
-void derived_scalars(const ZoneDims& d, const double* u, double* rho, double* q) {
+// 1/rho and the kinetic energy of every point of the field u, and u in components (w, of stride w_stride): an
+// orphaned `omp for`, inside a parallel region.
+void derived_scalars(const ZoneDims& d, const double* u, double* rho, double* q, double* w, std::size_t w_stride) {
 #pragma omp for collapse(2) schedule(static)
   for (int k = 0; k < d.nz; ++k) {
     for (int j = 0; j < d.ny; ++j) {
@@ -148,45 +200,79 @@ void derived_scalars(const ZoneDims& d, const double* u, double* rho, double* q)
         const double tmp = 1.0 / v[0];
         rho[p] = tmp;
         q[p] = 0.5 * (v[1] * v[1] + v[2] * v[2] + v[3] * v[3]) * tmp;
+#pragma GCC unroll 5
+        for (int m = 0; m < 5; ++m) w[m * w_stride + p] = v[m];
       }
     }
   }
 }
 
-// Adds LU's operator on the field u (1/rho and kinetic energy from derived_scalars) to `out` at every interior
-// point: each point's x, y and z terms in that order, as the reference's whole-field passes add them. With
-// `minus`, each row of out is first set to -minus (boundary points keep that); without, out is left as it is
-// there. Row by row (an orphaned `omp for`), the fluxes at neighbours and half points computed from u where they
-// are needed: one pass and one barrier instead of a gathered line per axis and a barrier after each, for the
-// residual and the forcing alike. It computes each flux twice and moves each row once, and takes the time the
-// line passes took (class A, one thread, perf: 3245 against 3249 samples).
-void add_operator(const LuConstants& c, const ZoneDims& d, const double* u, const double* rho, const double* q,
-                  const double* minus, double* out) {
+// Where LU's operator goes: interleaved, five doubles a point (the residual, as the sweeps read it), or in
+// components of stride `stride` (the forcing, as the operator reads it back).
+struct OperatorOut {
+  double* data;
+  std::size_t stride;  ///< 0: interleaved
+  [[gnu::always_inline]] double& at(std::size_t p, int m) const {
+    return stride == 0 ? data[5 * p + m] : data[m * stride + p];
+  }
+};
+
+// Adds LU's operator on the field w (components; 1/rho and kinetic energy from derived_scalars) to the interior
+// points of `out`: each point's x, y and z terms in that order, as the reference's whole-field passes add them,
+// onto -minus (components of w's stride) or onto 0 without it. With `minus`, out's boundary points are set to
+// -minus; without, out is left as it is there. Row by row (an orphaned `omp for`), kRowLanes points at a time, the
+// fluxes at neighbours and half points computed where they are needed: one pass, one barrier. Each point's value
+// depends on its position in the zone only (the lanes of every block are computed alike, nothing scalar), so
+// any thread count gives the same bits. `x_weights` holds the x dissipation's weights, weight o of point i at
+// [o * x_pitch + i].
+void add_operator(const LuConstants& c, const ZoneDims& d, const Components& w, const double* rho, const double* q,
+                  const double* x_weights, std::size_t x_pitch, const double* minus, const OperatorOut& out) {
   const std::ptrdiff_t py = d.nxmax, pz = py * d.ny;
   const AxisConstants ax = axis_constants<1>(c), ay = axis_constants<2>(c), az = axis_constants<3>(c);
 #pragma omp for collapse(2) schedule(static)
   for (int k = 0; k < d.nz; ++k) {
     for (int j = 0; j < d.ny; ++j) {
       const std::size_t row = d.at(0, j, k);
-      double* r = out + 5 * row;
+      const bool boundary = k == 0 || k == d.nz - 1 || j == 0 || j == d.ny - 1;
       if (minus != nullptr) {
-        const double* f = minus + 5 * row;
-        for (int i = 0; i < 5 * d.nx; ++i) r[i] = -f[i];
+        for (int i = 0; i < d.nx; i += boundary ? 1 : d.nx - 1) {
+#pragma GCC unroll 5
+          for (int m = 0; m < 5; ++m) out.at(row + i, m) = -minus[m * w.stride + row + i];
+        }
       }
-      if (k == 0 || k == d.nz - 1 || j == 0 || j == d.ny - 1) continue;
-      const DissipationForm fy = dissipation_form(j, d.ny), fz = dissipation_form(k, d.nz);
-      for (int i = 1; i < d.nx - 1; ++i) {
-        const std::size_t p = row + std::size_t(i);
-        const double* v = u + 5 * p;
-        double* o = r + 5 * i;
-        add_axis<1>(c, ax, dissipation_form(i, d.nx), v, rho + p, q + p, 1, o);
-        add_axis<2>(c, ay, fy, v, rho + p, q + p, py, o);
-        add_axis<3>(c, az, fz, v, rho + p, q + p, pz, o);
+      if (boundary) continue;
+      const DissipationLanes dy = row_dissipation(dissipation_form(j, d.ny), py);
+      const DissipationLanes dz = row_dissipation(dissipation_form(k, d.nz), pz);
+      DissipationLanes dx{};
+      dx.before2 = -2;
+      dx.after2 = 2;
+      for (int i0 = 1; i0 < d.nx - 1; i0 += kRowLanes) {
+        const std::ptrdiff_t p = std::ptrdiff_t(row) + i0;
+        RowLanes v[5], r0, o[5];
+        w.load_point(v, p);
+        load_lanes(r0, rho + p);
+#pragma GCC unroll 5
+        for (int m = 0; m < 5; ++m) {
+          if (minus != nullptr) {
+            load_lanes(o[m], minus + m * w.stride + p);
+            o[m] = -o[m];
+          } else {
+            o[m] = RowLanes{};
+          }
+          load_lanes(dx.weight[m], x_weights + m * x_pitch + i0);
+        }
+        add_axis<1>(c, ax, w, rho, q, p, 1, v, r0, dx, o);
+        add_axis<2>(c, ay, w, rho, q, p, py, v, r0, dy, o);
+        add_axis<3>(c, az, w, rho, q, p, pz, v, r0, dz, o);
+        const int lanes = std::min(kRowLanes, d.nx - 1 - i0);
+        for (int l = 0; l < lanes; ++l) {
+#pragma GCC unroll 5
+          for (int m = 0; m < 5; ++m) out.at(std::size_t(p) + l, m) = o[m][l];
+        }
       }
     }
   }
 }
-
 // Static block of rows q in [0, count) for thread t of nth, as OpenMP's static schedule makes it.
 inline void row_block(int count, int t, int nth, int& lo, int& hi) {
   const int chunk = count / nth;
@@ -341,9 +427,11 @@ LuZone::LuZone(const LuConstants& c, const ZoneDims& dims, const ZonePlacement& 
       d_(dims),
       u_(dims.size5(), 0.0),
       rsd_(dims.size5(), 0.0),
-      frct_(dims.size5(), 0.0),
-      qs_(dims.size1(), 0.0),
-      rho_i_(dims.size1(), 0.0),
+      frct_(5 * component_stride(dims), 0.0),
+      qs_(component_stride(dims), 0.0),
+      rho_i_(component_stride(dims), 0.0),
+      u_components_(5 * component_stride(dims), 0.0),
+      x_weights_(5 * x_weight_pitch(dims), 0.0),
       x_blk_(kBlockEntries * std::size_t(dims.nxmax) * dims.ny, 0.0),
       y_blk_(x_blk_.size(), 0.0),
       d_blk_(kDiagEntries * std::size_t(dims.nxmax) * dims.ny, 0.0),
@@ -351,6 +439,11 @@ LuZone::LuZone(const LuConstants& c, const ZoneDims& dims, const ZonePlacement& 
   if (dims.nx < 6 || dims.ny < 6 || dims.nz < 6) {
     throw InvalidArgument("LU-MZ zone " + std::to_string(dims.nx) + "x" + std::to_string(dims.ny) + "x" +
                           std::to_string(dims.nz) + " is below 6 points in some direction");
+  }
+  const std::size_t pitch = x_weight_pitch(dims);
+  for (int i = 1; i < dims.nx - 1; ++i) {
+    const std::array<double, 5> w = dissipation_weights(dissipation_form(i, dims.nx));
+    for (std::size_t o = 0; o < 5; ++o) x_weights_[o * pitch + std::size_t(i)] = w[o];
   }
 }
 
@@ -426,11 +519,13 @@ void LuZone::compute_forcing() {
     }
   }
   std::fill(frct_.begin(), frct_.end(), 0.0);
-  std::vector<double> rho(d.size1()), q(d.size1());
+  const std::size_t stride = component_stride(d);
+  std::vector<double> rho(stride, 0.0), q(stride, 0.0), components(5 * stride, 0.0);
 #pragma omp parallel
   {
-    derived_scalars(d, exact.data(), rho.data(), q.data());
-    add_operator(c_, d, exact.data(), rho.data(), q.data(), nullptr, frct_.data());
+    derived_scalars(d, exact.data(), rho.data(), q.data(), components.data(), stride);
+    add_operator(c_, d, {components.data(), stride}, rho.data(), q.data(), x_weights_.data(), x_weight_pitch(d),
+                 nullptr, {frct_.data(), stride});
   }
 }
 
@@ -440,8 +535,10 @@ void LuZone::compute_rhs() {
 }
 
 void LuZone::compute_rhs_body() {
-  derived_scalars(d_, u_.data(), rho_i_.data(), qs_.data());
-  add_operator(c_, d_, u_.data(), rho_i_.data(), qs_.data(), frct_.data(), rsd_.data());
+  const std::size_t stride = component_stride(d_);
+  derived_scalars(d_, u_.data(), rho_i_.data(), qs_.data(), u_components_.data(), stride);
+  add_operator(c_, d_, {u_components_.data(), stride}, rho_i_.data(), qs_.data(), x_weights_.data(),
+               x_weight_pitch(d_), frct_.data(), {rsd_.data(), 0});
 }
 
 void LuZone::initialize() {

@@ -50,7 +50,10 @@ class LuZone final : public ZoneSolver {
   const LuConstants& c_;
   const Topology* topology_ = nullptr;
   ZoneDims d_;
-  std::vector<double> u_, rsd_, frct_, qs_, rho_i_;
+  // u and the residual interleaved, five doubles a point (as the sweeps and the exchange read them); the
+  // forcing and a copy of u in components, for the residual's vector lanes (lu.cpp); 1/rho and q.
+  std::vector<double> u_, rsd_, frct_, qs_, rho_i_, u_components_;
+  std::vector<double> x_weights_;  // the x dissipation's five weights at each point of a row
   // One k-plane of blocks, [ny][nxmax][...]: the x and y neighbour blocks without their
   // structural zeros and the lower-triangular diagonal (the z block is used where it is built).
   std::vector<double> x_blk_, y_blk_, d_blk_;
