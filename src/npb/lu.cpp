@@ -100,9 +100,23 @@ constexpr std::size_t kRowLaneSlack = kRowLanes + 2;
 // points, padding included, and the slack.
 std::size_t component_stride(const ZoneDims& d) { return d.size1() + kRowLaneSlack; }
 
-// Doubles per weight of the x dissipation's table: a row's points and the lanes a block starting at its last
-// interior point reads.
+// Doubles per weight of the x dissipation's table: a row's points and the lanes of a block starting at its last
+// interior point.
 std::size_t x_weight_pitch(const ZoneDims& d) { return std::size_t(d.nxmax) + kRowLanes; }
+
+// The sweeps' tables (Jacobian blocks of a k plane) hold `entries` values per interior point, grouped by the
+// lanes that make them: group g of row j (points 1 + g * kRowLanes ...) at [(j * groups + g) * entries *
+// kRowLanes], entry e of its lane l at [e * kRowLanes + l]. The lanes store an entry of kRowLanes points as one
+// vector; a sweep reads a point's entries kRowLanes doubles apart, a stride the compiler knows.
+std::size_t lane_groups(const ZoneDims& d) { return std::size_t(d.nx - 2 + kRowLanes - 1) / kRowLanes; }
+
+// Where interior point i of row j keeps entry 0 in a table of `entries` values per point.
+[[gnu::always_inline]] inline std::size_t lane_slot(const ZoneDims& d, int entries, int j, int i) {
+  const auto g = std::size_t(i - 1) / kRowLanes, l = std::size_t(i - 1) % kRowLanes;
+  return (std::size_t(j) * lane_groups(d) + g) * std::size_t(entries) * kRowLanes + l;
+}
+
+[[gnu::always_inline]] inline void store_lanes(double* p, const RowLanes& v) { std::memcpy(p, &v, sizeof v); }
 
 // The inviscid flux along axis A of the point v (5 components) with 1/rho `r` and kinetic energy `q`.
 template <int A>
@@ -341,11 +355,12 @@ static_assert(block_slot(1, 4, 4) == kBlockEntries - 1 && block_slot(2, 4, 4) ==
 
 // Row M of axis A's block times x, over the entries that are not structural zeros, as a shallow
 // tree: the x neighbour's product is on the wavefront's chain from point to point.
+// The block's entries are kRowLanes doubles apart (lane_slot).
 template <int A, int M>
 [[gnu::always_inline]] inline double block_row(const double* b, const double* x) {
   auto at = [&](auto n) __attribute__((always_inline)) {
     constexpr int N = decltype(n)::value;
-    return b[block_slot(A, M, N)] * x[N];
+    return b[block_slot(A, M, N) * kRowLanes] * x[N];
   };
   using I0 = std::integral_constant<int, 0>;
   using I1 = std::integral_constant<int, 1>;
@@ -377,46 +392,60 @@ template <class F>
 // reciprocals of its pivots 1-4 (d00 is the same at every point: its reciprocal is passed).
 constexpr int kDiagEntries = 11;
 
-// Solves D x = t in place, D kept as above.
+// Solves D x = t in place, D kept as above, its entries kRowLanes doubles apart (lane_slot).
 [[gnu::always_inline]] inline void solve_lower(const double* d, double r0, double* t) {
+  constexpr std::size_t ds = kRowLanes;
   const double x0 = t[0] * r0;
-  const double x1 = (t[1] - d[0] * x0) * d[7];
-  const double x2 = (t[2] - d[1] * x0) * d[8];
-  const double x3 = (t[3] - d[2] * x0) * d[9];
-  t[4] = (t[4] - ((d[3] * x0 + d[4] * x1) + (d[5] * x2 + d[6] * x3))) * d[10];
+  const double x1 = (t[1] - d[0] * x0) * d[7 * ds];
+  const double x2 = (t[2] - d[ds] * x0) * d[8 * ds];
+  const double x3 = (t[3] - d[2 * ds] * x0) * d[9 * ds];
+  t[4] = (t[4] - ((d[3 * ds] * x0 + d[4 * ds] * x1) + (d[5 * ds] * x2 + d[6 * ds] * x3))) * d[10 * ds];
   t[0] = x0;
   t[1] = x1;
   t[2] = x2;
   t[3] = x3;
 }
 
-// One off-diagonal block of LU's jacld/jacu for axis A at a neighbour point with state u, 1/rho
-// and kinetic energy sq: s2 * F - dtt1 * N - dtt1 * dd on the diagonal, with s2 = -dt*t2 (lower)
-// or +dt*t2 (upper) and dtt1 = dt*t1, both times the relaxation factor omega, which the sweeps
-// would otherwise multiply in on the chain. The structural zeros cost no flop and no store.
+// One off-diagonal block of LU's jacld/jacu for axis A at the lanes' neighbour points (components of
+// p + offset of `w`, 1/rho and kinetic energy sq there): s2 * F - dtt1 * N - dtt1 * dd on the diagonal, with
+// s2 = -dt*t2 (lower) or +dt*t2 (upper) and dtt1 = dt*t1, both times the relaxation factor omega, which the
+// sweeps would otherwise multiply in on the chain. Entry e of the block goes to o[e * kRowLanes] (lane_slot);
+// the structural zeros cost no flop and no store.
 template <int A>
-[[gnu::always_inline]] inline void jac_block(const double* u, double rho, double sq, double s2, double dtt1,
-                                             const double* dd, const JacobianConstants& k, double* o) {
-  auto put = [&](auto m, auto n, auto f, auto nv) __attribute__((always_inline)) {
+[[gnu::always_inline]] inline void jac_block(const Components& w, const double* rho, const double* sq,
+                                             std::ptrdiff_t n, double s2, double dtt1, const double* dd,
+                                             const JacobianConstants& k, double* o) {
+  RowLanes un[5], rn, sqn;
+  w.load_point(un, n);
+  load_lanes(rn, rho + n);
+  load_lanes(sqn, sq + n);
+  // f and nv by reference: lanes by value would change the ABI between builds (GCC's -Wpsabi).
+  auto put = [&](auto m, auto nn, const auto& f, const auto& nv) __attribute__((always_inline)) {
+    using F = std::remove_cvref_t<decltype(f)>;
+    using NV = std::remove_cvref_t<decltype(nv)>;
     constexpr int M = decltype(m)::value;
-    constexpr int N = decltype(n)::value;
+    constexpr int N = decltype(nn)::value;
     constexpr int slot = block_slot(A, M, N);
-    constexpr bool f_zero = std::is_same_v<decltype(f), Zero>;
+    constexpr bool f_zero = std::is_same_v<F, Zero>;
     static_assert((slot < 0) == (f_zero && M != N), "block_zero disagrees with the flux Jacobians");
     if constexpr (slot >= 0) {
-      double v;
+      RowLanes v{};
       if constexpr (f_zero) {
-        static_assert(std::is_same_v<decltype(nv), Zero>, "a viscous term without an inviscid one");
-        v = -dtt1 * dd[M];
+        static_assert(std::is_same_v<NV, Zero>, "a viscous term without an inviscid one");
+        v += -dtt1 * dd[M];
       } else {
-        v = s2 * f;
-        if constexpr (!std::is_same_v<decltype(nv), Zero>) v = v - dtt1 * nv;
+        if constexpr (std::is_same_v<F, double>) {
+          v += s2 * f;  // an entry the same at every point
+        } else {
+          v = s2 * f;
+        }
+        if constexpr (!std::is_same_v<NV, Zero>) v = v - dtt1 * nv;
         if constexpr (M == N) v = v - dtt1 * dd[M];
       }
-      o[slot] = v;
+      store_lanes(o + std::size_t(slot) * kRowLanes, v);
     }
   };
-  flux_jacobian_entries<A>(u, rho, sq * rho, sq, k, put);
+  flux_jacobian_entries<A>(un, rn, sqn * rn, sqn, k, put);
 }
 
 }  // namespace
@@ -432,9 +461,9 @@ LuZone::LuZone(const LuConstants& c, const ZoneDims& dims, const ZonePlacement& 
       rho_i_(component_stride(dims), 0.0),
       u_components_(5 * component_stride(dims), 0.0),
       x_weights_(5 * x_weight_pitch(dims), 0.0),
-      x_blk_(kBlockEntries * std::size_t(dims.nxmax) * dims.ny, 0.0),
+      x_blk_(kBlockEntries * kRowLanes * lane_groups(dims) * dims.ny, 0.0),
       y_blk_(x_blk_.size(), 0.0),
-      d_blk_(kDiagEntries * std::size_t(dims.nxmax) * dims.ny, 0.0),
+      d_blk_(kDiagEntries * kRowLanes * lane_groups(dims) * dims.ny, 0.0),
       tv_(5 * std::size_t(dims.nxmax) * dims.ny, 0.0) {
   if (dims.nx < 6 || dims.ny < 6 || dims.nz < 6) {
     throw InvalidArgument("LU-MZ zone " + std::to_string(dims.nx) + "x" + std::to_string(dims.ny) + "x" +
@@ -567,7 +596,6 @@ void LuZone::ssor() {
   // the thread owning the rows before it has finished that plane (the reference's sync_left).
   auto progress = std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(nthreads));
   double* v = rsd_.data();
-  const double* u = u_.data();
   const double* rho = rho_i_.data();
   const double* qs = qs_.data();
   const double dt = c.dt;
@@ -589,27 +617,39 @@ void LuZone::ssor() {
   const std::size_t plane5 = 5 * std::size_t(d.nxmax) * d.ny;
   const std::size_t row5 = 5 * std::size_t(d.nxmax);
 
-  // Diagonal block of point p (the same in both sweeps), kept as solve_lower reads it.
+  const Components w{u_components_.data(), component_stride(d)};
+  // Diagonal blocks of the lanes at p (the same in both sweeps), kept as solve_lower reads them: entry e of
+  // the first lane's at D[e * kRowLanes] (lane_slot).
   const double r0 = 1.0 / (1.0 + dt2 * diag[0]);
-  auto diagonal = [&](std::size_t p, double* D) __attribute__((always_inline)) {
-    const double* w = u + 5 * p;
-    const double tmp1 = rho[p], tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
+  auto diagonal = [&](std::ptrdiff_t p, double* D) __attribute__((always_inline)) {
+    RowLanes up[5], tmp1;
+    w.load_point(up, p);
+    load_lanes(tmp1, rho + p);
+    const RowLanes tmp2 = tmp1 * tmp1, tmp3 = tmp1 * tmp2;
 #pragma GCC unroll 3
     for (int m = 1; m < 4; ++m) {
-      D[m - 1] = -dt2 * ssum[m] * c34 * tmp2 * w[m];
-      D[6 + m] = 1.0 / (1.0 + dt2 * c34 * tmp1 * ssum[m] + dt2 * diag[m]);
-      D[3 + m] = dt2 * tmp2 * w[m] * g[m];
+      store_lanes(D + std::size_t(m - 1) * kRowLanes, -dt2 * ssum[m] * c34 * tmp2 * up[m]);
+      store_lanes(D + std::size_t(6 + m) * kRowLanes, 1.0 / (1.0 + dt2 * c34 * tmp1 * ssum[m] + dt2 * diag[m]));
+      store_lanes(D + std::size_t(3 + m) * kRowLanes, dt2 * tmp2 * up[m] * g[m]);
     }
-    D[3] = -dt2 * ((g[1] * (w[1] * w[1]) + g[2] * (w[2] * w[2]) + g[3] * (w[3] * w[3])) * tmp3 +
-                   tsum * c1345 * tmp2 * w[4]);
-    D[10] = 1.0 / (1.0 + dt2 * tsum * c1345 * tmp1 + dt2 * diag[4]);
+    store_lanes(D + 3 * kRowLanes, -dt2 * ((g[1] * (up[1] * up[1]) + g[2] * (up[2] * up[2]) + g[3] * (up[3] * up[3])) *
+                                           tmp3 +
+                                       tsum * c1345 * tmp2 * up[4]));
+    store_lanes(D + 10 * kRowLanes, 1.0 / (1.0 + dt2 * tsum * c1345 * tmp1 + dt2 * diag[4]));
   };
   const JacobianConstants jk{c.c1, c.c2, c34, r43, c1345};
   const double om = c.omega;
   const double dtx1 = om * dt * c.tx1, dty1 = om * dt * c.ty1, dtz1 = om * dt * c.tz1;
   const double dtx2 = om * dt * c.tx2, dty2 = om * dt * c.ty2, dtz2 = om * dt * c.tz2;
-  auto blk = [&](std::size_t j, std::size_t i) { return kBlockEntries * (j * d.nxmax + i); };
-  auto dia = [&](std::size_t j, std::size_t i) { return &d_blk_[kDiagEntries * (j * d.nxmax + i)]; };
+  const std::ptrdiff_t py = d.nxmax, pz = py * d.ny;
+  auto x_blk = [&](int j, int i) { return &x_blk_[lane_slot(d, kBlockEntries, j, i)]; };
+  auto y_blk = [&](int j, int i) { return &y_blk_[lane_slot(d, kBlockEntries, j, i)]; };
+  auto dia = [&](int j, int i) { return &d_blk_[lane_slot(d, kDiagEntries, j, i)]; };
+  // Each thread's z blocks of one row (as row 0 of a table): used by the row's z products only, right after
+  // the lanes made them.
+  const std::size_t z_row = kBlockEntries * kRowLanes * lane_groups(d);
+  std::vector<double> z_blocks(std::size_t(nthreads) * z_row);
+  auto z_blk = [&](double* row, int i) { return row + lane_slot(d, kBlockEntries, 0, i); };
 
 #pragma omp parallel
   {
@@ -617,6 +657,7 @@ void LuZone::ssor() {
     const int t = omp_get_thread_num();
     int lo = 0, hi = 0;
     row_block(rows, t, nth, lo, hi);
+    double* z_own = &z_blocks[std::size_t(t) * z_row];
     progress[t].store(0, std::memory_order_relaxed);
 #pragma omp barrier
     // Lower-triangular sweep, planes k ascending, rows ascending, points ascending. The residual
@@ -625,20 +666,19 @@ void LuZone::ssor() {
     for (int k = 1; k < d.nz - 1; ++k) {
       for (int q = lo; q < hi; ++q) {
         const int j = 1 + q;
+        for (int i0 = 1; i0 < d.nx - 1; i0 += kRowLanes) {
+          const std::ptrdiff_t p = std::ptrdiff_t(d.at(i0, j, k));
+          diagonal(p, dia(j, i0));
+          jac_block<3>(w, rho, qs, p - pz, -dtz2, dtz1, c.dz, jk, z_blk(z_own, i0));
+          jac_block<2>(w, rho, qs, p - py, -dty2, dty1, c.dy, jk, y_blk(j, i0));
+          jac_block<1>(w, rho, qs, p - 1, -dtx2, dtx1, c.dx, jk, x_blk(j, i0));
+        }
         for (int i = 1; i < d.nx - 1; ++i) {
-          const std::size_t p = d.at(i, j, k);
-          const std::size_t b = blk(j, i);
-          diagonal(p, dia(j, i));
-          // The z block is used right here only: it stays in registers, not in a plane buffer.
-          double lz[kBlockEntries];
-          { const std::size_t n = d.at(i, j, k - 1); jac_block<3>(u + 5 * n, rho[n], qs[n], -dtz2, dtz1, c.dz, jk, lz); }
-          { const std::size_t n = d.at(i, j - 1, k); jac_block<2>(u + 5 * n, rho[n], qs[n], -dty2, dty1, c.dy, jk, &y_blk_[b]); }
-          { const std::size_t n = d.at(i - 1, j, k); jac_block<1>(u + 5 * n, rho[n], qs[n], -dtx2, dtx1, c.dx, jk, &x_blk_[b]); }
-          double* x = v + 5 * p;
+          double* x = v + 5 * d.at(i, j, k);
           const double* xz = x - plane5;
           double r[5];
           for_rows([&](auto m) __attribute__((always_inline)) {
-            r[m] = dt * x[m] - block_row<3, decltype(m)::value>(lz, xz);
+            r[m] = dt * x[m] - block_row<3, decltype(m)::value>(z_blk(z_own, i), xz);
           });
 #pragma GCC unroll 5
           for (int m = 0; m < 5; ++m) x[m] = r[m];
@@ -648,12 +688,11 @@ void LuZone::ssor() {
       for (int q = lo; q < hi; q += kSkewedRows) {
         skewed_rows(d.nx - 2, std::min(kSkewedRows, hi - q), [&](int ii, int rr) {
           const int i = 1 + ii, j = 1 + q + rr;
-          const std::size_t b = blk(j, i);
           double* x = v + 5 * d.at(i, j, k);
           const double* xy = x - row5;
           const double* xx = x - 5;
-          const double* ly = &y_blk_[b];
-          const double* lx = &x_blk_[b];
+          const double* ly = y_blk(j, i);
+          const double* lx = x_blk(j, i);
           double tv[5];
           for_rows([&](auto m) __attribute__((always_inline)) {
             constexpr int M = decltype(m)::value;
@@ -675,18 +714,20 @@ void LuZone::ssor() {
       ++step;
       for (int q = lo; q < hi; ++q) {
         const int j = d.ny - 2 - q;
+        for (int i0 = 1; i0 < d.nx - 1; i0 += kRowLanes) {
+          const std::ptrdiff_t p = std::ptrdiff_t(d.at(i0, j, k));
+          diagonal(p, dia(j, i0));
+          jac_block<1>(w, rho, qs, p + 1, dtx2, dtx1, c.dx, jk, x_blk(j, i0));
+          jac_block<2>(w, rho, qs, p + py, dty2, dty1, c.dy, jk, y_blk(j, i0));
+          jac_block<3>(w, rho, qs, p + pz, dtz2, dtz1, c.dz, jk, z_blk(z_own, i0));
+        }
         for (int i = d.nx - 2; i >= 1; --i) {
-          const std::size_t p = d.at(i, j, k);
-          const std::size_t b = blk(j, i);
-          diagonal(p, dia(j, i));
-          { const std::size_t n = d.at(i + 1, j, k); jac_block<1>(u + 5 * n, rho[n], qs[n], dtx2, dtx1, c.dx, jk, &x_blk_[b]); }
-          { const std::size_t n = d.at(i, j + 1, k); jac_block<2>(u + 5 * n, rho[n], qs[n], dty2, dty1, c.dy, jk, &y_blk_[b]); }
-          double uz[kBlockEntries];
-          { const std::size_t n = d.at(i, j, k + 1); jac_block<3>(u + 5 * n, rho[n], qs[n], dtz2, dtz1, c.dz, jk, uz); }
-          const double* xz = v + 5 * p + plane5;
+          const double* xz = v + 5 * d.at(i, j, k) + plane5;
           double* tv = &tv_[5 * (std::size_t(j) * d.nxmax + i)];
           double r[5];
-          for_rows([&](auto m) __attribute__((always_inline)) { r[m] = block_row<3, decltype(m)::value>(uz, xz); });
+          for_rows([&](auto m) __attribute__((always_inline)) {
+            r[m] = block_row<3, decltype(m)::value>(z_blk(z_own, i), xz);
+          });
 #pragma GCC unroll 5
           for (int m = 0; m < 5; ++m) tv[m] = r[m];
         }
@@ -695,12 +736,11 @@ void LuZone::ssor() {
       for (int q = lo; q < hi; q += kSkewedRows) {
         skewed_rows(d.nx - 2, std::min(kSkewedRows, hi - q), [&](int ii, int rr) {
           const int i = d.nx - 2 - ii, j = d.ny - 2 - q - rr;
-          const std::size_t b = blk(j, i);
           double* x = v + 5 * d.at(i, j, k);
           const double* xy = x + row5;
           const double* xx = x + 5;
-          const double* uy = &y_blk_[b];
-          const double* ux = &x_blk_[b];
+          const double* uy = y_blk(j, i);
+          const double* ux = x_blk(j, i);
           const double* tz = &tv_[5 * (std::size_t(j) * d.nxmax + i)];
           // A local copy: written through tv_, every store could alias v and reload x's neighbours.
           double tv[5];

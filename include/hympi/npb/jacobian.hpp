@@ -22,10 +22,11 @@ struct JacobianConstants {
 
 /// Calls put(m, n, f, nv) once for every entry (m, n) of the flux Jacobians F (inviscid) and N
 /// (viscous) at one point for axis A (1=x, 2=y, 3=z: u[A] is the normal momentum); m and n are
-/// std::integral_constant<int, ...>, f and nv a double or Zero. `rho` = 1/u[0], `q` = kinetic
-/// energy per volume / rho (BT's qs), `square` = kinetic energy per volume.
-template <int A, class Put>
-[[gnu::always_inline]] inline void flux_jacobian_entries(const double* u, double rho, double q, double square,
+/// std::integral_constant<int, ...>, f and nv a T, a double (an entry the same at every point) or Zero.
+/// `rho` = 1/u[0], `q` = kinetic energy per volume / rho (BT's qs), `square` = kinetic energy per volume.
+/// T is double (one point) or a GCC vector of doubles (LU's lanes, one point each).
+template <int A, class T, class Put>
+[[gnu::always_inline]] inline void flux_jacobian_entries(const T* u, const T& rho, const T& q, const T& square,
                                                          const JacobianConstants& k, Put&& put) {
   using I0 = std::integral_constant<int, 0>;
   using IA = std::integral_constant<int, A>;
@@ -34,10 +35,10 @@ template <int A, class Put>
   using IT1 = std::integral_constant<int, A == 1 ? 2 : 1>;
   using IT2 = std::integral_constant<int, A == 3 ? 2 : 3>;
   constexpr Zero z{};
-  const double tmp1 = rho;
-  const double tmp2 = tmp1 * tmp1;
-  const double tmp3 = tmp1 * tmp2;
-  const double un = u[A];
+  const T tmp1 = rho;
+  const T tmp2 = tmp1 * tmp1;
+  const T tmp3 = tmp1 * tmp2;
+  const T un = u[A];
   const double cA = k.con43 * k.c3c4;
   const double cT = k.c3c4;
   const double coef[4] = {0.0, A == 1 ? cA : cT, A == 2 ? cA : cT, A == 3 ? cA : cT};
@@ -55,7 +56,7 @@ template <int A, class Put>
   put(IA{}, I4{}, k.c2, z);
   // Tangential momentum T (the other one is O).
   auto tangential = [&](auto t, auto o) __attribute__((always_inline)) {
-    const double ut = u[decltype(t)::value];
+    const T ut = u[decltype(t)::value];
     put(t, I0{}, -(ut * un) * tmp2, -cT * tmp2 * ut);
     put(t, IA{}, ut * tmp1, z);
     put(t, t, un * tmp1, cT * tmp1);
