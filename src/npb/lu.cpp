@@ -66,11 +66,13 @@ AxisConstants axis_constants(const LuConstants& c) {
   if constexpr (A == 3) return {c.tz1, c.tz2, c.tz3, c.dz};
 }
 
-// The residual and the forcing are computed kRowLanes points of a row at a time, one point per lane of a vector:
-// scalar, the row loop ran at ~275 cycles a point (class A, one thread, perf), its x, y and z terms chained
-// through five components that no compiler spreads over a register. The lanes read u from its copy in
-// components (derived_scalars writes it with 1/rho and q), so that one load fetches one component of kRowLanes
-// points. Eight doubles are one AVX-512 register; four one AVX2 register, where the build has no AVX-512.
+// The residual, the forcing and the sweeps' Jacobian blocks are computed kRowLanes points of a row at a time,
+// one point per lane of a vector. Scalar, they took ~275 (the residual) and ~200 (a sweep's blocks) cycles a
+// point (class A, one thread, perf and timers): a point's five components chained through the arithmetic,
+// which no compiler spreads over a register, while neighbouring points of a row are independent. The lanes read
+// u from its copy in components (derived_scalars writes it with 1/rho and q), so that one load fetches one
+// component of kRowLanes points. Eight doubles are one AVX-512 register; four one AVX2 register, where the build
+// has no AVX-512.
 #if defined(__AVX512F__)
 constexpr int kRowLanes = 8;
 #else
@@ -248,7 +250,7 @@ void add_operator(const LuConstants& c, const ZoneDims& d, const Components& w, 
     for (int j = 0; j < d.ny; ++j) {
       const std::size_t row = d.at(0, j, k);
       const bool boundary = k == 0 || k == d.nz - 1 || j == 0 || j == d.ny - 1;
-      if (minus != nullptr) {
+      if (minus != nullptr) {  // a boundary row's every point, an interior row's first and last
         for (int i = 0; i < d.nx; i += boundary ? 1 : d.nx - 1) {
 #pragma GCC unroll 5
           for (int m = 0; m < 5; ++m) out.at(row + i, m) = -minus[m * w.stride + row + i];
