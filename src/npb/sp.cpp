@@ -1,6 +1,7 @@
 #include "hympi/npb/sp.hpp"
 
 #include "hympi/core/error.hpp"
+#include "line_lanes.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -10,15 +11,7 @@ namespace hympi::npb {
 
 namespace {
 
-// Lines solved side by side, one per SIMD lane (four doubles fill an AVX2 register). The
-// elimination along one line is a single dependency chain through a division per point, so one
-// line at a time leaves the vector units idle; neighbouring lines are independent and do the same
-// arithmetic, so a group of them runs at the cost of one.
-constexpr int kLanes = 4;
-// Built without AVX (the sanitizer build has no -march), GCC warns that passing Lanes by value changes the ABI;
-// every function taking or returning Lanes is file-local and inlined, so no call crosses an ABI boundary.
-#pragma GCC diagnostic ignored "-Wpsabi"
-typedef double Lanes __attribute__((vector_size(kLanes * sizeof(double))));
+using namespace line_lanes;
 
 // Per-thread scratch for one group of lines, all [point][band or component] of Lanes: the three
 // pentadiagonal systems (components 1-3, u+c, u-c), the right-hand sides and the line scalars.
@@ -36,22 +29,6 @@ struct SpLines {
     spd.resize(sn);
   }
 };
-
-// Where each lane's line starts in a field; lanes past the group's last line repeat it, so they
-// compute (and store) the same values again instead of needing masks.
-struct LaneOffsets {
-  std::ptrdiff_t at[kLanes];
-};
-
-[[gnu::always_inline]] inline Lanes gather(const double* f, const LaneOffsets& o, std::ptrdiff_t q) {
-  Lanes v;
-  for (int l = 0; l < kLanes; ++l) v[l] = f[o.at[l] + q];
-  return v;
-}
-
-[[gnu::always_inline]] inline void scatter(double* f, const LaneOffsets& o, std::ptrdiff_t q, Lanes v) {
-  for (int l = 0; l < kLanes; ++l) f[o.at[l] + q] = v[l];
-}
 
 // std::max lane by lane (the second operand when the first is smaller, as std::max).
 [[gnu::always_inline]] inline Lanes lane_max(Lanes a, Lanes b) { return a < b ? b : a; }
@@ -131,8 +108,7 @@ void sp_lines(const CfdConstants& c, const SpFields& f, const LaneOffsets& o, in
     dtt1 = c.dttz1; dtt2 = c.dttz2; c2dtt1 = c.c2dttz1; da = c.dz4; db = c.dz5; dmax = c.dzmax; d1 = c.dz1;
     vel = f.ws;
   }
-  LaneOffsets o5;
-  for (int l = 0; l < kLanes; ++l) o5.at[l] = 5 * o.at[l];
+  const LaneOffsets o5 = interleaved(o);
   Lanes* r = w.r.data();
   Lanes* rhon = w.rhon.data();
   Lanes* cv = w.cv.data();
@@ -254,14 +230,6 @@ void sp_lines(const CfdConstants& c, const SpFields& f, const LaneOffsets& o, in
     }
     for (int m = 0; m < 5; ++m) scatter(f.rhs, o5, 5 * q + m, rp[m]);
   }
-}
-
-// Offsets of the group of lines starting at line `first` of `count` (0-based), each lane
-// `lane_stride` points after the previous, from point `base` of the first line.
-LaneOffsets group_offsets(std::size_t base, int first, int count, std::ptrdiff_t lane_stride) {
-  LaneOffsets o;
-  for (int l = 0; l < kLanes; ++l) o.at[l] = std::ptrdiff_t(base) + std::min(first + l, count - 1) * lane_stride;
-  return o;
 }
 
 }  // namespace

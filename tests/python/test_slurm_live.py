@@ -25,9 +25,11 @@ HYMPI = forkcli.command([])
 # rb3d at 16^3 verifies in milliseconds; 1x1 and 2x1 fit the 2-core allocation every test asks for.
 SWEEP = ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--no-warmup", "--seed", "7", "--launcher", "slurm"]
 APP_ARGS = ["--", "--size", "16"]
-# Runs long enough (~0.5 s of iterations after MPI start-up on a fast machine) that the app is still running when a
-# test, having seen its processes, holds it (_hold_app); short enough for the runs a test lets finish.
-LONG_ARGS = [*APP_ARGS, "--iterations", "10000"]
+# Runs long enough (~1.2 s of iterations after MPI start-up on the 2-core Zen 4 VM, idle) that the app is still
+# running when a test, having seen its processes, holds it (_hold_app): 10000 iterations (0.23 s) were outrun once
+# by four test workers on two cores, which delayed the test's Slurm queries until the app had ended; short enough
+# for the runs a test lets finish. One residual per 1000 iterations keeps the result line short.
+LONG_ARGS = [*APP_ARGS, "--iterations", "50000", "--residual-every", "1000"]
 
 
 def _two_cpus(cluster: SlurmCluster) -> None:

@@ -8,8 +8,11 @@
 
 namespace hympi::npb {
 
-/// 5x5 row-major block.
-using Block = double[5][5];
+/// 5x5 row-major block of T: double (one point), or a GCC vector of doubles (BT's lines side by side, one per
+/// lane).
+template <class T>
+using BlockOf = T[5][5];
+using Block = BlockOf<double>;
 
 /// A structurally zero entry of a flux Jacobian. It is a type, not 0.0, so a consumer that
 /// combines F and N (LU's jacld/jacu) drops the terms of zero entries at compile time.
@@ -75,23 +78,34 @@ template <int A, class T, class Put>
   put(I4{}, I4{}, k.c1 * un * tmp1, k.c1345 * tmp1);
 }
 
-/// A Jacobian entry as a number: a structural zero is 0.0.
-[[gnu::always_inline]] inline double entry_value(double v) { return v; }
-[[gnu::always_inline]] inline double entry_value(Zero) { return 0.0; }
+/// Sets a block entry to a Jacobian entry: a structural zero is 0, an entry the same at every point (a double)
+/// goes to every lane.
+template <class T, class V>
+[[gnu::always_inline]] inline void set_entry(T& e, const V& v) {
+  if constexpr (std::is_same_v<V, Zero>) {
+    e = T{};
+  } else if constexpr (std::is_same_v<V, T>) {
+    e = v;
+  } else {
+    e = T{} + v;
+  }
+}
 
-/// Fills F and N at one point for axis A, as BT's x/y/z_solve use them (see flux_jacobian_entries).
-template <int A>
-[[gnu::always_inline]] inline void flux_jacobians(const double* u, double rho, double q, double square,
-                                                  const JacobianConstants& k, Block& F, Block& N) {
-  auto put = [&](auto m, auto n, auto f, auto nv) __attribute__((always_inline)) {
-    F[decltype(m)::value][decltype(n)::value] = entry_value(f);
-    N[decltype(m)::value][decltype(n)::value] = entry_value(nv);
+/// Fills F and N at one point (or at each lane's) for axis A, as BT's x/y/z_solve use them (see
+/// flux_jacobian_entries).
+template <int A, class T>
+[[gnu::always_inline]] inline void flux_jacobians(const T* u, const T& rho, const T& q, const T& square,
+                                                  const JacobianConstants& k, BlockOf<T>& F, BlockOf<T>& N) {
+  auto put = [&](auto m, auto n, const auto& f, const auto& nv) __attribute__((always_inline)) {
+    set_entry(F[decltype(m)::value][decltype(n)::value], f);
+    set_entry(N[decltype(m)::value][decltype(n)::value], nv);
   };
   flux_jacobian_entries<A>(u, rho, q, square, k, put);
 }
 
 /// b -= A v.
-[[gnu::always_inline]] inline void matvec_sub(const Block& A, const double* v, double* b) {
+template <class T>
+[[gnu::always_inline]] inline void matvec_sub(const BlockOf<T>& A, const T* v, T* b) {
   #pragma GCC unroll 5
   for (int m = 0; m < 5; ++m) {
     b[m] = b[m] - A[m][0] * v[0] - A[m][1] * v[1] - A[m][2] * v[2] - A[m][3] * v[3] - A[m][4] * v[4];
@@ -99,7 +113,8 @@ template <int A>
 }
 
 /// C -= A B.
-[[gnu::always_inline]] inline void matmul_sub(const Block& A, const Block& B, Block& C) {
+template <class T>
+[[gnu::always_inline]] inline void matmul_sub(const BlockOf<T>& A, const BlockOf<T>& B, BlockOf<T>& C) {
   #pragma GCC unroll 5
   for (int n = 0; n < 5; ++n) {
     #pragma GCC unroll 5
@@ -111,10 +126,11 @@ template <int A>
 }
 
 /// Gauss-Jordan without pivoting: C <- B^-1 C, r <- B^-1 r (B is destroyed).
-[[gnu::always_inline]] inline void binvcrhs(Block& B, Block& C, double* r) {
+template <class T>
+[[gnu::always_inline]] inline void binvcrhs(BlockOf<T>& B, BlockOf<T>& C, T* r) {
   #pragma GCC unroll 5
   for (int p = 0; p < 5; ++p) {
-    const double pivot = 1.0 / B[p][p];
+    const T pivot = 1.0 / B[p][p];
     #pragma GCC unroll 5
     for (int q = p + 1; q < 5; ++q) B[p][q] *= pivot;
     #pragma GCC unroll 5
@@ -123,7 +139,7 @@ template <int A>
     #pragma GCC unroll 5
     for (int row = 0; row < 5; ++row) {
       if (row == p) continue;
-      const double coeff = B[row][p];
+      const T coeff = B[row][p];
       #pragma GCC unroll 5
       for (int q = p + 1; q < 5; ++q) B[row][q] -= coeff * B[p][q];
       #pragma GCC unroll 5
