@@ -12,7 +12,6 @@ namespace hympi::npb {
 /// lane).
 template <class T>
 using BlockOf = T[5][5];
-using Block = BlockOf<double>;
 
 /// A structurally zero entry of a flux Jacobian. It is a type, not 0.0, so a consumer that
 /// combines F and N (LU's jacld/jacu) drops the terms of zero entries at compile time.
@@ -27,7 +26,7 @@ struct JacobianConstants {
 /// (viscous) at one point for axis A (1=x, 2=y, 3=z: u[A] is the normal momentum); m and n are
 /// std::integral_constant<int, ...>, f and nv a T, a double (an entry the same at every point) or Zero.
 /// `rho` = 1/u[0], `q` = kinetic energy per volume / rho (BT's qs), `square` = kinetic energy per volume.
-/// T is double (one point) or a GCC vector of doubles (LU's lanes, one point each).
+/// T is double (one point) or a GCC vector of doubles (LU's and BT's lanes, one point or line each).
 template <int A, class T, class Put>
 [[gnu::always_inline]] inline void flux_jacobian_entries(const T* u, const T& rho, const T& q, const T& square,
                                                          const JacobianConstants& k, Put&& put) {

@@ -54,8 +54,9 @@ class LuZone final : public ZoneSolver {
   // forcing and a copy of u in components, for the residual's vector lanes (lu.cpp); 1/rho and q.
   std::vector<double> u_, rsd_, frct_, qs_, rho_i_, u_components_;
   std::vector<double> x_weights_;  // the x dissipation's five weights at each point of a row
-  // One k-plane of blocks, [ny][nxmax][...]: the x and y neighbour blocks without their
-  // structural zeros and the lower-triangular diagonal (the z block is used where it is built).
+  // One k-plane of blocks, grouped by the lanes that make them (lane_slot in lu.cpp): the x and y
+  // neighbour blocks without their structural zeros and the lower-triangular diagonal (the z
+  // block is used by its row only, where it is built).
   std::vector<double> x_blk_, y_blk_, d_blk_;
   std::vector<double> tv_;                     // [ny][nxmax][5]
   std::array<double, 5> rsdnm_{};
