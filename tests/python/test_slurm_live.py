@@ -17,6 +17,7 @@ import forkcli
 import skips
 import slurmcluster
 import userprograms
+from hympi.paths import app_dirs
 from hympi.store import Store
 from hympi.store.db import Run
 from slurmcluster import SlurmCluster
@@ -25,11 +26,6 @@ HYMPI = forkcli.command([])
 # rb3d at 16^3 verifies in milliseconds; 1x1 and 2x1 fit the 2-core allocation every test asks for.
 SWEEP = ["sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--no-warmup", "--seed", "7", "--launcher", "slurm"]
 APP_ARGS = ["--", "--size", "16"]
-# Runs long enough (~1.2 s of iterations after MPI start-up on the 2-core Zen 4 VM, idle) that the app is still
-# running when a test, having seen its processes, holds it (_hold_app): 10000 iterations (0.23 s) were outrun once
-# by four test workers on two cores, which delayed the test's Slurm queries until the app had ended; short enough
-# for the runs a test lets finish. One residual per 1000 iterations keeps the result line short.
-LONG_ARGS = [*APP_ARGS, "--iterations", "50000", "--residual-every", "1000"]
 
 
 def _two_cpus(cluster: SlurmCluster) -> None:
@@ -105,32 +101,42 @@ def _proc_state(pid: int) -> str:
         return "gone"
 
 
-def _hold_app(cluster: SlurmCluster, proc: subprocess.Popen[str], step: str, timeout: float = 60) -> None:
-    """Waits until Slurm runs `step` and every one of its tasks runs the app, then stops (SIGSTOP) those app
-    processes and waits until each is stopped: from then on the app cannot finish, so a cancel of the step lands
-    on an app still in its run however fast or busy the machine (Slurm's cancel kills stopped processes too). The
-    one moment left to chance, from seeing the app's processes to stopping them, its iterations (LONG_ARGS) outlast
-    many times over; should they not, the test fails saying so rather than cancelling a finished step."""
+def _holding_app_dirs(tmp_path: Path, hold: Path) -> Path:
+    """A bin directory of hympi's apps (and its lib beside it) in which hympi-rb3d, started as a task of a Slurm step
+    while the file `hold` exists, stops itself (SIGSTOP) before it execs the app: a test can then cancel a step whose
+    app cannot have ended, on a fast idle machine as on a slow busy one, with no race to catch the app mid-run
+    (a held run of 0.23 s was once outrun by four test workers on two cores). Anywhere else (the sweep's checks
+    before it launches, or once `hold` is gone) it is the app itself."""
+    real = app_dirs()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for binary in real.bin.iterdir():
+        (bin_dir / binary.name).symlink_to(binary)
+    (tmp_path / "lib").symlink_to(real.lib)
+    wrapper = bin_dir / "hympi-rb3d"
+    wrapper.unlink()
+    wrapper.write_text(f"""#!/bin/sh
+if [ -n "${{SLURM_STEP_ID:-}}" ] && [ -e '{hold}' ]; then kill -STOP $$; fi
+exec '{real.bin / "hympi-rb3d"}' "$@"
+""")
+    wrapper.chmod(0o755)
+    return bin_dir
+
+
+def _held_app(cluster: SlurmCluster, proc: subprocess.Popen[str], step: str, timeout: float = 60) -> list[int]:
+    """Waits until Slurm runs `step` and every one of its tasks is the holding hympi-rb3d (_holding_app_dirs),
+    stopped before the app; returns their pids."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        assert proc.poll() is None, f"the sweep ended before step {step} could be held: {proc.communicate()}"
+        assert proc.poll() is None, f"the sweep ended before step {step} was held: {proc.communicate()}"
         fields = _step_fields(cluster, step)
-        assert fields, f"step {step} ended before its app could be held: make its run longer"
+        assert fields, f"step {step} ended before its tasks were held"
         pids = _app_pids(cluster, step) if fields.get("State") == "RUNNING" else []
-        if len(pids) == int(fields["Tasks"]):
-            break
+        stopped = (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP)
+        if len(pids) == int(fields["Tasks"]) and all(_proc_state(pid) in stopped for pid in pids):
+            return pids
         time.sleep(0.02)
-    else:
-        raise AssertionError(f"step {step}: its tasks did not all run the app within {timeout} s")
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGSTOP)
-        except ProcessLookupError:
-            raise AssertionError(f"step {step}'s app ended before it could be held: make its run longer") from None
-    while any(_proc_state(pid) not in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP) for pid in pids):
-        assert time.monotonic() < deadline, f"step {step}'s app was not stopped: {[_proc_state(p) for p in pids]}"
-        assert all(_proc_state(pid) != "gone" for pid in pids), f"step {step}'s app ended before it was stopped"
-        time.sleep(0.01)
+    raise AssertionError(f"step {step}: its tasks were not all held within {timeout} s")
 
 
 def test_sweep_inside_an_allocation_runs_each_layout_as_one_srun_step(slurm_cluster: SlurmCluster, tmp_path: Path):
@@ -196,16 +202,22 @@ def test_cancelled_step_is_kept_as_an_attempt_cancelled_allocation_stops_and_res
         slurm_cluster: SlurmCluster, tmp_path: Path) -> None:
     _two_cpus(slurm_cluster)
     db = tmp_path / "r.db"
-    # Two rounds of two layouts. Each step is cancelled only once its app is held mid-run (_hold_app), so the cancel
-    # lands on an app that is still computing on a fast idle machine as on a slow busy one.
-    args = [*SWEEP, "--repeat", "2", "--db", str(db), *LONG_ARGS]
+    hold = tmp_path / "hold"
+    hold.touch()
+    env = {**slurm_cluster.env(), "HYMPI_BIN_DIR": str(_holding_app_dirs(tmp_path, hold))}
+    # Two rounds of two layouts. Every step's app holds before it starts (_holding_app_dirs): the first step is
+    # cancelled held, the second let go to its end, the third held until the allocation is cancelled.
+    args = [*SWEEP, "--repeat", "2", "--db", str(db), *APP_ARGS]
     with subprocess.Popen(_salloc(slurm_cluster, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          env=slurm_cluster.env(), cwd=tmp_path) as proc:
+                          env=env, cwd=tmp_path) as proc:
         first = _wait_for_step(slurm_cluster, proc, 0)
-        _hold_app(slurm_cluster, proc, first)
+        _held_app(slurm_cluster, proc, first)
         assert slurm_cluster.slurm("scancel", first).returncode == 0
-        third = _wait_for_step(slurm_cluster, proc, 2)  # step 1 ran after the cancelled one; step 2 runs now
-        _hold_app(slurm_cluster, proc, third)  # so it cannot finish, and be recorded, before the allocation ends
+        second = _wait_for_step(slurm_cluster, proc, 1)
+        for pid in _held_app(slurm_cluster, proc, second):
+            os.kill(pid, signal.SIGCONT)
+        third = _wait_for_step(slurm_cluster, proc, 2)
+        _held_app(slurm_cluster, proc, third)
         job = first.split(".")[0]
         assert slurm_cluster.slurm("scancel", job).returncode == 0
         out, err = proc.communicate(timeout=60)
@@ -227,9 +239,9 @@ def test_cancelled_step_is_kept_as_an_attempt_cancelled_allocation_stops_and_res
         assert "srun: Job step aborted: Waiting up to" in tail, tail
         assert f"hympi: Slurm ended the launch: a step of job {job} (srun: Job step aborted)" in tail, tail
 
-    proc2 = subprocess.run(_salloc(slurm_cluster, *SWEEP, "--repeat", "2", "--resume", "--db", str(db), *LONG_ARGS),
-                           capture_output=True, text=True, env=slurm_cluster.env(), cwd=tmp_path, timeout=180,
-                           check=False)
+    hold.unlink()  # the resumed sweep's apps run straight through
+    proc2 = subprocess.run(_salloc(slurm_cluster, *SWEEP, "--repeat", "2", "--resume", "--db", str(db), *APP_ARGS),
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=180, check=False)
     # The resumed sweep runs the cancelled step's layout again, with the two never finished, and ends finished.
     assert proc2.returncode == 0, proc2.stdout + proc2.stderr
     assert "resuming sweep 1" in proc2.stdout and "1 already recorded" in proc2.stdout, proc2.stdout

@@ -3,39 +3,12 @@ lines are identical for every layout and overlap strategy, and bad input exits 2
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 
 import skips
-
-REPO = Path(__file__).resolve().parents[2]
-BIN = REPO / "build" / "bin"
-MPIRUN = shutil.which("mpirun")
+from mpiapps import one_error_line, record, run, run_single
 
 pytestmark = skips.needs_apps("hympi-spmv3d")
-
-
-def run(binary: str, ranks: int, threads: int, *args: str) -> subprocess.CompletedProcess:
-    """Runs `binary ARGS` on `ranks` x `threads` (unbound: the test machine is oversubscribed)."""
-    assert MPIRUN is not None
-    cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none", "-np", str(ranks)]
-    if os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
-    cmd += ["-x", f"OMP_NUM_THREADS={threads}", str(BIN / binary), "--bind", "none", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
-
-
-def record(proc: subprocess.CompletedProcess) -> dict:
-    """The one HYMPI_RESULT record of a successful run."""
-    assert proc.returncode == 0, proc.stderr
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("HYMPI_RESULT ")]
-    assert len(lines) == 1, proc.stdout
-    return json.loads(lines[0][len("HYMPI_RESULT ") :])
 
 
 # (ranks, threads, strategy, extra args): odd rank counts give uneven blocks of the 13x10x9 grid.
@@ -96,8 +69,7 @@ def test_csr_history_is_layout_independent_and_reference_verification_passes():
 
 def test_a_failed_verification_says_what_failed():
     # Five CG iterations cannot reach the manufactured solution: exit 1, and the line says why.
-    proc = run("hympi-spmv3d", 2, 1, "--global", "12", "12", "12", "--cg-iterations", "5", "--reps", "1",
-               "--min-time", "0")
+    proc = run("hympi-spmv3d", 2, 1, "--global", "12", "12", "12", "--cg-iterations", "5", "--reps", "1")
     assert proc.returncode == 1, proc.stderr
     assert "verification (reference): FAILED: CG stopped after 5 iterations, not converged, error " in proc.stdout, \
         proc.stdout
@@ -186,16 +158,4 @@ def test_bulk_reports_the_comm_thread_model():
     ],
 )
 def test_bad_input_exits_2_with_one_line(binary, args, needle):
-    # Singleton runs (no mpirun, whose own exit banner would add lines) with one thread.
-    proc = subprocess.run(
-        [str(BIN / binary), "--bind", "none", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-        check=False,
-    )
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert needle in lines[0]
+    assert needle in one_error_line(run_single(binary, *args), 2)
