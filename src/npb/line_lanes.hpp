@@ -12,7 +12,8 @@ namespace line_lanes {
 // Four doubles fill an AVX2 register.
 constexpr int kLanes = 4;
 // Built without AVX (the sanitizer build has no -march), GCC warns that passing Lanes by value changes the ABI;
-// every function taking or returning Lanes is file-local and inlined, so no call crosses an ABI boundary.
+// every function taking or returning Lanes is always inlined (here, and file-local in sp.cpp and bt.cpp), so no
+// call crosses an ABI boundary.
 #pragma GCC diagnostic ignored "-Wpsabi"
 typedef double Lanes __attribute__((vector_size(kLanes * sizeof(double))));
 
