@@ -22,6 +22,7 @@ SCRIPTS = {
     "npb-mz": (("bash", str(REPO / "bench/npb-mz/run.sh")), None, "run.sh: "),
     "osu": (("bash", str(REPO / "bench/osu/run.sh")), None, "run.sh: "),
     "tune": ((sys.executable, str(REPO / "bench/tune/run.py")), "--work", "bench: "),
+    "vm": ((sys.executable, str(REPO / "bench/vm/run.py")), None, "run.py: "),
 }
 # Set in the caller's environment, these would change what the scripts check.
 SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT", "NPB_REF_BIN")
@@ -58,6 +59,15 @@ SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT", "NPB_REF_BIN")
         ("tune", ["--parts", "lopo,foo"], {}, "--parts: unknown part 'foo'"),
         ("tune", ["--lopo-repeat", "0"], {}, "--lopo-repeat: must be >= 1, got 0"),
         ("tune", ["--recheck-pairs", "-1"], {}, "--recheck-pairs: must be >= 0, got -1"),
+        ("vm", [], {}, "--command: no command given"),
+        ("vm", ["--command", "lu"], {}, "'lu' is not LABEL=COMMAND"),
+        ("vm", ["--command", "a=OMP_NUM_THREADS=2"], {}, "'a=OMP_NUM_THREADS=2' has no program"),
+        ("vm", ["--command", "a=no-such-program-here --x"], {}, "'no-such-program-here' is not a program"),
+        ("vm", ["--command", "a=true", "--command", "a=false"], {}, "a label is given twice (a, a)"),
+        ("vm", ["--command", "a=true", "--runs", "0"], {}, "--runs: must be >= 1, got 0"),
+        ("vm", ["--command", "a=true", "--pus", "0,0"], {}, "'0,0' is not two different PU numbers A,B"),
+        ("vm", ["--command", "a=true", "--pus", "0,4096"], {}, "PU 4096 is not one this process may run on"),
+        ("vm", ["--command", "a=true", "--far-ns", "nan"], {}, "--far-ns: must be a number of ns > 0, got nan"),
     ],
 )
 def test_bench_script_rejects_bad_values(tmp_path: Path, script: str, args: list[str], env: dict[str, str],
