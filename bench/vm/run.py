@@ -4,14 +4,18 @@ alternating, while bench/vm/round_trip.c samples how long a cache line takes fro
 
 Usage: .venv/bin/python bench/vm/run.py --command 'hympi=OMP_NUM_THREADS=2 mpirun -np 1 build/bin/hympi-lu-mz
        --class A' [--command 'LABEL=COMMAND' ...] [--runs 8] [--pus 0,1] [--far-ns 150] [--interval-ms 100]
+       [--time-pattern REGEX]
 
 A command's leading NAME=VALUE words set its environment, as in a shell; the rest is its argument list (no shell).
 On bare metal the round trip between two cores stays put. On a VM the host may run the two virtual CPUs on cores
 that share a cache (a round trip of ~55 ns on the Zen 4 VM) or on different dies (260-320 ns), and switch between
-the two within seconds. Printed: each run's wall time beside the share of its samples that were far (a round trip
-above --far-ns), then per command the runs that were near throughout (share <= 0.05) against those far for a
-quarter of their time or more, as far / near with a 95 % bootstrap interval of the ratio of medians
-(hympi.stats.compare.ratio_ci). docs/performance.md, "LU-MZ's slow mode", has what it found.
+the two within seconds. A run's time is its wall time, or with --time-pattern the number the pattern's first group
+matches in its output (e.g. '"time_s":([0-9.eE+-]+)' for a hympi app's own time). Printed: each run's time beside
+the share of its samples that were far (a round trip above --far-ns); then per command the runs that were near
+throughout (share <= 0.05) against those far for a quarter of their time or more, as far / near; and every command
+against the first in near runs only and in far runs only, each with a 95 % bootstrap interval of the ratio of
+medians (hympi.stats.compare.ratio_ci).
+docs/performance.md, "LU-MZ's slow mode", has what it found.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import shlex
 import shutil
 import statistics
@@ -54,8 +59,8 @@ class Run:
     label: str
     start: float  # time.monotonic(), the clock round_trip prints
     end: float
-    wall_s: float
-    status: str  # "ok", "failed (exit N)" or "timed out"
+    time_s: float  # the wall time, or the time --time-pattern found in the output (nan without one)
+    status: str  # "ok", "failed (exit N)", "timed out" or "no time in its output"
 
 
 def parse_command(text: str) -> Command:
@@ -109,16 +114,25 @@ def build_probe(directory: Path) -> Path:
     return binary
 
 
-def run_once(command: Command, timeout: float) -> Run:
+def run_once(command: Command, timeout: float, pattern: re.Pattern[str] | None) -> Run:
     start = time.monotonic()
+    output = ""
     try:
-        done = subprocess.run(command.argv, env={**os.environ, **command.env}, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=timeout, check=False)
+        done = subprocess.run(command.argv, env={**os.environ, **command.env},
+                              stdout=subprocess.PIPE if pattern else subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              text=True, errors="replace", timeout=timeout, check=False)
         status = "ok" if done.returncode == 0 else f"failed (exit {done.returncode})"
+        output = done.stdout or ""
     except subprocess.TimeoutExpired:
         status = "timed out"
     end = time.monotonic()
-    return Run(label=command.label, start=start, end=end, wall_s=end - start, status=status)
+    seconds = end - start
+    if pattern is not None:
+        match = pattern.search(output)
+        seconds = float(match.group(1)) if match else math.nan
+        if status == "ok" and not (match and math.isfinite(seconds) and seconds > 0):
+            status = "no time in its output"
+    return Run(label=command.label, start=start, end=end, time_s=seconds, status=status)
 
 
 def read_samples(path: Path) -> list[tuple[float, float]]:
@@ -149,11 +163,13 @@ def far_share(run: Run, samples: list[tuple[float, float]], far_ns: float) -> tu
     return len(during), sum(ns > far_ns for ns in during) / len(during), statistics.median(during)
 
 
-def verdict(near: list[float], far: list[float]) -> str:
-    if len(near) < MIN_SAMPLES or len(far) < MIN_SAMPLES:
-        return f"not compared ({len(near)} near, {len(far)} far runs; {MIN_SAMPLES} of each needed)"
-    # ratio_ci compares rates; a time's inverse keeps "far / near" reading as "how much longer".
-    ratio, low, high = ratio_ci([1.0 / t for t in near], [1.0 / t for t in far])
+def as_long(base: list[float], other: list[float], names: tuple[str, str]) -> str:
+    """How much longer the runs `other` took than the runs `base` (seconds), with the interval; or why not."""
+    if len(base) < MIN_SAMPLES or len(other) < MIN_SAMPLES:
+        return (f"not compared ({len(base)} {names[0]}, {len(other)} {names[1]} runs; {MIN_SAMPLES} of each "
+                f"needed)")
+    # ratio_ci compares rates; a time's inverse keeps the ratio reading as "how much longer".
+    ratio, low, high = ratio_ci([1.0 / t for t in base], [1.0 / t for t in other])
     return f"{ratio:.2f}x as long [95 % CI {low:.2f}, {high:.2f}]"
 
 
@@ -166,6 +182,8 @@ def main() -> int:
     parser.add_argument("--far-ns", type=float, default=150.0, help="a round trip above this is far (default 150)")
     parser.add_argument("--interval-ms", type=int, default=100, help="between samples (default 100)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a run may take (default 600)")
+    parser.add_argument("--time-pattern", default=None, metavar="REGEX",
+                        help="take a run's time from its output: the first group of the first match (default: wall)")
     args = parser.parse_args()
     if not args.command:
         reject("--command", "no command given")
@@ -178,6 +196,14 @@ def main() -> int:
     if not (math.isfinite(args.far_ns) and args.far_ns > 0):
         reject("--far-ns", f"must be a number of ns > 0, got {args.far_ns}")
     pus = parse_pus(args.pus if args.pus is not None else default_pus())
+    pattern = None
+    if args.time_pattern is not None:
+        try:
+            pattern = re.compile(args.time_pattern)
+        except re.error as error:
+            reject("--time-pattern", f"'{args.time_pattern}' is not a regular expression: {error}")
+        if pattern.groups < 1:
+            reject("--time-pattern", f"'{args.time_pattern}' has no group to take the time from")
 
     with tempfile.TemporaryDirectory(prefix="hympi-vm-bench-") as work:
         probe = build_probe(Path(work))
@@ -191,7 +217,7 @@ def main() -> int:
                 runs = []
                 for round_no in range(args.runs):
                     for command in (commands if round_no % 2 == 0 else commands[::-1]):
-                        runs.append(run_once(command, args.timeout))
+                        runs.append(run_once(command, args.timeout, pattern))
                 wait_for_sample(samples_path, after=runs[-1].end)
             finally:
                 monitor.terminate()
@@ -200,20 +226,31 @@ def main() -> int:
 
     print(f"PUs {pus[0]} and {pus[1]}, a sample every {args.interval_ms} ms, far above {args.far_ns:g} ns")
     print()
-    print("| command | run | status | wall s | samples | far share | median round trip ns |")
+    print(f"| command | run | status | {'time' if pattern else 'wall'} s | samples | far share | "
+          "median round trip ns |")
     print("|---|---|---|---|---|---|---|")
     shares = {}
     for index, run in enumerate(runs):
         count, share, median = far_share(run, samples, args.far_ns)
         shares[index] = share
-        print(f"| {run.label} | {index // len(commands) + 1} | {run.status} | {run.wall_s:.2f} | {count} | "
+        print(f"| {run.label} | {index // len(commands) + 1} | {run.status} | {run.time_s:.2f} | {count} | "
               f"{share:.2f} | {median:.0f} |")
     print()
+    # The times of each command's ok runs in each state.
+    times: dict[tuple[str, str], list[float]] = {}
+    for index, run in enumerate(runs):
+        if run.status == "ok":
+            state = "near" if shares[index] <= NEAR_RUN else "far" if shares[index] >= FAR_RUN else "mixed"
+            times.setdefault((run.label, state), []).append(run.time_s)
     for label in labels:
-        mine = [(run, shares[index]) for index, run in enumerate(runs) if run.label == label and run.status == "ok"]
-        near = [run.wall_s for run, share in mine if share <= NEAR_RUN]
-        far = [run.wall_s for run, share in mine if share >= FAR_RUN]
-        print(f"{label}: far / near: {verdict(near, far)}")
+        print(f"{label}: far / near: "
+              f"{as_long(times.get((label, 'near'), []), times.get((label, 'far'), []), ('near', 'far'))}")
+    # Each command against the first, in runs of one state only: the host's placement is then the same on both
+    # sides of the ratio.
+    for state in ("near", "far"):
+        for label in labels[1:]:
+            print(f"{state} runs: {label} / {labels[0]}: "
+                  f"{as_long(times.get((labels[0], state), []), times.get((label, state), []), (labels[0], label))}")
     return 0
 
 

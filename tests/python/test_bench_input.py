@@ -68,6 +68,8 @@ SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT", "NPB_REF_BIN")
         ("vm", ["--command", "a=true", "--pus", "0,0"], {}, "'0,0' is not two different PU numbers A,B"),
         ("vm", ["--command", "a=true", "--pus", "0,4096"], {}, "PU 4096 is not one this process may run on"),
         ("vm", ["--command", "a=true", "--far-ns", "nan"], {}, "--far-ns: must be a number of ns > 0, got nan"),
+        ("vm", ["--command", "a=true", "--time-pattern", "time("], {}, "'time(' is not a regular expression"),
+        ("vm", ["--command", "a=true", "--time-pattern", "time_s"], {}, "'time_s' has no group to take the time"),
     ],
 )
 def test_bench_script_rejects_bad_values(tmp_path: Path, script: str, args: list[str], env: dict[str, str],

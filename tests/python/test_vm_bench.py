@@ -30,3 +30,29 @@ def test_vm_bench_tables_every_run_with_the_samples_taken_during_it() -> None:
     # Two runs cannot be two near and two far ones: no ratio without runs on both sides.
     assert "slow: far / near: not compared (" in proc.stdout
     assert "fails: far / near: not compared (0 near, 0 far runs" in proc.stdout
+
+
+def test_vm_bench_compares_each_command_with_the_first_within_one_state() -> None:
+    # With the threshold out of reach every sample is near, so every run is a near one whatever the host does.
+    proc = subprocess.run([sys.executable, str(REPO / "bench/vm/run.py"), "--runs", "2", "--far-ns", "1e9",
+                           "--command", "short=sleep 0.3", "--command", "long=sleep 0.9"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "short: far / near: not compared (2 near, 0 far runs" in proc.stdout
+    (line,) = [line for line in proc.stdout.splitlines() if line.startswith("near runs: long / short: ")]
+    # Three times the sleep: the ratio reads "how much longer", not its inverse.
+    ratio = float(line.split(": ")[2].split("x as long")[0])
+    assert 1.8 < ratio < 3.5, line
+    assert "far runs: long / short: not compared (0 short, 0 long runs" in proc.stdout
+
+
+def test_vm_bench_takes_each_time_from_the_output_when_told_how() -> None:
+    proc = subprocess.run([sys.executable, str(REPO / "bench/vm/run.py"), "--runs", "1",
+                           "--time-pattern", r"took ([0-9.]+) s",
+                           "--command", "timed=echo took 1.25 s", "--command", "silent=echo nothing"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in proc.stdout.splitlines()
+            if line.startswith(("| timed", "| silent"))]
+    assert [row[:4] for row in rows] == [["timed", "1", "ok", "1.25"], ["silent", "1", "no time in its output", "nan"]]
+    assert "| command | run | status | time s |" in proc.stdout
