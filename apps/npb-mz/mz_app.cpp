@@ -35,6 +35,10 @@ void MzApp::add_options(hympi::OptionSet& cli) {
       .show_default();
   cli.add("--layout-seed", layout_seed_, "seed of --data-layout random (which page goes where)")
       .show_default();
+  cli.add("--thread-work", thread_work_,
+          "what a rank's threads share: loops (each zone's loops in turn, as the reference) or zones (each thread "
+          "solves whole zones; needs --data-layout first-touch)")
+      .show_default();
   cli.add("--data", data_file_,
           "verification file (default: DATA_DIR/npb-mz/verification.json; config data_dir, env HYMPI_DATA_DIR)");
 }
@@ -71,6 +75,7 @@ void MzApp::validate(const Layout& layout) const {
     throw InvalidArgument("--data-layout " + data_layout_ + ": lu-mz has first-touch only (bt-mz and sp-mz have "
                           "every layout)");
   }
+  check_thread_work(parse_thread_work(thread_work_), data_layout);
   if (max_threads_ < 0) throw InvalidArgument("--max-threads must be >= 0, got " + std::to_string(max_threads_));
   // 0 stands for "the class's count" inside; given on the command line it would be silently ignored.
   if (iterations_option_->given() && iterations_ < 1)
@@ -148,6 +153,7 @@ ResultRecord MzApp::run(AppContext& ctx) {
   mo.perturb = perturb_;
   mo.layout.layout = parse_data_layout(data_layout_);
   mo.layout.seed = static_cast<std::uint64_t>(layout_seed_);
+  mo.thread_work = parse_thread_work(thread_work_);
   mo.layout.locations = locality::parse_num_locs(num_locs_);
   mo.topology = &ctx.topology;
   mo.measure_placement = ctx.topology.is_this_system();

@@ -60,6 +60,7 @@ class MzApp final : public AppDefinition {
   std::vector<int> split_table_;
   std::string data_file_;
   std::string data_layout_ = "first-touch";
+  std::string thread_work_ = "loops";
   long long layout_seed_ = static_cast<long long>(kDefaultLayoutSeed);
   std::string num_locs_;  ///< HYMPI_NUM_LOCS / num_locs: the locations of the data layouts
   std::optional<hympi::Option> iterations_option_;

@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <memory>
 #include <optional>
@@ -19,10 +20,55 @@ namespace hympi::npb {
 namespace {
 // LU-MZ's SSOR relaxation factor (omega_default of the reference).
 constexpr double kLuOmega = 1.2;
+
+using Zones = std::vector<std::unique_ptr<ZoneSolver>>;
+
+// The order zones are handed to threads with ThreadWork::zones: the most points first, so that the static
+// round-robin below gives every thread a share close to the mean; ties in the rank's order.
+std::vector<std::size_t> zones_by_size(const ZoneGrid& grid, const std::vector<int>& ids) {
+  std::vector<std::size_t> order(ids.size());
+  for (std::size_t l = 0; l < order.size(); ++l) order[l] = l;
+  auto points = [&](std::size_t l) {
+    const Zone& z = grid.zone(ids[l]);
+    return std::size_t(z.nx) * z.ny * z.nz;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return points(a) > points(b); });
+  return order;
+}
+
+// Calls work(zone) for every zone of the rank: one zone after another, the team inside each (loops), or one zone
+// per thread at a time (zones). With zones the same thread gets the same zones every call (a static schedule over
+// a fixed order), and each thread's parallel regions inside a zone run on that thread alone.
+template <class Work>
+void for_each_zone(Zones& zones, const std::vector<std::size_t>& order, ThreadWork how, Work&& work) {
+  if (how == ThreadWork::loops) {
+    for (auto& z : zones) work(*z);
+    return;
+  }
+  ParallelErrors errors;
+  const auto count = static_cast<std::ptrdiff_t>(order.size());
+#pragma omp parallel
+  {
+    omp_set_num_threads(1);  // this thread's own ICV: the zone's regions get a team of one
+#pragma omp for schedule(static, 1)
+    for (std::ptrdiff_t l = 0; l < count; ++l) errors.capture([&] { work(*zones[order[std::size_t(l)]]); });
+  }
+  errors.rethrow();
+}
 }  // namespace
 
 nlohmann::json MzOptions::to_json() const {
-  return nlohmann::json{{"niter", niter}, {"perturb", perturb}, {"data_layout", hympi::to_string(layout.layout)}};
+  return nlohmann::json{{"niter", niter},
+                        {"perturb", perturb},
+                        {"data_layout", hympi::to_string(layout.layout)},
+                        {"thread_work", hympi::to_string(thread_work)}};
+}
+
+void check_thread_work(ThreadWork work, DataLayout layout) {
+  if (work == ThreadWork::zones && layout != DataLayout::first_touch) {
+    throw InvalidArgument("--thread-work zones: needs --data-layout first-touch (" + hympi::to_string(layout) +
+                          " places each zone's pages for a team of threads)");
+  }
 }
 
 MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition& partition, MPI_Comm comm,
@@ -34,6 +80,7 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
     throw InvalidArgument("--data-layout " + hympi::to_string(options.layout.layout) +
                           ": LU-MZ has first-touch only (bt-mz and sp-mz have every layout)");
   }
+  check_thread_work(options.thread_work, options.layout.layout);
 
   const CfdConstants cfd = CfdConstants::make(p.geometry, p.dt);
   const LuConstants luc = LuConstants::make(p.geometry, p.dt, kLuOmega);
@@ -53,12 +100,14 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
   std::vector<double*> fields;
   for (auto& z : zones) fields.push_back(z->field());
   ZoneExchange exchange(grid, partition, comm, 5);
+  const std::vector<std::size_t> order = zones_by_size(grid, partition.zones_of(rank));
+  auto each_zone = [&](auto&& work) { for_each_zone(zones, order, options.thread_work, work); };
 
-  for (auto& z : zones) z->initialize();
+  each_zone([](ZoneSolver& z) { z.initialize(); });
   // One untimed step touches every page and code path, then the fields start over (as NPB).
   exchange.exchange(fields);
-  for (auto& z : zones) z->step();
-  for (auto& z : zones) z->initialize();
+  each_zone([](ZoneSolver& z) { z.step(); });
+  each_zone([](ZoneSolver& z) { z.initialize(); });
   if (options.hooks.touched) {
     const std::vector<int>& ids = partition.zones_of(rank);
     for (std::size_t l = 0; l < zones.size(); ++l)
@@ -76,7 +125,7 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
                             std::to_string(niter) + " time steps");
     }
     if (done > 0) {
-      for (auto& z : zones) z->restored();
+      each_zone([](ZoneSolver& z) { z.restored(); });
       if (log != nullptr && rank == 0) *log << " Resumed after time step " << done << "\n" << std::flush;
     }
   }
@@ -92,7 +141,7 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
     const double te = MPI_Wtime();
     exchange.exchange(fields);
     t_exchange += MPI_Wtime() - te;
-    for (auto& z : zones) z->step();
+    each_zone([](ZoneSolver& z) { z.step(); });
     if (options.hooks.after_step) {
       // Checkpoints and snapshots are not the benchmark's work: their time is reported as I/O.
       const double ti = MPI_Wtime();

@@ -79,6 +79,10 @@ def test_the_random_layout_is_reproducible_and_its_seed_recorded():
         (["run", "sp-mz", "--", "--class", "S", "--data-layout", ""], "unknown data layout ''"),
         (["run", "lu-mz", "--", "--class", "S", "--data-layout", "random"], "lu-mz has first-touch only"),
         (["run", "bt-mz", "--", "--class", "S", "--layout-seed", "-1"], "--layout-seed"),
+        (["run", "bt-mz", "--", "--class", "S", "--thread-work", "threads"],
+         "unknown thread work 'threads' (expected loops or zones)"),
+        (["run", "sp-mz", "--", "--class", "S", "--thread-work", "zones", "--data-layout", "one-location"],
+         "--thread-work zones: needs --data-layout first-touch (one-location places"),
     ],
 )
 def test_a_bad_data_layout_is_one_line_exit_2_and_nothing_launched(args, needle, fake_launcher):

@@ -18,6 +18,7 @@
 #include <optional>
 #include <ostream>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace hympi::npb {
@@ -39,6 +40,21 @@ struct MzHooks {
   std::function<void(std::span<const double> field)> touched;
 };
 
+/// What a rank's threads share. loops: the loops of each of its zones in turn, as the reference's OpenMP does;
+/// zones: its zones, each solved whole by one thread (a zone's work is the same at any thread count, so the bits
+/// are those of loops). With zones no zone's arrays are shared by two threads: on a VM whose host puts its vCPUs
+/// on different dies, LU-MZ at 1x2 then runs as fast as with them together (docs/performance.md).
+enum class ThreadWork { loops, zones };
+
+contract::ThreadWorkNames<ThreadWork> enum_names(ThreadWork);
+
+/// Parses "loops|zones"; throws InvalidArgument naming the value.
+inline ThreadWork parse_thread_work(std::string_view text) { return parse_enum<ThreadWork>(text); }
+
+/// Throws InvalidArgument when `work` cannot go with `layout`: zones needs first-touch (the other layouts place each
+/// zone's pages for a team of threads).
+void check_thread_work(ThreadWork work, DataLayout layout);
+
 /// Run options of the driver.
 struct MzOptions {
   int niter = 0;          ///< 0: the class's iteration count
@@ -47,6 +63,9 @@ struct MzOptions {
   MzHooks hooks;          ///< checkpoints, restart, snapshots (first repetition only); empty: none
   /// Where the zone arrays go and which team sweeps them (BT-MZ, SP-MZ; LU-MZ only takes first touch).
   DataLayoutOptions layout;
+  /// What the rank's threads share (zones needs the first-touch layout: the other layouts place each zone for a
+  /// team of threads).
+  ThreadWork thread_work = ThreadWork::loops;
   /// The machine the layout's locations are cut from; null: first touch, plain OpenMP, no placement summary.
   const Topology* topology = nullptr;
   /// Ask the kernel where every zone's solution pages are after the timed loop (MzResult::placement);

@@ -103,6 +103,51 @@ TEST_P(NpbResume, MiddleStepStateContinuesBitForBitOnAnotherLayout) {
   }
 }
 
+// Threads over whole zones (ThreadWork::zones) do each zone's work on one thread, zones side by side: the same
+// bits as the team inside each zone in turn, fields and verification values, from the start and after a restart.
+TEST_P(NpbResume, ThreadsOverZonesGiveTheBitsOfThreadsOverLoops) {
+  const ClassParams p = hympi::npb::load_class_params(GetParam(), "S", data_file());
+  const hympi::ZoneGrid grid(p.geometry);
+  hympi::ZonePartitionOptions two_threads;
+  two_threads.threads_per_rank = 2;
+  const hympi::ZonePartition part(grid, 1, two_threads);
+  const int mid = p.niter / 2 + 1;
+  Fields at_mid, loops_end, zones_end, resumed_end;
+  MzOptions o;
+  o.progress = false;
+  o.hooks = capture_at(mid, grid, part, MPI_COMM_SELF, at_mid);
+  {
+    MzHooks end = capture_at(p.niter, grid, part, MPI_COMM_SELF, loops_end);
+    auto a = o.hooks.after_step, b = end.after_step;
+    o.hooks.after_step = [a, b](int s, std::span<double* const> f) { a(s, f); b(s, f); };
+  }
+  const MzResult loops = hympi::npb::run_mz(p, grid, part, MPI_COMM_SELF, o, nullptr);
+  ASSERT_TRUE(loops.verification.passed);
+
+  o.thread_work = hympi::npb::ThreadWork::zones;
+  o.hooks = capture_at(p.niter, grid, part, MPI_COMM_SELF, zones_end);
+  const MzResult zones = hympi::npb::run_mz(p, grid, part, MPI_COMM_SELF, o, nullptr);
+  EXPECT_TRUE(zones.verification.passed);
+  expect_same_bits(zones.verification.xcr, loops.verification.xcr, "xcr");
+  expect_same_bits(zones.verification.xce, loops.verification.xce, "xce");
+
+  o.hooks = capture_at(p.niter, grid, part, MPI_COMM_SELF, resumed_end);
+  o.hooks.resume = [&](std::span<double* const> fields) {
+    const auto& mine = part.zones_of(0);
+    for (std::size_t l = 0; l < mine.size(); ++l) {
+      const std::vector<double>& f = at_mid.at(mine[l]);
+      std::memcpy(fields[l], f.data(), f.size() * sizeof(double));
+    }
+    return mid;
+  };
+  const MzResult resumed = hympi::npb::run_mz(p, grid, part, MPI_COMM_SELF, o, nullptr);
+  expect_same_bits(resumed.verification.xcr, loops.verification.xcr, "xcr after a restart");
+  for (const auto& [id, f] : loops_end) {
+    EXPECT_EQ(0, std::memcmp(f.data(), zones_end.at(id).data(), f.size() * sizeof(double))) << "zone " << id;
+    EXPECT_EQ(0, std::memcmp(f.data(), resumed_end.at(id).data(), f.size() * sizeof(double))) << "zone " << id;
+  }
+}
+
 TEST_P(NpbResume, ResumingBeyondTheIterationsIsRefused) {
   const ClassParams p = hympi::npb::load_class_params(GetParam(), "S", data_file());
   const hympi::ZoneGrid grid(p.geometry);
