@@ -8,7 +8,6 @@
 
 #include <omp.h>
 
-#include <algorithm>
 #include <iomanip>
 #include <memory>
 #include <optional>
@@ -23,35 +22,31 @@ constexpr double kLuOmega = 1.2;
 
 using Zones = std::vector<std::unique_ptr<ZoneSolver>>;
 
-// The order zones are handed to threads with ThreadWork::zones: the most points first, so that the static
-// round-robin below gives every thread a share close to the mean; ties in the rank's order.
-std::vector<std::size_t> zones_by_size(const ZoneGrid& grid, const std::vector<int>& ids) {
-  std::vector<std::size_t> order(ids.size());
-  for (std::size_t l = 0; l < order.size(); ++l) order[l] = l;
-  auto points = [&](std::size_t l) {
-    const Zone& z = grid.zone(ids[l]);
-    return std::size_t(z.nx) * z.ny * z.nz;
-  };
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return points(a) > points(b); });
-  return order;
+// The thread that solves each of the rank's zones with ThreadWork::zones: the zones bin-packed over `threads` by
+// their points (pack_lpt, as zones over ranks), the same every step.
+std::vector<int> thread_of_zones(const ZoneGrid& grid, const std::vector<int>& ids, int threads) {
+  std::vector<double> points;
+  for (int id : ids) points.push_back(grid.zone(id).points());
+  return pack_lpt(points, threads);
 }
 
-// Calls work(zone) for every zone of the rank: one zone after another, the team inside each (loops), or one zone
-// per thread at a time (zones). With zones the same thread gets the same zones every call (a static schedule over
-// a fixed order), and each thread's parallel regions inside a zone run on that thread alone.
+// Calls work(zone) for every zone of the rank: one zone after another, the team inside each (loops), or each zone
+// on the thread `owner` names (zones; a smaller team than planned folds the owners onto its threads), whose parallel
+// regions inside a zone run on that thread alone.
 template <class Work>
-void for_each_zone(Zones& zones, const std::vector<std::size_t>& order, ThreadWork how, Work&& work) {
+void for_each_zone(Zones& zones, const std::vector<int>& owner, ThreadWork how, Work&& work) {
   if (how == ThreadWork::loops) {
     for (auto& z : zones) work(*z);
     return;
   }
   ParallelErrors errors;
-  const auto count = static_cast<std::ptrdiff_t>(order.size());
 #pragma omp parallel
   {
     omp_set_num_threads(1);  // this thread's own ICV: the zone's regions get a team of one
-#pragma omp for schedule(static, 1)
-    for (std::ptrdiff_t l = 0; l < count; ++l) errors.capture([&] { work(*zones[order[std::size_t(l)]]); });
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+    for (std::size_t l = 0; l < zones.size(); ++l) {
+      if (owner[l] % team == t) errors.capture([&] { work(*zones[l]); });
+    }
   }
   errors.rethrow();
 }
@@ -100,8 +95,8 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
   std::vector<double*> fields;
   for (auto& z : zones) fields.push_back(z->field());
   ZoneExchange exchange(grid, partition, comm, 5);
-  const std::vector<std::size_t> order = zones_by_size(grid, partition.zones_of(rank));
-  auto each_zone = [&](auto&& work) { for_each_zone(zones, order, options.thread_work, work); };
+  const std::vector<int> owner = thread_of_zones(grid, partition.zones_of(rank), partition.threads(rank));
+  auto each_zone = [&](auto&& work) { for_each_zone(zones, owner, options.thread_work, work); };
 
   each_zone([](ZoneSolver& z) { z.initialize(); });
   // One untimed step touches every page and code path, then the fields start over (as NPB).
