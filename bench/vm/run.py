@@ -83,9 +83,13 @@ def parse_command(text: str) -> Command:
     return Command(label=label, env=env, argv=words)
 
 
-def parse_pus(text: str) -> tuple[int, int]:
-    """Two different PUs this process may run on; exits 2 naming a bad one."""
+def parse_pus(text: str | None) -> tuple[int, int]:
+    """Two different PUs this process may run on (without `text`, the first two); exits 2 naming a bad one."""
     allowed = sorted(psutil.Process().cpu_affinity() or [])
+    if text is None:
+        if len(allowed) < 2:
+            reject("--pus", f"needs two PUs, this process may run on {len(allowed)}")
+        return allowed[0], allowed[1]
     parts = text.split(",")
     if len(parts) != 2 or not all(part.isdigit() for part in parts) or parts[0] == parts[1]:
         reject("--pus", f"'{text}' is not two different PU numbers A,B")
@@ -94,13 +98,6 @@ def parse_pus(text: str) -> tuple[int, int]:
         if pu not in allowed:
             reject("--pus", f"PU {pu} is not one this process may run on ({', '.join(map(str, allowed))})")
     return pus
-
-
-def default_pus() -> str:
-    allowed = sorted(psutil.Process().cpu_affinity() or [])
-    if len(allowed) < 2:
-        reject("--pus", f"needs two PUs, this process may run on {len(allowed)}")
-    return f"{allowed[0]},{allowed[1]}"
 
 
 def build_probe(directory: Path) -> Path:
@@ -195,7 +192,7 @@ def main() -> int:
     require_seconds([("--timeout", args.timeout)], zero_ok=False)
     if not (math.isfinite(args.far_ns) and args.far_ns > 0):
         reject("--far-ns", f"must be a number of ns > 0, got {args.far_ns}")
-    pus = parse_pus(args.pus if args.pus is not None else default_pus())
+    pus = parse_pus(args.pus)
     pattern = None
     if args.time_pattern is not None:
         try:
