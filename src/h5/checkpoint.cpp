@@ -544,16 +544,38 @@ void IoSession::checkpoint(long step, double time, const nlohmann::json& state,
     published_ = failed_ = write_ended_ = write_failed_ = false;
     rename_failure_.clear();
     background_.start([this, temporary = writer.temporary_path()] { written_ = staging_.write_into(temporary); });
+    step_writing_ = true;
   }
   totals_.checkpoint_s += MPI_Wtime() - start;
 }
 
 void IoSession::progress() {
-  if (!in_flight_ || published_ || failed_) return;
-  const double start = MPI_Wtime();
-  if (!agreement_->pending()) agreement_->start(write_state(false));
-  if (agreement_->test()) agreed(agreement_->result());
-  totals_.checkpoint_s += MPI_Wtime() - start;
+  count_step();
+  if (in_flight_ && !published_ && !failed_) {
+    const double start = MPI_Wtime();
+    if (!agreement_->pending()) agreement_->start(write_state(false));
+    if (agreement_->test()) agreed(agreement_->result());
+    totals_.checkpoint_s += MPI_Wtime() - start;
+  }
+  // Whether the next step runs beside the writer follows from this agreement, the same on every rank (a checkpoint
+  // started during the step counts it too). Rank 0's rename after it (a journal commit, mostly waiting) counts quiet.
+  step_writing_ = in_flight_ && !published_ && !failed_;
+  io_seconds_at_step_start_ = totals_.checkpoint_s + totals_.snapshot_s;
+  step_start_ = MPI_Wtime();
+}
+
+void IoSession::count_step() {
+  // Before the first checkpoint a run warms up (first touches, the caches): its steps would flatter the quiet ones.
+  if (step_start_ < 0 || totals_.checkpoints + (in_flight_ ? 1 : 0) == 0) return;
+  const double seconds =
+      MPI_Wtime() - step_start_ - (totals_.checkpoint_s + totals_.snapshot_s - io_seconds_at_step_start_);
+  if (step_writing_) {
+    totals_.steps_writing += 1;
+    totals_.steps_writing_s += seconds;
+  } else {
+    totals_.steps_quiet += 1;
+    totals_.steps_quiet_s += seconds;
+  }
 }
 
 int IoSession::write_state(bool wait) {
@@ -649,7 +671,11 @@ nlohmann::json IoSession::to_json() const {
               {"snapshot_bytes", totals_.snapshot_bytes},
               {"restart_s", totals_.restart_s},
               {"restart_bytes", totals_.restart_bytes},
-              {"restart_step", totals_.restart_step}});
+              {"restart_step", totals_.restart_step},
+              {"steps_writing", totals_.steps_writing},
+              {"steps_writing_s", totals_.steps_writing_s},
+              {"steps_quiet", totals_.steps_quiet},
+              {"steps_quiet_s", totals_.steps_quiet_s}});
   return out;
 }
 

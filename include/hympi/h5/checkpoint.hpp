@@ -236,6 +236,12 @@ struct IoTotals {
   double snapshot_s = 0, snapshot_bytes = 0;
   double restart_s = 0, restart_bytes = 0;
   long restart_step = -1;  ///< the step restarted from (-1: none)
+  /// The solver's steps (the time between two progress() calls, less the checkpoints' and snapshots' own) from the
+  /// first checkpoint on, split by whether a checkpoint was being written during them: the quiet ones are the same
+  /// run without its writer, so the writer's cost to the solver's threads is measured within one run, minutes of a
+  /// noisy machine's drift apart from neither (steps_writing_s - steps_writing * steps_quiet_s / steps_quiet).
+  long steps_writing = 0, steps_quiet = 0;
+  double steps_writing_s = 0, steps_quiet_s = 0;
 };
 
 /// The checkpoints, restart and snapshots of one app run: the cadence, the header every file gets,
@@ -268,7 +274,7 @@ class IoSession {
   void checkpoint(long step, double time, const nlohmann::json& state, const std::function<void(File&)>& write);
   /// Publishes the checkpoint in flight as soon as every rank's part of it is on disk, rather than at the next
   /// checkpoint: a run killed in between then loses less than an interval (collective, never blocks: call it once per
-  /// step, every rank alike). It tests a nonblocking agreement (WriteAgreement) and, while some rank is still
+  /// step, every rank alike; the time between two calls is a step, IoTotals::steps_writing and steps_quiet). It tests a nonblocking agreement (WriteAgreement) and, while some rank is still
   /// writing, starts the next; when all have written, rank 0's background writer renames the file onto the path
   /// and syncs its directory. A failed write or rename is reported by the next checkpoint() or finish(), as without
   /// progress().
@@ -314,6 +320,11 @@ class IoSession {
                                         ///< background writer, read after its wait()
   std::optional<SnapshotSeries> snapshots_;
   IoTotals totals_;
+  /// Counts the step that ends now into totals_.steps_writing or steps_quiet; from the first checkpoint on.
+  void count_step();
+  /// Where the step under way began: progress()'s end, its clock and the I/O seconds spent by then (subtracted).
+  double step_start_ = -1, io_seconds_at_step_start_ = 0;
+  bool step_writing_ = false;  ///< a checkpoint was written during the step under way
 };
 
 }  // namespace hympi::h5

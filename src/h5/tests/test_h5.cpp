@@ -593,6 +593,50 @@ TEST(H5, ProgressPublishesACheckpointOnceEveryRankHasWrittenIt) {
   EXPECT_GT(io.totals().checkpoint_bytes, 0.0);
 }
 
+TEST(H5, StepsAreCountedByWhetherACheckpointIsBeingWrittenLessTheCheckpointsOwnTime) {
+  const Scratch scratch;
+  IoSession io(MPI_COMM_WORLD, checkpoints_in(scratch, 10), "rb3d", nlohmann::json(kGlobal), "1x1");
+  const Grid3D<double> field = filled(split_along(kGlobal, 1), 1);
+  const auto step = [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
+  const auto totals = [&] { return io.totals(); };
+  // Before the first checkpoint a run warms up: no step counts.
+  for (int k = 0; k < 3; ++k, step()) io.progress();
+  EXPECT_EQ(totals().steps_writing + totals().steps_quiet, 0);
+  // A step during which a checkpoint starts runs beside its writer.
+  checkpoint_field(io, 10, field);
+  step();
+  io.progress();
+  EXPECT_EQ(totals().steps_writing, 1);
+  EXPECT_EQ(totals().steps_quiet, 0);
+  // Once it is published (finish() waits for it on every rank alike), every step is quiet.
+  io.finish();
+  io.progress();
+  const IoTotals published = totals();
+  for (int k = 0; k < 4; ++k, io.progress()) step();
+  EXPECT_EQ(totals().steps_writing, published.steps_writing);
+  EXPECT_EQ(totals().steps_quiet, published.steps_quiet + 4);
+  EXPECT_GE(totals().steps_quiet_s - published.steps_quiet_s, 4 * 0.005);
+  // The checkpoint's own time (the solver thread's, in checkpoint_s) is not the step's: the step lies within
+  // [t0, t1] and holds the checkpoint() call, so what it counts is at most t1 - t0 less that call's time.
+  const double t0 = MPI_Wtime();
+  io.progress();
+  const IoTotals before = totals();
+  step();
+  checkpoint_field(io, 20, field);
+  const double own = totals().checkpoint_s - before.checkpoint_s;
+  step();
+  io.progress();
+  const double t1 = MPI_Wtime();
+  const double seconds = totals().steps_writing_s - before.steps_writing_s;
+  EXPECT_EQ(totals().steps_writing, before.steps_writing + 1);
+  EXPECT_GE(seconds, 2 * 0.005);
+  EXPECT_LE(seconds, (t1 - t0) - own);
+  io.finish();
+  const nlohmann::json record = io.to_json();
+  EXPECT_EQ(record.at("steps_quiet").get<long>(), totals().steps_quiet);
+  EXPECT_EQ(record.at("steps_writing_s").get<double>(), totals().steps_writing_s);
+}
+
 TEST(H5, ARenameThatFailsFailsTheRunOnEveryRank) {
   const Scratch scratch;
   const IoOptions options = checkpoints_in(scratch, 10);
