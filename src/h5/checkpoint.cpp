@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <sstream>
 #include <system_error>
 #include <thread>
+#include <tuple>
 
 #include "h5_handles.hpp"
 #include "hympi/core/checksum.hpp"
@@ -565,17 +567,27 @@ void IoSession::progress() {
 }
 
 void IoSession::count_step() {
-  // Before the first checkpoint a run warms up (first touches, the caches): its steps would flatter the quiet ones.
-  if (step_start_ < 0 || totals_.checkpoints + (in_flight_ ? 1 : 0) == 0) return;
+  if (step_start_ < 0) return;
   const double seconds =
       MPI_Wtime() - step_start_ - (totals_.checkpoint_s + totals_.snapshot_s - io_seconds_at_step_start_);
-  if (step_writing_) {
-    totals_.steps_writing += 1;
-    totals_.steps_writing_s += seconds;
-  } else {
-    totals_.steps_quiet += 1;
-    totals_.steps_quiet_s += seconds;
+  // Before the first checkpoint a run warms up (first touches, the caches): those steps count only as a reference.
+  const bool counted = totals_.checkpoints > 0 || in_flight_;
+  if (!step_writing_) {
+    recent_quiet_[recent_quiet_count_++ % recent_quiet_.size()] = seconds;
+    if (counted) {
+      totals_.steps_quiet += 1;
+      totals_.steps_quiet_s += seconds;
+    }
+    return;
   }
+  totals_.steps_writing += 1;
+  totals_.steps_writing_s += seconds;
+  std::array<double, std::tuple_size_v<decltype(recent_quiet_)>> recent = recent_quiet_;
+  const auto end = recent.begin() + static_cast<long>(std::min(recent_quiet_count_, recent.size()));
+  if (end == recent.begin()) return;  // no quiet step yet to compare with: the app checkpointed every step
+  const auto middle = recent.begin() + (end - recent.begin()) / 2;
+  std::nth_element(recent.begin(), middle, end);
+  totals_.steps_writing_excess_s += seconds - *middle;
 }
 
 int IoSession::write_state(bool wait) {
@@ -675,7 +687,8 @@ nlohmann::json IoSession::to_json() const {
               {"steps_writing", totals_.steps_writing},
               {"steps_writing_s", totals_.steps_writing_s},
               {"steps_quiet", totals_.steps_quiet},
-              {"steps_quiet_s", totals_.steps_quiet_s}});
+              {"steps_quiet_s", totals_.steps_quiet_s},
+              {"steps_writing_excess_s", totals_.steps_writing_excess_s}});
   return out;
 }
 

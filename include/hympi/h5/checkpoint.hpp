@@ -237,11 +237,13 @@ struct IoTotals {
   double restart_s = 0, restart_bytes = 0;
   long restart_step = -1;  ///< the step restarted from (-1: none)
   /// The solver's steps (the time between two progress() calls, less the checkpoints' and snapshots' own) from the
-  /// first checkpoint on, split by whether a checkpoint was being written during them: the quiet ones are the same
-  /// run without its writer, so the writer's cost to the solver's threads is measured within one run, minutes of a
-  /// noisy machine's drift apart from neither (steps_writing_s - steps_writing * steps_quiet_s / steps_quiet).
+  /// first checkpoint on, split by whether a checkpoint was being written during them, and what the steps beside the
+  /// writer took beyond the median of the quiet steps just before each (steps_writing_excess_s): the writer's cost to
+  /// the solver's threads, measured within one run, so a noisy machine's drift over minutes touches neither side. A
+  /// median, not a mean: apps do extra work every few steps (rb3d's residual every 10, 4 steps' worth), which a mean
+  /// of the quiet steps would spread over all of them; such a step beside the writer counts in full (an overestimate).
   long steps_writing = 0, steps_quiet = 0;
-  double steps_writing_s = 0, steps_quiet_s = 0;
+  double steps_writing_s = 0, steps_quiet_s = 0, steps_writing_excess_s = 0;
 };
 
 /// The checkpoints, restart and snapshots of one app run: the cadence, the header every file gets,
@@ -320,10 +322,14 @@ class IoSession {
                                         ///< background writer, read after its wait()
   std::optional<SnapshotSeries> snapshots_;
   IoTotals totals_;
-  /// Counts the step that ends now into totals_.steps_writing or steps_quiet; from the first checkpoint on.
+  /// Counts the step that ends now into totals_.steps_writing or steps_quiet (from the first checkpoint on) and a
+  /// quiet one into recent_quiet_.
   void count_step();
   /// Where the step under way began: progress()'s end, its clock and the I/O seconds spent by then (subtracted).
   double step_start_ = -1, io_seconds_at_step_start_ = 0;
+  /// The last quiet steps' seconds (before the first checkpoint too), a ring: the reference of a step beside the writer.
+  std::array<double, 64> recent_quiet_{};
+  std::size_t recent_quiet_count_ = 0;
   bool step_writing_ = false;  ///< a checkpoint was written during the step under way
 };
 
