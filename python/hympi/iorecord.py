@@ -4,8 +4,10 @@ checkpoints, restart and snapshots cost.
 The frame writes IoSession::to_json(): the IoOptions (checkpoint, checkpoint_every, restart, snapshot,
 snapshot_every, and the HDF5 options under "h5": sieve_bytes, alignment, chunk, transfer, slab_bytes, hints) next to
 the totals (checkpoints, checkpoint_s, checkpoint_bytes, snapshots, snapshot_s, snapshot_bytes, restart_s,
-restart_bytes, restart_step). Every app with checkpoints reports it, with zero totals when it was asked for no
-I/O (IoRecord.any). Reading is lenient about nesting ("options" / "totals" objects are looked into too) and about
+restart_bytes, restart_step) and the solver's steps counted apart by whether a checkpoint was being written during
+them (steps_writing, steps_writing_s, steps_writing_excess_s: their time beyond the median of the quiet steps just
+before each; steps_quiet, steps_quiet_s). Every app with checkpoints reports it, with zero totals when it was asked
+for no I/O (IoRecord.any). Reading is lenient about nesting ("options" / "totals" objects are looked into too) and about
 absent keys (zero, or -1 for restart_step); a value of the wrong type counts as absent.
 """
 
@@ -108,6 +110,17 @@ class IoRecord:
     restart_s: float
     restart_bytes: float
     restart_step: int
+    steps_writing: int | None = None  # None: a record from before the steps were counted
+    steps_writing_excess_s: float = 0.0
+
+    @property
+    def checkpoint_cost_s(self) -> float | None:
+        """What the checkpoints cost the solver, measured within the run: the solver thread's own seconds on them and
+        what its steps beside the background writer took beyond the quiet steps' median (None without a checkpoint or
+        from a record without the step counts)."""
+        if not self.checkpoints or self.steps_writing is None:
+            return None
+        return self.checkpoint_s + self.steps_writing_excess_s
 
     @property
     def write_gbs(self) -> float | None:
@@ -133,11 +146,16 @@ def io_record(record: Mapping[str, Any] | None) -> IoRecord | None:
         return None
     data = _flat(raw)
     restart_path = data.get("restart", data.get("restart_path"))
-    return IoRecord(int(_number(data, "checkpoint_every")), isinstance(restart_path, str) and bool(restart_path),
-                    h5_settings(data), int(_number(data, "checkpoints")), _number(data, "checkpoint_s"),
-                    _number(data, "checkpoint_bytes"), int(_number(data, "snapshots")), _number(data, "snapshot_s"),
-                    _number(data, "snapshot_bytes"), _number(data, "restart_s"), _number(data, "restart_bytes"),
-                    int(_number(data, "restart_step", -1.0)))
+    steps = data.get("steps_writing")
+    return IoRecord(checkpoint_every=int(_number(data, "checkpoint_every")),
+                    restarted=isinstance(restart_path, str) and bool(restart_path), h5=h5_settings(data),
+                    checkpoints=int(_number(data, "checkpoints")), checkpoint_s=_number(data, "checkpoint_s"),
+                    checkpoint_bytes=_number(data, "checkpoint_bytes"), snapshots=int(_number(data, "snapshots")),
+                    snapshot_s=_number(data, "snapshot_s"), snapshot_bytes=_number(data, "snapshot_bytes"),
+                    restart_s=_number(data, "restart_s"), restart_bytes=_number(data, "restart_bytes"),
+                    restart_step=int(_number(data, "restart_step", -1.0)),
+                    steps_writing=int(steps) if isinstance(steps, int) and not isinstance(steps, bool) else None,
+                    steps_writing_excess_s=_number(data, "steps_writing_excess_s"))
 
 
 def restart_step(record: Mapping[str, Any] | None) -> int | None:

@@ -16,15 +16,20 @@ from records import full_record
 
 def _io(checkpoints: int = 0, checkpoint_s: float = 0.0, checkpoint_bytes: float = 0.0, restart_step: int = -1,
         restart_s: float = 0.0, restart_bytes: float = 0.0, sieve: int = 0, transfer: str = "collective",
-        hints: dict[str, str] | None = None) -> dict[str, object]:
-    """An io object in IoSession::to_json()'s shape."""
+        hints: dict[str, str] | None = None, steps_writing: int | None = None,
+        excess_s: float = 0.0) -> dict[str, object]:
+    """An io object in IoSession::to_json()'s shape (without the step counts unless steps_writing is given, as a
+    record from before they were counted)."""
     return {"checkpoint": "/c/x.h5" if checkpoints else "", "checkpoint_every": 50 if checkpoints else 0,
             "restart": "/c/x.h5" if restart_step >= 0 else "", "snapshot": "", "snapshot_every": 0,
             "h5": {"sieve_bytes": sieve, "alignment": 4096 if sieve else 0, "chunk": None, "transfer": transfer,
                    "hints": hints or {}},
             "checkpoints": checkpoints, "checkpoint_s": checkpoint_s, "checkpoint_bytes": checkpoint_bytes,
             "snapshots": 0, "snapshot_s": 0.0, "snapshot_bytes": 0.0, "restart_s": restart_s,
-            "restart_bytes": restart_bytes, "restart_step": restart_step}
+            "restart_bytes": restart_bytes, "restart_step": restart_step,
+            **({} if steps_writing is None else {"steps_writing": steps_writing, "steps_writing_s": 0.1 * steps_writing,
+                                                 "steps_writing_excess_s": excess_s, "steps_quiet": 140,
+                                                 "steps_quiet_s": 4.0})}
 
 
 def _run(ranks: int, repeat: int, time_s: float, io: dict[str, object] | None, status: str = "ok",
@@ -48,12 +53,17 @@ def test_the_frames_io_object_is_a_valid_optional_field_and_reads_back_typed():
     assert back is not None and back.read_gbs == pytest.approx(2.0) and back.restarted
     assert back.h5.label() == "sieve 4 MiB, align 4 KiB, independent, slab 8 MiB, cb_buffer_size=16777216"
     assert io_record(full_record()) is None and not io_record(full_record(io=_io())).any  # asked for no I/O
+    assert io.checkpoint_cost_s is None  # a record from before the steps were counted: no cost to give
+    counted = io_record(full_record(io=_io(4, 2.0, 4e9, steps_writing=10, excess_s=0.25)))
+    assert counted is not None and counted.checkpoint_cost_s == pytest.approx(2.25)
+    assert io_record(full_record(io=_io(0, steps_writing=0))).checkpoint_cost_s is None  # no checkpoint, no cost
 
 
 def test_section_shows_bandwidth_per_layout_and_option_share_and_slowdown():
     runs = [
         _run(2, 1, 10.0, _io()), _run(2, 2, 12.0, _io()),  # no I/O asked for: the slowdown's reference (11 s)
-        _run(2, 3, 12.0, _io(4, 0.8, 4 * 2**27)), _run(2, 4, 12.4, _io(4, 1.2, 4 * 2**27)),
+        _run(2, 3, 12.0, _io(4, 0.8, 4 * 2**27, steps_writing=9, excess_s=0.4)),
+        _run(2, 4, 12.4, _io(4, 1.2, 4 * 2**27, steps_writing=12, excess_s=-0.2)),
         _run(2, 5, 9.0, _io(4, 0.5, 4 * 2**27, sieve=4096)),  # another option set: its own row
         _run(2, 6, 3.0, _io(1, 0.2, 2**27, restart_step=150, restart_s=0.25, restart_bytes=2**27), restarted=150),
         _run(1, 1, 20.0, _io(4, 4.0, 4 * 2**27)),
@@ -69,6 +79,8 @@ def test_section_shows_bandwidth_per_layout_and_option_share_and_slowdown():
     assert two.write_gbs == pytest.approx(statistics.median([4 * 2**27 / 0.8, 4 * 2**27 / 1.2]) / 1e9)
     assert two.restarts == 1 and two.read_gbs == pytest.approx(2**27 / 0.25 / 1e9)
     assert two.share == pytest.approx(statistics.median([0.8 / 12.0, 1.2 / 12.4]))
+    assert two.cost == pytest.approx(statistics.median([(0.8 + 0.4) / 12.0, (1.2 - 0.2) / 12.4]))
+    assert rows[("2x1", "sieve 4 KiB, align 4 KiB, collective")].cost is None  # a record without the step counts
     assert two.slowdown == pytest.approx((12.2 - 11.0) / 12.2)  # the restarted run's 3 s is not a run time
     assert rows[("1x1", "sieve default, no alignment, collective")].slowdown is None  # nothing to compare with
     html = checkpoint_io_section(view)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from hympi.params import MIN_SEPARATE
-from hympi.stats.compare import Comparison, Refusal, Sample, compare, contenders, ratio_ci, tie_break
+from hympi.stats.compare import Comparison, Refusal, Sample, compare, contenders, median_ci, ratio_ci, tie_break
 
 
 def _noisy(rate: float, n: int, seed: int, noise: float = 0.1) -> tuple[float, ...]:
@@ -71,6 +71,24 @@ def test_the_interval_is_deterministic_and_follows_the_confidence():
     assert low95 <= low80 <= high80 <= high95
     with pytest.raises(ValueError, match="> 0"):
         ratio_ci([1.0, -1.0], [1.0, 2.0])
+
+
+def test_one_sample_interval_holds_its_median_moves_with_the_values_and_narrows_with_their_spread():
+    """median_ci is for a difference each run measures within itself (values may be negative): the interval holds
+    the median, shifts with the values exactly, widens with the spread, and refuses what it cannot bootstrap."""
+    values = [0.031, 0.036, 0.029, 0.041, 0.035, 0.033, 0.038, -0.002]
+    median, low, high = median_ci(values)
+    assert median == pytest.approx(0.034) and low <= median <= high
+    assert min(values) <= low and high <= max(values)
+    shifted = median_ci([v + 10.0 for v in values])
+    assert shifted == pytest.approx((median + 10.0, low + 10.0, high + 10.0))
+    _, low_wide, high_wide = median_ci([0.034 + 5 * (v - 0.034) for v in values])
+    assert high_wide - low_wide == pytest.approx(5 * (high - low))
+    assert median_ci(values, 0.80)[2] <= high
+    with pytest.raises(ValueError, match="at least 2"):
+        median_ci([0.03])
+    with pytest.raises(ValueError, match="finite"):
+        median_ci([0.03, float("nan")])
 
 
 def test_contenders_are_the_best_and_everything_in_its_noise():

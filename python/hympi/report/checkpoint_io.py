@@ -1,7 +1,9 @@
 """The report's Checkpoint I/O section: for runs whose HYMPI_RESULT has an "io" object that wrote or read something,
 checkpoint write and restart read bandwidth per app, layout and HDF5 option set (sieve buffer, alignment, collective
-or independent, MPI-IO hints), and what the checkpoints cost: their share of the run's timed region, and the
-slowdown against runs of the same configuration without checkpoints where the database has both.
+or independent, MPI-IO hints), and what the checkpoints cost: their share of the run's timed region, their cost
+measured within each run (the solver thread's seconds on them and its steps beside the background writer beyond its
+quiet steps, IoRecord.checkpoint_cost_s), and the slowdown against runs of the same configuration without
+checkpoints where the database has both.
 
 Bandwidths are bytes over seconds of the whole operation as the frame times it (a checkpoint: create, write, flush
 to disk, close, rename; a restart: open, header checks, read with checksum), in GB/s (10^9 B). A restarted run's
@@ -35,6 +37,7 @@ class IoRow:
     restarts: int
     read_gbs: float | None
     share: float | None  # checkpoint seconds / timed region
+    cost: float | None  # IoRecord.checkpoint_cost_s / timed region: what they cost, measured within each run
     slowdown: float | None  # (with - without) / with, median times of runs without any I/O in the same group
 
 
@@ -72,17 +75,19 @@ def checkpoint_io_view(runs: list[Run]) -> CheckpointIoView:
         writers = [(r, io) for r, io in members if io.checkpoints > 0 and io.restart_step < 0]
         readers = [io for _, io in members if io.read_gbs is not None]
         shares = [io.checkpoint_s / t for r, io in writers if (t := r.value("time_s")) is not None and t > 0]
+        costs = [c / t for r, io in writers
+                 if (c := io.checkpoint_cost_s) is not None and (t := r.value("time_s")) is not None and t > 0]
         times = [t for r, _ in writers if (t := r.value("time_s")) is not None]
         without = plain.get(key[:5], [])
         with_t, without_t = median_or_none(times), median_or_none(without)
         rows.append(IoRow(
-            app, problem, layout, options, len(members),
-            median_or_none([float(io.checkpoints) for _, io in writers]),
-            median_or_none([io.checkpoint_bytes / io.checkpoints / MIB for _, io in writers]),
-            median_or_none([g for _, io in writers if (g := io.write_gbs) is not None]),
-            len(readers), median_or_none([g for io in readers if (g := io.read_gbs) is not None]),
-            median_or_none(shares),
-            (with_t - without_t) / with_t if with_t and without_t is not None else None))
+            app=app, problem=problem, layout=layout, options=options, runs=len(members),
+            checkpoints=median_or_none([float(io.checkpoints) for _, io in writers]),
+            checkpoint_mib=median_or_none([io.checkpoint_bytes / io.checkpoints / MIB for _, io in writers]),
+            write_gbs=median_or_none([g for _, io in writers if (g := io.write_gbs) is not None]),
+            restarts=len(readers), read_gbs=median_or_none([g for io in readers if (g := io.read_gbs) is not None]),
+            share=median_or_none(shares), cost=median_or_none(costs),
+            slowdown=(with_t - without_t) / with_t if with_t and without_t is not None else None))
     return CheckpointIoView(tuple(rows))
 
 
@@ -102,17 +107,21 @@ def checkpoint_io_section(view: CheckpointIoView) -> str:
         return ""
     head = ("<tr><th class='l'>app</th><th class='l'>problem</th><th>layout</th><th class='l'>HDF5 options</th>"
             "<th>runs</th><th>checkpoints/run</th><th>MiB/checkpoint</th><th>write GB/s</th><th>restarts</th>"
-            "<th>read GB/s</th><th>checkpoint share</th><th>slowdown</th></tr>")
+            "<th>read GB/s</th><th>checkpoint share</th><th>cost in run</th><th>slowdown</th></tr>")
     rows = "".join(
         f"<tr><td class='l'>{escape(r.app)}</td><td class='l'>{escape(r.problem)}</td><td>{escape(r.layout)}</td>"
         f"<td class='l'>{escape(r.options)}</td><td>{r.runs}</td><td>{_cell(r.checkpoints, '.3g')}</td>"
         f"<td>{_cell(r.checkpoint_mib, '.4g')}</td><td><b>{_cell(r.write_gbs, '.3g')}</b></td><td>{r.restarts}</td>"
-        f"<td><b>{_cell(r.read_gbs, '.3g')}</b></td><td>{_pct(r.share)}</td><td>{_pct(r.slowdown)}</td></tr>"
+        f"<td><b>{_cell(r.read_gbs, '.3g')}</b></td><td>{_pct(r.share)}</td><td>{_pct(r.cost)}</td>"
+        f"<td>{_pct(r.slowdown)}</td></tr>"
         for r in view.rows)
     caption = ("medians over the runs of each app configuration, layout and HDF5 option set (sieve buffer, alignment, "
                "collective or independent transfers, MPI-IO hints); write = checkpoint bytes / seconds of the whole "
                "checkpoint (create, write, flush to disk, close, rename), read = the restart's (open, header checks, "
                "read with checksum), GB/s = 10^9 B/s; checkpoint share = checkpoint seconds / the run's timed region; "
+               "cost in run = those seconds and what the solver's steps beside the background writer took beyond the "
+               "median of its quiet steps just before, over the timed region (measured within each run, so the "
+               "machine's drift from run to run is not in it; '-' for records without the step counts); "
                "slowdown = (time with - time without) / time with, against runs of the same configuration without "
                "any I/O ('-' when the database has none); restarted runs count for reading only")
     return (f"<h2 id='checkpoint-io'>Checkpoint I/O</h2><table class='checkpoint-io'><caption>{caption}</caption>"

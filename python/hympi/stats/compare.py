@@ -136,24 +136,51 @@ class Refusal:
         return f"{self.first} and {self.second} cannot be compared: {self.why}"
 
 
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+
+
+def _resampled_medians(x: np.ndarray, rng: np.random.Generator, resamples: int) -> np.ndarray:
+    """The medians of `resamples` draws of len(x) values from x with replacement."""
+    return np.asarray(np.median(rng.choice(x, size=(resamples, x.size), replace=True), axis=1))
+
+
+def _interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    """The percentile interval of the bootstrap's values at `confidence`."""
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(values, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
 def ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
              resamples: int = RESAMPLES) -> tuple[float, float, float]:
     """(median(a)/median(b), low, high) by percentile bootstrap; ValueError for < MIN_SAMPLES values or rates <= 0."""
     if len(a) < MIN_SAMPLES or len(b) < MIN_SAMPLES:
         raise ValueError(f"need at least {MIN_SAMPLES} rates on each side, got {len(a)} and {len(b)}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
+    _check_confidence(confidence)
     xa = np.asarray(a, dtype=float)
     xb = np.asarray(b, dtype=float)
     if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(xb))) or np.any(xa <= 0) or np.any(xb <= 0):
         raise ValueError("rates must be finite and > 0")
     rng = np.random.default_rng(BOOTSTRAP_SEED)
-    ma = np.median(rng.choice(xa, size=(resamples, xa.size), replace=True), axis=1)
-    mb = np.median(rng.choice(xb, size=(resamples, xb.size), replace=True), axis=1)
-    ratios = ma / mb
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(ratios, [tail, 1.0 - tail])
-    return float(np.median(xa) / np.median(xb)), float(low), float(high)
+    ratios = _resampled_medians(xa, rng, resamples) / _resampled_medians(xb, rng, resamples)
+    return (float(np.median(xa) / np.median(xb)), *_interval(ratios, confidence))
+
+
+def median_ci(values: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
+              resamples: int = RESAMPLES) -> tuple[float, float, float]:
+    """(median, low, high) of one sample by the same percentile bootstrap, for a quantity each run measures against
+    itself (a within-run difference), where two samples' ratio would bring back the runs' spread; ValueError for
+    < MIN_SAMPLES values or a value that is not finite."""
+    if len(values) < MIN_SAMPLES:
+        raise ValueError(f"need at least {MIN_SAMPLES} values, got {len(values)}")
+    _check_confidence(confidence)
+    x = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(x)):
+        raise ValueError("values must be finite")
+    medians = _resampled_medians(x, np.random.default_rng(BOOTSTRAP_SEED), resamples)
+    return (float(np.median(x)), *_interval(medians, confidence))
 
 
 def _memory_differs(a: Sample, b: Sample) -> bool:
