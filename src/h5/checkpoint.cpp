@@ -17,7 +17,6 @@
 #include <sstream>
 #include <system_error>
 #include <thread>
-#include <tuple>
 
 #include "h5_handles.hpp"
 #include "hympi/core/checksum.hpp"
@@ -582,7 +581,7 @@ void IoSession::count_step() {
   }
   totals_.steps_writing += 1;
   totals_.steps_writing_s += seconds;
-  std::array<double, std::tuple_size_v<decltype(recent_quiet_)>> recent = recent_quiet_;
+  auto recent = recent_quiet_;  // a copy: nth_element reorders, the ring keeps its order
   const auto end = recent.begin() + static_cast<long>(std::min(recent_quiet_count_, recent.size()));
   if (end == recent.begin()) return;  // no quiet step yet to compare with: the app checkpointed every step
   const auto middle = recent.begin() + (end - recent.begin()) / 2;

@@ -77,7 +77,11 @@ def checkpoint_at_20(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A checkpoint of iteration 20 written by 2 ranks x 1 thread."""
     path = tmp_path_factory.mktemp("ck") / "rb3d.h5"
     rec = record(run(2, 1, *RB3D, "--iterations", "20", "--checkpoint", str(path), "--checkpoint-every", "10"))
-    assert rec["io"]["checkpoints"] == 2 and rec["io"]["checkpoint_bytes"] > 20**3 * 8
+    io = rec["io"]
+    assert io["checkpoints"] == 2 and io["checkpoint_bytes"] > 20**3 * 8
+    # Steps 11-20 follow the first checkpoint (at 10): each is counted once, the one it started in beside its writer.
+    assert io["steps_writing"] + io["steps_quiet"] == 10 and io["steps_writing"] >= 1, io
+    assert io["steps_writing_s"] > 0 and io["steps_quiet_s"] >= 0
     return path
 
 

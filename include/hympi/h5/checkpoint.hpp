@@ -276,10 +276,10 @@ class IoSession {
   void checkpoint(long step, double time, const nlohmann::json& state, const std::function<void(File&)>& write);
   /// Publishes the checkpoint in flight as soon as every rank's part of it is on disk, rather than at the next
   /// checkpoint: a run killed in between then loses less than an interval (collective, never blocks: call it once per
-  /// step, every rank alike; the time between two calls is a step, IoTotals::steps_writing and steps_quiet). It tests a nonblocking agreement (WriteAgreement) and, while some rank is still
-  /// writing, starts the next; when all have written, rank 0's background writer renames the file onto the path
-  /// and syncs its directory. A failed write or rename is reported by the next checkpoint() or finish(), as without
-  /// progress().
+  /// step, every rank alike: the time between two calls is a step, IoTotals::steps_writing and steps_quiet). It tests
+  /// a nonblocking agreement (WriteAgreement) and, while some rank is still writing, starts the next; when all have
+  /// written, rank 0's background writer renames the file onto the path and syncs its directory. A failed write or
+  /// rename is reported by the next checkpoint() or finish(), as without progress().
   void progress();
   /// Waits for the checkpoint in flight and publishes it (collective); throws IoError like checkpoint(). Every
   /// run calls it before it reports: its last checkpoint is then on disk under its name.
