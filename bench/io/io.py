@@ -2,7 +2,9 @@
 """Checkpoint I/O (issue 17): hympi::h5 checkpoint write and read bandwidth per layout and option set, against dd
 on the same file system with the same byte count in the same run (targets: write >= 0.7 and read >= 0.7 of dd at
 1x2 and 2x1 for a 512 MiB field), and with --rb3d the checkpoint overhead of hympi-rb3d (target < 5 % of run time
-with one checkpoint per 50 iterations at 256^3).
+with one checkpoint per 50 iterations at 256^3), judged both against runs without checkpoints and on the cost each
+run with checkpoints measures within itself (IoRecord.checkpoint_cost_s, which leaves the machine's drift between
+runs out).
 
 Usage: .venv/bin/python bench/io/io.py [--mib 512 | --global X Y Z] [--dir DIR] [--layouts 1x2,2x1] [--repeat 3]
                                        [--sieve 0,fs,4M] [--alignment 0,fs] [--transfer collective,independent]

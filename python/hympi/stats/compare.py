@@ -4,6 +4,8 @@ Method (also in docs/study.md, "How layouts are compared"): for two layouts with
 non-warm-up runs), the point estimate is median(a) / median(b). Its confidence interval is a percentile bootstrap:
 `RESAMPLES` times, draw len(a) rates from a and len(b) rates from b with replacement, independently, and take the
 ratio of the two medians; the interval is the (1-c)/2 and (1+c)/2 quantiles of those ratios for confidence c.
+(A quantity each run measures against itself, such as a checkpoint's cost within the run, needs no second sample:
+`median_ci` bootstraps the median of one sample the same way.)
 The random generator is numpy's PCG64 with a fixed seed (`BOOTSTRAP_SEED`), so the same runs always give the same
 interval and the same report. Two layouts are *separated* when the interval excludes 1; otherwise they are
 *indistinguishable here* and neither is ranked above the other: one is chosen by `TIE_BREAKS` instead
@@ -137,6 +139,7 @@ class Refusal:
 
 
 def _check_confidence(confidence: float) -> None:
+    """ValueError unless 0 < confidence < 1."""
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence}")
 
