@@ -37,7 +37,7 @@ from typing import Any
 
 from hympi.iorecord import io_record
 from hympi.launch.mpirun import LaunchSpec, build_command, format_command
-from hympi.stats.compare import MIN_SAMPLES, median_ci, ratio_ci
+from hympi.stats.compare import MIN_SAMPLES, median_ci, slowdown_ci
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
 from common import options_of, parse_layouts, reject, require_positive
@@ -188,9 +188,8 @@ def slowdown_verdict(plain: list[float], with_ckpt: list[float]) -> dict[str, An
     threads went unseen: 4 % share beside an 8.5 % slowdown at 30 pairs, docs/performance.md.)"""
     if min(len(plain), len(with_ckpt)) < MIN_SAMPLES:
         return {"slowdown_ci": None, "verdict": f"not judged (fewer than {MIN_SAMPLES} runs a side)"}
-    _, low, high = ratio_ci([1 / t for t in plain], [1 / t for t in with_ckpt])  # time with / time without
-    ci = (1 - 1 / low, 1 - 1 / high)
-    return {"slowdown_ci": ci, "verdict": judged(ci)}
+    _, low, high = slowdown_ci(plain, with_ckpt)
+    return {"slowdown_ci": (low, high), "verdict": judged((low, high))}
 
 
 def in_run_verdict(fractions: list[float]) -> dict[str, Any]:

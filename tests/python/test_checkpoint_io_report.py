@@ -89,6 +89,27 @@ def test_section_shows_bandwidth_per_layout_and_option_share_and_slowdown():
     assert "href='#checkpoint-io'" in page and page.count("<h2 id='checkpoint-io'>") == 1
 
 
+@pytest.mark.parametrize(("with_times", "slowdown_cell"), [
+    ([11.0, 11.1, 10.9, 11.0, 11.05, 10.95], "9.1 % ["),                        # separated from the runs without
+    ([9.5, 12.0, 10.0, 11.5, 10.4, 11.0], "indistinguishable from none ["),   # the spread holds 0
+])
+def test_slowdown_and_in_run_cost_carry_their_intervals(with_times: list[float], slowdown_cell: str) -> None:
+    """Each of the section's two costs is printed with its 95 % interval, and as indistinguishable from none when the
+    interval holds 0; with one run there is no interval and the bare median is shown."""
+    plain = [_run(2, k, t, _io()) for k, t in enumerate([10.0, 10.1, 9.9, 10.0, 10.05, 9.95])]
+    costs = [0.30, 0.36, 0.33, 0.41, 0.35, 0.38]
+    with_ckpt = [_run(2, 10 + k, t, _io(4, 0.3, 4 * 2**27, steps_writing=10, excess_s=c - 0.3))
+                 for k, (t, c) in enumerate(zip(with_times, costs, strict=True))]
+    (row,) = checkpoint_io_view(plain + with_ckpt).rows
+    assert row.slowdown_ci is not None and row.cost_ci is not None and row.cost is not None
+    assert row.cost_ci[0] <= row.cost <= row.cost_ci[1] and row.cost_ci[0] > 0
+    html = checkpoint_io_section(checkpoint_io_view(plain + with_ckpt))
+    assert slowdown_cell in html, html
+    assert f"{100 * row.cost:.1f} % [" in html
+    (alone,) = checkpoint_io_view(plain + with_ckpt[:1]).rows
+    assert alone.slowdown_ci is None and alone.cost_ci is None and alone.slowdown is not None
+
+
 def test_no_section_without_checkpoints():
     runs = [_run(2, 1, 10.0, _io()), _run(2, 2, 10.0, None)]
     assert checkpoint_io_view(runs).rows == () and checkpoint_io_section(checkpoint_io_view(runs)) == ""

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from html import escape
 
 from hympi.iorecord import IoRecord, io_record
+from hympi.stats.compare import MIN_SAMPLES, median_ci, slowdown_ci
 from hympi.stats.median import median_or_none
 from hympi.store import Run
 
@@ -38,7 +39,9 @@ class IoRow:
     read_gbs: float | None
     share: float | None  # checkpoint seconds / timed region
     cost: float | None  # IoRecord.checkpoint_cost_s / timed region: what they cost, measured within each run
+    cost_ci: tuple[float, float] | None  # its 95 % interval (stats.compare.median_ci), None with too few runs
     slowdown: float | None  # (with - without) / with, median times of runs without any I/O in the same group
+    slowdown_ci: tuple[float, float] | None  # its 95 % interval (stats.compare.slowdown_ci), None with too few runs
 
 
 @dataclass(frozen=True)
@@ -77,9 +80,10 @@ def checkpoint_io_view(runs: list[Run]) -> CheckpointIoView:
         shares = [io.checkpoint_s / t for r, io in writers if (t := r.value("time_s")) is not None and t > 0]
         costs = [c / t for r, io in writers
                  if (c := io.checkpoint_cost_s) is not None and (t := r.value("time_s")) is not None and t > 0]
-        times = [t for r, _ in writers if (t := r.value("time_s")) is not None]
+        times = [t for r, _ in writers if (t := r.value("time_s")) is not None and t > 0]
         without = plain.get(key[:5], [])
         with_t, without_t = median_or_none(times), median_or_none(without)
+        enough = min(len(times), len(without)) >= MIN_SAMPLES
         rows.append(IoRow(
             app=app, problem=problem, layout=layout, options=options, runs=len(members),
             checkpoints=median_or_none([float(io.checkpoints) for _, io in writers]),
@@ -87,7 +91,9 @@ def checkpoint_io_view(runs: list[Run]) -> CheckpointIoView:
             write_gbs=median_or_none([g for _, io in writers if (g := io.write_gbs) is not None]),
             restarts=len(readers), read_gbs=median_or_none([g for io in readers if (g := io.read_gbs) is not None]),
             share=median_or_none(shares), cost=median_or_none(costs),
-            slowdown=(with_t - without_t) / with_t if with_t and without_t is not None else None))
+            cost_ci=median_ci(costs)[1:] if len(costs) >= MIN_SAMPLES else None,
+            slowdown=(with_t - without_t) / with_t if with_t and without_t is not None else None,
+            slowdown_ci=slowdown_ci(without, times)[1:] if enough else None))
     return CheckpointIoView(tuple(rows))
 
 
@@ -101,6 +107,17 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f} %"
 
 
+def _pct_ci(value: float | None, ci: tuple[float, float] | None) -> str:
+    """'6.6 % [3.1, 9.0]' (95 % interval); 'indistinguishable from none [-3.9, 11.9] %' when the interval holds 0;
+    the bare value without an interval (too few runs) and '-' when absent."""
+    if value is None or ci is None:
+        return _pct(value)
+    low, high = 100 * ci[0], 100 * ci[1]
+    if low <= 0 <= high:
+        return f"indistinguishable from none [{low:.1f}, {high:.1f}] %"
+    return f"{100 * value:.1f} % [{low:.1f}, {high:.1f}]"
+
+
 def checkpoint_io_section(view: CheckpointIoView) -> str:
     """The Checkpoint I/O section's HTML ('' when no run wrote or read a checkpoint)."""
     if not view.rows:
@@ -112,8 +129,8 @@ def checkpoint_io_section(view: CheckpointIoView) -> str:
         f"<tr><td class='l'>{escape(r.app)}</td><td class='l'>{escape(r.problem)}</td><td>{escape(r.layout)}</td>"
         f"<td class='l'>{escape(r.options)}</td><td>{r.runs}</td><td>{_cell(r.checkpoints, '.3g')}</td>"
         f"<td>{_cell(r.checkpoint_mib, '.4g')}</td><td><b>{_cell(r.write_gbs, '.3g')}</b></td><td>{r.restarts}</td>"
-        f"<td><b>{_cell(r.read_gbs, '.3g')}</b></td><td>{_pct(r.share)}</td><td>{_pct(r.cost)}</td>"
-        f"<td>{_pct(r.slowdown)}</td></tr>"
+        f"<td><b>{_cell(r.read_gbs, '.3g')}</b></td><td>{_pct(r.share)}</td>"
+        f"<td>{_pct_ci(r.cost, r.cost_ci)}</td><td>{_pct_ci(r.slowdown, r.slowdown_ci)}</td></tr>"
         for r in view.rows)
     caption = ("medians over the runs of each app configuration, layout and HDF5 option set (sieve buffer, alignment, "
                "collective or independent transfers, MPI-IO hints); write = checkpoint bytes / seconds of the whole "
@@ -123,6 +140,8 @@ def checkpoint_io_section(view: CheckpointIoView) -> str:
                "median of its quiet steps just before, over the timed region (measured within each run, so the "
                "machine's drift from run to run is not in it; '-' for records without the step counts); "
                "slowdown = (time with - time without) / time with, against runs of the same configuration without "
-               "any I/O ('-' when the database has none); restarted runs count for reading only")
+               "any I/O ('-' when the database has none); both with their 95 % bootstrap interval where there are "
+               f"{MIN_SAMPLES} runs or more ('indistinguishable from none' when it holds 0); restarted runs count for "
+               "reading only")
     return (f"<h2 id='checkpoint-io'>Checkpoint I/O</h2><table class='checkpoint-io'><caption>{caption}</caption>"
             f"{head}{rows}</table>")

@@ -171,6 +171,14 @@ def ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = DEFAULT
     return (float(np.median(xa) / np.median(xb)), *_interval(ratios, confidence))
 
 
+def slowdown_ci(without: Sequence[float], with_: Sequence[float], confidence: float = DEFAULT_CONFIDENCE
+                ) -> tuple[float, float, float]:
+    """(slowdown, low, high) of runs with something (checkpoints) against runs without, from their times: 1 - time
+    without / time with, medians, the interval ratio_ci's; ValueError as ratio_ci (times where it says rates)."""
+    ratio, low, high = ratio_ci([1 / t for t in without], [1 / t for t in with_], confidence)  # time with / without
+    return 1 - 1 / ratio, 1 - 1 / low, 1 - 1 / high
+
+
 def median_ci(values: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
               resamples: int = RESAMPLES) -> tuple[float, float, float]:
     """(median, low, high) of one sample by the same percentile bootstrap, for a quantity each run measures against
