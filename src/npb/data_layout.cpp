@@ -128,6 +128,7 @@ void ZonePlacement::check_team() const {
 }
 
 void ZonePlacement::count(const std::string& how) const {
+  const std::lock_guard lock(placed_by_mutex_);
   for (auto& [name, n] : placed_by_) {
     if (name == how) {
       ++n;

@@ -30,26 +30,6 @@ std::vector<int> thread_of_zones(const ZoneGrid& grid, const std::vector<int>& i
   return pack_lpt(points, threads);
 }
 
-// Calls work(zone) for every zone of the rank: one zone after another, the team inside each (loops), or each zone
-// on the thread `owner` names (zones; a smaller team than planned folds the owners onto its threads), whose parallel
-// regions inside a zone run on that thread alone.
-template <class Work>
-void for_each_zone(Zones& zones, const std::vector<int>& owner, ThreadWork how, Work&& work) {
-  if (how == ThreadWork::loops) {
-    for (auto& z : zones) work(*z);
-    return;
-  }
-  ParallelErrors errors;
-#pragma omp parallel
-  {
-    omp_set_num_threads(1);  // this thread's own ICV: the zone's regions get a team of one
-    const int t = omp_get_thread_num(), team = omp_get_num_threads();
-    for (std::size_t l = 0; l < zones.size(); ++l) {
-      if (owner[l] % team == t) errors.capture([&] { work(*zones[l]); });
-    }
-  }
-  errors.rethrow();
-}
 }  // namespace
 
 nlohmann::json MzOptions::to_json() const {
@@ -83,20 +63,24 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
   std::optional<ZonePlacement> placed;
   if (options.topology != nullptr) placed.emplace(*options.topology, options.layout, partition.threads(rank));
   const ZonePlacement& placement = placed ? *placed : ZonePlacement::plain();
-  std::vector<std::unique_ptr<ZoneSolver>> zones;
-  for (int id : partition.zones_of(rank)) {
-    const ZoneDims dims = ZoneDims::of(grid.zone(id));
+  // Each zone is built where it will be solved: with zones, on its thread, which so first-touches its pages.
+  const std::vector<int>& ids = partition.zones_of(rank);
+  const std::vector<int> owner = thread_of_zones(grid, ids, partition.threads(rank));
+  Zones zones(ids.size());
+  for_each_owned(owner, options.thread_work, [&](std::size_t l) {
+    const ZoneDims dims = ZoneDims::of(grid.zone(ids[l]));
     switch (p.benchmark) {
-      case Benchmark::bt: zones.push_back(std::make_unique<BtZone>(cfd, dims, placement, id)); break;
-      case Benchmark::sp: zones.push_back(std::make_unique<SpZone>(cfd, dims, placement, id)); break;
-      case Benchmark::lu: zones.push_back(std::make_unique<LuZone>(luc, dims, placement)); break;
+      case Benchmark::bt: zones[l] = std::make_unique<BtZone>(cfd, dims, placement, ids[l]); break;
+      case Benchmark::sp: zones[l] = std::make_unique<SpZone>(cfd, dims, placement, ids[l]); break;
+      case Benchmark::lu: zones[l] = std::make_unique<LuZone>(luc, dims, placement); break;
     }
-  }
+  });
   std::vector<double*> fields;
   for (auto& z : zones) fields.push_back(z->field());
   ZoneExchange exchange(grid, partition, comm, 5);
-  const std::vector<int> owner = thread_of_zones(grid, partition.zones_of(rank), partition.threads(rank));
-  auto each_zone = [&](auto&& work) { for_each_zone(zones, owner, options.thread_work, work); };
+  auto each_zone = [&](auto&& work) {
+    for_each_owned(owner, options.thread_work, [&](std::size_t l) { work(*zones[l]); });
+  };
 
   each_zone([](ZoneSolver& z) { z.initialize(); });
   // One untimed step touches every page and code path, then the fields start over (as NPB).
@@ -104,7 +88,6 @@ MzResult run_mz(const ClassParams& p, const ZoneGrid& grid, const ZonePartition&
   each_zone([](ZoneSolver& z) { z.step(); });
   each_zone([](ZoneSolver& z) { z.initialize(); });
   if (options.hooks.touched) {
-    const std::vector<int>& ids = partition.zones_of(rank);
     for (std::size_t l = 0; l < zones.size(); ++l)
       options.hooks.touched(std::span<const double>(fields[l], ZoneDims::of(grid.zone(ids[l])).size5()));
   }

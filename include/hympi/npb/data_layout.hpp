@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -172,6 +173,7 @@ class ZonePlacement {
   locality::LocationRange team_range_{0, 0};
   std::optional<locality::TeamBinding> team_binding_;  ///< access pattern; after team_, which it points to
   mutable std::vector<std::pair<std::string, int>> placed_by_;  ///< how arrays were placed, counted
+  mutable std::mutex placed_by_mutex_;  ///< zones are built on their own threads (ThreadWork::zones)
   void count(const std::string& how) const;
 };
 

@@ -2,6 +2,7 @@
 // The NPB-MZ time loop: the zones of this rank stepped together, with the boundary exchange
 // between steps, the verification norms reduced over ranks at the end; and the benchmark
 // repeated whole until a minimum time is reached.
+#include "hympi/core/error.hpp"
 #include "hympi/core/metrics.hpp"
 #include "hympi/core/topology.hpp"
 #include "hympi/locality/membind.hpp"
@@ -13,7 +14,9 @@
 
 #include <mpi.h>
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -50,6 +53,29 @@ contract::ThreadWorkNames<ThreadWork> enum_names(ThreadWork);
 
 /// Parses "loops|zones"; throws InvalidArgument naming the value.
 inline ThreadWork parse_thread_work(std::string_view text) { return parse_enum<ThreadWork>(text); }
+
+/// Calls work(l) for l = 0 .. owner.size() - 1. loops: in order on the calling thread, whose team the work's own
+/// parallel regions use. zones: each l on the thread owner[l] names (a smaller team than planned folds the owners
+/// onto its threads), whose parallel regions inside work(l) then run on that thread alone; so a zone built this way
+/// has its pages first touched by the thread that solves it (on its NUMA node), and solved there. What work(l)
+/// throws is carried out of the region (ParallelErrors) and rethrown here.
+template <class Work>
+void for_each_owned(const std::vector<int>& owner, ThreadWork how, Work&& work) {
+  if (how == ThreadWork::loops) {
+    for (std::size_t l = 0; l < owner.size(); ++l) work(l);
+    return;
+  }
+  ParallelErrors errors;
+#pragma omp parallel
+  {
+    omp_set_num_threads(1);  // this thread's own ICV: the regions inside work(l) get a team of one
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+    for (std::size_t l = 0; l < owner.size(); ++l) {
+      if (owner[l] % team == t) errors.capture([&] { work(l); });
+    }
+  }
+  errors.rethrow();
+}
 
 /// Throws InvalidArgument when `work` cannot go with `layout`: zones needs first-touch (the other layouts place each
 /// zone's pages for a team of threads).

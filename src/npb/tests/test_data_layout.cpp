@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <set>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "hympi/core/error.hpp"
 #include "hympi/npb/bt.hpp"
 #include "hympi/npb/data_layout.hpp"
+#include "hympi/npb/mz_run.hpp"
 #include "synthetic_machine.hpp"
 
 using hympi::InvalidArgument;
@@ -190,3 +192,41 @@ TEST(DataLayout, ABtZoneUsesItsPlacementsArraysAndTeam) {
   EXPECT_EQ(where.on_intended, where.pages);
   EXPECT_EQ(placement.to_json()["placed_by"].size(), 1U);
 }
+
+// Zones are built and solved by for_each_owned: with ThreadWork::zones each on the thread that owns it, alone (so
+// that thread first-touches its pages), with loops in order by the caller, whose team its regions use.
+TEST(ThreadWork, ZonesAreWorkedOnByTheirOwnerAloneAndLoopsInOrderByTheCallersTeam) {
+  using hympi::npb::ThreadWork;
+  omp_set_num_threads(2);
+  const std::vector<int> owner = {1, 0, 1, 1, 0, 2};  // 2 folds onto thread 0 of a team of two
+  for (const ThreadWork how : {ThreadWork::zones, ThreadWork::loops}) {
+    std::vector<int> ran_on(owner.size(), -1), team_inside(owner.size(), 0), order;
+    std::mutex mutex;
+    hympi::npb::for_each_owned(owner, how, [&](std::size_t l) {
+      int inner = 0;
+#pragma omp parallel
+      {
+#pragma omp single
+        inner = omp_get_num_threads();
+      }
+      const std::lock_guard lock(mutex);
+      ran_on[l] = omp_get_thread_num();
+      team_inside[l] = inner;
+      order.push_back(static_cast<int>(l));
+    });
+    for (std::size_t l = 0; l < owner.size(); ++l) {
+      EXPECT_EQ(ran_on[l], how == ThreadWork::zones ? owner[l] % 2 : 0) << l;
+      EXPECT_EQ(team_inside[l], how == ThreadWork::zones ? 1 : 2) << l;
+    }
+    if (how == ThreadWork::loops) {
+      EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+    }
+  }
+  // A zone that throws on its thread fails the call, after the region, with its own exception.
+  EXPECT_THROW(hympi::npb::for_each_owned(owner, ThreadWork::zones,
+                                          [](std::size_t l) {
+                                            if (l == 3) throw InvalidArgument("zone 3");
+                                          }),
+               InvalidArgument);
+}
+
