@@ -456,12 +456,12 @@ LuZone::LuZone(const LuConstants& c, const ZoneDims& dims, const ZonePlacement& 
     : c_(c),
       topology_(placement.topology()),
       d_(dims),
-      u_(dims.size5(), 0.0),
-      rsd_(dims.size5(), 0.0),
-      frct_(5 * component_stride(dims), 0.0),
-      qs_(component_stride(dims), 0.0),
-      rho_i_(component_stride(dims), 0.0),
-      u_components_(5 * component_stride(dims), 0.0),
+      u_(make_untouched_array<double>(dims.size5())),
+      rsd_(make_untouched_array<double>(dims.size5())),
+      frct_(make_untouched_array<double>(5 * component_stride(dims))),
+      qs_(make_untouched_array<double>(component_stride(dims))),
+      rho_i_(make_untouched_array<double>(component_stride(dims))),
+      u_components_(make_untouched_array<double>(5 * component_stride(dims))),
       x_weights_(5 * x_weight_pitch(dims), 0.0),
       x_blk_(kBlockEntries * kRowLanes * lane_groups(dims) * dims.ny, 0.0),
       y_blk_(x_blk_.size(), 0.0),
@@ -471,11 +471,49 @@ LuZone::LuZone(const LuConstants& c, const ZoneDims& dims, const ZonePlacement& 
     throw InvalidArgument("LU-MZ zone " + std::to_string(dims.nx) + "x" + std::to_string(dims.ny) + "x" +
                           std::to_string(dims.nz) + " is below 6 points in some direction");
   }
+  touch_by_team(placement);
   const std::size_t pitch = x_weight_pitch(dims);
   for (int i = 1; i < dims.nx - 1; ++i) {
     const std::array<double, 5> w = dissipation_weights(dissipation_form(i, dims.nx));
     for (std::size_t o = 0; o < 5; ++o) x_weights_[o * pitch + std::size_t(i)] = w[o];
   }
+}
+
+void LuZone::touch_by_team(const ZonePlacement& placement) {
+  // By (k, j) rows with the static schedule of every pass but the sweeps (which share each plane's rows out): on a
+  // NUMA node a row's pages go to the node of the thread that computes it. Built on one thread (--thread-work
+  // zones), the team is that thread.
+  const ZoneDims& d = d_;
+  const std::size_t stride = component_stride(d), row = std::size_t(d.nxmax);
+  double *u = u_.get(), *rsd = rsd_.get(), *frct = frct_.get(), *qs = qs_.get(), *rho = rho_i_.get(),
+         *w = u_components_.get();
+  placement.run([=] {
+#pragma omp for collapse(2) schedule(static)
+    for (int k = 0; k < d.nz; ++k) {
+      for (int j = 0; j < d.ny; ++j) {
+        const std::size_t p = d.at(0, j, k);
+        std::fill_n(u + 5 * p, 5 * row, 0.0);
+        std::fill_n(rsd + 5 * p, 5 * row, 0.0);
+        std::fill_n(qs + p, row, 0.0);
+        std::fill_n(rho + p, row, 0.0);
+        for (std::size_t c = 0; c < 5; ++c) {
+          std::fill_n(frct + c * stride + p, row, 0.0);
+          std::fill_n(w + c * stride + p, row, 0.0);
+        }
+      }
+    }
+#pragma omp single
+    {
+      // The slack after each component, which the vector lanes read past a row's end.
+      const std::size_t slack = stride - d.size1();
+      std::fill_n(qs + d.size1(), slack, 0.0);
+      std::fill_n(rho + d.size1(), slack, 0.0);
+      for (std::size_t c = 0; c < 5; ++c) {
+        std::fill_n(frct + c * stride + d.size1(), slack, 0.0);
+        std::fill_n(w + c * stride + d.size1(), slack, 0.0);
+      }
+    }
+  });
 }
 
 void LuZone::set_boundary() {
@@ -484,7 +522,7 @@ void LuZone::set_boundary() {
   auto exact = [&](int i, int j, int k, double* out) {
     c_.cfd.exact_solution(double(i) / (d.nx - 1), double(j) / (d.ny - 1), double(k) / (d.nz - 1), out);
   };
-  double* u = u_.data();
+  double* u = u_.get();
   for (int j = 0; j < d.ny; ++j) {
     for (int i = 0; i < d.nx; ++i) {
       exact(i, j, 0, u + 5 * d.at(i, j, 0));
@@ -510,7 +548,7 @@ void LuZone::set_interior() {
   auto exact = [&](int i, int j, int k, double* out) {
     c_.cfd.exact_solution(double(i) / (d.nx - 1), double(j) / (d.ny - 1), double(k) / (d.nz - 1), out);
   };
-  double* u = u_.data();
+  double* u = u_.get();
 #pragma omp parallel for collapse(2) schedule(static)
   for (int k = 1; k < d.nz - 1; ++k) {
     for (int j = 1; j < d.ny - 1; ++j) {
@@ -549,14 +587,14 @@ void LuZone::compute_forcing() {
       }
     }
   }
-  std::fill(frct_.begin(), frct_.end(), 0.0);
   const std::size_t stride = component_stride(d);
+  std::fill_n(frct_.get(), 5 * stride, 0.0);
   std::vector<double> rho(stride, 0.0), q(stride, 0.0), components(5 * stride, 0.0);
 #pragma omp parallel
   {
     derived_scalars(d, exact.data(), rho.data(), q.data(), components.data(), stride);
     add_operator(c_, d, {components.data(), stride}, rho.data(), q.data(), x_weights_.data(), x_weight_pitch(d),
-                 nullptr, {frct_.data(), stride});
+                 nullptr, {frct_.get(), stride});
   }
 }
 
@@ -567,9 +605,9 @@ void LuZone::compute_rhs() {
 
 void LuZone::compute_rhs_body() {
   const std::size_t stride = component_stride(d_);
-  derived_scalars(d_, u_.data(), rho_i_.data(), qs_.data(), u_components_.data(), stride);
-  add_operator(c_, d_, {u_components_.data(), stride}, rho_i_.data(), qs_.data(), x_weights_.data(),
-               x_weight_pitch(d_), frct_.data(), {rsd_.data(), 0});
+  derived_scalars(d_, u_.get(), rho_i_.get(), qs_.get(), u_components_.get(), stride);
+  add_operator(c_, d_, {u_components_.get(), stride}, rho_i_.get(), qs_.get(), x_weights_.data(),
+               x_weight_pitch(d_), frct_.get(), {rsd_.get(), 0});
 }
 
 void LuZone::initialize() {
@@ -597,9 +635,9 @@ void LuZone::ssor() {
   // Progress of each thread through the k planes: a thread may solve its rows of plane k once
   // the thread owning the rows before it has finished that plane (the reference's sync_left).
   auto progress = std::make_unique<std::atomic<int>[]>(static_cast<std::size_t>(nthreads));
-  double* v = rsd_.data();
-  const double* rho = rho_i_.data();
-  const double* qs = qs_.data();
+  double* v = rsd_.get();
+  const double* rho = rho_i_.get();
+  const double* qs = qs_.get();
   const double dt = c.dt;
   const double dt2 = dt * 2.0;
   const double r43 = 4.0 / 3.0;
@@ -619,7 +657,7 @@ void LuZone::ssor() {
   const std::size_t plane5 = 5 * std::size_t(d.nxmax) * d.ny;
   const std::size_t row5 = 5 * std::size_t(d.nxmax);
 
-  const Components w{u_components_.data(), component_stride(d)};
+  const Components w{u_components_.get(), component_stride(d)};
   // Diagonal blocks of the lanes at p (the same in both sweeps), kept as solve_lower reads them: entry e of
   // the first lane's at D[e * kRowLanes] (lane_slot).
   const double r0 = 1.0 / (1.0 + dt2 * diag[0]);
@@ -777,7 +815,7 @@ void LuZone::finish_timed() {
   for (int k = 1; k < d.nz - 1; ++k) {
     for (int j = 1; j < d.ny - 1; ++j) {
       for (int i = 1; i < d.nx - 1; ++i) {
-        const double* r = rsd_.data() + 5 * d.at(i, j, k);
+        const double* r = rsd_.get() + 5 * d.at(i, j, k);
 #pragma GCC unroll 5
         for (int m = 0; m < 5; ++m) sum[m] += r[m] * r[m];
       }
@@ -791,7 +829,7 @@ double LuZone::surface_integral() const {
   const ZoneDims& d = d_;
   const double c2 = c_.c2;
   auto phi = [&](int i, int j, int k) {
-    const double* w = u_.data() + 5 * d.at(i, j, k);
+    const double* w = u_.get() + 5 * d.at(i, j, k);
     return c2 * (w[4] - 0.5 * (w[1] * w[1] + w[2] * w[2] + w[3] * w[3]) / w[0]);
   };
   // Each face sum is a trapezoid rule over the cells of two opposite planes (NPB pintgr).
@@ -831,7 +869,7 @@ ZoneNorms LuZone::norms() {
       for (int i = 1; i < d.nx - 1; ++i) {
         double ex[5];
         c_.cfd.exact_solution(double(i) / (d.nx - 1), double(j) / (d.ny - 1), double(k) / (d.nz - 1), ex);
-        const double* w = u_.data() + 5 * d.at(i, j, k);
+        const double* w = u_.get() + 5 * d.at(i, j, k);
 #pragma GCC unroll 5
         for (int m = 0; m < 5; ++m) {
           const double e = ex[m] - w[m];
@@ -847,7 +885,7 @@ ZoneNorms LuZone::norms() {
 
 locality::PagePlacement LuZone::field_placement() const {
   if (topology_ == nullptr) throw TopologyError("an LU-MZ zone made without a topology cannot say where its pages are");
-  return locality::page_placement(*topology_, std::as_bytes(std::span<const double>(u_)));
+  return locality::page_placement(*topology_, std::as_bytes(std::span<const double>(u_.get(), d_.size5())));
 }
 
 void LuZone::perturb(double delta) { u_[5 * d_.at(d_.nx / 2, d_.ny / 2, d_.nz / 2) + 4] += delta; }

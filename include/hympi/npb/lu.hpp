@@ -1,6 +1,7 @@
 #pragma once
 // LU-MZ zone solver: symmetric successive over-relaxation (SSOR) of the implicit Navier-Stokes
 // system, with a lower and an upper block-triangular sweep per iteration.
+#include "hympi/core/memory.hpp"
 #include "hympi/npb/cfd.hpp"
 #include "hympi/npb/data_layout.hpp"
 #include "hympi/npb/zone_solver.hpp"
@@ -29,7 +30,7 @@ class LuZone final : public ZoneSolver {
   LuZone(const LuConstants& c, const ZoneDims& dims, const ZonePlacement& placement = ZonePlacement::plain());
   void initialize() override;
   void step() override;
-  [[nodiscard]] double* field() override { return u_.data(); }
+  [[nodiscard]] double* field() override { return u_.get(); }
   /// Recomputes the residual and the derived scalars from u, as the end of the previous SSOR sweep left them.
   void restored() override;
   void finish_timed() override;
@@ -39,6 +40,8 @@ class LuZone final : public ZoneSolver {
   [[nodiscard]] locality::PagePlacement field_placement() const override;
 
  private:
+  /// Zeros the zone-sized arrays, the team's threads each its share of the (k, j) rows (placement.run).
+  void touch_by_team(const ZonePlacement& placement);
   void set_boundary();
   void set_interior();
   void compute_forcing();
@@ -51,8 +54,9 @@ class LuZone final : public ZoneSolver {
   const Topology* topology_ = nullptr;
   ZoneDims d_;
   // u and the residual interleaved, five doubles a point (as the sweeps and the exchange read them); the
-  // forcing and a copy of u in components, for the residual's vector lanes (lu.cpp); 1/rho and q.
-  std::vector<double> u_, rsd_, frct_, qs_, rho_i_, u_components_;
+  // forcing and a copy of u in components, for the residual's vector lanes (lu.cpp); 1/rho and q. Allocated
+  // untouched: the constructor's first write, by the team's rows, places their pages (first touch).
+  UntouchedArray<double> u_, rsd_, frct_, qs_, rho_i_, u_components_;
   std::vector<double> x_weights_;  // the x dissipation's five weights at each point of a row
   // One k-plane of blocks, grouped by the lanes that make them (lane_slot in lu.cpp): the x and y
   // neighbour blocks without their structural zeros and the lower-triangular diagonal (the z
