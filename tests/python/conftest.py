@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,12 @@ os.environ.setdefault("HYMPI_MIN_TIME", "0")
 # theirs judged disturbed unless a test asks for it (test_busy.py builds its sweeps with the documented default).
 os.environ.setdefault("HYMPI_IGNORE_LOAD", "1")
 os.environ.setdefault("HYMPI_DISTURBED_ABOVE", "1000")
+# Open MPI keeps a job's session directory (8 MB of PMIx stores) under TMPDIR and removes it only when mpirun ends on
+# its own; the tests that kill a job as a crashed node would (SIGKILL to every process) left one in /tmp each time,
+# and Chromium its singleton directory, until a CI machine's disk was full. So what this process launches writes its
+# temporary files in a directory of this process's, removed when the run ends (pytest_unconfigure).
+SCRATCH = Path(tempfile.mkdtemp(prefix="hympi-tests-"))
+os.environ["TMPDIR"] = str(SCRATCH)
 # The same for records built in code, which take contract.toml's default, not HYMPI_*: a test builds them with
 # sweep_params and tune_params below (test_busy.py checks that every other test file does).
 DISTURBED_ABOVE = float(os.environ["HYMPI_DISTURBED_ABOVE"])
@@ -62,9 +69,10 @@ def _skip_message(report: pytest.TestReport | pytest.CollectReport) -> str:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Ends the run with one line counting its skips by reason (skips.summary_line), so that a skip is seen: here,
-    after pytest's own summary (pytest_terminal_summary would print it before the short summary and the totals).
-    xdist workers report to the controller, which prints the line once."""
+    """Removes SCRATCH, and ends the run with one line counting its skips by reason (skips.summary_line), so that a
+    skip is seen: here, after pytest's own summary (pytest_terminal_summary would print it before the short summary
+    and the totals). xdist workers report to the controller, which prints the line once."""
+    shutil.rmtree(SCRATCH, ignore_errors=True)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None or hasattr(config, "workerinput"):
         return
