@@ -4,13 +4,15 @@ alternating, while bench/vm/round_trip.c samples how long a cache line takes fro
 
 Usage: .venv/bin/python bench/vm/run.py --command 'hympi=OMP_NUM_THREADS=2 mpirun -np 1 build/bin/hympi-lu-mz
        --class A' [--command 'LABEL=COMMAND' ...] [--runs 8] [--pus 0,1] [--far-ns 150] [--interval-ms 100]
-       [--time-pattern REGEX]
+       [--time-pattern REGEX | --rate-pattern REGEX]
 
 A command's leading NAME=VALUE words set its environment, as in a shell; the rest is its argument list (no shell).
 On bare metal the round trip between two cores stays put. On a VM the host may run the two virtual CPUs on cores
 that share a cache (a round trip of ~55 ns on the Zen 4 VM) or on different dies (260-320 ns), and switch between
 the two within seconds. A run's time is its wall time, or with --time-pattern the number the pattern's first group
-matches in its output (e.g. '"time_s":([0-9.eE+-]+)' for a hympi app's own time). Printed: each run's time beside
+matches in its output (e.g. '"time_s":([0-9.eE+-]+)' for a hympi app's own time), or with --rate-pattern the
+inverse of the rate it matches (the time per unit of work, for programs that print a rate: HPCG's 'GFLOP/s
+Summary::Raw SpMV=([0-9.eE+-]+)'; one pattern serves two programs by alternation). Printed: each run's time beside
 the share of its samples that were far (a round trip above --far-ns); then per command the runs that were near
 throughout (share <= 0.05) against those far for a quarter of their time or more, as far / near; and every command
 against the first in near runs only and in far runs only, each with a 95 % bootstrap interval of the ratio of
@@ -59,7 +61,7 @@ class Run:
     label: str
     start: float  # time.monotonic(), the clock round_trip prints
     end: float
-    time_s: float  # the wall time, or the time --time-pattern found in the output (nan without one)
+    time_s: float  # the wall time, or what --time-pattern or --rate-pattern found in the output (nan without)
     status: str  # "ok", "failed (exit N)", "timed out" or "no time in its output"
 
 
@@ -111,7 +113,9 @@ def build_probe(directory: Path) -> Path:
     return binary
 
 
-def run_once(command: Command, timeout: float, pattern: re.Pattern[str] | None) -> Run:
+def run_once(command: Command, timeout: float, pattern: re.Pattern[str] | None, rate: bool) -> Run:
+    """Runs `command`; its time is the wall time, or the number `pattern` finds in its output (its inverse when
+    `rate`)."""
     start = time.monotonic()
     output = ""
     try:
@@ -128,7 +132,9 @@ def run_once(command: Command, timeout: float, pattern: re.Pattern[str] | None) 
         match = pattern.search(output)
         seconds = float(match.group(1)) if match else math.nan
         if status == "ok" and not (match and math.isfinite(seconds) and seconds > 0):
-            status = "no time in its output"
+            status = f"no {'rate' if rate else 'time'} in its output"
+        elif rate:
+            seconds = 1.0 / seconds
     return Run(label=command.label, start=start, end=end, time_s=seconds, status=status)
 
 
@@ -181,6 +187,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds a run may take (default 600)")
     parser.add_argument("--time-pattern", default=None, metavar="REGEX",
                         help="take a run's time from its output: the first group of the first match (default: wall)")
+    parser.add_argument("--rate-pattern", default=None, metavar="REGEX",
+                        help="take a run's time as the inverse of a rate in its output, found as --time-pattern")
     args = parser.parse_args()
     if not args.command:
         reject("--command", "no command given")
@@ -194,13 +202,17 @@ def main() -> int:
         reject("--far-ns", f"must be a number of ns > 0, got {args.far_ns}")
     pus = parse_pus(args.pus)
     pattern = None
-    if args.time_pattern is not None:
+    rate = args.rate_pattern is not None
+    if rate and args.time_pattern is not None:
+        reject("--rate-pattern", "give it or --time-pattern, not both")
+    option, text = ("--rate-pattern", args.rate_pattern) if rate else ("--time-pattern", args.time_pattern)
+    if text is not None:
         try:
-            pattern = re.compile(args.time_pattern)
+            pattern = re.compile(text)
         except re.error as error:
-            reject("--time-pattern", f"'{args.time_pattern}' is not a regular expression: {error}")
+            reject(option, f"'{text}' is not a regular expression: {error}")
         if pattern.groups < 1:
-            reject("--time-pattern", f"'{args.time_pattern}' has no group to take the time from")
+            reject(option, f"'{text}' has no group to take the {'rate' if rate else 'time'} from")
 
     with tempfile.TemporaryDirectory(prefix="hympi-vm-bench-") as work:
         probe = build_probe(Path(work))
@@ -214,7 +226,7 @@ def main() -> int:
                 runs = []
                 for round_no in range(args.runs):
                     for command in (commands if round_no % 2 == 0 else commands[::-1]):
-                        runs.append(run_once(command, args.timeout, pattern))
+                        runs.append(run_once(command, args.timeout, pattern, rate))
                 wait_for_sample(samples_path, after=runs[-1].end)
             finally:
                 monitor.terminate()
@@ -223,7 +235,8 @@ def main() -> int:
 
     print(f"PUs {pus[0]} and {pus[1]}, a sample every {args.interval_ms} ms, far above {args.far_ns:g} ns")
     print()
-    print(f"| command | run | status | {'time' if pattern else 'wall'} s | samples | far share | "
+    column = "1 / rate" if rate else "time s" if pattern else "wall s"
+    print(f"| command | run | status | {column} | samples | far share | "
           "median round trip ns |")
     print("|---|---|---|---|---|---|---|")
     shares = {}

@@ -70,6 +70,8 @@ SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT", "NPB_REF_BIN")
         ("vm", ["--command", "a=true", "--far-ns", "nan"], {}, "--far-ns: must be a number of ns > 0, got nan"),
         ("vm", ["--command", "a=true", "--time-pattern", "time("], {}, "'time(' is not a regular expression"),
         ("vm", ["--command", "a=true", "--time-pattern", "time_s"], {}, "'time_s' has no group to take the time"),
+        ("vm", ["--command", "a=true", "--rate-pattern", "GFLOPs"], {}, "'GFLOPs' has no group to take the rate"),
+        ("vm", ["--command", "a=true", "--rate-pattern", "(x)", "--time-pattern", "(y)"], {}, "not both"),
     ],
 )
 def test_bench_script_rejects_bad_values(tmp_path: Path, script: str, args: list[str], env: dict[str, str],

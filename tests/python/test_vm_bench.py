@@ -56,3 +56,17 @@ def test_vm_bench_takes_each_time_from_the_output_when_told_how() -> None:
             if line.startswith(("| timed", "| silent"))]
     assert [row[:4] for row in rows] == [["timed", "1", "ok", "1.25"], ["silent", "1", "no time in its output", "nan"]]
     assert "| command | run | status | time s |" in proc.stdout
+
+
+def test_vm_bench_takes_a_rate_as_the_time_per_unit_of_work() -> None:
+    proc = subprocess.run([sys.executable, str(REPO / "bench/vm/run.py"), "--runs", "1",
+                           "--rate-pattern", r"(?:GFLOP/s=|\"GFLOPps\":)([0-9.]+)",
+                           "--command", "report=echo GFLOP/s=4", "--command", "json=echo '{\"GFLOPps\":0.5}'",
+                           "--command", "silent=echo nothing"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in proc.stdout.splitlines()
+            if line.startswith(("| report", "| json", "| silent"))]
+    assert [row[:4] for row in rows] == [["report", "1", "ok", "0.25"], ["json", "1", "ok", "2.00"],
+                                         ["silent", "1", "no rate in its output", "nan"]]
+    assert "| command | run | status | 1 / rate |" in proc.stdout
