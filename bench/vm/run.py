@@ -15,8 +15,8 @@ inverse of the rate it matches (the time per unit of work, for programs that pri
 Summary::Raw SpMV=([0-9.eE+-]+)'; one pattern serves two programs by alternation). Printed: each run's time beside
 the share of its samples that were far (a round trip above --far-ns); then per command the runs that were near
 throughout (share <= 0.05) against those far for a quarter of their time or more, as far / near; and every command
-against the first in near runs only and in far runs only, each with a 95 % bootstrap interval of the ratio of
-medians (hympi.stats.compare.ratio_ci).
+against the first in all runs, in near runs only and in far runs only, each with a 95 % bootstrap interval of the
+ratio of medians (hympi.stats.compare.ratio_ci).
 docs/performance.md, "LU-MZ's slow mode", has what it found.
 """
 
@@ -243,21 +243,22 @@ def main() -> int:
     for index, run in enumerate(runs):
         count, share, median = far_share(run, samples, args.far_ns)
         shares[index] = share
-        print(f"| {run.label} | {index // len(commands) + 1} | {run.status} | {run.time_s:.2f} | {count} | "
+        print(f"| {run.label} | {index // len(commands) + 1} | {run.status} | {run.time_s:.4g} | {count} | "
               f"{share:.2f} | {median:.0f} |")
     print()
-    # The times of each command's ok runs in each state.
+    # The times of each command's ok runs in each state, and of all its ok runs.
     times: dict[tuple[str, str], list[float]] = {}
     for index, run in enumerate(runs):
         if run.status == "ok":
             state = "near" if shares[index] <= NEAR_RUN else "far" if shares[index] >= FAR_RUN else "mixed"
             times.setdefault((run.label, state), []).append(run.time_s)
+            times.setdefault((run.label, "all"), []).append(run.time_s)
     for label in labels:
         print(f"{label}: far / near: "
               f"{as_long(times.get((label, 'near'), []), times.get((label, 'far'), []), ('near', 'far'))}")
-    # Each command against the first, in runs of one state only: the host's placement is then the same on both
-    # sides of the ratio.
-    for state in ("near", "far"):
+    # Each command against the first, in all runs (as a benchmark without the probe would see them), then in runs
+    # of one state only: the host's placement is then the same on both sides of the ratio.
+    for state in ("all", "near", "far"):
         for label in labels[1:]:
             print(f"{state} runs: {label} / {labels[0]}: "
                   f"{as_long(times.get((labels[0], state), []), times.get((label, state), []), (labels[0], label))}")
