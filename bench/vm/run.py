@@ -62,7 +62,7 @@ class Run:
     start: float  # time.monotonic(), the clock round_trip prints
     end: float
     time_s: float  # the wall time, or what --time-pattern or --rate-pattern found in the output (nan without)
-    status: str  # "ok", "failed (exit N)", "timed out" or "no time in its output"
+    status: str  # "ok", "failed (exit N)", "timed out", "no time in its output" or "no rate in its output"
 
 
 def parse_command(text: str) -> Command:

@@ -28,15 +28,15 @@ os.environ.setdefault("HYMPI_MIN_TIME", "0")
 # theirs judged disturbed unless a test asks for it (test_busy.py builds its sweeps with the documented default).
 os.environ.setdefault("HYMPI_IGNORE_LOAD", "1")
 os.environ.setdefault("HYMPI_DISTURBED_ABOVE", "1000")
-# Open MPI keeps a job's session directory (8 MB of PMIx stores) under TMPDIR and removes it only when mpirun ends on
-# its own; the tests that kill a job as a crashed node would (SIGKILL to every process) left one in /tmp each time,
-# and Chromium its singleton directory, until a CI machine's disk was full. So what this process launches writes its
-# temporary files in a directory of this process's, removed when the run ends (pytest_unconfigure).
-SCRATCH = Path(tempfile.mkdtemp(prefix="hympi-tests-"))
-os.environ["TMPDIR"] = str(SCRATCH)
 # The same for records built in code, which take contract.toml's default, not HYMPI_*: a test builds them with
 # sweep_params and tune_params below (test_busy.py checks that every other test file does).
 DISTURBED_ABOVE = float(os.environ["HYMPI_DISTURBED_ABOVE"])
+# Open MPI keeps a job's session directory (8 MB of PMIx stores) under TMPDIR and removes it only when mpirun ends on
+# its own: the tests that kill a job as a crashed node would (SIGKILL to every process) left one in /tmp each time
+# (112 of them, 0.9 GB, on one development VM), and Chromium its singleton directory. So what this process launches
+# writes its temporary files in a directory of this process's, removed when the run ends (pytest_unconfigure).
+SCRATCH = Path(tempfile.mkdtemp(prefix="hympi-tests-"))
+os.environ["TMPDIR"] = str(SCRATCH)
 
 
 def sweep_params(*args: Any, **kwargs: Any) -> SweepParams:
