@@ -13,7 +13,9 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
   configuration, their ratio to the exhaustive best (with stats.compare's interval) and the configurations used
   as a share of the exhaustive tune's. A pick that is not the exhaustive best is re-measured against it,
   alternately (--recheck-pairs runs each): the exhaustive best is the highest of ~50 noisy medians, so the ratio of
-  the stored medians is biased against the pick. The search is also replayed (no launch) on the exhaustive tune's
+  the stored medians is biased against the pick. The fresh runs give two ratios: of their medians, and the median of
+  each round's own (a round's two runs are seconds apart: the machine's drift between rounds drops out of it,
+  stats.compare.paired_ratio_ci). The search is also replayed (no launch) on the exhaustive tune's
   medians for --replay-seeds seeds: the same Search object, the measured landscape as its oracle.
 * lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, SP-MZ S,
   spmv3d CG 48^3, rb3d 32^3 and 64^3, the pencil solver at 32^3, the blade row (its defaults), LAMMPS's melt and HPC
@@ -24,7 +26,7 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
   HYMPI_PROFILE_LIB or the profiler next to the apps). The ratio to a program's best is biased against every pick
   but the best (the highest of 8 noisy medians), so each program's predicted and constant picks are measured
   again against its tune's best, alternately (--recheck-pairs runs each, by `hympi sweep` into DIR/recheck/), and
-  the fresh ratios printed with stats.compare's verdicts.
+  the fresh ratios printed with stats.compare's verdicts, both of them as for guided.
 * report: `hympi report` of both databases into DIR/report-*/ (kept out of the repository), checked for its Tuning
   section.
 
@@ -47,11 +49,13 @@ from pathlib import Path
 
 from hympi.errors import UsageError
 from hympi.launch.cvars import load_listing
+from hympi.params import DEFAULT_CONFIDENCE
 from hympi.program import load_programs
+from hympi.stats.compare import MIN_SAMPLES, paired_ratio_ci
 from hympi.store import Store
 from hympi.tune.options import DEFAULT_EI_STOP
 from hympi.tune.predict import ProgramVerdict, evaluate, mean_ratio, narrowed_notes
-from hympi.tune.results import Measured, best, measure, speedup, tune_results
+from hympi.tune.results import Measured, best, measure, speedup, tune_results, usable_rate
 from hympi.tune.search import Search, Stop
 from hympi.tune.space import Configuration, SearchSpace, load_space
 
@@ -295,8 +299,8 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
             versus = "same configuration" if same.config == top.config else speedup(same, top).text
             if same.config != top.config and recheck_pairs > 0:
                 fresh = remeasure(hympi, work, cvars, program, [pick.config, top.config], recheck_pairs, opts)
-                again = speedup(fresh[pick.config], fresh[top.config])
-                versus += f"; re-measured alternately, {recheck_pairs} runs each: {again.text}"
+                again = fresh.versus(pick.config, top.config)
+                versus += f"; re-measured alternately, {recheck_pairs} runs each: {again}"
             rows.append((program.text, "guided", guided_id, str(seed), len(guided), size, runs_of(guided),
                          pick.config.label(), pick.score, same.score or 0.0, ratio, speedup(pick, default).text,
                          versus))
@@ -331,8 +335,31 @@ def guided_part(hympi: list[str], work: Path, cvars: Path, seeds: list[int], opt
               f"| {mean_used:.1f} ({100.0 * mean_used / size:.1f} %) |")
 
 
+@dataclass(frozen=True)
+class Remeasured:
+    """What `remeasure` measured: each configuration's Measured, and its rate in each round (None where that run
+    does not count: failed, disturbed), so that two configurations are also compared round by round."""
+
+    measured: dict[Configuration, Measured]
+    rounds: dict[Configuration, tuple[float | None, ...]]
+
+    def versus(self, pick: Configuration, top: Configuration) -> str:
+        """The fresh medians' ratio with its verdict (speedup), then the median of the rounds' own ratios with its
+        interval (stats.compare.paired_ratio_ci) over the rounds where both counted: a round's two runs are seconds
+        apart, so the machine's drift between rounds drops out of it."""
+        text = speedup(self.measured[pick], self.measured[top]).text
+        pairs = [(p, t) for p, t in zip(self.rounds[pick], self.rounds[top], strict=True)
+                 if p is not None and t is not None]
+        if len(pairs) < MIN_SAMPLES:
+            return f"{text}; per round: {len(pairs)} rounds with both runs counted, too few for a ratio"
+        ratio, low, high = paired_ratio_ci([p for p, _ in pairs], [t for _, t in pairs])
+        level = f"{round(DEFAULT_CONFIDENCE * 100):g} % CI"
+        verdict = "indistinguishable, " if low <= 1.0 <= high else ""
+        return f"{text}; per round: {verdict}{ratio:.2f}x ({level} {low:.2f}-{high:.2f}, {len(pairs)} rounds)"
+
+
 def remeasure(hympi: list[str], work: Path, cvars: Path, program: Program, configs: list[Configuration],
-              pairs: int, opts: Options) -> dict[Configuration, Measured]:
+              pairs: int, opts: Options) -> Remeasured:
     """`configs` of `program` measured again by `hympi sweep` as its tune measured them (`opts`), one run per
     configuration per round, the order reversed every other round, after one warm-up round: fresh runs, free of the
     selection that made one of them its tune's best (the highest of many noisy medians), and alike in what the
@@ -351,11 +378,13 @@ def remeasure(hympi: list[str], work: Path, cvars: Path, program: Program, confi
                        f"{RUN_TIMEOUT_S:g}", "--db", str(db), *program.options,
                        *(["--oversubscribe"] if opts.oversubscribe else []), "--", *program.args]
             run(command, RUN_TIMEOUT_S + 120)
-    measured = {}
+    measured, rounds = {}, {}
     for config, db in dbs.items():
         with Store.open(str(db), create=False) as store:
-            measured[config] = measure(config, store.runs())
-    return measured
+            runs = store.runs()  # one per round, in the order run
+        measured[config] = measure(config, runs)
+        rounds[config] = tuple(usable_rate(run) for run in runs)
+    return Remeasured(measured=measured, rounds=rounds)
 
 
 def recheck_lopo(hympi: list[str], work: Path, cvars: Path, programs: tuple[Program, ...], space: SearchSpace,
@@ -373,10 +402,12 @@ def recheck_lopo(hympi: list[str], work: Path, cvars: Path, programs: tuple[Prog
             continue
         configs = list(dict.fromkeys([top, *picks]))
         fresh = remeasure(hympi, work, cvars, by_text[v.program], configs, pairs, opts)
-        rows.append((v, speedup(fresh[picks[0]], fresh[top]), speedup(fresh[picks[-1]], fresh[top])
+        rows.append((v, (speedup(fresh.measured[picks[0]], fresh.measured[top]), fresh.versus(picks[0], top)),
+                     (speedup(fresh.measured[picks[-1]], fresh.measured[top]), fresh.versus(picks[-1], top))
                      if v.baseline is not None else None))
     print(f"\n### the picks measured again against each program's tune-best configuration ({pairs} alternating "
-          f"runs each after a warm-up round, --min-time {opts.min_time:g}; ratio of medians, 95 % CI)\n")
+          f"runs each after a warm-up round, --min-time {opts.min_time:g}; ratio of medians, then the rounds' own "
+          "ratios, 95 % CI)\n")
     print("| program | tune's best | predicted / best | constant pick / best |")
     print("|---|---|---|---|")
     predicted_ratios: list[float] = []
@@ -388,11 +419,13 @@ def recheck_lopo(hympi: list[str], work: Path, cvars: Path, programs: tuple[Prog
             if label == v.best:
                 texts.append("the same configuration")
                 ratios.append(1.0)
-            elif pick is None or pick.ratio is None:
-                texts.append("-" if pick is None else f"no ratio ({pick.text})")
+            elif pick is None:
+                texts.append("-")
+            elif pick[0].ratio is None:
+                texts.append(f"no ratio ({pick[0].text})")
             else:
-                texts.append(f"{pick.text}")
-                ratios.append(pick.ratio)
+                texts.append(pick[1])
+                ratios.append(pick[0].ratio)
         print(f"| {v.program} | {v.best} | {texts[0]} | {texts[1]} |")
     if predicted_ratios and constant_ratios:
         print(f"\nmean of the fresh ratios: predicted {statistics.mean(predicted_ratios):.3f} over "

@@ -8,7 +8,17 @@ import numpy as np
 import pytest
 
 from hympi.params import MIN_SEPARATE
-from hympi.stats.compare import Comparison, Refusal, Sample, compare, contenders, median_ci, ratio_ci, tie_break
+from hympi.stats.compare import (
+    Comparison,
+    Refusal,
+    Sample,
+    compare,
+    contenders,
+    median_ci,
+    paired_ratio_ci,
+    ratio_ci,
+    tie_break,
+)
 
 
 def _noisy(rate: float, n: int, seed: int, noise: float = 0.1) -> tuple[float, ...]:
@@ -89,6 +99,28 @@ def test_one_sample_interval_holds_its_median_moves_with_the_values_and_narrows_
         median_ci([0.03])
     with pytest.raises(ValueError, match="finite"):
         median_ci([0.03, float("nan")])
+
+
+def test_pairs_take_out_a_drift_that_two_samples_keep():
+    """Two configurations run in alternating pairs while the machine slows by half from one minute to the next: b is
+    3 % faster in every pair, which the pairs' interval shows and the two samples' interval, holding the drift as
+    spread, does not."""
+    machine = [1.0, 1.0, 0.98, 1.02, 1.0, 0.5, 0.51, 0.49, 0.5, 0.5]
+    wobble = [1.0, 1.004, 0.997, 1.002, 0.999, 1.003, 0.998, 1.001, 1.0, 0.996]
+    a = [100.0 * m for m in machine]
+    b = [103.0 * m * w for m, w in zip(machine, wobble, strict=True)]
+    ratio, low, high = paired_ratio_ci(b, a)
+    assert ratio == pytest.approx(1.03, abs=0.002) and 1.0 < low <= ratio <= high < 1.04
+    _, low_unpaired, high_unpaired = ratio_ci(b, a)
+    assert low_unpaired < 1.0 < high_unpaired
+    # Each pair's own ratio, not the ratio of the sides' medians: a pairing shuffled apart loses the separation.
+    assert paired_ratio_ci(b, a[5:] + a[:5])[1] < 1.0
+    with pytest.raises(ValueError, match="as many"):
+        paired_ratio_ci([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="> 0"):
+        paired_ratio_ci([1.0, 0.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="at least 2"):
+        paired_ratio_ci([1.0], [1.0])
 
 
 def test_contenders_are_the_best_and_everything_in_its_noise():

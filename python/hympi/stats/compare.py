@@ -194,6 +194,21 @@ def median_ci(values: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
     return (float(np.median(x)), *_interval(medians, confidence))
 
 
+def paired_ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
+                    resamples: int = RESAMPLES) -> tuple[float, float, float]:
+    """(median of a[i] / b[i], low, high) by median_ci over the pairs: for two things run in alternating pairs, each
+    pair seconds apart, where the machine's drift from minute to minute (a VM's host moving its vCPUs, a neighbour's
+    job) touches both of a pair alike and drops out of its ratio, as it would not from ratio_ci's two samples;
+    ValueError for unequal lengths, < MIN_SAMPLES pairs or rates <= 0."""
+    if len(a) != len(b):
+        raise ValueError(f"pairs need as many rates on each side, got {len(a)} and {len(b)}")
+    xa = np.asarray(a, dtype=float)
+    xb = np.asarray(b, dtype=float)
+    if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(xb))) or np.any(xa <= 0) or np.any(xb <= 0):
+        raise ValueError("rates must be finite and > 0")
+    return median_ci(list(xa / xb), confidence, resamples)
+
+
 def _memory_differs(a: Sample, b: Sample) -> bool:
     """True when both memories are known and differ by more than MEMORY_MARGIN of the larger."""
     if a.memory_per_node_mib is None or b.memory_per_node_mib is None:

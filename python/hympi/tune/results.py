@@ -56,12 +56,17 @@ def _status(runs: list[Run]) -> str:
     return "failed"
 
 
+def usable_rate(run: Run) -> float | None:
+    """The run's rate where it counts towards a score: an ok run, not disturbed, with a finite rate > 0."""
+    rate = run.value("rate") if run.status == "ok" and not run.disturbed else None
+    return rate if rate is not None and rate > 0 and math.isfinite(rate) else None
+
+
 def measure(config: Configuration, runs: list[Run], sweep_id: int | None = None) -> Measured:
     """The Measured of one configuration from its runs (warm-ups are left out); status 'failed' without runs."""
     measured = [r for r in runs if r.repeat != WARMUP_REPEAT]
     ok = [r for r in measured if r.status == "ok"]
-    rates = tuple(rate for r in ok if not r.disturbed and (rate := r.value("rate")) is not None
-                  and rate > 0 and math.isfinite(rate))
+    rates = tuple(rate for r in ok if (rate := usable_rate(r)) is not None)
     memory = [m for r in measured if (m := r.value("max_rss_mib")) is not None]
     names: set[str] = set()
     checked = False
