@@ -15,8 +15,9 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
   alternately (--recheck-pairs runs each): the exhaustive best is the highest of ~50 noisy medians, so the ratio of
   the stored medians is biased against the pick. The fresh runs give two ratios: of their medians, and the median of
   each round's own (a round's two runs are seconds apart: the machine's drift between rounds drops out of it,
-  stats.compare.paired_ratio_ci). The search is also replayed (no launch) on the exhaustive tune's
-  medians for --replay-seeds seeds: the same Search object, the measured landscape as its oracle.
+  stats.compare.paired_ratio_ci; a verdict from it needs --recheck-pairs 8). The search is also replayed (no
+  launch) on the exhaustive tune's medians for --replay-seeds seeds: the same Search object, the measured landscape
+  as its oracle.
 * lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, SP-MZ S,
   spmv3d CG 48^3, rb3d 32^3 and 64^3, the pencil solver at 32^3, the blade row (its defaults), LAMMPS's melt and HPC
   Challenge (third-party programs, docs/examples/hympi-programs.toml and docs/examples/hpcc/, when installed; they
@@ -51,7 +52,7 @@ from hympi.errors import UsageError
 from hympi.launch.cvars import load_listing
 from hympi.params import DEFAULT_CONFIDENCE
 from hympi.program import load_programs
-from hympi.stats.compare import MIN_SAMPLES, paired_ratio_ci
+from hympi.stats.compare import MIN_PAIRS, MIN_SAMPLES, paired_ratio_ci
 from hympi.store import Store
 from hympi.tune.options import DEFAULT_EI_STOP
 from hympi.tune.predict import ProgramVerdict, evaluate, mean_ratio, narrowed_notes
@@ -353,9 +354,10 @@ class Remeasured:
         if len(pairs) < MIN_SAMPLES:
             return f"{text}; per round: {len(pairs)} rounds with both runs counted, too few for a ratio"
         ratio, low, high = paired_ratio_ci([p for p, _ in pairs], [t for _, t in pairs])
-        level = f"{round(DEFAULT_CONFIDENCE * 100):g} % CI"
-        verdict = "indistinguishable, " if low <= 1.0 <= high else ""
-        return f"{text}; per round: {verdict}{ratio:.2f}x ({level} {low:.2f}-{high:.2f}, {len(pairs)} rounds)"
+        figure = f"{ratio:.2f}x ({round(DEFAULT_CONFIDENCE * 100):g} % CI {low:.2f}-{high:.2f}, {len(pairs)} rounds)"
+        if len(pairs) < MIN_PAIRS:
+            return f"{text}; per round: {figure}, too few rounds for a verdict ({MIN_PAIRS} needed)"
+        return f"{text}; per round: {'indistinguishable, ' if low <= 1.0 <= high else ''}{figure}"
 
 
 def remeasure(hympi: list[str], work: Path, cvars: Path, program: Program, configs: list[Configuration],
