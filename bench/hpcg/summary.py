@@ -3,7 +3,9 @@
 triad bound per run, the medians and hympi / HPCG as a ratio of medians with its bootstrap interval
 (hympi.stats.compare, the engine behind hympi's own verdicts): "hympi is 1.12x HPCG (95 % CI ...)" only when the
 interval excludes 1 on enough runs, else the two are indistinguishable here. HPCG's runs spread little and
-hympi's a lot on a shared VM, so a ratio of medians alone reads as a verdict it is not.
+hympi's a lot on a shared VM, so a ratio of medians alone reads as a verdict it is not. Then the same pair by pair
+(each repeat's two runs, back to back: the machine's drift between repeats drops out;
+hympi.stats.compare.paired_ratio_text, a verdict from 8 pairs on).
 
 Usage: python3 bench/hpcg/summary.py RESULTS_TSV   (lines: impl, run, gflops[, bound_fraction] after a header)
 """
@@ -13,15 +15,16 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from hympi.stats.compare import Comparison, Sample, compare, is_finite_positive
+from hympi.stats.compare import Comparison, Sample, compare, is_finite_positive, paired_ratio_text
 
 SIDES = ("hpcg", "hympi")
 LABELS = {"hpcg": "HPCG", "hympi": "hympi"}
 
 
-def read_results(path: Path) -> tuple[dict[str, list[float]], list[str]]:
-    """GFLOP/s per side, in run order, and hympi's bound fractions as written."""
+def read_results(path: Path) -> tuple[dict[str, list[float]], list[str], dict[str, dict[int, float]]]:
+    """GFLOP/s per side, in run order, hympi's bound fractions as written, and each side's GFLOP/s by repeat."""
     rates: dict[str, list[float]] = {side: [] for side in SIDES}
+    by_repeat: dict[str, dict[int, float]] = {side: {} for side in SIDES}
     fractions: list[str] = []
     for line in path.read_text().splitlines()[1:]:
         cells = line.split("\t")
@@ -30,13 +33,17 @@ def read_results(path: Path) -> tuple[dict[str, list[float]], list[str]]:
         rate = float(cells[2])
         if not is_finite_positive(rate):
             raise ValueError(f"{path}: not a rate > 0: {cells[2]!r}")
+        if not cells[1].isdigit():
+            raise ValueError(f"{path}: not a repeat number: {cells[1]!r}")
         rates[cells[0]].append(rate)
+        by_repeat[cells[0]][int(cells[1])] = rate
         if cells[0] == "hympi" and len(cells) > 3:
             fractions.append(cells[3])
-    return rates, fractions
+    return rates, fractions, by_repeat
 
 
-def summary(rates: dict[str, list[float]], fractions: list[str]) -> list[str]:
+def summary(rates: dict[str, list[float]], fractions: list[str], by_repeat: dict[str, dict[int, float]]
+            ) -> list[str]:
     """The summary's lines (after run.sh's own header lines)."""
     lines = [f"{side:<6} GFLOP/s per run: {' '.join(f'{r:g}' for r in rates[side])}" for side in SIDES]
     lines.append(f"hympi fraction of its triad bound per run: {' '.join(fractions)}")
@@ -51,6 +58,9 @@ def summary(rates: dict[str, list[float]], fractions: list[str]) -> list[str]:
     said = verdict.seen_from(LABELS["hympi"]).sentence(choose=False) if isinstance(verdict, Comparison) \
         else verdict.sentence()
     lines.append(f"ratio hympi / HPCG: {ratio:.3f}; {said}")
+    repeats = sorted(set(by_repeat["hpcg"]) | set(by_repeat["hympi"]))
+    pairs = paired_ratio_text([by_repeat["hympi"].get(r) for r in repeats], [by_repeat["hpcg"].get(r) for r in repeats])
+    lines.append(f"pair by pair, hympi / HPCG: {pairs}")
     return lines
 
 
@@ -59,11 +69,11 @@ def main(argv: list[str]) -> int:
         print("summary.py: usage: summary.py RESULTS_TSV", file=sys.stderr)
         return 2
     try:
-        rates, fractions = read_results(Path(argv[1]))
+        rates, fractions, by_repeat = read_results(Path(argv[1]))
     except (OSError, ValueError) as err:
         print(f"summary.py: {err}", file=sys.stderr)
         return 2
-    lines = summary(rates, fractions)
+    lines = summary(rates, fractions, by_repeat)
     print("\n".join(lines))
     return 1 if lines[-1].startswith("ratio: missing") else 0
 

@@ -50,9 +50,8 @@ from pathlib import Path
 
 from hympi.errors import UsageError
 from hympi.launch.cvars import load_listing
-from hympi.params import DEFAULT_CONFIDENCE
 from hympi.program import load_programs
-from hympi.stats.compare import MIN_PAIRS, MIN_SAMPLES, paired_ratio_ci
+from hympi.stats.compare import paired_ratio_text
 from hympi.store import Store
 from hympi.tune.options import DEFAULT_EI_STOP
 from hympi.tune.predict import ProgramVerdict, evaluate, mean_ratio, narrowed_notes
@@ -346,18 +345,10 @@ class Remeasured:
 
     def versus(self, pick: Configuration, top: Configuration) -> str:
         """The fresh medians' ratio with its verdict (speedup), then the median of the rounds' own ratios with its
-        interval (stats.compare.paired_ratio_ci) over the rounds where both counted: a round's two runs are seconds
+        interval over the rounds where both counted (stats.compare.paired_ratio_text): a round's two runs are seconds
         apart, so the machine's drift between rounds drops out of it."""
         text = speedup(self.measured[pick], self.measured[top]).text
-        pairs = [(p, t) for p, t in zip(self.rounds[pick], self.rounds[top], strict=True)
-                 if p is not None and t is not None]
-        if len(pairs) < MIN_SAMPLES:
-            return f"{text}; per round: {len(pairs)} rounds with both runs counted, too few for a ratio"
-        ratio, low, high = paired_ratio_ci([p for p, _ in pairs], [t for _, t in pairs])
-        figure = f"{ratio:.2f}x ({round(DEFAULT_CONFIDENCE * 100):g} % CI {low:.2f}-{high:.2f}, {len(pairs)} rounds)"
-        if len(pairs) < MIN_PAIRS:
-            return f"{text}; per round: {figure}, too few rounds for a verdict ({MIN_PAIRS} needed)"
-        return f"{text}; per round: {'indistinguishable, ' if low <= 1.0 <= high else ''}{figure}"
+        return f"{text}; per round: {paired_ratio_text(self.rounds[pick], self.rounds[top])}"
 
 
 def remeasure(hympi: list[str], work: Path, cvars: Path, program: Program, configs: list[Configuration],

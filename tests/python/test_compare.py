@@ -17,6 +17,7 @@ from hympi.stats.compare import (
     contenders,
     median_ci,
     paired_ratio_ci,
+    paired_ratio_text,
     ratio_ci,
     tie_break,
 )
@@ -122,6 +123,11 @@ def test_pairs_take_out_a_drift_that_two_samples_keep():
         paired_ratio_ci([1.0, 0.0], [1.0, 2.0])
     with pytest.raises(ValueError, match="at least 2"):
         paired_ratio_ci([1.0], [1.0])
+    # The text skips a pair a side lacks (a failed run) and says why there is no ratio.
+    text = paired_ratio_text([1.0, None, 2.0], [None, 2.0, 1.0])
+    assert text == "too few pairs for a ratio (1 with both runs counted)"
+    with pytest.raises(ValueError, match="as many"):
+        paired_ratio_text([1.0], [1.0, 2.0])
 
 
 def test_contenders_are_the_best_and_everything_in_its_noise():

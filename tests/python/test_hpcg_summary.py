@@ -69,3 +69,36 @@ def test_a_side_without_runs_and_a_broken_file(tmp_path):
     proc = run(broken)
     assert proc.returncode == 2 and proc.stdout == "", proc.stdout
     assert proc.stderr.strip().endswith("not a rate > 0: '0'") and len(proc.stderr.strip().splitlines()) == 1
+
+
+def pair_line(proc: subprocess.CompletedProcess[str]) -> str:
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("pair by pair")]
+    return line
+
+
+def test_pairs_see_a_lead_that_the_machine_s_drift_hides_from_the_medians(tmp_path):
+    # Both sides slow by half after the fourth repeat; hympi is 5 % ahead in every pair.
+    machine = [1.0, 1.02, 0.99, 1.01, 0.5, 0.51, 0.49, 0.5, 0.52, 0.5]
+    wobble = [1.0, 1.003, 0.998, 1.002, 0.999, 1.001, 0.997, 1.0, 1.002, 0.998]
+    hpcg = [4.0 * m for m in machine]
+    hympi = [4.2 * m * w for m, w in zip(machine, wobble, strict=True)]
+    proc = summarise(tmp_path, hpcg, hympi)
+    assert "indistinguishable" in ratio_line(proc), proc.stdout
+    match = re.fullmatch(r"pair by pair, hympi / HPCG: 1\.05x \(95 % CI (\d\.\d\d)-(\d\.\d\d), 10 pairs\)",
+                         pair_line(proc))
+    assert match and 1.0 < float(match[1]) <= 1.05 <= float(match[2]), pair_line(proc)
+    # Pairs are runs of the same repeat: hympi's runs taken in another order lose the lead.
+    shuffled = summarise(tmp_path, hpcg, hympi[5:] + hympi[:5])
+    assert pair_line(shuffled).startswith("pair by pair, hympi / HPCG: indistinguishable, "), shuffled.stdout
+
+
+def test_pairs_say_when_they_are_too_few_and_skip_a_repeat_one_side_lacks(tmp_path):
+    results = tmp_path / "results.tsv"
+    results.write_text(HEADER + "".join(f"hpcg\t{i}\t{2.0 + i / 100}\n" for i in range(1, 6))
+                       + "".join(f"hympi\t{i}\t{2.5 + i / 100}\t0.5\n" for i in (1, 2, 4, 5)))  # repeat 3 failed
+    line = pair_line(run(results))
+    assert re.fullmatch(r"pair by pair, hympi / HPCG: 1\.2\dx \(95 % CI \d\.\d\d-\d\.\d\d, 4 pairs\), too few pairs "
+                        r"for a verdict \(8 needed\)", line), line
+    results.write_text(HEADER + "hpcg\tfirst\t2.0\n")
+    proc = run(results)
+    assert proc.returncode == 2 and "not a repeat number: 'first'" in proc.stderr, proc.stderr

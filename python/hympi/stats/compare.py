@@ -218,6 +218,23 @@ def paired_ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = 
     return median_ci(list(xa / xb), confidence, resamples)
 
 
+def paired_ratio_text(a: Sequence[float | None], b: Sequence[float | None],
+                      confidence: float = DEFAULT_CONFIDENCE) -> str:
+    """'0.98x (95 % CI 0.93-1.04, 20 pairs)', led by 'indistinguishable, ' where the interval holds 1, or followed by
+    'too few pairs for a verdict (8 needed)' below MIN_PAIRS: paired_ratio_ci of a[i] / b[i] over the pairs where both
+    have a rate (None: a failed or uncounted run), or why there is no ratio."""
+    if len(a) != len(b):
+        raise ValueError(f"pairs need as many runs on each side, got {len(a)} and {len(b)}")
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
+    if len(pairs) < MIN_SAMPLES:
+        return f"too few pairs for a ratio ({len(pairs)} with both runs counted)"
+    ratio, low, high = paired_ratio_ci([x for x, _ in pairs], [y for _, y in pairs], confidence)
+    figure = f"{ratio:.2f}x ({round(confidence * 100):g} % CI {low:.2f}-{high:.2f}, {len(pairs)} pairs)"
+    if len(pairs) < MIN_PAIRS:
+        return f"{figure}, too few pairs for a verdict ({MIN_PAIRS} needed)"
+    return f"indistinguishable, {figure}" if low <= 1.0 <= high else figure
+
+
 def _memory_differs(a: Sample, b: Sample) -> bool:
     """True when both memories are known and differ by more than MEMORY_MARGIN of the larger."""
     if a.memory_per_node_mib is None or b.memory_per_node_mib is None:
