@@ -21,30 +21,30 @@ SIDES = ("hpcg", "hympi")
 LABELS = {"hpcg": "HPCG", "hympi": "hympi"}
 
 
-def read_results(path: Path) -> tuple[dict[str, list[float]], list[str], dict[str, dict[int, float]]]:
-    """GFLOP/s per side, in run order, hympi's bound fractions as written, and each side's GFLOP/s by repeat."""
-    rates: dict[str, list[float]] = {side: [] for side in SIDES}
+def read_results(path: Path) -> tuple[dict[str, dict[int, float]], list[str]]:
+    """Each side's GFLOP/s by repeat, in run order, and hympi's bound fractions as written."""
     by_repeat: dict[str, dict[int, float]] = {side: {} for side in SIDES}
     fractions: list[str] = []
     for line in path.read_text().splitlines()[1:]:
         cells = line.split("\t")
-        if len(cells) < 3 or cells[0] not in rates:
+        if len(cells) < 3 or cells[0] not in by_repeat:
             raise ValueError(f"{path}: not a results line: {line!r}")
         rate = float(cells[2])
         if not is_finite_positive(rate):
             raise ValueError(f"{path}: not a rate > 0: {cells[2]!r}")
         if not cells[1].isdigit():
             raise ValueError(f"{path}: not a repeat number: {cells[1]!r}")
-        rates[cells[0]].append(rate)
+        if int(cells[1]) in by_repeat[cells[0]]:
+            raise ValueError(f"{path}: repeat {cells[1]} of {cells[0]} given twice")
         by_repeat[cells[0]][int(cells[1])] = rate
         if cells[0] == "hympi" and len(cells) > 3:
             fractions.append(cells[3])
-    return rates, fractions, by_repeat
+    return by_repeat, fractions
 
 
-def summary(rates: dict[str, list[float]], fractions: list[str], by_repeat: dict[str, dict[int, float]]
-            ) -> list[str]:
+def summary(by_repeat: dict[str, dict[int, float]], fractions: list[str]) -> list[str]:
     """The summary's lines (after run.sh's own header lines)."""
+    rates = {side: list(by_repeat[side].values()) for side in SIDES}  # in run order
     lines = [f"{side:<6} GFLOP/s per run: {' '.join(f'{r:g}' for r in rates[side])}" for side in SIDES]
     lines.append(f"hympi fraction of its triad bound per run: {' '.join(fractions)}")
     if not rates["hpcg"] or not rates["hympi"]:
@@ -69,11 +69,11 @@ def main(argv: list[str]) -> int:
         print("summary.py: usage: summary.py RESULTS_TSV", file=sys.stderr)
         return 2
     try:
-        rates, fractions, by_repeat = read_results(Path(argv[1]))
+        by_repeat, fractions = read_results(Path(argv[1]))
     except (OSError, ValueError) as err:
         print(f"summary.py: {err}", file=sys.stderr)
         return 2
-    lines = summary(rates, fractions, by_repeat)
+    lines = summary(by_repeat, fractions)
     print("\n".join(lines))
     return 1 if lines[-1].startswith("ratio: missing") else 0
 

@@ -102,3 +102,6 @@ def test_pairs_say_when_they_are_too_few_and_skip_a_repeat_one_side_lacks(tmp_pa
     results.write_text(HEADER + "hpcg\tfirst\t2.0\n")
     proc = run(results)
     assert proc.returncode == 2 and "not a repeat number: 'first'" in proc.stderr, proc.stderr
+    results.write_text(HEADER + "hpcg\t1\t2.0\nhympi\t1\t2.5\t0.5\nhympi\t1\t2.6\t0.5\n")
+    proc = run(results)
+    assert proc.returncode == 2 and "repeat 1 of hympi given twice" in proc.stderr, proc.stderr
