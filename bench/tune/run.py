@@ -13,10 +13,10 @@ Usage: .venv/bin/python bench/tune/run.py [--parts guided,lopo,report] [--seeds 
   configuration, their ratio to the exhaustive best (with stats.compare's interval) and the configurations used
   as a share of the exhaustive tune's. A pick that is not the exhaustive best is re-measured against it,
   alternately (--recheck-pairs runs each): the exhaustive best is the highest of ~50 noisy medians, so the ratio of
-  the stored medians is biased against the pick. The fresh runs give two ratios: of their medians, and the median of
-  each round's own (a round's two runs are seconds apart: the machine's drift between rounds drops out of it,
-  stats.compare.paired_ratio_ci; a verdict from it needs --recheck-pairs 8). The search is also replayed (no
-  launch) on the exhaustive tune's medians for --replay-seeds seeds: the same Search object, the measured landscape
+  the stored medians is biased against the pick. The fresh runs give two ratios: of their medians, and the trimmed
+  geometric mean of each round's own (a round's two runs are seconds apart: the machine's drift between rounds drops
+  out of it, stats.compare.paired_ratio_ci; a verdict from it needs --recheck-pairs 8). The search is also replayed
+  (no launch) on the exhaustive tune's medians for --replay-seeds seeds: the same Search object, the measured landscape
   as its oracle.
 * lopo: one common space (bench/tune/lopo-8.toml), an exhaustive tune of each of IS W, LU-MZ W, BT-MZ S, SP-MZ S,
   spmv3d CG 48^3, rb3d 32^3 and 64^3, the pencil solver at 32^3, the blade row (its defaults), LAMMPS's melt and HPC
@@ -344,9 +344,9 @@ class Remeasured:
     rounds: dict[Configuration, tuple[float | None, ...]]
 
     def versus(self, pick: Configuration, top: Configuration) -> str:
-        """The fresh medians' ratio with its verdict (speedup), then the median of the rounds' own ratios with its
-        interval over the rounds where both counted (stats.compare.paired_ratio_text): a round's two runs are seconds
-        apart, so the machine's drift between rounds drops out of it."""
+        """The fresh medians' ratio with its verdict (speedup), then the trimmed geometric mean of the rounds' own
+        ratios with its interval over the rounds where both counted (stats.compare.paired_ratio_text): a round's two
+        runs are seconds apart, so the machine's drift between rounds drops out of it."""
         text = speedup(self.measured[pick], self.measured[top]).text
         return f"{text}; per round: {paired_ratio_text(self.rounds[pick], self.rounds[top])}"
 

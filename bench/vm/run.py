@@ -16,7 +16,8 @@ Summary::Raw SpMV=([0-9.eE+-]+)'; one pattern serves two programs by alternation
 the share of its samples that were far (a round trip above --far-ns); then per command the runs that were near
 throughout (share <= 0.05) against those far for a quarter of their time or more, as far / near; and every command
 against the first in all runs, in near runs only and in far runs only, each with a 95 % bootstrap interval of the
-ratio of medians (hympi.stats.compare.ratio_ci).
+ratio of medians (hympi.stats.compare.ratio_ci); last, every command against the first round by round (the trimmed
+geometric mean of the rounds' time ratios with its interval, hympi.stats.compare.paired_ratio_text).
 docs/performance.md, "LU-MZ's slow mode", has what it found.
 """
 
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import psutil
 
-from hympi.stats.compare import MIN_SAMPLES, ratio_ci
+from hympi.stats.compare import MIN_SAMPLES, paired_ratio_text, ratio_ci
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for the scripts' shared helpers
 from common import reject, require_positive, require_seconds
@@ -262,6 +263,13 @@ def main() -> int:
         for label in labels[1:]:
             print(f"{state} runs: {label} / {labels[0]}: "
                   f"{as_long(times.get((labels[0], state), []), times.get((label, state), []), (labels[0], label))}")
+    # Then round by round: a round's runs are back to back, so the machine's drift between rounds drops out.
+    by_round = {(index // len(commands), run.label): run.time_s if run.status == "ok" else None
+                for index, run in enumerate(runs)}
+    for label in labels[1:]:
+        pairs = paired_ratio_text([by_round[(r, label)] for r in range(args.runs)],
+                                  [by_round[(r, labels[0])] for r in range(args.runs)])
+        print(f"round by round: {label} / {labels[0]}, time: {pairs}")
     return 0
 
 

@@ -658,9 +658,10 @@ def layout_name(layout: SweepLayout) -> str:
 
 
 def measured_samples(runs: list[Run], layouts: tuple[SweepLayout, ...], before_round: int) -> list[Sample]:
-    """Per layout, the ok rates of measured rounds 1 .. before_round-1 (warm-ups, later rounds and disturbed runs
-    left out)."""
+    """Per layout, the ok rates of measured rounds 1 .. before_round-1 with their rounds (warm-ups, later rounds and
+    disturbed runs left out)."""
     rates: dict[SweepLayout, list[float]] = {x: [] for x in layouts}
+    rounds: dict[SweepLayout, list[tuple[int, int]]] = {x: [] for x in layouts}
     memory: dict[SweepLayout, list[float]] = {x: [] for x in layouts}
     for run in runs:
         key = (run.ranks, run.threads, run.bind, run.membind, run.item_args)
@@ -668,12 +669,13 @@ def measured_samples(runs: list[Run], layouts: tuple[SweepLayout, ...], before_r
         if key in rates and 1 <= run.repeat < before_round and run.status == "ok" and not run.disturbed \
                 and rate is not None and rate > 0 and math.isfinite(rate):
             rates[key].append(rate)
+            rounds[key].append((run.sweep_id, run.repeat))
             node = run.value("node_rss_mib")
             if node is not None:
                 memory[key].append(node)
     # The same memory the report's tie-break uses, so the sweep's stopping note and the report choose alike.
     return [Sample(layout_name(x), tuple(rates[x]), x[1], x[0] * x[1],
-                   median_or_none(memory[x])) for x in layouts]
+                   median_or_none(memory[x]), tuple(rounds[x])) for x in layouts]
 
 
 def still_open(params: SweepParams, layouts: tuple[SweepLayout, ...], runs: list[Run], round_no: int,

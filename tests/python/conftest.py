@@ -37,6 +37,9 @@ DISTURBED_ABOVE = float(os.environ["HYMPI_DISTURBED_ABOVE"])
 # writes its temporary files in a directory of this process's, removed when the run ends (pytest_unconfigure).
 SCRATCH = Path(tempfile.mkdtemp(prefix="hympi-tests-"))
 os.environ["TMPDIR"] = str(SCRATCH)
+# mkdtemp fixed tempfile's directory at /tmp before TMPDIR changed; pytest's tmp_path directories (three runs kept in
+# /tmp/pytest-of-<user>, up to 130 MB) follow it into SCRATCH too.
+tempfile.tempdir = str(SCRATCH)
 
 
 def sweep_params(*args: Any, **kwargs: Any) -> SweepParams:

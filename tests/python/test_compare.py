@@ -19,6 +19,7 @@ from hympi.stats.compare import (
     paired_ratio_ci,
     paired_ratio_text,
     ratio_ci,
+    shared_rounds,
     tie_break,
 )
 
@@ -163,10 +164,11 @@ def test_equal_layouts_are_falsely_separated_at_the_documented_rate(runs: int, l
     assert low <= rate <= high, f"{rate:.3f} of equal pairs separated at {runs} runs"
 
 
-@pytest.mark.parametrize(("pairs", "low", "high"), [(4, 0.09, 0.15), (MIN_PAIRS, 0.05, 0.10), (20, 0.035, 0.08)])
-def test_equal_things_in_pairs_are_falsely_separated_at_the_documented_rate(pairs: int, low: float, high: float):
-    """The module documents paired_ratio_ci's false-separation rate (same noise, 1500 seeded trials): about 12 % at
-    4 pairs, 7 % at MIN_PAIRS, 6 % at 20."""
+# Yuen's trimmed t interval holds 95 %; the median's bootstrap over pairs it replaced separated equal things 12.9 %
+# of the time at 4 pairs, 6.7 % at 8 and 6.3 % at 20 with these seeds, a 90 % trimmed interval 10-11 %: outside.
+@pytest.mark.parametrize("pairs", [4, MIN_PAIRS, 20])
+def test_equal_things_in_pairs_are_falsely_separated_at_the_documented_rate(pairs: int):
+    """The module documents paired_ratio_ci's false-separation rate (same noise, 1500 seeded trials): 4-6 %."""
     rng = np.random.default_rng(40 + pairs)
     separated = 0
     for _ in range(1500):
@@ -174,7 +176,78 @@ def test_equal_things_in_pairs_are_falsely_separated_at_the_documented_rate(pair
         b = 10.0 * (1.0 + rng.uniform(-0.4, 0.4, pairs))
         _, lo, hi = paired_ratio_ci(list(b), list(a))
         separated += not lo <= 1.0 <= hi
-    assert low <= separated / 1500 <= high, f"{separated / 1500:.3f} of equal pairs separated at {pairs} pairs"
+    assert 0.03 <= separated / 1500 <= 0.062, f"{separated / 1500:.3f} of equal pairs separated at {pairs} pairs"
+
+
+def _drifting(lead: float, rounds: int, seed: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Two layouts' rates over `rounds` rounds of a machine whose pace moves +-30 % from round to round: a is `lead`
+    times b, each run with +-10 % noise of its own."""
+    rng = np.random.default_rng(seed)
+    pace = 1.0 + rng.uniform(-0.3, 0.3, rounds)
+    a = lead * 10.0 * pace * (1.0 + rng.uniform(-0.1, 0.1, rounds))
+    b = 10.0 * pace * (1.0 + rng.uniform(-0.1, 0.1, rounds))
+    return tuple(float(x) for x in a), tuple(float(x) for x in b)
+
+
+def _one_sweep(count: int) -> tuple[tuple[int, int], ...]:
+    """Rounds 1..count of sweep 1."""
+    return tuple((1, r) for r in range(1, count + 1))
+
+
+def test_layouts_measured_in_the_same_rounds_are_compared_round_by_round():
+    """A 1.15x lead under a drift between rounds three times the runs' own noise: separated round by round in nearly
+    every seeded trial at MIN_PAIRS rounds, by the two samples in almost none; the sentence says how it was compared;
+    with one round fewer the two samples are compared."""
+    by_round = by_samples = 0
+    for seed in range(100):
+        a, b = _drifting(1.15, MIN_PAIRS, seed)
+        paired = compare(Sample("2x1", a, 1, 2, rounds=_one_sweep(MIN_PAIRS)),
+                         Sample("1x2", b, 2, 2, rounds=_one_sweep(MIN_PAIRS)))
+        unpaired = compare(Sample("2x1", a, 1, 2), Sample("1x2", b, 2, 2))
+        assert isinstance(paired, Comparison) and isinstance(unpaired, Comparison)
+        assert paired.rounds == MIN_PAIRS and unpaired.rounds == 0
+        by_round += paired.separated and paired.better == "2x1"
+        by_samples += unpaired.separated
+    assert by_round >= 85 and by_samples <= 20, (by_round, by_samples)
+    a, b = _drifting(1.15, MIN_PAIRS, 0)
+    verdict = compare(Sample("2x1", a, 1, 2, rounds=_one_sweep(MIN_PAIRS)),
+                      Sample("1x2", b, 2, 2, rounds=_one_sweep(MIN_PAIRS)))
+    assert isinstance(verdict, Comparison) and verdict.sentence().endswith(", round by round)"), verdict.sentence()
+    fewer = compare(Sample("2x1", a[1:], 1, 2, rounds=_one_sweep(MIN_PAIRS - 1)),
+                    Sample("1x2", b[1:], 2, 2, rounds=_one_sweep(MIN_PAIRS - 1)))
+    assert isinstance(fewer, Comparison) and fewer.rounds == 0
+
+
+def test_one_wild_round_neither_moves_the_ratio_nor_hides_the_lead():
+    """2x1 leads 1.09x in every round but one, where a stale cache made it 8x as fast: the trimmed estimate stays
+    near 1.09 and the lead stays separated (an untrimmed t interval spans 0.78-2.52 here)."""
+    b = (12.0, 12.1, 11.9, 12.05, 11.95, 12.0, 12.1, 11.9)
+    a = tuple(x * f for x, f in zip(b, (1.09, 1.085, 8.0, 1.095, 1.09, 1.088, 1.092, 1.09), strict=True))
+    ratio, low, high = paired_ratio_ci(a, b)
+    assert 1.08 < low <= ratio <= high < 1.12, (ratio, low, high)
+
+
+def test_only_rounds_both_ran_once_pair():
+    """Rounds of another sweep never pair and a round a layout ran twice is left out."""
+    a = Sample("a", (1.0, 2.0, 3.0, 4.0, 5.0), 1, 1, rounds=((1, 1), (1, 2), (1, 2), (1, 3), (2, 1)))
+    b = Sample("b", (10.0, 20.0, 30.0, 40.0), 1, 1, rounds=((1, 3), (1, 1), (1, 2), (3, 1)))
+    assert shared_rounds(a, b) == ([1.0, 4.0], [20.0, 10.0])
+    assert shared_rounds(a, Sample("c", (1.0, 2.0), 1, 1)) == ([], [])
+    with pytest.raises(ValueError, match="2 rounds for 3 rates"):
+        Sample("d", (1.0, 2.0, 3.0), 1, 1, rounds=((1, 1), (1, 2)))
+
+
+def test_a_layout_ahead_round_by_round_stays_a_contender():
+    """The highest median is not always ahead round by round: b's median is the higher (45 against 44.55), but a is
+    1.1x b in six rounds and 0.99x in the two middle ones, ahead round by round and separated; a must stay among the
+    contenders."""
+    b = Sample("b", (10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0), 1, 1, rounds=_one_sweep(8))
+    factors = (1.1, 1.1, 1.1, 0.99, 0.99, 1.1, 1.1, 1.1)
+    a = Sample("a", tuple(x * f for x, f in zip(b.rates, factors, strict=True)), 1, 1, rounds=_one_sweep(8))
+    assert b.median > a.median
+    verdict = compare(a, b)
+    assert isinstance(verdict, Comparison) and verdict.separated and verdict.better == "a"
+    assert {s.label for s in contenders([a, b])} == {"a", "b"}
 
 
 def test_a_true_difference_is_separated_and_named_the_right_way():

@@ -61,6 +61,22 @@ def test_recommendation_uses_median_rates_and_confidence_intervals():
     assert [s.warmups for s in group.layouts if s.label == "2x1"] == [1]
 
 
+def test_a_lead_on_a_drifting_machine_is_found_round_by_round():
+    """The machine halves its pace from round 5 on and wobbles within each half; 2x1 leads 1x2 by 6-8 % in every
+    round. The two samples hold the drift as spread and cannot order them; 8 rounds of one sweep are compared round
+    by round, and say so. Runs of the same round numbers in two sweeps never pair."""
+    pace = (1.0, 0.9, 1.05, 0.95, 0.5, 0.45, 0.55, 0.48)
+    lead = (1.07, 1.06, 1.08, 1.07, 1.06, 1.07, 1.08, 1.07)
+    runs = [_run(2, 1, rep, 13.0 * p * f) for rep, (p, f) in enumerate(zip(pace, lead, strict=True), 1)]
+    runs += [_run(1, 2, rep, 13.0 * p) for rep, p in enumerate(pace, 1)]
+    text = recommend(group_runs(runs, {1: 1})[0])
+    assert text.startswith("Best: 2 ranks x 1 thread, bind core") and ", round by round)" in text, text
+    assert "2x1 is fastest (1.07x 1x2, 95 % CI 1.06-1.08, round by round)" in text, text
+    apart = [replace(r, sweep_id=2) if r.ranks == 1 else r for r in runs]
+    text = recommend(group_runs(apart, {1: 1, 2: 1})[0])
+    assert text.startswith("No layout is separated from the rest at the top") and "round by round" not in text, text
+
+
 def test_recommendation_when_fewer_cores_win_and_when_nothing_separates():
     runs = [_run(1, 1, rep, 10.0 + 0.1 * rep) for rep in range(1, 5)]
     runs += [_run(2, 1, rep, 6.0 + 0.1 * rep) for rep in range(1, 5)]

@@ -21,6 +21,7 @@ from conftest import hympi, sweep_params
 from fakeapps import InProcessLauncher, fake_bin_dir, launch_env, launch_ranks, launches, pid_alive
 from hympi.errors import UsageError
 from hympi.params import parse_choice_list, parse_int_list
+from hympi.stats.compare import MIN_PAIRS
 from hympi.store import Store
 from hympi.store.schema import SCHEMA_VERSION
 from hympi.sweep import SweepParams, open_sweep, plan, run_sweep
@@ -416,6 +417,40 @@ class _NoisyRunner(InProcessLauncher):
         self.counts[layout] = seen + 1
         rate = {"1x1": 1.0, "2x1": 1.15, "1x2": 1.1}[layout] * (1 + random.Random(f"{layout}:{seen}").uniform(-.3, .3))
         return {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p", "node_rss_mib": 10.0 * ranks}
+
+
+class _DriftingRunner(InProcessLauncher):
+    """A machine whose pace moves +-30 % from round to round, on which 2x1 is 1.06x 1x1 with +-1 % noise: a layout's
+    n-th launch is its n-th round (both run in every round until one is separated)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[str, int] = {}
+
+    def record(self, cmd: list[str]) -> dict:
+        ranks = launch_ranks(cmd)
+        seen = self.counts.get(str(ranks), 0)
+        self.counts[str(ranks)] = seen + 1
+        pace = 1 + random.Random(f"pace:{seen}").uniform(-0.3, 0.3)
+        rate = {1: 1.0, 2: 1.06}[ranks] * pace * (1 + random.Random(f"{ranks}:{seen}").uniform(-0.01, 0.01))
+        return {"rate": rate, "rate_unit": "x", "verified": True, "problem": "p", "node_rss_mib": 10.0}
+
+
+def test_auto_separates_a_lead_the_drift_hides_once_the_rounds_can_be_paired(tmp_path: Path, monkeypatch):
+    """Two samples cannot separate a 6 % lead under a +-30 % drift between rounds; from MIN_PAIRS rounds on the
+    sweep compares round by round and stops there."""
+    for key, value in fake_bin_dir(tmp_path).items():
+        monkeypatch.setenv(key, value)
+    params = sweep_params("rb3d", ((1, 1), (2, 1)), repeat=4, auto=True, max_repeat=12, seed=3, min_time=0.0)
+    the_plan = plan(params, cpu_limit=2)
+    with Store.open(tmp_path / "r.db") as store:
+        machine = store.ensure_machine("h", "t", "m", "c", {})
+        sweep, _ = open_sweep(store, machine, params, len(the_plan.items), False)
+        run_sweep(store, sweep, params, the_plan.items, Console(file=io.StringIO()), _DriftingRunner())
+        note = store.sweep(sweep.id).note
+    assert note is not None and note.startswith(f"--repeat auto: the best is separated from the runner-up after "
+                                                f"{MIN_PAIRS} round(s): 2x1 core is 1.06x 1x1 core (95 % CI "), note
+    assert note.endswith(", round by round)"), note
 
 
 def _auto_sweep(db: Path, runner: _NoisyRunner, resume: bool) -> tuple[list[tuple], str | None]:

@@ -30,6 +30,8 @@ def test_vm_bench_tables_every_run_with_the_samples_taken_during_it() -> None:
     # Two runs cannot be two near and two far ones: no ratio without runs on both sides.
     assert "slow: far / near: not compared (" in proc.stdout
     assert "fails: far / near: not compared (0 near, 0 far runs" in proc.stdout
+    # No round has both runs ok: no ratio round by round either.
+    assert "round by round: fails / slow, time: too few pairs for a ratio (0 with both runs counted)" in proc.stdout
 
 
 def test_vm_bench_compares_each_command_with_the_first_within_one_state() -> None:
@@ -46,6 +48,10 @@ def test_vm_bench_compares_each_command_with_the_first_within_one_state() -> Non
     # Every run is near, so all runs give the same ratio.
     assert f"all runs: long / short: {line.split(': ')[2]}" in proc.stdout
     assert "far runs: long / short: not compared (0 short, 0 long runs" in proc.stdout
+    # Round by round, each round's long run over its short one: the same threefold, on too few rounds to judge.
+    (pairs,) = [line for line in proc.stdout.splitlines() if line.startswith("round by round: long / short, time: ")]
+    assert 1.8 < float(pairs.split(": ")[2].split("x (")[0]) < 3.5, pairs
+    assert pairs.endswith(", 2 pairs), too few pairs for a verdict (8 needed)"), pairs
 
 
 def test_vm_bench_takes_each_time_from_the_output_when_told_how() -> None:

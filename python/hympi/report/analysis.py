@@ -85,6 +85,7 @@ class LayoutStats(Layout):
     disturbed: int = 0
     disturbed_rates: tuple[float, ...] = ()
     disturbed_load: float | None = None
+    rounds: tuple[tuple[int, int], ...] = ()  # the (sweep, round) of each rate, for comparisons round by round
 
     def describe(self) -> str:
         """'2 ranks x 1 thread, bind core' for sentences (', membind interleave' under another memory policy than
@@ -134,7 +135,8 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: 
     measured = [r for r in runs if r.repeat != WARMUP_REPEAT]
     hit = [r for r in measured if r.disturbed]
     runs = [r for r in measured if not r.disturbed]
-    rates = [v for v in _values(runs, "rate") if is_finite_positive(v)]
+    rated = [(r, v) for r in runs if r.status == "ok" and (v := r.value("rate")) is not None and is_finite_positive(v)]
+    rates = [v for _, v in rated]
     statuses: dict[str, int] = {}
     for run in measured:
         statuses[run.status] = statuses.get(run.status, 0) + 1
@@ -153,7 +155,7 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: 
                        median_or_none(_values(runs, "node_rss_mib")), tuple(rates), warmups, median_or_none(shares),
                        len(hit), tuple(v for v in _values(hit, "rate") if is_finite_positive(v)),
                        median_or_none([r.interference.outside_cores for r in hit if r.interference is not None]),
-                       membind=membind)
+                       tuple((r.sweep_id, r.repeat) for r, _ in rated), membind=membind)
 
 
 def group_runs(runs: list[Run], machine_of_sweep: dict[int, int]) -> list[AppGroup]:
@@ -181,7 +183,7 @@ def group_runs(runs: list[Run], machine_of_sweep: dict[int, int]) -> list[AppGro
 
 def _sample(s: LayoutStats, label: str) -> Sample:
     """The comparison input of one layout: its ok rates and what the tie-break needs."""
-    return Sample(label, s.rates, s.threads, s.cores, s.rss_per_node_mib)
+    return Sample(label, s.rates, s.threads, s.cores, s.rss_per_node_mib, s.rounds)
 
 
 @dataclass(frozen=True)

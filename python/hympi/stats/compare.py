@@ -16,11 +16,20 @@ out "separated" about 10 % of the time at 95 %; a rank test cannot go below p = 
 seeded pairs of equal layouts with +-40 % uniform noise (tests/python/test_compare.py): about 7 % are separated
 at 4 runs against 4, a little above the 5 % a 95 % interval promises, and 2-5 % from 5 runs on (4-4.5 % at 6,
 under 4 % at 8).
-Two things run in alternating pairs, each pair seconds apart, can also be compared pair by pair
-(`paired_ratio_ci`: the median of the pairs' own ratios, its interval by the same bootstrap over the pairs), which
-takes out the machine's drift between pairs that the two samples keep as spread. That interval is more liberal:
-equal things came out separated in about 12 % of 1500 seeded trials at 4 pairs, 7 % at 8 and 6 % at 20 (the same
-noise), so a verdict from pairs needs `MIN_PAIRS`.
+Where the runs were made in rounds (a sweep runs every layout once per round, in shuffled order), two layouts that
+share at least `MIN_PAIRS` rounds are compared round by round instead (`paired_ratio_ci`): the estimate is the
+trimmed geometric mean of each round's own ratio (the log ratios' mean without the highest and lowest `TRIM` of
+them), the interval Yuen's trimmed t interval on the log ratios (Wilcox, "Introduction to Robust Estimation and
+Hypothesis Testing"). The machine's drift from minute to minute (a VM's host moving its vCPUs, a neighbour's job)
+touches both runs of a round alike and drops out of their ratio, where the two samples keep it as spread: under a
++-30 % drift between rounds a 1.15x lead with +-10 % noise is separated at 8 rounds in 89 of 100 seeded trials
+round by round and in 13 from the two samples (tests/python/test_compare.py). Trimmed, because with a plain t
+interval one wild round (a stale cache, a neighbour's burst) pulls the estimate and blows up the interval, where
+the medians above shrug it off. The interval holds its level: equal things came out separated in 4-5 % of 1500
+seeded trials at 4, 8 and 20 pairs with the noise above (the median's bootstrap over pairs, which hympi's benches
+used before, gave 13 % at 4 and 7 % at 8). From 8 rounds on, because below that the trimmed interval has few
+degrees of freedom and separates less often than the two samples on a quiet machine. Rates from different sweeps
+never pair (a round is named by its sweep); a round a layout ran twice is left out.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.special import stdtrit
 
 from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
 
@@ -64,6 +74,12 @@ class Sample:
     threads: int
     cores: int
     memory_per_node_mib: float | None = None
+    # The (sweep, round) each rate was measured in, where the runs were made in rounds; () where they were not.
+    rounds: tuple[tuple[int, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.rounds and len(self.rounds) != len(self.rates):
+            raise ValueError(f"{self.label}: {len(self.rounds)} rounds for {len(self.rates)} rates")
 
     @property
     def median(self) -> float:
@@ -75,7 +91,8 @@ class Sample:
 
 @dataclass(frozen=True)
 class Comparison:
-    """better vs worse: ratio of median rates (better / worse) and its confidence interval [low, high].
+    """better vs worse: ratio of median rates (better / worse) and its confidence interval [low, high], or, compared
+    round by round over `rounds` shared rounds (0: two samples), the trimmed geometric mean of the rounds' ratios.
 
     When `separated` is False the interval contains 1, `better` is only the tie-break's choice and `reason` says
     which criterion chose it ('lower memory per node', 'fewer threads per rank', 'fewer cores' or 'either').
@@ -90,6 +107,7 @@ class Comparison:
     confidence: float = DEFAULT_CONFIDENCE
     reason: str = ""
     fewest: int = MIN_SEPARATE
+    rounds: int = 0
 
     def turned(self) -> Comparison:
         """The same verdict with the two layouts named the other way round: ratio and interval inverted."""
@@ -103,9 +121,11 @@ class Comparison:
             raise ValueError(f"{label!r} is neither side of {self.better} vs {self.worse}")
         return self if self.better == label else self.turned()
 
-    def ci_text(self) -> str:
-        """'95 % CI 1.22-1.40'."""
-        return f"{round(self.confidence * 100):g} % CI {self.low:.2f}-{self.high:.2f}"
+    def ci_text(self, level: bool = True) -> str:
+        """'95 % CI 1.22-1.40' ('CI 1.22-1.40' without the level), followed by ', round by round' for a comparison
+        over shared rounds."""
+        interval = f"CI {self.low:.2f}-{self.high:.2f}" + (", round by round" if self.rounds else "")
+        return f"{round(self.confidence * 100):g} % {interval}" if level else interval
 
     def sentence(self, choose: bool = True) -> str:
         """'2x1 is 1.31x 1x2 (95 % CI 1.22-1.40)' or '2x1 and 1x2 are indistinguishable here (CI ...); choose ...'
@@ -114,9 +134,8 @@ class Comparison:
             return f"{self.better} is {self.ratio:.2f}x {self.worse} ({self.ci_text()})"
         pick = f"; choose {self.better} {self.reason_text()}" if choose else ""
         if self.fewest < MIN_SEPARATE:
-            interval = f"CI {self.low:.2f}-{self.high:.2f}"
-            return cannot_separate(self.better, self.worse, self.fewest, interval) + pick
-        return f"{self.better} and {self.worse} are indistinguishable here (CI {self.low:.2f}-{self.high:.2f}){pick}"
+            return cannot_separate(self.better, self.worse, self.fewest, self.ci_text(level=False)) + pick
+        return f"{self.better} and {self.worse} are indistinguishable here ({self.ci_text(level=False)}){pick}"
 
     def noise_text(self) -> str:
         """Why a pair is not separated, in words that follow 'within run-to-run noise of each other': too few runs
@@ -199,30 +218,42 @@ def median_ci(values: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
     return (float(np.median(x)), *_interval(medians, confidence))
 
 
-# Pairs a verdict from paired_ratio_ci needs (false separations 7 % at 8, against 12 % at 4: the module's text).
+# Rounds a comparison round by round needs, and the share of the log ratios trimmed from each end (the module's text).
 MIN_PAIRS = 8
+TRIM = 0.2
 
 
-def paired_ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
-                    resamples: int = RESAMPLES) -> tuple[float, float, float]:
-    """(median of a[i] / b[i], low, high) by median_ci over the pairs: for two things run in alternating pairs, each
-    pair seconds apart, where the machine's drift from minute to minute (a VM's host moving its vCPUs, a neighbour's
-    job) touches both of a pair alike and drops out of its ratio, as it would not from ratio_ci's two samples;
-    ValueError for unequal lengths, < MIN_SAMPLES pairs or rates <= 0."""
+def paired_ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = DEFAULT_CONFIDENCE
+                    ) -> tuple[float, float, float]:
+    """(trimmed geometric mean of a[i] / b[i], low, high) by Yuen's trimmed t interval on the log ratios: for two
+    things run in pairs (rounds) seconds or minutes apart, where the machine's drift touches both of a pair alike
+    and drops out of its ratio, as it would not from ratio_ci's two samples; ValueError for unequal lengths,
+    < MIN_SAMPLES pairs or rates <= 0."""
     if len(a) != len(b):
         raise ValueError(f"pairs need as many rates on each side, got {len(a)} and {len(b)}")
+    if len(a) < MIN_SAMPLES:
+        raise ValueError(f"need at least {MIN_SAMPLES} pairs, got {len(a)}")
+    _check_confidence(confidence)
     xa = np.asarray(a, dtype=float)
     xb = np.asarray(b, dtype=float)
     if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(xb))) or np.any(xa <= 0) or np.any(xb <= 0):
         raise ValueError("rates must be finite and > 0")
-    return median_ci(list(xa / xb), confidence, resamples)
+    logs = np.sort(np.log(xa / xb))
+    n = logs.size
+    cut = math.floor(TRIM * n)
+    kept = n - 2 * cut  # >= 2 from MIN_SAMPLES pairs on, as TRIM < 0.25
+    mean = float(np.mean(logs[cut:n - cut]))
+    winsorized = np.clip(logs, logs[cut], logs[n - cut - 1])
+    error = math.sqrt((n - 1) * float(np.var(winsorized, ddof=1)) / (kept * (kept - 1)))
+    half = float(stdtrit(kept - 1, (1.0 + confidence) / 2.0)) * error
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
 
 
 def paired_ratio_text(a: Sequence[float | None], b: Sequence[float | None],
                       confidence: float = DEFAULT_CONFIDENCE) -> str:
     """'0.98x (95 % CI 0.93-1.04, 20 pairs)', led by 'indistinguishable, ' where the interval holds 1, or followed by
-    'too few pairs for a verdict (8 needed)' below MIN_PAIRS: paired_ratio_ci of a[i] / b[i] over the pairs where both
-    have a rate (None: a failed or uncounted run), or why there is no ratio."""
+    'too few pairs for a verdict (8 needed)' below MIN_PAIRS: paired_ratio_ci of a[i] / b[i] over the pairs where
+    both have a rate (None: a failed or uncounted run), or why there is no ratio."""
     if len(a) != len(b):
         raise ValueError(f"pairs need as many runs on each side, got {len(a)} and {len(b)}")
     pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and y is not None]
@@ -267,20 +298,35 @@ def refusal(a: Sample, b: Sample) -> Refusal | None:
     return Refusal(a.label, b.label, f"{why} (need {MIN_SAMPLES})")
 
 
+def shared_rounds(a: Sample, b: Sample) -> tuple[list[float], list[float]]:
+    """a's and b's rates in the rounds each ran once, in round order (two empty lists where either has no rounds)."""
+    if not (a.rounds and b.rounds):
+        return [], []
+    once = [{k: r for k, r in zip(s.rounds, s.rates, strict=True) if s.rounds.count(k) == 1} for s in (a, b)]
+    both = sorted(once[0].keys() & once[1].keys())
+    return [once[0][k] for k in both], [once[1][k] for k in both]
+
+
 def compare(a: Sample, b: Sample, confidence: float = DEFAULT_CONFIDENCE) -> Comparison | Refusal:
-    """The verdict on a vs b: separated (better = higher median) or indistinguishable (better = tie-break)."""
+    """The verdict on a vs b: separated (better = higher median, or higher round by round where they share
+    MIN_PAIRS rounds) or indistinguishable (better = tie-break)."""
     refused = refusal(a, b)
     if refused is not None:
         return refused
     if b.label < a.label:  # one resampling per pair, whichever order it is asked in
         a, b = b, a
-    ratio, low, high = ratio_ci(a.rates, b.rates, confidence)
-    fewest = min(len(a.rates), len(b.rates))
+    in_a, in_b = shared_rounds(a, b)
+    if len(in_a) >= MIN_PAIRS:
+        ratio, low, high = paired_ratio_ci(in_a, in_b, confidence)
+        fewest = rounds = len(in_a)
+    else:
+        ratio, low, high = ratio_ci(a.rates, b.rates, confidence)
+        fewest, rounds = min(len(a.rates), len(b.rates)), 0
     if (low > 1.0 or high < 1.0) and fewest >= MIN_SEPARATE:
-        separated = Comparison(a.label, b.label, ratio, low, high, True, confidence, "", fewest)
+        separated = Comparison(a.label, b.label, ratio, low, high, True, confidence, "", fewest, rounds)
         return separated if ratio >= 1.0 else separated.turned()
     chosen, _, reason = tie_break(a, b)
-    tied = Comparison(a.label, b.label, ratio, low, high, False, confidence, reason, fewest)
+    tied = Comparison(a.label, b.label, ratio, low, high, False, confidence, reason, fewest, rounds)
     return tied if chosen is a else tied.turned()
 
 
@@ -300,7 +346,8 @@ def contenders(samples: Sequence[Sample], confidence: float = DEFAULT_CONFIDENCE
         if other is best:
             continue
         verdict = compare(best, other, confidence)
-        if isinstance(verdict, Comparison) and not verdict.separated:
+        # Round by round, a layout with a lower median can still come out ahead: it stays in.
+        if isinstance(verdict, Comparison) and (not verdict.separated or verdict.better == other.label):
             out.append(other)
     return tuple(out + unusable)
 
