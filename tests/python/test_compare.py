@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from hympi.params import MIN_SEPARATE
 from hympi.stats.compare import (
@@ -216,6 +217,14 @@ def test_layouts_measured_in_the_same_rounds_are_compared_round_by_round():
     fewer = compare(Sample("2x1", a[1:], 1, 2, rounds=_one_sweep(MIN_PAIRS - 1)),
                     Sample("1x2", b[1:], 2, 2, rounds=_one_sweep(MIN_PAIRS - 1)))
     assert isinstance(fewer, Comparison) and fewer.rounds == 0
+
+
+def test_with_nothing_to_trim_the_interval_is_students():
+    """Below 5 pairs a fifth trims nothing: the interval is Student's t on the log ratios, as SciPy computes it."""
+    a, b = [10.2, 11.0, 9.7, 10.9], [9.8, 10.1, 9.9, 10.0]
+    logs = np.log(np.array(a) / np.array(b))
+    low, high = stats.t.interval(0.95, len(logs) - 1, loc=logs.mean(), scale=stats.sem(logs))
+    assert paired_ratio_ci(a, b) == pytest.approx((np.exp(logs.mean()), np.exp(low), np.exp(high)), rel=1e-12)
 
 
 def test_one_wild_round_neither_moves_the_ratio_nor_hides_the_lead():
