@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import signal
 import socket
@@ -84,7 +83,7 @@ from hympi.program import (
     refuse_program_flags,
     refuse_redirected_stdin,
 )
-from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders
+from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders, is_finite_positive
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
 from hympi.sweep_options import SWEEP, SWEEP_REPEAT, checkpoint_apps
@@ -667,7 +666,7 @@ def measured_samples(runs: list[Run], layouts: tuple[SweepLayout, ...], before_r
         key = (run.ranks, run.threads, run.bind, run.membind, run.item_args)
         rate = run.value("rate")
         if key in rates and 1 <= run.repeat < before_round and run.status == "ok" and not run.disturbed \
-                and rate is not None and rate > 0 and math.isfinite(rate):
+                and rate is not None and is_finite_positive(rate):
             rates[key].append(rate)
             rounds[key].append((run.sweep_id, run.repeat))
             node = run.value("node_rss_mib")

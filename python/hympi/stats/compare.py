@@ -180,16 +180,22 @@ def _interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def _positive_rates(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """a and b as arrays; ValueError unless every rate is finite and > 0."""
+    xa = np.asarray(a, dtype=float)
+    xb = np.asarray(b, dtype=float)
+    if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(xb))) or np.any(xa <= 0) or np.any(xb <= 0):
+        raise ValueError("rates must be finite and > 0")
+    return xa, xb
+
+
 def ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = DEFAULT_CONFIDENCE,
              resamples: int = RESAMPLES) -> tuple[float, float, float]:
     """(median(a)/median(b), low, high) by percentile bootstrap; ValueError for < MIN_SAMPLES values or rates <= 0."""
     if len(a) < MIN_SAMPLES or len(b) < MIN_SAMPLES:
         raise ValueError(f"need at least {MIN_SAMPLES} rates on each side, got {len(a)} and {len(b)}")
     _check_confidence(confidence)
-    xa = np.asarray(a, dtype=float)
-    xb = np.asarray(b, dtype=float)
-    if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(xb))) or np.any(xa <= 0) or np.any(xb <= 0):
-        raise ValueError("rates must be finite and > 0")
+    xa, xb = _positive_rates(a, b)
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     ratios = _resampled_medians(xa, rng, resamples) / _resampled_medians(xb, rng, resamples)
     return (float(np.median(xa) / np.median(xb)), *_interval(ratios, confidence))
@@ -234,10 +240,7 @@ def paired_ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = 
     if len(a) < MIN_SAMPLES:
         raise ValueError(f"need at least {MIN_SAMPLES} pairs, got {len(a)}")
     _check_confidence(confidence)
-    xa = np.asarray(a, dtype=float)
-    xb = np.asarray(b, dtype=float)
-    if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(xb))) or np.any(xa <= 0) or np.any(xb <= 0):
-        raise ValueError("rates must be finite and > 0")
+    xa, xb = _positive_rates(a, b)
     logs = np.sort(np.log(xa / xb))
     n = logs.size
     cut = math.floor(TRIM * n)

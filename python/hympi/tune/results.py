@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from hympi.launch.cvars import ignored
 from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
 from hympi.probe import recorded_working_threads
-from hympi.stats.compare import MIN_SAMPLES, Comparison, Sample, compare, too_few_runs
+from hympi.stats.compare import MIN_SAMPLES, Comparison, Sample, compare, is_finite_positive, too_few_runs
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
 from hympi.sweep import SweepParams
@@ -59,7 +58,7 @@ def _status(runs: list[Run]) -> str:
 def usable_rate(run: Run) -> float | None:
     """The run's rate where it counts towards a score: an ok run, not disturbed, with a finite rate > 0."""
     rate = run.value("rate") if run.status == "ok" and not run.disturbed else None
-    return rate if rate is not None and rate > 0 and math.isfinite(rate) else None
+    return rate if rate is not None and is_finite_positive(rate) else None
 
 
 def measure(config: Configuration, runs: list[Run], sweep_id: int | None = None) -> Measured:
