@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import forkcli
+import scratch
 import skips
 import slurmcluster
 from hympi.sweep import SweepParams
@@ -35,11 +36,10 @@ DISTURBED_ABOVE = float(os.environ["HYMPI_DISTURBED_ABOVE"])
 # its own: the tests that kill a job as a crashed node would (SIGKILL to every process) left one in /tmp each time
 # (112 of them, 0.9 GB, on one development VM), and Chromium its singleton directory. So what this process launches
 # writes its temporary files in a directory of this process's, removed when the run ends (pytest_unconfigure).
-SCRATCH = Path(tempfile.mkdtemp(prefix="hympi-tests-"))
+# A run killed before pytest_unconfigure (SIGKILL, a CI timeout) leaves its directory: the next run removes it.
+scratch.remove_dead(Path(tempfile.gettempdir()))
+SCRATCH = scratch.make_scratch(Path(tempfile.gettempdir()))
 os.environ["TMPDIR"] = str(SCRATCH)
-# mkdtemp fixed tempfile's directory at /tmp before TMPDIR changed; pytest's tmp_path directories (three runs kept in
-# /tmp/pytest-of-<user>, up to 130 MB) follow it into SCRATCH too.
-tempfile.tempdir = str(SCRATCH)
 
 
 def sweep_params(*args: Any, **kwargs: Any) -> SweepParams:
@@ -57,6 +57,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{skips.MARKER}(reason, present, detail): what the test needs (skips.py)")
     config.addinivalue_line("markers", "quiet_machine: true only while nothing else loads the machine (other "
                             "tests included): run alone, after the parallel pass (Makefile test-python)")
+    # tempfile fixed its directory at /tmp before TMPDIR changed, so pytest's tmp_path directories (three runs kept
+    # in /tmp/pytest-of-<user>, up to 130 MB) go into SCRATCH by name. Not by moving tempfile's directory: this
+    # process's multiprocessing directory (the fork server's, forkcli) would follow it into SCRATCH, which
+    # pytest_unconfigure removes before multiprocessing's own clean-up at exit looks for it.
+    if config.option.basetemp is None:
+        config.option.basetemp = str(SCRATCH / "pytest")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

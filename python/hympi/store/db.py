@@ -18,6 +18,7 @@ from typing import Any
 from hympi.busy.accounting import Interference
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
+from hympi.store.owner import owner_alive, process_start
 from hympi.store.schema import SCHEMA_VERSION, current_version, migrate
 from hympi.textfile import file_problem
 
@@ -47,39 +48,6 @@ def _of_sweeps(sweep_ids: list[int] | None) -> tuple[str, list[int]]:
     if sweep_ids is None:
         return "", []
     return f" WHERE sweep_id IN ({', '.join('?' * len(sweep_ids))})", list(sweep_ids)
-
-
-def process_start(pid: int) -> str | None:
-    """The start time of process `pid` in clock ticks since boot (/proc), or None where it cannot be read."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ", field 3 is fields[0]; starttime is field 22
-    return fields[19] if len(fields) > 19 else None
-
-
-def owner_alive(host: str | None, pid: int | None, start: str | None) -> bool:
-    """Whether the process that owns a sweep still runs: same pid alive with the same start time (a reused pid is
-    another process). A sweep owned by another host counts as alive (this host cannot tell); no owner is dead."""
-    if pid is None or host is None:
-        return False
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # exists, owned by another user
-    now = process_start(pid)
-    if now is not None and start is not None and now != start:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 def params_key(params: JsonObject) -> str:

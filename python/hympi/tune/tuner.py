@@ -34,7 +34,7 @@ from hympi.params import (
 from hympi.program import Program
 from hympi.stats.compare import Sample
 from hympi.store import MachineRecord, Store, TuneRecord
-from hympi.store.db import owner_alive
+from hympi.store.owner import owner_alive
 from hympi.sweep import SweepParams, plan, program_from_fields, run_sweep
 from hympi.tune.options import DEFAULT_EI_STOP, STRATEGIES, TUNE_RUN
 from hympi.tune.results import Measured, best, sweep_configuration, tune_results
