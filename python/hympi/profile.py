@@ -3,9 +3,11 @@ histograms and MPI time it writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,17 +30,30 @@ def _as_int_matrix(rows: Iterable[Iterable[SupportsInt]]) -> tuple[tuple[int, ..
     return tuple(tuple(int(x) for x in r) for r in rows)
 
 
+# What tells libhympi-profile where to write (profile/hympi_profile.cpp).
+PROFILE_OUT_VAR = "HYMPI_PROFILE_OUT"
+
+
 @dataclass(frozen=True)
 class ProfilePlan:
-    """The command to run and the environment that makes every MPI rank load the profiler."""
+    """The command to run, the environment that makes every MPI rank load the profiler, and the file the profile
+    goes to (run_profile gives the profiler a fresh file beside it, so `out` changes only when a profile is whole)."""
 
     command: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
     out: Path
 
 
+def command_inputs(command: list[str]) -> dict[str, str]:
+    """The files a command reads that an output must not replace: its program (as the shell finds it) and every
+    argument naming an existing file."""
+    inputs = {"program": shutil.which(command[0]) or command[0]} if command else {}
+    inputs.update({f"argument {i}": arg for i, arg in enumerate(command[1:], 1) if os.path.isfile(arg)})
+    return inputs
+
+
 def plan_profile(command: list[str], out: str | Path, library: Path | None = None) -> ProfilePlan:
-    """Adds LD_PRELOAD and HYMPI_PROFILE_OUT; an Open MPI launcher also gets -x so remote ranks see them.
+    """Adds LD_PRELOAD; an Open MPI launcher also gets -x so remote ranks see it and PROFILE_OUT_VAR.
 
     Raises UsageError when there is no command or its program is not found or not executable.
     """
@@ -48,14 +63,13 @@ def plan_profile(command: list[str], out: str | Path, library: Path | None = Non
         # Popen would raise FileNotFoundError (or PermissionError) only after the plan was made.
         raise UsageError(f"command '{command[0]}' not found or not executable")
     lib = library or profile_library()
-    out_path = Path(out).resolve()
     preload = os.environ.get("LD_PRELOAD", "")
-    env = (("LD_PRELOAD", f"{lib}:{preload}" if preload else str(lib)), ("HYMPI_PROFILE_OUT", str(out_path)))
+    env = (("LD_PRELOAD", f"{lib}:{preload}" if preload else str(lib)),)
     cmd = list(command)
     if Path(cmd[0]).name in MPI_LAUNCHER_NAMES and mpi_flavor(cmd[0]) == "openmpi":
         # Local ranks inherit the launcher's environment; -x also forwards it to other nodes.
-        cmd[1:1] = ["-x", "LD_PRELOAD", "-x", "HYMPI_PROFILE_OUT"]
-    return ProfilePlan(tuple(cmd), env, out_path)
+        cmd[1:1] = ["-x", "LD_PRELOAD", "-x", PROFILE_OUT_VAR]
+    return ProfilePlan(tuple(cmd), env, Path(out).resolve())
 
 
 @dataclass(frozen=True)
@@ -116,10 +130,17 @@ def run_profile(plan: ProfilePlan, timeout: float | None = None, stdin: Path | i
                 echo_err: Callable[[bytes], None] | None = None) -> tuple[RunOutcome, Profile | None]:
     """Runs the planned command in directory `cwd` (None: hympi's), reading `stdin` and echoing its output and error
     output to `echo` and `echo_err` (run_command's); the profile is None when the program wrote none (no
-    MPI_Finalize)."""
-    if plan.out.exists():
-        plan.out.unlink()  # never report a stale profile as this run's
-    outcome = run_command(list(plan.command), timeout, dict(plan.env), cwd=cwd, stdin=stdin, echo=echo,
-                          echo_err=echo_err)
-    profile = read_profile(plan.out) if plan.out.exists() else None
-    return outcome, profile
+    MPI_Finalize). The profiler writes into a new directory beside plan.out, and only a profile read back whole
+    replaces plan.out: a run that writes none, a failed or killed one, leaves plan.out as it was, and an old
+    profile there is never read as this run's."""
+    with tempfile.TemporaryDirectory(dir=plan.out.parent, prefix=f".{plan.out.name}.") as staging:
+        written = Path(staging) / plan.out.name
+        outcome = run_command(list(plan.command), timeout, {**dict(plan.env), PROFILE_OUT_VAR: str(written)},
+                              cwd=cwd, stdin=stdin, echo=echo, echo_err=echo_err)
+        # The profiler's own words (a full disk) name the file the user asked for.
+        outcome = dataclasses.replace(outcome, stderr=outcome.stderr.replace(str(written), str(plan.out)))
+        if not written.exists():
+            return outcome, None
+        profile = read_profile(written)
+        os.replace(written, plan.out)
+    return outcome, dataclasses.replace(profile, path=plan.out)

@@ -99,7 +99,10 @@ def test_profile_matrix_is_exact(programs, language, ranks, tmp_path):
 
 def test_profile_feeds_place(programs, tmp_path):
     out = tmp_path / "traffic.json"
+    out.write_text("an older file of the same name\n")  # replaced, whole, once the profile is read back
     assert hympi("profile", "--quiet", "--out", str(out), "--", *MPIRUN, "-np", "4", str(programs["c"])).returncode == 0
+    assert read_profile(out).ranks == 4
+    assert [p.name for p in tmp_path.iterdir()] == ["traffic.json"], "the profiler's directory was left"
     proc = hympi("place", "--matrix", str(out), "--topology", "synthetic:pack:2 core:2 pu:1", "--json")
     assert proc.returncode == 0, proc.stderr
     rec = json.loads(proc.stdout)
@@ -121,9 +124,32 @@ def test_profile_of_the_older_library_reads(tmp_path):
 
 
 def test_program_without_mpi_writes_no_profile(tmp_path):
-    proc = hympi("profile", "--out", str(tmp_path / "p.json"), "--", "true")
-    assert proc.returncode == 1
-    assert "no profile written" in proc.stderr
+    """And leaves a file already at --out as it was: the profile of an earlier run, or anything else."""
+    out = tmp_path / "p.json"
+    out.write_text("precious\n")
+    for command in ("true", "false"):
+        proc = hympi("profile", "--out", str(out), "--", command)
+        assert proc.returncode == 1
+        assert "no profile written" in proc.stderr or "exit code 1" in proc.stderr
+        assert out.read_text() == "precious\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["p.json"]
+
+
+@pytest.mark.parametrize("which", ["program", "argument"])
+def test_out_that_the_command_reads_is_refused(tmp_path, which):
+    """`hympi profile --out prog -- ./prog` removed the program before it ran (and --out FILE -- cat FILE the file)."""
+    program = tmp_path / "prog.sh"
+    program.write_text("#!/bin/sh\ncat \"$@\"\n")
+    program.chmod(0o755)
+    data = tmp_path / "data.txt"
+    data.write_text("input\n")
+    out = program if which == "program" else data
+    proc = hympi("profile", "--out", str(out), "--", str(program), str(data))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"hympi: error: --out {out} is the {which if which == 'program' else 'argument 1'} input "
+        f"{out}: hympi never overwrites an input (write the output elsewhere)"]
+    assert data.read_text() == "input\n" and program.read_text().startswith("#!/bin/sh")
 
 
 def test_a_full_disk_leaves_no_partial_profile(programs, small_tmpfs):

@@ -14,7 +14,7 @@ from hympi.console import HympiConsole
 from hympi.errors import HympiError
 from hympi.layout_options import RUN_TIMEOUT
 from hympi.params import Param, from_record, parse_path, register, resolve
-from hympi.profile import Profile, plan_profile, run_profile
+from hympi.profile import Profile, command_inputs, plan_profile, run_profile
 
 # How libhympi-profile (profile/hympi_profile.cpp) begins each line it writes to the program's stderr.
 PROFILER_SAYS = "libhympi-profile: "
@@ -86,7 +86,8 @@ def time_line(profile: Profile) -> str:
 def main(args: argparse.Namespace) -> int:
     """Runs the program under the profiler and reports the matrix."""
     params = from_record(ProfileParams, resolve(args, PROFILE))
-    out = check_output_file(params.out, OUT.flag)  # before the program runs, not after
+    # Before the program runs, not after; never the program or a file it is given.
+    out = check_output_file(params.out, OUT.flag, command_inputs(args.app_args))
     plan = plan_profile(args.app_args, out)
     timeout = params.timeout
     # The command's output and error output as they come (a profiled run may take hours).
