@@ -294,3 +294,19 @@ def test_export_bad_db_writes_nothing(kind, tmp_path):
     proc = hympi("export", "--db", str(db), "--output", str(tmp_path / "runs.csv"))
     assert_refused(proc, str(db))
     assert files(tmp_path) == before
+
+
+@pytest.mark.parametrize(("db", "out", "needle"),
+                         [("st.db", "st.db", "--out st.db is the --db input st.db"),
+                          ("junk.db", "report", "junk.db is not a hympi results database")])
+def test_study_refuses_its_database_before_the_report_directory_is_made(tmp_path, fake_launcher, db, out, needle):
+    """`study --out X --db X` made X the report directory, then refused X as a database that is a directory; a text
+    file as --db was refused only once the report directory stood."""
+    env, marker = fake_launcher
+    (tmp_path / "junk.db").write_text("not a database\n")
+    before = files(tmp_path)
+    for resume in ((), ("--resume",)):
+        proc = hympi("study", "--apps", "rb3d", "--db", str(tmp_path / db), "--out", str(tmp_path / out), *resume,
+                     env=env)
+        assert_refused(proc, needle.replace(db, str(tmp_path / db)).replace(f"--out {out}", f"--out {tmp_path / out}"))
+    assert files(tmp_path) == before and not marker.exists()

@@ -10,9 +10,10 @@ from hympi.cli.parser import Subparsers
 from hympi.console import HympiConsole
 from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.mpirun import configured_flavor
+from hympi.outputs import check_not_input
 from hympi.params import from_record, register, resolve, rounds, texts
 from hympi.program import load_programs
-from hympi.store import check_db_path
+from hympi.store import check_database
 from hympi.study import StudyOptions, run_study
 from hympi.study_options import STUDY, check_apps
 from hympi.topology import machine_summary
@@ -47,7 +48,9 @@ def main(args: argparse.Namespace) -> int:
     if args.app_args:
         raise UsageError(f"hympi study takes no app arguments, got '{' '.join(args.app_args)}'")
     configured_flavor()  # before the report directory or the database is made
-    check_db_path(args.db)  # a database path that cannot be one is refused before the report directory is made
+    # A database path that cannot be one, or a file that is not one, is refused before the report directory is made.
+    check_not_input("--out", args.out, {"--db": args.db})
+    check_database(args.db)
     out = ensure_out_dir(args.out)
     options = from_record(StudyOptions, {**values, "out_dir": out, "db": args.db, "resume": args.resume,
                                          "repeat": measured.repeat, "auto": measured.auto,

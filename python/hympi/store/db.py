@@ -257,6 +257,31 @@ def check_db_path(path: str | os.PathLike[str], create: bool = True) -> None:
         raise UsageError(f"cannot open database {str(db)[:80]}: {exc.strerror or exc}") from None
 
 
+def _connect_read_only(db: Path) -> sqlite3.Connection:
+    """A connection in SQLite's read-only mode (no file given by mistake is turned into a database); UsageError
+    when SQLite cannot open it."""
+    try:
+        return sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                               timeout=BUSY_TIMEOUT_S)
+    except sqlite3.Error as exc:
+        raise UsageError(f"cannot open database {db}: {exc}") from None
+
+
+def check_database(path: str | os.PathLike[str]) -> None:
+    """check_db_path, and for an existing file that it is a hympi results database (or empty, so Store.open makes it
+    one), reading only: for a command that must refuse a foreign file before it writes anything else (hympi
+    study's report directory). UsageError naming the path otherwise."""
+    db = Path(path)
+    check_db_path(db)
+    if not db.exists() or db.stat().st_size == 0:
+        return
+    conn = _connect_read_only(db)
+    try:
+        current_version(conn, str(db))
+    finally:
+        conn.close()
+
+
 def _remove_database_files(db: Path) -> None:
     """Removes a database file and SQLite's -wal and -shm beside it (those that are there)."""
     for path in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
@@ -330,11 +355,7 @@ class Store:
         schema is the exception: it is ours, and the readers need the current tables, so it is migrated first."""
         db = Path(path)
         check_db_path(db, create=False)
-        try:
-            conn = sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                                   timeout=BUSY_TIMEOUT_S)
-        except sqlite3.Error as exc:
-            raise UsageError(f"cannot open database {db}: {exc}") from None
+        conn = _connect_read_only(db)
         try:
             version = current_version(conn, str(db))
             if version == 0:
