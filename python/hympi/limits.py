@@ -95,3 +95,8 @@ def check_path(option: str, path: str) -> str:
         raise UsageError(f"{option}: a path component of {len(longest)} bytes ('{longest[:20].decode(errors='replace')}"
                          f"...') exceeds {MAX_NAME_BYTES.value} {MAX_NAME_BYTES.unit} ({MAX_NAME_BYTES.reason})")
     return path
+
+# A communication matrix's total volume (bytes, or any weight): placement sums volume x distance in floating point,
+# so totals near 1.8e308 overflowed to inf and every share turned NaN. 10^30 is 10^4 times an exabyte a second
+# sent for a year.
+MAX_MATRIX_VOLUME = 1e30

@@ -83,6 +83,18 @@ class NodeTopologies:
                                 for d in self.differences()]}
 
 
+def _what_is_wrong(exc: Exception) -> str:
+    """Why parse_node_topologies' reading failed, in words (not Python's exception names)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+    if isinstance(exc, KeyError):
+        return f"no {exc.args[0]!r} where hympi info writes one"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return ("a value of the wrong type: an object whose 'nodes' lists one object per node, with integers node and "
+            "ranks, texts host, source and xml, and hympi info's summary")
+
+
 def parse_node_topologies(text: str, origin: str) -> NodeTopologies:
     """The nodes of hympi-info --all-nodes --json output (or of the JSON `hympi info --all-nodes --json` writes);
     UsageError naming `origin` when it is not such JSON."""
@@ -90,8 +102,8 @@ def parse_node_topologies(text: str, origin: str) -> NodeTopologies:
         data = json.loads(text)
         nodes = tuple(NodeTopology(int(n["node"]), str(n["host"]), int(n["ranks"]), str(n["source"]),
                                    summary_from_json(n["summary"]), str(n["xml"])) for n in data["nodes"])
-    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: JSON nested too deeply
-        raise UsageError(f"{origin} is not the JSON of hympi info --all-nodes --json ({type(exc).__name__}: {exc})"
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise UsageError(f"{origin} is not the JSON of hympi info --all-nodes --json ({_what_is_wrong(exc)})"
                          ) from None
     if not nodes:
         raise UsageError(f"{origin} lists no nodes")

@@ -13,6 +13,7 @@ import pytest
 from conftest import hympi
 from hympi.cli import main
 from hympi.cli.info import print_nodes
+from hympi.errors import UsageError
 from hympi.node_topologies import parse_node_topologies
 from hympi.place.mapping import cost
 from hympi.place.matrix import CommMatrix
@@ -163,3 +164,18 @@ def test_place_unlike_bad_input(args: list[str], needle: str, tmp_path: Path,
     out = tmp_path / "ranks.txt"
     assert needle in refused(["place", "--matrix", str(matrix), *args, "--out", str(out)], capsys)
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("{}", "no 'nodes' where hympi info writes one"),
+    ("[]", "a value of the wrong type"),
+    ('{"nodes": [5]}', "a value of the wrong type"),
+    ('{"nodes": [{"node": "x"}]}', "a value of the wrong type"),
+    ('{"nodes": [', "not JSON: Expecting value at line 1 column 12"),
+])
+def test_foreign_json_is_refused_in_words(text: str, why: str) -> None:
+    """Not Python's exception names ("KeyError: 'nodes'", "TypeError: list indices ...")."""
+    with pytest.raises(UsageError) as refused:
+        parse_node_topologies(text, "t.json")
+    assert str(refused.value).startswith(f"t.json is not the JSON of hympi info --all-nodes --json ({why}")
+    assert "Error" not in str(refused.value)

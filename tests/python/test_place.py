@@ -316,6 +316,11 @@ def test_rankfile_takes_effect_end_to_end(tmp_path):
         ("0 1\n1 0\n", ["--nodes", "0"], "0"),
         ("0 1\n1 0\n", ["--fill", "sideways"], "sideways"),
         ("0 1\n1 0\n", ["--nodes", "2", "--hosts", "a"], "a"),
+        ("0 1\n1 0\n", ["--nodes", "2", "--hosts", "a,a"], "--hosts: host name 'a' is given twice"),
+        ("0 1\n1 0\n", ["--nodes", "1", "--hosts", "h" * 254], "has 254 characters, more than the 253"),
+        ("0 1e308\n1e308 0\n", [], "m.txt: total volume inf exceeds hympi's limit of 1e+30"),  # each entry finite
+        ("ranks 2\n0 1 1e308\n0 1 1e308\n", [], "total volume inf exceeds"),  # repeated pairs add up
+        ("ranks 2\n0 1 2e30\n", [], "total volume 2e+30 exceeds"),
         ("0 1\n1 0\n", ["--groups", "1:2"], "adds up to 3 ranks but the matrix has 2"),
         ("0 1\n1 0\n", ["--groups", "2:0"], "leaves the fine group empty"),
         ("0 1\n1 0\n", ["--groups", "1:1:0"], "has 3 groups"),

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hympi.errors import UsageError
-from hympi.limits import MAX_JOB_THREADS
+from hympi.limits import MAX_JOB_THREADS, MAX_MATRIX_VOLUME
 from hympi.outputs import output_stream, write_output
 from hympi.textfile import require_regular_file
 
@@ -195,18 +195,29 @@ def read_matrix(path: str | Path) -> CommMatrix:
                 first = stream.read(1)
             stream.seek(0)
             if first == "{":
-                return _read_profile(stream.read(), name)
+                return _within_limit(_read_profile(stream.read(), name))
             lines = _data_lines(stream)
             head = next(lines, None)
             if head is None:
                 raise UsageError(f"matrix {name} is empty")
             if head[1][0] == COO_HEADER:
-                return _read_coo(lines, head, name)
+                return _within_limit(_read_coo(lines, head, name))
             rest = ((f"{name}:{number}", fields) for number, fields in lines)
-            return _dense_rows(_chain((f"{name}:{head[0]}", head[1]), rest), name)
+            return _within_limit(_dense_rows(_chain((f"{name}:{head[0]}", head[1]), rest), name))
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise UsageError(f"cannot read matrix '{path}': {reason}") from None
+
+
+def _within_limit(matrix: CommMatrix) -> CommMatrix:
+    """`matrix`, or UsageError naming its file when its total volume exceeds MAX_MATRIX_VOLUME (each entry is
+    finite, but their sum, duplicates added up, may not be)."""
+    with np.errstate(over="ignore"):  # an overflow is the inf refused here, not a warning besides
+        total = matrix.total()
+    if not total <= MAX_MATRIX_VOLUME:
+        raise UsageError(f"matrix {matrix.source}: total volume {total:g} exceeds hympi's limit of "
+                         f"{MAX_MATRIX_VOLUME:g} (placement costs sum volume x distance in floating point)")
+    return matrix
 
 
 def _chain(first: tuple[str, list[str]], rest: Iterable[tuple[str, list[str]]]) -> Iterable[tuple[str, list[str]]]:

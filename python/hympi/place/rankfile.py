@@ -61,13 +61,25 @@ _HOST = re.compile(HOST_NAME)
 _LINE = re.compile(rf"^rank\s+(\d+)\s*=\s*({HOST_NAME})\s+slot\s*=\s*(\d+):(\d+)\s*$")
 
 
+# The longest name DNS can resolve (RFC 1035: 253 characters written out).
+MAX_HOST_NAME = 253
+
+
 def check_host_names(names: Sequence[str], source: str) -> list[str]:
-    """`names` as a list, or UsageError naming `source` (e.g. '--hosts') and the first name a rankfile cannot hold
-    (the rule read_rankfile parses with: HOST_NAME)."""
+    """`names`, one per node, as a list, or UsageError naming `source` (e.g. '--hosts') and the first name a rankfile
+    cannot hold (the rule read_rankfile parses with: HOST_NAME, at most MAX_HOST_NAME characters) or that repeats
+    (two nodes of one name would put two ranks on every slot of it)."""
+    seen: set[str] = set()
     for name in names:
         if _HOST.fullmatch(name) is None:
-            raise UsageError(f"{source}: host name {name!r} is not a rankfile host name (letters, digits, '.', '-' "
-                             "and '_', not starting with '.' or '-')")
+            raise UsageError(f"{source}: host name {name[:80]!r} is not a rankfile host name (letters, digits, '.', "
+                             "'-' and '_', not starting with '.' or '-')")
+        if len(name) > MAX_HOST_NAME:
+            raise UsageError(f"{source}: host name {name[:40]!r}... has {len(name)} characters, more than the "
+                             f"{MAX_HOST_NAME} of any name DNS resolves")
+        if name in seen:
+            raise UsageError(f"{source}: host name {name!r} is given twice (one name per node)")
+        seen.add(name)
     return list(names)
 
 
