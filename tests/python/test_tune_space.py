@@ -225,6 +225,15 @@ def test_features_are_log2_for_numbers_and_one_hot_for_categories():
     ("[layout]\nranks = [0]", "layout.ranks: 0 is not a positive integer"),
     ("[mpi.btl_vader_eager_limit]\nrange = { from = 1, to = 1000000, step = 1 }", "more than 1000 values"),
     ("[mpi.btl_vader_single_copy_mechanism]\nrange = { from = 1, to = 4, step = 1 }", "is not numeric"),
+    # nan and inf collapsed the range to its first value; from = nan said "the search space is empty"
+    *((f"[mpi.btl_vader_eager_limit]\nrange = {{ {spec} }}", rf"range: {bad} must be a finite number, got")
+      for spec, bad in [("from = 1, to = 100, factor = nan", "factor"), ("from = 1, to = 100, factor = inf", "factor"),
+                        ("from = 1, to = 100, step = nan", "step"), ("from = 1, to = 100, step = inf", "step"),
+                        ("from = nan, to = 100, step = 1", "from"), ("from = 1, to = -inf, step = 1", "to")]),
+    # rounded into place: 1.5 to 100 by 1 became 2, 2, 4, 4, 6 ... (round half to even)
+    ("[mpi.btl_vader_eager_limit]\nrange = { from = 1.5, to = 100, step = 1 }",
+     r"from must be an integer \(btl_vader_eager_limit is an integer parameter\), got 1.5"),
+    ("[mpi.btl_vader_eager_limit]\nrange = { from = 1, to = 100, factor = 1.5 }", "factor must be an integer"),
     ("[mpi.btl_vader_eager_limit]\nvalues = [4096]\nrequires = { coll_tuned_use_dynamic_rules = true }",
      "'coll_tuned_use_dynamic_rules' is not a parameter of the space"),
     ("[mpi.btl_vader_eager_limit]\nvalue = [4096]", "unknown key 'value'"),

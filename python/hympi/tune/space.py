@@ -281,10 +281,16 @@ def _range_values(name: str, spec: object, cvar: Cvar) -> list[str]:
     _unknown_keys(where, spec, ("from", "to", "factor", "step"))
     if not cvar.is_numeric():
         raise UsageError(f"{where}: {name} is not numeric ({cvar.datatype}); list its values instead")
+    integral = cvar.kind == "integer"
+    for key, value in spec.items():
+        # TOML reads nan and inf as floats; an integer parameter's values are never rounded into place.
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            raise UsageError(f"{where}: {key} must be a finite number, got {value!r}")
+        if integral and not float(value).is_integer():
+            raise UsageError(f"{where}: {key} must be an integer ({name} is an integer parameter), got {value!r}")
     start, stop = spec.get("from"), spec.get("to")
     numbers = (int, float)
-    if not isinstance(start, numbers) or not isinstance(stop, numbers) or isinstance(start, bool) \
-            or isinstance(stop, bool) or stop < start:
+    if not isinstance(start, numbers) or not isinstance(stop, numbers) or stop < start:
         raise UsageError(f"{where} needs numbers from <= to, got from={start!r} to={stop!r}")
     if ("factor" in spec) == ("step" in spec):
         raise UsageError(f"{where} needs exactly one of factor or step")
@@ -310,7 +316,6 @@ def _range_values(name: str, spec: object, cvar: Cvar) -> list[str]:
             current = start + count * step
     if len(values) > MAX_RANGE_VALUES:
         raise UsageError(f"{where} expands to more than {MAX_RANGE_VALUES} values")
-    integral = cvar.kind == "integer"
     return [str(round(v)) if integral else repr(float(v)) for v in values]
 
 
