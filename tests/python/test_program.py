@@ -452,3 +452,43 @@ def test_hympi_tune_run_says_which_configurations_left_threads_idle(tmp_path: Pa
     assert ("threads left idle (the probe): 1x2 computed with 1 of its 2 threads per rank; those configurations ran on "
             "fewer cores than they hold") in out, proc.stdout
     assert "1x1 computed with" not in out  # its one thread computes
+
+
+@pytest.mark.parametrize("command", [["run"], ["tune", "run"]])
+def test_options_hympi_does_not_know_are_not_handed_to_a_program(tmp_path: Path, fake_launcher, command, monkeypatch):
+    """`hympi run ./prog --threds 2` ran the program with '--threds 2' as its arguments (an app refuses what it does
+    not know; a program may not): refused, its arguments after --."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "ok", "echo fine\n")
+    (tmp_path / "space.toml").write_text("[layout]\nranks = [1, 2]\ndefault = { ranks = 1 }\n")
+    tune = ["--space", "space.toml", "--db", str(tmp_path / "r.db")] if command[0] == "tune" else []
+    assert_refused([*command, "./ok", *tune, "--threds", "2"],
+                   f"unrecognized arguments: --threds 2 (a program's own arguments follow --: hympi "
+                   f"{' '.join(command)} ./ok [options] -- ARGS)", fake_launcher)
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_hympi_run_sets_a_programs_mpi_parameters_and_refuses_one_given_twice(tmp_path: Path, monkeypatch):
+    """--mpi-param reached an app but not a program (hympi run dropped it); given twice, the last one won."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "shower", 'echo "eager=$OMPI_MCA_btl_vader_eager_limit"\n')
+    proc = hympi("run", "./shower", "--mpi-param", "btl_vader_eager_limit=8192")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "eager=8192" in proc.stdout
+    twice = hympi("run", "./shower", "--mpi-param", "btl_vader_eager_limit=8192", "--mpi-param",
+                  "btl_vader_eager_limit=4096")
+    assert twice.returncode == 2 and twice.stderr.strip().splitlines() == [
+        "hympi: error: --mpi-param btl_vader_eager_limit is given twice"]
+
+
+def test_a_tune_without_a_score_says_so_in_one_line(tmp_path: Path, monkeypatch):
+    """Every run failed: exit 1 with no line of why, and 'use it: hympi tune best', which then refused the tune."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "failing", "exit 3\n")
+    (tmp_path / "space.toml").write_text("[layout]\nranks = [1, 2]\ndefault = { ranks = 1 }\n")
+    proc = hympi("tune", "run", "./failing", "--space", "space.toml", "--db", "t.db")
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "hympi: error: tune 1 has no score: no configuration had a measured run that ended ok undisturbed by other "
+        "work (the table says why)")
+    assert "use it" not in proc.stdout

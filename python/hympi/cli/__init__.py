@@ -164,6 +164,7 @@ def _dispatch(argv: list[str] | None) -> int:
             raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
         # `hympi run bt-mz --class W`: options hympi does not know are the app's (the app validates them).
         args.app_args = unknown + app_args
+        args.unknown_args = unknown
         if app_args and args.command not in TRAILERS:
             raise UsageError(f"hympi {args.command} takes no arguments after --, got '{' '.join(app_args)}'")
         # A bad config file or HYMPI_* value stops every command before it does anything; given --config, so that

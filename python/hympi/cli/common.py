@@ -214,8 +214,21 @@ def mpi_params_from_args(args: argparse.Namespace) -> tuple[tuple[str, str], ...
             raise UsageError(f"--cvars {args.cvars} applies only with --mpi-param (what it checks them against)")
         return ()
     assignments = [parse_assignment(text) for text in args.mpi_param]
+    names = [name for name, _ in assignments]
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:  # not the last one silently
+        raise UsageError(f"--mpi-param {twice} is given twice")
     listing = load_listing(args.cvars)
     return check_params(assignments, listing.cvars, listing.library)
+
+
+def refuse_unknown_for_program(args: argparse.Namespace, command: str) -> None:
+    """UsageError for options hympi does not know given to a program of the user's own before `--`: an app checks
+    what it is handed (`hympi run bt-mz --class W`), a program may not, so a typo (`--threds 2`) would reach it as
+    its arguments unseen."""
+    if args.unknown_args:
+        raise UsageError(f"unrecognized arguments: {' '.join(args.unknown_args)} (a program's own arguments follow "
+                         f"--: hympi {command} {args.app} [options] -- ARGS)")
 
 
 def report_interrupt(what: str, db: str, exc: KeyboardInterrupt) -> int:

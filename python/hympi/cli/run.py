@@ -20,6 +20,7 @@ from hympi.cli.common import (
     launch_of,
     mpi_params_from_args,
     print_app_help,
+    refuse_unknown_for_program,
     run_program_probed,
     write_through,
     write_through_err,
@@ -176,9 +177,12 @@ def report(outcome: RunOutcome, as_json: bool, timeout: float | None = None) -> 
 
 def run_program(args: argparse.Namespace) -> int:
     """Launches a program of the user's own (hympi.program), bound by the launcher, and judges its output."""
+    refuse_unknown_for_program(args, "run")
     program = program_of(args.app, resolve(args, PROGRAM))
+    mpi_params = mpi_params_from_args(args)
     limit = disturbed_above_of(args)  # before the launch: a bad value is bad input
     launch = launch_of(args, "run", program.path, args.app_args, program=True)
+    launch = dataclasses.replace(launch, spec=dataclasses.replace(launch.spec, mpi_params=mpi_params))
     spec = launch.spec
     outcome, busy = watched(launch, lambda: run_program_probed(program, launch, args.app_args,
                                                                 live_echo(args.json), write_through_err)[0])

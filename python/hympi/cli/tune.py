@@ -12,7 +12,7 @@ from rich.table import Table
 
 from hympi.apps import APPS, get_app
 from hympi.cli import tune_predict
-from hympi.cli.common import add_cvars_option, add_db_option, report_interrupt
+from hympi.cli.common import add_cvars_option, add_db_option, refuse_unknown_for_program, report_interrupt
 from hympi.cli.parser import Parser, Subparsers
 from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
@@ -224,6 +224,8 @@ def main_run(args: argparse.Namespace) -> int:
     try:
         if not program_named(args.app):
             binary(get_app(args.app).binary)
+        else:
+            refuse_unknown_for_program(args, "tune run")
     except HympiFatal as exc:  # the program to tune is not there: bad input, nothing launched
         raise UsageError(str(exc)) from None
     configured_flavor()  # the flavour names the variables that set the space's parameters
@@ -250,8 +252,12 @@ def main_run(args: argparse.Namespace) -> int:
         console.print(results_table(outcome, space))
         for line in _summary(outcome, space, params):
             console.print(line, highlight=False)
+        if best(outcome.results) is None:
+            print(f"hympi: error: tune {tune.id} has no score: no configuration had a measured run that ended ok "
+                  "undisturbed by other work (the table says why)", file=sys.stderr)
+            return 1
         console.print(f"use it: hympi tune best --tune {tune.id} --db {args.db}", highlight=False)
-        return 0 if best(outcome.results) is not None else 1
+        return 0
     except KeyboardInterrupt as exc:  # SweepInterrupted (SIGTERM) too
         return report_interrupt("tune", args.db, exc)
     finally:
