@@ -287,10 +287,17 @@ def test_tune_run_refuses_a_missing_space_before_asking_the_library(fake_launche
 
 
 @pytest.mark.parametrize("args", [["run", "rb3d", "--rankfile", ""], ["sweep", "rb3d", "--db", ""],
-                                  ["study", "--out", ""], ["profile", "--out", "", "--", "true"]])
+                                  ["study", "--out", ""], ["profile", "--out", "", "--", "true"],
+                                  ["--config", "", "config"]])
 def test_an_empty_path_is_refused_not_read_as_the_option_absent(args: list[str], fake_launcher):
-    # `--rankfile ''` launched without a rankfile before: the empty value read as no value.
+    # `--rankfile ''` launched without a rankfile before: the empty value read as no value; `--config ''` fell back
+    # to ./hympi.toml.
     assert_refused(args, "an empty path names no file", fake_launcher)
+
+
+@pytest.mark.parametrize("args", [["info", "--topology", ""], ["info", "--all-nodes", "--node-topology", " "]])
+def test_an_empty_topology_is_refused_not_read_as_this_machine(args: list[str], fake_launcher):
+    assert_refused(args, "an empty value (give one, or leave the option out for its default)", fake_launcher)
 
 
 # --- the apps: integers beyond their type, grids whose point count overflows -------------------------------------

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hympi import __version__
-from hympi.cli.parser import Parser, Subparsers
+from hympi.cli.parser import Parser, Subparsers, path_argument
 from hympi.errors import HympiError, UsageError
 from hympi.settings import load_settings, settings
 
@@ -64,7 +64,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     the others take none, so a command line naming one of them gets that one's parser from a second call."""
     parser = Parser(prog="hympi", description="Hybrid MPI + OpenMP layouts, measured and explained.")
     parser.add_argument("--version", action="version", version=f"hympi {__version__}")
-    parser.add_argument("--config", default=None, metavar="PATH",
+    parser.add_argument("--config", default=None, metavar="PATH", type=path_argument("--config"),
                         help="config file (default ./hympi.toml when present; HYMPI_CONFIG); the apps read it too")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, summary in COMMANDS.items():

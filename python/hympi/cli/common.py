@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, TypeVar
 
+from hympi.cli.parser import argument_type, path_argument
 from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import check_params, load_listing, parse_assignment
@@ -159,28 +160,10 @@ def ensure_out_dir(path: str | os.PathLike[str]) -> Path:
     return out
 
 
-def _argument_type(option: str, parse: Callable[[str, str], T]) -> Callable[[str], T]:
-    """argparse type of `option` from a parser of (option, text): its UsageError refuses the value while parsing (one
-    line, exit 2), worded without the option's name, which argparse puts before it."""
-    def checked(text: str) -> T:
-        try:
-            return parse(option, text)
-        except UsageError as exc:
-            reason = str(exc).removeprefix(f"{option}: ").removeprefix(f"{option} ")
-            raise argparse.ArgumentTypeError(reason) from None
-    return checked
-
-
-def path_argument(option: str) -> Callable[[str], str]:
-    """argparse type of a path option: the path as given, refused while parsing when the system could not even look
-    it up (longer than PATH_MAX or a component longer than NAME_MAX)."""
-    return _argument_type(option, check_path)
-
-
 def row_id_argument(option: str, what: str) -> Callable[[str], int]:
     """argparse type of an id of the results database (--sweep ID, `what`: 'a sweep id'): >= 1 and within SQLite's
     integers."""
-    return _argument_type(option, lambda flag, text: parse_row_id(flag, text, what))
+    return argument_type(option, lambda flag, text: parse_row_id(flag, text, what))
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:

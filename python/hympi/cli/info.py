@@ -7,7 +7,7 @@ import json
 
 from rich.table import Table
 
-from hympi.cli.parser import Subparsers
+from hympi.cli.parser import Subparsers, nonempty_argument
 from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.command import LAUNCHERS, launch_command
@@ -28,7 +28,8 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p = sub.add_parser(name, help=summary,
                        description="Topology of this machine (hwloc); with --all-nodes, of every node of a launched "
                                    "job, nodes grouped by topology and their differences shown.")
-    p.add_argument("--topology", default=None, help="this | synthetic:<description> | <file.xml> (default this)")
+    p.add_argument("--topology", default=None, type=nonempty_argument("--topology"),
+                   help="this | synthetic:<description> | <file.xml> (default this)")
     p.add_argument("--json", action="store_true", help="print JSON (with --all-nodes: each node's XML too, the input "
                                                        "of hympi place --node-topologies)")
     p.add_argument("--all-nodes", action="store_true",
@@ -37,7 +38,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                    help="with --all-nodes: ranks to launch (default: one per virtual node)")
     p.add_argument("--virtual-nodes", default=None, metavar="N",
                    help="with --all-nodes: split this machine into N pretend nodes (HYMPI_VIRTUAL_NODES)")
-    p.add_argument("--node-topology", default=None, metavar="SPECS",
+    p.add_argument("--node-topology", default=None, metavar="SPECS", type=nonempty_argument("--node-topology"),
                    help="with --all-nodes: what each node reports instead of its hardware, ';'-separated this | "
                         "synthetic:<description> | <file.xml>, one per node or one for all (HYMPI_NODE_TOPOLOGY)")
     p.add_argument("--launcher", default=None, metavar="NAME", help=f"with --all-nodes: {', '.join(LAUNCHERS)}")

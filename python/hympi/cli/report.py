@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from hympi.cli.common import add_cvars_option, add_db_option, ensure_out_dir, path_argument, row_id_argument
-from hympi.cli.parser import Subparsers
+from hympi.cli.common import add_cvars_option, add_db_option, ensure_out_dir, row_id_argument
+from hympi.cli.parser import Subparsers, path_argument
 from hympi.outputs import check_not_input
 from hympi.params import disturbed_above_of
 from hympi.report.writer import write_report

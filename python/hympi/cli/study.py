@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hympi.cli.common import add_db_option, ensure_out_dir, path_argument
-from hympi.cli.parser import Subparsers
+from hympi.cli.common import add_db_option, ensure_out_dir
+from hympi.cli.parser import Subparsers, path_argument
 from hympi.console import HympiConsole
 from hympi.errors import SweepInterrupted, UsageError
 from hympi.launch.mpirun import configured_flavor
