@@ -1,24 +1,52 @@
 #pragma once
-// What the MPI benchmark programs under bench/ share: their integer arguments and how they exit.
+// What the MPI benchmark programs under bench/ share: their integer arguments, --help, the memory check and how
+// they exit.
 #include <mpi.h>
 
 #include <charconv>
 #include <cstdio>
 #include <exception>
+#include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "hympi/app/app.hpp"
 #include "hympi/core/error.hpp"
+#include "hympi/core/topology.hpp"
 
 namespace hympi::bench {
 
-/// `text` as an integer >= 1; throws InvalidArgument naming `option` and the text otherwise.
-inline long parse_positive(std::string_view text, const std::string& option) {
-  long value = 0;
+/// `text` as an integer from 1 to `max` (default: the largest T); throws InvalidArgument naming `option` and the
+/// text otherwise. Bounded by the type it is stored in: a count cast into an int from past its range (2^32 rounds
+/// became 0) crashed the benchmark.
+template <typename T = long>
+T parse_positive(std::string_view text, const std::string& option, T max = std::numeric_limits<T>::max()) {
+  long long value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 1)
+  const bool whole = end == text.data() + text.size();
+  if ((ec == std::errc::result_out_of_range && whole) || (ec == std::errc() && whole && value > max))
+    throw InvalidArgument(option + ": '" + std::string(text) + "' is out of range (1 to " + std::to_string(max) + ")");
+  if (ec != std::errc() || !whole || value < 1)
     throw InvalidArgument(option + ": '" + std::string(text) + "' is not a positive integer");
-  return value;
+  return static_cast<T>(value);
+}
+
+/// Whether the command line asks for help (-h or --help anywhere): the benchmark prints `usage` and exits 0.
+inline bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") return true;
+  return false;
+}
+
+/// Refuses, alike on every rank (InvalidArgument), a problem whose `rank_bytes` on each rank (what `counted`
+/// says, e.g. "--global 8 8 8 (three copies of a rank's block, 8 B a point)") would not fit this machine's
+/// memory with the launcher's ranks on it: the apps' check (hympi::check_memory), before anything is allocated,
+/// where an allocation failing on some ranks ended the run in std::bad_alloc and MPI_Abort.
+inline void check_memory(double rank_bytes, int ranks, std::string counted) {
+  const Topology machine = Topology::this_machine();
+  hympi::check_memory({rank_bytes, rank_bytes * ranks, std::move(counted)}, ranks, ranks_on_this_machine(ranks),
+                      static_cast<double>(hwloc_get_root_obj(machine.get())->total_memory));
 }
 
 /// Never thrown: run_main's default for errors that end a run quietly.
@@ -29,12 +57,18 @@ struct NoQuietError : std::exception {};
 /// InvalidArgument, thrown alike on every rank before anything is launched or written: rank 0 prints one
 /// line, exit code 2. `Quiet` (thrown alike on every rank, e.g. an I/O error): one line, exit code 1. Any
 /// other exception: the rank's line, then MPI_Abort.
+/// With -h or --help, rank 0 prints "usage: prog `usage`" and every rank exits 0 without running.
 template <typename Quiet = NoQuietError, typename Run>
-int run_main(const char* prog, int& argc, char**& argv, Run&& run) {
+int run_main(const char* prog, const char* usage, int& argc, char**& argv, Run&& run) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank = 0, code = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (asks_for_help(argc, argv)) {
+    if (rank == 0) std::printf("usage: %s %s\n", prog, usage);
+    MPI_Finalize();
+    return 0;
+  }
   try {
     code = run();
   } catch (const Quiet& e) {

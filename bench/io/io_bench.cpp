@@ -71,6 +71,9 @@ struct Args {
 
 using hympi::bench::parse_positive;
 
+// Points of the global grid per axis: three of them multiply in 64-bit arithmetic without wrapping.
+constexpr long kMaxExtent = 1L << 20;
+
 std::vector<std::string> split_list(std::string_view text, const std::string& option) {
   std::vector<std::string> out;
   std::size_t start = 0;
@@ -93,7 +96,7 @@ std::size_t byte_size(const std::string& text, std::size_t fs_block, const std::
     scale = digits.back() == 'K' ? 1024 : 1024 * 1024;
     digits.pop_back();
   }
-  return static_cast<std::size_t>(parse_positive(digits, option)) * scale;
+  return static_cast<std::size_t>(parse_positive<long>(digits, option, 1L << 40)) * scale;
 }
 
 /// Bytes h5 packs per transfer (H5Options::slab_bytes): a size, or "full" for the whole block in one
@@ -116,7 +119,7 @@ std::vector<std::pair<std::string, std::string>> hint_set(const std::string& nam
 }
 
 const char* kUsage =
-    "expected --global X Y Z | --mib M, --dir DIR, --split auto|x|y|z, --sieve LIST, --alignment LIST "
+    "--global X Y Z | --mib M, --dir DIR, --split auto|x|y|z, --sieve LIST, --alignment LIST "
     "(sizes: 0, fs, N, NK, NM), --transfer collective,independent, --hints none,cb, --slab LIST (sizes or full), "
     "--reps N, --keep";
 
@@ -131,10 +134,10 @@ Args parse_args(int argc, char** argv) {
     };
     if (arg == "--global") {
       if (i + 3 >= argc) throw InvalidArgument("--global needs 3 values (X Y Z)");
-      for (auto& n : args.global) n = parse_positive(argv[++i], arg);
+      for (auto& n : args.global) n = parse_positive<long>(argv[++i], arg, kMaxExtent);
     } else if (arg == "--mib") {
       // 512 x 512 doubles are 2 MiB per z plane.
-      const long mib = parse_positive(value(), arg);
+      const long mib = parse_positive<long>(value(), arg, 2 * kMaxExtent);
       if (mib % 2 != 0) throw InvalidArgument("--mib: " + std::to_string(mib) + " is odd (2 MiB per plane)");
       args.global = {512, 512, mib / 2};
     } else if (arg == "--dir") {
@@ -162,11 +165,11 @@ Args parse_args(int argc, char** argv) {
       args.slab = split_list(value(), arg);
       for (const auto& x : args.slab) (void)slab_size(x);
     } else if (arg == "--reps") {
-      args.reps = static_cast<int>(parse_positive(value(), arg));
+      args.reps = parse_positive<int>(value(), arg);
     } else if (arg == "--keep") {
       args.keep = true;
     } else {
-      throw InvalidArgument("unknown argument '" + arg + "' (" + kUsage + ")");
+      throw InvalidArgument("unknown argument '" + arg + "' (expected " + kUsage + ")");
     }
   }
   if (!fs::is_directory(args.dir)) throw InvalidArgument("--dir " + args.dir + " is not a directory");
@@ -245,6 +248,11 @@ int run(const Args& args, MPI_Comm comm) {
   if (dims[0] > args.global[0] || dims[1] > args.global[1] || dims[2] > args.global[2])
     throw InvalidArgument("the grid is too small for " + std::to_string(ranks) + " ranks along the split axis");
   std::array<int, 3> coords{rank % dims[0], (rank / dims[0]) % dims[1], rank / (dims[0] * dims[1])};
+  double largest = 1.0;  // the largest rank's block, from the split, before any rank allocates its own
+  for (std::size_t d = 0; d < 3; ++d) largest *= double((args.global[d] + dims[d] - 1) / dims[d]);
+  hympi::bench::check_memory(3.0 * 8.0 * largest, ranks,
+                             "--global " + std::to_string(args.global[0]) + " " + std::to_string(args.global[1]) +
+                                 " " + std::to_string(args.global[2]) + " (three copies of a rank's block, 8 B a point)");
   const Box3 box = hympi::block_range(args.global, dims, coords);
   const auto extent = box.size();
   const h5::Block3 block{args.global, box, h5::MemoryLayout3::dense(extent)};
@@ -395,6 +403,6 @@ int run(const Args& args, MPI_Comm comm) {
 
 int main(int argc, char** argv) {
   // hympi::h5 throws its errors on every rank alike: one line, exit 1, no abort.
-  return hympi::bench::run_main<h5::IoError>(kProg, argc, argv,
+  return hympi::bench::run_main<h5::IoError>(kProg, kUsage, argc, argv,
                                              [&] { return run(parse_args(argc, argv), MPI_COMM_WORLD); });
 }

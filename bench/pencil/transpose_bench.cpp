@@ -13,7 +13,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -23,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_main.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/transpose/transpose.hpp"
 
@@ -41,13 +41,11 @@ struct Args {
   bool patient = false;  ///< FFTW_PATIENT instead of FFTW_MEASURE (tries more transpose algorithms)
 };
 
-long parse_long(std::string_view text, const char* option) {
-  long value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < 1)
-    throw InvalidArgument(std::string(option) + ": '" + std::string(text) + "' is not a positive integer");
-  return value;
-}
+using hympi::bench::parse_positive;
+
+// Points of the global grid per axis: their product stays inside 64-bit arithmetic.
+constexpr long kMaxExtent = 1L << 20;
+constexpr const char* kUsage = "--grid NX NY NZ, --reps N, --fftw-planner measure|patient";
 
 /// --grid NX NY NZ, --reps N, --fftw-planner measure|patient; throws InvalidArgument naming the bad argument.
 Args parse_args(int argc, char** argv) {
@@ -59,10 +57,10 @@ Args parse_args(int argc, char** argv) {
     };
     if (arg == "--grid") {
       need(3);
-      for (int d = 0; d < 3; ++d) args.n[static_cast<std::size_t>(d)] = parse_long(argv[++i], "--grid");
+      for (int d = 0; d < 3; ++d) args.n[static_cast<std::size_t>(d)] = parse_positive<long>(argv[++i], "--grid", kMaxExtent);
     } else if (arg == "--reps") {
       need(1);
-      args.reps = static_cast<int>(parse_long(argv[++i], "--reps"));
+      args.reps = parse_positive<int>(argv[++i], "--reps");
     } else if (arg == "--fftw-planner") {
       need(1);
       const std::string_view planner = argv[++i];
@@ -70,8 +68,7 @@ Args parse_args(int argc, char** argv) {
         throw InvalidArgument("--fftw-planner: '" + std::string(planner) + "' (expected measure or patient)");
       args.patient = planner == "patient";
     } else {
-      throw InvalidArgument("unknown argument '" + std::string(arg) +
-                            "' (expected --grid NX NY NZ, --reps N, --fftw-planner measure|patient)");
+      throw InvalidArgument("unknown argument '" + std::string(arg) + "' (expected " + kUsage + ")");
     }
   }
   return args;
@@ -195,6 +192,9 @@ int run(const Args& args, int rank, int ranks) {
     throw InvalidArgument("--grid " + std::to_string(nx) + " " + std::to_string(ny) + " " + std::to_string(nz) +
                           ": nx and ny*nz must be multiples of the " + std::to_string(ranks) +
                           " ranks (FFTW's block split equals hympi's only then)");
+  hympi::bench::check_memory(6.0 * 8.0 * double(nx) * double(lines) / ranks, ranks,
+                             "--grid " + std::to_string(nx) + " " + std::to_string(ny) + " " + std::to_string(nz) +
+                                 " (six arrays of a rank's share, 8 B a point; the transposes' buffers come on top)");
   const int threads = omp_get_max_threads();
   std::vector<std::unique_ptr<Transpose>> transposes;
   std::vector<Candidate> candidates;
@@ -327,15 +327,19 @@ int main(int argc, char** argv) {
   int rank = 0, ranks = 1, code = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  try {
-    code = run(parse_args(argc, argv), rank, ranks);
-  } catch (const InvalidArgument& e) {
-    // Arguments are the same on every rank, so every rank gets here before any communication.
-    if (rank == 0) std::fprintf(stderr, "hympi-bench-transpose: %s\n", e.what());
-    code = 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "hympi-bench-transpose: rank %d: %s\n", rank, e.what());
-    MPI_Abort(MPI_COMM_WORLD, 1);
+  if (hympi::bench::asks_for_help(argc, argv)) {
+    if (rank == 0) std::printf("usage: hympi-bench-transpose %s\n", kUsage);
+  } else {
+    try {
+      code = run(parse_args(argc, argv), rank, ranks);
+    } catch (const InvalidArgument& e) {
+      // Arguments are the same on every rank, so every rank gets here before any communication.
+      if (rank == 0) std::fprintf(stderr, "hympi-bench-transpose: error: %s\n", e.what());
+      code = 2;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "hympi-bench-transpose: rank %d: error: %s\n", rank, e.what());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
   }
   fftw_mpi_cleanup();
   MPI_Finalize();

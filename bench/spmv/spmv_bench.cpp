@@ -53,13 +53,18 @@ struct Args {
 
 using hympi::bench::parse_positive;
 
+// Points per axis of a rank's block: its cube (ghosts and 27 nonzeros a point included) stays inside 64-bit
+// arithmetic, so Csr27::check_block can name the size it refuses (past 2^20 the count wrapped).
+constexpr long kMaxPerRank = 1L << 20;
+constexpr const char* kUsage = "[--per-rank N] [--rounds N] [--only NAME;NAME...]";
+
 Args parse_args(int argc, char** argv) {
   Args args;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) throw InvalidArgument(arg + ": unknown argument or missing value");
     if (arg == "--per-rank")
-      args.per_rank = parse_positive(argv[++i], arg);
+      args.per_rank = parse_positive<long>(argv[++i], arg, kMaxPerRank);
     else if (arg == "--only") {
       std::string_view list = argv[++i];
       for (std::size_t at = 0; at <= list.size();) {
@@ -68,7 +73,7 @@ Args parse_args(int argc, char** argv) {
         at = end + 1;
       }
     } else if (arg == "--rounds")
-      args.rounds = static_cast<int>(parse_positive(argv[++i], arg));
+      args.rounds = parse_positive<int>(argv[++i], arg);
     else
       throw InvalidArgument(arg + ": unknown argument");
   }
@@ -410,5 +415,5 @@ int run(const Args& args, MPI_Comm comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return hympi::bench::run_main(kProg, argc, argv, [&] { return run(parse_args(argc, argv), MPI_COMM_WORLD); });
+  return hympi::bench::run_main(kProg, kUsage, argc, argv, [&] { return run(parse_args(argc, argv), MPI_COMM_WORLD); });
 }

@@ -391,7 +391,7 @@ nlohmann::json contract_json(const AppDefinition& app) {
 }
 
 int error_exit_code(const std::string& prog, const std::exception& e) {
-  std::cerr << prog << ": error: " << e.what() << "\n";
+  if (launched_rank() == 0) std::cerr << prog << ": error: " << e.what() << "\n";
   return dynamic_cast<const InvalidArgument*>(&e) != nullptr ? 2 : 1;
 }
 

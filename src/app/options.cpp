@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <system_error>
@@ -106,14 +107,25 @@ CommandLine::CommandLine(const std::string& description, const std::string& prog
 
 CommandLine::~CommandLine() = default;
 
+int launched_rank() noexcept {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') continue;
+    char* end = nullptr;
+    const long rank = std::strtol(value, &end, 10);
+    if (*end == '\0' && rank >= 0 && rank <= std::numeric_limits<int>::max()) return static_cast<int>(rank);
+  }
+  return 0;
+}
+
 std::optional<int> CommandLine::parse(int argc, char** argv) {
   try {
     cli_->parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    std::cout << cli_->help();
+    if (launched_rank() == 0) std::cout << cli_->help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    std::cerr << prog_ << ": error: " << e.what() << "\n";
+    if (launched_rank() == 0) std::cerr << prog_ << ": error: " << e.what() << "\n";
     return 2;
   }
   return std::nullopt;

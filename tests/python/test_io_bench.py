@@ -92,6 +92,11 @@ def test_a_field_moved_in_one_full_size_slab_reads_back_the_same(tmp_path: Path)
         (["--split", "w"], "'w'"),
         (["--slab", "0"], "--slab: 0"),
         (["--frobnicate"], "unknown argument '--frobnicate'"),
+        # cast into an int from past its range: 2^32 repetitions became 0 and crashed (SIGSEGV)
+        (["--reps", "4294967296"], "--reps: '4294967296' is out of range (1 to 2147483647)"),
+        # std::bad_alloc on every rank, one line each, then MPI_Abort
+        (["--global", "100000", "100000", "100000"], "(three copies of a rank's block, 8 B a point) needs an "
+                                                     "estimated"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_line(tmp_path: Path, args: list[str], needle: str):

@@ -207,3 +207,17 @@ def test_the_launched_app_refuses_a_changed_header_too(checkpoint: Path, tmp_pat
 def test_a_good_checkpoint_passes_the_check_before_launch(checkpoint: Path) -> None:
     proc = validate("rb3d", 3, *restart_args(checkpoint, []))
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
+@skips.needs(skips.Reason.OPEN_MPI, MPIRUN is not None, "mpirun is not on PATH")
+@pytest.mark.parametrize(("app", "args", "line"), [
+    ("rb3d", ["--bogus"], "hympi-rb3d: error: The following argument was not expected: --bogus"),
+    ("rb3d", ["--size", "8", "--restart", "nonexist.h5"], "hympi-rb3d: error: --restart nonexist.h5: no such file"),
+    ("pingpong", ["--iterations", "0"], "hympi-pingpong: error: --iterations: must be a positive integer, got '0'"),
+])
+def test_an_error_found_before_mpi_init_is_said_once_for_the_job(app: str, args: list[str], line: str) -> None:
+    """Every rank parses the same command line and finds the same error before MPI_Init: each printed it, two lines
+    (at times interleaved mid-line) for two ranks; the launcher's rank 0 says it now."""
+    proc = mpirun(app, 2, *args)
+    assert proc.returncode == 2, proc.stderr
+    assert app_error_lines(app, proc) == [line], proc.stderr

@@ -161,8 +161,8 @@ void validate_layout(const AppDefinition& app, const Layout& layout, int ranks_o
 /// was built to declare (name, description, enum names, options, result fields) as JSON.
 int run_app(int argc, char** argv, AppDefinition& app);
 
-/// Prints "prog: error: what" and returns the exit code for an exception caught in a main: 2 for bad input
-/// (InvalidArgument), 1 for anything else. Never throws.
+/// Prints "prog: error: what" (on the launcher's rank 0 only: launched_rank) and returns the exit code for an
+/// exception caught in a main: 2 for bad input (InvalidArgument), 1 for anything else. Never throws.
 int error_exit_code(const std::string& prog, const std::exception& e);
 
 /// The JSON `--contract` prints for `app`: its name, binary and description and the contract's enums,

@@ -58,6 +58,11 @@ class OptionSet {
   CLI::App* cli_;
 };
 
+/// The rank the launcher gave this process (Open MPI, PMIx, MPICH's Hydra, Slurm), 0 where none says (no
+/// launcher). Errors found before MPI_Init (the command line, the config file, a path) are found alike on every
+/// rank, so only this rank 0 says them: one line for the job, not one per rank.
+[[nodiscard]] int launched_rank() noexcept;
+
 /// A program's command line: its options, --help and the one-line parse errors (exit 2).
 class CommandLine {
  public:

@@ -1,0 +1,67 @@
+"""The MPI benchmark binaries under bench/ (spmv, transpose, io): a count past the type it is stored in, a size
+whose points overflow or that no memory holds, refused in one line for the whole job (exit 2), and --help."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import skips
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
+BENCHES = ("hympi-bench-spmv", "hympi-bench-transpose", "hympi-bench-io")
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMP_NUM_THREADS": "1"}
+
+pytestmark = skips.needs(skips.Reason.NOT_BUILT, all((BIN / b).is_file() for b in BENCHES), str(BIN))
+
+
+def _bench(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    cmd = ["mpirun", "-np", "2", "--bind-to", "none", str(BIN / name), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, **MPI_ENV},
+                          check=False, cwd=cwd)
+
+
+@pytest.mark.parametrize(("name", "args", "line"), [
+    # 2^32 rounds became 0 rounds in an int, then SIGSEGV; 99999999999 wrapped to a run that never ended
+    ("hympi-bench-spmv", ["--per-rank", "2", "--rounds", "4294967296"],
+     "hympi-bench-spmv: error: --rounds: '4294967296' is out of range (1 to 2147483647)"),
+    # its cube wrapped: "local block of 4290028155657611279 points"
+    ("hympi-bench-spmv", ["--per-rank", "99999999999"],
+     "hympi-bench-spmv: error: --per-rank: '99999999999' is out of range (1 to 1048576)"),
+    ("hympi-bench-spmv", ["--per-rank", "1048576"],
+     "hympi-bench-spmv: error: local block of 1152934698784129063 points is too large for 32-bit CSR column indexes"),
+    ("hympi-bench-transpose", ["--grid", "8", "8", "8", "--reps", "4294967296"],
+     "hympi-bench-transpose: error: --reps: '4294967296' is out of range (1 to 2147483647)"),
+    ("hympi-bench-transpose", ["--grid", "8", "0", "8"],
+     "hympi-bench-transpose: error: --grid: '0' is not a positive integer"),
+])
+def test_bad_counts_and_sizes_are_one_line_for_the_job(tmp_path: Path, name: str, args: list[str], line: str):
+    proc = _bench(name, *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = [x for x in proc.stderr.splitlines() if x.startswith(name)]
+    assert said == [line], proc.stderr
+    assert not proc.stdout.strip()
+
+
+def test_a_grid_no_memory_holds_is_refused_before_allocating(tmp_path: Path):
+    proc = _bench("hympi-bench-transpose", "--grid", "1048576", "1048576", "1024", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    said = [x for x in proc.stderr.splitlines() if x.startswith("hympi-bench-transpose")]
+    assert len(said) == 1 and said[0].startswith(
+        "hympi-bench-transpose: error: --grid 1048576 1048576 1024 (six arrays of a rank's share, 8 B a point; the "
+        "transposes' buffers come on top) needs an estimated "), proc.stderr
+
+
+@pytest.mark.parametrize("name", BENCHES)
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+def test_help_prints_the_usage_once_and_runs_nothing(tmp_path: Path, name: str, flag: str):
+    proc = _bench(name, flag, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0].startswith(f"usage: {name} --") or \
+        proc.stdout.splitlines()[0].startswith(f"usage: {name} [--")
+    assert len(proc.stdout.splitlines()) == 1 and list(tmp_path.iterdir()) == []
