@@ -89,13 +89,17 @@ int main(int argc, char** argv) {
   if (const auto stop = command_line.parse(argc, argv)) return *stop;
   if (every_node) {
     if (cli.given("--topology") || xml) {
-      std::cerr << "hympi-info: error: --all-nodes takes no --topology or --xml (each node's topology comes from "
-                   "its hardware or HYMPI_NODE_TOPOLOGY; --json includes its XML)\n";
+      if (hympi::launched_rank() == 0)
+        std::cerr << "hympi-info: error: --all-nodes takes no --topology or --xml (each node's topology comes from "
+                     "its hardware or HYMPI_NODE_TOPOLOGY; --json includes its XML)\n";
       return 2;
     }
     return all_nodes(argc, argv, config_path, json);
   }
   try {
+    // Nothing here reads a setting, but a bad config file is refused by every command, this one too: it was
+    // ignored without --all-nodes, a missing --config included.
+    (void)hympi::Settings::load(config_path);
     const auto topology = hympi::Topology::from_spec(spec);
     if (xml) {
       std::cout << topology.to_xml();
@@ -107,8 +111,8 @@ int main(int argc, char** argv) {
     }
     print_text(topology);
     return 0;
-  } catch (const hympi::Error& e) {
-    std::cerr << "hympi-info: error: " << e.what() << "\n";
+  } catch (const hympi::Error& e) {  // a bad --topology or config file: bad input
+    if (hympi::launched_rank() == 0) std::cerr << "hympi-info: error: " << e.what() << "\n";
     return 2;
   }
 }

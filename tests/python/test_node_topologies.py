@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import subprocess
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import hympi
+from conftest import REPO, hympi
 from hympi.cli import main
 from hympi.cli.info import print_nodes
 from hympi.errors import UsageError
@@ -179,3 +181,15 @@ def test_foreign_json_is_refused_in_words(text: str, why: str) -> None:
         parse_node_topologies(text, "t.json")
     assert str(refused.value).startswith(f"t.json is not the JSON of hympi info --all-nodes --json ({why}")
     assert "Error" not in str(refused.value)
+
+
+@pytest.mark.parametrize("config", ["missing.toml", "bad.toml"])
+def test_hympi_info_refuses_a_bad_config_file_with_or_without_all_nodes(tmp_path: Path, config: str) -> None:
+    """The binary read --config only with --all-nodes: a missing or broken file was ignored, exit 0."""
+    (tmp_path / "bad.toml").write_text("unknown_key = 3\n")
+    binary = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin") / "hympi-info"
+    proc = subprocess.run([str(binary), "--config", str(tmp_path / config)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and str(tmp_path / config) in proc.stderr
+    assert not proc.stdout
