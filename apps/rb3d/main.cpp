@@ -54,11 +54,13 @@ class Rb3dApp final : public hympi::AppDefinition {
                                                 0, sizeof(double));  // without halos
     return {u, u * layout.ranks, "u, 8 B per point"};
   }
-  /// A checkpoint past --iterations would leave nothing to run.
+  /// A checkpoint past --iterations would leave nothing to run; one of another --omega or --residual-every would
+  /// go on as another run (check_rb3d_restart_options).
   void check_restart(const std::string& path, const hympi::h5::CheckpointHeader& header) const override {
     if (header.step > options_.iterations)
       throw hympi::h5::BadFile("--restart " + path + " is at iteration " + std::to_string(header.step) +
                                ", beyond the " + std::to_string(options_.iterations) + " asked for");
+    hympi::check_rb3d_restart_options(path, header.state, options_);
   }
   bool checkpoints() const override { return true; }
   nlohmann::json problem_size() const override { return {{"global", {n_, n_, n_}}}; }

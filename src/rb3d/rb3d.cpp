@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -46,6 +47,21 @@ nlohmann::json Rb3dOptions::to_json() const {
   return {{"global", global},       {"iterations", iterations}, {"min_time_s", min_time_s},
           {"omega", omega},         {"residual_every", residual_every}, {"tolerance", tolerance},
           {"overlap", overlap.to_json()}};
+}
+
+nlohmann::json rb3d_restart_options(const Rb3dOptions& options) {
+  return {{"omega", options.omega}, {"residual_every", options.residual_every}};
+}
+
+void check_rb3d_restart_options(const std::string& path, const nlohmann::json& state, const Rb3dOptions& options) {
+  const nlohmann::json mine = rb3d_restart_options(options);
+  for (const auto& [key, value] : mine.items())
+    if (state.contains(key) && state.at(key) != value) {
+      std::string flag = "--" + key;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      throw h5::BadFile("--restart " + path + " was written with " + flag + " " + state.at(key).dump() +
+                        ", this run has " + value.dump());
+    }
 }
 
 double rb3d_flops_per_point(double omega) { return omega == 1.0 ? 7.0 : 10.0; }
@@ -161,7 +177,11 @@ Rb3dResult solve_rb3d(MPI_Comm comm, const Rb3dOptions& options, Metrics& metric
     if (io == nullptr || !(io->checkpoint_due(done) || io->snapshot_due(done))) return;
     auto t = metrics.time("checkpoint", PhaseKind::other);
     if (io->checkpoint_due(done))
-      io->checkpoint(done, 0.0, {{"residuals", result.residuals}},
+      io->checkpoint(done, 0.0, [&] {
+        nlohmann::json state = rb3d_restart_options(options);
+        state["residuals"] = result.residuals;
+        return state;
+      }(),
                      [&](h5::File& file) { file.write("u", u_block, u.data()); });
     if (io->snapshot_due(done)) {
       const h5::SnapshotField fields[] = {

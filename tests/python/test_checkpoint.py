@@ -197,6 +197,20 @@ def test_bad_checkpoint_is_one_line_exit_2(
     assert "HYMPI_RESULT" not in proc.stdout
 
 
+@pytest.mark.parametrize(("option", "value", "written"), [("--omega", "1.5", "1.0"), ("--residual-every", "4", "5")])
+def test_a_restart_with_another_scheme_is_refused_before_it_runs(checkpoint_at_20: Path, option: str, value: str,
+                                                                 written: str) -> None:
+    """The checkpoint records --omega and --residual-every: restarted with another, the run went on as another run
+    and failed its verification only at its end (exit 1), or passed with a history no run had."""
+    args = [*RB3D, "--iterations", "40", "--restart", str(checkpoint_at_20)]
+    args = [*args[:args.index(option)], *args[args.index(option) + 2:]] if option in args else args
+    proc = run(2, 1, *args, option, value)
+    assert proc.returncode == 2, proc.stderr
+    assert error_lines(proc) == [f"hympi-rb3d: error: --restart {checkpoint_at_20} was written with {option} "
+                                 f"{written}, this run has {value}"]
+    assert "HYMPI_RESULT" not in proc.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [

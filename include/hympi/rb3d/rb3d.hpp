@@ -54,6 +54,15 @@ struct Rb3dResult {
   std::array<int, 3> dims{1, 1, 1};
 };
 
+/// The options a checkpoint's state records besides u and the residuals, each under its flag's name without
+/// dashes: a restart with another --omega iterates another scheme, one with another --residual-every samples a
+/// history that is no longer one run's. Never throws.
+[[nodiscard]] nlohmann::json rb3d_restart_options(const Rb3dOptions& options);
+
+/// Throws h5::BadFile naming `path` and the option when checkpoint state `state` recorded (rb3d_restart_options)
+/// another value than `options` hold; a checkpoint of an older hympi, which recorded none, restarts as before.
+void check_rb3d_restart_options(const std::string& path, const nlohmann::json& state, const Rb3dOptions& options);
+
 /// Floating-point operations per grid point and sweep pair (GS: 7, SOR: 10).
 double rb3d_flops_per_point(double omega);
 /// Compulsory memory traffic per grid point and iteration: two colour passes, each reading u
