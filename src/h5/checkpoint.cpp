@@ -232,9 +232,10 @@ std::string header_checksum(const CheckpointHeader& header) {
 
 CheckpointHeader check_checkpoint_file(const std::string& path, const std::string& app,
                                        const nlohmann::json& global_size, const HeaderCheck& check) {
-  const detail::SilencedErrors quiet;
+  detail::SilencedErrors quiet;
   // The default (sec2) driver: one process, no MPI, as h5dump reads it.
   const detail::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid()) quiet.keep();
   if (!file.valid())
     throw BadFile("cannot open " + path + " (missing, truncated or not HDF5): " + detail::error_stack_message());
   const auto [header, stored] = decode_header(

@@ -578,11 +578,12 @@ File File::create(MPI_Comm comm, const std::string& path, const H5Options& optio
 }
 
 File File::open(MPI_Comm comm, const std::string& path, const H5Options& options) {
-  const SilencedErrors quiet;
+  SilencedErrors quiet;
   hid_t id = H5I_INVALID_HID;
   const LocalOutcome outcome = attempt([&] {
     const Handle fapl = file_access(comm, options);
     id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+    if (id < 0) quiet.keep();
     if (id < 0) throw BadFile("cannot open " + path + " (missing, truncated or not HDF5): " + error_stack_message());
   });
   if (outcome.failed && id >= 0) H5Fclose(id);  // opened here, failed elsewhere: not ours to keep

@@ -64,7 +64,7 @@ class OpenFile {
 };
 
 /// Silences HDF5's automatic error printing for its lifetime (errors become hympi exceptions instead)
-/// and restores the previous handler after.
+/// and restores the previous handler after, unless keep() was called.
 class SilencedErrors {
  public:
   SilencedErrors() {
@@ -73,11 +73,18 @@ class SilencedErrors {
   }
   SilencedErrors(const SilencedErrors&) = delete;
   SilencedErrors& operator=(const SilencedErrors&) = delete;
-  ~SilencedErrors() { H5Eset_auto2(H5E_DEFAULT, function_, data_); }
+  ~SilencedErrors() {
+    if (!kept_) H5Eset_auto2(H5E_DEFAULT, function_, data_);
+  }
+  /// Leaves the printing off for the rest of the process, after a file whose open failed: HDF5 1.10 then holds
+  /// objects of it it cannot free (HDF5 issue #3790, fixed in 1.14.5), and at exit it would print "HDF5: infinite
+  /// loop closing library" and a line of their kinds after hympi's one-line refusal of the file.
+  void keep() noexcept { kept_ = true; }
 
  private:
   H5E_auto2_t function_ = nullptr;
   void* data_ = nullptr;
+  bool kept_ = false;
 };
 
 /// The most specific messages of HDF5's current error stack (innermost first), or "" when empty;
