@@ -51,7 +51,7 @@ std::map<std::string, std::string> read_config(const std::string& path) {
   try {
     items = CLI::ConfigTOML().from_config(in);
   } catch (const std::exception& e) {
-    throw InvalidArgument("config file " + path + ": " + e.what());
+    throw InvalidArgument("config file " + path + ": " + printable(e.what(), 200));
   }
   std::map<std::string, std::string> out;
   for (const auto& item : items) {
@@ -60,7 +60,7 @@ std::map<std::string, std::string> read_config(const std::string& path) {
     if (item.name == "++" || item.name == "--") continue;  // CLI11's section markers; their keys are named below
     key += item.name;
     if (!item.parents.empty() || find_option(key) == nullptr || key == kConfigKey)
-      throw InvalidArgument("config file " + path + ": unknown key '" + key + "'");
+      throw InvalidArgument("config file " + path + ": unknown key '" + printable(key) + "'");
     if (item.inputs.size() != 1)
       throw InvalidArgument("config file " + path + ": " + key + " must be a single value");
     out[key] = item.inputs.front();

@@ -22,6 +22,42 @@ std::string describe(const std::string& call, int code, int rank, const std::sou
 MpiError::MpiError(const std::string& call, int code, int rank, const std::source_location& where)
     : Error(describe(call, code, rank, where)), code_(code) {}
 
+namespace {
+/// Bytes of the valid UTF-8 sequence (not a control character) starting at `at`, 0 for none.
+std::size_t utf8_sequence(std::string_view text, std::size_t at) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(at);
+  if (lead >= 0x20 && lead < 0x7F) return 1;
+  const std::size_t length = lead >= 0xC2 && lead <= 0xDF ? 2 : lead >= 0xE0 && lead <= 0xEF ? 3
+                             : lead >= 0xF0 && lead <= 0xF4 ? 4 : 0;
+  if (length == 0 || at + length > text.size()) return 0;
+  for (std::size_t i = 1; i < length; ++i)
+    if ((byte(at + i) & 0xC0) != 0x80) return 0;
+  // Overlong forms, UTF-16 surrogates and code points past U+10FFFF are not UTF-8.
+  const unsigned char second = byte(at + 1);
+  if ((lead == 0xE0 && second < 0xA0) || (lead == 0xED && second >= 0xA0) || (lead == 0xF0 && second < 0x90) ||
+      (lead == 0xF4 && second >= 0x90))
+    return 0;
+  return length;
+}
+}  // namespace
+
+std::string printable(std::string_view text, std::size_t limit) {
+  std::string out;
+  for (std::size_t at = 0; at < text.size();) {
+    if (out.size() >= limit) return out + "...";
+    if (const std::size_t length = utf8_sequence(text, at); length > 0) {
+      out.append(text.substr(at, length));
+      at += length;
+      continue;
+    }
+    static constexpr char kHex[] = "0123456789abcdef";
+    const auto b = static_cast<unsigned char>(text[at++]);
+    out += {'\\', 'x', kHex[b >> 4], kHex[b & 0xF]};
+  }
+  return out;
+}
+
 std::string file_problem(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;

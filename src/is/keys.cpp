@@ -103,7 +103,7 @@ IsClass load_is_class(const std::string& name, const std::string& data_file) {
   try {
     data = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw InvalidArgument("data file " + path + " is not valid JSON: " + e.what());
+    throw InvalidArgument("data file " + path + " is not valid JSON: " + printable(e.what(), 200));
   }
   try {
     return parse_is_class(data, name);

@@ -40,7 +40,7 @@ nlohmann::json load_json_file(const std::string& path) {
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw InvalidArgument("data file " + path + " is not valid JSON: " + e.what());
+    throw InvalidArgument("data file " + path + " is not valid JSON: " + printable(e.what(), 200));
   }
 }
 

@@ -221,3 +221,15 @@ def test_an_error_found_before_mpi_init_is_said_once_for_the_job(app: str, args:
     proc = mpirun(app, 2, *args)
     assert proc.returncode == 2, proc.stderr
     assert app_error_lines(app, proc) == [line], proc.stderr
+
+
+@pytest.mark.parametrize(("app", "option"), [("rb3d", "--config"), ("is", "--data")])
+def test_a_binary_file_named_by_mistake_is_quoted_in_printable_text(tmp_path: Path, app: str, option: str) -> None:
+    """The refusal quoted the file's bytes as they were (an ELF header, NULs, line breaks): written \\xNN now."""
+    binary = tmp_path / "garbage.bin"
+    binary.write_bytes((BIN / f"hympi-{app}").read_bytes()[:300])
+    proc = subprocess.run([str(BIN / f"hympi-{app}"), option, str(binary)], capture_output=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 2, proc.stderr
+    line = proc.stderr.decode("ascii")  # raises on a raw byte past ASCII
+    assert len(line.strip().splitlines()) == 1 and "\\x7f" in line, line

@@ -5,6 +5,7 @@
 #include <source_location>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace hympi {
 
@@ -42,6 +43,11 @@ class MpiError : public Error {
 /// one), else "does not exist", "is a directory", "is a FIFO", "is a device", "is a socket" or "is not a regular
 /// file". Callers refuse anything but a regular file: a FIFO blocks the reader, /dev/null reads as empty.
 [[nodiscard]] std::string file_problem(const std::string& path);
+
+/// `text` as it can stand inside a one-line message: valid UTF-8 kept, each control character and each byte of an
+/// invalid sequence written \xNN, cut after `limit` bytes with "..." (a binary file named by mistake would put its
+/// bytes, line breaks and all, into the refusal that quotes it). Never throws but std::bad_alloc.
+[[nodiscard]] std::string printable(std::string_view text, std::size_t limit = 80);
 
 /// Throws MpiError when `code` is not MPI_SUCCESS; use through HYMPI_MPI.
 void check_mpi(int code, const char* call,

@@ -53,3 +53,18 @@ TEST(ParallelErrors, NothingCapturedRethrowsNothing) {
   EXPECT_NO_THROW(errors.rethrow());
   EXPECT_EQ(sum, team);  // every thread ran its work
 }
+
+TEST(Printable, KeepsUtf8AndWritesEveryOtherByteAsHex) {
+  using hympi::printable;
+  EXPECT_EQ(printable("rb3d.h5"), "rb3d.h5");
+  EXPECT_EQ(printable("d\xc3\xa9j\xc3\xa0 \xe2\x82\xac \xf0\x9f\x98\x80"), "d\xc3\xa9j\xc3\xa0 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(printable(std::string("a\nb\tc\0d\x7f", 8)), "a\\x0ab\\x09c\\x00d\\x7f");
+  // A lone continuation byte, a truncated sequence, an overlong '/', a UTF-16 surrogate, past U+10FFFF.
+  EXPECT_EQ(printable("\x80"), "\\x80");
+  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");
+  EXPECT_EQ(printable("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");
+  EXPECT_EQ(printable(std::string(100, 'x'), 10), std::string(10, 'x') + "...");
+  EXPECT_EQ(printable(std::string(10, 'x'), 10), std::string(10, 'x'));
+}
