@@ -29,6 +29,18 @@ CLI::Validator within_range() {
       "");
 }
 
+/// An empty text read as the option not given (`--restart ''` ran without a restart): refused, as hympi's Python
+/// side refuses an empty path.
+CLI::Validator not_empty() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.find_first_not_of(" \t") == std::string::npos
+                   ? "an empty value (give one, or leave the option out for its default)"
+                   : "";
+      },
+      "");
+}
+
 template <class T>
 struct ElementOf {
   using type = T;
@@ -82,6 +94,7 @@ Option OptionSet::add(const std::string& name, T& value, const std::string& help
   CLI::Option* option = cli_->add_option(name, value, help);
   using Element = typename ElementOf<T>::type;
   if constexpr (std::is_integral_v<Element>) option->check(within_range<Element>());
+  if constexpr (std::is_same_v<Element, std::string>) option->check(not_empty());
   return Option(*option);
 }
 
