@@ -76,7 +76,7 @@ def test_the_random_layout_is_reproducible_and_its_seed_recorded():
     [
         (["run", "bt-mz", "--", "--class", "S", "--data-layout", "interleave"],
          "unknown data layout 'interleave' (expected first-touch, one-location, access-pattern or random)"),
-        (["run", "sp-mz", "--", "--class", "S", "--data-layout", ""], "unknown data layout ''"),
+        (["run", "sp-mz", "--", "--class", "S", "--data-layout", ""], "--data-layout: an empty value"),
         (["run", "lu-mz", "--", "--class", "S", "--data-layout", "random"], "lu-mz has first-touch only"),
         (["run", "bt-mz", "--", "--class", "S", "--layout-seed", "-1"], "--layout-seed"),
         (["run", "bt-mz", "--", "--class", "S", "--thread-work", "threads"],

@@ -189,6 +189,8 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
     assert done.returncode == 0, done.stderr
     for path in made.values():
         assert path.exists(), path
+    made["text"] = d / "text.h5"
+    made["text"].write_text("not a checkpoint\n")
     return made
 
 
@@ -198,13 +200,15 @@ def checkpoints(tmp_path_factory) -> dict[str, Path]:
         ("sp-S", [], "sp-mz"),              # another benchmark's checkpoint
         ("bt-W", [], "size"),               # another class: another problem size
         ("bt-S-end", ["--iterations", "30"], "beyond"),  # more steps done than this run has
+        ("text", [], "not HDF5"),
     ],
 )
 def test_restart_from_a_foreign_checkpoint_exits_2_naming_the_file(checkpoints, which, args, needle):
+    """Refused before the benchmark prints anything: its banner (14 lines) came before the refusal."""
     path = checkpoints[which]
     proc = single("bt-mz", "--class", "S", "--restart", str(path), *args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert str(path) in lines[0] and needle in lines[0]
-    assert "HYMPI_RESULT" not in proc.stdout
+    assert proc.stdout == ""

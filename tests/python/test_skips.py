@@ -77,7 +77,7 @@ def _run_pytest(folder: Path, ci: bool) -> subprocess.CompletedProcess:
 def test_a_run_ends_with_the_skip_count_and_fails_under_ci_for_a_missing_part(tmp_path: Path):
     """The real conftest.py hooks on a small suite: a hardware skip, a skip for a missing part (a mark and a call)
     and a test that passes."""
-    for name in ("conftest.py", "forkcli.py", "skips.py", "slurmcluster.py"):
+    for name in ("conftest.py", "forkcli.py", "scratch.py", "skips.py", "slurmcluster.py"):
         shutil.copy(HERE / name, tmp_path / name)
     (tmp_path / "test_small.py").write_text(
         "import skips\n\n"

@@ -251,6 +251,8 @@ struct IoTotals {
 class IoSession {
  public:
   /// `global_size` and `app` go into every checkpoint and are demanded on restart, with `check` (may be empty).
+  /// A restart file is opened and its header checked here (collective; BadFile naming it), before the app prints
+  /// or computes anything: the NPB-MZ apps printed their banner before refusing one.
   IoSession(MPI_Comm comm, IoOptions options, std::string app, nlohmann::json global_size, std::string layout,
             HeaderCheck check = {});
   IoSession(const IoSession&) = delete;
@@ -264,8 +266,8 @@ class IoSession {
   [[nodiscard]] bool checkpoint_due(long step) const;
   /// Whether a snapshot is due after `step` steps.
   [[nodiscard]] bool snapshot_due(long step) const;
-  /// Opens the restart file, checks it belongs to this run, calls `read` with it and returns its header;
-  /// throws BadFile (bad file) or IoError (read failed).
+  /// Calls `read` with the restart file the constructor opened and checked and returns its header, then closes it
+  /// (once: a second call reopens it); throws BadFile (bad file) or IoError (read failed).
   CheckpointHeader restart(const std::function<void(File&, const CheckpointHeader&)>& read);
   /// Starts a checkpoint of `step`, `write` filling in the datasets (collective): the header, the datasets' layout
   /// and checksums and each rank's values (copied to a staging buffer) are taken now, and a background thread
@@ -304,6 +306,8 @@ class IoSession {
   int write_state(bool wait);
   /// Acts on an agreement's result: all written, rank 0 renames (published_); a write failed (failed_).
   void agreed(int result);
+  std::optional<CheckpointReader> restart_;  ///< the restart file, opened and checked, until restart() reads it
+  double restart_open_s_ = 0;                ///< the seconds its opening took, counted in totals_.restart_s
   std::optional<CheckpointLock> lock_;  ///< held from construction while checkpoints are written
   H5Options checkpoint_h5_;             ///< options_.h5, datasets aligned for direct I/O (aligned_for_direct_io)
   StagedData staging_;                  ///< the values of the checkpoint in flight, reused by the next
