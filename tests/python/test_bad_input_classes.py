@@ -319,3 +319,15 @@ def test_an_app_refuses_an_integer_it_cannot_hold_naming_it(name: str, args: lis
 def test_an_app_refuses_an_empty_value_not_read_as_the_option_absent(name: str, args: list[str]):
     # `--restart ''` ran from the start, `--checkpoint ''` wrote none, `--data ''` read the default file.
     one_line_exit_2(app(name, *args), f"{args[0]}: an empty value (give one, or leave the option out for its default)")
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    (["export", "--db", "a.db", "--db", "b.db"], "--db"),
+    (["layout", "--nodes", "1", "--nodes", "2"], "--nodes"),
+    (["run", "rb3d", "-n", "2", "-np", "1"], "--ranks"),  # aliases of one option
+    (["--config", "a.toml", "--config", "b.toml", "config"], "--config"),
+    (["report", "--out", "r1", "--out", "r2"], "--out"),
+])
+def test_an_option_given_twice_is_refused_not_the_last_one_taken(args: list[str], name: str, fake_launcher):
+    # argparse kept the last value silently: `export --db a.db --db b.db` read b.db.
+    assert_refused(args, f"{name} is given twice (give it once)", fake_launcher)

@@ -146,8 +146,9 @@ def test_installed_launchers_are_detected():
 
 
 def layout_cli(capsys, *args: str) -> tuple[int, str, str]:
-    """`hympi layout --topology NODE ARGS` in-process (the node's tree is loaded once): (exit code, stdout, stderr)."""
-    code = main(["layout", "--topology", NODE, *args])
+    """`hympi layout --topology NODE ARGS` in-process (the node's tree is loaded once), ARGS' own --topology instead
+    when they give one: (exit code, stdout, stderr)."""
+    code = main(["layout", *([] if "--topology" in args else ["--topology", NODE]), *args])
     out = capsys.readouterr()
     return code, out.out, out.err
 

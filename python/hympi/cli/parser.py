@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import NoReturn, TypeAlias, TypeVar
+from typing import Any, NoReturn, TypeAlias, TypeVar
 
 from hympi.errors import UsageError
 from hympi.limits import check_path
@@ -12,8 +12,38 @@ from hympi.limits import check_path
 T = TypeVar("T")
 
 
+class StoreOnce(argparse.Action):
+    """argparse's plain store, refusing an option given twice: argparse keeps the last value silently
+    (`export --db a.db --db b.db` read b.db); a repeatable option says so (action="append")."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        given = parser.given if isinstance(parser, Parser) else set()
+        if self.dest in given:
+            name = next((o for o in self.option_strings if o.startswith("--")), option_string)
+            raise UsageError(f"{name} is given twice (give it once)")
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with exit code 2 and one line on bad input (its default prints usage too)."""
+    """argparse with exit code 2 and one line on bad input (its default prints usage too), and every option that
+    stores one value refusing a second (StoreOnce)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.given: set[str] = set()  # the destinations StoreOnce set in the parse under way
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        """argparse's add_argument; an option (not a positional) that stores its value gets StoreOnce."""
+        if args and str(args[0]).startswith("-") and kwargs.get("action", "store") == "store":
+            kwargs["action"] = StoreOnce
+        return super().add_argument(*args, **kwargs)
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        """argparse's, counting the options given afresh."""
+        self.given = set()
+        return super().parse_known_args(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Raises UsageError(message) instead of printing usage and exiting."""
