@@ -331,3 +331,11 @@ def test_an_app_refuses_an_empty_value_not_read_as_the_option_absent(name: str, 
 def test_an_option_given_twice_is_refused_not_the_last_one_taken(args: list[str], name: str, fake_launcher):
     # argparse kept the last value silently: `export --db a.db --db b.db` read b.db.
     assert_refused(args, f"{name} is given twice (give it once)", fake_launcher)
+
+
+def test_an_output_directory_in_a_missing_directory_is_refused_not_made(tmp_path: Path, fake_launcher):
+    # `study --out missing/sub/rep` made the whole tree; every --out FILE refuses a missing directory.
+    out = tmp_path / "missing" / "sub" / "rep"
+    assert_refused(["study", "--apps", "rb3d", "--db", str(tmp_path / "r.db"), "--out", str(out)],
+                   f"output directory {out}: directory {out.parent} does not exist", fake_launcher)
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "r.db").exists()

@@ -147,12 +147,16 @@ def check_output_file(path: str, option: str, inputs: Inputs | None = None) -> P
 
 
 def ensure_out_dir(path: str | os.PathLike[str]) -> Path:
-    """Creates `path` if needed and proves it is writable; raises UsageError (nothing else touched) otherwise."""
+    """Creates `path` if needed (in a directory that exists, as every output file's: a typo in a parent is not made
+    a tree of directories) and proves it is writable; raises UsageError (nothing else touched) otherwise."""
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise UsageError(f"output directory {out} exists and is not a directory")
+    parent = out.resolve().parent
+    if not parent.is_dir():
+        raise UsageError(f"output directory {out}: directory {parent} does not exist")
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=out, prefix=".hympi-write-test-"):
             pass
     except OSError as exc:
