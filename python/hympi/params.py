@@ -26,6 +26,7 @@ from hympi.contract import contract
 from hympi.errors import UsageError
 from hympi.jsontypes import JsonObject
 from hympi.limits import MAX_ROW_ID, MAX_RUN_COUNT, Limit, check_path
+from hympi.numbers import ascii_float, ascii_int
 from hympi.settings import DEFAULT, parse_seconds, settings
 
 Value = str | int | float | bool | tuple[Any, ...]
@@ -66,7 +67,7 @@ def parse_number(option: str, text: str, what: str) -> float:
     """`text` as a number; UsageError naming `option`, the value and `what` it should be otherwise (the range is
     the caller's check, where the option's meaning is)."""
     try:
-        return float(text)
+        return ascii_float(text)
     except ValueError:
         raise UsageError(f"{option}: '{text}' is not {what}") from None
 
@@ -74,7 +75,7 @@ def parse_number(option: str, text: str, what: str) -> float:
 def parse_integer(option: str, text: str, minimum: int, what: str = "an integer") -> int:
     """An integer >= minimum; UsageError naming `option` and the value otherwise ('what' says what was expected)."""
     try:
-        value = int(text)
+        value = ascii_int(text)
     except ValueError:
         raise UsageError(f"{option}: '{text}' is not {what}") from None
     if value < minimum:
@@ -125,7 +126,7 @@ def parse_seed(option: str, text: str) -> int:
 def parse_confidence(option: str, text: str) -> float:
     """--confidence C: a level in [0.5, 1)."""
     try:
-        value = float(text)
+        value = ascii_float(text)
     except ValueError:
         raise UsageError(f"{option}: '{text}' is not a number") from None
     if not (math.isfinite(value) and 0.5 <= value < 1.0):
@@ -149,7 +150,7 @@ def parse_int_list(option: str, text: str) -> tuple[int, ...]:
     values: list[int] = []
     for part in parts:
         try:
-            value = int(part)
+            value = ascii_int(part)
         except ValueError:
             raise UsageError(f"{option}: '{part}' is not an integer") from None
         if value < 1:

@@ -16,6 +16,7 @@ from typing import Any
 
 from hympi.contract import OptionEntry, contract
 from hympi.errors import UsageError
+from hympi.numbers import ascii_float, ascii_int
 from hympi.textfile import file_problem, read_toml
 
 CONFIG_KEY = "config"
@@ -41,7 +42,7 @@ def parse_seconds(name: str, text: str, allow_zero: bool) -> float:
     the apps hold to as well): an option's value here and a command-line duration in hympi.params; UsageError naming
     `name` and the value otherwise."""
     try:
-        value = float(text)
+        value = ascii_float(text)
     except ValueError:
         raise UsageError(f"{name}: '{text}' is not a number of seconds") from None
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
@@ -65,7 +66,8 @@ def _check(option: OptionEntry, value: object, name: str) -> Value:
         raise UsageError(f"{name} must be 0 or 1, got '{value}'")
     if kind == "int":
         try:
-            number = int(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+            number = value if isinstance(value, int) and not isinstance(value, bool) else \
+                ascii_int(value) if isinstance(value, str) else None
         except ValueError:
             number = None
         if number is None or number < 1:

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from hympi.errors import UsageError
 from hympi.limits import MAX_JOB_THREADS, MAX_MATRIX_VOLUME
+from hympi.numbers import ascii_float, ascii_int
 from hympi.outputs import output_stream, write_output
 from hympi.textfile import require_regular_file
 
@@ -77,11 +78,10 @@ class CommMatrix:
 
 def _entries(values: list[str], where: str) -> FloatArray:
     """One text row as finite numbers >= 0; UsageError naming `where` and the first bad entry."""
-    try:
-        row = np.array(values, dtype=np.float64)
-    except ValueError:
-        bad = next(x for x in values if not _is_float(x))
-        raise UsageError(f"{where}: non-numeric matrix entry '{bad}'") from None
+    bad = next((x for x in values if not _is_float(x)), None)
+    if bad is not None:
+        raise UsageError(f"{where}: non-numeric matrix entry '{bad}'")
+    row = np.array(values, dtype=np.float64)
     bad_at = np.flatnonzero(~np.isfinite(row) | (row < 0))
     if len(bad_at):
         k = int(bad_at[0])
@@ -90,10 +90,19 @@ def _entries(values: list[str], where: str) -> FloatArray:
     return row
 
 
-def _is_float(text: str) -> bool:
-    """Whether float() accepts the text."""
+def _is_int(text: str) -> bool:
+    """Whether the text is an integer in ASCII digits (hympi.numbers)."""
     try:
-        float(text)
+        ascii_int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_float(text: str) -> bool:
+    """Whether the text is a number in ASCII (hympi.numbers)."""
+    try:
+        ascii_float(text)
     except ValueError:
         return False
     return True
@@ -155,7 +164,7 @@ def _data_lines(stream: TextIO) -> Iterator[tuple[int, list[str]]]:
 def _read_coo(lines: Iterable[tuple[int, list[str]]], header: tuple[int, list[str]], path: str) -> CommMatrix:
     """'ranks N' then 'src dst volume' lines (ranks 0..N-1, volume finite >= 0; duplicates add up)."""
     number, fields = header
-    if len(fields) != 2 or not fields[1].isdigit() or int(fields[1]) < 1:
+    if len(fields) != 2 or not _is_int(fields[1]) or int(fields[1]) < 1:
         raise UsageError(f"{path}:{number}: expected 'ranks N' with N >= 1, got '{' '.join(fields)}'")
     # A rank is at least one thread of the job; beyond that the (src, dst) keys of from_entries overflow int64.
     ranks = MAX_JOB_THREADS.check(f"{path}:{number}: 'ranks'", int(fields[1]))
@@ -166,12 +175,12 @@ def _read_coo(lines: Iterable[tuple[int, list[str]]], header: tuple[int, list[st
         if len(fields) != 3:
             raise UsageError(f"{path}:{number}: expected 'src dst volume', got '{' '.join(fields)}'")
         for text in fields[:2]:
-            if not text.lstrip("-").isdigit():
+            if not _is_int(text):
                 raise UsageError(f"{path}:{number}: rank '{text}' is not an integer")
             if not 0 <= int(text) < ranks:
                 raise UsageError(f"{path}:{number}: rank {text} out of range 0..{ranks - 1}")
         try:
-            v = float(fields[2])
+            v = ascii_float(fields[2])
         except ValueError:
             raise UsageError(f"{path}:{number}: volume '{fields[2]}' is not a number") from None
         if not math.isfinite(v) or v < 0:
