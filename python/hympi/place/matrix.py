@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -78,7 +78,7 @@ class CommMatrix:
 
 def _entries(values: list[str], where: str) -> FloatArray:
     """One text row as finite numbers >= 0; UsageError naming `where` and the first bad entry."""
-    bad = next((x for x in values if not _is_float(x)), None)
+    bad = next((x for x in values if not _parses(ascii_float, x)), None)
     if bad is not None:
         raise UsageError(f"{where}: non-numeric matrix entry '{bad}'")
     row = np.array(values, dtype=np.float64)
@@ -90,19 +90,10 @@ def _entries(values: list[str], where: str) -> FloatArray:
     return row
 
 
-def _is_int(text: str) -> bool:
-    """Whether the text is an integer in ASCII digits (hympi.numbers)."""
+def _parses(parse: Callable[[str], object], text: str) -> bool:
+    """Whether `parse` (hympi.numbers' ascii_int or ascii_float) accepts the text."""
     try:
-        ascii_int(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_float(text: str) -> bool:
-    """Whether the text is a number in ASCII (hympi.numbers)."""
-    try:
-        ascii_float(text)
+        parse(text)
     except ValueError:
         return False
     return True
@@ -164,7 +155,7 @@ def _data_lines(stream: TextIO) -> Iterator[tuple[int, list[str]]]:
 def _read_coo(lines: Iterable[tuple[int, list[str]]], header: tuple[int, list[str]], path: str) -> CommMatrix:
     """'ranks N' then 'src dst volume' lines (ranks 0..N-1, volume finite >= 0; duplicates add up)."""
     number, fields = header
-    if len(fields) != 2 or not _is_int(fields[1]) or int(fields[1]) < 1:
+    if len(fields) != 2 or not _parses(ascii_int, fields[1]) or int(fields[1]) < 1:
         raise UsageError(f"{path}:{number}: expected 'ranks N' with N >= 1, got '{' '.join(fields)}'")
     # A rank is at least one thread of the job; beyond that the (src, dst) keys of from_entries overflow int64.
     ranks = MAX_JOB_THREADS.check(f"{path}:{number}: 'ranks'", int(fields[1]))
@@ -175,7 +166,7 @@ def _read_coo(lines: Iterable[tuple[int, list[str]]], header: tuple[int, list[st
         if len(fields) != 3:
             raise UsageError(f"{path}:{number}: expected 'src dst volume', got '{' '.join(fields)}'")
         for text in fields[:2]:
-            if not _is_int(text):
+            if not _parses(ascii_int, text):
                 raise UsageError(f"{path}:{number}: rank '{text}' is not an integer")
             if not 0 <= int(text) < ranks:
                 raise UsageError(f"{path}:{number}: rank {text} out of range 0..{ranks - 1}")
