@@ -56,6 +56,11 @@ MAX_NODE_PUS = Limit(value=1 << 12, unit="PUs (or ranks x threads) on one node",
 # below what any machine holds steady.
 MAX_RUN_COUNT = Limit(value=10_000, unit="runs", reason="enough to resolve a difference of a fraction of a per cent")
 
+# A communication matrix's total volume (bytes, or any weight): placement sums volume x distance in floating point,
+# so totals near 1.8e308 overflowed to inf and every share turned NaN. 10^30 is over 10^4 times an exabyte a second
+# sent for a year.
+MAX_MATRIX_VOLUME = 1e30
+
 # A sweep's, study's or tune's id: a row id of the results database, which SQLite stores as a signed 64-bit integer.
 MAX_ROW_ID = Limit(value=2**63 - 1, unit="for an id", reason="SQLite's largest integer")
 
@@ -95,8 +100,3 @@ def check_path(option: str, path: str) -> str:
         raise UsageError(f"{option}: a path component of {len(longest)} bytes ('{longest[:20].decode(errors='replace')}"
                          f"...') exceeds {MAX_NAME_BYTES.value} {MAX_NAME_BYTES.unit} ({MAX_NAME_BYTES.reason})")
     return path
-
-# A communication matrix's total volume (bytes, or any weight): placement sums volume x distance in floating point,
-# so totals near 1.8e308 overflowed to inf and every share turned NaN. 10^30 is 10^4 times an exabyte a second
-# sent for a year.
-MAX_MATRIX_VOLUME = 1e30

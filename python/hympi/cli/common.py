@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import TextIO
 
 from hympi.cli.parser import argument_type, path_argument
 from hympi.errors import SweepInterrupted, UsageError
@@ -30,8 +30,6 @@ from hympi.program import Program, probed_program_run
 from hympi.topology import machine_summary
 
 HELP_FLAGS = ("-h", "--help")
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
