@@ -252,7 +252,8 @@ int run(const Args& args, MPI_Comm comm) {
   for (std::size_t d = 0; d < 3; ++d) largest *= double((args.global[d] + dims[d] - 1) / dims[d]);
   hympi::bench::check_memory(3.0 * 8.0 * largest, ranks,
                              "--global " + std::to_string(args.global[0]) + " " + std::to_string(args.global[1]) +
-                                 " " + std::to_string(args.global[2]) + " (three copies of a rank's block, 8 B a point)");
+                                 " " + std::to_string(args.global[2]) +
+                                 " (three copies of a rank's block, 8 B a point)");
   const Box3 box = hympi::block_range(args.global, dims, coords);
   const auto extent = box.size();
   const h5::Block3 block{args.global, box, h5::MemoryLayout3::dense(extent)};

@@ -57,7 +57,7 @@ Args parse_args(int argc, char** argv) {
     };
     if (arg == "--grid") {
       need(3);
-      for (int d = 0; d < 3; ++d) args.n[static_cast<std::size_t>(d)] = parse_positive<long>(argv[++i], "--grid", kMaxExtent);
+      for (auto& n : args.n) n = parse_positive<long>(argv[++i], "--grid", kMaxExtent);
     } else if (arg == "--reps") {
       need(1);
       args.reps = parse_positive<int>(argv[++i], "--reps");

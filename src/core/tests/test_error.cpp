@@ -57,7 +57,8 @@ TEST(ParallelErrors, NothingCapturedRethrowsNothing) {
 TEST(Printable, KeepsUtf8AndWritesEveryOtherByteAsHex) {
   using hympi::printable;
   EXPECT_EQ(printable("rb3d.h5"), "rb3d.h5");
-  EXPECT_EQ(printable("d\xc3\xa9j\xc3\xa0 \xe2\x82\xac \xf0\x9f\x98\x80"), "d\xc3\xa9j\xc3\xa0 \xe2\x82\xac \xf0\x9f\x98\x80");
+  const std::string utf8 = "d\xc3\xa9j\xc3\xa0 \xe2\x82\xac \xf0\x9f\x98\x80";  // 2-, 3- and 4-byte sequences
+  EXPECT_EQ(printable(utf8), utf8);
   EXPECT_EQ(printable(std::string("a\nb\tc\0d\x7f", 8)), "a\\x0ab\\x09c\\x00d\\x7f");
   // A lone continuation byte, a truncated sequence, an overlong '/', a UTF-16 surrogate, past U+10FFFF.
   EXPECT_EQ(printable("\x80"), "\\x80");
