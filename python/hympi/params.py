@@ -18,7 +18,7 @@ import math
 import secrets
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -140,6 +140,14 @@ def parse_cores(option: str, text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise UsageError(f"{option} must be a finite number of cores > 0, got {text}")
     return value
+
+
+def refuse_repeated(option: str, names: Sequence[str]) -> None:
+    """UsageError naming `option` and the first name given more than once (`--env A=1 --env A=2`): the last one
+    would otherwise win unseen."""
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise UsageError(f"{option} {twice} is given twice")
 
 
 def parse_int_list(option: str, text: str) -> tuple[int, ...]:

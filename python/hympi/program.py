@@ -34,7 +34,7 @@ from hympi.filemark import FileText, mark_file, resolve_in, text_written_since
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import MPI_FLAVORS, LaunchSpec, RunOutcome, mpi_env_name
 from hympi.limits import check_path
-from hympi.params import Param, choice
+from hympi.params import Param, choice, refuse_repeated
 from hympi.probe import Env, ProbeProcess, apply_probe, launch_probed
 from hympi.textfile import file_problem, read_utf8
 
@@ -162,10 +162,7 @@ class Program:
             value = getattr(self, param.name)
             if value:
                 param.check_text(value)
-        names = [text.partition("=")[0] for text in self.env]
-        twice = next((name for name in names if names.count(name) > 1), None)
-        if twice is not None:
-            raise UsageError(f"{ENV.flag} {twice} is given twice")
+        refuse_repeated(ENV.flag, [text.partition("=")[0] for text in self.env])
         if self.stdin:
             source = resolve_in(self.workdir, self.stdin)
             problem = file_problem(source)  # a FIFO would be drained by the first run, /dev/null is none

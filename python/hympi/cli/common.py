@@ -22,7 +22,7 @@ from hympi.launch.mpirun import LaunchSpec, RunOutcome, check_layout, configured
 from hympi.layout_options import BINDS, LAUNCH, MEMBINDS, RANKS, THREADS, LaunchParams, one_value
 from hympi.limits import check_path
 from hympi.outputs import Inputs, check_not_input
-from hympi.params import from_record, parse_row_id, resolve
+from hympi.params import from_record, parse_row_id, refuse_repeated, resolve
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.probe import ProbeProcess
@@ -199,10 +199,7 @@ def mpi_params_from_args(args: argparse.Namespace) -> tuple[tuple[str, str], ...
             raise UsageError(f"--cvars {args.cvars} applies only with --mpi-param (what it checks them against)")
         return ()
     assignments = [parse_assignment(text) for text in args.mpi_param]
-    names = [name for name, _ in assignments]
-    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
-    if twice is not None:  # not the last one silently
-        raise UsageError(f"--mpi-param {twice} is given twice")
+    refuse_repeated("--mpi-param", [name for name, _ in assignments])
     listing = load_listing(args.cvars)
     return check_params(assignments, listing.cvars, listing.library)
 
