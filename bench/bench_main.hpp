@@ -13,7 +13,6 @@
 
 #include "hympi/app/app.hpp"
 #include "hympi/core/error.hpp"
-#include "hympi/core/topology.hpp"
 
 namespace hympi::bench {
 
@@ -41,12 +40,10 @@ inline bool asks_for_help(int argc, char** argv) {
 
 /// Refuses, alike on every rank (InvalidArgument), a problem whose `rank_bytes` on each rank (what `counted`
 /// says, e.g. "--global 8 8 8 (three copies of a rank's block, 8 B a point)") would not fit this machine's
-/// memory with the launcher's ranks on it: the apps' check (hympi::check_memory), before anything is allocated,
+/// memory with the launcher's ranks on it: the apps' check (check_memory_here), before anything is allocated,
 /// where an allocation failing on some ranks ended the run in std::bad_alloc and MPI_Abort.
 inline void check_memory(double rank_bytes, int ranks, std::string counted) {
-  const Topology machine = Topology::this_machine();
-  hympi::check_memory({rank_bytes, rank_bytes * ranks, std::move(counted)}, ranks, ranks_on_this_machine(ranks),
-                      static_cast<double>(hwloc_get_root_obj(machine.get())->total_memory));
+  check_memory_here({rank_bytes, rank_bytes * ranks, std::move(counted)}, ranks, ranks_on_this_machine(ranks));
 }
 
 /// Never thrown: run_main's default for errors that end a run quietly.

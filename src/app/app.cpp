@@ -8,7 +8,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <optional>
 
@@ -342,15 +341,14 @@ void check_memory(const MemoryEstimate& estimate, int ranks, int ranks_on_node, 
                           " each), more than its " + gib(node_bytes) + " of memory");
 }
 
+void check_memory_here(const MemoryEstimate& estimate, int ranks, int ranks_on_node) {
+  if (estimate.rank_bytes <= 0 && estimate.total_bytes <= 0) return;  // no topology to load for nothing
+  const Topology machine = Topology::this_machine();
+  check_memory(estimate, ranks, ranks_on_node, static_cast<double>(hwloc_get_root_obj(machine.get())->total_memory));
+}
+
 int ranks_on_this_machine(int ranks) {
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0') continue;
-    char* end = nullptr;
-    const long local = std::strtol(value, &end, 10);
-    if (*end == '\0' && local >= 1) return static_cast<int>(local);
-  }
-  return ranks;
+  return launcher_integer({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, 1).value_or(ranks);
 }
 
 void validate_layout(const AppDefinition& app, const Layout& layout, int ranks_on_node, bool checkpointing) {
@@ -361,10 +359,7 @@ void validate_layout(const AppDefinition& app, const Layout& layout, int ranks_o
     estimate.total_bytes += staged.total_bytes;
     estimate.counted += ", and a checkpoint's staged copy of " + staged.counted;
   }
-  if (estimate.rank_bytes <= 0 && estimate.total_bytes <= 0) return;
-  const Topology machine = Topology::this_machine();
-  check_memory(estimate, layout.ranks, ranks_on_node,
-               static_cast<double>(hwloc_get_root_obj(machine.get())->total_memory));
+  check_memory_here(estimate, layout.ranks, ranks_on_node);
 }
 
 std::string AppDefinition::description() const {

@@ -120,15 +120,19 @@ CommandLine::CommandLine(const std::string& description, const std::string& prog
 
 CommandLine::~CommandLine() = default;
 
-int launched_rank() noexcept {
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+std::optional<int> launcher_integer(std::initializer_list<const char*> names, int minimum) noexcept {
+  for (const char* name : names) {
     const char* value = std::getenv(name);
     if (value == nullptr || *value == '\0') continue;
     char* end = nullptr;
-    const long rank = std::strtol(value, &end, 10);
-    if (*end == '\0' && rank >= 0 && rank <= std::numeric_limits<int>::max()) return static_cast<int>(rank);
+    const long number = std::strtol(value, &end, 10);
+    if (*end == '\0' && number >= minimum && number <= std::numeric_limits<int>::max()) return static_cast<int>(number);
   }
-  return 0;
+  return std::nullopt;
+}
+
+int launched_rank() noexcept {
+  return launcher_integer({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}, 0).value_or(0);
 }
 
 std::optional<int> CommandLine::parse(int argc, char** argv) {

@@ -44,6 +44,10 @@ struct MemoryEstimate {
 /// the `ranks_on_node` (of `ranks`) ranks on one node, exceeds `node_bytes`. Never throws for an empty estimate.
 void check_memory(const MemoryEstimate& estimate, int ranks, int ranks_on_node, double node_bytes);
 
+/// check_memory against this machine's memory (hwloc's), where `ranks_on_node` of the job's `ranks` run; loads
+/// no topology for an empty estimate.
+void check_memory_here(const MemoryEstimate& estimate, int ranks, int ranks_on_node);
+
 /// Ranks this process shares the machine with, for a check without MPI: the launcher's local size when it says
 /// (Open MPI, MPICH/Hydra), else all `ranks` (hympi run launches on one machine, virtual nodes included).
 [[nodiscard]] int ranks_on_this_machine(int ranks);

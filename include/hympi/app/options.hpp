@@ -3,6 +3,7 @@
 // header-only parser builds a dozen namespace-scope validators in every source that includes it (some 220
 // functions compiled per source, ~5 s of -O1 each), which every app main paid twice per `make test`.
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,10 @@ class OptionSet {
  private:
   CLI::App* cli_;
 };
+
+/// The first of the launcher's environment variables `names` that holds an integer from `minimum` to the largest
+/// int, nothing where none does (no launcher, or one that sets none of them). Never throws.
+[[nodiscard]] std::optional<int> launcher_integer(std::initializer_list<const char*> names, int minimum) noexcept;
 
 /// The rank the launcher gave this process (Open MPI, PMIx, MPICH's Hydra, Slurm), 0 where none says (no
 /// launcher). Errors found before MPI_Init (the command line, the config file, a path) are found alike on every
