@@ -24,6 +24,7 @@
 
 #include "bench_main.hpp"
 #include "hympi/core/error.hpp"
+#include "hympi/core/memory.hpp"
 #include "hympi/transpose/transpose.hpp"
 
 namespace {
@@ -154,7 +155,7 @@ nlohmann::json local_vs_copy(const Layout& g, std::size_t reps, int threads) {
   const long lines = g.ls.size();
   Transpose local({g.nx, lines, 1}, MPI_COMM_SELF, {TransposeExchange::alltoallv, WirePrecision::double_precision, {}, threads});
   const std::size_t n = local.plane_size();
-  std::vector<double> a(n), b(n);
+  hympi::LineAlignedVector<double> a(n), b(n);  // aligned as FFTW aligns its arrays
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (std::size_t i = 0; i < n; ++i) {
     a[i] = static_cast<double>(i);
@@ -177,7 +178,7 @@ nlohmann::json local_vs_copy(const Layout& g, std::size_t reps, int threads) {
   const std::vector<double> worst = max_over_ranks({median(transpose_s), median(copy_s)});
   const double bytes = 16.0 * static_cast<double>(n);
   return {{"elements", n},
-          {"tile", {local.options().tile.rows, local.options().tile.cols}},
+          {"tile", to_string(local.options().tile)},
           {"transpose_s", worst[0]},
           {"copy_s", worst[1]},
           {"transpose_gbs", bytes / worst[0] * 1e-9},
@@ -231,7 +232,8 @@ int run(const Args& args, int rank, int ranks) {
                         [&] { return nlohmann::json{{"planning_s", planning_s}, {"flags", args.patient ? "FFTW_PATIENT" : "FFTW_MEASURE"}}; }});
 
   // hympi: every exchange x wire on its own buffers (all kept, so the runs can alternate).
-  std::vector<double> planes(planes_n), pencils(pencils_n), back(planes_n);
+  // Aligned to cache lines, as fftw_alloc_real aligns FFTW's (to its SIMD width at least).
+  hympi::LineAlignedVector<double> planes(planes_n), pencils(pencils_n), back(planes_n);
   fill_planes(g, planes);
   for (const auto wire : {WirePrecision::double_precision, WirePrecision::single_precision}) {
     for (const auto exchange : {TransposeExchange::alltoallv, TransposeExchange::alltoall, TransposeExchange::pairwise}) {
@@ -247,7 +249,10 @@ int run(const Args& args, int rank, int ranks) {
              return check(g, pencils, back,
                           [single](double v) { return single ? static_cast<double>(static_cast<float>(v)) : v; });
            },
-           [&] { return nlohmann::json{{"options", t.options().to_json()}, {"times", t.times().to_json()}}; }});
+           [&] {
+             return nlohmann::json{
+                 {"options", t.options().to_json()}, {"tile", to_string(t.options().tile)}, {"times", t.times().to_json()}};
+           }});
     }
   }
 
@@ -300,8 +305,7 @@ int run(const Args& args, int rank, int ranks) {
     std::printf("%-22s %12s %12s %12s %10s %9s  %s\n", "implementation", "forward ms", "backward ms", "round ms",
                 "vs FFTW", "verified", "tile");
     for (const auto& r : results) {
-      const auto& options = r["detail"].value("options", nlohmann::json::object());
-      const std::string tile = options.contains("tile") ? options["tile"].dump() : "-";
+      const std::string tile = r["detail"].value("tile", "-");
       std::printf("%-22s %12.3f %12.3f %12.3f %10.3f %9s  %s\n", r["name"].get<std::string>().c_str(),
                   1e3 * r["forward_s"].get<double>(), 1e3 * r["backward_s"].get<double>(),
                   1e3 * r["round_trip_s"].get<double>(), r["ratio_to_fftw"].get<double>(),
@@ -309,7 +313,7 @@ int run(const Args& args, int rank, int ranks) {
     }
     std::printf("local blocked transpose %.2f GB/s, STREAM copy %.2f GB/s (same %ld doubles per rank, tile %s): ratio %.3f\n",
                 local["transpose_gbs"].get<double>(), local["copy_gbs"].get<double>(), local["elements"].get<long>(),
-                local["tile"].dump().c_str(), local["ratio"].get<double>());
+                local["tile"].get<std::string>().c_str(), local["ratio"].get<double>());
     const nlohmann::json record{{"grid", args.n}, {"ranks", ranks}, {"threads", threads}, {"reps", args.reps},
                                 {"verified", verified}, {"results", results}, {"local", local}};
     std::printf("HYMPI_BENCH %s\n", record.dump().c_str());

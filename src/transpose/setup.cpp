@@ -29,24 +29,37 @@ void require_int_count(double elements, const char* what) {
 TileShape parse_tile_shape(std::string_view text) {
   if (text == "auto") return {};
   const auto bad = [&] {
-    return InvalidArgument("bad tile '" + std::string(text) + "' (expected RxC with R, C >= 1, or auto)");
+    return InvalidArgument("bad tile '" + std::string(text) +
+                           "' (expected RxC or RxC:streaming with R, C >= 1, or auto)");
   };
-  const auto x = text.find('x');
-  if (x == std::string_view::npos) throw bad();
   TileShape tile;
+  constexpr std::string_view kStreaming = ":streaming";
+  std::string_view shape = text;
+  if (shape.ends_with(kStreaming)) {
+    tile.streaming = true;
+    shape.remove_suffix(kStreaming.size());
+  }
+  const auto x = shape.find('x');
+  if (x == std::string_view::npos) throw bad();
   const auto parse = [&](std::string_view part, int& out) {
     const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), out);
     if (ec != std::errc() || end != part.data() + part.size() || out < 1) throw bad();
   };
-  parse(text.substr(0, x), tile.rows);
-  parse(text.substr(x + 1), tile.cols);
+  parse(shape.substr(0, x), tile.rows);
+  parse(shape.substr(x + 1), tile.cols);
   return tile;
+}
+
+std::string to_string(const TileShape& tile) {
+  if (tile.automatic()) return "auto";
+  return std::to_string(tile.rows) + "x" + std::to_string(tile.cols) + (tile.streaming ? ":streaming" : "");
 }
 
 nlohmann::json TransposeOptions::to_json() const {
   return {{"exchange", to_string(exchange)},
           {"wire", to_string(wire)},
           {"tile", {tile.rows, tile.cols}},
+          {"tile_streaming", tile.streaming},
           {"tile_auto", tile_auto || tile.automatic()},
           {"pack_threads", pack_threads}};
 }

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <limits>
 
 #include "hympi/core/error.hpp"
+#include "hympi/core/memory.hpp"
 #include "hympi/transpose/transpose.hpp"
 
 namespace hympi::transpose {
@@ -57,7 +59,7 @@ struct TallRows {
   Extent own;  ///< this rank's x rows
 };
 
-/// Side of the register blocks inside a tile: 4 x 4 doubles are four 256-bit rows, transposed in registers.
+/// Side of the register blocks: 4 x 4 doubles are four 256-bit rows, transposed in registers.
 constexpr long kBlock = 4;
 
 #if defined(__AVX__)
@@ -83,84 +85,150 @@ inline void transpose_in_registers(__m256d (&m)[kBlock]) {
 inline __m256d load4(const double* p) { return _mm256_loadu_pd(p); }
 inline __m256d load4(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
 
-/// Four doubles to consecutive places (to floats: rounded to nearest, as static_cast<float>).
-inline void store4(double* p, __m256d v) { _mm256_storeu_pd(p, v); }
-inline void store4(float* p, __m256d v) { _mm_storeu_ps(p, _mm256_cvtpd_ps(v)); }
+/// Four doubles to consecutive places (to floats: rounded to nearest, as static_cast<float>); `streaming`
+/// stores past the caches (the place must then be aligned to the store's width).
+inline void store4(double* p, __m256d v, bool streaming) {
+  if (streaming) {
+    _mm256_stream_pd(p, v);
+  } else {
+    _mm256_storeu_pd(p, v);
+  }
+}
+inline void store4(float* p, __m256d v, bool streaming) {
+  if (streaming) {
+    _mm_stream_ps(p, _mm256_cvtpd_ps(v));
+  } else {
+    _mm_storeu_ps(p, _mm256_cvtpd_ps(v));
+  }
+}
 #endif
 
-/// One kBlock x kBlock block, rows `rows[i]` from column l <-> pencils rows l.. at column x. Only
-/// widening or only narrowing conversions happen here: GCC 12 at -O3 with AVX dropped the rounding of
-/// a narrowing followed by a widening in this block (the rounding to the wire type is done by realign).
-template <bool ToPencils, class Row, class Pencils>
-inline void register_block(Row* const (&rows)[kBlock], long l, Pencils* pencils, long x, long nx) {
+/// Values of type T in one cache line: the long side of the wide blocks, so that each row they write is
+/// one whole line.
+template <class T>
+constexpr long kPerLine = static_cast<long>(kCacheLineBytes / sizeof(T));
+
+/// Whether `p` starts a cache line: only then do streaming stores of a whole line go past the caches in
+/// one write; a row that starts elsewhere is written through the caches.
+inline bool starts_line(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kCacheLineBytes == 0; }
+
+/// One XB x LB block, XB rows `rows[i]` from column l <-> pencils rows l..l+LB at column x (XB, LB
+/// multiples of kBlock, transposed kBlock x kBlock at a time). Every row written gets its values in
+/// consecutive stores, so that with `Streaming` a row of a whole line leaves in one write. Only widening
+/// or only narrowing conversions happen here: GCC 12 at -O3 with AVX dropped the rounding of a narrowing
+/// followed by a widening in this block (the rounding to the wire type is done by realign).
+template <bool ToPencils, bool Streaming, long XB, long LB, class Row, class Pencils>
+inline void register_block(Row* const* rows, long l, Pencils* pencils, long x, long nx) {
 #if defined(__AVX__)
-  __m256d m[kBlock];
   if constexpr (ToPencils) {
-    for (long i = 0; i < kBlock; ++i) m[i] = load4(rows[i] + l);
-    transpose_in_registers(m);
-    for (long j = 0; j < kBlock; ++j) store4(pencils + (l + j) * nx + x, m[j]);
+    __m256d m[XB / kBlock][kBlock];
+    for (long s = 0; s < XB / kBlock; ++s) {
+      for (long i = 0; i < kBlock; ++i) m[s][i] = load4(rows[s * kBlock + i] + l);
+      transpose_in_registers(m[s]);
+    }
+    for (long j = 0; j < LB; ++j) {
+      Pencils* out = pencils + (l + j) * nx + x;
+      const bool streaming = Streaming && starts_line(out);
+      for (long s = 0; s < XB / kBlock; ++s) store4(out + s * kBlock, m[s][j], streaming);
+    }
   } else {
-    for (long j = 0; j < kBlock; ++j) m[j] = load4(pencils + (l + j) * nx + x);
-    transpose_in_registers(m);
-    for (long i = 0; i < kBlock; ++i) store4(rows[i] + l, m[i]);
+    __m256d m[LB / kBlock][kBlock];
+    for (long s = 0; s < LB / kBlock; ++s) {
+      for (long j = 0; j < kBlock; ++j) m[s][j] = load4(pencils + (l + s * kBlock + j) * nx + x);
+      transpose_in_registers(m[s]);
+    }
+    for (long i = 0; i < XB; ++i) {
+      const bool streaming = Streaming && starts_line(rows[i] + l);
+      for (long s = 0; s < LB / kBlock; ++s) store4(rows[i] + l + s * kBlock, m[s][i], streaming);
+    }
   }
 #else
+  // Without AVX the stores go through the caches: the blocks' shapes stay, so the tiles mean the same.
   using Value = std::remove_const_t<Row>;
   if constexpr (ToPencils) {
-    double t[kBlock][kBlock];
-    for (long i = 0; i < kBlock; ++i)
-      for (long j = 0; j < kBlock; ++j) t[j][i] = static_cast<double>(rows[i][l + j]);
-    for (long j = 0; j < kBlock; ++j)
-      for (long i = 0; i < kBlock; ++i) pencils[(l + j) * nx + x + i] = t[j][i];
+    for (long j = 0; j < LB; ++j)
+      for (long i = 0; i < XB; ++i) pencils[(l + j) * nx + x + i] = static_cast<double>(rows[i][l + j]);
   } else {
-    Value t[kBlock][kBlock];
-    for (long j = 0; j < kBlock; ++j)
-      for (long i = 0; i < kBlock; ++i) t[i][j] = static_cast<Value>(pencils[(l + j) * nx + x + i]);
-    for (long i = 0; i < kBlock; ++i)
-      for (long j = 0; j < kBlock; ++j) rows[i][l + j] = t[i][j];
+    for (long i = 0; i < XB; ++i)
+      for (long j = 0; j < LB; ++j) rows[i][l + j] = static_cast<Value>(pencils[(l + j) * nx + x + i]);
   }
 #endif
 }
 
-/// Rows [xa, xb) x lines [l0, l1) of the tall array <-> the pencils, in register blocks, edges element-wise.
-template <bool ToPencils, class RowFn, class Pencils>
+/// Rows [xa, xb) x lines [l0, l1) of the tall array <-> the pencils in XB x LB register blocks; what is
+/// left at the edges in kBlock x kBlock blocks, then element-wise.
+template <bool ToPencils, bool Streaming, long XB, long LB, class RowFn, class Pencils>
 void transpose_part(const RowFn& row, long xa, long xb, long l0, long l1, Pencils* pencils, long nx) {
   using Row = std::remove_pointer_t<decltype(row(0L))>;
-  const auto one = [&](long x, long l) {
-    if constexpr (ToPencils) {
-      pencils[l * nx + x] = static_cast<double>(row(x)[l]);
+  constexpr bool kWide = XB > kBlock || LB > kBlock;
+  const auto edge = [&](long x0, long x1, long la, long lb) {
+    if constexpr (kWide) {
+      transpose_part<ToPencils, false, kBlock, kBlock>(row, x0, x1, la, lb, pencils, nx);
     } else {
-      row(x)[l] = static_cast<std::remove_const_t<Row>>(pencils[l * nx + x]);
+      for (long x = x0; x < x1; ++x) {
+        for (long l = la; l < lb; ++l) {
+          if constexpr (ToPencils) {
+            pencils[l * nx + x] = static_cast<double>(row(x)[l]);
+          } else {
+            row(x)[l] = static_cast<std::remove_const_t<Row>>(pencils[l * nx + x]);
+          }
+        }
+      }
     }
   };
   long x = xa;
-  for (; x + kBlock <= xb; x += kBlock) {
-    Row* const rows[kBlock] = {row(x), row(x + 1), row(x + 2), row(x + 3)};
+  for (; x + XB <= xb; x += XB) {
+    Row* rows[XB];
+    for (long i = 0; i < XB; ++i) rows[i] = row(x + i);
     long l = l0;
-    for (; l + kBlock <= l1; l += kBlock) register_block<ToPencils>(rows, l, pencils, x, nx);
-    for (; l < l1; ++l)
-      for (long i = 0; i < kBlock; ++i) one(x + i, l);
+    for (; l + LB <= l1; l += LB) register_block<ToPencils, Streaming, XB, LB>(rows, l, pencils, x, nx);
+    edge(x, x + XB, l, l1);
   }
-  for (; x < xb; ++x)
-    for (long l = l0; l < l1; ++l) one(x, l);
+  edge(x, xb, l0, l1);
 }
 
 /// The tall array <-> pencils nl x nx, tile by tile so that both the rows read and the rows written
-/// of one tile stay in cache.
-template <bool ToPencils, class OwnRow, class BufferRow, class Pencils>
+/// of one tile stay in cache. The blocks are wide along the side written (a whole line of each pencil
+/// row, or of each tall row), so that streaming stores can write whole lines.
+template <bool ToPencils, bool Streaming, class OwnRow, class BufferRow, class Pencils>
 void local_transpose(const TallRows<OwnRow, BufferRow>& tall, Pencils* pencils, long nx, long nl, TileShape tile,
                      int threads) {
+  using Written = std::remove_pointer_t<decltype(tall.own_row(0L))>;
+  constexpr long XB = ToPencils ? kPerLine<double> : kBlock;
+  constexpr long LB = ToPencils ? kBlock : kPerLine<std::remove_const_t<Written>>;
   const long tr = tile.rows, tc = tile.cols;
   const long row_tiles = (nx + tr - 1) / tr, col_tiles = (nl + tc - 1) / tc;
   const Extent own = tall.own;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
-  for (long bl = 0; bl < col_tiles; ++bl) {
-    for (long bx = 0; bx < row_tiles; ++bx) {
-      const long l0 = bl * tc, l1 = std::min(l0 + tc, nl), x0 = bx * tr, x1 = std::min(x0 + tr, nx);
-      transpose_part<ToPencils>(tall.buffer_row, x0, std::min(x1, own.begin), l0, l1, pencils, nx);
-      transpose_part<ToPencils>(tall.own_row, std::max(x0, own.begin), std::min(x1, own.end), l0, l1, pencils, nx);
-      transpose_part<ToPencils>(tall.buffer_row, std::max(x0, own.end), x1, l0, l1, pencils, nx);
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for collapse(2) schedule(static)
+    for (long bl = 0; bl < col_tiles; ++bl) {
+      for (long bx = 0; bx < row_tiles; ++bx) {
+        const long l0 = bl * tc, l1 = std::min(l0 + tc, nl), x0 = bx * tr, x1 = std::min(x0 + tr, nx);
+        const auto part = [&](const auto& row, long xa, long xb) {
+          transpose_part<ToPencils, Streaming, XB, LB>(row, xa, xb, l0, l1, pencils, nx);
+        };
+        part(tall.buffer_row, x0, std::min(x1, own.begin));
+        part(tall.own_row, std::max(x0, own.begin), std::min(x1, own.end));
+        part(tall.buffer_row, std::max(x0, own.end), x1);
+      }
     }
+#if defined(__AVX__)
+    // Streaming stores are weakly ordered: fenced before the barrier, so every thread (and MPI) after it
+    // sees them.
+    if constexpr (Streaming) _mm_sfence();
+#endif
+  }
+}
+
+/// local_transpose with the tile's kind of stores.
+template <bool ToPencils, class OwnRow, class BufferRow, class Pencils>
+void local_transpose(const TallRows<OwnRow, BufferRow>& tall, Pencils* pencils, long nx, long nl, TileShape tile,
+                     int threads) {
+  if (tile.streaming) {
+    local_transpose<ToPencils, true>(tall, pencils, nx, nl, tile, threads);
+  } else {
+    local_transpose<ToPencils, false>(tall, pencils, nx, nl, tile, threads);
   }
 }
 
@@ -189,11 +257,23 @@ auto tall_rows(Planes* planes, Buffer* own, Buffer* buffer, const TallLayout& la
   }
 }
 
-/// Candidates of the automatic tile (rows along x x columns along lines, multiples of the register
-/// block): flat, square and tall ones, since the best depends on the cache sizes and on how tall the
-/// array is (64 x 512, 128 x 128 and 8 x 256 each came out best on a 2-core EPYC VM, within its noise).
-constexpr std::array<TileShape, 8> kTileCandidates{{
-    {4, 1024}, {8, 256}, {16, 128}, {32, 32}, {32, 256}, {64, 64}, {64, 512}, {128, 128}}};
+/// Candidates of the automatic tile (rows along x x columns along lines, multiples of the wide blocks):
+/// flat, square and tall ones, since the best depends on the cache sizes and on how tall the array is
+/// (64 x 512, 128 x 128 and 8 x 256 each came out best on a 2-core EPYC VM, within its noise), each with
+/// stores through the caches and streaming ones. Streaming stores leave the output out of the caches, a
+/// loss when it fits there and is read next; they took the blocked transpose of 256 x 256 x 128 from
+/// 11-13 ms to 3.3 ms per rank on a 2-core Intel Xeon VM (two ranks), where each line written through
+/// the caches is first read for ownership.
+constexpr auto kTileCandidates = [] {
+  constexpr std::array<TileShape, 8> shapes{
+      {{8, 256}, {8, 1024}, {16, 128}, {32, 32}, {32, 256}, {64, 64}, {64, 512}, {128, 128}}};
+  std::array<TileShape, 2 * shapes.size()> out{};
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    out[2 * i] = shapes[i];
+    out[2 * i + 1] = {shapes[i].rows, shapes[i].cols, true};
+  }
+  return out;
+}();
 
 }  // namespace
 

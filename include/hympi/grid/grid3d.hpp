@@ -15,7 +15,7 @@ namespace hympi {
 /// precede the grid, so vector kernels load rows aligned and can stream them with aligned stores.
 /// Code that precomputes addresses (CSR column indexes) uses the same indexing as Grid3D.
 struct GridIndexing {
-  static constexpr std::size_t kLineBytes = 64;
+  static constexpr std::size_t kLineBytes = kCacheLineBytes;
   /// Indexing of `extent` owned points per axis with `ghost` layers of `element_bytes` elements.
   GridIndexing(const std::array<long, 3>& extent, int ghost_layers, std::size_t element_bytes) : ghost(ghost_layers) {
     const long line = kLineBytes % element_bytes == 0 ? static_cast<long>(kLineBytes / element_bytes) : 1;

@@ -169,8 +169,9 @@ class PencilSolver {
   int threads_;
   std::vector<ZTransform::Workspace> workspaces_;  ///< one per thread
   std::vector<std::vector<double>> scratch_;       ///< one per thread
-  std::vector<double> u_, previous_, rhs_, work_;  ///< planes: state, last substep's N, this substep's N, u_yy
-  std::vector<double> u_pencils_, rhs_pencils_;    ///< pencils
+  // What the transposes read and write starts cache lines (for their streaming stores).
+  LineAlignedVector<double> u_, previous_, rhs_, work_;  ///< planes: state, last substep's N, this substep's N, u_yy
+  LineAlignedVector<double> u_pencils_, rhs_pencils_;    ///< pencils
   std::vector<double> z_hat_, g1_hat_, g2_hat_;    ///< spectral Z, Z Z', nu (kappa^2 + (pi/ly)^2) Z - nu Z''
   std::vector<double> y_profile_;                  ///< sin(pi y / ly) at each y
   double t_ = 0, dt_bound_ = 0;

@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "hympi/core/comm.hpp"
 #include "hympi/core/enum_names.hpp"
+#include "hympi/core/memory.hpp"
 
 namespace hympi::transpose {
 
@@ -33,13 +35,18 @@ using hympi::to_string;  // "alltoallv", "alltoall", "pairwise"; "double", "sing
 /// (measured once per shape and thread count on first use, then cached in the Transpose).
 struct TileShape {
   int rows = 0, cols = 0;
+  /// Write the output with streaming (non-temporal) stores, whole cache lines past the caches, where the
+  /// CPU has AVX and a written row starts a line; through the caches otherwise.
+  bool streaming = false;
   /// Whether this asks for the automatic choice.
   [[nodiscard]] bool automatic() const noexcept { return rows == 0 && cols == 0; }
   friend bool operator==(const TileShape&, const TileShape&) = default;
 };
 
-/// Parses "RxC" (both >= 1) or "auto"; throws InvalidArgument naming the text otherwise.
+/// Parses "RxC" (both >= 1), "RxC:streaming" or "auto"; throws InvalidArgument naming the text otherwise.
 [[nodiscard]] TileShape parse_tile_shape(std::string_view text);
+/// The text parse_tile_shape reads back into `tile`.
+[[nodiscard]] std::string to_string(const TileShape& tile);
 
 /// Options of one Transpose; printable into HYMPI_RESULT.
 struct TransposeOptions {
@@ -48,8 +55,8 @@ struct TransposeOptions {
   TileShape tile{};       ///< local blocked transpose tile; 0 x 0 = automatic
   int pack_threads = 0;   ///< OpenMP threads of the pack and local transpose steps; 0 = omp_get_max_threads()
   bool tile_auto = false;  ///< set by Transpose once it has measured the automatic tile into `tile`
-  /// {"exchange","wire","tile":[r,c],"tile_auto":bool,"pack_threads"}; tile_auto is true for 0 x 0 or a
-  /// measured tile. Never fails.
+  /// {"exchange","wire","tile":[r,c],"tile_streaming":bool,"tile_auto":bool,"pack_threads"}; tile_auto is
+  /// true for 0 x 0 or a measured tile. Never fails.
   [[nodiscard]] nlohmann::json to_json() const;
   /// Throws InvalidArgument naming the first bad value (negative threads, a tile with one side 0 or < 0).
   void validate() const;
@@ -161,10 +168,11 @@ class Transpose {
   std::vector<Extent> peer_lines_;       ///< pencil_lines(r) of every rank r
   int padded_block_ = 0;                 ///< alltoall: every block's size, the largest block
   std::vector<std::size_t> row_offset_;  ///< offset of x row in the receive buffer (forward) layout
-  std::vector<double> send_d_, recv_d_;  // wire = double
+  // Starting cache lines, so that the local transpose's streaming stores write whole lines into them.
+  LineAlignedVector<double> send_d_, recv_d_;  // wire = double
   // wire = single; own_f_: this rank's own block, rounded to float like the blocks that travel (with a
   // double wire the local transpose reads and writes the own block in the planes).
-  std::vector<float> send_f_, recv_f_, own_f_;
+  LineAlignedVector<float> send_f_, recv_f_, own_f_;
 };
 
 }  // namespace hympi::transpose

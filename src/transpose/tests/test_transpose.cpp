@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hympi/core/error.hpp"
+#include "hympi/core/memory.hpp"
 #include "hympi/transpose/transpose.hpp"
 #include "mpi_world.hpp"
 
@@ -23,11 +24,14 @@ double value(long x, long y, long z) {
   return static_cast<double>(x + 1) / 3.0 + std::sqrt(2.0) * static_cast<double>(y + 1) + 0.1 * static_cast<double>(z);
 }
 
+/// The arrays the transposes read and write start cache lines, as the pencil solver's do.
+using Array = LineAlignedVector<double>;
+
 /// This rank's planes of the global array, by the documented local index.
-std::vector<double> make_planes(const Transpose& t) {
+Array make_planes(const Transpose& t) {
   const auto [nx, ny, nz] = t.shape();
   const Extent xs = t.planes_x();
-  std::vector<double> planes(t.plane_size());
+  Array planes(t.plane_size());
   for (long x = xs.begin; x < xs.end; ++x)
     for (long y = 0; y < ny; ++y)
       for (long z = 0; z < nz; ++z) planes[static_cast<std::size_t>(z + nz * (y + ny * (x - xs.begin)))] = value(x, y, z);
@@ -36,7 +40,7 @@ std::vector<double> make_planes(const Transpose& t) {
 
 /// Largest |pencil - want(value)| / |value| over this rank's pencils (0: bitwise equal everywhere).
 template <class Want>
-double pencil_error(const Transpose& t, const std::vector<double>& pencils, Want want_of) {
+double pencil_error(const Transpose& t, const Array& pencils, Want want_of) {
   const auto [nx, ny, nz] = t.shape();
   const Extent ls = t.pencil_lines();
   double worst = 0;
@@ -60,6 +64,12 @@ std::vector<Case> cases(WirePrecision wire) {
     for (const std::array<long, 3> n : {std::array<long, 3>{7, 5, 6}, std::array<long, 3>{10, 3, 4}})
       for (const TileShape tile : {TileShape{}, TileShape{2, 3}})
         out.push_back({n, {exchange, wire, tile, tile.automatic() ? 0 : 2}});
+  // Large enough for the wide blocks (8 x rows to the pencils, a line's worth of lines back), with edges
+  // of 4 x 4 blocks and single elements: nx = 64 starts every pencil row on a cache line, so that the
+  // streaming stores write there, 37 starts few; rows that start no line take the cached stores.
+  for (const std::array<long, 3> n : {std::array<long, 3>{64, 6, 8}, std::array<long, 3>{37, 9, 8}})
+    for (const TileShape tile : {TileShape{}, TileShape{16, 32, true}, TileShape{24, 40, false}, TileShape{8, 16, true}})
+      out.push_back({n, {TransposeExchange::alltoallv, wire, tile, tile.automatic() ? 0 : 2}});
   return out;
 }
 
@@ -69,7 +79,7 @@ std::string describe(const Case& c) {
 }
 
 /// Largest |a - b| / |b| and the number of elements that differ.
-std::pair<double, long> compare(const std::vector<double>& a, const std::vector<double>& b) {
+std::pair<double, long> compare(const Array& a, const Array& b) {
   double worst = 0;
   long differ = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -91,8 +101,8 @@ TEST(Transpose, DoubleWireGivesTheGlobalArrayAndABitwiseRoundTrip) {
   for (const Case& c : cases(WirePrecision::double_precision)) {
     SCOPED_TRACE(describe(c));
     Transpose t(c.n, MPI_COMM_WORLD, c.options);
-    const std::vector<double> planes = make_planes(t);
-    std::vector<double> pencils(t.pencil_size(), -1.0), back(t.plane_size(), -1.0);
+    const Array planes = make_planes(t);
+    Array pencils(t.pencil_size(), -1.0), back(t.plane_size(), -1.0);
     t.planes_to_pencils(planes, pencils);
     EXPECT_EQ(pencil_error(t, pencils, [](double v) { return v; }), 0.0);
     t.pencils_to_planes(pencils, back);
@@ -108,8 +118,8 @@ TEST(Transpose, SingleWireRoundsToFloatAndOnlyThat) {
   for (const Case& c : cases(WirePrecision::single_precision)) {
     SCOPED_TRACE(describe(c));
     Transpose t(c.n, MPI_COMM_WORLD, c.options);
-    const std::vector<double> planes = make_planes(t);
-    std::vector<double> pencils(t.pencil_size()), back(t.plane_size());
+    const Array planes = make_planes(t);
+    Array pencils(t.pencil_size()), back(t.plane_size());
     t.planes_to_pencils(planes, pencils);
     // Every value, whoever owned it, is the nearest float: within float rounding, and exactly that.
     EXPECT_LE(pencil_error(t, pencils, [](double v) { return v; }), float_rounding);
@@ -128,8 +138,8 @@ TEST(Transpose, SingleWireSendsHalfTheBytes) {
     std::array<std::uint64_t, 2> bytes{};
     for (const auto wire : {WirePrecision::double_precision, WirePrecision::single_precision}) {
       Transpose t({10, 3, 4}, MPI_COMM_WORLD, {exchange, wire, {2, 2}, 1});
-      const std::vector<double> planes = make_planes(t);
-      std::vector<double> pencils(t.pencil_size());
+      const Array planes = make_planes(t);
+      Array pencils(t.pencil_size());
       t.planes_to_pencils(planes, pencils);
       bytes[static_cast<std::size_t>(wire)] = t.times().bytes_sent;
     }
@@ -170,13 +180,18 @@ TEST(Transpose, ExtentsSplitBlockwiseWithTheRemainderFirst) {
 TEST(Transpose, OptionsParseAndPrint) {
   EXPECT_EQ(parse_tile_shape("auto"), TileShape{});
   EXPECT_EQ(parse_tile_shape("16x64"), (TileShape{16, 64}));
-  for (const char* bad : {"16", "0x4", "4x", "x4", "4x4x", "-1x4", "auto4"})
+  EXPECT_EQ(parse_tile_shape("16x64:streaming"), (TileShape{16, 64, true}));
+  for (const TileShape tile : {TileShape{}, TileShape{16, 64}, TileShape{8, 1024, true}})
+    EXPECT_EQ(parse_tile_shape(to_string(tile)), tile) << to_string(tile);
+  for (const char* bad : {"16", "0x4", "4x", "x4", "4x4x", "-1x4", "auto4", "4x4:", "4x4:stream", ":streaming",
+                          "auto:streaming", "4x4:streaming:streaming"})
     EXPECT_THROW((void)parse_tile_shape(bad), InvalidArgument) << bad;
   EXPECT_EQ(parse_enum<TransposeExchange>("pairwise"), TransposeExchange::pairwise);
   EXPECT_EQ(parse_enum<WirePrecision>("single"), WirePrecision::single_precision);
   EXPECT_THROW((void)parse_enum<WirePrecision>("half"), InvalidArgument);
   const TransposeOptions options{TransposeExchange::alltoall, WirePrecision::single_precision, {8, 32}, 3};
   EXPECT_EQ(options.to_json(),
-            (nlohmann::json{{"exchange", "alltoall"}, {"wire", "single"}, {"tile", {8, 32}}, {"tile_auto", false},
+            (nlohmann::json{{"exchange", "alltoall"}, {"wire", "single"}, {"tile", {8, 32}}, {"tile_streaming", false},
+                            {"tile_auto", false},
                             {"pack_threads", 3}}));
 }
