@@ -34,6 +34,13 @@ def run(binary: str, ranks: int, threads: int, *args: str, cwd: Path | None = No
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False, cwd=cwd)
 
 
+def run_bench(binary: str, ranks: int, *args: str, cwd: Path | None = None,
+              timeout: float = 300) -> subprocess.CompletedProcess:
+    """Runs the benchmark `binary ARGS` (bench/: no --bind or --min-time) on `ranks` ranks of one thread."""
+    cmd = [*mpirun_command(ranks, 1), str(BIN / binary), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd)
+
+
 def run_single(binary: str, *args: str) -> subprocess.CompletedProcess:
     """Runs `binary ARGS` as a singleton (no mpirun, whose exit banner would add lines), one thread."""
     return subprocess.run(

@@ -3,27 +3,16 @@ whose points overflow or that no memory holds, refused in one line for the whole
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import skips
+from mpiapps import BIN, have, run_bench
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
 BENCHES = ("hympi-bench-spmv", "hympi-bench-transpose", "hympi-bench-io")
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1", "OMP_NUM_THREADS": "1"}
 
-pytestmark = skips.needs(skips.Reason.NOT_BUILT, all((BIN / b).is_file() for b in BENCHES), str(BIN))
-
-
-def _bench(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    cmd = ["mpirun", "-np", "2", "--bind-to", "none", str(BIN / name), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ, **MPI_ENV},
-                          check=False, cwd=cwd)
+pytestmark = skips.needs(skips.Reason.NOT_BUILT, all(have(b) for b in BENCHES), str(BIN))
 
 
 @pytest.mark.parametrize(("name", "args", "line"), [
@@ -41,7 +30,7 @@ def _bench(name: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]
      "hympi-bench-transpose: error: --grid: '0' is not a positive integer"),
 ])
 def test_bad_counts_and_sizes_are_one_line_for_the_job(tmp_path: Path, name: str, args: list[str], line: str):
-    proc = _bench(name, *args, cwd=tmp_path)
+    proc = run_bench(name, 2, *args, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     said = [x for x in proc.stderr.splitlines() if x.startswith(name)]
     assert said == [line], proc.stderr
@@ -49,7 +38,7 @@ def test_bad_counts_and_sizes_are_one_line_for_the_job(tmp_path: Path, name: str
 
 
 def test_a_grid_no_memory_holds_is_refused_before_allocating(tmp_path: Path):
-    proc = _bench("hympi-bench-transpose", "--grid", "1048576", "1048576", "1024", cwd=tmp_path)
+    proc = run_bench("hympi-bench-transpose", 2, "--grid", "1048576", "1048576", "1024", cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     said = [x for x in proc.stderr.splitlines() if x.startswith("hympi-bench-transpose")]
     assert len(said) == 1 and said[0].startswith(
@@ -60,7 +49,7 @@ def test_a_grid_no_memory_holds_is_refused_before_allocating(tmp_path: Path):
 @pytest.mark.parametrize("name", BENCHES)
 @pytest.mark.parametrize("flag", ["-h", "--help"])
 def test_help_prints_the_usage_once_and_runs_nothing(tmp_path: Path, name: str, flag: str):
-    proc = _bench(name, flag, cwd=tmp_path)
+    proc = run_bench(name, 2, flag, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[0].startswith(f"usage: {name} --") or \
         proc.stdout.splitlines()[0].startswith(f"usage: {name} [--")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import skips
+from mpiapps import run_bench
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin")
@@ -26,9 +27,7 @@ pytestmark = skips.needs(skips.Reason.NOT_BUILT, BENCH.is_file(), str(BENCH))
 
 
 def _bench(*args: str, ranks: int = 2) -> subprocess.CompletedProcess[str]:
-    cmd = ["mpirun", "-np", str(ranks), "--bind-to", "none", str(BENCH), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV},
-                          check=False)
+    return run_bench(BENCH.name, ranks, *args)
 
 
 def test_every_case_prints_bytes_positive_bandwidths_and_a_verified_read_back(tmp_path: Path):
