@@ -28,7 +28,7 @@ class PencilApp final : public hympi::AppDefinition {
     cli.add("--exchange", exchange_, "transpose exchange: alltoallv, alltoall or pairwise")
         .show_default();
     cli.add("--wire", wire_, "transpose wire precision: double or single").show_default();
-    cli.add("--tile", tile_, "local transpose tile RxC or RxC:streaming (stores past the caches), or auto (measured once)").show_default();
+    cli.add("--tile", tile_, "local transpose tile RxC or RxC:streaming (stores past the caches) of both directions, or auto (each measured once)").show_default();
     cli.add("--pack-threads", pack_threads_, "transpose packing threads (0: all)").show_default();
     cli.add("--verify", verify_,
             "solution: max error vs the exact solution within the scheme's bound; order: also the grid "
@@ -180,7 +180,7 @@ class PencilApp final : public hympi::AppDefinition {
     o.solver.grid = {grid_[0], grid_[1], grid_[2]};
     o.solver.transpose.exchange = hympi::parse_enum<transpose::TransposeExchange>(exchange_);
     o.solver.transpose.wire = hympi::parse_enum<transpose::WirePrecision>(wire_);
-    o.solver.transpose.tile = transpose::parse_tile_shape(tile_);
+    o.solver.transpose.set_tiles(transpose::parse_tile_shape(tile_));
     o.solver.transpose.pack_threads = pack_threads_;
     o.steps = steps_;
     o.min_time_s = min_time_s;

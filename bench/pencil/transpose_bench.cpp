@@ -251,7 +251,7 @@ int run(const Args& args, int rank, int ranks) {
            },
            [&] {
              return nlohmann::json{
-                 {"options", t.options().to_json()}, {"tile", to_string(t.options().tile)}, {"times", t.times().to_json()}};
+                 {"options", t.options().to_json()}, {"tiles", to_string(t.options().tile) + " / " + to_string(t.options().backward_tile)}, {"times", t.times().to_json()}};
            }});
     }
   }
@@ -303,9 +303,9 @@ int run(const Args& args, int rank, int ranks) {
     std::printf("transpose %ld x %ld x %ld (nx x ny x nz), %d ranks x %d threads, %d reps, medians of the max over ranks\n",
                 nx, ny, nz, ranks, threads, args.reps);
     std::printf("%-22s %12s %12s %12s %10s %9s  %s\n", "implementation", "forward ms", "backward ms", "round ms",
-                "vs FFTW", "verified", "tile");
+                "vs FFTW", "verified", "tiles (forward / backward)");
     for (const auto& r : results) {
-      const std::string tile = r["detail"].value("tile", "-");
+      const std::string tile = r["detail"].value("tiles", "-");
       std::printf("%-22s %12.3f %12.3f %12.3f %10.3f %9s  %s\n", r["name"].get<std::string>().c_str(),
                   1e3 * r["forward_s"].get<double>(), 1e3 * r["backward_s"].get<double>(),
                   1e3 * r["round_trip_s"].get<double>(), r["ratio_to_fftw"].get<double>(),

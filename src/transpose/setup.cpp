@@ -58,17 +58,18 @@ std::string to_string(const TileShape& tile) {
 nlohmann::json TransposeOptions::to_json() const {
   return {{"exchange", to_string(exchange)},
           {"wire", to_string(wire)},
-          {"tile", {tile.rows, tile.cols}},
-          {"tile_streaming", tile.streaming},
-          {"tile_auto", tile_auto || tile.automatic()},
+          {"tile", to_string(tile)},
+          {"backward_tile", to_string(backward_tile)},
+          {"tile_auto", tile_auto || tile.automatic() || backward_tile.automatic()},
           {"pack_threads", pack_threads}};
 }
 
 void TransposeOptions::validate() const {
   if (pack_threads < 0) throw InvalidArgument("pack threads must be >= 0, got " + std::to_string(pack_threads));
-  if (!tile.automatic() && (tile.rows < 1 || tile.cols < 1))
-    throw InvalidArgument("bad tile " + std::to_string(tile.rows) + "x" + std::to_string(tile.cols) +
-                          " (both sides >= 1, or 0x0 for automatic)");
+  for (const TileShape& t : {tile, backward_tile})
+    if (!t.automatic() && (t.rows < 1 || t.cols < 1))
+      throw InvalidArgument("bad tile " + std::to_string(t.rows) + "x" + std::to_string(t.cols) +
+                            " (both sides >= 1, or 0x0 for automatic)");
 }
 
 nlohmann::json TransposeTimes::to_json() const {

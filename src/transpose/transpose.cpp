@@ -132,14 +132,17 @@ inline void register_block(Row* const* rows, long l, Pencils* pencils, long x, l
       for (long s = 0; s < XB / kBlock; ++s) store4(out + s * kBlock, m[s][j], streaming);
     }
   } else {
-    __m256d m[LB / kBlock][kBlock];
-    for (long s = 0; s < LB / kBlock; ++s) {
-      for (long j = 0; j < kBlock; ++j) m[s][j] = load4(pencils + (l + s * kBlock + j) * nx + x);
-      transpose_in_registers(m[s]);
-    }
-    for (long i = 0; i < XB; ++i) {
-      const bool streaming = Streaming && starts_line(rows[i] + l);
-      for (long s = 0; s < LB / kBlock; ++s) store4(rows[i] + l + s * kBlock, m[s][i], streaming);
+    // kBlock rows at a time: the second half of each pencil line read comes right after the first, from L1.
+    for (long xs = 0; xs < XB; xs += kBlock) {
+      __m256d m[LB / kBlock][kBlock];
+      for (long s = 0; s < LB / kBlock; ++s) {
+        for (long j = 0; j < kBlock; ++j) m[s][j] = load4(pencils + (l + s * kBlock + j) * nx + x + xs);
+        transpose_in_registers(m[s]);
+      }
+      for (long i = 0; i < kBlock; ++i) {
+        const bool streaming = Streaming && starts_line(rows[xs + i] + l);
+        for (long s = 0; s < LB / kBlock; ++s) store4(rows[xs + i] + l + s * kBlock, m[s][i], streaming);
+      }
     }
   }
 #else
@@ -188,13 +191,13 @@ void transpose_part(const RowFn& row, long xa, long xb, long l0, long l1, Pencil
 }
 
 /// The tall array <-> pencils nl x nx, tile by tile so that both the rows read and the rows written
-/// of one tile stay in cache. The blocks are wide along the side written (a whole line of each pencil
-/// row, or of each tall row), so that streaming stores can write whole lines.
+/// of one tile stay in cache. The blocks cover a whole line of each pencil row (written or read) and of
+/// each tall row written, so that streaming stores write whole lines and no line is read twice.
 template <bool ToPencils, bool Streaming, class OwnRow, class BufferRow, class Pencils>
 void local_transpose(const TallRows<OwnRow, BufferRow>& tall, Pencils* pencils, long nx, long nl, TileShape tile,
                      int threads) {
   using Written = std::remove_pointer_t<decltype(tall.own_row(0L))>;
-  constexpr long XB = ToPencils ? kPerLine<double> : kBlock;
+  constexpr long XB = kPerLine<double>;  // a whole line of each pencil row, written or read
   constexpr long LB = ToPencils ? kBlock : kPerLine<std::remove_const_t<Written>>;
   const long tr = tile.rows, tc = tile.cols;
   const long row_tiles = (nx + tr - 1) / tr, col_tiles = (nl + tc - 1) / tc;
@@ -326,7 +329,7 @@ void Transpose::exchange(const T* send, T* recv, bool forward) {
 }
 
 template <class Run>
-void Transpose::choose_tile(const Run& run) {
+void Transpose::choose_tile(const Run& run, TileShape& tile) {
   // Timed on every rank, decided on the slowest rank's times, so that every rank picks the same tile.
   std::array<double, kTileCandidates.size()> seconds{};
   run(kTileCandidates[0]);  // first touch of the output, and warm caches for the first candidate
@@ -341,8 +344,8 @@ void Transpose::choose_tile(const Run& run) {
   }
   HYMPI_MPI(MPI_Allreduce(MPI_IN_PLACE, seconds.data(), static_cast<int>(seconds.size()), MPI_DOUBLE, MPI_MAX,
                           comm_.get()));
-  options_.tile = kTileCandidates[static_cast<std::size_t>(std::min_element(seconds.begin(), seconds.end()) -
-                                                           seconds.begin())];
+  tile = kTileCandidates[static_cast<std::size_t>(std::min_element(seconds.begin(), seconds.end()) -
+                                                   seconds.begin())];
   options_.tile_auto = true;
 }
 
@@ -360,7 +363,7 @@ void Transpose::forward(std::span<const double> planes, std::span<double> pencil
   const auto tall = tall_rows<T>(planes.data(), static_cast<const T*>(own), static_cast<const T*>(recv), layout,
                                  pencil_lines().begin);
   const auto run = [&](TileShape tile) { local_transpose<true>(tall, pencils.data(), nx, nl, tile, threads); };
-  if (options_.tile.automatic()) choose_tile(run);
+  if (options_.tile.automatic()) choose_tile(run, options_.tile);
   const double t3 = MPI_Wtime();
   run(options_.tile);
   const double t4 = MPI_Wtime();
@@ -378,9 +381,9 @@ void Transpose::backward(std::span<const double> pencils, std::span<double> plan
   const TallLayout layout{planes_x(), std::is_same_v<T, double> ? lines_ : nl, row_offset_.data()};
   const auto tall = tall_rows<T>(planes.data(), own, send, layout, pencil_lines().begin);
   const auto run = [&](TileShape tile) { local_transpose<false>(tall, pencils.data(), nx, nl, tile, threads); };
-  if (options_.tile.automatic()) choose_tile(run);
+  if (options_.backward_tile.automatic()) choose_tile(run, options_.backward_tile);
   const double t0 = MPI_Wtime();
-  run(options_.tile);
+  run(options_.backward_tile);
   const double t1 = MPI_Wtime();
   exchange<T>(send, recv, false);
   const double t2 = MPI_Wtime();

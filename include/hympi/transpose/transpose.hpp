@@ -52,11 +52,17 @@ struct TileShape {
 struct TransposeOptions {
   TransposeExchange exchange = TransposeExchange::alltoallv;
   WirePrecision wire = WirePrecision::double_precision;
-  TileShape tile{};       ///< local blocked transpose tile; 0 x 0 = automatic
+  TileShape tile{};       ///< local blocked transpose tile, planes -> pencils; 0 x 0 = automatic
   int pack_threads = 0;   ///< OpenMP threads of the pack and local transpose steps; 0 = omp_get_max_threads()
-  bool tile_auto = false;  ///< set by Transpose once it has measured the automatic tile into `tile`
-  /// {"exchange","wire","tile":[r,c],"tile_streaming":bool,"tile_auto":bool,"pack_threads"}; tile_auto is
-  /// true for 0 x 0 or a measured tile. Never fails.
+  bool tile_auto = false;  ///< set by Transpose once it has measured an automatic tile into `tile` or `backward_tile`
+  /// Local blocked transpose tile, pencils -> planes; 0 x 0 = automatic. Each direction has its own: the two read
+  /// and write the same arrays the other way round, and the best tiles differed (a tall tile writing the pencils
+  /// with streaming stores took twice a square one's time reading them back, on an Intel Xeon VM).
+  TileShape backward_tile{};
+  /// Both tiles, as set_tiles(tile) leaves them: what a user's one tile option means.
+  void set_tiles(TileShape both) noexcept { tile = backward_tile = both; }
+  /// {"exchange","wire","tile","backward_tile","tile_auto":bool,"pack_threads"}, each tile as to_string
+  /// writes it; tile_auto is true for an automatic or a measured tile. Never fails.
   [[nodiscard]] nlohmann::json to_json() const;
   /// Throws InvalidArgument naming the first bad value (negative threads, a tile with one side 0 or < 0).
   void validate() const;
@@ -131,8 +137,8 @@ class Transpose {
   /// Pencils -> planes; collective. Throws as planes_to_pencils.
   void pencils_to_planes(std::span<const double> pencils, std::span<double> planes);
 
-  /// The options, with the automatic tile resolved once it has been measured (the first transpose) and
-  /// pack_threads resolved at construction.
+  /// The options, with each automatic tile resolved once it has been measured (the first transpose in its
+  /// direction) and pack_threads resolved at construction.
   [[nodiscard]] const TransposeOptions& options() const noexcept { return options_; }
   /// Seconds and bytes accumulated since construction or the last reset_times().
   [[nodiscard]] TransposeTimes times() const noexcept { return times_; }
@@ -152,8 +158,9 @@ class Transpose {
   };
   template <class T>
   Buffers<T> buffers() noexcept;
+  /// Measures the candidates with `run` and sets `tile` (one direction's) to the best.
   template <class Run>
-  void choose_tile(const Run& run);
+  void choose_tile(const Run& run, TileShape& tile);
   void check_sizes(std::size_t planes, std::size_t pencils, const char* direction) const;
 
   std::array<long, 3> n_;

@@ -24,7 +24,7 @@ PencilOptions small_grid() {
   PencilOptions o;
   o.grid = {13, 10, 16};  // uneven splits over 2 and 3 ranks, ny not a multiple of the z batch
   o.batch = 4;
-  o.transpose.tile = {4, 4};  // no automatic tile measured at every construction
+  o.transpose.set_tiles({4, 4});  // no automatic tile measured at every construction
   return o;
 }
 

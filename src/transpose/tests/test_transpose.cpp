@@ -63,13 +63,17 @@ std::vector<Case> cases(WirePrecision wire) {
   for (const auto exchange : {TransposeExchange::alltoallv, TransposeExchange::alltoall, TransposeExchange::pairwise})
     for (const std::array<long, 3> n : {std::array<long, 3>{7, 5, 6}, std::array<long, 3>{10, 3, 4}})
       for (const TileShape tile : {TileShape{}, TileShape{2, 3}})
-        out.push_back({n, {exchange, wire, tile, tile.automatic() ? 0 : 2}});
+        out.push_back({n, {.exchange = exchange, .wire = wire, .tile = tile, .pack_threads = tile.automatic() ? 0 : 2,
+                           .backward_tile = tile}});
   // Large enough for the wide blocks (8 x rows to the pencils, a line's worth of lines back), with edges
   // of 4 x 4 blocks and single elements: nx = 64 starts every pencil row on a cache line, so that the
   // streaming stores write there, 37 starts few; rows that start no line take the cached stores.
   for (const std::array<long, 3> n : {std::array<long, 3>{64, 6, 8}, std::array<long, 3>{37, 9, 8}})
     for (const TileShape tile : {TileShape{}, TileShape{16, 32, true}, TileShape{24, 40, false}, TileShape{8, 16, true}})
-      out.push_back({n, {TransposeExchange::alltoallv, wire, tile, tile.automatic() ? 0 : 2}});
+      out.push_back({n, {.exchange = TransposeExchange::alltoallv, .wire = wire, .tile = tile,
+                         .pack_threads = tile.automatic() ? 0 : 2, .backward_tile = tile}});
+  // Each direction with a tile of its own.
+  out.push_back({{64, 6, 8}, {.wire = wire, .tile = {16, 32, true}, .pack_threads = 2, .backward_tile = {4, 48}}});
   return out;
 }
 
@@ -108,6 +112,7 @@ TEST(Transpose, DoubleWireGivesTheGlobalArrayAndABitwiseRoundTrip) {
     t.pencils_to_planes(pencils, back);
     EXPECT_EQ(back, planes);
     EXPECT_FALSE(t.options().tile.automatic()) << "the automatic tile is resolved after the first transpose";
+    EXPECT_FALSE(t.options().backward_tile.automatic()) << "and the backward one after the first backward";
     EXPECT_EQ(t.options().tile_auto, c.options.tile.automatic());
     EXPECT_EQ(t.times().count, 2);
   }
@@ -162,6 +167,7 @@ TEST(Transpose, BadSplitsAndSpansThrowInvalidArgument) {
   }
   EXPECT_THROW(Transpose({8, 0, 4}, MPI_COMM_WORLD, options), InvalidArgument);
   EXPECT_THROW(Transpose({8, 4, 4}, MPI_COMM_WORLD, {.tile = {0, 4}}), InvalidArgument);
+  EXPECT_THROW(Transpose({8, 4, 4}, MPI_COMM_WORLD, {.backward_tile = {4, -1}}), InvalidArgument);
   EXPECT_THROW(Transpose({8, 4, 4}, MPI_COMM_WORLD, {.pack_threads = -1}), InvalidArgument);
   Transpose t({8, 4, 4}, MPI_COMM_WORLD, options);
   std::vector<double> planes(t.plane_size() + 1), pencils(t.pencil_size());
@@ -189,9 +195,12 @@ TEST(Transpose, OptionsParseAndPrint) {
   EXPECT_EQ(parse_enum<TransposeExchange>("pairwise"), TransposeExchange::pairwise);
   EXPECT_EQ(parse_enum<WirePrecision>("single"), WirePrecision::single_precision);
   EXPECT_THROW((void)parse_enum<WirePrecision>("half"), InvalidArgument);
-  const TransposeOptions options{TransposeExchange::alltoall, WirePrecision::single_precision, {8, 32}, 3};
+  TransposeOptions options{TransposeExchange::alltoall, WirePrecision::single_precision, {}, 3};
+  options.set_tiles({8, 32});
+  options.backward_tile.streaming = true;
   EXPECT_EQ(options.to_json(),
-            (nlohmann::json{{"exchange", "alltoall"}, {"wire", "single"}, {"tile", {8, 32}}, {"tile_streaming", false},
+            (nlohmann::json{{"exchange", "alltoall"}, {"wire", "single"}, {"tile", "8x32"},
+                            {"backward_tile", "8x32:streaming"},
                             {"tile_auto", false},
                             {"pack_threads", 3}}));
 }
