@@ -264,9 +264,9 @@ auto tall_rows(Planes* planes, Buffer* own, Buffer* buffer, const TallLayout& la
 /// flat, square and tall ones, since the best depends on the cache sizes and on how tall the array is
 /// (64 x 512, 128 x 128 and 8 x 256 each came out best on a 2-core EPYC VM, within its noise), each with
 /// stores through the caches and streaming ones. Streaming stores leave the output out of the caches, a
-/// loss when it fits there and is read next; they took the blocked transpose of 256 x 256 x 128 from
-/// 11-13 ms to 3.3 ms per rank on a 2-core Intel Xeon VM (two ranks), where each line written through
-/// the caches is first read for ownership.
+/// loss when it fits there and is read next; they took the blocked transpose of 4 M doubles a rank from
+/// 10-14 ms (whole lines written through the caches) to 3.1-4.3 ms on a 2-core Intel Xeon VM (two ranks),
+/// where each line written through the caches is first read for ownership.
 constexpr auto kTileCandidates = [] {
   constexpr std::array<TileShape, 8> shapes{
       {{8, 256}, {8, 1024}, {16, 128}, {32, 32}, {32, 256}, {64, 64}, {64, 512}, {128, 128}}};
