@@ -28,7 +28,10 @@ class PencilApp final : public hympi::AppDefinition {
     cli.add("--exchange", exchange_, "transpose exchange: alltoallv, alltoall or pairwise")
         .show_default();
     cli.add("--wire", wire_, "transpose wire precision: double or single").show_default();
-    cli.add("--tile", tile_, "local transpose tile RxC or RxC:streaming (stores past the caches) of both directions, or auto (each measured once)").show_default();
+    cli.add("--tile", tile_,
+            "local transpose tile of both directions: RxC, RxC:streaming (stores past the caches), or auto (each "
+            "direction's measured once)")
+        .show_default();
     cli.add("--pack-threads", pack_threads_, "transpose packing threads (0: all)").show_default();
     cli.add("--verify", verify_,
             "solution: max error vs the exact solution within the scheme's bound; order: also the grid "

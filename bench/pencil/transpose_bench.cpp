@@ -250,8 +250,8 @@ int run(const Args& args, int rank, int ranks) {
                           [single](double v) { return single ? static_cast<double>(static_cast<float>(v)) : v; });
            },
            [&] {
-             return nlohmann::json{
-                 {"options", t.options().to_json()}, {"tiles", to_string(t.options().tile) + " / " + to_string(t.options().backward_tile)}, {"times", t.times().to_json()}};
+             const std::string tiles = to_string(t.options().tile) + " / " + to_string(t.options().backward_tile);
+             return nlohmann::json{{"options", t.options().to_json()}, {"tiles", tiles}, {"times", t.times().to_json()}};
            }});
     }
   }

@@ -46,8 +46,9 @@ template <class T>
 struct LineAlignedAllocator {
   using value_type = T;
   LineAlignedAllocator() = default;
+  /// Implicit, as the allocator requirements' rebinding copies expect.
   template <class U>
-  explicit LineAlignedAllocator(const LineAlignedAllocator<U>& /*other*/) noexcept {}
+  LineAlignedAllocator(const LineAlignedAllocator<U>& /*other*/) noexcept {}
   [[nodiscard]] T* allocate(std::size_t n) {
     return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kCacheLineBytes}));
   }

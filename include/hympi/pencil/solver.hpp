@@ -172,8 +172,8 @@ class PencilSolver {
   // What the transposes read and write starts cache lines (for their streaming stores).
   LineAlignedVector<double> u_, previous_, rhs_, work_;  ///< planes: state, last substep's N, this substep's N, u_yy
   LineAlignedVector<double> u_pencils_, rhs_pencils_;    ///< pencils
-  std::vector<double> z_hat_, g1_hat_, g2_hat_;    ///< spectral Z, Z Z', nu (kappa^2 + (pi/ly)^2) Z - nu Z''
-  std::vector<double> y_profile_;                  ///< sin(pi y / ly) at each y
+  std::vector<double> z_hat_, g1_hat_, g2_hat_;          ///< spectral Z, Z Z', nu (kappa^2 + (pi/ly)^2) Z - nu Z''
+  std::vector<double> y_profile_;                        ///< sin(pi y / ly) at each y
   double t_ = 0, dt_bound_ = 0;
   long steps_ = 0;
   double compute_s_ = 0, coupling_s_ = 0;

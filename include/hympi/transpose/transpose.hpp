@@ -59,7 +59,7 @@ struct TransposeOptions {
   /// and write the same arrays the other way round, and the best tiles differed (a tall tile writing the pencils
   /// with streaming stores took twice a square one's time reading them back, on an Intel Xeon VM).
   TileShape backward_tile{};
-  /// Both tiles, as set_tiles(tile) leaves them: what a user's one tile option means.
+  /// Sets both directions' tiles to `both`: what one tile option (hympi-pencil --tile) means.
   void set_tiles(TileShape both) noexcept { tile = backward_tile = both; }
   /// {"exchange","wire","tile","backward_tile","tile_auto":bool,"pack_threads"}, each tile as to_string
   /// writes it; tile_auto is true for an automatic or a measured tile. Never fails.

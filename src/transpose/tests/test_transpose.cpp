@@ -69,7 +69,8 @@ std::vector<Case> cases(WirePrecision wire) {
   // of 4 x 4 blocks and single elements: nx = 64 starts every pencil row on a cache line, so that the
   // streaming stores write there, 37 starts few; rows that start no line take the cached stores.
   for (const std::array<long, 3> n : {std::array<long, 3>{64, 6, 8}, std::array<long, 3>{37, 9, 8}})
-    for (const TileShape tile : {TileShape{}, TileShape{16, 32, true}, TileShape{24, 40, false}, TileShape{8, 16, true}})
+    for (const TileShape tile :
+         {TileShape{}, TileShape{16, 32, true}, TileShape{24, 40, false}, TileShape{8, 16, true}})
       out.push_back({n, {.exchange = TransposeExchange::alltoallv, .wire = wire, .tile = tile,
                          .pack_threads = tile.automatic() ? 0 : 2, .backward_tile = tile}});
   // Each direction with a tile of its own.
