@@ -536,20 +536,42 @@ def record_machine(store: Store, summary: MachineSummary, launcher: str) -> Mach
                                 summary.as_dict())
 
 
+def _interruption(signum: int) -> KeyboardInterrupt:
+    """What a stop signal raises: SweepInterrupted for SIGTERM, KeyboardInterrupt for SIGINT (as Python's own)."""
+    return SweepInterrupted(signum) if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
 @contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """Turns SIGTERM into SweepInterrupted so the running launch is killed and the sweep marked interrupted."""
+def _stop_signals() -> Iterator[Callable[[], None]]:
+    """Turns SIGTERM into SweepInterrupted (and SIGINT, where Python's own handler has it, into KeyboardInterrupt)
+    so the running launch is killed and the sweep marked interrupted. Yields a check to call between runs.
+
+    Python runs a handler between any two bytecodes, also inside the at-fork callbacks that subprocess runs while it
+    starts a launch, where the exception is printed as unraisable and dropped: a SIGTERM that came just then was
+    lost, and the sweep ran on to its end and exited 0. So the handler also notes the signal, and the check raises
+    it again."""
+    received: list[int] = []
+
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise SweepInterrupted(signum)
+        received.append(signum)
+        raise _interruption(signum)
+
+    def check() -> None:
+        if received:
+            raise _interruption(received[0])
+
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, handler)}
     except ValueError:  # not the main thread: leave signals alone
-        yield
+        yield check
         return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where SIGINT is ignored (`cmd &`)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, handler)
     try:
-        yield
+        yield check
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
 
 
 @dataclass(frozen=True)
@@ -775,12 +797,13 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     auto: AutoOutcome | None = None
     try:
-        with _terminate_as_interrupt(), Progress(*columns, console=console, transient=True) as progress:
+        with _stop_signals() as stop_if_signalled, Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task(f"sweep {sweep.id} {params.app}", total=len(todo))
 
             def run_items(batch: list[SweepItem]) -> None:
                 nonlocal ran, restarted, cancelled
                 for item in batch:
+                    stop_if_signalled()
                     progress.update(task, description=f"sweep {sweep.id} {params.app} {item.label()}")
                     started = now_utc()
                     restart = restartable(params, item)
@@ -830,6 +853,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                                 f"writing a newer one: not restarted again (checkpoint moved to {moved}){longer}"
                                 "[/yellow]", highlight=False)
                     progress.advance(task)
+                stop_if_signalled()
 
             run_items(todo)
             if params.auto and layouts:
