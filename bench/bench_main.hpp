@@ -12,7 +12,9 @@
 #include <utility>
 
 #include "hympi/app/app.hpp"
+#include "hympi/core/environment.hpp"
 #include "hympi/core/error.hpp"
+#include "hympi/core/topology.hpp"
 
 namespace hympi::bench {
 
@@ -54,7 +56,8 @@ struct NoQuietError : std::exception {};
 /// InvalidArgument, thrown alike on every rank before anything is launched or written: rank 0 prints one
 /// line, exit code 2. `Quiet` (thrown alike on every rank, e.g. an I/O error): one line, exit code 1. Any
 /// other exception: the rank's line, then MPI_Abort.
-/// With -h or --help, rank 0 prints "usage: prog `usage`" and every rank exits 0 without running.
+/// With -h or --help, rank 0 prints "usage: prog `usage`" and every rank exits 0 without running. Output that
+/// could not be written fails the run (flushed_output).
 template <typename Quiet = NoQuietError, typename Run>
 int run_main(const char* prog, const char* usage, int& argc, char**& argv, Run&& run) {
   int provided = 0;
@@ -67,6 +70,7 @@ int run_main(const char* prog, const char* usage, int& argc, char**& argv, Run&&
     return 0;
   }
   try {
+    check_openmp_environment(Topology::this_machine().pus());
     code = run();
   } catch (const Quiet& e) {
     if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", prog, e.what());
@@ -79,7 +83,7 @@ int run_main(const char* prog, const char* usage, int& argc, char**& argv, Run&&
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   MPI_Finalize();
-  return code;
+  return flushed_output(prog, code);
 }
 
 }  // namespace hympi::bench

@@ -65,6 +65,7 @@ def header(contract: dict[str, Any]) -> str:
     fields: dict[str, Any] = contract["result"]["field"]
     stream = contract["stream"]
     seconds = contract["seconds"]
+    node_pus = contract["node_pus"]
     bins = [int(edge) for edge in contract["profile"]["size_bins"]]
     if not bins or bins[0] != 0 or any(b <= a for a, b in itertools.pairwise(bins)):
         raise ContractError(f"[profile] size_bins must ascend from 0, got {bins}")
@@ -125,6 +126,10 @@ def header(contract: dict[str, Any]) -> str:
             "/// The largest value of a seconds option, and why (see contract.toml [seconds]).",
             f"inline constexpr double kMaxSeconds = {float(seconds['max'])!r};",
             f"inline constexpr std::string_view kMaxSecondsReason = {cxx(seconds['reason'])};",
+            "",
+            "/// The most PUs of one node, and why (see contract.toml [node_pus]).",
+            f"inline constexpr int kMaxNodePus = {int(node_pus['max'])};",
+            f"inline constexpr std::string_view kMaxNodePusReason = {cxx(node_pus['reason'])};",
             "",
             "/// The profiler's message-size bins: lower edges in bytes (see contract.toml [profile]).",
             f"inline constexpr std::array<std::uint64_t, {len(bins)}> kProfileSizeBins = "

@@ -71,9 +71,8 @@ int all_nodes(int argc, char** argv, const std::string& config_path, bool json) 
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The command, before its output is flushed.
+int run(int argc, char** argv) {
   hympi::CommandLine command_line("Topology summary of this machine, an hwloc XML file or a synthetic description",
                                   "hympi-info");
   hympi::OptionSet& cli = command_line.options();
@@ -116,3 +115,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return hympi::flushed_output("hympi-info", run(argc, argv)); }

@@ -25,9 +25,8 @@ void print_table(const std::vector<hympi::mpit::Cvar>& cvars) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// The command, before its output is flushed.
+int run(int argc, char** argv) {
   const std::string prog = "hympi-mpit";
   hympi::CommandLine command_line(
       "The MPI library's control variables (MPI_T cvars): name, type, value, scope, description", prog);
@@ -57,3 +56,7 @@ int main(int argc, char** argv) {
     return hympi::error_exit_code(prog, e);
   }
 }
+
+}  // namespace
+
+int main(int argc, char** argv) { return hympi::flushed_output("hympi-mpit", run(argc, argv)); }

@@ -47,8 +47,15 @@ void MzApp::apply_settings(const Settings& settings) {
   const SettingValue& dir = settings.get("data_dir");
   if (data_file_.empty() && !dir.text.empty()) data_file_ = dir.text + "/npb-mz/verification.json";
   num_locs_ = settings.get("num_locs").text;
-  // A bad HYMPI_NUM_LOCS is named by the options layer, whichever layout uses it.
-  (void)settings.parse("num_locs", [](const std::string& text) { return locality::parse_num_locs(text); });
+  // A bad HYMPI_NUM_LOCS is named by the options layer, whichever layout uses it; more locations than PUs before
+  // anything runs, where the locations would refuse them only inside the run, once per rank.
+  (void)settings.parse("num_locs", [](const std::string& text) {
+    const locality::LocationsSpec spec = locality::parse_num_locs(text);
+    if (const int pus = Topology::this_machine().pus(); spec.count > pus)
+      throw InvalidArgument("number of locations " + std::to_string(spec.count) + " exceeds the " +
+                            std::to_string(pus) + " PUs of this machine");
+    return spec;
+  });
 }
 
 void MzApp::validate(const Layout& layout) const {
@@ -60,12 +67,6 @@ void MzApp::validate(const Layout& layout) const {
   if (layout.ranks > zones.num_zones()) {
     throw InvalidArgument(std::to_string(layout.ranks) + " ranks exceed the " + std::to_string(zones.num_zones()) +
                           " zones of " + to_string(benchmark_) + " class " + problem_class_);
-  }
-  if (const char* env = std::getenv("OMP_NUM_THREADS"); env != nullptr) {
-    // libgomp silently ignores a zero; we refuse it so the layout is what the user believes.
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    if (end != env && v < 1) throw InvalidArgument("OMP_NUM_THREADS must be >= 1, got " + std::string(env));
   }
   if (layout.threads < 1) throw InvalidArgument("threads must be >= 1, got " + std::to_string(layout.threads));
   (void)parse_packing_method(packing_);
@@ -84,6 +85,11 @@ void MzApp::validate(const Layout& layout) const {
                           problem_class_ + ")");
   for (int n : split_table_) {
     if (n < 1) throw InvalidArgument("--split-table entries must be >= 1, got " + std::to_string(n));
+    // More groups than points would split zones into empty blocks (and 2^31 of them fill the memory).
+    if (double(n) > zones.total_points())
+      throw InvalidArgument("--split-table entry " + std::to_string(n) + " exceeds the " +
+                            std::to_string(static_cast<long long>(zones.total_points())) + " points of " +
+                            to_string(benchmark_) + " class " + problem_class_);
   }
   if (!(split_tolerance_ >= 0.0)) {
     throw InvalidArgument("--split-tolerance must be >= 0, got " + std::to_string(split_tolerance_));

@@ -26,6 +26,10 @@ class MzApp final : public AppDefinition {
   /// Without --data, the verification file lies in data_dir (config file or HYMPI_DATA_DIR) when one is set;
   /// the data layouts' locations come from num_locs (HYMPI_NUM_LOCS).
   void apply_settings(const Settings& settings) override;
+  /// The verification file (--data), when one is named.
+  [[nodiscard]] std::vector<std::string> input_files() const override {
+    return data_file_.empty() ? std::vector<std::string>{} : std::vector<std::string>{data_file_};
+  }
   /// Rejects an unknown class, a geometry-only class (E, F), more ranks than zones, thread counts below 1, an unknown --data-layout and a
   /// layout other than first-touch for LU-MZ (exit 2).
   void validate(const Layout& layout) const override;

@@ -9,20 +9,29 @@
 
 #include "hympi/app/app.hpp"
 #include "hympi/app/overlap_flags.hpp"
+#include "hympi/spmv3d/csr.hpp"
 #include "hympi/spmv3d/spmv3d.hpp"
 #include "hympi/spmv3d/verify.hpp"
 #include "hympi/stream/stream.hpp"
 
 namespace {
 
-/// The CSR matrix's bytes per point at most: 27 values, 27 column indexes and a row start.
-constexpr std::size_t kCsrBytesPerPoint = 27 * sizeof(double) + 27 * sizeof(std::int32_t) + sizeof(std::int32_t);
+/// The --triad-GBps a run may give: past a node's memory either way.
+constexpr std::array<double, 2> kTriadGbsRange = {1e-3, 1e6};
+
+/// `value` as the stream writes it (1e-320, 0.001, 1e+06), for a message quoting it.
+std::string shortest(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
 
 /// Bytes one product touches on the largest rank of `ranks`: x and y with ghosts, and the CSR matrix.
 double product_bytes(const hympi::Spmv3dOptions& o, int ranks) {
   const auto [global, dims] = o.resolve(ranks);
   double bytes = 2 * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
-  if (o.op == hympi::SpmvOperator::csr) bytes += hympi::largest_block_bytes(global, dims, 0, 1) * kCsrBytesPerPoint;
+  if (o.op == hympi::SpmvOperator::csr)
+    bytes += hympi::largest_block_bytes(global, dims, 0, 1) * hympi::Csr27::kBytesPerPoint;
   return bytes;
 }
 
@@ -66,8 +75,10 @@ class Spmv3dApp final : public hympi::AppDefinition {
   }
   std::string repetitions_option() const override { return "--reps"; }
   void validate(const hympi::Layout& layout) const override {
-    if (triad_option_->given() && !(triad_gbs_ > 0 && std::isfinite(triad_gbs_)))
-      throw hympi::InvalidArgument("--triad-GBps must be a bandwidth > 0 in GB/s, got " + std::to_string(triad_gbs_));
+    // Bounded so that the bound and its fraction stay finite numbers (1e-320 made the fraction inf, a null).
+    if (triad_option_->given() && !(triad_gbs_ >= kTriadGbsRange[0] && triad_gbs_ <= kTriadGbsRange[1]))
+      throw hympi::InvalidArgument("--triad-GBps must be a bandwidth from " + shortest(kTriadGbsRange[0]) + " to " +
+                                   shortest(kTriadGbsRange[1]) + " GB/s, got " + shortest(triad_gbs_));
     const auto o = options();
     o.validate(layout.ranks, layout.threads);
     resolved_global_ = o.resolve(layout.ranks).first;
@@ -87,7 +98,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
                           std::to_string(global[2]) + " (" + std::to_string(int(vectors)) +
                           " vectors with ghosts, 8 B per point each" +
                           (o.op == hympi::SpmvOperator::csr
-                               ? ", the CSR matrix's " + std::to_string(kCsrBytesPerPoint) + " B per point"
+                               ? ", the CSR matrix's " + std::to_string(hympi::Csr27::kBytesPerPoint) + " B per point"
                                : "");
     if (verify_ == "reference" && cg) {
       const double whole = vectors * hympi::largest_block_bytes(global, {1, 1, 1}, 1, sizeof(double));
@@ -123,10 +134,14 @@ class Spmv3dApp final : public hympi::AppDefinition {
   /// Checkpoints hold CG's state; the repeated products alone have none (--cg-iterations 0 with them is bad input).
   bool checkpoints() const override { return true; }
   bool verification_required() const override { return verify_ != "none"; }
-  /// The global grid and the tolerance (another tolerance stops the same history elsewhere); the iteration limit
-  /// may grow on restart, the layout, operator and strategy change nothing (the history is theirs bit for bit).
+  /// The global grid, the tolerance (another tolerance stops the same history elsewhere) and the operator (the
+  /// stencil and the CSR matrix sum a row in different orders: a history continued with the other one is neither's);
+  /// the iteration limit may grow on restart, the layout and strategy change nothing (the history is theirs bit for
+  /// bit).
   nlohmann::json problem_size() const override {
-    return {{"global", resolved_global_}, {"cg_tolerance", options().cg_tolerance}};
+    return {{"global", resolved_global_},
+            {"cg_tolerance", options().cg_tolerance},
+            {"operator", hympi::to_string(options().op)}};
   }
 
   hympi::ResultRecord run(hympi::AppContext& ctx) override {

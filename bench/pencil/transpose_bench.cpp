@@ -335,6 +335,7 @@ int main(int argc, char** argv) {
     if (rank == 0) std::printf("usage: hympi-bench-transpose %s\n", kUsage);
   } else {
     try {
+      hympi::check_openmp_environment(hympi::Topology::this_machine().pus());
       code = run(parse_args(argc, argv), rank, ranks);
     } catch (const InvalidArgument& e) {
       // Arguments are the same on every rank, so every rank gets here before any communication.
@@ -347,5 +348,5 @@ int main(int argc, char** argv) {
   }
   fftw_mpi_cleanup();
   MPI_Finalize();
-  return code;
+  return hympi::flushed_output("hympi-bench-transpose", code);
 }

@@ -100,6 +100,8 @@ class Contract:
     profile_size_bins: tuple[int, ...]
     max_seconds: float  # the largest value of a seconds option ([seconds])
     max_seconds_reason: str
+    max_node_pus: int  # the most PUs of one node ([node_pus])
+    max_node_pus_reason: str
 
     def app(self, name: str) -> AppEntry | None:
         """The app called `name`, or None."""
@@ -139,9 +141,10 @@ def parse_contract(data: dict[str, Any]) -> Contract:
     if not bins or bins[0] != 0 or any(b <= a for a, b in itertools.pairwise(bins)):
         raise ValueError(f"[profile] size_bins must ascend from 0, got {list(bins)}")
     seconds = data["seconds"]
+    node_pus = data["node_pus"]
     return Contract(apps, enums, what, options, fields,
                     StreamSizing(int(s["llc_multiple"]), int(s["min_elements"]), float(s["memory_fraction"])), bins,
-                    float(seconds["max"]), str(seconds["reason"]))
+                    float(seconds["max"]), str(seconds["reason"]), int(node_pus["max"]), str(node_pus["reason"]))
 
 
 @lru_cache(maxsize=1)

@@ -10,6 +10,7 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from hympi.contract import contract
 from hympi.errors import UsageError
 
 
@@ -45,11 +46,10 @@ MAX_NODES = Limit(value=1 << 20, unit="nodes",
 MAX_JOB_THREADS = Limit(value=1 << 23, unit="ranks x threads in one job",
                         reason="more than the 7,630,848 cores of Fugaku, the largest machine")
 
-# PUs of one node: of a topology hwloc is asked to build, and ranks x threads hympi places on one node. The largest
-# shared-memory machines have under 2,000 PUs (HPE Superdome Flex 280: 896 cores x 2); hympi-info's time grows
-# with about the cube of the PUs (on a 2-core VM: 1 s for 4,096 PUs, 9 s for 8,192, minutes for 65,536).
-MAX_NODE_PUS = Limit(value=1 << 12, unit="PUs (or ranks x threads) on one node",
-                     reason="twice the PUs of the largest shared-memory machines")
+# PUs of one node: of a topology hwloc is asked to build, and ranks x threads hympi places on one node (declared in
+# contract.toml [node_pus], where hympi-info reads it too).
+MAX_NODE_PUS = Limit(value=contract().max_node_pus, unit="PUs (or ranks x threads) on one node",
+                     reason=contract().max_node_pus_reason)
 
 # Measured runs per layout (--repeat, --max-repeat) and configurations of a tune (--max-runs): a plan lists every run
 # before the first starts, so 10^20 of them never start at all; ten thousand a side already resolve differences far

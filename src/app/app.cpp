@@ -390,7 +390,10 @@ int error_exit_code(const std::string& prog, const std::exception& e) {
   return dynamic_cast<const InvalidArgument*>(&e) != nullptr ? 2 : 1;
 }
 
-int run_app(int argc, char** argv, AppDefinition& app) {
+namespace {
+
+/// run_app before the output is flushed.
+int run_app_unflushed(int argc, char** argv, AppDefinition& app) {
   const std::string prog = "hympi-" + app.name();
   CommandLine command_line(app.description(), prog);
   OptionSet& cli = command_line.options();
@@ -456,6 +459,7 @@ int run_app(int argc, char** argv, AppDefinition& app) {
       return 0;
     }
     options = frame_options(settings);
+    check_openmp_environment(Topology::this_machine().pus());
     const std::string repetitions = app.repetitions_option();
     options.repetitions_fixed = !repetitions.empty() && cli.given(repetitions);
     if (app.checkpoints()) {
@@ -464,6 +468,13 @@ int run_app(int argc, char** argv, AppDefinition& app) {
       options.io = io_line.io;
     }
     app.apply_settings(settings);
+    if (options.io) {
+      std::vector<std::string> inputs = app.input_files();
+      inputs.push_back(settings.get("config").text);
+      for (const std::string& input : inputs)
+        if (const std::string option = h5::option_writing_over(*options.io, input); !option.empty())
+          throw InvalidArgument(option + " would write over " + input + ", which this run reads");
+    }
     if (cli.given("--validate-ranks")) {
       if (validate_ranks < 1)
         throw InvalidArgument("--validate-ranks must be >= 1, got " + std::to_string(validate_ranks));
@@ -480,6 +491,12 @@ int run_app(int argc, char** argv, AppDefinition& app) {
     return error_exit_code(prog, e);
   }
   return run_with_mpi(argc, argv, app, options, print_bindings, !allow_unverified);
+}
+
+}  // namespace
+
+int run_app(int argc, char** argv, AppDefinition& app) {
+  return flushed_output("hympi-" + app.name(), run_app_unflushed(argc, argv, app));
 }
 
 }  // namespace hympi

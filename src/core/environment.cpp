@@ -4,9 +4,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "hympi/core/error.hpp"
 #include "hympi/core/topology.hpp"
@@ -66,6 +71,65 @@ int machine_default_threads(int machine_cores, int machine_ranks, int virtual_no
 bool omp_threads_explicit() {
   const char* text = std::getenv("OMP_NUM_THREADS");
   return text != nullptr && *text != '\0';
+}
+
+namespace {
+
+/// The comma-separated items of `text`, blanks around each trimmed (libgomp allows them).
+std::vector<std::string> openmp_list(std::string_view text) {
+  std::vector<std::string> items;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    std::string_view item = text.substr(start, comma - start);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.front()))) item.remove_prefix(1);
+    while (!item.empty() && std::isspace(static_cast<unsigned char>(item.back()))) item.remove_suffix(1);
+    items.emplace_back(item);
+    if (comma == text.size()) return items;
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
+void check_openmp_environment(int pus) {
+  if (const char* text = std::getenv("OMP_NUM_THREADS"); text != nullptr && *text != '\0') {
+    const long most = static_cast<long>(kMaxThreadsPerPu) * std::max(pus, 1);
+    bool first = true;
+    for (const std::string& item : openmp_list(text)) {
+      long value = 0;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+      if (ec != std::errc() || end != item.data() + item.size() || value < 1)
+        throw InvalidArgument("OMP_NUM_THREADS must be a thread count >= 1 (or a comma-separated list of them), got '" +
+                              printable(text) + "'");
+      if (first && value > most)
+        throw InvalidArgument("OMP_NUM_THREADS=" + item + " is more than " + std::to_string(kMaxThreadsPerPu) +
+                              " threads per PU of this machine (" + std::to_string(pus) + " PUs): at most " +
+                              std::to_string(most));
+      first = false;
+    }
+  }
+  if (const char* text = std::getenv("OMP_PROC_BIND"); text != nullptr && *text != '\0') {
+    const auto items = openmp_list(text);
+    const auto lower = [](std::string word) {
+      for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return word;
+    };
+    const auto is = [&](const std::string& item, std::initializer_list<std::string_view> words) {
+      return std::find(words.begin(), words.end(), lower(item)) != words.end();
+    };
+    const bool valid = (items.size() == 1 && is(items[0], {"true", "false"})) ||
+                       std::all_of(items.begin(), items.end(), [&](const std::string& item) {
+                         return is(item, {"primary", "master", "close", "spread"});
+                       });
+    if (!valid)
+      throw InvalidArgument("OMP_PROC_BIND must be true, false or a comma-separated list of primary, master, close "
+                            "and spread, got '" + printable(text) + "'");
+  }
+  // The place-list grammar is the runtime's own; a list it could not read leaves it with no places.
+  if (const char* text = std::getenv("OMP_PLACES"); text != nullptr && *text != '\0' && omp_get_num_places() == 0)
+    throw InvalidArgument("OMP_PLACES='" + printable(text) + "' is not a place list the OpenMP runtime can read "
+                          "(threads, cores, sockets, ll_caches, numa_domains or {..} lists of PUs)");
 }
 
 NodeMap::NodeMap(MPI_Comm comm, int virtual_nodes, MPI_Comm machine) {

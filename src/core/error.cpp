@@ -2,7 +2,11 @@
 
 #include <mpi.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 
 namespace hympi {
@@ -81,6 +85,18 @@ std::string file_problem(const std::string& path) {
     default:
       return "is not a regular file";
   }
+}
+
+int flushed_output(std::string_view prog, int exit_code) {
+  errno = 0;
+  std::cout.flush();
+  const int cxx_error = errno;
+  const bool failed = std::cout.fail() || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (!failed) return exit_code;
+  const int error = errno != 0 ? errno : cxx_error;
+  std::cerr << prog << ": error: cannot write the output to standard output"
+            << (error != 0 ? std::string(": ") + std::strerror(error) : std::string()) << std::endl;
+  return exit_code == 0 ? 1 : exit_code;
 }
 
 void check_mpi(int code, const char* call, const std::source_location& where) {

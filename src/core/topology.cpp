@@ -1,13 +1,17 @@
 #include "hympi/core/topology.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <iomanip>
 #include <map>
 #include <memory>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
+#include "hympi/contract.hpp"
 #include "hympi/core/error.hpp"
 
 namespace hympi {
@@ -83,7 +87,34 @@ Topology Topology::from_xml_text(const std::string& xml) {
   return Topology(finish_load(std::move(topo), "XML text"));
 }
 
+namespace {
+
+/// The PUs a synthetic description makes: the product of its levels' arities ("pack:2 core:4 pu:2": 16), what
+/// stands in parentheses (attributes) or brackets (memory children) left out.
+double synthetic_pus(std::string_view description) {
+  double pus = 1;
+  int depth = 0;
+  for (std::size_t at = 0; at < description.size(); ++at) {
+    const char c = description[at];
+    depth += (c == '(' || c == '[') - (c == ')' || c == ']');
+    if (c != ':' || depth != 0) continue;
+    double arity = 0;
+    for (std::size_t d = at + 1; d < description.size() && std::isdigit(static_cast<unsigned char>(description[d]));
+         ++d)
+      arity = arity * 10 + (description[d] - '0');
+    pus *= std::max(arity, 1.0);
+  }
+  return pus;
+}
+
+}  // namespace
+
 Topology Topology::from_synthetic(const std::string& description) {
+  // hwloc's time to build a synthetic machine grows faster than its PUs: a typo's extra digit took minutes.
+  if (const double pus = synthetic_pus(description); pus > contract::kMaxNodePus)
+    throw TopologyError("synthetic topology '" + description + "' has " + std::to_string(static_cast<long long>(pus)) +
+                        " PUs, more than hympi's limit of " + std::to_string(contract::kMaxNodePus) + " (" +
+                        std::string(contract::kMaxNodePusReason) + ")");
   Handle topo = init_topology();
   if (hwloc_topology_set_synthetic(topo.get(), description.c_str()) < 0)
     throw TopologyError("invalid synthetic topology '" + description + "'");

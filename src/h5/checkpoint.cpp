@@ -160,7 +160,42 @@ void require_directory(const std::string& option, const std::string& path) {
                           (ec ? " cannot be examined (" + ec.message() + ")" : " does not exist"));
 }
 
+/// Refuses an existing `path` that an output would replace by renaming a finished file onto it, unless it is a
+/// regular file: the rename would put a file in place of a device or FIFO (/dev/null included), and would replace
+/// a symbolic link itself instead of writing where it points.
+void require_replaceable(const std::string& option, const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::symlink_status(path, ec);
+  if (status.type() == fs::file_type::not_found || status.type() == fs::file_type::regular) return;
+  if (status.type() == fs::file_type::symlink)
+    throw InvalidArgument(option + " " + path + " is a symbolic link (to " + fs::read_symlink(path, ec).string() +
+                          "): the finished file is renamed onto the name, which would replace the link; name the "
+                          "file it points to");
+  throw InvalidArgument(option + " " + path + " " + file_problem(path) + ", not a file an output may replace");
+}
+
+/// The names a snapshot series of `prefix` writes: PREFIX-<step>.h5 (six digits or more), PREFIX.xmf and
+/// PREFIX.snapshots.json, in PREFIX's directory.
+bool is_snapshot_file(const std::string& prefix, const std::string& path) {
+  std::error_code ec;
+  const fs::path series = fs::weakly_canonical(fs::absolute(prefix, ec), ec);
+  const fs::path file = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec || series.parent_path() != file.parent_path()) return false;
+  const std::string stem = series.filename().string(), name = file.filename().string();
+  if (name == stem + ".xmf" || name == stem + ".snapshots.json") return true;
+  if (!name.starts_with(stem + "-") || !name.ends_with(".h5")) return false;
+  const std::string step = name.substr(stem.size() + 1, name.size() - stem.size() - 4);
+  return step.size() >= 6 && std::all_of(step.begin(), step.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 }  // namespace
+
+std::string option_writing_over(const IoOptions& io, const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) return "";
+  if (!io.checkpoint_path.empty() && fs::equivalent(io.checkpoint_path, path, ec)) return "--checkpoint";
+  return !io.snapshot_prefix.empty() && is_snapshot_file(io.snapshot_prefix, path) ? "--snapshot" : "";
+}
 
 CheckpointWriter::CheckpointWriter(MPI_Comm comm, const std::string& path, const H5Options& options,
                                    const CheckpointHeader& header)
@@ -256,7 +291,7 @@ double SnapshotSeries::write(long step, double time, std::span<const SnapshotFie
   std::ostringstream name;
   name << prefix_ << "-" << std::setw(6) << std::setfill('0') << step << ".h5";
   const std::string path = name.str();
-  {
+  try {
     File file = File::create(comm_, path + ".tmp", options_);
     file.set_number("step", double(step));
     file.set_number("time", time);
@@ -264,6 +299,10 @@ double SnapshotSeries::write(long step, double time, std::span<const SnapshotFie
     for (const auto& f : fields)
       file.write(dataset_of(f), f.block, f.data, Precision::single_precision);
     file.close();
+  } catch (...) {
+    // As a checkpoint's: a half-written snapshot left behind would take the space the next run needs.
+    if (Comm(comm_, false).rank() == 0) std::remove((path + ".tmp").c_str());
+    throw;
   }
   publish(comm_, path + ".tmp", path);
   Entry entry{step, time, fs::path(path).filename().string(), {}};
@@ -350,8 +389,22 @@ void IoOptions::validate() const {
       throw InvalidArgument("--checkpoint " + checkpoint_path + " is a directory, not a file name");
     if (ec && ec != std::errc::no_such_file_or_directory)
       throw InvalidArgument("--checkpoint " + checkpoint_path + " cannot be examined (" + ec.message() + ")");
+    require_replaceable("--checkpoint", checkpoint_path);
   }
-  if (!snapshot_prefix.empty()) require_directory("--snapshot", snapshot_prefix);
+  if (!snapshot_prefix.empty()) {
+    require_directory("--snapshot", snapshot_prefix);
+    std::error_code ec;
+    if (fs::path(snapshot_prefix).filename().empty() || fs::is_directory(snapshot_prefix, ec))
+      throw InvalidArgument("--snapshot " + snapshot_prefix + " names a directory; give the start of the files' "
+                            "names (" + (fs::path(snapshot_prefix) / "run").lexically_normal().string() + ")");
+    require_replaceable("--snapshot", snapshot_prefix + ".xmf");
+    require_replaceable("--snapshot", snapshot_prefix + ".snapshots.json");
+    // A restart file (or the checkpoint) named like a snapshot would be overwritten by the series.
+    for (const auto& [option, path] : {std::pair{"--restart", &restart_path}, {"--checkpoint", &checkpoint_path}})
+      if (!path->empty() && is_snapshot_file(snapshot_prefix, *path))
+        throw InvalidArgument(std::string(option) + " " + *path + " is one of the files --snapshot " + snapshot_prefix +
+                              " writes");
+  }
   if (!restart_path.empty()) {
     // file_problem asks without throwing: a name too long to look up is bad input like a missing file.
     const std::string problem = file_problem(restart_path);

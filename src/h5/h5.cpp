@@ -510,6 +510,10 @@ void H5Options::validate() const {
       throw InvalidArgument("chunk shape must be three positive extents (or none), got " + std::to_string(chunk[0]) +
                             "," + std::to_string(chunk[1]) + "," + std::to_string(chunk[2]));
   if (alignment > 0 && alignment_threshold == 0) throw InvalidArgument("alignment threshold must be >= 1");
+  // Beyond it the file's first dataset would start past what file systems allow (writev fails with EFBIG).
+  if (alignment > kMaxAlignment)
+    throw InvalidArgument("--h5-alignment must be at most " + std::to_string(kMaxAlignment) + " bytes (4 GiB), got " +
+                          std::to_string(alignment));
   for (const auto& [key, value] : hints)
     if (key.empty()) throw InvalidArgument("MPI-IO hint with an empty key (value '" + value + "')");
 }

@@ -248,6 +248,15 @@ def test_full_disk_is_exit_1_and_keeps_the_previous_checkpoint(checkpoint_at_20:
     assert sorted(p.name for p in small_tmpfs.iterdir()) == ["rb3d.h5"], "a partial file was left"
 
 
+def test_a_snapshot_that_does_not_fit_leaves_no_partial_file(small_tmpfs: Path) -> None:
+    """A snapshot the disk cannot hold fails the run (exit 1) and, as a checkpoint's, removes its temporary file, which
+    had been left to take the room the next run needs."""
+    proc = run(1, 1, "--size", "16", "--iterations", "4", "--snapshot", str(small_tmpfs / "s"), "--snapshot-every", "2")
+    assert proc.returncode == 1, proc.stderr
+    assert len(error_lines(proc)) == 1, proc.stderr
+    assert not [p.name for p in small_tmpfs.iterdir() if p.name.endswith(".tmp")]
+
+
 def test_a_disk_with_no_room_for_the_files_metadata_is_exit_1_not_a_crash(small_tmpfs: Path) -> None:
     """Full before the checkpoint file is even made: HDF5 could write neither its superblock nor, at the close, its
     metadata, kept the handle it failed to close and crashed on it in MPI_Finalize (exit 139 after the error line).

@@ -94,6 +94,9 @@ class AppDefinition {
   virtual void apply_settings(const Settings& settings) { (void)settings; }
   /// Throws InvalidArgument naming the bad value if the options do not suit `layout`.
   virtual void validate(const Layout& layout) const { (void)layout; }
+  /// The files the run reads besides a restart file (a data file), after apply_settings(): the frame refuses a
+  /// checkpoint or snapshot that would write over one.
+  [[nodiscard]] virtual std::vector<std::string> input_files() const { return {}; }
   /// MPI thread support the app needs.
   [[nodiscard]] virtual ThreadLevel thread_level() const { return ThreadLevel::funneled; }
   /// Whether an unverified result is a failure: "verification FAILED" and exit 1 (apps that only report, and a run

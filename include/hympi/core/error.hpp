@@ -49,6 +49,11 @@ class MpiError : public Error {
 /// bytes, line breaks and all, into the refusal that quotes it). Never throws but std::bad_alloc.
 [[nodiscard]] std::string printable(std::string_view text, std::size_t limit = 80);
 
+/// Flushes standard output (std::cout and C's stdout) and returns `exit_code`; when the output could not be written
+/// (a full disk, a closed descriptor) says so in one line "prog: error: ..." on standard error and returns 1 instead
+/// of a success: a result lost on its way out is a failed run. What every binary's main returns through.
+[[nodiscard]] int flushed_output(std::string_view prog, int exit_code);
+
 /// Throws MpiError when `code` is not MPI_SUCCESS; use through HYMPI_MPI.
 void check_mpi(int code, const char* call,
                const std::source_location& where = std::source_location::current());

@@ -69,7 +69,8 @@ class Topology {
   static Topology this_machine();
   /// A topology recorded with `lstopo file.xml`.
   static Topology from_xml_file(const std::string& path);
-  /// A synthetic description such as "pack:2 numa:2 core:4 pu:2".
+  /// A synthetic description such as "pack:2 numa:2 core:4 pu:2"; throws TopologyError for an invalid one or one
+  /// of more PUs than contract.toml's [node_pus] allows.
   static Topology from_synthetic(const std::string& description);
   /// "this", "synthetic:<description>" or the path of an XML file.
   static Topology from_spec(const std::string& spec);

@@ -218,11 +218,17 @@ struct IoOptions {
   int snapshot_every = 0;       ///< a snapshot after every this many steps (0: none)
   H5Options h5;
   /// Throws InvalidArgument naming the bad value (a cadence without a path, a path without a cadence >= 1, a
-  /// missing directory, a restart file that does not exist).
+  /// missing directory, a restart file that does not exist, an output path that is a link, device or FIFO, a
+  /// restart file or checkpoint that the snapshots would overwrite).
   void validate() const;
   [[nodiscard]] bool any() const { return !checkpoint_path.empty() || !restart_path.empty() || !snapshot_prefix.empty(); }
   [[nodiscard]] nlohmann::json to_json() const;
 };
+
+/// The option ("--checkpoint" or "--snapshot") whose output would write over the existing file `path` (an input:
+/// a config or data file), "" for none: `path` is the checkpoint file or one of the snapshot series' names. The
+/// restart file is the checkpoint's input by design and is not asked about.
+[[nodiscard]] std::string option_writing_over(const IoOptions& io, const std::string& path);
 
 /// What an app's I/O cost: written to HYMPI_RESULT's "io".
 struct IoTotals {

@@ -50,6 +50,8 @@ Precision parse_precision(const std::string& text);
 struct H5Options {
   /// MPI-IO data sieve buffer of the HDF5 file access list (H5Pset_sieve_buf_size); 0 keeps HDF5's 64 KiB.
   std::size_t sieve_bytes = 0;
+  /// The largest `alignment` validate() accepts: 4 GiB, more than any file system's stripe or block.
+  static constexpr std::size_t kMaxAlignment = std::size_t{1} << 32;
   /// Datasets of at least `alignment_threshold` bytes start at multiples of this (H5Pset_alignment); 0: none.
   std::size_t alignment = 0;
   std::size_t alignment_threshold = 1;

@@ -20,6 +20,8 @@ class Csr27 {
   /// 32 bits, as HPCG's local_int_t: 4 B per row less to read than 64-bit starts (about 1 % of a product's
   /// bytes), at the price of at most 2^31 - 1 nonzeros per rank (check_block).
   using RowStart = std::int32_t;
+  /// Storage of one row at most: 27 values, 27 column indexes and its start, for memory estimates.
+  static constexpr std::size_t kBytesPerPoint = 27 * sizeof(double) + 27 * sizeof(std::int32_t) + sizeof(RowStart);
 
   /// No rows.
   Csr27() = default;
