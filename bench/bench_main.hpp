@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,6 +32,15 @@ T parse_positive(std::string_view text, const std::string& option, T max = std::
   if (ec != std::errc() || !whole || value < 1)
     throw InvalidArgument(option + ": '" + std::string(text) + "' is not a positive integer");
   return static_cast<T>(value);
+}
+
+/// Throws InvalidArgument naming the first option ("--...") given twice: the later one silently replaced the
+/// earlier (--grid 8 8 8 --grid 4 4 4 ran 4^3), where the apps' command line refuses a repeat.
+inline void refuse_repeated_options(int argc, char** argv) {
+  std::set<std::string_view> seen;
+  for (int i = 1; i < argc; ++i)
+    if (const std::string_view arg = argv[i]; arg.starts_with("--") && !seen.insert(arg).second)
+      throw InvalidArgument(std::string(arg) + " is given more than once");
 }
 
 /// Whether the command line asks for help (-h or --help anywhere): the benchmark prints `usage` and exits 0.

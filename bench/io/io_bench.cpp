@@ -126,6 +126,7 @@ const char* kUsage =
 /// Parses the command line; throws InvalidArgument naming the bad argument.
 Args parse_args(int argc, char** argv) {
   Args args;
+  hympi::bench::refuse_repeated_options(argc, argv);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto value = [&]() {

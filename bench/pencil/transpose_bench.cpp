@@ -51,6 +51,7 @@ constexpr const char* kUsage = "--grid NX NY NZ, --reps N, --fftw-planner measur
 /// --grid NX NY NZ, --reps N, --fftw-planner measure|patient; throws InvalidArgument naming the bad argument.
 Args parse_args(int argc, char** argv) {
   Args args;
+  hympi::bench::refuse_repeated_options(argc, argv);
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     const auto need = [&](int count) {

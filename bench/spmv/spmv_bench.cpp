@@ -60,6 +60,7 @@ constexpr const char* kUsage = "[--per-rank N] [--rounds N] [--only NAME;NAME...
 
 Args parse_args(int argc, char** argv) {
   Args args;
+  hympi::bench::refuse_repeated_options(argc, argv);
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 >= argc) throw InvalidArgument(arg + ": unknown argument or missing value");

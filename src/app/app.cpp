@@ -170,6 +170,14 @@ FrameOptions frame_options(const Settings& settings) {
   return out;
 }
 
+/// Refuses more virtual nodes than this machine runs ranks: each needs one, and fewer nodes than asked would be
+/// measured without a word (the node map would leave the rest out).
+void check_virtual_nodes(int virtual_nodes, int machine_ranks) {
+  if (virtual_nodes > machine_ranks)
+    throw InvalidArgument("HYMPI_VIRTUAL_NODES=" + std::to_string(virtual_nodes) + ": this machine runs only " +
+                          std::to_string(machine_ranks) + " rank(s), and every virtual node needs at least one");
+}
+
 /// Binds as asked and verifies every thread really got its intended set.
 std::vector<ThreadBinding> bind_threads(const Environment& env, const Topology& topology,
                                         const AffinityOptions& affinity, const BindingPlan& plan) {
@@ -198,6 +206,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
     // outcome (no rank left waiting in a collective), and the lowest failing rank speaks.
     std::string refusal;
     try {
+      check_virtual_nodes(options.virtual_nodes, env->machine_size());
       validate_layout(app, {env->size(), env->threads()}, env->machine_size(), checkpointing(options));
     } catch (const InvalidArgument& e) {
       refusal = e.what();
@@ -478,6 +487,7 @@ int run_app_unflushed(int argc, char** argv, AppDefinition& app) {
     if (cli.given("--validate-ranks")) {
       if (validate_ranks < 1)
         throw InvalidArgument("--validate-ranks must be >= 1, got " + std::to_string(validate_ranks));
+      check_virtual_nodes(options.virtual_nodes, ranks_on_this_machine(validate_ranks));
       validate_layout(app, {validate_ranks, validation_threads(validate_ranks, options.virtual_nodes)},
                       ranks_on_this_machine(validate_ranks), checkpointing(options));
       if (options.io && !options.io->restart_path.empty())

@@ -26,12 +26,16 @@ std::uint64_t generator_value(double v, const char* what) {
 }
 
 int bounded(const nlohmann::json& c, const char* key, int low, int high, const std::string& where) {
-  const int v = c.at(key).get<int>();
+  const nlohmann::json& value = c.at(key);
+  // get<int>() would truncate 16.5 to 16 and run a class the file does not describe.
+  if (!value.is_number_integer())
+    throw Error(where + ": " + key + " = " + printable(value.dump()) + " is not an integer");
+  const long long v = value.get<long long>();
   if (v < low || v > high) {
     throw Error(where + ": " + key + " = " + std::to_string(v) + " is outside [" + std::to_string(low) + ", " +
                 std::to_string(high) + "]");
   }
-  return v;
+  return static_cast<int>(v);
 }
 
 }  // namespace

@@ -44,6 +44,19 @@ nlohmann::json load_json_file(const std::string& path) {
   }
 }
 
+namespace {
+
+/// `c[key]`, a count of steps from 1 to 10^7; throws naming the key otherwise (a fraction was truncated, and a
+/// count below 1 failed only inside the run, after its banner).
+int step_count(const nlohmann::json& c, const char* key) {
+  const nlohmann::json& value = c.at(key);
+  if (!value.is_number_integer() || value.get<long long>() < 1 || value.get<long long>() > 10'000'000)
+    throw Error(std::string(key) + " = " + printable(value.dump()) + " is not a count of steps from 1 to 10^7");
+  return value.get<int>();
+}
+
+}  // namespace
+
 ClassParams load_class_params(const nlohmann::json& data, Benchmark b, const std::string& problem_class) {
   const std::string name = to_string(b);
   if (!data.contains(name)) throw Error("no section for " + name);
@@ -60,12 +73,12 @@ ClassParams load_class_params(const nlohmann::json& data, Benchmark b, const std
   p.benchmark = b;
   p.problem_class = problem_class;
   p.geometry = ZoneGrid::from_json(data, name, problem_class).geometry();
-  p.niter = c.contains("niter") ? c.at("niter").get<int>() : c.at("itmax").get<int>();
+  p.niter = step_count(c, c.contains("niter") ? "niter" : "itmax");
   p.dt = c.at("dt").get<double>();
   p.has_reference = c.contains("xcrref") && c.contains("xceref");
   p.geometry_only = c.value("geometry_only", false);
   if (p.has_reference) {
-    p.niter_ref = c.at("verify_iterations_ref").get<int>();
+    p.niter_ref = step_count(c, "verify_iterations_ref");
     p.dt_ref = c.at("verify_dtref").get<double>();
     p.epsilon = c.value("epsilon", data.at("_meta").value("epsilon", 1e-8));
     for (int m = 0; m < 5; ++m) {

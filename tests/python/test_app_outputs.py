@@ -5,9 +5,12 @@ OMP_NUM_THREADS, OMP_PROC_BIND or OMP_PLACES) is refused; sizes past what any ma
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -16,7 +19,7 @@ import skips
 from conftest import REPO
 from mpiapps import BIN, one_error_line, run_bench, run_single
 
-pytestmark = skips.needs_apps("hympi-rb3d", "hympi-bt-mz", "hympi-spmv3d", "hympi-info", "hympi-bench-spmv")
+pytestmark = skips.needs_apps("hympi-rb3d", "hympi-bt-mz", "hympi-is", "hympi-spmv3d", "hympi-info", "hympi-bench-spmv")
 
 RB3D = ["--size", "8", "--iterations", "4"]
 
@@ -179,3 +182,32 @@ def test_a_restart_with_the_other_spmv_operator_is_refused(tmp_path: Path) -> No
     assert made.returncode == 0, made.stderr
     refused(check("spmv3d", "--global", "8", "8", "8", "--cg-iterations", "6", "--restart", str(checkpoint),
                   "--operator", "csr"), '"operator":"stencil"', '"operator":"csr"')
+
+
+# --- data files and variables that describe something else than what would run -----------------------------------
+
+def _edited(tmp_path: Path, relative: str, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """A copy of data/RELATIVE with `edit` applied."""
+    data = json.loads((REPO / "data" / relative).read_text())
+    edit(data)
+    path = tmp_path / Path(relative).name
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(("value", "shown"), [(-5, "-5"), (12.5, "12.5")])
+def test_an_npb_step_count_that_is_no_count_is_refused_naming_the_file(value: float, shown: str,
+                                                                       tmp_path: Path) -> None:
+    data = _edited(tmp_path, "npb-mz/verification.json", lambda d: d["bt-mz"]["S"].update(niter=value))
+    refused(check("bt-mz", "--class", "S", "--data", str(data)),
+            f"data file {data} (bt-mz class S): niter = {shown} is not a count of steps")
+
+
+def test_an_is_size_that_is_no_integer_is_refused_not_truncated(tmp_path: Path) -> None:
+    data = _edited(tmp_path, "npb-is/verification.json", lambda d: d["S"].update(total_keys_log2=16.5))
+    refused(check("is", "--class", "S", "--data", str(data)), "total_keys_log2 = 16.5 is not an integer")
+
+
+def test_more_virtual_nodes_than_ranks_is_refused() -> None:
+    refused(check("rb3d", *RB3D, env={"HYMPI_VIRTUAL_NODES": "3"}),
+            "HYMPI_VIRTUAL_NODES=3: this machine runs only 1 rank(s)")

@@ -28,6 +28,12 @@ pytestmark = skips.needs(skips.Reason.NOT_BUILT, all(have(b) for b in BENCHES), 
      "hympi-bench-transpose: error: --reps: '4294967296' is out of range (1 to 2147483647)"),
     ("hympi-bench-transpose", ["--grid", "8", "0", "8"],
      "hympi-bench-transpose: error: --grid: '0' is not a positive integer"),
+    # the last of a repeated option silently won
+    ("hympi-bench-transpose", ["--grid", "8", "8", "8", "--grid", "4", "4", "4"],
+     "hympi-bench-transpose: error: --grid is given more than once"),
+    ("hympi-bench-spmv", ["--per-rank", "2", "--per-rank", "3"],
+     "hympi-bench-spmv: error: --per-rank is given more than once"),
+    ("hympi-bench-io", ["--reps", "1", "--reps", "2"], "hympi-bench-io: error: --reps is given more than once"),
 ])
 def test_bad_counts_and_sizes_are_one_line_for_the_job(tmp_path: Path, name: str, args: list[str], line: str):
     proc = run_bench(name, 2, *args, cwd=tmp_path)
