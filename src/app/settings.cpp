@@ -38,6 +38,13 @@ SettingValue config_file(const std::string& from_cli, const EnvLookup& getenv) {
   if (chosen.source != "default") {
     if (const std::string problem = file_problem(chosen.text); !problem.empty())
       throw InvalidArgument("config file " + chosen.text + " (" + chosen.name + ") " + problem);
+  } else if (std::error_code ec; std::filesystem::symlink_status(chosen.text, ec).type() !=
+                                 std::filesystem::file_type::not_found) {
+    // Present but no file (a directory, a FIFO, a link to nothing): the user meant a config, which would be
+    // ignored without a word.
+    if (const std::string problem = file_problem(chosen.text); !problem.empty())
+      throw InvalidArgument("config file " + chosen.text + " (read when present) " +
+                            (problem == "does not exist" ? "is a link to a file that does not exist" : problem));
   }
   return chosen;
 }

@@ -211,3 +211,17 @@ def test_an_is_size_that_is_no_integer_is_refused_not_truncated(tmp_path: Path) 
 def test_more_virtual_nodes_than_ranks_is_refused() -> None:
     refused(check("rb3d", *RB3D, env={"HYMPI_VIRTUAL_NODES": "3"}),
             "HYMPI_VIRTUAL_NODES=3: this machine runs only 1 rank(s)")
+
+
+@pytest.mark.parametrize("kind", ["directory", "FIFO", "broken link"])
+def test_a_hympi_toml_here_that_is_no_file_is_refused_not_ignored(kind: str, tmp_path: Path) -> None:
+    present = tmp_path / "hympi.toml"
+    if kind == "directory":
+        present.mkdir()
+    elif kind == "FIFO":
+        os.mkfifo(present)
+    else:
+        present.symlink_to(tmp_path / "gone.toml")
+    words = {"directory": "is a directory", "FIFO": "is a FIFO",
+             "broken link": "is a link to a file that does not exist"}[kind]
+    refused(check("rb3d", *RB3D, cwd=tmp_path), f"config file hympi.toml (read when present) {words}")
