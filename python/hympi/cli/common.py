@@ -27,6 +27,7 @@ from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.probe import ProbeProcess
 from hympi.program import Program, probed_program_run
+from hympi.textfile import replace_problem
 from hympi.topology import machine_summary
 
 HELP_FLAGS = ("-h", "--help")
@@ -129,13 +130,14 @@ def print_app_help(app_binary: str) -> int:
 
 def check_output_file(path: str, option: str, inputs: Inputs | None = None) -> Path:
     """An output file hympi may create or replace (through hympi.outputs.write_output: a temporary file in its
-    directory, renamed over it); raises UsageError (nothing written) otherwise, and when it is one of the command's
-    `inputs` (option -> path: writing it would destroy what the command reads)."""
+    directory, renamed over it): no device, FIFO, socket or directory (textfile.replace_problem); raises UsageError
+    (nothing written) otherwise, and when it is one of the command's `inputs` (option -> path: writing it would
+    destroy what the command reads)."""
     check_path(option, path)
     out = Path(path)
+    if (problem := replace_problem(out)) is not None:
+        raise UsageError(f"{option} {path} {problem}")
     parent = out.resolve().parent
-    if out.is_dir():
-        raise UsageError(f"{option} {path} is a directory, not a file")
     if not parent.is_dir():
         raise UsageError(f"{option} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
