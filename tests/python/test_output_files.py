@@ -169,3 +169,26 @@ def test_sbatch_script_onto_the_database_is_refused(tmp_path):
     assert_refused(proc, "--sbatch", "--db", "never overwrites")
     assert digest(db) == before
     assert files(work) == ["r.db"]
+
+
+# --- an sbatch script never replaces what the sweep reads -------------------------------------------------------------
+@pytest.mark.parametrize("target", ["program", "stdin", "argument", "output-file", "other.db"])
+def test_sbatch_script_onto_a_file_the_sweep_reads_is_refused(target, tmp_path):
+    env = fake_bin_dir(tmp_path)
+    env["SLURM_JOB_ID"] = ""  # outside an allocation: the sweep writes an sbatch script
+    work = tmp_path / "work"
+    work.mkdir()
+    program = work / "solver"
+    program.write_text("#!/bin/sh\necho 'rate 5'\n")
+    program.chmod(0o755)
+    for name in ("in.txt", "data.txt", "log.txt"):
+        (work / name).write_text(f"{name}\n")
+    results_db(work / "other.db")
+    named = {"program": "solver", "stdin": "in.txt", "argument": "data.txt", "output-file": "log.txt"}
+    script = work / named.get(target, target)
+    before = {name: digest(work / name) for name in files(work)}
+    proc = hympi("sweep", str(program), "--launcher", "slurm", "--sbatch", str(script), "--db", str(work / "r.db"),
+                 "--stdin", str(work / "in.txt"), "--output-file", str(work / "log.txt"), "--metric", r"rate (\d+)",
+                 "--", str(work / "data.txt"), env=env)
+    assert_refused(proc, f"--sbatch {script}", "never overwrites")
+    assert {name: digest(work / name) for name in files(work)} == before

@@ -27,6 +27,7 @@ from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.probe import ProbeProcess
 from hympi.program import Program, probed_program_run
+from hympi.store import is_sqlite_file
 from hympi.textfile import replace_problem
 from hympi.topology import machine_summary
 
@@ -130,9 +131,9 @@ def print_app_help(app_binary: str) -> int:
 
 def check_output_file(path: str, option: str, inputs: Inputs | None = None) -> Path:
     """An output file hympi may create or replace (through hympi.outputs.write_output: a temporary file in its
-    directory, renamed over it): no device, FIFO, socket or directory (textfile.replace_problem); raises UsageError
-    (nothing written) otherwise, and when it is one of the command's `inputs` (option -> path: writing it would
-    destroy what the command reads)."""
+    directory, renamed over it): no device, FIFO, socket or directory (textfile.replace_problem), no SQLite
+    database; raises UsageError (nothing written) otherwise, and when it is one of the command's `inputs` (option ->
+    path: writing it would destroy what the command reads)."""
     check_path(option, path)
     out = Path(path)
     if (problem := replace_problem(out)) is not None:
@@ -143,6 +144,9 @@ def check_output_file(path: str, option: str, inputs: Inputs | None = None) -> P
     if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise UsageError(f"{option} {path} is not writable")
     check_not_input(option, out, inputs or {})
+    if is_sqlite_file(out):  # another sweep's results, say: no output of hympi's is a database
+        raise UsageError(f"{option} {path} is an SQLite database: hympi never overwrites one (write the output "
+                         "elsewhere)")
     return out
 
 

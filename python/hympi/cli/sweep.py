@@ -23,11 +23,14 @@ from hympi.cli.common import (
 from hympi.cli.parser import Subparsers
 from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
+from hympi.filemark import resolve_in
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import format_command
-from hympi.outputs import write_output
+from hympi.outputs import Inputs, write_output
 from hympi.params import QUIET_CHECK, Value, from_record, ints, parse_row_id, register, resolve, rounds, texts
+from hympi.paths import binary
+from hympi.profile import command_inputs
 from hympi.program import PROGRAM
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
@@ -120,6 +123,23 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
     # Checked last: it asks the MPI library (one short launch) only when the rest of the command line is sound.
     mpi_params = mpi_params_from_args(args)
     return dataclasses.replace(params, mpi_params=mpi_params) if mpi_params else params
+
+
+def script_inputs(args: argparse.Namespace, params: SweepParams) -> Inputs:
+    """The files the sweep reads that its sbatch script must not replace: the database, the control variable
+    listing, the program (as profile --out refuses it) and every argument naming an existing file, and a program's
+    --stdin and --output-file."""
+    inputs: dict[str, str | None] = {"--db": args.db, "--cvars": args.cvars}
+    program = params.program_spec()
+    if program is None:
+        inputs.update(command_inputs([str(binary(APPS[params.app].binary)), *params.app_args]))
+        return inputs
+    # The program runs in its workdir (a programs file's directory): its arguments name files there.
+    inputs.update({"program": program.path, **{f"argument {i}": str(path) for i, arg in enumerate(params.app_args, 1)
+                                              if (path := resolve_in(program.workdir, arg)).is_file()}})
+    inputs.update({"--stdin": str(program.stdin_path() or "") or None,
+                   "--output-file": str(program.output_path()) if program.output_file else None})
+    return inputs
 
 
 def make_checkpoint_dir(directory: str) -> Path | None:
@@ -222,7 +242,7 @@ def main(args: argparse.Namespace) -> int:
                 print(format_command(command_for(params, item)))
             return 0
         target = check_output_file(args.sbatch or f"hympi-sweep-{params.app}.sbatch", "--sbatch",
-                                   {"--db": args.db, "--cvars": args.cvars})
+                                   script_inputs(args, params))
         if submit:
             slurm_jobs.check_reachable()  # before anything is written: an unreachable Slurm leaves no trace
         try:

@@ -234,6 +234,21 @@ _STORAGE_FAULTS = frozenset({
 _EMPTY = "{db} is not a hympi results database (it is empty; 'hympi sweep' or 'hympi study' creates one)"
 
 
+# The first bytes of every SQLite database file (sqlite.org/fileformat.html, "The Database Header").
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_sqlite_file(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a regular file that begins as an SQLite database does (False when it cannot be read)."""
+    try:
+        if file_problem(path) is not None:
+            return False
+        with open(path, "rb") as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
 def check_db_path(path: str | os.PathLike[str], create: bool = True) -> None:
     """UsageError naming the path unless it can be opened as a database: an existing readable file, or (with
     `create`) a name in a writable directory. Store.open and Store.read check it before SQLite touches the path; a
