@@ -8,13 +8,15 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from hympi.apps import APPS
 from hympi.cli.parser import argument_type, path_argument
-from hympi.errors import SweepInterrupted, UsageError
+from hympi.errors import HympiFatal, SweepInterrupted, UsageError
+from hympi.filemark import resolve_in
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import check_params, load_listing, parse_assignment
 from hympi.launch.layout import LAYOUT_BINDS
@@ -26,6 +28,7 @@ from hympi.params import from_record, parse_row_id, refuse_repeated, resolve
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.probe import ProbeProcess
+from hympi.profile import command_inputs
 from hympi.program import Program, probed_program_run
 from hympi.store import is_sqlite_file
 from hympi.textfile import replace_problem
@@ -148,6 +151,26 @@ def check_output_file(path: str, option: str, inputs: Inputs | None = None) -> P
         raise UsageError(f"{option} {path} is an SQLite database: hympi never overwrites one (write the output "
                          "elsewhere)")
     return out
+
+
+def subject_inputs(program: Program | None, app: str, app_args: Sequence[str], cvars: str | None) -> Inputs:
+    """The files a command that launches `program` (None: hympi's `app`) reads, which none of its outputs (its
+    database, an sbatch script) may replace: the program or app binary, every argument naming an existing file, a
+    program's --stdin and --output-file, and the control variable listing --cvars."""
+    inputs: dict[str, str | None] = {"--cvars": cvars}
+    if program is None:
+        try:
+            built = str(binary(APPS[app].binary))
+        except (KeyError, HympiFatal):  # not built: the launch says so, where it did before
+            built = ""
+        inputs.update(command_inputs([built, *app_args]))
+        return inputs
+    # The program runs in its workdir (a programs file's directory): its arguments name files there.
+    inputs.update({"program": program.path, **{f"argument {i}": str(path) for i, arg in enumerate(app_args, 1)
+                                              if (path := resolve_in(program.workdir, arg)).is_file()}})
+    inputs.update({"--stdin": str(program.stdin_path() or "") or None,
+                   "--output-file": str(program.output_path()) if program.output_file else None})
+    return inputs
 
 
 def ensure_out_dir(path: str | os.PathLike[str]) -> Path:

@@ -19,18 +19,16 @@ from hympi.cli.common import (
     check_output_file,
     mpi_params_from_args,
     report_interrupt,
+    subject_inputs,
 )
 from hympi.cli.parser import Subparsers
 from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
-from hympi.filemark import resolve_in
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import format_command
-from hympi.outputs import Inputs, write_output
+from hympi.outputs import check_not_input, write_output
 from hympi.params import QUIET_CHECK, Value, from_record, ints, parse_row_id, register, resolve, rounds, texts
-from hympi.paths import binary
-from hympi.profile import command_inputs
 from hympi.program import PROGRAM
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
@@ -125,23 +123,6 @@ def params_from_args(args: argparse.Namespace) -> SweepParams:
     return dataclasses.replace(params, mpi_params=mpi_params) if mpi_params else params
 
 
-def script_inputs(args: argparse.Namespace, params: SweepParams) -> Inputs:
-    """The files the sweep reads that its sbatch script must not replace: the database, the control variable
-    listing, the program (as profile --out refuses it) and every argument naming an existing file, and a program's
-    --stdin and --output-file."""
-    inputs: dict[str, str | None] = {"--db": args.db, "--cvars": args.cvars}
-    program = params.program_spec()
-    if program is None:
-        inputs.update(command_inputs([str(binary(APPS[params.app].binary)), *params.app_args]))
-        return inputs
-    # The program runs in its workdir (a programs file's directory): its arguments name files there.
-    inputs.update({"program": program.path, **{f"argument {i}": str(path) for i, arg in enumerate(params.app_args, 1)
-                                              if (path := resolve_in(program.workdir, arg)).is_file()}})
-    inputs.update({"--stdin": str(program.stdin_path() or "") or None,
-                   "--output-file": str(program.output_path()) if program.output_file else None})
-    return inputs
-
-
 def make_checkpoint_dir(directory: str) -> Path | None:
     """Creates the checkpoint directory (and its parents); returns it when this call created it (to remove it again
     if the sweep is refused), None when it existed. UsageError when it cannot be created."""
@@ -184,6 +165,8 @@ def submit_script(script: Path, req: slurm.BatchRequest, runs: int, wait: bool) 
 def main(args: argparse.Namespace) -> int:
     """Plans, validates, then runs (or prints, or writes an sbatch script for) the sweep."""
     params = params_from_args(args)
+    # An input file named by mistake is not turned into a database (an empty one would be).
+    check_not_input("--db", args.db, subject_inputs(params.program_spec(), params.app, params.app_args, args.cvars))
     quiet = resolve(args, QUIET_CHECK)  # checked before anything is written
     console = HympiConsole()
     resume = args.resume
@@ -242,7 +225,8 @@ def main(args: argparse.Namespace) -> int:
                 print(format_command(command_for(params, item)))
             return 0
         target = check_output_file(args.sbatch or f"hympi-sweep-{params.app}.sbatch", "--sbatch",
-                                   script_inputs(args, params))
+                                   {"--db": args.db, **subject_inputs(params.program_spec(), params.app,
+                                                                      params.app_args, args.cvars)})
         if submit:
             slurm_jobs.check_reachable()  # before anything is written: an unreachable Slurm leaves no trace
         try:
