@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sqlite3
+import tempfile
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -397,12 +398,33 @@ def check_db_path(path: str | os.PathLike[str], create: bool = True) -> None:
 
 def _connect_read_only(db: Path) -> sqlite3.Connection:
     """A connection in SQLite's read-only mode (no file given by mistake is turned into a database); UsageError
-    when SQLite cannot open it."""
+    when SQLite cannot open it. A database in WAL mode needs its -shm file even to be read, which a read-only mount
+    (or a directory hympi cannot write) does not let SQLite create: there the file is opened immutable, as SQLite's
+    documentation says for read-only media (sqlite.org/wal.html, "Read-Only Databases"; nothing can change it)."""
+    uri = db.absolute().as_uri()
     try:
-        return sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                               timeout=BUSY_TIMEOUT_S)
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # SQLite opens the file at its first read
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_CANTOPEN or _writable_dir(db.absolute().parent):
+                raise
+            conn.close()
+            conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_S)
+        return conn
     except sqlite3.Error as exc:
         raise UsageError(f"cannot open database {db}: {exc}") from None
+
+
+def _writable_dir(directory: Path) -> bool:
+    """Whether a file can be created in `directory`: a read-only mount says no even to root, for which os.access
+    would say yes on every other directory."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            return True
+    except OSError:
+        return False
 
 
 def check_database(path: str | os.PathLike[str]) -> None:
