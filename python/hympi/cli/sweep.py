@@ -23,7 +23,7 @@ from hympi.cli.common import (
 )
 from hympi.cli.parser import Subparsers
 from hympi.console import HympiConsole
-from hympi.errors import HympiFatal, UsageError
+from hympi.errors import HympiFatal, StdoutLost, UsageError
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import format_command
@@ -32,7 +32,7 @@ from hympi.params import QUIET_CHECK, Value, from_record, ints, parse_row_id, re
 from hympi.program import PROGRAM
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
-from hympi.store import Store
+from hympi.store import Store, Sweep
 from hympi.sweep import (
     SweepParams,
     batch_request,
@@ -242,6 +242,7 @@ def main(args: argparse.Namespace) -> int:
             print(format_command(command_for(params, item, restartable(params, item))))
         return 0
     store = Store.open(args.db)
+    sweep: Sweep | None = None
     try:
         machine = record_machine(store, summary, params.launcher)
         sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), resume)
@@ -292,5 +293,9 @@ def main(args: argparse.Namespace) -> int:
         return 1 if failed or result.cancelled else 0
     except KeyboardInterrupt as exc:  # SIGTERM (SweepInterrupted): the batch system's stop; exit as killed by it
         return report_interrupt("sweep", args.db, exc)
+    except StdoutLost:  # before its first run (its header) or after its last: a sweep that ran on is not 'running'
+        if sweep is not None and store.sweep(sweep.id).status == "running":
+            store.set_sweep_status(sweep.id, "interrupted")
+        raise
     finally:
         store.close()
