@@ -406,14 +406,17 @@ def _connect_read_only(db: Path) -> sqlite3.Connection:
         conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_S)
         try:
             conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # SQLite opens the file at its first read
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_CANTOPEN or _writable_dir(db.absolute().parent):
-                raise
+        except sqlite3.DatabaseError as exc:
             conn.close()
+            if (not isinstance(exc, sqlite3.OperationalError) or exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_CANTOPEN
+                    or _writable_dir(db.absolute().parent)):
+                raise
             conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None,
                                    timeout=BUSY_TIMEOUT_S)
         return conn
     except sqlite3.Error as exc:
+        if isinstance(exc, sqlite3.DatabaseError) and _is_damage(exc):
+            raise _damaged(db, exc) from None
         raise UsageError(f"cannot open database {db}: {exc}") from None
 
 
