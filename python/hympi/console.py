@@ -8,8 +8,17 @@ leaves the broken pipe to the entry point, so every command ends alike whether i
 from __future__ import annotations
 
 import errno
+import io
+import os
+import sys
+from typing import TYPE_CHECKING
 
 from rich.console import Console
+
+from hympi.errors import StdoutLost
+
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
 
 
 class HympiConsole(Console):
@@ -19,3 +28,48 @@ class HympiConsole(Console):
         """Stops printing and hands the broken pipe on (rich itself would exit 1)."""
         self.quiet = True
         raise BrokenPipeError(errno.EPIPE, "the reader of hympi's output has gone")
+
+
+class _GuardedStdout(io.RawIOBase):
+    """File descriptor 1 as a raw stream whose failed write raises StdoutLost, not an OSError that the entry point
+    could not tell from a fault of hympi's own (a closed pipe stays BrokenPipeError, which it handles apart)."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__()
+        self._fd = fd
+
+    def writable(self) -> bool:
+        """It is written."""
+        return True
+
+    def fileno(self) -> int:
+        """The descriptor (select, os.fstat and rich's terminal checks use it)."""
+        return self._fd
+
+    def isatty(self) -> bool:
+        """Whether it is a terminal (rich colours only then)."""
+        return os.isatty(self._fd)
+
+    def write(self, data: ReadableBuffer) -> int:
+        """Writes what the descriptor takes of `data`; StdoutLost when it takes nothing (ENOSPC, EIO, EFBIG)."""
+        try:
+            return os.write(self._fd, data)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise StdoutLost(exc.strerror or str(exc)) from None
+
+
+def guard_stdout() -> None:
+    """Puts a text stream over _GuardedStdout in place of sys.stdout (same encoding, error handler and line
+    buffering), when sys.stdout is the process's own (not a stream a caller or a test put there)."""
+    stream = sys.__stdout__
+    if sys.stdout is not stream or not isinstance(stream, io.TextIOWrapper):
+        return
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):  # closed, or no descriptor
+        return
+    stream.flush()
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(fd)), encoding=stream.encoding,
+                                  errors=stream.errors, line_buffering=stream.line_buffering, write_through=False)

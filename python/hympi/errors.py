@@ -36,3 +36,13 @@ class SweepInterrupted(KeyboardInterrupt):
     def exit_code(self) -> int:
         """128 + the signal number."""
         return 128 + self.signum
+
+
+class StdoutLost(Exception):
+    """hympi's standard output cannot take what it prints (a full disk, an I/O error): the command stops, says so in
+    one line on stderr and exits 1; what it recorded (a sweep's finished runs) stays, the sweep marked interrupted.
+    `strerror`: the system's words for it."""
+
+    def __init__(self, strerror: str) -> None:
+        super().__init__(f"cannot write standard output ({strerror})")
+        self.strerror = strerror

@@ -40,6 +40,26 @@ def file_problem(path: str | os.PathLike[str]) -> str | None:
     return _mode_problem(mode)
 
 
+def replace_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why an output written beside `path` and renamed onto it (hympi.outputs) must not take its place, in words
+    that follow the path; None for a regular file, a name that does not exist yet, or a symbolic link to either
+    (output_stream renames onto the file the link names, so the link stays). A rename would put a plain file where
+    a device or FIFO was (/dev/null included) and the reader of the FIFO would never see the output. The C++ twin is
+    require_replaceable (src/h5/checkpoint.cpp), which refuses every link: it renames onto the name itself."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:  # a new file, or a dangling link's target, made by the rename
+        return None
+    except OSError as exc:  # a name too long, a loop of links
+        return f"cannot be examined ({exc.strerror or exc})"
+    problem = _mode_problem(mode)
+    if problem is None:
+        return None
+    if os.path.islink(path):
+        problem = f"is a symbolic link to {os.path.realpath(path)}, which {problem}"
+    return f"{problem}, not a file an output may replace"
+
+
 def _mode_problem(mode: int) -> str | None:
     """file_problem's words for a file of this stat mode (None for a regular file)."""
     if stat.S_ISREG(mode):

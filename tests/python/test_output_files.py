@@ -169,3 +169,61 @@ def test_sbatch_script_onto_the_database_is_refused(tmp_path):
     assert_refused(proc, "--sbatch", "--db", "never overwrites")
     assert digest(db) == before
     assert files(work) == ["r.db"]
+
+
+# --- an sbatch script never replaces what the sweep reads -------------------------------------------------------------
+@pytest.mark.parametrize("target", ["program", "stdin", "argument", "output-file", "other.db"])
+def test_sbatch_script_onto_a_file_the_sweep_reads_is_refused(target, tmp_path):
+    env = fake_bin_dir(tmp_path)
+    env["SLURM_JOB_ID"] = ""  # outside an allocation: the sweep writes an sbatch script
+    work = tmp_path / "work"
+    work.mkdir()
+    program = work / "solver"
+    program.write_text("#!/bin/sh\necho 'rate 5'\n")
+    program.chmod(0o755)
+    for name in ("in.txt", "data.txt", "log.txt"):
+        (work / name).write_text(f"{name}\n")
+    results_db(work / "other.db")
+    named = {"program": "solver", "stdin": "in.txt", "argument": "data.txt", "output-file": "log.txt"}
+    script = work / named.get(target, target)
+    before = {name: digest(work / name) for name in files(work)}
+    proc = hympi("sweep", str(program), "--launcher", "slurm", "--sbatch", str(script), "--db", str(work / "r.db"),
+                 "--stdin", str(work / "in.txt"), "--output-file", str(work / "log.txt"), "--metric", r"rate (\d+)",
+                 "--", str(work / "data.txt"), env=env)
+    assert_refused(proc, f"--sbatch {script}", "never overwrites")
+    assert {name: digest(work / name) for name in files(work)} == before
+
+
+# --- the results database is never one of the files the runs read ----------------------------------------------------
+def empty_inputs(work: Path) -> Path:
+    """A program that leaves a mark when it runs, and empty input files for it (what SQLite would make a database
+    of without a word)."""
+    program = work / "solver"
+    program.write_text(f"#!/bin/sh\ntouch {work / 'ran'}\necho 'rate 5'\n")
+    program.chmod(0o755)
+    for name in ("in.txt", "data.txt", "log.txt"):
+        (work / name).write_text("")
+    return program
+
+
+@pytest.mark.parametrize(("db", "needle"), [("in.txt", "--stdin"), ("data.txt", "argument 1"),
+                                            ("log.txt", "--output-file"), ("solver", "program")])
+def test_sweep_db_that_is_an_input_of_the_runs_is_refused(db, needle, tmp_path):
+    program = empty_inputs(tmp_path)
+    before = {name: digest(tmp_path / name) for name in files(tmp_path)}
+    proc = hympi("sweep", str(program), "--db", str(tmp_path / db), "--stdin", str(tmp_path / "in.txt"),
+                 "--output-file", str(tmp_path / "log.txt"), "--metric", r"rate (\d+)", "--",
+                 str(tmp_path / "data.txt"))
+    assert_refused(proc, f"--db {tmp_path / db} is the {needle} input", "never overwrites")
+    assert {name: digest(tmp_path / name) for name in files(tmp_path)} == before
+
+
+def test_tune_run_db_that_is_an_argument_of_the_runs_is_refused(tmp_path):
+    program = empty_inputs(tmp_path)
+    space = tmp_path / "space.toml"
+    space.write_text("[layout]\nranks = [1, 2]\ndefault = { ranks = 1 }\n")
+    before = {name: digest(tmp_path / name) for name in files(tmp_path)}
+    proc = hympi("tune", "run", str(program), "--space", str(space), "--db", str(tmp_path / "data.txt"), "--",
+                 str(tmp_path / "data.txt"))
+    assert_refused(proc, f"--db {tmp_path / 'data.txt'} is the argument 1 input", "never overwrites")
+    assert {name: digest(tmp_path / name) for name in files(tmp_path)} == before

@@ -4,10 +4,14 @@ and exit 2, and left exactly as it was; a database is never changed by reading i
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+import subprocess
 
 import pytest
 
+import skips
 from conftest import REPO, hympi
 from hympi.errors import UsageError
 from hympi.store import SCHEMA_VERSION, Store
@@ -85,3 +89,44 @@ def test_reading_never_marks_a_stale_sweep(tmp_path):
     with Store.read(db) as store:
         assert store.sweep(sweep.id).status == "running"
         assert store.stale_sweeps() == [sweep.id]
+
+
+@pytest.fixture
+def read_only_copy(tmp_path):  # type: ignore[no-untyped-def]
+    """A results database in WAL mode (as hympi leaves every one) seen through a read-only bind mount of its
+    directory, unmounted after; skipped where mounting is not allowed (failed under CI: `make test` runs as root).
+    Root may write into any directory but not into a read-only mount, so this holds for root too."""
+    source = tmp_path / "source"
+    source.mkdir()
+    with Store.open(source / "g.db") as store:
+        machine = store.ensure_machine("h", "t", "m", "c", {})
+        store.create_sweep(machine.id, "rb3d", {"app": "rb3d"}, 1)
+    conn = sqlite3.connect(source / "g.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()  # the last connection: SQLite removes -wal and -shm, which a reader then cannot create
+    assert files(source) == ["g.db"]
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    tool = shutil.which("mount")
+    if os.geteuid() != 0 or tool is None:
+        skips.skip(skips.Reason.NOT_ROOT, "a read-only bind mount needs root and mount(8)")
+    for args in (["--bind", str(source), str(mount)], ["-o", "remount,bind,ro", str(mount)]):
+        proc = subprocess.run([tool, *args], capture_output=True, text=True, timeout=30, check=False)
+        if proc.returncode != 0:
+            subprocess.run(["umount", "--lazy", str(mount)], capture_output=True, timeout=30, check=False)
+            skips.skip(skips.Reason.NOT_ROOT, f"cannot make a read-only bind mount here: {proc.stderr.strip()}")
+    try:
+        yield mount / "g.db"
+    finally:
+        subprocess.run(["umount", "--lazy", str(mount)], capture_output=True, timeout=30, check=False)
+
+
+@pytest.mark.parametrize("command", READERS)
+def test_a_database_on_a_read_only_mount_is_read(command, read_only_copy, tmp_path):
+    args = [str(tmp_path / a) if a == "rep" else a for a in command]
+    proc = hympi(*args, "--db", str(read_only_copy))
+    if command[:2] == ["tune", "best"]:  # the database holds no tune: said as such, not as a foreign file
+        assert_refused(proc, f"no tune in {read_only_copy}")
+        return
+    assert proc.returncode == 0, proc.stderr
+    assert files(read_only_copy.parent) == ["g.db"]

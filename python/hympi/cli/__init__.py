@@ -18,7 +18,8 @@ from typing import Protocol
 
 from hympi import __version__
 from hympi.cli.parser import Parser, Subparsers, path_argument
-from hympi.errors import HympiError, UsageError
+from hympi.console import guard_stdout
+from hympi.errors import HympiError, StdoutLost, UsageError
 from hympi.settings import load_settings, settings
 
 
@@ -95,6 +96,7 @@ def named_command(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `hympi` script; returns the exit code. Every outcome is one line at most on stderr: bad
     input exit 2, a failed run 1, a closed stdout pipe 141 quietly, and any other error 1 as an internal error."""
+    guard_stdout()
     try:
         code = _dispatch(argv)
         # A reader that closed the pipe early (`hympi layout ... | head -1`) shows here, not at interpreter exit
@@ -105,6 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         if _stdout_reader_gone():
             return _stdout_closed()
         return _internal_error(exc)  # a pipe of our own (a child's stdin) broke: that is not the user's doing
+    except StdoutLost as exc:
+        print(f"hympi: error: {exc}", file=sys.stderr)
+        _stdout_closed()  # what is still buffered is dropped, not written again (and failed) at exit
+        return 1
     except Exception as exc:  # noqa: BLE001 - the one place an error nobody expected becomes a line, not a traceback
         return _internal_error(exc)
 

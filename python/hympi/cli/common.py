@@ -8,13 +8,15 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from hympi.apps import APPS
 from hympi.cli.parser import argument_type, path_argument
-from hympi.errors import SweepInterrupted, UsageError
+from hympi.errors import HympiFatal, SweepInterrupted, UsageError
+from hympi.filemark import resolve_in
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import check_params, load_listing, parse_assignment
 from hympi.launch.layout import LAYOUT_BINDS
@@ -26,7 +28,10 @@ from hympi.params import from_record, parse_row_id, refuse_repeated, resolve
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
 from hympi.probe import ProbeProcess
+from hympi.profile import command_inputs
 from hympi.program import Program, probed_program_run
+from hympi.store import is_sqlite_file
+from hympi.textfile import replace_problem
 from hympi.topology import machine_summary
 
 HELP_FLAGS = ("-h", "--help")
@@ -129,19 +134,43 @@ def print_app_help(app_binary: str) -> int:
 
 def check_output_file(path: str, option: str, inputs: Inputs | None = None) -> Path:
     """An output file hympi may create or replace (through hympi.outputs.write_output: a temporary file in its
-    directory, renamed over it); raises UsageError (nothing written) otherwise, and when it is one of the command's
-    `inputs` (option -> path: writing it would destroy what the command reads)."""
+    directory, renamed over it): no device, FIFO, socket or directory (textfile.replace_problem), no SQLite
+    database; raises UsageError (nothing written) otherwise, and when it is one of the command's `inputs` (option ->
+    path: writing it would destroy what the command reads)."""
     check_path(option, path)
     out = Path(path)
+    if (problem := replace_problem(out)) is not None:
+        raise UsageError(f"{option} {path} {problem}")
     parent = out.resolve().parent
-    if out.is_dir():
-        raise UsageError(f"{option} {path} is a directory, not a file")
     if not parent.is_dir():
         raise UsageError(f"{option} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
         raise UsageError(f"{option} {path} is not writable")
     check_not_input(option, out, inputs or {})
+    if is_sqlite_file(out):  # another sweep's results, say: no output of hympi's is a database
+        raise UsageError(f"{option} {path} is an SQLite database: hympi never overwrites one (write the output "
+                         "elsewhere)")
     return out
+
+
+def subject_inputs(program: Program | None, app: str, app_args: Sequence[str], cvars: str | None) -> Inputs:
+    """The files a command that launches `program` (None: hympi's `app`) reads, which none of its outputs (its
+    database, an sbatch script) may replace: the program or app binary, every argument naming an existing file, a
+    program's --stdin and --output-file, and the control variable listing --cvars."""
+    inputs: dict[str, str | None] = {"--cvars": cvars}
+    if program is None:
+        try:
+            built = str(binary(APPS[app].binary))
+        except (KeyError, HympiFatal):  # not built: the launch says so, where it did before
+            built = ""
+        inputs.update(command_inputs([built, *app_args]))
+        return inputs
+    # The program runs in its workdir (a programs file's directory): its arguments name files there.
+    inputs.update({"program": program.path, **{f"argument {i}": str(path) for i, arg in enumerate(app_args, 1)
+                                              if (path := resolve_in(program.workdir, arg)).is_file()}})
+    inputs.update({"--stdin": str(program.stdin_path() or "") or None,
+                   "--output-file": str(program.output_path()) if program.output_file else None})
+    return inputs
 
 
 def ensure_out_dir(path: str | os.PathLike[str]) -> Path:

@@ -19,19 +19,20 @@ from hympi.cli.common import (
     check_output_file,
     mpi_params_from_args,
     report_interrupt,
+    subject_inputs,
 )
 from hympi.cli.parser import Subparsers
 from hympi.console import HympiConsole
-from hympi.errors import HympiFatal, UsageError
+from hympi.errors import HympiFatal, StdoutLost, UsageError
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import format_command
-from hympi.outputs import write_output
+from hympi.outputs import check_not_input, write_output
 from hympi.params import QUIET_CHECK, Value, from_record, ints, parse_row_id, register, resolve, rounds, texts
 from hympi.program import PROGRAM
 from hympi.report.analysis import group_runs, recommend
 from hympi.report.explain import explain, verdict_reasons
-from hympi.store import Store
+from hympi.store import Store, Sweep
 from hympi.sweep import (
     SweepParams,
     batch_request,
@@ -164,6 +165,8 @@ def submit_script(script: Path, req: slurm.BatchRequest, runs: int, wait: bool) 
 def main(args: argparse.Namespace) -> int:
     """Plans, validates, then runs (or prints, or writes an sbatch script for) the sweep."""
     params = params_from_args(args)
+    # An input file named by mistake is not turned into a database (an empty one would be).
+    check_not_input("--db", args.db, subject_inputs(params.program_spec(), params.app, params.app_args, args.cvars))
     quiet = resolve(args, QUIET_CHECK)  # checked before anything is written
     console = HympiConsole()
     resume = args.resume
@@ -222,7 +225,8 @@ def main(args: argparse.Namespace) -> int:
                 print(format_command(command_for(params, item)))
             return 0
         target = check_output_file(args.sbatch or f"hympi-sweep-{params.app}.sbatch", "--sbatch",
-                                   {"--db": args.db, "--cvars": args.cvars})
+                                   {"--db": args.db, **subject_inputs(params.program_spec(), params.app,
+                                                                      params.app_args, args.cvars)})
         if submit:
             slurm_jobs.check_reachable()  # before anything is written: an unreachable Slurm leaves no trace
         try:
@@ -238,6 +242,7 @@ def main(args: argparse.Namespace) -> int:
             print(format_command(command_for(params, item, restartable(params, item))))
         return 0
     store = Store.open(args.db)
+    sweep: Sweep | None = None
     try:
         machine = record_machine(store, summary, params.launcher)
         sweep, resumed = open_sweep(store, machine, params, len(the_plan.items), resume)
@@ -288,5 +293,9 @@ def main(args: argparse.Namespace) -> int:
         return 1 if failed or result.cancelled else 0
     except KeyboardInterrupt as exc:  # SIGTERM (SweepInterrupted): the batch system's stop; exit as killed by it
         return report_interrupt("sweep", args.db, exc)
+    except StdoutLost:  # before its first run (its header) or after its last: a sweep that ran on is not 'running'
+        if sweep is not None and store.sweep(sweep.id).status == "running":
+            store.set_sweep_status(sweep.id, "interrupted")
+        raise
     finally:
         store.close()

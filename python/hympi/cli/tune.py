@@ -12,12 +12,19 @@ from rich.table import Table
 
 from hympi.apps import APPS, get_app
 from hympi.cli import tune_predict
-from hympi.cli.common import add_cvars_option, add_db_option, refuse_unknown_for_program, report_interrupt
+from hympi.cli.common import (
+    add_cvars_option,
+    add_db_option,
+    refuse_unknown_for_program,
+    report_interrupt,
+    subject_inputs,
+)
 from hympi.cli.parser import Parser, Subparsers
 from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
+from hympi.outputs import check_not_input
 from hympi.params import Value, from_record, parse_row_id, register, resolve, rounds
 from hympi.paths import binary
 from hympi.program import ENV, PROGRAM, STDIN, program_named
@@ -238,6 +245,9 @@ def main_run(args: argparse.Namespace) -> int:
     space = library_space(space_table, listing_source(args.cvars))
     params = _tune_params(args, values, space)
     check_layouts(params, space, summary.pus)
+    # An input file named by mistake is not turned into a database (an empty one would be).
+    check_not_input("--db", args.db, {**subject_inputs(params.program_spec(), params.app, params.app_args, args.cvars),
+                                      "--space": args.space})
     console = HympiConsole()
     store = Store.open(args.db)
     try:

@@ -16,6 +16,7 @@ from hympi.store.db import (
     TuneRecord,
     check_database,
     check_db_path,
+    is_sqlite_file,
     now_utc,
     params_key,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "TuneRecord",
     "check_database",
     "check_db_path",
+    "is_sqlite_file",
     "now_utc",
     "params_key",
 ]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import sqlite3
+import tempfile
 import time
-from collections.abc import Iterator
+import types
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -230,8 +233,144 @@ _STORAGE_FAULTS = frozenset({
     sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_NOLFS,
 })
 
+# SQLite's primary result codes that mean the file is not the database it was: its pages damaged or cut short.
+_DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+# OperationalError messages that, in a database hympi made and migrated, mean a table or column was taken out of it.
+_MISSING_PARTS = ("no such table", "no such column")
+
+
+class _Damage(Exception):
+    """A stored value that is not what hympi writes there (text that is not JSON, or JSON of another shape)."""
+
+
+# Every JSON column of the current schema and the kind of value hympi writes there (NULL or '' where a column may
+# hold none): what _check_intact looks for in the whole file, and _decoded in each value it reads.
+_JSON_COLUMNS: dict[str, type[Any]] = {
+    "machines.summary_json": dict, "sweeps.params_json": dict, "runs.app_args_json": list, "runs.env_json": dict,
+    "runs.command_json": list, "runs.result_json": dict, "runs.item_args_json": list,
+    "run_attempts.command_json": list, "run_attempts.result_json": dict, "run_attempts.item_args_json": list,
+    "tunes.space_json": dict, "tunes.params_json": dict, "profiles.features_json": dict,
+    "profiles.profile_json": dict, "studies.notes_json": list,
+}
+
+
+@functools.cache
+def _schema_tables() -> frozenset[str]:
+    """The tables of a database of the current schema (the migrations applied to an empty one in memory)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(conn, ":memory:", 0, now_utc())
+        return frozenset(row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    finally:
+        conn.close()
+
+
+def _json_damage(conn: sqlite3.Connection) -> str | None:
+    """The first JSON column (_JSON_COLUMNS) holding a value that is not JSON of its kind, in words; None when all
+    are whole. SQLite's JSON functions look at every row without Python decoding each."""
+    for column, kind in _JSON_COLUMNS.items():
+        table, name = column.split(".")
+        shape = "object" if kind is dict else "array"
+        row = conn.execute(f"SELECT {name} FROM {table} WHERE {name} IS NOT NULL AND {name} != '' AND "
+                           f"(NOT json_valid({name}) OR json_type({name}) != '{shape}') LIMIT 1").fetchone()
+        if row is not None:
+            try:
+                _decoded(row[0], kind, column)
+            except _Damage as exc:
+                return str(exc)
+            return f"{column} holds {str(row[0])[:40]!r}, not a JSON {shape}"
+    return None
+
+
+def _decoded(text: str, kind: type[Any], column: str) -> Any:
+    """The JSON value of `column` ('runs.env_json') from its stored `text`, which must be a `kind` (dict or list);
+    _Damage naming the column otherwise."""
+    try:
+        value = json.loads(text)
+    except (TypeError, ValueError):  # JSONDecodeError is a ValueError; None or bytes a TypeError
+        raise _Damage(f"{column} holds {str(text)[:40]!r}, which is not JSON") from None
+    if not isinstance(value, kind):
+        raise _Damage(f"{column} holds {str(text)[:40]!r}, not a JSON {'object' if kind is dict else 'array'}")
+    return value
+
+
+def _is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite's error says the file is damaged (see _DAMAGE_CODES, _MISSING_PARTS) rather than busy or full."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (code is not None and code & 0xFF in _DAMAGE_CODES) or str(exc).startswith(_MISSING_PARTS)
+
+
+def _damaged(path: Path, why: object) -> UsageError:
+    """The one line for a results database that cannot be read as hympi wrote it: bad input, the file left alone."""
+    return UsageError(f"{path} is damaged ({why})")
+
+
+def _check_intact(conn: sqlite3.Connection, db: Path) -> None:
+    """UsageError (_damaged) unless SQLite's quick_check finds the file's pages and indexes whole, and a file of the
+    current schema has all its tables and JSON in every JSON column: a damaged file is refused before anything
+    reads a wrong value from it, or writes into it. It reads every page once (milliseconds for a results database
+    of thousands of runs)."""
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check(1)")]
+        if problems != ["ok"]:
+            raise _damaged(db, f"database disk image is malformed: {'; '.join(map(str, problems))}")
+        if current_version(conn, str(db)) < SCHEMA_VERSION:
+            return  # an older schema: its migration checks what it changes
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if missing := sorted(_schema_tables() - tables):
+            raise _damaged(db, f"its table {missing[0]} is missing")
+        if (why := _json_damage(conn)) is not None:
+            raise _damaged(db, why)
+    except sqlite3.DatabaseError as exc:
+        if not _is_damage(exc):
+            raise
+        raise _damaged(db, exc) from None
+
+
+def _version_of(conn: sqlite3.Connection, db: Path) -> int:
+    """current_version of the file just opened, its damage (pages SQLite finds malformed while it reads the schema)
+    named as such."""
+    try:
+        return current_version(conn, str(db))
+    except sqlite3.DatabaseError as exc:
+        if not _is_damage(exc):
+            raise
+        raise _damaged(db, exc) from None
+
+
+def _naming_damage(method: Callable[..., Any]) -> Callable[..., Any]:
+    """`method` of Store with damage found while it reads (a JSON column that is not JSON, a table dropped, a page
+    quick_check could not see wrong) raised as _damaged naming the store's file, not as hympi's internal error."""
+    @functools.wraps(method)
+    def checked(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except _Damage as exc:
+            raise _damaged(self.path, exc) from None
+        except sqlite3.DatabaseError as exc:
+            if not _is_damage(exc):
+                raise
+            raise _damaged(self.path, exc) from None
+    return checked
+
+
 # Why an existing file without any table is refused where a database must already exist.
 _EMPTY = "{db} is not a hympi results database (it is empty; 'hympi sweep' or 'hympi study' creates one)"
+
+
+# The first bytes of every SQLite database file (sqlite.org/fileformat.html, "The Database Header").
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def is_sqlite_file(path: str | os.PathLike[str]) -> bool:
+    """Whether `path` is a regular file that begins as an SQLite database does (False when it cannot be read)."""
+    try:
+        if file_problem(path) is not None:
+            return False
+        with open(path, "rb") as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
 
 
 def check_db_path(path: str | os.PathLike[str], create: bool = True) -> None:
@@ -259,12 +398,36 @@ def check_db_path(path: str | os.PathLike[str], create: bool = True) -> None:
 
 def _connect_read_only(db: Path) -> sqlite3.Connection:
     """A connection in SQLite's read-only mode (no file given by mistake is turned into a database); UsageError
-    when SQLite cannot open it."""
+    when SQLite cannot open it. A database in WAL mode needs its -shm file even to be read, which a read-only mount
+    (or a directory hympi cannot write) does not let SQLite create: there the file is opened immutable, as SQLite's
+    documentation says for read-only media (sqlite.org/wal.html, "Read-Only Databases"; nothing can change it)."""
+    uri = db.absolute().as_uri()
     try:
-        return sqlite3.connect(f"{db.absolute().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                               timeout=BUSY_TIMEOUT_S)
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # SQLite opens the file at its first read
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            if (not isinstance(exc, sqlite3.OperationalError) or exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_CANTOPEN
+                    or _writable_dir(db.absolute().parent)):
+                raise
+            conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_S)
+        return conn
     except sqlite3.Error as exc:
+        if isinstance(exc, sqlite3.DatabaseError) and _is_damage(exc):
+            raise _damaged(db, exc) from None
         raise UsageError(f"cannot open database {db}: {exc}") from None
+
+
+def _writable_dir(directory: Path) -> bool:
+    """Whether a file can be created in `directory`: a read-only mount says no even to root, for which os.access
+    would say yes on every other directory."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            return True
+    except OSError:
+        return False
 
 
 def check_database(path: str | os.PathLike[str]) -> None:
@@ -277,7 +440,8 @@ def check_database(path: str | os.PathLike[str]) -> None:
         return
     conn = _connect_read_only(db)
     try:
-        current_version(conn, str(db))
+        if _version_of(conn, db) > 0:
+            _check_intact(conn, db)
     finally:
         conn.close()
 
@@ -322,9 +486,11 @@ class Store:
         except sqlite3.Error as exc:
             raise UsageError(f"cannot open database {db}: {exc}") from None
         try:
-            version = current_version(conn, str(db))  # reads only: a foreign or newer file stays untouched
+            version = _version_of(conn, db)  # reads only: a foreign or newer file stays untouched
             if version == 0 and not create:
                 raise UsageError(_EMPTY.format(db=db))  # a file named by mistake is not made a database
+            if version > 0:
+                _check_intact(conn, db)  # before the first write: a damaged file is not written into
             if db.exists() and version > 0 and not os.access(db, os.W_OK):
                 raise UsageError(f"database {db} is not writable")
             try:
@@ -357,9 +523,10 @@ class Store:
         check_db_path(db, create=False)
         conn = _connect_read_only(db)
         try:
-            version = current_version(conn, str(db))
+            version = _version_of(conn, db)
             if version == 0:
                 raise UsageError(_EMPTY.format(db=db))
+            _check_intact(conn, db)
         except BaseException:
             conn.close()
             raise
@@ -424,7 +591,7 @@ class Store:
         """The machine with this id."""
         row = self._row("machines", "id, hostname, topology_hash, mpi_library, compiler, summary_json", "machine",
                         machine_id)
-        return MachineRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]))
+        return MachineRecord(row[0], row[1], row[2], row[3], row[4], _decoded(row[5], dict, "machines.summary_json"))
 
     # rows by id: sweeps and tunes are owned while they run -------------------------------------------------------
     def _row(self, table: str, columns: str, what: str, row_id: int) -> tuple[Any, ...]:
@@ -454,8 +621,8 @@ class Store:
     @staticmethod
     def _sweep(row: tuple[Any, ...]) -> Sweep:
         """A Sweep from a row of _SWEEP_COLUMNS."""
-        return Sweep(row[0], row[1], row[2], json.loads(row[3]), row[4], row[5], row[6], row[7], row[8], row[9],
-                     row[10], row[11], row[12], row[13])
+        return Sweep(row[0], row[1], row[2], _decoded(row[3], dict, "sweeps.params_json"), row[4], row[5], row[6],
+                     row[7], row[8], row[9], row[10], row[11], row[12], row[13])
 
     def create_sweep(self, machine_id: int, app: str, params: JsonObject, total: int,
                      study_id: int | None = None, identity: JsonObject | None = None,
@@ -610,15 +777,16 @@ class Store:
                " restarted_from_step, result_json, stderr_tail, started_at, finished_at, membind, item_args_json"
                " FROM run_attempts")
         where, params = _of_sweeps(sweep_ids)
-        return [Attempt(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], r[7], r[8], r[9],
-                        json.loads(r[10]) if r[10] else None, r[11], r[12], r[13], r[14], tuple(json.loads(r[15])))
+        return [Attempt(r[0], r[1], r[2], r[3], r[4], tuple(_decoded(r[5], list, "run_attempts.command_json")),
+                        r[6], r[7], r[8], r[9], _decoded(r[10], dict, "run_attempts.result_json") if r[10] else None,
+                        r[11], r[12], r[13], r[14], tuple(_decoded(r[15], list, "run_attempts.item_args_json")))
                 for r in self.conn.execute(sql + where + " ORDER BY id", params)]
 
     def done_keys(self, sweep_id: int) -> set[ItemKey]:
         """The (ranks, threads, bind, repeat, membind, item_args) items of a sweep that already have a recorded run."""
         rows = self.conn.execute("SELECT ranks, threads, bind, repeat, membind, item_args_json FROM runs "
                                  "WHERE sweep_id = ?", (sweep_id,))
-        return {(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5]))) for r in rows}
+        return {(r[0], r[1], r[2], r[3], r[4], tuple(_decoded(r[5], list, "runs.item_args_json"))) for r in rows}
 
     def runs(self, sweep_ids: list[int] | None = None) -> list[Run]:
         """Every run (of the given sweeps, if any), in the order they were recorded."""
@@ -636,10 +804,11 @@ class Store:
             mpi.setdefault(run_id, []).append((name, value))
         out = []
         for r in self.conn.execute(sql + " ORDER BY id", params):
-            out.append(Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(json.loads(r[7])),
-                           tuple(sorted(json.loads(r[8]).items())), tuple(json.loads(r[9])), r[10], r[11], r[12],
-                           json.loads(r[13]) if r[13] else None, r[14], r[15], r[16], r[17],
-                           tuple(mpi.get(r[17], ())), r[18], r[19], tuple(json.loads(r[20])),
+            out.append(Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(_decoded(r[7], list, "runs.app_args_json")),
+                           tuple(sorted(_decoded(r[8], dict, "runs.env_json").items())),
+                           tuple(_decoded(r[9], list, "runs.command_json")), r[10], r[11], r[12],
+                           _decoded(r[13], dict, "runs.result_json") if r[13] else None, r[14], r[15], r[16], r[17],
+                           tuple(mpi.get(r[17], ())), r[18], r[19], tuple(_decoded(r[20], list, "runs.item_args_json")),
                            None if r[21] is None else Interference(outside_cpu_s=r[21], outside_cores=r[22],
                                                                    steal_s=r[23]),
                            bool(r[24])))
@@ -657,8 +826,9 @@ class Store:
     @staticmethod
     def _tune(row: tuple[Any, ...]) -> TuneRecord:
         """A TuneRecord from a row of _TUNE_COLUMNS."""
-        return TuneRecord(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), json.loads(row[6]), row[7],
-                          row[8], row[9], row[10], row[11], row[12], row[13])
+        return TuneRecord(row[0], row[1], row[2], row[3], row[4], _decoded(row[5], dict, "tunes.space_json"),
+                          _decoded(row[6], dict, "tunes.params_json"), row[7], row[8], row[9], row[10], row[11],
+                          row[12], row[13])
 
     def create_tune(self, machine_id: int, app: str, program: str, strategy: str, space: JsonObject,
                     params: JsonObject, identity: JsonObject | None = None) -> TuneRecord:
@@ -738,8 +908,9 @@ class Store:
     @staticmethod
     def _profile(row: tuple[Any, ...]) -> ProfileRecord:
         """A ProfileRecord from a row of _PROFILE_COLUMNS."""
-        return ProfileRecord(row[0], row[1], row[2], row[3], row[4], row[5], json.loads(row[6]), json.loads(row[7]),
-                             row[8])
+        return ProfileRecord(row[0], row[1], row[2], row[3], row[4], row[5],
+                             _decoded(row[6], dict, "profiles.features_json"),
+                             _decoded(row[7], dict, "profiles.profile_json"), row[8])
 
     # studies ------------------------------------------------------------------------------------------------
     def create_study(self, machine_id: int, quick: bool, out_dir: str) -> int:
@@ -753,7 +924,7 @@ class Store:
         """Appends a note (an app skipped and why) to a study."""
         with self.transaction() as conn:
             row = conn.execute("SELECT notes_json FROM studies WHERE id = ?", (study_id,)).fetchone()
-            notes = [*json.loads(row[0]), note]
+            notes = [*_decoded(row[0], list, "studies.notes_json"), note]
             conn.execute("UPDATE studies SET notes_json = ? WHERE id = ?", (json.dumps(notes), study_id))
 
     def finish_study(self, study_id: int) -> None:
@@ -764,9 +935,17 @@ class Store:
         """The study with this id; UsageError if there is none."""
         row = self._row("studies", "id, machine_id, quick, out_dir, notes_json, created_at, finished_at", "study",
                         study_id)
-        return Study(row[0], row[1], bool(row[2]), row[3], tuple(json.loads(row[4])), row[5], row[6])
+        return Study(row[0], row[1], bool(row[2]), row[3], tuple(_decoded(row[4], list, "studies.notes_json")), row[5],
+                     row[6])
 
     def study_sweeps(self, study_id: int) -> list[Sweep]:
         """The sweeps a study ran, in order."""
         return [self._sweep(r) for r in self.conn.execute(
             f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE study_id = ? ORDER BY id", (study_id,))]
+
+
+# Every public method of Store names a damaged file as such (_naming_damage); transaction() is a context manager,
+# whose writes map SQLite's errors themselves (HympiFatal for a disk that cannot take them).
+for _name, _member in list(vars(Store).items()):
+    if isinstance(_member, types.FunctionType) and not _name.startswith("_") and _name != "transaction":
+        setattr(Store, _name, _naming_damage(_member))
