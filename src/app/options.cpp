@@ -29,8 +29,8 @@ CLI::Validator within_range() {
       "");
 }
 
-/// An empty text read as the option not given (`--restart ''` ran without a restart): refused, as hympi's Python
-/// side refuses an empty path.
+/// An empty text read as the option not given (`--restart ''` ran without a restart) or as 0: refused, as hympi's
+/// Python side refuses an empty path.
 CLI::Validator not_empty() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
@@ -93,8 +93,9 @@ template <class T>
 Option OptionSet::add(const std::string& name, T& value, const std::string& help) {
   CLI::Option* option = cli_->add_option(name, value, help);
   using Element = typename ElementOf<T>::type;
+  // Numbers too: CLI11 reads '' as 0 (`--size ''` was refused as "grid size must be >= 1, got 0").
+  option->check(not_empty());
   if constexpr (std::is_integral_v<Element>) option->check(within_range<Element>());
-  if constexpr (std::is_same_v<Element, std::string>) option->check(not_empty());
   return Option(*option);
 }
 

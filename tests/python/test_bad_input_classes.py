@@ -315,9 +315,11 @@ def test_an_app_refuses_an_integer_it_cannot_hold_naming_it(name: str, args: lis
 
 @pytest.mark.parametrize(("name", "args"), [("rb3d", ["--restart", ""]), ("rb3d", ["--checkpoint", " "]),
                                             ("rb3d", ["--snapshot", ""]), ("bt-mz", ["--data", ""]),
-                                            ("pencil", ["--groups", ""]), ("is", ["--data", ""])])
+                                            ("pencil", ["--groups", ""]), ("is", ["--data", ""]),
+                                            ("rb3d", ["--size", ""]), ("rb3d", ["--omega", " "])])
 def test_an_app_refuses_an_empty_value_not_read_as_the_option_absent(name: str, args: list[str]):
-    # `--restart ''` ran from the start, `--checkpoint ''` wrote none, `--data ''` read the default file.
+    # `--restart ''` ran from the start, `--checkpoint ''` wrote none, `--data ''` read the default file, `--size ''`
+    # was refused as a size of 0, which nobody typed.
     one_line_exit_2(app(name, *args), f"{args[0]}: an empty value (give one, or leave the option out for its default)")
 
 
