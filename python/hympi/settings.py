@@ -175,9 +175,14 @@ def load_settings(config: str | None = None, environ: Mapping[str, str] | None =
     path = Path(str(chosen.value))
     # Named by the flag or variable that gave it (the apps' Settings::load words it alike); a directory, FIFO or
     # device is said to be one, not to be missing.
-    problem = file_problem(path) if chosen.source != DEFAULT else None
-    if problem is not None:
-        raise UsageError(f"config file {path} ({chosen.name}) {problem}")
+    if chosen.source != DEFAULT:
+        if (problem := file_problem(path)) is not None:
+            raise UsageError(f"config file {path} ({chosen.name}) {problem}")
+    elif os.path.lexists(path) and (problem := file_problem(path)) is not None:
+        # Present but no file (a directory, a FIFO, a link to nothing): the user meant a config, which would be
+        # ignored without a word. The apps' words (src/app/settings.cpp).
+        problem = "is a link to a file that does not exist" if problem == "does not exist" else problem
+        raise UsageError(f"config file {path} (read when present) {problem}")
     file = read_config(path) if path.is_file() else {}
     values: list[Setting] = []
     for option in contract().options:

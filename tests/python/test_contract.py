@@ -261,6 +261,19 @@ def test_the_apps_read_a_config_files_values_as_the_cli_does(tmp_path: Path):
         assert json.loads(proc.stdout)[key]["value"] == app_text, text
 
 
+@pytest.mark.parametrize(("make", "problem"), [
+    (lambda p: p.mkdir(), "is a directory"), (os.mkfifo, "is a FIFO"),
+    (lambda p: p.symlink_to("nowhere.toml"), "is a link to a file that does not exist")])
+def test_a_hympi_toml_present_but_no_file_is_refused_as_the_apps_refuse_it(tmp_path: Path, make, problem: str):
+    make(tmp_path / "hympi.toml")
+    line = f"config file hympi.toml (read when present) {problem}"
+    proc = _hympi("config", cwd=tmp_path, env=_clean_env(PYTHONPATH=str(REPO / "python")))
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"hympi: error: {line}\n", "")
+    app = subprocess.run([str(_app("rb3d")), "--show-config"], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path, env=_clean_env(), check=False)
+    assert (app.returncode, app.stderr) == (2, f"hympi-rb3d: error: {line}\n")
+
+
 def test_a_named_config_file_must_exist(tmp_path: Path):
     with pytest.raises(UsageError, match="does not exist"):
         load_settings(environ={"HYMPI_CONFIG": str(tmp_path / "missing.toml")})
