@@ -884,5 +884,5 @@ def batch_request(params: SweepParams, db: Path, items: int) -> slurm.BatchReque
     cpus = max(t for _, t in params.layouts)
     rounds = params.max_repeat if params.auto else params.repeat
     limit = items * params.timeout * max(1.0, rounds / params.repeat) + 300.0
-    return slurm.BatchRequest(f"hympi-sweep-{params.app}", ntasks, cpus, limit, str(Path.cwd()),
+    return slurm.BatchRequest(slurm.sweep_job_name(params.app), ntasks, cpus, limit, str(Path.cwd()),
                               tuple(sbatch_command(params, db)))

@@ -224,7 +224,7 @@ def main(args: argparse.Namespace) -> int:
             for item in the_plan.items:
                 print(format_command(command_for(params, item)))
             return 0
-        target = check_output_file(args.sbatch or f"hympi-sweep-{params.app}.sbatch", "--sbatch",
+        target = check_output_file(args.sbatch or f"{slurm.sweep_job_name(params.app)}.sbatch", "--sbatch",
                                    {"--db": args.db, **subject_inputs(params.program_spec(), params.app,
                                                                       params.app_args, args.cvars)})
         if submit:
