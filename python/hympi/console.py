@@ -7,6 +7,7 @@ leaves the broken pipe to the entry point, so every command ends alike whether i
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import os
@@ -73,3 +74,10 @@ def guard_stdout() -> None:
     stream.flush()
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(fd)), encoding=stream.encoding,
                                   errors=stream.errors, line_buffering=stream.line_buffering, write_through=False)
+
+
+def say_on_stderr(line: str) -> None:
+    """Prints `line` on stderr if it still can: after SIGHUP the terminal it went to may be gone (EIO), and hympi is
+    then to exit as stopped by the signal, not fail on its last words."""
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr, flush=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+
 
 class HympiError(Exception):
     """A run failed; callers record it and may continue."""
@@ -22,10 +24,11 @@ class UsageError(Exception):
     """Bad user input: one line naming the bad value, exit code 2, nothing launched."""
 
 
-class SweepInterrupted(KeyboardInterrupt):
-    """The sweep was stopped by a signal (SIGTERM); finished runs are stored, `--resume` continues.
+class StoppedBySignal(KeyboardInterrupt):
+    """hympi was stopped by a signal (SIGTERM, SIGHUP: hympi.launch.stop); the launch in flight was killed, finished
+    runs are stored (a sweep's `--resume` continues).
 
-    `exit_code` is the shell's convention for death by that signal (143 for SIGTERM).
+    `exit_code` is the shell's convention for death by that signal (143 for SIGTERM, 129 for SIGHUP).
     """
 
     def __init__(self, signum: int) -> None:
@@ -36,6 +39,11 @@ class SweepInterrupted(KeyboardInterrupt):
     def exit_code(self) -> int:
         """128 + the signal number."""
         return 128 + self.signum
+
+    @property
+    def name(self) -> str:
+        """The signal's name, as 'SIGTERM'."""
+        return signal.Signals(self.signum).name
 
 
 class StdoutLost(Exception):

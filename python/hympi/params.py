@@ -263,12 +263,12 @@ class Param:
         # A bad value is named where the user set it (its variable, or "FILE: key"), not by a flag they did not type.
         return bool(setting.value) if self.parse is None else self.parse(setting.name, text_of(setting.value))
 
-    def check_text(self, value: Value) -> None:
+    def check_text(self, value: Value, option: str = "") -> None:
         """Checks a value built in code or read back from a record with the parser the command line uses (the same
-        one line for the same bad value)."""
+        one line for the same bad value); `option` names it where no flag gave it (default: the flag)."""
         if self.parse is not None:
             for one in value if self.repeated and isinstance(value, tuple) else (value,):
-                self.parse(self.flag, text_of(one))
+                self.parse(option or self.flag, text_of(one))
 
     def spell(self, value: Value | None) -> list[str]:
         """The flags that give `value` again ([] for a switch that is off or no value)."""

@@ -62,12 +62,17 @@ def refuse_program_flags(subject: str, values: Mapping[str, object]) -> None:
 
 
 def parse_pattern(option: str, text: str) -> str:
-    """A regular expression that compiles; for --metric, with a first group to capture the number."""
+    """A regular expression that compiles (--verify)."""
     try:
-        pattern = re.compile(text)
+        re.compile(text)
     except re.error as exc:
         raise UsageError(f"{option} '{text}' is not a regular expression: {exc}") from None
-    if option == METRIC.flag and pattern.groups < 1:
+    return text
+
+
+def parse_metric(option: str, text: str) -> str:
+    """A regular expression that compiles, with a first group to capture the number (--metric)."""
+    if re.compile(parse_pattern(option, text)).groups < 1:
         raise UsageError(f"{option} '{text}' has no group: put the number it captures in parentheses, "
                          r"e.g. '([0-9.]+) timesteps/s'")
     return text
@@ -113,7 +118,7 @@ def parse_env(option: str, text: str) -> str:
 
 
 METRIC = Param("metric", "--metric", "a program's figure of merit: a regular expression whose first group captures "
-               "a number from its output (default: the job's wall time)", parse_pattern, metavar="REGEX")
+               "a number from its output (default: the job's wall time)", parse_metric, metavar="REGEX")
 METRIC_UNIT = Param("metric_unit", "--metric-unit", "the unit of --metric's number (e.g. timesteps/s)", parse_unit,
                     metavar="UNIT")
 BETTER_WAY = Param("better", "--better", "whether a higher or a lower --metric is better (default higher)",
@@ -152,31 +157,39 @@ class Program:
     stdin: str = ""
     env: tuple[str, ...] = ()
 
-    def check(self) -> None:
+    def check(self, source: str = "") -> None:
         """Checks the figure of merit's declarations together (UsageError): a unit or a direction needs --metric;
-        an output file needs an expression to search it, and a place where the program can write it."""
+        an output file needs an expression to search it, and a place where the program can write it. `source`: the
+        programs file and entry that declared them ('p.toml: program 'q''), named with their keys instead of the
+        flags the user never typed."""
+        def named(param: Param) -> str:
+            return f"'{param.name}'" if source else param.flag
+
+        at = f"{source}: " if source else ""
         if not self.metric and (self.metric_unit or self.better != "higher"):
-            given = METRIC_UNIT.flag if self.metric_unit else BETTER_WAY.flag
-            raise UsageError(f"{given} needs {METRIC.flag}: without it the figure of merit is the wall time")
+            given = METRIC_UNIT if self.metric_unit else BETTER_WAY
+            raise UsageError(f"{at}{named(given)} needs {named(METRIC)}: without it the figure of merit is the wall "
+                             "time")
         for param in PROGRAM:
             value = getattr(self, param.name)
             if value:
-                param.check_text(value)
-        refuse_repeated(ENV.flag, [text.partition("=")[0] for text in self.env])
+                param.check_text(value, at + named(param))
+        refuse_repeated(at + named(ENV), [text.partition("=")[0] for text in self.env])
         if self.stdin:
-            source = resolve_in(self.workdir, self.stdin)
-            problem = file_problem(source)  # a FIFO would be drained by the first run, /dev/null is none
+            source_file = resolve_in(self.workdir, self.stdin)
+            problem = file_problem(source_file)  # a FIFO would be drained by the first run, /dev/null is none
             if problem is not None:
-                raise UsageError(f"{STDIN.flag} {source} {problem}")
+                raise UsageError(f"{at}{named(STDIN)} {source_file} {problem}")
         if self.output_file:
             if not (self.metric or self.verify):
-                raise UsageError(f"{OUTPUT_FILE.flag} needs {METRIC.flag} or {VERIFY.flag}: they search the file")
+                raise UsageError(f"{at}{named(OUTPUT_FILE)} needs {named(METRIC)} or {named(VERIFY)}: they search "
+                                 "the file")
             path = self.output_path()
             problem = file_problem(path)
             if problem not in (None, "does not exist"):  # a FIFO or a device would be read for ever
-                raise UsageError(f"{OUTPUT_FILE.flag} {path} {problem}")
+                raise UsageError(f"{at}{named(OUTPUT_FILE)} {path} {problem}")
             if not path.parent.is_dir():
-                raise UsageError(f"{OUTPUT_FILE.flag} {path}: directory {path.parent} does not exist")
+                raise UsageError(f"{at}{named(OUTPUT_FILE)} {path}: directory {path.parent} does not exist")
 
     def flags(self) -> list[str]:
         """The flags that declare this program again: its figure of merit, check, output file, standard input and
@@ -242,10 +255,10 @@ def locate(text: str, base: Path | None = None) -> Path:
 
 
 def program_of(text: str, merit: Mapping[str, object] | None = None, name: str = "", base: Path | None = None,
-               workdir: str = "") -> Program:
+               workdir: str = "", source: str = "") -> Program:
     """The checked Program at path `text` (UsageError naming the bad value before anything runs); `merit` holds the
     values of PROGRAM's declarations given (metric, metric_unit, better, verify, output_file, stdin, env; absent:
-    the default)."""
+    the default); `source`: the programs file's entry that gave them (Program.check)."""
     path = locate(text, base)
     try:
         digest = file_digest(path)
@@ -257,7 +270,7 @@ def program_of(text: str, merit: Mapping[str, object] | None = None, name: str =
         if value:
             given[param.name] = tuple(map(str, value)) if isinstance(value, tuple) else str(value)
     program = Program(name=name or path.name, path=str(path), sha256=digest, workdir=workdir, **given)
-    program.check()
+    program.check(source)
     return program
 
 
@@ -341,14 +354,14 @@ def _entry(table: object, number: int, base: Path, origin: str) -> ProgramRun:
         if not value or param.parse is None:
             texts[param.name] = value
         elif isinstance(value, str):
-            texts[param.name] = param.parse(param.flag, value)
+            texts[param.name] = param.parse(f"{where}: '{param.name}'", value)
         else:
             texts[param.name] = tuple(param.parse(f"{where}: '{param.name}'", one) for one in value)
     # A bare command name is looked up on PATH (it cannot be taken for an app here: the entry has a name).
     found = command[0] if program_named(command[0]) else shutil.which(command[0])
     if found is None:
         raise UsageError(f"{where}: program {command[0]} is not on PATH")
-    program = program_of(found, texts, name=name, base=base, workdir=str(base))
+    program = program_of(found, texts, name=name, base=base, workdir=str(base), source=where)
     return ProgramRun(program, command[1:], inputs)
 
 

@@ -88,22 +88,41 @@ def _check(option: OptionEntry, value: object, name: str) -> Value:
 
 
 def _flatten(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A TOML table as dotted keys ('a.b'), so a section is reported by its full key."""
+    """A TOML table as dotted keys ('a.b'), so a section is reported by its full key; an empty section by its own
+    (a table is never an option's value: read_config refuses it as an unknown key)."""
     out: dict[str, Any] = {}
     for key, value in table.items():
-        if isinstance(value, dict):
+        if isinstance(value, dict) and value:
             out.update(_flatten(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value
     return out
 
 
-def read_config(path: Path) -> dict[str, Any]:
-    """key -> value of the config file at `path`; UsageError naming the file and the first unknown key."""
-    entries = _flatten(read_toml(path, "config file"))
-    for key in entries:
-        if contract().option(key) is None or key == CONFIG_KEY:
+def _file_text(value: object) -> str | None:
+    """A config file's value as the text the apps read (CLI11 hands them each value's text, and the options layer
+    converts text to the option's type on either side): a string as it is, true and false, an integer or a number
+    in digits; None for anything else."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    return None  # a list, a date, a time
+
+
+def read_config(path: Path) -> dict[str, str]:
+    """key -> text of each value of the config file at `path` (_file_text); UsageError naming the file and the first
+    key that is no single value of a declared option (a section, even an empty one, is no option)."""
+    entries: dict[str, str] = {}
+    for key, value in _flatten(read_toml(path, "config file")).items():
+        if contract().option(key) is None or key == CONFIG_KEY or isinstance(value, dict):
             raise UsageError(f"config file {path}: unknown key '{key}'")
+        text = _file_text(value)
+        if isinstance(value, list):  # the apps' words (src/app/settings.cpp)
+            raise UsageError(f"config file {path}: {key} must be a single value")
+        if text is None:  # a date or a time
+            raise UsageError(f"config file {path}: {key} must be a string, a number, true or false, got {value}")
+        entries[key] = text
     return entries
 
 
@@ -156,9 +175,14 @@ def load_settings(config: str | None = None, environ: Mapping[str, str] | None =
     path = Path(str(chosen.value))
     # Named by the flag or variable that gave it (the apps' Settings::load words it alike); a directory, FIFO or
     # device is said to be one, not to be missing.
-    problem = file_problem(path) if chosen.source != DEFAULT else None
-    if problem is not None:
-        raise UsageError(f"config file {path} ({chosen.name}) {problem}")
+    if chosen.source != DEFAULT:
+        if (problem := file_problem(path)) is not None:
+            raise UsageError(f"config file {path} ({chosen.name}) {problem}")
+    elif os.path.lexists(path) and (problem := file_problem(path)) is not None:
+        # Present but no file (a directory, a FIFO, a link to nothing): the user meant a config, which would be
+        # ignored without a word. The apps' words (src/app/settings.cpp).
+        problem = "is a link to a file that does not exist" if problem == "does not exist" else problem
+        raise UsageError(f"config file {path} (read when present) {problem}")
     file = read_config(path) if path.is_file() else {}
     values: list[Setting] = []
     for option in contract().options:

@@ -13,17 +13,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, fields, replace
 from functools import partial
 from pathlib import Path
-from types import FrameType
 
 import numpy as np
 from rich.console import Console
@@ -41,7 +39,7 @@ from hympi.apps import get_app
 from hympi.busy.accounting import Interference
 from hympi.busy.sampler import Sampler
 from hympi.console import HympiConsole
-from hympi.errors import SweepInterrupted, UsageError
+from hympi.errors import UsageError
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
@@ -59,6 +57,7 @@ from hympi.launch.mpirun import (
     run_command,
     validate_with_app,
 )
+from hympi.launch.stop import stop_signals
 from hympi.layout_options import LAUNCHER, RANKS, THREADS
 from hympi.params import (
     AUTO,
@@ -536,44 +535,6 @@ def record_machine(store: Store, summary: MachineSummary, launcher: str) -> Mach
                                 summary.as_dict())
 
 
-def _interruption(signum: int) -> KeyboardInterrupt:
-    """What a stop signal raises: SweepInterrupted for SIGTERM, KeyboardInterrupt for SIGINT (as Python's own)."""
-    return SweepInterrupted(signum) if signum == signal.SIGTERM else KeyboardInterrupt()
-
-
-@contextmanager
-def _stop_signals() -> Iterator[Callable[[], None]]:
-    """Turns SIGTERM into SweepInterrupted (and SIGINT, where Python's own handler has it, into KeyboardInterrupt)
-    so the running launch is killed and the sweep marked interrupted. Yields a check to call between runs.
-
-    Python runs a handler between any two bytecodes, also inside the at-fork callbacks that subprocess runs while it
-    starts a launch, where the exception is printed as unraisable and dropped: a SIGTERM that came just then was
-    lost, and the sweep ran on to its end and exited 0. So the handler also notes the signal, and the check raises
-    it again."""
-    received: list[int] = []
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-        raise _interruption(signum)
-
-    def check() -> None:
-        if received:
-            raise _interruption(received[0])
-
-    try:
-        previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, handler)}
-    except ValueError:  # not the main thread: leave signals alone
-        yield check
-        return
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where SIGINT is ignored (`cmd &`)
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, handler)
-    try:
-        yield check
-    finally:
-        for signum, before in previous.items():
-            signal.signal(signum, before)
-
-
 @dataclass(frozen=True)
 class AutoOutcome:
     """How `--repeat auto` ended: after how many measured rounds, and whether the best was separated."""
@@ -797,7 +758,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     auto: AutoOutcome | None = None
     try:
-        with _stop_signals() as stop_if_signalled, Progress(*columns, console=console, transient=True) as progress:
+        with stop_signals() as stop_if_signalled, Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task(f"sweep {sweep.id} {params.app}", total=len(todo))
 
             def run_items(batch: list[SweepItem]) -> None:
@@ -923,5 +884,5 @@ def batch_request(params: SweepParams, db: Path, items: int) -> slurm.BatchReque
     cpus = max(t for _, t in params.layouts)
     rounds = params.max_repeat if params.auto else params.repeat
     limit = items * params.timeout * max(1.0, rounds / params.repeat) + 300.0
-    return slurm.BatchRequest(f"hympi-sweep-{params.app}", ntasks, cpus, limit, str(Path.cwd()),
+    return slurm.BatchRequest(slurm.sweep_job_name(params.app), ntasks, cpus, limit, str(Path.cwd()),
                               tuple(sbatch_command(params, db)))

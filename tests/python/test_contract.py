@@ -19,7 +19,7 @@ from hympi.errors import UsageError
 from hympi.launch.mpirun import BIND_POLICIES, DISTRIBUTIONS, RunOutcome
 from hympi.report.hierarchy import LEVEL_ORDER
 from hympi.result import ResultError, ResultRecord, parse_record, parse_result
-from hympi.settings import load_settings
+from hympi.settings import load_settings, read_config
 from hympi.study_options import STUDY_APPS
 from records import full_record
 
@@ -217,12 +217,61 @@ def test_layers_default_config_env_command_line(tmp_path: Path, monkeypatch: pyt
 
 @pytest.mark.parametrize(("text", "message"), [
     ("bogus = 1\n", "unknown key 'bogus'"), ("[run]\nbind = \"core\"\n", "unknown key 'run.bind'"),
-    ('bind = "socket"\n', "unknown binding 'socket'"), ("min_time = -1\n", "min_time must be a finite number")])
+    ('bind = "socket"\n', "unknown binding 'socket'"), ("min_time = -1\n", "min_time must be a finite number"),
+    # A section is no option, even an empty one, even one named as an option; the apps word it alike.
+    ("[sec]\n", "my.toml: unknown key 'sec'"), ("[bind]\n", "unknown key 'bind'"),
+    ("[a.b]\n", "unknown key 'a.b'"), ('mpit_read = ["a"]\n', "my.toml: mpit_read must be a single value"),
+    ("oversubscribe = 2\n", "oversubscribe must be 0 or 1, got '2'"), ("virtual_nodes = 2.0\n", "got '2.0'"),
+    ("bind = 1979-05-27\n", "bind must be a string, a number, true or false, got 1979-05-27")])
 def test_a_bad_config_file_is_rejected_naming_the_key(tmp_path: Path, text: str, message: str):
     path = tmp_path / "my.toml"
     path.write_text(text)
     with pytest.raises(UsageError, match=re.escape(message)):
         load_settings(str(path), environ={})
+
+
+# A config file's TOML integers, booleans and numbers, as the option's type takes them (the apps read each value's
+# text, so `oversubscribe = 1` is 1 there too).
+FILE_VALUES = [("oversubscribe = 1", "oversubscribe", True, "1"), ("oversubscribe = 0", "oversubscribe", False, "0"),
+               ("oversubscribe = true", "oversubscribe", True, "true"), ("debug = 1", "debug", True, "1"),
+               ("disturbed_above = 0.5", "disturbed_above", "0.5", "0.5"), ("min_time = 2", "min_time", 2.0, "2"),
+               ('min_time = "0.5"', "min_time", 0.5, "0.5"), ("virtual_nodes = 2", "virtual_nodes", 2, "2"),
+               ("node_topology = 3", "node_topology", "3", "3")]
+
+
+@pytest.mark.parametrize(("text", "key", "value", "app_text"), FILE_VALUES)
+def test_a_config_files_numbers_and_booleans_are_taken_where_the_type_allows(tmp_path: Path, text: str, key: str,
+                                                                              value: object, app_text: str):
+    path = tmp_path / "my.toml"
+    path.write_text(text + "\n")
+    setting = load_settings(str(path), environ={}).get(key)
+    assert (setting.value, setting.source) == (value, f"config file {path}")
+    assert read_config(path)[key] == app_text
+
+
+def test_the_apps_read_a_config_files_values_as_the_cli_does(tmp_path: Path):
+    app = _app("rb3d")
+    path = tmp_path / "my.toml"
+    env = {k: v for k, v in _clean_env().items() if not k.startswith("HYMPI_")}  # MPI_ENV's min_time beats a file's
+    for text, key, _, app_text in FILE_VALUES:
+        path.write_text(text + "\n")
+        proc = subprocess.run([str(app), "--config", str(path), "--show-config"], capture_output=True, text=True,
+                              timeout=60, env=env, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)[key]["value"] == app_text, text
+
+
+@pytest.mark.parametrize(("make", "problem"), [
+    (lambda p: p.mkdir(), "is a directory"), (os.mkfifo, "is a FIFO"),
+    (lambda p: p.symlink_to("nowhere.toml"), "is a link to a file that does not exist")])
+def test_a_hympi_toml_present_but_no_file_is_refused_as_the_apps_refuse_it(tmp_path: Path, make, problem: str):
+    make(tmp_path / "hympi.toml")
+    line = f"config file hympi.toml (read when present) {problem}"
+    proc = _hympi("config", cwd=tmp_path, env=_clean_env(PYTHONPATH=str(REPO / "python")))
+    assert (proc.returncode, proc.stderr, proc.stdout) == (2, f"hympi: error: {line}\n", "")
+    app = subprocess.run([str(_app("rb3d")), "--show-config"], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path, env=_clean_env(), check=False)
+    assert (app.returncode, app.stderr) == (2, f"hympi-rb3d: error: {line}\n")
 
 
 def test_a_named_config_file_must_exist(tmp_path: Path):

@@ -142,11 +142,18 @@ def test_a_programs_file_names_each_program_its_arguments_and_where_it_runs(tmp_
 
 @pytest.mark.parametrize(("change", "needle"), [
     (lambda t: t.replace('inputs = ["in.txt"]', 'inputs = ["gone.txt"]'), "input gone.txt does not exist"),
-    (lambda t: t.replace('stdin = "in.txt"', 'stdin = "gone.txt"'), "--stdin /"),
+    # A value the file gave is named by the file, the entry and its key, never by a flag the user did not type.
+    (lambda t: t.replace('stdin = "in.txt"', 'stdin = "gone.txt"'), "p.toml: program 'first': 'stdin' /"),
+    (lambda t: t.replace('stdin = "in.txt"', 'stdin = "/"'), "p.toml: program 'first': 'stdin' / is a directory"),
+    (lambda t: t.replace('verify = "OK"', 'verify = "OK"\nbetter = "sideways"'),
+     "p.toml: program 'first': 'better': unknown direction 'sideways'"),
+    (lambda t: t.replace("metric = 'rate ([0-9.]+)'\n", ""), "p.toml: program 'first': 'metric_unit' needs 'metric'"),
     (lambda t: t.replace('name = "second"', 'name = "rb3d"'), "'rb3d' is one of hympi's apps"),
     (lambda t: t.replace('name = "second"', 'name = "first"'), "program name 'first' is used twice"),
-    (lambda t: t.replace("metric = 'rate ([0-9.]+)'", "metric = 'rate ('"), "--metric 'rate (' is not a regular"),
-    (lambda t: t.replace("metric = 'rate ([0-9.]+)'", "metric = 'rate'"), "--metric 'rate' has no group"),
+    (lambda t: t.replace("metric = 'rate ([0-9.]+)'", "metric = 'rate ('"),
+     "p.toml: program 'first': 'metric' 'rate (' is not a regular"),
+    (lambda t: t.replace("metric = 'rate ([0-9.]+)'", "metric = 'rate'"),
+     "program 'first': 'metric' 'rate' has no group"),
     (lambda t: t.replace('verify = "OK"', "verify = 3"), "'verify' must be a string"),
     (lambda t: t.replace('verify = "OK"', 'verfy = "OK"'), "unknown key 'verfy'"),
     (lambda t: t.replace('GREETING = "hello world"', 'OMP_PLACES = "cores"'),

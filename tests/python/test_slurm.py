@@ -74,6 +74,29 @@ def test_sbatch_script_requests_the_largest_layout_and_resumes_the_sweep():
     assert check.returncode == 0, check.stderr
 
 
+@pytest.mark.parametrize("name", ["q \u00e9.sh", "q\nx%j.sh"])
+def test_a_programs_name_is_made_safe_in_the_sbatch_header(tmp_path: Path, name: str):
+    """The job and output names are written into #SBATCH lines unquoted: a space would end the value, a newline the
+    header (sbatch ignores every #SBATCH line after it), a '%' would be one of Slurm's patterns."""
+    program = tmp_path / "dir with space" / name
+    program.parent.mkdir()
+    program.write_text("#!/bin/sh\necho hi\n")
+    program.chmod(0o755)
+    script = tmp_path / "s.sbatch"
+    proc = hympi("sweep", str(program), "--launcher", "slurm", "--db", str(tmp_path / "r.db"), "--sbatch", str(script),
+                 env={**_no_slurm(), **fake_bin_dir(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    body = script.read_text()
+    lines = body.splitlines()
+    header = [line for line in lines[1:] if line.startswith("#SBATCH")]
+    assert lines[1:1 + len(header)] == header and len(header) == 6  # one block, every request in it
+    assert all(len(line.split()) == 2 for line in header), header
+    stem = "hympi-sweep-" + name.replace(" ", "_").replace("\u00e9", "_").replace("\n", "_").replace("%", "_")
+    assert f"#SBATCH --job-name={stem}" in header and f"#SBATCH --output={stem}-%j.out" in header
+    exec_line = shlex.split(body[body.index("\nexec ") + 1:])  # the path itself, quoted (a newline and all)
+    assert exec_line[2:4] == ["sweep", str(program)]
+
+
 def test_outside_an_allocation_the_sweep_becomes_an_sbatch_script(tmp_path: Path):
     env = {**_no_slurm(), **fake_bin_dir(tmp_path)}
     db = tmp_path / "r.db"

@@ -18,8 +18,9 @@ from typing import Protocol
 
 from hympi import __version__
 from hympi.cli.parser import Parser, Subparsers, path_argument
-from hympi.console import guard_stdout
-from hympi.errors import HympiError, StdoutLost, UsageError
+from hympi.console import guard_stdout, say_on_stderr
+from hympi.errors import HympiError, StdoutLost, StoppedBySignal, UsageError
+from hympi.launch.stop import stop_signals
 from hympi.settings import load_settings, settings
 
 
@@ -180,16 +181,21 @@ def _dispatch(argv: list[str] | None) -> int:
             # The apps hympi launches read the same file: they resolve HYMPI_CONFIG like --config.
             os.environ["HYMPI_CONFIG"] = args.config
         handler: Callable[[argparse.Namespace], int] = args.handler
-        return handler(args)
+        with stop_signals():
+            return handler(args)
     except UsageError as exc:
         print(f"hympi: error: {exc}", file=sys.stderr)
         return 2
     except HympiError as exc:
         print(f"hympi: error: {exc}", file=sys.stderr)
         return 1
+    except StoppedBySignal as exc:
+        say_on_stderr(f"hympi: stopped by {exc.name}; nothing it launched is left running")
+        return exc.exit_code
     except KeyboardInterrupt:
         print("hympi: interrupted", file=sys.stderr)
         return 130
+
 
 
 def _refuse_dash_dash_values(argv: list[str]) -> None:

@@ -15,7 +15,8 @@ from typing import TextIO
 
 from hympi.apps import APPS
 from hympi.cli.parser import argument_type, path_argument
-from hympi.errors import HympiFatal, SweepInterrupted, UsageError
+from hympi.console import say_on_stderr
+from hympi.errors import HympiFatal, StoppedBySignal, UsageError
 from hympi.filemark import resolve_in
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import check_params, load_listing, parse_assignment
@@ -244,10 +245,10 @@ def refuse_unknown_for_program(args: argparse.Namespace, command: str) -> None:
 
 def report_interrupt(what: str, db: str, exc: KeyboardInterrupt) -> int:
     """Says that a `what` ('sweep', 'tune') stopped, where its finished runs are and how to continue; returns the exit
-    code of a process killed by the signal for SIGTERM (SweepInterrupted) and re-raises Ctrl-C for main()."""
-    if isinstance(exc, SweepInterrupted):
-        print(f"hympi: {what} stopped by signal {exc.signum}; finished runs are in {db}; continue with --resume",
-              file=sys.stderr)
+    code of a process killed by the signal for SIGTERM or SIGHUP (StoppedBySignal) and re-raises Ctrl-C for main()."""
+    if isinstance(exc, StoppedBySignal):
+        say_on_stderr(f"hympi: {what} stopped by signal {exc.signum} ({exc.name}); finished runs are in {db}; "
+                      "continue with --resume")
         return exc.exit_code
     print(f"hympi: {what} interrupted; finished runs are in {db}; continue with --resume", file=sys.stderr)
     raise exc

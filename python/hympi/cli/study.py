@@ -7,8 +7,8 @@ import sys
 
 from hympi.cli.common import add_db_option, ensure_out_dir
 from hympi.cli.parser import Subparsers, path_argument
-from hympi.console import HympiConsole
-from hympi.errors import SweepInterrupted, UsageError
+from hympi.console import HympiConsole, say_on_stderr
+from hympi.errors import StoppedBySignal, UsageError
 from hympi.launch.mpirun import configured_flavor
 from hympi.outputs import check_not_input
 from hympi.params import from_record, register, resolve, rounds, texts
@@ -57,8 +57,8 @@ def main(args: argparse.Namespace) -> int:
                                          "max_repeat": measured.max_repeat, "programs": programs})
     try:
         result = run_study(options, machine_summary(), HympiConsole())
-    except SweepInterrupted as exc:
-        print(f"hympi: study stopped by signal {exc.signum}; continue with hympi study --resume", file=sys.stderr)
+    except StoppedBySignal as exc:
+        say_on_stderr(f"hympi: study stopped by signal {exc.signum} ({exc.name}); continue with hympi study --resume")
         return exc.exit_code
     print(f"report: {result.report.resolve()}")
     # As `hympi sweep`: exit 0 only when every run ended ok, so that a script or a batch job sees a study whose

@@ -22,8 +22,8 @@ from hympi.cli.common import (
     subject_inputs,
 )
 from hympi.cli.parser import Subparsers
-from hympi.console import HympiConsole
-from hympi.errors import HympiFatal, StdoutLost, UsageError
+from hympi.console import HympiConsole, say_on_stderr
+from hympi.errors import HympiFatal, StdoutLost, StoppedBySignal, UsageError
 from hympi.launch import slurm, slurm_jobs
 from hympi.launch.detect import find_launcher
 from hympi.launch.mpirun import format_command
@@ -150,9 +150,9 @@ def submit_script(script: Path, req: slurm.BatchRequest, runs: int, wait: bool) 
         return 0
     try:
         final = slurm_jobs.wait_for(job_id)
-    except KeyboardInterrupt:
-        print(f"hympi: stopped waiting; job {job_id} goes on (scancel {job_id} stops it)", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        say_on_stderr(f"hympi: stopped waiting; job {job_id} goes on (scancel {job_id} stops it)")
+        return exc.exit_code if isinstance(exc, StoppedBySignal) else 130
     if output.is_file():
         print(output.read_text(errors="replace"), end="")
     if final is None:
@@ -224,7 +224,7 @@ def main(args: argparse.Namespace) -> int:
             for item in the_plan.items:
                 print(format_command(command_for(params, item)))
             return 0
-        target = check_output_file(args.sbatch or f"hympi-sweep-{params.app}.sbatch", "--sbatch",
+        target = check_output_file(args.sbatch or f"{slurm.sweep_job_name(params.app)}.sbatch", "--sbatch",
                                    {"--db": args.db, **subject_inputs(params.program_spec(), params.app,
                                                                       params.app_args, args.cvars)})
         if submit:
@@ -291,7 +291,7 @@ def main(args: argparse.Namespace) -> int:
                       highlight=False)
         failed = sum(1 for r in runs if r.status != "ok")
         return 1 if failed or result.cancelled else 0
-    except KeyboardInterrupt as exc:  # SIGTERM (SweepInterrupted): the batch system's stop; exit as killed by it
+    except KeyboardInterrupt as exc:  # SIGTERM (StoppedBySignal): the batch system's stop; exit as killed by it
         return report_interrupt("sweep", args.db, exc)
     except StdoutLost:  # before its first run (its header) or after its last: a sweep that ran on is not 'running'
         if sweep is not None and store.sweep(sweep.id).status == "running":

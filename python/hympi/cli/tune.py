@@ -268,7 +268,7 @@ def main_run(args: argparse.Namespace) -> int:
             return 1
         console.print(f"use it: hympi tune best --tune {tune.id} --db {args.db}", highlight=False)
         return 0
-    except KeyboardInterrupt as exc:  # SweepInterrupted (SIGTERM) too
+    except KeyboardInterrupt as exc:  # StoppedBySignal (SIGTERM) too
         return report_interrupt("tune", args.db, exc)
     finally:
         store.close()

@@ -24,6 +24,7 @@ from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
 from hympi.launch.banner import target_of_banner
 from hympi.launch.layout import LayoutSpec
+from hympi.launch.stop import stop_deferred, stop_if_signalled
 from hympi.limits import MAX_JOB_THREADS, MAX_NODE_PUS
 from hympi.paths import binary
 from hympi.place.tree import load_node_tree
@@ -385,14 +386,18 @@ def _run(cmd: list[str], timeout: float | None, env: dict[str, str] | None, cwd:
     """run_command's launch, with its standard input open."""
     # Output read as bytes by BoundedCapture (bounded memory; decoded with errors="replace": app and launcher
     # output is whatever bytes they print, see validate_with_app).
-    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, **(env or {})}, start_new_session=True, cwd=cwd,
-                            # Only a preloaded libc call runs in the child: no imports, no Python-level locks,
-                            # so rich's refresh thread cannot deadlock it.
-                            preexec_fn=_die_with_parent if _PRCTL is not None else None)  # noqa: PLW1509
-    assert proc.stdout is not None and proc.stderr is not None
-    streams = (BoundedCapture(proc.stdout, echoes[0]), BoundedCapture(proc.stderr, echoes[1]))
+    proc: subprocess.Popen[bytes] | None = None
     try:
+        # A stop signal (launch.stop) waits until the launch is held in `proc`, and is then raised, to kill it.
+        with stop_deferred():
+            proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env={**os.environ, **(env or {})}, start_new_session=True, cwd=cwd,
+                                    # Only a preloaded libc call runs in the child: no imports, no Python-level
+                                    # locks, so rich's refresh thread cannot deadlock it.
+                                    preexec_fn=_die_with_parent if _PRCTL is not None else None)  # noqa: PLW1509
+        stop_if_signalled()
+        assert proc.stdout is not None and proc.stderr is not None
+        streams = (BoundedCapture(proc.stdout, echoes[0]), BoundedCapture(proc.stderr, echoes[1]))
         proc.wait(timeout=timeout)
         # As communicate(): the run lasts until its output ends (a rank's child may hold it open), within timeout.
         ended = all(stream.join(None if timeout is None else max(0.0, start + timeout - time.monotonic()))
@@ -400,8 +405,10 @@ def _run(cmd: list[str], timeout: float | None, env: dict[str, str] | None, cwd:
     except subprocess.TimeoutExpired:
         ended = False
     except BaseException:
-        _kill_group(proc)  # Ctrl-C: leave no ranks behind
+        if proc is not None:  # Ctrl-C, SIGTERM, SIGHUP (launch.stop): leave no rank, nor any process of one, behind
+            _kill_group(proc)
         raise
+    assert proc is not None  # only a held launch times out or ends
     if not ended:
         _kill_group(proc)
         for stream in streams:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 from dataclasses import dataclass
@@ -92,6 +93,13 @@ class BatchRequest:
     workdir: str
     sweep_command: tuple[str, ...]
     nodes: int = 1
+
+
+def sweep_job_name(subject: str) -> str:
+    """The job name (and the stem of its sbatch script and output file) of a sweep of `subject`, an app or a
+    program's name: characters outside [A-Za-z0-9._-] made '_', since the name is written into #SBATCH lines
+    unquoted, where a space ends the value and a newline ends the header (sbatch then ignores every later line)."""
+    return "hympi-sweep-" + re.sub(r"[^A-Za-z0-9._-]", "_", subject)
 
 
 def _time_limit(seconds: float) -> str:
