@@ -64,8 +64,9 @@ std::map<std::string, std::string> read_config(const std::string& path) {
   for (const auto& item : items) {
     std::string key;
     for (const auto& parent : item.parents) key += parent + ".";
-    if (item.name == "++" || item.name == "--") continue;  // CLI11's section markers; their keys are named below
-    key += item.name;
+    if (item.name == "--") continue;  // CLI11's end of a section, already refused at its start
+    // A section's start: an empty [sec] has no key to refuse it by, and was accepted without a word.
+    key = item.name == "++" ? key.substr(0, key.empty() ? 0 : key.size() - 1) : key + item.name;
     if (!item.parents.empty() || find_option(key) == nullptr || key == kConfigKey)
       throw InvalidArgument("config file " + path + ": unknown key '" + printable(key) + "'");
     if (item.inputs.size() != 1)

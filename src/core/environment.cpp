@@ -126,10 +126,11 @@ void check_openmp_environment(int pus) {
       throw InvalidArgument("OMP_PROC_BIND must be true, false or a comma-separated list of primary, master, close "
                             "and spread, got '" + printable(text) + "'");
   }
-  // The place-list grammar is the runtime's own; a list it could not read leaves it with no places.
+  // The place-list grammar is the runtime's own; a list it could not read, or whose places all lie outside the
+  // process's CPU set, leaves it with no places.
   if (const char* text = std::getenv("OMP_PLACES"); text != nullptr && *text != '\0' && omp_get_num_places() == 0)
-    throw InvalidArgument("OMP_PLACES='" + printable(text) + "' is not a place list the OpenMP runtime can read "
-                          "(threads, cores, sockets, ll_caches, numa_domains or {..} lists of PUs)");
+    throw InvalidArgument("OMP_PLACES='" + printable(text) + "' gives the OpenMP runtime no place (not threads, "
+                          "cores, sockets, ll_caches, numa_domains or {..} lists of PUs this process may run on)");
 }
 
 NodeMap::NodeMap(MPI_Comm comm, int virtual_nodes, MPI_Comm machine) {

@@ -131,7 +131,7 @@ def test_a_result_that_cannot_be_written_fails_the_run(binary: str, args: list[s
     ("OMP_NUM_THREADS", "99999", "OMP_NUM_THREADS=99999 is more than 64 threads per PU"),
     ("OMP_PROC_BIND", "garbage", "OMP_PROC_BIND must be true, false or"),
     ("OMP_PROC_BIND", "true,close", "got 'true,close'"),
-    ("OMP_PLACES", "garbage", "OMP_PLACES='garbage' is not a place list"),
+    ("OMP_PLACES", "garbage", "OMP_PLACES='garbage' gives the OpenMP runtime no place"),
 ])
 def test_an_openmp_variable_the_runtime_would_ignore_is_refused(variable: str, value: str, words: str) -> None:
     refused(check("rb3d", *RB3D, env={variable: value}), words)

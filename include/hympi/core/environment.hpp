@@ -38,7 +38,8 @@ inline constexpr int kMaxThreadsPerPu = 64;
 /// Refuses (InvalidArgument naming the variable and its value) what libgomp would only warn about and then ignore,
 /// running a layout other than the one asked for: an OMP_NUM_THREADS that is not a list of integers >= 1 or whose
 /// first exceeds kMaxThreadsPerPu x `pus`, an OMP_PROC_BIND other than true, false or a list of primary, master,
-/// close and spread, an OMP_PLACES the runtime could not read. Unset or empty variables are the runtime's defaults.
+/// close and spread, an OMP_PLACES that leaves the runtime no place. Unset or empty variables are the runtime's
+/// defaults.
 void check_openmp_environment(int pus);
 
 /// Options of Environment; defaults suit loop-level OpenMP with MPI calls outside parallel regions.

@@ -55,6 +55,13 @@ TEST(Settings, UnknownKeysAndBadValuesAreNamed) {
   }
   const auto section = write_config("[run]\nbind = \"core\"\n");
   EXPECT_THROW((void)hympi::Settings::load(section, env_of({})), hympi::InvalidArgument);
+  const auto empty_section = write_config("bind = \"core\"\n[run]\n");
+  try {
+    (void)hympi::Settings::load(empty_section, env_of({}));
+    FAIL() << "an empty section accepted";
+  } catch (const hympi::InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()), "config file " + empty_section + ": unknown key 'run'");
+  }
   EXPECT_THROW((void)hympi::Settings::load("/nonexistent/hympi.toml", env_of({})), hympi::InvalidArgument);
   const auto s = hympi::Settings::load("", env_of({{"HYMPI_OVERSUBSCRIBE", "yes"}, {"HYMPI_VIRTUAL_NODES", "0"}}));
   try {
