@@ -301,7 +301,10 @@ def _is_damage(exc: sqlite3.DatabaseError) -> bool:
 
 
 def _damaged(path: Path, why: object) -> UsageError:
-    """The one line for a results database that cannot be read as hympi wrote it: bad input, the file left alone."""
+    """The one line for a results database that cannot be read as hympi wrote it: bad input, the file left alone. A
+    file that does not even begin as SQLite's do (a text file named by mistake) is no database, not a damaged one."""
+    if not is_sqlite_file(path):
+        return UsageError(f"{path} is not a hympi results database ({why})")
     return UsageError(f"{path} is damaged ({why})")
 
 
