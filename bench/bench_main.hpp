@@ -15,7 +15,6 @@
 #include "hympi/app/app.hpp"
 #include "hympi/core/environment.hpp"
 #include "hympi/core/error.hpp"
-#include "hympi/core/topology.hpp"
 
 namespace hympi::bench {
 
@@ -80,7 +79,7 @@ int run_main(const char* prog, const char* usage, int& argc, char**& argv, Run&&
     return 0;
   }
   try {
-    check_openmp_environment(Topology::this_machine().pus());
+    check_openmp_environment();
     code = run();
   } catch (const Quiet& e) {
     if (rank == 0) std::fprintf(stderr, "%s: error: %s\n", prog, e.what());

@@ -336,7 +336,7 @@ int main(int argc, char** argv) {
     if (rank == 0) std::printf("usage: hympi-bench-transpose %s\n", kUsage);
   } else {
     try {
-      hympi::check_openmp_environment(hympi::Topology::this_machine().pus());
+      hympi::check_openmp_environment();
       code = run(parse_args(argc, argv), rank, ranks);
     } catch (const InvalidArgument& e) {
       // Arguments are the same on every rank, so every rank gets here before any communication.

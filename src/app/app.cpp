@@ -468,7 +468,7 @@ int run_app_unflushed(int argc, char** argv, AppDefinition& app) {
       return 0;
     }
     options = frame_options(settings);
-    check_openmp_environment(Topology::this_machine().pus());
+    check_openmp_environment();
     const std::string repetitions = app.repetitions_option();
     options.repetitions_fixed = !repetitions.empty() && cli.given(repetitions);
     if (app.checkpoints()) {

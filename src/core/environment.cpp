@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "hympi/contract.hpp"
 #include "hympi/core/error.hpp"
 #include "hympi/core/topology.hpp"
 
@@ -92,9 +93,8 @@ std::vector<std::string> openmp_list(std::string_view text) {
 
 }  // namespace
 
-void check_openmp_environment(int pus) {
+void check_openmp_environment() {
   if (const char* text = std::getenv("OMP_NUM_THREADS"); text != nullptr && *text != '\0') {
-    const long most = static_cast<long>(kMaxThreadsPerPu) * std::max(pus, 1);
     bool first = true;
     for (const std::string& item : openmp_list(text)) {
       long value = 0;
@@ -102,10 +102,10 @@ void check_openmp_environment(int pus) {
       if (ec != std::errc() || end != item.data() + item.size() || value < 1)
         throw InvalidArgument("OMP_NUM_THREADS must be a thread count >= 1 (or a comma-separated list of them), got '" +
                               printable(text) + "'");
-      if (first && value > most)
-        throw InvalidArgument("OMP_NUM_THREADS=" + item + " is more than " + std::to_string(kMaxThreadsPerPu) +
-                              " threads per PU of this machine (" + std::to_string(pus) + " PUs): at most " +
-                              std::to_string(most));
+      if (first && value > contract::kMaxNodePus)
+        throw InvalidArgument("OMP_NUM_THREADS=" + item + " exceeds hympi's limit of " +
+                              std::to_string(contract::kMaxNodePus) + " threads on one node (" +
+                              std::string(contract::kMaxNodePusReason) + ")");
       first = false;
     }
   }

@@ -128,7 +128,7 @@ def test_a_result_that_cannot_be_written_fails_the_run(binary: str, args: list[s
     ("OMP_NUM_THREADS", "0", "OMP_NUM_THREADS must be a thread count >= 1"),
     ("OMP_NUM_THREADS", "abc", "OMP_NUM_THREADS must be a thread count >= 1"),
     ("OMP_NUM_THREADS", "2x", "got '2x'"),
-    ("OMP_NUM_THREADS", "99999", "OMP_NUM_THREADS=99999 is more than 64 threads per PU"),
+    ("OMP_NUM_THREADS", "99999", "OMP_NUM_THREADS=99999 exceeds hympi's limit of 4096 threads on one node"),
     ("OMP_PROC_BIND", "garbage", "OMP_PROC_BIND must be true, false or"),
     ("OMP_PROC_BIND", "true,close", "got 'true,close'"),
     ("OMP_PLACES", "garbage", "OMP_PLACES='garbage' gives the OpenMP runtime no place"),

@@ -31,16 +31,13 @@ int machine_default_threads(int machine_cores, int machine_ranks, int virtual_no
 /// True when OMP_NUM_THREADS is set to something non-empty (the user fixed the thread count).
 bool omp_threads_explicit();
 
-/// Threads per PU of the machine beyond which OMP_NUM_THREADS is refused: far past any useful oversubscription,
-/// and before the thread count where libgomp fails to create its threads or crashes (99999 on a 2-PU machine).
-inline constexpr int kMaxThreadsPerPu = 64;
-
 /// Refuses (InvalidArgument naming the variable and its value) what libgomp would only warn about and then ignore,
-/// running a layout other than the one asked for: an OMP_NUM_THREADS that is not a list of integers >= 1 or whose
-/// first exceeds kMaxThreadsPerPu x `pus`, an OMP_PROC_BIND other than true, false or a list of primary, master,
-/// close and spread, an OMP_PLACES that leaves the runtime no place. Unset or empty variables are the runtime's
-/// defaults.
-void check_openmp_environment(int pus);
+/// running a layout other than the one asked for: an OMP_NUM_THREADS that is not a list of integers >= 1, an
+/// OMP_PROC_BIND other than true, false or a list of primary, master, close and spread, an OMP_PLACES that leaves the
+/// runtime no place; and a first OMP_NUM_THREADS past contract.toml's [node_pus] (the CLI's limit on ranks x threads
+/// of a node), where libgomp failed to create its threads or crashed (99999). Unset or empty variables are the
+/// runtime's defaults.
+void check_openmp_environment();
 
 /// Options of Environment; defaults suit loop-level OpenMP with MPI calls outside parallel regions.
 struct EnvironmentOptions {
