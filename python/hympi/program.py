@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import stat
 import subprocess
 import tomllib
@@ -46,6 +47,11 @@ WALL_TIME_UNIT = "runs/h"
 SECONDS_PER_HOUR = 3600.0
 # Output lines kept in the reason of a run whose metric or verification was not found.
 SHOWN_LINES = 5
+# The longest one search of --metric or --verify may take over a run's output. A plain expression searches the
+# 3 x 32 MiB hympi keeps of an output in seconds (6.5 s for '(\\d+)\\s+\\w+\\s+ms' that finds nothing); one whose
+# backtracking grows exponentially ('(a+)+b' over a line of 40 'a') would hold hympi for hours after the run ended,
+# and --timeout bounds only the run.
+SEARCH_SECONDS = 60.0
 
 
 def program_named(text: str) -> bool:
@@ -419,6 +425,31 @@ def _failed(outcome: RunOutcome, reason: str) -> RunOutcome:
                                stderr=f"{outcome.stderr.rstrip()}\nhympi: {reason}".lstrip())
 
 
+class _SearchExpired(Exception):
+    """Raised by the timer's signal handler inside a search that outlasted SEARCH_SECONDS."""
+
+
+def _expire(signum: int, frame: object) -> None:
+    raise _SearchExpired
+
+
+def _search(kind: str, pattern: str, text: str) -> re.Match[str] | None:
+    """re.search, or _SearchExpired naming the `kind` of expression after SEARCH_SECONDS: Python's matcher checks for
+    signals as it backtracks, so a real-time timer's SIGALRM ends it. Runs are judged in the main thread, the only one
+    Python delivers signals to."""
+    previous = signal.signal(signal.SIGALRM, _expire)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, SEARCH_SECONDS)
+        try:
+            return re.search(pattern, text)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _SearchExpired:
+        raise _SearchExpired(f"{kind} {pattern!r}") from None
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
 def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args: tuple[str, ...],
           written: FileText | None = None) -> RunOutcome:
     """The outcome of one launch of `program` as hympi records it: a timeout or a cancelled step stays so; a non-zero
@@ -438,11 +469,16 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
         text = f"{written.text}\n{text}"
         searched = f"what the run wrote into {program.output_path()} or its output"
     searched += omitted_note(text)
-    if program.verify and re.search(program.verify, text) is None:
-        return _failed(outcome, f"verification {program.verify!r} not found in {searched}; its last lines: "
-                                f"{_last_lines(text)}")
+    try:
+        if program.verify and _search("verification", program.verify, text) is None:
+            return _failed(outcome, f"verification {program.verify!r} not found in {searched}; its last lines: "
+                                    f"{_last_lines(text)}")
+        found = _search("metric", program.metric, text) if program.metric else None
+    except _SearchExpired as expired:
+        return _failed(outcome, f"{expired} was still searching {searched} ({len(text)} characters) after "
+                                f"{SEARCH_SECONDS:g} s and was stopped: nested repeats such as '(a+)+b' backtrack "
+                                "without end; anchor the expression to the text around what it finds")
     if program.metric:
-        found = re.search(program.metric, text)
         if found is None:
             return _failed(outcome, f"metric {program.metric!r} not found in {searched}; its last lines: "
                                     f"{_last_lines(text)}")

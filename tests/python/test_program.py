@@ -9,7 +9,9 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -89,6 +91,24 @@ def test_a_long_output_is_judged_on_its_kept_head_and_tail_and_a_miss_says_what_
     assert re.match(r"hympi: verification 'RESULT OK' not found in the output \(\d+ bytes in the middle of it were "
                     r"not kept: hympi keeps the first 4 and the last 28 MiB of each output stream\); its last lines: "
                     r"\. \| .* \| Performance: 42 steps/s$", reason), reason
+
+
+def test_an_expression_that_backtracks_without_end_is_stopped_and_the_run_failed_with_the_reason(
+        monkeypatch: pytest.MonkeyPatch):
+    # '(a+)+b' over 40 'a' tries 2^40 ways to split them: days without the limit.
+    monkeypatch.setattr("hympi.program.SEARCH_SECONDS", 0.5)
+    handler = signal.getsignal(signal.SIGALRM)
+    for fields, kind in (({"verify": "(a+)+b"}, "verification"), ({"verify": "a", "metric": "(a+)+b"}, "metric")):
+        start = time.monotonic()
+        out = judge(_program(**fields), _outcome("a" * 40 + "\n"), 1, 1, ())
+        assert time.monotonic() - start < 30
+        assert out.status == "failed" and out.record is None
+        assert out.stderr.splitlines()[-1].startswith(f"hympi: {kind} '(a+)+b' was still searching the output ("
+                                                      "57 characters) after 0.5 s and was stopped"), out.stderr
+    # The timer and the handler are the caller's again, and a search that ends in time is not stopped.
+    assert signal.getsignal(signal.SIGALRM) is handler and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    out = judge(_program(metric=r"rate ([0-9]+)"), _outcome("rate 5\n"), 1, 1, ())
+    assert out.status == "ok" and out.record is not None and out.record["metrics"]["merit"]["value"] == 5
 
 
 def test_a_timeout_stays_a_timeout_whatever_was_printed():
