@@ -47,14 +47,15 @@ def enum_block(name: str, spec: dict[str, Any]) -> str:
     def pairs(rows: list[list[str]]) -> str:
         return ", ".join(f"{{E::{ident}, {cxx(text)}}}" for ident, text in rows)
 
-    return (f"template <class E>\nstruct {name}Names {{\n"
+    return (f"inline constexpr std::array<std::string_view, {len(values)}> k{name}Texts{{"
+            + ", ".join(cxx(text) for _, text in values) + "};\n"
+            f"template <class E>\nstruct {name}Names {{\n"
             f"  static constexpr std::string_view what = {cxx(spec['what'])};\n"
+            f"  static constexpr std::span<const std::string_view> texts = k{name}Texts;\n"
             f"  static constexpr std::array<std::pair<E, std::string_view>, {len(values)}> values"
             f"{{{{{pairs(values)}}}}};\n"
             f"  static constexpr std::array<std::pair<E, std::string_view>, {len(aliases)}> aliases{{"
-            + (f"{{{pairs(aliases)}}}" if aliases else "") + "};\n};\n"
-            f"inline constexpr std::array<std::string_view, {len(values)}> k{name}Texts{{"
-            + ", ".join(cxx(text) for _, text in values) + "};\n")
+            + (f"{{{pairs(aliases)}}}" if aliases else "") + "};\n};\n")
 
 
 def header(contract: dict[str, Any]) -> str:
@@ -84,9 +85,10 @@ def header(contract: dict[str, Any]) -> str:
     out += ["}};", ""]
     for name, spec in enums.items():
         out.append(enum_block(name, spec))
-    out += ["struct EnumInfo {", "  std::string_view name;", "  std::span<const std::string_view> texts;", "};",
+    out += ["struct EnumInfo {", "  std::string_view name;", "  std::string_view what;",
+            "  std::span<const std::string_view> texts;", "};",
             f"inline constexpr std::array<EnumInfo, {len(enums)}> kEnums{{{{"]
-    out += [f"    {{{cxx(name)}, k{name}Texts}}," for name in enums]
+    out += [f"    {{{cxx(name)}, {cxx(spec['what'])}, k{name}Texts}}," for name, spec in enums.items()]
     out += ["}};", "",
             "enum class OptionType { string, path, boolean, integer, seconds, enumeration };",
             "struct OptionInfo {", "  std::string_view key;", "  std::string_view env;", "  OptionType type;",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from collections.abc import Sequence
 
 
 class HympiError(Exception):
@@ -22,6 +23,13 @@ class HympiFatal(HympiError):
 
 class UsageError(Exception):
     """Bad user input: one line naming the bad value, exit code 2, nothing launched."""
+
+
+def unknown_name(what: str, names: Sequence[str], text: str) -> str:
+    """How a text that is none of `names` is refused, in the apps' words (core/enum_names.hpp's unknown_name):
+    "unknown binding 'x' (expected none, core, numa or package)"."""
+    listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    return f"unknown {what} '{text}' (expected {listed})"
 
 
 class StoppedBySignal(KeyboardInterrupt):

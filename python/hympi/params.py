@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from hympi.contract import contract
-from hympi.errors import UsageError
+from hympi.errors import UsageError, unknown_name
 from hympi.jsontypes import JsonObject
 from hympi.limits import MAX_ROW_ID, MAX_RUN_COUNT, Limit, check_path
 from hympi.numbers import ascii_float, ascii_int
@@ -177,7 +177,7 @@ def parse_choice_list(option: str, text: str, choices: tuple[str, ...], what: st
     values: list[str] = []
     for part in parts:
         if part not in choices:
-            raise UsageError(f"{option}: unknown {what} '{part}' (expected {', '.join(choices)})")
+            raise UsageError(f"{option}: {unknown_name(what, choices, part)}")
         if part not in values:
             values.append(part)
     return tuple(values)
@@ -192,7 +192,7 @@ def choice(choices: tuple[str, ...], what: str) -> Parse:
     """The parser of one of `choices` (`what` names the kind: 'launcher', 'strategy')."""
     def parse(option: str, text: str) -> str:
         if text not in choices:
-            raise UsageError(f"{option}: unknown {what} '{text}' (expected {', '.join(choices)})")
+            raise UsageError(f"{option}: {unknown_name(what, choices, text)}")
         return text
     return parse
 

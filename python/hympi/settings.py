@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hympi.contract import OptionEntry, contract
-from hympi.errors import UsageError
+from hympi.errors import UsageError, unknown_name
 from hympi.numbers import ascii_float, ascii_int
 from hympi.textfile import file_problem, read_toml
 
@@ -83,7 +83,7 @@ def _check(option: OptionEntry, value: object, name: str) -> Value:
     if enum is not None:
         names = contract().enums[enum]
         if value not in names:
-            raise UsageError(f"{name}: unknown {contract().enum_what[enum]} '{value}' (expected {', '.join(names)})")
+            raise UsageError(f"{name}: {unknown_name(contract().enum_what[enum], names, value)}")
     return value
 
 

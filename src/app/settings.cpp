@@ -9,6 +9,7 @@
 #include <string>
 
 #include "hympi/contract.hpp"
+#include "hympi/core/enum_names.hpp"
 #include "hympi/core/error.hpp"
 
 namespace hympi {
@@ -21,6 +22,54 @@ const contract::OptionInfo* find_option(std::string_view key) {
   for (const auto& option : contract::kOptions)
     if (option.key == key) return &option;
   return nullptr;
+}
+
+bool flag_value(const SettingValue& value) {
+  if (value.text == "true" || value.text == "1") return true;
+  if (value.text == "false" || value.text == "0" || value.text.empty()) return false;
+  throw InvalidArgument(value.name + " must be 0 or 1, got '" + value.text + "'");
+}
+
+int positive_int_value(const SettingValue& value) {
+  char* end = nullptr;
+  const long number = std::strtol(value.text.c_str(), &end, 10);
+  if (value.text.empty() || *end != '\0' || number < 1 || number > 1 << 20)
+    throw InvalidArgument(value.name + " must be a positive integer, got '" + value.text + "'");
+  return static_cast<int>(number);
+}
+
+double seconds_value(const SettingValue& value) {
+  char* end = nullptr;
+  const double number = std::strtod(value.text.c_str(), &end);
+  if (value.text.empty() || *end != '\0')
+    throw InvalidArgument(value.name + ": '" + value.text + "' is not a number of seconds");
+  if (!std::isfinite(number) || number < 0.0)
+    throw InvalidArgument(value.name + " must be a finite number of seconds >= 0, got " + value.text);
+  if (number > contract::kMaxSeconds)
+    throw InvalidArgument(value.name + " " + value.text + " exceeds hympi's limit of " +
+                          std::to_string(static_cast<long>(contract::kMaxSeconds)) + " seconds (" +
+                          std::string(contract::kMaxSecondsReason) + ")");
+  return number;
+}
+
+/// Throws InvalidArgument naming `value` when its text is not of `option`'s type. Each layer's value is checked as
+/// it is read, as the CLI's load_settings does: a bad value in the config file is bad input even where the
+/// environment or the command line overrides it (it would be taken the day they do not).
+void check_type(const contract::OptionInfo& option, const SettingValue& value) {
+  switch (option.type) {
+    case contract::OptionType::boolean: (void)flag_value(value); return;
+    case contract::OptionType::integer: (void)positive_int_value(value); return;
+    case contract::OptionType::seconds: (void)seconds_value(value); return;
+    case contract::OptionType::enumeration: {
+      const contract::EnumInfo* declared = declared_enum(option.enum_name);
+      if (declared == nullptr) throw Error("option " + std::string(option.key) + ": enum not in contract.toml");
+      if (std::ranges::find(declared->texts, value.text) == declared->texts.end())
+        throw InvalidArgument(value.name + ": " + unknown_name(declared->what, declared->texts, value.text));
+      return;
+    }
+    case contract::OptionType::string:
+    case contract::OptionType::path: return;
+  }
 }
 
 /// The config file to read: --config, else HYMPI_CONFIG (both must exist), else ./hympi.toml if present.
@@ -95,9 +144,14 @@ Settings Settings::load(const std::string& config_path, const EnvLookup& getenv)
     if (key == kConfigKey) {
       value = config;
     } else {
-      if (auto it = file.find(key); it != file.end())
+      if (auto it = file.find(key); it != file.end()) {
         value = {it->second, "config file " + config.text, config.text + ": " + key};
-      if (const char* text = getenv(env.c_str()); text != nullptr && *text != '\0') value = {text, "env " + env, env};
+        check_type(option, value);
+      }
+      if (const char* text = getenv(env.c_str()); text != nullptr && *text != '\0') {
+        value = {text, "env " + env, env};
+        check_type(option, value);
+      }
     }
     settings.values_[key] = value;
   }
@@ -121,34 +175,11 @@ void Settings::rethrow_named(const SettingValue& value, const std::exception& e)
   throw InvalidArgument(value.name + ": " + e.what());
 }
 
-bool Settings::flag(std::string_view key) const {
-  const SettingValue& value = get(key);
-  if (value.text == "true" || value.text == "1") return true;
-  if (value.text == "false" || value.text == "0" || value.text.empty()) return false;
-  throw InvalidArgument(value.name + " must be 0 or 1, got '" + value.text + "'");
-}
+bool Settings::flag(std::string_view key) const { return flag_value(get(key)); }
 
-int Settings::positive_int(std::string_view key) const {
-  const SettingValue& value = get(key);
-  char* end = nullptr;
-  const long number = std::strtol(value.text.c_str(), &end, 10);
-  if (value.text.empty() || *end != '\0' || number < 1 || number > 1 << 20)
-    throw InvalidArgument(value.name + " must be a positive integer, got '" + value.text + "'");
-  return static_cast<int>(number);
-}
+int Settings::positive_int(std::string_view key) const { return positive_int_value(get(key)); }
 
-double Settings::seconds(std::string_view key) const {
-  const SettingValue& value = get(key);
-  char* end = nullptr;
-  const double number = std::strtod(value.text.c_str(), &end);
-  if (value.text.empty() || *end != '\0' || !std::isfinite(number) || number < 0.0)
-    throw InvalidArgument(value.name + " must be a number of seconds >= 0, got " + value.text);
-  if (number > contract::kMaxSeconds)
-    throw InvalidArgument(value.name + " " + value.text + " exceeds hympi's limit of " +
-                          std::to_string(static_cast<long>(contract::kMaxSeconds)) + " seconds (" +
-                          std::string(contract::kMaxSecondsReason) + ")");
-  return number;
-}
+double Settings::seconds(std::string_view key) const { return seconds_value(get(key)); }
 
 nlohmann::json Settings::to_json() const {
   nlohmann::json out = nlohmann::json::object();

@@ -1,9 +1,11 @@
 #include "hympi/core/result.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
 #include "hympi/contract.hpp"
+#include "hympi/core/enum_names.hpp"
 #include "hympi/core/error.hpp"
 
 namespace hympi {
@@ -49,11 +51,8 @@ bool has_type(const nlohmann::json& value, contract::FieldType type) {
 }
 
 bool names_enum_value(const nlohmann::json& value, std::string_view enum_name) {
-  for (const auto& e : contract::kEnums)
-    if (e.name == enum_name)
-      for (const auto& text : e.texts)
-        if (text == value.get<std::string>()) return true;
-  return false;
+  const contract::EnumInfo* declared = declared_enum(enum_name);
+  return declared != nullptr && std::ranges::find(declared->texts, value.get<std::string>()) != declared->texts.end();
 }
 
 }  // namespace

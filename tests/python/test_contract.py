@@ -261,6 +261,26 @@ def test_the_apps_read_a_config_files_values_as_the_cli_does(tmp_path: Path):
         assert json.loads(proc.stdout)[key]["value"] == app_text, text
 
 
+@pytest.mark.parametrize(("text", "env", "words"), [
+    ('min_time = "abc"\n', {"HYMPI_MIN_TIME": "1"}, "my.toml: min_time: 'abc' is not a number of seconds"),
+    ("min_time = -1\n", {"HYMPI_MIN_TIME": "1"}, "my.toml: min_time must be a finite number of seconds >= 0, got -1"),
+    ('bind = "cores"\n', {"HYMPI_BIND": "core"},
+     "my.toml: bind: unknown binding 'cores' (expected none, core, numa or package)"),
+    ('ignore_load = "maybe"\n', {"HYMPI_IGNORE_LOAD": "1"}, "my.toml: ignore_load must be 0 or 1, got 'maybe'"),
+    ("", {"HYMPI_DIST": "spread"}, "HYMPI_DIST: unknown distribution 'spread' (expected compact or scatter)")])
+def test_a_bad_value_under_one_that_overrides_it_is_refused_by_the_cli_and_the_apps_alike(
+        tmp_path: Path, text: str, env: dict[str, str], words: str):
+    # The value below would be taken the day the one above it goes: bad input now, on either side, in one wording.
+    (tmp_path / "my.toml").write_text(text)
+    environ = {**{k: v for k, v in _clean_env().items() if not k.startswith("HYMPI_")}, **env}
+    cli = _hympi("--config", "my.toml", "config", cwd=tmp_path, env={**environ, "PYTHONPATH": str(REPO / "python")})
+    assert (cli.returncode, cli.stderr, cli.stdout) == (2, f"hympi: error: {words}\n", "")
+    flag = ["--dist", "compact"] if "HYMPI_DIST" in env else []
+    app = subprocess.run([str(_app("rb3d")), "--config", "my.toml", "--show-config", *flag], capture_output=True,
+                         text=True, timeout=60, cwd=tmp_path, env=environ, check=False)
+    assert (app.returncode, app.stderr, app.stdout) == (2, f"hympi-rb3d: error: {words}\n", "")
+
+
 @pytest.mark.parametrize(("make", "problem"), [
     (lambda p: p.mkdir(), "is a directory"), (os.mkfifo, "is a FIFO"),
     (lambda p: p.symlink_to("nowhere.toml"), "is a link to a file that does not exist")])

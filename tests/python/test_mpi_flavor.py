@@ -32,8 +32,8 @@ def test_unset_flavour_leaves_it_to_the_launcher(tmp_path, monkeypatch):
 @pytest.mark.parametrize("flavor", GARBAGE)
 def test_garbage_flavour_is_refused_naming_the_variable(flavor, monkeypatch):
     monkeypatch.setenv("HYMPI_MPI_FLAVOR", flavor)
-    with pytest.raises(UsageError, match=rf"^HYMPI_MPI_FLAVOR: unknown MPI flavour '{flavor}' \(expected openmpi, "
-                                         r"mpich\)$"):
+    with pytest.raises(UsageError, match=rf"^HYMPI_MPI_FLAVOR: unknown MPI flavour '{flavor}' \(expected openmpi "
+                                         r"or mpich\)$"):
         configured_flavor()
     with pytest.raises(UsageError):
         mpi_flavor("/nonexistent/launcher-" + flavor)

@@ -2,6 +2,7 @@
 // Text names of enums, from the contract (contract.toml [enum.*], generated into hympi/contract.hpp):
 // one to_string and one parse for every enum instead of a hand-written pair each.
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,6 +45,13 @@ template <NamedEnum E>
   return "unknown";
 }
 
+/// The contract's entry of the enum called `enum_name` (e.g. "BindPolicy"), or nullptr when it declares none.
+[[nodiscard]] const contract::EnumInfo* declared_enum(std::string_view enum_name);
+
+/// How a text that is none of an enum's names is refused: "unknown WHAT 'TEXT' (expected a, b or c)".
+[[nodiscard]] std::string unknown_name(std::string_view what, std::span<const std::string_view> names,
+                                       std::string_view text);
+
 /// The enumerator named `text` (or one of its aliases); throws InvalidArgument naming the value and
 /// listing the names otherwise, e.g. "unknown binding 'x' (expected none, core, numa or package)".
 template <NamedEnum E>
@@ -52,12 +60,7 @@ template <NamedEnum E>
     if (name == text) return value;
   for (const auto& [value, name] : EnumNames<E>::aliases)
     if (name == text) return value;
-  const auto& values = EnumNames<E>::values;
-  std::string expected;
-  for (std::size_t i = 0; i < values.size(); ++i)
-    expected += std::string(i == 0 ? "" : (i + 1 == values.size() ? " or " : ", ")) + std::string(values[i].second);
-  throw InvalidArgument("unknown " + std::string(EnumNames<E>::what) + " '" + std::string(text) + "' (expected " +
-                        expected + ")");
+  throw InvalidArgument(unknown_name(EnumNames<E>::what, EnumNames<E>::texts, text));
 }
 
 }  // namespace hympi

@@ -20,7 +20,7 @@ from typing import IO
 
 from hympi.capture import BoundedCapture, tail_lines
 from hympi.contract import contract, enum_names
-from hympi.errors import HympiFatal, UsageError
+from hympi.errors import HympiFatal, UsageError, unknown_name
 from hympi.jsontypes import JsonObject
 from hympi.launch.banner import target_of_banner
 from hympi.launch.layout import LayoutSpec
@@ -215,7 +215,7 @@ def configured_flavor() -> str | None:
     if not setting.value:
         return None
     if setting.value not in MPI_FLAVORS:
-        raise UsageError(f"{setting.name}: unknown MPI flavour '{setting.value}' (expected {', '.join(MPI_FLAVORS)})")
+        raise UsageError(f"{setting.name}: {unknown_name('MPI flavour', MPI_FLAVORS, str(setting.value))}")
     return str(setting.value)
 
 
