@@ -58,7 +58,7 @@ def parse_counts(text: str, option: str, empty_ok: bool = False) -> list[int]:
     `empty_ok`)."""
     counts = []
     for item in (part for part in text.split(",") if part):
-        if not item.isdigit() or int(item) < 1:
+        if not (item.isascii() and item.isdigit()) or int(item) < 1:  # '²' is a digit to isdigit
             reject(option, f"'{item}' is not a positive integer")
         counts.append(int(item))
     if not counts and not empty_ok:

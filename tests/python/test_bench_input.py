@@ -21,6 +21,7 @@ SCRIPTS = {
     "node": (("bash", str(REPO / "bench/node/run.sh")), "--out", "node: "),
     "npb-mz": (("bash", str(REPO / "bench/npb-mz/run.sh")), None, "run.sh: "),
     "osu": (("bash", str(REPO / "bench/osu/run.sh")), None, "run.sh: "),
+    "store": ((sys.executable, str(REPO / "bench/store/large.py")), "--work", "large.py: "),
     "tune": ((sys.executable, str(REPO / "bench/tune/run.py")), "--work", "bench: "),
     "vm": ((sys.executable, str(REPO / "bench/vm/run.py")), None, "run.py: "),
 }
@@ -55,6 +56,9 @@ SCRIPT_VARIABLES = ("RUN_TIMEOUT", "MARCH", "OSU_SRC", "OSU_GIT", "NPB_REF_BIN")
         ("osu", [], {"OSU_SRC": "/nonexistent/osu"},
          "OSU_SRC='/nonexistent/osu' is not an unpacked osu-micro-benchmarks"),
         ("osu", ["--bogus"], {}, "unknown argument '--bogus'"),
+        ("store", ["--runs", "20000,0"], {}, "--runs: '0' is not a positive integer"),
+        ("store", ["--runs", "2\u00b2"], {}, "--runs: '2\u00b2' is not a positive integer"),
+        ("store", ["--runs", "20000000"], {}, "--runs: 20000000 runs is more than this benchmark makes"),
         ("tune", ["--npb-ref-bin", "/nonexistent/npb"], {}, "--npb-ref-bin: '/nonexistent/npb' is not a directory"),
         ("tune", ["--parts", "lopo,foo"], {}, "--parts: unknown part 'foo'"),
         ("tune", ["--lopo-repeat", "0"], {}, "--lopo-repeat: must be >= 1, got 0"),

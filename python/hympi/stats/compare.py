@@ -35,6 +35,7 @@ never pair (a round is named by its sweep); a round a layout ran twice is left o
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -305,9 +306,15 @@ def shared_rounds(a: Sample, b: Sample) -> tuple[list[float], list[float]]:
     """a's and b's rates in the rounds each ran once, in round order (two empty lists where either has no rounds)."""
     if not (a.rounds and b.rounds):
         return [], []
-    once = [{k: r for k, r in zip(s.rounds, s.rates, strict=True) if s.rounds.count(k) == 1} for s in (a, b)]
-    both = sorted(once[0].keys() & once[1].keys())
-    return [once[0][k] for k in both], [once[1][k] for k in both]
+    once_a, once_b = (_run_once(s) for s in (a, b))
+    both = sorted(once_a.keys() & once_b.keys())
+    return [once_a[k] for k in both], [once_b[k] for k in both]
+
+
+def _run_once(sample: Sample) -> dict[tuple[int, int], float]:
+    """round -> rate of the rounds `sample` ran once (a Counter: thousands of rounds are counted in one pass)."""
+    count = Counter(sample.rounds)
+    return {k: r for k, r in zip(sample.rounds, sample.rates, strict=True) if count[k] == 1}
 
 
 def compare(a: Sample, b: Sample, confidence: float = DEFAULT_CONFIDENCE) -> Comparison | Refusal:
