@@ -1,11 +1,13 @@
-"""Raw data out of the results store: one row per run, as CSV or JSON."""
+"""Raw data out of the results store: one row per run, as CSV or JSON, written as the runs are read (a database
+of a hundred thousand runs is exported in the memory of one)."""
 
 from __future__ import annotations
 
 import csv
-import io
 import json
-from typing import TypedDict
+import textwrap
+from collections.abc import Iterable, Iterator
+from typing import IO, TypedDict
 
 from hympi.jsontypes import JsonObject
 from hympi.result import run_placement_share
@@ -65,48 +67,55 @@ class ExportRow(CsvRow):
 COLUMNS: tuple[str, ...] = tuple(CsvRow.__annotations__)
 
 
-def rows(store: Store, sweep_ids: list[int] | None = None) -> list[ExportRow]:
-    """Every run (of the given sweeps) joined with its machine, as dicts with COLUMNS plus 'env' and 'result'."""
+def rows(store: Store, sweep_ids: list[int] | None = None) -> Iterator[ExportRow]:
+    """Every run (of the given sweeps) joined with its machine, as dicts with COLUMNS plus 'env' and 'result', one
+    at a time."""
     machine_of = {s.id: s.machine_id for s in store.sweeps()}
     machines: dict[int, MachineRecord] = {}
-    out: list[ExportRow] = []
-    for run in store.runs(sweep_ids):
+    for run in store.iter_runs(sweep_ids):
         machine_id = machine_of[run.sweep_id]
         if machine_id not in machines:
             machines[machine_id] = store.machine(machine_id)
         m = machines[machine_id]
         busy = run.interference
-        out.append({"run_id": run.id, "sweep_id": run.sweep_id, "machine_id": machine_id, "hostname": m.hostname,
-                    "topology_hash": m.topology_hash, "mpi_library": m.mpi_library, "compiler": m.compiler,
-                    "app": run.app, "problem": run.problem, "ranks": run.ranks, "threads": run.threads,
-                    "bind": run.bind, "membind": run.membind, "dist": run.dist, "repeat": run.repeat,
-                    "app_args": " ".join(run.app_args),
-                    "status": run.status, "returncode": run.returncode, "wall_s": run.wall_s,
-                    "rate": run.value("rate"), "rate_unit": run.record.get("rate_unit") if run.record else None,
-                    "time_s": run.value("time_s"), "comm_s": run.value("comm_s"), "comp_s": run.value("comp_s"),
-                    "imbalance": run.value("imbalance"), "max_rss_mib": run.value("max_rss_mib"),
-                    "node_rss_mib": run.value("node_rss_mib"), "pages_on_intended": run_placement_share(run),
-                    "verified": run.record.get("verified") if run.record else None,
-                    "restarted_from_step": run.restarted_from_step,
-                    "outside_cpu_s": busy.outside_cpu_s if busy else None,
-                    "outside_cores": busy.outside_cores if busy else None,
-                    "steal_s": busy.steal_s if busy else None, "disturbed": run.disturbed if busy else None,
-                    "started_at": run.started_at, "finished_at": run.finished_at,
-                    "command": json.dumps(list(run.command)), "stderr_tail": run.stderr_tail,
-                    "env": dict(run.env), "result": run.record})
-    return out
+        yield {"run_id": run.id, "sweep_id": run.sweep_id, "machine_id": machine_id, "hostname": m.hostname,
+               "topology_hash": m.topology_hash, "mpi_library": m.mpi_library, "compiler": m.compiler,
+               "app": run.app, "problem": run.problem, "ranks": run.ranks, "threads": run.threads,
+               "bind": run.bind, "membind": run.membind, "dist": run.dist, "repeat": run.repeat,
+               "app_args": " ".join(run.app_args),
+               "status": run.status, "returncode": run.returncode, "wall_s": run.wall_s,
+               "rate": run.value("rate"), "rate_unit": run.record.get("rate_unit") if run.record else None,
+               "time_s": run.value("time_s"), "comm_s": run.value("comm_s"), "comp_s": run.value("comp_s"),
+               "imbalance": run.value("imbalance"), "max_rss_mib": run.value("max_rss_mib"),
+               "node_rss_mib": run.value("node_rss_mib"), "pages_on_intended": run_placement_share(run),
+               "verified": run.record.get("verified") if run.record else None,
+               "restarted_from_step": run.restarted_from_step,
+               "outside_cpu_s": busy.outside_cpu_s if busy else None,
+               "outside_cores": busy.outside_cores if busy else None,
+               "steal_s": busy.steal_s if busy else None, "disturbed": run.disturbed if busy else None,
+               "started_at": run.started_at, "finished_at": run.finished_at,
+               "command": json.dumps(list(run.command)), "stderr_tail": run.stderr_tail,
+               "env": dict(run.env), "result": run.record}
 
 
-def to_csv(data: list[ExportRow]) -> str:
-    """CSV text with a header row of COLUMNS."""
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+def write_csv(data: Iterable[ExportRow], out: IO[str]) -> int:
+    """Writes CSV with a header row of COLUMNS to `out`, a row per run as it comes; returns the number of runs."""
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
+    count = 0
     for row in data:
         writer.writerow({k: "" if v is None else v for k, v in row.items()})  # extras are ignored
-    return buf.getvalue()
+        count += 1
+    return count
 
 
-def to_json(data: list[ExportRow]) -> str:
-    """JSON text: a list of run objects (the command as a list, the result record in full)."""
-    return json.dumps([{**row, "command": json.loads(row["command"])} for row in data], indent=1, sort_keys=True) + "\n"
+def write_json(data: Iterable[ExportRow], out: IO[str]) -> int:
+    """Writes a JSON list of run objects (the command as a list, the result record in full) to `out`, an object per
+    run as it comes, in the text json.dumps(list, indent=1, sort_keys=True) gives; returns the number of runs."""
+    count = 0
+    for row in data:
+        item = json.dumps({**row, "command": json.loads(row["command"])}, indent=1, sort_keys=True)
+        out.write(("[\n" if count == 0 else ",\n") + textwrap.indent(item, " ", lambda _: True))
+        count += 1
+    out.write("\n]\n" if count else "[]\n")
+    return count

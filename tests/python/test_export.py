@@ -10,6 +10,7 @@ from pathlib import Path
 from conftest import hympi
 from fakeapps import fake_bin_dir
 from hympi.export import COLUMNS
+from hympi.store import Store
 
 
 def test_csv_and_json_hold_every_run_with_its_status_and_record(tmp_path: Path):
@@ -44,3 +45,24 @@ def test_csv_and_json_hold_every_run_with_its_status_and_record(tmp_path: Path):
     assert hympi("export", "--db", str(db), "--sweep", "5", env=env).returncode == 2
     assert hympi("export", "--db", str(tmp_path / "none.db"), env=env).returncode == 2
     assert not (tmp_path / "none.db").exists()
+
+
+def test_json_is_written_run_by_run_in_the_text_of_one_pretty_printed_list(tmp_path: Path):
+    env = fake_bin_dir(tmp_path)
+    db = tmp_path / "r.db"
+    assert hympi("sweep", "rb3d", "--ranks", "1,2", "--threads", "1", "--repeat", "2", "--no-warmup", "--db",
+                 str(db), env=env).returncode == 0
+    out = hympi("export", "--db", str(db), "--format", "json", env=env)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert len(data) == 4 and out.stdout == json.dumps(data, indent=1, sort_keys=True) + "\n"
+    target = tmp_path / "runs.json"
+    assert hympi("export", "--db", str(db), "--format", "json", "-o", str(target), env=env).returncode == 0
+    assert target.read_text() == out.stdout
+    # A database without runs: an empty list, and a CSV of the header alone.
+    empty = tmp_path / "empty.db"
+    Store.open(empty).close()
+    none = hympi("export", "--db", str(empty), "--format", "json", env=env)
+    assert (none.returncode, none.stdout) == (0, "[]\n"), none.stderr
+    header = hympi("export", "--db", str(empty), env=env)
+    assert (header.returncode, header.stdout) == (0, ",".join(COLUMNS) + "\n"), header.stderr

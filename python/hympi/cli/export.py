@@ -8,8 +8,8 @@ import sys
 from hympi.cli.common import add_db_option, check_output_file, row_id_argument
 from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError
-from hympi.export import rows, to_csv, to_json
-from hympi.outputs import write_output
+from hympi.export import rows, write_csv, write_json
+from hympi.outputs import output_stream
 from hympi.store import Store
 
 
@@ -30,18 +30,18 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--format must be csv or json, got '{args.format}'")
     if args.output is not None:
         check_output_file(args.output, "--output", {"--db": args.db})
+    write = write_csv if args.format == "csv" else write_json
     with Store.read(args.db) as store:
         if args.sweep:
             for sweep_id in args.sweep:
                 store.sweep(sweep_id)  # UsageError for an unknown id
-        data = rows(store, args.sweep)
-    text = to_csv(data) if args.format == "csv" else to_json(data)
-    if args.output is None:
-        sys.stdout.write(text)
-        return 0
-    try:
-        write_output(args.output, text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {args.output} ({exc.strerror or exc})") from None
-    print(f"wrote {len(data)} runs to {args.output}", file=sys.stderr)
+        if args.output is None:
+            write(rows(store, args.sweep), sys.stdout)
+            return 0
+        try:
+            with output_stream(args.output) as out:  # renamed over --output only once every run is in
+                count = write(rows(store, args.sweep), out)
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output} ({exc.strerror or exc})") from None
+    print(f"wrote {count} runs to {args.output}", file=sys.stderr)
     return 0

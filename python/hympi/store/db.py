@@ -793,6 +793,11 @@ class Store:
 
     def runs(self, sweep_ids: list[int] | None = None) -> list[Run]:
         """Every run (of the given sweeps, if any), in the order they were recorded."""
+        return list(self.iter_runs(sweep_ids))
+
+    def iter_runs(self, sweep_ids: list[int] | None = None) -> Iterator[Run]:
+        """runs(), one at a time: what reads every run once (export) holds one decoded record in memory, not all of
+        them (a hundred thousand runs of 13 KB records took 3.6 GB as a list)."""
         sql = ("SELECT sweep_id, app, ranks, threads, bind, dist, repeat, app_args_json, env_json, command_json,"
                " status, returncode, wall_s, result_json, stderr_tail, started_at, finished_at, id,"
                " restarted_from_step, membind, item_args_json, outside_cpu_s, outside_cores, steal_s, disturbed"
@@ -805,17 +810,15 @@ class Store:
         mpi: dict[int, list[tuple[str, str]]] = {}
         for run_id, name, value in self.conn.execute(mpi_sql + " ORDER BY run_id, name", params):
             mpi.setdefault(run_id, []).append((name, value))
-        out = []
         for r in self.conn.execute(sql + " ORDER BY id", params):
-            out.append(Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(_decoded(r[7], list, "runs.app_args_json")),
-                           tuple(sorted(_decoded(r[8], dict, "runs.env_json").items())),
-                           tuple(_decoded(r[9], list, "runs.command_json")), r[10], r[11], r[12],
-                           _decoded(r[13], dict, "runs.result_json") if r[13] else None, r[14], r[15], r[16], r[17],
-                           tuple(mpi.get(r[17], ())), r[18], r[19], tuple(_decoded(r[20], list, "runs.item_args_json")),
-                           None if r[21] is None else Interference(outside_cpu_s=r[21], outside_cores=r[22],
-                                                                   steal_s=r[23]),
-                           bool(r[24])))
-        return out
+            yield Run(r[0], r[1], r[2], r[3], r[4], r[5], r[6], tuple(_decoded(r[7], list, "runs.app_args_json")),
+                      tuple(sorted(_decoded(r[8], dict, "runs.env_json").items())),
+                      tuple(_decoded(r[9], list, "runs.command_json")), r[10], r[11], r[12],
+                      _decoded(r[13], dict, "runs.result_json") if r[13] else None, r[14], r[15], r[16], r[17],
+                      tuple(mpi.get(r[17], ())), r[18], r[19], tuple(_decoded(r[20], list, "runs.item_args_json")),
+                      None if r[21] is None else Interference(outside_cpu_s=r[21], outside_cores=r[22],
+                                                              steal_s=r[23]),
+                      bool(r[24]))
 
     def run_mpi_params(self, run_id: int) -> list[tuple[str, str, str | None]]:
         """The MPI parameters of one run as stored: (name, value as set, value read back or None), by name."""
