@@ -3,17 +3,18 @@
 
 Usage: .venv/bin/python bench/store/large.py [--runs 20000,100000] [--work DIR]
 
-A real sweep (hympi-is class S at 1x1 and 2x1, 2 repeats: 4 runs with their full records, some 13 KB of JSON each)
-is copied in SQL, each copy a new repeat of the same items, until the database holds each count of runs; each
-command then runs once on it, timed by its wall clock. Opening is Store.open as every command does it: SQLite's
-quick_check and the scan of the JSON columns that refuse a damaged file (hympi.store.db). The report's time
-includes its statistics over every layout's runs. One run per count: the figures are seconds, not intervals, and
-say where the time goes (docs/performance.md), not which of two things is faster.
+A real sweep (hympi-is class S at 1x1 and 2x1, a warm-up and 2 repeats each: 6 runs with their full records, some
+13 KB of JSON each) is copied in SQL, each copy a new repeat of the same items, until the database holds each count
+of runs; each command then runs once on it, timed by its wall clock, its peak resident memory by the kernel (wait4).
+Opening is Store.open as every command does it: SQLite's quick_check and the scan of the JSON columns that refuse a
+damaged file (hympi.store.db). The report's time includes its statistics over every layout's runs. One run per
+count: the figures say where the time and memory go (docs/performance.md), not which of two things is faster.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import subprocess
 import sys
@@ -57,10 +58,19 @@ def grow(db: Path, runs: int) -> None:
         conn.close()
 
 
-def timed(command: list[str]) -> float:
+def timed(command: list[str]) -> tuple[float, float]:
+    """(wall s, peak resident MB) of one run of `command`, which must succeed."""
     start = time.perf_counter()
-    subprocess.run(command, check=True, timeout=TIMEOUT_S, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    except BaseException:
+        proc.kill()
+        raise
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, command)
+    return time.perf_counter() - start, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -76,7 +86,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="hympi-large-db-", dir=args.work) as directory:
         db = Path(directory) / "large.db"
         sweep(db)
-        print("| runs | file MB | open (damage check) s | hympi export s | hympi report s |")
+        print("| runs | file MB | open (damage check) s | hympi export s (peak MB) | hympi report s (peak MB) |")
         print("| --- | --- | --- | --- | --- |")
         for runs in sizes:
             grow(db, runs)
@@ -85,8 +95,8 @@ def main() -> None:
             opened = time.perf_counter() - start
             export = timed([*hympi_here(), "export", "--db", str(db), "-o", str(Path(directory) / "runs.csv")])
             report = timed([*hympi_here(), "report", "--db", str(db), "--out", str(Path(directory) / f"r{runs}")])
-            print(f"| {runs} | {db.stat().st_size / 1e6:.0f} | {opened:.2f} | {export:.1f} | {report:.1f} |",
-                  flush=True)
+            print(f"| {runs} | {db.stat().st_size / 1e6:.0f} | {opened:.2f} | {export[0]:.1f} ({export[1]:.0f}) | "
+                  f"{report[0]:.1f} ({report[1]:.0f}) |", flush=True)
 
 
 if __name__ == "__main__":
