@@ -66,7 +66,7 @@ int all_nodes(int argc, char** argv, const std::string& config_path, bool json) 
     return 0;
   } catch (const std::exception& e) {
     const int code = dynamic_cast<const hympi::InvalidArgument*>(&e) != nullptr ? 2 : 1;
-    if (env->rank() == 0) std::cerr << "hympi-info: error: " << e.what() << "\n";
+    if (env->rank() == 0) hympi::print_error("hympi-info", e.what());
     return code;
   }
 }
@@ -89,8 +89,9 @@ int run(int argc, char** argv) {
   if (every_node) {
     if (cli.given("--topology") || xml) {
       if (hympi::launched_rank() == 0)
-        std::cerr << "hympi-info: error: --all-nodes takes no --topology or --xml (each node's topology comes from "
-                     "its hardware or HYMPI_NODE_TOPOLOGY; --json includes its XML)\n";
+        hympi::print_error("hympi-info",
+                           "--all-nodes takes no --topology or --xml (each node's topology comes from its hardware or "
+                           "HYMPI_NODE_TOPOLOGY; --json includes its XML)");
       return 2;
     }
     return all_nodes(argc, argv, config_path, json);
@@ -111,7 +112,7 @@ int run(int argc, char** argv) {
     print_text(topology);
     return 0;
   } catch (const hympi::Error& e) {  // a bad --topology or config file: bad input
-    if (hympi::launched_rank() == 0) std::cerr << "hympi-info: error: " << e.what() << "\n";
+    if (hympi::launched_rank() == 0) hympi::print_error("hympi-info", e.what());
     return 2;
   }
 }

@@ -219,7 +219,7 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
       return error_exit_code(prog, e);
     }
     if (first < env->size()) {
-      if (env->rank() == first) std::cerr << prog << ": error: " << refusal << std::endl;
+      if (env->rank() == first) print_error(prog, refusal);
       return 2;
     }
   }
@@ -234,8 +234,8 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
     // Threads sharing a PU take turns by scheduler ticks: every timing is then wrong, so say so.
     const PuSharing sharing = root ? assess_pu_sharing(bindings, topology.pus()) : PuSharing{};
     if (sharing.oversubscribed)
-      std::cerr << prog << ": warning: oversubscribed" << (affinity.oversubscribe ? " (as asked)" : "") << ": "
-                << sharing.summary << std::endl;
+      print_error(prog, std::string("oversubscribed") + (affinity.oversubscribe ? " (as asked)" : "") + ": " +
+                            sharing.summary, "warning");
     if (root && print_bindings) std::cout << format_binding_table(bindings) << std::flush;
 
     // Read after MPI_Init, when the library has applied its parameters: a value the user set but the
@@ -296,22 +296,22 @@ int run_with_mpi(int argc, char** argv, AppDefinition& app, const FrameOptions& 
       std::cout << format_result_line(line) << std::endl;
       // A run that asked for no verification (rb3d's --verify none) is unverified, not failed: its own output
       // says SKIPPED, and the result's "verified": false keeps it out of every comparison.
-      if (!record.verified && app.verification_required()) std::cerr << prog << ": error: verification FAILED\n";
+      if (!record.verified && app.verification_required()) print_error(prog, "verification FAILED");
     }
     return require_verified && app.verification_required() && !record.verified ? 1 : 0;
   } catch (const h5::BadFile& e) {
     // hympi::h5 throws these on every rank alike: stop cleanly, one line, no abort.
-    if (root) std::cerr << prog << ": error: " << e.what() << std::endl;
+    if (root) print_error(prog, e.what());
     return 2;
   } catch (const h5::IoError& e) {
-    if (root) std::cerr << prog << ": error: " << e.what() << std::endl;
+    if (root) print_error(prog, e.what());
     return 1;
   } catch (const InvalidArgument& e) {
-    std::cerr << prog << ": error: " << e.what() << std::endl;
+    print_error(prog, e.what());
     MPI_Abort(env->world(), 2);
   } catch (const std::exception& e) {
     // A failure on one rank would leave the others waiting in a collective: abort them all.
-    std::cerr << prog << ": error on rank " << env->rank() << ": " << e.what() << std::endl;
+    print_error(prog, e.what(), "error on rank " + std::to_string(env->rank()));
     MPI_Abort(env->world(), 1);
   }
   return 1;
@@ -395,7 +395,7 @@ nlohmann::json contract_json(const AppDefinition& app) {
 }
 
 int error_exit_code(const std::string& prog, const std::exception& e) {
-  if (launched_rank() == 0) std::cerr << prog << ": error: " << e.what() << "\n";
+  if (launched_rank() == 0) print_error(prog, e.what());
   return dynamic_cast<const InvalidArgument*>(&e) != nullptr ? 2 : 1;
 }
 

@@ -9,6 +9,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "hympi/core/error.hpp"
+
 namespace hympi {
 
 namespace {
@@ -143,7 +145,7 @@ std::optional<int> CommandLine::parse(int argc, char** argv) {
     if (launched_rank() == 0) std::cout << cli_->help();
     return 0;
   } catch (const CLI::ParseError& e) {
-    if (launched_rank() == 0) std::cerr << prog_ << ": error: " << e.what() << "\n";
+    if (launched_rank() == 0) print_error(prog_, e.what());
     return 2;
   }
   return std::nullopt;

@@ -94,9 +94,18 @@ int flushed_output(std::string_view prog, int exit_code) {
   const bool failed = std::cout.fail() || std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
   if (!failed) return exit_code;
   const int error = errno != 0 ? errno : cxx_error;
-  std::cerr << prog << ": error: cannot write the output to standard output"
-            << (error != 0 ? std::string(": ") + std::strerror(error) : std::string()) << std::endl;
+  print_error(prog, std::string("cannot write the output to standard output") +
+                        (error != 0 ? std::string(": ") + std::strerror(error) : std::string()));
   return exit_code == 0 ? 1 : exit_code;
+}
+
+void print_error(std::string_view prog, std::string_view message, std::string_view kind) {
+  std::string line;
+  line.reserve(prog.size() + kind.size() + message.size() + 4);
+  line.append(prog).append(": ").append(kind).append(": ").append(message).append("\n");
+  std::cerr.flush();  // what was said before stays before
+  std::fwrite(line.data(), 1, line.size(), stderr);  // stderr is unbuffered: one write of the whole line
+  std::fflush(stderr);
 }
 
 void check_mpi(int code, const char* call, const std::source_location& where) {

@@ -25,7 +25,7 @@ from fakeapps import InProcessLauncher, fake_bin_dir, launch_env, launch_ranks
 from hympi.busy.accounting import TICK_S, Interference, interference
 from hympi.busy.quiet import PROBE_S, Load, probe, quiet_start
 from hympi.busy.sample import PuTimes, Sample
-from hympi.export import rows, to_csv
+from hympi.export import rows, write_csv
 from hympi.launch.mpirun import RunOutcome
 from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.place.tree import load_node_tree
@@ -378,7 +378,9 @@ def test_disturbed_runs_are_stored_exported_marked_and_counted_in_no_verdict(tmp
     assert runs[-1].interference is None and not runs[-1].disturbed
     assert (exported[(2, 2)]["outside_cores"], exported[(2, 2)]["disturbed"]) == (0.9, True)
     assert (exported[(1, 7)]["outside_cores"], exported[(1, 7)]["disturbed"]) == (None, None)
-    assert "outside_cores" in to_csv(list(exported.values())).splitlines()[0]
+    text = io.StringIO()
+    assert write_csv(exported.values(), text) == len(exported)
+    assert "outside_cores" in text.getvalue().splitlines()[0]
     (group,) = group_runs(runs, {sweep.id: machine.id})
     two = next(s for s in group.layouts if s.ranks == 2)
     assert (two.runs, two.ok, two.disturbed, two.disturbed_load) == (6, 6, 2, 0.9)

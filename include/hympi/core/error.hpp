@@ -49,6 +49,10 @@ class MpiError : public Error {
 /// bytes, line breaks and all, into the refusal that quotes it). Never throws but std::bad_alloc.
 [[nodiscard]] std::string printable(std::string_view text, std::size_t limit = 80);
 
+/// Writes "prog: `kind`: message" and a newline to standard error in one write: a line in pieces (std::cerr writes
+/// each << as it comes) reaches the launcher in pieces, and mpirun's own report of the failed job lands between them.
+void print_error(std::string_view prog, std::string_view message, std::string_view kind = "error");
+
 /// Flushes standard output (std::cout and C's stdout) and returns `exit_code`; when the output could not be written
 /// (a full disk, a closed descriptor) says so in one line "prog: error: ..." on standard error and returns 1 instead
 /// of a success: a result lost on its way out is a failed run. What every binary's main returns through.
