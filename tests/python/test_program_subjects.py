@@ -82,3 +82,19 @@ def test_messages_show_a_regular_expression_as_it_was_typed():
     ok = judge(program, _outcome("PROGRAM ENDED\n CP2K  1  3.25\n"), 1, 1, ())
     assert ok.record is not None and ok.record["metrics"]["verification"] == f"matched '{verify}'"
     assert quoted("it's") == "'it'\"'\"'s'"
+
+
+def test_a_tune_of_a_program_says_why_its_mpi_parameters_were_not_checked(tmp_path: Path, monkeypatch):
+    """pw.x tuned over an Open MPI parameter ended with 'the app reported no MPI_T read-back', as if pw.x were one of
+    hympi's apps that failed to: a program of the user's own never reports one, which the line now says."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'echo "rate: 5 cells/s"\n')
+    (tmp_path / "space.toml").write_text("[layout]\nranks = [1]\ndefault = { ranks = 1 }\n"
+                                         "[mpi.btl_vader_single_copy_mechanism]\nvalues = [\"cma\", \"none\"]\n")
+    proc = hympi("tune", "run", "./solver", "--space", "space.toml", "--db", "t.db", "--repeat", "1",
+                 "--metric", r"rate: ([0-9]+) cells/s")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "could not be checked: a program of your own reports no MPI_T read-back, so whether the library took " \
+        "the parameters is not known" in said, said
+    assert "the app reported" not in said
