@@ -13,6 +13,7 @@ from pathlib import Path
 from conftest import hympi
 from hympi.launch.mpirun import RunOutcome
 from hympi.program import Program, judge, quoted
+from hympi.store import Store
 from userprograms import shell_program
 
 
@@ -98,3 +99,31 @@ def test_a_tune_of_a_program_says_why_its_mpi_parameters_were_not_checked(tmp_pa
     assert "could not be checked: a program of your own reports no MPI_T read-back, so whether the library took " \
         "the parameters is not known" in said, said
     assert "the app reported" not in said
+
+
+def test_an_edited_stdin_file_is_a_new_sweep_never_resumed_into_the_old_ones_runs(tmp_path: Path, monkeypatch):
+    """`--resume` matched a sweep by --stdin's name only: a sweep of `solver < in.txt` resumed after in.txt was
+    edited (pw.x's ecutwfc raised) put the new problem's runs beside the old ones, one median over both (505 of
+    10, 10, 1000, 1000). The file's digest is now part of the sweep, as the program's own is: the same command line
+    with --resume starts a new sweep, --resume ID of the old one is refused, and the report keeps the two apart."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'read n\necho "rate: $n cells/s"\n')
+    (tmp_path / "in.txt").write_text("10\n")
+    db = str(tmp_path / "r.db")
+    sweep = ["sweep", "./solver", "--ranks", "1", "--repeat", "1", "--no-warmup", "--ignore-load", "--db", db,
+             "--stdin", "in.txt", "--metric", r"rate: ([0-9]+) cells/s"]
+    first = hympi(*sweep)
+    assert first.returncode == 0, first.stdout + first.stderr
+    with Store.open(Path(db), create=False) as store:
+        store.set_sweep_status(1, "interrupted")  # as a sweep stopped before its last run is left
+    (tmp_path / "in.txt").write_text("1000\n")
+    resumed = hympi(*sweep, "--resume")
+    assert resumed.returncode == 0 and "starting sweep 2" in resumed.stdout, resumed.stdout + resumed.stderr
+    refused = hympi(*sweep, "--resume", "1")
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"--stdin {tmp_path / 'in.txt'} has changed since this sweep was recorded" in refused.stderr
+    with Store.open(Path(db), create=False) as store:
+        assert [(r.sweep_id, r.value("rate")) for r in store.runs()] == [(1, 10.0), (2, 1000.0)]
+    assert hympi("report", "--db", db, "--out", str(tmp_path / "rep")).returncode == 0
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert json.loads(unescape(re.search(r"data-report='([^']*)'", page).group(1)))["groups"] == 2  # type: ignore[union-attr]

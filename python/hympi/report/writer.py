@@ -22,13 +22,15 @@ from hympi.tune.space import CvarSource, listing_source
 
 def program_subjects(sweeps: list[Sweep]) -> dict[int, str]:
     """Per sweep of a program of the user's own, what it ran and measured (report.analysis.AppGroup.subject): its
-    file, figure of merit, check, output file, standard input and variables, and where it ran when a programs file
-    said so. Sweeps of hympi's apps have none."""
+    file, figure of merit, check, output file, standard input (and its contents' digest) and variables, and where it
+    ran when a programs file said so. Sweeps of hympi's apps have none."""
     subjects = {}
     for sweep in sweeps:
         program = program_from_fields(sweep.params)
         if program is not None:
-            subjects[sweep.id] = program.summary() + (f", run in {program.workdir}" if program.workdir else "")
+            digest = str(sweep.params.get("stdin_sha256") or "")
+            subjects[sweep.id] = (program.summary() + (f" (sha256 {digest[:12]})" if digest else "")
+                                  + (f", run in {program.workdir}" if program.workdir else ""))
     return subjects
 
 
