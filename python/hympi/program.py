@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import signal
 import stat
@@ -65,6 +66,12 @@ def refuse_program_flags(subject: str, values: Mapping[str, object]) -> None:
     given = [p.flag for p in PROGRAM if values.get(p.name) is not None]
     if given:
         raise UsageError(f"{given[0]} is for a program of your own (named by its path); {subject} is not one")
+
+
+def quoted(pattern: str) -> str:
+    """A regular expression as the user typed it, between single quotes (shell-quoted when it holds one), for
+    messages: repr() would double every backslash ('\\\\s+' for '\\s+'), which reads as another expression."""
+    return shlex.quote(pattern) if "'" in pattern else f"'{pattern}'"
 
 
 def parse_pattern(option: str, text: str) -> str:
@@ -226,9 +233,9 @@ class Program:
 
     def summary(self) -> str:
         """One line for a sweep's header: what is measured and checked."""
-        merit = (f"figure of merit {self.metric!r} ({self.metric_unit or 'no unit'}, {self.better} is better)"
+        merit = (f"figure of merit {quoted(self.metric)} ({self.metric_unit or 'no unit'}, {self.better} is better)"
                  if self.metric else "figure of merit: wall time")
-        check = f"verified by {self.verify!r}" if self.verify else "verified by its exit status only"
+        check = f"verified by {quoted(self.verify)}" if self.verify else "verified by its exit status only"
         where = f", searched in {self.output_file} first" if self.output_file else ""
         reads = f", reading {self.stdin} as its standard input" if self.stdin else ""
         env = f", with {' '.join(self.env)}" if self.env else ""
@@ -445,9 +452,16 @@ def _search(kind: str, pattern: str, text: str) -> re.Match[str] | None:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
     except _SearchExpired:
-        raise _SearchExpired(f"{kind} {pattern!r}") from None
+        raise _SearchExpired(f"{kind} {quoted(pattern)}") from None
     finally:
         signal.signal(signal.SIGALRM, previous)
+
+
+def problem_label(program: Program, args: tuple[str, ...]) -> str:
+    """What a run of `program` with `args` computed, as its record's problem names it: the arguments, then
+    '< FILE' for the file it reads as its standard input (`pw.x < si.scf.in`: a program whose input is all there
+    would otherwise be '(no arguments)' whatever it read); '(no arguments)' for neither."""
+    return " ".join([*args, *(["<", program.stdin] if program.stdin else [])]) or "(no arguments)"
 
 
 def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args: tuple[str, ...],
@@ -471,7 +485,7 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
     searched += omitted_note(text)
     try:
         if program.verify and _search("verification", program.verify, text) is None:
-            return _failed(outcome, f"verification {program.verify!r} not found in {searched}; its last lines: "
+            return _failed(outcome, f"verification {quoted(program.verify)} not found in {searched}; its last lines: "
                                     f"{_last_lines(text)}")
         found = _search("metric", program.metric, text) if program.metric else None
     except _SearchExpired as expired:
@@ -480,14 +494,14 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
                                 "without end; anchor the expression to the text around what it finds")
     if program.metric:
         if found is None:
-            return _failed(outcome, f"metric {program.metric!r} not found in {searched}; its last lines: "
+            return _failed(outcome, f"metric {quoted(program.metric)} not found in {searched}; its last lines: "
                                     f"{_last_lines(text)}")
         try:
             value = float(found.group(1))
         except (TypeError, ValueError):
-            return _failed(outcome, f"metric {program.metric!r} captured {found.group(1)!r}, not a number")
+            return _failed(outcome, f"metric {quoted(program.metric)} captured {found.group(1)!r}, not a number")
         if not (value > 0 and value < float("inf")):
-            return _failed(outcome, f"metric {program.metric!r} captured {value:g}: a figure of merit must be a "
+            return _failed(outcome, f"metric {quoted(program.metric)} captured {value:g}: a figure of merit must be a "
                                     "positive number")
         rate = value if program.better == "higher" else 1.0 / value
         merit: JsonObject = {"value": value, "unit": program.metric_unit, "better": program.better}
@@ -497,9 +511,10 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
         rate = SECONDS_PER_HOUR / outcome.seconds
         merit = {"value": outcome.seconds, "unit": "s", "better": "lower"}
     record: JsonObject = {
-        "app": program.name, "problem": " ".join(args) or "(no arguments)", "time_s": outcome.seconds,
+        "app": program.name, "problem": problem_label(program, args), "time_s": outcome.seconds,
         "rate": rate, "rate_unit": program.unit, "verified": True, "ranks": ranks, "threads": threads,
-        "metrics": {"merit": merit, "verification": f"matched {program.verify!r}" if program.verify else
+        "metrics": {"merit": merit, "verification": f"matched {quoted(program.verify)}" if program.verify else
                     "exit status 0", "program": program.path, "sha256": program.sha256,
-                    **({"output_file": str(program.output_path())} if program.output_file else {})}}
+                    **({"output_file": str(program.output_path())} if program.output_file else {}),
+                    **({"stdin": str(stdin)} if (stdin := program.stdin_path()) is not None else {})}}
     return dataclasses.replace(outcome, status="ok", record=record, result=None)

@@ -73,6 +73,7 @@ from hympi.params import (
 )
 from hympi.paths import REPO_ROOT
 from hympi.program import (
+    STDIN,
     Program,
     file_digest,
     launch_stdin,
@@ -102,7 +103,7 @@ RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": F
 # Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
 SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args",
                     "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir",
-                    "output_file", "stdin", "env", "disturbed_above")
+                    "output_file", "stdin", "stdin_sha256", "env", "disturbed_above")
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,10 @@ class SweepParams:
     A sweep of a program of the user's own (hympi.program) has its absolute path in `program` ("" for an app; `app`
     is then the program's name), its file's sha256, its figure of merit and verification, `workdir`, where it runs,
     `output_file`, the file it writes its results into ("": none), `stdin`, the file each run reads as its standard
-    input ("": /dev/null), and `env`, the variables its ranks get (one NAME=VALUE a line, as every program field is
-    text); the launcher binds it (it does not call hympi's binding).
+    input ("": /dev/null), with `stdin_sha256` its contents' digest (an edited input is another problem, as a rebuilt
+    binary is another program: a new sweep, never resumed into the old one's runs), and `env`, the variables its
+    ranks get (one NAME=VALUE a line, as every program field is text);
+    the launcher binds it (it does not call hympi's binding).
     A run during which other processes used more than `disturbed_above` cores of its PUs is disturbed (hympi.busy):
     recorded, marked, never counted.
     """
@@ -156,6 +159,7 @@ class SweepParams:
     workdir: str = ""
     output_file: str = ""
     stdin: str = ""
+    stdin_sha256: str = ""
     env: str = ""
     disturbed_above: float = DEFAULT_DISTURBED_ABOVE
 
@@ -245,8 +249,18 @@ def program_fields(program: Program) -> dict[str, str]:
             "metric_unit": program.metric_unit, "better": program.better if program.metric else "",
             "verify": program.verify, "workdir": program.workdir,
             **({"output_file": program.output_file} if program.output_file else {}),
-            **({"stdin": program.stdin} if program.stdin else {}),
+            **({"stdin": program.stdin, "stdin_sha256": stdin_digest(program)} if program.stdin else {}),
             **({"env": "\n".join(program.env)} if program.env else {})}
+
+
+def stdin_digest(program: Program) -> str:
+    """The sha256 of the file `program` reads as its standard input (UsageError naming it when it cannot be read)."""
+    path = program.stdin_path()
+    assert path is not None
+    try:
+        return file_digest(path)
+    except OSError as exc:
+        raise UsageError(f"{STDIN.flag} {path} cannot be read ({exc.strerror or exc})") from None
 
 
 def program_from_fields(fields: Mapping[str, object]) -> Program | None:
@@ -294,6 +308,9 @@ def check_program(program: Program, params: SweepParams) -> None:
     if file_digest(path) != program.sha256:
         raise UsageError(f"program {program.path} has changed since this sweep was recorded (sha256 "
                          f"{program.sha256[:12]}...): start a new sweep")
+    if params.stdin_sha256 and stdin_digest(program) != params.stdin_sha256:
+        raise UsageError(f"{STDIN.flag} {program.stdin_path()} has changed since this sweep was recorded (sha256 "
+                         f"{params.stdin_sha256[:12]}...): start a new sweep")
 
 
 def check_checkpoint_dir(app: str, directory: str, every: int) -> None:

@@ -222,7 +222,9 @@ def _summary(outcome: TuneOutcome, space: SearchSpace, params: TuneParams) -> li
                      "hold")
     unchecked = [m for m in outcome.results if not m.checked]
     if unchecked:
-        lines.append(f"{len(unchecked)} configuration(s) could not be checked: the app reported no MPI_T read-back")
+        why = ("a program of your own reports no MPI_T read-back, so whether the library took the parameters is "
+               "not known" if params.program_spec() is not None else "the app reported no MPI_T read-back")
+        lines.append(f"{len(unchecked)} configuration(s) could not be checked: {why}")
     return lines
 
 

@@ -8,6 +8,7 @@ hympi.stats.compare (ratio of medians with a bootstrap confidence interval).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hympi.params import AUTO, DEFAULT_CONFIDENCE, MIN_SEPARATE, REPEAT
@@ -98,7 +99,9 @@ class LayoutStats(Layout):
 
 @dataclass(frozen=True)
 class AppGroup:
-    """The runs of one app configuration (app + its arguments) on one machine."""
+    """The runs of one app configuration (app + its arguments) on one machine; for a program of the user's own,
+    `subject` says what was run and measured (its path and file, figure of merit, check, output file, standard input
+    and variables: hympi.program.Program.summary), "" for one of hympi's apps."""
 
     app: str
     app_args: tuple[str, ...]
@@ -107,18 +110,20 @@ class AppGroup:
     rate_unit: str
     runs: tuple[Run, ...]
     layouts: tuple[LayoutStats, ...]
+    subject: str = ""
 
     @property
     def slug(self) -> str:
         """A file-name-safe identifier for the group's plots."""
-        return file_slug(self.app, self.problem, self.machine_id, self.app_args)
+        return file_slug(self.app, self.problem, self.machine_id, self.app_args, self.subject)
 
 
-def file_slug(app: str, problem: str, machine_id: int, app_args: tuple[str, ...]) -> str:
+def file_slug(app: str, problem: str, machine_id: int, app_args: tuple[str, ...], subject: str = "") -> str:
     """A file-name-safe identifier of one app configuration on one machine: app and problem with every other
-    character a dash, the machine, a digest of the arguments."""
+    character a dash, the machine, a digest of the arguments (and of a program's `subject`, when it has one)."""
     safe = "".join(c if c.isalnum() else "-" for c in f"{app}-{problem or 'x'}")
-    digest = hashlib.sha1("\0".join(app_args).encode()).hexdigest()[:8]
+    text = "\0".join(app_args) + (f"\0\0{subject}" if subject else "")
+    digest = hashlib.sha1(text.encode()).hexdigest()[:8]
     return f"{safe.strip('-')}-m{machine_id}-{digest}"
 
 
@@ -158,15 +163,20 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: 
                        tuple((r.sweep_id, r.repeat) for r, _ in rated), membind=membind)
 
 
-def group_runs(runs: list[Run], machine_of_sweep: dict[int, int]) -> list[AppGroup]:
-    """Runs grouped by (machine, app, app arguments, MPI parameters), each with its per-layout statistics, in
-    first-seen order (runs under other MPI parameters are other measurements, never pooled into one layout)."""
-    groups: dict[tuple[int, str, tuple[str, ...], tuple[tuple[str, str], ...]], list[Run]] = {}
+def group_runs(runs: list[Run], machine_of_sweep: dict[int, int],
+               subject_of_sweep: Mapping[int, str] | None = None) -> list[AppGroup]:
+    """Runs grouped by (machine, app, app arguments, MPI parameters, subject), each with its per-layout statistics,
+    in first-seen order (runs under other MPI parameters are other measurements, never pooled into one layout).
+    `subject_of_sweep` gives each sweep of a program of the user's own what it ran and measured (AppGroup.subject):
+    sweeps of one program name and arguments that read another standard input, set other variables, measure another
+    figure of merit or ran another file are other groups, never pooled into one layout's statistics."""
+    subjects = subject_of_sweep or {}
+    groups: dict[tuple[int, str, tuple[str, ...], tuple[tuple[str, str], ...], str], list[Run]] = {}
     for run in runs:
-        groups.setdefault((machine_of_sweep.get(run.sweep_id, 0), run.app, run.app_args, run.mpi_params),
-                          []).append(run)
+        groups.setdefault((machine_of_sweep.get(run.sweep_id, 0), run.app, run.app_args, run.mpi_params,
+                           subjects.get(run.sweep_id, "")), []).append(run)
     out = []
-    for (machine_id, app, app_args, _), members in groups.items():
+    for (machine_id, app, app_args, _, subject), members in groups.items():
         by_layout: dict[LayoutKey, list[Run]] = {}
         for run in members:
             by_layout.setdefault((run.ranks, run.threads, run.bind, run.membind), []).append(run)
@@ -177,7 +187,7 @@ def group_runs(runs: list[Run], machine_of_sweep: dict[int, int]) -> list[AppGro
         problems = [r.problem for r in members if r.problem]
         units = [str(r.record.get("rate_unit", "")) for r in members if r.record and r.record.get("rate_unit")]
         out.append(AppGroup(app, app_args, machine_id, problems[-1] if problems else "", units[-1] if units else "",
-                            tuple(members), layouts))
+                            tuple(members), layouts, subject))
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
@@ -248,8 +249,9 @@ def _group_section(group: AppGroup, figures: GroupFigures, anchor: str, host: st
     if figures.comm_comp:
         plots.append((figures.comm_comp, f"{group.app}: where the timed region goes"))
     imgs = "".join(f"<figure><img src='{escape(src)}' alt='{escape(alt)}'></figure>" for src, alt in plots)
+    program = f"<p class='muted'>program: <code>{escape(group.subject)}</code></p>" if group.subject else ""
     return (f"<h2 id='{anchor}'>{title}</h2>"
-            f"<p class='muted'>app arguments: <code>{escape(args)}</code>; {len(group.runs)} runs</p>"
+            f"<p class='muted'>app arguments: <code>{escape(args)}</code>; {len(group.runs)} runs</p>{program}"
             f"<div class='rec'><b>Recommendation.</b> {escape(recommend(group))}{_why(group, breakdowns)}</div>"
             f"{imgs}{_layout_table(group)}{_breakdown_table(breakdowns)}"
             f"<p class='model-note'>{escape(describe(fit))}</p>{_model_table(fit)}"
@@ -609,8 +611,11 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
     probes = probes or []
     hosts = {m.id: m.hostname for m in machines}
     multi = len(machines) > 1
-    toc = "".join(f"<li><a href='#g{i}'>{escape(g.app)} {escape(g.problem)}</a>: {escape(recommend(g))}</li>"
-                  for i, g in enumerate(groups))
+    # Groups of one program and problem that differ in what was run or measured (its subject) say which they are.
+    titles = Counter((g.machine_id, g.app, g.problem) for g in groups)
+    toc = "".join(f"<li><a href='#g{i}'>{escape(g.app)} {escape(g.problem)}</a>"
+                  f"{f' ({escape(g.subject)})' if titles[(g.machine_id, g.app, g.problem)] > 1 and g.subject else ''}"
+                  f": {escape(recommend(g))}</li>" for i, g in enumerate(groups))
     hierarchy = _hierarchy_section(probes, probe_figures or {}, failed_probes, machines)
     if hierarchy:
         levels = sorted({c.level for p in probes for c in p.levels}, key=level_rank)
