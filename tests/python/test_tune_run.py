@@ -16,6 +16,7 @@ from rich.console import Console
 import skips
 from conftest import REPO, hympi, tune_params
 from fakeapps import InProcessLauncher, launch_env, launch_ranks
+from hympi.busy.quiet import Load, quiet_start
 from hympi.cli import main as cli_main
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch.cvars import parse_cvars, read_listing
@@ -341,3 +342,32 @@ def test_tune_best_format_mpich_refuses_open_mpi_parameters_against_the_installe
         " nothing written"]
     native = hympi("tune", "best", "--db", str(tmp_path / "t.db"))  # the tune's own library: written as before
     assert native.returncode == 0 and "btl_vader_eager_limit = 8192" in native.stdout.splitlines()
+
+
+def test_tune_run_checks_that_the_machine_is_quiet_first_as_a_sweep_does(tmp_path: Path, fake_launcher, monkeypatch,
+                                                                          capsys):
+    env, marker = fake_launcher
+    (tmp_path / "space.toml").write_text(SMALL)
+    checks: list[tuple[float, float]] = []
+
+    def busy_machine(threshold: float, wait_s: float, short: bool, say) -> Load:  # type: ignore[no-untyped-def]
+        checks.append((threshold, wait_s))
+        return quiet_start(threshold, 0.0, short, say, measure=lambda _: Load(1.9, (("cc1plus", 1.9),)))
+
+    def run_tune_stub(*_: object) -> None:  # where the tune would launch its first configuration
+        raise UsageError("measuring now")
+
+    monkeypatch.setattr("hympi.cli.tune.quiet_start", busy_machine)
+    monkeypatch.setattr("hympi.cli.tune.run_tune", run_tune_stub)
+    command = ["tune", "run", "rb3d", "--space", str(tmp_path / "space.toml"), "--cvars", str(FIXTURE), "--db",
+               str(tmp_path / "t.db"), "--disturbed-above", "0.5"]
+    assert _cli(monkeypatch, {**env, "HYMPI_IGNORE_LOAD": "0", "COLUMNS": "300"}, *command, "--wait-quiet", "30") == 2
+    assert checks == [(0.5, 30.0)]
+    out, err = capsys.readouterr()
+    assert ("hympi: the machine is busy: 1.90 cores used by other processes (cc1plus 1.90) (--wait-quiet S waits for "
+            "it; --ignore-load skips this check)") in out and "measuring now" in err
+    assert _cli(monkeypatch, {**env, "HYMPI_IGNORE_LOAD": "0"}, *command, "--ignore-load") == 2
+    assert checks == [(0.5, 30.0)] and "measuring now" in capsys.readouterr().err  # measured without asking again
+    marker.unlink(missing_ok=True)  # the launcher was asked for the library's version
+    assert _cli(monkeypatch, env, *command, "--wait-quiet", "-1") == 2
+    assert "--wait-quiet must be" in capsys.readouterr().err and not marker.exists()

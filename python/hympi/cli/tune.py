@@ -11,6 +11,7 @@ import sys
 from rich.table import Table
 
 from hympi.apps import APPS, get_app
+from hympi.busy.quiet import quiet_start
 from hympi.cli import tune_predict
 from hympi.cli.common import (
     add_cvars_option,
@@ -22,10 +23,11 @@ from hympi.cli.common import (
 from hympi.cli.parser import Parser, Subparsers
 from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
+from hympi.launch import slurm
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
 from hympi.outputs import check_not_input
-from hympi.params import Value, from_record, parse_row_id, register, resolve, rounds
+from hympi.params import QUIET_CHECK, Value, from_record, parse_row_id, register, resolve, rounds
 from hympi.paths import binary
 from hympi.program import ENV, PROGRAM, STDIN, program_named
 from hympi.store import Store
@@ -63,6 +65,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                                 "with a '/'), its arguments after --")
     run.add_argument("--space", required=True, metavar="FILE", help="search space (TOML; see docs/tune.md)")
     register(run, TUNE_RUN)
+    register(run, QUIET_CHECK)
     register(run, PROGRAM)
     add_cvars_option(run, "check the space against a saved 'hympi tune params --json' listing instead of the library")
     add_db_option(run)
@@ -247,6 +250,7 @@ def main_run(args: argparse.Namespace) -> int:
     space = library_space(space_table, listing_source(args.cvars))
     params = _tune_params(args, values, space)
     check_layouts(params, space, summary.pus)
+    quiet = resolve(args, QUIET_CHECK)  # not part of the tune's identity: how it starts, not what it measures
     # An input file named by mistake is not turned into a database (an empty one would be).
     check_not_input("--db", args.db, {**subject_inputs(params.program_spec(), params.app, params.app_args, args.cvars),
                                       "--space": args.space})
@@ -260,6 +264,9 @@ def main_run(args: argparse.Namespace) -> int:
         console.print(f"{verb} tune {tune.id}: {params.program}, {params.strategy} over "
                       f"{len(space.configurations())} configurations (at most {params.max_runs}), "
                       f"{params.repeat_text} measured run(s) each, seed {params.seed} -> {args.db}", highlight=False)
+        if not quiet["ignore_load"]:  # as a sweep starts: its runs are marked disturbed either way
+            quiet_start(params.disturbed_above, float(str(quiet["wait_quiet"])), slurm.in_allocation(),
+                        lambda text: console.print(f"hympi: {text}", highlight=False))
         outcome = run_tune(store, machine, tune, space, console)
         console.print(results_table(outcome, space))
         for line in _summary(outcome, space, params):
