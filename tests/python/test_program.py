@@ -264,6 +264,8 @@ echo "rate $((n * 100 + OMP_NUM_THREADS))"
                  "--db", str(tmp_path / "h.db"))
     with Store.open(tmp_path / "h.db", create=False) as store:
         assert [r.status for r in store.runs()] == ["timeout"], hang.stdout + hang.stderr
+    # No run recorded a problem: the verdict's line is the program's name alone, not 'solver :'.
+    assert re.search(r"(?m)^solver: No layout", hang.stdout), hang.stdout
     os.remove(tmp_path / "hang")
 
 

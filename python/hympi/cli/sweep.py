@@ -284,7 +284,8 @@ def main(args: argparse.Namespace) -> int:
         if result.auto is not None:
             console.print(result.auto.text, highlight=False)
         for group in group_runs(runs, {sweep.id: machine.id}):
-            console.print(f"{group.app} {group.problem}: {recommend(group, params.confidence)}", highlight=False)
+            title = " ".join(part for part in (group.app, group.problem) if part)  # a program's problem may be ""
+            console.print(f"{title}: {recommend(group, params.confidence)}", highlight=False)
             for line in verdict_reasons(group, explain(group), params.confidence):
                 console.print(f"  why: {line}", highlight=False)
         console.print(f"results: {args.db} (hympi report --db {args.db}; hympi export --db {args.db})",
