@@ -92,11 +92,11 @@ TEST(Settings, SecondsAboveTheContractsLimitAreRefused) {
 
 TEST(Settings, ALayersBadValueIsRefusedWhereAHigherLayerOverridesIt) {
   // As the CLI's load_settings: the config file's value would be taken the day the variable is unset.
-  const std::map<std::string, std::string> bad{{"min_time = \"abc\"\n", ": min_time: 'abc' is not a number of seconds"},
-                                               {"bind = \"cores\"\n",
-                                                ": bind: unknown binding 'cores' (expected none, core, numa or package)"},
-                                               {"virtual_nodes = 0\n", ": virtual_nodes must be a positive integer, got '0'"},
-                                               {"ignore_load = \"maybe\"\n", ": ignore_load must be 0 or 1, got 'maybe'"}};
+  const std::map<std::string, std::string> bad{
+      {"min_time = \"abc\"\n", ": min_time: 'abc' is not a number of seconds"},
+      {"bind = \"cores\"\n", ": bind: unknown binding 'cores' (expected none, core, numa or package)"},
+      {"virtual_nodes = 0\n", ": virtual_nodes must be a positive integer, got '0'"},
+      {"ignore_load = \"maybe\"\n", ": ignore_load must be 0 or 1, got 'maybe'"}};
   const auto over = env_of({{"HYMPI_MIN_TIME", "1"}, {"HYMPI_BIND", "core"}, {"HYMPI_VIRTUAL_NODES", "1"},
                             {"HYMPI_IGNORE_LOAD", "0"}});
   for (const auto& [text, words] : bad) {
