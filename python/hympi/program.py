@@ -49,7 +49,7 @@ SECONDS_PER_HOUR = 3600.0
 # Output lines kept in the reason of a run whose metric or verification was not found.
 SHOWN_LINES = 5
 # The longest one search of --metric or --verify may take over a run's output. A plain expression searches the
-# 3 x 32 MiB hympi keeps of an output in seconds (6.5 s for '(\\d+)\\s+\\w+\\s+ms' that finds nothing); one whose
+# 3 x 32 MiB hympi keeps of an output in seconds (6.5 s for '(\d+)\s+\w+\s+ms' that finds nothing); one whose
 # backtracking grows exponentially ('(a+)+b' over a line of 40 'a') would hold hympi for hours after the run ended,
 # and --timeout bounds only the run.
 SEARCH_SECONDS = 60.0
