@@ -9,7 +9,7 @@ from rich.table import Table
 
 from hympi.cli.parser import Subparsers, nonempty_argument
 from hympi.console import HympiConsole
-from hympi.errors import HympiFatal, UsageError
+from hympi.errors import HympiFatal, UsageError, unknown_name
 from hympi.launch.command import LAUNCHERS, launch_command
 from hympi.launch.mpirun import LaunchSpec, launcher_path, mpi_flavor, run_command
 from hympi.layout_options import RUN_TIMEOUT
@@ -78,7 +78,7 @@ def all_nodes_spec(args: argparse.Namespace) -> LaunchSpec:
     if ranks < virtual_nodes:
         raise UsageError(f"--virtual-nodes {virtual_nodes} needs at least {virtual_nodes} ranks, got --ranks {ranks}")
     if args.launcher is not None and args.launcher not in LAUNCHERS:
-        raise UsageError(f"unknown launcher '{args.launcher}' (expected {', '.join(LAUNCHERS)})")
+        raise UsageError(unknown_name('launcher', LAUNCHERS, args.launcher))
     text = resolved.text("node_topology")
     specs = split_specs(text)
     for spec in dict.fromkeys(specs):

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 
 from hympi.cli.parser import Subparsers
-from hympi.errors import UsageError
+from hympi.errors import UsageError, unknown_name
 from hympi.launch.detect import detect_launcher
 from hympi.launch.layout import LAYOUT_BINDS, TARGETS, LayoutSpec, cpu_list
 from hympi.layout_options import BINDS, DIST, RANKFILE, THREADS, one_value
@@ -98,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
     spec = spec_from_args(args)
     spec.check_size()  # before hwloc is asked for the topology
     if args.target is not None and args.target not in TARGETS:
-        raise UsageError(f"unknown launcher '{args.target}' (expected {', '.join(TARGETS)})")
+        raise UsageError(unknown_name('launcher', TARGETS, args.target))
     tree = load_node_tree(args.topology)
     spec.check(tree)
     if args.markdown:

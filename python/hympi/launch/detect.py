@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from hympi.errors import HympiFatal, UsageError
+from hympi.errors import HympiFatal, UsageError, unknown_name
 from hympi.launch.banner import target_of_banner
 from hympi.launch.layout import TARGETS
 from hympi.launch.slurm import in_allocation
@@ -58,7 +58,7 @@ def find_launcher(target: str) -> Launcher:
     """The installed launcher for `target`; UsageError for an unknown target, HympiFatal when none is installed or
     the one found is another launcher (e.g. Open MPI 4 where openmpi5 was asked for)."""
     if target not in TARGETS:
-        raise UsageError(f"unknown launcher '{target}' (expected {', '.join(TARGETS)})")
+        raise UsageError(unknown_name('launcher', TARGETS, target))
     seen = []
     for path in _paths(target):
         launcher, banner = probe(path)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from hympi.contract import enum_names
-from hympi.errors import HympiFatal, UsageError
+from hympi.errors import HympiFatal, UsageError, unknown_name
 from hympi.limits import MAX_JOB_THREADS, MAX_NODE_PUS, MAX_NODES
 from hympi.place.rankfile import check_rankfile, expected_sets
 from hympi.place.tree import ClusterTree, NodeTree, load_node_tree
@@ -103,9 +103,9 @@ class LayoutSpec:
         """Rejects a layout that is malformed or does not fit one node of `tree` (UsageError naming the value)."""
         self.check_size()
         if self.bind not in (*LAYOUT_BINDS, "none"):
-            raise UsageError(f"unknown binding '{self.bind}' (expected {', '.join(LAYOUT_BINDS)})")
+            raise UsageError(unknown_name('binding', LAYOUT_BINDS, self.bind))
         if self.dist not in DISTRIBUTIONS:
-            raise UsageError(f"unknown distribution '{self.dist}' (expected {', '.join(DISTRIBUTIONS)})")
+            raise UsageError(unknown_name('distribution', DISTRIBUTIONS, self.dist))
         cores = len(tree.cores)
         if self.ranks_per_node * self.threads > cores and not self.oversubscribe:
             raise UsageError(f"{self.ranks_per_node} ranks per node x {self.threads} threads = "
@@ -178,7 +178,7 @@ class LayoutSpec:
             return self._hydra(tree)
         if target == "slurm":
             return self._srun(tree)
-        raise UsageError(f"unknown launcher '{target}' (expected {', '.join(TARGETS)})")
+        raise UsageError(unknown_name('launcher', TARGETS, target))
 
     def _domains(self, tree: NodeTree) -> int:
         """How many domains the rank-level decision is made over (1: compact and scatter agree)."""

@@ -260,11 +260,11 @@ def check_layout(spec: LaunchSpec, pus: int) -> None:
     MAX_NODE_PUS.check("--threads", spec.threads)  # a rank's threads share its node
     MAX_JOB_THREADS.check(f"--ranks {spec.ranks} x --threads {spec.threads} =", spec.ranks * spec.threads)
     if spec.bind not in BIND_POLICIES:
-        raise UsageError(f"unknown binding '{spec.bind}' (expected {', '.join(BIND_POLICIES)})")
+        raise UsageError(unknown_name('binding', BIND_POLICIES, spec.bind))
     if spec.dist not in DISTRIBUTIONS:
-        raise UsageError(f"unknown distribution '{spec.dist}' (expected {', '.join(DISTRIBUTIONS)})")
+        raise UsageError(unknown_name('distribution', DISTRIBUTIONS, spec.dist))
     if spec.membind not in MEMORY_POLICIES:
-        raise UsageError(f"unknown memory policy '{spec.membind}' (expected {', '.join(MEMORY_POLICIES)})")
+        raise UsageError(unknown_name('memory policy', MEMORY_POLICIES, spec.membind))
     if spec.ranks * spec.threads > pus and not spec.oversubscribe:
         raise UsageError(f"{spec.ranks} ranks x {spec.threads} threads = {spec.ranks * spec.threads} exceeds the "
                          f"{pus} PUs of this machine (pass --oversubscribe to run anyway)")

@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hympi.errors import UsageError
+from hympi.errors import UsageError, unknown_name
 from hympi.launch.mpirun import mpi_env_name
 from hympi.store import Store, TuneRecord
 from hympi.tune.declared import TOOLS, declared_names
@@ -141,4 +141,4 @@ def render(found: BestConfiguration, fmt: str, lookup: DeclaredLookup = declared
         return mpich_env(found)
     if fmt == "flags":
         return run_command_text(found) + "\n"
-    raise UsageError(f"unknown format '{fmt}' (expected {', '.join(FORMATS)})")
+    raise UsageError(unknown_name('format', FORMATS, fmt))

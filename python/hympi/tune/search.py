@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hympi.errors import UsageError
+from hympi.errors import UsageError, unknown_name
 from hympi.tune.options import DEFAULT_EI_STOP, STRATEGIES
 from hympi.tune.space import Configuration, SearchSpace
 
@@ -63,7 +63,7 @@ def default_budget(strategy: str, size: int) -> int:
 def check_strategy(strategy: str, size: int, max_runs: int, ei_stop: float) -> None:
     """Rejects an unknown strategy, a budget < 1, or a space larger than the budget without guided (UsageError)."""
     if strategy not in STRATEGIES:
-        raise UsageError(f"unknown strategy '{strategy}' (expected {', '.join(STRATEGIES)})")
+        raise UsageError(unknown_name('strategy', STRATEGIES, strategy))
     if max_runs < 1:
         raise UsageError(f"--max-runs must be >= 1, got {max_runs}")
     if not (math.isfinite(ei_stop) and ei_stop >= 0):

@@ -37,7 +37,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from hympi.errors import UsageError
+from hympi.errors import UsageError, unknown_name
 from hympi.jsontypes import JsonObject
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import BIND_POLICIES
@@ -262,7 +262,7 @@ def _binds(value: object) -> tuple[str, ...]:
         raise UsageError(f"layout.bind must be a non-empty list of {', '.join(BIND_POLICIES)}, got {value!r}")
     for item in value:
         if item not in BIND_POLICIES:
-            raise UsageError(f"layout.bind: unknown binding {item!r} (expected {', '.join(BIND_POLICIES)})")
+            raise UsageError(f"layout.bind: {unknown_name('binding', BIND_POLICIES, str(item))}")
     return tuple(dict.fromkeys(str(b) for b in value))
 
 
@@ -270,7 +270,7 @@ def _unknown_keys(where: str, table: Mapping[str, Any], allowed: tuple[str, ...]
     """UsageError naming the first key of `table` not in `allowed`."""
     for key in table:
         if key not in allowed:
-            raise UsageError(f"{where}: unknown key '{key}' (expected {', '.join(allowed)})")
+            raise UsageError(f"{where}: {unknown_name('key', allowed, key)}")
 
 
 def _range_values(name: str, spec: object, cvar: Cvar) -> list[str]:

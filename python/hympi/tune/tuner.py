@@ -16,7 +16,7 @@ from rich.console import Console
 
 from hympi.apps import get_app
 from hympi.console import HympiConsole
-from hympi.errors import UsageError
+from hympi.errors import UsageError, unknown_name
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, validate_with_app
 from hympi.params import (
@@ -115,7 +115,7 @@ class TuneParams:
         if not self.subject:
             get_app(self.app)
         if self.strategy not in STRATEGIES:  # the default too: a record read back may name one no longer known
-            raise UsageError(f"unknown strategy '{self.strategy}' (expected {', '.join(STRATEGIES)})")
+            raise UsageError(unknown_name('strategy', STRATEGIES, self.strategy))
         check_fields(self, TUNE_RUN)
 
     def sweep_params(self, config: Configuration, space: SearchSpace) -> SweepParams:
