@@ -3,10 +3,11 @@
 It is named by a path (anything containing '/': `./solver`, `/usr/bin/lmp`), so it can never be taken for one of
 hympi's apps, whose names hold no '/'. Its arguments pass through unchanged. Its figure of merit is the job's wall
 time as hympi measures it (lower is better) unless --metric gives a regular expression whose first group captures a
-number from its output, with --metric-unit and --better higher|lower. --verify gives an expression that must match
-the output, else the run failed with that reason; without it, a zero exit status is the only check there is. A
-program that writes its results into a file names it with --output-file: both expressions then search what each run
-wrote into that file (hympi.filemark) before its output.
+number from its output, with --metric-unit and --better higher|lower, or whose groups named d, h, m and s capture the
+parts of a time printed in parts ('1m12.34s'), in seconds, lower is better unless said otherwise. --verify gives an
+expression that must match the output, else the run failed with that reason; without it, a zero exit status is the
+only check there is. A program that writes its results into a file names it with --output-file: both expressions
+then search what each run wrote into that file (hympi.filemark) before its output.
 
 The database keys a program's sweeps by its absolute path, the sha256 of its file and its arguments: a rebuilt
 binary is a new program, never resumed into the old one's runs.
@@ -36,6 +37,7 @@ from hympi.filemark import FileText, mark_file, resolve_in, text_written_since
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import MPI_FLAVORS, LaunchSpec, RunOutcome, mpi_env_name
 from hympi.limits import check_path
+from hympi.numbers import printed_float
 from hympi.params import Param, choice, refuse_repeated
 from hympi.probe import Env, ProbeProcess, apply_probe, launch_probed
 from hympi.textfile import file_problem, read_utf8
@@ -53,6 +55,11 @@ SHOWN_LINES = 5
 # backtracking grows exponentially ('(a+)+b' over a line of 40 'a') would hold hympi for hours after the run ended,
 # and --timeout bounds only the run.
 SEARCH_SECONDS = 60.0
+# The parts of a time a program prints in parts (Quantum ESPRESSO's '1m12.34s WALL', ' 2h 5m WALL', ' 1d 3h15m
+# WALL'), named as --metric's groups that capture them, and their length in seconds: one group captures one number,
+# and '([0-9.]+)s WALL' alone would read 1m12.34s as 12.34 without a word.
+DURATION_PARTS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+DURATION_UNIT = "s"
 
 
 def program_named(text: str) -> bool:
@@ -84,11 +91,43 @@ def parse_pattern(option: str, text: str) -> str:
 
 
 def parse_metric(option: str, text: str) -> str:
-    """A regular expression that compiles, with a first group to capture the number (--metric)."""
+    """A regular expression that compiles, with a first group to capture the number, or groups named after
+    DURATION_PARTS (--metric)."""
     if re.compile(parse_pattern(option, text)).groups < 1:
         raise UsageError(f"{option} '{text}' has no group: put the number it captures in parentheses, "
-                         r"e.g. '([0-9.]+) timesteps/s'")
+                         r"e.g. '([0-9.]+) timesteps/s', or a time's parts in groups named d, h, m and s, e.g. "
+                         r"'(?:(?P<m>\d+)m)?(?P<s>[0-9.]+)s WALL'")
     return text
+
+
+def duration_parts(metric: str) -> tuple[str, ...]:
+    """The groups of expression `metric` that capture the parts of a time (DURATION_PARTS), () for none: its first
+    group captures the figure of merit then."""
+    named = re.compile(metric).groupindex
+    return tuple(part for part in DURATION_PARTS if part in named)
+
+
+def captured_merit(metric: str, found: re.Match[str]) -> float:
+    """The figure of merit a match `found` of --metric `metric` captured: the seconds its time's parts add up to, or
+    the number its first group captured, as a program prints it (printed_float); ValueError saying what it captured
+    otherwise."""
+    parts = duration_parts(metric)
+    pieces = [(part, found.group(part)) for part in parts] if parts else [("", found.group(1))]
+    if all(text is None for _, text in pieces):
+        raise ValueError(f"matched {found.group(0)[:200]!r} but captured nothing in "
+                         + (f"its groups {', '.join(parts)}" if parts else "its first group"))
+    seconds = 0.0
+    for part, text in pieces:
+        if text is None:
+            continue
+        try:
+            number = printed_float(text)
+        except ValueError:
+            raise ValueError(f"captured {text!r}" + (f" in group {part}" if part else "") + ", not a number") from None
+        if not parts:
+            return number
+        seconds += number * DURATION_PARTS[part]
+    return seconds
 
 
 def parse_unit(option: str, text: str) -> str:
@@ -131,7 +170,8 @@ def parse_env(option: str, text: str) -> str:
 
 
 METRIC = Param("metric", "--metric", "a program's figure of merit: a regular expression whose first group captures "
-               "a number from its output (default: the job's wall time)", parse_metric, metavar="REGEX")
+               "a number from its output, or whose groups named d, h, m and s capture the parts of a time "
+               "(default: the job's wall time)", parse_metric, metavar="REGEX")
 METRIC_UNIT = Param("metric_unit", "--metric-unit", "the unit of --metric's number (e.g. timesteps/s)", parse_unit,
                     metavar="UNIT")
 BETTER_WAY = Param("better", "--better", "whether a higher or a lower --metric is better (default higher)",
@@ -187,6 +227,10 @@ class Program:
             value = getattr(self, param.name)
             if value:
                 param.check_text(value, at + named(param))
+        if self.metric and duration_parts(self.metric) and self.metric_unit not in ("", DURATION_UNIT):
+            raise UsageError(f"{at}{named(METRIC_UNIT)} '{self.metric_unit}': {named(METRIC)} {quoted(self.metric)} "
+                             f"captures a time in parts (groups {', '.join(duration_parts(self.metric))}), which "
+                             f"hympi adds up in seconds: give {DURATION_UNIT} or no unit")
         refuse_repeated(at + named(ENV), [text.partition("=")[0] for text in self.env])
         if self.stdin:
             source_file = resolve_in(self.workdir, self.stdin)
@@ -284,6 +328,8 @@ def program_of(text: str, merit: Mapping[str, object] | None = None, name: str =
             given[param.name] = tuple(map(str, value)) if isinstance(value, tuple) else str(value)
     program = Program(name=name or path.name, path=str(path), sha256=digest, workdir=workdir, **given)
     program.check(source)
+    if duration_parts(program.metric):  # a time: in seconds, and shorter is better unless said otherwise
+        program = dataclasses.replace(program, metric_unit=DURATION_UNIT, better=given.get("better", "lower"))
     return program
 
 
@@ -497,9 +543,9 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
             return _failed(outcome, f"metric {quoted(program.metric)} not found in {searched}; its last lines: "
                                     f"{_last_lines(text)}")
         try:
-            value = float(found.group(1))
-        except (TypeError, ValueError):
-            return _failed(outcome, f"metric {quoted(program.metric)} captured {found.group(1)!r}, not a number")
+            value = captured_merit(program.metric, found)
+        except ValueError as exc:
+            return _failed(outcome, f"metric {quoted(program.metric)} {exc}")
         if not (value > 0 and value < float("inf")):
             return _failed(outcome, f"metric {quoted(program.metric)} captured {value:g}: a figure of merit must be a "
                                     "positive number")

@@ -20,7 +20,7 @@ import forkcli
 from conftest import assert_refused, hympi, hympi_json
 from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome, run_command
-from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of
+from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of, quoted
 from hympi.store import Store
 from hympi.sweep import SweepParams
 from userprograms import hybrid, hybrid_binary, lammps, shell_program
@@ -76,6 +76,55 @@ def test_a_metric_beginning_with_a_greedy_any_takes_the_last_match_as_the_readme
     for metric, value in ((r"rate: ([0-9.]+)", 10.0), (r"(?s).*rate: ([0-9.]+)", 30.0)):
         out = judge(_program(metric=metric), _outcome(output), 1, 1, ())
         assert out.record is not None and out.record["metrics"]["merit"]["value"] == value
+
+
+# Quantum ESPRESSO's clock line (its clocks_handler's formats) after a run of seconds, minutes, hours and days.
+QE_WALL = r"PWSCF\s*:.*CPU\s+(?:(?P<d>\d+)d\s*)?(?:(?P<h>\d+)h\s*)?(?:(?P<m>\d+)m\s*)?(?:(?P<s>[0-9.]+)s)?\s*WALL"
+
+
+@pytest.mark.parametrize(("line", "seconds"), [
+    ("     PWSCF        :      0.35s CPU      0.54s WALL", 0.54),
+    ("     PWSCF        :  1m 2.35s CPU  1m12.34s WALL", 72.34),
+    ("     PWSCF        :  1h 2m CPU  2h 5m WALL", 7500.0),
+    ("     PWSCF        :  1d 2h 3m CPU  1d 3h15m WALL", 98100.0),
+])
+def test_a_time_printed_in_parts_is_added_up_in_seconds(tmp_path: Path, line: str, seconds: float):
+    program = program_of(str(shell_program(tmp_path, "pw", "true\n")), {"metric": QE_WALL})
+    assert (program.metric_unit, program.better) == ("s", "lower")  # a time, unless said otherwise
+    out = judge(program, _outcome(f"     electrons    :      0.30s CPU      0.41s WALL\n{line}\n"), 1, 1, ())
+    assert out.status == "ok" and out.record is not None, out.stderr
+    assert out.record["metrics"]["merit"] == {"value": pytest.approx(seconds), "unit": "s", "better": "lower"}
+    assert out.record["rate"] == pytest.approx(1 / seconds) and out.record["rate_unit"] == "1/(s)"
+    assert "--better lower" in shlex.join(program.flags())  # what a resume or a report spells out again
+
+
+def test_a_time_in_parts_takes_seconds_only_and_keeps_a_direction_given(tmp_path: Path):
+    path = str(shell_program(tmp_path, "pw", "true\n"))
+    with pytest.raises(UsageError) as refused:
+        program_of(path, {"metric": QE_WALL, "metric_unit": "min"})
+    assert str(refused.value) == (f"--metric-unit 'min': --metric '{QE_WALL}' captures a time in parts (groups d, h, "
+                                  "m, s), which hympi adds up in seconds: give s or no unit")
+    assert program_of(path, {"metric": QE_WALL, "better": "higher", "metric_unit": "s"}).better == "higher"
+    assert program_of(path, {"metric": r"took ([0-9.]+)"}).better == "higher"  # a number: as before
+
+
+@pytest.mark.parametrize(("metric", "stdout", "reason"), [
+    (QE_WALL, "PWSCF : 1.0s CPU WALL\n", "matched 'PWSCF : 1.0s CPU WALL' but captured nothing in its groups d, h, "
+                                         "m, s"),
+    (r"(?P<m>\w+)m(?P<s>[0-9.]+)s", "took xm5s\n", "captured 'x' in group m, not a number"),
+    (r"rate: ([0-9]+)?", "rate: none\n", "matched 'rate: ' but captured nothing in its first group"),
+    (r"rate: (\S+)", "rate: 1,5\n", "captured '1,5', not a number"),
+])
+def test_a_metric_that_captures_no_number_fails_the_run_saying_what_it_captured(metric: str, stdout: str,
+                                                                                reason: str):
+    out = judge(_program(metric=metric), _outcome(stdout), 1, 1, ())
+    assert out.status == "failed" and out.stderr.splitlines()[-1] == f"hympi: metric {quoted(metric)} {reason}"
+
+
+@pytest.mark.parametrize(("printed", "value"), [("1,234.5", 1234.5), ("0.15D+02", 15.0), ("  7.25", 7.25)])
+def test_a_metric_reads_numbers_as_programs_print_them(printed: str, value: float):
+    out = judge(_program(metric=r"(?m)Mop/s total\s*=(.*)$"), _outcome(f"Mop/s total ={printed}\n"), 1, 1, ())
+    assert out.record is not None and out.record["metrics"]["merit"]["value"] == value, out.stderr
 
 
 def test_a_long_output_is_judged_on_its_kept_head_and_tail_and_a_miss_says_what_was_left_out():
