@@ -40,6 +40,7 @@ from hympi.limits import check_path
 from hympi.numbers import printed_float
 from hympi.params import Param, choice, refuse_repeated
 from hympi.probe import Env, ProbeProcess, apply_probe, launch_probed
+from hympi.result import INVERSE_UNIT
 from hympi.textfile import file_problem, read_utf8
 
 # Which way a figure of merit improves.
@@ -273,7 +274,7 @@ class Program:
         if not self.metric:
             return WALL_TIME_UNIT
         unit = self.metric_unit or "units"
-        return unit if self.better == "higher" else f"1/({unit})"
+        return unit if self.better == "higher" else INVERSE_UNIT.format(unit)
 
     def summary(self) -> str:
         """One line for a sweep's header: what is measured and checked."""

@@ -11,6 +11,9 @@ from hympi.contract import FieldEntry, contract
 from hympi.store import Run
 
 PREFIX = "HYMPI_RESULT "
+# A record's rate is larger-is-better for every app and program; a program's lower-is-better figure of merit (a time)
+# is recorded as its inverse, in this unit ('1/(s)'), and shown to people as the figure itself (shown_rate).
+INVERSE_UNIT = "1/({})"
 
 
 class ResultError(ValueError):
@@ -151,3 +154,19 @@ def run_placement_share(run: Run) -> float | None:
     it reported none."""
     placement = run.record.get("page_placement") if run.record else None
     return placement_share(placement) if isinstance(placement, dict) else None
+
+
+def figure_unit(rate_unit: str) -> str | None:
+    """The unit of the lower-is-better figure of merit whose inverse a rate in `rate_unit` is ('s' for '1/(s)'),
+    None for a rate that is itself the figure."""
+    head, _, tail = INVERSE_UNIT.partition("{}")
+    return rate_unit[len(head):-len(tail)] if rate_unit.startswith(head) and rate_unit.endswith(tail) else None
+
+
+def shown_rate(rate: float, rate_unit: str) -> str:
+    """A run's rate as people compare it: '250 steps/s' as it is, a lower-is-better figure of merit as the figure
+    ('0.13 s', not '7.692 1/(s)')."""
+    figure = figure_unit(rate_unit)
+    if figure is not None and rate > 0:
+        return f"{1.0 / rate:.4g} {figure}"
+    return f"{rate:.4g} {rate_unit}".rstrip()

@@ -83,6 +83,7 @@ from hympi.program import (
     refuse_program_flags,
     refuse_redirected_stdin,
 )
+from hympi.result import shown_rate
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders, is_finite_positive
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, ItemKey, MachineRecord, Run, Store, Sweep, now_utc
@@ -633,7 +634,7 @@ def _line(item: SweepItem, run: Run) -> str:
     """One progress line for a finished run."""
     colour = {"ok": "green", "unverified": "yellow"}.get(run.status, "red")
     rate = run.value("rate")
-    what = f"{rate:.4g} {run.record.get('rate_unit', '')}" if rate is not None and run.record else ""
+    what = shown_rate(rate, str(run.record.get("rate_unit", ""))) if rate is not None and run.record else ""
     tail = run.stderr_tail.strip().splitlines()[-1:] if run.status in ("failed", "timeout", "cancelled") else []
     why = f" [dim]{tail[0][:100]}[/dim]" if tail else ""
     label = item.label() + (" warm-up" if item.repeat == WARMUP_REPEAT else "")

@@ -21,6 +21,7 @@ from conftest import assert_refused, hympi, hympi_json
 from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome, run_command
 from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of, quoted
+from hympi.result import shown_rate
 from hympi.store import Store
 from hympi.sweep import SweepParams
 from userprograms import hybrid, hybrid_binary, lammps, shell_program
@@ -51,6 +52,7 @@ def test_a_captured_metric_becomes_a_rate_that_grows_with_quality(better: str, r
     assert out.status == "ok" and out.record is not None and out.record["rate"] == pytest.approx(rate)
     assert out.record["rate_unit"] == ("steps/s" if better == "higher" else "1/(steps/s)")
     assert out.record["metrics"]["merit"]["value"] == 250.0
+    assert shown_rate(out.record["rate"], out.record["rate_unit"]) == "250 steps/s"  # as printed, either way
 
 
 @pytest.mark.parametrize(("stdout", "returncode", "reason"), [
@@ -95,6 +97,7 @@ def test_a_time_printed_in_parts_is_added_up_in_seconds(tmp_path: Path, line: st
     assert out.status == "ok" and out.record is not None, out.stderr
     assert out.record["metrics"]["merit"] == {"value": pytest.approx(seconds), "unit": "s", "better": "lower"}
     assert out.record["rate"] == pytest.approx(1 / seconds) and out.record["rate_unit"] == "1/(s)"
+    assert shown_rate(out.record["rate"], out.record["rate_unit"]) == f"{seconds:.4g} s"
     assert "--better lower" in shlex.join(program.flags())  # what a resume or a report spells out again
 
 

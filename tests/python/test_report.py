@@ -29,6 +29,7 @@ from hympi.cli.common import ensure_out_dir
 from hympi.errors import HympiFatal
 from hympi.report import writer
 from hympi.report.analysis import group_runs, recommend, verdict
+from hympi.report.html import GroupFigures, render
 from hympi.report.writer import write_report
 from hympi.store import Run, Store
 from hympi.tune.features import BUSY_PROFILE_NAME
@@ -98,6 +99,23 @@ def test_recommendation_when_fewer_cores_win_and_when_nothing_separates():
     text = recommend(group_runs([_run(1, 1, 1, 10.0), _run(2, 1, 1, 6.0)], {1: 1})[0])
     assert text.startswith("No layout has the 2 ok runs a comparison needs")
     assert "nothing to recommend" in recommend(group_runs([_run(1, 1, 1, None, "failed")], {1: 1})[0])
+
+
+def test_a_lower_is_better_figure_of_merit_is_shown_as_the_figure_not_its_inverse():
+    """A program's time (lower is better) is recorded as its inverse so that every rate grows with quality; people
+    read the time itself: the recommendation's median is the median of the times (0.275 s over 0.2, 0.25, 0.3 and
+    0.5; 1 / the median rate would be 0.2727), the table's min and max the fastest and the slowest run, each run's
+    row its time."""
+    seconds = {(1, 1): (0.5, 0.25, 0.3, 0.2), (2, 1): (0.9, 0.8, 1.0, 0.85)}
+    runs = [replace(run, app="pw.x", record={**(run.record or {}), "rate_unit": "1/(s)"})
+            for (r, t), values in seconds.items() for rep, value in enumerate(values, 1)
+            for run in [_run(r, t, rep, 1.0 / value)]]
+    (group,) = group_runs(runs, {1: 1})
+    assert recommend(group).startswith("Best: 1 rank x 1 thread, bind core (0.275 s median of 4). 1x1 is fastest")
+    page = render("t", "now", [], [group], {group.slug: GroupFigures("r.png", "m.png")}, runs, ())
+    assert "<th>figure min</th><th>figure median</th><th>figure max</th>" in page, page
+    assert "<td>0.2</td><td><b>0.275</b></td><td>0.5</td>" in page and "figure of merit in s, lower is better" in page
+    assert page.count("<td>0.85</td><td>s</td>") == 1  # the run of 0.85 s, not 1.176 1/(s)
 
 
 def _chromium() -> str:

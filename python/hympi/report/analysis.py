@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from hympi.params import AUTO, DEFAULT_CONFIDENCE, MIN_SEPARATE, REPEAT
-from hympi.result import run_placement_share
+from hympi.result import figure_unit, run_placement_share
 from hympi.stats.compare import (
     MIN_SAMPLES,
     VERDICT_NEEDS,
@@ -95,6 +95,15 @@ class LayoutStats(Layout):
         t = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
         policy = "" if self.membind == DEFAULT_MEMBIND else f", membind {self.membind}"
         return f"{r} x {t}, bind {self.bind}{policy}"
+
+    def median_text(self, rate_unit: str) -> str:
+        """The layout's median as people read it ('250 steps/s'); of a lower-is-better figure of merit, recorded as
+        its inverse (hympi.result.figure_unit), the median of the figures themselves ('0.13 s'); '-' for none."""
+        figure = figure_unit(rate_unit)
+        value = self.rate_median if figure is None else median_or_none(1.0 / r for r in self.rates)
+        if value is None:
+            return "-"
+        return f"{value:.4g} {figure if figure is not None else rate_unit}".rstrip()
 
 
 @dataclass(frozen=True)
@@ -385,19 +394,18 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
     with_rates = [s for s in group.layouts if s.rate_median is not None]
     if not with_rates:
         return f"No layout of {group.app} produced a verified result, so there is nothing to recommend.{failures}"
-    unit = f" {group.rate_unit}" if group.rate_unit else ""
     chosen = result.recommended
     if chosen is None:
         if len(with_rates) == 1:
             only = with_rates[0]
-            return (f"only {only.describe()} ran successfully ({only.rate_median:.4g}{unit}); nothing to compare it "
-                    f"with.{failures}")
+            return (f"only {only.describe()} ran successfully ({only.median_text(group.rate_unit)}); nothing to "
+                    f"compare it with.{failures}")
         counts = ", ".join(f"{named[s]}: {len(s.rates)}" for s in with_rates)
         return (f"No layout has the {MIN_SAMPLES} ok runs a comparison needs ({counts} ok); repeat the sweep with "
                 f"--repeat auto (or 4 or more) before choosing.{failures}")
     names = {name: s for s, name in labels(group).items()}
     most = max(s.cores for s in group.layouts if len(s.rates) >= MIN_SAMPLES)
-    what = f"{chosen.rate_median:.4g}{unit} median of {len(chosen.rates)}"
+    what = f"{chosen.median_text(group.rate_unit)} median of {len(chosen.rates)}"
     statements = list(result.statements)
     if len(result.contenders) == 1 and statements and statements[0].topic == "runner-up" \
             and isinstance(statements[0].result, Comparison):

@@ -19,8 +19,9 @@ from hympi.report.model import describe, fit_model, policy
 from hympi.report.quiet import quiet_sentence
 from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
 from hympi.report.tuning import Prediction, ProgramTuning
-from hympi.result import run_placement_share
+from hympi.result import figure_unit, run_placement_share
 from hympi.stats.compare import MEMORY_MARGIN, VERDICT_NEEDS
+from hympi.stats.median import median_or_none
 from hympi.stats.model import ModelFit
 from hympi.store import MachineRecord, Run
 from hympi.store.db import DEFAULT_MEMBIND
@@ -104,21 +105,29 @@ def _pages(share: float | None) -> str:
 
 
 def _layout_table(group: AppGroup) -> str:
-    """Min/median/max rate and medians of the other measures, one row per layout."""
-    head = _head("layout", "bind", "membind", "cores", "runs", "ok", "rate min", "rate median", "rate max", "time s",
-                 "comm s", "comp s", "imbalance", "MiB/process", "MiB/core", "MiB/node", "pages where intended",
-                 "disturbed")
+    """Min/median/max rate (of a lower-is-better figure of merit, recorded as its inverse: min/median/max of the figure
+    itself) and medians of the other measures, one row per layout."""
+    figure = figure_unit(group.rate_unit)
+    measure = "rate" if figure is None else "figure"
+    head = _head("layout", "bind", "membind", "cores", "runs", "ok", f"{measure} min", f"{measure} median",
+                 f"{measure} max", "time s", "comm s", "comp s", "imbalance", "MiB/process", "MiB/core", "MiB/node",
+                 "pages where intended", "disturbed")
     rows = []
     for s in group.layouts:
+        spread = (s.rate_min, s.rate_median, s.rate_max) if figure is None else (
+            min((1.0 / r for r in s.rates), default=None), median_or_none(1.0 / r for r in s.rates),
+            max((1.0 / r for r in s.rates), default=None))
         rows.append(f"<tr><td>{s.label}</td><td>{escape(s.bind)}</td><td>{escape(s.membind)}</td><td>{s.cores}</td>"
                     f"<td>{s.runs}</td>"
-                    f"<td>{s.ok}</td><td>{_num(s.rate_min)}</td><td><b>{_num(s.rate_median)}</b></td>"
-                    f"<td>{_num(s.rate_max)}</td><td>{_num(s.time_median)}</td><td>{_num(s.comm_median)}</td>"
+                    f"<td>{s.ok}</td><td>{_num(spread[0])}</td><td><b>{_num(spread[1])}</b></td>"
+                    f"<td>{_num(spread[2])}</td><td>{_num(s.time_median)}</td><td>{_num(s.comm_median)}</td>"
                     f"<td>{_num(s.comp_median)}</td><td>{_num(s.imbalance_median, '.3f')}</td>"
                     f"<td>{_num(s.rss_per_process_mib, '.1f')}</td><td>{_num(s.rss_per_core_mib, '.1f')}</td>"
                     f"<td>{_num(s.rss_per_node_mib, '.1f')}</td><td>{_pages(s.placement_median)}</td>"
                     f"<td>{_disturbed_cell(s)}</td></tr>")
     unit = f" (rate in {escape(group.rate_unit)})" if group.rate_unit else ""
+    if figure is not None:
+        unit = f" (figure of merit in {escape(figure)}, lower is better)"
     caption = (f"per layout, over repeats{unit}; membind = memory policy (none: first touch); pages where intended "
                "= median share of the reported arrays' pages on the NUMA nodes the policy meant; disturbed = runs "
                "that overlapped other work (median cores it used), counted in runs and ok, in no statistic")
@@ -570,14 +579,17 @@ def data_layout_section(views: list[DataLayoutView], figures: dict[str, str], no
 def _runs_table(runs: list[Run]) -> str:
     """Every run: configuration (memory policy included), status, measures, the share of its reported arrays'
     pages where the policy meant them, and the stderr tail of failures."""
-    head = _head("id", "sweep", "app", "problem", "layout", "bind", "membind", "repeat", "status", "rc", "rate", "unit",
-                 "time s", "comm s", "comp s", "MiB/proc", "MiB/node", "pages where intended", "wall s",
-                 "started (UTC)", "stderr tail", left=("app", "problem", "status", "started (UTC)", "stderr tail"))
+    head = _head("id", "sweep", "app", "problem", "layout", "bind", "membind", "repeat", "status", "rc",
+                 "figure of merit", "unit", "time s", "comm s", "comp s", "MiB/proc", "MiB/node",
+                 "pages where intended", "wall s", "started (UTC)", "stderr tail",
+                 left=("app", "problem", "status", "started (UTC)", "stderr tail"))
     rows = []
     for r in runs:
         tail = (f"<details><summary>show</summary><pre>{escape(r.stderr_tail)}</pre></details>"
                 if r.stderr_tail.strip() else "")
-        unit = escape(str(r.record.get("rate_unit", ""))) if r.record else ""
+        rate, unit = r.value("rate"), str(r.record.get("rate_unit", "")) if r.record else ""
+        if rate is not None and rate > 0 and (figure := figure_unit(unit)) is not None:
+            rate, unit = 1.0 / rate, figure  # a lower-is-better figure of merit as the figure (shown_rate)
         restart = "" if r.restarted_from_step is None else f" (restarted at step {r.restarted_from_step})"
         if r.disturbed and r.interference is not None:
             restart += f" <span class='disturbed'>disturbed ({r.interference.outside_cores:.2f} cores)</span>"
@@ -585,8 +597,8 @@ def _runs_table(runs: list[Run]) -> str:
                     f"<td class='l'>{escape(r.problem)}</td><td>{r.ranks}x{r.threads}</td><td>{escape(r.bind)}</td>"
                     f"<td>{escape(r.membind)}</td>"
                     f"<td>{r.repeat}</td><td class='l {escape(r.status)}'>{escape(r.status)}{restart}</td>"
-                    f"<td>{'' if r.returncode is None else r.returncode}</td><td>{_num(r.value('rate'))}</td>"
-                    f"<td>{unit}</td><td>{_num(r.value('time_s'))}</td><td>{_num(r.value('comm_s'))}</td>"
+                    f"<td>{'' if r.returncode is None else r.returncode}</td><td>{_num(rate)}</td>"
+                    f"<td>{escape(unit)}</td><td>{_num(r.value('time_s'))}</td><td>{_num(r.value('comm_s'))}</td>"
                     f"<td>{_num(r.value('comp_s'))}</td><td>{_num(r.value('max_rss_mib'), '.1f')}</td>"
                     f"<td>{_num(r.value('node_rss_mib'), '.1f')}</td><td>{_pages(run_placement_share(r))}</td>"
                     f"<td>{r.wall_s:.2f}</td>"

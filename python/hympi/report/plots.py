@@ -25,6 +25,7 @@ from hympi.report.explain import Breakdown
 from hympi.report.hierarchy import HierarchyProbe
 from hympi.report.transposes import MIB, TransposeView
 from hympi.report.tuning import ProgramTuning
+from hympi.result import figure_unit
 from hympi.stats.compare import Comparison
 from hympi.store.db import DEFAULT_MEMBIND
 from hympi.tune.predict import ProgramVerdict
@@ -85,7 +86,12 @@ def rate_vs_threads(group: AppGroup, path: Path) -> Path:
     ax.set_xticks(threads or [1])
     ax.set_xticklabels([str(t) for t in threads] or ["1"])
     ax.set_xlabel("OpenMP threads per MPI rank (ranks = cores / threads)")
-    ax.set_ylabel(f"rate ({group.rate_unit})" if group.rate_unit else "rate")
+    figure = figure_unit(group.rate_unit)
+    # Up is better on every rate chart: a lower-is-better figure of merit is drawn as its inverse, and said so.
+    if figure is not None:
+        ax.set_ylabel(f"1 / figure of merit (1/{figure}, up is better)")
+    else:
+        ax.set_ylabel(f"rate ({group.rate_unit})" if group.rate_unit else "rate")
     ax.set_title(f"{group.app} {group.problem}: rate per layout (median, min-max)")
     top = max([*((s.rate_max or s.rate_median or 0.0) for s in layouts), *(r for _, r in hit)], default=0.0)
     ax.set_ylim(0, top * 1.15 if top > 0 else 1.0)
