@@ -13,6 +13,7 @@
 
 #include "hympi/contract.hpp"
 #include "hympi/core/error.hpp"
+#include "hympi/core/numbers.hpp"
 #include "hympi/mpit/cvars.hpp"
 #include "memory.hpp"
 
@@ -87,15 +88,9 @@ void add_io_options(OptionSet& cli, IoCommandLine& line) {
 
 /// A byte count >= 0; throws InvalidArgument naming the text otherwise.
 std::size_t byte_count(const std::string& text) {
-  std::size_t used = 0;
-  long long value = -1;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || value < 0) throw InvalidArgument("'" + text + "' is not a byte count >= 0");
-  return static_cast<std::size_t>(value);
+  const auto value = ascii_integer(text);
+  if (!value || *value < 0) throw InvalidArgument("'" + text + "' is not a byte count >= 0");
+  return static_cast<std::size_t>(*value);
 }
 
 std::vector<std::string> split_commas(const std::string& text) {

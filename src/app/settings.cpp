@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "hympi/contract.hpp"
 #include "hympi/core/enum_names.hpp"
 #include "hympi/core/error.hpp"
+#include "hympi/core/numbers.hpp"
 
 namespace hympi {
 
@@ -31,18 +33,16 @@ bool flag_value(const SettingValue& value) {
 }
 
 int positive_int_value(const SettingValue& value) {
-  char* end = nullptr;
-  const long number = std::strtol(value.text.c_str(), &end, 10);
-  if (value.text.empty() || *end != '\0' || number < 1 || number > 1 << 20)
+  const auto number = ascii_integer(value.text);
+  if (!number || *number < 1 || *number > std::numeric_limits<int>::max())
     throw InvalidArgument(value.name + " must be a positive integer, got '" + value.text + "'");
-  return static_cast<int>(number);
+  return static_cast<int>(*number);
 }
 
 double seconds_value(const SettingValue& value) {
-  char* end = nullptr;
-  const double number = std::strtod(value.text.c_str(), &end);
-  if (value.text.empty() || *end != '\0')
-    throw InvalidArgument(value.name + ": '" + value.text + "' is not a number of seconds");
+  const auto read = ascii_number(value.text);
+  if (!read) throw InvalidArgument(value.name + ": '" + value.text + "' is not a number of seconds");
+  const double number = *read;
   if (!std::isfinite(number) || number < 0.0)
     throw InvalidArgument(value.name + " must be a finite number of seconds >= 0, got " + value.text);
   if (number > contract::kMaxSeconds)

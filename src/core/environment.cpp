@@ -9,12 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "hympi/contract.hpp"
 #include "hympi/core/error.hpp"
+#include "hympi/core/numbers.hpp"
 #include "hympi/core/topology.hpp"
 
 namespace hympi {
@@ -43,13 +45,10 @@ ThreadLevel from_mpi(int level) {
 int virtual_nodes_from_env() {
   const char* text = std::getenv("HYMPI_VIRTUAL_NODES");
   if (text == nullptr || *text == '\0') return 1;
-  int value = 0;
-  const char* end = text + std::strlen(text);
-  auto [ptr, ec] = std::from_chars(text, end, value);
-  if (ec != std::errc() || ptr != end || value < 1)
-    throw InvalidArgument(std::string("HYMPI_VIRTUAL_NODES must be a positive integer, got '") +
-                          text + "'");
-  return value;
+  const auto value = ascii_integer(text);
+  if (!value || *value < 1 || *value > std::numeric_limits<int>::max())
+    throw InvalidArgument(std::string("HYMPI_VIRTUAL_NODES must be a positive integer, got '") + text + "'");
+  return static_cast<int>(*value);
 }
 
 int default_threads(int cores_per_node, int ranks_per_node) {
