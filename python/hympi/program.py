@@ -236,6 +236,8 @@ class Program:
         if self.stdin:
             source_file = resolve_in(self.workdir, self.stdin)
             problem = file_problem(source_file)  # a FIFO would be drained by the first run, /dev/null is none
+            if problem is not None and source_file == Path(os.devnull):
+                problem += f": leave {named(STDIN)} out, every run reads {os.devnull} without it"
             if problem is not None:
                 raise UsageError(f"{at}{named(STDIN)} {source_file} {problem}")
         if self.output_file:

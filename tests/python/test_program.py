@@ -411,7 +411,8 @@ def test_a_failed_programs_error_output_is_shown_once(tmp_path: Path, monkeypatc
     (["./ok", "--env", "A=1", "--env", "A=2"], "--env A is given twice"),
     (["rb3d", "--stdin", "in.txt"], "--stdin is for a program of your own"),
     (["./ok", "--stdin", "missing.txt"], "missing.txt does not exist"),
-    (["./ok", "--stdin", "/dev/null"], "--stdin /dev/null is a"),
+    (["./ok", "--stdin", "/dev/null"], "--stdin /dev/null is a device: leave --stdin out, every run reads /dev/null "
+                                       "without it"),
     (["./absent"], "program ./absent: no such file"),
 ])
 def test_hympi_run_refuses_bad_program_input_before_launch(tmp_path: Path, fake_launcher, monkeypatch,
