@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
-import re
 import subprocess
 from dataclasses import dataclass
 from functools import lru_cache
 
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
-from hympi.limits import MAX_NODE_PUS
 from hympi.paths import binary
 
 
@@ -33,29 +30,15 @@ class MachineSummary:
         return data
 
 
-SYNTHETIC = "synthetic:"
 # How long hympi-info may take to load a topology (hwloc's discovery of this machine, an XML file, a synthetic one
-# within MAX_NODE_PUS): seconds on the largest, so only a hung hympi-info reaches it.
+# within the PUs a node may have): seconds on the largest, so only a hung hympi-info reaches it.
 INFO_TIMEOUT_S = 60.0
-# One level of an hwloc synthetic description: its type (optional in hwloc's syntax) and arity, e.g. 'core:4'.
-_SYNTHETIC_LEVEL = re.compile(r"(?:[A-Za-z]\w*:)?(\d+)")
-
-
-def synthetic_pus(description: str) -> int:
-    """The PUs of an hwloc synthetic description (after 'synthetic:'): the product of its levels' arities
-    ('pack:2 core:4 pu:2' -> 16). Attributes '(...)' and attached memory '[...]' add no PU; a token that is no
-    level is left for hwloc to refuse."""
-    levels = re.sub(r"\([^)]*\)|\[[^\]]*\]", " ", description).split()
-    return math.prod(int(m[1]) for m in map(_SYNTHETIC_LEVEL.fullmatch, levels) if m is not None)
 
 
 def run_hympi_info(spec: str, output: str) -> str:
-    """stdout of `hympi-info --<output> --topology SPEC` ('json' or 'xml'); bad specs raise UsageError (a synthetic
-    one with more than MAX_NODE_PUS PUs before hwloc builds it), a hympi-info that hangs HympiFatal."""
-    if spec.startswith(SYNTHETIC):
-        why = MAX_NODE_PUS.exceeded(synthetic_pus(spec.removeprefix(SYNTHETIC)))
-        if why is not None:
-            raise UsageError(f"topology '{spec}': {why}")
+    """stdout of `hympi-info --<output> --topology SPEC` ('json' or 'xml'); bad specs raise UsageError in
+    hympi-info's words (a synthetic one with more PUs than a node may have is refused before hwloc builds it:
+    Topology::from_synthetic counts them), a hympi-info that hangs HympiFatal."""
     cmd = [str(binary("hympi-info")), f"--{output}", "--topology", spec]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=INFO_TIMEOUT_S,

@@ -89,20 +89,39 @@ Topology Topology::from_xml_text(const std::string& xml) {
 
 namespace {
 
-/// The PUs a synthetic description makes: the product of its levels' arities ("pack:2 core:4 pu:2": 16), what
-/// stands in parentheses (attributes) or brackets (memory children) left out.
+/// Whether `token` is one level of a synthetic description, a type then ':' (optional in hwloc's syntax) then an
+/// arity, "core:4" or "4"; its arity goes to `arity` (inf past double's range, which no limit lets through).
+bool synthetic_level(std::string_view token, double& arity) {
+  const std::size_t colon = token.find(':');
+  std::string_view digits = token;
+  if (colon != std::string_view::npos) {
+    const std::string_view type = token.substr(0, colon);
+    const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    if (type.empty() || !std::isalpha(static_cast<unsigned char>(type.front())) || !std::ranges::all_of(type, word))
+      return false;
+    digits = token.substr(colon + 1);
+  }
+  if (digits.empty() || !std::ranges::all_of(digits, [](char c) { return c >= '0' && c <= '9'; })) return false;
+  arity = 0;
+  for (const char c : digits) arity = arity * 10 + (c - '0');
+  return true;
+}
+
+/// The PUs a synthetic description makes: the product of its levels' arities ("pack:2 core:4 pu:2" and hwloc's
+/// older "2 4 2": 16), what stands in parentheses (attributes) or brackets (memory children) left out; a token that
+/// is no level is left for hwloc to refuse.
 double synthetic_pus(std::string_view description) {
   double pus = 1;
   int depth = 0;
-  for (std::size_t at = 0; at < description.size(); ++at) {
-    const char c = description[at];
-    depth += (c == '(' || c == '[') - (c == ')' || c == ']');
-    if (c != ':' || depth != 0) continue;
+  std::size_t start = 0;
+  for (std::size_t at = 0; at <= description.size(); ++at) {
+    const char c = at < description.size() ? description[at] : ' ';
+    const bool opens = c == '(' || c == '[', closes = c == ')' || c == ']';
+    if (!opens && !closes && (depth > 0 || !std::isspace(static_cast<unsigned char>(c)))) continue;
     double arity = 0;
-    for (std::size_t d = at + 1; d < description.size() && std::isdigit(static_cast<unsigned char>(description[d]));
-         ++d)
-      arity = arity * 10 + (description[d] - '0');
-    pus *= std::max(arity, 1.0);
+    if (depth == 0 && at > start && synthetic_level(description.substr(start, at - start), arity)) pus *= arity;
+    depth = std::max(0, depth + (opens ? 1 : 0) - (closes ? 1 : 0));
+    start = at + 1;
   }
   return pus;
 }
@@ -112,7 +131,8 @@ double synthetic_pus(std::string_view description) {
 Topology Topology::from_synthetic(const std::string& description) {
   // hwloc's time to build a synthetic machine grows faster than its PUs: a typo's extra digit took minutes.
   if (const double pus = synthetic_pus(description); pus > contract::kMaxNodePus)
-    throw TopologyError("synthetic topology '" + description + "' has " + std::to_string(static_cast<long long>(pus)) +
+    throw TopologyError("topology 'synthetic:" + description + "' has " +
+                        (pus < 1e18 ? std::to_string(static_cast<long long>(pus)) : std::string("over 10^18")) +
                         " PUs, more than hympi's limit of " + std::to_string(contract::kMaxNodePus) + " (" +
                         std::string(contract::kMaxNodePusReason) + ")");
   Handle topo = init_topology();

@@ -30,7 +30,6 @@ from hympi.limits import (
 )
 from hympi.params import count_of_runs, parse_row_id, seconds_above_zero, seconds_from_zero
 from hympi.settings import load_settings
-from hympi.topology import synthetic_pus
 from refusals import assert_refused, files
 
 HUGE = "100000000000"
@@ -71,14 +70,17 @@ def test_path_names_beyond_linux_limits_are_refused_without_repeating_them():
 
 
 @pytest.mark.parametrize(("description", "pus"), [
-    ("pack:2 numa:2 core:4 pu:2", 32),
-    ("Package:2(memory=1GB) L3Cache:1 Core:4 PU:2", 16),  # attributes add no PU
-    ("pack:2 [numa] core:3 pu:1", 6),  # attached memory adds no PU
-    ("2 4 2", 16),  # hwloc's older syntax: arities only
+    ("pack:2 numa:2 core:4096 pu:2", 32768),
+    ("Package:2(memory=1GB) L3Cache:1 Core:4096 PU:2", 16384),  # attributes add no PU
+    ("pack:2 [numa] core:3000 pu:1", 6000),  # attached memory adds no PU
+    ("2 4 4096", 32768),  # hwloc's older syntax, arities only: once counted as 1 PU and built for minutes
     ("pack:1000 core:1000 pu:1000", 10**9),
 ])
-def test_synthetic_pus_multiplies_the_arities(description, pus):
-    assert synthetic_pus(description) == pus
+def test_a_synthetic_node_past_the_limit_is_refused_with_its_pus_counted(description: str, pus: int):
+    # hympi-info counts them (Topology::from_synthetic) and the CLI passes its line on: one count, in C++.
+    spec = f"synthetic:{description}"
+    proc = hympi("info", "--topology", spec, timeout=TIMEOUT_S)
+    assert_refused(proc, f"topology '{spec}' has {pus} PUs, more than hympi's limit of {MAX_NODE_PUS.value}")
 
 
 # --- the commands -----------------------------------------------------------------------------------------------------

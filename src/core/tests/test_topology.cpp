@@ -72,6 +72,31 @@ TEST(Topology, BadSourcesThrow) {
   EXPECT_THROW((void)t.core_set(2), hympi::InvalidArgument);
 }
 
+/// The PUs a synthetic description past hympi's limit was counted to, read from the refusal ("" when it was not
+/// refused before hwloc built it).
+std::string refused_pus(const std::string& description) {
+  try {
+    (void)Topology::from_synthetic(description);
+  } catch (const hympi::TopologyError& error) {
+    const std::string text = error.what();
+    const auto at = text.find("' has ");
+    return at == std::string::npos ? text : text.substr(at + 6, text.find(" PUs") - at - 6);
+  }
+  return "";
+}
+
+TEST(Topology, ASyntheticMachinePastTheLimitIsRefusedBeforeHwlocBuildsIt) {
+  // Every form of hwloc's syntax: types named or not (hwloc's older "2 4 2", which the count once read as 1 PU and
+  // hwloc then built for minutes), attributes and attached memory, which add no PU.
+  EXPECT_EQ(refused_pus("pack:2 numa:2 core:4096 pu:2"), "32768");
+  EXPECT_EQ(refused_pus("Package:2(memory=1GB) L3Cache:1 Core:4096 PU:2"), "16384");
+  EXPECT_EQ(refused_pus("pack:2 [numa] core:3000 pu:1"), "6000");
+  EXPECT_EQ(refused_pus("2 4 4096"), "32768");
+  EXPECT_EQ(refused_pus("100 100 100 100"), "100000000");
+  EXPECT_EQ(refused_pus("pack:99999999999999999999999 pu:2"), "over 10^18");
+  EXPECT_EQ(refused_pus("pack:2 core:2048 pu:1"), "");  // at the limit: built
+}
+
 TEST(Topology, AnXmlPathThatIsNoFileThrowsWithoutReadingIt) {
   // hwloc would block reading a FIFO until someone writes to it; the test would hang instead of failing.
   const std::string fifo = testing::TempDir() + "hympi_topo.fifo";
