@@ -51,9 +51,7 @@ void MzApp::apply_settings(const Settings& settings) {
   // anything runs, where the locations would refuse them only inside the run, once per rank.
   (void)settings.parse("num_locs", [](const std::string& text) {
     const locality::LocationsSpec spec = locality::parse_num_locs(text);
-    if (const int pus = Topology::this_machine().pus(); spec.count > pus)
-      throw InvalidArgument("number of locations " + std::to_string(spec.count) + " exceeds the " +
-                            std::to_string(pus) + " PUs of this machine");
+    if (spec.count > 0) locality::Locations::check_count(Topology::this_machine(), spec.count);
     return spec;
   });
 }

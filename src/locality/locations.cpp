@@ -44,6 +44,12 @@ Bitmap usable_pus(const Topology& topo, const Bitmap* within) {
   return set;
 }
 
+void require_pus_for(int nlocs, int pus) {
+  if (nlocs > pus)
+    throw InvalidArgument("number of locations " + std::to_string(nlocs) + " exceeds the " + std::to_string(pus) +
+                          " PUs available");
+}
+
 Bitmap intersection(const Bitmap& a, const Bitmap& b) {
   Bitmap out;
   hwloc_bitmap_and(out.get(), a.get(), b.get());
@@ -93,6 +99,10 @@ Locations Locations::by_level(const Topology& topology, LocationLevel level, con
                    hympi::to_string(level));
 }
 
+void Locations::check_count(const Topology& topology, int nlocs, const Bitmap* within) {
+  require_pus_for(nlocs, usable_pus(topology, within).weight());
+}
+
 Locations Locations::by_count(const Topology& topology, int nlocs, const Bitmap* within) {
   if (nlocs <= 0) throw InvalidArgument("number of locations must be >= 1, got " + std::to_string(nlocs));
   const Bitmap usable = usable_pus(topology, within);
@@ -100,9 +110,7 @@ Locations Locations::by_count(const Topology& topology, int nlocs, const Bitmap*
   for (int c = 0; c < topology.cores(); ++c)
     if (Bitmap set = intersection(topology.core_set(c), usable); set.weight() > 0) cores.push_back(std::move(set));
   const int pus = usable.weight();
-  if (nlocs > pus)
-    throw InvalidArgument("number of locations " + std::to_string(nlocs) + " exceeds the " + std::to_string(pus) +
-                          " PUs available");
+  require_pus_for(nlocs, pus);
   // Cores first, so a location never splits a core's hyperthreads between two locations; PUs
   // only when there are more locations than cores.
   std::vector<Bitmap> units;

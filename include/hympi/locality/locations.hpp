@@ -77,6 +77,9 @@ class Locations {
   /// `nlocs` locations (inside `within` when given). Throws InvalidArgument when nlocs <= 0 or
   /// nlocs exceeds the PUs available.
   static Locations by_count(const Topology& topology, int nlocs, const Bitmap* within = nullptr);
+  /// Throws as by_count does when nlocs exceeds the PUs available, without building the locations: for a program
+  /// to refuse the count before anything runs rather than inside the run, once per rank.
+  static void check_count(const Topology& topology, int nlocs, const Bitmap* within = nullptr);
   /// By `spec.count` when > 0, else by `spec.level`; throws as those do.
   static Locations from_spec(const Topology& topology, const LocationsSpec& spec, const Bitmap* within = nullptr);
 

@@ -89,6 +89,23 @@ TEST(Locations, BadCountsThrow) {
   }
 }
 
+TEST(Locations, TheEarlyCountCheckRefusesWhatByCountRefusesInItsWords) {
+  const auto topo = Topology::from_synthetic("pack:1 core:2 pu:2");
+  const auto words = [](auto&& build) {
+    try {
+      build();
+    } catch (const InvalidArgument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(words([&] { Locations::check_count(topo, 5); }), "number of locations 5 exceeds the 4 PUs available");
+  EXPECT_EQ(words([&] { Locations::check_count(topo, 5); }), words([&] { (void)Locations::by_count(topo, 5); }));
+  const hympi::Bitmap two = topo.core_set(0);  // PUs 0 and 1
+  EXPECT_EQ(words([&] { Locations::check_count(topo, 3, &two); }), "number of locations 3 exceeds the 2 PUs available");
+  EXPECT_EQ(words([&] { Locations::check_count(topo, 4); }), "");  // as many as PUs: built
+}
+
 TEST(Locations, IndexesWrapModuloNlocs) {
   const auto& topo = hympi::test::four_numa_machine();
   const auto locs = Locations::by_level(topo, LocationLevel::numa);
