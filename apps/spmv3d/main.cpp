@@ -9,6 +9,7 @@
 
 #include "hympi/app/app.hpp"
 #include "hympi/app/overlap_flags.hpp"
+#include "hympi/grid/cart.hpp"
 #include "hympi/spmv3d/csr.hpp"
 #include "hympi/spmv3d/spmv3d.hpp"
 #include "hympi/spmv3d/verify.hpp"
@@ -24,15 +25,6 @@ std::string shortest(double value) {
   std::ostringstream text;
   text << value;
   return text.str();
-}
-
-/// Bytes one product touches on the largest rank of `ranks`: x and y with ghosts, and the CSR matrix.
-double product_bytes(const hympi::Spmv3dOptions& o, int ranks) {
-  const auto [global, dims] = o.resolve(ranks);
-  double bytes = 2 * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
-  if (o.op == hympi::SpmvOperator::csr)
-    bytes += hympi::largest_block_bytes(global, dims, 0, 1) * hympi::Csr27::kBytesPerPoint;
-  return bytes;
 }
 
 /// A fingerprint as 16 hex digits (JSON numbers past 2^53 are not safe in every reader).
@@ -91,7 +83,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
     const auto [global, dims] = o.resolve(layout.ranks);
     const bool cg = o.cg_iterations > 0;
     const double vectors = cg ? 7 : 3;
-    double rank = product_bytes(o, layout.ranks) +
+    double rank = o.product_bytes(layout.ranks) +
                   (vectors - 2) * hympi::largest_block_bytes(global, dims, o.ghost, sizeof(double));
     double total = rank * layout.ranks;
     std::string counted = "--global " + std::to_string(global[0]) + " " + std::to_string(global[1]) + " " +
@@ -158,7 +150,7 @@ class Spmv3dApp final : public hympi::AppDefinition {
     const bool given = triad_option_->given();
     const auto elements = std::min(
         hympi::stream_elements_for(ctx.topology.last_level_cache_bytes(), ctx.env.machine_size()),
-        std::max<std::size_t>(static_cast<std::size_t>(product_bytes(o, ctx.env.size()) / (3 * sizeof(double))), 1));
+        std::max<std::size_t>(static_cast<std::size_t>(o.product_bytes(ctx.env.size()) / (3 * sizeof(double))), 1));
     const double triad = given ? triad_gbs_ : hympi::measure_triad_gbs(ctx.env.world(), elements);
     const hympi::BandwidthBound bound{triad, hympi::triad_moved_gbs(triad),
                                       given ? hympi::TriadSource::given : hympi::TriadSource::measured};

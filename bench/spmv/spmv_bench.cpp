@@ -255,10 +255,8 @@ int run(const Args& args, MPI_Comm comm) {
   const auto [global, dims] = options.resolve(ranks);
   {
     // The triad's arrays take at most a product's bytes (the matrix, x and y): twice those, and the reference y.
-    const double vector = hympi::largest_block_bytes(options.per_rank, {1, 1, 1}, options.ghost, sizeof(double));
-    const double matrix = double(Csr27::kBytesPerPoint) * double(args.per_rank) * double(args.per_rank) *
-                          double(args.per_rank);
-    hympi::bench::check_memory(2 * matrix + 5 * vector, ranks,
+    const double vector = hympi::largest_block_bytes(global, dims, options.ghost, sizeof(double));
+    hympi::bench::check_memory(2 * options.product_bytes(ranks) + vector, ranks,
                                "--per-rank " + std::to_string(args.per_rank) + " (the CSR matrix's " +
                                    std::to_string(Csr27::kBytesPerPoint) + " B per point, x, y and a reference y, "
                                    "and a triad as large as a product)");

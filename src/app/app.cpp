@@ -322,17 +322,6 @@ std::string gib(double bytes) {
 
 }  // namespace
 
-double largest_block_bytes(const std::array<long, 3>& global, const std::array<int, 3>& dims, int ghost,
-                           std::size_t element_bytes) {
-  std::array<double, 3> padded{};
-  for (std::size_t d = 0; d < 3; ++d) {
-    const long parts = std::max(dims[d], 1);
-    padded[d] = double(global[d] / parts + (global[d] % parts > 0 ? 1 : 0)) + 2.0 * ghost;
-  }
-  const double line = std::max(1.0, 64.0 / double(element_bytes));
-  return std::ceil(padded[0] / line) * line * padded[1] * padded[2] * double(element_bytes);
-}
-
 void check_memory(const MemoryEstimate& estimate, int ranks, int ranks_on_node, double node_bytes) {
   if (estimate.rank_bytes <= 0 && estimate.total_bytes <= 0) return;
   // A node holds ranks_on_node ranks, never more than all of them; the largest rank bounds each one.

@@ -1,5 +1,8 @@
 #include "hympi/grid/cart.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <limits>
 #include <optional>
 #include <string>
@@ -102,6 +105,17 @@ std::array<int, 3> choose_process_grid_per_rank(int ranks, const std::array<long
     return std::array<double, 3>{static_cast<double>(per_rank[0]) * p[0], static_cast<double>(per_rank[1]) * p[1],
                                  static_cast<double>(per_rank[2]) * p[2]};
   });
+}
+
+double largest_block_bytes(const std::array<long, 3>& global, const std::array<int, 3>& dims, int ghost,
+                           std::size_t element_bytes) {
+  std::array<double, 3> padded{};
+  for (std::size_t d = 0; d < 3; ++d) {
+    const long parts = std::max(dims[d], 1);
+    padded[d] = double(global[d] / parts + (global[d] % parts > 0 ? 1 : 0)) + 2.0 * ghost;
+  }
+  const double line = std::max(1.0, 64.0 / double(element_bytes));
+  return std::ceil(padded[0] / line) * line * padded[1] * padded[2] * double(element_bytes);
 }
 
 Box3 block_range(const std::array<long, 3>& global, const std::array<int, 3>& dims, const std::array<int, 3>& coords) {

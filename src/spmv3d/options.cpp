@@ -27,6 +27,13 @@ std::pair<std::array<long, 3>, std::array<int, 3>> Spmv3dOptions::resolve(int ra
   return {{per_rank[0] * p[0], per_rank[1] * p[1], per_rank[2] * p[2]}, p};
 }
 
+double Spmv3dOptions::product_bytes(int ranks) const {
+  const auto [g, p] = resolve(ranks);
+  double bytes = 2 * largest_block_bytes(g, p, ghost, sizeof(double));
+  if (op == SpmvOperator::csr) bytes += largest_block_bytes(g, p, 0, 1) * Csr27::kBytesPerPoint;
+  return bytes;
+}
+
 void Spmv3dOptions::validate(int ranks, int threads) const {
   if (ghost < 1) throw InvalidArgument("ghost width must be >= 1, got " + std::to_string(ghost));
   if (spmv_reps < 1) throw InvalidArgument("SpMV repetitions must be >= 1, got " + std::to_string(spmv_reps));

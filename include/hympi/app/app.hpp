@@ -34,12 +34,6 @@ struct MemoryEstimate {
   std::string counted;
 };
 
-/// Bytes of the largest block of `global` points split over a `dims` process grid (the first blocks take the
-/// remainder), with `ghost` layers of `element_bytes` elements and rows padded to 64-byte lines as Grid3D pads
-/// them; in doubles, so no mistyped size overflows. Never throws.
-[[nodiscard]] double largest_block_bytes(const std::array<long, 3>& global, const std::array<int, 3>& dims, int ghost,
-                                         std::size_t element_bytes);
-
 /// Throws InvalidArgument naming estimate.counted and the estimate in GiB when one rank's peak, or the peak of
 /// the `ranks_on_node` (of `ranks`) ranks on one node, exceeds `node_bytes`. Never throws for an empty estimate.
 void check_memory(const MemoryEstimate& estimate, int ranks, int ranks_on_node, double node_bytes);

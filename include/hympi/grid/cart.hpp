@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <cstddef>
 #include <vector>
 
 #include "hympi/grid/box.hpp"
@@ -29,6 +30,13 @@ std::array<int, 3> choose_process_grid(int ranks, const std::array<long, 3>& glo
 /// the value when per_rank has an entry < 1, ranks < 1, or the fixed entries cannot match ranks.
 std::array<int, 3> choose_process_grid_per_rank(int ranks, const std::array<long, 3>& per_rank,
                                                 const std::array<int, 3>& fixed = {0, 0, 0});
+
+/// Bytes of the largest block of `global` points split over a `dims` process grid (the first blocks take the
+/// remainder, block_range), with `ghost` layers of `element_bytes` elements and rows padded to 64-byte lines as
+/// Grid3D pads them: what a memory estimate counts per field. In doubles, so no mistyped size overflows. Never
+/// throws.
+[[nodiscard]] double largest_block_bytes(const std::array<long, 3>& global, const std::array<int, 3>& dims, int ghost,
+                                         std::size_t element_bytes);
 
 /// Block partition of n points over p parts: the range of part c (remainder to the first parts).
 Box3 block_range(const std::array<long, 3>& global, const std::array<int, 3>& dims, const std::array<int, 3>& coords);

@@ -54,6 +54,10 @@ struct Spmv3dOptions {
   /// The global grid and process grid these options give on `ranks` ranks; throws
   /// InvalidArgument naming a bad size or process grid.
   [[nodiscard]] std::pair<std::array<long, 3>, std::array<int, 3>> resolve(int ranks) const;
+  /// Bytes one product touches on the largest of `ranks` ranks: x and y with ghosts, and the CSR matrix for
+  /// op == csr (what the app's and the benchmark's memory estimates and their bound's triad are sized by);
+  /// throws as resolve does.
+  [[nodiscard]] double product_bytes(int ranks) const;
   /// Every option, for the result record; never fails.
   [[nodiscard]] nlohmann::json to_json() const;
 };
