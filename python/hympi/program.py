@@ -311,7 +311,38 @@ def locate(text: str, base: Path | None = None) -> Path:
         raise UsageError(f"program {text} is not a file")
     if not os.access(path, os.X_OK):
         raise UsageError(f"program {text} is not executable (chmod +x {path})")
+    problem = interpreter_problem(path)
+    if problem is not None:
+        raise UsageError(f"program {text}: {problem}")
     return path
+
+
+# The most of a script's first line the kernel reads for its interpreter (Linux's BINPRM_BUF_SIZE).
+SHEBANG_BYTES = 256
+
+
+def interpreter_problem(path: Path) -> str | None:
+    """Why the kernel could not start script `path` ('its interpreter /usr/bin/pyhton3 (line 1) does not exist'),
+    None for a script whose interpreter is there or a file that is no script: the launcher would only report it
+    after starting the job, in an exit code that reads as a signal (launch.mpirun._NOT_STARTED)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(SHEBANG_BYTES)
+    except OSError:  # unreadable: the digest's read names it
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    if not words:
+        return "its line 1 '#!' names no interpreter"
+    interpreter = Path(os.fsdecode(words[0]))
+    if not interpreter.is_absolute():  # found from the launch's working directory, if at all: the kernel's to say
+        return None
+    if not interpreter.is_file():
+        return f"its interpreter {interpreter} (line 1) does not exist"
+    if not os.access(interpreter, os.X_OK):
+        return f"its interpreter {interpreter} (line 1) is not executable"
+    return None
 
 
 def program_of(text: str, merit: Mapping[str, object] | None = None, name: str = "", base: Path | None = None,

@@ -381,9 +381,90 @@ def test_a_program_killed_by_a_signal_is_said_so(tmp_path: Path, monkeypatch):
     (200, "exit code 200"), (None, "no exit code"),
 ])
 def test_an_exit_code_says_which_signal_killed_the_run(code, said):
-    from hympi.launch.mpirun import RunOutcome
-
     assert RunOutcome("failed", code, 1.0, ["mpirun"]).exit_text() == said
+
+
+# What the launchers print when they cannot start the program at all (Open MPI 4.1.4 and MPICH 4.0's Hydra, copied
+# from their runs): Open MPI then exits 131 or 132, codes that read as signals 3 and 4.
+OMPI_EXECVE = """--------------------------------------------------------------------------
+Open MPI tried to fork a new process via the "execve" system call but
+failed.  Open MPI checks many things before attempting to launch a
+child process, but nothing is perfect. This error may be indicative
+of another problem on the target host, or even something as silly as
+having specified a directory for your application. Your job will now
+abort.
+
+  Local host:        vm
+  Working dir:       /work/a31m
+  Application name:  ./badelf
+  Error:             Exec format error
+--------------------------------------------------------------------------
+--------------------------------------------------------------------------
+mpirun was unable to start the specified application as it encountered an
+error:
+
+Error code: -125
+Error name: The specified application failed to start
+Node: vm
+
+when attempting to start process rank 0.
+--------------------------------------------------------------------------
+"""
+OMPI_NO_ACCESS = """--------------------------------------------------------------------------
+mpirun was unable to launch the specified application as it could not access
+or execute an executable:
+
+Executable: /nonexistent
+Node: vm
+
+while attempting to start process rank 0.
+--------------------------------------------------------------------------
+"""
+HYDRA = ("[proxy:0:0@vm] HYDU_create_process (utils/launch/launch.c:73): execvp error on file ./solver (No such file "
+         "or directory)\n")
+OMPI_SIGNAL = ("--------------------------------------------------------------------------\nmpirun noticed that "
+               "process rank 0 with PID 0 on node vm exited on signal 3 (Quit).\n")
+
+
+@pytest.mark.parametrize(("code", "stderr", "said"), [
+    (131, OMPI_EXECVE, "exit code 131: the launcher could not start it (Exec format error)"),
+    (131, OMPI_EXECVE.replace("Exec format error", "/w/x has a bad interpreter on the first line."),
+     "exit code 131: the launcher could not start it (/w/x has a bad interpreter on the first line)"),
+    (132, OMPI_NO_ACCESS, "exit code 132: the launcher could not start it (could not access or execute an "
+                          "executable)"),
+    (255, HYDRA, "exit code 255: the launcher could not start it (No such file or directory)"),
+    (131, OMPI_SIGNAL, "exit code 131: killed by signal 3 (SIGQUIT)"),  # a rank that ran and was killed
+])
+def test_a_program_the_launcher_could_not_start_is_said_so_not_a_signal(code: int, stderr: str, said: str):
+    assert RunOutcome("failed", code, 1.0, ["mpirun"], "", stderr).exit_text() == said
+
+
+def test_a_binary_the_kernel_cannot_run_is_recorded_as_not_started(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    binary = tmp_path / "solver"
+    binary.write_bytes(b"\x7fELF\x01\x01\x01 not a binary for this machine")
+    binary.chmod(0o755)
+    proc = hympi("run", "./solver")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines()[-1] == ("hympi: error: run failed: solver ended with exit code 131: the launcher "
+                                            "could not start it (Exec format error)"), proc.stderr
+
+
+@pytest.mark.parametrize(("first_line", "words"), [
+    ("#!/nonexistent/python3", "program ./script: its interpreter /nonexistent/python3 (line 1) does not exist"),
+    ("#!", "program ./script: its line 1 '#!' names no interpreter"),
+    ("#!{tmp}/plain -x", "program ./script: its interpreter {tmp}/plain (line 1) is not executable"),
+])
+def test_a_script_whose_interpreter_cannot_run_is_refused_before_launch(tmp_path: Path, fake_launcher, monkeypatch,
+                                                                         first_line: str, words: str):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plain").write_text("not a program\n")
+    script = tmp_path / "script"
+    script.write_text(first_line.format(tmp=tmp_path) + "\necho hi\n")
+    script.chmod(0o755)
+    assert_refused(["run", "./script"], words.format(tmp=tmp_path), fake_launcher)
+    assert_refused(["sweep", "./script", "--db", str(tmp_path / "r.db")], words.format(tmp=tmp_path), fake_launcher)
+    assert not (tmp_path / "r.db").exists()
 
 
 def test_a_failed_programs_error_output_is_shown_once(tmp_path: Path, monkeypatch):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -108,6 +109,16 @@ class LaunchSpec:
         return {mpi_env_name(name, flavor): value for name, value in self.mpi_params}
 
 
+# How a launcher says it could not start the program at all, rather than a rank that ran and ended: Open MPI 4's
+# mpirun then exits 131 or 132, which read as signals 3 and 4 (SIGQUIT, SIGILL) under the 128 + N rule, MPICH's
+# Hydra 255. The cause, when it names one: Open MPI's "Error:" line of its execve report ('Exec format error',
+# './x has a bad interpreter on the first line'), Hydra's execvp error in parentheses.
+_NOT_STARTED = re.compile(r"was unable to (?:start|launch) the specified application|"
+                          r"HYDU_create_process \([^)]*\): execvp error on file .* \((?P<hydra>[^)]*)\)")
+_EXEC_ERROR = re.compile(r"(?m)^\s*Error:\s+(.+?)\s*$")
+_NO_ACCESS = "could not access or execute an executable"
+
+
 @dataclass
 class RunOutcome:
     """What one launch produced; status is ok, failed, timeout or unverified, or cancelled when the batch system ended
@@ -153,6 +164,9 @@ class RunOutcome:
         code = self.returncode
         if code is None:
             return "no exit code"
+        not_started = self.not_started()
+        if not_started is not None:
+            return f"exit code {code}: the launcher could not start it{not_started}"
         number = -code if code < 0 else code - 128 if 128 < code < 128 + 65 else 0
         if not number:
             return f"exit code {code}"
@@ -162,6 +176,20 @@ class RunOutcome:
             name = f"signal {number}"
         cause = ", as the kernel's out-of-memory killer and a scheduler's memory limit do" if number == 9 else ""
         return f"exit code {code}: killed by signal {number} ({name}){cause}"
+
+
+    def not_started(self) -> str | None:
+        """None unless the launcher said it could not start the program (_NOT_STARTED); then its cause as ' (Exec
+        format error)', or '' when it named none."""
+        if self.returncode in (None, 0):
+            return None
+        said = _NOT_STARTED.search(self.stderr)
+        if said is None:
+            return None
+        cause = said["hydra"] or next((m[1] for m in _EXEC_ERROR.finditer(self.stderr)), None)
+        if cause is None and _NO_ACCESS in " ".join(self.stderr.split()):
+            cause = _NO_ACCESS
+        return f" ({cause.rstrip('.')})" if cause else ""
 
 
 def ended_with(outcome: RunOutcome, name: str) -> RunOutcome:
