@@ -298,6 +298,38 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _signature(path: Path) -> tuple[int, int, int, int, int]:
+    """What changes when a file is rewritten or replaced: device, inode, size and modification and change times."""
+    info = os.stat(path)
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def watch_file(path: Path, sha256: str) -> Callable[[], str | None]:
+    """A check, for before each launch of a sweep, that says how file `path` is no longer the file of digest
+    `sha256` ('has changed', 'is gone'), None while it is: a binary rebuilt, or an input edited, while a sweep goes
+    on would have its later runs recorded as measurements of the old one. It reads the digest again only when a
+    stat says the file was touched (the first check reads it), so a check costs a stat."""
+    seen: list[tuple[int, int, int, int, int]] = []
+
+    def check() -> str | None:
+        try:
+            now = _signature(path)
+        except OSError:
+            return "is gone"
+        if seen and seen[0] == now:
+            return None
+        try:
+            same = file_digest(path) == sha256
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror or exc})"
+        if not same:
+            return f"has changed (its sha256 is no longer {sha256[:12]}...)"
+        seen[:] = [now]
+        return None
+
+    return check
+
+
 def locate(text: str, base: Path | None = None) -> Path:
     """The absolute path of program `text` (relative to `base`, else to the working directory); UsageError when it is
     missing, not a regular file, or not executable."""

@@ -39,7 +39,7 @@ from hympi.apps import get_app
 from hympi.busy.accounting import Interference
 from hympi.busy.sampler import Sampler
 from hympi.console import HympiConsole
-from hympi.errors import UsageError
+from hympi.errors import HympiFatal, UsageError
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
@@ -82,6 +82,7 @@ from hympi.program import (
     program_of,
     refuse_program_flags,
     refuse_redirected_stdin,
+    watch_file,
 )
 from hympi.result import shown_rate
 from hympi.stats.compare import MIN_SAMPLES, Sample, compare, contenders, is_finite_positive
@@ -756,6 +757,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     console = console or HympiConsole()
     program = params.program_spec()
     stdin = launch_stdin(program)
+    watched = _watched_files(program, params)
     runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else
                         partial(run_command, cwd=params.workdir or None, stdin=stdin))
     done = store.done_keys(sweep.id)
@@ -783,6 +785,11 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                 nonlocal ran, restarted, cancelled
                 for item in batch:
                     stop_if_signalled()
+                    for what, path, check in watched:
+                        if (change := check()) is not None:
+                            raise HympiFatal(f"{what} {path} {change} since sweep {sweep.id} began: the runs "
+                                             "measured before are kept; the rest would measure another file: "
+                                             "start a new sweep for it")
                     progress.update(task, description=f"sweep {sweep.id} {params.app} {item.label()}")
                     started = now_utc()
                     restart = restartable(params, item)
@@ -862,6 +869,18 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     left = len(restartable_items(store, sweep.id, params))
     store.set_sweep_status(sweep.id, "interrupted" if left or cancelled else "finished")
     return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto, restarted, left, cancelled)
+
+
+def _watched_files(program: Program | None, params: SweepParams) -> list[tuple[str, Path, Callable[[], str | None]]]:
+    """What a sweep of `program` checks before each launch (program.watch_file): the program's file and the file it
+    reads as its standard input, by the digests the sweep recorded (check_program checked them at its start)."""
+    if program is None:
+        return []
+    files = [("program", Path(program.path), watch_file(Path(program.path), program.sha256))]
+    stdin = program.stdin_path()
+    if stdin is not None and params.stdin_sha256:
+        files.append((STDIN.flag, stdin, watch_file(stdin, params.stdin_sha256)))
+    return files
 
 
 def sbatch_command(params: SweepParams, db: Path) -> list[str]:

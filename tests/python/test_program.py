@@ -20,7 +20,16 @@ import forkcli
 from conftest import assert_refused, hympi, hympi_json
 from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome, run_command
-from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of, quoted
+from hympi.program import (
+    SECONDS_PER_HOUR,
+    WALL_TIME_UNIT,
+    Program,
+    judge,
+    load_programs,
+    program_of,
+    quoted,
+    watch_file,
+)
 from hympi.result import shown_rate
 from hympi.store import Store
 from hympi.sweep import SweepParams
@@ -527,6 +536,46 @@ def test_a_programs_environment_reaches_every_rank_and_is_part_of_its_sweep(tmp_
     for s, greeting in zip(sweeps, ("hi", "ho"), strict=True):
         command = runs[s.id].command
         assert command[command.index(f"GREETING={greeting}") - 1] == "-x", command
+
+
+@pytest.mark.parametrize(("edit", "what"), [
+    ('echo "# rebuilt" >> "$0"', "program {tmp}/solver"),  # a rebuild while the sweep goes on
+    ('echo "7" >> in.txt', "--stdin {tmp}/in.txt"),  # its input edited in the meantime
+])
+def test_a_program_or_input_that_changes_during_a_sweep_stops_it_keeping_the_runs_before(
+        tmp_path: Path, monkeypatch, edit: str, what: str):
+    """Its later runs would be recorded as measurements of the file the sweep began with."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", f'read size\necho "rate $size"\n{edit}\n')
+    (tmp_path / "in.txt").write_text("5\n")
+    proc = hympi("sweep", "./solver", "--ranks", "1", "--repeat", "3", "--no-warmup", "--ignore-load", "--stdin",
+                 "in.txt", "--db", str(tmp_path / "r.db"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    said = what.format(tmp=tmp_path)
+    assert proc.stderr.splitlines()[-1].startswith(f"hympi: error: {said} has changed (its sha256 is no longer "), \
+        proc.stderr
+    assert proc.stderr.splitlines()[-1].endswith("since sweep 1 began: the runs measured before are kept; the rest "
+                                                 "would measure another file: start a new sweep for it")
+    with Store.open(tmp_path / "r.db", create=False) as store:
+        assert [r.status for r in store.runs()] == ["ok"] and store.sweeps()[0].status == "interrupted"
+
+
+def test_a_watched_file_is_read_again_only_when_touched_and_said_changed_only_when_its_bytes_are(tmp_path: Path,
+                                                                                               monkeypatch):
+    path = tmp_path / "in.txt"
+    path.write_text("5\n")
+    digest = hashlib.sha256(b"5\n").hexdigest()
+    check = watch_file(path, digest)
+    reads = []
+    monkeypatch.setattr("hympi.program.file_digest", lambda p: reads.append(p) or hashlib.sha256(p.read_bytes())
+                        .hexdigest())
+    assert (check(), check(), len(reads)) == (None, None, 1)  # the first check reads it, the next a stat
+    os.utime(path, ns=(1, 1))  # touched, the same bytes
+    assert (check(), len(reads)) == (None, 2)
+    path.write_text("6\n")
+    assert check() == f"has changed (its sha256 is no longer {digest[:12]}...)"
+    path.unlink()
+    assert check() == "is gone"
 
 
 def test_every_run_of_a_sweep_reads_the_programs_stdin_file_from_its_start(tmp_path: Path, monkeypatch):
