@@ -183,7 +183,8 @@ OUTPUT_FILE = Param("output_file", "--output-file", "a file a program writes its
                     "runs): --metric and --verify search what each run wrote into it, then the output",
                     check_path, metavar="FILE")
 STDIN = Param("stdin", "--stdin", "a file every run of a program reads as its standard input (relative to where it "
-              "runs), from its start: hympi never passes its own standard input on", check_path, metavar="FILE")
+              "runs), from its start (default: run and affinity pass hympi's own standard input on, as mpirun does; "
+              "each run of a sweep, study or tune reads /dev/null)", check_path, metavar="FILE")
 ENV = Param("env", "--env", "an environment variable every rank of a program gets (repeatable): recorded with the "
             "sweep, and set for ranks on other nodes too", parse_env, metavar="NAME=VALUE", repeated=True)
 # The parameters every command that runs a program takes.

@@ -83,7 +83,8 @@ STUDY = (QUICK, APPS,
          REPEAT.described(f"measured runs per layout, or auto (the default): {AUTO_MIN_REPEAT} rounds, then more "
                           "rounds of the layouts still in the noise of the best, up to --max-repeat (default "
                           f"{QUICK_MAX_REPEAT} quick, {FULL_MAX_REPEAT} full)", AUTO),
-         MAX_REPEAT.described(MAX_REPEAT.help, lambda values: None if values[REPEAT.name] != AUTO else
+         MAX_REPEAT.described(f"--repeat auto: at most N measured rounds (default {QUICK_MAX_REPEAT} quick, "
+                              f"{FULL_MAX_REPEAT} full)", lambda values: None if values[REPEAT.name] != AUTO else
                               QUICK_MAX_REPEAT if values[QUICK.name] else FULL_MAX_REPEAT),
          CONFIDENCE,
          MIN_TIME.described(f"minimum seconds of each run's timed region (default $HYMPI_MIN_TIME, else "

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from hympi.contract import contract
 from hympi.layout_options import BINDS, DIST, LAUNCHER, MEMBINDS, RANKS, THREADS, VIRTUAL_NODES
 from hympi.params import (
+    AUTO_MIN_REPEAT,
     CONFIDENCE,
     DISTURBED_ABOVE,
     MAX_REPEAT,
@@ -54,8 +55,9 @@ N2 = Param("n2", "--n2", "two-level apps: comma-separated level-2 sizes, OpenMP 
 INNER = Param("inner", "--inner", f"two-level apps: comma-separated level-2 modes from {', '.join(INNER_MODES)} "
               "(default both); openmp launches N1 ranks x N2 threads, mpi N1*N2 ranks x 1 thread with --n2 N2",
               choice_list(INNER_MODES, "mode"), metavar="MODE,...")
-SWEEP_REPEAT = REPEAT.described("measured runs per layout, or auto: 3, then more rounds of the layouts still in the "
-                                "noise of the best until it is separated or --max-repeat is spent (default 1)", 1)
+SWEEP_REPEAT = REPEAT.described(f"measured runs per layout, or auto: {AUTO_MIN_REPEAT}, then more rounds of the "
+                                "layouts still in the noise of the best until it is separated or --max-repeat is spent "
+                                "(default 1)", 1)
 SWEEP_MIN_TIME = MIN_TIME.described(MIN_TIME.help, lambda values: 0.0 if _probe(values) else None)
 SWEEP_WARMUP = WARMUP.described(f"{WARMUP.help} (never done for {', '.join(PROBES)})",
                                 lambda values: not _probe(values))

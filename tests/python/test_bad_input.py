@@ -247,9 +247,11 @@ def test_commands_without_app_args_refuse_them(command, fake_launcher):
 
 @pytest.mark.parametrize(("command", "trailer"),
                          [("run", "[-- APP-ARGS]"), ("affinity", "[-- APP-ARGS]"), ("sweep", "[-- APP-ARGS]"),
-                          ("profile", "-- COMMAND [ARG ...]")])
+                          ("profile", "-- COMMAND [ARG ...]"),
+                          # tune's subcommands that launch the program: their usage lines ended at 'app'
+                          ("tune run", "[-- APP-ARGS]"), ("tune predict", "[-- APP-ARGS]")])
 def test_usage_lines_show_what_follows_double_dash(command, trailer):
-    usage = hympi(command, "--help").stdout.split("\n\n", 1)[0]
+    usage = hympi(*command.split(), "--help").stdout.split("\n\n", 1)[0]
     assert usage.startswith(f"usage: hympi {command} ")
     assert usage.rstrip().endswith(trailer), usage
 

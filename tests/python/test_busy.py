@@ -412,6 +412,23 @@ def test_too_few_clean_runs_withhold_the_verdict_and_auto_measures_that_layout_a
     assert still_open(params, layouts, hit, 6) == still_open(params, layouts, [r for r in hit if not r.disturbed], 6)
 
 
+
+def test_one_run_a_layout_all_disturbed_is_said_so_not_unverified():
+    # --repeat 1 (a sweep's default) on a busy machine: too few runs to withhold a verdict for, but every run ran and
+    # verified; before, the sentence said no layout produced a verified result.
+    every = [_stored(1, ranks, 1, 1.0, 0.9) for ranks in (1, 2)]
+    (group,) = group_runs(every, {1: 1})
+    assert recommend(group) == ("1 of 1 runs of 1x1 overlapped other work using 0.9 cores; 1 of 1 runs of 2x1 "
+                                "overlapped other work using 0.9 cores; no verdict (measure again on a quiet machine, "
+                                "or with --repeat auto).")
+    (group,) = group_runs([_stored(1, 1, 1, 1.0, 0.0), _stored(1, 2, 1, 2.0, 0.9)], {1: 1})
+    assert recommend(group) == ("only 1 rank x 1 thread, bind core has a run no other work overlapped (1 x); 1 of 1 "
+                                "runs of 2x1 overlapped other work using 0.9 cores; nothing to compare it with.")
+    three = [_stored(1, 1, 1, 1.0, 0.0), _stored(1, 2, 1, 2.0, 0.0), _stored(1, 3, 1, 3.0, 0.9)]
+    (group,) = group_runs(three, {1: 1})
+    assert recommend(group).startswith("No layout has the 2 ok runs a comparison needs (1x1: 1, 2x1: 1 ok; 1 of 1 "
+                                       "runs of 3x1 overlapped other work using 0.9 cores); ")
+
 # Files that build the records with the documented threshold on purpose: this one (it measures disturbance) and
 # test_params.py (it checks the records' own defaults and flags).
 OWN_THRESHOLD = {"conftest.py", "test_busy.py", "test_params.py"}

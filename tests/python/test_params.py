@@ -14,7 +14,7 @@ import tunedata
 from conftest import hympi
 from hympi.errors import UsageError
 from hympi.layout_options import LAUNCH
-from hympi.params import MIN_TIME, Param, from_record, register, resolve, seconds_from_zero
+from hympi.params import MIN_TIME, Param, from_record, register, resolve, rounds, seconds_from_zero
 from hympi.place.options import PLACE, PlaceParams
 from hympi.program import PROGRAM, program_of
 from hympi.study_options import STUDY
@@ -262,3 +262,24 @@ def test_a_repeated_parameter_is_required_parsed_per_use_and_spelled_back() -> N
                        (["--topology", "this", "--topology", "x" * 5000], "--topology")):
         with pytest.raises(UsageError, match=words):
             resolve(parser.parse_args(["--matrix", "m.txt", *bad]), PLACE)
+
+
+def _help(params: tuple[Param, ...], name: str) -> str:
+    return next(p.help for p in params if p.name == name)
+
+
+def test_the_help_says_the_defaults_the_commands_use() -> None:
+    # --repeat auto starts with 4 rounds (the fewest a separation takes); sweep's and tune run's help said 3.
+    first = rounds({"repeat": "auto"}).repeat
+    assert first == 4
+    for params in (SWEEP, TUNE_RUN):
+        assert f"auto: {first}, then more rounds" in _help(params, "repeat")
+    assert f"auto (the default): {first} rounds" in _help(STUDY, "repeat")
+    # The study's --max-repeat follows --quick; its help said contract's 10 for both.
+    quick, full = (_values(STUDY, "--quick")["max_repeat"], _values(STUDY)["max_repeat"])
+    assert (quick, full) == (5, 10) and f"(default {quick} quick, {full} full)" in _help(STUDY, "max_repeat")
+    # Without --stdin, `hympi run` passes hympi's own standard input on (hympi.cli.common.run_program_probed); the
+    # help said hympi never does.
+    stdin = _help(PROGRAM, "stdin")
+    assert "never" not in stdin and "run and affinity pass hympi's own standard input on" in stdin
+    assert "each run of a sweep, study or tune reads /dev/null" in stdin

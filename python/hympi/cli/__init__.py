@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from hympi import __version__
-from hympi.cli.parser import Parser, Subparsers, path_argument
+from hympi.cli.parser import Parser, Subparsers, path_argument, show_trailer
 from hympi.console import guard_stdout, say_on_stderr
 from hympi.errors import HympiError, StdoutLost, StoppedBySignal, UsageError
 from hympi.launch.stop import stop_signals
@@ -75,9 +75,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             continue
         command_module(name).add_parser(sub, name, summary)
         if name in TRAILERS:
-            chosen = sub.choices[name]
-            # argparse cannot show arguments it does not parse; append the `--` part to its own usage line.
-            chosen.usage = chosen.format_usage().removeprefix("usage: ").rstrip() + " " + TRAILERS[name]
+            show_trailer(sub.choices[name], TRAILERS[name])
     return parser
 
 

@@ -50,6 +50,12 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def show_trailer(parser: argparse.ArgumentParser, trailer: str) -> None:
+    """Appends what follows `--` (e.g. '[-- APP-ARGS]') to `parser`'s usage line, after its options are registered:
+    argparse cannot show arguments it does not parse."""
+    parser.usage = parser.format_usage().removeprefix("usage: ").rstrip() + " " + trailer
+
+
 # What `add_subparsers(parser_class=Parser)` returns; a string because argparse's class is generic only in typeshed.
 Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
 

@@ -20,7 +20,7 @@ from hympi.cli.common import (
     report_interrupt,
     subject_inputs,
 )
-from hympi.cli.parser import Parser, Subparsers
+from hympi.cli.parser import Parser, Subparsers, show_trailer
 from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch import slurm
@@ -41,6 +41,8 @@ from hympi.tune.space import SearchSpace, certain_layouts, library_space, listin
 from hympi.tune.tuner import TuneOutcome, TuneParams, check_fit, check_layouts, open_tune, run_tune
 
 DESCRIPTION_WIDTH = 70
+# What follows `--` for the subcommands that launch the program (run, predict), shown in their usage lines.
+APP_ARGS = "[-- APP-ARGS]"
 # --cvars of predict and evaluate, which read search spaces.
 SPACES_AGAINST_LISTING = "read spaces against a saved 'hympi tune params --json' listing, not the library"
 
@@ -72,6 +74,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     run.add_argument("--resume", action="store_true",
                      help="continue the latest unfinished tune with the same program, space and options")
     run.set_defaults(handler=main, forwards_unknown=True)
+    show_trailer(run, APP_ARGS)
 
     best_p = tune_sub.add_parser("best", help="the best configuration as mca-params.conf, MPICH env or run flags")
     best_p.add_argument("--tune", default=None, metavar="ID", help="which tune (default: the latest)")
@@ -91,7 +94,8 @@ def add_predict_parser(sub: Subparsers, name: str) -> None:
                                    "profile), train the network on the other tuned programs in the database and "
                                    "print the configuration with the highest predicted speedup over the default.")
     p.add_argument("app", nargs="?", default=None,
-                   help=f"one of: {', '.join(sorted(APPS))} (or give it first after --)")
+                   help=f"one of: {', '.join(sorted(APPS))}; or a program of your own, by its path (anything with a "
+                        "'/'), its arguments after --; or give it first after --")
     p.add_argument("--space", required=True, metavar="FILE", help="search space (TOML) to choose from")
     add_db_option(p)
     add_cvars_option(p, SPACES_AGAINST_LISTING)
@@ -100,6 +104,7 @@ def add_predict_parser(sub: Subparsers, name: str) -> None:
                         "machine, or before the program changed)")
     register(p, (PROFILE_TIMEOUT, PROFILE_DISTURBED_ABOVE, STDIN, ENV))
     p.set_defaults(handler=main, forwards_unknown=True)
+    show_trailer(p, APP_ARGS)
 
 
 def add_evaluate_parser(sub: Subparsers, name: str) -> None:

@@ -8,7 +8,7 @@ hympi.stats.compare (ratio of medians with a bootstrap confidence interval).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from hympi.params import AUTO, DEFAULT_CONFIDENCE, MIN_SEPARATE, REPEAT
@@ -340,11 +340,15 @@ def disturbed_reason(group: AppGroup) -> str:
     """Why no verdict can be given when other work disturbed a layout's runs until fewer than MIN_SAMPLES clean ok
     runs are left ('6 of 10 runs of 1x2 overlapped other work using 0.9 cores'), "" when none did: judging the
     others without it could recommend a layout that the disturbed one beats."""
+    return _overlapped(group, lambda s: len(s.rates) < MIN_SAMPLES <= len(s.rates) + len(s.disturbed_rates))
+
+
+def _overlapped(group: AppGroup, which: Callable[[LayoutStats], bool]) -> str:
+    """'2 of 3 runs of 2x1 overlapped other work using 0.9 cores; ...' for each layout with disturbed runs that
+    `which` picks, "" for none."""
     names = labels(group)
-    parts = [f"{s.disturbed} of {s.runs} runs of {names[s]} overlapped other work using "
-             f"{s.disturbed_load or 0.0:.1f} cores" for s in group.layouts
-             if s.disturbed and len(s.rates) < MIN_SAMPLES <= len(s.rates) + len(s.disturbed_rates)]
-    return "; ".join(parts)
+    return "; ".join(f"{s.disturbed} of {s.runs} runs of {names[s]} overlapped other work using "
+                     f"{s.disturbed_load or 0.0:.1f} cores" for s in group.layouts if s.disturbed and which(s))
 
 
 def _sentence(statement: Statement, names: dict[str, LayoutStats], most: int, skip_first: bool = False,
@@ -392,16 +396,24 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
     if result.withheld:  # before the counts below, which leave the disturbed runs out
         return f"{result.withheld}.{failures}"
     with_rates = [s for s in group.layouts if s.rate_median is not None]
+    # Layouts whose every ok run overlapped other work (too few runs to withhold a verdict for, --repeat 1): they
+    # ran and verified, but have no rate of their own.
+    hidden = _overlapped(group, lambda s: not s.rates and bool(s.disturbed_rates))
     if not with_rates:
+        if hidden:
+            return f"{hidden}; no verdict (measure again on a quiet machine, or with --repeat auto).{failures}"
         return f"No layout of {group.app} produced a verified result, so there is nothing to recommend.{failures}"
     chosen = result.recommended
     if chosen is None:
         if len(with_rates) == 1:
             only = with_rates[0]
-            return (f"only {only.describe()} ran successfully ({only.median_text(group.rate_unit)}); nothing to "
+            ran = "has a run no other work overlapped" if hidden else "ran successfully"
+            others = f"; {hidden}" if hidden else ""
+            return (f"only {only.describe()} {ran} ({only.median_text(group.rate_unit)}){others}; nothing to "
                     f"compare it with.{failures}")
-        counts = ", ".join(f"{named[s]}: {len(s.rates)}" for s in with_rates)
-        return (f"No layout has the {MIN_SAMPLES} ok runs a comparison needs ({counts} ok); repeat the sweep with "
+        counts = ", ".join(f"{named[s]}: {len(s.rates)}" for s in with_rates) + " ok"
+        counts += f"; {hidden}" if hidden else ""
+        return (f"No layout has the {MIN_SAMPLES} ok runs a comparison needs ({counts}); repeat the sweep with "
                 f"--repeat auto (or 4 or more) before choosing.{failures}")
     names = {name: s for s, name in labels(group).items()}
     most = max(s.cores for s in group.layouts if len(s.rates) >= MIN_SAMPLES)

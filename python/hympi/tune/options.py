@@ -8,6 +8,7 @@ import math
 
 from hympi.errors import UsageError
 from hympi.params import (
+    AUTO_MIN_REPEAT,
     CONFIDENCE,
     DEFAULT_DISTURBED_ABOVE,
     DEFAULT_TIMEOUT_S,
@@ -58,9 +59,9 @@ EI_STOP = Param("ei_stop", "--ei-stop", f"guided: stop when the best expected re
 
 # Every parameter of `hympi tune run` that defines the tune (TuneParams' fields).
 TUNE_RUN = (STRATEGY, MAX_RUNS, EI_STOP,
-            REPEAT.described("measured runs per configuration (default 1; >= 2 gives speedup intervals), or auto: 3, "
-                             "then more rounds until the configuration is separated from the best one measured "
-                             "before it or --max-repeat is spent", 1),
+            REPEAT.described("measured runs per configuration (default 1; >= 2 gives speedup intervals), or auto: "
+                             f"{AUTO_MIN_REPEAT}, then more rounds until the configuration is separated from the best "
+                             "one measured before it or --max-repeat is spent", 1),
             MAX_REPEAT, CONFIDENCE,
             SEED.described("seed of random and guided (default: drawn; recorded with the tune)"),
             TIMEOUT, MIN_TIME, OVERSUBSCRIBE, DISTURBED_ABOVE)

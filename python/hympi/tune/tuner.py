@@ -89,7 +89,7 @@ class TuneParams:
 
     @property
     def repeat_text(self) -> str:
-        """How many measured runs each configuration gets: '3' or 'auto: 3 to 10'."""
+        """How many measured runs each configuration gets: '3' or 'auto: 4 to 10'."""
         return f"{AUTO}: {self.repeat} to {self.max_repeat}" if self.auto else str(self.repeat)
 
     def as_dict(self) -> JsonObject:
