@@ -279,6 +279,21 @@ def test_bad_program_input_is_refused_before_launch(tmp_path: Path, fake_launche
     assert not (tmp_path / "r.db").exists()
 
 
+def test_an_unknown_app_found_on_path_is_named_by_the_path_found(tmp_path: Path, fake_launcher):
+    """`hympi sweep nwchem` (Debian's NWChem is /usr/bin/nwchem): hympi never looks a bare name up, and its refusal
+    said 'e.g. ./nwchem', a file that is not there; it names the executable PATH finds, and ./NAME only without one."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    solver = shell_program(bin_dir, "mysolver", "echo fine\n")
+    env, marker = fake_launcher
+    on_path = {**env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    db = tmp_path / "r.db"
+    assert_refused(["sweep", "mysolver", "--db", str(db), "--", "in.nw"],
+                   f"a program of your own is named by its path, e.g. {solver} (found on PATH)", (on_path, marker))
+    assert_refused(["sweep", "mysolver", "--db", str(db)], "its path, e.g. ./mysolver", fake_launcher)
+    assert not db.exists()
+
+
 def test_a_program_is_swept_under_the_real_launcher_and_its_output_judged(tmp_path: Path):
     """A shell script as the program, bound by mpirun: its rank count reaches it, its metric is captured, a run
     whose verification line is missing fails with the reason, and a hang is killed as a timeout; the runs are
