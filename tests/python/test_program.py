@@ -111,6 +111,25 @@ def test_a_time_in_parts_takes_seconds_only_and_keeps_a_direction_given(tmp_path
     assert program_of(path, {"metric": r"took ([0-9.]+)"}).better == "higher"  # a number: as before
 
 
+NWCHEM_WALL = r"Total times\s+cpu:\s+[0-9.]+s\s+wall:\s+([0-9.]+)s"
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "min", "seconds"])
+def test_a_metric_in_a_time_unit_is_better_shorter_unless_said_otherwise(tmp_path: Path, unit: str):
+    """NWChem's 'Total times  cpu: 2.6s  wall: 2.7s' swept with --metric-unit s and no --better: the default for a
+    number, higher, took 4.4 s for better than 2.7 s and recommended the slowest layout."""
+    path = str(shell_program(tmp_path, "nwchem", "true\n"))
+    program = program_of(path, {"metric": NWCHEM_WALL, "metric_unit": unit})
+    assert (program.better, program.unit) == ("lower", f"1/({unit})")
+    fast, slow = (judge(program, _outcome(f" Total times  cpu: {t}s     wall: {t}s\n"), 1, 1, ()).record
+                  for t in ("2.7", "4.4"))
+    assert fast is not None and slow is not None and fast["rate"] > slow["rate"]
+    assert "--better lower" in shlex.join(program.flags())  # what a resume or a report spells out again
+    assert program_of(path, {"metric": NWCHEM_WALL, "metric_unit": unit, "better": "higher"}).better == "higher"
+    assert program_of(path, {"metric": NWCHEM_WALL, "metric_unit": "timesteps/s"}).better == "higher"  # a rate
+    assert program_of(path, {"metric": NWCHEM_WALL}).better == "higher"  # no unit: a number, as before
+
+
 @pytest.mark.parametrize(("metric", "stdout", "reason"), [
     (QE_WALL, "PWSCF : 1.0s CPU WALL\n", "matched 'PWSCF : 1.0s CPU WALL' but captured nothing in its groups d, h, "
                                          "m, s"),
