@@ -313,6 +313,22 @@ def test_an_unknown_app_found_on_path_is_named_by_the_path_found(tmp_path: Path,
     assert not db.exists()
 
 
+def test_the_users_own_text_is_printed_as_typed_not_read_as_markup(tmp_path: Path):
+    """rich markup: --verify 'written to [/a-z]+' (a closing tag to rich) crashed the sweep before its first run with
+    'internal error (bug): MarkupError', and `hympi run` after its run; --metric 'result: ([a-z0-9.]+)' (a style)
+    was shown as 'result: (+)'. The header, each run's reason and the run's table print them as typed."""
+    solver = shell_program(tmp_path, "solver", "echo 'result: 5'\n")
+    proc = hympi("sweep", str(solver), "--ranks", "1", "--threads", "1", "--repeat", "1", "--no-warmup", "--metric",
+                 r"result: ([a-z0-9.]+)", "--verify", "written to [/a-z]+", "--db", str(tmp_path / "r.db"),
+                 "--timeout", "20")
+    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    shown = " ".join(proc.stdout.split())  # rich wraps at 80 columns
+    assert "figure of merit 'result: ([a-z0-9.]+)'" in shown and "verified by 'written to [/a-z]+'" in shown, shown
+    assert "failed 0." in shown and "hympi: verification 'written to [/a-z]+' not found" in shown, shown
+    proc = hympi("run", str(solver), "--ranks", "1", "--verify", "result: [/0-9]+")
+    assert proc.returncode == 0 and "matched 'result: [/0-9]+'" in proc.stdout, proc.stderr
+
+
 def test_a_program_is_swept_under_the_real_launcher_and_its_output_judged(tmp_path: Path):
     """A shell script as the program, bound by mpirun: its rank count reaches it, its metric is captured, a run
     whose verification line is missing fails with the reason, and a hang is killed as a timeout; the runs are
