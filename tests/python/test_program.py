@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.text import Text
 
 import forkcli
 from conftest import assert_refused, hympi, hympi_json
@@ -22,8 +23,8 @@ from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome, run_command
 from hympi.program import SECONDS_PER_HOUR, WALL_TIME_UNIT, Program, judge, load_programs, program_of, quoted
 from hympi.result import shown_rate
-from hympi.store import Store
-from hympi.sweep import SweepParams
+from hympi.store import Run, Store
+from hympi.sweep import WHY_CHARS, SweepItem, SweepParams, clipped, progress_line
 from userprograms import hybrid, hybrid_binary, lammps, shell_program
 
 
@@ -327,6 +328,20 @@ def test_the_users_own_text_is_printed_as_typed_not_read_as_markup(tmp_path: Pat
     assert "failed 0." in shown and "hympi: verification 'written to [/a-z]+' not found" in shown, shown
     proc = hympi("run", str(solver), "--ranks", "1", "--verify", "result: [/0-9]+")
     assert proc.returncode == 0 and "matched 'result: [/0-9]+'" in proc.stdout, proc.stderr
+
+
+def test_a_reason_cut_in_the_progress_line_says_it_was_cut():
+    """ABINIT swept with a --metric it never printed: the progress line cut the reason at 100 characters, bare, so
+    that '... its last lines: mpi_procs: 1 | omp_threads: 1 | ...' read '... its last lines: mpi_procs: 1', as if
+    ABINIT had printed only that; it ends in '...' now, and a reason that fits is shown whole."""
+    metric = r"overall wall time:\s+([0-9.]+)"
+    reason = (f"hympi: metric {quoted(metric)} not found in the output; its last lines: mpi_procs: 1 | "
+              "omp_threads: 1 | num_warnings: 0 | num_comments: 4 | ...")
+    run = Run(1, "abinit", 1, 1, "core", "compact", 1, ("si.abi",), (), ("mpirun",), "failed", 0, 1.9,
+              stderr_tail=f"some MPI text\n{reason}")
+    line = Text.from_markup(progress_line(SweepItem(1, 1, "core", 1), run)).plain
+    assert line.endswith(f" {reason[:WHY_CHARS - 3]}..."), line
+    assert clipped(reason[:WHY_CHARS]) == reason[:WHY_CHARS]
 
 
 def test_a_program_is_swept_under_the_real_launcher_and_its_output_judged(tmp_path: Path):
