@@ -11,7 +11,7 @@ from typing import IO, TypedDict
 
 from hympi.jsontypes import JsonObject
 from hympi.result import run_placement_share
-from hympi.store import MachineRecord, Store
+from hympi.store import MachineRecord, Run, Store
 
 
 class CsvRow(TypedDict):
@@ -38,6 +38,11 @@ class CsvRow(TypedDict):
     wall_s: float
     rate: float | None
     rate_unit: str | None
+    # A program's figure of merit as it printed it ('4.4' of NWChem's 'wall: 4.4s'), its unit and direction: the rate
+    # of a lower-is-better figure is its inverse ('0.2273', '1/(s)'). None for hympi's apps, whose figure is the rate.
+    merit: float | None
+    merit_unit: str | None
+    merit_better: str | None
     time_s: float | None
     comm_s: float | None
     comp_s: float | None
@@ -67,6 +72,24 @@ class ExportRow(CsvRow):
 COLUMNS: tuple[str, ...] = tuple(CsvRow.__annotations__)
 
 
+class Merit(TypedDict):
+    """The merit columns of a row (CsvRow's)."""
+
+    merit: float | None
+    merit_unit: str | None
+    merit_better: str | None
+
+
+def program_merit(run: Run) -> Merit:
+    """The figure of merit a program's run recorded (metrics.merit: value, unit, better); Nones for an app's run."""
+    metrics = run.record.get("metrics") if run.record else None
+    merit = metrics.get("merit") if isinstance(metrics, dict) else None
+    if not isinstance(merit, dict) or not isinstance(merit.get("value"), (int, float)):
+        return {"merit": None, "merit_unit": None, "merit_better": None}
+    return {"merit": float(merit["value"]), "merit_unit": str(merit.get("unit", "")),
+            "merit_better": str(merit.get("better", ""))}
+
+
 def rows(store: Store, sweep_ids: list[int] | None = None) -> Iterator[ExportRow]:
     """Every run (of the given sweeps) joined with its machine, as dicts with COLUMNS plus 'env' and 'result', one
     at a time."""
@@ -85,6 +108,7 @@ def rows(store: Store, sweep_ids: list[int] | None = None) -> Iterator[ExportRow
                "app_args": " ".join(run.app_args),
                "status": run.status, "returncode": run.returncode, "wall_s": run.wall_s,
                "rate": run.value("rate"), "rate_unit": run.record.get("rate_unit") if run.record else None,
+               **program_merit(run),
                "time_s": run.value("time_s"), "comm_s": run.value("comm_s"), "comp_s": run.value("comp_s"),
                "imbalance": run.value("imbalance"), "max_rss_mib": run.value("max_rss_mib"),
                "node_rss_mib": run.value("node_rss_mib"), "pages_on_intended": run_placement_share(run),

@@ -61,6 +61,10 @@ SEARCH_SECONDS = 60.0
 # and '([0-9.]+)s WALL' alone would read 1m12.34s as 12.34 without a word.
 DURATION_PARTS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
 DURATION_UNIT = "s"
+# Units that make a --metric a time, which is better the shorter it is: without --better, the default 'higher' read
+# NWChem's 'wall: 4.4s' as better than 'wall: 2.6s' and recommended the slowest layout.
+TIME_UNITS = frozenset({"s", "sec", "secs", "second", "seconds", "ms", "us", "\u00b5s", "ns", "min", "mins", "minute",
+                        "minutes", "h", "hr", "hrs", "hour", "hours"})
 
 
 def program_named(text: str) -> bool:
@@ -175,7 +179,8 @@ METRIC = Param("metric", "--metric", "a program's figure of merit: a regular exp
                "(default: the job's wall time)", parse_metric, metavar="REGEX")
 METRIC_UNIT = Param("metric_unit", "--metric-unit", "the unit of --metric's number (e.g. timesteps/s)", parse_unit,
                     metavar="UNIT")
-BETTER_WAY = Param("better", "--better", "whether a higher or a lower --metric is better (default higher)",
+BETTER_WAY = Param("better", "--better", "whether a higher or a lower --metric is better (default higher; lower for "
+                   "a time: --metric-unit s, ms, min or h, or groups named d, h, m and s)",
                    choice(BETTER, "direction"), metavar="higher|lower")
 VERIFY = Param("verify", "--verify", "a program's verification: a regular expression its output must match, else the "
                r"run failed (e.g. 'Verification\s*=\s*SUCCESSFUL')", parse_pattern, metavar="REGEX")
@@ -397,6 +402,8 @@ def program_of(text: str, merit: Mapping[str, object] | None = None, name: str =
     program.check(source)
     if duration_parts(program.metric):  # a time: in seconds, and shorter is better unless said otherwise
         program = dataclasses.replace(program, metric_unit=DURATION_UNIT, better=given.get("better", "lower"))
+    elif program.metric_unit in TIME_UNITS and "better" not in given:  # a time in one number: shorter is better too
+        program = dataclasses.replace(program, better="lower")
     return program
 
 

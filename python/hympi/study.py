@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 
 from hympi.apps import AppSpec, get_app
 from hympi.busy.quiet import quiet_start
@@ -217,7 +218,7 @@ class _Study:
     def warn(self, note: str) -> None:
         """Records a study note on what was skipped or went wrong, and says it in yellow."""
         self.store.add_study_note(self.study_id, note)
-        self.say(f"[yellow]{note}[/yellow]")
+        self.say(f"[yellow]{escape(note)}[/yellow]")  # it may quote the user's text: no markup in it
 
     def open(self, params: SweepParams, skipped: str) -> _OpenSweep | None:
         """Plans `params`, has the app check them and opens (or resumes) their sweep; None, with the note
@@ -328,9 +329,9 @@ def run_program_sweep(study: _Study, layouts: tuple[tuple[int, int], ...], entry
         "disturbed_above": options.disturbed_above})
     params.check()
     opened = study.open_planned(params, plan(params, study.summary.pus))
-    study.say(f"[bold]{opened.params.app}[/bold] (your program: {entry.program.summary()}): sweep {opened.sweep.id}"
-              f"{' resumed' if opened.resumed else ''}, {len(opened.plan.items)} runs, args "
-              f"{' '.join(opened.params.app_args)}")
+    study.say(f"[bold]{escape(opened.params.app)}[/bold] (your program: {escape(entry.program.summary())}): sweep "
+              f"{opened.sweep.id}{' resumed' if opened.resumed else ''}, {len(opened.plan.items)} runs, args "
+              f"{escape(' '.join(opened.params.app_args))}")
     study.run(opened)
     return opened.sweep.id
 

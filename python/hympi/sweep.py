@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -631,23 +632,37 @@ def run_program(params: SweepParams, program: Program, item: SweepItem,
     return outcome
 
 
-def _line(item: SweepItem, run: Run) -> str:
+# A progress line shows this much of a failed run's last line of stderr; the whole of it is recorded (hympi export,
+# the report's runs).
+WHY_CHARS = 100
+
+
+def clipped(line: str) -> str:
+    """`line`, or its first WHY_CHARS characters ending in '...': cut bare, ABINIT's reason '... its last lines:
+    mpi_procs: 1 | omp_threads: 1 | ...' read '... its last lines: mpi_procs: 1', as if that were all it printed."""
+    return line if len(line) <= WHY_CHARS else f"{line[:WHY_CHARS - 3]}..."
+
+
+def progress_line(item: SweepItem, run: Run) -> str:
     """One progress line for a finished run."""
     colour = {"ok": "green", "unverified": "yellow"}.get(run.status, "red")
     rate = run.value("rate")
+    # Every text from outside (a unit, a line of stderr, a reason quoting --verify '[/a-z]+ done') is escaped:
+    # rich read '[a-z0-9.]' as a style and dropped it, and '[/a-z]' as a closing tag, which crashed the sweep.
     what = shown_rate(rate, str(run.record.get("rate_unit", ""))) if rate is not None and run.record else ""
     tail = run.stderr_tail.strip().splitlines()[-1:] if run.status in ("failed", "timeout", "cancelled") else []
-    why = f" [dim]{tail[0][:100]}[/dim]" if tail else ""
+    why = f" [dim]{escape(clipped(tail[0]))}[/dim]" if tail else ""
     label = item.label() + (" warm-up" if item.repeat == WARMUP_REPEAT else "")
     if run.restarted_from_step is not None:
         label += f" from step {run.restarted_from_step}"
-    untaken = "".join(f" [yellow]{text}[/yellow]" for text in ignored_texts(run.mpi_params, run.read_back()))
+    untaken = "".join(f" [yellow]{escape(text)}[/yellow]" for text in ignored_texts(run.mpi_params, run.read_back()))
     probe = run.record.get("probe") if run.record else None
     if isinstance(probe, dict):
-        untaken += "".join(f" [yellow]{text}[/yellow]" for text in probe.get("findings", []))
+        untaken += "".join(f" [yellow]{escape(str(text))}[/yellow]" for text in probe.get("findings", []))
     if run.disturbed and run.interference is not None:
         untaken += f" [yellow]disturbed: other work used {run.interference.outside_cores:.2f} cores[/yellow]"
-    return f"  {label:<26} [{colour}]{run.status:<10}[/{colour}] {what:<22} {run.wall_s:6.1f} s{why}{untaken}"
+    return (f"  {escape(f'{label:<26}')} [{colour}]{run.status:<10}[/{colour}] {escape(f'{what:<22}')} "
+            f"{run.wall_s:6.1f} s{why}{untaken}")
 
 
 def layout_name(layout: SweepLayout) -> str:
@@ -819,7 +834,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     ran += 1
                     restarted += restart
                     statuses[run.status] = statuses.get(run.status, 0) + 1
-                    progress.console.print(_line(item, run), highlight=False)
+                    progress.console.print(progress_line(item, run), highlight=False)
                     if outcome.record is not None:  # it reached its end: nothing left to restart from
                         remove_checkpoint(params, item)
                     elif restart and outcome.returncode == BAD_INPUT_EXIT:

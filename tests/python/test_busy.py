@@ -5,6 +5,7 @@ pass, skipped when the machine is busy before they start, and when they fail whi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -412,22 +413,30 @@ def test_too_few_clean_runs_withhold_the_verdict_and_auto_measures_that_layout_a
     assert still_open(params, layouts, hit, 6) == still_open(params, layouts, [r for r in hit if not r.disturbed], 6)
 
 
-
-def test_one_run_a_layout_all_disturbed_is_said_so_not_unverified():
-    # --repeat 1 (a sweep's default) on a busy machine: too few runs to withhold a verdict for, but every run ran and
-    # verified; before, the sentence said no layout produced a verified result.
+def test_ok_runs_left_out_for_other_work_are_named_not_called_unverified():
+    """NWChem swept once per layout (the default --repeat 1) beside another user's work: every run ok and disturbed,
+    and the verdict said 'No layout of nwchem produced a verified result'; ABINIT with --repeat 4, 2 of 2x1's runs
+    disturbed: 'measure each layout 4 or more times: --repeat 4'. Both now name the runs left out."""
     every = [_stored(1, ranks, 1, 1.0, 0.9) for ranks in (1, 2)]
     (group,) = group_runs(every, {1: 1})
     assert recommend(group) == ("1 of 1 runs of 1x1 overlapped other work using 0.9 cores; 1 of 1 runs of 2x1 "
                                 "overlapped other work using 0.9 cores; no verdict (measure again on a quiet machine, "
                                 "or with --repeat auto).")
     (group,) = group_runs([_stored(1, 1, 1, 1.0, 0.0), _stored(1, 2, 1, 2.0, 0.9)], {1: 1})
-    assert recommend(group) == ("only 1 rank x 1 thread, bind core has a run no other work overlapped (1 x); 1 of 1 "
-                                "runs of 2x1 overlapped other work using 0.9 cores; nothing to compare it with.")
-    three = [_stored(1, 1, 1, 1.0, 0.0), _stored(1, 2, 1, 2.0, 0.0), _stored(1, 3, 1, 3.0, 0.9)]
-    (group,) = group_runs(three, {1: 1})
-    assert recommend(group).startswith("No layout has the 2 ok runs a comparison needs (1x1: 1, 2x1: 1 ok; 1 of 1 "
-                                       "runs of 3x1 overlapped other work using 0.9 cores); ")
+    assert recommend(group).endswith("nothing to compare it with. Left out: 1 of 1 runs of 2x1 overlapped other work "
+                                     "using 0.9 cores.")
+    failed = [dataclasses.replace(r, status="failed", record=None) for r in every]  # failed beside other work
+    (group,) = group_runs(failed, {1: 1})
+    assert recommend(group).startswith("No layout of rb3d produced a verified result")
+    runs = [_stored(1, 1, repeat, 1.0 + 0.01 * repeat, 0.0) for repeat in (1, 2, 3, 4)]
+    runs += [_stored(1, 2, repeat, 1.5 + 0.01 * repeat, 0.9 if repeat in (1, 2) else 0.0) for repeat in (1, 2, 3, 4)]
+    (group,) = group_runs(runs, {1: 1})
+    text = recommend(group)
+    assert text.startswith("2x1 looks 1.5"), text
+    assert text.endswith(" on 2 runs: too few to say so (a verdict needs 4 runs a side; 2 of 4 runs of 2x1 overlapped "
+                         "other work using 0.9 cores); no verdict (measure again on a quiet machine, or with --repeat "
+                         "auto)."), text
+
 
 # Files that build the records with the documented threshold on purpose: this one (it measures disturbance) and
 # test_params.py (it checks the records' own defaults and flags).

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from conftest import hympi
 from fakeapps import fake_bin_dir
-from hympi.export import COLUMNS
-from hympi.store import Store
+from hympi.export import COLUMNS, rows, write_csv
+from hympi.store import Run, Store
 
 
 def test_csv_and_json_hold_every_run_with_its_status_and_record(tmp_path: Path):
@@ -66,3 +66,24 @@ def test_json_is_written_run_by_run_in_the_text_of_one_pretty_printed_list(tmp_p
     assert (none.returncode, none.stdout) == (0, "[]\n"), none.stderr
     header = hympi("export", "--db", str(empty), env=env)
     assert (header.returncode, header.stdout) == (0, ",".join(COLUMNS) + "\n"), header.stderr
+
+
+def test_a_programs_figure_of_merit_is_exported_as_it_printed_it(tmp_path: Path):
+    """NWChem swept with --metric 'wall:\\s+([0-9.]+)s' --metric-unit s: the CSV held only the rate, 1/4.4 = 0.2273
+    in '1/(s)', and the 4.4 s NWChem printed was nowhere; the figure, its unit and direction are columns now (empty
+    for an app's run, whose figure is the rate)."""
+    record = {"rate": 1 / 4.4, "rate_unit": "1/(s)", "verified": True, "problem": "h2o.nw",
+              "metrics": {"merit": {"value": 4.4, "unit": "s", "better": "lower"}}}
+    with Store.open(tmp_path / "r.db") as store:
+        machine = store.ensure_machine("h", "t", "m", "c", {})
+        sweep = store.create_sweep(machine.id, "nwchem", {"app": "nwchem"}, 2)
+        store.add_run(Run(sweep.id, "nwchem", 1, 1, "core", "compact", 1, ("h2o.nw",), (), ("mpirun",), "ok", 0,
+                          4.8, record))
+        app_sweep = store.create_sweep(machine.id, "rb3d", {"app": "rb3d"}, 1)
+        store.add_run(Run(app_sweep.id, "rb3d", 1, 1, "core", "compact", 1, (), (), ("mpirun",), "ok", 0, 2.0,
+                          {"rate": 21.0, "rate_unit": "Mcells/s", "verified": True, "problem": "p"}))
+        text = io.StringIO()
+        write_csv(rows(store), text)
+    program, app = csv.DictReader(io.StringIO(text.getvalue()))
+    assert (program["merit"], program["merit_unit"], program["merit_better"]) == ("4.4", "s", "lower"), program
+    assert (app["merit"], app["merit_unit"], app["merit_better"]) == ("", "", ""), app

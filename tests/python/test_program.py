@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rich.text import Text
 
 import forkcli
 from conftest import assert_refused, hympi, hympi_json
@@ -31,8 +32,8 @@ from hympi.program import (
     watch_file,
 )
 from hympi.result import shown_rate
-from hympi.store import Store
-from hympi.sweep import SweepParams
+from hympi.store import Run, Store
+from hympi.sweep import WHY_CHARS, SweepItem, SweepParams, clipped, progress_line
 from userprograms import hybrid, hybrid_binary, lammps, shell_program
 
 
@@ -118,6 +119,25 @@ def test_a_time_in_parts_takes_seconds_only_and_keeps_a_direction_given(tmp_path
                                   "m, s), which hympi adds up in seconds: give s or no unit")
     assert program_of(path, {"metric": QE_WALL, "better": "higher", "metric_unit": "s"}).better == "higher"
     assert program_of(path, {"metric": r"took ([0-9.]+)"}).better == "higher"  # a number: as before
+
+
+NWCHEM_WALL = r"Total times\s+cpu:\s+[0-9.]+s\s+wall:\s+([0-9.]+)s"
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "min", "seconds"])
+def test_a_metric_in_a_time_unit_is_better_shorter_unless_said_otherwise(tmp_path: Path, unit: str):
+    """NWChem's 'Total times  cpu: 2.6s  wall: 2.7s' swept with --metric-unit s and no --better: the default for a
+    number, higher, took 4.4 s for better than 2.7 s and recommended the slowest layout."""
+    path = str(shell_program(tmp_path, "nwchem", "true\n"))
+    program = program_of(path, {"metric": NWCHEM_WALL, "metric_unit": unit})
+    assert (program.better, program.unit) == ("lower", f"1/({unit})")
+    fast, slow = (judge(program, _outcome(f" Total times  cpu: {t}s     wall: {t}s\n"), 1, 1, ()).record
+                  for t in ("2.7", "4.4"))
+    assert fast is not None and slow is not None and fast["rate"] > slow["rate"]
+    assert "--better lower" in shlex.join(program.flags())  # what a resume or a report spells out again
+    assert program_of(path, {"metric": NWCHEM_WALL, "metric_unit": unit, "better": "higher"}).better == "higher"
+    assert program_of(path, {"metric": NWCHEM_WALL, "metric_unit": "timesteps/s"}).better == "higher"  # a rate
+    assert program_of(path, {"metric": NWCHEM_WALL}).better == "higher"  # no unit: a number, as before
 
 
 @pytest.mark.parametrize(("metric", "stdout", "reason"), [
@@ -286,6 +306,51 @@ def test_bad_program_input_is_refused_before_launch(tmp_path: Path, fake_launche
         return
     assert_refused(["sweep", *extra, "--db", str(tmp_path / "r.db")], needle, fake_launcher)
     assert not (tmp_path / "r.db").exists()
+
+
+def test_an_unknown_app_found_on_path_is_named_by_the_path_found(tmp_path: Path, fake_launcher):
+    """`hympi sweep nwchem` (Debian's NWChem is /usr/bin/nwchem): hympi never looks a bare name up, and its refusal
+    said 'e.g. ./nwchem', a file that is not there; it names the executable PATH finds, and ./NAME only without one."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    solver = shell_program(bin_dir, "mysolver", "echo fine\n")
+    env, marker = fake_launcher
+    on_path = {**env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    db = tmp_path / "r.db"
+    assert_refused(["sweep", "mysolver", "--db", str(db), "--", "in.nw"],
+                   f"a program of your own is named by its path, e.g. {solver} (found on PATH)", (on_path, marker))
+    assert_refused(["sweep", "mysolver", "--db", str(db)], "its path, e.g. ./mysolver", fake_launcher)
+    assert not db.exists()
+
+
+def test_the_users_own_text_is_printed_as_typed_not_read_as_markup(tmp_path: Path):
+    """rich markup: --verify 'written to [/a-z]+' (a closing tag to rich) crashed the sweep before its first run with
+    'internal error (bug): MarkupError', and `hympi run` after its run; --metric 'result: ([a-z0-9.]+)' (a style)
+    was shown as 'result: (+)'. The header, each run's reason and the run's table print them as typed."""
+    solver = shell_program(tmp_path, "solver", "echo 'result: 5'\n")
+    proc = hympi("sweep", str(solver), "--ranks", "1", "--threads", "1", "--repeat", "1", "--no-warmup", "--metric",
+                 r"result: ([a-z0-9.]+)", "--verify", "written to [/a-z]+", "--db", str(tmp_path / "r.db"),
+                 "--timeout", "20")
+    assert proc.returncode == 1 and "internal error" not in proc.stderr, proc.stderr
+    shown = " ".join(proc.stdout.split())  # rich wraps at 80 columns
+    assert "figure of merit 'result: ([a-z0-9.]+)'" in shown and "verified by 'written to [/a-z]+'" in shown, shown
+    assert "failed 0." in shown and "hympi: verification 'written to [/a-z]+' not found" in shown, shown
+    proc = hympi("run", str(solver), "--ranks", "1", "--verify", "result: [/0-9]+")
+    assert proc.returncode == 0 and "matched 'result: [/0-9]+'" in proc.stdout, proc.stderr
+
+
+def test_a_reason_cut_in_the_progress_line_says_it_was_cut():
+    """ABINIT swept with a --metric it never printed: the progress line cut the reason at 100 characters, bare, so
+    that '... its last lines: mpi_procs: 1 | omp_threads: 1 | ...' read '... its last lines: mpi_procs: 1', as if
+    ABINIT had printed only that; it ends in '...' now, and a reason that fits is shown whole."""
+    metric = r"overall wall time:\s+([0-9.]+)"
+    reason = (f"hympi: metric {quoted(metric)} not found in the output; its last lines: mpi_procs: 1 | "
+              "omp_threads: 1 | num_warnings: 0 | num_comments: 4 | ...")
+    run = Run(1, "abinit", 1, 1, "core", "compact", 1, ("si.abi",), (), ("mpirun",), "failed", 0, 1.9,
+              stderr_tail=f"some MPI text\n{reason}")
+    line = Text.from_markup(progress_line(SweepItem(1, 1, "core", 1), run)).plain
+    assert line.endswith(f" {reason[:WHY_CHARS - 3]}..."), line
+    assert clipped(reason[:WHY_CHARS]) == reason[:WHY_CHARS]
 
 
 def test_a_program_is_swept_under_the_real_launcher_and_its_output_judged(tmp_path: Path):

@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Callable
 
+from rich.markup import escape
 from rich.table import Table
 
 from hympi.apps import APPS, get_app
@@ -84,14 +85,15 @@ def program_table(outcome: RunOutcome, spec: LaunchSpec) -> Table:
     assert outcome.record is not None
     metrics = outcome.record["metrics"]
     merit = metrics["merit"]
-    table = Table(title=f"{outcome.record['app']} {outcome.record['problem']}", show_header=False)
+    # The cells quote the user's --verify and arguments, which rich would read as markup ('[/a-z]+' as a tag).
+    table = Table(title=escape(f"{outcome.record['app']} {outcome.record['problem']}"), show_header=False)
     rows = [("layout", f"{spec.ranks} ranks x {spec.threads} threads"),
             ("binding", f"{spec.bind} ({spec.dist}), by the launcher"),
             ("wall time", f"{outcome.seconds:.4g} s"),
             ("figure of merit", f"{merit['value']:.6g} {merit['unit']} ({merit['better']} is better)"),
             ("verified", metrics["verification"])]
     for name, value in rows:
-        table.add_row(name, value)
+        table.add_row(name, escape(value))
     return table
 
 

@@ -260,12 +260,12 @@ def main(args: argparse.Namespace) -> int:
         timing = f"min time {params.min_time:g} s" if program is None else "probe preloaded"
         console.print(f"{verb} sweep {sweep.id}: {params.app}, {len(the_plan.items)} runs ({warm} warm-up, "
                       f"{rounds}, order seed {params.seed}, {timing}; {done} already recorded"
-                      f"{restarts}) -> {args.db}", highlight=False)
+                      f"{restarts}) -> {args.db}", highlight=False, markup=False)
         if program is not None:
-            console.print(f"your program: {program.summary()}", highlight=False)
+            console.print(f"your program: {program.summary()}", highlight=False, markup=False)
         if not quiet["ignore_load"]:
             quiet_start(params.disturbed_above, float(str(quiet["wait_quiet"])), slurm.in_allocation(),
-                        lambda text: console.print(f"hympi: {text}", highlight=False))
+                        lambda text: console.print(f"hympi: {text}", highlight=False, markup=False))
         result = run_sweep(store, sweep, params, the_plan.items, console)
         runs = store.runs([sweep.id])
         counts = ", ".join(f"{n} {status}" for status, n in sorted(result.statuses.items())) or "nothing to run"
@@ -274,22 +274,22 @@ def main(args: argparse.Namespace) -> int:
         if result.cancelled:
             console.print(f"sweep {sweep.id} stopped: {counts}; {result.cancelled} launch(es) cancelled by Slurm are "
                           "kept as attempts, not results: run it again with --resume to run them again",
-                          highlight=False)
+                          highlight=False, markup=False)
         elif result.restartable:
             console.print(f"sweep {sweep.id} stopped: {counts}; {result.restartable} run(s) left a checkpoint in "
                           f"{params.checkpoint_dir}: run the same command again to restart them from it",
-                          highlight=False)
+                          highlight=False, markup=False)
         else:
-            console.print(f"sweep {sweep.id} finished: {counts}", highlight=False)
+            console.print(f"sweep {sweep.id} finished: {counts}", highlight=False, markup=False)
         if result.auto is not None:
-            console.print(result.auto.text, highlight=False)
+            console.print(result.auto.text, highlight=False, markup=False)
         for group in group_runs(runs, {sweep.id: machine.id}):
             title = " ".join(part for part in (group.app, group.problem) if part)  # a program's problem may be ""
-            console.print(f"{title}: {recommend(group, params.confidence)}", highlight=False)
+            console.print(f"{title}: {recommend(group, params.confidence)}", highlight=False, markup=False)
             for line in verdict_reasons(group, explain(group), params.confidence):
-                console.print(f"  why: {line}", highlight=False)
+                console.print(f"  why: {line}", highlight=False, markup=False)
         console.print(f"results: {args.db} (hympi report --db {args.db}; hympi export --db {args.db})",
-                      highlight=False)
+                      highlight=False, markup=False)
         failed = sum(1 for r in runs if r.status != "ok")
         return 1 if failed or result.cancelled else 0
     except KeyboardInterrupt as exc:  # SIGTERM (StoppedBySignal): the batch system's stop; exit as killed by it

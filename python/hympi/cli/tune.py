@@ -268,14 +268,15 @@ def main_run(args: argparse.Namespace) -> int:
         verb = "resuming" if resumed else "starting"
         console.print(f"{verb} tune {tune.id}: {params.program}, {params.strategy} over "
                       f"{len(space.configurations())} configurations (at most {params.max_runs}), "
-                      f"{params.repeat_text} measured run(s) each, seed {params.seed} -> {args.db}", highlight=False)
+                      f"{params.repeat_text} measured run(s) each, seed {params.seed} -> {args.db}",
+                      highlight=False, markup=False)
         if not quiet["ignore_load"]:  # as a sweep starts: its runs are marked disturbed either way
             quiet_start(params.disturbed_above, float(str(quiet["wait_quiet"])), slurm.in_allocation(),
-                        lambda text: console.print(f"hympi: {text}", highlight=False))
+                        lambda text: console.print(f"hympi: {text}", highlight=False, markup=False))
         outcome = run_tune(store, machine, tune, space, console)
         console.print(results_table(outcome, space))
         for line in _summary(outcome, space, params):
-            console.print(line, highlight=False)
+            console.print(line, highlight=False, markup=False)
         if best(outcome.results) is None:
             print(f"hympi: error: tune {tune.id} has no score: no configuration had a measured run that ended ok "
                   "undisturbed by other work (the table says why)", file=sys.stderr)

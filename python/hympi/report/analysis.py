@@ -266,8 +266,7 @@ def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
     names = labels(group)
     disturbed = disturbed_reason(group)
     if disturbed:
-        return Verdict(None, (), (), confidence,
-                       f"{disturbed}; no verdict (measure again on a quiet machine, or with --repeat auto)")
+        return Verdict(None, (), (), confidence, f"{disturbed}; {MEASURE_QUIETLY}")
     usable = [s for s in group.layouts if len(s.rates) >= MIN_SAMPLES]
     if not usable:
         return Verdict(None, (), (), confidence)
@@ -276,7 +275,7 @@ def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
     leads = _unconfirmed_leads(group, top, confidence)
     if leads:  # each lead is stated, so that the report's reasons say what stands behind it
         return Verdict(None, tuple(top), tuple(Statement(("runner-up",), c) for c in leads), confidence,
-                       _unconfirmed_reason(leads))
+                       _unconfirmed_reason(group, leads))
     chosen = top[0]
     for other in top[1:]:  # among layouts the data cannot order, the tie-break (memory, threads, cores) decides
         winner = tie_break(_sample(chosen, names[chosen]), _sample(other, names[other]))[0]
@@ -329,26 +328,42 @@ def _unconfirmed_leads(group: AppGroup, top: list[LayoutStats], confidence: floa
     return [c if c.ratio >= 1.0 else c.turned() for c in leads]
 
 
-def _unconfirmed_reason(leads: list[Comparison]) -> str:
-    """'2x1 looks 1.81x 1x1 (95 % CI 1.52-2.06) on 3 runs: too few to say so (...); no verdict (...)'."""
+# What a verdict that other work kept from being given asks for.
+MEASURE_QUIETLY = "no verdict (measure again on a quiet machine, or with --repeat auto)"
+
+
+def _unconfirmed_reason(group: AppGroup, leads: list[Comparison]) -> str:
+    """'2x1 looks 1.81x 1x1 (95 % CI 1.52-2.06) on 3 runs: too few to say so (...); no verdict (...)'; when other
+    work disturbed runs of those layouts, they are named and a quiet machine is asked for: more runs of the same
+    --repeat, which a sweep with --repeat 4 had, were no answer."""
     said = "; ".join(f"{c.better} looks {c.ratio:.2f}x {c.worse} ({c.ci_text()}) on {c.fewest} runs" for c in leads)
+    stated = {name for c in leads for name in (c.better, c.worse)}
+    disturbed = left_out(group, lambda name: name in stated)
+    if disturbed:
+        return f"{said}: too few to say so ({VERDICT_NEEDS}; {disturbed}); {MEASURE_QUIETLY}"
     return (f"{said}: too few to say so ({VERDICT_NEEDS}); no verdict (measure each "
             f"layout {MIN_SEPARATE} or more times: {REPEAT.flag} {MIN_SEPARATE} or {REPEAT.flag} {AUTO})")
+
+
+def _disturbed_part(s: LayoutStats, name: str) -> str:
+    """'6 of 10 runs of 1x2 overlapped other work using 0.9 cores'."""
+    return f"{s.disturbed} of {s.runs} runs of {name} overlapped other work using {s.disturbed_load or 0.0:.1f} cores"
+
+
+def left_out(group: AppGroup, named: Callable[[str], bool] = lambda name: True) -> str:
+    """The disturbed runs of each layout whose label `named` accepts and whose ok runs other work kept out of the
+    verdicts, as _disturbed_part says it; "" when there are none (a failed run beside other work costs no rate)."""
+    return "; ".join(_disturbed_part(s, name) for s, name in labels(group).items()
+                     if s.disturbed_rates and named(name))
 
 
 def disturbed_reason(group: AppGroup) -> str:
     """Why no verdict can be given when other work disturbed a layout's runs until fewer than MIN_SAMPLES clean ok
     runs are left ('6 of 10 runs of 1x2 overlapped other work using 0.9 cores'), "" when none did: judging the
     others without it could recommend a layout that the disturbed one beats."""
-    return _overlapped(group, lambda s: len(s.rates) < MIN_SAMPLES <= len(s.rates) + len(s.disturbed_rates))
-
-
-def _overlapped(group: AppGroup, which: Callable[[LayoutStats], bool]) -> str:
-    """'2 of 3 runs of 2x1 overlapped other work using 0.9 cores; ...' for each layout with disturbed runs that
-    `which` picks, "" for none."""
     names = labels(group)
-    return "; ".join(f"{s.disturbed} of {s.runs} runs of {names[s]} overlapped other work using "
-                     f"{s.disturbed_load or 0.0:.1f} cores" for s in group.layouts if s.disturbed and which(s))
+    return "; ".join(_disturbed_part(s, names[s]) for s in group.layouts
+                     if s.disturbed and len(s.rates) < MIN_SAMPLES <= len(s.rates) + len(s.disturbed_rates))
 
 
 def _sentence(statement: Statement, names: dict[str, LayoutStats], most: int, skip_first: bool = False,
@@ -396,25 +411,22 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
     if result.withheld:  # before the counts below, which leave the disturbed runs out
         return f"{result.withheld}.{failures}"
     with_rates = [s for s in group.layouts if s.rate_median is not None]
-    # Layouts whose every ok run overlapped other work (too few runs to withhold a verdict for, --repeat 1): they
-    # ran and verified, but have no rate of their own.
-    hidden = _overlapped(group, lambda s: not s.rates and bool(s.disturbed_rates))
+    # Ok runs beside other work are in no rate: said, or "no verified result" would be said of verified runs.
+    disturbed = left_out(group)
     if not with_rates:
-        if hidden:
-            return f"{hidden}; no verdict (measure again on a quiet machine, or with --repeat auto).{failures}"
+        if disturbed:
+            return f"{disturbed}; {MEASURE_QUIETLY}.{failures}"
         return f"No layout of {group.app} produced a verified result, so there is nothing to recommend.{failures}"
     chosen = result.recommended
     if chosen is None:
+        aside = f" Left out: {disturbed}." if disturbed else ""
         if len(with_rates) == 1:
             only = with_rates[0]
-            ran = "has a run no other work overlapped" if hidden else "ran successfully"
-            others = f"; {hidden}" if hidden else ""
-            return (f"only {only.describe()} {ran} ({only.median_text(group.rate_unit)}){others}; nothing to "
-                    f"compare it with.{failures}")
-        counts = ", ".join(f"{named[s]}: {len(s.rates)}" for s in with_rates) + " ok"
-        counts += f"; {hidden}" if hidden else ""
-        return (f"No layout has the {MIN_SAMPLES} ok runs a comparison needs ({counts}); repeat the sweep with "
-                f"--repeat auto (or 4 or more) before choosing.{failures}")
+            return (f"only {only.describe()} ran successfully ({only.median_text(group.rate_unit)}); nothing to "
+                    f"compare it with.{aside}{failures}")
+        counts = ", ".join(f"{named[s]}: {len(s.rates)}" for s in with_rates)
+        return (f"No layout has the {MIN_SAMPLES} ok runs a comparison needs ({counts} ok); repeat the sweep with "
+                f"--repeat auto (or 4 or more) before choosing.{aside}{failures}")
     names = {name: s for s, name in labels(group).items()}
     most = max(s.cores for s in group.layouts if len(s.rates) >= MIN_SAMPLES)
     what = f"{chosen.median_text(group.rate_unit)} median of {len(chosen.rates)}"

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
+from rich.markup import escape
 
 from hympi.apps import get_app
 from hympi.console import HympiConsole
@@ -203,7 +204,7 @@ def _measure(store: Store, machine: MachineRecord, tune: TuneRecord, params: Tun
     else:
         sweep = store.create_sweep(machine.id, params.app, sweep_params.as_dict(), len(items),
                                    identity=sweep_params.identity(), tune_id=tune.id)
-    console.print(f"[bold]{config.label()}[/bold] ({why}; sweep {sweep.id})", highlight=False)
+    console.print(f"[bold]{escape(config.label())}[/bold] ({escape(why)}; sweep {sweep.id})", highlight=False)
     result = run_sweep(store, sweep, sweep_params, items, console, runner, reference)
     return result.ran
 
