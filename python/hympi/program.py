@@ -400,9 +400,9 @@ def program_of(text: str, merit: Mapping[str, object] | None = None, name: str =
             given[param.name] = tuple(map(str, value)) if isinstance(value, tuple) else str(value)
     program = Program(name=name or path.name, path=str(path), sha256=digest, workdir=workdir, **given)
     program.check(source)
-    if duration_parts(program.metric):  # a time: in seconds, and shorter is better unless said otherwise
-        program = dataclasses.replace(program, metric_unit=DURATION_UNIT, better=given.get("better", "lower"))
-    elif program.metric_unit in TIME_UNITS and "better" not in given:  # a time in one number: shorter is better too
+    if duration_parts(program.metric):  # a time in parts: added up in seconds
+        program = dataclasses.replace(program, metric_unit=DURATION_UNIT)
+    if program.metric_unit in TIME_UNITS and "better" not in given:  # a time: shorter is better unless said otherwise
         program = dataclasses.replace(program, better="lower")
     return program
 

@@ -96,14 +96,21 @@ class LayoutStats(Layout):
         policy = "" if self.membind == DEFAULT_MEMBIND else f", membind {self.membind}"
         return f"{r} x {t}, bind {self.bind}{policy}"
 
+    def spread(self, rate_unit: str) -> tuple[float | None, float | None, float | None]:
+        """Min, median and max as people read them: of the rates, or of a lower-is-better figure of merit, recorded
+        as its inverse (hympi.result.figure_unit), of the figures themselves (the median of the figures, not 1 / the
+        median rate; min the fastest run)."""
+        if figure_unit(rate_unit) is None:
+            return self.rate_min, self.rate_median, self.rate_max
+        figures = [1.0 / r for r in self.rates]
+        return min(figures, default=None), median_or_none(figures), max(figures, default=None)
+
     def median_text(self, rate_unit: str) -> str:
-        """The layout's median as people read it ('250 steps/s'); of a lower-is-better figure of merit, recorded as
-        its inverse (hympi.result.figure_unit), the median of the figures themselves ('0.13 s'); '-' for none."""
-        figure = figure_unit(rate_unit)
-        value = self.rate_median if figure is None else median_or_none(1.0 / r for r in self.rates)
+        """The layout's median as people read it (spread): '250 steps/s', '0.13 s'; '-' for none."""
+        value = self.spread(rate_unit)[1]
         if value is None:
             return "-"
-        return f"{value:.4g} {figure if figure is not None else rate_unit}".rstrip()
+        return f"{value:.4g} {figure_unit(rate_unit) or rate_unit}".rstrip()
 
 
 @dataclass(frozen=True)

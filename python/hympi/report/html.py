@@ -21,7 +21,6 @@ from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
 from hympi.report.tuning import Prediction, ProgramTuning
 from hympi.result import figure_unit, run_placement_share
 from hympi.stats.compare import MEMORY_MARGIN, VERDICT_NEEDS
-from hympi.stats.median import median_or_none
 from hympi.stats.model import ModelFit
 from hympi.store import MachineRecord, Run
 from hympi.store.db import DEFAULT_MEMBIND
@@ -114,9 +113,7 @@ def _layout_table(group: AppGroup) -> str:
                  "pages where intended", "disturbed")
     rows = []
     for s in group.layouts:
-        spread = (s.rate_min, s.rate_median, s.rate_max) if figure is None else (
-            min((1.0 / r for r in s.rates), default=None), median_or_none(1.0 / r for r in s.rates),
-            max((1.0 / r for r in s.rates), default=None))
+        spread = s.spread(group.rate_unit)
         rows.append(f"<tr><td>{s.label}</td><td>{escape(s.bind)}</td><td>{escape(s.membind)}</td><td>{s.cores}</td>"
                     f"<td>{s.runs}</td>"
                     f"<td>{s.ok}</td><td>{_num(spread[0])}</td><td><b>{_num(spread[1])}</b></td>"
