@@ -459,6 +459,35 @@ def _typed(hint: Any, value: Any) -> Any:
     return hint(value)
 
 
+# A differing value longer than this is named, not quoted (differing_params).
+_SHOWN_VALUE_CHARS = 40
+
+
+def _shown(value: object) -> str:
+    """A recorded value as the user types it: lists comma-separated, a pair of counts as RxT."""
+    if isinstance(value, list):
+        if value and all(isinstance(v, int) for v in value):
+            return "x".join(map(str, value))
+        return ",".join(map(_shown, value))
+    return "-" if value is None or value == "" else str(value)
+
+
+def differing_params(there: Mapping[str, object], here: Mapping[str, object], spelled: Mapping[str, str]) -> str:
+    """Each parameter in which two records (as_record) differ, as the user spells it (`spelled`, else its field
+    name) with both values: '--ranks (1,2 there, 1 here); --timeout (600.0 there, 30.0 here)'; a digest or a long
+    value is named, not quoted."""
+    parts = []
+    for key in sorted(there.keys() | here.keys()):
+        if there.get(key) == here.get(key):
+            continue
+        values = [_shown(there.get(key)), _shown(here.get(key))]
+        if key.endswith("sha256") or max(map(len, values)) > _SHOWN_VALUE_CHARS:
+            parts.append(spelled.get(key, key))
+        else:
+            parts.append(f"{spelled.get(key, key)} ({values[0]} there, {values[1]} here)")
+    return "; ".join(parts)
+
+
 def check_fields(record: DataclassInstance, params: Iterable[Param]) -> None:
     """Checks each field of `record` that a declaration in `params` names, with that declaration's parser; a field
     at its default (which may mean 'none': no checkpoint directory) is the record's own business."""

@@ -70,10 +70,12 @@ from hympi.params import (
     as_record,
     check_fields,
     declared_default,
+    differing_params,
     from_record,
 )
 from hympi.paths import REPO_ROOT
 from hympi.program import (
+    PROGRAM,
     STDIN,
     Program,
     file_digest,
@@ -610,6 +612,26 @@ def _refuse_if_owned(sweep: Sweep) -> None:
     if sweep.status == "running":
         raise UsageError(f"sweep {sweep.id} is still running (pid {sweep.owner_pid} on {sweep.owner_host}); "
                          "wait for it or stop it first")
+
+
+# How the user spells each parameter that tells sweeps apart (the declared flags, and what has no flag of its own).
+_SPELLED: Mapping[str, str] = {
+    **{p.name: p.flag for p in (*SWEEP, *PROGRAM)},
+    "layouts": f"{RANKS.flag}/{THREADS.flag}", "auto": SWEEP_REPEAT.flag, "app_args": "the app arguments",
+    "layout_args": "--n1/--n2/--inner", "mpi_params": "--mpi-param", "mpit_read": "--cvars",
+    "program": "the program's path", "program_sha256": "the program's file (rebuilt since)",
+    "stdin_sha256": f"the {STDIN.flag} file's contents", "workdir": "the directory it runs in"}
+
+
+def resume_missed(store: Store, params: SweepParams, started: Sweep) -> str:
+    """What to tell a user whose --resume found no unfinished sweep with `params` (and so `started` a new one): the
+    newest unfinished sweep of the same app before it and each parameter it differs in, or that there is none."""
+    found = store.latest_unfinished_of(params.app, before=started.id)
+    if found is None:
+        return f"--resume: no unfinished sweep of {params.app} to continue"
+    differs = differing_params(SweepParams.from_dict(found.params).identity(), params.identity(), _SPELLED)
+    return (f"--resume: no unfinished sweep of {params.app} has these parameters; the newest, sweep {found.id} "
+            f"({found.status}), differs in {differs}: '--resume {found.id}' continues it with its own parameters")
 
 
 def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: RunOutcome, started: str,

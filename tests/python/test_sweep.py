@@ -310,6 +310,28 @@ def test_resume_by_id_refuses_other_app_arguments_naming_both(tmp_path: Path):
     assert digest(db) == before and len(launches(env)) == launched
 
 
+def test_resume_that_finds_nothing_says_which_parameters_differ_from_the_newest_unfinished(tmp_path: Path):
+    env = fake_bin_dir(tmp_path)
+    db = tmp_path / "r.db"
+    nothing = hympi("sweep", "rb3d", "--ranks", "1", "--db", str(db), "--resume", "--", "--sleep", "0", env=env)
+    assert nothing.returncode == 0, nothing.stderr
+    assert "--resume: no unfinished sweep of rb3d to continue" in nothing.stdout, nothing.stdout
+    first = hympi("sweep", "rb3d", "--ranks", "1,2", "--db", str(db), "--", "--sleep", "0", env=env)
+    assert first.returncode == 0, first.stderr
+    with Store.open(db) as store:
+        store.set_sweep_status(2, "interrupted")  # as a sweep stopped part-way leaves it
+    other = hympi("sweep", "rb3d", "--ranks", "1", "--timeout", "30", "--db", str(db), "--resume", "--", "--sleep",
+                  "0", env=env)
+    assert other.returncode == 0, other.stderr
+    (line,) = [t for t in other.stdout.splitlines() if t.startswith("--resume")]
+    assert line == ("--resume: no unfinished sweep of rb3d has these parameters; the newest, sweep 2 (interrupted), "
+                    "differs in --ranks/--threads (1x1,2x1 there, 1x1 here); --timeout (600.0 there, 30.0 here): "
+                    "'--resume 2' continues it with its own parameters"), line
+    assert "starting sweep 3" in other.stdout
+    same = hympi("sweep", "rb3d", "--ranks", "1,2", "--db", str(db), "--resume", "--", "--sleep", "0", env=env)
+    assert "resuming sweep 2" in same.stdout and "--resume:" not in same.stdout, same.stdout
+
+
 def test_a_live_sweep_is_not_resumed_twice(tmp_path: Path) -> None:
     env = fake_bin_dir(tmp_path)
     db = tmp_path / "r.db"

@@ -27,7 +27,7 @@ from hympi.tune.declared import declared_names, parse_mpivars, parse_ompi_info
 from hympi.tune.output import BestConfiguration, best_of_tune, mca_params, render, run_command_text
 from hympi.tune.results import tune_results
 from hympi.tune.space import parse_space
-from hympi.tune.tuner import TuneParams, open_tune, run_tune
+from hympi.tune.tuner import TuneParams, open_tune, run_tune, tune_resume_missed
 
 FIXTURE = REPO / "tests" / "data" / "mpit-openmpi-4.1.4.json"
 CVARS = parse_cvars(FIXTURE.read_text())
@@ -139,6 +139,26 @@ def _tune(db: Path, launcher: FakeLauncher, resume: bool, strategy: str = "guide
         tune, _ = open_tune(store, machine, params, space, resume)
         run_tune(store, machine, tune, space, Console(file=io.StringIO()), launcher)
         return tune.id, [(m.config, m.score, m.ignored) for m in tune_results(store, tune.id)]
+
+
+def test_resume_that_finds_no_tune_like_this_one_says_what_differs(tmp_path: Path):
+    launcher = FakeLauncher(stop_at=4)
+    with pytest.raises(KeyboardInterrupt):
+        _tune(tmp_path / "t.db", launcher, False)
+    space = parse_space(SPACE, CVARS)
+    other_space = parse_space({**SPACE, "layout": {"ranks": [1, 2], "default": {"ranks": 2}}}, CVARS)
+    with Store.open(tmp_path / "t.db") as store:
+        machine = store.ensure_machine("h", "t", "Open MPI 4.1.4", "c", {})
+        params = tune_params("rb3d", ("--size", "8"), "guided", 6, repeat=1, seed=9, min_time=0.0)
+        started, resumed = open_tune(store, machine, params, space, True)
+        assert not resumed
+        assert tune_resume_missed(store, params, space, started) == (
+            "--resume: no unfinished tune of rb3d has these parameters; the newest, tune 1 (interrupted), differs "
+            "in --max-runs (7 there, 6 here)")
+        assert "in --max-runs (7 there, 6 here); --space" in tune_resume_missed(store, params, other_space, started)
+        alone = tune_params("is", (), "guided", 6, repeat=1, seed=9, min_time=0.0)
+        assert tune_resume_missed(store, alone, space, open_tune(store, machine, alone, space, True)[0]) == \
+            "--resume: no unfinished tune of is to continue"
 
 
 @pytest.mark.parametrize("stop_at", [4, 9])  # inside a sweep (after its warm-up) and between sweeps

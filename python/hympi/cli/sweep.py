@@ -44,6 +44,7 @@ from hympi.sweep import (
     record_machine,
     restartable,
     restartable_items,
+    resume_missed,
     run_sweep,
     validate_layouts,
 )
@@ -249,6 +250,8 @@ def main(args: argparse.Namespace) -> int:
         if resumed:  # the recorded parameters (seed included) decide the order of what is left
             params = SweepParams.from_dict(sweep.params)
             the_plan = plan(params, cpu_limit(params, summary))
+        elif args.resume is True:  # asked for, found nothing: say why before starting anew
+            console.print(resume_missed(store, params, sweep), highlight=False, markup=False, soft_wrap=True)
         done = len(store.done_keys(sweep.id))
         again = len(restartable_items(store, sweep.id, params))
         restarts = f", {again} to restart from a checkpoint" if again else ""

@@ -38,7 +38,15 @@ from hympi.tune.output import best_of_tune, render, tuned_flavor
 from hympi.tune.results import Measured, best, default_of, speedup
 from hympi.tune.search import check_strategy, default_budget
 from hympi.tune.space import SearchSpace, certain_layouts, library_space, listing_source, read_space
-from hympi.tune.tuner import TuneOutcome, TuneParams, check_fit, check_layouts, open_tune, run_tune
+from hympi.tune.tuner import (
+    TuneOutcome,
+    TuneParams,
+    check_fit,
+    check_layouts,
+    open_tune,
+    run_tune,
+    tune_resume_missed,
+)
 
 DESCRIPTION_WIDTH = 70
 # What follows `--` for the subcommands that launch the program (run, predict), shown in their usage lines.
@@ -264,6 +272,9 @@ def main_run(args: argparse.Namespace) -> int:
     try:
         machine = record_machine(store, summary, "mpirun")
         tune, resumed = open_tune(store, machine, params, space, args.resume)
+        if args.resume and not resumed:  # asked for, found nothing: say why before starting anew
+            console.print(tune_resume_missed(store, params, space, tune), highlight=False, markup=False,
+                          soft_wrap=True)
         params = TuneParams.from_dict(tune.params)
         verb = "resuming" if resumed else "starting"
         console.print(f"{verb} tune {tune.id}: {params.program}, {params.strategy} over "

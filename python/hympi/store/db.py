@@ -684,6 +684,13 @@ class Store:
                                 (params_key(params),)).fetchone()
         return self._sweep(row) if row else None
 
+    def latest_unfinished_of(self, app: str, before: int) -> Sweep | None:
+        """The newest sweep of `app` older than sweep `before`, whatever its parameters, that has not finished and
+        belongs to no tune, if any (what `--resume` names when no sweep had the parameters given)."""
+        row = self.conn.execute(f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE app = ? AND id < ? AND status != "
+                                "'finished' AND tune_id IS NULL ORDER BY id DESC LIMIT 1", (app, before)).fetchone()
+        return self._sweep(row) if row else None
+
     def set_sweep_status(self, sweep_id: int, status: str) -> None:
         """Marks a sweep running, interrupted or finished."""
         self._set("sweeps", sweep_id, status=status, finished_at=now_utc() if status == "finished" else None)
@@ -879,6 +886,13 @@ class Store:
         died is reported like an interrupted one: check owner_alive before taking it over)."""
         row = self.conn.execute(f"SELECT {self._TUNE_COLUMNS} FROM tunes WHERE params_key = ? AND status != "
                                 "'finished' ORDER BY id DESC LIMIT 1", (params_key(identity),)).fetchone()
+        return self._tune(row) if row else None
+
+    def latest_unfinished_tune_of(self, app: str, before: int) -> TuneRecord | None:
+        """The newest tune of `app` older than tune `before`, whatever its parameters and space, that has not
+        finished, if any (what `--resume` names when no tune had the parameters given)."""
+        row = self.conn.execute(f"SELECT {self._TUNE_COLUMNS} FROM tunes WHERE app = ? AND id < ? AND status != "
+                                "'finished' ORDER BY id DESC LIMIT 1", (app, before)).fetchone()
         return self._tune(row) if row else None
 
     def tune_sweeps(self, tune_id: int) -> list[Sweep]:

@@ -30,6 +30,7 @@ from hympi.params import (
     as_record,
     check_fields,
     declared_default,
+    differing_params,
     from_record,
 )
 from hympi.program import Program
@@ -172,6 +173,23 @@ def open_tune(store: Store, machine: MachineRecord, params: TuneParams, space: S
     return store.create_tune(machine.id, params.app, params.program, params.strategy,
                              space.as_stored(),
                              params.as_dict(), params.identity(space)), False
+
+
+# How the user spells each parameter that tells tunes apart (the declared flags, and what has no flag of its own).
+_SPELLED = {**{p.name: p.flag for p in TUNE_RUN}, "app_args": "the app arguments", "space": "--space",
+            "subject": "the program's settings", "auto": "--repeat"}
+
+
+def tune_resume_missed(store: Store, params: TuneParams, space: SearchSpace, started: TuneRecord) -> str:
+    """What to tell a user whose --resume found no unfinished tune like this one (and so `started` a new one): the
+    newest unfinished tune of the same app before it and each parameter it differs in, or that there is none."""
+    found = store.latest_unfinished_tune_of(params.app, before=started.id)
+    if found is None:
+        return f"--resume: no unfinished tune of {params.app} to continue"
+    there = {**TuneParams.from_dict(found.params).as_dict(), "space": found.space.get("source")}
+    differs = differing_params({k: v for k, v in there.items() if k != "seed"}, params.identity(space), _SPELLED)
+    return (f"--resume: no unfinished tune of {params.app} has these parameters; the newest, tune {found.id} "
+            f"({found.status}), differs in {differs}")
 
 
 @dataclass(frozen=True)
