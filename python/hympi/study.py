@@ -380,7 +380,7 @@ def run_pingpong_probe(study: _Study) -> list[int]:
         bad = {status: n for status, n in result.statuses.items() if status != "ok"}
         if bad:
             study.warn(f"{PINGPONG}: the run with {where} ended {', '.join(bad)}; its level is missing from the "
-                       "communication hierarchy (stderr tail under All runs)")
+                       "communication hierarchy (stderr tail under Runs)")
     return sweep_ids
 
 

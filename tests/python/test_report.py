@@ -27,7 +27,7 @@ from conftest import hympi
 from fakeapps import REPO
 from hympi.cli.common import ensure_out_dir
 from hympi.errors import HympiFatal
-from hympi.report import writer
+from hympi.report import html, writer
 from hympi.report.analysis import group_runs, recommend, verdict
 from hympi.report.html import GroupFigures, render
 from hympi.report.writer import write_report
@@ -116,6 +116,28 @@ def test_a_lower_is_better_figure_of_merit_is_shown_as_the_figure_not_its_invers
     assert "<th>figure min</th><th>figure median</th><th>figure max</th>" in page, page
     assert "<td>0.2</td><td><b>0.275</b></td><td>0.5</td>" in page and "figure of merit in s, lower is better" in page
     assert page.count("<td>0.85</td><td>s</td>") == 1  # the run of 0.85 s, not 1.176 1/(s)
+
+
+def test_a_page_of_many_runs_lists_those_that_did_not_end_ok_and_says_where_the_rest_is(monkeypatch):
+    """Beyond html.RUNS_LISTED runs the page lists the failed and the disturbed ones (the newest of them when they
+    too are more), never every ok run: 100,000 rows made a 34 MB page."""
+    monkeypatch.setattr(html, "RUNS_LISTED", 5)
+
+    def runs(failed_ids: set[int]) -> list[Run]:
+        return [replace(_run(1, 1, i, 1.0, "failed" if i in failed_ids else "ok"), id=i, disturbed=i == 3)
+                for i in range(1, 10)]
+
+    def listed(page: str) -> list[int]:
+        rows = page.split("<table class='runs'>")[1].split("</table>")[0].split("<tr><td>")[1:]
+        return [int(row.split("<")[0]) for row in rows]
+    few = render("t", "now", [], [], {}, runs({2, 7}), ())
+    assert listed(few) == [2, 3, 7]
+    assert ("9 runs recorded, more than the 5 this page lists: it lists the 3 that did not end ok or were "
+            "disturbed") in few
+    many = render("t", "now", [], [], {}, runs({1, 2, 4, 5, 6, 8}), ())
+    assert listed(many) == [3, 4, 5, 6, 8]
+    assert "it lists the newest 5 of the 7 that did not end ok" in many
+    assert listed(render("t", "now", [], [], {}, runs({2})[:5], ())) == [1, 2, 3, 4, 5]  # all, at the limit
 
 
 def _chromium() -> str:
@@ -414,9 +436,9 @@ def test_a_study_whose_runs_failed_writes_its_report_and_exits_1(tmp_path: Path)
     assert runs and {r.status for r in runs} == {"failed"}
     assert proc.stderr.strip().splitlines() == [
         f"hympi: {len(runs)} of {len(runs)} runs did not end ok ({len(runs)} failed); the report lists them under "
-        "All runs"]
+        "Runs"]
     assert proc.stdout.strip().splitlines()[-1] == f"report: {(out / 'index.html').resolve()}"
-    assert "All runs" in (out / "index.html").read_text()
+    assert "<h2 id='runs'>Runs</h2>" in (out / "index.html").read_text()
 
 
 def test_a_report_that_cannot_be_written_says_where_the_runs_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

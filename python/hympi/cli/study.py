@@ -66,6 +66,6 @@ def main(args: argparse.Namespace) -> int:
     if not_ok := result.not_ok():
         counts = ", ".join(f"{n} {status}" for status, n in not_ok.items())
         print(f"hympi: {sum(not_ok.values())} of {sum(result.statuses.values())} runs did not end ok ({counts}); "
-              "the report lists them under All runs", file=sys.stderr)
+              "the report lists them under Runs", file=sys.stderr)
         return 1
     return 0

@@ -308,7 +308,7 @@ def _hierarchy_section(probes: list[HierarchyProbe], figures: dict[str, str], fa
               "package, node; network: different nodes, virtual nodes included, which still share memory); "
               "bandwidth = bytes / one-way time.</p>")]
     if failed:
-        parts.append(f"<div class='note'>{failed} ping-pong run(s) did not succeed; see All runs.</div>")
+        parts.append(f"<div class='note'>{failed} ping-pong run(s) did not succeed; see Runs.</div>")
     hosts = {m.id: m.hostname for m in machines}
     pus = {m.id: int(m.summary.get("pus") or 0) for m in machines}
     for probe in probes:
@@ -573,9 +573,27 @@ def data_layout_section(views: list[DataLayoutView], figures: dict[str, str], no
     return f"<h2 id='data-layout'>Data layout (Fig. 9)</h2>{intro}{noted}{body}"
 
 
+# The page lists at most this many runs (100,000 rows made a page of 34 MB); `hympi export` gives every one.
+RUNS_LISTED = 2000
+
+
+def _runs_section(runs: list[Run]) -> str:
+    """Every run, or, beyond RUNS_LISTED of them, the newest RUNS_LISTED of those that did not end ok or were
+    disturbed, with how many there are and where the rest is."""
+    if len(runs) <= RUNS_LISTED:
+        return f"<h2 id='runs'>Runs</h2>{_runs_table(runs)}"
+    notable = [r for r in runs if r.status != "ok" or r.disturbed]
+    listed = notable[-RUNS_LISTED:]
+    newest = f"the newest {len(listed)} of " if len(listed) < len(notable) else ""
+    return (f"<h2 id='runs'>Runs</h2><p class='note'>{len(runs):,} runs recorded, more than the {RUNS_LISTED:,} this "
+            f"page lists: it lists {newest}the {len(notable):,} that did not end ok or were disturbed; "
+            "<code>hympi export</code> (CSV or JSON) gives every run.</p>"
+            f"{_runs_table(listed) if listed else ''}")
+
+
 def _runs_table(runs: list[Run]) -> str:
-    """Every run: configuration (memory policy included), status, measures, the share of its reported arrays'
-    pages where the policy meant them, and the stderr tail of failures."""
+    """The runs as rows: configuration (memory policy included), status, measures, the share of its reported
+    arrays' pages where the policy meant them, and the stderr tail of failures."""
     head = _head("id", "sweep", "app", "problem", "layout", "bind", "membind", "repeat", "status", "rc",
                  "figure of merit", "unit", "time s", "comm s", "comp s", "MiB/proc", "MiB/node",
                  "pages where intended", "wall s", "started (UTC)", "stderr tail",
@@ -600,7 +618,7 @@ def _runs_table(runs: list[Run]) -> str:
                     f"<td>{_num(r.value('node_rss_mib'), '.1f')}</td><td>{_pages(run_placement_share(r))}</td>"
                     f"<td>{r.wall_s:.2f}</td>"
                     f"<td class='l'>{escape(r.started_at)}</td><td class='l'>{tail}</td></tr>")
-    return f"<h2 id='runs'>All runs</h2><table class='runs'>{head}{''.join(rows)}</table>"
+    return f"<table class='runs'>{head}{''.join(rows)}</table>"
 
 
 def render(title: str, generated: str, machines: list[MachineRecord], groups: list[AppGroup],
@@ -668,5 +686,5 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
             "higher rate is better; layouts are MPI ranks x OpenMP threads per rank</p>"
             f"{notes_html}<h2 id='summary'>Summary</h2><ul>{toc}</ul>{quiet}{empty}"
             f"{_machine_section(machines, groups)}{sections}{layout_part}{blade_part}{hierarchy}{io_part}{tuned}"
-            f"{_runs_table(runs)}"
+            f"{_runs_section(runs)}"
             "</body></html>\n")
