@@ -44,11 +44,19 @@ BINDER = Param("binder", "--binder", "hympi: hympi binds ranks and threads with 
 # One run has no default time limit (a sweep's does: one stuck layout must not hold up the others).
 RUN_TIMEOUT = dataclasses.replace(TIMEOUT, help="kill the run after S seconds (default: none)", default=None)
 
+
+
+def _one(param: Param, help: str) -> Param:
+    """A list parameter where one layout is launched: its help and metavar ask for one value (one_value refuses
+    more), the list parser kept so that the options layer's values read alike."""
+    return dataclasses.replace(param.described(help), metavar=(param.metavar or "").removesuffix(",..."))
+
+
 # Every parameter of `hympi run` and `hympi affinity` that defines the layout they launch, in the order they resolve.
-LAUNCH = (RANKS.described("MPI ranks (default 1)"), THREADS.described("OpenMP threads per rank (default 1)"),
-          BINDS.described(f"binding: {', '.join(BIND_POLICIES)} (default HYMPI_BIND or core)"),
-          DIST, MEMBINDS.described(f"memory policy: {', '.join(MEMORY_POLICIES)} (default HYMPI_MEMBIND or none: "
-                                   "first touch)"),
+LAUNCH = (_one(RANKS, "MPI ranks (default 1)"), _one(THREADS, "OpenMP threads per rank (default 1)"),
+          _one(BINDS, f"binding: {', '.join(BIND_POLICIES)} (default HYMPI_BIND or core)"),
+          DIST, _one(MEMBINDS, f"memory policy: {', '.join(MEMORY_POLICIES)} (default HYMPI_MEMBIND or none: "
+                     "first touch)"),
           OVERSUBSCRIBE.described("allow ranks x threads > PUs (HYMPI_OVERSUBSCRIBE)"), VIRTUAL_NODES, RUN_TIMEOUT,
           RANKFILE, LAUNCHER, BINDER)
 

@@ -283,3 +283,11 @@ def test_the_help_says_the_defaults_the_commands_use() -> None:
     stdin = _help(PROGRAM, "stdin")
     assert "never" not in stdin and "run and affinity pass hympi's own standard input on" in stdin
     assert "each run of a sweep, study or tune reads /dev/null" in stdin
+
+
+def test_run_and_affinity_ask_for_one_value_where_sweep_takes_a_list() -> None:
+    # `hympi run` launches one layout (one_value refuses a list); its usage showed sweep's 'R,...'.
+    metavars = {p.name: p.metavar for p in LAUNCH}
+    assert {name: metavars[name] for name in ("ranks", "threads", "binds", "membinds")} == \
+        {"ranks": "R", "threads": "T", "binds": "BIND", "membinds": "POLICY"}
+    assert {p.name: p.metavar for p in SWEEP if p.name in ("ranks", "binds")} == {"ranks": "R,...", "binds": "BIND,..."}
