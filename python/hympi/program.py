@@ -499,10 +499,10 @@ def _entry(table: object, number: int, base: Path, origin: str) -> ProgramRun:
 
 
 def load_programs(path: str) -> tuple[ProgramRun, ...]:
-    """The programs of a programs file (TOML: one [[program]] table each with name, command, inputs, metric,
-    metric_unit, better, verify, output_file, stdin, env); paths in it are relative to its directory, where the
-    programs run. UsageError, one line naming the file and the entry, for anything wrong in it, and for a
-    standard input redirected from a file while a program names none (refuse_redirected_stdin)."""
+    """The programs of a programs file (TOML: one [[program]] table each with the PROGRAM_KEYS); paths in it are
+    relative to its directory, where the programs run. UsageError, one line naming the file and the entry, for
+    anything wrong in it, and for a standard input redirected from a file while a program names none
+    (refuse_redirected_stdin)."""
     problem = file_problem(path)
     if problem is not None:
         raise UsageError(f"programs file {path} {problem}")

@@ -12,11 +12,12 @@ import pytest
 
 import tunedata
 from conftest import hympi
+from hympi.cli import build_parser
 from hympi.errors import UsageError
 from hympi.layout_options import LAUNCH
 from hympi.params import MIN_TIME, Param, from_record, register, resolve, rounds, seconds_from_zero
 from hympi.place.options import PLACE, PlaceParams
-from hympi.program import PROGRAM, program_of
+from hympi.program import PROGRAM, PROGRAM_KEYS, program_of
 from hympi.study_options import STUDY
 from hympi.sweep import SweepParams, program_fields, program_subject, sbatch_command
 from hympi.sweep_options import SWEEP
@@ -291,3 +292,11 @@ def test_run_and_affinity_ask_for_one_value_where_sweep_takes_a_list() -> None:
     assert {name: metavars[name] for name in ("ranks", "threads", "binds", "membinds")} == \
         {"ranks": "R", "threads": "T", "binds": "BIND", "membinds": "POLICY"}
     assert {p.name: p.metavar for p in SWEEP if p.name in ("ranks", "binds")} == {"ranks": "R,...", "binds": "BIND,..."}
+
+
+def test_the_study_help_names_every_key_of_a_programs_file(capsys: pytest.CaptureFixture[str]) -> None:
+    # It listed seven of the ten keys (not output_file, stdin, env).
+    with pytest.raises(SystemExit):
+        build_parser("study").parse_args(["study", "--help"])
+    assert f"entries: {', '.join(PROGRAM_KEYS)})" in " ".join(capsys.readouterr().out.split())
+    assert {"output_file", "stdin", "env"} <= set(PROGRAM_KEYS)

@@ -12,7 +12,7 @@ from hympi.errors import StoppedBySignal, UsageError
 from hympi.launch.mpirun import configured_flavor
 from hympi.outputs import check_not_input
 from hympi.params import from_record, register, resolve, rounds, texts
-from hympi.program import load_programs
+from hympi.program import PROGRAM_KEYS, load_programs
 from hympi.store import check_database
 from hympi.study import StudyOptions, run_study
 from hympi.study_options import STUDY, check_apps
@@ -31,8 +31,8 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     add_db_option(p)
     register(p, STUDY)
     p.add_argument("--programs", default=None, metavar="FILE",
-                   help="a programs file (TOML, [[program]] entries: name, command, inputs, metric, metric_unit, "
-                        "better, verify): sweep each of your programs too; alone, without --apps, only them")
+                   help=f"a programs file (TOML, [[program]] entries: {', '.join(PROGRAM_KEYS)}): sweep each of "
+                        "your programs too; alone, without --apps, only them")
     p.add_argument("--resume", action="store_true", help="continue interrupted sweeps of an earlier study")
     p.set_defaults(handler=main)
 
