@@ -15,11 +15,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.text import Text
 
 from hympi.errors import StdoutLost
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rich.table only for its type: every hympi process imports this module
     from _typeshed import ReadableBuffer
+    from rich.table import Table
 
 
 class HympiConsole(Console):
@@ -74,6 +76,12 @@ def guard_stdout() -> None:
     stream.flush()
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(fd)), encoding=stream.encoding,
                                   errors=stream.errors, line_buffering=stream.line_buffering, write_through=False)
+
+
+def add_plain_row(table: Table, *cells: str) -> None:
+    """Adds a row whose cells print as they are: a str cell is rich markup, where a path or hostname's '[bold]'
+    vanished and '[/x]' crashed the command with MarkupError."""
+    table.add_row(*(Text(cell) for cell in cells))
 
 
 def say_on_stderr(line: str) -> None:
