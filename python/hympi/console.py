@@ -12,7 +12,7 @@ import errno
 import io
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
@@ -25,7 +25,13 @@ if TYPE_CHECKING:  # rich.table only for its type: every hympi process imports t
 
 
 class HympiConsole(Console):
-    """rich's Console, but a closed stdout raises BrokenPipeError for the entry point to handle."""
+    """rich's Console, but a closed stdout raises BrokenPipeError for the entry point to handle, and no ':name:' is
+    an emoji code."""
+
+    def __init__(self, **options: Any) -> None:
+        # hympi writes no emoji codes; rich replaced them even in text printed without markup: a path 'run:x:1'
+        # or a --verify 'status:ok:' came out as 'run❌1' and 'status🆗'.
+        super().__init__(**{"emoji": False, **options})
 
     def on_broken_pipe(self) -> None:
         """Stops printing and hands the broken pipe on (rich itself would exit 1)."""

@@ -127,3 +127,13 @@ def test_the_studys_busy_line_names_other_processes_as_they_are(tmp_path: Path, 
     assert code == 0, out + err
     _as_typed(f"1.50 cores used by other processes ({MARKUP} 1.50)", out, err)
     assert os.path.exists(tmp_path / "report" / "index.html")
+
+
+def test_a_path_with_an_emoji_code_is_printed_as_typed(tmp_path: Path):
+    """rich replaced ':x:' by an emoji even in lines printed without markup."""
+    db = tmp_path / "run:x:1" / "r.db"
+    db.parent.mkdir()
+    proc = hympi("sweep", "rb3d", "--ranks", "1", "--threads", "1", "--repeat", "1", "--no-warmup", "--db", str(db),
+                 env={**fake_bin_dir(tmp_path), **WIDE}, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"results: {db} (hympi report --db {db};" in proc.stdout, proc.stdout
