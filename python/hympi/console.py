@@ -12,18 +12,26 @@ import errno
 import io
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.text import Text
 
 from hympi.errors import StdoutLost
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rich.table only for its type: every hympi process imports this module
     from _typeshed import ReadableBuffer
+    from rich.table import Table
 
 
 class HympiConsole(Console):
-    """rich's Console, but a closed stdout raises BrokenPipeError for the entry point to handle."""
+    """rich's Console, but a closed stdout raises BrokenPipeError for the entry point to handle, and no ':name:' is
+    an emoji code."""
+
+    def __init__(self, **options: Any) -> None:
+        # hympi writes no emoji codes; rich replaced them even in text printed without markup: a path 'run:x:1'
+        # or a --verify 'status:ok:' came out as 'run❌1' and 'status🆗'.
+        super().__init__(**{"emoji": False, **options})
 
     def on_broken_pipe(self) -> None:
         """Stops printing and hands the broken pipe on (rich itself would exit 1)."""
@@ -74,6 +82,12 @@ def guard_stdout() -> None:
     stream.flush()
     sys.stdout = io.TextIOWrapper(io.BufferedWriter(_GuardedStdout(fd)), encoding=stream.encoding,
                                   errors=stream.errors, line_buffering=stream.line_buffering, write_through=False)
+
+
+def add_plain_row(table: Table, *cells: str) -> None:
+    """Adds a row whose cells print as they are: a str cell is rich markup, where a path or hostname's '[bold]'
+    vanished and '[/x]' crashed the command with MarkupError."""
+    table.add_row(*(Text(cell) for cell in cells))
 
 
 def say_on_stderr(line: str) -> None:

@@ -277,7 +277,8 @@ def run_study(options: StudyOptions, summary: MachineSummary, console: Console,
         f"{', 1 warm-up each' if options.warmup else ''}; min time {options.min_time:g} s per run; order seed "
         f"{options.seed}; {'quick' if options.quick else 'full'} problem sizes")
     if not options.ignore_load:
-        quiet_start(options.disturbed_above, options.wait_quiet, slurm.in_allocation(), say)
+        # The busy line names other processes: their names are not markup.
+        quiet_start(options.disturbed_above, options.wait_quiet, slurm.in_allocation(), lambda text: say(escape(text)))
     with Store.open(options.db) as store:
         machine = record_machine(store, summary, "mpirun")
         study_id = store.create_study(machine.id, options.quick, str(options.out_dir))

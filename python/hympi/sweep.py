@@ -811,7 +811,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     layouts = tuple(dict.fromkeys(i.layout() for i in items))
     occupied = layout_pus(layouts, params.dist, params.virtual_nodes, params.oversubscribe)
     store.claim_sweep(sweep.id)
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    # The description names a program of the user's own and its layout's arguments: plain text, not markup.
+    columns = (SpinnerColumn(), TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     auto: AutoOutcome | None = None
     try:
@@ -861,9 +862,10 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                         remove_checkpoint(params, item)
                     elif restart and outcome.returncode == BAD_INPUT_EXIT:
                         moved = reject_checkpoint(params, item)
-                        if moved is not None:
-                            progress.console.print(f"  [yellow]the app refused the checkpoint: moved to {moved}; "
-                                                   "the run stays failed[/yellow]", highlight=False)
+                        if moved is not None:  # in the user's --checkpoint-dir: its path is no markup
+                            progress.console.print(f"  [yellow]the app refused the checkpoint: moved to "
+                                                   f"{escape(str(moved))}; the run stays failed[/yellow]",
+                                                   highlight=False)
                     elif restart and checkpoint_state(params, item) == before:
                         # Restarted and stopped again without a newer checkpoint: one more restart would stop at
                         # the same place, and so would every later one. Bounded here, at one futile restart.
@@ -873,8 +875,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                                 if run.status == "timeout" else ""
                             progress.console.print(
                                 f"  [yellow]restarted from its checkpoint and stopped again ({run.status}) before "
-                                f"writing a newer one: not restarted again (checkpoint moved to {moved}){longer}"
-                                "[/yellow]", highlight=False)
+                                f"writing a newer one: not restarted again (checkpoint moved to "
+                                f"{escape(str(moved))}){longer}[/yellow]", highlight=False)
                     progress.advance(task)
                 stop_if_signalled()
 

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 # names the memory policy of $HYMPI_MEMBIND (as the frame does) and an array "u" all on node 0. With
 # $FAKE_HOLD_AFTER=N every launch after the first N (counted in $FAKE_LOG) hangs as --hang-at does: a sweep started
 # so cannot finish before a test has stopped it, however slow the machine, and the environment variable is no
-# sweep parameter, so resuming the sweep without it runs to its end.
+# sweep parameter, so resuming the sweep without it runs to its end. $FAKE_PROBLEM names the problem (default fake).
 FAKE_APP = r'''#!PYTHON
 import json, os, random, sys, time
 args = sys.argv[1:]
@@ -102,7 +102,7 @@ if rank == 0 and os.environ.get("HYMPI_PROFILE_OUT"):  # as libhympi-profile wou
                    "histograms": {"MPI_Alltoallv": [0, 0, 0, 0, 0, 6 * ranks, 2 * ranks]},
                    "mpi_time_s": [0.5] * ranks, "wall_time_s": [2.0] * ranks}, out)
 if rank == 0:
-    record = {"app": "rb3d", "problem": "fake", "ranks": ranks, "threads": threads,
+    record = {"app": "rb3d", "problem": os.environ.get("FAKE_PROBLEM", "fake"), "ranks": ranks, "threads": threads,
               "bind": os.environ.get("HYMPI_BIND"), "dist": os.environ.get("HYMPI_DIST"), "time_s": 1.0,
               "rate": rate, "rate_unit": "GFLOP/s", "min_time_s": float(os.environ.get("HYMPI_MIN_TIME", "1")),
               "verified": verified, "comm_s": 0.1 * ranks,

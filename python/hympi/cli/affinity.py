@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rich.markup import escape
 from rich.table import Table
 
 from hympi.cli.common import asks_for_help, launch_of, print_app_help, run_program_probed, write_through_err
 from hympi.cli.parser import Subparsers
 from hympi.cli.run import live_echo, report
-from hympi.console import HympiConsole
+from hympi.console import HympiConsole, add_plain_row
 from hympi.errors import UsageError
 from hympi.launch.command import launch_command
 from hympi.launch.layout import LayoutSpec, cpu_list
@@ -58,12 +59,12 @@ def check_program(args: argparse.Namespace) -> int:
     launch = launch_of(args, "affinity", program.path, args.app_args, program=True)
     spec = launch.spec
     outcome, processes = run_program_probed(program, launch, args.app_args)
-    table = Table(title=f"{program.name}: where each thread was bound and ran (probe)")
+    table = Table(title=escape(f"{program.name}: where each thread was bound and ran (probe)"))
     for column in ("host", "rank", "thread", "bound", "ran on PUs"):
         table.add_column(column)
     for p in processes:
         for t in p.threads:
-            table.add_row(p.host, str(p.rank), str(t.number), cpu_list(t.bound), cpu_list(t.used))
+            add_plain_row(table, p.host, str(p.rank), str(t.number), cpu_list(t.bound), cpu_list(t.used))
     HympiConsole().print(table)
     if outcome.status != "ok":
         print(f"hympi: error: the run {outcome.status}: {outcome.stderr_tail(1).removeprefix('hympi: ')}",

@@ -8,7 +8,7 @@ import json
 from rich.table import Table
 
 from hympi.cli.parser import Subparsers
-from hympi.console import HympiConsole
+from hympi.console import HympiConsole, add_plain_row
 from hympi.contract import contract
 from hympi.settings import load_settings
 
@@ -33,7 +33,7 @@ def main(args: argparse.Namespace) -> int:
     for column in ("key", "variable", "value", "source"):
         table.add_column(column, overflow="fold")
     for s in resolved.values:
-        table.add_row(s.key, _env(s.key), json.dumps(s.value), s.source)
+        add_plain_row(table, s.key, _env(s.key), json.dumps(s.value), s.source)  # a value may be a path
     HympiConsole().print(table)
     return 0
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
+from rich.markup import escape
 from rich.table import Table
 
 from hympi.cli.parser import Subparsers, nonempty_argument
-from hympi.console import HympiConsole
+from hympi.console import HympiConsole, add_plain_row
 from hympi.errors import HympiFatal, UsageError, unknown_name
 from hympi.launch.command import LAUNCHERS, launch_command
 from hympi.launch.mpirun import LaunchSpec, launcher_path, mpi_flavor, run_command
@@ -126,8 +127,8 @@ def nodes_table(topologies: NodeTopologies) -> Table:
     for n in topologies.nodes:
         s = n.summary
         # 8 hex digits tell a job's few kinds of node apart; --json has the whole hash.
-        table.add_row(str(n.node), n.host, str(n.ranks), str(s.packages), str(s.numa_nodes), str(s.cores),
-                      str(s.pus), n.field("caches"), s.hash[:8], letters[s.hash])
+        add_plain_row(table, str(n.node), n.host, str(n.ranks), str(s.packages), str(s.numa_nodes),
+                      str(s.cores), str(s.pus), n.field("caches"), s.hash[:8], letters[s.hash])
     return table
 
 
@@ -138,7 +139,7 @@ def differences_table(topologies: NodeTopologies) -> Table:
         table.add_column(col)
     for d in topologies.differences():
         for k, (value, nodes) in enumerate(d.values):
-            table.add_row(d.field if k == 0 else "", value or "-", ",".join(map(str, nodes)))
+            add_plain_row(table, d.field if k == 0 else "", value or "-", ",".join(map(str, nodes)))
     return table
 
 
@@ -177,7 +178,7 @@ def main(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary.as_dict()))
         return 0
-    table = Table(title=f"topology ({topology})", show_header=False)
+    table = Table(title=escape(f"topology ({topology})"), show_header=False)  # a file's path
     table.add_row("packages", str(summary.packages))
     table.add_row("NUMA domains", str(summary.numa_nodes))
     table.add_row("cores", str(summary.cores))
@@ -187,6 +188,6 @@ def main(args: argparse.Namespace) -> int:
     table.add_row("hash", summary.hash)
     if topology == "this":
         launcher = launcher_path()
-        table.add_row("MPI launcher", f"{launcher} ({mpi_flavor(launcher)})")
+        add_plain_row(table, "MPI launcher", f"{launcher} ({mpi_flavor(launcher)})")
     HympiConsole().print(table)
     return 0

@@ -27,7 +27,7 @@ from hympi.cli.common import (
     write_through_err,
 )
 from hympi.cli.parser import Subparsers
-from hympi.console import HympiConsole
+from hympi.console import HympiConsole, add_plain_row
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
 from hympi.launch.layout import layout_pus
@@ -62,7 +62,8 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
 
 def result_table(record: ResultRecord) -> Table:
     """The fields people compare across layouts, one per row (fits any terminal width)."""
-    table = Table(title=f"{record.app} {record.problem}", show_header=False)
+    # The app's output names the problem and unit, from its arguments or input file: no markup of hympi's.
+    table = Table(title=escape(f"{record.app} {record.problem}"), show_header=False)
     rows = [("layout", f"{record.ranks} ranks x {record.threads} threads"),
             ("binding", f"{record.bind} ({record.dist})"),
             ("memory policy", memory_text(record)),
@@ -76,7 +77,7 @@ def result_table(record: ResultRecord) -> Table:
         rows.insert(5, ("bandwidth", f"{record.kernel_gbs:.4g} GB/s, {record.bound_fraction:.2f} of the bound "
                                      f"{record.bound_gbs:.4g} GB/s (triad, {record.triad_source})"))
     for name, value in rows:
-        table.add_row(name, value)
+        add_plain_row(table, name, value)
     return table
 
 
@@ -93,7 +94,7 @@ def program_table(outcome: RunOutcome, spec: LaunchSpec) -> Table:
             ("figure of merit", f"{merit['value']:.6g} {merit['unit']} ({merit['better']} is better)"),
             ("verified", metrics["verification"])]
     for name, value in rows:
-        table.add_row(name, escape(value))
+        add_plain_row(table, name, value)
     return table
 
 

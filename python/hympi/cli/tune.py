@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 
+from rich.markup import escape
 from rich.table import Table
 
 from hympi.apps import APPS, get_app
@@ -21,7 +22,7 @@ from hympi.cli.common import (
     subject_inputs,
 )
 from hympi.cli.parser import Parser, Subparsers, show_trailer
-from hympi.console import HympiConsole
+from hympi.console import HympiConsole, add_plain_row
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch import slurm
 from hympi.launch.cvars import Cvar, CvarListing, load_listing
@@ -138,13 +139,14 @@ def _no_app_args(args: argparse.Namespace) -> None:
 
 def cvar_table(cvars: list[Cvar], library: str) -> Table:
     """The control variables as a table: name, type, value, enum items, scope, description."""
-    table = Table(title=f"{len(cvars)} MPI control variables of {library}")
+    # The MPI library wrote these texts: '[...]' in a description is no markup of hympi's.
+    table = Table(title=escape(f"{len(cvars)} MPI control variables of {library}"))
     for column in ("name", "type", "value", "enum values", "scope", "description"):
         table.add_column(column, no_wrap=column in ("name", "type"), overflow="fold")
     for cvar in cvars:
         description = cvar.description if len(cvar.description) <= DESCRIPTION_WIDTH \
             else cvar.description[:DESCRIPTION_WIDTH - 3] + "..."
-        table.add_row(cvar.name, cvar.datatype, cvar.value if cvar.value is not None else "-",
+        add_plain_row(table, cvar.name, cvar.datatype, cvar.value if cvar.value is not None else "-",
                       ", ".join(cvar.enum), cvar.scope, description)
     return table
 
@@ -201,13 +203,13 @@ def results_table(outcome: TuneOutcome, space: SearchSpace) -> Table:
     """Every measured configuration, best first: score, runs (those other work disturbed, left out of the score),
     status, speedup over the default, memory."""
     default = default_of(outcome.results, space.default)
-    table = Table(title=f"tune {outcome.tune.id}: {outcome.tune.program} ({outcome.tune.strategy})")
+    table = Table(title=escape(f"tune {outcome.tune.id}: {outcome.tune.program} ({outcome.tune.strategy})"))
     for column in ("configuration", "score (rate)", "runs", "status", "speedup vs default", "peak MiB/rank"):
         table.add_column(column, overflow="fold")
     ranked = sorted(outcome.results, key=lambda m: (m.score is None, -(m.score or 0.0)))
     for m in ranked:
         runs = f"{m.runs} ({m.disturbed} disturbed)" if m.disturbed else str(m.runs)
-        table.add_row(m.config.label(), f"{m.score:.4g}" if m.score is not None else "-", runs, m.status,
+        add_plain_row(table, m.config.label(), f"{m.score:.4g}" if m.score is not None else "-", runs, m.status,
                       speedup(m, default).text, f"{m.max_rss_mib:.1f}" if m.max_rss_mib is not None else "-")
     return table
 
@@ -292,7 +294,7 @@ def main_run(args: argparse.Namespace) -> int:
             print(f"hympi: error: tune {tune.id} has no score: no configuration had a measured run that ended ok "
                   "undisturbed by other work (the table says why)", file=sys.stderr)
             return 1
-        console.print(f"use it: hympi tune best --tune {tune.id} --db {args.db}", highlight=False)
+        console.print(f"use it: hympi tune best --tune {tune.id} --db {args.db}", highlight=False, markup=False)
         return 0
     except KeyboardInterrupt as exc:  # StoppedBySignal (SIGTERM) too
         return report_interrupt("tune", args.db, exc)

@@ -14,7 +14,7 @@ import sys
 
 from rich.table import Table
 
-from hympi.console import HympiConsole
+from hympi.console import HympiConsole, add_plain_row
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.mpirun import launcher_path, mpi_env_name, mpi_flavor
 from hympi.params import disturbed_above_of, resolve, seconds_of
@@ -167,7 +167,7 @@ def verdict_table(verdicts: list[ProgramVerdict]) -> Table:
     for col in ("program", "predicted", "expected", "measured", "best", "ratio", "baseline pick", "baseline ratio"):
         table.add_column(col, justify="left" if col in ("program", "predicted", "baseline pick") else "right")
     for v in verdicts:
-        table.add_row(v.program, v.predicted, f"{v.predicted_speedup:.3f}", _ratio_cell(v.measured),
+        add_plain_row(table, v.program, v.predicted, f"{v.predicted_speedup:.3f}", _ratio_cell(v.measured),
                       f"{v.best_speedup:.3f}", _ratio_cell(v.ratio), v.baseline or "-", _ratio_cell(v.baseline_ratio))
     return table
 

@@ -270,7 +270,7 @@ def run_tune(store: Store, machine: MachineRecord, tune: TuneRecord, space: Sear
             launched += _measure(store, machine, tune, params, space, decision.config, console, runner,
                                  _why(decision))
             done = next(m for m in tune_results(store, tune.id) if m.config == decision.config)
-            console.print(_score_line(done), highlight=False)
+            console.print(_score_line(done), highlight=False, markup=False)  # it names the space's parameters
     except BaseException:
         store.set_tune_status(tune.id, "interrupted")
         raise
