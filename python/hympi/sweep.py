@@ -51,6 +51,7 @@ from hympi.launch.mpirun import (
     DEFAULT_MEMBIND,
     LaunchSpec,
     RunOutcome,
+    check_layout_size,
     ended_with,
     launcher_path,
     launcher_version,
@@ -207,6 +208,7 @@ class SweepParams:
         for ranks, threads in self.layouts:
             if ranks < 1 or threads < 1:
                 raise UsageError(f"layout {ranks}x{threads}: ranks and threads must be >= 1")
+            check_layout_size(ranks, threads)
         if self.layout_args and len(self.layout_args) != len(self.layouts):
             raise UsageError(f"{len(self.layout_args)} per-layout argument lists for {len(self.layouts)} layouts")
         if not self.binds:

@@ -165,11 +165,20 @@ def test_output_name_too_long_is_refused(tmp_path):
     assert_refused(proc, "--output", "300 bytes")
 
 
-def test_run_with_more_ranks_than_any_job_launches_nothing(tmp_path):
+# A sweep checked no layout's size: its app refused a rank count in its own words ('--validate-ranks: ... out of
+# range'), a program of the user's own was launched with -np 10^20, and --threads named OMP_NUM_THREADS.
+@pytest.mark.parametrize(("command", "option", "needle"), [
+    (["run", "rb3d"], "--ranks", "ranks x threads in one job"),
+    (["sweep", "rb3d"], "--ranks", "ranks x threads in one job"),
+    (["sweep", "/bin/true"], "--ranks", "ranks x threads in one job"),
+    (["sweep", "rb3d"], "--threads", "PUs (or ranks x threads) on one node"),
+])
+def test_a_layout_larger_than_any_job_launches_nothing(command, option, needle, tmp_path):
     env = fake_bin_dir(tmp_path)
-    proc = hympi("run", "rb3d", "--ranks", HUGE, "--oversubscribe", env=env, timeout=TIMEOUT_S)
-    assert_refused(proc, f"--ranks {HUGE}", "ranks x threads in one job")
-    assert launches(env) == []
+    db = ["--db", str(tmp_path / "r.db")] if command[0] == "sweep" else []  # `run` records nothing
+    proc = hympi(*command, option, HUGE, "--oversubscribe", *db, env=env, timeout=TIMEOUT_S)
+    assert_refused(proc, f"{option} {HUGE}", needle)
+    assert launches(env) == [] and not (tmp_path / "r.db").exists()
 
 
 def test_info_all_nodes_with_more_ranks_than_any_job_launches_nothing(tmp_path):

@@ -279,14 +279,20 @@ def format_command(cmd: list[str]) -> str:
     return shlex.join(cmd)
 
 
+def check_layout_size(ranks: int, threads: int) -> None:
+    """Rejects a layout no machine holds (UsageError naming the limit), before anything, the app's own check
+    included, is asked about it."""
+    MAX_NODE_PUS.check("--threads", threads)  # a rank's threads share its node
+    MAX_JOB_THREADS.check(f"--ranks {ranks} x --threads {threads} =", ranks * threads)
+
+
 def check_layout(spec: LaunchSpec, pus: int) -> None:
     """Rejects impossible layouts before anything is launched (raises UsageError)."""
     if spec.ranks < 1:
         raise UsageError(f"--ranks must be >= 1, got {spec.ranks}")
     if spec.threads < 1:
         raise UsageError(f"--threads must be >= 1, got {spec.threads}")
-    MAX_NODE_PUS.check("--threads", spec.threads)  # a rank's threads share its node
-    MAX_JOB_THREADS.check(f"--ranks {spec.ranks} x --threads {spec.threads} =", spec.ranks * spec.threads)
+    check_layout_size(spec.ranks, spec.threads)
     if spec.bind not in BIND_POLICIES:
         raise UsageError(unknown_name('binding', BIND_POLICIES, spec.bind))
     if spec.dist not in DISTRIBUTIONS:
