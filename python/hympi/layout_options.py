@@ -46,17 +46,18 @@ RUN_TIMEOUT = dataclasses.replace(TIMEOUT, help="kill the run after S seconds (d
 
 
 
-def _one(param: Param, help: str) -> Param:
-    """A list parameter where one layout is launched: its help and metavar ask for one value (one_value refuses
-    more), the list parser kept so that the options layer's values read alike."""
+def for_one_layout(param: Param, help: str) -> Param:
+    """A list parameter where one layout is launched or spelled: its help and metavar ask for one value (one_value
+    refuses more), the list parser kept so that the options layer's values read alike."""
     return dataclasses.replace(param.described(help), metavar=(param.metavar or "").removesuffix(",..."))
 
 
 # Every parameter of `hympi run` and `hympi affinity` that defines the layout they launch, in the order they resolve.
-LAUNCH = (_one(RANKS, "MPI ranks (default 1)"), _one(THREADS, "OpenMP threads per rank (default 1)"),
-          _one(BINDS, f"binding: {', '.join(BIND_POLICIES)} (default HYMPI_BIND or core)"),
-          DIST, _one(MEMBINDS, f"memory policy: {', '.join(MEMORY_POLICIES)} (default HYMPI_MEMBIND or none: "
-                     "first touch)"),
+LAUNCH = (for_one_layout(RANKS, "MPI ranks (default 1)"),
+          for_one_layout(THREADS, "OpenMP threads per rank (default 1)"),
+          for_one_layout(BINDS, f"binding: {', '.join(BIND_POLICIES)} (default HYMPI_BIND or core)"),
+          DIST, for_one_layout(MEMBINDS, f"memory policy: {', '.join(MEMORY_POLICIES)} (default HYMPI_MEMBIND or "
+                               "none: first touch)"),
           OVERSUBSCRIBE.described("allow ranks x threads > PUs (HYMPI_OVERSUBSCRIBE)"), VIRTUAL_NODES, RUN_TIMEOUT,
           RANKFILE, LAUNCHER, BINDER)
 

@@ -13,6 +13,7 @@ import pytest
 import tunedata
 from conftest import hympi
 from hympi.cli import build_parser
+from hympi.cli.layout import LAYOUT
 from hympi.errors import UsageError
 from hympi.layout_options import LAUNCH
 from hympi.params import MIN_TIME, Param, from_record, register, resolve, rounds, seconds_from_zero
@@ -286,11 +287,13 @@ def test_the_help_says_the_defaults_the_commands_use() -> None:
     assert "each run of a sweep, study or tune reads /dev/null" in stdin
 
 
-def test_run_and_affinity_ask_for_one_value_where_sweep_takes_a_list() -> None:
-    # `hympi run` launches one layout (one_value refuses a list); its usage showed sweep's 'R,...'.
+def test_run_affinity_and_layout_ask_for_one_value_where_sweep_takes_a_list() -> None:
+    # `hympi run` launches one layout, `hympi layout` spells one (one_value refuses a list); their usage showed
+    # sweep's 'R,...'.
     metavars = {p.name: p.metavar for p in LAUNCH}
     assert {name: metavars[name] for name in ("ranks", "threads", "binds", "membinds")} == \
         {"ranks": "R", "threads": "T", "binds": "BIND", "membinds": "POLICY"}
+    assert {p.name: p.metavar for p in LAYOUT if p.name in ("threads", "binds")} == {"threads": "T", "binds": "BIND"}
     assert {p.name: p.metavar for p in SWEEP if p.name in ("ranks", "binds")} == {"ranks": "R,...", "binds": "BIND,..."}
 
 

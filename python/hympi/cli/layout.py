@@ -11,15 +11,15 @@ from hympi.cli.parser import Subparsers
 from hympi.errors import UsageError, unknown_name
 from hympi.launch.detect import detect_launcher
 from hympi.launch.layout import LAYOUT_BINDS, TARGETS, LayoutSpec, cpu_list
-from hympi.layout_options import BINDS, DIST, RANKFILE, THREADS, one_value
+from hympi.layout_options import BINDS, DIST, RANKFILE, THREADS, for_one_layout, one_value
 from hympi.params import OVERSUBSCRIBE, from_record, register, resolve
 from hympi.place.options import NODES, RANKS_PER_NODE
 from hympi.place.tree import NodeTree, load_node_tree
 
 # The parameters of the layout spelled, shared with hympi run (hympi.layout_options) and hympi place.
 LAYOUT = (NODES.described("nodes (default 1)", 1), RANKS_PER_NODE.described("MPI ranks per node (default 1)", 1),
-          THREADS.described("OpenMP threads per rank (default 1)"),
-          BINDS.described(f"{', '.join(LAYOUT_BINDS)} or none (default HYMPI_BIND or core)"), DIST,
+          for_one_layout(THREADS, "OpenMP threads per rank (default 1)"),
+          for_one_layout(BINDS, f"{', '.join(LAYOUT_BINDS)} or none (default HYMPI_BIND or core)"), DIST,
           RANKFILE.described("place ranks by an Open MPI rankfile instead"),
           OVERSUBSCRIBE.described("allow ranks x threads > cores of a node (HYMPI_OVERSUBSCRIBE)"))
 # The program each target's arguments follow.
