@@ -22,6 +22,16 @@ from hympi.errors import UsageError
 Inputs = Mapping[str, "str | os.PathLike[str] | None"]
 
 
+def write_problem(directory: str | os.PathLike[str]) -> str | None:
+    """Why no file can be created in `directory` (the system's reason), None when one can. Tried, not asked of
+    os.access: a read-only mount, or /proc, refuses even root, for whom os.access says yes."""
+    try:
+        with tempfile.TemporaryFile(dir=directory):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
     """Whether `a` and `b` name one file: the same inode when both exist (hard and symbolic links, ./x and x), else
     the same absolute path with symbolic links resolved."""

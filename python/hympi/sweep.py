@@ -16,7 +16,6 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, fields, replace
@@ -61,6 +60,7 @@ from hympi.launch.mpirun import (
 )
 from hympi.launch.stop import stop_signals
 from hympi.layout_options import LAUNCHER, RANKS, THREADS
+from hympi.outputs import write_problem
 from hympi.params import (
     AUTO,
     DEFAULT_CONFIDENCE,
@@ -322,8 +322,8 @@ def check_program(program: Program, params: SweepParams) -> None:
 
 def check_checkpoint_dir(app: str, directory: str, every: int) -> None:
     """Rejects (UsageError, one line naming the value) an app without checkpoints, a cadence < 1, and a directory
-    that is a file, cannot be written into or cannot be created (its parent is missing or not writable). Writes and
-    removes one empty probe file when the directory exists (a read-only mount passes os.access for root)."""
+    that is a file, cannot be written into or cannot be created (its parent is missing or not writable): tried with
+    one empty probe file (hympi.outputs.write_problem)."""
     if not get_app(app).checkpoints:
         raise UsageError(f"--checkpoint-dir: {app} writes no checkpoints "
                          f"(apps that do: {', '.join(checkpoint_apps())})")
@@ -333,16 +333,13 @@ def check_checkpoint_dir(app: str, directory: str, every: int) -> None:
     if path.exists() and not path.is_dir():
         raise UsageError(f"--checkpoint-dir {directory} is not a directory")
     if path.is_dir():
-        try:
-            with tempfile.NamedTemporaryFile(dir=path, prefix=".hympi-write-test-"):
-                pass
-        except OSError as exc:
-            raise UsageError(f"--checkpoint-dir {directory} is not writable ({exc.strerror or exc})") from None
+        if (why := write_problem(path)) is not None:
+            raise UsageError(f"--checkpoint-dir {directory} is not writable ({why})")
         return
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+    if not parent.is_dir() or write_problem(parent) is not None:
         raise UsageError(f"--checkpoint-dir {directory} cannot be created: {parent} is not a writable directory")
 
 

@@ -7,7 +7,6 @@ import dataclasses
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +23,7 @@ from hympi.launch.layout import LAYOUT_BINDS
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, check_layout, configured_flavor, run_command, validate_with_app
 from hympi.layout_options import BINDS, LAUNCH, MEMBINDS, RANKS, THREADS, LaunchParams, one_value
 from hympi.limits import check_path
-from hympi.outputs import Inputs, check_not_input
+from hympi.outputs import Inputs, check_not_input, write_problem
 from hympi.params import from_record, parse_row_id, refuse_repeated, resolve
 from hympi.paths import binary
 from hympi.place.rankfile import check_rankfile_fits
@@ -145,7 +144,9 @@ def check_output_file(path: str, option: str, inputs: Inputs | None = None) -> P
     parent = out.resolve().parent
     if not parent.is_dir():
         raise UsageError(f"{option} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK) or (out.exists() and not os.access(out, os.W_OK)):
+    if (why := write_problem(parent)) is not None:
+        raise UsageError(f"{option} {path} is not writable ({why})")
+    if out.exists() and not os.access(out, os.W_OK):
         raise UsageError(f"{option} {path} is not writable")
     check_not_input(option, out, inputs or {})
     if is_sqlite_file(out):  # another sweep's results, say: no output of hympi's is a database
@@ -185,10 +186,10 @@ def ensure_out_dir(path: str | os.PathLike[str]) -> Path:
         raise UsageError(f"output directory {out}: directory {parent} does not exist")
     try:
         out.mkdir(exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out, prefix=".hympi-write-test-"):
-            pass
     except OSError as exc:
         raise UsageError(f"output directory {out} is not writable ({exc.strerror or exc})") from None
+    if (why := write_problem(out)) is not None:
+        raise UsageError(f"output directory {out} is not writable ({why})")
     return out
 
 

@@ -7,7 +7,6 @@ import json
 import os
 import socket
 import sqlite3
-import tempfile
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from typing import Any
 from hympi.busy.accounting import Interference
 from hympi.errors import HympiFatal, UsageError
 from hympi.jsontypes import JsonObject
+from hympi.outputs import write_problem
 from hympi.store.owner import owner_alive, process_start
 from hympi.store.schema import SCHEMA_VERSION, current_version, migrate
 from hympi.textfile import file_problem
@@ -389,8 +389,10 @@ def check_db_path(path: str | os.PathLike[str], create: bool = True) -> None:
             if not create:
                 raise UsageError(f"no results database at {db} (run 'hympi sweep' or 'hympi study' first)")
             parent = db.parent if str(db.parent) else Path(".")
-            if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-                raise UsageError(f"cannot create database {db}: directory {parent} is missing or not writable")
+            if not parent.is_dir():
+                raise UsageError(f"cannot create database {db}: directory {parent} is missing")
+            if (why := write_problem(parent)) is not None:
+                raise UsageError(f"cannot create database {db}: directory {parent} is not writable ({why})")
         elif (problem := file_problem(db)) is not None:  # a device, a FIFO: SQLite's errors would say nothing
             raise UsageError(f"database path {db} {problem}")
         elif not os.access(db, os.R_OK):
@@ -412,7 +414,7 @@ def _connect_read_only(db: Path) -> sqlite3.Connection:
         except sqlite3.DatabaseError as exc:
             conn.close()
             if (not isinstance(exc, sqlite3.OperationalError) or exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_CANTOPEN
-                    or _writable_dir(db.absolute().parent)):
+                    or write_problem(db.absolute().parent) is None):
                 raise
             conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None,
                                    timeout=BUSY_TIMEOUT_S)
@@ -421,16 +423,6 @@ def _connect_read_only(db: Path) -> sqlite3.Connection:
         if isinstance(exc, sqlite3.DatabaseError) and _is_damage(exc):
             raise _damaged(db, exc) from None
         raise UsageError(f"cannot open database {db}: {exc}") from None
-
-
-def _writable_dir(directory: Path) -> bool:
-    """Whether a file can be created in `directory`: a read-only mount says no even to root, for which os.access
-    would say yes on every other directory."""
-    try:
-        with tempfile.TemporaryFile(dir=directory):
-            return True
-    except OSError:
-        return False
 
 
 def check_database(path: str | os.PathLike[str]) -> None:
