@@ -15,14 +15,14 @@ import os
 import resource
 import shutil
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
+from clitree import subcommands
 from conftest import REPO
-from hympi.cli import COMMANDS, build_parser, main
+from hympi.cli import main
 from hympi.contract import contract
 
 # One value per class that found a missing check before (infinities, non-ASCII text and /dev/full found nothing
@@ -50,23 +50,6 @@ ONLY_TOPOLOGY = ("study",)
 # A launcher that fails at once and leaves a mark: a taken value ends as a failed run within a second, and a
 # refused one can be shown to have launched nothing.
 FAILING_LAUNCHER = "#!/bin/sh\ntouch '{marker}'\nexit 99\n"
-
-
-def subcommands() -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    """(the words that name it, its parser) for every subcommand, nested ones (tune run, tune best, ...) included."""
-    for name in COMMANDS:
-        chosen = _subparsers(build_parser(name)).choices[name]
-        nested = [a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)]
-        if nested:
-            for inner, parser in nested[0].choices.items():
-                yield f"{name} {inner}", parser
-        else:
-            yield name, chosen
-
-
-def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
-    (action,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return action
 
 
 def options_taking_values(parser: argparse.ArgumentParser) -> list[str]:

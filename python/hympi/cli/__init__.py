@@ -155,23 +155,29 @@ def _debug() -> bool:
         return False
 
 
-def _dispatch(argv: list[str] | None) -> int:
-    """Parses the command line and runs the subcommand; bad input and failed runs are one line each."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+def parse_command_line(argv: list[str]) -> argparse.Namespace:
+    """The parsed command line (`app_args`: what follows --, after the options a command forwards to its app);
+    UsageError for what no command takes."""
     app_args: list[str] = []
     if "--" in argv:  # everything after -- belongs to the app
         split = argv.index("--")
         argv, app_args = argv[:split], argv[split + 1:]
+    _refuse_dash_dash_values(argv)
+    args, unknown = build_parser(named_command(argv)).parse_known_args(argv)
+    if unknown and not getattr(args, "forwards_unknown", False):
+        raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
+    # `hympi run bt-mz --class W`: options hympi does not know are the app's (the app validates them).
+    args.app_args = unknown + app_args
+    args.unknown_args = unknown
+    if app_args and args.command not in TRAILERS:
+        raise UsageError(f"hympi {args.command} takes no arguments after --, got '{' '.join(app_args)}'")
+    return args
+
+
+def _dispatch(argv: list[str] | None) -> int:
+    """Parses the command line and runs the subcommand; bad input and failed runs are one line each."""
     try:
-        _refuse_dash_dash_values(argv)
-        args, unknown = build_parser(named_command(argv)).parse_known_args(argv)
-        if unknown and not getattr(args, "forwards_unknown", False):
-            raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
-        # `hympi run bt-mz --class W`: options hympi does not know are the app's (the app validates them).
-        args.app_args = unknown + app_args
-        args.unknown_args = unknown
-        if app_args and args.command not in TRAILERS:
-            raise UsageError(f"hympi {args.command} takes no arguments after --, got '{' '.join(app_args)}'")
+        args = parse_command_line(list(sys.argv[1:] if argv is None else argv))
         # A bad config file or HYMPI_* value stops every command before it does anything; given --config, so that
         # its errors name --config and not the variable it is exported as below.
         load_settings(args.config)

@@ -27,11 +27,14 @@ class StoreOnce(argparse.Action):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with exit code 2 and one line on bad input (its default prints usage too), and every option that
-    stores one value refusing a second (StoreOnce)."""
+    """argparse with exit code 2 and one line on bad input (its default prints usage too), every option that stores
+    one value refusing a second (StoreOnce), and no abbreviated option: argparse took `--time 5` for `--timeout 5`
+    and `--rep 2` for `--repeat 2`, so an app's own option that begins like one of hympi's (`hympi run APP
+    --time ...` passes options hympi does not know to the app) was hympi's, and a script's meaning could change
+    with the next option hympi adds."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
         self.given: set[str] = set()  # the destinations StoreOnce set in the parse under way
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
