@@ -9,7 +9,8 @@ MPI library (progress, PMIx) are left out of the thread findings. From these:
 - the closed-loop affinity check: each OpenMP thread's binding against the layout's intended cpuset, and threads of
   one rank bound to a shared PU;
 - idle threads: OpenMP threads that used under IDLE_SHARE of the busiest thread's CPU time after MPI_Init, or never
-  started;
+  started, in ranks that computed on fewer threads than asked for (a program with nested parallel regions starts
+  dozens of short-lived ones beside those that work);
 - the "why" figures of a run: time inside MPI, imbalance across ranks, memory per process.
 """
 
@@ -171,31 +172,42 @@ def _idle(process: ProbeProcess) -> list[int]:
     return [t.number for t in process.threads if busiest > 0 and t.work_cpu_s < IDLE_SHARE * busiest]
 
 
+def _working(process: ProbeProcess) -> ProbeProcess:
+    """`process` with only the threads that computed (not _idle): a program that opens nested parallel regions
+    (Elk) has libgomp start a new team of short-lived threads for each, dozens per run beside the few that work."""
+    idle = set(_idle(process))
+    return dataclasses.replace(process, threads=tuple(t for t in process.threads if t.number not in idle))
+
+
 def working_threads(processes: Sequence[ProbeProcess], threads: int) -> int | None:
     """The fewest threads any rank computed with (started and not idle), at most `threads`; None without
     processes. What a layout's cores really did: 1x2 of a program without OpenMP computes on one core."""
     if not processes:
         return None
     # A rank's main thread computes even when the probe recorded none of its threads' CPU time.
-    return min(max(1, min(threads, len(p.threads) - len(_idle(p)))) for p in processes)
+    return min(max(1, min(threads, len(_working(p).threads))) for p in processes)
 
 
 def idle_threads(processes: Sequence[ProbeProcess], threads: int) -> str | None:
     """The finding about OpenMP threads that did no work, or None: threads that never started, or used under
-    IDLE_SHARE of the busiest thread's CPU time in their process."""
+    IDLE_SHARE of the busiest thread's CPU time in their process, in ranks that computed on fewer than `threads`
+    (idle threads beside `threads` working ones are a program's short-lived nested teams, not unused cores)."""
     if threads < 2 or not processes:
         return None
     started = {len(p.threads) for p in processes}
     if max(started) < threads:
         return (f"each rank ran {max(started)} of the {threads} threads asked for (OMP_NUM_THREADS={threads}): "
                 "this program does not use OpenMP threads here")
-    idle = {p.rank: _idle(p) for p in processes}
+    short = [p for p in processes if len(_working(p).threads) < threads]
+    idle = {p.rank: _idle(p) for p in short}
     if not any(idle.values()):
         return None
     share = f"under {100 * IDLE_SHARE:.0f} % of their rank's busiest thread's CPU time after MPI_Init"
-    if len({tuple(v) for v in idle.values()}) == 1:
-        return (f"threads {_numbers(next(iter(idle.values())))} of every rank used {share}: this program does not use "
-                "OpenMP threads here")
+    if len(short) == len(processes) and len({tuple(v) for v in idle.values()}) == 1:
+        computed = {len(_working(p).threads) for p in short}
+        why = ("this program does not use OpenMP threads here" if computed == {1} else
+               f"each rank computed on {' or '.join(map(str, sorted(computed)))} of its {threads} threads")
+        return f"threads {_numbers(next(iter(idle.values())))} of every rank used {share}: {why}"
     return "; ".join(f"rank {r}'s threads {_numbers(v)} used {share}" for r, v in sorted(idle.items()) if v)
 
 
@@ -212,9 +224,11 @@ def binding_rows(processes: Sequence[ProbeProcess]) -> list[JsonObject]:
 
 
 def shared_pus(processes: Sequence[ProbeProcess]) -> list[str]:
-    """Threads of one rank bound to a common PU: 'rank 3's threads 1-3 shared PU 5'."""
+    """Threads of one rank that computed bound to a common PU: 'rank 3's threads 1-3 shared PU 5'. An idle thread
+    there took nothing from the others (a nested team's short-lived threads, Elk's, are bound in their parent's
+    place)."""
     out = []
-    for p in processes:
+    for p in map(_working, processes):
         for pu in sorted(set().union(*(t.bound for t in p.threads)) if p.threads else ()):
             sharing = [t.number for t in p.threads if t.bound == frozenset({pu})]
             if len(sharing) > 1:
@@ -222,10 +236,40 @@ def shared_pus(processes: Sequence[ProbeProcess]) -> list[str]:
     return out
 
 
+def _beyond_layout(processes: Sequence[ProbeProcess], places: Sequence[ThreadPlace]) -> list[str]:
+    """The working threads a rank started beyond the layout's (nested teams, teams re-created at another size)
+    that ran outside the rank's cpuset: the layout places its own threads only, and these may go anywhere within."""
+    planned: dict[int, set[int]] = {}
+    cpus: dict[int, frozenset[int]] = {}
+    for place in places:
+        planned.setdefault(place.rank, set()).add(place.thread)
+        cpus[place.rank] = cpus.get(place.rank, frozenset()) | place.cpus
+    out = []
+    for p in map(_working, processes):
+        for t in p.threads:
+            if t.number in planned.get(p.rank, ()) or p.rank not in cpus:
+                continue
+            outside = (t.bound | t.used) - cpus[p.rank]
+            if outside:
+                out.append(f"rank {p.rank} thread {t.number} (beyond the layout's threads): bound to "
+                           f"{cpu_list(t.bound) or '?'}, ran on {cpu_list(t.used) or '?'}, outside the rank's "
+                           f"{cpu_list(cpus[p.rank])}")
+    return out
+
+
 def affinity_problems(processes: Sequence[ProbeProcess], places: Sequence[ThreadPlace]) -> list[str]:
-    """The closed-loop check: threads bound elsewhere than the layout intends, and threads of one rank sharing a
-    PU they should not (one line each; [] when everything matches)."""
-    return [*shared_pus(processes), *layout_mismatches(places, binding_rows(processes))]
+    """The closed-loop check: threads bound elsewhere than the layout intends, threads of one rank sharing a PU they
+    should not, and threads started beyond the layout outside their rank's cpuset (one line each; [] when everything
+    matches)."""
+    # A thread that ended between two of the sampler's looks (a nested team's, numbered among the layout's by its
+    # birth) has nothing to check.
+    unseen = {(p.rank, t.number) for p in processes for t in p.threads if not t.used}
+    checked = [place for place in places if (place.rank, place.thread) not in unseen]
+    planned = {(place.rank, place.thread) for place in places}
+    ranks = {place.rank for place in places}
+    rows = [row for row in binding_rows(processes) if (int(row["rank"]), int(row["thread"])) not in unseen
+            and ((int(row["rank"]), int(row["thread"])) in planned or int(row["rank"]) not in ranks)]
+    return [*shared_pus(processes), *layout_mismatches(checked, rows), *_beyond_layout(processes, places)]
 
 
 @dataclass(frozen=True)

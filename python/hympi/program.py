@@ -530,14 +530,22 @@ def load_programs(path: str) -> tuple[ProgramRun, ...]:
 
 
 def probed_program_run(program: Program, launch: Callable[[Env], RunOutcome], ranks: int, threads: int,
-                       args: tuple[str, ...]) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
+                       args: tuple[str, ...], shown: bool = False) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
     """One launch of a program of the user's own (`launch` given the probe's environment for its ranks), judged on
-    its output and output file (hympi.program.judge) and on what the probe saw (hympi.probe.apply_probe); with the
-    probed processes. The sweep and `hympi run` / `affinity` both launch programs through it."""
+    its output and output file (hympi.program.judge; `shown`: that output went to the terminal as it came) and on
+    what the probe saw (hympi.probe.apply_probe); with the probed processes. The sweep and `hympi run` / `affinity`
+    both launch programs through it."""
     mark = mark_file(program.output_path()) if program.output_file else None
     launched, processes = launch_probed(launch)
     written = text_written_since(mark) if mark is not None else None
-    return apply_probe(judge(program, launched, ranks, threads, args, written), processes, ranks, threads), processes
+    judged = judge(program, launched, ranks, threads, args, written, shown)
+    return apply_probe(judged, processes, ranks, threads), processes
+
+
+# A launcher's own notices on a failed run's stderr, framed by lines of dashes (Open MPI's help messages) or of equal
+# signs (MPICH's BAD TERMINATION): 20-odd lines saying that a rank ended, never why, which push the program's own
+# last words out of a run's last lines.
+_LAUNCHER_NOTICE = re.compile(r"(?ms)^([-=])\1{19,}[ \t]*\n.*?^\1{20,}[ \t]*(?:\n|\Z)")
 
 
 def _last_lines(text: str) -> str:
@@ -585,16 +593,22 @@ def problem_label(program: Program, args: tuple[str, ...]) -> str:
 
 
 def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args: tuple[str, ...],
-          written: FileText | None = None) -> RunOutcome:
+          written: FileText | None = None, shown: bool = False) -> RunOutcome:
     """The outcome of one launch of `program` as hympi records it: a timeout or a cancelled step stays so; a non-zero
     exit, an output file not written, a verification not found or a metric not found (or not a number) is a failed
     run with that reason; otherwise an ok run whose record holds the figure of merit as its rate (larger is better),
     the wall time and the layout. The text searched is what the run wrote into its output file (`written`, for a
-    program with one), then its output as it wrote it, stdout then stderr."""
+    program with one), then its output as it wrote it, stdout then stderr. The reason of a non-zero exit ends with
+    the program's last lines, less the launcher's notices, unless its output was `shown` as it came (`hympi run`):
+    a program that says why on stdout (Elk's 'Error(readinput): error opening elk.in') has nothing of it in a
+    sweep's record otherwise."""
     if outcome.status in ("timeout", "cancelled"):
         return dataclasses.replace(outcome, record=None, result=None)
     if outcome.returncode != 0:
-        return _failed(outcome, outcome.ending(program.name))
+        if shown or outcome.not_started() is not None:
+            return _failed(outcome, outcome.ending(program.name))
+        said = _last_lines(outcome.stdout + "\n" + _LAUNCHER_NOTICE.sub("", outcome.stderr))
+        return _failed(outcome, f"{outcome.ending(program.name)}; its last lines: {said}")
     if written is not None and written.problem:
         return _failed(outcome, f"output file {program.output_path()} {written.problem}")
     text = f"{outcome.stdout}\n{outcome.stderr}"

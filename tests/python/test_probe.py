@@ -4,6 +4,7 @@ live runs of programs hympi did not build."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -12,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from conftest import hympi
-from hympi.launch.layout import LayoutSpec
+from hympi.launch.layout import LayoutSpec, ThreadPlace
 from hympi.place.tree import load_node_tree
 from hympi.probe import (
+    ProbeProcess,
+    ProbeThread,
     affinity_problems,
     figures,
     idle_threads,
@@ -50,6 +53,36 @@ def test_lammps_without_openmp_threads_is_told_it_does_not_use_them():
                                           "program does not use OpenMP threads here")
     assert idle_threads(processes, 1) is None  # one thread asked for, one ran
     assert working_threads(processes, 2) == 1 and probe_record(processes, 1, 2)["probe"]["working_threads"] == 1
+
+
+def test_a_program_with_nested_teams_uses_its_threads_and_passes_the_affinity_check():
+    """Elk (Debian's elk-lapw 8.4.30, its Al example) at 1x2 opens nested parallel regions: libgomp started 67
+    OpenMP threads, of which one beside the main thread computed; the others, short-lived, did under 2 % each, 52
+    ended before the sampler saw their binding, and the rest are bound in their parent's place. It computed on both
+    cores: no idle-thread finding, no shared PU, and the affinity check passes (it said 'does not use OpenMP
+    threads', listed 2 shared PUs and failed on dozens of threads 'not in the layout')."""
+    (process,) = read_probe(RECORDED / "elk-1x2")
+    assert len(process.threads) > 60
+    assert working_threads([process], 2) == 2 and idle_threads([process], 2) is None
+    assert shared_pus([process]) == [] and probe_record([process], 1, 2)["probe"]["findings"] == []
+    places = [ThreadPlace(0, 0, 0, frozenset({0})), ThreadPlace(0, 0, 1, frozenset({1}))]
+    assert affinity_problems([process], places) == []
+    busy = max(process.threads[1:], key=lambda t: t.cpu_s)
+    astray = dataclasses.replace(process, threads=tuple(
+        dataclasses.replace(t, bound=frozenset({5}), used=frozenset({5})) if t is busy else t for t in process.threads))
+    assert affinity_problems([astray], places) == [
+        f"rank 0 thread {busy.number} (beyond the layout's threads): bound to 5, ran on 5, outside the rank's 0-1"]
+
+
+def test_threads_idle_beside_working_ones_are_counted():
+    """Of 4 threads asked for, each rank computed on 2: the finding says so rather than that OpenMP is unused."""
+    threads = tuple(ProbeThread(number=n, cpu_s=cpu, bound=frozenset({n}), used=frozenset({n}))
+                    for n, cpu in enumerate((1.0, 0.9, 0.01, 0.0)))
+    process = ProbeProcess(host="h", pid=1, mpi_initialized=True, rank=0, world_size=1, wall_s=1.0, mpi_s=0.0,
+                           max_rss_mib=1.0, threads=threads)
+    assert idle_threads([process], 4) == ("threads 2, 3 of every rank used under 5 % of their rank's busiest thread's "
+                                          "CPU time after MPI_Init: each rank computed on 2 of its 4 threads")
+    assert idle_threads([process], 2) is None and working_threads([process], 4) == 2
 
 
 def test_two_threads_bound_to_one_pu_fail_the_affinity_check():

@@ -541,6 +541,52 @@ def test_a_script_whose_interpreter_cannot_run_is_refused_before_launch(tmp_path
     assert not (tmp_path / "r.db").exists()
 
 
+# What Debian's mpirun (Open MPI 4.1) and mpiexec (MPICH 4.0) write to stderr after a rank exited 1; Elk wrote why to
+# its stdout.
+OMPI_EXITED = """--------------------------------------------------------------------------
+mpirun has exited due to process rank 0 with PID 0 on
+node vm exiting improperly. There are three reasons this could occur:
+
+You can avoid this message by specifying -quiet on the mpirun command line.
+--------------------------------------------------------------------------
+"""
+MPICH_EXITED = """
+===================================================================================
+=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES
+=   PID 6218 RUNNING AT vm
+=   EXIT CODE: 1
+===================================================================================
+"""
+
+
+@pytest.mark.parametrize("launcher", [OMPI_EXITED, MPICH_EXITED])
+def test_a_program_that_exits_non_zero_is_recorded_with_its_last_words_not_the_launchers(launcher: str):
+    """Elk without its elk.in prints 'Error(readinput): error opening elk.in' on stdout and exits 1; the sweep's
+    record said only 'elk-lapw ended with exit code 1', its stderr tail all the launcher's notice. `hympi run`
+    showed the output as it came and does not repeat it."""
+    outcome = RunOutcome("failed", 1, 1.0, ["mpirun", "./p"], "\nElk code version 8.4.30 started\n\n"
+                         "Error(readinput): error opening elk.in\n\n", f"warning: a rank's own word\n{launcher}")
+    out = judge(_program(), outcome, 1, 1, ())
+    assert out.status == "failed" and out.stderr.startswith(outcome.stderr)  # the launcher's words are kept
+    assert out.stderr.splitlines()[-1] == ("hympi: p ended with exit code 1; its last lines: Elk code version 8.4.30 "
+                                           "started | Error(readinput): error opening elk.in | warning: a rank's own "
+                                           "word"), out.stderr
+    shown = judge(_program(), outcome, 1, 1, (), shown=True)
+    assert shown.stderr.splitlines()[-1] == "hympi: p ended with exit code 1", shown.stderr
+
+
+def test_a_sweep_records_why_a_program_failed(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'echo "Error(readinput): error opening elk.in"\nexit 1\n')
+    db = tmp_path / "r.db"
+    proc = hympi("sweep", "./solver", "--ranks", "1", "--repeat", "1", "--no-warmup", "--db", str(db))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        (run,) = store.runs()
+    assert run.stderr_tail.splitlines()[-1] == ("hympi: solver ended with exit code 1; its last lines: "
+                                                "Error(readinput): error opening elk.in"), run.stderr_tail
+
+
 def test_a_failed_programs_error_output_is_shown_once(tmp_path: Path, monkeypatch):
     # Shown as it came, it is not repeated after hympi's own line saying the run failed.
     monkeypatch.chdir(tmp_path)

@@ -93,7 +93,7 @@ def run_program_probed(program: Program, launch: Launch, app_args: list[str],
     return probed_program_run(program, lambda env: run_command(
         launch_command(dataclasses.replace(spec, env=(*spec.env, *program.environment(), *env)), launch.launcher),
         launch.timeout, echo=echo, stdin=program.stdin_path(), echo_err=echo_err), spec.ranks, spec.threads,
-        tuple(app_args))
+        tuple(app_args), shown=echo_err is not None)
 
 
 def write_through(data: bytes, stream: TextIO | None = None) -> None:
