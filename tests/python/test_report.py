@@ -24,11 +24,11 @@ import websocket
 
 import tunedata
 from conftest import hympi
-from fakeapps import REPO
+from fakeapps import REPO, fake_bin_dir
 from hympi.cli.common import ensure_out_dir
 from hympi.errors import HympiFatal
 from hympi.report import html, writer
-from hympi.report.analysis import group_runs, recommend, verdict
+from hympi.report.analysis import group_runs, group_titles, recommend, verdict
 from hympi.report.html import GroupFigures, render
 from hympi.report.writer import write_report
 from hympi.store import Run, Store
@@ -260,7 +260,8 @@ def test_report_of_a_real_sweep_renders_with_plots_and_no_console_errors(page: P
     proc = hympi("report", "--db", str(db), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     index = out / "index.html"
-    assert proc.stdout.strip() == f"report: {index.resolve()}"
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].startswith("rb3d 16^3: ") and lines[1:] == [f"report: {index.resolve()}"], lines
     pngs = sorted(out.glob("*.png"))
     names = {p.name.rsplit("-", 1)[-1] if not p.name.endswith("comm-comp.png") else "comm-comp.png" for p in pngs}
     assert names in ({"rate.png", "memory.png", "comm-comp.png"}, {"rate.png", "memory.png"})
@@ -439,6 +440,33 @@ def test_a_study_whose_runs_failed_writes_its_report_and_exits_1(tmp_path: Path)
         "Runs"]
     assert proc.stdout.strip().splitlines()[-1] == f"report: {(out / 'index.html').resolve()}"
     assert "<h2 id='runs'>Runs</h2>" in (out / "index.html").read_text()
+
+
+def test_the_report_prints_each_recommendation_as_the_sweep_did(tmp_path: Path):
+    """On a login node the page is a copy away: `hympi report` prints the summary's recommendations, the same line
+    the sweep printed at its end, one per app configuration."""
+    env = fake_bin_dir(tmp_path)
+    db = tmp_path / "r.db"
+    sweep = hympi("sweep", "rb3d", "--ranks", "1,2", "--repeat", "2", "--ignore-load", "--db", str(db), "--",
+                  "--sleep", "0", env={**env, "COLUMNS": "1000"})  # rich wraps at 80 columns in a pipe
+    assert sweep.returncode == 0, sweep.stderr
+    said = [line for line in sweep.stdout.splitlines() if line.startswith("rb3d ")]
+    program = hympi("sweep", "/bin/true", "--repeat", "1", "--no-warmup", "--ignore-load", "--db", str(db))
+    assert program.returncode == 0, program.stderr  # under the real mpirun: the fake one has no probe
+    proc = hympi("report", "--db", str(db), "--out", str(tmp_path / "rep"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(said) == 1 and lines[0] == said[0], (said, lines)
+    assert lines[1].startswith("true (no arguments): "), lines[1]
+    assert lines[2:] == [f"report: {(tmp_path / 'rep' / 'index.html').resolve()}"]
+
+
+def test_a_group_is_named_by_its_app_and_problem_and_by_its_subject_only_where_that_is_ambiguous():
+    failed = replace(_run(1, 1, 1, None, "failed"), app="true")  # no record, so no problem: 'true', not 'true '
+    one, other = (replace(_run(1, 1, 1, 1.0), app="a.out", record={"rate": 1.0, "problem": "p"}, sweep_id=sweep)
+                  for sweep in (2, 3))
+    groups = group_runs([failed, one, other], {1: 1, 2: 1, 3: 1}, {2: "/bin/a.out -x", 3: "/bin/a.out -y"})
+    assert group_titles(groups) == ["true", "a.out p (/bin/a.out -x)", "a.out p (/bin/a.out -y)"]
 
 
 def test_a_report_that_cannot_be_written_says_where_the_runs_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

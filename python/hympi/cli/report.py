@@ -31,7 +31,8 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Writes the report and prints where it is; UsageError for a missing database or an unknown id."""
+    """Writes the report and prints its recommendations and where it is; UsageError for a missing database or an
+    unknown id."""
     # The database and the ids are checked first, so bad input leaves no empty output directory behind.
     check_not_input("--out", Path(args.out) / "index.html", {"--db": args.db, "--cvars": args.cvars})
     with Store.read(args.db) as store:  # read-only: a report never changes the database
@@ -51,7 +52,8 @@ def main(args: argparse.Namespace) -> int:
         cvars = listing_source(args.cvars)
         disturbed_above = disturbed_above_of(args)
         out = ensure_out_dir(args.out)
+        # The recommendations on the terminal too: on a cluster's login node the page is a copy away.
         index = write_report(store, out, sweep_ids, notes, title="hympi report", cvars=cvars,
-                             disturbed_above=disturbed_above)
+                             disturbed_above=disturbed_above, say=print)
     print(f"report: {index.resolve()}")
     return 0

@@ -30,7 +30,7 @@ from hympi.launch.mpirun import format_command
 from hympi.outputs import check_not_input, write_output
 from hympi.params import QUIET_CHECK, Value, from_record, ints, parse_row_id, register, resolve, rounds, texts
 from hympi.program import PROGRAM
-from hympi.report.analysis import group_runs, recommend
+from hympi.report.analysis import group_runs, group_titles, recommend
 from hympi.report.explain import explain, verdict_reasons
 from hympi.store import Store, Sweep
 from hympi.sweep import (
@@ -286,8 +286,8 @@ def main(args: argparse.Namespace) -> int:
             console.print(f"sweep {sweep.id} finished: {counts}", highlight=False, markup=False)
         if result.auto is not None:
             console.print(result.auto.text, highlight=False, markup=False)
-        for group in group_runs(runs, {sweep.id: machine.id}):
-            title = " ".join(part for part in (group.app, group.problem) if part)  # a program's problem may be ""
+        groups = group_runs(runs, {sweep.id: machine.id})
+        for group, title in zip(groups, group_titles(groups), strict=True):
             console.print(f"{title}: {recommend(group, params.confidence)}", highlight=False, markup=False)
             for line in verdict_reasons(group, explain(group), params.confidence):
                 console.print(f"  why: {line}", highlight=False, markup=False)

@@ -8,7 +8,8 @@ hympi.stats.compare (ratio of medians with a bootstrap confidence interval).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hympi.params import AUTO, DEFAULT_CONFIDENCE, MIN_SEPARATE, REPEAT
@@ -404,6 +405,16 @@ def _sentence(statement: Statement, names: dict[str, LayoutStats], most: int, sk
     if skip_first:
         return f"{other[0] if other else 'it'} is also {'; '.join(notes)}"
     return f"{about}: {text}"
+
+
+def group_titles(groups: Sequence[AppGroup]) -> list[str]:
+    """Each group's name in a summary: its app and problem, with its subject (a program's path and arguments) where
+    another group on the same machine has the same app and problem."""
+    titles = Counter((g.machine_id, g.app, g.problem) for g in groups)
+    # A program run without arguments has no problem ("").
+    return [" ".join(part for part in (g.app, g.problem) if part)
+            + (f" ({g.subject})" if titles[(g.machine_id, g.app, g.problem)] > 1 and g.subject else "")
+            for g in groups]
 
 
 def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from html import escape
 
 from hympi.params import MIN_SEPARATE
-from hympi.report.analysis import MEMORY_LEVEL, AppGroup, LayoutStats, best_stream_bandwidth, recommend
+from hympi.report.analysis import (
+    MEMORY_LEVEL,
+    AppGroup,
+    LayoutStats,
+    best_stream_bandwidth,
+    group_titles,
+    recommend,
+)
 from hympi.report.blades import BladesView, blades_section
 from hympi.report.checkpoint_io import CheckpointIoView, checkpoint_io_section, checkpoint_io_view
 from hympi.report.datalayout import BASELINE, DataLayoutView, needs_numa
@@ -639,10 +645,8 @@ def render(title: str, generated: str, machines: list[MachineRecord], groups: li
     hosts = {m.id: m.hostname for m in machines}
     multi = len(machines) > 1
     # Groups of one program and problem that differ in what was run or measured (its subject) say which they are.
-    titles = Counter((g.machine_id, g.app, g.problem) for g in groups)
-    toc = "".join(f"<li><a href='#g{i}'>{escape(g.app)} {escape(g.problem)}</a>"
-                  f"{f' ({escape(g.subject)})' if titles[(g.machine_id, g.app, g.problem)] > 1 and g.subject else ''}"
-                  f": {escape(recommend(g))}</li>" for i, g in enumerate(groups))
+    toc = "".join(f"<li><a href='#g{i}'>{escape(title)}</a>: {escape(recommend(g))}</li>"
+                  for i, (g, title) in enumerate(zip(groups, group_titles(groups), strict=True)))
     hierarchy = _hierarchy_section(probes, probe_figures or {}, failed_probes, machines)
     if hierarchy:
         levels = sorted({c.level for p in probes for c in p.levels}, key=level_rank)

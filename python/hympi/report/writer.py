@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from hympi.errors import HympiFatal
 from hympi.outputs import write_output
 from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.report import plots
-from hympi.report.analysis import group_runs
+from hympi.report.analysis import group_runs, group_titles, recommend
 from hympi.report.blades import blades_views
 from hympi.report.datalayout import data_layout_views, experiment_notes, is_data_layout_run
 from hympi.report.hierarchy import PINGPONG_APP, hierarchy_probes
@@ -56,20 +57,21 @@ def _tuning_view(store: Store, out_dir: Path, tune_ids: set[int], cvars: CvarSou
 
 def write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None = None, notes: tuple[str, ...] = (),
                  title: str = "hympi study", cvars: CvarSource | None = None,
-                 disturbed_above: float = DEFAULT_DISTURBED_ABOVE) -> Path:
-    """Writes index.html and its PNG plots into `out_dir`; returns the path of index.html. Runs of tunes go to the
+                 disturbed_above: float = DEFAULT_DISTURBED_ABOVE, say: Callable[[str], None] | None = None) -> Path:
+    """Writes index.html and its PNG plots into `out_dir`; returns the path of index.html; `say` is handed the
+    summary's lines, one recommendation per app configuration, as the page lists them. Runs of tunes go to the
     Tuning section (with `cvars` for rebuilding their spaces, and naming the programs profiled beside more than
     `disturbed_above` cores of other work), not to the per-app sections. HympiFatal naming the directory when a
     file cannot be written there (a full disk): the runs stay in the database, which says so."""
     try:
-        return _write_report(store, out_dir, sweep_ids, notes, title, cvars, disturbed_above)
+        return _write_report(store, out_dir, sweep_ids, notes, title, cvars, disturbed_above, say)
     except OSError as exc:
         raise HympiFatal(f"cannot write the report into {out_dir} ({exc.strerror or exc}); the runs are kept in "
                          f"{store.path} (hympi report --db {store.path} --out {out_dir} writes it again)") from None
 
 
 def _write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None, notes: tuple[str, ...], title: str,
-                  cvars: CvarSource | None, disturbed_above: float) -> Path:
+                  cvars: CvarSource | None, disturbed_above: float, say: Callable[[str], None] | None) -> Path:
     """write_report's work."""
     runs = store.runs(sweep_ids)
     sweeps = store.sweeps()
@@ -128,4 +130,8 @@ def _write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None, note
     page = render(title, now_utc(), machines, groups, figures, runs, notes, probes, probe_figures, failed_probes,
                   explained, tuning, transposes, data_layouts=layout_views, data_layout_figures=layout_figures,
                   data_layout_notes=experiment_notes(notes), blades=blade_views, blades_figures=blade_figures)
-    return write_output(out_dir / "index.html", page)
+    index = write_output(out_dir / "index.html", page)
+    if say is not None:
+        for group, name in zip(groups, group_titles(groups), strict=True):
+            say(f"{name}: {recommend(group)}")
+    return index
