@@ -25,13 +25,17 @@ if TYPE_CHECKING:  # rich.table only for its type: every hympi process imports t
 
 
 class HympiConsole(Console):
-    """rich's Console, but a closed stdout raises BrokenPipeError for the entry point to handle, and no ':name:' is
-    an emoji code."""
+    """rich's Console, but a closed stdout raises BrokenPipeError for the entry point to handle, no ':name:' is an
+    emoji code, and a line printed into a file or pipe is not wrapped."""
 
     def __init__(self, **options: Any) -> None:
         # hympi writes no emoji codes; rich replaced them even in text printed without markup: a path 'run:x:1'
         # or a --verify 'status:ok:' came out as 'run❌1' and 'status🆗'.
         super().__init__(**{"emoji": False, **options})
+        if "soft_wrap" not in options and not self.is_terminal:
+            # A batch job's log: rich cut every line at 80 columns, so `grep 'Best:' job.out` found a recommendation's
+            # first 80 characters and a failed run's reason was split mid-word. A terminal still wraps at words.
+            self.soft_wrap = True
 
     def on_broken_pipe(self) -> None:
         """Stops printing and hands the broken pipe on (rich itself would exit 1)."""
