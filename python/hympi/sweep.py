@@ -76,6 +76,8 @@ from hympi.params import (
 )
 from hympi.paths import REPO_ROOT
 from hympi.program import (
+    LAST_LINES,
+    LINE_JOINT,
     PROGRAM,
     STDIN,
     Program,
@@ -660,8 +662,18 @@ WHY_CHARS = 100
 
 def clipped(line: str) -> str:
     """`line`, or its first WHY_CHARS characters ending in '...': cut bare, ABINIT's reason '... its last lines:
-    mpi_procs: 1 | omp_threads: 1 | ...' read '... its last lines: mpi_procs: 1', as if that were all it printed."""
-    return line if len(line) <= WHY_CHARS else f"{line[:WHY_CHARS - 3]}..."
+    mpi_procs: 1 | omp_threads: 1 | ...' read '... its last lines: mpi_procs: 1', as if that were all it printed.
+    A reason quoting the program's last lines keeps the last of them (its first WHY_CHARS characters) after '...':
+    the first were IQ-TREE's banner ('Command: /usr/bin/iqtree2-mpi -s examp...'), the last its 'ERROR: File not
+    found x.phy'."""
+    if len(line) <= WHY_CHARS:
+        return line
+    reason, said, words = line.partition(LAST_LINES)
+    if said and len(reason) + len(said) < WHY_CHARS:
+        last = words.rpartition(LINE_JOINT)[2]
+        cut = f"...{LINE_JOINT}" if last != words else ""
+        return f"{reason}{said}{cut}{clipped(last)}"
+    return f"{line[:WHY_CHARS - 3]}..."
 
 
 def progress_line(item: SweepItem, run: Run) -> str:
