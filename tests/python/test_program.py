@@ -856,3 +856,18 @@ def test_a_programs_arguments_name_the_layouts_threads_and_ranks(tmp_path: Path,
     assert [r.command[-4:] for r in runs] == [("-T", str(t), "ranks=1", "1") for t in (1, 2)]
     code, record = hympi_json("run", "./tree", "--ranks", "2", "--verify", "threads agree", "--json", *args)
     assert code == 0 and record["verified"], record
+
+
+def test_resume_after_the_programs_arguments_is_said_to_be_the_programs(tmp_path: Path, monkeypatch):
+    """`hympi sweep ... -- -s example.phy --resume`: the flag added at the end of the command line went to IQ-TREE
+    ('Invalid "--resume" option') in every run of a new sweep, without a word that hympi never saw it."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'echo "args: $*"\n')
+    sweep = ["sweep", "./solver", "--ranks", "1", "--repeat", "1", "--no-warmup", "--ignore-load", "--db",
+             str(tmp_path / "r.db")]
+    proc = hympi(*sweep, "--", "-s", "x", "--resume")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("hympi: note: --resume after '--' is solver's argument, not hympi's: this is a new sweep; hympi's "
+            "--resume goes before '--'") in proc.stdout, proc.stdout
+    proc = hympi(*sweep, "--resume", "--", "-s", "x")
+    assert proc.returncode == 0 and "note: --resume" not in proc.stdout, proc.stdout
