@@ -358,7 +358,8 @@ def test_a_reason_cut_in_the_progress_line_says_it_was_cut():
 def test_a_failed_runs_progress_line_shows_the_programs_last_words():
     """IQ-TREE without its alignment prints its banner, then 'ERROR: File not found missing.phy' and exits 2; the
     progress line showed the first 100 characters of the reason, 'Command: /usr/bin/iqtree2-mpi -s exam...', and
-    never the error. The record keeps every line; the progress line shows the last."""
+    never the error. The record keeps every line; the progress line shows the last that says 'error' (Ray's comes
+    before its memory report), else the last."""
     error = "ERROR: File not found missing.phy"
     reason = ("hympi: iqtree2-mpi ended with exit code 2; its last lines: Command: /usr/bin/iqtree2-mpi -s missing.phy "
               "-m HKY+G -redo -pre x --fast | Seed:    894809 (Using SPRNG) | Reading alignment file missing.phy ... "
@@ -368,6 +369,11 @@ def test_a_failed_runs_progress_line_shows_the_programs_last_words():
               2.5, stderr_tail=f"mpirun's notice\n{reason}")
     line = Text.from_markup(progress_line(SweepItem(1, 1, "core", 1), run)).plain
     assert line.endswith(f" hympi: iqtree2-mpi ended with exit code 2; its last lines: ... | {error}"), line
+    ray = ("hympi: verification 'Rank 0 wrote' not found in the output; its last lines: Sequences: small.fa | Error, "
+           "ray-1x1/ already exists, change the -o parameter to another value. | Rank 0: assembler memory usage: "
+           "50220 KiB | Rank 0: Rank= 0 Size= 1 ProcessIdentifier= 18648")
+    assert clipped(ray) == ("hympi: verification 'Rank 0 wrote' not found in the output; its last lines: ... | Error, "
+                            "ray-1x1/ already exists, change the -o parameter to another value. | ...")
     one = f"hympi: p ended with exit code 1; its last lines: {'y' * 2 * WHY_CHARS}"
     assert clipped(one) == f"hympi: p ended with exit code 1; its last lines: {'y' * (WHY_CHARS - 3)}..."
 
