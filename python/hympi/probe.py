@@ -196,8 +196,10 @@ def idle_threads(processes: Sequence[ProbeProcess], threads: int) -> str | None:
         return None
     started = {len(p.threads) for p in processes}
     if max(started) < threads:
+        # IQ-TREE 2 runs OpenMP threads, but as many as its -T says (1 by default), whatever OMP_NUM_THREADS is.
         return (f"each rank ran {max(started)} of the {threads} threads asked for (OMP_NUM_THREADS={threads}): "
-                "this program does not use OpenMP threads here")
+                "this program does not use OpenMP threads here (one whose option sets its threads, as IQ-TREE's "
+                "-T, takes each layout's as {threads} in its arguments)")
     short = [p for p in processes if len(_working(p).threads) < threads]
     idle = {p.rank: _idle(p) for p in short}
     if not any(idle.values()):

@@ -1,7 +1,8 @@
 """A program of the user's own as the subject of a run, sweep, study or tune: an executable hympi did not build.
 
 It is named by a path (anything containing '/': `./solver`, `/usr/bin/lmp`), so it can never be taken for one of
-hympi's apps, whose names hold no '/'. Its arguments pass through unchanged. Its figure of merit is the job's wall
+hympi's apps, whose names hold no '/'. Its arguments pass through unchanged but for `{threads}` and `{ranks}`, each
+launch's figures (hympi.launch.mpirun.ARG_PLACEHOLDERS). Its figure of merit is the job's wall
 time as hympi measures it (lower is better) unless --metric gives a regular expression whose first group captures a
 number from its output, with --metric-unit and --better higher|lower, or whose groups named d, h, m and s capture the
 parts of a time printed in parts ('1m12.34s'), in seconds, lower is better unless said otherwise. --verify gives an
@@ -51,6 +52,9 @@ WALL_TIME_UNIT = "runs/h"
 SECONDS_PER_HOUR = 3600.0
 # Output lines kept in the reason of a run whose metric or verification was not found.
 SHOWN_LINES = 5
+# What separates a failed run's reason from the program's last lines (SHOWN_LINES, joined by LINE_JOINT).
+LAST_LINES = "; its last lines: "
+LINE_JOINT = " | "
 # The longest one search of --metric or --verify may take over a run's output. A plain expression searches the
 # 3 x 32 MiB hympi keeps of an output in seconds (6.5 s for '(\d+)\s+\w+\s+ms' that finds nothing); one whose
 # backtracking grows exponentially ('(a+)+b' over a line of 40 'a') would hold hympi for hours after the run ended,
@@ -551,7 +555,7 @@ _LAUNCHER_NOTICE = re.compile(r"(?ms)^([-=])\1{19,}[ \t]*\n.*?^\1{20,}[ \t]*(?:\
 def _last_lines(text: str) -> str:
     """The last lines of a program's output, for a reason that says what it printed instead."""
     lines = [line for line in tail_lines(text, 4 * SHOWN_LINES) if line.strip()][-SHOWN_LINES:]
-    return " | ".join(line.strip()[:200] for line in lines) or "(no output)"
+    return LINE_JOINT.join(line.strip()[:200] for line in lines) or "(no output)"
 
 
 def _failed(outcome: RunOutcome, reason: str) -> RunOutcome:
@@ -608,7 +612,7 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
         if shown or outcome.not_started() is not None:
             return _failed(outcome, outcome.ending(program.name))
         said = _last_lines(outcome.stdout + "\n" + _LAUNCHER_NOTICE.sub("", outcome.stderr))
-        return _failed(outcome, f"{outcome.ending(program.name)}; its last lines: {said}")
+        return _failed(outcome, f"{outcome.ending(program.name)}{LAST_LINES}{said}")
     if written is not None and written.problem:
         return _failed(outcome, f"output file {program.output_path()} {written.problem}")
     text = f"{outcome.stdout}\n{outcome.stderr}"
@@ -619,7 +623,7 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
     searched += omitted_note(text)
     try:
         if program.verify and _search("verification", program.verify, text) is None:
-            return _failed(outcome, f"verification {quoted(program.verify)} not found in {searched}; its last lines: "
+            return _failed(outcome, f"verification {quoted(program.verify)} not found in {searched}{LAST_LINES}"
                                     f"{_last_lines(text)}")
         found = _search("metric", program.metric, text) if program.metric else None
     except _SearchExpired as expired:
@@ -628,7 +632,7 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
                                 "without end; anchor the expression to the text around what it finds")
     if program.metric:
         if found is None:
-            return _failed(outcome, f"metric {quoted(program.metric)} not found in {searched}; its last lines: "
+            return _failed(outcome, f"metric {quoted(program.metric)} not found in {searched}{LAST_LINES}"
                                     f"{_last_lines(text)}")
         try:
             value = captured_merit(program.metric, found)

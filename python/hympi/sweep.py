@@ -76,6 +76,8 @@ from hympi.params import (
 )
 from hympi.paths import REPO_ROOT
 from hympi.program import (
+    LAST_LINES,
+    LINE_JOINT,
     PROGRAM,
     STDIN,
     Program,
@@ -660,8 +662,21 @@ WHY_CHARS = 100
 
 def clipped(line: str) -> str:
     """`line`, or its first WHY_CHARS characters ending in '...': cut bare, ABINIT's reason '... its last lines:
-    mpi_procs: 1 | omp_threads: 1 | ...' read '... its last lines: mpi_procs: 1', as if that were all it printed."""
-    return line if len(line) <= WHY_CHARS else f"{line[:WHY_CHARS - 3]}..."
+    mpi_procs: 1 | omp_threads: 1 | ...' read '... its last lines: mpi_procs: 1', as if that were all it printed.
+    A reason quoting the program's last lines keeps one of them (its first WHY_CHARS characters), '...' standing for
+    the others: the last that says 'error', else the last. The first were IQ-TREE's banner ('Command:
+    /usr/bin/iqtree2-mpi -s examp...'), the last its 'ERROR: File not found x.phy'; Ray's 'Error, out/ already
+    exists' comes before its memory report."""
+    if len(line) <= WHY_CHARS:
+        return line
+    reason, said, words = line.partition(LAST_LINES)
+    if said and len(reason) + len(said) < WHY_CHARS:
+        lines = words.split(LINE_JOINT)
+        at = next((i for i in reversed(range(len(lines))) if "error" in lines[i].lower()), len(lines) - 1)
+        before = f"...{LINE_JOINT}" if at > 0 else ""
+        after = f"{LINE_JOINT}..." if at < len(lines) - 1 else ""
+        return f"{reason}{said}{before}{clipped(lines[at])}{after}"
+    return f"{line[:WHY_CHARS - 3]}..."
 
 
 def progress_line(item: SweepItem, run: Run) -> str:

@@ -47,10 +47,16 @@ def test_a_bound_hybrid_run_shows_its_busy_threads_and_the_mpi_libraries_threads
     assert affinity_problems([process], places) == [] or len(load_node_tree("this").cores) != 2
 
 
+# What the probe finds of LAMMPS at 1x2 (Debian builds it without OpenMP); a program that sets its threads by an
+# option of its own (IQ-TREE 2's -T) finds the same and is told how to give it each layout's.
+LAMMPS_1X2_FINDING = ("each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2): this program does not use "
+                      "OpenMP threads here (one whose option sets its threads, as IQ-TREE's -T, takes each layout's as "
+                      "{threads} in its arguments)")
+
+
 def test_lammps_without_openmp_threads_is_told_it_does_not_use_them():
     processes = read_probe(RECORDED / "lammps-1x2")
-    assert idle_threads(processes, 2) == ("each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2): this "
-                                          "program does not use OpenMP threads here")
+    assert idle_threads(processes, 2) == LAMMPS_1X2_FINDING
     assert idle_threads(processes, 1) is None  # one thread asked for, one ran
     assert working_threads(processes, 2) == 1 and probe_record(processes, 1, 2)["probe"]["working_threads"] == 1
 
@@ -132,9 +138,7 @@ def test_live_probe_of_programs_hympi_did_not_build(tmp_path: Path, tmp_path_fac
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with Store.open(db, create=False) as store:
         (run,) = store.runs()
-    assert run.record is not None and run.record["probe"]["findings"] == [
-        "each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2): this program does not use OpenMP threads "
-        "here"]
+    assert run.record is not None and run.record["probe"]["findings"] == [LAMMPS_1X2_FINDING]
     assert run.record["probe"]["working_threads"] == 1  # what explain counts as the cores 1x2 computed on
     assert run.value("max_rss_mib") is not None and run.value("comm_s") is not None
     program = hybrid(hybrid_binary(tmp_path_factory), 20000, 10)

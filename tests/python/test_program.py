@@ -349,8 +349,33 @@ def test_a_reason_cut_in_the_progress_line_says_it_was_cut():
     run = Run(1, "abinit", 1, 1, "core", "compact", 1, ("si.abi",), (), ("mpirun",), "failed", 0, 1.9,
               stderr_tail=f"some MPI text\n{reason}")
     line = Text.from_markup(progress_line(SweepItem(1, 1, "core", 1), run)).plain
-    assert line.endswith(f" {reason[:WHY_CHARS - 3]}..."), line
+    assert line.endswith(f" hympi: metric {quoted(metric)} not found in the output; its last lines: ... | ..."), line
     assert clipped(reason[:WHY_CHARS]) == reason[:WHY_CHARS]
+    long = f"hympi: {'x' * WHY_CHARS}; its last lines: a | b"
+    assert clipped(long) == f"{long[:WHY_CHARS - 3]}..."  # no room for the program's words after hympi's
+
+
+def test_a_failed_runs_progress_line_shows_the_programs_last_words():
+    """IQ-TREE without its alignment prints its banner, then 'ERROR: File not found missing.phy' and exits 2; the
+    progress line showed the first 100 characters of the reason, 'Command: /usr/bin/iqtree2-mpi -s exam...', and
+    never the error. The record keeps every line; the progress line shows the last that says 'error' (Ray's comes
+    before its memory report), else the last."""
+    error = "ERROR: File not found missing.phy"
+    reason = ("hympi: iqtree2-mpi ended with exit code 2; its last lines: Command: /usr/bin/iqtree2-mpi -s missing.phy "
+              "-m HKY+G -redo -pre x --fast | Seed:    894809 (Using SPRNG) | Reading alignment file missing.phy ... "
+              "| "
+              f"{error}")
+    run = Run(1, "iqtree2-mpi", 1, 1, "core", "compact", 1, ("-s", "missing.phy"), (), ("mpirun",), "failed", 2,
+              2.5, stderr_tail=f"mpirun's notice\n{reason}")
+    line = Text.from_markup(progress_line(SweepItem(1, 1, "core", 1), run)).plain
+    assert line.endswith(f" hympi: iqtree2-mpi ended with exit code 2; its last lines: ... | {error}"), line
+    ray = ("hympi: verification 'Rank 0 wrote' not found in the output; its last lines: Sequences: small.fa | Error, "
+           "ray-1x1/ already exists, change the -o parameter to another value. | Rank 0: assembler memory usage: "
+           "50220 KiB | Rank 0: Rank= 0 Size= 1 ProcessIdentifier= 18648")
+    assert clipped(ray) == ("hympi: verification 'Rank 0 wrote' not found in the output; its last lines: ... | Error, "
+                            "ray-1x1/ already exists, change the -o parameter to another value. | ...")
+    one = f"hympi: p ended with exit code 1; its last lines: {'y' * 2 * WHY_CHARS}"
+    assert clipped(one) == f"hympi: p ended with exit code 1; its last lines: {'y' * (WHY_CHARS - 3)}..."
 
 
 def test_a_program_is_swept_under_the_real_launcher_and_its_output_judged(tmp_path: Path):
@@ -815,3 +840,40 @@ def test_a_tune_without_a_score_says_so_in_one_line(tmp_path: Path, monkeypatch)
         "hympi: error: tune 1 has no score: no configuration had a measured run that ended ok undisturbed by other "
         "work (the table says why)")
     assert "use it" not in proc.stdout
+
+
+def test_a_programs_arguments_name_the_layouts_threads_and_ranks(tmp_path: Path, monkeypatch):
+    """IQ-TREE 2 runs as many OpenMP threads as its -T says (1 by default) whatever OMP_NUM_THREADS is: `-T
+    {threads}` gives each layout its own count. The arguments as typed stay the sweep's and its runs' problem, so
+    the layouts are still one problem's; the command recorded is the one launched."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "tree", 'if [ "$2" = "$OMP_NUM_THREADS" ] && [ "$3" = "ranks=$4" ] && '
+                                    '[ "$4" = "$OMPI_COMM_WORLD_SIZE" ]; then echo "threads agree"; fi\n')
+    args = ["--", "-T", "{threads}", "ranks={ranks}", "{ranks}"]
+    db = tmp_path / "r.db"
+    proc = hympi("sweep", "./tree", "--ranks", "1", "--threads", "1,2", "--repeat", "1", "--no-warmup",
+                 "--ignore-load", "--verify", "threads agree", "--db", str(db), *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        runs = sorted(store.runs(), key=lambda r: r.threads)
+    assert [r.status for r in runs] == ["ok", "ok"]
+    assert {r.app_args for r in runs} == {("-T", "{threads}", "ranks={ranks}", "{ranks}")}
+    assert {r.problem for r in runs} == {"-T {threads} ranks={ranks} {ranks}"}
+    assert [r.command[-4:] for r in runs] == [("-T", str(t), "ranks=1", "1") for t in (1, 2)]
+    code, record = hympi_json("run", "./tree", "--ranks", "2", "--verify", "threads agree", "--json", *args)
+    assert code == 0 and record["verified"], record
+
+
+def test_resume_after_the_programs_arguments_is_said_to_be_the_programs(tmp_path: Path, monkeypatch):
+    """`hympi sweep ... -- -s example.phy --resume`: the flag added at the end of the command line went to IQ-TREE
+    ('Invalid "--resume" option') in every run of a new sweep, without a word that hympi never saw it."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'echo "args: $*"\n')
+    sweep = ["sweep", "./solver", "--ranks", "1", "--repeat", "1", "--no-warmup", "--ignore-load", "--db",
+             str(tmp_path / "r.db")]
+    proc = hympi(*sweep, "--", "-s", "x", "--resume")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ("hympi: note: --resume after '--' is solver's argument, not hympi's: this is a new sweep; hympi's "
+            "--resume goes before '--'") in proc.stdout, proc.stdout
+    proc = hympi(*sweep, "--resume", "--", "-s", "x")
+    assert proc.returncode == 0 and "note: --resume" not in proc.stdout, proc.stdout

@@ -52,10 +52,13 @@ from hympi.sweep_options import SWEEP, cross_layouts
 from hympi.topology import machine_summary
 from hympi.twolevel import INNER_MODES, check_options, expand, sweep_axes
 
+# The flag that continues an unfinished sweep.
+RESUME_FLAG = "--resume"
+
 
 def _resume_value(text: str) -> int:
     """--resume ID: a positive sweep id."""
-    return parse_row_id("--resume", text, "a sweep id")
+    return parse_row_id(RESUME_FLAG, text, "a sweep id")
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -71,7 +74,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     register(p, PROGRAM)
     add_mpi_param_options(p)
     add_db_option(p)
-    p.add_argument("--resume", nargs="?", const=True, default=False, type=_resume_value, metavar="ID",
+    p.add_argument(RESUME_FLAG, nargs="?", const=True, default=False, type=_resume_value, metavar="ID",
                    help="continue the latest unfinished sweep with the same parameters (or sweep ID)")
     p.add_argument("--sbatch", default=None, metavar="PATH",
                    help="slurm outside an allocation: where to write the sbatch script "
@@ -252,6 +255,13 @@ def main(args: argparse.Namespace) -> int:
             the_plan = plan(params, cpu_limit(params, summary))
         elif args.resume is True:  # asked for, found nothing: say why before starting anew
             console.print(resume_missed(store, params, sweep), highlight=False, markup=False, soft_wrap=True)
+        elif RESUME_FLAG in (arg.partition("=")[0] for arg in params.app_args):
+            # `hympi sweep ... -- ARGS --resume`, the flag added at the end of the line: a new sweep whose every run
+            # hands --resume to the program (IQ-TREE: 'Invalid "--resume" option', 9 failed runs). Said, not
+            # refused: a program may have a --resume of its own.
+            console.print(f"hympi: note: {RESUME_FLAG} after '--' is {params.app}'s argument, not hympi's: this is "
+                          f"a new sweep; hympi's {RESUME_FLAG} goes before '--'", highlight=False, markup=False,
+                          soft_wrap=True)
         done = len(store.done_keys(sweep.id))
         again = len(restartable_items(store, sweep.id, params))
         restarts = f", {again} to restart from a checkpoint" if again else ""

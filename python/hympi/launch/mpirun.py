@@ -60,6 +60,13 @@ def mpi_env_name(name: str, flavor: str) -> str:
     raise ValueError(f"unknown MPI flavour {flavor!r} (expected {', '.join(MPI_FLAVORS)})")
 
 
+# The layout's figures a program's arguments may name, as `{threads}`: a program that takes its thread count as an
+# option and ignores OMP_NUM_THREADS (IQ-TREE's -T, default 1) would otherwise run every layout's ranks on one thread
+# each, whatever the layout says. Only these exact names are replaced; other braces pass unchanged.
+ARG_PLACEHOLDERS = ("ranks", "threads")
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(ARG_PLACEHOLDERS) + r")\}")
+
+
 @dataclass(frozen=True)
 class LaunchSpec:
     """One run: which app, the ranks x threads layout, binding, memory policy and the app's own arguments."""
@@ -77,6 +84,12 @@ class LaunchSpec:
     mpit_read: tuple[str, ...] = ()
     membind: str = DEFAULT_MEMBIND
     binder: str = "hympi"
+
+    def launched_args(self) -> tuple[str, ...]:
+        """The app's arguments as launched: each ARG_PLACEHOLDERS name in braces replaced by this layout's figure
+        (IQ-TREE's `-T {threads}`); the arguments as given stay the sweep's identity and its runs' problem."""
+        figures = {"ranks": self.ranks, "threads": self.threads}
+        return tuple(_PLACEHOLDER.sub(lambda m: str(figures[m.group(1)]), arg) for arg in self.app_args)
 
     def layout(self) -> LayoutSpec:
         """This run as a one-node layout spec: the launcher binds as asked under binder 'launcher' (or as the
@@ -329,19 +342,19 @@ def build_command(spec: LaunchSpec, launcher: str | None = None, flavor: str | N
         cmd = [launcher, *args]
         for key, value in env.items():
             cmd += ["-genv", key, value]
-        return [*cmd, app, *spec.app_args]
+        return [*cmd, app, *spec.launched_args()]
     cmd = [launcher, *(["--allow-run-as-root"] if os.geteuid() == 0 else []), *args]
     if spec.binder == "hympi":
         # Open MPI counts one slot per core and refuses more ranks; check_layout already vetted the layout.
         cmd.append("--oversubscribe")
     for key, value in env.items():
         cmd += ["-x", f"{key}={value}"]
-    return [*cmd, app, *spec.app_args]
+    return [*cmd, app, *spec.launched_args()]
 
 
 def validate_with_app(spec: LaunchSpec) -> None:
     """Asks the app itself whether its arguments suit the layout, without MPI (raises UsageError)."""
-    cmd = [str(binary(spec.app_binary)), "--validate-ranks", str(spec.ranks), *spec.app_args]
+    cmd = [str(binary(spec.app_binary)), "--validate-ranks", str(spec.ranks), *spec.launched_args()]
     env = {**os.environ, **spec.app_env()}
     # errors="replace": the app echoes the user's bytes (a --data path, a file's content); one that is not UTF-8
     # must reach the user as one line, not as a UnicodeDecodeError here.

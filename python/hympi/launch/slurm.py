@@ -79,7 +79,7 @@ def build_srun_command(spec: LaunchSpec, srun: str | None = None) -> list[str]:
     plugin = srun_mpi_plugin()
     if plugin:  # without it the R tasks would be R singleton MPI jobs of one rank (or abort in MPI_Init)
         cmd.append(f"--mpi={plugin}")
-    return [*cmd, str(binary(spec.app_binary)), *spec.app_args]
+    return [*cmd, str(binary(spec.app_binary)), *spec.launched_args()]
 
 
 @dataclass(frozen=True)
