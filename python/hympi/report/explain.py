@@ -426,6 +426,10 @@ def _why_not_split(better: Breakdown, worse: Breakdown) -> str:
     return "no timed region (time_s) was recorded"
 
 
+# Why two layouts judged by their repeats alone (no statistics) are not separated.
+REPEATS_OVERLAP = "their repeats overlap"
+
+
 def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None, noise: str = "") -> tuple[str, ...]:
     """Why one of two layouts is faster, in short sentences: a lead (which is faster and by how much, or that the
     two are within noise), then one sentence per term (computation, communication, imbalance, unaccounted) that
@@ -448,13 +452,16 @@ def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None, 
     t_b, t_w = 1.0 / better.rate, 1.0 / worse.rate  # time per unit of work
     noise = noise or CI_CONTAINS_ONE
     if separated is None:
-        noise = "their repeats overlap"
+        noise = REPEATS_OVERLAP
         separated = not (better.rate_min is not None and worse.rate_max is not None
                          and worse.rate_max >= better.rate_min)
     needs = f"{w} needs {t_w / t_b:.2f}x {b}'s time for the same work"
+    # Too few runs is no evidence of noise: two runs a side 2x apart were said to be 'within run-to-run noise'.
+    unseparated = "are within run-to-run noise of each other" if noise in (CI_CONTAINS_ONE, REPEATS_OVERLAP) else \
+        "cannot be told apart yet"
     lead = (f"{b} is faster: {needs}." if separated else
-            f"{b} and {w} are within run-to-run noise of each other ({noise}), so what follows only describes the "
-            f"difference of their medians: {needs}.")
+            f"{b} and {w} {unseparated} ({noise}), so what follows only describes the difference of their medians: "
+            f"{needs}.")
     out = [lead]
     bandwidth = _bandwidth_note(better, worse, b, w)
     tb, tw = better.terms(), worse.terms()
