@@ -472,14 +472,17 @@ def _shown(value: object) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
+def differing_keys(there: Mapping[str, object], here: Mapping[str, object]) -> list[str]:
+    """The keys whose values two records (as_record) differ in, sorted."""
+    return [key for key in sorted(there.keys() | here.keys()) if there.get(key) != here.get(key)]
+
+
 def differing_params(there: Mapping[str, object], here: Mapping[str, object], spelled: Mapping[str, str]) -> str:
     """Each parameter in which two records (as_record) differ, as the user spells it (`spelled`, else its field
     name) with both values: '--ranks (1,2 there, 1 here); --timeout (600.0 there, 30.0 here)'; a digest or a long
     value is named, not quoted."""
     parts = []
-    for key in sorted(there.keys() | here.keys()):
-        if there.get(key) == here.get(key):
-            continue
+    for key in differing_keys(there, here):
         values = [_shown(there.get(key)), _shown(here.get(key))]
         if key.endswith("sha256") or max(map(len, values)) > _SHOWN_VALUE_CHARS:
             parts.append(spelled.get(key, key))

@@ -41,6 +41,7 @@ from hympi.sweep import (
     plan,
     program_fields,
     record_machine,
+    resume_missed,
     run_sweep,
     validate_layouts,
 )
@@ -238,6 +239,8 @@ class _Study:
         if resumed:
             params = SweepParams.from_dict(sweep.params)
             the_plan = plan(params, self.summary.pus)
+        elif self.options.resume:  # as `hympi sweep --resume`: a new sweep is said to be one, and why
+            self.say(escape(resume_missed(self.store, params, sweep, by_id=False)))  # a study has no --resume ID
         return _OpenSweep(sweep=sweep, resumed=resumed, params=params, plan=the_plan)
 
     def run(self, opened: _OpenSweep) -> SweepResult:

@@ -71,6 +71,7 @@ from hympi.params import (
     as_record,
     check_fields,
     declared_default,
+    differing_keys,
     differing_params,
     from_record,
 )
@@ -624,15 +625,20 @@ _SPELLED: Mapping[str, str] = {
     "stdin_sha256": f"the {STDIN.flag} file's contents", "workdir": "the directory it runs in"}
 
 
-def resume_missed(store: Store, params: SweepParams, started: Sweep) -> str:
+def resume_missed(store: Store, params: SweepParams, started: Sweep, by_id: bool = True) -> str:
     """What to tell a user whose --resume found no unfinished sweep with `params` (and so `started` a new one): the
-    newest unfinished sweep of the same app before it and each parameter it differs in, or that there is none."""
-    found = store.latest_unfinished_of(params.app, before=started.id)
+    unfinished sweep of the same app before it that differs in the fewest parameters (the newest of those), and
+    each parameter it differs in, or that there is none; `by_id`: the command takes `--resume ID` to continue it."""
+    here = params.identity()
+    found = min(((sweep, SweepParams.from_dict(sweep.params).identity())
+                 for sweep in store.unfinished_of(params.app, before=started.id)),
+                key=lambda pair: len(differing_keys(pair[1], here)), default=None)
     if found is None:
         return f"--resume: no unfinished sweep of {params.app} to continue"
-    differs = differing_params(SweepParams.from_dict(found.params).identity(), params.identity(), _SPELLED)
-    return (f"--resume: no unfinished sweep of {params.app} has these parameters; the newest, sweep {found.id} "
-            f"({found.status}), differs in {differs}: '--resume {found.id}' continues it with its own parameters")
+    sweep, there = found
+    continued = f": '--resume {sweep.id}' continues it with its own parameters" if by_id else ""
+    return (f"--resume: no unfinished sweep of {params.app} has these parameters; the closest, sweep {sweep.id} "
+            f"({sweep.status}), differs in {differing_params(there, here, _SPELLED)}{continued}")
 
 
 def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: RunOutcome, started: str,

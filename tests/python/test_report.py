@@ -6,6 +6,7 @@ import base64
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -467,6 +468,34 @@ def test_a_group_is_named_by_its_app_and_problem_and_by_its_subject_only_where_t
                   for sweep in (2, 3))
     groups = group_runs([failed, one, other], {1: 1, 2: 1, 3: 1}, {2: "/bin/a.out -x", 3: "/bin/a.out -y"})
     assert group_titles(groups) == ["true", "a.out p (/bin/a.out -x)", "a.out p (/bin/a.out -y)"]
+
+
+def test_a_study_resumed_with_other_options_says_which_sweep_differs_and_how(tmp_path: Path):
+    """`hympi study --resume` opens each app's sweep as `hympi sweep --resume` does, and says so as it does when
+    nothing is left to continue (a new sweep began silently before)."""
+    launcher = tmp_path / "mpirun"
+    launcher.write_text("#!/bin/sh\nexit 99\n")  # every run fails at once: the sweeps are quick
+    launcher.chmod(0o755)
+    env = {"HYMPI_MPIRUN": str(launcher), "HYMPI_MPI_FLAVOR": "openmpi", "COLUMNS": "1000"}
+    db = tmp_path / "s.db"
+
+    def study(*args: str) -> subprocess.CompletedProcess[str]:
+        return hympi("study", "--quick", "--apps", "stream", "--no-warmup", "--ignore-load", "--out",
+                     str(tmp_path / "study"), "--db", str(db), *args, env=env, timeout=120)
+
+    assert "--resume" not in study("--repeat", "1").stdout
+    with Store.open(db) as store:
+        ids = [sweep.id for sweep in store.study_sweeps(1)]  # STREAM's, and the cache levels'
+        for sweep_id in ids:
+            store.set_sweep_status(sweep_id, "interrupted")
+    again = study("--repeat", "2", "--resume")
+    # The cache levels' sweeps (fixed rounds) are resumed; STREAM's, now of 2 rounds, is new and names its twin, the
+    # closest of the four interrupted (not the newest, a cache level's, which differs in its arguments too), and no
+    # '--resume ID', which a study does not take.
+    said = re.findall(r"^--resume: no unfinished sweep of stream has these parameters; the closest, sweep (\d+) "
+                      r"\(interrupted\), differs in --repeat \(1 there, 2 here\)$", again.stdout, re.M)
+    assert [int(n) for n in said] == ids[:1], again.stdout
+    assert again.stdout.count(" resumed, ") == len(ids) - 1, again.stdout
 
 
 def test_a_report_that_cannot_be_written_says_where_the_runs_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

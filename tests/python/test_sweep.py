@@ -324,7 +324,7 @@ def test_resume_that_finds_nothing_says_which_parameters_differ_from_the_newest_
                   "0", env=env)
     assert other.returncode == 0, other.stderr
     (line,) = [t for t in other.stdout.splitlines() if t.startswith("--resume")]
-    assert line == ("--resume: no unfinished sweep of rb3d has these parameters; the newest, sweep 2 (interrupted), "
+    assert line == ("--resume: no unfinished sweep of rb3d has these parameters; the closest, sweep 2 (interrupted), "
                     "differs in --ranks/--threads (1x1,2x1 there, 1x1 here); --timeout (600.0 there, 30.0 here): "
                     "'--resume 2' continues it with its own parameters"), line
     assert "starting sweep 3" in other.stdout

@@ -153,7 +153,7 @@ def test_resume_that_finds_no_tune_like_this_one_says_what_differs(tmp_path: Pat
         started, resumed = open_tune(store, machine, params, space, True)
         assert not resumed
         assert tune_resume_missed(store, params, space, started) == (
-            "--resume: no unfinished tune of rb3d has these parameters; the newest, tune 1 (interrupted), differs "
+            "--resume: no unfinished tune of rb3d has these parameters; the closest, tune 1 (interrupted), differs "
             "in --max-runs (7 there, 6 here)")
         assert "in --max-runs (7 there, 6 here); --space" in tune_resume_missed(store, params, other_space, started)
         alone = tune_params("is", (), "guided", 6, repeat=1, seed=9, min_time=0.0)

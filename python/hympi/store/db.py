@@ -676,12 +676,12 @@ class Store:
                                 (params_key(params),)).fetchone()
         return self._sweep(row) if row else None
 
-    def latest_unfinished_of(self, app: str, before: int) -> Sweep | None:
-        """The newest sweep of `app` older than sweep `before`, whatever its parameters, that has not finished and
-        belongs to no tune, if any (what `--resume` names when no sweep had the parameters given)."""
-        row = self.conn.execute(f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE app = ? AND id < ? AND status != "
-                                "'finished' AND tune_id IS NULL ORDER BY id DESC LIMIT 1", (app, before)).fetchone()
-        return self._sweep(row) if row else None
+    def unfinished_of(self, app: str, before: int) -> list[Sweep]:
+        """The sweeps of `app` older than sweep `before`, whatever their parameters, that have not finished and
+        belong to no tune, newest first (what `--resume` chooses from when no sweep had the parameters given)."""
+        return [self._sweep(r) for r in self.conn.execute(
+            f"SELECT {self._SWEEP_COLUMNS} FROM sweeps WHERE app = ? AND id < ? AND status != 'finished' AND tune_id "
+            "IS NULL ORDER BY id DESC", (app, before))]
 
     def set_sweep_status(self, sweep_id: int, status: str) -> None:
         """Marks a sweep running, interrupted or finished."""
@@ -880,12 +880,12 @@ class Store:
                                 "'finished' ORDER BY id DESC LIMIT 1", (params_key(identity),)).fetchone()
         return self._tune(row) if row else None
 
-    def latest_unfinished_tune_of(self, app: str, before: int) -> TuneRecord | None:
-        """The newest tune of `app` older than tune `before`, whatever its parameters and space, that has not
-        finished, if any (what `--resume` names when no tune had the parameters given)."""
-        row = self.conn.execute(f"SELECT {self._TUNE_COLUMNS} FROM tunes WHERE app = ? AND id < ? AND status != "
-                                "'finished' ORDER BY id DESC LIMIT 1", (app, before)).fetchone()
-        return self._tune(row) if row else None
+    def unfinished_tunes_of(self, app: str, before: int) -> list[TuneRecord]:
+        """The tunes of `app` older than tune `before`, whatever their parameters and space, that have not finished,
+        newest first (what `--resume` chooses from when no tune had the parameters given)."""
+        return [self._tune(r) for r in self.conn.execute(
+            f"SELECT {self._TUNE_COLUMNS} FROM tunes WHERE app = ? AND id < ? AND status != 'finished' "
+            "ORDER BY id DESC", (app, before))]
 
     def tune_sweeps(self, tune_id: int) -> list[Sweep]:
         """The sweeps (one per configuration measured) of a tune, in the order they were started."""

@@ -30,6 +30,7 @@ from hympi.params import (
     as_record,
     check_fields,
     declared_default,
+    differing_keys,
     differing_params,
     from_record,
 )
@@ -182,14 +183,17 @@ _SPELLED = {**{p.name: p.flag for p in TUNE_RUN}, "app_args": "the app arguments
 
 def tune_resume_missed(store: Store, params: TuneParams, space: SearchSpace, started: TuneRecord) -> str:
     """What to tell a user whose --resume found no unfinished tune like this one (and so `started` a new one): the
-    newest unfinished tune of the same app before it and each parameter it differs in, or that there is none."""
-    found = store.latest_unfinished_tune_of(params.app, before=started.id)
+    unfinished tune of the same app before it that differs in the fewest parameters (the newest of those), and each
+    parameter it differs in, or that there is none."""
+    here = params.identity(space)
+    candidates = ((tune, {k: v for k, v in TuneParams.from_dict(tune.params).as_dict().items() if k != "seed"}
+                   | {"space": tune.space.get("source")}) for tune in store.unfinished_tunes_of(params.app, started.id))
+    found = min(candidates, key=lambda pair: len(differing_keys(pair[1], here)), default=None)
     if found is None:
         return f"--resume: no unfinished tune of {params.app} to continue"
-    there = {**TuneParams.from_dict(found.params).as_dict(), "space": found.space.get("source")}
-    differs = differing_params({k: v for k, v in there.items() if k != "seed"}, params.identity(space), _SPELLED)
-    return (f"--resume: no unfinished tune of {params.app} has these parameters; the newest, tune {found.id} "
-            f"({found.status}), differs in {differs}")
+    tune, there = found
+    return (f"--resume: no unfinished tune of {params.app} has these parameters; the closest, tune {tune.id} "
+            f"({tune.status}), differs in {differing_params(there, here, _SPELLED)}")
 
 
 @dataclass(frozen=True)
