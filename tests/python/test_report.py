@@ -28,6 +28,7 @@ from conftest import hympi
 from fakeapps import REPO, fake_bin_dir
 from hympi.cli.common import ensure_out_dir
 from hympi.errors import HympiFatal
+from hympi.launch.layout import layout_words
 from hympi.report import html, writer
 from hympi.report.analysis import group_runs, group_titles, recommend, verdict
 from hympi.report.html import GroupFigures, render
@@ -496,6 +497,14 @@ def test_a_study_resumed_with_other_options_says_which_sweep_differs_and_how(tmp
                       r"\(interrupted\), differs in --repeat \(1 there, 2 here\)$", again.stdout, re.M)
     assert [int(n) for n in said] == ids[:1], again.stdout
     assert again.stdout.count(" resumed, ") == len(ids) - 1, again.stdout
+
+
+def test_a_layout_is_one_text_in_tables_and_sentences():
+    # hympi run's table said '1 ranks x 1 threads' beside the recommendation's '1 rank x 1 thread'.
+    assert layout_words(1, 1) == "1 rank x 1 thread" and layout_words(2, 4) == "2 ranks x 4 threads"
+    proc = hympi("run", "/bin/true")
+    assert proc.returncode == 0, proc.stderr
+    assert "│ layout          │ 1 rank x 1 thread " in proc.stdout, proc.stdout
 
 
 def test_a_report_that_cannot_be_written_says_where_the_runs_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

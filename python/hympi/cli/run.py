@@ -30,7 +30,7 @@ from hympi.cli.parser import Subparsers
 from hympi.console import HympiConsole, add_plain_row
 from hympi.launch.command import launch_command
 from hympi.launch.cvars import ignored_texts
-from hympi.launch.layout import layout_pus
+from hympi.launch.layout import layout_pus, layout_words
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
 from hympi.layout_options import LAUNCH
 from hympi.params import DEFAULT_DISTURBED_ABOVE, DISTURBED_ABOVE, disturbed_above_of, register, resolve
@@ -64,7 +64,7 @@ def result_table(record: ResultRecord) -> Table:
     """The fields people compare across layouts, one per row (fits any terminal width)."""
     # The app's output names the problem and unit, from its arguments or input file: no markup of hympi's.
     table = Table(title=escape(f"{record.app} {record.problem}"), show_header=False)
-    rows = [("layout", f"{record.ranks} ranks x {record.threads} threads"),
+    rows = [("layout", layout_words(record.ranks, record.threads)),
             ("binding", f"{record.bind} ({record.dist})"),
             ("memory policy", memory_text(record)),
             ("time", f"{record.time_s:.4g} s"),
@@ -88,7 +88,7 @@ def program_table(outcome: RunOutcome, spec: LaunchSpec) -> Table:
     merit = metrics["merit"]
     # The cells quote the user's --verify and arguments, which rich would read as markup ('[/a-z]+' as a tag).
     table = Table(title=escape(f"{outcome.record['app']} {outcome.record['problem']}"), show_header=False)
-    rows = [("layout", f"{spec.ranks} ranks x {spec.threads} threads"),
+    rows = [("layout", layout_words(spec.ranks, spec.threads)),
             ("binding", f"{spec.bind} ({spec.dist}), by the launcher"),
             ("wall time", f"{outcome.seconds:.4g} s"),
             ("figure of merit", f"{merit['value']:.6g} {merit['unit']} ({merit['better']} is better)"),

@@ -21,6 +21,11 @@ DISTRIBUTIONS = enum_names("Distribution")
 OMP_PLACES = {"core": "cores", "numa": "numa_domains", "package": "sockets"}
 
 
+
+def layout_words(ranks: int, threads: int) -> str:
+    """A layout in words, for tables and sentences: '2 ranks x 1 thread'."""
+    return f"{ranks} rank{'' if ranks == 1 else 's'} x {threads} thread{'' if threads == 1 else 's'}"
+
 @dataclass(frozen=True)
 class ThreadPlace:
     """Where one thread of one rank is meant to run: its node, rank (global), thread and PU set (OS indexes)."""

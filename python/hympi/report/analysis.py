@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from hympi.launch.layout import layout_words
 from hympi.params import AUTO, DEFAULT_CONFIDENCE, MIN_SEPARATE, REPEAT
 from hympi.result import figure_unit, run_placement_share
 from hympi.stats.compare import (
@@ -92,10 +93,8 @@ class LayoutStats(Layout):
     def describe(self) -> str:
         """'2 ranks x 1 thread, bind core' for sentences (', membind interleave' under another memory policy than
         the default)."""
-        r = f"{self.ranks} rank{'s' if self.ranks != 1 else ''}"
-        t = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
         policy = "" if self.membind == DEFAULT_MEMBIND else f", membind {self.membind}"
-        return f"{r} x {t}, bind {self.bind}{policy}"
+        return f"{layout_words(self.ranks, self.threads)}, bind {self.bind}{policy}"
 
     def spread(self, rate_unit: str) -> tuple[float | None, float | None, float | None]:
         """Min, median and max as people read them: of the rates, or of a lower-is-better figure of merit, recorded

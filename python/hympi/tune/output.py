@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hympi.errors import UsageError, unknown_name
+from hympi.launch.layout import layout_words
 from hympi.launch.mpirun import mpi_env_name
 from hympi.store import Store, TuneRecord
 from hympi.tune.declared import TOOLS, declared_names
@@ -54,7 +55,7 @@ def _header(found: BestConfiguration) -> list[str]:
             f"({found.tune.strategy} search)",
             f"# machine {found.machine}, {found.mpi_library}",
             f"# speedup over the default ({found.default.label()}): {found.speedup.text}",
-            f"# layout: {found.best.config.ranks} ranks x {found.best.config.threads} threads, bind "
+            f"# layout: {layout_words(found.best.config.ranks, found.best.config.threads)}, bind "
             f"{found.best.config.bind} (run it with: {run_command_text(found)})"]
 
 
