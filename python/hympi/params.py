@@ -477,6 +477,13 @@ def differing_keys(there: Mapping[str, object], here: Mapping[str, object]) -> l
     return [key for key in sorted(there.keys() | here.keys()) if there.get(key) != here.get(key)]
 
 
+def closest(records: Iterable[tuple[Record, Mapping[str, object]]],
+            here: Mapping[str, object]) -> tuple[Record, Mapping[str, object]] | None:
+    """Of (thing, its record) pairs, the first whose record differs from `here` in the fewest keys; None for none
+    (what `--resume` names when nothing had the parameters given)."""
+    return min(records, key=lambda pair: len(differing_keys(pair[1], here)), default=None)
+
+
 def differing_params(there: Mapping[str, object], here: Mapping[str, object], spelled: Mapping[str, str]) -> str:
     """Each parameter in which two records (as_record) differ, as the user spells it (`spelled`, else its field
     name) with both values: '--ranks (1,2 there, 1 here); --timeout (600.0 there, 30.0 here)'; a digest or a long

@@ -70,8 +70,8 @@ from hympi.params import (
     MAX_REPEAT,
     as_record,
     check_fields,
+    closest,
     declared_default,
-    differing_keys,
     differing_params,
     from_record,
 )
@@ -630,9 +630,8 @@ def resume_missed(store: Store, params: SweepParams, started: Sweep, by_id: bool
     unfinished sweep of the same app before it that differs in the fewest parameters (the newest of those), and
     each parameter it differs in, or that there is none; `by_id`: the command takes `--resume ID` to continue it."""
     here = params.identity()
-    found = min(((sweep, SweepParams.from_dict(sweep.params).identity())
-                 for sweep in store.unfinished_of(params.app, before=started.id)),
-                key=lambda pair: len(differing_keys(pair[1], here)), default=None)
+    found = closest(((sweep, SweepParams.from_dict(sweep.params).identity())
+                     for sweep in store.unfinished_of(params.app, before=started.id)), here)
     if found is None:
         return f"--resume: no unfinished sweep of {params.app} to continue"
     sweep, there = found

@@ -29,8 +29,8 @@ from hympi.params import (
     MIN_SEPARATE,
     as_record,
     check_fields,
+    closest,
     declared_default,
-    differing_keys,
     differing_params,
     from_record,
 )
@@ -107,9 +107,13 @@ class TuneParams:
 
     def identity(self, space: SearchSpace) -> JsonObject:
         """What --resume matches on: every parameter but the seed, and the space as written."""
+        return self.identity_of(space.source)
+
+    def identity_of(self, source: object) -> JsonObject:
+        """identity() for a space as written (`source`; a stored tune's space_json 'source')."""
         data = self.as_dict()
         del data["seed"]
-        data["space"] = space.source
+        data["space"] = source
         return data
 
     def check(self) -> None:
@@ -186,9 +190,8 @@ def tune_resume_missed(store: Store, params: TuneParams, space: SearchSpace, sta
     unfinished tune of the same app before it that differs in the fewest parameters (the newest of those), and each
     parameter it differs in, or that there is none."""
     here = params.identity(space)
-    candidates = ((tune, {k: v for k, v in TuneParams.from_dict(tune.params).as_dict().items() if k != "seed"}
-                   | {"space": tune.space.get("source")}) for tune in store.unfinished_tunes_of(params.app, started.id))
-    found = min(candidates, key=lambda pair: len(differing_keys(pair[1], here)), default=None)
+    found = closest(((tune, TuneParams.from_dict(tune.params).identity_of(tune.space.get("source")))
+                     for tune in store.unfinished_tunes_of(params.app, started.id)), here)
     if found is None:
         return f"--resume: no unfinished tune of {params.app} to continue"
     tune, there = found
