@@ -74,4 +74,5 @@ if(HYMPI_BUILD_TESTS AND NOT HYMPI_SANITIZE)
                    -DMPIEXEC_FLAGS=${_hympi_mpiexec_flags} -P ${PROJECT_SOURCE_DIR}/tests/install/run_consumer.cmake)
   set_tests_properties(install.consumer PROPERTIES TIMEOUT 120 PROCESSORS 2
                        ENVIRONMENT "OMP_NUM_THREADS=1;${HYMPI_TEST_ENVIRONMENT}")
+  hympi_own_tmpdir(install.consumer)
 endif()

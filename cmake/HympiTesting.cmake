@@ -53,6 +53,17 @@ function(hympi_precompile_suite name)
   endif()
 endfunction()
 
+# Open MPI's mpirun makes its session directory (ompi.<host>.<uid> under TMPDIR) with a mkdir that fails when
+# another mpirun makes the same directory at the same instant ("A call to mkdir was unable to create the desired
+# directory ... File exists"): two MPI tests that CTest started together failed that way on a fresh clone. So each
+# CTest entry that launches MPI gets its own TMPDIR in the build tree, as each process of the Python suite does
+# (tests/python/conftest.py); a run killed before mpirun cleans up also leaves its session directory there, not in /tmp.
+function(hympi_own_tmpdir test)
+  set(dir ${CMAKE_BINARY_DIR}/test-tmp/${test})
+  file(MAKE_DIRECTORY ${dir})
+  set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT "TMPDIR=${dir}")
+endfunction()
+
 # hympi_add_unit_test(<name> LIBS <targets>... [SUITES <suite>...]): GoogleTest binary run as one serial process.
 function(hympi_add_unit_test name)
   if(NOT HYMPI_TEST_SUITES OR NOT HYMPI_UNIT_SUITES)
@@ -108,6 +119,7 @@ function(hympi_add_mpi_test name)
              COMMAND ${MPIEXEC_EXECUTABLE} ${HYMPI_MPIEXEC_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${np} $<TARGET_FILE:${name}>)
     set_tests_properties(mpi.${name}.np${np} PROPERTIES TIMEOUT 300 PROCESSORS ${np}
                          ENVIRONMENT "OMP_NUM_THREADS=1;${HYMPI_TEST_ENVIRONMENT}")
+    hympi_own_tmpdir(mpi.${name}.np${np})
   endforeach()
 endfunction()
 
@@ -143,6 +155,7 @@ function(hympi_add_checked_run test)
   math(EXPR procs "${ARG_RANKS} * ${ARG_THREADS}")
   set_tests_properties(${test} PROPERTIES TIMEOUT ${ARG_TIMEOUT} PROCESSORS ${procs}
     ENVIRONMENT "OMP_NUM_THREADS=${ARG_THREADS};${ARG_ENVIRONMENT};${HYMPI_TEST_ENVIRONMENT}")
+  hympi_own_tmpdir(${test})
 endfunction()
 
 # hympi_add_app_test(<name> RANKS <np> [THREADS <nt>] [TIMEOUT <s>] [FAILS] COMMAND <app> <args>...): the app run
