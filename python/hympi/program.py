@@ -2,13 +2,14 @@
 
 It is named by a path (anything containing '/': `./solver`, `/usr/bin/lmp`), so it can never be taken for one of
 hympi's apps, whose names hold no '/'. Its arguments pass through unchanged but for `{threads}` and `{ranks}`, each
-launch's figures (hympi.launch.mpirun.ARG_PLACEHOLDERS). Its figure of merit is the job's wall
-time as hympi measures it (lower is better) unless --metric gives a regular expression whose first group captures a
-number from its output, with --metric-unit and --better higher|lower, or whose groups named d, h, m and s capture the
-parts of a time printed in parts ('1m12.34s'), in seconds, lower is better unless said otherwise. --verify gives an
-expression that must match the output, else the run failed with that reason; without it, a zero exit status is the
-only check there is. A program that writes its results into a file names it with --output-file: both expressions
-then search what each run wrote into that file (hympi.filemark) before its output.
+launch's figures, and `{run}`, a new empty directory of each launch's own (RUN_DIRS;
+hympi.launch.mpirun.ARG_PLACEHOLDERS). Its figure of merit is the job's wall time as hympi measures it (lower is
+better) unless --metric gives a regular expression whose first group captures a number from its output, with
+--metric-unit and --better higher|lower, or whose groups named d, h, m and s capture the parts of a time printed in
+parts ('1m12.34s'), in seconds, lower is better unless said otherwise. --verify gives an expression that must match
+the output, else the run failed with that reason; without it, a zero exit status is the only check there is. A
+program that writes its results into a file names it with --output-file: both expressions then search what each run
+wrote into that file (hympi.filemark) before its output.
 
 The database keys a program's sweeps by its absolute path, the sha256 of its file and its arguments: a rebuilt
 binary is a new program, never resumed into the old one's runs.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import os
 import re
 import shlex
@@ -25,20 +27,22 @@ import shutil
 import signal
 import stat
 import subprocess
+import time
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hympi.apps import APPS
 from hympi.capture import omitted_note, tail_lines
-from hympi.errors import UsageError
+from hympi.errors import HympiError, UsageError
 from hympi.filemark import FileText, mark_file, resolve_in, text_written_since
 from hympi.jsontypes import JsonObject
-from hympi.launch.mpirun import MPI_FLAVORS, LaunchSpec, RunOutcome, mpi_env_name
+from hympi.launch.mpirun import MPI_FLAVORS, RUN_DIR_PLACEHOLDER, LaunchSpec, RunOutcome, mpi_env_name, names_run_dir
 from hympi.limits import check_path
 from hympi.numbers import printed_float
+from hympi.outputs import write_problem
 from hympi.params import Param, choice, refuse_repeated
 from hympi.probe import Env, ProbeProcess, apply_probe, launch_probed
 from hympi.result import INVERSE_UNIT
@@ -196,6 +200,11 @@ STDIN = Param("stdin", "--stdin", "a file every run of a program reads as its st
               "each run of a sweep, study or tune reads /dev/null)", check_path, metavar="FILE")
 ENV = Param("env", "--env", "an environment variable every rank of a program gets (repeatable): recorded with the "
             "sweep, and set for ranks on other nodes too", parse_env, metavar="NAME=VALUE", repeated=True)
+# Where the launches whose arguments name RUN_DIR_PLACEHOLDER get their own directories: in the program's working
+# directory, beside what its runs write there by relative paths. Kept after the run: they hold its outputs.
+RUN_DIRS = "hympi-runs"
+
+
 # The parameters every command that runs a program takes.
 PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY, OUTPUT_FILE, STDIN, ENV)
 
@@ -275,6 +284,38 @@ class Program:
     def output_path(self) -> Path:
         """The output file where the program writes it (relative to its working directory)."""
         return resolve_in(self.workdir, self.output_file)
+
+    def new_run_dir(self, ranks: int, threads: int) -> Path:
+        """A new, empty directory for one launch at `ranks` x `threads`: RUN_DIRS/<program>-<R>x<T>-<UTC time>, with
+        -2, -3, ... after a name already taken (a second launch in the same second). HympiError when it cannot be
+        made (a full disk)."""
+        root = resolve_in(self.workdir, RUN_DIRS)
+        stem = f"{Path(self.path).name}-{ranks}x{threads}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        try:
+            root.mkdir(exist_ok=True)
+            for number in itertools.count(1):
+                path = root / (stem if number == 1 else f"{stem}-{number}")
+                try:
+                    path.mkdir()
+                    return path
+                except FileExistsError:
+                    continue
+        except OSError as exc:
+            raise HympiError(f"cannot make the run's directory ({RUN_DIR_PLACEHOLDER}) in {root}: "
+                             f"{exc.strerror or exc}") from None
+        raise AssertionError("itertools.count ended")
+
+    def check_run_dirs(self, args: Sequence[str]) -> None:
+        """UsageError when `args` name RUN_DIR_PLACEHOLDER and its directories cannot be made in the program's
+        working directory (checked before anything is launched or recorded)."""
+        if not names_run_dir(args):
+            return
+        root = resolve_in(self.workdir, RUN_DIRS)
+        if root.exists() and not root.is_dir():
+            raise UsageError(f"{RUN_DIR_PLACEHOLDER} in the arguments: {root} is not a directory")
+        where = root if root.is_dir() else root.parent
+        if (why := write_problem(where)) is not None:
+            raise UsageError(f"{RUN_DIR_PLACEHOLDER} in the arguments: no directory can be made in {where} ({why})")
 
     def stdin_path(self) -> Path | None:
         """The file every run reads as its standard input (relative to its working directory), None for none."""
@@ -533,14 +574,16 @@ def load_programs(path: str) -> tuple[ProgramRun, ...]:
     return runs
 
 
-def probed_program_run(program: Program, launch: Callable[[Env], RunOutcome], ranks: int, threads: int,
+def probed_program_run(program: Program, launch: Callable[[Env, str | None], RunOutcome], ranks: int, threads: int,
                        args: tuple[str, ...], shown: bool = False) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
-    """One launch of a program of the user's own (`launch` given the probe's environment for its ranks), judged on
-    its output and output file (hympi.program.judge; `shown`: that output went to the terminal as it came) and on
-    what the probe saw (hympi.probe.apply_probe); with the probed processes. The sweep and `hympi run` / `affinity`
-    both launch programs through it."""
+    """One launch of a program of the user's own (`launch` given the probe's environment for its ranks and the
+    launch's own directory, made when `args` name RUN_DIR_PLACEHOLDER, else None), judged on its output and output
+    file (hympi.program.judge; `shown`: that output went to the terminal as it came) and on what the probe saw
+    (hympi.probe.apply_probe); with the probed processes. The sweep and `hympi run` / `affinity` both launch
+    programs through it."""
+    run_dir = str(program.new_run_dir(ranks, threads)) if names_run_dir(args) else None
     mark = mark_file(program.output_path()) if program.output_file else None
-    launched, processes = launch_probed(launch)
+    launched, processes = launch_probed(lambda env: launch(env, run_dir))
     written = text_written_since(mark) if mark is not None else None
     judged = judge(program, launched, ranks, threads, args, written, shown)
     return apply_probe(judged, processes, ranks, threads), processes

@@ -321,6 +321,7 @@ def check_program(program: Program, params: SweepParams) -> None:
     if params.stdin_sha256 and stdin_digest(program) != params.stdin_sha256:
         raise UsageError(f"{STDIN.flag} {program.stdin_path()} has changed since this sweep was recorded (sha256 "
                          f"{params.stdin_sha256[:12]}...): start a new sweep")
+    program.check_run_dirs(params.app_args)
 
 
 def check_checkpoint_dir(app: str, directory: str, every: int) -> None:
@@ -508,11 +509,12 @@ def validate_layouts(params: SweepParams, items: tuple[SweepItem, ...]) -> None:
 
 
 def command_for(params: SweepParams, item: SweepItem, restart: bool = False,
-                env: tuple[tuple[str, str], ...] = ()) -> list[str]:
+                env: tuple[tuple[str, str], ...] = (), run_dir: str | None = None) -> list[str]:
     """The launch command of one item as an argument list, for the sweep's launcher (with its checkpoint options,
-    and --restart from its checkpoint when `restart`; `env` for every rank: the probe's)."""
-    spec = params.spec(item.ranks, item.threads, item.bind, (*item.args, *io_args(params, item, restart)),
-                       item.membind)
+    and --restart from its checkpoint when `restart`; `env` for every rank: the probe's; `run_dir`: the launch's own
+    directory, where its arguments name one)."""
+    spec = replace(params.spec(item.ranks, item.threads, item.bind, (*item.args, *io_args(params, item, restart)),
+                               item.membind), run_dir=run_dir)
     if env:
         spec = replace(spec, env=(*spec.env, *env))
     if params.launcher == "slurm":  # srun need not exist here: outside an allocation this is the sbatch script's
@@ -655,8 +657,9 @@ def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: R
 def run_program(params: SweepParams, program: Program, item: SweepItem,
                 runner: Callable[[list[str], float], RunOutcome]) -> RunOutcome:
     """One launch of a sweep item of a program (probed_program_run)."""
-    outcome, _ = probed_program_run(program, lambda env: runner(command_for(params, item, env=env), params.timeout),
-                                    item.ranks, item.threads, (*params.app_args, *item.args))
+    outcome, _ = probed_program_run(
+        program, lambda env, run_dir: runner(command_for(params, item, env=env, run_dir=run_dir), params.timeout),
+        item.ranks, item.threads, (*params.app_args, *item.args))
     return outcome
 
 

@@ -864,6 +864,43 @@ def test_a_programs_arguments_name_the_layouts_threads_and_ranks(tmp_path: Path,
     assert code == 0 and record["verified"], record
 
 
+def test_each_launch_gets_a_new_directory_of_its_own(tmp_path: Path, monkeypatch, fake_launcher):
+    """Ray refuses an output directory that exists (and exits 0): with one fixed `-o`, every launch after the first
+    of a sweep was a refusal. `{run}` is a new, empty directory of each launch's own, made before it and kept; the
+    arguments as typed stay the runs' problem, the command recorded names the directory; a printed plan makes none."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "assembler", 'mkdir "$2" || exit 3\necho "$OMP_NUM_THREADS" > "$2/contigs"\n'
+                                         'echo "Rank 0 wrote $2/contigs"\n')
+    sweep = ["sweep", "./assembler", "--ranks", "1", "--threads", "1,2", "--repeat", "2", "--ignore-load",
+             "--verify", "wrote .*/contigs", "--db", str(tmp_path / "r.db"), "--", "-o", "{run}/out"]
+    proc = hympi(*sweep[:-3], "--dry-run", *sweep[-3:])
+    assert proc.returncode == 0 and "{run}/out" in proc.stdout, proc.stdout + proc.stderr
+    assert not (tmp_path / "hympi-runs").exists()
+    proc = hympi(*sweep)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Store.open(tmp_path / "r.db", create=False) as store:
+        runs = store.runs()
+    assert len(runs) == 6 and {r.status for r in runs} == {"ok"}, [r.stderr_tail for r in runs]  # 2 warm-ups
+    assert {r.problem for r in runs} == {"-o {run}/out"}
+    made = sorted((tmp_path / "hympi-runs").iterdir())
+    assert len(made) == 6
+    assert all(path.name.startswith(("assembler-1x1-", "assembler-1x2-")) for path in made), made
+    written = {str(path / "out"): (path / "out" / "contigs").read_text().strip() for path in made}
+    for run in runs:
+        assert run.command[-2] == "-o" and written[run.command[-1]] == str(run.threads)
+    code, record = hympi_json("run", "./assembler", "--verify", "wrote", "--json", "--", "-o", "{run}/out")
+    assert code == 0 and record["verified"], record
+    assert len(list((tmp_path / "hympi-runs").iterdir())) == 7
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere" / "hympi-runs").write_text("")
+    program = str(tmp_path / "assembler")
+    for command in (["run", program], ["sweep", program, "--ranks", "1", "--db", "e.db"]):
+        assert_refused([*command, "--", "-o", "{run}/out"], "{run} in the arguments: "
+                       f"{tmp_path / 'elsewhere' / 'hympi-runs'} is not a directory", fake_launcher)
+    assert not (tmp_path / "elsewhere" / "e.db").exists()
+
+
 def test_resume_after_the_programs_arguments_is_said_to_be_the_programs(tmp_path: Path, monkeypatch):
     """`hympi sweep ... -- -s example.phy --resume`: the flag added at the end of the command line went to IQ-TREE
     ('Invalid "--resume" option') in every run of a new sweep, without a word that hympi never saw it."""

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -60,11 +60,20 @@ def mpi_env_name(name: str, flavor: str) -> str:
     raise ValueError(f"unknown MPI flavour {flavor!r} (expected {', '.join(MPI_FLAVORS)})")
 
 
-# The layout's figures a program's arguments may name, as `{threads}`: a program that takes its thread count as an
-# option and ignores OMP_NUM_THREADS (IQ-TREE's -T, default 1) would otherwise run every layout's ranks on one thread
-# each, whatever the layout says. Only these exact names are replaced; other braces pass unchanged.
-ARG_PLACEHOLDERS = ("ranks", "threads")
+# What a program's arguments may name in braces, replaced at each launch: the layout's figures, as `{threads}` (a
+# program that takes its thread count as an option and ignores OMP_NUM_THREADS, IQ-TREE's -T, default 1, would
+# otherwise run every layout's ranks on one thread each, whatever the layout says), and `{run}`, a directory of the
+# launch's own that hympi makes empty just before it (Ray refuses an output directory that exists, so a sweep of it
+# with one fixed `-o` measured one assembly and then only refusals). Only these exact names are replaced; other
+# braces pass unchanged.
+ARG_PLACEHOLDERS = ("ranks", "threads", "run")
+RUN_DIR_PLACEHOLDER = "{run}"
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(ARG_PLACEHOLDERS) + r")\}")
+
+
+def names_run_dir(args: Sequence[str]) -> bool:
+    """Whether `args` name the launch's own directory (RUN_DIR_PLACEHOLDER), which hympi then makes before it."""
+    return any(RUN_DIR_PLACEHOLDER in arg for arg in args)
 
 
 @dataclass(frozen=True)
@@ -84,12 +93,16 @@ class LaunchSpec:
     mpit_read: tuple[str, ...] = ()
     membind: str = DEFAULT_MEMBIND
     binder: str = "hympi"
+    # The launch's own directory, the value of RUN_DIR_PLACEHOLDER (None: not made, the placeholder stays as typed,
+    # as in a sweep's printed plan).
+    run_dir: str | None = None
 
     def launched_args(self) -> tuple[str, ...]:
         """The app's arguments as launched: each ARG_PLACEHOLDERS name in braces replaced by this layout's figure
-        (IQ-TREE's `-T {threads}`); the arguments as given stay the sweep's identity and its runs' problem."""
-        figures = {"ranks": self.ranks, "threads": self.threads}
-        return tuple(_PLACEHOLDER.sub(lambda m: str(figures[m.group(1)]), arg) for arg in self.app_args)
+        (IQ-TREE's `-T {threads}`) or the launch's run_dir; the arguments as given stay the sweep's identity and its
+        runs' problem."""
+        values = {"ranks": str(self.ranks), "threads": str(self.threads), "run": self.run_dir}
+        return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)] or m.group(0), arg) for arg in self.app_args)
 
     def layout(self) -> LayoutSpec:
         """This run as a one-node layout spec: the launcher binds as asked under binder 'launcher' (or as the
