@@ -901,16 +901,24 @@ def test_each_launch_gets_a_new_directory_of_its_own(tmp_path: Path, monkeypatch
     assert not (tmp_path / "elsewhere" / "e.db").exists()
 
 
-def test_resume_after_the_programs_arguments_is_said_to_be_the_programs(tmp_path: Path, monkeypatch):
+def test_hympis_options_after_the_programs_arguments_are_said_to_be_the_programs(tmp_path: Path, monkeypatch):
     """`hympi sweep ... -- -s example.phy --resume`: the flag added at the end of the command line went to IQ-TREE
-    ('Invalid "--resume" option') in every run of a new sweep, without a word that hympi never saw it."""
+    ('Invalid "--resume" option') in every run of a new sweep, without a word that hympi never saw it. Any of the
+    command's own options after `--` is noted, once, on stderr (a --json record stays alone on stdout)."""
     monkeypatch.chdir(tmp_path)
     shell_program(tmp_path, "solver", 'echo "args: $*"\n')
     sweep = ["sweep", "./solver", "--ranks", "1", "--repeat", "1", "--no-warmup", "--ignore-load", "--db",
              str(tmp_path / "r.db")]
+    note = "hympi: note: {} after '--' is handed to the app, not read by hympi (hympi's options go before '--')"
     proc = hympi(*sweep, "--", "-s", "x", "--resume")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert ("hympi: note: --resume after '--' is solver's argument, not hympi's: this is a new sweep; hympi's "
-            "--resume goes before '--'") in proc.stdout, proc.stdout
+    assert proc.stderr.splitlines()[0] == note.format("--resume"), proc.stderr
     proc = hympi(*sweep, "--resume", "--", "-s", "x")
-    assert proc.returncode == 0 and "note: --resume" not in proc.stdout, proc.stdout
+    assert proc.returncode == 0 and "note:" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    code, record = hympi_json("run", "./solver", "--json", "--", "--ranks=2", "-s", "--threads", "2", "--ranks", "3")
+    assert code == 0 and record["ranks"] == 1
+    proc = hympi("run", "./solver", "--", "--ranks=2", "-s", "--threads", "2", "--ranks", "3")
+    assert [line for line in proc.stderr.splitlines() if "note:" in line] == [
+        note.format("--ranks"), note.format("--threads")]
+    proc = hympi("run", "./solver", "--", "--help", "--iterations")  # the program's own; not hympi run options
+    assert "note:" not in proc.stderr and "args: --help --iterations" in proc.stdout, proc.stdout + proc.stderr

@@ -50,9 +50,11 @@ COMMANDS: dict[str, str] = {
     "layout": "spell one layout for a launcher (dry run)",
 }
 
-# What follows `--` for the subcommands that take it, shown in their usage line; the others refuse it.
-TRAILERS: dict[str, str] = {"run": "[-- APP-ARGS]", "affinity": "[-- APP-ARGS]", "sweep": "[-- APP-ARGS]",
-                            "profile": "-- COMMAND [ARG ...]", "tune": "[-- APP-ARGS]"}
+# What follows `--` for the subcommands that take it, shown in their usage line; the others refuse it. APP_ARGS go
+# to the app or program the command launches; profile runs what follows as a command line of its own.
+APP_ARGS = "[-- APP-ARGS]"
+TRAILERS: dict[str, str] = {"run": APP_ARGS, "affinity": APP_ARGS, "sweep": APP_ARGS,
+                            "profile": "-- COMMAND [ARG ...]", "tune": APP_ARGS}
 
 
 def command_module(name: str) -> Command:
@@ -163,7 +165,8 @@ def parse_command_line(argv: list[str]) -> argparse.Namespace:
         split = argv.index("--")
         argv, app_args = argv[:split], argv[split + 1:]
     _refuse_dash_dash_values(argv)
-    args, unknown = build_parser(named_command(argv)).parse_known_args(argv)
+    parser = build_parser(named_command(argv))
+    args, unknown = parser.parse_known_args(argv)
     if unknown and not getattr(args, "forwards_unknown", False):
         raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
     # `hympi run bt-mz --class W`: options hympi does not know are the app's (the app validates them).
@@ -171,7 +174,21 @@ def parse_command_line(argv: list[str]) -> argparse.Namespace:
     args.unknown_args = unknown
     if app_args and args.command not in TRAILERS:
         raise UsageError(f"hympi {args.command} takes no arguments after --, got '{' '.join(app_args)}'")
+    own = _long_options(_chosen_parser(parser, args)) if TRAILERS.get(args.command) == APP_ARGS else set()
+    args.own_options_after = [flag for arg in app_args if (flag := arg.partition("=")[0]) in own]
     return args
+
+
+def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser that parsed the command's own options: `hympi tune run`'s, not tune's."""
+    while subparsers := [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]:
+        parser = subparsers[0].choices[getattr(args, subparsers[0].dest)]
+    return parser
+
+
+def _long_options(parser: argparse.ArgumentParser) -> set[str]:
+    """`parser`'s long options but --help, which an app or program has too (`hympi run rb3d -- --help`)."""
+    return {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - {"--help"}
 
 
 def _dispatch(argv: list[str] | None) -> int:
@@ -184,6 +201,12 @@ def _dispatch(argv: list[str] | None) -> int:
         if args.config is not None:
             # The apps hympi launches read the same file: they resolve HYMPI_CONFIG like --config.
             os.environ["HYMPI_CONFIG"] = args.config
+        for flag in dict.fromkeys(args.own_options_after):
+            # `hympi sweep ./tree -- -s x --resume`: the flag added at the end of the line went to the program in
+            # every run (IQ-TREE: 'Invalid "--resume" option'), and hympi never saw it. Said, not refused: a program
+            # may have an option of that name.
+            say_on_stderr(f"hympi: note: {flag} after '--' is handed to the app, not read by hympi (hympi's options "
+                          "go before '--')")
         handler: Callable[[argparse.Namespace], int] = args.handler
         with stop_signals():
             return handler(args)

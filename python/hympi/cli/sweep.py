@@ -255,13 +255,6 @@ def main(args: argparse.Namespace) -> int:
             the_plan = plan(params, cpu_limit(params, summary))
         elif args.resume is True:  # asked for, found nothing: say why before starting anew
             console.print(resume_missed(store, params, sweep), highlight=False, markup=False, soft_wrap=True)
-        elif RESUME_FLAG in (arg.partition("=")[0] for arg in params.app_args):
-            # `hympi sweep ... -- ARGS --resume`, the flag added at the end of the line: a new sweep whose every run
-            # hands --resume to the program (IQ-TREE: 'Invalid "--resume" option', 9 failed runs). Said, not
-            # refused: a program may have a --resume of its own.
-            console.print(f"hympi: note: {RESUME_FLAG} after '--' is {params.app}'s argument, not hympi's: this is "
-                          f"a new sweep; hympi's {RESUME_FLAG} goes before '--'", highlight=False, markup=False,
-                          soft_wrap=True)
         done = len(store.done_keys(sweep.id))
         again = len(restartable_items(store, sweep.id, params))
         restarts = f", {again} to restart from a checkpoint" if again else ""
