@@ -9,12 +9,15 @@ with its own export.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+import psutil
 
 from hympi.errors import UsageError
 
@@ -29,7 +32,20 @@ def write_problem(directory: str | os.PathLike[str]) -> str | None:
         with tempfile.TemporaryFile(dir=directory):
             return None
     except OSError as exc:
+        if exc.errno == errno.ENOENT and os.path.isdir(directory):
+            # procfs and sysfs refuse a new file as if the directory were missing ('--checkpoint-dir /proc is not
+            # writable (No such file or directory)'): the file system says what the directory is.
+            return f"a {file_system_of(directory)} file system, which takes no new files"
         return exc.strerror or str(exc)
+
+
+def file_system_of(path: str | os.PathLike[str]) -> str:
+    """The type of the file system `path` is on ('proc', 'ext4'; 'unknown' when no mount holds it): the deepest
+    mount point above it among psutil's partitions."""
+    resolved = os.path.realpath(path)
+    mounts = [p for p in psutil.disk_partitions(all=True)
+              if os.path.commonpath([resolved, p.mountpoint]) == p.mountpoint]
+    return max(mounts, key=lambda p: len(p.mountpoint)).fstype if mounts else "unknown"
 
 
 def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:

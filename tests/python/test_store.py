@@ -232,7 +232,8 @@ def test_missing_database_is_not_created_for_reading(tmp_path: Path):
         Store.open(tmp_path / "no" / "such" / "dir.db")
     # /proc takes no new file, even from root, for whom os.access says it does: SQLite's own words were
     # 'unable to open database file'.
-    with pytest.raises(UsageError, match=r"^cannot create database /proc/x.db: directory /proc is not writable \("):
+    with pytest.raises(UsageError, match=r"^cannot create database /proc/x.db: directory /proc is not writable "
+                                         r"\(a proc file system, which takes no new files\)$"):
         Store.open("/proc/x.db")
 
 

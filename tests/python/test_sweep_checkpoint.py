@@ -211,7 +211,7 @@ def _digest(path: Path) -> str:
     [
         (["rb3d", "--checkpoint-dir", "FILE"], "FILE is not a directory"),
         (["rb3d", "--checkpoint-dir", "FILE/sub"], "cannot be created"),
-        (["rb3d", "--checkpoint-dir", "/proc"], "/proc is not writable"),
+        (["rb3d", "--checkpoint-dir", "/proc"], "/proc is not writable (a proc file system, which takes no new files)"),
         (["rb3d", "--checkpoint-dir", ""], "--checkpoint-dir"),
         (["rb3d", "--checkpoint-dir", "DIR", "--checkpoint-every", "0"], "--checkpoint-every must be >= 1"),
         (["rb3d", "--checkpoint-dir", "DIR", "--checkpoint-every", "often"], "'often'"),
