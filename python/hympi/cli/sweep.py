@@ -30,8 +30,8 @@ from hympi.launch.mpirun import format_command
 from hympi.outputs import check_not_input, write_output
 from hympi.params import QUIET_CHECK, Value, from_record, ints, parse_row_id, register, resolve, rounds, texts
 from hympi.program import PROGRAM
-from hympi.report.analysis import group_runs, group_titles, recommend
-from hympi.report.explain import explain, verdict_reasons
+from hympi.report.analysis import group_runs
+from hympi.report.explain import recommendation_lines
 from hympi.store import Store, Sweep
 from hympi.sweep import (
     SweepParams,
@@ -290,10 +290,8 @@ def main(args: argparse.Namespace) -> int:
         if result.auto is not None:
             console.print(result.auto.text, highlight=False, markup=False)
         groups = group_runs(runs, {sweep.id: machine.id})
-        for group, title in zip(groups, group_titles(groups), strict=True):
-            console.print(f"{title}: {recommend(group, params.confidence)}", highlight=False, markup=False)
-            for line in verdict_reasons(group, explain(group), params.confidence):
-                console.print(f"  why: {line}", highlight=False, markup=False)
+        for line in recommendation_lines(groups, params.confidence):
+            console.print(line, highlight=False, markup=False)
         console.print(f"results: {args.db} (hympi report --db {args.db}; hympi export --db {args.db})",
                       highlight=False, markup=False)
         failed = sum(1 for r in runs if r.status != "ok")

@@ -12,13 +12,23 @@ share of time_s times that.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hympi.contract import contract
 from hympi.params import DEFAULT_CONFIDENCE
 from hympi.probe import recorded_working_threads
-from hympi.report.analysis import MEMORY_LEVEL, AppGroup, Layout, LayoutKey, labels, stream_level, verdict
+from hympi.report.analysis import (
+    MEMORY_LEVEL,
+    AppGroup,
+    Layout,
+    LayoutKey,
+    group_titles,
+    labels,
+    recommend,
+    stream_level,
+    verdict,
+)
 from hympi.stats.compare import CI_CONTAINS_ONE, Comparison
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run
@@ -515,6 +525,16 @@ def verdict_reasons(group: AppGroup, breakdowns: tuple[Breakdown, ...],
         lines.append(f"{result.better} against {about} ({result.worse}): "
                      f"{reason(better, worse, separated=result.separated, noise=result.noise_text())}")
     return [*lines, *probe_findings(group)]
+
+
+def recommendation_lines(groups: Sequence[AppGroup], confidence: float = DEFAULT_CONFIDENCE,
+                         reasons: bool = True) -> Iterator[str]:
+    """Each app configuration's 'title: recommendation' as a terminal shows it (hympi sweep's closing lines, hympi
+    report's), with its '  why: ' lines after it when `reasons`."""
+    for group, title in zip(groups, group_titles(groups), strict=True):
+        yield f"{title}: {recommend(group, confidence)}"
+        if reasons:
+            yield from (f"  why: {line}" for line in verdict_reasons(group, explain(group), confidence))
 
 
 def probe_findings(group: AppGroup) -> list[str]:

@@ -9,9 +9,10 @@ from hympi.errors import HympiFatal
 from hympi.outputs import write_output
 from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.report import plots
-from hympi.report.analysis import group_runs, group_titles, recommend
+from hympi.report.analysis import group_runs
 from hympi.report.blades import blades_views
 from hympi.report.datalayout import data_layout_views, experiment_notes, is_data_layout_run
+from hympi.report.explain import recommendation_lines
 from hympi.report.hierarchy import PINGPONG_APP, hierarchy_probes
 from hympi.report.html import GroupFigures, TuningView, explain_groups, render
 from hympi.report.transposes import transpose_view
@@ -138,6 +139,6 @@ def _write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None, note
                   data_layout_notes=experiment_notes(notes), blades=blade_views, blades_figures=blade_figures)
     index = write_output(out_dir / "index.html", page)
     if say is not None:
-        for group, name in zip(groups, group_titles(groups), strict=True):
-            say(f"{name}: {recommend(group)}")
+        for line in recommendation_lines(groups, reasons=False):
+            say(line)
     return index
