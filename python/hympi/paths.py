@@ -18,6 +18,12 @@ from hympi.errors import HympiFatal, UsageError
 from hympi.settings import settings
 from hympi.textfile import file_problem
 
+
+def program_named(text: str) -> bool:
+    """Whether the subject `text` of a command names a program by its path (it contains '/') rather than an app."""
+    return "/" in text
+
+
 # python/hympi/paths.py -> repository root is three levels up.
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Written by setup.py from the CMake tree's build/hympi-install.toml into a built (non-editable) package only: an

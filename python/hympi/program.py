@@ -44,6 +44,7 @@ from hympi.limits import check_path
 from hympi.numbers import printed_float
 from hympi.outputs import write_problem
 from hympi.params import Param, choice, refuse_repeated
+from hympi.paths import program_named
 from hympi.probe import Env, ProbeProcess, apply_probe, launch_probed
 from hympi.result import INVERSE_UNIT
 from hympi.textfile import file_problem, read_utf8
@@ -73,11 +74,6 @@ DURATION_UNIT = "s"
 # NWChem's 'wall: 4.4s' as better than 'wall: 2.6s' and recommended the slowest layout.
 TIME_UNITS = frozenset({"s", "sec", "secs", "second", "seconds", "ms", "us", "\u00b5s", "ns", "min", "mins", "minute",
                         "minutes", "h", "hr", "hrs", "hour", "hours"})
-
-
-def program_named(text: str) -> bool:
-    """Whether the subject `text` of a command names a program by its path (it contains '/') rather than an app."""
-    return "/" in text
 
 
 def refuse_program_flags(subject: str, values: Mapping[str, object]) -> None:

@@ -75,7 +75,7 @@ from hympi.params import (
     differing_params,
     from_record,
 )
-from hympi.paths import REPO_ROOT
+from hympi.paths import REPO_ROOT, program_named
 from hympi.program import (
     LAST_LINES,
     LINE_JOINT,
@@ -85,7 +85,6 @@ from hympi.program import (
     file_digest,
     launch_stdin,
     probed_program_run,
-    program_named,
     program_of,
     refuse_program_flags,
     refuse_redirected_stdin,

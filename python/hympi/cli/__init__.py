@@ -21,6 +21,7 @@ from hympi.cli.parser import Parser, Subparsers, path_argument, show_trailer
 from hympi.console import guard_stdout, say_on_stderr
 from hympi.errors import HympiError, StdoutLost, StoppedBySignal, UsageError
 from hympi.launch.stop import stop_signals
+from hympi.paths import program_named
 from hympi.settings import load_settings, settings
 
 
@@ -49,6 +50,9 @@ COMMANDS: dict[str, str] = {
     "tune": "search MPI parameters and layout for the fastest configuration",
     "layout": "spell one layout for a launcher (dry run)",
 }
+
+# The positionals that name what a command launches: `hympi run APP`, `hympi affinity [PROGRAM]`.
+SUBJECTS = ("app", "program")
 
 # What follows `--` for the subcommands that take it, shown in their usage line; the others refuse it. APP_ARGS go
 # to the app or program the command launches; profile runs what follows as a command line of its own.
@@ -174,8 +178,10 @@ def parse_command_line(argv: list[str]) -> argparse.Namespace:
     args.unknown_args = unknown
     if app_args and args.command not in TRAILERS:
         raise UsageError(f"hympi {args.command} takes no arguments after --, got '{' '.join(app_args)}'")
-    own = _long_options(_chosen_parser(parser, args)) if TRAILERS.get(args.command) == APP_ARGS else set()
-    args.own_options_after = [flag for arg in app_args if (flag := arg.partition("=")[0]) in own]
+    subject = next((value for name in SUBJECTS if isinstance(value := getattr(args, name, None), str)), "")
+    own = _long_options(_chosen_parser(parser, args)) \
+        if TRAILERS.get(args.command) == APP_ARGS and program_named(subject) else set()
+    args.own_options_after = list(dict.fromkeys(flag for arg in app_args if (flag := arg.partition("=")[0]) in own))
     return args
 
 
@@ -192,7 +198,11 @@ def _long_options(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def _dispatch(argv: list[str] | None) -> int:
-    """Parses the command line and runs the subcommand; bad input and failed runs are one line each."""
+    """Parses the command line and runs the subcommand; bad input and failed runs are one line each. A program's
+    arguments that hold one of the command's own options are noted once the command has run: `hympi sweep ./tree
+    -- -s x --resume` handed --resume to IQ-TREE in every run ('Invalid "--resume" option') of a new sweep, and
+    hympi never saw it; said, not refused, since a program may have an option of that name."""
+    notes: list[str] = []
     try:
         args = parse_command_line(list(sys.argv[1:] if argv is None else argv))
         # A bad config file or HYMPI_* value stops every command before it does anything; given --config, so that
@@ -201,20 +211,20 @@ def _dispatch(argv: list[str] | None) -> int:
         if args.config is not None:
             # The apps hympi launches read the same file: they resolve HYMPI_CONFIG like --config.
             os.environ["HYMPI_CONFIG"] = args.config
-        for flag in dict.fromkeys(args.own_options_after):
-            # `hympi sweep ./tree -- -s x --resume`: the flag added at the end of the line went to the program in
-            # every run (IQ-TREE: 'Invalid "--resume" option'), and hympi never saw it. Said, not refused: a program
-            # may have an option of that name.
-            say_on_stderr(f"hympi: note: {flag} after '--' is handed to the app, not read by hympi (hympi's options "
-                          "go before '--')")
+        notes = [f"hympi: note: {flag} after '--' went to the program, not to hympi (hympi's options go before '--')"
+                 for flag in args.own_options_after]
         handler: Callable[[argparse.Namespace], int] = args.handler
         with stop_signals():
-            return handler(args)
+            code = handler(args)
+        if code != 2:  # bad input stays one line
+            _say_all(notes)
+        return code
     except UsageError as exc:
         print(f"hympi: error: {exc}", file=sys.stderr)
         return 2
     except HympiError as exc:
         print(f"hympi: error: {exc}", file=sys.stderr)
+        _say_all(notes)
         return 1
     except StoppedBySignal as exc:
         say_on_stderr(f"hympi: stopped by {exc.name}; nothing it launched is left running")
@@ -223,6 +233,12 @@ def _dispatch(argv: list[str] | None) -> int:
         print("hympi: interrupted", file=sys.stderr)
         return 130
 
+
+
+def _say_all(lines: list[str]) -> None:
+    """Each of `lines` on stderr (say_on_stderr)."""
+    for line in lines:
+        say_on_stderr(line)
 
 
 def _refuse_dash_dash_values(argv: list[str]) -> None:

@@ -19,9 +19,10 @@ from hympi.launch.layout_check import layout_mismatches
 from hympi.launch.mpirun import LaunchSpec, one_mpi_job, run_command
 from hympi.layout_options import LAUNCH
 from hympi.params import register, resolve
+from hympi.paths import program_named
 from hympi.place.tree import load_node_tree
 from hympi.probe import affinity_problems
-from hympi.program import ENV, STDIN, program_named, program_of, refuse_program_flags
+from hympi.program import ENV, STDIN, program_of, refuse_program_flags
 
 # A program's declarations that its launch needs (its metric and verification judge a run; affinity judges none).
 PROGRAM_LAUNCH = (STDIN, ENV)

@@ -34,9 +34,10 @@ from hympi.launch.layout import layout_pus, layout_words
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, one_mpi_job, run_command
 from hympi.layout_options import LAUNCH
 from hympi.params import DEFAULT_DISTURBED_ABOVE, DISTURBED_ABOVE, disturbed_above_of, register, resolve
+from hympi.paths import program_named
 from hympi.place.rankfile import binding_problems
 from hympi.place.tree import ClusterTree, load_node_tree
-from hympi.program import PROGRAM, program_named, program_of, refuse_program_flags
+from hympi.program import PROGRAM, program_of, refuse_program_flags
 from hympi.result import PREFIX, ResultRecord, placement_share
 
 RESULT_PREFIX = PREFIX.encode()

@@ -29,8 +29,8 @@ from hympi.launch.cvars import Cvar, CvarListing, load_listing
 from hympi.launch.mpirun import configured_flavor
 from hympi.outputs import check_not_input
 from hympi.params import QUIET_CHECK, Value, from_record, parse_row_id, register, resolve, rounds
-from hympi.paths import binary
-from hympi.program import ENV, PROGRAM, STDIN, program_named
+from hympi.paths import binary, program_named
+from hympi.program import ENV, PROGRAM, STDIN
 from hympi.store import Store
 from hympi.sweep import program_subject, record_machine
 from hympi.topology import machine_summary

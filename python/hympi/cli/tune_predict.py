@@ -18,7 +18,8 @@ from hympi.console import HympiConsole, add_plain_row
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.mpirun import launcher_path, mpi_env_name, mpi_flavor
 from hympi.params import disturbed_above_of, resolve, seconds_of
-from hympi.program import ENV, STDIN, program_named, program_of, refuse_program_flags, refuse_redirected_stdin
+from hympi.paths import program_named
+from hympi.program import ENV, STDIN, program_of, refuse_program_flags, refuse_redirected_stdin
 from hympi.store import Store
 from hympi.sweep import record_machine
 from hympi.topology import machine_summary

@@ -19,10 +19,10 @@ from hympi.busy.sampler import Sampler
 from hympi.errors import HympiError, HympiFatal, UsageError
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, build_command, run_command, validate_with_app
 from hympi.params import DEFAULT_DISTURBED_ABOVE, DEFAULT_TIMEOUT_S
-from hympi.paths import binary
+from hympi.paths import binary, program_named
 from hympi.probe import Env, launch_probed, working_threads
 from hympi.profile import Profile, plan_profile, run_profile
-from hympi.program import Program, launch_stdin, locate, program_named
+from hympi.program import Program, launch_stdin, locate
 from hympi.store import MachineRecord, ProfileRecord, Store
 from hympi.topology import MachineSummary
 from hympi.tune.features import BUSY_PROFILE_NAME, STORED_NAMES, StaticFeatures, program_features, thread_check
