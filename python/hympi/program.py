@@ -597,6 +597,11 @@ def _last_lines(text: str) -> str:
     return LINE_JOINT.join(line.strip()[:200] for line in lines) or "(no output)"
 
 
+def last_words(outcome: RunOutcome) -> str:
+    """A failed launch's last lines of output, its stdout's then its stderr's, less the launcher's notices."""
+    return _last_lines(outcome.stdout + "\n" + _LAUNCHER_NOTICE.sub("", outcome.stderr))
+
+
 def _failed(outcome: RunOutcome, reason: str) -> RunOutcome:
     """The outcome as a failed run whose stderr ends with hympi's reason (so it is recorded and shown)."""
     return dataclasses.replace(outcome, status="failed", record=None, result=None,
@@ -650,8 +655,7 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
     if outcome.returncode != 0:
         if shown or outcome.not_started() is not None:
             return _failed(outcome, outcome.ending(program.name))
-        said = _last_lines(outcome.stdout + "\n" + _LAUNCHER_NOTICE.sub("", outcome.stderr))
-        return _failed(outcome, f"{outcome.ending(program.name)}{LAST_LINES}{said}")
+        return _failed(outcome, f"{outcome.ending(program.name)}{LAST_LINES}{last_words(outcome)}")
     if written is not None and written.problem:
         return _failed(outcome, f"output file {program.output_path()} {written.problem}")
     text = f"{outcome.stdout}\n{outcome.stderr}"

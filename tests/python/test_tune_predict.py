@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import tunedata
-from conftest import hympi
+from conftest import DISTURBED_ABOVE, hympi
 from fakeapps import REPO, fake_bin_dir, launches
 from fakebusy import samplers
 from hympi.errors import HympiError
@@ -447,6 +447,42 @@ def test_a_program_of_a_programs_file_is_profiled_where_its_tune_ran_it(tmp_path
         machine = record_machine(store, summary, launcher_path())
         record = profile_program(store, machine, summary, launches, program.name, timeout=120)
     assert record.program == "solver --iterations 20" and record.features["checked_threads"] == 2.0
+
+
+def test_a_program_whose_arguments_name_its_run_directory_is_profiled_with_one_per_launch(tmp_path):
+    # `{run}` (a new directory of each launch's own) reached the profiled run and the thread check as typed.
+    from hympi.launch.mpirun import launcher_path
+    from hympi.program import RUN_DIRS, program_of
+    from hympi.sweep import record_machine
+    from hympi.topology import machine_summary
+    from hympi.tune.programs import profile_launches, profile_program
+
+    rb3d = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin") / "hympi-rb3d"
+    solver = tmp_path / "solver"
+    solver.write_text(f'#!/bin/sh\n[ -d "$1" ] || {{ echo "no directory $1" >&2; exit 3; }}\nshift\n'
+                      f'exec {rb3d} --size 12 "$@"\n')
+    solver.chmod(0o755)
+    program = program_of(str(solver), workdir=str(tmp_path))
+    space = parse_space({"layout": {"ranks": [1, 2], "threads": [1, 2], "bind": ["core"],
+                                    "default": {"ranks": 2, "threads": 1, "bind": "core"}},
+                         "constraint": [{"max_cpus": 2}]}, {}, "")
+    summary = machine_summary()
+    launches = profile_launches(program.path, ("{run}", "--iterations", "20"), space, summary, program)
+    with Store.open(tmp_path / "p.db") as store:
+        machine = record_machine(store, summary, launcher_path())
+        # Not profiled again for the tests running beside it: one launch each.
+        record = profile_program(store, machine, summary, launches, program.name, timeout=120,
+                                 disturbed_above=DISTURBED_ABOVE)
+    assert record.program == "solver {run} --iterations 20" and record.features["checked_threads"] == 2.0
+    made = sorted(path.name.rsplit("-", 1)[0] for path in (tmp_path / RUN_DIRS).iterdir())
+    assert made == ["solver-1x2", "solver-2x1"], made  # the thread check's and the profiled run's
+    # A failed profile says what the program said, not Open MPI's notice that a rank exited non-zero.
+    launches = profile_launches(program.path, ("nowhere", "--iterations", "20"), space, summary, program)
+    with Store.open(tmp_path / "p.db") as store, pytest.raises(HympiError) as failed:
+        profile_program(store, record_machine(store, summary, launcher_path()), summary, launches, program.name,
+                        timeout=120)
+    assert str(failed.value).startswith("profiling solver nowhere --iterations 20 failed (failed, exit code 3, no "
+                                        "profile written): no directory nowhere"), failed.value
 
 
 def test_a_tune_recorded_without_cvars_rebuilds_its_space_from_the_library(tuned_db):

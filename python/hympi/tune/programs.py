@@ -17,12 +17,12 @@ from hympi.apps import get_app
 from hympi.busy.accounting import Interference
 from hympi.busy.sampler import Sampler
 from hympi.errors import HympiError, HympiFatal, UsageError
-from hympi.launch.mpirun import LaunchSpec, RunOutcome, build_command, run_command, validate_with_app
+from hympi.launch.mpirun import LaunchSpec, RunOutcome, build_command, names_run_dir, run_command, validate_with_app
 from hympi.params import DEFAULT_DISTURBED_ABOVE, DEFAULT_TIMEOUT_S
 from hympi.paths import binary, program_named
 from hympi.probe import Env, launch_probed, working_threads
 from hympi.profile import Profile, plan_profile, run_profile
-from hympi.program import Program, launch_stdin, locate
+from hympi.program import Program, last_words, launch_stdin, locate
 from hympi.store import MachineRecord, ProfileRecord, Store
 from hympi.topology import MachineSummary
 from hympi.tune.features import BUSY_PROFILE_NAME, STORED_NAMES, StaticFeatures, program_features, thread_check
@@ -82,6 +82,15 @@ class ProfileLaunches:
     thread_check: LaunchSpec | None
     stdin: Path | int = subprocess.DEVNULL
     workdir: str = ""
+    # The program of the user's own profiled (None: an app), who makes each launch's directory where its arguments
+    # name one (hympi.program.RUN_DIRS).
+    program: Program | None = None
+
+    def launched(self, launch: LaunchSpec) -> LaunchSpec:
+        """`launch` as it starts: with a new directory of its own when its arguments name the program's {run}."""
+        if self.program is None or not names_run_dir(launch.app_args):
+            return launch
+        return dataclasses.replace(launch, run_dir=str(self.program.new_run_dir(launch.ranks, launch.threads)))
 
 
 def profile_launches(app: str, app_args: Sequence[str], space: SearchSpace, summary: MachineSummary,
@@ -90,9 +99,12 @@ def profile_launches(app: str, app_args: Sequence[str], space: SearchSpace, summ
     UsageError, nothing launched)."""
     check = thread_check_layout(space)
     env = program.environment() if program is not None else ()
+    if program is not None:
+        program.check_run_dirs(app_args)
     return ProfileLaunches(profile=profile_spec(app, app_args, space.default, summary, env),
                            thread_check=profile_spec(app, app_args, check, summary, env) if check else None,
-                           stdin=launch_stdin(program), workdir=program.workdir if program is not None else "")
+                           stdin=launch_stdin(program), workdir=program.workdir if program is not None else "",
+                           program=program)
 
 
 def stored_profile(store: Store, program: str) -> ProfileRecord | None:
@@ -111,10 +123,11 @@ def _ran(launch: LaunchSpec, outcome: RunOutcome) -> bool:
 
 
 def _failure(program: str, what: str, outcome: RunOutcome, missing: str = "") -> HympiError:
-    """'profiling P failed (status, exit code N, missing): the last lines of its stderr'."""
-    tail = outcome.stderr_tail(3).strip().replace("\n", " | ")
+    """'profiling P failed (status, exit code N, missing): its last lines' (hympi.program.last_words: what it said,
+    not the launcher's notice that a rank exited non-zero)."""
+    tail = last_words(outcome)
     return HympiError(f"{what} {program} failed ({outcome.status}, exit code {outcome.returncode}"
-                      f"{', ' + missing if missing else ''}){': ' + tail if tail else ''}")
+                      f"{', ' + missing if missing else ''}): {tail}")
 
 
 def checked_threads(program: str, launch: LaunchSpec | None, timeout: float,
@@ -148,7 +161,7 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
     with tempfile.TemporaryDirectory(prefix="hympi-tune-profile-") as tmp:
         kept: tuple[RunOutcome, Profile, Interference] | None = None
         for attempt in range(PROFILE_TRIES):
-            plan = plan_profile(build_command(launch), Path(tmp) / f"profile-{attempt}.json")
+            plan = plan_profile(build_command(launches.launched(launch)), Path(tmp) / f"profile-{attempt}.json")
             with Sampler() as sampler:
                 outcome, profile = run_profile(plan, timeout, launches.stdin, cwd=launches.workdir or None)
             if not _ran(launch, outcome) or profile is None:
@@ -164,6 +177,7 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
     nodes = outcome.record.get("nodes") if outcome.record else None
     static = StaticFeatures(launch.ranks, launch.threads, int(nodes) if isinstance(nodes, int) else 1, summary)
     features = {**program_features(profile, static),
-                **checked_threads(program, launches.thread_check, timeout, launches.stdin, launches.workdir),
+                **checked_threads(program, launches.thread_check and launches.launched(launches.thread_check), timeout,
+                                  launches.stdin, launches.workdir),
                 BUSY_PROFILE_NAME: busy.outside_cores}
     return store.add_profile(machine.id, program, app, launch.ranks, launch.threads, features, raw)
