@@ -424,6 +424,31 @@ def interpreter_problem(path: Path) -> str | None:
     return None
 
 
+# The most of a script hympi reads for a launcher it starts itself: wrappers are a few lines.
+WRAPPER_BYTES = 64 * 1024
+# A launcher called by a script's line (not its comments): Debian's /usr/bin/mb-mpi (MrBayes) is `exec mpirun
+# $MPI_OPTIONS /usr/lib/mrbayes-mpi/mb-mpi "$@"`. Under hympi's launcher each rank starts a job of its own, which Open
+# MPI refuses ('mpirun does not support recursive calls') and MPICH runs beside the others.
+_LAUNCHER_CALL = re.compile(r"(?:^|[\s;&|`(])(mpirun|mpiexec(?:\.\w+)?|orterun|srun)(?=\s|$)")
+
+
+def launcher_in_script(path: str) -> str | None:
+    """'line 6: exec mpirun ...' where script `path` calls an MPI launcher itself, None for a binary, an unreadable
+    file or a script that calls none."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(WRAPPER_BYTES)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    for number, line in enumerate(head.decode(errors="replace").splitlines()[1:], 2):
+        code = line.split("#", 1)[0]
+        if _LAUNCHER_CALL.search(code):
+            return f"line {number}: {code.strip()[:120]}"
+    return None
+
+
 def program_of(text: str, merit: Mapping[str, object] | None = None, name: str = "", base: Path | None = None,
                workdir: str = "", source: str = "") -> Program:
     """The checked Program at path `text` (UsageError naming the bad value before anything runs); `merit` holds the
@@ -653,9 +678,13 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
     if outcome.status in ("timeout", "cancelled"):
         return dataclasses.replace(outcome, record=None, result=None)
     if outcome.returncode != 0:
+        ending = outcome.ending(program.name)
+        if (call := launcher_in_script(program.path)) is not None:
+            ending += (f" (it is a script that starts an MPI launcher itself, {call}: under hympi's launch each rank "
+                       "started a job of its own; give hympi the program the script runs)")
         if shown or outcome.not_started() is not None:
-            return _failed(outcome, outcome.ending(program.name))
-        return _failed(outcome, f"{outcome.ending(program.name)}{LAST_LINES}{last_words(outcome)}")
+            return _failed(outcome, ending)
+        return _failed(outcome, f"{ending}{LAST_LINES}{last_words(outcome)}")
     if written is not None and written.problem:
         return _failed(outcome, f"output file {program.output_path()} {written.problem}")
     text = f"{outcome.stdout}\n{outcome.stderr}"

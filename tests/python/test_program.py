@@ -43,7 +43,7 @@ def _outcome(stdout: str, returncode: int | None = 0, status: str = "failed", se
 
 
 def _program(**fields: str) -> Program:
-    return Program(name="p", path="/x/p", sha256="0" * 64, **fields)
+    return Program(**{"name": "p", "path": "/x/p", "sha256": "0" * 64, **fields})
 
 
 def test_the_wall_time_is_the_default_figure_of_merit():
@@ -63,6 +63,22 @@ def test_a_captured_metric_becomes_a_rate_that_grows_with_quality(better: str, r
     assert out.record["rate_unit"] == ("steps/s" if better == "higher" else "1/(steps/s)")
     assert out.record["metrics"]["merit"]["value"] == 250.0
     assert shown_rate(out.record["rate"], out.record["rate_unit"]) == "250 steps/s"  # as printed, either way
+
+
+def test_a_failed_script_that_starts_a_launcher_itself_says_so(tmp_path: Path):
+    """Debian's /usr/bin/mb-mpi (MrBayes) is `exec mpirun $MPI_OPTIONS /usr/lib/mrbayes-mpi/mb-mpi "$@"`: under
+    hympi's launcher each rank started an mpirun of its own, and the run failed with Open MPI's 'mpirun does not
+    support recursive calls' among a page of notices. Its failure names the script's line."""
+    wrapper = shell_program(tmp_path, "mb-mpi", '# mpirun in a comment is no call\necho "starting"\n'
+                                                'exec mpirun $MPI_OPTIONS /usr/lib/mrbayes-mpi/mb-mpi "$@"\n')
+    plain = shell_program(tmp_path, "plain", '# a comment naming mpirun, srun and mpiexec\nexec ./solver "$@"\n')
+    hint = ("(it is a script that starts an MPI launcher itself, line 4: exec mpirun $MPI_OPTIONS "
+            "/usr/lib/mrbayes-mpi/mb-mpi \"$@\": under hympi's launch each rank started a job of its own; give hympi "
+            "the program the script runs)")
+    failed = judge(_program(path=str(wrapper)), _outcome("", returncode=1), 2, 1, ())
+    assert f"p ended with exit code 1 {hint}; its last lines: " in failed.stderr, failed.stderr
+    assert "MPI launcher" not in judge(_program(path=str(plain)), _outcome("", returncode=1), 2, 1, ()).stderr
+    assert judge(_program(path=str(wrapper)), _outcome("ok\n"), 2, 1, ()).status == "ok"  # said only of a failure
 
 
 @pytest.mark.parametrize(("stdout", "returncode", "reason"), [
