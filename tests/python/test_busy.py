@@ -92,8 +92,8 @@ def test_the_quiet_check_says_one_line_when_busy_and_waits_only_when_asked():
     assert said == [] and machine.lengths == [PROBE_S]
     machine = _Machine(1.9)
     quiet_start(0.25, 0.0, True, said.append, machine)
-    assert said == ["the machine is busy: 1.90 cores used by other processes (cc1plus 1.90) (--wait-quiet S waits "
-                    "for it; --ignore-load skips this check)"]
+    assert said == ["the machine is busy: 1.90 cores used by other processes (cc1plus 1.90); measuring anyway, a run "
+                    "beside other work marked disturbed (--wait-quiet S waits for it; --ignore-load skips this check)"]
     assert len(machine.lengths) == 1 and machine.lengths[0] < PROBE_S  # short inside an allocation
     said.clear()
     machine = _Machine(1.9, 1.0, 0.1)

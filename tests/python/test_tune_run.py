@@ -384,8 +384,9 @@ def test_tune_run_checks_that_the_machine_is_quiet_first_as_a_sweep_does(tmp_pat
     assert _cli(monkeypatch, {**env, "HYMPI_IGNORE_LOAD": "0", "COLUMNS": "300"}, *command, "--wait-quiet", "30") == 2
     assert checks == [(0.5, 30.0)]
     out, err = capsys.readouterr()
-    assert ("hympi: the machine is busy: 1.90 cores used by other processes (cc1plus 1.90) (--wait-quiet S waits for "
-            "it; --ignore-load skips this check)") in out and "measuring now" in err
+    assert ("hympi: the machine is busy: 1.90 cores used by other processes (cc1plus 1.90); measuring anyway, a run "
+            "beside other work marked disturbed (--wait-quiet S waits for it; --ignore-load skips this check)") in out \
+        and "measuring now" in err
     assert _cli(monkeypatch, {**env, "HYMPI_IGNORE_LOAD": "0"}, *command, "--ignore-load") == 2
     assert checks == [(0.5, 30.0)] and "measuring now" in capsys.readouterr().err  # measured without asking again
     marker.unlink(missing_ok=True)  # the launcher was asked for the library's version

@@ -73,7 +73,8 @@ def quiet_start(threshold: float, wait_s: float, short: bool, say: Callable[[str
     if load.outside_cores <= threshold:
         return load
     waiting = f"; waiting up to {wait_s:g} s for it to calm down" if wait_s > 0 else \
-        " (--wait-quiet S waits for it; --ignore-load skips this check)"
+        "; measuring anyway, a run beside other work marked disturbed (--wait-quiet S waits for it; --ignore-load " \
+        "skips this check)"
     say(f"{load.line()}{waiting}")
     if wait_s <= 0:
         return load
