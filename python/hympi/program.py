@@ -261,9 +261,11 @@ class Program:
                                  "the file")
             path = self.output_path()
             problem = file_problem(path)
-            if problem not in (None, "does not exist"):  # a FIFO or a device would be read for ever
+            if RUN_DIR_PLACEHOLDER in self.output_file:
+                pass  # in the launch's own directory, made just before it: nothing there to check yet
+            elif problem not in (None, "does not exist"):  # a FIFO or a device would be read for ever
                 raise UsageError(f"{at}{named(OUTPUT_FILE)} {path} {problem}")
-            if not path.parent.is_dir():
+            elif not path.parent.is_dir():
                 raise UsageError(f"{at}{named(OUTPUT_FILE)} {path}: directory {path.parent} does not exist")
 
     def flags(self) -> list[str]:
@@ -301,10 +303,22 @@ class Program:
                              f"{exc.strerror or exc}") from None
         raise AssertionError("itertools.count ended")
 
+    def names_run_dir(self, args: Sequence[str]) -> bool:
+        """Whether a launch with arguments `args` gets a directory of its own: they or the output file name
+        RUN_DIR_PLACEHOLDER (`-o {run}/out.log --output-file {run}/out.log`: each run's output in a file of its own)."""
+        return names_run_dir(args) or RUN_DIR_PLACEHOLDER in self.output_file
+
+    def in_run_dir(self, run_dir: str | None) -> Program:
+        """The program as one launch sees it: its output file in that launch's directory `run_dir`, when it names
+        RUN_DIR_PLACEHOLDER."""
+        if run_dir is None or RUN_DIR_PLACEHOLDER not in self.output_file:
+            return self
+        return dataclasses.replace(self, output_file=self.output_file.replace(RUN_DIR_PLACEHOLDER, run_dir))
+
     def check_run_dirs(self, args: Sequence[str]) -> None:
-        """UsageError when `args` name RUN_DIR_PLACEHOLDER and its directories cannot be made in the program's
-        working directory (checked before anything is launched or recorded)."""
-        if not names_run_dir(args):
+        """UsageError when `args` or the output file name RUN_DIR_PLACEHOLDER and its directories cannot be made in
+        the program's working directory (checked before anything is launched or recorded)."""
+        if not self.names_run_dir(args):
             return
         root = resolve_in(self.workdir, RUN_DIRS)
         if root.exists() and not root.is_dir():
@@ -598,11 +612,12 @@ def load_programs(path: str) -> tuple[ProgramRun, ...]:
 def probed_program_run(program: Program, launch: Callable[[Env, str | None], RunOutcome], ranks: int, threads: int,
                        args: tuple[str, ...], shown: bool = False) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
     """One launch of a program of the user's own (`launch` given the probe's environment for its ranks and the
-    launch's own directory, made when `args` name RUN_DIR_PLACEHOLDER, else None), judged on its output and output
-    file (hympi.program.judge; `shown`: that output went to the terminal as it came) and on what the probe saw
-    (hympi.probe.apply_probe); with the probed processes. The sweep and `hympi run` / `affinity` both launch
-    programs through it."""
-    run_dir = str(program.new_run_dir(ranks, threads)) if names_run_dir(args) else None
+    launch's own directory, made when `args` or its output file name RUN_DIR_PLACEHOLDER, else None), judged on its
+    output and output file (hympi.program.judge; `shown`: that output went to the terminal as it came) and on what
+    the probe saw (hympi.probe.apply_probe); with the probed processes. The sweep and `hympi run` / `affinity` both
+    launch programs through it."""
+    run_dir = str(program.new_run_dir(ranks, threads)) if program.names_run_dir(args) else None
+    program = program.in_run_dir(run_dir)
     mark = mark_file(program.output_path()) if program.output_file else None
     launched, processes = launch_probed(lambda env: launch(env, run_dir))
     written = text_written_since(mark) if mark is not None else None

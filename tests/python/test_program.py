@@ -917,6 +917,24 @@ def test_each_launch_gets_a_new_directory_of_its_own(tmp_path: Path, monkeypatch
     assert not (tmp_path / "elsewhere" / "e.db").exists()
 
 
+def test_an_output_file_in_the_launchs_own_directory_is_each_runs_own(tmp_path: Path, monkeypatch):
+    """CP2K's `-o h2o.out` appends to one file run after run; `-o {run}/h2o.out --output-file {run}/h2o.out` gives
+    each run a file of its own, judged and recorded by its path."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "cp2k", 'echo "step time $OMP_NUM_THREADS.5" > "$1"\n')
+    proc = hympi("sweep", "./cp2k", "--ranks", "1", "--threads", "1,2", "--repeat", "1", "--no-warmup",
+                 "--ignore-load", "--output-file", "{run}/h2o.out", "--metric", r"step time ([0-9.]+)",
+                 "--metric-unit", "s", "--db", str(tmp_path / "r.db"), "--", "{run}/h2o.out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Store.open(tmp_path / "r.db", create=False) as store:
+        runs = sorted(store.runs(), key=lambda r: r.threads)
+    assert [r.status for r in runs] == ["ok", "ok"], [r.stderr_tail for r in runs]
+    files = [Path(r.record["metrics"]["output_file"]) for r in runs if r.record is not None]
+    assert [f.parent.parent for f in files] == [tmp_path / "hympi-runs"] * 2 and files[0] != files[1]
+    assert [f.read_text() for f in files] == ["step time 1.5\n", "step time 2.5\n"]
+    assert [r.record["metrics"]["merit"]["value"] for r in runs if r.record is not None] == [1.5, 2.5]
+
+
 def test_hympis_options_after_the_programs_arguments_are_said_to_be_the_programs(tmp_path: Path, monkeypatch,
                                                                                 fake_launcher):
     """`hympi sweep ... -- -s example.phy --resume`: the flag added at the end of the command line went to IQ-TREE

@@ -17,7 +17,7 @@ from hympi.apps import get_app
 from hympi.busy.accounting import Interference
 from hympi.busy.sampler import Sampler
 from hympi.errors import HympiError, HympiFatal, UsageError
-from hympi.launch.mpirun import LaunchSpec, RunOutcome, build_command, names_run_dir, run_command, validate_with_app
+from hympi.launch.mpirun import LaunchSpec, RunOutcome, build_command, run_command, validate_with_app
 from hympi.params import DEFAULT_DISTURBED_ABOVE, DEFAULT_TIMEOUT_S
 from hympi.paths import binary, program_named
 from hympi.probe import Env, launch_probed, working_threads
@@ -88,7 +88,7 @@ class ProfileLaunches:
 
     def launched(self, launch: LaunchSpec) -> LaunchSpec:
         """`launch` as it starts: with a new directory of its own when its arguments name the program's {run}."""
-        if self.program is None or not names_run_dir(launch.app_args):
+        if self.program is None or not self.program.names_run_dir(launch.app_args):
             return launch
         return dataclasses.replace(launch, run_dir=str(self.program.new_run_dir(launch.ranks, launch.threads)))
 
