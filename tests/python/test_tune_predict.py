@@ -50,7 +50,7 @@ from hympi.tune.predict import (
     within_thread_limit,
 )
 from hympi.tune.programs import thread_check_layout
-from hympi.tune.space import Configuration, parse_space
+from hympi.tune.space import Configuration, SearchSpace, parse_space
 
 MACHINE = MachineSummary(packages=2, numa_nodes=4, cores=16, pus=32, caches=(), hash="h", raw="{}")
 CVARS = str(tunedata.CVARS_JSON)
@@ -419,6 +419,23 @@ def test_a_real_program_is_profiled_once_into_features(tmp_path):
     assert record.profile["format"] == "hympi-profile" and len(record.profile["wall_time_s"]) == 2
 
 
+def _rb3d_script(directory: Path, check: str, rb3d_args: str) -> Path:
+    """`directory`/solver, a program of the user's own: a shell script that runs the `check` lines, then hympi-rb3d
+    with `rb3d_args`."""
+    rb3d = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin") / "hympi-rb3d"
+    solver = directory / "solver"
+    solver.write_text(f"#!/bin/sh\n{check}\nexec {rb3d} {rb3d_args}\n")
+    solver.chmod(0o755)
+    return solver
+
+
+def _two_core_space() -> SearchSpace:
+    """Layouts up to 2 ranks x 2 threads on 2 cores, 2x1 the default: its thread check runs at 1x2."""
+    return parse_space({"layout": {"ranks": [1, 2], "threads": [1, 2], "bind": ["core"],
+                                   "default": {"ranks": 2, "threads": 1, "bind": "core"}},
+                        "constraint": [{"max_cpus": 2}]}, {}, "")
+
+
 def test_a_program_of_a_programs_file_is_profiled_where_its_tune_ran_it(tmp_path):
     # A programs file's program runs in the file's directory, where its inputs are (HPC Challenge reads
     # hpccinf.txt there); its profile and thread check once ran in hympi's own directory instead, and failed.
@@ -431,17 +448,11 @@ def test_a_program_of_a_programs_file_is_profiled_where_its_tune_ran_it(tmp_path
     inputs = tmp_path / "inputs"
     inputs.mkdir()
     (inputs / "input.txt").write_text("12\n")
-    rb3d = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin") / "hympi-rb3d"
-    solver = tmp_path / "solver"
-    solver.write_text(f'#!/bin/sh\n[ -f input.txt ] || {{ echo "no input.txt in $PWD" >&2; exit 3; }}\n'
-                      f'exec {rb3d} --size "$(cat input.txt)" "$@"\n')
-    solver.chmod(0o755)
+    solver = _rb3d_script(tmp_path, '[ -f input.txt ] || { echo "no input.txt in $PWD" >&2; exit 3; }',
+                          '--size "$(cat input.txt)" "$@"')
     program = program_of(str(solver), workdir=str(inputs))
-    space = parse_space({"layout": {"ranks": [1, 2], "threads": [1, 2], "bind": ["core"],
-                                    "default": {"ranks": 2, "threads": 1, "bind": "core"}},
-                         "constraint": [{"max_cpus": 2}]}, {}, "")
     summary = machine_summary()
-    launches = profile_launches(program.path, ("--iterations", "20"), space, summary, program)
+    launches = profile_launches(program.path, ("--iterations", "20"), _two_core_space(), summary, program)
     assert launches.workdir == str(inputs) and launches.thread_check is not None
     with Store.open(tmp_path / "p.db") as store:
         machine = record_machine(store, summary, launcher_path())
@@ -457,15 +468,10 @@ def test_a_program_whose_arguments_name_its_run_directory_is_profiled_with_one_p
     from hympi.topology import machine_summary
     from hympi.tune.programs import profile_launches, profile_program
 
-    rb3d = Path(os.environ.get("HYMPI_BIN_DIR") or REPO / "build" / "bin") / "hympi-rb3d"
-    solver = tmp_path / "solver"
-    solver.write_text(f'#!/bin/sh\n[ -d "$1" ] || {{ echo "no directory $1" >&2; exit 3; }}\nshift\n'
-                      f'exec {rb3d} --size 12 "$@"\n')
-    solver.chmod(0o755)
+    solver = _rb3d_script(tmp_path, '[ -d "$1" ] || { echo "no directory $1" >&2; exit 3; }\nshift',
+                          '--size 12 "$@"')
     program = program_of(str(solver), workdir=str(tmp_path))
-    space = parse_space({"layout": {"ranks": [1, 2], "threads": [1, 2], "bind": ["core"],
-                                    "default": {"ranks": 2, "threads": 1, "bind": "core"}},
-                         "constraint": [{"max_cpus": 2}]}, {}, "")
+    space = _two_core_space()
     summary = machine_summary()
     launches = profile_launches(program.path, ("{run}", "--iterations", "20"), space, summary, program)
     with Store.open(tmp_path / "p.db") as store:
