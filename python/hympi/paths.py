@@ -1,4 +1,5 @@
-"""Where the compiled apps and the profiling library live.
+"""Where the compiled apps and the profiling library live, and whether a command's subject is one of those apps or a
+program of the user's own, named by its path.
 
 The first of these that is set wins: HYMPI_BIN_DIR, HYMPI_PREFIX (PREFIX/bin), the install prefix the CMake build
 tree recorded when this package was built from it with `pip install .` (install.toml inside the package), the
