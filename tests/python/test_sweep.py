@@ -27,6 +27,7 @@ from hympi.store import Store
 from hympi.store.schema import SCHEMA_VERSION
 from hympi.sweep import SweepParams, open_sweep, plan, run_sweep
 from hympi.sweep_options import cross_layouts
+from hympi.topology import machine_summary
 from refusals import assert_refused, digest
 
 
@@ -110,6 +111,20 @@ def test_failed_hung_and_unverified_runs_are_recorded_and_the_sweep_goes_on(tmp_
         time.sleep(0.1)
     assert not any(pid_alive(p) for p in pids), "a hung rank survived the timeout"  # ... and none survived
     assert "skipping 2x2" in proc.stderr
+
+
+def test_a_skipped_layout_is_not_said_before_bad_input(tmp_path: Path):
+    """`hympi sweep rb3d --ranks 1,2 --threads 1,2 --db /proc/x.db` on 2 PUs said 'skipping 2x2' and then the
+    database's error: bad input is one line. A sweep that starts still says what it skips."""
+    env = fake_bin_dir(tmp_path)
+    pus = machine_summary().pus
+    layouts = ["--ranks", "1,2", "--threads", f"1,{pus}"]  # 2 x PUs: more than the machine has
+    proc = hympi("sweep", "rb3d", *layouts, "--db", "/proc/x.db", env=env)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("hympi: error: cannot create database /proc/x.db") and not launches(env)
+    proc = hympi("sweep", "rb3d", *layouts, "--dry-run", "--db", str(tmp_path / "r.db"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [f"hympi: skipping 2x{pus}: {2 * pus} > {pus} PUs (use --oversubscribe)"]
 
 
 def _wait_for_runs(db: Path, count: int, proc: subprocess.Popen, limit: float = 60.0) -> int:
