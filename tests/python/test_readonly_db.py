@@ -89,6 +89,10 @@ def test_reading_never_marks_a_stale_sweep(tmp_path):
     with Store.read(db) as store:
         assert store.sweep(sweep.id).status == "running"
         assert store.stale_sweeps() == [sweep.id]
+    # Bad input beside it is one line, the error's (the note waits until the input has passed its checks).
+    proc = hympi("report", "--db", str(db), "--sweep", str(sweep.id + 1), "--out", str(tmp_path / "rep2"))
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "error" in proc.stderr, proc.stderr
+    assert not (tmp_path / "rep2").exists()
 
 
 @pytest.fixture

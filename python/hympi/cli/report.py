@@ -36,9 +36,6 @@ def main(args: argparse.Namespace) -> int:
     # The database and the ids are checked first, so bad input leaves no empty output directory behind.
     check_not_input("--out", Path(args.out) / "index.html", {"--db": args.db, "--cvars": args.cvars})
     with Store.read(args.db) as store:  # read-only: a report never changes the database
-        for stale in store.stale_sweeps():  # its hympi died (SIGKILL): say so instead of showing it 'running'
-            print(f"hympi: sweep {stale} was left running by a process that no longer exists "
-                  f"(continue it with hympi sweep ... --resume {stale})", file=sys.stderr)
         sweep_ids = args.sweep
         notes: tuple[str, ...] = ()
         if sweep_ids:
@@ -52,6 +49,11 @@ def main(args: argparse.Namespace) -> int:
         cvars = listing_source(args.cvars)
         disturbed_above = disturbed_above_of(args)
         out = ensure_out_dir(args.out)
+        # Said once the input has passed its checks (bad input is one line): its hympi died (SIGKILL), so the
+        # report shows it as stopped, not 'running'.
+        for stale in store.stale_sweeps():
+            print(f"hympi: sweep {stale} was left running by a process that no longer exists "
+                  f"(continue it with hympi sweep ... --resume {stale})", file=sys.stderr)
         # The recommendations on the terminal too: on a cluster's login node the page is a copy away.
         index = write_report(store, out, sweep_ids, notes, title="hympi report", cvars=cvars,
                              disturbed_above=disturbed_above, say=print)
