@@ -94,8 +94,9 @@ def add_plain_row(table: Table, *cells: str) -> None:
     table.add_row(*(Text(cell) for cell in cells))
 
 
-def say_on_stderr(line: str) -> None:
-    """Prints `line` on stderr if it still can: after SIGHUP the terminal it went to may be gone (EIO), and hympi is
-    then to exit as stopped by the signal, not fail on its last words."""
+def say_on_stderr(*lines: str) -> None:
+    """Prints each of `lines` on stderr if it still can: after SIGHUP the terminal it went to may be gone (EIO), and
+    hympi is then to exit as stopped by the signal, not fail on its last words."""
     with contextlib.suppress(OSError):
-        print(line, file=sys.stderr, flush=True)
+        for line in lines:
+            print(line, file=sys.stderr, flush=True)

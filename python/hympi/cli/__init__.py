@@ -217,14 +217,14 @@ def _dispatch(argv: list[str] | None) -> int:
         with stop_signals():
             code = handler(args)
         if code != 2:  # bad input stays one line
-            _say_all(notes)
+            say_on_stderr(*notes)
         return code
     except UsageError as exc:
         print(f"hympi: error: {exc}", file=sys.stderr)
         return 2
     except HympiError as exc:
         print(f"hympi: error: {exc}", file=sys.stderr)
-        _say_all(notes)
+        say_on_stderr(*notes)
         return 1
     except StoppedBySignal as exc:
         say_on_stderr(f"hympi: stopped by {exc.name}; nothing it launched is left running")
@@ -233,12 +233,6 @@ def _dispatch(argv: list[str] | None) -> int:
         print("hympi: interrupted", file=sys.stderr)
         return 130
 
-
-
-def _say_all(lines: list[str]) -> None:
-    """Each of `lines` on stderr (say_on_stderr)."""
-    for line in lines:
-        say_on_stderr(line)
 
 
 def _refuse_dash_dash_values(argv: list[str]) -> None:

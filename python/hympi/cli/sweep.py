@@ -223,7 +223,7 @@ def main(args: argparse.Namespace) -> int:
         req = batch_request(params, Path(args.db), len(the_plan.items))
         script = slurm.sbatch_script(req)
         if args.dry_run:
-            _say_all(skipped)
+            say_on_stderr(*skipped)
             print(script, end="")
             print("# job steps the script's sweep runs with srun:")
             for item in the_plan.items:
@@ -238,18 +238,18 @@ def main(args: argparse.Namespace) -> int:
             write_output(target, script, mode=0o755)
         except OSError as exc:
             raise UsageError(f"cannot write sbatch script {target} ({exc.strerror or exc})") from None
-        _say_all(skipped)
+        say_on_stderr(*skipped)
         if not submit:
             print(f"wrote {target}: {len(the_plan.items)} runs; submit with: sbatch {target}")
             return 0
         return submit_script(target, req, len(the_plan.items), args.wait)
     if args.dry_run:
-        _say_all(skipped)
+        say_on_stderr(*skipped)
         for item in the_plan.items:
             print(format_command(command_for(params, item, restartable(params, item))))
         return 0
     store = Store.open(args.db)
-    _say_all(skipped)
+    say_on_stderr(*skipped)
     sweep: Sweep | None = None
     try:
         machine = record_machine(store, summary, params.launcher)
@@ -308,9 +308,3 @@ def main(args: argparse.Namespace) -> int:
         raise
     finally:
         store.close()
-
-
-def _say_all(lines: list[str]) -> None:
-    """Each of `lines` on stderr."""
-    for line in lines:
-        print(line, file=sys.stderr)

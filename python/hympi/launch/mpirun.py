@@ -66,8 +66,9 @@ def mpi_env_name(name: str, flavor: str) -> str:
 # launch's own that hympi makes empty just before it (Ray refuses an output directory that exists, so a sweep of it
 # with one fixed `-o` measured one assembly and then only refusals). Only these exact names are replaced; other
 # braces pass unchanged.
-ARG_PLACEHOLDERS = ("ranks", "threads", "run")
-RUN_DIR_PLACEHOLDER = "{run}"
+RUN_DIR = "run"
+ARG_PLACEHOLDERS = ("ranks", "threads", RUN_DIR)
+RUN_DIR_PLACEHOLDER = f"{{{RUN_DIR}}}"
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(ARG_PLACEHOLDERS) + r")\}")
 
 
@@ -101,7 +102,7 @@ class LaunchSpec:
         """The app's arguments as launched: each ARG_PLACEHOLDERS name in braces replaced by this layout's figure
         (IQ-TREE's `-T {threads}`) or the launch's run_dir; the arguments as given stay the sweep's identity and its
         runs' problem."""
-        values = {"ranks": str(self.ranks), "threads": str(self.threads), "run": self.run_dir}
+        values = {"ranks": str(self.ranks), "threads": str(self.threads), RUN_DIR: self.run_dir}
         return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)] or m.group(0), arg) for arg in self.app_args)
 
     def layout(self) -> LayoutSpec:
