@@ -51,10 +51,9 @@ from hympi.textfile import file_problem, read_utf8
 
 # Which way a figure of merit improves.
 BETTER = ("higher", "lower")
-# The default figure of merit: the job's wall time, as hympi measured it, in launches per hour so that, like every
-# app's rate, a larger value is better (its inverse is the wall time).
-WALL_TIME_UNIT = "runs/h"
-SECONDS_PER_HOUR = 3600.0
+# The default figure of merit: the job's wall time in seconds, as hympi measured it, recorded like every
+# lower-is-better figure as its inverse (hympi.result.INVERSE_UNIT) so that every rate grows with quality.
+WALL_TIME_UNIT = INVERSE_UNIT.format("s")
 # Output lines kept in the reason of a run whose metric or verification was not found.
 SHOWN_LINES = 5
 # What separates a failed run's reason from the program's last lines (SHOWN_LINES, joined by LINE_JOINT).
@@ -733,7 +732,7 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
     else:
         if outcome.seconds <= 0:
             return _failed(outcome, "the run took no measurable time")
-        rate = SECONDS_PER_HOUR / outcome.seconds
+        rate = 1.0 / outcome.seconds
         merit = {"value": outcome.seconds, "unit": "s", "better": "lower"}
     record: JsonObject = {
         "app": program.name, "problem": problem_label(program, args), "time_s": outcome.seconds,

@@ -163,10 +163,16 @@ def figure_unit(rate_unit: str) -> str | None:
     return rate_unit[len(head):-len(tail)] if rate_unit.startswith(head) and rate_unit.endswith(tail) else None
 
 
-def shown_rate(rate: float, rate_unit: str) -> str:
-    """A run's rate as people compare it: '250 steps/s' as it is, a lower-is-better figure of merit as the figure
-    ('0.13 s', not '7.692 1/(s)')."""
+def shown_figure(rate: float, rate_unit: str) -> tuple[float, str]:
+    """A run's rate and its unit as people compare them: (250, 'steps/s') as they are, a lower-is-better figure of
+    merit as the figure ((0.13, 's'), not (7.692, '1/(s)'))."""
     figure = figure_unit(rate_unit)
     if figure is not None and rate > 0:
-        return f"{1.0 / rate:.4g} {figure}"
-    return f"{rate:.4g} {rate_unit}".rstrip()
+        return 1.0 / rate, figure
+    return rate, rate_unit
+
+
+def shown_rate(rate: float, rate_unit: str) -> str:
+    """shown_figure as text: '250 steps/s', '0.13 s'."""
+    value, unit = shown_figure(rate, rate_unit)
+    return f"{value:.4g} {unit}".rstrip()

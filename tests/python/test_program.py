@@ -22,7 +22,6 @@ from conftest import assert_refused, hympi, hympi_json
 from hympi.errors import UsageError
 from hympi.launch.mpirun import RunOutcome, run_command
 from hympi.program import (
-    SECONDS_PER_HOUR,
     WALL_TIME_UNIT,
     Program,
     judge,
@@ -49,7 +48,8 @@ def _program(**fields: str) -> Program:
 def test_the_wall_time_is_the_default_figure_of_merit():
     out = judge(_program(), _outcome("anything\n", seconds=4.0), 2, 1, ("-in", "a"))
     assert out.status == "ok" and out.record is not None
-    assert out.record["rate"] == pytest.approx(SECONDS_PER_HOUR / 4.0) and out.record["rate_unit"] == WALL_TIME_UNIT
+    assert out.record["rate"] == pytest.approx(1 / 4.0) and out.record["rate_unit"] == "1/(s)" == WALL_TIME_UNIT
+    assert shown_rate(out.record["rate"], out.record["rate_unit"]) == "4 s"
     assert out.record["time_s"] == 4.0 and out.record["problem"] == "-in a"
     assert out.record["metrics"]["merit"] == {"value": 4.0, "unit": "s", "better": "lower"}
     assert out.record["metrics"]["verification"] == "exit status 0"

@@ -14,6 +14,7 @@ import pytest
 from conftest import REPO
 from hympi.errors import HympiFatal, UsageError
 from hympi.report.writer import SERIES_NOT_REPORTED
+from hympi.result import shown_rate
 from hympi.store import APPLICATION_ID, SCHEMA_VERSION, Run, Store
 from olddb import store_at
 
@@ -257,3 +258,27 @@ def test_migration_4_renames_the_binding_rows_and_the_affinity_problem(tmp_path:
         assert "placement" not in with_record[0].record
         problems = {row[0] for row in new.conn.execute("SELECT problem FROM runs")}
         assert problems == {"binding"}
+
+
+def test_migration_10_records_a_programs_wall_time_as_seconds_and_leaves_a_users_own_runs_per_hour(tmp_path: Path):
+    """Before, a program's default figure (its wall time, 4 s here) was recorded as 900 'runs/h'; now as 1/(s), like
+    every lower-is-better time, so that it is shown as '4 s'. A figure the user declared in runs/h stays as it was."""
+    path = tmp_path / "old.db"
+    wall = {"rate": 900.0, "rate_unit": "runs/h", "metrics": {"merit": {"value": 4.0, "unit": "s", "better": "lower"}}}
+    own = {"rate": 900.0, "rate_unit": "runs/h",
+           "metrics": {"merit": {"value": 900.0, "unit": "runs/h", "better": "higher"}}}
+    with store_at(path, 9) as old:
+        machine = old.ensure_machine("h", "t", "m", "c", {})
+        sweep_id = old.create_sweep(machine.id, "./p", {}, 3).id
+        old.add_run(_run(sweep_id, record=wall))
+        old.add_run(_run(sweep_id, repeat=2, record=own))
+        old.add_attempt(_run(sweep_id, repeat=3, status="timeout", record=wall))
+    with Store.open(path) as new:
+        columns = new.conn.execute("SELECT rate, rate_unit FROM runs ORDER BY id").fetchall()
+        assert columns == [(0.25, "1/(s)"), (900.0, "runs/h")]
+        (converted, kept) = new.runs()
+        assert (converted.record["rate"], converted.record["rate_unit"]) == (0.25, "1/(s)")
+        assert shown_rate(converted.value("rate"), converted.record["rate_unit"]) == "4 s"
+        assert kept.record == own
+        (attempt,) = new.attempts()
+        assert attempt.record is not None and (attempt.record["rate"], attempt.record["rate_unit"]) == (0.25, "1/(s)")

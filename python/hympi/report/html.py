@@ -25,7 +25,7 @@ from hympi.report.model import describe, fit_model, policy
 from hympi.report.quiet import quiet_sentence
 from hympi.report.transposes import MIB, TransposeView, sentence, transpose_view
 from hympi.report.tuning import Prediction, ProgramTuning
-from hympi.result import figure_unit, run_placement_share
+from hympi.result import figure_unit, run_placement_share, shown_figure
 from hympi.stats.compare import MEMORY_MARGIN, VERDICT_NEEDS
 from hympi.stats.model import ModelFit
 from hympi.store import MachineRecord, Run
@@ -609,8 +609,8 @@ def _runs_table(runs: list[Run]) -> str:
         tail = (f"<details><summary>show</summary><pre>{escape(r.stderr_tail)}</pre></details>"
                 if r.stderr_tail.strip() else "")
         rate, unit = r.value("rate"), str(r.record.get("rate_unit", "")) if r.record else ""
-        if rate is not None and rate > 0 and (figure := figure_unit(unit)) is not None:
-            rate, unit = 1.0 / rate, figure  # a lower-is-better figure of merit as the figure (shown_rate)
+        if rate is not None:
+            rate, unit = shown_figure(rate, unit)
         restart = "" if r.restarted_from_step is None else f" (restarted at step {r.restarted_from_step})"
         if r.disturbed and r.interference is not None:
             restart += f" <span class='disturbed'>disturbed ({r.interference.outside_cores:.2f} cores)</span>"

@@ -224,6 +224,23 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE runs ADD COLUMN steal_s REAL;
         ALTER TABLE runs ADD COLUMN disturbed INTEGER;
     """),
+    Migration(10, "a program's default figure of merit, its wall time, recorded as 1/(s) like every lower-is-better "
+                  "time (was launches per hour, 'runs/h')", """
+        UPDATE runs SET rate = 1.0 / json_extract(result_json, '$.metrics.merit.value'), rate_unit = '1/(s)',
+                        result_json = json_set(result_json,
+                            '$.rate', 1.0 / json_extract(result_json, '$.metrics.merit.value'),
+                            '$.rate_unit', '1/(s)')
+            WHERE rate_unit = 'runs/h' AND result_json IS NOT NULL AND json_valid(result_json)
+              AND json_extract(result_json, '$.metrics.merit.unit') = 's'
+              AND json_extract(result_json, '$.metrics.merit.value') > 0;
+        UPDATE run_attempts SET result_json = json_set(result_json,
+                            '$.rate', 1.0 / json_extract(result_json, '$.metrics.merit.value'),
+                            '$.rate_unit', '1/(s)')
+            WHERE result_json IS NOT NULL AND json_valid(result_json)
+              AND json_extract(result_json, '$.rate_unit') = 'runs/h'
+              AND json_extract(result_json, '$.metrics.merit.unit') = 's'
+              AND json_extract(result_json, '$.metrics.merit.value') > 0;
+    """),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version
