@@ -64,6 +64,18 @@ def test_recommendation_uses_median_rates_and_confidence_intervals():
     assert [s.warmups for s in group.layouts if s.label == "2x1"] == [1]
 
 
+def test_a_layout_that_is_both_the_worst_and_the_best_hybrid_one_is_named_so_in_one_clause():
+    """1x2 is the worst layout and the only hybrid one on 2x1's cores: one comparison, said as one phrase (it read
+    'Against the worst layout; the best hybrid layout on as many cores: ...')."""
+    runs = [_run(2, 1, rep, r) for rep, r in enumerate((13.1, 13.0, 13.2, 13.05), 1)]
+    runs += [_run(1, 1, rep, r) for rep, r in enumerate((12.0, 12.1, 11.9, 12.05), 1)]
+    runs += [_run(1, 2, rep, r) for rep, r in enumerate((10.0, 9.9, 10.1, 10.05), 1)]
+    text = recommend(group_runs(runs, {1: 1})[0])
+    assert ("Against the worst layout, which is also the best hybrid layout on as many cores: 2x1 is 1.30x 1x2 "
+            "(95 % CI ") in text, text
+    assert text.count("1x2") == 1 and ";" not in text
+
+
 def test_a_lead_on_a_drifting_machine_is_found_round_by_round():
     """The machine halves its pace from round 5 on and wobbles within each half; 2x1 leads 1x2 by 6-8 % in every
     round. The two samples hold the drift as spread and cannot order them; 8 rounds of one sweep are compared round

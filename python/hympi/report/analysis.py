@@ -400,10 +400,11 @@ def _sentence(statement: Statement, names: dict[str, LayoutStats], most: int, sk
         return f"on all {most} cores, against the best {statement.topic.split(' on ')[0]} layout: {text}"
     other = [name for name in (getattr(result, "worse", None), getattr(result, "better", None),
                                getattr(result, "second", None)) if name]
-    about = f"against {'; '.join(notes)}"
     if skip_first:
-        return f"{other[0] if other else 'it'} is also {'; '.join(notes)}"
-    return f"{about}: {text}"
+        return f"{other[0] if other else 'it'} is also {' and '.join(notes)}"
+    # One layout can be several of these at once (the worst and the best hybrid one on as many cores).
+    also = f", which is also {' and '.join(notes[1:])}" if len(notes) > 1 else ""
+    return f"against {notes[0]}{also}: {text}"
 
 
 def group_titles(groups: Sequence[AppGroup]) -> list[str]:
