@@ -101,6 +101,22 @@ def test_a_tune_of_a_program_says_why_its_mpi_parameters_were_not_checked(tmp_pa
     assert "the app reported" not in said
 
 
+def test_a_tune_shows_a_lower_is_better_figure_as_the_figure_not_its_inverse(tmp_path: Path, monkeypatch):
+    """LIGGGHTS's loop time (1.86 s) was said as 'score 0.5379' (its inverse, the rate hympi ranks by) in tune's
+    progress lines and table; it is now said in seconds, as sweep says it, the shortest first."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'echo "Loop time of $((4 / OMPI_COMM_WORLD_SIZE)) on some procs"\n')
+    (tmp_path / "space.toml").write_text("[layout]\nranks = [1, 2]\ndefault = { ranks = 1 }\n")
+    proc = hympi("tune", "run", "./solver", "--space", "space.toml", "--db", "t.db", "--repeat", "1",
+                 "--ignore-load", "--metric", r"Loop time of ([0-9.]+) on", "--metric-unit", "s",
+                 env={"COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "-> score 4 s (1 measured run)" in proc.stdout and "-> score 2 s (1 measured run)" in proc.stdout
+    rows = re.findall(r"│ (\dx1) core \(MPI defaults\) │ ([^│]*) │", proc.stdout)
+    assert rows == [("2x1", "2 s  "), ("1x1", "4 s  ")], proc.stdout
+    assert "0.25" not in proc.stdout and "0.5" not in proc.stdout  # 1 / 4 s, 1 / 2 s
+
+
 def test_an_edited_stdin_file_is_a_new_sweep_never_resumed_into_the_old_ones_runs(tmp_path: Path, monkeypatch):
     """`--resume` matched a sweep by --stdin's name only: a sweep of `solver < in.txt` resumed after in.txt was
     edited (pw.x's ecutwfc raised) put the new problem's runs beside the old ones, one median over both (505 of

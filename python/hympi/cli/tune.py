@@ -204,12 +204,12 @@ def results_table(outcome: TuneOutcome, space: SearchSpace) -> Table:
     status, speedup over the default, memory."""
     default = default_of(outcome.results, space.default)
     table = Table(title=escape(f"tune {outcome.tune.id}: {outcome.tune.program} ({outcome.tune.strategy})"))
-    for column in ("configuration", "score (rate)", "runs", "status", "speedup vs default", "peak MiB/rank"):
+    for column in ("configuration", "score", "runs", "status", "speedup vs default", "peak MiB/rank"):
         table.add_column(column, overflow="fold")
     ranked = sorted(outcome.results, key=lambda m: (m.score is None, -(m.score or 0.0)))
     for m in ranked:
         runs = f"{m.runs} ({m.disturbed} disturbed)" if m.disturbed else str(m.runs)
-        add_plain_row(table, m.config.label(), f"{m.score:.4g}" if m.score is not None else "-", runs, m.status,
+        add_plain_row(table, m.config.label(), m.score_text(), runs, m.status,
                       speedup(m, default).text, f"{m.max_rss_mib:.1f}" if m.max_rss_mib is not None else "-")
     return table
 

@@ -416,11 +416,12 @@ def _strategy_table(programs: tuple[ProgramTuning, ...]) -> str:
         top = ref.best.score if ref.best else None
         for t in p.tunes:
             score = t.best.score if t.best else None
+            shown = t.best.score_text() if t.best else "-"
             share = f"{100 * score / top:.1f} %" if score is not None and top else "-"
             spent = f"{100 * t.runs / ref.runs:.0f} %" if ref.runs else "-"
             rows.append(f"<tr><td class='l'>{escape(p.program)}</td><td>{t.tune.id}</td>"
                         f"<td class='l'>{escape(t.tune.strategy)}</td><td class='l'>{escape(t.tune.status)}</td>"
-                        f"<td>{len(t.results)}</td><td>{t.runs}</td><td>{_num(score)}</td><td>{share}</td>"
+                        f"<td>{len(t.results)}</td><td>{t.runs}</td><td>{shown}</td><td>{share}</td>"
                         f"<td>{spent}</td><td class='l'>{escape(t.tune.note or '')}</td></tr>")
     caption = ("runs used by each search strategy and the best score it reached, against the tune that measured "
                "most of the program's space (the reference: exhaustive when there is one)")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from hympi.launch.cvars import ignored
 from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
 from hympi.probe import recorded_working_threads
+from hympi.result import shown_rate
 from hympi.stats.compare import MIN_SAMPLES, Comparison, Sample, compare, is_finite_positive, too_few_runs
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
@@ -36,6 +37,11 @@ class Measured:
     sweep_id: int | None = None
     disturbed: int = 0
     working_threads: int | None = None
+    rate_unit: str = ""  # of the score's rates: a lower-is-better figure's is its inverse (hympi.result.INVERSE_UNIT)
+
+    def score_text(self) -> str:
+        """The score as people compare it (hympi.result.shown_rate): '12.3 GFLOP/s', '1.86 s'; '-' for none."""
+        return "-" if self.score is None else shown_rate(self.score, self.rate_unit)
 
 
 def sweep_configuration(sweep: Sweep) -> Configuration:
@@ -79,7 +85,8 @@ def measure(config: Configuration, runs: list[Run], sweep_id: int | None = None)
                     ignored=tuple(sorted(names)), rates=rates, checked=checked or not config.mpi_params,
                     sweep_id=sweep_id, disturbed=sum(1 for r in ok if r.disturbed),
                     working_threads=min((w for r in measured if (w := recorded_working_threads(r.record)) is not None),
-                                        default=None))
+                                        default=None),
+                    rate_unit=next((str(r.record.get("rate_unit", "")) for r in ok if r.record), ""))
 
 
 def tune_results(store: Store, tune_id: int) -> list[Measured]:

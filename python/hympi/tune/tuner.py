@@ -253,8 +253,9 @@ def _why(proposal: Proposal) -> str:
 
 
 def _score_line(measured: Measured) -> str:
-    """'  -> 12.3 (3 runs)' or '  -> failed (1 run)', with the parameters the library ignored."""
-    what = f"{measured.score:.4g}" if measured.score is not None else measured.status
+    """'  -> score 12.3 GFLOP/s (3 measured runs)' or '  -> score failed (1 measured run)', with the parameters the
+    library ignored."""
+    what = measured.score_text() if measured.score is not None else measured.status
     ignored = f"; ignored by the library: {', '.join(measured.ignored)}" if measured.ignored else ""
     return f"  -> score {what} ({measured.runs} measured run{'s' if measured.runs != 1 else ''}){ignored}"
 
