@@ -673,16 +673,21 @@ def clipped(line: str) -> str:
     A reason quoting the program's last lines keeps one of them (its first WHY_CHARS characters), '...' standing for
     the others: the last that says 'error', else the last. The first were IQ-TREE's banner ('Command:
     /usr/bin/iqtree2-mpi -s examp...'), the last its 'ERROR: File not found x.phy'; Ray's 'Error, out/ already
-    exists' comes before its memory report."""
+    exists' comes before its memory report. A line that ends in ':' heads the line after it, which says what went
+    wrong (OpenFOAM's '--> FOAM FATAL ERROR :', then 'Could not find mandatory etc entry'): the two are shown as one."""
     if len(line) <= WHY_CHARS:
         return line
     reason, said, words = line.partition(LAST_LINES)
     if said and len(reason) + len(said) < WHY_CHARS:
         lines = words.split(LINE_JOINT)
         at = next((i for i in reversed(range(len(lines))) if "error" in lines[i].lower()), len(lines) - 1)
+        shown, end = lines[at], at
+        if shown.rstrip().endswith(":") and at + 1 < len(lines):
+            end = at + 1
+            shown = f"{shown} {lines[end]}"
         before = f"...{LINE_JOINT}" if at > 0 else ""
-        after = f"{LINE_JOINT}..." if at < len(lines) - 1 else ""
-        return f"{reason}{said}{before}{clipped(lines[at])}{after}"
+        after = f"{LINE_JOINT}..." if end < len(lines) - 1 else ""
+        return f"{reason}{said}{before}{clipped(shown)}{after}"
     return f"{line[:WHY_CHARS - 3]}..."
 
 

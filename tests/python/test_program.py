@@ -390,6 +390,10 @@ def test_a_failed_runs_progress_line_shows_the_programs_last_words():
            "50220 KiB | Rank 0: Rank= 0 Size= 1 ProcessIdentifier= 18648")
     assert clipped(ray) == ("hympi: verification 'Rank 0 wrote' not found in the output; its last lines: ... | Error, "
                             "ray-1x1/ already exists, change the -o parameter to another value. | ...")
+    foam = ("hympi: icofoam ended with exit code 1; its last lines: 'controlDict' | --> FOAM FATAL ERROR : | "
+            "Could not find mandatory etc entry (mode=ugo) | 'controlDict'")
+    assert clipped(foam) == ("hympi: icofoam ended with exit code 1; its last lines: ... | --> FOAM FATAL ERROR : "
+                             "Could not find mandatory etc entry (mode=ugo) | ...")
     one = f"hympi: p ended with exit code 1; its last lines: {'y' * 2 * WHY_CHARS}"
     assert clipped(one) == f"hympi: p ended with exit code 1; its last lines: {'y' * (WHY_CHARS - 3)}..."
 
