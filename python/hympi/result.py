@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,6 +154,12 @@ def run_placement_share(run: Run) -> float | None:
     it reported none."""
     placement = run.record.get("page_placement") if run.record else None
     return placement_share(placement) if isinstance(placement, dict) else None
+
+
+def runs_rate_unit(runs: Iterable[Run]) -> str:
+    """The unit of the rates of `runs` (one app configuration's): the last that recorded one says it; '' for none."""
+    units = [str(r.record.get("rate_unit", "")) for r in runs if r.record and r.record.get("rate_unit")]
+    return units[-1] if units else ""
 
 
 def figure_unit(rate_unit: str) -> str | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from hympi.launch.layout import layout_words
 from hympi.params import AUTO, DEFAULT_CONFIDENCE, MIN_SEPARATE, REPEAT
-from hympi.result import figure_unit, run_placement_share
+from hympi.result import figure_unit, run_placement_share, runs_rate_unit
 from hympi.stats.compare import (
     MIN_SAMPLES,
     VERDICT_NEEDS,
@@ -201,8 +201,7 @@ def group_runs(runs: list[Run], machine_of_sweep: dict[int, int],
                         sorted(by_layout.items(), key=lambda kv: (kv[0][0] * kv[0][1], kv[0][1], kv[0][2],
                                                                   kv[0][3] != DEFAULT_MEMBIND, kv[0][3])))
         problems = [r.problem for r in members if r.problem]
-        units = [str(r.record.get("rate_unit", "")) for r in members if r.record and r.record.get("rate_unit")]
-        out.append(AppGroup(app, app_args, machine_id, problems[-1] if problems else "", units[-1] if units else "",
+        out.append(AppGroup(app, app_args, machine_id, problems[-1] if problems else "", runs_rate_unit(members),
                             tuple(members), layouts, subject))
     return out
 

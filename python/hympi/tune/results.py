@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from hympi.launch.cvars import ignored
 from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
 from hympi.probe import recorded_working_threads
-from hympi.result import shown_rate
+from hympi.result import runs_rate_unit, shown_rate
 from hympi.stats.compare import MIN_SAMPLES, Comparison, Sample, compare, is_finite_positive, too_few_runs
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
@@ -86,7 +86,7 @@ def measure(config: Configuration, runs: list[Run], sweep_id: int | None = None)
                     sweep_id=sweep_id, disturbed=sum(1 for r in ok if r.disturbed),
                     working_threads=min((w for r in measured if (w := recorded_working_threads(r.record)) is not None),
                                         default=None),
-                    rate_unit=next((str(r.record.get("rate_unit", "")) for r in ok if r.record), ""))
+                    rate_unit=runs_rate_unit(ok))
 
 
 def tune_results(store: Store, tune_id: int) -> list[Measured]:
