@@ -3,6 +3,7 @@ every run in the order it ran, with its status, and each run's samples are the p
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +23,11 @@ def test_vm_bench_tables_every_run_with_the_samples_taken_during_it() -> None:
                                          ["fails", "2", "failed (exit 1)"], ["slow", "2", "ok"]]
     for label, _, _, wall, samples, share, round_trip in rows:
         if label == "slow":
-            # 0.6 s and more at a sample every 100 ms: five samples at least, each a positive round trip.
+            # The probe's samples are on ticks 100 ms apart, so a run has at most one per tick of its wall time (more
+            # would be samples of other runs); it writes none for a tick whose round trips its partner thread did not
+            # answer, which on a loaded machine is most of them (3 of 6 in a fresh clone's `make test`): at least one.
             assert float(wall) >= 0.6
-            assert int(samples) >= 5
+            assert 1 <= int(samples) <= math.floor(float(wall) / 0.1) + 1, (wall, samples)
             assert 0.0 <= float(share) <= 1.0
             assert float(round_trip) > 0.0
     # Two runs cannot be two near and two far ones: no ratio without runs on both sides.
