@@ -9,7 +9,8 @@ better) unless --metric gives a regular expression whose first group captures a 
 parts ('1m12.34s'), in seconds, lower is better unless said otherwise. --verify gives an expression that must match
 the output, else the run failed with that reason; without it, a zero exit status is the only check there is. A
 program that writes its results into a file names it with --output-file: both expressions then search what each run
-wrote into that file (hympi.filemark) before its output.
+wrote into that file (hympi.filemark) before its output. A program whose input must match the layout (a case
+decomposed for as many ranks) names a command that makes it before each launch with --prepare (hympi.prepare).
 
 The database keys a program's sweeps by its absolute path, the sha256 of its file and its arguments: a rebuilt
 binary is a new program, never resumed into the old one's runs.
@@ -39,12 +40,21 @@ from hympi.capture import omitted_note, tail_lines
 from hympi.errors import HympiError, UsageError
 from hympi.filemark import FileText, mark_file, resolve_in, text_written_since
 from hympi.jsontypes import JsonObject
-from hympi.launch.mpirun import MPI_FLAVORS, RUN_DIR_PLACEHOLDER, LaunchSpec, RunOutcome, mpi_env_name, names_run_dir
+from hympi.launch.mpirun import (
+    MPI_FLAVORS,
+    RUN_DIR_PLACEHOLDER,
+    LaunchSpec,
+    RunOutcome,
+    mpi_env_name,
+    names_run_dir,
+    run_command,
+)
 from hympi.limits import check_path
 from hympi.numbers import printed_float
 from hympi.outputs import write_problem
 from hympi.params import Param, choice, refuse_repeated
 from hympi.paths import program_named
+from hympi.prepare import PREPARE, prepare_words, prepared_command
 from hympi.probe import Env, ProbeProcess, apply_probe, launch_probed
 from hympi.result import INVERSE_UNIT
 from hympi.textfile import file_problem, read_utf8
@@ -201,7 +211,7 @@ RUN_DIRS = "hympi-runs"
 
 
 # The parameters every command that runs a program takes.
-PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY, OUTPUT_FILE, STDIN, ENV)
+PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY, OUTPUT_FILE, STDIN, ENV, PREPARE)
 
 
 @dataclass(frozen=True)
@@ -211,7 +221,7 @@ class Program:
     `workdir` ("" = hympi's) is where it runs (a programs file's directory, where its inputs are); `output_file`
     ("" = none), relative to it, is a file whose new text each run is judged on before its output; `stdin` ("" =
     none: /dev/null), relative to it too, the file each run reads as its standard input; `env` the variables
-    ('NAME=VALUE') every rank of it gets."""
+    ('NAME=VALUE') every rank of it gets; `prepare` ("" = none) the command run before each launch (hympi.prepare)."""
 
     name: str
     path: str
@@ -224,6 +234,7 @@ class Program:
     output_file: str = ""
     stdin: str = ""
     env: tuple[str, ...] = ()
+    prepare: str = ""
 
     def check(self, source: str = "") -> None:
         """Checks the figure of merit's declarations together (UsageError): a unit or a direction needs --metric;
@@ -247,6 +258,8 @@ class Program:
                              f"captures a time in parts (groups {', '.join(duration_parts(self.metric))}), which "
                              f"hympi adds up in seconds: give {DURATION_UNIT} or no unit")
         refuse_repeated(at + named(ENV), [text.partition("=")[0] for text in self.env])
+        if self.prepare:
+            self.check_prepare(at + named(PREPARE))
         if self.stdin:
             source_file = resolve_in(self.workdir, self.stdin)
             problem = file_problem(source_file)  # a FIFO would be drained by the first run, /dev/null is none
@@ -267,10 +280,32 @@ class Program:
             elif not path.parent.is_dir():
                 raise UsageError(f"{at}{named(OUTPUT_FILE)} {path}: directory {path.parent} does not exist")
 
+    def check_prepare(self, option: str) -> None:
+        """Checks the program the preparation runs, a path (relative to the working directory) as the program itself
+        is checked, or a name on PATH (UsageError naming `option`)."""
+        name = prepare_words(option, self.prepare)[0]
+        if not program_named(name):
+            if shutil.which(name) is None:
+                raise UsageError(f"{option}: program {name} is not on PATH")
+            return
+        try:
+            locate(name, Path(self.workdir) if self.workdir else None)
+        except UsageError as exc:
+            raise UsageError(f"{option}: {exc}") from None
+
+    def prepared(self, ranks: int, threads: int, run_dir: str | None) -> list[str]:
+        """The preparation's command for one launch at `ranks` x `threads` with directory `run_dir` (None: {run} as
+        typed), its program by its absolute path where a path names it (relative to where it runs, whatever Popen
+        would make of a relative name and a working directory)."""
+        command = prepared_command(self.prepare, ranks, threads, run_dir)
+        if program_named(command[0]):
+            command[0] = str(resolve_in(self.workdir, command[0]))
+        return command
+
     def flags(self) -> list[str]:
-        """The flags that declare this program again: its figure of merit, check, output file, standard input and
-        variables (PROGRAM's; a direction only with its metric), as `hympi run PATH` and `hympi sweep PATH` take
-        them."""
+        """The flags that declare this program again: its figure of merit, check, output file, standard input,
+        variables and preparation (PROGRAM's; a direction only with its metric), as `hympi run PATH` and `hympi sweep
+        PATH` take them."""
         return [part for param in PROGRAM if (value := getattr(self, param.name))
                 and (self.metric or param is not BETTER_WAY) for part in param.spell(value)]
 
@@ -303,9 +338,10 @@ class Program:
         raise AssertionError("itertools.count ended")
 
     def names_run_dir(self, args: Sequence[str]) -> bool:
-        """Whether a launch with arguments `args` gets a directory of its own: they or the output file name
-        RUN_DIR_PLACEHOLDER (`-o {run}/out.log --output-file {run}/out.log`: each run's output in a file of its own)."""
-        return names_run_dir(args) or RUN_DIR_PLACEHOLDER in self.output_file
+        """Whether a launch with arguments `args` gets a directory of its own: they, the output file or the preparation
+        name RUN_DIR_PLACEHOLDER (`-o {run}/out.log --output-file {run}/out.log`: each run's output in a file of its
+        own)."""
+        return names_run_dir(args) or RUN_DIR_PLACEHOLDER in self.output_file or RUN_DIR_PLACEHOLDER in self.prepare
 
     def in_run_dir(self, run_dir: str | None) -> Program:
         """The program as one launch sees it: its output file in that launch's directory `run_dir`, when it names
@@ -346,7 +382,8 @@ class Program:
         where = f", searched in {self.output_file} first" if self.output_file else ""
         reads = f", reading {self.stdin} as its standard input" if self.stdin else ""
         env = f", with {' '.join(self.env)}" if self.env else ""
-        return f"{self.path} (sha256 {self.sha256[:12]}): {merit}, {check}{where}{reads}{env}"
+        prepared = f", prepared by {quoted(self.prepare)} before each launch" if self.prepare else ""
+        return f"{self.path} (sha256 {self.sha256[:12]}): {merit}, {check}{where}{reads}{env}{prepared}"
 
 
 def file_digest(path: Path) -> str:
@@ -608,19 +645,51 @@ def load_programs(path: str) -> tuple[ProgramRun, ...]:
     return runs
 
 
+def prepare_launch(program: Program, ranks: int, threads: int, run_dir: str | None,
+                   timeout: float | None) -> tuple[RunOutcome | None, str | None]:
+    """Runs the program's preparation (--prepare) for one launch at `ranks` x `threads` in directory `run_dir`, as
+    one process in its working directory with its variables, within `timeout` seconds; returns its outcome (None for
+    a program without one) and None when it succeeded, else why it failed, naming the command as typed (with the
+    launch's figures: short enough that a sweep's progress line keeps the program's last words) and saying that the
+    program was not launched: it could not start, it ended non-zero (with its last lines) or it was still running
+    at `timeout` (then stopped, with every process it started)."""
+    if not program.prepare:
+        return None, None
+    command = program.prepared(ranks, threads, run_dir)
+    what = f"{PREPARE.flag} {shlex.join(prepared_command(program.prepare, ranks, threads, run_dir))}"
+    try:
+        outcome = run_command(command, timeout, env=dict(program.environment()), cwd=program.workdir or None,
+                              stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        return (RunOutcome("failed", None, 0.0, command),
+                f"{what} could not start ({exc.strerror or exc}): {program.name} not launched")
+    if outcome.status == "timeout":
+        return outcome, f"{what} was still running after {timeout:g} s and was stopped: {program.name} not launched"
+    if outcome.returncode != 0:
+        return outcome, (f"{what} ended with {outcome.exit_text()}: {program.name} not launched{LAST_LINES}"
+                         f"{last_words(outcome)}")
+    return outcome, None
+
+
 def probed_program_run(program: Program, launch: Callable[[Env, str | None], RunOutcome], ranks: int, threads: int,
-                       args: tuple[str, ...], shown: bool = False) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
+                       args: tuple[str, ...], timeout: float | None,
+                       shown: bool = False) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
     """One launch of a program of the user's own (`launch` given the probe's environment for its ranks and the
-    launch's own directory, made when `args` or its output file name RUN_DIR_PLACEHOLDER, else None), judged on its
-    output and output file (hympi.program.judge; `shown`: that output went to the terminal as it came) and on what
-    the probe saw (hympi.probe.apply_probe); with the probed processes. The sweep and `hympi run` / `affinity` both
-    launch programs through it."""
+    launch's own directory, made when `args`, its output file or its preparation name RUN_DIR_PLACEHOLDER, else
+    None), after its preparation (prepare_launch, within `timeout`: one that fails is the run's failure, and nothing
+    is launched), judged on its output and output file (hympi.program.judge; `shown`: that output went to the
+    terminal as it came) and on what the probe saw (hympi.probe.apply_probe); with the probed processes. The sweep
+    and `hympi run` / `affinity` both launch programs through it."""
     run_dir = str(program.new_run_dir(ranks, threads)) if program.names_run_dir(args) else None
     program = program.in_run_dir(run_dir)
+    prepared, unprepared = prepare_launch(program, ranks, threads, run_dir, timeout)
+    if prepared is not None and unprepared is not None:
+        return _failed(prepared, unprepared), ()
     mark = mark_file(program.output_path()) if program.output_file else None
     launched, processes = launch_probed(lambda env: launch(env, run_dir))
     written = text_written_since(mark) if mark is not None else None
-    judged = judge(program, launched, ranks, threads, args, written, shown)
+    judged = judge(program, launched, ranks, threads, args, written, shown,
+                   prepared.command if prepared is not None else ())
     return apply_probe(judged, processes, ranks, threads), processes
 
 
@@ -680,7 +749,7 @@ def problem_label(program: Program, args: tuple[str, ...]) -> str:
 
 
 def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args: tuple[str, ...],
-          written: FileText | None = None, shown: bool = False) -> RunOutcome:
+          written: FileText | None = None, shown: bool = False, prepared: Sequence[str] = ()) -> RunOutcome:
     """The outcome of one launch of `program` as hympi records it: a timeout or a cancelled step stays so; a non-zero
     exit, an output file not written, a verification not found or a metric not found (or not a number) is a failed
     run with that reason; otherwise an ok run whose record holds the figure of merit as its rate (larger is better),
@@ -688,7 +757,8 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
     program with one), then its output as it wrote it, stdout then stderr. The reason of a non-zero exit ends with
     the program's last lines, less the launcher's notices, unless its output was `shown` as it came (`hympi run`):
     a program that says why on stdout (Elk's 'Error(readinput): error opening elk.in') has nothing of it in a
-    sweep's record otherwise."""
+    sweep's record otherwise. `prepared`: the preparation's command that ran before the launch (prepare_launch), kept
+    in the record."""
     if outcome.status in ("timeout", "cancelled"):
         return dataclasses.replace(outcome, record=None, result=None)
     if outcome.returncode != 0:
@@ -740,5 +810,6 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
         "metrics": {"merit": merit, "verification": f"matched {quoted(program.verify)}" if program.verify else
                     "exit status 0", "program": program.path, "sha256": program.sha256,
                     **({"output_file": str(program.output_path())} if program.output_file else {}),
-                    **({"stdin": str(stdin)} if (stdin := program.stdin_path()) is not None else {})}}
+                    **({"stdin": str(stdin)} if (stdin := program.stdin_path()) is not None else {}),
+                    **({"prepare": shlex.join(prepared)} if prepared else {})}}
     return dataclasses.replace(outcome, status="ok", record=record, result=None)

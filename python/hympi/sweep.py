@@ -111,7 +111,7 @@ RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": F
 # Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
 SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args",
                     "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir",
-                    "output_file", "stdin", "stdin_sha256", "env", "disturbed_above")
+                    "output_file", "stdin", "stdin_sha256", "env", "prepare", "disturbed_above")
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,8 @@ class SweepParams:
     `output_file`, the file it writes its results into ("": none), `stdin`, the file each run reads as its standard
     input ("": /dev/null), with `stdin_sha256` its contents' digest (an edited input is another problem, as a rebuilt
     binary is another program: a new sweep, never resumed into the old one's runs), and `env`, the variables its
-    ranks get (one NAME=VALUE a line, as every program field is text);
+    ranks get (one NAME=VALUE a line, as every program field is text), and `prepare`, the command run before each
+    launch ("": none; hympi.prepare);
     the launcher binds it (it does not call hympi's binding).
     A run during which other processes used more than `disturbed_above` cores of its PUs is disturbed (hympi.busy):
     recorded, marked, never counted.
@@ -169,6 +170,7 @@ class SweepParams:
     stdin: str = ""
     stdin_sha256: str = ""
     env: str = ""
+    prepare: str = ""
     disturbed_above: float = DEFAULT_DISTURBED_ABOVE
 
     def program_spec(self) -> Program | None:
@@ -252,14 +254,15 @@ class SweepParams:
 
 def program_fields(program: Program) -> dict[str, str]:
     """The SweepParams fields that name `program`, for from_record with the rest of a sweep's parameters (the output
-    file and the environment only when it has them: a tune of a program without keeps the identity it had before
-    the fields existed)."""
+    file, the environment and the preparation only when it has them: a tune of a program without keeps the identity
+    it had before the fields existed)."""
     return {"app": program.name, "program": program.path, "program_sha256": program.sha256, "metric": program.metric,
             "metric_unit": program.metric_unit, "better": program.better if program.metric else "",
             "verify": program.verify, "workdir": program.workdir,
             **({"output_file": program.output_file} if program.output_file else {}),
             **({"stdin": program.stdin, "stdin_sha256": stdin_digest(program)} if program.stdin else {}),
-            **({"env": "\n".join(program.env)} if program.env else {})}
+            **({"env": "\n".join(program.env)} if program.env else {}),
+            **({"prepare": program.prepare} if program.prepare else {})}
 
 
 def stdin_digest(program: Program) -> str:
@@ -284,7 +287,7 @@ def program_from_fields(fields: Mapping[str, object]) -> Program | None:
     return Program(name=text("app"), path=text("program"), sha256=text("program_sha256"), metric=text("metric"),
                    metric_unit=text("metric_unit"), better=text("better") or "higher", verify=text("verify"),
                    workdir=text("workdir"), output_file=text("output_file"), stdin=text("stdin"),
-                   env=tuple(text("env").splitlines()))
+                   env=tuple(text("env").splitlines()), prepare=text("prepare"))
 
 
 def program_subject(subject: str, values: Mapping[str, object]) -> dict[str, str]:
@@ -521,6 +524,14 @@ def command_for(params: SweepParams, item: SweepItem, restart: bool = False,
     return launch_command(spec, None if params.launcher == "mpirun" else params.launcher)
 
 
+def planned_commands(params: SweepParams, item: SweepItem, restart: bool = False) -> list[list[str]]:
+    """What a dry run prints for one item: a program's preparation (hympi.prepare; {run} as typed, the directory is
+    made only for a launch), then the launch command (command_for)."""
+    program = params.program_spec()
+    prepared = [program.prepared(item.ranks, item.threads, None)] if program is not None and program.prepare else []
+    return [*prepared, command_for(params, item, restart)]
+
+
 def run_env(params: SweepParams, item: SweepItem) -> tuple[tuple[str, str], ...]:
     """The environment that shapes a run: hympi's layout variables plus OMP_/MPI tuning variables already set."""
     env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
@@ -658,7 +669,7 @@ def run_program(params: SweepParams, program: Program, item: SweepItem,
     """One launch of a sweep item of a program (probed_program_run)."""
     outcome, _ = probed_program_run(
         program, lambda env, run_dir: runner(command_for(params, item, env=env, run_dir=run_dir), params.timeout),
-        item.ranks, item.threads, (*params.app_args, *item.args))
+        item.ranks, item.threads, (*params.app_args, *item.args), params.timeout)
     return outcome
 
 

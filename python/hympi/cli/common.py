@@ -95,7 +95,7 @@ def run_program_probed(program: Program, launch: Launch, app_args: list[str],
         launch_command(dataclasses.replace(spec, env=(*spec.env, *program.environment(), *env), run_dir=run_dir),
                        launch.launcher),
         launch.timeout, echo=echo, stdin=program.stdin_path(), echo_err=echo_err), spec.ranks, spec.threads,
-        tuple(app_args), shown=echo_err is not None)
+        tuple(app_args), launch.timeout, shown=echo_err is not None)
 
 
 def write_through(data: bytes, stream: TextIO | None = None) -> None:

@@ -36,10 +36,10 @@ from hympi.store import Store, Sweep
 from hympi.sweep import (
     SweepParams,
     batch_request,
-    command_for,
     cpu_limit,
     open_sweep,
     plan,
+    planned_commands,
     program_subject,
     record_machine,
     restartable,
@@ -227,7 +227,7 @@ def main(args: argparse.Namespace) -> int:
             print(script, end="")
             print("# job steps the script's sweep runs with srun:")
             for item in the_plan.items:
-                print(format_command(command_for(params, item)))
+                print(*map(format_command, planned_commands(params, item)), sep="\n")
             return 0
         target = check_output_file(args.sbatch or f"{slurm.sweep_job_name(params.app)}.sbatch", "--sbatch",
                                    {"--db": args.db, **subject_inputs(params.program_spec(), params.app,
@@ -246,7 +246,7 @@ def main(args: argparse.Namespace) -> int:
     if args.dry_run:
         say_on_stderr(*skipped)
         for item in the_plan.items:
-            print(format_command(command_for(params, item, restartable(params, item))))
+            print(*map(format_command, planned_commands(params, item, restartable(params, item))), sep="\n")
         return 0
     store = Store.open(args.db)
     say_on_stderr(*skipped)

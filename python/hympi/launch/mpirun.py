@@ -72,6 +72,13 @@ RUN_DIR_PLACEHOLDER = f"{{{RUN_DIR}}}"
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(ARG_PLACEHOLDERS) + r")\}")
 
 
+def with_placeholders(args: Sequence[str], ranks: int, threads: int, run_dir: str | None) -> tuple[str, ...]:
+    """`args` with each ARG_PLACEHOLDERS name in braces replaced by the launch's figure or its directory `run_dir`
+    (None: not made, the placeholder stays as typed, as in a sweep's printed plan)."""
+    values = {"ranks": str(ranks), "threads": str(threads), RUN_DIR: run_dir}
+    return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)] or m.group(0), arg) for arg in args)
+
+
 def names_run_dir(args: Sequence[str]) -> bool:
     """Whether `args` name the launch's own directory (RUN_DIR_PLACEHOLDER), which hympi then makes before it."""
     return any(RUN_DIR_PLACEHOLDER in arg for arg in args)
@@ -102,8 +109,7 @@ class LaunchSpec:
         """The app's arguments as launched: each ARG_PLACEHOLDERS name in braces replaced by this layout's figure
         (IQ-TREE's `-T {threads}`) or the launch's run_dir; the arguments as given stay the sweep's identity and its
         runs' problem."""
-        values = {"ranks": str(self.ranks), "threads": str(self.threads), RUN_DIR: self.run_dir}
-        return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)] or m.group(0), arg) for arg in self.app_args)
+        return with_placeholders(self.app_args, self.ranks, self.threads, self.run_dir)
 
     def layout(self) -> LayoutSpec:
         """This run as a one-node layout spec: the launcher binds as asked under binder 'launcher' (or as the

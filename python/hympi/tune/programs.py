@@ -22,7 +22,7 @@ from hympi.params import DEFAULT_DISTURBED_ABOVE, DEFAULT_TIMEOUT_S
 from hympi.paths import binary, program_named
 from hympi.probe import Env, launch_probed, working_threads
 from hympi.profile import Profile, plan_profile, run_profile
-from hympi.program import Program, last_words, launch_stdin, locate
+from hympi.program import Program, last_words, launch_stdin, locate, prepare_launch
 from hympi.store import MachineRecord, ProfileRecord, Store
 from hympi.topology import MachineSummary
 from hympi.tune.features import BUSY_PROFILE_NAME, STORED_NAMES, StaticFeatures, program_features, thread_check
@@ -86,11 +86,18 @@ class ProfileLaunches:
     # name one (hympi.program.RUN_DIRS).
     program: Program | None = None
 
-    def launched(self, launch: LaunchSpec) -> LaunchSpec:
-        """`launch` as it starts: with a new directory of its own when its arguments name the program's {run}."""
-        if self.program is None or not self.program.names_run_dir(launch.app_args):
+    def launched(self, launch: LaunchSpec, timeout: float) -> LaunchSpec:
+        """`launch` as it starts: with a new directory of its own when its arguments name the program's {run}, after
+        the program's preparation (hympi.program.prepare_launch, within `timeout`; HympiError saying why it
+        failed)."""
+        if self.program is None:
             return launch
-        return dataclasses.replace(launch, run_dir=str(self.program.new_run_dir(launch.ranks, launch.threads)))
+        run_dir = (str(self.program.new_run_dir(launch.ranks, launch.threads))
+                   if self.program.names_run_dir(launch.app_args) else None)
+        _, unprepared = prepare_launch(self.program, launch.ranks, launch.threads, run_dir, timeout)
+        if unprepared is not None:
+            raise HympiError(f"{self.program.name} at {launch.ranks}x{launch.threads}: {unprepared}")
+        return dataclasses.replace(launch, run_dir=run_dir)
 
 
 def profile_launches(app: str, app_args: Sequence[str], space: SearchSpace, summary: MachineSummary,
@@ -161,7 +168,8 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
     with tempfile.TemporaryDirectory(prefix="hympi-tune-profile-") as tmp:
         kept: tuple[RunOutcome, Profile, Interference] | None = None
         for attempt in range(PROFILE_TRIES):
-            plan = plan_profile(build_command(launches.launched(launch)), Path(tmp) / f"profile-{attempt}.json")
+            plan = plan_profile(build_command(launches.launched(launch, timeout)),
+                                Path(tmp) / f"profile-{attempt}.json")
             with Sampler() as sampler:
                 outcome, profile = run_profile(plan, timeout, launches.stdin, cwd=launches.workdir or None)
             if not _ran(launch, outcome) or profile is None:
@@ -176,8 +184,9 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
         raw = json.loads(profile.path.read_text())
     nodes = outcome.record.get("nodes") if outcome.record else None
     static = StaticFeatures(launch.ranks, launch.threads, int(nodes) if isinstance(nodes, int) else 1, summary)
+    check = launches.thread_check
     features = {**program_features(profile, static),
-                **checked_threads(program, launches.thread_check and launches.launched(launches.thread_check), timeout,
-                                  launches.stdin, launches.workdir),
+                **checked_threads(program, check and launches.launched(check, timeout), timeout, launches.stdin,
+                                  launches.workdir),
                 BUSY_PROFILE_NAME: busy.outside_cores}
     return store.add_profile(machine.id, program, app, launch.ranks, launch.threads, features, raw)
