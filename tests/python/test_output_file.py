@@ -181,14 +181,16 @@ echo "checked" >> results.txt
 def test_hpc_challenge_is_swept_on_the_results_it_appends_to_its_file(tmp_path: Path, monkeypatch):
     """Debian's HPC Challenge prints nothing and appends each run's results to hpccoutf.txt. A file that already
     holds an earlier run's summary (HPL at 999 Tflop/s) must not lend it to the new runs: each records its own
-    HPL rate, and the file then holds one summary more per run, with the world size of the layout it ran at."""
+    HPL rate, and the file then holds one summary more per run, with the world size of the layout it ran at and
+    HPL on a grid of all its ranks (the example's preparation writes hpccinf.txt for each launch)."""
     monkeypatch.chdir(tmp_path)
     program = userprograms.hpcc(tmp_path)
     (tmp_path / program.output_file).write_text("Begin of Summary section.\nCommWorldProcs=5\nHPL_Tflops=999\n"
                                                      "Success=1\nEnd of Summary section.\n")
     proc = hympi("sweep", *program.command, "--ranks", "1,2", "--repeat", "1", "--no-warmup",
                  "--output-file", program.output_file, "--metric", program.metric, "--metric-unit",
-                 program.metric_unit, "--verify", program.verify, "--db", str(tmp_path / "r.db"), "--timeout", "120")
+                 program.metric_unit, "--verify", program.verify, "--prepare", program.prepare,
+                 "--db", str(tmp_path / "r.db"), "--timeout", "120")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with Store.open(tmp_path / "r.db", create=False) as store:
         runs = store.runs()
@@ -199,3 +201,7 @@ def test_hpc_challenge_is_swept_on_the_results_it_appends_to_its_file(tmp_path: 
     assert sorted(r.value("rate") for r in runs) == sorted(rates[1:])
     assert all(0 < rate < 1 for rate in rates[1:])  # a 256 x 256 HPL on one core: well under a Tflop/s
     assert sorted(int(n) for n in re.findall(r"(?m)^CommWorldProcs=([0-9]+)$", written)[1:]) == [1, 2]
+    sections = re.findall(r"(?ms)^Begin of Summary section\.$(.*?)^End of Summary section\.$", written)[1:]
+    summaries = [dict(re.findall(r"(?m)^(\w+)=(\S+)$", section)) for section in sections]
+    grids = sorted((s["CommWorldProcs"], s["HPL_nprow"], s["HPL_npcol"]) for s in summaries)
+    assert grids == [("1", "1", "1"), ("2", "1", "2")], grids

@@ -178,14 +178,16 @@ def test_an_sbatch_sweep_of_a_program_runs_it_by_its_path_and_judges_its_output_
                                                                                      tmp_path: Path):
     """The sweep inside the allocation must find the program by its path (its name would be looked up as one of
     hympi's apps) and judge it alike: HPC Challenge, an MPI program hympi did not build, started by srun, each run
-    credited with the results it appended to hpccoutf.txt."""
+    credited with the results it appended to hpccoutf.txt, its input prepared for its ranks before each step by the
+    sweep inside the allocation (the sbatch script spells --prepare again)."""
     _two_cpus(slurm_cluster)
     program = userprograms.hpcc(tmp_path)
     db, script = tmp_path / "r.db", tmp_path / "sweep.sbatch"
     proc = subprocess.run([*HYMPI, "sweep", *program.command, "--ranks", "1,2", "--threads", "1", "--no-warmup",
                            "--launcher", "slurm", "--db", str(db), "--sbatch", str(script), "--wait",
                            "--output-file", program.output_file, "--metric", program.metric,
-                           "--metric-unit", program.metric_unit, "--verify", program.verify],
+                           "--metric-unit", program.metric_unit, "--verify", program.verify,
+                           "--prepare", program.prepare],
                           capture_output=True, text=True, env=slurm_cluster.env(), cwd=tmp_path, timeout=120,
                           check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -193,6 +195,7 @@ def test_an_sbatch_sweep_of_a_program_runs_it_by_its_path_and_judges_its_output_
     assert sorted((r.ranks, r.status) for r in runs) == [(1, "ok"), (2, "ok")], [r.stderr_tail for r in runs]
     written = (tmp_path / program.output_file).read_text()
     assert sorted(int(n) for n in re.findall(r"(?m)^CommWorldProcs=([0-9]+)$", written)) == [1, 2]
+    assert sorted(re.findall(r"(?m)^HPL_npcol=([0-9]+)$", written)) == ["1", "2"]  # HPL on all of each step's ranks
     assert sorted(r.value("rate") for r in runs) == sorted(float(v) for v in re.findall(program.metric, written))
     for run in runs:
         assert any(Path(a).name == "srun" for a in run.command), run.command

@@ -33,8 +33,9 @@ LAMMPS_COMPLETED = r"(?m)^Total wall time: [0-9]+:[0-9]{2}:[0-9]{2}$"
 LAMMPS_LOOP = r"Loop time of ([0-9.]+) on ([0-9]+) procs for ([0-9]+) steps with ([0-9]+) atoms"
 LAMMPS_LAYOUT = r"([0-9]+) MPI tasks x ([0-9]+) OpenMP threads"
 
-# HPC Challenge, as the README's example of a program that writes its results into a file declares it: its input
-# (hpccinf.txt, read from where it runs), the file it appends each run's results to, its figure of merit and check.
+# HPC Challenge, as the README's example of a program that writes its results into a file declares it: its inputs
+# (hpccinf.in, and grid, its preparation, which writes the hpccinf.txt HPC Challenge reads from where it runs), the
+# file it appends each run's results to, its figure of merit and check.
 HPCC_PROGRAMS = REPO / "docs" / "examples" / "hpcc" / "hympi-programs.toml"
 
 HYBRID_RATE = r"rate: ([0-9]+(?:\.[0-9]*)?) Mupdates/s"
@@ -53,9 +54,10 @@ FARM_VERIFIED = r"(?m)^farm: [0-9]+ tasks on [0-9]+ workers, results verified$"
 @dataclass(frozen=True)
 class Invocation:
     """A program as a test hands it to hympi: its command line (executable first) and what hympi's --metric,
-    --metric-unit, --better, --verify and --output-file take for it (the same names as hympi.program.Program's
-    fields): the expression whose first group is the figure of merit, its unit and direction, the expression that
-    matches only the output of a run that completed correctly, and the file it writes them into ("": none)."""
+    --metric-unit, --better, --verify, --output-file and --prepare take for it (the same names as
+    hympi.program.Program's fields): the expression whose first group is the figure of merit, its unit and
+    direction, the expression that matches only the output of a run that completed correctly, the file it writes
+    them into ("": none) and the command that makes its input for each launch ("": none)."""
 
     command: tuple[str, ...]
     metric: str
@@ -63,6 +65,7 @@ class Invocation:
     better: Literal["higher", "lower"]
     verify: str
     output_file: str = ""
+    prepare: str = ""
 
 
 @functools.cache
@@ -135,16 +138,17 @@ def lammps(*, cells: int = 10, steps: int = 500) -> Invocation:
 
 
 def hpcc(directory: Path) -> Invocation:
-    """HPC Challenge run in `directory`, where its input is put and where it appends its results (its output file);
-    skips (fails under CI) when hpcc is not installed."""
+    """HPC Challenge run in `directory`, where its inputs are put (its preparation writes the one it reads) and where it
+    appends its results (its output file); skips (fails under CI) when hpcc is not installed."""
     if shutil.which("hpcc") is None:
         skips.skip(skips.Reason.HPCC, "hpcc is not on PATH (Debian package hpcc)")
     (entry,) = load_programs(str(HPCC_PROGRAMS))
     program = entry.program
-    shutil.copy(HPCC_PROGRAMS.parent / "hpccinf.txt", directory)
+    for name in entry.inputs:
+        shutil.copy(HPCC_PROGRAMS.parent / name, directory)
     better: Literal["higher", "lower"] = "lower" if program.better == "lower" else "higher"
     return Invocation(command=(program.path, *entry.args), metric=program.metric, metric_unit=program.metric_unit,
-                      better=better, verify=program.verify, output_file=program.output_file)
+                      better=better, verify=program.verify, output_file=program.output_file, prepare=program.prepare)
 
 
 def launch(program: Invocation, ranks: int, threads: int, cwd: Path,
