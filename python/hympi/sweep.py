@@ -16,7 +16,7 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, fields, replace
 from functools import partial
@@ -702,8 +702,17 @@ def clipped(line: str) -> str:
     return f"{line[:WHY_CHARS - 3]}..."
 
 
-def progress_line(item: SweepItem, run: Run) -> str:
-    """One progress line for a finished run."""
+def probe_findings(run: Run) -> list[str]:
+    """What the probe found in a run of a program (hympi.probe.apply_probe), in words; [] for none."""
+    probe = run.record.get("probe") if run.record else None
+    return [str(text) for text in probe.get("findings", [])] if isinstance(probe, dict) else []
+
+
+def progress_line(item: SweepItem, run: Run, said: Collection[str] = ()) -> str:
+    """One progress line for a finished run. A probe finding already in `said` (an earlier line of the sweep's) is
+    shown by its statement alone, before its first ': ', and 'as above': IQ-TREE's 'each rank ran 1 of the 2
+    threads asked for (OMP_NUM_THREADS=2): this program does not use OpenMP threads here (...)', 230 characters,
+    stood at the end of every 1x2 line of a sweep."""
     colour = {"ok": "green", "unverified": "yellow"}.get(run.status, "red")
     rate = run.value("rate")
     # Every text from outside (a unit, a line of stderr, a reason quoting --verify '[/a-z]+ done') is escaped:
@@ -715,9 +724,8 @@ def progress_line(item: SweepItem, run: Run) -> str:
     if run.restarted_from_step is not None:
         label += f" from step {run.restarted_from_step}"
     untaken = "".join(f" [yellow]{escape(text)}[/yellow]" for text in ignored_texts(run.mpi_params, run.read_back()))
-    probe = run.record.get("probe") if run.record else None
-    if isinstance(probe, dict):
-        untaken += "".join(f" [yellow]{escape(str(text))}[/yellow]" for text in probe.get("findings", []))
+    findings = (text.partition(": ")[0] + ", as above" if text in said else text for text in probe_findings(run))
+    untaken += "".join(f" [yellow]{escape(text)}[/yellow]" for text in findings)
     if run.disturbed and run.interference is not None:
         untaken += f" [yellow]disturbed: other work used {run.interference.outside_cores:.2f} cores[/yellow]"
     return (f"  {escape(f'{label:<26}')} [{colour}]{run.status:<10}[/{colour}] {escape(f'{what:<22}')} "
@@ -855,6 +863,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     try:
         with stop_signals() as stop_if_signalled, Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task(f"sweep {sweep.id} {params.app}", total=len(todo))
+            said: set[str] = set()  # the probe's findings the progress lines have said in full
 
             def run_items(batch: list[SweepItem]) -> None:
                 nonlocal ran, restarted, cancelled
@@ -894,7 +903,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     ran += 1
                     restarted += restart
                     statuses[run.status] = statuses.get(run.status, 0) + 1
-                    progress.console.print(progress_line(item, run), highlight=False)
+                    progress.console.print(progress_line(item, run, said), highlight=False)
+                    said.update(probe_findings(run))
                     if outcome.record is not None:  # it reached its end: nothing left to restart from
                         remove_checkpoint(params, item)
                     elif restart and outcome.returncode == BAD_INPUT_EXIT:

@@ -129,16 +129,22 @@ def test_the_why_figures_come_from_each_rank_s_time_inside_and_outside_mpi():
 
 
 def test_live_probe_of_programs_hympi_did_not_build(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory):
-    """A sweep of LAMMPS (no OpenMP in Debian's build) at 1x2 records the idle-thread finding; `hympi run` of the
-    hybrid program under MPICH's launcher (it is built with Open MPI) fails as singletons."""
+    """A sweep of LAMMPS (no OpenMP in Debian's build) at 1x2 records the idle-thread finding in every run and says
+    it whole once (then by its statement); `hympi run` of the hybrid program under MPICH's launcher (it is built
+    with Open MPI) fails as singletons."""
     melt = lammps(cells=4, steps=50)
     db = tmp_path / "r.db"
-    proc = hympi("sweep", melt.command[0], "--ranks", "1", "--threads", "2", "--repeat", "1", "--no-warmup",
-                 "--db", str(db), "--", *melt.command[1:])
+    proc = hympi("sweep", melt.command[0], "--ranks", "1", "--threads", "2", "--repeat", "1", "--db", str(db), "--",
+                 *melt.command[1:])
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    warmup, measured = (line for line in proc.stdout.splitlines() if line.startswith("  1x2 core #"))
+    assert warmup.endswith(f" {LAMMPS_1X2_FINDING}"), proc.stdout
+    assert measured.endswith(" each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2), as above"), proc.stdout
     with Store.open(db, create=False) as store:
-        (run,) = store.runs()
-    assert run.record is not None and run.record["probe"]["findings"] == [LAMMPS_1X2_FINDING]
+        runs = store.runs()
+    assert [r.record["probe"]["findings"] for r in runs if r.record] == [[LAMMPS_1X2_FINDING]] * 2
+    run = runs[-1]
+    assert run.record is not None
     assert run.record["probe"]["working_threads"] == 1  # what explain counts as the cores 1x2 computed on
     assert run.value("max_rss_mib") is not None and run.value("comm_s") is not None
     program = hybrid(hybrid_binary(tmp_path_factory), 20000, 10)

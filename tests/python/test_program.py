@@ -371,6 +371,24 @@ def test_a_reason_cut_in_the_progress_line_says_it_was_cut():
     assert clipped(long) == f"{long[:WHY_CHARS - 3]}..."  # no room for the program's words after hympi's
 
 
+def test_a_probe_finding_said_before_in_the_sweep_is_shown_by_its_statement():
+    """HPC Challenge at 1x2: every such line ended in the probe's 230-character finding; a finding the sweep's
+    progress lines said before is shown by its statement and 'as above', and each run's record keeps it whole."""
+    threads = ("each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2): this program does not use OpenMP "
+               "threads here (one whose option sets its threads, as IQ-TREE's -T, takes each layout's as {threads} "
+               "in its arguments)")
+    shared = "rank 0's threads 0-1 shared PU 1"
+    record = {"rate": 0.0052, "rate_unit": "Tflop/s", "probe": {"findings": [threads, shared]}}
+    run = Run(1, "hpcc", 1, 2, "core", "compact", 1, (), (), ("mpirun",), "ok", 0, 0.4, record)
+    item = SweepItem(1, 2, "core", 1)
+    first = Text.from_markup(progress_line(item, run)).plain
+    assert first.endswith(f" {threads} {shared}"), first
+    again = Text.from_markup(progress_line(item, run, {threads})).plain
+    assert again.endswith(" each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2), as above "
+                          f"{shared}"), again
+    assert run.record is not None and run.record["probe"]["findings"] == [threads, shared]
+
+
 def test_a_failed_runs_progress_line_shows_the_programs_last_words():
     """IQ-TREE without its alignment prints its banner, then 'ERROR: File not found missing.phy' and exits 2; the
     progress line showed the first 100 characters of the reason, 'Command: /usr/bin/iqtree2-mpi -s exam...', and
