@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hympi.contract import FieldEntry, contract
+from hympi.stats.median import median_or_none
 from hympi.store import Run
 
 PREFIX = "HYMPI_RESULT "
@@ -176,6 +177,21 @@ def shown_figure(rate: float, rate_unit: str) -> tuple[float, str]:
     if figure is not None and rate > 0:
         return 1.0 / rate, figure
     return rate, rate_unit
+
+
+def shown_spread(rates: Sequence[float], rate_unit: str) -> tuple[float | None, float | None, float | None]:
+    """Min, median and max of runs' rates in `rate_unit` as people read them: of the rates, or of a lower-is-better
+    figure of merit, recorded as its inverse (figure_unit), of the figures themselves (the median time, not 1 / the
+    median rate, which for an even count is the harmonic mean of the middle two times; min the fastest run);
+    Nones for no rates."""
+    values = list(rates) if figure_unit(rate_unit) is None else [1.0 / r for r in rates]
+    return min(values, default=None), median_or_none(values), max(values, default=None)
+
+
+def shown_median(rates: Sequence[float], rate_unit: str) -> str:
+    """The median of shown_spread with the figure's unit: '250 steps/s', '0.13 s'; '-' for no rates."""
+    value = shown_spread(rates, rate_unit)[1]
+    return "-" if value is None else f"{value:.4g} {figure_unit(rate_unit) or rate_unit}".rstrip()
 
 
 def shown_rate(rate: float, rate_unit: str) -> str:

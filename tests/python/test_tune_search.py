@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -184,6 +185,20 @@ def test_a_configuration_s_score_leaves_out_the_runs_other_work_disturbed():
     assert (m.score, m.rates, m.runs, m.disturbed, m.status) == (3.0, (3.0, 3.1, 2.9), 5, 2, "ok")
     all_hit = measure(config, [_run(1, 1, 1.0, disturbed=True), _run(1, 2, 1.1, disturbed=True)])
     assert (all_hit.score, all_hit.rates, all_hit.disturbed) == (None, (), 2)
+
+
+def test_a_time_score_of_an_even_run_count_is_the_median_time_as_the_report_says_it():
+    """Four loop times of 1, 1, 3 and 3 s: their median is 2 s; 1 / the median rate, the harmonic mean of the middle
+    two times, is 1.5 s, which tune's score said while the report's table said 2 s for the same runs."""
+    runs = [dataclasses.replace(_run(1, repeat, 1.0 / seconds), record={"rate": 1.0 / seconds, "rate_unit": "1/(s)"})
+            for repeat, seconds in enumerate((1.0, 3.0, 1.0, 3.0), 1)]
+    measured = measure(Configuration(2, 1, "core"), runs)
+    assert measured.score_text() == "2 s"
+    (group,) = group_runs(runs, {1: 1})
+    (layout,) = group.layouts
+    assert layout.median_text(group.rate_unit) == "2 s" and layout.spread(group.rate_unit) == (1.0, 2.0, 3.0)
+    rates = measure(Configuration(2, 1, "core"), [_run(1, repeat, rate) for repeat, rate in enumerate((1, 3), 1)])
+    assert rates.score_text() == "2 x"  # a rate is its own figure
 
 
 def test_reports_never_pool_runs_under_other_mpi_parameters():

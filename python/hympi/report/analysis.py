@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from hympi.launch.layout import layout_words
 from hympi.params import AUTO, DEFAULT_CONFIDENCE, MIN_SEPARATE, REPEAT
-from hympi.result import figure_unit, run_placement_share, runs_rate_unit
+from hympi.result import run_placement_share, runs_rate_unit, shown_median, shown_spread
 from hympi.stats.compare import (
     MIN_SAMPLES,
     VERDICT_NEEDS,
@@ -97,20 +97,12 @@ class LayoutStats(Layout):
         return f"{layout_words(self.ranks, self.threads)}, bind {self.bind}{policy}"
 
     def spread(self, rate_unit: str) -> tuple[float | None, float | None, float | None]:
-        """Min, median and max as people read them: of the rates, or of a lower-is-better figure of merit, recorded
-        as its inverse (hympi.result.figure_unit), of the figures themselves (the median of the figures, not 1 / the
-        median rate; min the fastest run)."""
-        if figure_unit(rate_unit) is None:
-            return self.rate_min, self.rate_median, self.rate_max
-        figures = [1.0 / r for r in self.rates]
-        return min(figures, default=None), median_or_none(figures), max(figures, default=None)
+        """Min, median and max of the layout's rates as people read them (hympi.result.shown_spread)."""
+        return shown_spread(self.rates, rate_unit)
 
     def median_text(self, rate_unit: str) -> str:
-        """The layout's median as people read it (spread): '250 steps/s', '0.13 s'; '-' for none."""
-        value = self.spread(rate_unit)[1]
-        if value is None:
-            return "-"
-        return f"{value:.4g} {figure_unit(rate_unit) or rate_unit}".rstrip()
+        """The layout's median as people read it: '250 steps/s', '0.13 s'; '-' for none (hympi.result.shown_median)."""
+        return shown_median(self.rates, rate_unit)
 
 
 @dataclass(frozen=True)

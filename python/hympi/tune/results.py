@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from hympi.launch.cvars import ignored
 from hympi.params import DEFAULT_CONFIDENCE, MIN_SEPARATE
 from hympi.probe import recorded_working_threads
-from hympi.result import runs_rate_unit, shown_rate
+from hympi.result import runs_rate_unit, shown_median
 from hympi.stats.compare import MIN_SAMPLES, Comparison, Sample, compare, is_finite_positive, too_few_runs
 from hympi.stats.median import median_or_none
 from hympi.store import WARMUP_REPEAT, Run, Store, Sweep
@@ -40,8 +40,9 @@ class Measured:
     rate_unit: str = ""  # of the score's rates: a lower-is-better figure's is its inverse (hympi.result.INVERSE_UNIT)
 
     def score_text(self) -> str:
-        """The score as people compare it (hympi.result.shown_rate): '12.3 GFLOP/s', '1.86 s'; '-' for none."""
-        return "-" if self.score is None else shown_rate(self.score, self.rate_unit)
+        """The score as people read it, the median of its runs' figures (hympi.result.shown_median): '12.3 GFLOP/s',
+        '1.86 s' (the median time: for 4 runs, not 1 / the median rate); '-' for none."""
+        return shown_median(self.rates, self.rate_unit)
 
 
 def sweep_configuration(sweep: Sweep) -> Configuration:
