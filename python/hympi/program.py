@@ -46,7 +46,6 @@ from hympi.launch.mpirun import (
     LaunchSpec,
     RunOutcome,
     mpi_env_name,
-    names_run_dir,
     run_command,
 )
 from hympi.limits import check_path
@@ -341,7 +340,12 @@ class Program:
         """Whether a launch with arguments `args` gets a directory of its own: they, the output file or the preparation
         name RUN_DIR_PLACEHOLDER (`-o {run}/out.log --output-file {run}/out.log`: each run's output in a file of its
         own)."""
-        return names_run_dir(args) or RUN_DIR_PLACEHOLDER in self.output_file or RUN_DIR_PLACEHOLDER in self.prepare
+        return any(RUN_DIR_PLACEHOLDER in text for text in (*args, self.output_file, self.prepare))
+
+    def launch_dir(self, args: Sequence[str], ranks: int, threads: int) -> str | None:
+        """The directory of one launch with arguments `args` at `ranks` x `threads`: a new one (new_run_dir) when it
+        names one (names_run_dir), else None."""
+        return str(self.new_run_dir(ranks, threads)) if self.names_run_dir(args) else None
 
     def in_run_dir(self, run_dir: str | None) -> Program:
         """The program as one launch sees it: its output file in that launch's directory `run_dir`, when it names
@@ -680,7 +684,7 @@ def probed_program_run(program: Program, launch: Callable[[Env, str | None], Run
     is launched), judged on its output and output file (hympi.program.judge; `shown`: that output went to the
     terminal as it came) and on what the probe saw (hympi.probe.apply_probe); with the probed processes. The sweep
     and `hympi run` / `affinity` both launch programs through it."""
-    run_dir = str(program.new_run_dir(ranks, threads)) if program.names_run_dir(args) else None
+    run_dir = program.launch_dir(args, ranks, threads)
     program = program.in_run_dir(run_dir)
     prepared, unprepared = prepare_launch(program, ranks, threads, run_dir, timeout)
     if prepared is not None and unprepared is not None:

@@ -79,11 +79,6 @@ def with_placeholders(args: Sequence[str], ranks: int, threads: int, run_dir: st
     return tuple(_PLACEHOLDER.sub(lambda m: values[m.group(1)] or m.group(0), arg) for arg in args)
 
 
-def names_run_dir(args: Sequence[str]) -> bool:
-    """Whether `args` name the launch's own directory (RUN_DIR_PLACEHOLDER), which hympi then makes before it."""
-    return any(RUN_DIR_PLACEHOLDER in arg for arg in args)
-
-
 @dataclass(frozen=True)
 class LaunchSpec:
     """One run: which app, the ranks x threads layout, binding, memory policy and the app's own arguments."""

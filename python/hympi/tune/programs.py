@@ -92,8 +92,7 @@ class ProfileLaunches:
         failed)."""
         if self.program is None:
             return launch
-        run_dir = (str(self.program.new_run_dir(launch.ranks, launch.threads))
-                   if self.program.names_run_dir(launch.app_args) else None)
+        run_dir = self.program.launch_dir(launch.app_args, launch.ranks, launch.threads)
         _, unprepared = prepare_launch(self.program, launch.ranks, launch.threads, run_dir, timeout)
         if unprepared is not None:
             raise HympiError(f"{self.program.name} at {launch.ranks}x{launch.threads}: {unprepared}")
