@@ -136,6 +136,16 @@ def test_a_preparation_that_hangs_is_stopped_at_the_timeout_with_what_it_started
         time.sleep(0.1)
 
 
+def test_hympi_affinity_prepares_a_program_that_cannot_start_without_it(case: Path):
+    """`hympi affinity PROGRAM` takes what the program needs to start: its preparation too."""
+    unprepared = hympi("affinity", "./solver", "--ranks", "2")
+    assert unprepared.returncode == 1 and "FATAL: case decomposed for nothing, run on 2" in unprepared.stderr, \
+        unprepared.stderr
+    prepared = hympi("affinity", "./solver", "--ranks", "2", "--prepare", "./decompose {ranks} {threads}")
+    assert prepared.returncode == 0, prepared.stdout + prepared.stderr
+    assert (case / "prepared").read_text().split() == ["2x1"]
+
+
 def test_the_preparation_and_the_launch_share_the_launchs_own_directory(case: Path):
     """`{run}` in the preparation alone makes the directory, and the program is given the same one."""
     code, record = hympi_json("run", "./solver", "--ranks", "2", "--prepare", "./decompose {ranks} {threads} {run}",

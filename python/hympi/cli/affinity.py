@@ -21,11 +21,12 @@ from hympi.layout_options import LAUNCH
 from hympi.params import register, resolve
 from hympi.paths import program_named
 from hympi.place.tree import load_node_tree
+from hympi.prepare import PREPARE
 from hympi.probe import affinity_problems
 from hympi.program import ENV, STDIN, program_of, refuse_program_flags
 
 # A program's declarations that its launch needs (its metric and verification judge a run; affinity judges none).
-PROGRAM_LAUNCH = (STDIN, ENV)
+PROGRAM_LAUNCH = (STDIN, ENV, PREPARE)
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -36,7 +37,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
                    help="a program of your own (by its path, anything with a '/'; its arguments after --) to watch "
                         "through the probe instead of hympi-affinity")
     register(p, LAUNCH)
-    register(p, PROGRAM_LAUNCH)  # what a program needs to start: its variables and standard input
+    register(p, PROGRAM_LAUNCH)  # what a program needs to start: its variables, standard input and prepared input
     p.add_argument("--check", action="store_true",
                    help="fail if a thread runs outside its set, two threads share a core under core binding, or any "
                         "thread is not on the cpuset the layout spec intends ('hympi layout' prints them)")
