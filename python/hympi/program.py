@@ -355,16 +355,20 @@ class Program:
         return dataclasses.replace(self, output_file=self.output_file.replace(RUN_DIR_PLACEHOLDER, run_dir))
 
     def check_run_dirs(self, args: Sequence[str]) -> None:
-        """UsageError when `args` or the output file name RUN_DIR_PLACEHOLDER and its directories cannot be made in
-        the program's working directory (checked before anything is launched or recorded)."""
+        """UsageError naming what names RUN_DIR_PLACEHOLDER (the arguments, the output file or the preparation) when
+        its directories cannot be made in the program's working directory (checked before anything is launched or
+        recorded)."""
         if not self.names_run_dir(args):
             return
+        named = next(what for what, texts in (("the arguments", args), (OUTPUT_FILE.flag, (self.output_file,)),
+                                              (PREPARE.flag, (self.prepare,)))
+                     if any(RUN_DIR_PLACEHOLDER in text for text in texts))
         root = resolve_in(self.workdir, RUN_DIRS)
         if root.exists() and not root.is_dir():
-            raise UsageError(f"{RUN_DIR_PLACEHOLDER} in the arguments: {root} is not a directory")
+            raise UsageError(f"{RUN_DIR_PLACEHOLDER} in {named}: {root} is not a directory")
         where = root if root.is_dir() else root.parent
         if (why := write_problem(where)) is not None:
-            raise UsageError(f"{RUN_DIR_PLACEHOLDER} in the arguments: no directory can be made in {where} ({why})")
+            raise UsageError(f"{RUN_DIR_PLACEHOLDER} in {named}: no directory can be made in {where} ({why})")
 
     def stdin_path(self) -> Path | None:
         """The file every run reads as its standard input (relative to its working directory), None for none."""

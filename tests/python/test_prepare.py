@@ -170,6 +170,13 @@ def test_a_tune_prepares_every_configuration_and_its_best_command_names_the_prep
     assert words[words.index("--prepare") + 1] == "./decompose {ranks} {threads}", words
 
 
+def test_a_run_directory_the_preparation_names_is_checked_before_anything_runs(case: Path, fake_launcher):
+    (case / "hympi-runs").write_text("")
+    assert_refused(["sweep", "./solver", "--ranks", "1", "--db", "r.db", "--prepare", "./decompose {ranks} 1 {run}"],
+                   f"{{run}} in --prepare: {case / 'hympi-runs'} is not a directory", fake_launcher)
+    assert not (case / "r.db").exists() and not (case / "prepared").exists()
+
+
 def test_a_programs_file_declares_the_preparation_relative_to_its_directory(case: Path, tmp_path_factory,
                                                                           monkeypatch: pytest.MonkeyPatch):
     elsewhere = tmp_path_factory.mktemp("elsewhere")
