@@ -437,11 +437,14 @@ def watch_file(path: Path, sha256: str) -> Callable[[], str | None]:
 
 def locate(text: str, base: Path | None = None) -> Path:
     """The absolute path of program `text` (relative to `base`, else to the working directory); UsageError when it is
-    missing, not a regular file, or not executable."""
+    longer than Linux allows (hympi.limits.check_path: a stat of it raised ENAMETOOLONG, an internal error), missing,
+    not a regular file, or not executable."""
+    check_path("program", text)
     path = Path(text).expanduser()
     if not path.is_absolute():
         path = (base or Path.cwd()) / path
     path = Path(os.path.normpath(path))
+    check_path(f"program {text}", str(path))  # where it is: the working directory's path counts too
     if not path.exists():
         raise UsageError(f"program {text}: no such file")
     if not path.is_file():

@@ -200,6 +200,8 @@ def test_a_programs_file_declares_the_preparation_relative_to_its_directory(case
     ("./notexec", "--prepare: program ./notexec is not executable"),
     ("./{ranks}/decompose", "the command's name './{ranks}/decompose' names {ranks}"),
     ("./decompose\nrm -rf /", "--prepare must be a command on one line of printable text"),
+    (f"./{'x' * 300} {{ranks}}", "--prepare: program: a path component of 300 bytes ('xxxxxxxxxxxxxxxxxxxx...') "
+                                 "exceeds 255 bytes"),
 ])
 def test_a_bad_preparation_is_refused_in_one_line_before_anything_runs(case: Path, fake_launcher, prepare: str,
                                                                        needle: str):
