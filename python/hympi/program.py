@@ -515,7 +515,10 @@ def program_of(text: str, merit: Mapping[str, object] | None = None, name: str =
     """The checked Program at path `text` (UsageError naming the bad value before anything runs); `merit` holds the
     values of PROGRAM's declarations given (metric, metric_unit, better, verify, output_file, stdin, env; absent:
     the default); `source`: the programs file's entry that gave them (Program.check)."""
-    path = locate(text, base)
+    try:
+        path = locate(text, base)
+    except UsageError as exc:  # a programs file's entry: named with it, as its keys' values are
+        raise UsageError(f"{source}: {exc}" if source else str(exc)) from None
     try:
         digest = file_digest(path)
     except OSError as exc:

@@ -279,6 +279,9 @@ def test_a_programs_file_names_each_program_its_arguments_and_where_it_runs(tmp_
     (lambda t: t.replace('env = { OMP_STACKSIZE = "64M", GREETING = "hello world" }', 'env = "A=1"'),
      "'env' must be a table of NAME = \"VALUE\" strings"),
     (lambda t: t.replace('["sh", "-c", "true"]', '["no-such-program-here"]'), "no-such-program-here is not on PATH"),
+    (lambda t: t.replace('"./solver"', '"./gone"'), "p.toml: program 'first': program ./gone: no such file"),
+    (lambda t: t.replace('"./solver"', f'"./{"x" * 300}"'), "p.toml: program 'first': program: a path component of "
+                                                           "300 bytes"),
     (lambda t: t.replace("[[program]]", "[program]", 1), "is not valid TOML"),
     (lambda t: "", "names no program"),
 ])
