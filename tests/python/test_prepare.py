@@ -131,9 +131,17 @@ def test_a_preparation_that_hangs_is_stopped_at_the_timeout_with_what_it_started
     assert not (case / "launches").exists()
     sleeper = int((case / "sleeper").read_text())
     deadline = time.monotonic() + 10
-    while psutil.pid_exists(sleeper) and psutil.Process(sleeper).status() != psutil.STATUS_ZOMBIE:
+    while _alive(sleeper):
         assert time.monotonic() < deadline, "the preparation's child outlived its timeout"
         time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie waits only to be reaped; one gone between two calls is gone)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_hympi_affinity_prepares_a_program_that_cannot_start_without_it(case: Path):
