@@ -316,6 +316,7 @@ def test_a_programs_file_that_is_not_utf8_is_refused(tmp_path: Path, fake_launch
     # Linux's limits: a stat of a longer name raised ENAMETOOLONG, an internal error instead of one line.
     ([f"./{'x' * 5000}"], "program: a path of 5002 bytes exceeds 4095 bytes"),
     ([f"./{'x' * 300}/ok"], "program: a path component of 300 bytes ('xxxxxxxxxxxxxxxxxxxx...') exceeds 255 bytes"),
+    (["./a\nb"], "program ./a\\nb: no such file"),  # one line, whatever the name holds
 ])
 def test_bad_program_input_is_refused_before_launch(tmp_path: Path, fake_launcher, extra: list[str], needle: str,
                                                     monkeypatch):

@@ -113,11 +113,17 @@ def main(argv: list[str] | None = None) -> int:
             return _stdout_closed()
         return _internal_error(exc)  # a pipe of our own (a child's stdin) broke: that is not the user's doing
     except StdoutLost as exc:
-        print(f"hympi: error: {exc}", file=sys.stderr)
+        print(f"hympi: error: {one_line(exc)}", file=sys.stderr)
         _stdout_closed()  # what is still buffered is dropped, not written again (and failed) at exit
         return 1
     except Exception as exc:  # noqa: BLE001 - the one place an error nobody expected becomes a line, not a traceback
         return _internal_error(exc)
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's message on one line whatever text of the user's it quotes: a program named './a<newline>b' made
+    'program ./a' and 'b: no such file' two lines of stderr; a line break or carriage return is shown escaped."""
+    return str(exc).replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _stdout_reader_gone() -> bool:
@@ -220,10 +226,10 @@ def _dispatch(argv: list[str] | None) -> int:
             say_on_stderr(*notes)
         return code
     except UsageError as exc:
-        print(f"hympi: error: {exc}", file=sys.stderr)
+        print(f"hympi: error: {one_line(exc)}", file=sys.stderr)
         return 2
     except HympiError as exc:
-        print(f"hympi: error: {exc}", file=sys.stderr)
+        print(f"hympi: error: {one_line(exc)}", file=sys.stderr)
         say_on_stderr(*notes)
         return 1
     except StoppedBySignal as exc:
