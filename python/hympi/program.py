@@ -702,8 +702,7 @@ def probed_program_run(program: Program, launch: Callable[[Env, str | None], Run
     mark = mark_file(program.output_path()) if program.output_file else None
     launched, processes = launch_probed(lambda env: launch(env, run_dir))
     written = text_written_since(mark) if mark is not None else None
-    judged = judge(program, launched, ranks, threads, args, written, shown,
-                   prepared.command if prepared is not None else ())
+    judged = judge(program, launched, ranks, threads, args, written, shown, prepared)
     return apply_probe(judged, processes, ranks, threads), processes
 
 
@@ -763,7 +762,7 @@ def problem_label(program: Program, args: tuple[str, ...]) -> str:
 
 
 def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args: tuple[str, ...],
-          written: FileText | None = None, shown: bool = False, prepared: Sequence[str] = ()) -> RunOutcome:
+          written: FileText | None = None, shown: bool = False, prepared: RunOutcome | None = None) -> RunOutcome:
     """The outcome of one launch of `program` as hympi records it: a timeout or a cancelled step stays so; a non-zero
     exit, an output file not written, a verification not found or a metric not found (or not a number) is a failed
     run with that reason; otherwise an ok run whose record holds the figure of merit as its rate (larger is better),
@@ -771,8 +770,8 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
     program with one), then its output as it wrote it, stdout then stderr. The reason of a non-zero exit ends with
     the program's last lines, less the launcher's notices, unless its output was `shown` as it came (`hympi run`):
     a program that says why on stdout (Elk's 'Error(readinput): error opening elk.in') has nothing of it in a
-    sweep's record otherwise. `prepared`: the preparation's command that ran before the launch (prepare_launch), kept
-    in the record."""
+    sweep's record otherwise. `prepared`: the preparation that ran before the launch (prepare_launch), its command and
+    seconds kept in the record beside the run's own time, which never includes them."""
     if outcome.status in ("timeout", "cancelled"):
         return dataclasses.replace(outcome, record=None, result=None)
     if outcome.returncode != 0:
@@ -825,5 +824,6 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
                     "exit status 0", "program": program.path, "sha256": program.sha256,
                     **({"output_file": str(program.output_path())} if program.output_file else {}),
                     **({"stdin": str(stdin)} if (stdin := program.stdin_path()) is not None else {}),
-                    **({"prepare": shlex.join(prepared)} if prepared else {})}}
+                    **({"prepare": shlex.join(prepared.command), "prepare_s": prepared.seconds}
+                       if prepared is not None else {})}}
     return dataclasses.replace(outcome, status="ok", record=record, result=None)

@@ -154,6 +154,14 @@ def test_hympi_affinity_prepares_a_program_that_cannot_start_without_it(case: Pa
     assert (case / "prepared").read_text().split() == ["2x1"]
 
 
+def test_the_preparations_time_is_recorded_beside_the_runs_and_never_in_it(case: Path):
+    """The run's time is its launch's; a preparation of 5 s (a decomposition of a large case) is recorded apart."""
+    code, record = hympi_json("run", "./solver", "--prepare", "sh -c 'sleep 5 && ./decompose {ranks} {threads}'",
+                              "--verify", "End", "--json")
+    assert code == 0 and record["verified"], record
+    assert record["metrics"]["prepare_s"] >= 5.0 > record["time_s"], record
+
+
 def test_the_preparation_and_the_launch_share_the_launchs_own_directory(case: Path):
     """`{run}` in the preparation alone makes the directory, and the program is given the same one."""
     code, record = hympi_json("run", "./solver", "--ranks", "2", "--prepare", "./decompose {ranks} {threads} {run}",
