@@ -101,6 +101,18 @@ def test_each_launch_is_prepared_for_its_layout_and_the_preparation_is_recorded(
                                                                  "./decompose {ranks} 9"]
 
 
+def test_an_sbatch_plan_shows_each_steps_preparation_as_the_sweeps_not_a_step(case: Path):
+    plan = hympi("sweep", "./solver", "--ranks", "1,2", "--repeat", "1", "--no-warmup", "--launcher", "slurm",
+                 "--prepare", "./decompose {ranks} {threads}", "--dry-run")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    script, _, steps = plan.stdout.partition("# job steps the script's sweep runs with srun, each after its "
+                                             "preparation (run by the sweep itself, on the first node):\n")
+    assert "--prepare './decompose {ranks} {threads}'" in script, plan.stdout  # the sweep inside prepares
+    lines = steps.splitlines()
+    assert [line.split()[0] for line in lines[::2]] == [str(case / "decompose")] * 2, lines
+    assert all("srun" in line for line in lines[1::2]), lines
+
+
 def test_a_failed_preparation_fails_the_run_with_its_reason_and_launches_nothing(case: Path):
     shell_program(case, "broken", 'echo "cannot open system/decomposeParDict" >&2\nexit 3\n')
     proc = hympi("sweep", "./solver", "--ranks", "1", "--repeat", "1", "--no-warmup", "--ignore-load",

@@ -225,7 +225,9 @@ def main(args: argparse.Namespace) -> int:
         if args.dry_run:
             say_on_stderr(*skipped)
             print(script, end="")
-            print("# job steps the script's sweep runs with srun:")
+            print("# job steps the script's sweep runs with srun"
+                  + (", each after its preparation (run by the sweep itself, on the first node):"
+                     if (program := params.program_spec()) is not None and program.prepare else ":"))
             for item in the_plan.items:
                 print(*map(format_command, planned_commands(params, item)), sep="\n")
             return 0
