@@ -336,11 +336,18 @@ class Program:
                              f"{exc.strerror or exc}") from None
         raise AssertionError("itertools.count ended")
 
+    def run_dir_namers(self, args: Sequence[str]) -> list[str]:
+        """What names RUN_DIR_PLACEHOLDER for a launch with arguments `args`: 'the arguments', --output-file,
+        --prepare, in that order; [] for none."""
+        sources = (("the arguments", tuple(args)), (OUTPUT_FILE.flag, (self.output_file,)),
+                   (PREPARE.flag, (self.prepare,)))
+        return [what for what, texts in sources if any(RUN_DIR_PLACEHOLDER in text for text in texts)]
+
     def names_run_dir(self, args: Sequence[str]) -> bool:
         """Whether a launch with arguments `args` gets a directory of its own: they, the output file or the preparation
         name RUN_DIR_PLACEHOLDER (`-o {run}/out.log --output-file {run}/out.log`: each run's output in a file of its
         own)."""
-        return any(RUN_DIR_PLACEHOLDER in text for text in (*args, self.output_file, self.prepare))
+        return bool(self.run_dir_namers(args))
 
     def launch_dir(self, args: Sequence[str], ranks: int, threads: int) -> str | None:
         """The directory of one launch with arguments `args` at `ranks` x `threads`: a new one (new_run_dir) when it
@@ -358,11 +365,10 @@ class Program:
         """UsageError naming what names RUN_DIR_PLACEHOLDER (the arguments, the output file or the preparation) when
         its directories cannot be made in the program's working directory (checked before anything is launched or
         recorded)."""
-        if not self.names_run_dir(args):
+        namers = self.run_dir_namers(args)
+        if not namers:
             return
-        named = next(what for what, texts in (("the arguments", args), (OUTPUT_FILE.flag, (self.output_file,)),
-                                              (PREPARE.flag, (self.prepare,)))
-                     if any(RUN_DIR_PLACEHOLDER in text for text in texts))
+        named = namers[0]
         root = resolve_in(self.workdir, RUN_DIRS)
         if root.exists() and not root.is_dir():
             raise UsageError(f"{RUN_DIR_PLACEHOLDER} in {named}: {root} is not a directory")

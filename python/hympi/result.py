@@ -188,13 +188,17 @@ def shown_spread(rates: Sequence[float], rate_unit: str) -> tuple[float | None, 
     return min(values, default=None), median_or_none(values), max(values, default=None)
 
 
+def figure_text(value: float, unit: str) -> str:
+    """A figure as hympi prints it: 4 significant digits, then its unit ('250 steps/s', '0.13 s', '7' for none)."""
+    return f"{value:.4g} {unit}".rstrip()
+
+
 def shown_median(rates: Sequence[float], rate_unit: str) -> str:
     """The median of shown_spread with the figure's unit: '250 steps/s', '0.13 s'; '-' for no rates."""
     value = shown_spread(rates, rate_unit)[1]
-    return "-" if value is None else f"{value:.4g} {figure_unit(rate_unit) or rate_unit}".rstrip()
+    return "-" if value is None else figure_text(value, figure_unit(rate_unit) or rate_unit)
 
 
 def shown_rate(rate: float, rate_unit: str) -> str:
     """shown_figure as text: '250 steps/s', '0.13 s'."""
-    value, unit = shown_figure(rate, rate_unit)
-    return f"{value:.4g} {unit}".rstrip()
+    return figure_text(*shown_figure(rate, rate_unit))
