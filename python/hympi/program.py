@@ -409,8 +409,12 @@ def file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _signature(path: Path) -> tuple[int, int, int, int, int]:
-    """What changes when a file is rewritten or replaced: device, inode, size and modification and change times."""
+# What changes when a file is rewritten or replaced: device, inode, size and modification and change times.
+Signature = tuple[int, int, int, int, int]
+
+
+def file_signature(path: Path) -> Signature:
+    """`path`'s Signature (OSError when it is gone)."""
     info = os.stat(path)
     return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
@@ -420,11 +424,11 @@ def watch_file(path: Path, sha256: str) -> Callable[[], str | None]:
     `sha256` ('has changed', 'is gone'), None while it is: a binary rebuilt, or an input edited, while a sweep goes
     on would have its later runs recorded as measurements of the old one. It reads the digest again only when a
     stat says the file was touched (the first check reads it), so a check costs a stat."""
-    seen: list[tuple[int, int, int, int, int]] = []
+    seen: list[Signature] = []
 
     def check() -> str | None:
         try:
-            now = _signature(path)
+            now = file_signature(path)
         except OSError:
             return "is gone"
         if seen and seen[0] == now:
@@ -704,7 +708,7 @@ def probed_program_run(program: Program, launch: Callable[[Env, str | None], Run
     program = program.in_run_dir(run_dir)
     prepared, unprepared = prepare_launch(program, ranks, threads, run_dir, timeout)
     if prepared is not None and unprepared is not None:
-        return _failed(prepared, unprepared), ()
+        return failed_run(prepared, unprepared), ()
     mark = mark_file(program.output_path()) if program.output_file else None
     launched, processes = launch_probed(lambda env: launch(env, run_dir))
     written = text_written_since(mark) if mark is not None else None
@@ -729,7 +733,7 @@ def last_words(outcome: RunOutcome) -> str:
     return _last_lines(outcome.stdout + "\n" + _LAUNCHER_NOTICE.sub("", outcome.stderr))
 
 
-def _failed(outcome: RunOutcome, reason: str) -> RunOutcome:
+def failed_run(outcome: RunOutcome, reason: str) -> RunOutcome:
     """The outcome as a failed run whose stderr ends with hympi's reason (so it is recorded and shown)."""
     return dataclasses.replace(outcome, status="failed", record=None, result=None,
                                stderr=f"{outcome.stderr.rstrip()}\nhympi: {reason}".lstrip())
@@ -786,10 +790,10 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
             ending += (f" (it is a script that starts an MPI launcher itself, {call}: under hympi's launch each rank "
                        "started a job of its own; give hympi the program the script runs)")
         if shown or outcome.not_started() is not None:
-            return _failed(outcome, ending)
-        return _failed(outcome, f"{ending}{LAST_LINES}{last_words(outcome)}")
+            return failed_run(outcome, ending)
+        return failed_run(outcome, f"{ending}{LAST_LINES}{last_words(outcome)}")
     if written is not None and written.problem:
-        return _failed(outcome, f"output file {program.output_path()} {written.problem}")
+        return failed_run(outcome, f"output file {program.output_path()} {written.problem}")
     text = f"{outcome.stdout}\n{outcome.stderr}"
     searched = "the output"
     if written is not None:
@@ -798,29 +802,29 @@ def judge(program: Program, outcome: RunOutcome, ranks: int, threads: int, args:
     searched += omitted_note(text)
     try:
         if program.verify and _search("verification", program.verify, text) is None:
-            return _failed(outcome, f"verification {quoted(program.verify)} not found in {searched}{LAST_LINES}"
-                                    f"{_last_lines(text)}")
+            return failed_run(outcome, f"verification {quoted(program.verify)} not found in {searched}{LAST_LINES}"
+                                       f"{_last_lines(text)}")
         found = _search("metric", program.metric, text) if program.metric else None
     except _SearchExpired as expired:
-        return _failed(outcome, f"{expired} was still searching {searched} ({len(text)} characters) after "
-                                f"{SEARCH_SECONDS:g} s and was stopped: nested repeats such as '(a+)+b' backtrack "
-                                "without end; anchor the expression to the text around what it finds")
+        return failed_run(outcome, f"{expired} was still searching {searched} ({len(text)} characters) after "
+                                   f"{SEARCH_SECONDS:g} s and was stopped: nested repeats such as '(a+)+b' backtrack "
+                                   "without end; anchor the expression to the text around what it finds")
     if program.metric:
         if found is None:
-            return _failed(outcome, f"metric {quoted(program.metric)} not found in {searched}{LAST_LINES}"
-                                    f"{_last_lines(text)}")
+            return failed_run(outcome, f"metric {quoted(program.metric)} not found in {searched}{LAST_LINES}"
+                                       f"{_last_lines(text)}")
         try:
             value = captured_merit(program.metric, found)
         except ValueError as exc:
-            return _failed(outcome, f"metric {quoted(program.metric)} {exc}")
+            return failed_run(outcome, f"metric {quoted(program.metric)} {exc}")
         if not (value > 0 and value < float("inf")):
-            return _failed(outcome, f"metric {quoted(program.metric)} captured {value:g}: a figure of merit must be a "
-                                    "positive number")
+            return failed_run(outcome, f"metric {quoted(program.metric)} captured {value:g}: a figure of merit must "
+                                       "be a positive number")
         rate = value if program.better == "higher" else 1.0 / value
         merit: JsonObject = {"value": value, "unit": program.metric_unit, "better": program.better}
     else:
         if outcome.seconds <= 0:
-            return _failed(outcome, "the run took no measurable time")
+            return failed_run(outcome, "the run took no measurable time")
         rate = 1.0 / outcome.seconds
         merit = {"value": outcome.seconds, "unit": "s", "better": "lower"}
     record: JsonObject = {

@@ -40,6 +40,7 @@ from hympi.busy.accounting import Interference
 from hympi.busy.sampler import Sampler
 from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, UsageError
+from hympi.inputs import InputWatch, check_inputs_since, latest_inputs, named_files, with_inputs
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
@@ -82,6 +83,7 @@ from hympi.program import (
     PROGRAM,
     STDIN,
     Program,
+    failed_run,
     file_digest,
     launch_stdin,
     probed_program_run,
@@ -610,11 +612,13 @@ def open_sweep(store: Store, machine: MachineRecord, params: SweepParams, total:
         if sweep.app != params.app:
             raise UsageError(f"sweep {resume} is a sweep of {sweep.app}, not {params.app}")
         _refuse_if_owned(sweep)
+        check_inputs_since(store.runs([sweep.id]), sweep.id)
         return sweep, True
     if resume:
         found = store.latest_unfinished(params.identity())
         if found is not None:
             _refuse_if_owned(found)
+            check_inputs_since(store.runs([found.id]), found.id)
             if study_id is not None:
                 store.attach_sweep(found.id, study_id)
             return store.sweep(found.id), True
@@ -840,6 +844,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     program = params.program_spec()
     stdin = launch_stdin(program)
     watched = _watched_files(program, params)
+    inputs = InputWatch(named_files(program, params.app_args), latest_inputs(store.runs([sweep.id]))) \
+        if program is not None else None
     runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else
                         partial(run_command, cwd=params.workdir or None, stdin=stdin))
     done = store.done_keys(sweep.id)
@@ -864,9 +870,16 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
         with stop_signals() as stop_if_signalled, Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task(f"sweep {sweep.id} {params.app}", total=len(todo))
             said: set[str] = set()  # the probe's findings the progress lines have said in full
+            # Whether a launch has ended ok: until one does, the files a launch changes are the program's outputs (one
+            # that failed early may not have written them yet).
+            outputs_told = False
+            if inputs is not None and inputs.paths and todo:
+                progress.console.print(f"inputs its arguments name, checked between launches: "
+                                       f"{', '.join(map(str, inputs.paths))} (one the launches up to the first ok "
+                                       "run change is taken for its output)", highlight=False, markup=False)
 
             def run_items(batch: list[SweepItem]) -> None:
-                nonlocal ran, restarted, cancelled
+                nonlocal ran, restarted, cancelled, outputs_told
                 for item in batch:
                     stop_if_signalled()
                     for what, path, check in watched:
@@ -874,6 +887,10 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                             raise HympiFatal(f"{what} {path} {change} since sweep {sweep.id} began: the runs "
                                              "measured before are kept; the rest would measure another file: "
                                              "start a new sweep for it")
+                    if inputs is not None and (change := inputs.changed()) is not None:
+                        raise HympiFatal(f"input {change} between launches of sweep {sweep.id}: the runs "
+                                         "measured before are kept; the rest would measure another input: start a "
+                                         "new sweep for it")
                     progress.update(task, description=f"sweep {sweep.id} {params.app} {item.label()}")
                     started = now_utc()
                     restart = restartable(params, item)
@@ -889,6 +906,13 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                         outcome = one_mpi_job(outcome, item.ranks)
                     if program is None:  # a program's judge says how it ended
                         outcome = ended_with(outcome, params.app)
+                    written: list[Path] = []
+                    input_changed = None
+                    if inputs is not None:
+                        written, input_changed = inputs.settle(first=not outputs_told)
+                        outcome = with_inputs(outcome, inputs.digests()) if input_changed is None else \
+                            failed_run(outcome, f"input {input_changed} during the launch: which of its contents "
+                                                "the run read is unknown")
                     if restart:
                         outcome = untimed_restart(outcome)
                     run = _outcome_run(sweep.id, params, item, outcome, started, restart,
@@ -905,6 +929,14 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     statuses[run.status] = statuses.get(run.status, 0) + 1
                     progress.console.print(progress_line(item, run, said), highlight=False)
                     said.update(probe_findings(run))
+                    outputs_told = outputs_told or run.status == "ok"
+                    for path in written:
+                        progress.console.print(f"  {path} changed during the launch: the program's output, no "
+                                               "longer checked as an input", highlight=False, markup=False)
+                    if input_changed is not None:
+                        raise HympiFatal(f"input {input_changed} during a launch of sweep {sweep.id}, recorded as "
+                                         "failed: the runs measured before are kept; the rest would measure another "
+                                         "input: start a new sweep for it")
                     if outcome.record is not None:  # it reached its end: nothing left to restart from
                         remove_checkpoint(params, item)
                     elif restart and outcome.returncode == BAD_INPUT_EXIT:

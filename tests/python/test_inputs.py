@@ -1,0 +1,119 @@
+"""The files a program's arguments name, watched while a sweep runs (hympi.inputs): which are inputs, what a change
+of one does to the run and the sweep, and resuming a sweep whose input changed since."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from conftest import hympi
+from hympi.inputs import InputWatch, named_files
+from hympi.program import Program
+from hympi.store import Store
+from userprograms import shell_program
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_the_files_an_argument_names_where_the_program_runs_are_watched_and_nothing_else(tmp_path: Path):
+    for name in ("in.melt", "case.inp", "out.log", "reads.txt", "pre-{ranks}.in"):
+        (tmp_path / name).write_text("x\n")
+    (tmp_path / "case").mkdir()
+    program = Program(name="p", path="/x/p", sha256="0" * 64, workdir=str(tmp_path), output_file="out.log",
+                      stdin="reads.txt")
+    args = ["-in", "in.melt", "--input=case.inp", "-log", "out.log", "reads.txt", "-case", "case", "pre-{ranks}.in",
+            "missing.in", "8", "in.melt", "/proc/cpuinfo", "-var=", "", "x" * 5000]
+    assert named_files(program, args) == [tmp_path / "in.melt", tmp_path / "case.inp"]
+
+
+def test_the_first_launch_tells_outputs_and_after_it_any_change_is_an_input_changed(tmp_path: Path):
+    inp, log = tmp_path / "in.txt", tmp_path / "log.txt"
+    inp.write_text("5\n")
+    log.write_text("old run\n")
+    watch = InputWatch([inp, log])
+    digest = _sha(inp)
+    assert watch.changed() is None
+    log.write_text("this run\n")  # what the first launch writes: its output
+    assert watch.settle(first=True) == ([log], None)
+    assert watch.paths == [inp] and watch.digests() == {str(inp): digest}
+    log.write_text("the next run\n")  # an output is watched no longer
+    os.utime(inp, ns=(1, 1))  # touched, the same bytes: no change
+    assert watch.changed() is None and watch.settle(first=False) == ([], None)
+    inp.write_text("6\n")  # during a later launch
+    assert watch.settle(first=False) == ([], f"{inp} has changed (its sha256 is no longer {digest[:12]}...)")
+    inp.write_text("5\n")
+    assert watch.changed() is None  # the bytes the sweep began with
+    inp.unlink()
+    assert watch.changed() == f"{inp} is gone or cannot be read"
+
+
+def test_an_input_earlier_runs_read_is_never_taken_for_an_output(tmp_path: Path):
+    """A resumed sweep's first launch: a file its earlier runs recorded as their input stays one."""
+    inp = tmp_path / "in.txt"
+    inp.write_text("5\n")
+    watch = InputWatch([inp], known=[str(inp)])
+    inp.write_text("6\n")
+    written, changed = watch.settle(first=True)
+    assert written == [] and changed is not None and changed.startswith(f"{inp} has changed")
+
+
+def test_an_input_edited_during_a_sweep_fails_its_run_stops_the_sweep_and_refuses_a_resume_until_restored(
+        tmp_path: Path, monkeypatch):
+    """The solver edits its input file during its second launch (as a user setting up the next experiment in the same
+    file would): that run is recorded failed, the sweep stops with the first run kept, and --resume refuses the
+    changed input; restored, the sweep resumes. Its output file, left by an earlier run and named in its arguments,
+    is told apart by the first launch and never stops it."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) > count\n'
+                                      'if [ "$n" -eq 1 ]; then echo "# next" >> "$2"; fi\n'
+                                      'echo "run $n" > "$4"; echo "size $(head -n 1 "$2")"\n')
+    inp = tmp_path / "in.txt"
+    inp.write_text("5\n")
+    (tmp_path / "out.txt").write_text("an earlier run\n")
+    digest = _sha(inp)
+    sweep = ["sweep", "./solver", "--ranks", "1", "--repeat", "3", "--no-warmup", "--ignore-load", "--verify",
+             "size 5", "--db", str(tmp_path / "r.db"), "--", "-in", "in.txt", "-o", "out.txt"]
+    proc = hympi(*sweep)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (f"inputs its arguments name, checked between launches: {inp}, {tmp_path / 'out.txt'} (one the launches "
+            "up to the first ok run change is taken for its output)") in proc.stdout
+    assert f"{tmp_path / 'out.txt'} changed during the launch: the program's output" in proc.stdout
+    assert proc.stderr.splitlines()[-1] == (
+        f"hympi: error: input {inp} has changed (its sha256 is no longer {digest[:12]}...) during a launch of sweep 1, "
+        "recorded as failed: the runs measured before are kept; the rest would measure another input: start a new "
+        "sweep for it"), proc.stderr
+    with Store.open(tmp_path / "r.db", create=False) as store:
+        runs = store.runs()
+        assert [r.status for r in runs] == ["ok", "failed"] and store.sweeps()[0].status == "interrupted"
+    assert runs[0].record is not None and runs[0].record["metrics"]["inputs"] == {str(inp): digest}
+    assert f"hympi: input {inp} has changed" in runs[1].stderr_tail
+
+    refused = hympi(*sweep[:-5], "--resume", *sweep[-5:])
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        f"hympi: error: {inp}, an input the program's arguments name, has changed since sweep 1's last run (sha256 "
+        f"{digest[:12]}...): the runs left would measure another input; start a new sweep"], refused.stderr
+
+    inp.write_text("5\n")
+    resumed = hympi(*sweep[:-5], "--resume", *sweep[-5:])
+    assert resumed.returncode == 1 and "sweep 1 finished: 1 ok" in resumed.stdout, resumed.stdout + resumed.stderr
+    assert f"{tmp_path / 'out.txt'} changed during the launch" in resumed.stdout  # told apart again
+    with Store.open(tmp_path / "r.db", create=False) as store:
+        assert [r.status for r in store.runs()] == ["ok", "failed", "ok"]
+
+
+def test_an_output_a_failed_first_launch_left_alone_is_told_apart_by_the_next(tmp_path: Path, monkeypatch):
+    """A launch that fails before writing its output says nothing of it: the launches up to the first ok one do."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) > count\n'
+                                      'if [ "$n" -eq 0 ]; then exit 1; fi\necho "run $n" > "$2"; echo ok\n')
+    (tmp_path / "out.txt").write_text("an earlier run\n")
+    proc = hympi("sweep", "./solver", "--ranks", "1", "--repeat", "3", "--no-warmup", "--ignore-load", "--verify",
+                 "ok", "--db", str(tmp_path / "r.db"), "--", "-o", "out.txt")
+    assert proc.returncode == 1 and "sweep 1 finished: 1 failed, 2 ok" in proc.stdout, proc.stdout + proc.stderr
+    assert f"{tmp_path / 'out.txt'} changed during the launch: the program's output" in proc.stdout
+    with Store.open(tmp_path / "r.db", create=False) as store:
+        assert [r.status for r in store.runs()] == ["failed", "ok", "ok"]
+        assert all("inputs" not in r.record["metrics"] for r in store.runs()[1:])  # out.txt no input
