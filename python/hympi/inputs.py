@@ -14,7 +14,7 @@ those files for outputs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -53,15 +53,22 @@ def named_files(program: Program, args: Sequence[str]) -> list[Path]:
     return list(found)
 
 
+# The signature of a file not yet seen: the first check reads its digest.
+_UNSEEN: Signature = (0, 0, 0, 0, 0)
+
+
 class InputWatch:
     """The files of named_files a sweep watches as its program's inputs, each with its signature and digest as last
-    seen; `known`: files earlier runs of the sweep read as inputs (recorded_inputs), which no launch turns into
-    outputs."""
+    seen. `known`: the inputs earlier runs read (latest_inputs: the sweep's, or its tune's), compared with their
+    recorded digests at the first check and never turned into outputs by a launch."""
 
-    def __init__(self, paths: Iterable[Path], known: Iterable[str] = ()) -> None:
+    def __init__(self, paths: Iterable[Path], known: Mapping[str, str] | None = None) -> None:
         self._files: dict[Path, tuple[Signature, str]] = {}
-        self._known = {Path(text) for text in known}
+        self._known = {Path(text) for text in known or {}}
         for path in paths:
+            if str(path) in (known or {}):
+                self._files[path] = (_UNSEEN, (known or {})[str(path)])
+                continue
             try:
                 self._files[path] = (file_signature(path), file_digest(path))
             except OSError:  # unreadable now: nothing the program reads either, nothing to compare with
@@ -143,18 +150,19 @@ def latest_inputs(runs: Sequence[Run]) -> dict[str, str]:
     return next((inputs for run in reversed(runs) if (inputs := recorded_inputs(run)) is not None), {})
 
 
-def check_inputs_since(runs: Sequence[Run], sweep_id: int) -> None:
-    """UsageError, before a sweep is resumed, when an input its latest run that kept them read (latest_inputs) is
-    gone or has changed since: the runs left would measure another input under the same arguments."""
+def check_inputs_since(runs: Sequence[Run], what: str) -> None:
+    """UsageError, before `what` ('sweep 3') is resumed, when an input its latest run that kept them read
+    (latest_inputs) is gone or has changed since: the runs left would measure another input under the same
+    arguments."""
     for text, digest in latest_inputs(runs).items():
         path = Path(text)
         try:
             same = file_digest(path) == digest
         except OSError as exc:
-            raise UsageError(f"{path}, an input the program's arguments name, cannot be read since sweep {sweep_id}'s "
-                             f"last run ({exc.strerror or exc}): the runs left would measure another input; start a "
-                             "new sweep") from None
+            raise UsageError(f"{path}, an input the program's arguments name, cannot be read since {what}'s last run "
+                             f"({exc.strerror or exc}): the runs left would measure another input; start a new "
+                             "sweep") from None
         if not same:
-            raise UsageError(f"{path}, an input the program's arguments name, has changed since sweep {sweep_id}'s "
-                             f"last run (sha256 {digest[:12]}...): the runs left would measure another input; start "
-                             "a new sweep")
+            raise UsageError(f"{path}, an input the program's arguments name, has changed since {what}'s last run "
+                             f"(sha256 {digest[:12]}...): the runs left would measure another input; start a new "
+                             "sweep")

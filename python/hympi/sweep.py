@@ -612,13 +612,13 @@ def open_sweep(store: Store, machine: MachineRecord, params: SweepParams, total:
         if sweep.app != params.app:
             raise UsageError(f"sweep {resume} is a sweep of {sweep.app}, not {params.app}")
         _refuse_if_owned(sweep)
-        check_inputs_since(store.runs([sweep.id]), sweep.id)
+        check_inputs_since(store.runs([sweep.id]), f"sweep {sweep.id}")
         return sweep, True
     if resume:
         found = store.latest_unfinished(params.identity())
         if found is not None:
             _refuse_if_owned(found)
-            check_inputs_since(store.runs([found.id]), found.id)
+            check_inputs_since(store.runs([found.id]), f"sweep {found.id}")
             if study_id is not None:
                 store.attach_sweep(found.id, study_id)
             return store.sweep(found.id), True
@@ -844,7 +844,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     program = params.program_spec()
     stdin = launch_stdin(program)
     watched = _watched_files(program, params)
-    inputs = InputWatch(named_files(program, params.app_args), latest_inputs(store.runs([sweep.id]))) \
+    inputs = InputWatch(named_files(program, params.app_args), latest_inputs(store.runs(_measuring(store, sweep)))) \
         if program is not None else None
     runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else
                         partial(run_command, cwd=params.workdir or None, stdin=stdin))
@@ -888,9 +888,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                                              "measured before are kept; the rest would measure another file: "
                                              "start a new sweep for it")
                     if inputs is not None and (change := inputs.changed()) is not None:
-                        raise HympiFatal(f"input {change} between launches of sweep {sweep.id}: the runs "
-                                         "measured before are kept; the rest would measure another input: start a "
-                                         "new sweep for it")
+                        raise HympiFatal(f"input {change} before a launch of {_measured_by(sweep)}, since the "
+                                         "last one: the runs measured before are kept; the rest would measure another "
+                                         "input: start a new sweep for it")
                     progress.update(task, description=f"sweep {sweep.id} {params.app} {item.label()}")
                     started = now_utc()
                     restart = restartable(params, item)
@@ -934,9 +934,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                         progress.console.print(f"  {path} changed during the launch: the program's output, no "
                                                "longer checked as an input", highlight=False, markup=False)
                     if input_changed is not None:
-                        raise HympiFatal(f"input {input_changed} during a launch of sweep {sweep.id}, recorded as "
-                                         "failed: the runs measured before are kept; the rest would measure another "
-                                         "input: start a new sweep for it")
+                        raise HympiFatal(f"input {input_changed} during a launch of {_measured_by(sweep)}, recorded "
+                                         "as failed: the runs measured before are kept; the rest would measure "
+                                         "another input: start a new sweep for it")
                     if outcome.record is not None:  # it reached its end: nothing left to restart from
                         remove_checkpoint(params, item)
                     elif restart and outcome.returncode == BAD_INPUT_EXIT:
@@ -987,6 +987,17 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     left = len(restartable_items(store, sweep.id, params))
     store.set_sweep_status(sweep.id, "interrupted" if left or cancelled else "finished")
     return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto, restarted, left, cancelled)
+
+
+def _measured_by(sweep: Sweep) -> str:
+    """`sweep` as a message names it: 'sweep 3', or 'sweep 3 of tune 2' for a tune's."""
+    return f"sweep {sweep.id}" + (f" of tune {sweep.tune_id}" if sweep.tune_id is not None else "")
+
+
+def _measuring(store: Store, sweep: Sweep) -> list[int]:
+    """The sweeps whose runs measure the same thing as `sweep`'s: its own, or its tune's (every configuration of a
+    tune compared with the others, on the same inputs)."""
+    return [s.id for s in store.tune_sweeps(sweep.tune_id)] if sweep.tune_id is not None else [sweep.id]
 
 
 def _watched_files(program: Program | None, params: SweepParams) -> list[tuple[str, Path, Callable[[], str | None]]]:

@@ -50,14 +50,19 @@ def test_the_first_launch_tells_outputs_and_after_it_any_change_is_an_input_chan
     assert watch.changed() == f"{inp} is gone or cannot be read"
 
 
-def test_an_input_earlier_runs_read_is_never_taken_for_an_output(tmp_path: Path):
-    """A resumed sweep's first launch: a file its earlier runs recorded as their input stays one."""
+def test_an_input_earlier_runs_read_is_checked_against_their_digest_and_never_taken_for_an_output(tmp_path: Path):
+    """A resumed sweep's, or a tune's next configuration's, first launch: a file earlier runs recorded as their input
+    stays one, and a change since they read it is found before anything is launched."""
     inp = tmp_path / "in.txt"
     inp.write_text("5\n")
-    watch = InputWatch([inp], known=[str(inp)])
+    digest = _sha(inp)
+    watch = InputWatch([inp], known={str(inp): digest})
+    assert watch.changed() is None
     inp.write_text("6\n")
     written, changed = watch.settle(first=True)
     assert written == [] and changed is not None and changed.startswith(f"{inp} has changed")
+    edited = InputWatch([inp], known={str(inp): digest})  # a later sweep's, the file edited before it began
+    assert edited.changed() == f"{inp} has changed (its sha256 is no longer {digest[:12]}...)"
 
 
 def test_an_input_edited_during_a_sweep_fails_its_run_stops_the_sweep_and_refuses_a_resume_until_restored(
@@ -117,3 +122,34 @@ def test_an_output_a_failed_first_launch_left_alone_is_told_apart_by_the_next(tm
     with Store.open(tmp_path / "r.db", create=False) as store:
         assert [r.status for r in store.runs()] == ["failed", "ok", "ok"]
         assert all("inputs" not in r.record["metrics"] for r in store.runs()[1:])  # out.txt no input
+
+
+def test_a_tune_compares_its_configurations_on_one_input(tmp_path: Path, monkeypatch):
+    """Every configuration of a tune is a sweep of its own, compared with the others: an input edited between them
+    (here while the tune was stopped) would have it compare two problems. Resuming refuses it, in one line."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) > count\n'
+                                      'if [ "$n" -eq 2 ]; then echo "# next" >> "$2"; fi\n'
+                                      'echo "size $(head -n 1 "$2")"\n')
+    (tmp_path / "space.toml").write_text("[layout]\nranks = [1, 2]\ndefault = { ranks = 1 }\n")
+    inp = tmp_path / "in.txt"
+    inp.write_text("5\n")
+    digest = _sha(inp)
+    tune = ["tune", "run", "./solver", "--space", "space.toml", "--db", "t.db", "--repeat", "1", "--ignore-load",
+            "--verify", "size 5"]
+    proc = hympi(*tune, "--", "-in", "in.txt")  # the third launch (the second configuration's first) edits it
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith(
+        f"hympi: error: input {inp} has changed (its sha256 is no longer {digest[:12]}...) during a launch of sweep 2 "
+        "of tune 1"), proc.stderr
+    (tmp_path / "count").write_text("9\n")  # no more edits of its own
+    inp.write_text("5 # edited while the tune was stopped\n")
+    refused = hympi(*tune, "--resume", "--", "-in", "in.txt")
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        f"hympi: error: {inp}, an input the program's arguments name, has changed since tune 1's last run (sha256 "
+        f"{digest[:12]}...): the runs left would measure another input; start a new sweep"], refused.stderr
+    inp.write_text("5\n")
+    resumed = hympi(*tune, "--resume", "--", "-in", "in.txt")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    with Store.open(tmp_path / "t.db", create=False) as store:
+        assert {r.record["metrics"]["inputs"][str(inp)] for r in store.runs() if r.status == "ok"} == {digest}

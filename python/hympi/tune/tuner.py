@@ -18,6 +18,7 @@ from rich.markup import escape
 from hympi.apps import get_app
 from hympi.console import HympiConsole
 from hympi.errors import UsageError, unknown_name
+from hympi.inputs import check_inputs_since
 from hympi.jsontypes import JsonObject
 from hympi.launch.mpirun import LaunchSpec, RunOutcome, validate_with_app
 from hympi.params import (
@@ -167,13 +168,15 @@ def check_layouts(params: TuneParams, space: SearchSpace, pus: int) -> None:
 def open_tune(store: Store, machine: MachineRecord, params: TuneParams, space: SearchSpace,
               resume: bool) -> tuple[TuneRecord, bool]:
     """The tune to run: with `resume`, the latest unfinished one of equal identity (refused with UsageError while
-    its owner process still runs), else a new one."""
+    its owner process still runs, or when an input its program's arguments name changed since its last run), else a
+    new one."""
     if resume:
         found = store.latest_unfinished_tune(params.identity(space))
         if found is not None:
             if found.status == "running" and owner_alive(found.owner_host, found.owner_pid, found.owner_start):
                 raise UsageError(f"tune {found.id} is still running (pid {found.owner_pid} on {found.owner_host}); "
                                  "wait for it or stop it first")
+            check_inputs_since(store.runs([s.id for s in store.tune_sweeps(found.id)]), f"tune {found.id}")
             return found, True
     return store.create_tune(machine.id, params.app, params.program, params.strategy,
                              space.as_stored(),
