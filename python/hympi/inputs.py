@@ -5,11 +5,12 @@ an input edited while a sweep runs (the next experiment set up in the same file)
 the later runs measure another problem under the same arguments, pooled with the earlier ones. Which named files
 are inputs the first launches tell: a file that one of them changes (its preparation included), up to the first
 that ends ok (one that failed early may not have written its outputs yet), is the program's output (`-log
-log.lammps`, `-o out.txt` left by an earlier run) and is watched no longer. After that, an input that changes
-between launches stops the sweep before the next one, and one that changes during a launch fails that run too
-(which of its contents the program read cannot be known). Each run's record keeps the digests of the inputs it read
-(metrics.inputs): resuming the sweep refuses an input changed since its last run, and its first launches cannot take
-those files for outputs.
+log.lammps`, `-o out.txt` left by an earlier run) and is watched no longer; with a preparation (hympi.prepare),
+which may make a file the arguments name anew for each layout, so is a file any launch changes. After that, an
+input that changes between launches stops the sweep before the next one, and one that changes during a launch fails
+that run too (which of its contents the program read cannot be known). Each run's record keeps the digests of the
+inputs it read (metrics.inputs): resuming the sweep refuses an input changed since its last run, and its first
+launches cannot take those files for outputs.
 """
 
 from __future__ import annotations

@@ -844,7 +844,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     program = params.program_spec()
     stdin = launch_stdin(program)
     watched = _watched_files(program, params)
-    inputs = InputWatch(named_files(program, params.app_args), latest_inputs(store.runs(_measuring(store, sweep)))) \
+    # Earlier runs' inputs stay inputs, but where a preparation may remake them for each layout.
+    inputs = InputWatch(named_files(program, params.app_args),
+                        {} if program.prepare else latest_inputs(store.runs(_measuring(store, sweep)))) \
         if program is not None else None
     runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else
                         partial(run_command, cwd=params.workdir or None, stdin=stdin))
@@ -870,9 +872,11 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
         with stop_signals() as stop_if_signalled, Progress(*columns, console=console, transient=True) as progress:
             task = progress.add_task(f"sweep {sweep.id} {params.app}", total=len(todo))
             said: set[str] = set()  # the probe's findings the progress lines have said in full
-            # Whether a launch has ended ok: until one does, the files a launch changes are the program's outputs (one
-            # that failed early may not have written them yet).
+            # Whether the files a launch changes are still taken for the program's outputs: until a launch ends ok
+            # (one that failed early may not have written them yet), and always with a preparation, which may write
+            # a file the arguments name anew for each layout (`-in made.in`).
             outputs_told = False
+            always_outputs = program is not None and bool(program.prepare)
             if inputs is not None and inputs.paths and todo:
                 progress.console.print(f"inputs its arguments name, checked between launches: "
                                        f"{', '.join(map(str, inputs.paths))} (one the launches up to the first ok "
@@ -909,7 +913,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     written: list[Path] = []
                     input_changed = None
                     if inputs is not None:
-                        written, input_changed = inputs.settle(first=not outputs_told)
+                        written, input_changed = inputs.settle(first=always_outputs or not outputs_told)
                         outcome = with_inputs(outcome, inputs.digests()) if input_changed is None else \
                             failed_run(outcome, f"input {input_changed} during the launch: which of its contents "
                                                 "the run read is unknown")

@@ -153,3 +153,18 @@ def test_a_tune_compares_its_configurations_on_one_input(tmp_path: Path, monkeyp
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     with Store.open(tmp_path / "t.db", create=False) as store:
         assert {r.record["metrics"]["inputs"][str(inp)] for r in store.runs() if r.status == "ok"} == {digest}
+
+
+def test_a_file_the_preparation_remakes_for_a_later_launch_is_its_output_not_an_edited_input(tmp_path: Path,
+                                                                                           monkeypatch):
+    """`--prepare './make {ranks}' -- -in made.in`: the first launch's preparation wrote made.in as it was (an earlier
+    sweep's), the second's anew; that is the preparation's work, not an edit, and the sweep goes on."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "make", 'n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) > count\n'
+                                    'echo "$n" > made.in\n')
+    shell_program(tmp_path, "solver", 'echo "read $(cat "$2")"\n')
+    (tmp_path / "made.in").write_text("0\n")
+    proc = hympi("sweep", "./solver", "--ranks", "1", "--repeat", "3", "--no-warmup", "--ignore-load", "--verify",
+                 "read", "--prepare", "./make {ranks}", "--db", str(tmp_path / "r.db"), "--", "-in", "made.in")
+    assert proc.returncode == 0 and "sweep 1 finished: 3 ok" in proc.stdout, proc.stdout + proc.stderr
+    assert f"{tmp_path / 'made.in'} changed during the launch: the program's output" in proc.stdout
