@@ -168,3 +168,24 @@ def test_a_file_the_preparation_remakes_for_a_later_launch_is_its_output_not_an_
                  "read", "--prepare", "./make {ranks}", "--db", str(tmp_path / "r.db"), "--", "-in", "made.in")
     assert proc.returncode == 0 and "sweep 1 finished: 3 ok" in proc.stdout, proc.stdout + proc.stderr
     assert f"{tmp_path / 'made.in'} changed during the launch: the program's output" in proc.stdout
+
+
+def test_the_report_never_pools_runs_of_one_command_line_on_an_edited_input(tmp_path: Path, monkeypatch):
+    """Two sweeps of `./solver -in in.txt`, the input edited between them: two problems, two groups, each named by
+    the input's digest as its runs read it."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'echo "size $(cat "$2")"\n')
+    inp = tmp_path / "in.txt"
+    digests = []
+    for size in ("5", "6"):
+        inp.write_text(f"{size}\n")
+        digests.append(_sha(inp))
+        proc = hympi("sweep", "./solver", "--ranks", "1", "--repeat", "2", "--no-warmup", "--ignore-load", "--db",
+                     "r.db", "--", "-in", "in.txt")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = hympi("report", "--db", "r.db", "--out", str(tmp_path / "rep"), env={"COLUMNS": "1000"})
+    assert report.returncode == 0, report.stderr
+    named = [line for line in report.stdout.splitlines() if line.startswith("solver -in in.txt")]
+    assert len(named) == 2, report.stdout
+    for line, digest in zip(named, digests, strict=True):
+        assert f", reading {inp} (sha256 {digest[:12]})" in line, line

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hympi.errors import HympiFatal
+from hympi.inputs import latest_inputs
 from hympi.outputs import write_output
 from hympi.params import DEFAULT_DISTURBED_ABOVE
 from hympi.report import plots
@@ -17,21 +18,28 @@ from hympi.report.hierarchy import PINGPONG_APP, hierarchy_probes
 from hympi.report.html import GroupFigures, TuningView, explain_groups, render
 from hympi.report.transposes import transpose_view
 from hympi.report.tuning import prediction, tuning_data
-from hympi.store import Store, Sweep, now_utc
+from hympi.store import Run, Store, Sweep, now_utc
 from hympi.sweep import program_from_fields
 from hympi.tune.space import CvarSource, listing_source
 
 
-def program_subjects(sweeps: list[Sweep]) -> dict[int, str]:
+def program_subjects(sweeps: list[Sweep], runs: list[Run]) -> dict[int, str]:
     """Per sweep of a program of the user's own, what it ran and measured (report.analysis.AppGroup.subject): its
-    file, figure of merit, check, output file, standard input (and its contents' digest) and variables, and where it
-    ran when a programs file said so. Sweeps of hympi's apps have none."""
+    file, figure of merit, check, output file, standard input (and its contents' digest), variables and the input
+    files its arguments name (with their digests, as its runs read them: hympi.inputs; sweeps of one command line on
+    an edited input are other groups), and where it ran when a programs file said so. Sweeps of hympi's apps have
+    none."""
+    runs_of: dict[int, list[Run]] = {}
+    for run in runs:
+        runs_of.setdefault(run.sweep_id, []).append(run)
     subjects = {}
     for sweep in sweeps:
         program = program_from_fields(sweep.params)
         if program is not None:
             digest = str(sweep.params.get("stdin_sha256") or "")
-            subjects[sweep.id] = (program.summary() + (f" (sha256 {digest[:12]})" if digest else "")
+            inputs = "".join(f", reading {path} (sha256 {sha[:12]})"
+                             for path, sha in latest_inputs(runs_of.get(sweep.id, [])).items())
+            subjects[sweep.id] = (program.summary() + (f" (sha256 {digest[:12]})" if digest else "") + inputs
                                   + (f", run in {program.workdir}" if program.workdir else ""))
     return subjects
 
@@ -93,7 +101,7 @@ def _write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None, note
     # The data-layout experiment's runs differ in where their pages are, which a layout group does not show: they get
     # their own section (report.datalayout).
     groups = group_runs([r for r in runs if r.app != PINGPONG_APP and r.sweep_id not in tune_of
-                         and not is_data_layout_run(r)], machine_of, program_subjects(sweeps))
+                         and not is_data_layout_run(r)], machine_of, program_subjects(sweeps, runs))
     numa = {m.id: (int(m.summary["numa_nodes"]) if isinstance(m.summary.get("numa_nodes"), int) else None)
             for m in machines}
     layout_views = data_layout_views([r for r in runs if r.sweep_id not in tune_of], machine_of, numa)
