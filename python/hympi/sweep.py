@@ -16,8 +16,9 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, fields, replace
 from functools import partial
 from pathlib import Path
@@ -39,7 +40,7 @@ from hympi.apps import get_app
 from hympi.busy.accounting import Interference
 from hympi.busy.sampler import Sampler
 from hympi.console import HympiConsole
-from hympi.errors import HympiFatal, UsageError
+from hympi.errors import HympiFatal, StoppedBySignal, UsageError
 from hympi.inputs import InputWatch, check_inputs_since, latest_inputs, named_files, with_inputs
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
@@ -59,7 +60,7 @@ from hympi.launch.mpirun import (
     run_command,
     validate_with_app,
 )
-from hympi.launch.stop import stop_signals
+from hympi.launch.stop import stop_deferred, stop_signals
 from hympi.layout_options import LAUNCHER, RANKS, THREADS
 from hympi.outputs import write_problem
 from hympi.params import (
@@ -656,6 +657,16 @@ def resume_missed(store: Store, params: SweepParams, started: Sweep, by_id: bool
             f"({sweep.status}), differs in {differing_params(there, here, _SPELLED)}{continued}")
 
 
+def _stopped(params: SweepParams, item: SweepItem, restart: bool, stop: KeyboardInterrupt,
+             seconds: float) -> RunOutcome:
+    """The launch of `item` that hympi's stop (Ctrl-C, or the signal of StoppedBySignal) killed after `seconds`: a
+    cancelled attempt, kept as the batch system's cancelled steps are; the item stays to run on --resume."""
+    how = f"signal {stop.signum} ({stop.name})" if isinstance(stop, StoppedBySignal) else "Ctrl-C"
+    return RunOutcome("cancelled", None, seconds, command_for(params, item, restart), "",
+                      f"hympi: stopped by {how} after {seconds:.1f} s: the launch was killed, not measured; "
+                      "--resume runs it again")
+
+
 def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: RunOutcome, started: str,
                  restarted: bool = False, interference: Interference | None = None) -> Run:
     """The store record of one launch; a restarted one records the step it continued from (io.restart_step), a
@@ -839,7 +850,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     stopped with a checkpoint left, so the same command line (or --resume) continues it.
 
     A launch the batch system cancelled (status 'cancelled', slurm_jobs.step_runner) is stored as an attempt, not as
-    the item's run: the item stays to be run, so the sweep ends 'interrupted' and --resume runs it again."""
+    the item's run: the item stays to be run, so the sweep ends 'interrupted' and --resume runs it again. So is the
+    launch hympi's own stop killed (Ctrl-C, SIGTERM: the stop is raised on once it is stored)."""
     console = console or HympiConsole()
     program = params.program_spec()
     stdin = launch_stdin(program)
@@ -901,11 +913,21 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     before = checkpoint_state(params, item) if restart else None
                     # Slurm's steps are its daemons' children, not this process's: other work cannot be told apart.
                     sampler = Sampler() if params.launcher != "slurm" else None
-                    with sampler or nullcontext():
-                        if program is not None:  # judged on its output and on what the probe saw
-                            outcome = run_program(params, program, item, runner)
-                        else:
-                            outcome = runner(command_for(params, item, restart), params.timeout)
+                    began = time.monotonic()
+                    try:
+                        with sampler or nullcontext():
+                            if program is not None:  # judged on its output and on what the probe saw
+                                outcome = run_program(params, program, item, runner)
+                            else:
+                                outcome = runner(command_for(params, item, restart), params.timeout)
+                    except KeyboardInterrupt as stop:  # StoppedBySignal too: the launch was killed, not measured
+                        run = _outcome_run(sweep.id, params, item, _stopped(params, item, restart, stop,
+                                                                           time.monotonic() - began), started)
+                        with stop_deferred():  # a second signal is noted, not raised into the store's transaction
+                            store.add_attempt(run)
+                        with suppress(OSError):  # after SIGHUP the terminal may be gone
+                            progress.console.print(progress_line(item, run), highlight=False)
+                        raise
                     if program is None and params.launcher != "slurm":  # srun's step runner checks its --ntasks
                         outcome = one_mpi_job(outcome, item.ranks)
                     if program is None:  # a program's judge says how it ended

@@ -17,6 +17,7 @@ import skips
 from fakeapps import pid_alive
 from hympi.errors import StoppedBySignal
 from hympi.launch.stop import stop_if_signalled, stop_signals
+from hympi.store import Store
 from userprograms import shell_program
 
 pytestmark = skips.needs_apps()
@@ -112,3 +113,43 @@ def test_a_signal_noted_under_stop_signals_is_raised_by_every_later_check():
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+def test_the_launch_a_stopped_sweep_killed_is_kept_as_a_cancelled_attempt_and_run_again_on_resume(tmp_path: Path,
+                                                                                                  monkeypatch):
+    """A sweep stopped by SIGTERM (a batch job's time limit) recorded its finished runs and nothing of the launch it
+    killed: now that launch is a cancelled attempt, with how long it had run, as Slurm's cancelled steps are, and
+    --resume runs its item again."""
+    pid_file = tmp_path / "child.pid"
+    shell_program(tmp_path, "solver", 'n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) > count\n'
+                                      f'if [ "$n" -eq 1 ]; then sleep 1000 & echo $! > {pid_file}.part; '
+                                      f'mv {pid_file}.part {pid_file}; wait; fi\necho done\n')
+    sweep = ["sweep", "./solver", "--ranks", "1", "--repeat", "2", "--no-warmup", "--ignore-load", "--db", "r.db"]
+    proc = subprocess.Popen(forkcli.command(sweep), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, start_new_session=True,
+                            preexec_fn=_signals_default)  # noqa: PLW1509 - signal calls only, no locks
+    child = None
+    try:
+        child = _wait_for(pid_file, proc)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=LIMIT_S)
+        assert proc.returncode == 143, out + err
+        assert "1x1 core #2                cancelled" in out, out
+        assert _gone(child), "the program's child outlived hympi"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        if child is not None and pid_alive(child):
+            psutil.Process(child).kill()
+    with Store.open(tmp_path / "r.db", create=False) as store:
+        assert [(r.repeat, r.status) for r in store.runs()] == [(1, "ok")]
+        (attempt,) = store.attempts()
+        assert (attempt.repeat, attempt.status, attempt.returncode) == (2, "cancelled", None)
+        assert attempt.wall_s > 0 and attempt.stderr_tail.startswith("hympi: stopped by signal 15 (SIGTERM) after ")
+    monkeypatch.chdir(tmp_path)
+    resumed = forkcli.run([*sweep, "--resume"], dict(os.environ), LIMIT_S)
+    assert resumed.returncode == 0 and "1 already recorded" in resumed.stdout, resumed.stdout + resumed.stderr
+    with Store.open(tmp_path / "r.db", create=False) as store:
+        assert [(r.repeat, r.status) for r in store.runs()] == [(1, "ok"), (2, "ok")]
+        assert store.sweeps()[0].status == "finished"

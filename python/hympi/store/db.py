@@ -30,7 +30,8 @@ DEFAULT_DB = "hympi-results.db"
 # gives up with "database is locked".
 BUSY_TIMEOUT_S = 30.0
 RUN_STATUSES = ("ok", "failed", "timeout", "unverified")
-# A launch the batch system ended (Slurm's CANCELLED): kept as an attempt only, so the item stays to be run again.
+# A launch the batch system ended (Slurm's CANCELLED), or that hympi's own stop killed (Ctrl-C, SIGTERM): kept as an
+# attempt only, so the item stays to be run again.
 ATTEMPT_STATUSES = (*RUN_STATUSES, "cancelled")
 # The memory policy of a run recorded before runs had one (and of a run that sets none): first touch.
 DEFAULT_MEMBIND = "none"
@@ -199,8 +200,8 @@ class Run:
 @dataclass(frozen=True)
 class Attempt:
     """A launch of a sweep item that is not its run: an earlier one a restart from its checkpoint replaced in the
-    runs table (a timeout or a failure), or one the batch system cancelled (status 'cancelled'; the item has no run
-    until it runs again); kept so the history of the item stays visible."""
+    runs table (a timeout or a failure), or one the batch system cancelled or hympi's stop killed (status
+    'cancelled'; the item has no run until it runs again); kept so the history of the item stays visible."""
 
     sweep_id: int
     ranks: int
@@ -722,8 +723,8 @@ class Store:
             return self._insert_run(conn, run)
 
     def add_attempt(self, run: Run) -> None:
-        """Stores a launch of an item as an attempt only (a step Slurm cancelled): the item keeps its run, or has
-        none, so resuming the sweep runs it again."""
+        """Stores a launch of an item as an attempt only (a step Slurm cancelled, a launch hympi's stop killed): the
+        item keeps its run, or has none, so resuming the sweep runs it again."""
         if run.status not in ATTEMPT_STATUSES:
             raise ValueError(f"attempt status must be one of {ATTEMPT_STATUSES}, got {run.status!r}")
         with self.transaction() as conn:
