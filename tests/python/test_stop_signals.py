@@ -118,8 +118,8 @@ def test_a_signal_noted_under_stop_signals_is_raised_by_every_later_check():
 def test_the_launch_a_stopped_sweep_killed_is_kept_as_a_cancelled_attempt_and_run_again_on_resume(tmp_path: Path,
                                                                                                   monkeypatch):
     """A sweep stopped by SIGTERM (a batch job's time limit) recorded its finished runs and nothing of the launch it
-    killed: now that launch is a cancelled attempt, with how long it had run, as Slurm's cancelled steps are, and
-    --resume runs its item again."""
+    killed: now that launch is a cancelled attempt, with how long it had run, as Slurm's cancelled steps are, the
+    report says the sweep is unfinished, and --resume runs its item again."""
     pid_file = tmp_path / "child.pid"
     shell_program(tmp_path, "solver", 'n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) > count\n'
                                       f'if [ "$n" -eq 1 ]; then sleep 1000 & echo $! > {pid_file}.part; '
@@ -148,8 +148,14 @@ def test_the_launch_a_stopped_sweep_killed_is_kept_as_a_cancelled_attempt_and_ru
         assert (attempt.repeat, attempt.status, attempt.returncode) == (2, "cancelled", None)
         assert attempt.wall_s > 0 and attempt.stderr_tail.startswith("hympi: stopped by signal 15 (SIGTERM) after ")
     monkeypatch.chdir(tmp_path)
+    report = ["report", "--db", "r.db", "--out", "rep"]
+    stopped = forkcli.run(report, dict(os.environ), LIMIT_S)  # what it says of the sweep is of 1 run in 2
+    assert stopped.returncode == 0 and stopped.stdout.splitlines()[0] == (
+        "sweep 1 (solver) was stopped with 1 of its 2 planned runs: what is said of it is said of those ('--resume' "
+        "continues it)"), stopped.stdout + stopped.stderr
     resumed = forkcli.run([*sweep, "--resume"], dict(os.environ), LIMIT_S)
     assert resumed.returncode == 0 and "1 already recorded" in resumed.stdout, resumed.stdout + resumed.stderr
     with Store.open(tmp_path / "r.db", create=False) as store:
         assert [(r.repeat, r.status) for r in store.runs()] == [(1, "ok"), (2, "ok")]
         assert store.sweeps()[0].status == "finished"
+    assert "planned runs" not in forkcli.run(report, dict(os.environ), LIMIT_S).stdout

@@ -96,6 +96,8 @@ def _write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None, note
     machines = [store.machine(i) for i in machine_ids]
     tune_of = {s.id: s.tune_id for s in sweeps if s.tune_id is not None}
     tune_ids = {tune_of[i] for i in wanted if i in tune_of}
+    unfinished = unfinished_notes([s for s in sweeps if s.id in wanted and s.id not in tune_of], runs)
+    notes = (*unfinished, *notes)
     # Ping-pong runs measure the communication hierarchy, not a layout: their own section, not an app group. A
     # tune's runs differ in MPI parameters the layout groups do not show: they belong to the Tuning section.
     # The data-layout experiment's runs differ in where their pages are, which a layout group does not show: they get
@@ -147,6 +149,19 @@ def _write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None, note
                   data_layout_notes=experiment_notes(notes), blades=blade_views, blades_figures=blade_figures)
     index = write_output(out_dir / "index.html", page)
     if say is not None:
-        for line in recommendation_lines(groups, reasons=False):
+        for line in (*unfinished, *recommendation_lines(groups, reasons=False)):
             say(line)
     return index
+
+
+def unfinished_notes(sweeps: list[Sweep], runs: list[Run]) -> list[str]:
+    """A line for each of `sweeps` that has not finished (stopped, or still running): its verdicts are of the runs it
+    recorded, not of the rounds it planned (a layout may have fewer runs than another)."""
+    recorded: dict[int, int] = {}
+    for run in runs:
+        recorded[run.sweep_id] = recorded.get(run.sweep_id, 0) + 1
+    state = {"interrupted": "was stopped", "running": "is running (or its process was killed)"}
+    return [f"sweep {sweep.id} ({sweep.app}) {state.get(sweep.status, sweep.status)} with "
+            f"{recorded.get(sweep.id, 0)} of its {sweep.total} planned runs: what is said of it is said of those "
+            "('--resume' continues it)"
+            for sweep in sweeps if sweep.status != "finished"]
