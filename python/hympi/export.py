@@ -1,12 +1,13 @@
 """Raw data out of the results store: one row per run, as CSV or JSON, written as the runs are read (a database
-of a hundred thousand runs is exported in the memory of one)."""
+of a hundred thousand runs is exported in the memory of one); or one row per attempt, a launch that is no run (one a
+restart from its checkpoint replaced, one the batch system or hympi's stop cancelled)."""
 
 from __future__ import annotations
 
 import csv
 import json
 import textwrap
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, TypedDict
 
 from hympi.jsontypes import JsonObject
@@ -72,6 +73,36 @@ class ExportRow(CsvRow):
 COLUMNS: tuple[str, ...] = tuple(CsvRow.__annotations__)
 
 
+class AttemptCsvRow(TypedDict):
+    """One attempt (store.Attempt) with its sweep's app: the flat columns of the CSV export of attempts, in order."""
+
+    sweep_id: int
+    app: str
+    ranks: int
+    threads: int
+    bind: str
+    membind: str
+    repeat: int
+    item_args: str  # space-separated: the item's own arguments (a two-level sweep's)
+    status: str
+    returncode: int | None
+    wall_s: float
+    restarted_from_step: int | None
+    started_at: str
+    finished_at: str
+    command: str  # a JSON list
+    stderr_tail: str
+
+
+class AttemptRow(AttemptCsvRow):
+    """An attempt's CSV row plus its HYMPI_RESULT record, which only the JSON export holds."""
+
+    result: JsonObject | None
+
+
+ATTEMPT_COLUMNS: tuple[str, ...] = tuple(AttemptCsvRow.__annotations__)
+
+
 class Merit(TypedDict):
     """The merit columns of a row (CsvRow's)."""
 
@@ -122,9 +153,23 @@ def rows(store: Store, sweep_ids: list[int] | None = None) -> Iterator[ExportRow
                "env": dict(run.env), "result": run.record}
 
 
-def write_csv(data: Iterable[ExportRow], out: IO[str]) -> int:
-    """Writes CSV with a header row of COLUMNS to `out`, a row per run as it comes; returns the number of runs."""
-    writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+def attempt_rows(store: Store, sweep_ids: list[int] | None = None) -> Iterator[AttemptRow]:
+    """Every attempt (of the given sweeps), oldest first, as dicts with ATTEMPT_COLUMNS plus 'result'."""
+    app_of = {s.id: s.app for s in store.sweeps()}
+    for attempt in store.attempts(sweep_ids):
+        yield {"sweep_id": attempt.sweep_id, "app": app_of[attempt.sweep_id], "ranks": attempt.ranks,
+               "threads": attempt.threads, "bind": attempt.bind, "membind": attempt.membind,
+               "repeat": attempt.repeat, "item_args": " ".join(attempt.item_args), "status": attempt.status,
+               "returncode": attempt.returncode, "wall_s": attempt.wall_s,
+               "restarted_from_step": attempt.restarted_from_step, "started_at": attempt.started_at,
+               "finished_at": attempt.finished_at, "command": json.dumps(list(attempt.command)),
+               "stderr_tail": attempt.stderr_tail, "result": attempt.record}
+
+
+def write_csv(data: Iterable[Mapping[str, object]], out: IO[str], columns: tuple[str, ...] = COLUMNS) -> int:
+    """Writes CSV with a header row of `columns` to `out`, a row per run (or attempt) as it comes; returns the
+    number of rows."""
+    writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     count = 0
     for row in data:
@@ -133,12 +178,13 @@ def write_csv(data: Iterable[ExportRow], out: IO[str]) -> int:
     return count
 
 
-def write_json(data: Iterable[ExportRow], out: IO[str]) -> int:
-    """Writes a JSON list of run objects (the command as a list, the result record in full) to `out`, an object per
-    run as it comes, in the text json.dumps(list, indent=1, sort_keys=True) gives; returns the number of runs."""
+def write_json(data: Iterable[Mapping[str, object]], out: IO[str]) -> int:
+    """Writes a JSON list of run (or attempt) objects (the command as a list, the result record in full) to `out`,
+    an object per row as it comes, in the text json.dumps(list, indent=1, sort_keys=True) gives; returns the number
+    of rows."""
     count = 0
     for row in data:
-        item = json.dumps({**row, "command": json.loads(row["command"])}, indent=1, sort_keys=True)
+        item = json.dumps({**row, "command": json.loads(str(row["command"]))}, indent=1, sort_keys=True)
         out.write(("[\n" if count == 0 else ",\n") + textwrap.indent(item, " ", lambda _: True))
         count += 1
     out.write("\n]\n" if count else "[]\n")

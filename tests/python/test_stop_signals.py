@@ -3,6 +3,8 @@ that never calls MPI_Init, which mpirun leaves running when it goes) and hympi e
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import signal
 import subprocess
@@ -153,6 +155,10 @@ def test_the_launch_a_stopped_sweep_killed_is_kept_as_a_cancelled_attempt_and_ru
     assert stopped.returncode == 0 and stopped.stdout.splitlines()[0] == (
         "sweep 1 (solver) was stopped with 1 of its 2 planned runs: what is said of it is said of those ('--resume' "
         "continues it)"), stopped.stdout + stopped.stderr
+    exported = forkcli.run(["export", "--db", "r.db", "--attempts"], dict(os.environ), LIMIT_S)
+    (row,) = csv.DictReader(io.StringIO(exported.stdout))
+    assert (row["app"], row["repeat"], row["status"], row["stderr_tail"]) == (
+        "solver", "2", "cancelled", attempt.stderr_tail), exported.stdout + exported.stderr
     resumed = forkcli.run([*sweep, "--resume"], dict(os.environ), LIMIT_S)
     assert resumed.returncode == 0 and "1 already recorded" in resumed.stdout, resumed.stdout + resumed.stderr
     with Store.open(tmp_path / "r.db", create=False) as store:
