@@ -32,9 +32,10 @@ _KERNEL_TREES = (Path("/proc"), Path("/sys"), Path("/dev"))
 
 
 def named_files(program: Program, args: Sequence[str]) -> list[Path]:
-    """The regular files that `args` name where the program runs: an argument, or what follows the '=' of one
-    (`--input=case.inp`), that is a file. Not the output file or the standard input (watched as those), not an
-    argument holding a placeholder (each launch's own), nothing under /proc, /sys or /dev."""
+    """The regular files that `args` (the layout's figures in place: launch.mpirun.with_placeholders) name where the
+    program runs: an argument, or what follows the '=' of one (`--input=case.inp`), that is a file. Not the output
+    file or the standard input (watched as those), not an argument still holding a placeholder ({run}: each launch's
+    own directory), nothing under /proc, /sys or /dev."""
     placeholders = tuple(f"{{{name}}}" for name in ARG_PLACEHOLDERS)
     left_out = {program.output_path() if program.output_file else None, program.stdin_path()}
     found: dict[Path, None] = {}

@@ -59,6 +59,7 @@ from hympi.launch.mpirun import (
     one_mpi_job,
     run_command,
     validate_with_app,
+    with_placeholders,
 )
 from hympi.launch.stop import stop_deferred, stop_signals
 from hympi.layout_options import LAUNCHER, RANKS, THREADS
@@ -857,7 +858,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     stdin = launch_stdin(program)
     watched = _watched_files(program, params)
     # Earlier runs' inputs stay inputs, but where a preparation may remake them for each layout.
-    inputs = InputWatch(named_files(program, params.app_args),
+    inputs = InputWatch(_named_inputs(program, params, items),
                         {} if program.prepare else latest_inputs(store.runs(_measuring(store, sweep)))) \
         if program is not None else None
     runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else
@@ -1013,6 +1014,16 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     left = len(restartable_items(store, sweep.id, params))
     store.set_sweep_status(sweep.id, "interrupted" if left or cancelled else "finished")
     return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto, restarted, left, cancelled)
+
+
+def _named_inputs(program: Program, params: SweepParams, items: Sequence[SweepItem]) -> list[Path]:
+    """The files the arguments of `items` name (hympi.inputs.named_files), each with its layout's figures in place of
+    {ranks} and {threads} (`-in in.{ranks}`: one input per rank count); {run} stays, each launch's own."""
+    found: dict[Path, None] = {}
+    for item in items:
+        args = with_placeholders((*params.app_args, *item.args), item.ranks, item.threads, None)
+        found.update(dict.fromkeys(named_files(program, args)))
+    return list(found)
 
 
 def _measured_by(sweep: Sweep) -> str:

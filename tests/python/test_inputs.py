@@ -189,3 +189,22 @@ def test_the_report_never_pools_runs_of_one_command_line_on_an_edited_input(tmp_
     assert len(named) == 2, report.stdout
     for line, digest in zip(named, digests, strict=True):
         assert f", reading {inp} (sha256 {digest[:12]})" in line, line
+
+
+def test_an_input_named_with_the_layouts_figures_is_each_layouts_own_and_watched(tmp_path: Path, monkeypatch):
+    """`-in in.{threads}`: one input per thread count, each watched; an edit of the 2-thread one during a launch
+    stops the sweep as any input's does."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) > count\n'
+                                      'if [ "$n" -eq 2 ]; then echo "# next" >> in.2; fi\necho "read $(cat "$2")"\n')
+    for threads in (1, 2):
+        (tmp_path / f"in.{threads}").write_text(f"{threads}\n")
+    digest = _sha(tmp_path / "in.2")
+    proc = hympi("sweep", "./solver", "--ranks", "1", "--threads", "1,2", "--repeat", "2", "--no-warmup",
+                 "--ignore-load", "--db", "r.db", "--", "-in", "in.{threads}")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (header,) = (line for line in proc.stdout.splitlines() if "checked between launches: " in line)
+    named = header.partition("checked between launches: ")[2].partition(" (")[0]
+    assert sorted(named.split(", ")) == [str(tmp_path / "in.1"), str(tmp_path / "in.2")], header
+    assert proc.stderr.splitlines()[-1].startswith(f"hympi: error: input {tmp_path / 'in.2'} has changed (its sha256 "
+                                                   f"is no longer {digest[:12]}...) during a launch"), proc.stderr
