@@ -6,11 +6,12 @@ the later runs measure another problem under the same arguments, pooled with the
 are inputs the first launches tell: a file that one of them changes (its preparation included), up to the first
 that ends ok (one that failed early may not have written its outputs yet), is the program's output (`-log
 log.lammps`, `-o out.txt` left by an earlier run) and is watched no longer; with a preparation (hympi.prepare),
-which may make a file the arguments name anew for each layout, so is a file any launch changes. After that, an
-input that changes between launches stops the sweep before the next one, and one that changes during a launch fails
-that run too (which of its contents the program read cannot be known). Each run's record keeps the digests of the
-inputs it read (metrics.inputs): resuming the sweep refuses an input changed since its last run, and its first
-launches cannot take those files for outputs.
+which may make a file the arguments name anew for each layout, so is a file any launch changes, and no digest
+recorded before holds the runs to come (earlier_inputs). After that, an input that changes between launches stops
+the sweep before the next one, and one that changes during a launch fails that run too (which of its contents the
+program read cannot be known). Each run's record keeps the digests of the inputs it read (metrics.inputs):
+resuming the sweep refuses an input changed since its last run, and its first launches cannot take those files for
+outputs.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ _UNSEEN: Signature = (0, 0, 0, 0, 0)
 
 class InputWatch:
     """The files of named_files a sweep watches as its program's inputs, each with its signature and digest as last
-    seen. `known`: the inputs earlier runs read (latest_inputs: the sweep's, or its tune's), compared with their
+    seen. `known`: the inputs earlier runs read (earlier_inputs: the sweep's, or its tune's), compared with their
     recorded digests at the first check and never turned into outputs by a launch."""
 
     def __init__(self, paths: Iterable[Path], known: Mapping[str, str] | None = None) -> None:
@@ -75,6 +76,7 @@ class InputWatch:
                 self._files[path] = (file_signature(path), file_digest(path))
             except OSError:  # unreadable now: nothing the program reads either, nothing to compare with
                 continue
+        self._named = bool(self._files)
 
     @property
     def paths(self) -> list[Path]:
@@ -126,15 +128,18 @@ class InputWatch:
         """The watched inputs' digests by path, as a run's record keeps them (INPUTS_KEY)."""
         return {str(path): digest for path, (_, digest) in self._files.items()}
 
+    def recorded(self, outcome: RunOutcome) -> RunOutcome:
+        """The outcome with the inputs its run read ({path: sha256}, digests) in its record's metrics (INPUTS_KEY),
+        when it has a record and its arguments named files: {} once they all proved outputs, so that the latest
+        record says what is an input now."""
+        if outcome.record is None or not self._named:
+            return outcome
+        metrics = outcome.record.get("metrics")
+        record = {**outcome.record,
+                  "metrics": {**(metrics if isinstance(metrics, dict) else {}), INPUTS_KEY: self.digests()}}
+        return replace(outcome, record=record)
 
-def with_inputs(outcome: RunOutcome, digests: dict[str, str]) -> RunOutcome:
-    """The outcome with the inputs its run read ({path: sha256}) in its record's metrics (INPUTS_KEY), when it has
-    a record and there are some."""
-    if outcome.record is None or not digests:
-        return outcome
-    metrics = outcome.record.get("metrics")
-    record = {**outcome.record, "metrics": {**(metrics if isinstance(metrics, dict) else {}), INPUTS_KEY: digests}}
-    return replace(outcome, record=record)
+
 
 
 def recorded_inputs(run: Run) -> dict[str, str] | None:
@@ -152,11 +157,18 @@ def latest_inputs(runs: Sequence[Run]) -> dict[str, str]:
     return next((inputs for run in reversed(runs) if (inputs := recorded_inputs(run)) is not None), {})
 
 
-def check_inputs_since(runs: Sequence[Run], what: str) -> None:
+def earlier_inputs(program: Program, runs: Sequence[Run]) -> dict[str, str]:
+    """The inputs that earlier `runs` of `program` read and the runs to come are held to (latest_inputs); none for a
+    program with a preparation, which may make a file its arguments name anew at any launch (a digest recorded
+    before it says nothing of an edit)."""
+    return {} if program.prepare else latest_inputs(runs)
+
+
+def check_inputs_since(program: Program, runs: Sequence[Run], what: str) -> None:
     """UsageError, before `what` ('sweep 3') is resumed, when an input its latest run that kept them read
-    (latest_inputs) is gone or has changed since: the runs left would measure another input under the same
+    (earlier_inputs) is gone or has changed since: the runs left would measure another input under the same
     arguments."""
-    for text, digest in latest_inputs(runs).items():
+    for text, digest in earlier_inputs(program, runs).items():
         path = Path(text)
         try:
             same = file_digest(path) == digest

@@ -41,7 +41,7 @@ from hympi.busy.accounting import Interference
 from hympi.busy.sampler import Sampler
 from hympi.console import HympiConsole
 from hympi.errors import HympiFatal, StoppedBySignal, UsageError
-from hympi.inputs import InputWatch, check_inputs_since, latest_inputs, named_files, with_inputs
+from hympi.inputs import InputWatch, check_inputs_since, earlier_inputs, named_files
 from hympi.iorecord import restart_step
 from hympi.jsontypes import JsonObject
 from hympi.launch import slurm, slurm_jobs
@@ -614,17 +614,24 @@ def open_sweep(store: Store, machine: MachineRecord, params: SweepParams, total:
         if sweep.app != params.app:
             raise UsageError(f"sweep {resume} is a sweep of {sweep.app}, not {params.app}")
         _refuse_if_owned(sweep)
-        check_inputs_since(store.runs([sweep.id]), f"sweep {sweep.id}")
+        _check_inputs(store, sweep)
         return sweep, True
     if resume:
         found = store.latest_unfinished(params.identity())
         if found is not None:
             _refuse_if_owned(found)
-            check_inputs_since(store.runs([found.id]), f"sweep {found.id}")
+            _check_inputs(store, found)
             if study_id is not None:
                 store.attach_sweep(found.id, study_id)
             return store.sweep(found.id), True
     return store.create_sweep(machine.id, params.app, params.as_dict(), total, study_id, params.identity()), False
+
+
+def _check_inputs(store: Store, sweep: Sweep) -> None:
+    """UsageError when an input a sweep of a program read has changed since its last run (inputs.check_inputs_since)."""
+    program = SweepParams.from_dict(sweep.params).program_spec()
+    if program is not None:
+        check_inputs_since(program, store.runs([sweep.id]), f"sweep {sweep.id}")
 
 
 def _refuse_if_owned(sweep: Sweep) -> None:
@@ -857,10 +864,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     program = params.program_spec()
     stdin = launch_stdin(program)
     watched = _watched_files(program, params)
-    # Earlier runs' inputs stay inputs, but where a preparation may remake them for each layout.
     inputs = InputWatch(_named_inputs(program, params, items),
-                        {} if program.prepare else latest_inputs(store.runs(_measuring(store, sweep)))) \
-        if program is not None else None
+                        earlier_inputs(program, store.runs(_measuring(store, sweep)))) if program is not None else None
     runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else
                         partial(run_command, cwd=params.workdir or None, stdin=stdin))
     done = store.done_keys(sweep.id)
@@ -937,7 +942,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     input_changed = None
                     if inputs is not None:
                         written, input_changed = inputs.settle(first=always_outputs or not outputs_told)
-                        outcome = with_inputs(outcome, inputs.digests()) if input_changed is None else \
+                        outcome = inputs.recorded(outcome) if input_changed is None else \
                             failed_run(outcome, f"input {input_changed} during the launch: which of its contents "
                                                 "the run read is unknown")
                     if restart:

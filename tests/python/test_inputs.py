@@ -3,14 +3,18 @@ of one does to the run and the sweep, and resuming a sweep whose input changed s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from pathlib import Path
 
+import pytest
+
 from conftest import hympi
-from hympi.inputs import InputWatch, named_files
+from hympi.errors import UsageError
+from hympi.inputs import InputWatch, check_inputs_since, earlier_inputs, named_files
 from hympi.program import Program
-from hympi.store import Store
+from hympi.store import Run, Store
 from userprograms import shell_program
 
 
@@ -121,7 +125,7 @@ def test_an_output_a_failed_first_launch_left_alone_is_told_apart_by_the_next(tm
     assert f"{tmp_path / 'out.txt'} changed during the launch: the program's output" in proc.stdout
     with Store.open(tmp_path / "r.db", create=False) as store:
         assert [r.status for r in store.runs()] == ["failed", "ok", "ok"]
-        assert all("inputs" not in r.record["metrics"] for r in store.runs()[1:])  # out.txt no input
+        assert [r.record["metrics"]["inputs"] for r in store.runs()[1:]] == [{}, {}]  # out.txt is no input
 
 
 def test_a_tune_compares_its_configurations_on_one_input(tmp_path: Path, monkeypatch):
@@ -208,3 +212,18 @@ def test_an_input_named_with_the_layouts_figures_is_each_layouts_own_and_watched
     assert sorted(named.split(", ")) == [str(tmp_path / "in.1"), str(tmp_path / "in.2")], header
     assert proc.stderr.splitlines()[-1].startswith(f"hympi: error: input {tmp_path / 'in.2'} has changed (its sha256 "
                                                    f"is no longer {digest[:12]}...) during a launch"), proc.stderr
+
+
+def test_a_digest_recorded_before_a_preparation_ran_again_holds_no_later_run_to_it(tmp_path: Path):
+    """A preparation may make a file the arguments name anew at any launch: a resumed sweep of such a program is not
+    refused for it, and its first launches may take it for an output."""
+    inp = tmp_path / "made.in"
+    inp.write_text("2\n")
+    run = Run(1, "p", 1, 1, "core", "compact", 1, ("-in", "made.in"), (), (), "ok", 0, 1.0,
+              record={"metrics": {"inputs": {str(inp): "0" * 64}}})
+    plain = Program(name="p", path="/x/p", sha256="0" * 64, workdir=str(tmp_path))
+    prepared = dataclasses.replace(plain, prepare="./make {ranks}")
+    assert earlier_inputs(plain, [run]) == {str(inp): "0" * 64} and earlier_inputs(prepared, [run]) == {}
+    check_inputs_since(prepared, [run], "sweep 1")
+    with pytest.raises(UsageError, match=r"made\.in, an input the program's arguments name, has changed since sweep 1"):
+        check_inputs_since(plain, [run], "sweep 1")

@@ -176,7 +176,9 @@ def open_tune(store: Store, machine: MachineRecord, params: TuneParams, space: S
             if found.status == "running" and owner_alive(found.owner_host, found.owner_pid, found.owner_start):
                 raise UsageError(f"tune {found.id} is still running (pid {found.owner_pid} on {found.owner_host}); "
                                  "wait for it or stop it first")
-            check_inputs_since(store.runs([s.id for s in store.tune_sweeps(found.id)]), f"tune {found.id}")
+            program = TuneParams.from_dict(found.params).program_spec()
+            if program is not None:
+                check_inputs_since(program, store.runs([s.id for s in store.tune_sweeps(found.id)]), f"tune {found.id}")
             return found, True
     return store.create_tune(machine.id, params.app, params.program, params.strategy,
                              space.as_stored(),
