@@ -51,6 +51,27 @@ def _wait_for(pid_file: Path, proc: subprocess.Popen[str]) -> int:
     return int(pid_file.read_text())
 
 
+def _stopped(args: list[str], cwd: Path, pid_file: Path, signum: int) -> tuple[int, str, str]:
+    """`hympi ARGS` in `cwd`, sent `signum` once the program it runs has written its child's pid into `pid_file`: its
+    exit code and output, after checking that the child did not outlive it (killed in any case)."""
+    proc = subprocess.Popen(forkcli.command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=cwd, start_new_session=True,
+                            preexec_fn=_signals_default)  # noqa: PLW1509 - signal calls only, no locks
+    child = None
+    try:
+        child = _wait_for(pid_file, proc)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=LIMIT_S)
+        assert _gone(child), "the program's child outlived hympi"
+        return proc.returncode, out, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        if child is not None and pid_alive(child):
+            psutil.Process(child).kill()
+
+
 def _gone(pid: int) -> bool:
     """Whether `pid` has ended (within LIMIT_S: a SIGTERM takes a moment to end a process)."""
     deadline = time.monotonic() + LIMIT_S
@@ -69,24 +90,10 @@ def test_a_stopped_hympi_leaves_no_process_of_its_program_running(tmp_path: Path
     program, pid_file = _hanging_program(tmp_path)
     args = (["profile", "--out", str(tmp_path / "p.json"), "--", "mpirun", "-np", "1", str(program)]
             if command == "profile" else [command, str(program)])
-    proc = subprocess.Popen(forkcli.command(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path, start_new_session=True,
-                            preexec_fn=_signals_default)  # noqa: PLW1509 - signal calls only, no locks
-    child = None
-    try:
-        child = _wait_for(pid_file, proc)
-        proc.send_signal(signum)
-        _, err = proc.communicate(timeout=LIMIT_S)
-        assert proc.returncode == 128 + signum, err
-        assert f"hympi: stopped by {signal.Signals(signum).name}" in err
-        assert _gone(child), "the program's child outlived hympi"
-        assert not (tmp_path / "p.json").exists()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        if child is not None and pid_alive(child):
-            psutil.Process(child).kill()
+    code, _, err = _stopped(args, tmp_path, pid_file, signum)
+    assert code == 128 + signum, err
+    assert f"hympi: stopped by {signal.Signals(signum).name}" in err
+    assert not (tmp_path / "p.json").exists()
 
 
 def test_a_signal_the_caller_ignores_stays_ignored():
@@ -127,23 +134,8 @@ def test_the_launch_a_stopped_sweep_killed_is_kept_as_a_cancelled_attempt_and_ru
                                       f'if [ "$n" -eq 1 ]; then sleep 1000 & echo $! > {pid_file}.part; '
                                       f'mv {pid_file}.part {pid_file}; wait; fi\necho done\n')
     sweep = ["sweep", "./solver", "--ranks", "1", "--repeat", "2", "--no-warmup", "--ignore-load", "--db", "r.db"]
-    proc = subprocess.Popen(forkcli.command(sweep), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path, start_new_session=True,
-                            preexec_fn=_signals_default)  # noqa: PLW1509 - signal calls only, no locks
-    child = None
-    try:
-        child = _wait_for(pid_file, proc)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=LIMIT_S)
-        assert proc.returncode == 143, out + err
-        assert "1x1 core #2                cancelled" in out, out
-        assert _gone(child), "the program's child outlived hympi"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        if child is not None and pid_alive(child):
-            psutil.Process(child).kill()
+    code, out, err = _stopped(sweep, tmp_path, pid_file, signal.SIGTERM)
+    assert code == 143 and "1x1 core #2                cancelled" in out, out + err
     with Store.open(tmp_path / "r.db", create=False) as store:
         assert [(r.repeat, r.status) for r in store.runs()] == [(1, "ok")]
         (attempt,) = store.attempts()
