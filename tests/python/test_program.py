@@ -983,6 +983,10 @@ def test_hympis_options_after_the_programs_arguments_are_said_to_be_the_programs
     assert code == 0 and record["ranks"] == 1
     proc = hympi("run", "./solver", "--", "--ranks=2", "-s", "--threads", "2", "--ranks", "3")
     assert proc.stderr.splitlines()[-2:] == [note.format("--ranks"), note.format("--threads")], proc.stderr
+    (tmp_path / "space.toml").write_text("[layout]\nranks = [1, 2]\ndefault = { ranks = 1 }\n")
+    proc = hympi("tune", "run", "./solver", "--space", "space.toml", "--db", str(tmp_path / "t.db"), "--repeat", "1",
+                 "--ignore-load", "--", "--strategy", "x")  # a subcommand's subcommand: tune run's own options
+    assert proc.stderr.splitlines()[-1] == note.format("--strategy"), proc.stderr
     proc = hympi("run", "./solver", "--", "--help", "--iterations")  # the program's own; not hympi run options
     assert "note:" not in proc.stderr and "args: --help --iterations" in proc.stdout, proc.stdout + proc.stderr
     assert_refused(["run", "./solver", "--ranks", "0", "--", "--threads", "2"], "--ranks", fake_launcher)

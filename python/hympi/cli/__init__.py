@@ -67,14 +67,14 @@ def command_module(name: str) -> Command:
     return module
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> Parser:
     """The top-level parser: every subcommand listed, and `command`'s own options registered (its module imported);
     the others take none, so a command line naming one of them gets that one's parser from a second call."""
     parser = Parser(prog="hympi", description="Hybrid MPI + OpenMP layouts, measured and explained.")
     parser.add_argument("--version", action="version", version=f"hympi {__version__}")
     parser.add_argument("--config", default=None, metavar="PATH", type=path_argument("--config"),
                         help="config file (default ./hympi.toml when present; HYMPI_CONFIG); the apps read it too")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub = parser.add_subcommands("command")
     for name, summary in COMMANDS.items():
         if name != command:
             sub.add_parser(name, help=summary, add_help=False)
@@ -176,7 +176,8 @@ def parse_command_line(argv: list[str]) -> argparse.Namespace:
         argv, app_args = argv[:split], argv[split + 1:]
     _refuse_dash_dash_values(argv)
     parser = build_parser(named_command(argv))
-    args, unknown = parser.parse_known_args(argv)
+    parsed: tuple[argparse.Namespace, list[str]] = parser.parse_known_args(argv)
+    args, unknown = parsed
     if unknown and not getattr(args, "forwards_unknown", False):
         raise UsageError(f"unrecognized arguments: {' '.join(unknown)}")
     # `hympi run bt-mz --class W`: options hympi does not know are the app's (the app validates them).
@@ -185,22 +186,15 @@ def parse_command_line(argv: list[str]) -> argparse.Namespace:
     if app_args and args.command not in TRAILERS:
         raise UsageError(f"hympi {args.command} takes no arguments after --, got '{' '.join(app_args)}'")
     subject = next((value for name in SUBJECTS if isinstance(value := getattr(args, name, None), str)), "")
-    own = _long_options(_chosen_parser(parser, args)) \
+    own = _long_options(parser.chosen(args)) \
         if TRAILERS.get(args.command) == APP_ARGS and program_named(subject) else set()
     args.own_options_after = list(dict.fromkeys(flag for arg in app_args if (flag := arg.partition("=")[0]) in own))
     return args
 
 
-def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
-    """The (sub)parser that parsed the command's own options: `hympi tune run`'s, not tune's."""
-    while subparsers := [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]:
-        parser = subparsers[0].choices[getattr(args, subparsers[0].dest)]
-    return parser
-
-
-def _long_options(parser: argparse.ArgumentParser) -> set[str]:
+def _long_options(parser: Parser) -> set[str]:
     """`parser`'s long options but --help, which an app or program has too (`hympi run rb3d -- --help`)."""
-    return {o for action in parser._actions for o in action.option_strings if o.startswith("--")} - {"--help"}
+    return parser.long_options - {"--help"}
 
 
 def _dispatch(argv: list[str] | None) -> int:

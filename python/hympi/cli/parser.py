@@ -34,14 +34,33 @@ class Parser(argparse.ArgumentParser):
     with the next option hympi adds."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Before argparse's own __init__, which adds --help through add_argument.
+        self.long_options: set[str] = set()  # every --option added, --help included
+        self.subcommands: Subparsers | None = None  # what add_subcommands returned, None before
         super().__init__(*args, **{"allow_abbrev": False, **kwargs})
         self.given: set[str] = set()  # the destinations StoreOnce set in the parse under way
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
-        """argparse's add_argument; an option (not a positional) that stores its value gets StoreOnce."""
+        """argparse's add_argument; an option (not a positional) that stores its value gets StoreOnce. Its long
+        options are noted (long_options)."""
         if args and str(args[0]).startswith("-") and kwargs.get("action", "store") == "store":
             kwargs["action"] = StoreOnce
-        return super().add_argument(*args, **kwargs)
+        action = super().add_argument(*args, **kwargs)
+        self.long_options.update(o for o in action.option_strings if o.startswith("--"))
+        return action
+
+    def add_subcommands(self, dest: str) -> Subparsers:
+        """argparse's add_subparsers, required, of Parsers, into `dest`; noted (subcommands), so that the parser a
+        command line chose can be found."""
+        self.subcommands = self.add_subparsers(dest=dest, required=True, parser_class=Parser)
+        return self.subcommands
+
+    def chosen(self, args: argparse.Namespace) -> Parser:
+        """The (sub)parser that parsed `args`' own options: `hympi tune run`'s, not tune's."""
+        parser = self
+        while parser.subcommands is not None:
+            parser = parser.subcommands.choices[getattr(args, parser.subcommands.dest)]
+        return parser
 
     def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
         """argparse's, counting the options given afresh."""
@@ -59,7 +78,8 @@ def show_trailer(parser: argparse.ArgumentParser, trailer: str) -> None:
     parser.usage = parser.format_usage().removeprefix("usage: ").rstrip() + " " + trailer
 
 
-# What `add_subparsers(parser_class=Parser)` returns; a string because argparse's class is generic only in typeshed.
+# What `add_subparsers(parser_class=Parser)` (Parser.add_subcommands) returns; a string because argparse's class is
+# generic only in typeshed.
 Subparsers: TypeAlias = "argparse._SubParsersAction[Parser]"
 
 

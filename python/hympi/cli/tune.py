@@ -21,7 +21,7 @@ from hympi.cli.common import (
     report_interrupt,
     subject_inputs,
 )
-from hympi.cli.parser import Parser, Subparsers, show_trailer
+from hympi.cli.parser import Subparsers, show_trailer
 from hympi.console import HympiConsole, add_plain_row
 from hympi.errors import HympiFatal, UsageError
 from hympi.launch import slurm
@@ -61,7 +61,7 @@ def add_parser(sub: Subparsers, name: str, summary: str) -> None:
     p = sub.add_parser(name, help=summary,
                        description="hympi tune params | run APP --space FILE | best: tune MPI control variables "
                                    "(from the installed library) together with ranks, threads and binding")
-    tune_sub = p.add_subparsers(dest="tune_command", required=True, parser_class=Parser)
+    tune_sub = p.add_subcommands("tune_command")
 
     params = tune_sub.add_parser("params", help="list the MPI library's control variables (MPI_T cvars)")
     params.add_argument("--grep", default=None, metavar="TEXT", help="only variables whose name or description "
