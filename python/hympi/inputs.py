@@ -63,12 +63,15 @@ _UNSEEN: Signature = (0, 0, 0, 0, 0)
 class InputWatch:
     """The files of named_files a sweep watches as its program's inputs, each with its signature and digest as last
     seen. `known`: the inputs earlier runs read (earlier_inputs: the sweep's, or its tune's), compared with their
-    recorded digests at the first check and never turned into outputs by a launch."""
+    recorded digests at the first check and never turned into outputs by a launch; nor are the `declared` ones (a
+    programs file's `inputs`, which the arguments need not name: HPC Challenge reads hpccinf.txt unnamed)."""
 
-    def __init__(self, paths: Iterable[Path], known: Mapping[str, str] | None = None) -> None:
+    def __init__(self, paths: Iterable[Path], known: Mapping[str, str] | None = None,
+                 declared: Iterable[Path] = ()) -> None:
         self._files: dict[Path, tuple[Signature, str]] = {}
-        self._known = {Path(text) for text in known or {}}
-        for path in paths:
+        declared = list(declared)
+        self._known = {Path(text) for text in known or {}} | set(declared)
+        for path in dict.fromkeys([*paths, *declared]):
             if str(path) in (known or {}):
                 self._files[path] = (_UNSEEN, (known or {})[str(path)])
                 continue

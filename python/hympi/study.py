@@ -4,7 +4,7 @@ experiment where the machine has several NUMA domains, the ping-pong hierarchy p
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from hympi.apps import AppSpec, get_app
 from hympi.busy.quiet import quiet_start
 from hympi.contract import contract
 from hympi.errors import HympiFatal, UsageError
+from hympi.filemark import resolve_in
 from hympi.launch import slurm
 from hympi.launch.mpirun import DEFAULT_MEMBIND, MEMORY_POLICIES
 from hympi.params import DEFAULT_DISTURBED_ABOVE, MIN_SEPARATE, from_record
@@ -243,9 +244,11 @@ class _Study:
             self.say(escape(resume_missed(self.store, params, sweep, by_id=False)))  # a study has no --resume ID
         return _OpenSweep(sweep=sweep, resumed=resumed, params=params, plan=the_plan)
 
-    def run(self, opened: _OpenSweep) -> SweepResult:
-        """Runs the whole plan of an opened sweep; notes how --repeat auto ended, if it did."""
-        result = run_sweep(self.store, opened.sweep, opened.params, opened.plan.items, self.console)
+    def run(self, opened: _OpenSweep, declared_inputs: Sequence[Path] = ()) -> SweepResult:
+        """Runs the whole plan of an opened sweep (a program's `declared_inputs` watched as its inputs); notes how
+        --repeat auto ended, if it did."""
+        result = run_sweep(self.store, opened.sweep, opened.params, opened.plan.items, self.console,
+                           declared_inputs=declared_inputs)
         if result.auto is not None:
             self.store.add_study_note(self.study_id, f"{opened.params.app}: {result.auto.text}")
             self.say(f"  {result.auto.text}")
@@ -336,7 +339,7 @@ def run_program_sweep(study: _Study, layouts: tuple[tuple[int, int], ...], entry
     study.say(f"[bold]{escape(opened.params.app)}[/bold] (your program: {escape(entry.program.summary())}): sweep "
               f"{opened.sweep.id}{' resumed' if opened.resumed else ''}, {len(opened.plan.items)} runs, args "
               f"{escape(' '.join(opened.params.app_args))}")
-    study.run(opened)
+    study.run(opened, [resolve_in(entry.program.workdir, name) for name in entry.inputs])
     return opened.sweep.id
 
 

@@ -847,7 +847,7 @@ def restartable_items(store: Store, sweep_id: int, params: SweepParams) -> list[
 def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[SweepItem, ...],
               console: Console | None = None,
               runner: Callable[[list[str], float], RunOutcome] | None = None,
-              reference: Sequence[Sample] = ()) -> SweepResult:
+              reference: Sequence[Sample] = (), declared_inputs: Sequence[Path] = ()) -> SweepResult:
     """Runs every item not yet recorded for `sweep`, storing each run in its own transaction; with params.auto,
     then adds rounds of the layouts still in the noise of the best (see still_open; the best may be one of the
     `reference` samples measured elsewhere) up to params.max_repeat.
@@ -857,6 +857,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     run that reaches its end (prints its result) removes its checkpoint. The sweep ends 'interrupted' while some run
     stopped with a checkpoint left, so the same command line (or --resume) continues it.
 
+    A program's input files, those its arguments name and the `declared_inputs` (a programs file's), are watched
+    between launches (hympi.inputs).
+
     A launch the batch system cancelled (status 'cancelled', slurm_jobs.step_runner) is stored as an attempt, not as
     the item's run: the item stays to be run, so the sweep ends 'interrupted' and --resume runs it again. So is the
     launch hympi's own stop killed (Ctrl-C, SIGTERM: the stop is raised on once it is stored)."""
@@ -864,8 +867,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     program = params.program_spec()
     stdin = launch_stdin(program)
     watched = _watched_files(program, params)
-    inputs = InputWatch(_named_inputs(program, params, items),
-                        earlier_inputs(program, store.runs(_measuring(store, sweep)))) if program is not None else None
+    inputs = InputWatch(_named_inputs(program, params, items), earlier_inputs(program, store.runs(_measuring(
+        store, sweep))), declared_inputs) if program is not None else None
     runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else
                         partial(run_command, cwd=params.workdir or None, stdin=stdin))
     done = store.done_keys(sweep.id)

@@ -227,3 +227,22 @@ def test_a_digest_recorded_before_a_preparation_ran_again_holds_no_later_run_to_
     check_inputs_since(prepared, [run], "sweep 1")
     with pytest.raises(UsageError, match=r"made\.in, an input the program's arguments name, has changed since sweep 1"):
         check_inputs_since(plain, [run], "sweep 1")
+
+
+def test_a_programs_files_declared_inputs_are_watched_though_no_argument_names_them(tmp_path: Path, monkeypatch):
+    """A programs file's `inputs` are files the program reads (HPC Challenge reads hpccinf.txt, named nowhere): the
+    study watches them too, and never takes them for outputs, even in its first launch."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'if mkdir edited 2>/dev/null; then echo "# next" >> in.txt; fi\n'
+                                      'echo "read $(head -n 1 in.txt)"\n')
+    inp = tmp_path / "in.txt"
+    inp.write_text("5\n")
+    digest = _sha(inp)
+    (tmp_path / "programs.toml").write_text('[[program]]\nname = "solver"\ncommand = ["./solver"]\n'
+                                            'inputs = ["in.txt"]\nverify = "read 5"\n')
+    proc = hympi("study", "--quick", "--programs", "programs.toml", "--db", "s.db", "--out", "rep", "--ignore-load",
+                 "--repeat", "1")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"checked between launches: {inp} (" in proc.stdout, proc.stdout
+    assert f"input {inp} has changed (its sha256 is no longer {digest[:12]}...) during a launch of sweep" in \
+        proc.stderr, proc.stderr
