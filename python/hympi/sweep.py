@@ -899,9 +899,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
             outputs_told = False
             always_outputs = program is not None and bool(program.prepare)
             if inputs is not None and inputs.paths and todo:
-                progress.console.print(f"inputs its arguments name, checked between launches: "
-                                       f"{', '.join(map(str, inputs.paths))} (one the launches up to the first ok "
-                                       "run change is taken for its output)", highlight=False, markup=False)
+                progress.console.print(f"input files, checked between launches: {', '.join(map(str, inputs.paths))}"
+                                       " (one the arguments name that the launches up to the first ok run change "
+                                       "is taken for an output)", highlight=False, markup=False)
 
             def run_items(batch: list[SweepItem]) -> None:
                 nonlocal ran, restarted, cancelled, outputs_told

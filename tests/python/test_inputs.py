@@ -87,8 +87,8 @@ def test_an_input_edited_during_a_sweep_fails_its_run_stops_the_sweep_and_refuse
              "size 5", "--db", str(tmp_path / "r.db"), "--", "-in", "in.txt", "-o", "out.txt"]
     proc = hympi(*sweep)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert (f"inputs its arguments name, checked between launches: {inp}, {tmp_path / 'out.txt'} (one the launches "
-            "up to the first ok run change is taken for its output)") in proc.stdout
+    assert (f"input files, checked between launches: {inp}, {tmp_path / 'out.txt'} (one the arguments name that the "
+            "launches up to the first ok run change is taken for an output)") in proc.stdout
     assert f"{tmp_path / 'out.txt'} changed during the launch: the program's output" in proc.stdout
     assert proc.stderr.splitlines()[-1] == (
         f"hympi: error: input {inp} has changed (its sha256 is no longer {digest[:12]}...) during a launch of sweep 1, "
