@@ -155,19 +155,24 @@ def recorded_inputs(run: Run) -> dict[str, str] | None:
     return {str(path): str(digest) for path, digest in inputs.items()}
 
 
-def latest_inputs(runs: Sequence[Run]) -> dict[str, str]:
-    """The inputs the latest of `runs` that kept them read (recorded_inputs), {} for none."""
-    return next((inputs for run in reversed(runs) if (inputs := recorded_inputs(run)) is not None), {})
+def latest_inputs(runs: Iterable[Run]) -> dict[str, str]:
+    """The inputs the latest of `runs` (oldest first) that kept them read (recorded_inputs), {} for none; `runs` are
+    read one at a time (store.iter_runs: a large sweep's records need not all be in memory)."""
+    latest: dict[str, str] = {}
+    for run in runs:
+        if (inputs := recorded_inputs(run)) is not None:
+            latest = inputs
+    return latest
 
 
-def earlier_inputs(program: Program, runs: Sequence[Run]) -> dict[str, str]:
+def earlier_inputs(program: Program, runs: Iterable[Run]) -> dict[str, str]:
     """The inputs that earlier `runs` of `program` read and the runs to come are held to (latest_inputs); none for a
     program with a preparation, which may make a file its arguments name anew at any launch (a digest recorded
     before it says nothing of an edit)."""
     return {} if program.prepare else latest_inputs(runs)
 
 
-def check_inputs_since(program: Program, runs: Sequence[Run], what: str) -> None:
+def check_inputs_since(program: Program, runs: Iterable[Run], what: str) -> None:
     """UsageError, before `what` ('sweep 3') is resumed, when an input its latest run that kept them read
     (earlier_inputs) is gone or has changed since: the runs left would measure another input under the same
     arguments."""

@@ -631,7 +631,7 @@ def _check_inputs(store: Store, sweep: Sweep) -> None:
     """UsageError when an input a sweep of a program read has changed since its last run (inputs.check_inputs_since)."""
     program = SweepParams.from_dict(sweep.params).program_spec()
     if program is not None:
-        check_inputs_since(program, store.runs([sweep.id]), f"sweep {sweep.id}")
+        check_inputs_since(program, store.iter_runs([sweep.id]), f"sweep {sweep.id}")
 
 
 def _refuse_if_owned(sweep: Sweep) -> None:
@@ -867,7 +867,7 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     program = params.program_spec()
     stdin = launch_stdin(program)
     watched = _watched_files(program, params)
-    inputs = InputWatch(_named_inputs(program, params, items), earlier_inputs(program, store.runs(_measuring(
+    inputs = InputWatch(_named_inputs(program, params, items), earlier_inputs(program, store.iter_runs(_measuring(
         store, sweep))), declared_inputs) if program is not None else None
     runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else
                         partial(run_command, cwd=params.workdir or None, stdin=stdin))

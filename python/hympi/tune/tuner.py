@@ -178,7 +178,8 @@ def open_tune(store: Store, machine: MachineRecord, params: TuneParams, space: S
                                  "wait for it or stop it first")
             program = TuneParams.from_dict(found.params).program_spec()
             if program is not None:
-                check_inputs_since(program, store.runs([s.id for s in store.tune_sweeps(found.id)]), f"tune {found.id}")
+                check_inputs_since(program, store.iter_runs([s.id for s in store.tune_sweeps(found.id)]),
+                                   f"tune {found.id}")
             return found, True
     return store.create_tune(machine.id, params.app, params.program, params.strategy,
                              space.as_stored(),
