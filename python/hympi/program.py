@@ -207,10 +207,25 @@ ENV = Param("env", "--env", "an environment variable every rank of a program get
 # Where the launches whose arguments name RUN_DIR_PLACEHOLDER get their own directories: in the program's working
 # directory, beside what its runs write there by relative paths. Kept after the run: they hold its outputs.
 RUN_DIRS = "hympi-runs"
+# Which launches keep their RUN_DIRS directory: every one (the default), or only those that did not end ok. A
+# preparation that copies a case into {run} leaves one copy a launch: a long tune of a large case fills the disk
+# with copies of what the ok runs left, while a failed run's files are what its user will want to read (ReFrame
+# keeps the stage directories of failed tests only, for the same reason).
+KEEP_ALL_RUN_DIRS = "all"
+KEEP_FAILED_RUN_DIRS = "failed"
+KEEP_RUN_DIRS = Param("keep_run_dirs", "--keep-run-dirs", "which launches keep their {run} directory: all (default) "
+                      "or failed (an ok run's is removed once it is judged; a failed, timed-out or stopped launch "
+                      "keeps its, with what the program wrote there)",
+                      choice((KEEP_ALL_RUN_DIRS, KEEP_FAILED_RUN_DIRS), "choice"), metavar="all|failed")
+
+
+def _named(param: Param, source: str) -> str:
+    """How a message names `param`: by its flag, or by its key when a programs file's entry (`source`) declared it."""
+    return f"'{param.name}'" if source else param.flag
 
 
 # The parameters every command that runs a program takes.
-PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY, OUTPUT_FILE, STDIN, ENV, PREPARE)
+PROGRAM = (METRIC, METRIC_UNIT, BETTER_WAY, VERIFY, OUTPUT_FILE, STDIN, ENV, PREPARE, KEEP_RUN_DIRS)
 
 
 @dataclass(frozen=True)
@@ -220,7 +235,8 @@ class Program:
     `workdir` ("" = hympi's) is where it runs (a programs file's directory, where its inputs are); `output_file`
     ("" = none), relative to it, is a file whose new text each run is judged on before its output; `stdin` ("" =
     none: /dev/null), relative to it too, the file each run reads as its standard input; `env` the variables
-    ('NAME=VALUE') every rank of it gets; `prepare` ("" = none) the command run before each launch (hympi.prepare)."""
+    ('NAME=VALUE') every rank of it gets; `prepare` ("" = none) the command run before each launch (hympi.prepare);
+    `keep_run_dirs` which launches keep their {run} directory (KEEP_RUN_DIRS)."""
 
     name: str
     path: str
@@ -234,6 +250,7 @@ class Program:
     stdin: str = ""
     env: tuple[str, ...] = ()
     prepare: str = ""
+    keep_run_dirs: str = KEEP_ALL_RUN_DIRS
 
     def check(self, source: str = "") -> None:
         """Checks the figure of merit's declarations together (UsageError): a unit or a direction needs --metric;
@@ -241,7 +258,7 @@ class Program:
         programs file and entry that declared them ('p.toml: program 'q''), named with their keys instead of the
         flags the user never typed."""
         def named(param: Param) -> str:
-            return f"'{param.name}'" if source else param.flag
+            return _named(param, source)
 
         at = f"{source}: " if source else ""
         if not self.metric and (self.metric_unit or self.better != "higher"):
@@ -303,10 +320,11 @@ class Program:
 
     def flags(self) -> list[str]:
         """The flags that declare this program again: its figure of merit, check, output file, standard input,
-        variables and preparation (PROGRAM's; a direction only with its metric), as `hympi run PATH` and `hympi sweep
-        PATH` take them."""
+        variables, preparation and the run directories kept (PROGRAM's; a direction only with its metric, the run
+        directories only when not all kept), as `hympi run PATH` and `hympi sweep PATH` take them."""
         return [part for param in PROGRAM if (value := getattr(self, param.name))
-                and (self.metric or param is not BETTER_WAY) for part in param.spell(value)]
+                and (self.metric or param is not BETTER_WAY)
+                and (param is not KEEP_RUN_DIRS or value != KEEP_ALL_RUN_DIRS) for part in param.spell(value)]
 
     def environment(self) -> tuple[tuple[str, str], ...]:
         """`env` as (name, value) pairs, as a launch sets them."""
@@ -336,11 +354,12 @@ class Program:
                              f"{exc.strerror or exc}") from None
         raise AssertionError("itertools.count ended")
 
-    def run_dir_namers(self, args: Sequence[str]) -> list[str]:
+    def run_dir_namers(self, args: Sequence[str], source: str = "") -> list[str]:
         """What names RUN_DIR_PLACEHOLDER for a launch with arguments `args`: 'the arguments', --output-file,
-        --prepare, in that order; [] for none."""
-        sources = (("the arguments", tuple(args)), (OUTPUT_FILE.flag, (self.output_file,)),
-                   (PREPARE.flag, (self.prepare,)))
+        --prepare, in that order (by their keys when a programs file's entry, `source`, declared them); [] for
+        none."""
+        sources = (("the arguments", tuple(args)), (_named(OUTPUT_FILE, source), (self.output_file,)),
+                   (_named(PREPARE, source), (self.prepare,)))
         return [what for what, texts in sources if any(RUN_DIR_PLACEHOLDER in text for text in texts)]
 
     def names_run_dir(self, args: Sequence[str]) -> bool:
@@ -354,6 +373,13 @@ class Program:
         names one (names_run_dir), else None."""
         return str(self.new_run_dir(ranks, threads)) if self.names_run_dir(args) else None
 
+    def after_launch(self, run_dir: str | None, ok: bool) -> None:
+        """Removes the directory `run_dir` of a launch that ended `ok` when the program keeps only failed launches'
+        (KEEP_RUN_DIRS). One it cannot remove stays, as every one would without the option: nothing is lost by
+        it."""
+        if run_dir is not None and ok and self.keep_run_dirs == KEEP_FAILED_RUN_DIRS:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
     def in_run_dir(self, run_dir: str | None) -> Program:
         """The program as one launch sees it: its output file in that launch's directory `run_dir`, when it names
         RUN_DIR_PLACEHOLDER."""
@@ -361,20 +387,26 @@ class Program:
             return self
         return dataclasses.replace(self, output_file=self.output_file.replace(RUN_DIR_PLACEHOLDER, run_dir))
 
-    def check_run_dirs(self, args: Sequence[str]) -> None:
+    def check_run_dirs(self, args: Sequence[str], source: str = "") -> None:
         """UsageError naming what names RUN_DIR_PLACEHOLDER (the arguments, the output file or the preparation) when
-        its directories cannot be made in the program's working directory (checked before anything is launched or
-        recorded)."""
-        namers = self.run_dir_namers(args)
+        its directories cannot be made in the program's working directory, or, when nothing names it, for a
+        KEEP_RUN_DIRS other than the default (checked before anything is launched or recorded); `source`: the
+        programs file's entry that declared them, named with their keys (as Program.check)."""
+        namers = self.run_dir_namers(args, source)
+        at = f"{source}: " if source else ""
         if not namers:
+            if self.keep_run_dirs != KEEP_ALL_RUN_DIRS:
+                raise UsageError(f"{at}{_named(KEEP_RUN_DIRS, source)} {self.keep_run_dirs}: neither the arguments, "
+                                 f"{_named(OUTPUT_FILE, source)} nor {_named(PREPARE, source)} name "
+                                 f"{RUN_DIR_PLACEHOLDER}, so no launch has a directory of its own")
             return
         named = namers[0]
         root = resolve_in(self.workdir, RUN_DIRS)
         if root.exists() and not root.is_dir():
-            raise UsageError(f"{RUN_DIR_PLACEHOLDER} in {named}: {root} is not a directory")
+            raise UsageError(f"{at}{RUN_DIR_PLACEHOLDER} in {named}: {root} is not a directory")
         where = root if root.is_dir() else root.parent
         if (why := write_problem(where)) is not None:
-            raise UsageError(f"{RUN_DIR_PLACEHOLDER} in {named}: no directory can be made in {where} ({why})")
+            raise UsageError(f"{at}{RUN_DIR_PLACEHOLDER} in {named}: no directory can be made in {where} ({why})")
 
     def stdin_path(self) -> Path | None:
         """The file every run reads as its standard input (relative to its working directory), None for none."""
@@ -635,6 +667,7 @@ def _entry(table: object, number: int, base: Path, origin: str) -> ProgramRun:
     if found is None:
         raise UsageError(f"{where}: program {command[0]} is not on PATH")
     program = program_of(found, texts, name=name, base=base, workdir=str(base), source=where)
+    program.check_run_dirs(command[1:], where)
     return ProgramRun(program, command[1:], inputs)
 
 
@@ -702,8 +735,9 @@ def probed_program_run(program: Program, launch: Callable[[Env, str | None], Run
     launch's own directory, made when `args`, its output file or its preparation name RUN_DIR_PLACEHOLDER, else
     None), after its preparation (prepare_launch, within `timeout`: one that fails is the run's failure, and nothing
     is launched), judged on its output and output file (hympi.program.judge; `shown`: that output went to the
-    terminal as it came) and on what the probe saw (hympi.probe.apply_probe); with the probed processes. The sweep
-    and `hympi run` / `affinity` both launch programs through it."""
+    terminal as it came) and on what the probe saw (hympi.probe.apply_probe); with the probed processes. The
+    launch's directory is then removed if the program keeps only failed launches' and it ended ok
+    (Program.after_launch). The sweep and `hympi run` / `affinity` both launch programs through it."""
     run_dir = program.launch_dir(args, ranks, threads)
     program = program.in_run_dir(run_dir)
     prepared, unprepared = prepare_launch(program, ranks, threads, run_dir, timeout)
@@ -712,8 +746,10 @@ def probed_program_run(program: Program, launch: Callable[[Env, str | None], Run
     mark = mark_file(program.output_path()) if program.output_file else None
     launched, processes = launch_probed(lambda env: launch(env, run_dir))
     written = text_written_since(mark) if mark is not None else None
-    judged = judge(program, launched, ranks, threads, args, written, shown, prepared)
-    return apply_probe(judged, processes, ranks, threads), processes
+    judged = apply_probe(judge(program, launched, ranks, threads, args, written, shown, prepared), processes, ranks,
+                         threads)
+    program.after_launch(run_dir, judged.status == "ok")
+    return judged, processes
 
 
 # A launcher's own notices on a failed run's stderr, framed by lines of dashes (Open MPI's help messages) or of equal

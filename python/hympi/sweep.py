@@ -80,6 +80,7 @@ from hympi.params import (
 )
 from hympi.paths import REPO_ROOT, program_named
 from hympi.program import (
+    KEEP_ALL_RUN_DIRS,
     LAST_LINES,
     LINE_JOINT,
     PROGRAM,
@@ -115,7 +116,8 @@ RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": F
 # Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
 SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args",
                     "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir",
-                    "output_file", "stdin", "stdin_sha256", "env", "prepare", "disturbed_above")
+                    "output_file", "stdin", "stdin_sha256", "env", "prepare", "keep_run_dirs",
+                    "disturbed_above")
 
 
 @dataclass(frozen=True)
@@ -134,8 +136,9 @@ class SweepParams:
     `output_file`, the file it writes its results into ("": none), `stdin`, the file each run reads as its standard
     input ("": /dev/null), with `stdin_sha256` its contents' digest (an edited input is another problem, as a rebuilt
     binary is another program: a new sweep, never resumed into the old one's runs), and `env`, the variables its
-    ranks get (one NAME=VALUE a line, as every program field is text), and `prepare`, the command run before each
-    launch ("": none; hympi.prepare);
+    ranks get (one NAME=VALUE a line, as every program field is text), `prepare`, the command run before each
+    launch ("": none; hympi.prepare), and `keep_run_dirs`, which launches keep their {run} directory
+    (hympi.program.KEEP_RUN_DIRS);
     the launcher binds it (it does not call hympi's binding).
     A run during which other processes used more than `disturbed_above` cores of its PUs is disturbed (hympi.busy):
     recorded, marked, never counted.
@@ -175,6 +178,7 @@ class SweepParams:
     stdin_sha256: str = ""
     env: str = ""
     prepare: str = ""
+    keep_run_dirs: str = KEEP_ALL_RUN_DIRS
     disturbed_above: float = DEFAULT_DISTURBED_ABOVE
 
     def program_spec(self) -> Program | None:
@@ -258,15 +262,16 @@ class SweepParams:
 
 def program_fields(program: Program) -> dict[str, str]:
     """The SweepParams fields that name `program`, for from_record with the rest of a sweep's parameters (the output
-    file, the environment and the preparation only when it has them: a tune of a program without keeps the identity
-    it had before the fields existed)."""
+    file, the environment, the preparation and the run directories kept only when it has them, or other than the
+    default: a tune of a program without keeps the identity it had before the fields existed)."""
     return {"app": program.name, "program": program.path, "program_sha256": program.sha256, "metric": program.metric,
             "metric_unit": program.metric_unit, "better": program.better if program.metric else "",
             "verify": program.verify, "workdir": program.workdir,
             **({"output_file": program.output_file} if program.output_file else {}),
             **({"stdin": program.stdin, "stdin_sha256": stdin_digest(program)} if program.stdin else {}),
             **({"env": "\n".join(program.env)} if program.env else {}),
-            **({"prepare": program.prepare} if program.prepare else {})}
+            **({"prepare": program.prepare} if program.prepare else {}),
+            **({"keep_run_dirs": program.keep_run_dirs} if program.keep_run_dirs != KEEP_ALL_RUN_DIRS else {})}
 
 
 def stdin_digest(program: Program) -> str:
@@ -291,7 +296,8 @@ def program_from_fields(fields: Mapping[str, object]) -> Program | None:
     return Program(name=text("app"), path=text("program"), sha256=text("program_sha256"), metric=text("metric"),
                    metric_unit=text("metric_unit"), better=text("better") or "higher", verify=text("verify"),
                    workdir=text("workdir"), output_file=text("output_file"), stdin=text("stdin"),
-                   env=tuple(text("env").splitlines()), prepare=text("prepare"))
+                   env=tuple(text("env").splitlines()), prepare=text("prepare"),
+                   keep_run_dirs=text("keep_run_dirs") or KEEP_ALL_RUN_DIRS)
 
 
 def program_subject(subject: str, values: Mapping[str, object]) -> dict[str, str]:

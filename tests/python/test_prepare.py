@@ -202,6 +202,12 @@ def test_a_run_directory_the_preparation_names_is_checked_before_anything_runs(c
     (case / "hympi-runs").write_text("")
     assert_refused(["sweep", "./solver", "--ranks", "1", "--db", "r.db", "--prepare", "./decompose {ranks} 1 {run}"],
                    f"{{run}} in --prepare: {case / 'hympi-runs'} is not a directory", fake_launcher)
+    # A programs file's entry is named with its key, not by a flag nobody typed.
+    (case / "programs.toml").write_text('[[program]]\nname = "p"\ncommand = ["./solver"]\n'
+                                        'prepare = "./decompose {ranks} 1 {run}"\n')
+    assert_refused(["study", "--quick", "--programs", "programs.toml", "--db", "r.db"],
+                   f"programs.toml: program 'p': {{run}} in 'prepare': {case / 'hympi-runs'} is not a directory",
+                   fake_launcher)
     assert not (case / "r.db").exists() and not (case / "prepared").exists()
 
 

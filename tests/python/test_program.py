@@ -272,6 +272,10 @@ def test_a_programs_file_names_each_program_its_arguments_and_where_it_runs(tmp_
     (lambda t: t.replace("metric = 'rate ([0-9.]+)'", "metric = 'rate'"),
      "program 'first': 'metric' 'rate' has no group"),
     (lambda t: t.replace('verify = "OK"', "verify = 3"), "'verify' must be a string"),
+    (lambda t: t.replace('verify = "OK"', 'verify = "OK"\nkeep_run_dirs = "some"'),
+     "p.toml: program 'first': 'keep_run_dirs': unknown choice 'some'"),
+    (lambda t: t.replace('verify = "OK"', 'verify = "OK"\nkeep_run_dirs = "failed"'),
+     "p.toml: program 'first': 'keep_run_dirs' failed: neither the arguments, 'output_file' nor 'prepare' name {run}"),
     (lambda t: t.replace('verify = "OK"', 'verfy = "OK"'), "unknown key 'verfy'"),
     (lambda t: t.replace('GREETING = "hello world"', 'OMP_PLACES = "cores"'),
      "program 'first': 'env' OMP_PLACES: hympi sets it for every launch"),
@@ -944,6 +948,52 @@ def test_each_launch_gets_a_new_directory_of_its_own(tmp_path: Path, monkeypatch
         assert_refused([*command, "--", "-o", "{run}/out"], "{run} in the arguments: "
                        f"{tmp_path / 'elsewhere' / 'hympi-runs'} is not a directory", fake_launcher)
     assert not (tmp_path / "elsewhere" / "e.db").exists()
+
+
+def test_only_the_failed_launches_keep_their_directories_when_asked(tmp_path: Path, monkeypatch, fake_launcher):
+    """A preparation that copies a case into `{run}` left one copy a launch, ok or not: `--keep-run-dirs failed`
+    removes an ok run's directory once it is judged (after its output file was read) and keeps the failed ones',
+    with what the program wrote there; the sweeps and tunes of a program given it are other sweeps and tunes
+    (their identity holds it), and `tune best --format flags` gives it again. Without a `{run}` it is refused."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'mkdir "$1" && echo "step time 1.$OMP_NUM_THREADS" > "$1/log"\n'
+                                      '[ "$OMP_NUM_THREADS" = 2 ] && { echo "diverged" >&2; exit 3; }\nexit 0\n')
+    db = tmp_path / "r.db"
+    proc = hympi("sweep", "./solver", "--ranks", "1", "--threads", "1,2", "--repeat", "2", "--ignore-load",
+                 "--output-file", "{run}/out/log", "--metric", r"step time ([0-9.]+)", "--metric-unit", "s",
+                 "--keep-run-dirs", "failed", "--db", str(db), "--", "{run}/out")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        runs = store.runs()
+        (sweep,) = store.sweeps()
+    assert sorted(r.status for r in runs) == ["failed"] * 3 + ["ok"] * 3, [r.stderr_tail for r in runs]  # warm-ups
+    assert sweep.params["keep_run_dirs"] == "failed"
+    kept = sorted((tmp_path / "hympi-runs").iterdir())
+    assert sorted(str(path / "out") for path in kept) == sorted(r.command[-1] for r in runs if r.status == "failed")
+    assert [(path / "out" / "log").read_text() for path in kept] == ["step time 1.2\n"] * 3
+    assert {r.record["metrics"]["merit"]["value"] for r in runs if r.record is not None} == {1.1}
+    # The same command line without it is another sweep, not a resumption of this one.
+    proc = hympi("sweep", "./solver", "--ranks", "1", "--threads", "1", "--repeat", "1", "--no-warmup",
+                 "--ignore-load", "--db", str(db), "--", "{run}/out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        assert len(store.sweeps()) == 2 and "keep_run_dirs" not in store.sweeps()[1].params
+    assert len(list((tmp_path / "hympi-runs").iterdir())) == 4
+    (tmp_path / "space.toml").write_text("[layout]\nthreads = [1]\nbind = [\"core\", \"none\"]\n"
+                                         "default = { threads = 1, bind = \"core\" }\n")
+    proc = hympi("tune", "run", "./solver", "--space", "space.toml", "--repeat", "1", "--ignore-load",
+                 "--keep-run-dirs", "failed", "--db", "t.db", "--", "{run}/out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(list((tmp_path / "hympi-runs").iterdir())) == 4  # 2 configurations, 4 ok launches, none kept
+    proc = hympi("tune", "best", "--db", "t.db", "--format", "flags")
+    assert proc.returncode == 0 and "--keep-run-dirs failed" in proc.stdout, proc.stdout + proc.stderr
+    for command in (["run", "./solver"], ["sweep", "./solver", "--ranks", "1", "--db", "e.db"]):
+        assert_refused([*command, "--keep-run-dirs", "failed", "--", "out"], "--keep-run-dirs failed: neither the "
+                       "arguments, --output-file nor --prepare name {run}, so no launch has a directory of its own",
+                       fake_launcher)
+        assert_refused([*command, "--keep-run-dirs", "some", "--", "{run}"], "--keep-run-dirs: unknown choice "
+                       "'some'", fake_launcher)
+    assert not (tmp_path / "e.db").exists()
 
 
 def test_an_output_file_in_the_launchs_own_directory_is_each_runs_own(tmp_path: Path, monkeypatch):

@@ -482,6 +482,13 @@ def test_a_program_whose_arguments_name_its_run_directory_is_profiled_with_one_p
     assert record.program == "solver {run} --iterations 20" and record.features["checked_threads"] == 2.0
     made = sorted(path.name.rsplit("-", 1)[0] for path in (tmp_path / RUN_DIRS).iterdir())
     assert made == ["solver-1x2", "solver-2x1"], made  # the thread check's and the profiled run's
+    # Keeping only the failed launches' directories, both ok launches' are removed once they have ended.
+    launches = profile_launches(program.path, ("{run}", "--iterations", "20"), space, summary,
+                                replace(program, keep_run_dirs="failed"))
+    with Store.open(tmp_path / "p.db") as store:
+        profile_program(store, record_machine(store, summary, launcher_path()), summary, launches, program.name,
+                        timeout=120, disturbed_above=DISTURBED_ABOVE, reuse=False)
+    assert len(list((tmp_path / RUN_DIRS).iterdir())) == 2
     # A failed profile says what the program said, not Open MPI's notice that a rank exited non-zero.
     launches = profile_launches(program.path, ("nowhere", "--iterations", "20"), space, summary, program)
     with Store.open(tmp_path / "p.db") as store, pytest.raises(HympiError) as failed:

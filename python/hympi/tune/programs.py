@@ -98,6 +98,12 @@ class ProfileLaunches:
             raise HympiError(f"{self.program.name} at {launch.ranks}x{launch.threads}: {unprepared}")
         return dataclasses.replace(launch, run_dir=run_dir)
 
+    def ended(self, launched: LaunchSpec, ok: bool) -> None:
+        """After `launched` (as `launched()` made it) ended, `ok` or not: its directory removed when the program keeps
+        only failed launches' (hympi.program.Program.after_launch)."""
+        if self.program is not None:
+            self.program.after_launch(launched.run_dir, ok)
+
 
 def profile_launches(app: str, app_args: Sequence[str], space: SearchSpace, summary: MachineSummary,
                      program: Program | None = None) -> ProfileLaunches:
@@ -167,11 +173,13 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
     with tempfile.TemporaryDirectory(prefix="hympi-tune-profile-") as tmp:
         kept: tuple[RunOutcome, Profile, Interference] | None = None
         for attempt in range(PROFILE_TRIES):
-            plan = plan_profile(build_command(launches.launched(launch, timeout)),
-                                Path(tmp) / f"profile-{attempt}.json")
+            launched = launches.launched(launch, timeout)
+            plan = plan_profile(build_command(launched), Path(tmp) / f"profile-{attempt}.json")
             with Sampler() as sampler:
                 outcome, profile = run_profile(plan, timeout, launches.stdin, cwd=launches.workdir or None)
-            if not _ran(launch, outcome) or profile is None:
+            ran = _ran(launch, outcome) and profile is not None
+            launches.ended(launched, ran)
+            if not ran or profile is None:
                 raise _failure(program, "profiling", outcome, "no profile written" if profile is None else "")
             busy = sampler.interference(None)
             if kept is None or busy.outside_cores < kept[2].outside_cores:
@@ -183,9 +191,10 @@ def profile_program(store: Store, machine: MachineRecord, summary: MachineSummar
         raw = json.loads(profile.path.read_text())
     nodes = outcome.record.get("nodes") if outcome.record else None
     static = StaticFeatures(launch.ranks, launch.threads, int(nodes) if isinstance(nodes, int) else 1, summary)
-    check = launches.thread_check
+    checked = launches.thread_check and launches.launched(launches.thread_check, timeout)
     features = {**program_features(profile, static),
-                **checked_threads(program, check and launches.launched(check, timeout), timeout, launches.stdin,
-                                  launches.workdir),
+                **checked_threads(program, checked, timeout, launches.stdin, launches.workdir),
                 BUSY_PROFILE_NAME: busy.outside_cores}
+    if checked is not None:  # checked_threads raised for a failed one: its directory is kept
+        launches.ended(checked, True)
     return store.add_profile(machine.id, program, app, launch.ranks, launch.threads, features, raw)
