@@ -873,8 +873,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
     program = params.program_spec()
     stdin = launch_stdin(program)
     watched = _watched_files(program, params)
-    inputs = InputWatch(_named_inputs(program, params, items), earlier_inputs(program, store.iter_runs(_measuring(
-        store, sweep))), declared_inputs) if program is not None else None
+    earlier = earlier_inputs(program, store.iter_runs(_measuring(store, sweep))) if program is not None else {}
+    inputs = InputWatch(_named_inputs(program, params, items), earlier, declared_inputs) \
+        if program is not None else None
     runner = runner or (partial(slurm_jobs.step_runner, stdin=stdin) if params.launcher == "slurm" else
                         partial(run_command, cwd=params.workdir or None, stdin=stdin))
     done = store.done_keys(sweep.id)
@@ -904,7 +905,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
             # a file the arguments name anew for each layout (`-in made.in`).
             outputs_told = False
             always_outputs = program is not None and bool(program.prepare)
-            if inputs is not None and inputs.paths and todo:
+            # Said by a sweep, and by a tune until one of its configurations has read the inputs (`earlier`), not
+            # again by every configuration after it.
+            if inputs is not None and inputs.paths and todo and (sweep.tune_id is None or not earlier):
                 progress.console.print(f"input files, checked between launches: {', '.join(map(str, inputs.paths))}"
                                        " (one the arguments name that the launches up to the first ok run change "
                                        "is taken for an output)", highlight=False, markup=False)

@@ -143,6 +143,8 @@ def test_a_tune_compares_its_configurations_on_one_input(tmp_path: Path, monkeyp
             "--verify", "size 5"]
     proc = hympi(*tune, "--", "-in", "in.txt")  # the third launch (the second configuration's first) edits it
     assert proc.returncode == 1, proc.stdout + proc.stderr
+    # Said by the first configuration only: the second is held to the input the first read.
+    assert proc.stdout.count(f"input files, checked between launches: {inp} (one the arguments name") == 1, proc.stdout
     assert proc.stderr.splitlines()[-1].startswith(
         f"hympi: error: input {inp} has changed (its sha256 is no longer {digest[:12]}...) during a launch of sweep 2 "
         "of tune 1"), proc.stderr
