@@ -730,26 +730,27 @@ def prepare_launch(program: Program, ranks: int, threads: int, run_dir: str | No
 
 def probed_program_run(program: Program, launch: Callable[[Env, str | None], RunOutcome], ranks: int, threads: int,
                        args: tuple[str, ...], timeout: float | None,
-                       shown: bool = False) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
+                       shown: bool = False) -> tuple[RunOutcome, tuple[ProbeProcess, ...], str | None]:
     """One launch of a program of the user's own (`launch` given the probe's environment for its ranks and the
     launch's own directory, made when `args`, its output file or its preparation name RUN_DIR_PLACEHOLDER, else
     None), after its preparation (prepare_launch, within `timeout`: one that fails is the run's failure, and nothing
     is launched), judged on its output and output file (hympi.program.judge; `shown`: that output went to the
     terminal as it came) and on what the probe saw (hympi.probe.apply_probe); with the probed processes. The
     launch's directory is then removed if the program keeps only failed launches' and it ended ok
-    (Program.after_launch). The sweep and `hympi run` / `affinity` both launch programs through it."""
+    (Program.after_launch). The sweep and `hympi run` / `affinity` both launch programs through it. Returns the
+    judged outcome, the probed processes and the launch's directory (None: none made)."""
     run_dir = program.launch_dir(args, ranks, threads)
     program = program.in_run_dir(run_dir)
     prepared, unprepared = prepare_launch(program, ranks, threads, run_dir, timeout)
     if prepared is not None and unprepared is not None:
-        return failed_run(prepared, unprepared), ()
+        return failed_run(prepared, unprepared), (), run_dir
     mark = mark_file(program.output_path()) if program.output_file else None
     launched, processes = launch_probed(lambda env: launch(env, run_dir))
     written = text_written_since(mark) if mark is not None else None
     judged = apply_probe(judge(program, launched, ranks, threads, args, written, shown, prepared), processes, ranks,
                          threads)
     program.after_launch(run_dir, judged.status == "ok")
-    return judged, processes
+    return judged, processes, run_dir
 
 
 # A launcher's own notices on a failed run's stderr, framed by lines of dashes (Open MPI's help messages) or of equal

@@ -694,12 +694,12 @@ def _outcome_run(sweep_id: int, params: SweepParams, item: SweepItem, outcome: R
 
 
 def run_program(params: SweepParams, program: Program, item: SweepItem,
-                runner: Callable[[list[str], float], RunOutcome]) -> RunOutcome:
-    """One launch of a sweep item of a program (probed_program_run)."""
-    outcome, _ = probed_program_run(
+                runner: Callable[[list[str], float], RunOutcome]) -> tuple[RunOutcome, str | None]:
+    """One launch of a sweep item of a program (probed_program_run), with its directory (None: none made)."""
+    outcome, _, run_dir = probed_program_run(
         program, lambda env, run_dir: runner(command_for(params, item, env=env, run_dir=run_dir), params.timeout),
         item.ranks, item.threads, (*params.app_args, *item.args), params.timeout)
-    return outcome
+    return outcome, run_dir
 
 
 # A progress line shows this much of a failed run's last line of stderr; the whole of it is recorded (hympi export,
@@ -932,10 +932,11 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     # Slurm's steps are its daemons' children, not this process's: other work cannot be told apart.
                     sampler = Sampler() if params.launcher != "slurm" else None
                     began = time.monotonic()
+                    run_dir = None
                     try:
                         with sampler or nullcontext():
                             if program is not None:  # judged on its output and on what the probe saw
-                                outcome = run_program(params, program, item, runner)
+                                outcome, run_dir = run_program(params, program, item, runner)
                             else:
                                 outcome = runner(command_for(params, item, restart), params.timeout)
                     except KeyboardInterrupt as stop:  # StoppedBySignal too: the launch was killed, not measured
@@ -972,6 +973,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     restarted += restart
                     statuses[run.status] = statuses.get(run.status, 0) + 1
                     progress.console.print(progress_line(item, run, said), highlight=False)
+                    if run_dir is not None and run.status != "ok" and Path(run_dir).is_dir():  # kept, to be read
+                        progress.console.print(f"  its directory: {run_dir}", highlight=False, markup=False)
                     said.update(probe_findings(run))
                     outputs_told = outputs_told or run.status == "ok"
                     for path in written:

@@ -953,8 +953,9 @@ def test_each_launch_gets_a_new_directory_of_its_own(tmp_path: Path, monkeypatch
 def test_only_the_failed_launches_keep_their_directories_when_asked(tmp_path: Path, monkeypatch, fake_launcher):
     """A preparation that copies a case into `{run}` left one copy a launch, ok or not: `--keep-run-dirs failed`
     removes an ok run's directory once it is judged (after its output file was read) and keeps the failed ones',
-    with what the program wrote there; the sweeps and tunes of a program given it are other sweeps and tunes
-    (their identity holds it), and `tune best --format flags` gives it again. Without a `{run}` it is refused."""
+    with what the program wrote there, each named on the line after its run's; the sweeps and tunes of a program
+    given it are other sweeps and tunes (their identity holds it), and `tune best --format flags` gives it again.
+    Without a `{run}` it is refused."""
     monkeypatch.chdir(tmp_path)
     shell_program(tmp_path, "solver", 'mkdir "$1" && echo "step time 1.$OMP_NUM_THREADS" > "$1/log"\n'
                                       '[ "$OMP_NUM_THREADS" = 2 ] && { echo "diverged" >&2; exit 3; }\nexit 0\n')
@@ -970,6 +971,7 @@ def test_only_the_failed_launches_keep_their_directories_when_asked(tmp_path: Pa
     assert sweep.params["keep_run_dirs"] == "failed"
     kept = sorted((tmp_path / "hympi-runs").iterdir())
     assert sorted(str(path / "out") for path in kept) == sorted(r.command[-1] for r in runs if r.status == "failed")
+    assert sorted(re.findall(r"(?m)^  its directory: (\S+)$", proc.stdout)) == [str(path) for path in kept]
     assert [(path / "out" / "log").read_text() for path in kept] == ["step time 1.2\n"] * 3
     assert {r.record["metrics"]["merit"]["value"] for r in runs if r.record is not None} == {1.1}
     # The same command line without it is another sweep, not a resumption of this one.

@@ -91,11 +91,12 @@ def run_program_probed(program: Program, launch: Launch, app_args: list[str],
     without --stdin it reads hympi's own standard input, as under plain mpirun (`hympi run lmp < in.melt`)."""
     spec = launch.spec
     program.check_run_dirs(app_args)
-    return probed_program_run(program, lambda env, run_dir: run_command(
+    outcome, processes, _ = probed_program_run(program, lambda env, run_dir: run_command(
         launch_command(dataclasses.replace(spec, env=(*spec.env, *program.environment(), *env), run_dir=run_dir),
                        launch.launcher),
         launch.timeout, echo=echo, stdin=program.stdin_path(), echo_err=echo_err), spec.ranks, spec.threads,
         tuple(app_args), launch.timeout, shown=echo_err is not None)
+    return outcome, processes
 
 
 def write_through(data: bytes, stream: TextIO | None = None) -> None:
