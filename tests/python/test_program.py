@@ -916,7 +916,8 @@ def test_a_programs_arguments_name_the_layouts_threads_and_ranks(tmp_path: Path,
 def test_each_launch_gets_a_new_directory_of_its_own(tmp_path: Path, monkeypatch, fake_launcher):
     """Ray refuses an output directory that exists (and exits 0): with one fixed `-o`, every launch after the first
     of a sweep was a refusal. `{run}` is a new, empty directory of each launch's own, made before it and kept; the
-    arguments as typed stay the runs' problem, the command recorded names the directory; a printed plan makes none."""
+    arguments as typed stay the runs' problem, the command recorded names the directory (`hympi run` says it on
+    stderr); a printed plan makes none."""
     monkeypatch.chdir(tmp_path)
     shell_program(tmp_path, "assembler", 'mkdir "$2" || exit 3\necho "$OMP_NUM_THREADS" > "$2/contigs"\n'
                                          'echo "Rank 0 wrote $2/contigs"\n')
@@ -937,9 +938,10 @@ def test_each_launch_gets_a_new_directory_of_its_own(tmp_path: Path, monkeypatch
     written = {str(path / "out"): (path / "out" / "contigs").read_text().strip() for path in made}
     for run in runs:
         assert run.command[-2] == "-o" and written[run.command[-1]] == str(run.threads)
-    code, record = hympi_json("run", "./assembler", "--verify", "wrote", "--json", "--", "-o", "{run}/out")
-    assert code == 0 and record["verified"], record
-    assert len(list((tmp_path / "hympi-runs").iterdir())) == 7
+    proc = hympi("run", "./assembler", "--verify", "wrote", "--json", "--", "-o", "{run}/out")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["verified"], proc.stdout + proc.stderr
+    (made_now,) = set((tmp_path / "hympi-runs").iterdir()) - set(made)
+    assert proc.stderr.splitlines() == [f"hympi: the run's directory: {made_now}"], proc.stderr  # stdout: JSON alone
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")
     (tmp_path / "elsewhere" / "hympi-runs").write_text("")

@@ -60,7 +60,7 @@ def check_program(args: argparse.Namespace) -> int:
     program = program_of(args.program, resolve(args, PROGRAM_LAUNCH))
     launch = launch_of(args, "affinity", program.path, args.app_args, program=True)
     spec = launch.spec
-    outcome, processes = run_program_probed(program, launch, args.app_args)
+    outcome, processes, _ = run_program_probed(program, launch, args.app_args)
     table = Table(title=escape(f"{program.name}: where each thread was bound and ran (probe)"))
     for column in ("host", "rank", "thread", "bound", "ran on PUs"):
         table.add_column(column)

@@ -85,18 +85,19 @@ def launch_of(args: argparse.Namespace, command: str, app_binary: str, app_args:
 
 def run_program_probed(program: Program, launch: Launch, app_args: list[str],
                        echo: Callable[[bytes], None] | None = None,
-                       echo_err: Callable[[bytes], None] | None = None) -> tuple[RunOutcome, tuple[ProbeProcess, ...]]:
+                       echo_err: Callable[[bytes], None] | None = None
+                       ) -> tuple[RunOutcome, tuple[ProbeProcess, ...], str | None]:
     """Launches a program of the user's own with the probe preloaded and judges its output with what the probe saw
-    (hympi.probe); returns the judged outcome and the probed processes. `echo`, `echo_err`: run_command's. One run:
+    (hympi.probe); returns the judged outcome, the probed processes and the launch's directory ({run}; None: none
+    made). `echo`, `echo_err`: run_command's. One run:
     without --stdin it reads hympi's own standard input, as under plain mpirun (`hympi run lmp < in.melt`)."""
     spec = launch.spec
     program.check_run_dirs(app_args)
-    outcome, processes, _ = probed_program_run(program, lambda env, run_dir: run_command(
+    return probed_program_run(program, lambda env, run_dir: run_command(
         launch_command(dataclasses.replace(spec, env=(*spec.env, *program.environment(), *env), run_dir=run_dir),
                        launch.launcher),
         launch.timeout, echo=echo, stdin=program.stdin_path(), echo_err=echo_err), spec.ranks, spec.threads,
         tuple(app_args), launch.timeout, shown=echo_err is not None)
-    return outcome, processes
 
 
 def write_through(data: bytes, stream: TextIO | None = None) -> None:

@@ -7,6 +7,8 @@ import dataclasses
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
 
 from rich.markup import escape
 from rich.table import Table
@@ -145,7 +147,11 @@ def live_echo(as_json: bool) -> Callable[[bytes], None] | None:
     return None if as_json else echo_output
 
 
-def watched(launch: Launch, run: Callable[[], RunOutcome]) -> tuple[RunOutcome, Interference | None]:
+# What a watched launch returns: its outcome, or a program's outcome with what else its launch made.
+Ran = TypeVar("Ran")
+
+
+def watched(launch: Launch, run: Callable[[], Ran]) -> tuple[Ran, Interference | None]:
     """run()'s outcome, and the other work on the PUs the layout binds while it ran (hympi.busy), as a sweep's runs
     are watched; None under Slurm (its steps are its daemons' children, not hympi's)."""
     if launch.launcher == "slurm":
@@ -188,9 +194,11 @@ def run_program(args: argparse.Namespace) -> int:
     launch = launch_of(args, "run", program.path, args.app_args, program=True)
     launch = dataclasses.replace(launch, spec=dataclasses.replace(launch.spec, mpi_params=mpi_params))
     spec = launch.spec
-    outcome, busy = watched(launch, lambda: run_program_probed(program, launch, args.app_args,
-                                                                live_echo(args.json), write_through_err)[0])
+    (outcome, _, run_dir), busy = watched(launch, lambda: run_program_probed(program, launch, args.app_args,
+                                                                           live_echo(args.json), write_through_err))
     warn_if_disturbed(busy, limit)
+    if run_dir is not None and Path(run_dir).is_dir():  # made for this run ({run}), and kept
+        print(f"hympi: the run's directory: {run_dir}", file=sys.stderr)
     if args.json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     else:
