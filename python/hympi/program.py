@@ -408,6 +408,14 @@ class Program:
         if (why := write_problem(where)) is not None:
             raise UsageError(f"{at}{RUN_DIR_PLACEHOLDER} in {named}: no directory can be made in {where} ({why})")
 
+    def prepare_path(self) -> Path | None:
+        """The file of the preparation's program when a path names it (`./decompose {ranks}`), None for none or a
+        name on PATH (`decomposePar`, `sh -c '...'`: the system's, not the user's to edit)."""
+        if not self.prepare:
+            return None
+        name = prepare_words(PREPARE.flag, self.prepare)[0]
+        return resolve_in(self.workdir, name) if program_named(name) else None
+
     def stdin_path(self) -> Path | None:
         """The file every run reads as its standard input (relative to its working directory), None for none."""
         return resolve_in(self.workdir, self.stdin) if self.stdin else None

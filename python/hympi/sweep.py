@@ -79,6 +79,7 @@ from hympi.params import (
     from_record,
 )
 from hympi.paths import REPO_ROOT, program_named
+from hympi.prepare import PREPARE
 from hympi.program import (
     KEEP_ALL_RUN_DIRS,
     LAST_LINES,
@@ -116,7 +117,7 @@ RECORDED_BEFORE: Mapping[str, object] = {"min_time": 0.0, "seed": 0, "warmup": F
 # Parameters recorded and spelled again only when not at their default (a sweep without them keeps its identity).
 SPELLED_WHEN_SET = ("mpi_params", "mpit_read", "checkpoint_dir", "checkpoint_every", "membinds", "layout_args",
                     "program", "program_sha256", "metric", "metric_unit", "better", "verify", "workdir",
-                    "output_file", "stdin", "stdin_sha256", "env", "prepare", "keep_run_dirs",
+                    "output_file", "stdin", "stdin_sha256", "env", "prepare", "prepare_sha256", "keep_run_dirs",
                     "disturbed_above")
 
 
@@ -137,7 +138,8 @@ class SweepParams:
     input ("": /dev/null), with `stdin_sha256` its contents' digest (an edited input is another problem, as a rebuilt
     binary is another program: a new sweep, never resumed into the old one's runs), and `env`, the variables its
     ranks get (one NAME=VALUE a line, as every program field is text), `prepare`, the command run before each
-    launch ("": none; hympi.prepare), and `keep_run_dirs`, which launches keep their {run} directory
+    launch ("": none; hympi.prepare), with `prepare_sha256` its program's file's digest when a path names it (an
+    edited preparation is another sweep too), and `keep_run_dirs`, which launches keep their {run} directory
     (hympi.program.KEEP_RUN_DIRS);
     the launcher binds it (it does not call hympi's binding).
     A run during which other processes used more than `disturbed_above` cores of its PUs is disturbed (hympi.busy):
@@ -178,6 +180,7 @@ class SweepParams:
     stdin_sha256: str = ""
     env: str = ""
     prepare: str = ""
+    prepare_sha256: str = ""
     keep_run_dirs: str = KEEP_ALL_RUN_DIRS
     disturbed_above: float = DEFAULT_DISTURBED_ABOVE
 
@@ -271,6 +274,7 @@ def program_fields(program: Program) -> dict[str, str]:
             **({"stdin": program.stdin, "stdin_sha256": stdin_digest(program)} if program.stdin else {}),
             **({"env": "\n".join(program.env)} if program.env else {}),
             **({"prepare": program.prepare} if program.prepare else {}),
+            **({"prepare_sha256": file_digest_of(PREPARE.flag, path)} if (path := program.prepare_path()) else {}),
             **({"keep_run_dirs": program.keep_run_dirs} if program.keep_run_dirs != KEEP_ALL_RUN_DIRS else {})}
 
 
@@ -278,10 +282,15 @@ def stdin_digest(program: Program) -> str:
     """The sha256 of the file `program` reads as its standard input (UsageError naming it when it cannot be read)."""
     path = program.stdin_path()
     assert path is not None
+    return file_digest_of(STDIN.flag, path)
+
+
+def file_digest_of(option: str, path: Path) -> str:
+    """The sha256 of file `path`, which `option` names (UsageError naming both when it cannot be read)."""
     try:
         return file_digest(path)
     except OSError as exc:
-        raise UsageError(f"{STDIN.flag} {path} cannot be read ({exc.strerror or exc})") from None
+        raise UsageError(f"{option} {path} cannot be read ({exc.strerror or exc})") from None
 
 
 def program_from_fields(fields: Mapping[str, object]) -> Program | None:
@@ -333,6 +342,10 @@ def check_program(program: Program, params: SweepParams) -> None:
     if params.stdin_sha256 and stdin_digest(program) != params.stdin_sha256:
         raise UsageError(f"{STDIN.flag} {program.stdin_path()} has changed since this sweep was recorded (sha256 "
                          f"{params.stdin_sha256[:12]}...): start a new sweep")
+    prepare = program.prepare_path()
+    if params.prepare_sha256 and prepare and file_digest_of(PREPARE.flag, prepare) != params.prepare_sha256:
+        raise UsageError(f"{PREPARE.flag} {prepare} has changed since this sweep was recorded (sha256 "
+                         f"{params.prepare_sha256[:12]}...): start a new sweep")
     program.check_run_dirs(params.app_args)
 
 
@@ -653,7 +666,8 @@ _SPELLED: Mapping[str, str] = {
     "layouts": f"{RANKS.flag}/{THREADS.flag}", "auto": SWEEP_REPEAT.flag, "app_args": "the app arguments",
     "layout_args": "--n1/--n2/--inner", "mpi_params": "--mpi-param", "mpit_read": "--cvars",
     "program": "the program's path", "program_sha256": "the program's file (rebuilt since)",
-    "stdin_sha256": f"the {STDIN.flag} file's contents", "workdir": "the directory it runs in"}
+    "stdin_sha256": f"the {STDIN.flag} file's contents", "prepare_sha256": f"the {PREPARE.flag} program's file",
+    "workdir": "the directory it runs in"}
 
 
 def resume_missed(store: Store, params: SweepParams, started: Sweep, by_id: bool = True) -> str:
@@ -1058,14 +1072,18 @@ def _measuring(store: Store, sweep: Sweep) -> list[int]:
 
 
 def _watched_files(program: Program | None, params: SweepParams) -> list[tuple[str, Path, Callable[[], str | None]]]:
-    """What a sweep of `program` checks before each launch (program.watch_file): the program's file and the file it
-    reads as its standard input, by the digests the sweep recorded (check_program checked them at its start)."""
+    """What a sweep of `program` checks before each launch (program.watch_file): the program's file, the file it
+    reads as its standard input and its preparation's program file, by the digests the sweep recorded
+    (check_program checked them at its start)."""
     if program is None:
         return []
     files = [("program", Path(program.path), watch_file(Path(program.path), program.sha256))]
     stdin = program.stdin_path()
     if stdin is not None and params.stdin_sha256:
         files.append((STDIN.flag, stdin, watch_file(stdin, params.stdin_sha256)))
+    prepare = program.prepare_path()
+    if prepare is not None and params.prepare_sha256:
+        files.append((PREPARE.flag, prepare, watch_file(prepare, params.prepare_sha256)))
     return files
 
 

@@ -198,6 +198,32 @@ def test_a_tune_prepares_every_configuration_and_its_best_command_names_the_prep
     assert words[words.index("--prepare") + 1] == "./decompose {ranks} {threads}", words
 
 
+def test_a_preparation_edited_during_a_sweep_stops_it_and_an_edited_one_is_another_sweep(case: Path):
+    """The preparation's program is the user's as much as the program is: edited while a sweep runs (the next
+    decomposition method tried in the same script), the runs after it would measure another setup. Its file is
+    watched as the program's is: the sweep stops before the next launch, the runs before kept, and the edited script
+    is another sweep, which `--resume` names as the difference."""
+    # The second launch edits the preparation (a user at work beside the sweep).
+    shell_program(case, "solver", 'echo End\nn=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) > count\n'
+                                  'if [ "$n" -eq 1 ]; then echo "# method scotch" >> decompose; fi\n')
+    sweep = ["sweep", "./solver", "--ranks", "1", "--repeat", "3", "--no-warmup", "--ignore-load", "--verify",
+             "(?m)^End$", "--prepare", "./decompose {ranks} {threads}", "--db", "r.db"]
+    proc = hympi(*sweep)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith(
+        f"hympi: error: --prepare {case / 'decompose'} has changed (its sha256 is no longer "), proc.stderr
+    assert [r.status for r in _runs(case / "r.db")] == ["ok", "ok"]
+    with Store.open(case / "r.db", create=False) as store:
+        (recorded,) = store.sweeps()
+    assert len(recorded.params["prepare_sha256"]) == 64
+    resumed = hympi(*sweep, "--resume")
+    assert "differs in the --prepare program's file" in resumed.stdout + resumed.stderr, resumed.stdout + resumed.stderr
+    refused = hympi(*sweep, "--resume", "1")
+    assert refused.returncode == 2 and refused.stderr.splitlines() == [
+        f"hympi: error: --prepare {case / 'decompose'} has changed since this sweep was recorded (sha256 "
+        f"{recorded.params['prepare_sha256'][:12]}...): start a new sweep"], refused.stderr
+
+
 def test_a_run_directory_the_preparation_names_is_checked_before_anything_runs(case: Path, fake_launcher):
     (case / "hympi-runs").write_text("")
     assert_refused(["sweep", "./solver", "--ranks", "1", "--db", "r.db", "--prepare", "./decompose {ranks} 1 {run}"],
