@@ -214,7 +214,7 @@ RUN_DIRS = "hympi-runs"
 KEEP_ALL_RUN_DIRS = "all"
 KEEP_FAILED_RUN_DIRS = "failed"
 KEEP_RUN_DIRS = Param("keep_run_dirs", "--keep-run-dirs", "which launches keep their {run} directory: all (default) "
-                      "or failed (an ok run's is removed once it is judged; a failed, timed-out or stopped launch "
+                      "or failed (an ok run's is removed once it is recorded; a failed, timed-out or stopped launch "
                       "keeps its, with what the program wrote there)",
                       choice((KEEP_ALL_RUN_DIRS, KEEP_FAILED_RUN_DIRS), "choice"), metavar="all|failed")
 
@@ -743,10 +743,10 @@ def probed_program_run(program: Program, launch: Callable[[Env, str | None], Run
     launch's own directory, made when `args`, its output file or its preparation name RUN_DIR_PLACEHOLDER, else
     None), after its preparation (prepare_launch, within `timeout`: one that fails is the run's failure, and nothing
     is launched), judged on its output and output file (hympi.program.judge; `shown`: that output went to the
-    terminal as it came) and on what the probe saw (hympi.probe.apply_probe); with the probed processes. The
-    launch's directory is then removed if the program keeps only failed launches' and it ended ok
-    (Program.after_launch). The sweep and `hympi run` / `affinity` both launch programs through it. Returns the
-    judged outcome, the probed processes and the launch's directory (None: none made)."""
+    terminal as it came) and on what the probe saw (hympi.probe.apply_probe); with the probed processes. The sweep
+    and `hympi run` / `affinity` both launch programs through it. Returns the judged outcome, the probed processes
+    and the launch's directory (None: none made), which the caller hands to Program.after_launch once the run is
+    recorded as it ended."""
     run_dir = program.launch_dir(args, ranks, threads)
     program = program.in_run_dir(run_dir)
     prepared, unprepared = prepare_launch(program, ranks, threads, run_dir, timeout)
@@ -755,10 +755,8 @@ def probed_program_run(program: Program, launch: Callable[[Env, str | None], Run
     mark = mark_file(program.output_path()) if program.output_file else None
     launched, processes = launch_probed(lambda env: launch(env, run_dir))
     written = text_written_since(mark) if mark is not None else None
-    judged = apply_probe(judge(program, launched, ranks, threads, args, written, shown, prepared), processes, ranks,
-                         threads)
-    program.after_launch(run_dir, judged.status == "ok")
-    return judged, processes, run_dir
+    judged = judge(program, launched, ranks, threads, args, written, shown, prepared)
+    return apply_probe(judged, processes, ranks, threads), processes, run_dir
 
 
 # A launcher's own notices on a failed run's stderr, framed by lines of dashes (Open MPI's help messages) or of equal

@@ -987,7 +987,9 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                     restarted += restart
                     statuses[run.status] = statuses.get(run.status, 0) + 1
                     progress.console.print(progress_line(item, run, said), highlight=False)
-                    if run_dir is not None and run.status != "ok" and Path(run_dir).is_dir():  # kept, to be read
+                    if program is not None:  # recorded first: a stop between the two loses no run
+                        program.after_launch(run_dir, run.status == "ok")
+                    if run_dir is not None and run.status != "ok":  # kept, to be read
                         progress.console.print(f"  its directory: {run_dir}", highlight=False, markup=False)
                     said.update(probe_findings(run))
                     outputs_told = outputs_told or run.status == "ok"

@@ -113,6 +113,26 @@ def test_an_input_edited_during_a_sweep_fails_its_run_stops_the_sweep_and_refuse
         assert [r.status for r in store.runs()] == ["ok", "failed", "ok"]
 
 
+def test_a_run_failed_by_an_input_edited_during_it_keeps_its_directory(tmp_path: Path, monkeypatch):
+    """With --keep-run-dirs failed, a launch's directory goes only once its run is recorded ok: the launch that ended
+    ok while its input was edited is a failed run, and keeps what it wrote in its directory."""
+    monkeypatch.chdir(tmp_path)
+    shell_program(tmp_path, "solver", 'n=$(cat count 2>/dev/null || echo 0); echo $((n + 1)) > count\n'
+                                      'if [ "$n" -eq 1 ]; then echo "# next" >> "$2"; fi\n'
+                                      'mkdir "$4" && echo "run $n" > "$4/log"; echo "size $(head -n 1 "$2")"\n')
+    (tmp_path / "in.txt").write_text("5\n")
+    proc = hympi("sweep", "./solver", "--ranks", "1", "--repeat", "3", "--no-warmup", "--ignore-load", "--verify",
+                 "size 5", "--keep-run-dirs", "failed", "--db", str(tmp_path / "r.db"), "--", "-in", "in.txt", "-o",
+                 "{run}/out")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    with Store.open(tmp_path / "r.db", create=False) as store:
+        runs = store.runs()
+    assert [r.status for r in runs] == ["ok", "failed"], [r.stderr_tail for r in runs]
+    (kept,) = (tmp_path / "hympi-runs").iterdir()
+    assert str(kept / "out") == runs[1].command[-1] and (kept / "out" / "log").read_text() == "run 1\n"
+    assert f"  its directory: {kept}" in proc.stdout
+
+
 def test_an_output_a_failed_first_launch_left_alone_is_told_apart_by_the_next(tmp_path: Path, monkeypatch):
     """A launch that fails before writing its output says nothing of it: the launches up to the first ok one do."""
     monkeypatch.chdir(tmp_path)

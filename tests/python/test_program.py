@@ -954,7 +954,7 @@ def test_each_launch_gets_a_new_directory_of_its_own(tmp_path: Path, monkeypatch
 
 def test_only_the_failed_launches_keep_their_directories_when_asked(tmp_path: Path, monkeypatch, fake_launcher):
     """A preparation that copies a case into `{run}` left one copy a launch, ok or not: `--keep-run-dirs failed`
-    removes an ok run's directory once it is judged (after its output file was read) and keeps the failed ones',
+    removes an ok run's directory once it is recorded (its output file read) and keeps the failed ones',
     with what the program wrote there, each named on the line after its run's; the sweeps and tunes of a program
     given it are other sweeps and tunes (their identity holds it), and `tune best --format flags` gives it again.
     Without a `{run}` it is refused."""
@@ -991,6 +991,9 @@ def test_only_the_failed_launches_keep_their_directories_when_asked(tmp_path: Pa
     assert len(list((tmp_path / "hympi-runs").iterdir())) == 4  # 2 configurations, 4 ok launches, none kept
     proc = hympi("tune", "best", "--db", "t.db", "--format", "flags")
     assert proc.returncode == 0 and "--keep-run-dirs failed" in proc.stdout, proc.stdout + proc.stderr
+    proc = hympi("run", "./solver", "--keep-run-dirs", "failed", "--", "{run}/out")  # one ok run: nothing kept
+    assert proc.returncode == 0 and "directory" not in proc.stderr, proc.stdout + proc.stderr
+    assert len(list((tmp_path / "hympi-runs").iterdir())) == 4
     for command in (["run", "./solver"], ["sweep", "./solver", "--ranks", "1", "--db", "e.db"]):
         assert_refused([*command, "--keep-run-dirs", "failed", "--", "out"], "--keep-run-dirs failed: neither the "
                        "arguments, --output-file nor --prepare name {run}, so no launch has a directory of its own",

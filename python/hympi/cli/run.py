@@ -197,6 +197,7 @@ def run_program(args: argparse.Namespace) -> int:
     (outcome, _, run_dir), busy = watched(launch, lambda: run_program_probed(program, launch, args.app_args,
                                                                            live_echo(args.json), write_through_err))
     warn_if_disturbed(busy, limit)
+    program.after_launch(run_dir, outcome.status == "ok")
     if run_dir is not None and Path(run_dir).is_dir():  # made for this run ({run}), and kept
         print(f"hympi: the run's directory: {run_dir}", file=sys.stderr)
     if args.json:
