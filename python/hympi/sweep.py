@@ -333,20 +333,25 @@ def check_program(program: Program, params: SweepParams) -> None:
     if params.checkpoint_dir:
         raise UsageError(f"--checkpoint-dir: only hympi's apps ({', '.join(checkpoint_apps())}) write checkpoints "
                          "a sweep can restart from")
-    path = Path(program.path)
-    if not path.is_file():
+    if not Path(program.path).is_file():
         raise UsageError(f"program {program.path}: no such file")
-    if file_digest(path) != program.sha256:
-        raise UsageError(f"program {program.path} has changed since this sweep was recorded (sha256 "
-                         f"{program.sha256[:12]}...): start a new sweep")
-    if params.stdin_sha256 and stdin_digest(program) != params.stdin_sha256:
-        raise UsageError(f"{STDIN.flag} {program.stdin_path()} has changed since this sweep was recorded (sha256 "
-                         f"{params.stdin_sha256[:12]}...): start a new sweep")
-    prepare = program.prepare_path()
-    if params.prepare_sha256 and prepare and file_digest_of(PREPARE.flag, prepare) != params.prepare_sha256:
-        raise UsageError(f"{PREPARE.flag} {prepare} has changed since this sweep was recorded (sha256 "
-                         f"{params.prepare_sha256[:12]}...): start a new sweep")
+    for what, path, sha256 in _recorded_files(program, params):
+        if file_digest_of(what, path) != sha256:
+            raise UsageError(f"{what} {path} has changed since this sweep was recorded (sha256 {sha256[:12]}...): "
+                             "start a new sweep")
     program.check_run_dirs(params.app_args)
+
+
+def _recorded_files(program: Program, params: SweepParams) -> list[tuple[str, Path, str]]:
+    """The files whose digests a sweep of `program` recorded, each with what names it and the digest: the program's
+    own, the one it reads as its standard input and its preparation's program, where it has them. check_program
+    holds them to the digests at the sweep's start, _watched_files before each launch."""
+    files = [("program", Path(program.path), program.sha256)]
+    if (stdin := program.stdin_path()) is not None and params.stdin_sha256:
+        files.append((STDIN.flag, stdin, params.stdin_sha256))
+    if (prepare := program.prepare_path()) is not None and params.prepare_sha256:
+        files.append((PREPARE.flag, prepare, params.prepare_sha256))
+    return files
 
 
 def check_checkpoint_dir(app: str, directory: str, every: int) -> None:
@@ -1079,14 +1084,7 @@ def _watched_files(program: Program | None, params: SweepParams) -> list[tuple[s
     (check_program checked them at its start)."""
     if program is None:
         return []
-    files = [("program", Path(program.path), watch_file(Path(program.path), program.sha256))]
-    stdin = program.stdin_path()
-    if stdin is not None and params.stdin_sha256:
-        files.append((STDIN.flag, stdin, watch_file(stdin, params.stdin_sha256)))
-    prepare = program.prepare_path()
-    if prepare is not None and params.prepare_sha256:
-        files.append((PREPARE.flag, prepare, watch_file(prepare, params.prepare_sha256)))
-    return files
+    return [(what, path, watch_file(path, sha256)) for what, path, sha256 in _recorded_files(program, params)]
 
 
 def sbatch_command(params: SweepParams, db: Path) -> list[str]:
