@@ -89,7 +89,7 @@ def test_overlap_and_noise_are_said():
     fast, slow = _layout(bds, "2x1"), _layout(bds, "1x2")
     assert fast.overlap_s == pytest.approx(0.2) and fast.other_s == 0.0
     sentences = reasons(fast, slow)
-    assert sentences[0] == ("2x1 and 1x2 are within run-to-run noise of each other (their repeats overlap), so what "
+    assert sentences[0] == ("2x1 and 1x2 are within run-to-run noise of each other: their repeats overlap. What "
                             "follows only describes the difference of their medians: 1x2 needs 1.10x 2x1's time for "
                             "the same work."), sentences
     # Largest first: computation (19 %), then the unaccounted time (6.7 %), then what 1x2 saves on communication.
@@ -322,15 +322,15 @@ def test_report_page_has_why_breakdown_and_model_and_no_chart_for_stream(tmp_pat
 @pytest.mark.parametrize(("rates", "noise"), [
     # Two runs a side, far apart: the interval excludes 1, yet two runs are too few for a verdict; not 'within
     # run-to-run noise', which they are not.
-    (((10.0, 10.1), (20.0, 20.2)), "cannot be told apart yet (2 runs a side are too few to separate them (a verdict "
-                                   "needs 4 runs a side))"),
+    (((10.0, 10.1), (20.0, 20.2)), "cannot be told apart yet: 2 runs a side are too few to separate them (a verdict "
+                                   "needs 4 runs a side)"),
     # Four runs a side that overlap: the interval contains 1.
     (((10.0, 12.0, 9.0, 11.5), (10.5, 11.2, 9.5, 12.5)),
-     "are within run-to-run noise of each other (the confidence interval of their ratio contains 1)"),
+     "are within run-to-run noise of each other: the confidence interval of their ratio contains 1"),
 ])
 def test_the_why_line_of_an_unseparated_pair_gives_the_reason_it_is_unseparated(rates, noise):
     runs = [_run(ranks, 1, rep, rate, time_s=10.0 / rate, comp=8.0 / rate, comm=1.0 / rate)
             for ranks, series in zip((1, 2), rates, strict=True) for rep, rate in enumerate(series, 1)]
     (group,) = group_runs(runs, {1: 1})
     (line,) = verdict_reasons(group, explain(group))
-    assert f" {noise}, so what follows" in line, line
+    assert f" {noise}. What follows" in line, line

@@ -470,7 +470,7 @@ def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None, 
     unseparated = "are within run-to-run noise of each other" if noise in (CI_CONTAINS_ONE, REPEATS_OVERLAP) else \
         "cannot be told apart yet"
     lead = (f"{b} is faster: {needs}." if separated else
-            f"{b} and {w} {unseparated} ({noise}), so what follows only describes the difference of their medians: "
+            f"{b} and {w} {unseparated}: {noise}. What follows only describes the difference of their medians: "
             f"{needs}.")
     out = [lead]
     bandwidth = _bandwidth_note(better, worse, b, w)
