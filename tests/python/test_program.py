@@ -991,10 +991,19 @@ def test_only_the_failed_launches_keep_their_directories_when_asked(tmp_path: Pa
     assert len(list((tmp_path / "hympi-runs").iterdir())) == 4  # 2 configurations, 4 ok launches, none kept
     proc = hympi("tune", "best", "--db", "t.db", "--format", "flags")
     assert proc.returncode == 0 and "--keep-run-dirs failed" in proc.stdout, proc.stdout + proc.stderr
-    proc = hympi("run", "./solver", "--keep-run-dirs", "failed", "--", "{run}/out")  # one ok run: nothing kept
-    assert proc.returncode == 0 and "directory" not in proc.stderr, proc.stdout + proc.stderr
-    assert len(list((tmp_path / "hympi-runs").iterdir())) == 4
-    for command in (["run", "./solver"], ["sweep", "./solver", "--ranks", "1", "--db", "e.db"]):
+    for command in ("run", "affinity"):  # one ok launch: nothing kept
+        proc = hympi(command, "./solver", "--keep-run-dirs", "failed", "--", "{run}/out")
+        assert proc.returncode == 0 and "directory" not in proc.stderr, proc.stdout + proc.stderr
+        assert len(list((tmp_path / "hympi-runs").iterdir())) == 4
+    before = set((tmp_path / "hympi-runs").iterdir())
+    proc = hympi("affinity", "./solver", "--", "{run}/out")  # without it, kept and named, as by `hympi run`
+    (made_now,) = set((tmp_path / "hympi-runs").iterdir()) - before
+    assert proc.returncode == 0 and proc.stderr.splitlines() == [f"hympi: the run's directory: {made_now}"], \
+        proc.stdout + proc.stderr
+    assert_refused(["affinity", "--keep-run-dirs", "failed"], "--keep-run-dirs is for a program of your own (named "
+                   "by its path); hympi-affinity is not one", fake_launcher)
+    for command in (["run", "./solver"], ["affinity", "./solver"],
+                    ["sweep", "./solver", "--ranks", "1", "--db", "e.db"]):
         assert_refused([*command, "--keep-run-dirs", "failed", "--", "out"], "--keep-run-dirs failed: neither the "
                        "arguments, --output-file nor --prepare name {run}, so no launch has a directory of its own",
                        fake_launcher)

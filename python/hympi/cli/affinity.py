@@ -8,7 +8,14 @@ import sys
 from rich.markup import escape
 from rich.table import Table
 
-from hympi.cli.common import asks_for_help, launch_of, print_app_help, run_program_probed, write_through_err
+from hympi.cli.common import (
+    asks_for_help,
+    launch_ended,
+    launch_of,
+    print_app_help,
+    run_program_probed,
+    write_through_err,
+)
 from hympi.cli.parser import Subparsers
 from hympi.cli.run import live_echo, report
 from hympi.console import HympiConsole, add_plain_row
@@ -23,10 +30,10 @@ from hympi.paths import program_named
 from hympi.place.tree import load_node_tree
 from hympi.prepare import PREPARE
 from hympi.probe import affinity_problems
-from hympi.program import ENV, STDIN, program_of, refuse_program_flags
+from hympi.program import ENV, KEEP_RUN_DIRS, STDIN, program_of, refuse_program_flags
 
 # A program's declarations that its launch needs (its metric and verification judge a run; affinity judges none).
-PROGRAM_LAUNCH = (STDIN, ENV, PREPARE)
+PROGRAM_LAUNCH = (STDIN, ENV, PREPARE, KEEP_RUN_DIRS)
 
 
 def add_parser(sub: Subparsers, name: str, summary: str) -> None:
@@ -60,7 +67,8 @@ def check_program(args: argparse.Namespace) -> int:
     program = program_of(args.program, resolve(args, PROGRAM_LAUNCH))
     launch = launch_of(args, "affinity", program.path, args.app_args, program=True)
     spec = launch.spec
-    outcome, processes, _ = run_program_probed(program, launch, args.app_args)
+    outcome, processes, run_dir = run_program_probed(program, launch, args.app_args)
+    launch_ended(program, run_dir, outcome.status == "ok")
     table = Table(title=escape(f"{program.name}: where each thread was bound and ran (probe)"))
     for column in ("host", "rank", "thread", "bound", "ran on PUs"):
         table.add_column(column)

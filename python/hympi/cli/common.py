@@ -100,6 +100,14 @@ def run_program_probed(program: Program, launch: Launch, app_args: list[str],
         tuple(app_args), launch.timeout, shown=echo_err is not None)
 
 
+def launch_ended(program: Program, run_dir: str | None, ok: bool) -> None:
+    """After the one launch of `hympi run` or `hympi affinity`: its directory ({run}; None: none made) removed where
+    the program keeps only failed launches' (Program.after_launch), else named on stderr (stdout may be JSON)."""
+    program.after_launch(run_dir, ok)
+    if run_dir is not None and Path(run_dir).is_dir():
+        print(f"hympi: the run's directory: {run_dir}", file=sys.stderr)
+
+
 def write_through(data: bytes, stream: TextIO | None = None) -> None:
     """Writes a launched program's output to hympi's `stream` (default: stdout) as it comes (run_command's echo),
     after what hympi printed there before."""

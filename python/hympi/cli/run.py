@@ -7,7 +7,6 @@ import dataclasses
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
 from rich.markup import escape
@@ -20,6 +19,7 @@ from hympi.cli.common import (
     Launch,
     add_mpi_param_options,
     asks_for_help,
+    launch_ended,
     launch_of,
     mpi_params_from_args,
     print_app_help,
@@ -197,9 +197,7 @@ def run_program(args: argparse.Namespace) -> int:
     (outcome, _, run_dir), busy = watched(launch, lambda: run_program_probed(program, launch, args.app_args,
                                                                            live_echo(args.json), write_through_err))
     warn_if_disturbed(busy, limit)
-    program.after_launch(run_dir, outcome.status == "ok")
-    if run_dir is not None and Path(run_dir).is_dir():  # made for this run ({run}), and kept
-        print(f"hympi: the run's directory: {run_dir}", file=sys.stderr)
+    launch_ended(program, run_dir, outcome.status == "ok")
     if args.json:
         print(json.dumps(outcome.record if outcome.record is not None else {"status": outcome.status}))
     else:
