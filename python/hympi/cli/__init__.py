@@ -37,13 +37,13 @@ class Command(Protocol):
 
 # Every subcommand: its module hympi.cli.NAME and the line `hympi --help` shows for it.
 COMMANDS: dict[str, str] = {
-    "run": "run one app",
-    "affinity": "binding table of a layout",
+    "run": "run one app or program of your own",
+    "affinity": "where each rank and thread of a layout runs (hympi-affinity or your program)",
     "info": "topology summary",
     "profile": "record who sends how much to whom in any MPI program",
     "place": "map ranks to cores from a communication matrix",
-    "sweep": "sweep layouts of one app into the results database",
-    "study": "characterise this machine and write the report",
+    "sweep": "sweep layouts of one app or program into the results database",
+    "study": "characterise this machine (and your programs) and write the report",
     "report": "HTML report of the results database",
     "export": "raw runs as CSV or JSON",
     "config": "show the effective options and where each came from",
