@@ -136,6 +136,24 @@ def test_threads_the_probe_saw_idle_are_not_counted_as_cores():
     assert "1x2 computes slower with 2 threads per rank" in reason(_layout(plain, "2x1"), _layout(plain, "1x2"))
 
 
+def test_an_oversubscribed_layout_computes_on_the_cores_it_was_bound_to():
+    # 3x1 on 2 cores (--oversubscribe), ranks 0 and 2 bound to PU 0: against 2x1 on the same 2 cores it computes
+    # longer, not "on 3 cores", and its parallel efficiency is over the 2 cores it had.
+    binding = {2: ["0", "1"], 3: ["0", "1", "0"], 1: ["0"]}
+    runs = [_run(ranks, 1, 1, rate, time_s=t, comp=0.95 * t,
+                 binding=[{"host": "vm", "rank": i, "thread": 0, "bound": b, "pu": 0}
+                          for i, b in enumerate(binding[ranks])])
+            for ranks, rate, t in ((2, 18.0, 1.0), (3, 12.0, 1.5), (1, 10.0, 1.8))]
+    bds = explain(group_runs(runs, {1: 1})[0])
+    three = _layout(bds, "3x1")
+    assert (three.cores, three.cores_used, three.computing_cores) == (3, 2, 2)
+    assert three.parallel_efficiency == pytest.approx(0.6)  # 12 / (2 x 10), not 12 / (3 x 10)
+    text = reason(_layout(bds, "2x1"), three)
+    assert "3x1 computes longer: " in text and "3 cores" not in text, text
+    text = reason(three, _layout(bds, "1x1"))
+    assert "1x1 computes on 1 of the 2 cores 3x1 uses: " in text, text
+
+
 def test_more_cores_that_compute_slower_are_named_with_their_thread_efficiency():
     # A busy machine: 1x2 computes slower on two cores than 1x1 on one, with 1x1 the only one-thread reference.
     runs = [_run(1, 1, 1, 10.0, time_s=1.0, comp=0.99), _run(1, 2, 1, 4.0, time_s=2.5, comp=2.45)]

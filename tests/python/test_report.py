@@ -92,6 +92,34 @@ def test_a_lead_on_a_drifting_machine_is_found_round_by_round():
     assert text.startswith("No layout is separated from the rest at the top") and "round by round" not in text, text
 
 
+def _bound(run: Run, *pus: str) -> Run:
+    """`run` with the binding rows of its ranks' one thread each, rank i bound to the PU list pus[i]."""
+    assert run.record is not None
+    rows = [{"host": "vm", "rank": i, "thread": 0, "bound": bound, "pu": 0} for i, bound in enumerate(pus)]
+    return replace(run, record={**run.record, "binding": rows})
+
+
+@pytest.mark.parametrize("bind", ["core", "none"])
+def test_an_oversubscribed_layout_is_not_said_to_compute_on_more_cores_than_it_was_bound_to(bind: str):
+    # 3 ranks on a 2-core machine (--oversubscribe; ESyS-Particle's manager and 2 workers): ranks 0 and 2 share
+    # PU 0 under core binding, all three share both PUs without it. 3x1 is the slower of two layouts on the same 2
+    # cores, not "the best median on all 3 cores" with "more cores do not pay off".
+    sets = {"core": ("0", "1", "0"), "none": ("0-1",) * 3}[bind]
+    runs = [_bound(_run(2, 1, rep, 10.0 + 0.1 * rep), *sets[:2]) for rep in range(1, 5)]
+    runs += [_bound(_run(3, 1, rep, 6.0 + 0.1 * rep), *sets) for rep in range(1, 5)]
+    runs += [_bound(_run(1, 1, rep, 5.0 + 0.1 * rep), sets[0]) for rep in range(1, 5)]
+    (group,) = group_runs(runs, {1: 1})
+    assert {s.label: (s.cores, s.cores_used) for s in group.layouts} == {"1x1": (1, 1), "2x1": (2, 2), "3x1": (3, 2)}
+    text = recommend(group)
+    assert text.startswith("Best: 2 ranks x 1 thread") and "cores" not in text, text
+    rows = dict(re.findall(r"<tr><td>(\dx\d)</td><td>\w+</td><td>\w+</td><td>([^<]*)</td>", html._layout_table(group)))
+    assert rows == {"1x1": "1", "2x1": "2", "3x1": "2 (3 asked)"}, rows
+    # Without binding rows (an older record) a layout is taken to use its ranks x threads.
+    plain = group_runs([replace(r, record={k: v for k, v in r.record.items() if k != "binding"}) for r in runs],
+                       {1: 1})[0]
+    assert "the best median on all 3 cores" in recommend(plain)
+
+
 def test_recommendation_when_fewer_cores_win_and_when_nothing_separates():
     runs = [_run(1, 1, rep, 10.0 + 0.1 * rep) for rep in range(1, 5)]
     runs += [_run(2, 1, rep, 6.0 + 0.1 * rep) for rep in range(1, 5)]

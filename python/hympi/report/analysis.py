@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from hympi.launch.layout import layout_words
 from hympi.params import AUTO, DEFAULT_CONFIDENCE, MIN_SEPARATE, REPEAT
+from hympi.place.tree import parse_cpu_list
 from hympi.result import run_placement_share, runs_rate_unit, shown_median, shown_spread
 from hympi.stats.compare import (
     MIN_SAMPLES,
@@ -42,6 +43,9 @@ class Layout:
     threads: int
     bind: str
     membind: str = field(default=DEFAULT_MEMBIND, kw_only=True)
+    bound_pus: int | None = field(default=None, kw_only=True)
+    """The PUs its ranks' threads were bound to, each (host, PU) once, in the run that saw fewest (bound_pus); None
+    where no run recorded its binding."""
 
     @property
     def key(self) -> LayoutKey:
@@ -50,8 +54,14 @@ class Layout:
 
     @property
     def cores(self) -> int:
-        """Cores (hardware threads) the layout uses: ranks x threads."""
+        """Cores (hardware threads) the layout asks for: ranks x threads."""
         return self.ranks * self.threads
+
+    @property
+    def cores_used(self) -> int:
+        """Cores the layout could compute on: ranks x threads, or the PUs they were bound to where fewer. An
+        oversubscribed 3x1 on 2 cores (ESyS-Particle's manager and 2 workers) uses 2, not 'all 3 cores'."""
+        return min(self.cores, self.bound_pus) if self.bound_pus else self.cores
 
     @property
     def label(self) -> str:
@@ -135,6 +145,25 @@ def file_slug(app: str, problem: str, machine_id: int, app_args: tuple[str, ...]
     return f"{safe.strip('-')}-m{machine_id}-{digest}"
 
 
+def bound_pus(run: Run) -> int | None:
+    """How many PUs the threads of a run were bound to, each (host, PU) once, from its binding rows (an app's
+    HYMPI_RESULT, the probe's for a program); None without rows or with one that names no PU it was bound to."""
+    rows = run.record.get("binding") if run.record else None
+    if not isinstance(rows, list) or not rows:
+        return None
+    pus: set[tuple[str, int]] = set()
+    for row in rows:
+        text = row.get("bound") if isinstance(row, dict) else None
+        try:
+            bound = parse_cpu_list(text) if isinstance(text, str) else frozenset[int]()
+        except ValueError:  # not a PU list: the run says nothing countable about its binding
+            return None
+        if not bound:
+            return None
+        pus.update((str(row.get("host", "")), pu) for pu in bound)
+    return len(pus)
+
+
 def _values(runs: list[Run], name: str) -> list[float]:
     """Field `name` of the ok runs that have it."""
     return [v for v in (r.value(name) for r in runs if r.status == "ok") if v is not None]
@@ -160,6 +189,7 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: 
             nodes = run.record.get("nodes", 1) or 1
             per_core.append(node * nodes / (ranks * threads))
     shares = [v for v in (run_placement_share(r) for r in runs if r.status == "ok") if v is not None]
+    bound = [n for n in (bound_pus(r) for r in runs if r.status == "ok") if n is not None]
     return LayoutStats(ranks, threads, bind, len(measured), statuses.get("ok", 0), tuple(sorted(statuses.items())),
                        min(rates) if rates else None, median_or_none(rates), max(rates) if rates else None,
                        median_or_none(_values(runs, "time_s")), median_or_none(_values(runs, "comm_s")),
@@ -168,7 +198,8 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: 
                        median_or_none(_values(runs, "node_rss_mib")), tuple(rates), warmups, median_or_none(shares),
                        len(hit), tuple(v for v in _values(hit, "rate") if is_finite_positive(v)),
                        median_or_none([r.interference.outside_cores for r in hit if r.interference is not None]),
-                       tuple((r.sweep_id, r.repeat) for r, _ in rated), membind=membind)
+                       tuple((r.sweep_id, r.repeat) for r, _ in rated), membind=membind,
+                       bound_pus=min(bound, default=None))
 
 
 def group_runs(runs: list[Run], machine_of_sweep: dict[int, int],
@@ -302,9 +333,9 @@ def verdict(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> Verdict:
     found = _counterpart(chosen, usable)
     if found is not None:
         state(found[1], found[0])
-    most = max(s.cores for s in usable)
-    if chosen.cores < most:
-        on_all = max((s for s in usable if s.cores == most), key=lambda s: s.rate_median or 0.0)
+    most = max(s.cores_used for s in usable)
+    if chosen.cores_used < most:
+        on_all = max((s for s in usable if s.cores_used == most), key=lambda s: s.rate_median or 0.0)
         state("all cores", on_all)
         found = _counterpart(on_all, usable)
         if found is not None:
@@ -380,7 +411,7 @@ def _sentence(statement: Statement, names: dict[str, LayoutStats], most: int, sk
             notes.append(f"the best {topic} layout on as many cores")
         elif topic == "all cores":
             note = f"the best median on all {most} cores"
-            if isinstance(result, Comparison) and result.separated and names[result.better].cores < most:
+            if isinstance(result, Comparison) and result.separated and names[result.better].cores_used < most:
                 note += ": more cores do not pay off for this problem on this machine"
             notes.append(note)
         elif topic.endswith("on all cores"):
@@ -437,7 +468,7 @@ def recommend(group: AppGroup, confidence: float = DEFAULT_CONFIDENCE) -> str:
         return (f"No layout has the {MIN_SAMPLES} ok runs a comparison needs ({counts} ok); repeat the sweep with "
                 f"--repeat auto (or 4 or more) before choosing.{aside}{failures}")
     names = {name: s for s, name in labels(group).items()}
-    most = max(s.cores for s in group.layouts if len(s.rates) >= MIN_SAMPLES)
+    most = max(s.cores_used for s in group.layouts if len(s.rates) >= MIN_SAMPLES)
     what = f"{chosen.median_text(group.rate_unit)} median of {len(chosen.rates)}"
     statements = list(result.statements)
     if len(result.contenders) == 1 and statements and statements[0].topic == "runner-up" \

@@ -110,9 +110,15 @@ class Breakdown(Layout):
     without the probe (hympi's apps use every thread they are given)."""
 
     @property
+    def working_per_rank(self) -> int:
+        """The threads per rank that computed: the layout's, or fewer where the probe saw some idle."""
+        return min(self.threads, self.working_threads or self.threads)
+
+    @property
     def computing_cores(self) -> int:
-        """The cores the layout computed on: ranks x the threads that worked, where the probe saw fewer."""
-        return self.ranks * min(self.threads, self.working_threads or self.threads)
+        """The cores the layout computed on: ranks x the threads that worked, at most the cores it was bound to
+        (cores_used)."""
+        return min(self.ranks * self.working_per_rank, self.cores_used)
 
     @property
     def consistent(self) -> bool:
@@ -280,9 +286,10 @@ def explain(group: AppGroup, stream: StreamBounds | None = None) -> tuple[Breakd
             kernel_gbs=median_or_none(r.value("kernel_gbs") for r in runs),
             stream_gbs=bound,
             thread_efficiency=_efficiency(s.rate_median, one_thread, s.threads) if s.threads > 1 else None,
-            parallel_efficiency=_efficiency(s.rate_median, serial, s.cores) if s.cores > 1 else None,
+            parallel_efficiency=_efficiency(s.rate_median, serial, s.cores_used) if s.cores_used > 1 else None,
             membind=s.membind, working_set_bytes=working_set, bound_level=level,
-            levels_measured=bool(stream and stream.caches), working_threads=min(working, default=None)))
+            levels_measured=bool(stream and stream.caches), working_threads=min(working, default=None),
+            bound_pus=s.bound_pus))
     return tuple(out)
 
 
@@ -331,19 +338,19 @@ def _causes(better: Breakdown, worse: Breakdown, b: str, w: str) -> dict[str, Ca
     given that share of its time ('45 %')."""
 
     def computation(share: str) -> str:
-        idle = worse.computing_cores < worse.cores
+        idle = worse.working_per_rank < worse.threads
         eff = (f" at a thread efficiency of {worse.thread_efficiency:.2f}"
                if worse.threads > 1 and worse.thread_efficiency is not None and not idle else "")
         if idle:  # the probe saw threads that did nothing: the layout's cores are not what it computed on
-            return (f"{w} computes on {worse.computing_cores} of its {worse.cores} cores (the probe saw "
-                    f"{worse.computing_cores // worse.ranks} of the {_plural(worse.threads, 'thread')} per rank work), "
+            return (f"{w} computes on {worse.computing_cores} of its {worse.cores_used} cores (the probe saw "
+                    f"{worse.working_per_rank} of the {_plural(worse.threads, 'thread')} per rank work), "
                     f"{b} on {better.computing_cores}: {share} of its time")
-        if worse.cores < better.computing_cores:
-            return (f"{w} computes on {worse.cores} of the {better.computing_cores} cores {b} uses{eff}: {share} of "
-                    "its time")
-        if worse.cores > better.computing_cores:
-            return (f"{w} computes slower on {_plural(worse.cores, 'core')} than {b} on {better.computing_cores}"
-                    f"{eff}: {share} of its time")
+        if worse.computing_cores < better.computing_cores:
+            return (f"{w} computes on {worse.computing_cores} of the {better.computing_cores} cores {b} uses{eff}: "
+                    f"{share} of its time")
+        if worse.computing_cores > better.computing_cores:
+            return (f"{w} computes slower on {_plural(worse.computing_cores, 'core')} than {b} on "
+                    f"{better.computing_cores}{eff}: {share} of its time")
         if worse.threads != better.threads:
             return (f"{w} computes slower with {_plural(worse.threads, 'thread')} per rank{eff}: {share} of its "
                     "time")

@@ -120,7 +120,7 @@ def _layout_table(group: AppGroup) -> str:
     rows = []
     for s in group.layouts:
         spread = s.spread(group.rate_unit)
-        rows.append(f"<tr><td>{s.label}</td><td>{escape(s.bind)}</td><td>{escape(s.membind)}</td><td>{s.cores}</td>"
+        rows.append(f"<tr><td>{s.label}</td><td>{escape(s.bind)}</td><td>{escape(s.membind)}</td><td>{_cores_cell(s)}</td>"
                     f"<td>{s.runs}</td>"
                     f"<td>{s.ok}</td><td>{_num(spread[0])}</td><td><b>{_num(spread[1])}</b></td>"
                     f"<td>{_num(spread[2])}</td><td>{_num(s.time_median)}</td><td>{_num(s.comm_median)}</td>"
@@ -135,6 +135,12 @@ def _layout_table(group: AppGroup) -> str:
                "= median share of the reported arrays' pages on the NUMA nodes the policy meant; disturbed = runs "
                "that overlapped other work (median cores it used), counted in runs and ok, in no statistic")
     return _table("layouts", caption, head, rows)
+
+
+def _cores_cell(s: LayoutStats) -> str:
+    """The cores a layout computed on, and the ranks x threads it asked for where those were more (oversubscribed:
+    '2 (3 asked)')."""
+    return str(s.cores) if s.cores_used == s.cores else f"{s.cores_used} ({s.cores} asked)"
 
 
 def _disturbed_cell(s: LayoutStats) -> str:
