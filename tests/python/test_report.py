@@ -118,6 +118,11 @@ def test_an_oversubscribed_layout_is_not_said_to_compute_on_more_cores_than_it_w
     plain = group_runs([replace(r, record={k: v for k, v in r.record.items() if k != "binding"}) for r in runs],
                        {1: 1})[0]
     assert "the best median on all 3 cores" in recommend(plain)
+    # Two layouts the runs cannot tell apart on the same 2 cores: neither is chosen "for its fewer cores".
+    tied = [_bound(_run(2, 1, rep, 10.0 + 0.1 * rep), *sets[:2]) for rep in range(1, 5)]
+    tied += [_bound(_run(3, 1, rep, 10.05 + 0.1 * rep), *sets) for rep in range(1, 5)]
+    text = recommend(group_runs(tied, {1: 1})[0])
+    assert "fewer cores" not in text and "indistinguishable" in text, text
 
 
 def test_recommendation_when_fewer_cores_win_and_when_nothing_separates():

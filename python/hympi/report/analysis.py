@@ -231,7 +231,7 @@ def group_runs(runs: list[Run], machine_of_sweep: dict[int, int],
 
 def _sample(s: LayoutStats, label: str) -> Sample:
     """The comparison input of one layout: its ok rates and what the tie-break needs."""
-    return Sample(label, s.rates, s.threads, s.cores, s.rss_per_node_mib, s.rounds)
+    return Sample(label, s.rates, s.threads, s.cores_used, s.rss_per_node_mib, s.rounds)
 
 
 @dataclass(frozen=True)
