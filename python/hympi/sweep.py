@@ -622,6 +622,8 @@ class SweepResult:
     restarted: int = 0
     restartable: int = 0
     cancelled: int = 0
+    gave_up: str = ""
+    """Why the sweep launched nothing more (hympi.sweep.gave_up), "" when it ran what it planned."""
 
 
 def open_sweep(store: Store, machine: MachineRecord, params: SweepParams, total: int, resume: bool | int,
@@ -869,6 +871,29 @@ def restartable_items(store: Store, sweep_id: int, params: SweepParams) -> list[
             if restartable(params, item)]
 
 
+FAILED_STATUSES = ("failed", "timeout")
+"""A launch that measured nothing: no result, or killed at --timeout."""
+
+GIVE_UP_AFTER = 2
+"""Failed launches, one of each layout at least, after which a sweep none of whose runs was ok stops (gave_up)."""
+
+
+def gave_up(sweep: Sweep, layouts: Sequence[SweepLayout], failed: Mapping[SweepLayout, Sequence[str]], ok_seen: bool,
+            left: int) -> str:
+    """Why a sweep should launch nothing more, "" to go on: each of `layouts` failed in this call (`failed`: its
+    statuses of FAILED_STATUSES), GIVE_UP_AFTER launches at least, and no run of the sweep was ever ok (`ok_seen`,
+    before this call too). The rest would fail alike (a wrong --verify or --metric, a missing library or input, a
+    --timeout too short for any layout), each costing up to --timeout; a first launch that failed once (a file
+    not there yet) is tried again, and a layout that fails beside others that run ok (a manager-worker program at
+    one rank) is a result, measured to the end."""
+    if ok_seen or not layouts or any(x not in failed for x in layouts) or \
+            sum(len(failed[x]) for x in layouts) < GIVE_UP_AFTER:
+        return ""
+    how = "; ".join(f"{layout_name(x)}: {', '.join(failed[x])}" for x in layouts)
+    return (f"every launch failed ({how}) and no run of {_measured_by(sweep)} was ever ok: the {left} launch(es) "
+            "left would fail alike, so none was made; mend what the lines above say and run it again")
+
+
 def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[SweepItem, ...],
               console: Console | None = None,
               runner: Callable[[list[str], float], RunOutcome] | None = None,
@@ -904,6 +929,12 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
         return item.key() not in done or (item.key() in stopped and restartable(params, item))
 
     todo = [item for item in items if pending(item)]
+    # Whether to go on while every launch fails (gave_up): each pending layout gets a launch in this call (a sweep
+    # resumed after its failures were mended is tried again), one ok run of the sweep ever keeps it going.
+    tried = tuple(dict.fromkeys(i.layout() for i in todo))
+    failed: dict[SweepLayout, list[str]] = {}
+    ok_seen = any(r.status not in FAILED_STATUSES for r in store.iter_runs([sweep.id]))
+    stopped_because = ""
     statuses: dict[str, int] = {}
     ran = 0
     restarted = 0
@@ -932,8 +963,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                                        "is taken for an output)", highlight=False, markup=False)
 
             def run_items(batch: list[SweepItem]) -> None:
-                nonlocal ran, restarted, cancelled, outputs_told
-                for item in batch:
+                nonlocal ran, restarted, cancelled, outputs_told, ok_seen, stopped_because
+                for at, item in enumerate(batch):
                     stop_if_signalled()
                     for what, path, check in watched:
                         if (change := check()) is not None:
@@ -1025,10 +1056,19 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                                 f"writing a newer one: not restarted again (checkpoint moved to "
                                 f"{escape(str(moved))}){longer}[/yellow]", highlight=False)
                     progress.advance(task)
+                    if run.status in FAILED_STATUSES:
+                        if not restartable(params, item):  # a checkpoint left is progress, not a failure
+                            failed.setdefault(item.layout(), []).append(run.status)
+                    elif run.status != "cancelled":
+                        ok_seen = True
+                    stopped_because = gave_up(sweep, tried, failed, ok_seen, len(batch) - at - 1)
+                    if stopped_because:
+                        progress.console.print(f"  {stopped_because}", highlight=False, markup=False)
+                        return
                 stop_if_signalled()
 
             run_items(todo)
-            if params.auto and layouts:
+            if params.auto and layouts and not stopped_because:
                 rounds = params.repeat
                 separated = False
                 while True:
@@ -1053,8 +1093,12 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
         store.set_sweep_status(sweep.id, "interrupted")
         raise
     left = len(restartable_items(store, sweep.id, params))
+    if stopped_because:  # over, with what it measured: a run of the same command line starts a new sweep
+        store.set_sweep_note(sweep.id, stopped_because)
+        store.set_sweep_total(sweep.id, len(store.runs([sweep.id])))
     store.set_sweep_status(sweep.id, "interrupted" if left or cancelled else "finished")
-    return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto, restarted, left, cancelled)
+    return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto, restarted, left, cancelled,
+                       stopped_because)
 
 
 def _named_inputs(program: Program, params: SweepParams, items: Sequence[SweepItem]) -> list[Path]:

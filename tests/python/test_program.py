@@ -650,15 +650,22 @@ def test_a_program_that_exits_non_zero_is_recorded_with_its_last_words_not_the_l
 
 
 def test_a_sweep_records_why_a_program_failed(tmp_path: Path, monkeypatch):
+    """... and, every layout failed, launches it no more (6 launches planned, 2 made)."""
     monkeypatch.chdir(tmp_path)
     shell_program(tmp_path, "solver", 'echo "Error(readinput): error opening elk.in"\nexit 1\n')
     db = tmp_path / "r.db"
-    proc = hympi("sweep", "./solver", "--ranks", "1", "--repeat", "1", "--no-warmup", "--db", str(db))
+    proc = hympi("sweep", "./solver", "--ranks", "1,2", "--repeat", "3", "--no-warmup", "--db", str(db))
     assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = " ".join(proc.stdout.split())
+    assert "sweep 1 stopped: 2 failed; every launch failed, so nothing more was launched" in out
+    assert "the 4 launch(es) left would fail alike" in out, out
     with Store.open(db, create=False) as store:
-        (run,) = store.runs()
-    assert run.stderr_tail.splitlines()[-1] == ("hympi: solver ended with exit code 1; its last lines: "
-                                                "Error(readinput): error opening elk.in"), run.stderr_tail
+        runs = store.runs()
+    assert sorted(r.ranks for r in runs) == [1, 2]
+    for run in runs:  # each rank's words (2 ranks, the same twice)
+        assert run.stderr_tail.splitlines()[-1] == ("hympi: solver ended with exit code 1; its last lines: "
+                                                    + " | ".join(["Error(readinput): error opening elk.in"] * run.ranks)
+                                                    ), run.stderr_tail
 
 
 def test_a_failed_programs_error_output_is_shown_once(tmp_path: Path, monkeypatch):

@@ -21,11 +21,12 @@ import forkcli
 from conftest import hympi, sweep_params
 from fakeapps import InProcessLauncher, fake_bin_dir, launch_env, launch_ranks, launches, pid_alive
 from hympi.errors import UsageError
+from hympi.launch.mpirun import RunOutcome
 from hympi.params import parse_choice_list, parse_int_list
 from hympi.stats.compare import MIN_PAIRS
 from hympi.store import Store
 from hympi.store.schema import SCHEMA_VERSION
-from hympi.sweep import SweepParams, open_sweep, plan, run_sweep
+from hympi.sweep import SweepParams, SweepResult, open_sweep, plan, run_sweep
 from hympi.sweep_options import cross_layouts
 from hympi.topology import machine_summary
 from refusals import assert_refused, digest
@@ -111,6 +112,90 @@ def test_failed_hung_and_unverified_runs_are_recorded_and_the_sweep_goes_on(tmp_
         time.sleep(0.1)
     assert not any(pid_alive(p) for p in pids), "a hung rank survived the timeout"  # ... and none survived
     assert "skipping 2x2" in proc.stderr
+
+
+class _FailingRunner(InProcessLauncher):
+    """Every launch of the layouts in `failing` fails (exit 1, nothing printed); the others are ok."""
+
+    def __init__(self, failing: set[str], first_only: bool = False) -> None:
+        super().__init__()
+        self.failing = failing
+        self.first_only = first_only
+        self.layouts: list[str] = []
+
+    def __call__(self, cmd: list[str], timeout: float) -> RunOutcome:
+        layout = f"{launch_ranks(cmd)}x{launch_env(cmd)['OMP_NUM_THREADS']}"
+        self.layouts.append(layout)
+        if layout in self.failing and not (self.first_only and self.layouts.count(layout) > 1):
+            return RunOutcome("failed", 1, 0.0, cmd, "", "no such input: in.melt")
+        return super().__call__(cmd, timeout)
+
+    def record(self, cmd: list[str]) -> dict:
+        return {"rate": float(launch_ranks(cmd)), "rate_unit": "x", "verified": True, "problem": "p",
+                "node_rss_mib": 10.0}
+
+
+def _failing_sweep(db: Path, runner: _FailingRunner, resume: bool = False,
+                   layouts: tuple[tuple[int, int], ...] = ((1, 1), (2, 1), (1, 2))) -> tuple[SweepResult, str]:
+    """A sweep of `layouts` with a warm-up each and 4 rounds (15 launches planned for 3 layouts), run by `runner`."""
+    params = sweep_params("rb3d", layouts, repeat=4, seed=5, min_time=0.0)
+    the_plan = plan(params, cpu_limit=2)
+    out = io.StringIO()
+    with Store.open(db) as store:
+        machine = store.ensure_machine("h", "t", "m", "c", {})
+        sweep, _ = open_sweep(store, machine, params, len(the_plan.items), resume)
+        result = run_sweep(store, sweep, params, the_plan.items, Console(file=out, width=400), runner)
+    return result, out.getvalue()
+
+
+def test_a_sweep_whose_every_layout_fails_at_its_first_launch_launches_nothing_more(tmp_path: Path):
+    """A wrong --verify, a missing input or library fails every layout alike: 3 launches tell, not 15. The sweep ends
+    finished with those runs and says why; a layout that fails beside others that run ok is measured to the end."""
+    runner = _FailingRunner({"1x1", "2x1", "1x2"})
+    result, out = _failing_sweep(tmp_path / "r.db", runner)
+    assert sorted(runner.layouts) == ["1x1", "1x2", "2x1"]  # each layout's warm-up, then nothing
+    assert result.ran == 3 and result.statuses == {"failed": 3}
+    assert result.gave_up.startswith("every launch failed (")
+    assert all(f"{name} core: failed" in result.gave_up for name in ("1x1", "2x1", "1x2")), result.gave_up
+    assert "the 12 launch(es) left would fail alike, so none was made" in result.gave_up
+    assert result.gave_up in out
+    with Store.open(tmp_path / "r.db", create=False) as store:
+        (sweep,) = store.sweeps()
+        assert (sweep.status, sweep.note, sweep.total) == ("finished", result.gave_up, 3)
+
+    runner = _FailingRunner({"1x1"}, first_only=True)  # a one-off: its first launch failed, and 1x1 is tried again
+    result, out = _failing_sweep(tmp_path / "t.db", runner, layouts=((1, 1),))
+    assert len(runner.layouts) == 5 and result.statuses == {"failed": 1, "ok": 4} and not result.gave_up
+
+    runner = _FailingRunner({"1x1"})  # 1x1 alone fails twice
+    result, out = _failing_sweep(tmp_path / "u.db", runner, layouts=((1, 1),))
+    assert len(runner.layouts) == 2 and result.gave_up.startswith("every launch failed (1x1 core: failed, failed) ")
+
+    runner = _FailingRunner({"1x1"})  # 1x1 fails every time, the others never: a result, measured in full
+    result, out = _failing_sweep(tmp_path / "s.db", runner)
+    assert len(runner.layouts) == 15 and result.statuses == {"failed": 5, "ok": 10} and not result.gave_up
+    assert "fail alike" not in out
+
+
+def test_a_sweep_that_ran_ok_once_or_whose_failures_were_mended_goes_on(tmp_path: Path):
+    """One ok run of the sweep, earlier too, keeps it going: the failures since are results. A resumed sweep tries
+    each layout left again, so one whose first launches failed before it was mended runs to its end."""
+    db = tmp_path / "r.db"
+    runner = _FailingRunner(set())
+    runner.stop_at = 5  # killed at its 5th launch: 4 ok runs recorded
+    with pytest.raises(KeyboardInterrupt):
+        _failing_sweep(db, runner)
+    runner = _FailingRunner({"1x1", "2x1", "1x2"})  # since broken: every launch fails, but the sweep ran ok before
+    result, _ = _failing_sweep(db, runner, resume=True)
+    assert len(runner.layouts) == 11 and result.statuses == {"failed": 11} and not result.gave_up
+
+    db = tmp_path / "s.db"
+    _failing_sweep(db, _FailingRunner({"1x1", "2x1", "1x2"}))
+    with Store.open(db, create=False) as store:  # as if stopped before it gave up: the same sweep resumes
+        store.set_sweep_status(store.sweeps()[0].id, "interrupted")
+    runner = _FailingRunner(set())
+    result, _ = _failing_sweep(db, runner, resume=True)
+    assert len(runner.layouts) == 12 and result.statuses == {"ok": 12} and not result.gave_up
 
 
 def test_a_skipped_layout_is_not_said_before_bad_input(tmp_path: Path):

@@ -125,6 +125,23 @@ def test_a_stopped_run_restarts_from_its_checkpoint_on_the_next_invocation(tmp_p
     assert "<h2 id='checkpoint-io'>Checkpoint I/O</h2>" in page and "(restarted at step 50)" in page
 
 
+def test_a_timeout_that_left_a_checkpoint_is_progress_not_a_failure_to_give_up_on(tmp_path: Path):
+    """A run longer than --timeout goes on from its checkpoint at the next invocation: every layout's first launch
+    timing out with a checkpoint left does not stop the sweep as failures would (every_layout_failed)."""
+    env = fake_bin_dir(tmp_path)
+    db, ckpt = tmp_path / "r.db", tmp_path / "ckpt"
+    args = ["sweep", "rb3d", "--ranks", "2", "--repeat", "2", "--no-warmup", "--seed", "3", "--db", str(db),
+            "--checkpoint-dir", str(ckpt), "--checkpoint-every", "50", "--timeout", "3",
+            "--", "--hang-at", "2x1", "--hang-once"]
+    first = hympi(*args, env=env, timeout=120)
+    assert first.returncode == 1 and "2 run(s) left a checkpoint" in _text(first.stdout), first.stdout
+    assert "fail alike" not in first.stdout and launches(env) == ["2x1", "2x1"]
+    again = hympi(*args, env=env, timeout=120)
+    assert again.returncode == 0 and "2 restarted from a checkpoint" in _text(again.stdout), again.stdout
+    with Store.open(db, create=False) as store:
+        assert sorted(r.status for r in store.runs()) == ["ok", "ok"]
+
+
 def test_a_refused_checkpoint_is_moved_aside_and_the_run_stays_failed(tmp_path: Path):
     env = fake_bin_dir(tmp_path)
     db, ckpt = tmp_path / "r.db", tmp_path / "ckpt"

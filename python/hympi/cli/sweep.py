@@ -287,6 +287,9 @@ def main(args: argparse.Namespace) -> int:
             console.print(f"sweep {sweep.id} stopped: {counts}; {result.cancelled} launch(es) cancelled by Slurm are "
                           "kept as attempts, not results: run it again with --resume to run them again",
                           highlight=False, markup=False)
+        elif result.gave_up:
+            console.print(f"sweep {sweep.id} stopped: {counts}; every launch failed, so nothing more was launched "
+                          "(above)", highlight=False, markup=False)
         elif result.restartable:
             console.print(f"sweep {sweep.id} stopped: {counts}; {result.restartable} run(s) left a checkpoint in "
                           f"{params.checkpoint_dir}: run the same command again to restart them from it",
