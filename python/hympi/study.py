@@ -252,8 +252,6 @@ class _Study:
         if result.auto is not None:
             self.store.add_study_note(self.study_id, f"{opened.params.app}: {result.auto.text}")
             self.say(f"  {result.auto.text}")
-        if result.gave_up:  # said by the sweep's progress lines; in the report too
-            self.store.add_study_note(self.study_id, f"{opened.params.app}: {result.gave_up}")
         return result
 
 

@@ -889,7 +889,7 @@ def gave_up(sweep: Sweep, layouts: Sequence[SweepLayout], failed: Mapping[SweepL
     if ok_seen or not layouts or any(x not in failed for x in layouts) or \
             sum(len(failed[x]) for x in layouts) < GIVE_UP_AFTER:
         return ""
-    how = "; ".join(f"{layout_name(x)}: {', '.join(failed[x])}" for x in layouts)
+    how = "; ".join(f"{layout_name(x)}: {', '.join(failed[x])}" for x in sorted(layouts))
     return (f"every launch failed ({how}) and no run of {_measured_by(sweep)} was ever ok: the {left} launch(es) "
             "left would fail alike, so none was made; mend what the lines above say and run it again")
 
@@ -1093,9 +1093,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
         store.set_sweep_status(sweep.id, "interrupted")
         raise
     left = len(restartable_items(store, sweep.id, params))
-    if stopped_because:  # over, with what it measured: a run of the same command line starts a new sweep
+    if stopped_because:  # over, with what it measured and what it planned: the same command line starts anew
         store.set_sweep_note(sweep.id, stopped_because)
-        store.set_sweep_total(sweep.id, len(store.runs([sweep.id])))
     store.set_sweep_status(sweep.id, "interrupted" if left or cancelled else "finished")
     return SweepResult(store.sweep(sweep.id), ran, len(items) - len(todo), statuses, auto, restarted, left, cancelled,
                        stopped_because)

@@ -662,6 +662,12 @@ def test_a_sweep_records_why_a_program_failed(tmp_path: Path, monkeypatch):
     with Store.open(db, create=False) as store:
         runs = store.runs()
     assert sorted(r.ranks for r in runs) == [1, 2]
+    report = hympi("report", "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert report.returncode == 0, report.stderr
+    said = ("sweep 1 (solver) ended with 2 of its 6 planned runs: every launch failed (1x1 core: failed; 2x1 core: "
+            "failed) and no run of sweep 1 was ever ok")
+    assert said in " ".join(report.stdout.split()), report.stdout
+    assert said in " ".join((tmp_path / "rep" / "index.html").read_text().split())
     for run in runs:  # each rank's words (2 ranks, the same twice)
         assert run.stderr_tail.splitlines()[-1] == ("hympi: solver ended with exit code 1; its last lines: "
                                                     + " | ".join(["Error(readinput): error opening elk.in"] * run.ranks)

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import hympi
 from hympi.store import Store
-from userprograms import hybrid, hybrid_binary, lammps
+from userprograms import hybrid, hybrid_binary, lammps, shell_program
 
 
 def _toml_list(items: tuple[str, ...]) -> str:
@@ -55,3 +55,21 @@ def test_a_study_of_lammps_and_a_hybrid_program_recommends_a_layout_for_each(tmp
     # The probe saw inside the runs: Debian's LAMMPS has no OpenMP threads.
     assert "1x2 (probe): each rank ran 1 of the 2 threads asked for (OMP_NUM_THREADS=2): this program does not use " \
            "OpenMP threads here" in text
+
+
+def test_a_study_stops_a_program_whose_every_launch_fails_and_its_report_says_why_once(tmp_path: Path):
+    """A programs file's entry whose check never matches: each layout's warm-up fails, nothing more is launched, and
+    the report names the planned runs it ended short of, with the reason, once."""
+    shell_program(tmp_path, "solver", 'echo "residual 1e-3"\n')
+    programs = tmp_path / "hympi-programs.toml"
+    programs.write_text("[[program]]\nname = 'solver'\ncommand = ['./solver']\nverify = 'converged'\n")
+    db, out = tmp_path / "r.db", tmp_path / "report"
+    proc = hympi("study", "--quick", "--programs", str(programs), "--db", str(db), "--out", str(out), timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    with Store.open(db, create=False) as store:
+        (sweep,) = store.sweeps()
+        assert sorted((r.ranks, r.threads, r.status) for r in store.runs()) == [
+            (1, 1, "failed"), (1, 2, "failed"), (2, 1, "failed")]
+    said = (f"sweep 1 (solver) ended with 3 of its {sweep.total} planned runs: every launch failed (1x1 core: failed; "
+            "1x2 core: failed; 2x1 core: failed) and no run of sweep 1 was ever ok")
+    assert sweep.total > 3 and _text(out / "index.html").count(said) == 1

@@ -161,7 +161,7 @@ def test_a_sweep_whose_every_layout_fails_at_its_first_launch_launches_nothing_m
     assert result.gave_up in out
     with Store.open(tmp_path / "r.db", create=False) as store:
         (sweep,) = store.sweeps()
-        assert (sweep.status, sweep.note, sweep.total) == ("finished", result.gave_up, 3)
+        assert (sweep.status, sweep.note, sweep.total) == ("finished", result.gave_up, 15)
 
     runner = _FailingRunner({"1x1"}, first_only=True)  # a one-off: its first launch failed, and 1x1 is tried again
     result, out = _failing_sweep(tmp_path / "t.db", runner, layouts=((1, 1),))

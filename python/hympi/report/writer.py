@@ -156,12 +156,19 @@ def _write_report(store: Store, out_dir: Path, sweep_ids: list[int] | None, note
 
 def unfinished_notes(sweeps: list[Sweep], runs: list[Run]) -> list[str]:
     """A line for each of `sweeps` that has not finished (stopped, or still running): its verdicts are of the runs it
-    recorded, not of the rounds it planned (a layout may have fewer runs than another)."""
+    recorded, not of the rounds it planned (a layout may have fewer runs than another); and for each that finished
+    short of its plan, why (its note: every launch failed, hympi.sweep.gave_up)."""
     recorded: dict[int, int] = {}
     for run in runs:
         recorded[run.sweep_id] = recorded.get(run.sweep_id, 0) + 1
     state = {"interrupted": "was stopped", "running": "is running (or its process was killed)"}
-    return [f"sweep {sweep.id} ({sweep.app}) {state.get(sweep.status, sweep.status)} with "
-            f"{recorded.get(sweep.id, 0)} of its {sweep.total} planned runs: what is said of it is said of those "
-            "('--resume' continues it)"
-            for sweep in sweeps if sweep.status != "finished"]
+    lines = []
+    for sweep in sweeps:
+        counts = f"{recorded.get(sweep.id, 0)} of its {sweep.total} planned runs"
+        if sweep.status != "finished":
+            lines.append(f"sweep {sweep.id} ({sweep.app}) {state.get(sweep.status, sweep.status)} with {counts}: what "
+                         "is said of it is said of those ('--resume' continues it)")
+        elif recorded.get(sweep.id, 0) < sweep.total:
+            lines.append(f"sweep {sweep.id} ({sweep.app}) ended with {counts}"
+                         + (f": {sweep.note}" if sweep.note else ""))
+    return lines
