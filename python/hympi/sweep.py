@@ -891,7 +891,7 @@ def gave_up(sweep: Sweep, layouts: Sequence[SweepLayout], failed: Mapping[SweepL
         return ""
     how = "; ".join(f"{layout_name(x)}: {', '.join(failed[x])}" for x in sorted(layouts))
     return (f"every launch failed ({how}) and no run of {_measured_by(sweep)} was ever ok: the {left} launch(es) "
-            "left would fail alike, so none was made; mend what the lines above say and run it again")
+            "left would fail alike, so none was made")
 
 
 def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[SweepItem, ...],
@@ -1063,7 +1063,8 @@ def run_sweep(store: Store, sweep: Sweep, params: SweepParams, items: tuple[Swee
                         ok_seen = True
                     stopped_because = gave_up(sweep, tried, failed, ok_seen, len(batch) - at - 1)
                     if stopped_because:
-                        progress.console.print(f"  {stopped_because}", highlight=False, markup=False)
+                        progress.console.print(f"  {stopped_because}; mend what the lines above say and run it "
+                                               "again", highlight=False, markup=False)
                         return
                 stop_if_signalled()
 
