@@ -29,7 +29,7 @@ from fakeapps import REPO, fake_bin_dir
 from hympi.cli.common import ensure_out_dir
 from hympi.errors import HympiFatal
 from hympi.launch.layout import layout_words
-from hympi.report import html, writer
+from hympi.report import html, plots, writer
 from hympi.report.analysis import group_runs, group_titles, recommend, verdict
 from hympi.report.html import GroupFigures, render
 from hympi.report.writer import write_report
@@ -123,6 +123,24 @@ def test_an_oversubscribed_layout_is_not_said_to_compute_on_more_cores_than_it_w
     tied += [_bound(_run(3, 1, rep, 10.05 + 0.1 * rep), *sets) for rep in range(1, 5)]
     text = recommend(group_runs(tied, {1: 1})[0])
     assert "fewer cores" not in text and "indistinguishable" in text, text
+
+
+def test_an_oversubscribed_layout_is_set_against_the_other_kind_on_the_cores_it_was_bound_to():
+    """ESyS-Particle's 3x1 on 2 cores (ranks 0 and 2 on PU 0) is a pure MPI layout on 2 cores: its hybrid counterpart
+    is 1x2, not a 1x3 that was never run; its memory per core is the node's over those 2; its line in the rate plot
+    asks 3 cores and says it ran on 2."""
+    runs = [_bound(_run(3, 1, rep, 12.0 + 0.1 * rep), "0", "1", "0") for rep in range(1, 5)]
+    runs += [_bound(_run(2, 1, rep, 10.0 + 0.1 * rep), "0", "1") for rep in range(1, 5)]
+    runs += [_bound(_run(1, 2, rep, 8.0 + 0.1 * rep), "0-1") for rep in range(1, 5)]
+    (group,) = group_runs(runs, {1: 1})
+    text = recommend(group)
+    assert text.startswith("Best: 3 ranks x 1 thread"), text
+    assert "Against the worst layout, which is also the best hybrid layout on as many cores: 3x1 is 1.48x 1x2" in text
+    per_core = {s.label: s.rss_per_core_mib for s in group.layouts}
+    assert per_core == {"3x1": 20.0, "2x1": 20.0, "1x2": 20.0}, per_core  # node_rss_mib 40 over 2 cores each
+    three = [s for s in group.layouts if s.cores == 3]
+    assert plots.line_label(3, three) == "3 cores asked (3x1 on 2)"
+    assert plots.line_label(2, [s for s in group.layouts if s.cores == 2]) == "2 cores"
 
 
 def test_recommendation_when_fewer_cores_win_and_when_nothing_separates():

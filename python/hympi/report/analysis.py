@@ -187,7 +187,7 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: 
         node = run.value("node_rss_mib")
         if run.status == "ok" and node is not None and run.record is not None:
             nodes = run.record.get("nodes", 1) or 1
-            per_core.append(node * nodes / (ranks * threads))
+            per_core.append(node * nodes / min(ranks * threads, bound_pus(run) or ranks * threads))
     shares = [v for v in (run_placement_share(r) for r in runs if r.status == "ok") if v is not None]
     bound = [n for n in (bound_pus(r) for r in runs if r.status == "ok") if n is not None]
     return LayoutStats(ranks, threads, bind, len(measured), statuses.get("ok", 0), tuple(sorted(statuses.items())),
@@ -281,8 +281,9 @@ def pair(group: AppGroup, a: LayoutStats, b: LayoutStats, confidence: float = DE
 
 
 def _counterpart(ref: LayoutStats, layouts: list[LayoutStats]) -> tuple[LayoutStats, str] | None:
-    """The best-median layout of the other kind (hybrid vs pure MPI) on as many cores as `ref`, and the kind."""
-    same = [s for s in layouts if s.cores == ref.cores and s is not ref and s.rate_median is not None]
+    """The best-median layout of the other kind (hybrid vs pure MPI) on as many cores as `ref` (cores_used: an
+    oversubscribed 3x1 bound to 2 cores is set against 1x2), and the kind."""
+    same = [s for s in layouts if s.cores_used == ref.cores_used and s is not ref and s.rate_median is not None]
     kind = "hybrid" if ref.threads == 1 else "pure MPI"
     other = [s for s in same if (s.threads > 1) == (ref.threads == 1)]
     if not other:

@@ -8,6 +8,7 @@ process vs MPI parameter values and the predictor's leave-one-program-out ratios
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -54,6 +55,13 @@ def _ok(group: AppGroup) -> list[LayoutStats]:
     return [s for s in group.layouts if s.rate_median is not None]
 
 
+def line_label(cores: int, members: Sequence[LayoutStats]) -> str:
+    """'2 cores'; the layouts on a line are those asking for as many cores, and one oversubscribed names the cores it
+    was bound to ('3 cores asked (3x1 on 2)'): a line per cores used would put it and 2x1 at one x."""
+    fewer = ", ".join(f"{s.label} on {s.cores_used}" for s in members if s.cores_used < s.cores)
+    return f"{cores} core{'s' if cores != 1 else ''}" + (f" asked ({fewer})" if fewer else "")
+
+
 def rate_vs_threads(group: AppGroup, path: Path) -> Path:
     """Median rate vs OpenMP threads per rank, one line per core count (and binding and memory policy), min-max as
     error bars; each disturbed run's rate a red cross (in no line)."""
@@ -71,7 +79,7 @@ def rate_vs_threads(group: AppGroup, path: Path) -> Path:
         y = [s.rate_median or 0.0 for s in members]
         low = [y_i - (s.rate_min or y_i) for s, y_i in zip(members, y, strict=True)]
         high = [(s.rate_max or y_i) - y_i for s, y_i in zip(members, y, strict=True)]
-        label = (f"{cores} core{'s' if cores != 1 else ''}" + (f", bind {bind[0]}" if several_binds else "")
+        label = (line_label(cores, members) + (f", bind {bind[0]}" if several_binds else "")
                  + (f", membind {bind[1]}" if several_policies else ""))
         ax.errorbar(x, y, yerr=[low, high], marker="o", capsize=4, linestyle=_STYLES[binds.index(bind) % 4],
                     label=label)
@@ -113,7 +121,7 @@ def memory(group: AppGroup, path: Path) -> Path:
     left.set_title("peak memory per process")
     left.set_ylabel("MiB")
     right.bar(labels, [s.rss_per_core_mib or 0.0 for s in layouts], color="#dd8452")
-    right.set_title("memory per core (node total / cores)")
+    right.set_title("memory per core (node total / cores bound)")
     right.set_ylabel("MiB")
     for ax in (left, right):
         ax.set_xlabel("ranks x threads")
