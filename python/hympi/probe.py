@@ -300,6 +300,18 @@ def figures(processes: Sequence[ProbeProcess]) -> Figures | None:
                    max_rss_mib=max(p.max_rss_mib for p in processes), node_rss_mib=max(per_host.values()))
 
 
+def waiting_rank(processes: Sequence[ProbeProcess]) -> JsonObject | None:
+    """The rank with the largest share of its wall time inside MPI (`rank`, `share`) and the largest share among
+    the other ranks (`others`): a manager that only waits for its workers (ESyS-Particle's rank 0) stands out, and
+    the run's communication (the slowest rank's time in MPI) is its waiting; None under 2 ranks."""
+    shares = {p.rank: p.mpi_s / p.wall_s for p in processes
+              if p.mpi_initialized and p.wall_s > 0 and math.isfinite(p.mpi_s)}
+    if len(shares) < 2:
+        return None
+    top = max(shares, key=lambda rank: shares[rank])
+    return {"rank": top, "share": shares[top], "others": max(v for rank, v in shares.items() if rank != top)}
+
+
 def probe_record(processes: Sequence[ProbeProcess], ranks: int, threads: int) -> JsonObject:
     """What a run's record gains from the probe: the figures under their HYMPI_RESULT names, the binding rows, and
     the findings in words."""
@@ -313,8 +325,22 @@ def probe_record(processes: Sequence[ProbeProcess], ranks: int, threads: int) ->
     share = found.comm_s / max(walls) if found and walls and math.isfinite(found.comm_s) else None
     record["probe"] = {"processes": len(processes), "findings": findings,
                        "mpi_share": share, "ranks_seen": sorted({p.world_size for p in processes}),
-                       "working_threads": working_threads(processes, threads)}
+                       "working_threads": working_threads(processes, threads),
+                       "waiting_rank": waiting_rank(processes)}
     return record
+
+
+def recorded_waiting_rank(record: JsonObject | None) -> tuple[int, float, float] | None:
+    """(rank, share, others) of a run's waiting_rank as probe_record recorded it, None when the probe did not run,
+    saw fewer than 2 ranks or wrote it before it was recorded."""
+    probe = record.get("probe") if record else None
+    found = probe.get("waiting_rank") if isinstance(probe, dict) else None
+    if not isinstance(found, dict):
+        return None
+    rank, share, others = found.get("rank"), found.get("share"), found.get("others")
+    if not isinstance(rank, int) or not isinstance(share, (int, float)) or not isinstance(others, (int, float)):
+        return None
+    return rank, float(share), float(others)
 
 
 def recorded_working_threads(record: JsonObject | None) -> int | None:

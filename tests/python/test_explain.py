@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -152,6 +153,29 @@ def test_an_oversubscribed_layout_computes_on_the_cores_it_was_bound_to():
     assert "3x1 computes longer: " in text and "3 cores" not in text, text
     text = reason(three, _layout(bds, "1x1"))
     assert "1x1 computes on 1 of the 2 cores 3x1 uses: " in text, text
+
+
+@pytest.mark.parametrize(("others", "said"), [(0.1, True), (0.6, False)])
+def test_communication_that_is_one_rank_waiting_is_said_to_be(others: float, said: bool):
+    # A manager-worker program (ESyS-Particle): rank 0 waits in MPI for 95 % of its run, so the run's communication
+    # (its slowest rank's time in MPI) is 95 % of it; the workers spend at most `others` of theirs there.
+    def wait(share: float) -> dict:
+        return {"processes": 3, "findings": [], "waiting_rank": {"rank": 0, "share": share, "others": others}}
+
+    runs = [_run(3, 1, rep, 12.0, time_s=1.0, comp=0.9, comm=0.95, probe=wait(share))
+            for rep, share in ((1, 0.94), (2, 0.95), (3, 0.96))]
+    runs += [_run(2, 1, rep, 8.0, time_s=1.5, comp=1.4, comm=1.45, probe=wait(0.97)) for rep in (1, 2, 3)]
+    bds = explain(group_runs(runs, {1: 1})[0])
+    assert _layout(bds, "3x1").waiting == (0, 0.95, others)
+    text = reason(_layout(bds, "3x1"), _layout(bds, "2x1"))
+    note = ("is 95 % of 3x1's run, 89 % of it hidden behind computation; that is rank 0 waiting, in MPI for 95 % of "
+            "its run where the other ranks spend at most 10 % of theirs (as a manager waits for its workers).")
+    assert text.endswith(note) if said else ("waiting" not in text and "is 95 % of 3x1's run" in text), text
+    # Runs that name different ranks say nothing of one rank.
+    other = [replace(r, record={**r.record, "probe": {**wait(0.95), "waiting_rank": {"rank": 1, "share": 0.95,
+                                                                                    "others": others}}})
+             if r.repeat == 2 else r for r in runs]
+    assert _layout(explain(group_runs(other, {1: 1})[0]), "3x1").waiting is None
 
 
 def test_more_cores_that_compute_slower_are_named_with_their_thread_efficiency():

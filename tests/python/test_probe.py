@@ -26,6 +26,7 @@ from hympi.probe import (
     probe_record,
     read_probe,
     shared_pus,
+    waiting_rank,
     working_threads,
 )
 from hympi.store import Store
@@ -89,6 +90,21 @@ def test_threads_idle_beside_working_ones_are_counted():
     assert idle_threads([process], 4) == ("threads 2, 3 of every rank used under 5 % of their rank's busiest thread's "
                                           "CPU time after MPI_Init: each rank computed on 2 of its 4 threads")
     assert idle_threads([process], 2) is None and working_threads([process], 4) == 2
+
+
+def test_a_rank_that_spends_its_run_in_mpi_is_named_with_the_others_largest_share():
+    """ESyS-Particle's manager (rank 0) waits in MPI while 2 workers compute: the run's communication, the slowest
+    rank's time in MPI, is that waiting, and the record says whose it is and what the others spent."""
+    def rank(number: int, mpi_s: float, wall_s: float = 4.0, initialized: bool = True) -> ProbeProcess:
+        return ProbeProcess(host="h", pid=10 + number, mpi_initialized=initialized, rank=number, world_size=3,
+                            wall_s=wall_s, mpi_s=mpi_s, max_rss_mib=1.0, threads=())
+
+    processes = [rank(0, 3.8), rank(1, 1.2), rank(2, 0.4)]
+    assert waiting_rank(processes) == {"rank": 0, "share": 0.95, "others": 0.3}
+    assert probe_record(processes, 3, 1)["probe"]["waiting_rank"] == {"rank": 0, "share": 0.95, "others": 0.3}
+    assert waiting_rank([rank(2, 3.0), rank(0, 1.0, wall_s=2.0)]) == {"rank": 2, "share": 0.75, "others": 0.5}
+    assert waiting_rank([rank(0, 3.8), rank(1, 0.0, wall_s=0.0), rank(2, 1.0, initialized=False)]) is None
+    assert waiting_rank([rank(0, 3.8)]) is None  # one rank waits for nobody
 
 
 def test_two_threads_bound_to_one_pu_fail_the_affinity_check():

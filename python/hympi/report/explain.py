@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from hympi.contract import contract
 from hympi.params import DEFAULT_CONFIDENCE
-from hympi.probe import recorded_working_threads
+from hympi.probe import recorded_waiting_rank, recorded_working_threads
 from hympi.report.analysis import (
     MEMORY_LEVEL,
     AppGroup,
@@ -108,6 +108,10 @@ class Breakdown(Layout):
     working_threads: int | None = field(default=None, kw_only=True)
     """The fewest threads per rank the probe saw compute in any run (hympi.probe.working_threads), None for runs
     without the probe (hympi's apps use every thread they are given)."""
+
+    waiting: tuple[int, float, float] | None = field(default=None, kw_only=True)
+    """(rank, share, others): the rank with the largest share of its time in MPI, that share and the other ranks'
+    largest, medians over the runs the probe saw (hympi.probe.waiting_rank); None unless every run names one rank."""
 
     @property
     def working_per_rank(self) -> int:
@@ -276,6 +280,7 @@ def explain(group: AppGroup, stream: StreamBounds | None = None) -> tuple[Breakd
         serial = _rate_of(rates, 1, 1, s.bind, s.membind)
         working_set = median_or_none(r.value("working_set_bytes") for r in runs)
         working = [w for w in (recorded_working_threads(r.record) for r in runs) if w is not None]
+        waits = [w for w in (recorded_waiting_rank(r.record) for r in runs) if w is not None]
         bound, level = (stream.bound(s, working_set / s.threads if working_set is not None else None)
                         if stream is not None else (None, None))
         out.append(Breakdown(
@@ -289,8 +294,16 @@ def explain(group: AppGroup, stream: StreamBounds | None = None) -> tuple[Breakd
             parallel_efficiency=_efficiency(s.rate_median, serial, s.cores_used) if s.cores_used > 1 else None,
             membind=s.membind, working_set_bytes=working_set, bound_level=level,
             levels_measured=bool(stream and stream.caches), working_threads=min(working, default=None),
-            bound_pus=s.bound_pus))
+            bound_pus=s.bound_pus, waiting=_waiting(waits)))
     return tuple(out)
+
+
+def _waiting(waits: list[tuple[int, float, float]]) -> tuple[int, float, float] | None:
+    """Breakdown.waiting of a layout's runs: their medians when every run names the same rank, else None."""
+    if not waits or len({rank for rank, _, _ in waits}) > 1:
+        return None
+    return (waits[0][0], statistics.median(share for _, share, _ in waits),
+            statistics.median(others for _, _, others in waits))
 
 
 def pick_stream(group: AppGroup, groups: Iterable[AppGroup]) -> StreamBounds | None:
@@ -502,8 +515,23 @@ def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None, 
         overlap = better.overlap_s or 0.0
         hidden = (f", {_pct(overlap / better.comm_s)} of it hidden behind computation"
                   if overlap > 0 and better.comm_s else "")
-        out.append(_sentence(f"{what} is {_pct(comm_share)} of {b}'s run{hidden}"))
+        out.append(_sentence(f"{what} is {_pct(comm_share)} of {b}'s run{hidden}{_waiting_note(better)}"))
     return (*out, _sentence(bandwidth)) if bandwidth else tuple(out)
+
+
+WAITING_GAP = 0.5
+"""How far one rank's share of its time in MPI must exceed every other rank's for the run's communication to be
+said to be that rank waiting (a manager for its workers), not the ranks exchanging data."""
+
+
+def _waiting_note(layout: Breakdown) -> str:
+    """'; that is rank 0 waiting: ...' when one rank of the layout spends far more of its run in MPI than any other
+    (the run's communication is the slowest rank's time in MPI), "" otherwise."""
+    if layout.waiting is None or layout.waiting[1] - layout.waiting[2] < WAITING_GAP:
+        return ""
+    rank, share, others = layout.waiting
+    return (f"; that is rank {rank} waiting, in MPI for {_pct(share)} of its run where the other ranks spend at most "
+            f"{_pct(others)} of theirs (as a manager waits for its workers)")
 
 
 def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None, noise: str = "") -> str:
