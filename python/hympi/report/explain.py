@@ -513,9 +513,12 @@ def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None, 
     if comm_share >= 0.0005:  # a layout that communicates nothing (one rank, STREAM) gets no such remark
         what = f"communication, mostly {better.top_comm_phase}," if better.top_comm_phase else "communication"
         overlap = better.overlap_s or 0.0
+        waiting = _waiting_note(better)
+        # comp + comm - time, of the busiest rank's computation and the waiting rank's MPI time: beside one rank's
+        # waiting it is the others computing meanwhile, no communication any rank hid behind its own computation.
         hidden = (f", {_pct(overlap / better.comm_s)} of it hidden behind computation"
-                  if overlap > 0 and better.comm_s else "")
-        out.append(_sentence(f"{what} is {_pct(comm_share)} of {b}'s run{hidden}{_waiting_note(better)}"))
+                  if overlap > 0 and better.comm_s and not waiting else "")
+        out.append(_sentence(f"{what} is {_pct(comm_share)} of {b}'s run{hidden}{waiting}"))
     return (*out, _sentence(bandwidth)) if bandwidth else tuple(out)
 
 
