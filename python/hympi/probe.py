@@ -301,15 +301,21 @@ def figures(processes: Sequence[ProbeProcess]) -> Figures | None:
 
 
 def waiting_rank(processes: Sequence[ProbeProcess]) -> JsonObject | None:
-    """The rank with the largest share of its wall time inside MPI (`rank`, `share`) and the largest share among
-    the other ranks (`others`): a manager that only waits for its workers (ESyS-Particle's rank 0) stands out, and
-    the run's communication (the slowest rank's time in MPI) is its waiting; None under 2 ranks."""
-    shares = {p.rank: p.mpi_s / p.wall_s for p in processes
-              if p.mpi_initialized and p.wall_s > 0 and math.isfinite(p.mpi_s)}
-    if len(shares) < 2:
+    """The rank that computed the smallest share of its run and how much: `waiting`, its share not computing (in MPI,
+    or off the CPU: asleep between polls, as HyPhy's rank 0 is), `in_mpi`, its share inside MPI, and `others`, the
+    largest share not computing among the other ranks. A manager that only waits for its workers (ESyS-Particle's
+    rank 0 in MPI, HyPhy's asleep) stands out; None under 2 ranks. A rank computes on its busiest thread's CPU time
+    after MPI_Init less its time in MPI (where the MPI library spins)."""
+    waiting: dict[int, tuple[float, float]] = {}
+    for p in processes:
+        if p.mpi_initialized and p.wall_s > 0 and p.threads and math.isfinite(p.mpi_s):
+            computing = max(0.0, max(t.work_cpu_s for t in p.threads) - p.mpi_s)
+            waiting[p.rank] = (min(1.0, max(0.0, 1.0 - computing / p.wall_s)), min(1.0, p.mpi_s / p.wall_s))
+    if len(waiting) < 2:
         return None
-    top = max(shares, key=lambda rank: shares[rank])
-    return {"rank": top, "share": shares[top], "others": max(v for rank, v in shares.items() if rank != top)}
+    top = max(waiting, key=lambda rank: waiting[rank][0])
+    return {"rank": top, "waiting": waiting[top][0], "in_mpi": waiting[top][1],
+            "others": max(share for rank, (share, _) in waiting.items() if rank != top)}
 
 
 def probe_record(processes: Sequence[ProbeProcess], ranks: int, threads: int) -> JsonObject:
@@ -330,17 +336,28 @@ def probe_record(processes: Sequence[ProbeProcess], ranks: int, threads: int) ->
     return record
 
 
-def recorded_waiting_rank(record: JsonObject | None) -> tuple[int, float, float] | None:
-    """(rank, share, others) of a run's waiting_rank as probe_record recorded it, None when the probe did not run,
-    saw fewer than 2 ranks or wrote it before it was recorded."""
+@dataclass(frozen=True)
+class Waiting:
+    """A run's waiting_rank as probe_record recorded it: the rank, its shares of its run not computing and inside
+    MPI, and the other ranks' largest share not computing."""
+
+    rank: int
+    waiting: float
+    in_mpi: float
+    others: float
+
+
+def recorded_waiting_rank(record: JsonObject | None) -> Waiting | None:
+    """The run's Waiting, None when the probe did not run or saw fewer than 2 ranks."""
     probe = record.get("probe") if record else None
     found = probe.get("waiting_rank") if isinstance(probe, dict) else None
     if not isinstance(found, dict):
         return None
-    rank, share, others = found.get("rank"), found.get("share"), found.get("others")
-    if not isinstance(rank, int) or not isinstance(share, (int, float)) or not isinstance(others, (int, float)):
+    rank = found.get("rank")
+    shares = [found.get(name) for name in ("waiting", "in_mpi", "others")]
+    if not isinstance(rank, int) or not all(isinstance(v, (int, float)) for v in shares):
         return None
-    return rank, float(share), float(others)
+    return Waiting(rank, *(float(v) for v in shares if isinstance(v, (int, float))))
 
 
 def recorded_working_threads(record: JsonObject | None) -> int | None:

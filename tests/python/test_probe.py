@@ -92,19 +92,25 @@ def test_threads_idle_beside_working_ones_are_counted():
     assert idle_threads([process], 2) is None and working_threads([process], 4) == 2
 
 
-def test_a_rank_that_spends_its_run_in_mpi_is_named_with_the_others_largest_share():
-    """ESyS-Particle's manager (rank 0) waits in MPI while 2 workers compute: the run's communication, the slowest
-    rank's time in MPI, is that waiting, and the record says whose it is and what the others spent."""
-    def rank(number: int, mpi_s: float, wall_s: float = 4.0, initialized: bool = True) -> ProbeProcess:
+def test_the_rank_that_computed_least_is_named_with_where_it_waited_and_the_others_share():
+    """A manager's run is waiting, in MPI (ESyS-Particle's rank 0: the library spins) or off the CPU (HyPhy's rank 0,
+    asleep between polls): a rank computes on its busiest thread's CPU time after MPI_Init less its time in MPI."""
+    def rank(number: int, cpu_s: float, mpi_s: float, wall_s: float = 4.0, init_cpu_s: float = 0.0,
+             initialized: bool = True) -> ProbeProcess:
+        threads = (ProbeThread(number=0, cpu_s=cpu_s, init_cpu_s=init_cpu_s, bound=frozenset({0}), used=frozenset({0})),
+                   ProbeThread(number=1, cpu_s=cpu_s / 2, bound=frozenset({0}), used=frozenset({0})))
         return ProbeProcess(host="h", pid=10 + number, mpi_initialized=initialized, rank=number, world_size=3,
-                            wall_s=wall_s, mpi_s=mpi_s, max_rss_mib=1.0, threads=())
+                            wall_s=wall_s, mpi_s=mpi_s, max_rss_mib=1.0, threads=threads)
 
-    processes = [rank(0, 3.8), rank(1, 1.2), rank(2, 0.4)]
-    assert waiting_rank(processes) == {"rank": 0, "share": 0.95, "others": 0.3}
-    assert probe_record(processes, 3, 1)["probe"]["waiting_rank"] == {"rank": 0, "share": 0.95, "others": 0.3}
-    assert waiting_rank([rank(2, 3.0), rank(0, 1.0, wall_s=2.0)]) == {"rank": 2, "share": 0.75, "others": 0.5}
-    assert waiting_rank([rank(0, 3.8), rank(1, 0.0, wall_s=0.0), rank(2, 1.0, initialized=False)]) is None
-    assert waiting_rank([rank(0, 3.8)]) is None  # one rank waits for nobody
+    spinning = [rank(0, 4.0, 3.8), rank(1, 4.0, 1.2), rank(2, 4.0, 0.4, init_cpu_s=0.5)]
+    expected = {"rank": 0, "waiting": 0.95, "in_mpi": 0.95, "others": 0.3}  # rank 1: 2.8 s of 4
+    assert waiting_rank(spinning) == pytest.approx(expected)
+    assert probe_record(spinning, 3, 1)["probe"]["waiting_rank"] == pytest.approx(expected)
+    asleep = [rank(0, 1.5, 0.06, wall_s=3.0), rank(1, 2.8, 0.1, wall_s=3.0)]  # HyPhy's 2x1, scaled
+    assert waiting_rank(asleep) == pytest.approx({"rank": 0, "waiting": 0.52, "in_mpi": 0.02, "others": 0.1})
+    assert waiting_rank([rank(0, 3.8, 3.8), rank(1, 0.0, 0.0, wall_s=0.0), rank(2, 1.0, 0.0, initialized=False)]) \
+        is None
+    assert waiting_rank([rank(0, 3.8, 3.8)]) is None  # one rank waits for nobody
 
 
 def test_two_threads_bound_to_one_pu_fail_the_affinity_check():

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from hympi.contract import contract
 from hympi.params import DEFAULT_CONFIDENCE
-from hympi.probe import recorded_waiting_rank, recorded_working_threads
+from hympi.probe import Waiting, recorded_waiting_rank, recorded_working_threads
 from hympi.report.analysis import (
     MEMORY_LEVEL,
     AppGroup,
@@ -109,9 +109,9 @@ class Breakdown(Layout):
     """The fewest threads per rank the probe saw compute in any run (hympi.probe.working_threads), None for runs
     without the probe (hympi's apps use every thread they are given)."""
 
-    waiting: tuple[int, float, float] | None = field(default=None, kw_only=True)
-    """(rank, share, others): the rank with the largest share of its time in MPI, that share and the other ranks'
-    largest, medians over the runs the probe saw (hympi.probe.waiting_rank); None unless every run names one rank."""
+    waiting: Waiting | None = field(default=None, kw_only=True)
+    """The rank that computed least (hympi.probe.waiting_rank), its shares the medians over the runs the probe saw;
+    None unless every run names the same rank."""
 
     @property
     def working_per_rank(self) -> int:
@@ -298,12 +298,12 @@ def explain(group: AppGroup, stream: StreamBounds | None = None) -> tuple[Breakd
     return tuple(out)
 
 
-def _waiting(waits: list[tuple[int, float, float]]) -> tuple[int, float, float] | None:
+def _waiting(waits: list[Waiting]) -> Waiting | None:
     """Breakdown.waiting of a layout's runs: their medians when every run names the same rank, else None."""
-    if not waits or len({rank for rank, _, _ in waits}) > 1:
+    if not waits or len({w.rank for w in waits}) > 1:
         return None
-    return (waits[0][0], statistics.median(share for _, share, _ in waits),
-            statistics.median(others for _, _, others in waits))
+    return Waiting(waits[0].rank, statistics.median(w.waiting for w in waits),
+                   statistics.median(w.in_mpi for w in waits), statistics.median(w.others for w in waits))
 
 
 def pick_stream(group: AppGroup, groups: Iterable[AppGroup]) -> StreamBounds | None:
@@ -513,28 +513,38 @@ def reasons(better: Breakdown, worse: Breakdown, separated: bool | None = None, 
     if comm_share >= 0.0005:  # a layout that communicates nothing (one rank, STREAM) gets no such remark
         what = f"communication, mostly {better.top_comm_phase}," if better.top_comm_phase else "communication"
         overlap = better.overlap_s or 0.0
-        waiting = _waiting_note(better)
         # comp + comm - time, of the busiest rank's computation and the waiting rank's MPI time: beside one rank's
         # waiting it is the others computing meanwhile, no communication any rank hid behind its own computation.
         hidden = (f", {_pct(overlap / better.comm_s)} of it hidden behind computation"
-                  if overlap > 0 and better.comm_s and not waiting else "")
-        out.append(_sentence(f"{what} is {_pct(comm_share)} of {b}'s run{hidden}{waiting}"))
+                  if overlap > 0 and better.comm_s and not _waits(better) else "")
+        out.append(_sentence(f"{what} is {_pct(comm_share)} of {b}'s run{hidden}"))
+    out += [_waiting_sentence(layout, name) for layout, name in ((worse, w), (better, b)) if _waits(layout)]
     return (*out, _sentence(bandwidth)) if bandwidth else tuple(out)
 
 
-WAITING_GAP = 0.5
-"""How far one rank's share of its time in MPI must exceed every other rank's for the run's communication to be
-said to be that rank waiting (a manager for its workers), not the ranks exchanging data."""
+WAITING_GAP = 0.3
+"""How much less of its run one rank must compute than every other rank (and at most half as much) for the layout
+to be said to have a rank that waits: a manager waiting for its workers, a core of the layout's that computes
+little. ESyS-Particle's oversubscribed 3x1: the manager computed 0 %, the worker sharing its PU 37 %."""
 
 
-def _waiting_note(layout: Breakdown) -> str:
-    """'; that is rank 0 waiting: ...' when one rank of the layout spends far more of its run in MPI than any other
-    (the run's communication is the slowest rank's time in MPI), "" otherwise."""
-    if layout.waiting is None or layout.waiting[1] - layout.waiting[2] < WAITING_GAP:
-        return ""
-    rank, share, others = layout.waiting
-    return (f"; that is rank {rank} waiting, in MPI for {_pct(share)} of its run where the other ranks spend at most "
-            f"{_pct(others)} of theirs (as a manager waits for its workers)")
+def _waits(layout: Breakdown) -> bool:
+    """Whether one rank of `layout` computes far less of its run than every other (WAITING_GAP)."""
+    if layout.waiting is None:
+        return False
+    least, others = 1.0 - layout.waiting.waiting, 1.0 - layout.waiting.others
+    return others - least >= WAITING_GAP and others >= 2.0 * least
+
+
+def _waiting_sentence(layout: Breakdown, name: str) -> str:
+    """'2x1's rank 0 computed for 36 % of its run, the other ranks for 93 % or more: ...' (the probe's waiting_rank)."""
+    found = layout.waiting
+    assert found is not None
+    # Not computing is in MPI (the library spins) or off the CPU (asleep between polls, or sharing its PU).
+    parts = [f"{_pct(share)} of its run {where}" for share, where in
+             ((found.in_mpi, "in MPI"), (found.waiting - found.in_mpi, "off the CPU")) if share >= 0.01]
+    return (f"{name}'s rank {found.rank} computed for {_pct(1.0 - found.waiting)} of its run, the other ranks for "
+            f"{_pct(1.0 - found.others)} or more: it waited, {' and '.join(parts)}.")
 
 
 def reason(better: Breakdown, worse: Breakdown, separated: bool | None = None, noise: str = "") -> str:
