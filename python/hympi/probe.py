@@ -302,9 +302,9 @@ def figures(processes: Sequence[ProbeProcess]) -> Figures | None:
 
 def waiting_rank(processes: Sequence[ProbeProcess]) -> JsonObject | None:
     """The rank that computed the smallest share of its run and how much: `waiting`, its share not computing (in MPI,
-    or off the CPU: asleep between polls, as HyPhy's rank 0 is), `in_mpi`, its share inside MPI, and `others`, the
+    or off the CPU, as HyPhy's rank 0 is), `in_mpi`, its share inside MPI, and `others`, the
     largest share not computing among the other ranks. A manager that only waits for its workers (ESyS-Particle's
-    rank 0 in MPI, HyPhy's asleep) stands out; None under 2 ranks. A rank computes on its busiest thread's CPU time
+    rank 0 in MPI, HyPhy's off the CPU) stands out; None under 2 ranks. A rank computes on its busiest thread's CPU time
     after MPI_Init less its time in MPI (where the MPI library spins)."""
     waiting: dict[int, tuple[float, float]] = {}
     for p in processes:

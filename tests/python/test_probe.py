@@ -94,7 +94,7 @@ def test_threads_idle_beside_working_ones_are_counted():
 
 def test_the_rank_that_computed_least_is_named_with_where_it_waited_and_the_others_share():
     """A manager's run is waiting, in MPI (ESyS-Particle's rank 0: the library spins) or off the CPU (HyPhy's rank 0,
-    asleep between polls): a rank computes on its busiest thread's CPU time after MPI_Init less its time in MPI."""
+    off the CPU): a rank computes on its busiest thread's CPU time after MPI_Init less its time in MPI."""
     def rank(number: int, cpu_s: float, mpi_s: float, wall_s: float = 4.0, init_cpu_s: float = 0.0,
              initialized: bool = True) -> ProbeProcess:
         threads = (ProbeThread(number=0, cpu_s=cpu_s, init_cpu_s=init_cpu_s, bound=frozenset({0}), used=frozenset({0})),

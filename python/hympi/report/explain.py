@@ -540,7 +540,7 @@ def _waiting_sentence(layout: Breakdown, name: str) -> str:
     """'2x1's rank 0 computed for 36 % of its run, the other ranks for 93 % or more: ...' (the probe's waiting_rank)."""
     found = layout.waiting
     assert found is not None
-    # Not computing is in MPI (the library spins) or off the CPU (asleep between polls, or sharing its PU).
+    # Not computing is in MPI (the library spins) or off the CPU (asleep, blocked, or sharing its PU).
     parts = [f"{_pct(share)} of its run {where}" for share, where in
              ((found.in_mpi, "in MPI"), (found.waiting - found.in_mpi, "off the CPU")) if share >= 0.01]
     return (f"{name}'s rank {found.rank} computed for {_pct(1.0 - found.waiting)} of its run, the other ranks for "
