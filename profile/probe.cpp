@@ -78,11 +78,19 @@ CreateFn real_create() {
   return fn;
 }
 
-// The process's probe, or null when HYMPI_PROBE_DIR is unset (then the library only profiles).
+std::size_t add_thread(Probe& p, std::string creator);
+
+// The process's probe, or null when HYMPI_PROBE_DIR is unset (then the library only profiles). Made on the main
+// thread, which it records first (thread 0): before main() only the main thread runs, and a library whose
+// constructor runs before ours and starts threads (OpenBLAS's pool) calls our pthread_create on it.
 Probe* probe() {
   static Probe* p = [] {
     const char* dir = std::getenv("HYMPI_PROBE_DIR");
-    return dir != nullptr && *dir != '\0' ? new Probe{} : nullptr;  // lives until exit: threads may outlive main
+    if (dir == nullptr || *dir == '\0') return static_cast<Probe*>(nullptr);
+    auto* made = new Probe{};  // lives until exit: threads may outlive main
+    std::lock_guard lock(made->mutex);
+    add_thread(*made, "");
+    return made;
   }();
   return p;
 }
@@ -294,10 +302,6 @@ __attribute__((constructor)) void start_probe() {
   hwloc_topology_set_all_types_filter(p->topology, HWLOC_TYPE_FILTER_KEEP_NONE);  // PUs are all it needs
   hwloc_topology_set_type_filter(p->topology, HWLOC_OBJ_PU, HWLOC_TYPE_FILTER_KEEP_ALL);
   hwloc_topology_load(p->topology);
-  {
-    std::lock_guard lock(p->mutex);
-    add_thread(*p, "");
-  }
   p->start_cpu_s = cpu_seconds(CLOCK_THREAD_CPUTIME_ID) - started;
   p->sampling = real_create()(&p->sampler, nullptr, sampler_main, p) == 0;
   // A child that forks off without exec has no sampler and is no rank: it writes nothing and joins nothing.

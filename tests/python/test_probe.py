@@ -30,7 +30,7 @@ from hympi.probe import (
     working_threads,
 )
 from hympi.store import Store
-from userprograms import farm, hybrid, hybrid_binary, lammps, launch, spawn_binary, spawning
+from userprograms import early_thread_binary, farm, hybrid, hybrid_binary, lammps, launch, spawn_binary, spawning
 
 RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "probe"
 
@@ -172,6 +172,19 @@ def test_live_probe_of_programs_hympi_did_not_build(tmp_path: Path, tmp_path_fac
     program = hybrid(hybrid_binary(tmp_path_factory), 20000, 10)
     wrong = hympi("run", program.command[0], "--ranks", "2", "--launcher", "mpich", "--", *program.command[1:])
     assert wrong.returncode == 1 and "launched as 2 singletons" in wrong.stderr, wrong.stderr
+
+
+def test_the_main_thread_is_thread_0_when_a_library_starts_threads_before_the_probe(
+        tmp_path_factory: pytest.TempPathFactory):
+    """MPQC links OpenBLAS, whose constructor starts its pool before the probe's constructor ran: its thread was
+    recorded first, taken for the main thread, and the real main thread left out, so 1x2 "ran 1 of the 2 threads
+    asked for". The hybrid program linked with such a library computes on both."""
+    program = hybrid(early_thread_binary(tmp_path_factory), 2_000_000, 40)
+    proc = hympi("run", program.command[0], "--ranks", "1", "--threads", "2", "--json", "--", *program.command[1:])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert record["probe"]["findings"] == [] and record["probe"]["working_threads"] == 2, record["probe"]
+    assert sorted((row["rank"], row["thread"]) for row in record["binding"]) == [(0, 0), (0, 1)]
 
 
 def test_the_affinity_check_of_a_program_passes_as_bound_and_fails_when_it_rebinds_itself(

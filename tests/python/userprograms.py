@@ -43,6 +43,7 @@ HYBRID_VERIFIED = r"(?m)^verification: SUCCESSFUL"
 HYBRID_LAYOUT = r"hybrid: ([0-9]+) ranks x ([0-9]+) threads"
 
 SPAWN_SOURCE = REPO / "tests" / "programs" / "spawn.c"
+EARLY_THREAD_SOURCE = REPO / "tests" / "programs" / "early_thread.c"
 SPAWN_RATE = r"rate: ([0-9]+(?:\.[0-9]*)?) sums/s"
 SPAWN_VERIFIED = r"(?m)^ranks: [0-9]+, worker sum verified$"
 
@@ -94,6 +95,25 @@ def hybrid_binary(factory: pytest.TempPathFactory) -> Path:
     """tests/programs/hybrid.c compiled with `mpicc -fopenmp -O2`, once per session (per xdist worker) whichever
     test asks first; skips (fails under CI) without mpicc or when it does not compile."""
     return _compile(factory.getbasetemp() / "userprograms")
+
+
+def early_thread_binary(factory: pytest.TempPathFactory) -> Path:
+    """hybrid.c linked with tests/programs/early_thread.c as a shared library, whose constructor starts a thread
+    before the probe's constructor runs (as OpenBLAS's pool does); skips (fails under CI) as hybrid_binary."""
+    directory = factory.getbasetemp() / "early-thread"
+    mpicc = shutil.which("mpicc")
+    if mpicc is None:
+        skips.skip(skips.Reason.OPEN_MPI, "mpicc is not on PATH")
+    directory.mkdir(parents=True, exist_ok=True)
+    binary = directory / "hybrid-early"
+    steps = ([mpicc, "-shared", "-fPIC", "-O2", "-o", str(directory / "libearly.so"), str(EARLY_THREAD_SOURCE)],
+             [mpicc, "-fopenmp", "-O2", "-o", str(binary), str(HYBRID_SOURCE), f"-L{directory}", "-Wl,--no-as-needed",
+              "-learly", f"-Wl,-rpath,{directory}", "-lm"])
+    for step in steps:
+        proc = subprocess.run(step, capture_output=True, text=True, timeout=120, check=False)
+        if proc.returncode != 0:
+            skips.skip(skips.Reason.NOT_BUILT, f"{' '.join(step)} failed: {proc.stderr.strip()}")
+    return binary
 
 
 def spawn_binary(factory: pytest.TempPathFactory) -> Path:
