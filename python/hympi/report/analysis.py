@@ -182,14 +182,17 @@ def layout_stats(ranks: int, threads: int, bind: str, runs: list[Run], membind: 
     statuses: dict[str, int] = {}
     for run in measured:
         statuses[run.status] = statuses.get(run.status, 0) + 1
-    per_core = []
-    for run in runs:
+    per_core: list[float] = []
+    bound: list[int] = []
+    for run in (r for r in runs if r.status == "ok"):
+        pus = bound_pus(run)  # read once: the layout's bound_pus and this run's memory per core
+        if pus is not None:
+            bound.append(pus)
         node = run.value("node_rss_mib")
-        if run.status == "ok" and node is not None and run.record is not None:
+        if node is not None and run.record is not None:
             nodes = run.record.get("nodes", 1) or 1
-            per_core.append(node * nodes / min(ranks * threads, bound_pus(run) or ranks * threads))
+            per_core.append(node * nodes / min(ranks * threads, pus or ranks * threads))
     shares = [v for v in (run_placement_share(r) for r in runs if r.status == "ok") if v is not None]
-    bound = [n for n in (bound_pus(r) for r in runs if r.status == "ok") if n is not None]
     return LayoutStats(ranks, threads, bind, len(measured), statuses.get("ok", 0), tuple(sorted(statuses.items())),
                        min(rates) if rates else None, median_or_none(rates), max(rates) if rates else None,
                        median_or_none(_values(runs, "time_s")), median_or_none(_values(runs, "comm_s")),
